@@ -1,0 +1,75 @@
+//! Attributes: the compile-time constants attached to ops.
+
+use super::types::{ElemType, Type};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attribute {
+    /// Present or absent, like MLIR's `unit`.
+    Unit,
+    Bool(bool),
+    Int(i64, ElemType),
+    Float(f64, ElemType),
+    String(String),
+    Array(Vec<Attribute>),
+    Type(Type),
+}
+
+impl Attribute {
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Attribute::Int(v, _) => Some(*v),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Attribute::String(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// An op's named attributes, kept in insertion order so printing is stable.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Attributes(Vec<(String, Attribute)>);
+
+impl Attributes {
+    pub fn new() -> Self {
+        Attributes(Vec::new())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Attribute> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, a)| a)
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    pub fn get_int(&self, name: &str) -> Option<i64> {
+        self.get(name).and_then(Attribute::as_int)
+    }
+
+    /// Sets `name`, replacing an existing value in place.
+    pub fn set(&mut self, name: impl Into<String>, value: Attribute) {
+        let name = name.into();
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((name, value)),
+        }
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<Attribute> {
+        let pos = self.0.iter().position(|(n, _)| n == name)?;
+        Some(self.0.remove(pos).1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Attribute)> {
+        self.0.iter().map(|(n, a)| (n.as_str(), a))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}

@@ -1,0 +1,220 @@
+//! One function's IR: an arena of ops, blocks, regions and SSA values.
+//!
+//! Structured control flow keeps every region to one block in practice, but
+//! the data structure is MLIR's general one so later dialects can use more.
+
+use super::attributes::Attributes;
+use super::entity::{entity, Arena};
+use super::types::Type;
+use crate::diagnostic::Location;
+use crate::registry::OpDef;
+
+entity!(
+    /// An operation.
+    Op
+);
+entity!(
+    /// A basic block: arguments and an ordered list of ops.
+    Block
+);
+entity!(
+    /// A region: an ordered list of blocks owned by an op or a function.
+    Region
+);
+entity!(
+    /// An SSA value: an op result or a block argument.
+    Value
+);
+
+#[derive(Clone, Debug)]
+pub struct OpData {
+    pub def: &'static OpDef,
+    pub operands: Vec<Value>,
+    pub results: Vec<Value>,
+    pub attrs: Attributes,
+    pub regions: Vec<Region>,
+    pub loc: Location,
+    /// The block the op sits in; `None` once detached.
+    pub parent: Option<Block>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct BlockData {
+    pub args: Vec<Value>,
+    pub ops: Vec<Op>,
+    pub parent: Option<Region>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct RegionData {
+    pub blocks: Vec<Block>,
+    /// The op owning the region; `None` for a function's body.
+    pub parent: Option<Op>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueDef {
+    Result(Op, usize),
+    BlockArg(Block, usize),
+}
+
+#[derive(Clone, Debug)]
+pub struct ValueData {
+    pub ty: Type,
+    pub def: ValueDef,
+    /// The name the value had in the source text, kept so that printing
+    /// returns what the user wrote.
+    pub name_hint: Option<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Body {
+    pub ops: Arena<Op, OpData>,
+    pub blocks: Arena<Block, BlockData>,
+    pub regions: Arena<Region, RegionData>,
+    pub values: Arena<Value, ValueData>,
+}
+
+impl Body {
+    pub fn new_region(&mut self, parent: Option<Op>) -> Region {
+        self.regions.push(RegionData { blocks: Vec::new(), parent })
+    }
+
+    /// Appends a new empty block with arguments of `arg_types` to `region`.
+    pub fn append_block(&mut self, region: Region, arg_types: &[Type]) -> Block {
+        let block = self.blocks.push(BlockData { args: Vec::new(), ops: Vec::new(), parent: Some(region) });
+        for (i, ty) in arg_types.iter().enumerate() {
+            let v = self.values.push(ValueData { ty: ty.clone(), def: ValueDef::BlockArg(block, i), name_hint: None });
+            self.blocks[block].args.push(v);
+        }
+        self.regions[region].blocks.push(block);
+        block
+    }
+
+    /// Creates a detached op with fresh results of `result_types`.
+    pub fn create_op(
+        &mut self,
+        def: &'static OpDef,
+        operands: Vec<Value>,
+        result_types: &[Type],
+        attrs: Attributes,
+        loc: Location,
+    ) -> Op {
+        let op = self.ops.push(OpData {
+            def,
+            operands,
+            results: Vec::new(),
+            attrs,
+            regions: Vec::new(),
+            loc,
+            parent: None,
+        });
+        for (i, ty) in result_types.iter().enumerate() {
+            let v = self.values.push(ValueData { ty: ty.clone(), def: ValueDef::Result(op, i), name_hint: None });
+            self.ops[op].results.push(v);
+        }
+        op
+    }
+
+    /// Gives `op` a new region with one block of `arg_types` and returns both.
+    pub fn add_region(&mut self, op: Op, arg_types: &[Type]) -> (Region, Block) {
+        let region = self.new_region(Some(op));
+        self.ops[op].regions.push(region);
+        let block = self.append_block(region, arg_types);
+        (region, block)
+    }
+
+    pub fn append_op(&mut self, block: Block, op: Op) {
+        self.ops[op].parent = Some(block);
+        self.blocks[block].ops.push(op);
+    }
+
+    /// Inserts `op` into `anchor`'s block just before `anchor`.
+    pub fn insert_op_before(&mut self, anchor: Op, op: Op) {
+        let block = self.ops[anchor].parent.expect("anchor op is attached");
+        let pos = self.position_in_block(anchor);
+        self.ops[op].parent = Some(block);
+        self.blocks[block].ops.insert(pos, op);
+    }
+
+    /// Detaches `op` from its block; its arena slot stays but is unreachable.
+    pub fn remove_op(&mut self, op: Op) {
+        if let Some(block) = self.ops[op].parent.take() {
+            self.blocks[block].ops.retain(|&o| o != op);
+        }
+    }
+
+    fn position_in_block(&self, op: Op) -> usize {
+        let block = self.ops[op].parent.expect("op is attached");
+        self.blocks[block].ops.iter().position(|&o| o == op).expect("op is in its parent block")
+    }
+
+    pub fn value_type(&self, v: Value) -> &Type {
+        &self.values[v].ty
+    }
+
+    /// The op defining `v`, or `None` for a block argument.
+    pub fn defining_op(&self, v: Value) -> Option<Op> {
+        match self.values[v].def {
+            ValueDef::Result(op, _) => Some(op),
+            ValueDef::BlockArg(..) => None,
+        }
+    }
+
+    pub fn result(&self, op: Op, i: usize) -> Value {
+        self.ops[op].results[i]
+    }
+
+    /// The first block of `region` (every region of the tile and nv dialects
+    /// has exactly one).
+    pub fn entry_block(&self, region: Region) -> Block {
+        self.regions[region].blocks[0]
+    }
+
+    /// The last op of `block`, which the verifier requires to be a terminator.
+    pub fn terminator(&self, block: Block) -> Option<Op> {
+        self.blocks[block].ops.last().copied()
+    }
+
+    /// Every op nested in `region`, in pre-order (an op before the ops of its
+    /// regions).
+    pub fn walk_region(&self, region: Region) -> Vec<Op> {
+        let mut out = Vec::new();
+        self.walk_region_into(region, &mut out);
+        out
+    }
+
+    fn walk_region_into(&self, region: Region, out: &mut Vec<Op>) {
+        for &block in &self.regions[region].blocks {
+            for &op in &self.blocks[block].ops {
+                out.push(op);
+                for &r in &self.ops[op].regions {
+                    self.walk_region_into(r, out);
+                }
+            }
+        }
+    }
+
+    /// Replaces every use of `old` by `new` among the ops reachable from
+    /// `region`.
+    pub fn replace_all_uses(&mut self, region: Region, old: Value, new: Value) {
+        for op in self.walk_region(region) {
+            for operand in &mut self.ops[op].operands {
+                if *operand == old {
+                    *operand = new;
+                }
+            }
+        }
+    }
+
+    /// Counts the uses of every value by ops reachable from `region`.
+    pub fn use_counts(&self, region: Region) -> Vec<usize> {
+        let mut counts = vec![0; self.values.len()];
+        for op in self.walk_region(region) {
+            for operand in &self.ops[op].operands {
+                counts[operand.0 as usize] += 1;
+            }
+        }
+        counts
+    }
+}

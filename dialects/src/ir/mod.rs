@@ -1,0 +1,15 @@
+//! The IR core: entity arenas, types, attributes, layouts and functions.
+
+mod attributes;
+mod body;
+mod entity;
+mod layout;
+mod module;
+mod types;
+
+pub use attributes::{Attribute, Attributes};
+pub use body::{Block, BlockData, Body, Op, OpData, Region, RegionData, Value, ValueData, ValueDef};
+pub use entity::{Arena, EntityRef};
+pub use layout::Layout;
+pub use module::{Function, Module};
+pub use types::{Dim, ElemType, RefType, TileType, Type};

@@ -1,0 +1,71 @@
+//! The IR verifier, kept apart from the transforms: structure (terminators,
+//! region shapes), SSA dominance, and each op's own invariants.
+
+use crate::diagnostic::Diagnostic;
+use crate::ir::{Body, Function, Module, Region, Value};
+use std::collections::HashSet;
+
+pub fn verify_module(module: &Module) -> Result<(), Diagnostic> {
+    let mut names = HashSet::new();
+    for func in &module.functions {
+        if !names.insert(func.name.as_str()) {
+            return Err(Diagnostic::error(func.loc.clone(), format!("redefinition of function '@{}'", func.name)));
+        }
+        verify_function(func)?;
+    }
+    Ok(())
+}
+
+pub fn verify_function(func: &Function) -> Result<(), Diagnostic> {
+    let body = &func.body;
+    let entry = func.entry_block();
+    match body.terminator(entry) {
+        Some(t) if body.ops[t].def.name == "tile.return" => {}
+        _ => {
+            return Err(Diagnostic::error(
+                func.loc.clone(),
+                format!("function '@{}' must end with 'tile.return'", func.name),
+            ))
+        }
+    }
+    let mut visible: HashSet<Value> = func.args().iter().copied().collect();
+    verify_region(body, func.region, &mut visible)
+}
+
+/// Verifies the ops of `region` in order; `visible` holds the values that
+/// dominate the current point, and is restored on exit so that values
+/// defined inside a region do not leak out of it.
+fn verify_region(body: &Body, region: Region, visible: &mut HashSet<Value>) -> Result<(), Diagnostic> {
+    let mut defined_here = Vec::new();
+    for &block in &body.regions[region].blocks {
+        for &arg in &body.blocks[block].args {
+            visible.insert(arg);
+            defined_here.push(arg);
+        }
+        let ops = &body.blocks[block].ops;
+        for (i, &op) in ops.iter().enumerate() {
+            let data = &body.ops[op];
+            let err = |msg: String| Diagnostic::error(data.loc.clone(), format!("'{}' op {msg}", data.def.name));
+            for (n, operand) in data.operands.iter().enumerate() {
+                if !visible.contains(operand) {
+                    return Err(err(format!("operand #{n} does not dominate this use")));
+                }
+            }
+            if data.def.traits.terminator && i + 1 != ops.len() {
+                return Err(err("must be the last operation of its block".into()));
+            }
+            (data.def.verify)(body, op).map_err(err)?;
+            for &r in &data.regions {
+                verify_region(body, r, visible)?;
+            }
+            for &result in &data.results {
+                visible.insert(result);
+                defined_here.push(result);
+            }
+        }
+    }
+    for v in defined_here {
+        visible.remove(&v);
+    }
+    Ok(())
+}

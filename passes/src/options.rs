@@ -1,0 +1,103 @@
+//! Typed pass options, written `name{key=value key2=value2}` in pipelines as
+//! MLIR writes them.
+
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionKind {
+    Int { min: i64, max: i64 },
+    Bool,
+    /// One of a fixed set of words.
+    Enum(&'static [&'static str]),
+}
+
+/// One option a pass accepts, with the default used when it is not given.
+#[derive(Clone, Copy, Debug)]
+pub struct OptionSpec {
+    pub name: &'static str,
+    pub kind: OptionKind,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OptionValue {
+    Int(i64),
+    Bool(bool),
+    Word(String),
+}
+
+/// A pass's options after checking them against its specs; every declared
+/// option has a value.
+#[derive(Clone, Debug, Default)]
+pub struct PassOptions {
+    values: BTreeMap<&'static str, OptionValue>,
+}
+
+impl PassOptions {
+    /// Checks `given` (raw `key=value` pairs) against `specs` and fills in
+    /// defaults. Errors name the option and say what was expected.
+    pub fn resolve(pass: &str, specs: &[OptionSpec], given: &[(String, String)]) -> Result<PassOptions, String> {
+        let mut values = BTreeMap::new();
+        for (key, raw) in given {
+            let Some(spec) = specs.iter().find(|s| s.name == key) else {
+                let known: Vec<&str> = specs.iter().map(|s| s.name).collect();
+                return Err(if known.is_empty() {
+                    format!("pass '{pass}' takes no options, but '{key}' was given")
+                } else {
+                    format!("pass '{pass}' has no option '{key}' (options: {})", known.join(", "))
+                });
+            };
+            if values.insert(spec.name, parse_value(pass, spec, raw)?).is_some() {
+                return Err(format!("option '{key}' of pass '{pass}' is given twice"));
+            }
+        }
+        for spec in specs {
+            if !values.contains_key(spec.name) {
+                let default = parse_value(pass, spec, spec.default).expect("a pass's default options are valid");
+                values.insert(spec.name, default);
+            }
+        }
+        Ok(PassOptions { values })
+    }
+
+    pub fn int(&self, name: &str) -> i64 {
+        match self.values.get(name) {
+            Some(OptionValue::Int(v)) => *v,
+            other => panic!("option '{name}' is not a declared integer option: {other:?}"),
+        }
+    }
+
+    pub fn bool(&self, name: &str) -> bool {
+        match self.values.get(name) {
+            Some(OptionValue::Bool(v)) => *v,
+            other => panic!("option '{name}' is not a declared boolean option: {other:?}"),
+        }
+    }
+
+    pub fn word(&self, name: &str) -> &str {
+        match self.values.get(name) {
+            Some(OptionValue::Word(v)) => v,
+            other => panic!("option '{name}' is not a declared enum option: {other:?}"),
+        }
+    }
+}
+
+fn parse_value(pass: &str, spec: &OptionSpec, raw: &str) -> Result<OptionValue, String> {
+    let bad = |expected: String| format!("option '{}' of pass '{pass}' expects {expected}, found '{raw}'", spec.name);
+    match spec.kind {
+        OptionKind::Int { min, max } => match raw.parse::<i64>() {
+            Ok(v) if (min..=max).contains(&v) => Ok(OptionValue::Int(v)),
+            _ => Err(bad(format!("an integer from {min} to {max}"))),
+        },
+        OptionKind::Bool => match raw {
+            "true" | "1" => Ok(OptionValue::Bool(true)),
+            "false" | "0" => Ok(OptionValue::Bool(false)),
+            _ => Err(bad("true or false".into())),
+        },
+        OptionKind::Enum(words) => match words.iter().find(|w| **w == raw) {
+            Some(w) => Ok(OptionValue::Word(w.to_string())),
+            None => Err(bad(format!("one of {}", words.join(", ")))),
+        },
+    }
+}

@@ -1,0 +1,82 @@
+//! Pipeline strings: `tile-canonicalize,tile-pipeline{stages=3 wait_depth=1}`.
+
+use crate::registry::{lookup, PassInfo};
+use crate::{Pass, PassOptions};
+
+/// One pass of a parsed pipeline, before it is created.
+pub struct PipelineEntry {
+    pub info: &'static PassInfo,
+    pub options: PassOptions,
+}
+
+/// Parses and checks a pipeline string; errors name the offending pass or
+/// option.
+pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineEntry>, String> {
+    let mut entries = Vec::new();
+    for item in split_top_level(text)? {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(format!("empty pass name in pipeline '{text}'"));
+        }
+        let (name, raw_options) = match item.find('{') {
+            Some(open) => {
+                let Some(body) = item[open + 1..].strip_suffix('}') else {
+                    return Err(format!("pass options of '{}' must end with '}}'", &item[..open]));
+                };
+                (&item[..open], parse_option_list(&item[..open], body)?)
+            }
+            None => (item, Vec::new()),
+        };
+        let info = lookup(name).ok_or_else(|| {
+            let known: Vec<&str> = crate::PASSES.iter().map(|p| p.name).collect();
+            format!("unknown pass '{name}' (known passes: {})", known.join(", "))
+        })?;
+        let options = PassOptions::resolve(name, info.options, &raw_options)?;
+        entries.push(PipelineEntry { info, options });
+    }
+    Ok(entries)
+}
+
+/// Creates the passes of a parsed pipeline.
+pub fn create_passes(entries: &[PipelineEntry]) -> Vec<Box<dyn Pass>> {
+    entries.iter().map(|e| (e.info.create)(&e.options)).collect()
+}
+
+/// Splits on commas that are not inside `{...}`.
+fn split_top_level(text: &str) -> Result<Vec<&str>, String> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err(format!("unbalanced '}}' in pipeline '{text}'"));
+                }
+            }
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err(format!("unbalanced '{{' in pipeline '{text}'"));
+    }
+    if !text.trim().is_empty() {
+        parts.push(&text[start..]);
+    }
+    Ok(parts)
+}
+
+/// `stages=3 wait_depth=1` (spaces or commas between pairs).
+fn parse_option_list(pass: &str, body: &str) -> Result<Vec<(String, String)>, String> {
+    body.split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|s| !s.is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(format!("option '{pair}' of pass '{pass}' must be written key=value")),
+        })
+        .collect()
+}

@@ -1,0 +1,117 @@
+//! `tile-canonicalize`: folds constants and identities, then removes ops
+//! whose results nothing uses and that have no effect, until nothing
+//! changes.
+
+use crate::options::{OptionKind, OptionSpec};
+use crate::registry::PassInfo;
+use crate::Pass;
+use tilec_dialects::ir::{Attributes, Body, EntityRef, Op, Region};
+use tilec_dialects::registry::Folded;
+use tilec_dialects::{Diagnostic, Function};
+
+pub const INFO: PassInfo = PassInfo {
+    name: "tile-canonicalize",
+    summary: "Fold constants and identities, remove dead code",
+    options: &[OptionSpec {
+        name: "max-iterations",
+        kind: OptionKind::Int { min: 1, max: 1000 },
+        default: "10",
+        help: "rounds of folding and dead-code removal before giving up on a fixed point",
+    }],
+    create: |options| Box::new(Canonicalize { max_iterations: options.int("max-iterations") as usize }),
+};
+
+pub struct Canonicalize {
+    max_iterations: usize,
+}
+
+impl Pass for Canonicalize {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        for _ in 0..self.max_iterations {
+            let folded = fold_all(&mut func.body, func.region);
+            let removed = remove_dead_ops(&mut func.body, func.region);
+            if !folded && !removed {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The constant an op's operand is known to hold, if its definer is a
+/// constant op.
+fn constant_of(body: &Body, v: tilec_dialects::Value) -> Option<tilec_dialects::Attribute> {
+    let def = body.defining_op(v)?;
+    let data = &body.ops[def];
+    if data.def.traits.constant {
+        data.attrs.get("value").cloned()
+    } else {
+        None
+    }
+}
+
+fn fold_all(body: &mut Body, region: Region) -> bool {
+    let constant_def = tilec_dialects::registry::lookup("tile.constant").expect("the tile dialect defines tile.constant");
+    let mut changed = false;
+    for op in body.walk_region(region) {
+        let Some(fold) = body.ops[op].def.fold else { continue };
+        let consts: Vec<_> = body.ops[op].operands.iter().map(|&v| constant_of(body, v)).collect();
+        let Some(folded) = fold(body, op, &consts) else { continue };
+        let result = body.result(op, 0);
+        let replacement = match folded {
+            Folded::Value(v) => v,
+            Folded::Constant(value) => {
+                let ty = body.value_type(result).clone();
+                let mut attrs = Attributes::new();
+                attrs.set("value", value);
+                let loc = body.ops[op].loc.clone();
+                let constant = body.create_op(constant_def, vec![], &[ty], attrs, loc);
+                body.insert_op_before(op, constant);
+                body.result(constant, 0)
+            }
+        };
+        body.replace_all_uses(region, result, replacement);
+        body.remove_op(op);
+        changed = true;
+    }
+    changed
+}
+
+/// Whether removing `op` (when its results are unused) changes nothing else:
+/// it is pure, or every op nested in it is pure or a terminator.
+fn is_removable(body: &Body, op: Op) -> bool {
+    let data = &body.ops[op];
+    if data.def.traits.terminator {
+        return false;
+    }
+    if data.def.traits.pure {
+        return true;
+    }
+    !data.regions.is_empty()
+        && data.regions.iter().all(|&r| {
+            body.walk_region(r).into_iter().all(|o| body.ops[o].def.traits.pure || body.ops[o].def.traits.terminator)
+        })
+}
+
+fn remove_dead_ops(body: &mut Body, region: Region) -> bool {
+    let mut changed = false;
+    loop {
+        let uses = body.use_counts(region);
+        let dead: Vec<Op> = body
+            .walk_region(region)
+            .into_iter()
+            .filter(|&op| is_removable(body, op) && body.ops[op].results.iter().all(|r| uses[r.index()] == 0))
+            .collect();
+        if dead.is_empty() {
+            return changed;
+        }
+        for op in dead {
+            body.remove_op(op);
+        }
+        changed = true;
+    }
+}

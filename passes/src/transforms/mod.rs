@@ -1,0 +1,3 @@
+//! The transforms, one per file.
+
+pub mod canonicalize;
