@@ -462,3 +462,235 @@ fn clip(bytes: &[u8]) -> String {
     }
     format!("{}\n[... {} more bytes]", &text[..end], text.len() - end)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh folder for one test, named so parallel tests do not collide,
+    /// and removed when the test ends.
+    struct Scratch(PathBuf);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn scratch(name: &str) -> Scratch {
+        let dir =
+            std::env::temp_dir().join(format!("tilec-filecheck-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn config(root: &Path) -> LitConfig {
+        LitConfig {
+            temp_root: root.join("tmp"),
+            ..LitConfig::new(root).unwrap()
+        }
+    }
+
+    /// Writes `text` as `name` under `root` and runs it as one trial would.
+    fn run(root: &Path, name: &str, text: &str) -> Result<Completion, Failed> {
+        let file = root.join(name);
+        std::fs::write(&file, text).unwrap();
+        run_file(&config(root), &file)
+    }
+
+    fn failure(result: Result<Completion, Failed>) -> String {
+        match result {
+            Ok(_) => panic!("the test passed or was ignored; expected a failure"),
+            Err(e) => e.message().unwrap().to_string(),
+        }
+    }
+
+    #[test]
+    fn run_lines_join_continuations() {
+        let text = "// RUN: %tile-opt %s \\\n//   RUN:   | %FileCheck %s\nfoo RUN: not a directive\n// RUN: true\n";
+        let script = parse_script(Path::new("a.tile"), text).unwrap();
+        assert_eq!(
+            script.runs,
+            vec![
+                (1, "%tile-opt %s | %FileCheck %s".to_string()),
+                (4, "true".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn dangling_continuation_is_an_error() {
+        let err = parse_script(Path::new("a.tile"), "// RUN: true \\\n// CHECK: x\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("a.tile:2: expected a RUN: line"),
+            "{err}"
+        );
+        let err = parse_script(Path::new("a.tile"), "// RUN: true \\\n").unwrap_err();
+        assert!(err.to_string().contains("nothing follows"), "{err}");
+    }
+
+    #[test]
+    fn requires_lists_features() {
+        let script = parse_script(
+            Path::new("a.tile"),
+            "// REQUIRES: ptxas, gpu\n// REQUIRES: x\n",
+        )
+        .unwrap();
+        assert_eq!(script.requires, ["ptxas", "gpu", "x"]);
+    }
+
+    #[test]
+    fn longest_substitution_wins_and_output_is_not_rescanned() {
+        let subs = BTreeMap::from([
+            ("%t".to_string(), "/tmp/t".to_string()),
+            ("%tile-opt".to_string(), "/bin/tile-opt".to_string()),
+            ("%s".to_string(), "/x/%t.tile".to_string()),
+        ]);
+        assert_eq!(
+            substitute("%tile-opt %s -o %t.ll; echo 100% %q", &subs),
+            "/bin/tile-opt /x/%t.tile -o /tmp/t.ll; echo 100% %q"
+        );
+    }
+
+    #[test]
+    fn passing_check() {
+        let scratch = scratch("pass");
+        let root = &scratch.0;
+        let result = run(
+            root,
+            "a.tile",
+            "// RUN: cat %s | %FileCheck %s\n// CHECK: {{^}}tile.dot\ntile.dot\n",
+        );
+        assert!(matches!(result, Ok(Completion::Completed)));
+    }
+
+    #[test]
+    fn failing_check_shows_filecheck_diagnostic() {
+        let scratch = scratch("fail");
+        let root = &scratch.0;
+        let message = failure(run(
+            root,
+            "a.tile",
+            "// RUN: cat %s | %FileCheck %s\n// CHECK: tile.{{absent}}\n",
+        ));
+        assert!(
+            message.contains("a.tile:1: RUN command failed (exit code 1)"),
+            "{message}"
+        );
+        assert!(
+            message.contains("as written:     cat %s | %FileCheck %s"),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!(
+                "as substituted: cat {}",
+                root.join("a.tile").display()
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains("error: CHECK: expected string not found"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn no_run_line_fails() {
+        let scratch = scratch("norun");
+        let root = &scratch.0;
+        let message = failure(run(root, "a.tile", "// CHECK: x\n"));
+        assert!(message.contains("no RUN: line"), "{message}");
+    }
+
+    #[test]
+    fn any_failing_pipe_stage_fails() {
+        let scratch = scratch("pipefail");
+        let root = &scratch.0;
+        let message = failure(run(root, "a.tile", "// RUN: false | cat\n"));
+        assert!(message.contains("exit code 1"), "{message}");
+    }
+
+    #[test]
+    fn not_inverts_and_temp_path_is_writable() {
+        let scratch = scratch("not");
+        let root = &scratch.0;
+        let text = "// RUN: %not false\n// RUN: echo hi > %t.out && %FileCheck --check-prefix=T --input-file %t.out %s\n// T: hi\n";
+        assert!(matches!(
+            run(root, "a.tile", text),
+            Ok(Completion::Completed)
+        ));
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_pipe() {
+        let scratch = scratch("timeout");
+        let root = &scratch.0;
+        std::fs::write(root.join("a.tile"), "// RUN: sleep 30 | cat\n").unwrap();
+        let config = LitConfig {
+            timeout: Duration::from_millis(200),
+            ..config(root)
+        };
+        let start = Instant::now();
+        let message = failure(run_file(&config, &root.join("a.tile")));
+        assert!(message.contains("timed out"), "{message}");
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn missing_feature_is_ignored_with_reason() {
+        let scratch = scratch("requires");
+        let root = &scratch.0;
+        match run(root, "a.tile", "// REQUIRES: ptxas\n// RUN: false\n") {
+            Ok(Completion::Ignored { reason }) => {
+                assert_eq!(reason.as_deref(), Some("requires ptxas"))
+            }
+            _ => panic!("expected an ignored test"),
+        }
+        let file = root.join("a.tile");
+        assert!(
+            run_file(&config(root).feature("ptxas"), &file).is_err(),
+            "with the feature it runs"
+        );
+    }
+
+    #[test]
+    fn trials_are_sorted_relative_paths_and_run() {
+        let scratch = scratch("suite");
+        let root = &scratch.0;
+        for dir in ["pipeline", "layouts", "layouts/Inputs"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        let pass = "// RUN: %FileCheck %s --input-file %s\n// CHECK: RUN\n";
+        std::fs::write(root.join("pipeline/b.tile"), pass).unwrap();
+        std::fs::write(root.join("layouts/a.mlir"), pass).unwrap();
+        std::fs::write(
+            root.join("layouts/c.tile"),
+            "// REQUIRES: ptxas\n// RUN: false\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("layouts/notes.txt"), "").unwrap();
+        std::fs::write(root.join("layouts/Inputs/helper.tile"), "").unwrap();
+
+        let trials = trials(config(root)).unwrap();
+        let names: Vec<&str> = trials.iter().map(Trial::name).collect();
+        assert_eq!(
+            names,
+            ["layouts/a.mlir", "layouts/c.tile", "pipeline/b.tile"]
+        );
+
+        let args = Arguments {
+            test_threads: Some(1),
+            quiet: true,
+            ..Arguments::default()
+        };
+        let conclusion = libtest_mimic::run(&args, trials);
+        let counts = (
+            conclusion.num_passed,
+            conclusion.num_failed,
+            conclusion.num_ignored,
+        );
+        assert_eq!(counts, (2, 0, 1));
+    }
+}
