@@ -28,50 +28,67 @@ pub fn print_function(func: &Function, options: PrintOptions) -> String {
     p.out
 }
 
-/// Names every value: the source name where it is free, otherwise the next
-/// number (results) or `argN` (block arguments), as MLIR numbers them.
+/// Names every value: the source name where no visible value holds it,
+/// otherwise the next number (results) or `argN` (block arguments), as MLIR
+/// numbers them. Names are scoped like the parser's: a region's names are
+/// free again after it, so sibling regions may reuse them.
 fn assign_names(func: &Function) -> HashMap<Value, String> {
-    let body = &func.body;
-    let mut order: Vec<Value> = func.args().to_vec();
-    for op in body.walk_region(func.region) {
-        for &region in &body.ops[op].regions {
-            for &block in &body.regions[region].blocks {
-                order.extend(&body.blocks[block].args);
+    let mut namer = Namer { body: &func.body, taken: HashSet::new(), names: HashMap::new(), next_result: 0, next_arg: 0 };
+    namer.region(func.region);
+    namer.names
+}
+
+struct Namer<'a> {
+    body: &'a Body,
+    taken: HashSet<String>,
+    names: HashMap<Value, String>,
+    next_result: usize,
+    next_arg: usize,
+}
+
+impl Namer<'_> {
+    fn region(&mut self, region: Region) {
+        let mut scope = Vec::new();
+        for &block in &self.body.regions[region].blocks {
+            for &arg in &self.body.blocks[block].args {
+                scope.push(self.name(arg, true));
+            }
+            for &op in &self.body.blocks[block].ops {
+                // Inner regions first: the op's results are not visible in them.
+                for &r in &self.body.ops[op].regions {
+                    self.region(r);
+                }
+                for &result in &self.body.ops[op].results {
+                    scope.push(self.name(result, false));
+                }
             }
         }
-        order.extend(&body.ops[op].results);
+        for name in scope {
+            self.taken.remove(&name);
+        }
     }
-    let is_number = |s: &str| s.bytes().all(|c| c.is_ascii_digit());
-    let mut taken: HashSet<String> = HashSet::new();
-    let mut names = HashMap::new();
-    for &v in &order {
-        if let Some(hint) = &body.values[v].name_hint {
-            if !is_number(hint) && taken.insert(hint.clone()) {
-                names.insert(v, hint.clone());
-            }
-        }
-    }
-    let (mut next_result, mut next_arg) = (0usize, 0usize);
-    for &v in &order {
-        if names.contains_key(&v) {
-            continue;
-        }
-        let is_arg = matches!(body.values[v].def, crate::ir::ValueDef::BlockArg(..));
-        let name = loop {
-            let candidate = if is_arg {
-                next_arg += 1;
-                format!("arg{}", next_arg - 1)
-            } else {
-                next_result += 1;
-                (next_result - 1).to_string()
-            };
-            if taken.insert(candidate.clone()) {
-                break candidate;
-            }
+
+    fn name(&mut self, v: Value, is_arg: bool) -> String {
+        let hint = self.body.values[v].name_hint.as_deref();
+        let name = match hint {
+            Some(h) if !h.bytes().all(|c| c.is_ascii_digit()) && !self.taken.contains(h) => h.to_string(),
+            _ => loop {
+                let candidate = if is_arg {
+                    self.next_arg += 1;
+                    format!("arg{}", self.next_arg - 1)
+                } else {
+                    self.next_result += 1;
+                    (self.next_result - 1).to_string()
+                };
+                if !self.taken.contains(&candidate) {
+                    break candidate;
+                }
+            },
         };
-        names.insert(v, name);
+        self.taken.insert(name.clone());
+        self.names.insert(v, name.clone());
+        name
     }
-    names
 }
 
 /// Writes IR text; dialect print functions call its `value`, `ty`, `attrs`

@@ -45,6 +45,7 @@ fn parse_constant(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
 fn print_constant(p: &mut Printer<'_>, op: Op) {
     let data = &p.body.ops[op];
     let literal = match data.attrs.get("value") {
+        Some(Attribute::Int(v, ElemType::I1)) => (*v != 0).to_string(),
         Some(Attribute::Int(v, _)) => v.to_string(),
         Some(Attribute::Float(v, _)) => crate::syntax::float_to_string(*v),
         _ => "<<missing value>>".to_string(),
