@@ -1,1 +1,3 @@
+//! tilec: Hopper GEMM compiler (tile IR -> passes -> MLIR -> PTX).
 
+pub mod backend;
