@@ -142,6 +142,13 @@ fn pipeline_splits_into_single_passes() {
     assert!(steps.iter().any(|s| s == "gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1})"));
 }
 
+/// Writes to stderr past libtest's output capture (which only intercepts `eprint!`), so a
+/// skipped ptxas step and the ptxas report show up in a plain `cargo test`.
+fn say(msg: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(msg.as_bytes());
+}
+
 /// `TILEC_PTXAS`, else `ptxas` on PATH.
 fn find_ptxas() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("TILEC_PTXAS") {
@@ -153,10 +160,8 @@ fn find_ptxas() -> Option<PathBuf> {
 
 fn run_ptxas(ptx: &str) {
     let Some(ptxas) = find_ptxas() else {
-        eprintln!(
-            "NOTE: ptxas step SKIPPED: no `ptxas` on PATH and TILEC_PTXAS unset \
-             (pip install nvidia-cuda-nvcc; see docs/build-deps.md)"
-        );
+        say("NOTE: ptxas step SKIPPED: no `ptxas` on PATH and TILEC_PTXAS unset \
+             (pip install nvidia-cuda-nvcc; see docs/build-deps.md)\n");
         return;
     };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
@@ -170,7 +175,7 @@ fn run_ptxas(ptx: &str) {
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
     let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    eprintln!("ptxas ({}) -v:\n{log}", ptxas.display());
+    say(&format!("ptxas ({}) -v:\n{log}", ptxas.display()));
     assert!(out.status.success(), "ptxas failed ({}):\n{log}", out.status);
     for code in ["C7519", "C7517"] {
         assert!(!log.contains(code), "ptxas serialised wgmma ({code}):\n{log}");

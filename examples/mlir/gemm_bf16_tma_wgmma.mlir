@@ -20,8 +20,11 @@
 // m64n128k16, commits and waits for them, then a CTA barrier frees the tiles for the next load.
 //
 // Kernel parameters are plain !llvm.ptr / i32 (nvgpu types on a gpu.func do not legalise, see
-// DESIGN section 4); the TMA-descriptor ABI (byval [128 x i8], align 64, nvvm.grid_constant) is
-// attached by tilec's back end after convert-gpu-to-nvvm (src/backend/kernel_abi.rs).
+// DESIGN section 4). `tilec.tma_params` lists the TMA-descriptor parameters; tilec's back end
+// turns them into byval [128 x i8], align 64, nvvm.grid_constant parameters after
+// convert-gpu-to-nvvm (src/backend/kernel_abi.rs), which keeps only llvm.* argument attributes.
+// TMA and mbarriers use nvvm ops directly (what convert-nvgpu-to-nvvm would produce), so they
+// can take plain pointers into the dynamic shared memory; see docs/backend.md.
 
 // One m64n128 FP32 accumulator fragment: 64 registers per thread (N / 2).
 !acc = !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
