@@ -1,5 +1,6 @@
-//! tilec: compiles GEMMs written in the tile IR for NVIDIA Hopper. This crate
-//! holds the command-line tools; the IR lives in `tilec-dialects` and the
-//! passes in `tilec-passes`.
+//! tilec: compiles GEMMs written in the tile IR for NVIDIA Hopper (tile IR
+//! -> passes -> MLIR -> PTX). The IR lives in `tilec-dialects` and the passes
+//! in `tilec-passes`; this crate lowers to MLIR and PTX and holds the tools.
 
+pub mod backend;
 pub mod opt;

@@ -1,0 +1,174 @@
+//! The MLIR -> PTX back end: parse MLIR text, run the upstream pass pipeline (DESIGN 4), attach
+//! the kernel ABI, translate the `gpu.module` to LLVM IR, optimise it and emit PTX for sm_90a.
+//!
+//! ```text
+//!  MLIR text ──parse──▶ module ──pipeline.rs──▶ LLVM-dialect gpu.module ──kernel_abi.rs──▶
+//!  ──ptx.rs: mlirTranslateModuleToLLVMIR──▶ LLVM IR ──default<O3>──▶ NVPTX ──▶ PTX text
+//! ```
+//! Each stage's text is available through [`emit`] for `--emit=mlir|llvm|ptx`.
+
+mod context;
+mod error;
+mod kernel_abi;
+mod pipeline;
+mod ptx;
+
+pub use context::BackendContext;
+pub use error::{BackendError, Diagnostics};
+pub use kernel_abi::{TMA_PARAMS_ATTR, TMA_PARAM_ATTRS};
+pub use pipeline::{default_pipeline, split_pipeline};
+pub use ptx::NVPTX_TRIPLE;
+
+use melior::ir::{
+    block::BlockLike,
+    operation::{Operation, OperationLike},
+    Module,
+};
+
+/// Options of the back end. `Default` is the verified Hopper configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendOptions {
+    /// GPU architecture: NVPTX cpu and `#nvvm.target` chip. Default `sm_90a` (wgmma needs `a`).
+    pub chip: String,
+    /// NVPTX features / `#nvvm.target` features. Default `+ptx80`.
+    pub features: String,
+    /// Optimisation level for `nvvm-attach-target`, LLVM's `default<O{n}>` and codegen. Default 3.
+    pub opt_level: u32,
+    /// Name the input is reported under in diagnostics (`name:line:col: error: ...`).
+    pub source_name: String,
+    /// Attach the whole module, as it stood after a failing pass, to [`BackendError::Pass`].
+    pub print_ir_after_failure: bool,
+    /// Replaces [`default_pipeline`] when set (textual pass pipeline, without the
+    /// `builtin.module(...)` wrapper).
+    pub pipeline: Option<String>,
+}
+
+impl Default for BackendOptions {
+    fn default() -> Self {
+        Self {
+            chip: "sm_90a".into(),
+            features: "+ptx80".into(),
+            opt_level: 3,
+            source_name: "<mlir>".into(),
+            print_ir_after_failure: false,
+            pipeline: None,
+        }
+    }
+}
+
+/// A stage whose text [`emit`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// MLIR after the pass pipeline and the kernel-ABI fix-up (the input of translation).
+    Mlir,
+    /// LLVM IR straight out of `mlirTranslateModuleToLLVMIR` (triple and data layout set).
+    LlvmIr,
+    /// LLVM IR after `default<O{n}>` (the input of NVPTX codegen).
+    LlvmIrOptimized,
+    /// PTX assembly.
+    Ptx,
+}
+
+/// Compiled PTX of one `gpu.module`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ptx {
+    /// PTX text (`.version`, `.target`, `.entry` ...).
+    pub text: String,
+    /// Names of the `.entry` functions (kernels), in order.
+    pub entries: Vec<String>,
+}
+
+/// Compiles MLIR text (a `builtin.module` holding exactly one `gpu.module`) to PTX.
+pub fn mlir_to_ptx(mlir_text: &str, opts: &BackendOptions) -> Result<Ptx, BackendError> {
+    let text = emit(mlir_text, opts, Stage::Ptx)?;
+    Ok(Ptx { entries: ptx_entries(&text), text })
+}
+
+/// MLIR after the upstream pipeline and the kernel ABI (`--emit=mlir`).
+pub fn lower_mlir(mlir_text: &str, opts: &BackendOptions) -> Result<String, BackendError> {
+    emit(mlir_text, opts, Stage::Mlir)
+}
+
+/// Optimised LLVM IR (`--emit=llvm`).
+pub fn mlir_to_llvm_ir(mlir_text: &str, opts: &BackendOptions) -> Result<String, BackendError> {
+    emit(mlir_text, opts, Stage::LlvmIrOptimized)
+}
+
+/// Runs the back end up to `stage` and returns that stage's text.
+pub fn emit(mlir_text: &str, opts: &BackendOptions, stage: Stage) -> Result<String, BackendError> {
+    let ctx = BackendContext::new();
+    let mut module = parse_module(&ctx, mlir_text, &opts.source_name)?;
+    let pipeline = opts.pipeline.clone().unwrap_or_else(|| default_pipeline(opts));
+    pipeline::run_pipeline(&ctx, &mut module, &pipeline, opts)?;
+    kernel_abi::apply_kernel_abi(&ctx, &mut module)?;
+    if stage == Stage::Mlir {
+        return Ok(module.as_operation().to_string());
+    }
+
+    let gpu_module = single_gpu_module(&module)?;
+    let llvm = inkwell::context::Context::create();
+    let llvm_module = ptx::translate_gpu_module(&ctx, gpu_module, &llvm)?;
+    let tm = ptx::target_machine(opts)?;
+    if stage == Stage::LlvmIr {
+        llvm_module.set_triple(&tm.get_triple());
+        llvm_module.set_data_layout(&tm.get_target_data().get_data_layout());
+        return Ok(llvm_module.print_to_string().to_string());
+    }
+    ptx::optimize(&llvm_module, &tm, opts)?;
+    if stage == Stage::LlvmIrOptimized {
+        return Ok(llvm_module.print_to_string().to_string());
+    }
+    ptx::emit_ptx(&llvm_module, &tm)
+}
+
+/// Parses `text` as a top-level `builtin.module`, reporting MLIR's diagnostics with locations
+/// under `source_name`.
+pub fn parse_module<'c>(ctx: &'c BackendContext, text: &str, source_name: &str) -> Result<Module<'c>, BackendError> {
+    ctx.take_diagnostics();
+    let parse_error = |diagnostics| BackendError::Parse { source_name: source_name.to_string(), diagnostics };
+    // SAFETY: plain C API call on a live context; string refs point at live Rust strings for
+    // the duration of the call (MLIR copies what it keeps).
+    let raw = unsafe {
+        mlir_sys::mlirOperationCreateParse(
+            ctx.mlir().to_raw(),
+            melior::StringRef::new(text).to_raw(),
+            melior::StringRef::new(source_name).to_raw(),
+        )
+    };
+    if raw.ptr.is_null() {
+        return Err(parse_error(ctx.take_diagnostics()));
+    }
+    // SAFETY: a freshly parsed, owned top-level operation.
+    let op = unsafe { Operation::from_raw(raw) };
+    let module = Module::from_operation(op).ok_or_else(|| {
+        parse_error(Diagnostics(vec![format!("{source_name}: error: the top-level operation must be a builtin.module")]))
+    })?;
+    Ok(module)
+}
+
+fn single_gpu_module(module: &Module) -> Result<mlir_sys::MlirOperation, BackendError> {
+    let mut found = Vec::new();
+    let mut op = module.body().first_operation();
+    while let Some(o) = op {
+        if o.name().as_string_ref().as_str() == Ok("gpu.module") {
+            found.push(o.to_raw());
+        }
+        op = o.next_in_block();
+    }
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(BackendError::Input("no gpu.module in the module".into())),
+        _ => Err(BackendError::Input(format!(
+            "{} gpu.modules in the module; the back end compiles exactly one",
+            found.len()
+        ))),
+    }
+}
+
+/// Names of the `.entry` functions of a PTX text.
+pub fn ptx_entries(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry ").or_else(|| l.trim_start().strip_prefix(".entry ")))
+        .map(|rest| rest.split(['(', ' ']).next().unwrap_or("").to_string())
+        .collect()
+}
