@@ -254,7 +254,7 @@ fn validate_tma(f: &str, tma: &TmaParam, t: &TensorDecl) -> Result<(), Invalid> 
     }
     let last = tma.box_dims.len() - 1;
     let inner_bytes = tma.box_dims[last] * t.dtype.size_bytes() as u32;
-    if inner_bytes % 16 != 0 {
+    if !inner_bytes.is_multiple_of(16) {
         return Err(bad(format!("{f}.box_dims[{last}]"), ValidationError::InnerBoxNotMultipleOf16 { bytes: inner_bytes }));
     }
     let span = tma.swizzle.span_bytes();

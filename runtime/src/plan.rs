@@ -146,7 +146,7 @@ pub fn tma_encode_args(tma: &TmaParam, shape: &[u64], addr: u64) -> Result<TmaEn
     let name = &tma.tensor;
     let rank = shape.len();
     let elem = tma.dtype.size_bytes() as u64;
-    if addr % 16 != 0 {
+    if !addr.is_multiple_of(16) {
         return Err(RuntimeError::Misaligned { tensor: name.clone(), addr, align: 16 });
     }
     let mut global_dim = [1u64; 5];
@@ -162,7 +162,7 @@ pub fn tma_encode_args(tma: &TmaParam, shape: &[u64], addr: u64) -> Result<TmaEn
         global_dim[i] = d;
         box_dim[i] = tma.box_dims[rank - 1 - i];
         if i > 0 {
-            if stride % 16 != 0 {
+            if !stride.is_multiple_of(16) {
                 return Err(RuntimeError::StrideNotMultipleOf16 { tensor: name.clone(), dim: rank - 1 - i, stride });
             }
             if stride >= 1u64 << 40 {

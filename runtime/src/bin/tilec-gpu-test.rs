@@ -6,6 +6,7 @@
 //!   compared with cuBLAS (and cuBLASLt), and with an FP64 CPU reference when
 //!   M*N*K <= 2^27; PASS when every relative Frobenius error <= threshold.
 //! - copy: bf16 X[M,N] input, Y[M,N] output (Y = X): bit-exact comparison.
+//!
 //! Prints our and the baseline's TFLOP/s (median of event-timed runs after
 //! warm-up, for information). Exit status: 0 all pass (or skipped: no
 //! libcuda), 1 a shape failed, 2 a setup error.
