@@ -1,1 +1,23 @@
+//! tilec-runtime: loads tilec artifacts (PTX + manifest) and launches them
+//! with cudarc: TMA descriptors (`cuTensorMapEncodeTiled`), cluster launch
+//! (`cuLaunchKernelEx`), event timing, and cuBLAS/cuBLASLt baselines.
+//!
+//! Layout: [`plan`] is pure (binding, validation, grid, TMA arguments) and is
+//! unit-tested without a GPU; [`cuda`] makes the CUDA calls; [`blas`] holds
+//! the baselines; [`check`] the correctness helpers. Everything that touches
+//! CUDA first checks that libcuda can be loaded ([`ensure_cuda`]).
 
+pub mod blas;
+pub mod check;
+pub mod cuda;
+pub mod error;
+pub mod plan;
+
+pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
+pub use cuda::{cuda_available, encode_tma, ensure_cuda, median, time_events, Element, Gpu, Kernel, Prepared};
+pub use error::{Result, RuntimeError};
+pub use plan::{compute_grid, plan_launch, tma_encode_args, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
+pub use tilec_artifact as artifact;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,274 @@
+//! Load-time validation: everything a later launch relies on that does not
+//! depend on the run-time problem size is checked here.
+
+use crate::manifest::*;
+use std::collections::HashSet;
+
+/// What is wrong, without where (see [`Invalid`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ValidationError {
+    #[error("unsupported format version {found} (this build reads version {expected})")]
+    UnsupportedVersion { found: u32, expected: u32 },
+    #[error("must not be empty")]
+    Empty,
+    #[error("`{0}` is not a valid identifier ([A-Za-z_$][A-Za-z0-9_$]*)")]
+    BadIdentifier(String),
+    #[error("dimension must be at least 1, got {0}")]
+    ZeroDim(u32),
+    #[error("{threads} threads per block exceeds 1024")]
+    TooManyThreads { threads: u64 },
+    #[error("cluster of {size} CTAs exceeds the portable maximum {max}")]
+    ClusterTooLarge { size: u32, max: u32 },
+    #[error("{bytes} bytes of dynamic shared memory exceed the sm_90 limit of {max}")]
+    SmemTooLarge { bytes: u32, max: u32 },
+    #[error("duplicate tensor name `{0}`")]
+    DuplicateTensor(String),
+    #[error("tensor rank {0} is outside 1..=5")]
+    BadRank(usize),
+    #[error("unknown tensor `{0}`")]
+    UnknownTensor(String),
+    #[error("unknown symbol `{0}` (not used in any tensor shape)")]
+    UnknownSymbol(String),
+    #[error("dtype {param} differs from tensor `{tensor}`'s dtype {declared}")]
+    DtypeMismatch { tensor: String, param: DType, declared: DType },
+    #[error("box has {box_rank} dims but tensor `{tensor}` has rank {tensor_rank}")]
+    BoxRankMismatch { tensor: String, box_rank: usize, tensor_rank: usize },
+    #[error("box dim {value} is outside 1..=256")]
+    BoxDimOutOfRange { value: u32 },
+    #[error("inner box extent is {bytes} bytes, not a multiple of 16")]
+    InnerBoxNotMultipleOf16 { bytes: u32 },
+    #[error("inner box extent is {bytes} bytes, more than the {span}-byte swizzle span")]
+    InnerBoxExceedsSwizzle { bytes: u32, span: u32 },
+    #[error("NaN out-of-bounds fill needs a floating-point tensor, `{tensor}` is {dtype}")]
+    NanFillOnInteger { tensor: String, dtype: DType },
+    #[error("tensor `{0}` is not used by any parameter")]
+    UnusedTensor(String),
+    #[error("literal {value} does not fit {ty:?}")]
+    LiteralOutOfRange { value: f64, ty: ScalarType },
+    #[error("parameters need {bytes} bytes, over the {max}-byte limit")]
+    ParamsTooLarge { bytes: usize, max: usize },
+    #[error("no output tensor")]
+    NoOutput,
+    #[error("constant dimension must be at least 1")]
+    ZeroConstDim,
+}
+
+/// A validation failure located at a field path such as `params[2].box_dims[1]`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field}: {error}")]
+pub struct Invalid {
+    pub field: String,
+    pub error: ValidationError,
+}
+
+fn bad(field: impl Into<String>, error: ValidationError) -> Invalid {
+    Invalid { field: field.into(), error }
+}
+
+pub fn is_identifier(s: &str) -> bool {
+    let mut c = s.chars();
+    match c.next() {
+        Some(ch) if ch.is_ascii_alphabetic() || ch == '_' || ch == '$' => {}
+        _ => return false,
+    }
+    c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '$')
+}
+
+fn is_float(d: DType) -> bool {
+    matches!(d, DType::Bf16 | DType::F16 | DType::F32 | DType::F64 | DType::F8e4m3 | DType::F8e5m2)
+}
+
+impl Manifest {
+    /// Checks the manifest on its own (not against the PTX; see `Artifact`).
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if self.format_version != FORMAT_VERSION {
+            return Err(bad(
+                "format_version",
+                ValidationError::UnsupportedVersion { found: self.format_version, expected: FORMAT_VERSION },
+            ));
+        }
+        if self.kernel_name.is_empty() {
+            return Err(bad("kernel_name", ValidationError::Empty));
+        }
+        if !is_identifier(&self.entry) {
+            return Err(bad("entry", ValidationError::BadIdentifier(self.entry.clone())));
+        }
+        if self.target.is_empty() {
+            return Err(bad("target", ValidationError::Empty));
+        }
+        for (i, &d) in self.block.iter().enumerate() {
+            if d == 0 {
+                return Err(bad(format!("block[{i}]"), ValidationError::ZeroDim(d)));
+            }
+        }
+        let threads: u64 = self.block.iter().map(|&d| d as u64).product();
+        if threads > 1024 {
+            return Err(bad("block", ValidationError::TooManyThreads { threads }));
+        }
+        for (i, &d) in self.cluster.iter().enumerate() {
+            if d == 0 {
+                return Err(bad(format!("cluster[{i}]"), ValidationError::ZeroDim(d)));
+            }
+        }
+        let cs = self.cluster.iter().map(|&d| d as u64).product::<u64>();
+        if cs > MAX_PORTABLE_CLUSTER_SIZE as u64 {
+            return Err(bad(
+                "cluster",
+                ValidationError::ClusterTooLarge { size: cs.min(u32::MAX as u64) as u32, max: MAX_PORTABLE_CLUSTER_SIZE },
+            ));
+        }
+        match self.grid {
+            GridRule::Tiles { block_m, block_n, group_m } => {
+                if block_m == 0 {
+                    return Err(bad("grid.block_m", ValidationError::ZeroDim(0)));
+                }
+                if block_n == 0 {
+                    return Err(bad("grid.block_n", ValidationError::ZeroDim(0)));
+                }
+                if group_m == Some(0) {
+                    return Err(bad("grid.group_m", ValidationError::ZeroDim(0)));
+                }
+            }
+            GridRule::Sms { ctas_per_sm } => {
+                if ctas_per_sm == 0 {
+                    return Err(bad("grid.ctas_per_sm", ValidationError::ZeroDim(0)));
+                }
+            }
+        }
+        if self.dynamic_smem_bytes > MAX_DYNAMIC_SMEM_SM90 {
+            return Err(bad(
+                "dynamic_smem_bytes",
+                ValidationError::SmemTooLarge { bytes: self.dynamic_smem_bytes, max: MAX_DYNAMIC_SMEM_SM90 },
+            ));
+        }
+
+        let mut names = HashSet::new();
+        for (i, t) in self.tensors.iter().enumerate() {
+            let f = format!("tensors[{i}]");
+            if !is_identifier(&t.name) {
+                return Err(bad(format!("{f}.name"), ValidationError::BadIdentifier(t.name.clone())));
+            }
+            if !names.insert(t.name.as_str()) {
+                return Err(bad(format!("{f}.name"), ValidationError::DuplicateTensor(t.name.clone())));
+            }
+            if t.shape.is_empty() || t.shape.len() > MAX_TMA_RANK {
+                return Err(bad(format!("{f}.shape"), ValidationError::BadRank(t.shape.len())));
+            }
+            for (j, d) in t.shape.iter().enumerate() {
+                match d {
+                    Dim::Const(0) => return Err(bad(format!("{f}.shape[{j}]"), ValidationError::ZeroConstDim)),
+                    Dim::Sym(s) if !is_identifier(s) => {
+                        return Err(bad(format!("{f}.shape[{j}]"), ValidationError::BadIdentifier(s.clone())))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if !self.tensors.iter().any(|t| t.role == Role::Output) {
+            return Err(bad("tensors", ValidationError::NoOutput));
+        }
+
+        let symbols = self.symbols();
+        let mut used = HashSet::new();
+        for (i, p) in self.params.iter().enumerate() {
+            let f = format!("params[{i}]");
+            match p {
+                Param::Ptr { tensor } => {
+                    if self.tensor(tensor).is_none() {
+                        return Err(bad(format!("{f}.tensor"), ValidationError::UnknownTensor(tensor.clone())));
+                    }
+                    used.insert(tensor.as_str());
+                }
+                Param::Tma(tma) => {
+                    let t = self
+                        .tensor(&tma.tensor)
+                        .ok_or_else(|| bad(format!("{f}.tensor"), ValidationError::UnknownTensor(tma.tensor.clone())))?;
+                    used.insert(tma.tensor.as_str());
+                    validate_tma(&f, tma, t)?;
+                }
+                Param::Scalar { ty, source } => match source {
+                    ScalarSource::Symbol(s) => {
+                        if !symbols.iter().any(|x| x == s) {
+                            return Err(bad(format!("{f}.symbol"), ValidationError::UnknownSymbol(s.clone())));
+                        }
+                    }
+                    ScalarSource::Literal(v) => {
+                        if !literal_fits(*v, *ty) {
+                            return Err(bad(
+                                format!("{f}.literal"),
+                                ValidationError::LiteralOutOfRange { value: *v, ty: *ty },
+                            ));
+                        }
+                    }
+                },
+            }
+        }
+        for (i, t) in self.tensors.iter().enumerate() {
+            if !used.contains(t.name.as_str()) {
+                return Err(bad(format!("tensors[{i}]"), ValidationError::UnusedTensor(t.name.clone())));
+            }
+        }
+        let pb = self.param_bytes();
+        if pb > MAX_PARAM_BYTES {
+            return Err(bad("params", ValidationError::ParamsTooLarge { bytes: pb, max: MAX_PARAM_BYTES }));
+        }
+        Ok(())
+    }
+}
+
+pub fn literal_fits(v: f64, ty: ScalarType) -> bool {
+    if !v.is_finite() {
+        return false;
+    }
+    let int = v.fract() == 0.0;
+    match ty {
+        ScalarType::F32 => v.abs() <= f32::MAX as f64,
+        ScalarType::I32 => int && v >= i32::MIN as f64 && v <= i32::MAX as f64,
+        ScalarType::U32 => int && v >= 0.0 && v <= u32::MAX as f64,
+        ScalarType::I64 => int && v >= -(2f64.powi(53)) && v <= 2f64.powi(53),
+        ScalarType::U64 => int && v >= 0.0 && v <= 2f64.powi(53),
+    }
+}
+
+fn validate_tma(f: &str, tma: &TmaParam, t: &TensorDecl) -> Result<(), Invalid> {
+    if tma.dtype != t.dtype {
+        return Err(bad(
+            format!("{f}.dtype"),
+            ValidationError::DtypeMismatch { tensor: t.name.clone(), param: tma.dtype, declared: t.dtype },
+        ));
+    }
+    if tma.box_dims.len() != t.shape.len() {
+        return Err(bad(
+            format!("{f}.box_dims"),
+            ValidationError::BoxRankMismatch {
+                tensor: t.name.clone(),
+                box_rank: tma.box_dims.len(),
+                tensor_rank: t.shape.len(),
+            },
+        ));
+    }
+    for (j, &b) in tma.box_dims.iter().enumerate() {
+        if b == 0 || b > MAX_TMA_BOX_DIM {
+            return Err(bad(format!("{f}.box_dims[{j}]"), ValidationError::BoxDimOutOfRange { value: b }));
+        }
+    }
+    let last = tma.box_dims.len() - 1;
+    let inner_bytes = tma.box_dims[last] * t.dtype.size_bytes() as u32;
+    if !inner_bytes.is_multiple_of(16) {
+        return Err(bad(format!("{f}.box_dims[{last}]"), ValidationError::InnerBoxNotMultipleOf16 { bytes: inner_bytes }));
+    }
+    let span = tma.swizzle.span_bytes();
+    if span != 0 && inner_bytes > span {
+        return Err(bad(
+            format!("{f}.box_dims[{last}]"),
+            ValidationError::InnerBoxExceedsSwizzle { bytes: inner_bytes, span },
+        ));
+    }
+    if tma.oob_fill == OobFill::Nan && !is_float(t.dtype) {
+        return Err(bad(
+            format!("{f}.oob_fill"),
+            ValidationError::NanFillOnInteger { tensor: t.name.clone(), dtype: t.dtype },
+        ));
+    }
+    Ok(())
+}

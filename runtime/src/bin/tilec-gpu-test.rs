@@ -1,0 +1,301 @@
+//! tilec-gpu-test ARTIFACT_DIR [--shapes MxNxK,...] [--threshold 1e-2]
+//!
+//! Runs a compiled artifact on each shape with fresh random inputs and a
+//! poisoned output, and checks it. Two artifact signatures are understood:
+//! - GEMM: bf16 tensors A[M,K], B[N,K] inputs and C[M,N] output (C = A*B^T):
+//!   compared with cuBLAS (and cuBLASLt), and with an FP64 CPU reference when
+//!   M*N*K <= 2^27; PASS when every relative Frobenius error <= threshold.
+//! - copy: bf16 X[M,N] input, Y[M,N] output (Y = X): bit-exact comparison.
+//!
+//! Prints our and the baseline's TFLOP/s (median of event-timed runs after
+//! warm-up, for information). Exit status: 0 all pass (or skipped: no
+//! libcuda), 1 a shape failed, 2 a setup error.
+
+use half::bf16;
+use std::process::ExitCode;
+use tilec_runtime::artifact::{Artifact, DType, Dim, Manifest, Role};
+use tilec_runtime::check::*;
+use tilec_runtime::*;
+
+const DEFAULT_SHAPES: &str = "128x128x64,128x128x4096,4096x4096x4096,1000x1000x2000,129x257x192";
+const CPU_REF_LIMIT: u64 = 1 << 27;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Gemm,
+    Copy,
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: tilec-gpu-test ARTIFACT_DIR [--shapes MxNxK,...] [--threshold 1e-2]");
+    ExitCode::from(2)
+}
+
+fn parse_shapes(s: &str) -> Result<Vec<(u64, u64, u64)>, String> {
+    s.split(',')
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            let v: Vec<u64> = x
+                .split('x')
+                .map(|d| d.trim().parse::<u64>().map_err(|e| format!("bad shape `{x}`: {e}")))
+                .collect::<Result<_, _>>()?;
+            match v[..] {
+                [m, n, k] => Ok((m, n, k)),
+                [m, n] => Ok((m, n, 1)),
+                _ => Err(format!("bad shape `{x}`: want MxNxK")),
+            }
+        })
+        .collect()
+}
+
+fn has(m: &Manifest, name: &str, shape: &[&str], role: Role) -> bool {
+    m.tensor(name).is_some_and(|t| {
+        t.dtype == DType::Bf16
+            && t.role == role
+            && t.shape.len() == shape.len()
+            && t.shape.iter().zip(shape).all(|(d, s)| matches!(d, Dim::Sym(x) if x == s))
+    })
+}
+
+fn detect_mode(m: &Manifest) -> Result<Mode, String> {
+    if m.tensors.len() == 3
+        && has(m, "A", &["M", "K"], Role::Input)
+        && has(m, "B", &["N", "K"], Role::Input)
+        && has(m, "C", &["M", "N"], Role::Output)
+    {
+        Ok(Mode::Gemm)
+    } else if m.tensors.len() == 2 && has(m, "X", &["M", "N"], Role::Input) && has(m, "Y", &["M", "N"], Role::Output) {
+        Ok(Mode::Copy)
+    } else {
+        Err("artifact is neither a bf16 GEMM (A[M,K], B[N,K] -> C[M,N]) nor a copy (X[M,N] -> Y[M,N])".into())
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut dir = None;
+    let mut shapes = DEFAULT_SHAPES.to_string();
+    let mut threshold = 1e-2;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--shapes" if i + 1 < args.len() => {
+                shapes = args[i + 1].clone();
+                i += 1;
+            }
+            "--threshold" if i + 1 < args.len() => {
+                threshold = match args[i + 1].parse() {
+                    Ok(t) => t,
+                    Err(_) => return usage(),
+                };
+                i += 1;
+            }
+            "-h" | "--help" => return usage(),
+            a if !a.starts_with('-') && dir.is_none() => dir = Some(a.to_string()),
+            _ => return usage(),
+        }
+        i += 1;
+    }
+    let Some(dir) = dir else { return usage() };
+    let shapes = match parse_shapes(&shapes) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("tilec-gpu-test: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // The artifact is checked even where there is no GPU.
+    let artifact = match Artifact::load(&dir) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("tilec-gpu-test: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mode = match detect_mode(&artifact.manifest) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("tilec-gpu-test: {dir}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = ensure_cuda() {
+        println!("tilec-gpu-test: {e}");
+        println!("tilec-gpu-test: SKIPPED (no libcuda): artifact {dir} is valid, nothing was run");
+        return ExitCode::SUCCESS;
+    }
+    match run(&dir, &artifact, mode, &shapes, threshold) {
+        Ok(0) => {
+            println!("tilec-gpu-test: all {} shapes PASS", shapes.len());
+            ExitCode::SUCCESS
+        }
+        Ok(n) => {
+            println!("tilec-gpu-test: {n} of {} shapes FAILED", shapes.len());
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("tilec-gpu-test: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn tflops(m: u64, n: u64, k: u64, ms: f32) -> f64 {
+    2.0 * m as f64 * n as f64 * k as f64 / (ms as f64 * 1e-3) / 1e12
+}
+
+/// Event-timed median: reps chosen so the timed part takes about 200 ms.
+fn bench(gpu: &Gpu, mut f: impl FnMut() -> Result<()>) -> Result<f32> {
+    let first = median(&time_events(gpu, 1, 1, &mut f)?);
+    let reps = ((200.0 / first.max(1e-3)) as usize).clamp(5, 100);
+    Ok(median(&time_events(gpu, 2, reps, &mut f)?))
+}
+
+fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], threshold: f64) -> Result<usize> {
+    let gpu = Gpu::new(0)?;
+    println!(
+        "device: {} (sm_{}{}, {} SMs, driver {}.{}), LD_LIBRARY_PATH={}",
+        gpu.name,
+        gpu.cc.0,
+        gpu.cc.1,
+        gpu.num_sms,
+        gpu.driver_version / 1000,
+        gpu.driver_version % 1000 / 10,
+        std::env::var("LD_LIBRARY_PATH").unwrap_or_default()
+    );
+    let kernel = gpu.load(artifact)?;
+    let m = &artifact.manifest;
+    println!(
+        "artifact: {} entry {} ({}), block {:?} cluster {:?} smem {} B; JIT {:.1} ms, {} regs, {} B static smem",
+        dir, m.entry, m.kernel_name, m.block, m.cluster, m.dynamic_smem_bytes, kernel.jit_ms, kernel.num_regs, kernel.static_smem
+    );
+    let mut failed = 0;
+    match mode {
+        Mode::Gemm => {
+            let blas = Cublas::new(gpu.stream.clone())?;
+            let lt = CublasLt::new(gpu.stream.clone())?;
+            println!(
+                "{:>16} {:>10} {:>10} {:>10} {:>6} {:>9} {:>9} {:>9}  seed",
+                "MxNxK", "err_cublas", "err_cpu", "err_lt", "result", "ours_TF", "cublas_TF", "lt_TF"
+            );
+            for &(mm, nn, kk) in shapes {
+                match gemm_shape(&gpu, &kernel, &blas, &lt, mm, nn, kk, threshold) {
+                    Ok(true) => {}
+                    Ok(false) => failed += 1,
+                    Err(e) => {
+                        println!("{:>16} FAIL: {e}", format!("{mm}x{nn}x{kk}"));
+                        failed += 1;
+                    }
+                }
+            }
+        }
+        Mode::Copy => {
+            println!("{:>12} {:>10} {:>10} {:>6} {:>9}  seed", "MxN", "mismatches", "rel_err", "result", "GB/s");
+            for &(mm, nn, _) in shapes {
+                match copy_shape(&gpu, &kernel, mm, nn) {
+                    Ok(true) => {}
+                    Ok(false) => failed += 1,
+                    Err(e) => {
+                        println!("{:>12} FAIL: {e}", format!("{mm}x{nn}"));
+                        failed += 1;
+                    }
+                }
+            }
+        }
+    }
+    Ok(failed)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gemm_shape(
+    gpu: &Gpu,
+    kernel: &Kernel,
+    blas: &Cublas,
+    lt: &CublasLt,
+    m: u64,
+    n: u64,
+    k: u64,
+    threshold: f64,
+) -> Result<bool> {
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let a_h = random_bf16(mu * ku, &mut rng);
+    let b_h = random_bf16(nu * ku, &mut rng);
+    let s = &gpu.stream;
+    let dc = |e| RuntimeError::Driver { call: "cuMemcpy/cuMemAlloc", err: e };
+    let a = s.clone_htod(&a_h).map_err(dc)?;
+    let b = s.clone_htod(&b_h).map_err(dc)?;
+    let mut c = unsafe { s.alloc::<bf16>(mu * nu) }.map_err(dc)?;
+    let mut c_ref = unsafe { s.alloc::<bf16>(mu * nu) }.map_err(dc)?;
+    let mut c_lt = unsafe { s.alloc::<bf16>(mu * nu) }.map_err(dc)?;
+    for buf in [&mut c, &mut c_ref, &mut c_lt] {
+        gpu.poison16(buf, POISON_BF16)?;
+    }
+    let problem = Problem::gemm(m, n, k);
+    let mut launch = kernel.prepare(&problem, &[gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("C", &c)])?;
+    launch.launch_checked()?;
+    blas.gemm_bf16_tn(m, n, k, &a, &b, &mut c_ref)?;
+    lt.gemm_bf16_tn(m, n, k, &a, &b, &mut c_lt)?;
+    gpu.sync("cuBLAS")?;
+    let out = bf16_to_f64(&s.clone_dtoh(&c).map_err(dc)?);
+    let refb = bf16_to_f64(&s.clone_dtoh(&c_ref).map_err(dc)?);
+    let outl = bf16_to_f64(&s.clone_dtoh(&c_lt).map_err(dc)?);
+    let err_blas = rel_frobenius(&out, &refb);
+    let err_lt = rel_frobenius(&outl, &refb);
+    let mut ok = passes(err_blas, threshold) && passes(err_lt, threshold);
+    let err_cpu = if m * n * k <= CPU_REF_LIMIT {
+        let cpu = cpu_gemm_tn(&a_h, &b_h, mu, nu, ku);
+        let e = rel_frobenius(&out, &cpu);
+        // The baseline itself must agree with FP64 too.
+        ok &= passes(e, threshold) && passes(rel_frobenius(&refb, &cpu), threshold);
+        format!("{e:.3e}")
+    } else {
+        "-".into()
+    };
+    let ours = bench(gpu, || launch.launch())?;
+    let theirs = bench(gpu, || blas.gemm_bf16_tn(m, n, k, &a, &b, &mut c_ref))?;
+    let theirs_lt = bench(gpu, || lt.gemm_bf16_tn(m, n, k, &a, &b, &mut c_lt))?;
+    println!(
+        "{:>16} {:>10.3e} {:>10} {:>10.3e} {:>6} {:>9.2} {:>9.2} {:>9.2}  {seed:#x}",
+        format!("{m}x{n}x{k}"),
+        err_blas,
+        err_cpu,
+        err_lt,
+        if ok { "PASS" } else { "FAIL" },
+        tflops(m, n, k, ours),
+        tflops(m, n, k, theirs),
+        tflops(m, n, k, theirs_lt),
+    );
+    Ok(ok)
+}
+
+fn copy_shape(gpu: &Gpu, kernel: &Kernel, m: u64, n: u64) -> Result<bool> {
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let len = (m * n) as usize;
+    let x_h = random_bf16(len, &mut rng);
+    let s = &gpu.stream;
+    let dc = |e| RuntimeError::Driver { call: "cuMemcpy/cuMemAlloc", err: e };
+    let x = s.clone_htod(&x_h).map_err(dc)?;
+    let mut y = unsafe { s.alloc::<bf16>(len) }.map_err(dc)?;
+    gpu.poison16(&mut y, POISON_BF16)?;
+    let problem = Problem::default().with("M", m).with("N", n);
+    let mut launch = kernel.prepare(&problem, &[gpu.bind("X", &x), gpu.bind("Y", &y)])?;
+    launch.launch_checked()?;
+    let y_h = s.clone_dtoh(&y).map_err(dc)?;
+    let mismatches = x_h.iter().zip(&y_h).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+    let err = rel_frobenius(&bf16_to_f64(&y_h), &bf16_to_f64(&x_h));
+    let ok = mismatches == 0;
+    let ms = bench(gpu, || launch.launch())?;
+    let gbs = 2.0 * len as f64 * 2.0 / (ms as f64 * 1e-3) / 1e9;
+    println!(
+        "{:>12} {:>10} {:>10.3e} {:>6} {:>9.1}  {seed:#x}",
+        format!("{m}x{n}"),
+        mismatches,
+        err,
+        if ok { "PASS" } else { "FAIL" },
+        gbs
+    );
+    Ok(ok)
+}

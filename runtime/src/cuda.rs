@@ -1,0 +1,410 @@
+//! The CUDA side: device, module loading, TMA descriptor encoding, cluster
+//! launch with `cuLaunchKernelEx`, and event timing.
+
+use crate::error::{ld_library_path, DriverCtx, Result, RuntimeError};
+use crate::plan::{plan_launch, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr};
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::time::Instant;
+use tilec_artifact::{Artifact, DType, Manifest};
+
+/// True if the CUDA driver library can be loaded.
+pub fn cuda_available() -> bool {
+    unsafe { sys::is_culib_present() }
+}
+
+/// `Ok` if libcuda can be loaded, else [`RuntimeError::NoCuda`].
+pub fn ensure_cuda() -> Result<()> {
+    if cuda_available() {
+        Ok(())
+    } else {
+        Err(RuntimeError::NoCuda { ld_library_path: ld_library_path() })
+    }
+}
+
+/// Element types that may back a tensor buffer.
+pub trait Element: cudarc::driver::DeviceRepr {
+    const DTYPE: DType;
+}
+impl Element for half::bf16 {
+    const DTYPE: DType = DType::Bf16;
+}
+impl Element for half::f16 {
+    const DTYPE: DType = DType::F16;
+}
+impl Element for f32 {
+    const DTYPE: DType = DType::F32;
+}
+impl Element for f64 {
+    const DTYPE: DType = DType::F64;
+}
+impl Element for i32 {
+    const DTYPE: DType = DType::I32;
+}
+impl Element for u32 {
+    const DTYPE: DType = DType::U32;
+}
+impl Element for i64 {
+    const DTYPE: DType = DType::I64;
+}
+impl Element for i8 {
+    const DTYPE: DType = DType::I8;
+}
+impl Element for u8 {
+    const DTYPE: DType = DType::U8;
+}
+
+/// One GPU, one context, one stream. Event tracking is off: all work goes to
+/// `stream`, in order.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub name: String,
+    pub cc: (i32, i32),
+    pub num_sms: u32,
+    pub smem_optin: u32,
+    pub driver_version: i32,
+}
+
+impl Gpu {
+    pub fn new(ordinal: usize) -> Result<Self> {
+        ensure_cuda()?;
+        let ctx = CudaContext::new(ordinal).ctx("cuInit/cuDevicePrimaryCtxRetain")?;
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let name = ctx.name().ctx("cuDeviceGetName")?;
+        let cc = ctx.compute_capability().ctx("cuDeviceGetAttribute(COMPUTE_CAPABILITY)")?;
+        let num_sms = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .ctx("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")? as u32;
+        let smem_optin = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .ctx("cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)")? as u32;
+        let mut driver_version = 0;
+        unsafe { sys::cuDriverGetVersion(&mut driver_version) }.result().ctx("cuDriverGetVersion")?;
+        Ok(Gpu { ctx, stream, name, cc, num_sms, smem_optin, driver_version })
+    }
+
+    /// Synchronises the stream, reporting a kernel fault as `KernelFailed`.
+    pub fn sync(&self, what: &str) -> Result<()> {
+        self.stream.synchronize().map_err(|err| RuntimeError::KernelFailed { entry: what.to_string(), err })
+    }
+
+    /// Binds `slice` to the manifest tensor `name`.
+    pub fn bind<T: Element>(&self, name: &str, slice: &CudaSlice<T>) -> TensorBinding {
+        let (addr, _guard) = slice.device_ptr(&self.stream);
+        TensorBinding {
+            name: name.to_string(),
+            dtype: T::DTYPE,
+            addr,
+            bytes: (slice.len() * std::mem::size_of::<T>()) as u64,
+        }
+    }
+
+    /// Fills a bf16/f16 buffer with the 16-bit pattern `bits` (0xFFFF: NaN).
+    pub fn poison16<T: Element>(&self, slice: &mut CudaSlice<T>, bits: u16) -> Result<()> {
+        assert_eq!(std::mem::size_of::<T>(), 2, "poison16 needs a 16-bit element type");
+        let (addr, _g) = slice.device_ptr(&self.stream);
+        unsafe { sys::cuMemsetD16Async(addr, bits, slice.len(), self.stream.cu_stream()) }
+            .result()
+            .ctx("cuMemsetD16Async")
+    }
+
+    /// Loads an artifact: checks the target, JIT-compiles the PTX, finds the
+    /// entry, and raises the dynamic shared-memory limit where needed.
+    pub fn load(&self, artifact: &Artifact) -> Result<Kernel> {
+        let m = &artifact.manifest;
+        if let Some(sm) = m.target.strip_prefix("sm_") {
+            let digits: String = sm.chars().take_while(|c| c.is_ascii_digit()).collect();
+            if let Ok(v) = digits.parse::<i32>() {
+                let have = self.cc.0 * 10 + self.cc.1;
+                // sm_90a code runs only on exactly 9.0; plain sm_XY on >= XY.
+                let ok = if sm.ends_with('a') { have == v } else { have >= v };
+                if !ok {
+                    return Err(RuntimeError::ArchMismatch {
+                        entry: m.entry.clone(),
+                        target: m.target.clone(),
+                        major: self.cc.0,
+                        minor: self.cc.1,
+                    });
+                }
+            }
+        }
+        let t0 = Instant::now();
+        let module = self.load_module(&artifact.ptx, &m.entry)?;
+        let jit_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let func = module.load_function(&m.entry).ctx("cuModuleGetFunction")?;
+        let attr = |a: sys::CUfunction_attribute, call: &'static str| -> Result<i32> {
+            let mut v = 0;
+            unsafe { sys::cuFuncGetAttribute(&mut v, a, func.cu_function()) }.result().ctx(call)?;
+            Ok(v)
+        };
+        let static_smem = attr(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            "cuFuncGetAttribute(SHARED_SIZE_BYTES)",
+        )? as u32;
+        let max_threads = attr(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)",
+        )? as u32;
+        let num_regs = attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS, "cuFuncGetAttribute(NUM_REGS)")?;
+        let threads: u32 = m.block.iter().product();
+        if threads > max_threads {
+            return Err(RuntimeError::BlockTooLargeForKernel { entry: m.entry.clone(), need: threads, max: max_threads });
+        }
+        let dyn_max = self.smem_optin.saturating_sub(static_smem);
+        if m.dynamic_smem_bytes > dyn_max {
+            return Err(RuntimeError::SmemOverDeviceLimit {
+                entry: m.entry.clone(),
+                need: m.dynamic_smem_bytes,
+                max: dyn_max,
+                static_bytes: static_smem,
+            });
+        }
+        if m.dynamic_smem_bytes + static_smem > 48 * 1024 {
+            func.set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                m.dynamic_smem_bytes as i32,
+            )
+            .ctx("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
+        }
+        if m.cluster_size() > 1 {
+            let cfg = cudarc::driver::LaunchConfig {
+                grid_dim: (m.cluster[0], m.cluster[1], m.cluster[2]),
+                block_dim: (m.block[0], m.block[1], m.block[2]),
+                shared_mem_bytes: m.dynamic_smem_bytes,
+            };
+            // Without the cluster attribute the query uses the kernel's
+            // compiled cluster shape, so ask with the attribute set.
+            let n = max_active_clusters(&func, &cfg, m.cluster, &self.stream)
+                .ctx("cuOccupancyMaxActiveClusters")?;
+            if n == 0 {
+                return Err(RuntimeError::ClusterDoesNotFit { entry: m.entry.clone(), cluster: m.cluster });
+            }
+        }
+        Ok(Kernel {
+            manifest: m.clone(),
+            _module: module,
+            func,
+            stream: self.stream.clone(),
+            num_sms: self.num_sms,
+            jit_ms,
+            num_regs,
+            static_smem,
+        })
+    }
+
+    fn load_module(&self, ptx: &str, entry: &str) -> Result<Arc<CudaModule>> {
+        match self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)) {
+            Ok(m) => Ok(m),
+            Err(err) => {
+                let log = jit_error_log(ptx);
+                Err(RuntimeError::ModuleLoad { entry: entry.to_string(), err, log })
+            }
+        }
+    }
+}
+
+fn max_active_clusters(
+    func: &CudaFunction,
+    cfg: &cudarc::driver::LaunchConfig,
+    cluster: [u32; 3],
+    stream: &CudaStream,
+) -> std::result::Result<i32, cudarc::driver::DriverError> {
+    let mut attr = cluster_attr(cluster);
+    let lc = sys::CUlaunchConfig {
+        gridDimX: cfg.grid_dim.0,
+        gridDimY: cfg.grid_dim.1,
+        gridDimZ: cfg.grid_dim.2,
+        blockDimX: cfg.block_dim.0,
+        blockDimY: cfg.block_dim.1,
+        blockDimZ: cfg.block_dim.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    let mut n = 0;
+    unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, func.cu_function(), &lc) }.result()?;
+    Ok(n)
+}
+
+fn cluster_attr(cluster: [u32; 3]) -> sys::CUlaunchAttribute {
+    let mut a: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a.value.clusterDim.x = cluster[0];
+    a.value.clusterDim.y = cluster[1];
+    a.value.clusterDim.z = cluster[2];
+    a
+}
+
+/// Re-runs the JIT with an error-log buffer to say why the PTX failed.
+fn jit_error_log(ptx: &str) -> String {
+    let Ok(src) = std::ffi::CString::new(ptx) else {
+        return "PTX text contains a NUL byte".into();
+    };
+    let mut buf = vec![0u8; 16384];
+    let mut opts = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    let mut vals = [buf.as_mut_ptr() as *mut c_void, buf.len() as *mut c_void];
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    let r = unsafe {
+        sys::cuModuleLoadDataEx(&mut module, src.as_ptr() as *const c_void, 2, opts.as_mut_ptr(), vals.as_mut_ptr())
+    };
+    if r == sys::CUresult::CUDA_SUCCESS {
+        unsafe { sys::cuModuleUnload(module) };
+        return "(the retry with a log buffer succeeded)".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// A loaded kernel plus its manifest.
+pub struct Kernel {
+    pub manifest: Manifest,
+    _module: Arc<CudaModule>,
+    pub func: CudaFunction,
+    stream: Arc<CudaStream>,
+    pub num_sms: u32,
+    /// Wall time of module load (PTX JIT), milliseconds.
+    pub jit_ms: f64,
+    pub num_regs: i32,
+    pub static_smem: u32,
+}
+
+/// Parameter storage that must stay put while a launch reads it.
+enum Slot {
+    Tma(Box<sys::CUtensorMap>),
+    Bytes(Box<[u64; 1]>),
+}
+
+/// A launch with encoded descriptors, ready to be issued (repeatedly).
+pub struct Prepared {
+    pub plan: LaunchPlan,
+    entry: String,
+    func: sys::CUfunction,
+    stream: Arc<CudaStream>,
+    slots: Vec<Slot>,
+}
+
+/// Encodes one TMA descriptor from pure arguments.
+pub fn encode_tma(a: &TmaEncode) -> Result<sys::CUtensorMap> {
+    let mut map: sys::CUtensorMap = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            a.data_type,
+            a.rank,
+            a.global_address as *mut c_void,
+            a.global_dim.as_ptr(),
+            a.global_strides.as_ptr(),
+            a.box_dim.as_ptr(),
+            a.element_strides.as_ptr(),
+            a.interleave,
+            a.swizzle,
+            a.l2_promotion,
+            a.oob_fill,
+        )
+    };
+    r.result().map_err(|err| RuntimeError::TmaEncode { tensor: a.tensor.clone(), err, args: format!("{a:?}") })?;
+    Ok(map)
+}
+
+impl Kernel {
+    /// Validates the bindings, encodes TMA descriptors and fixes the grid.
+    pub fn prepare(&self, problem: &Problem, tensors: &[TensorBinding]) -> Result<Prepared> {
+        let plan = plan_launch(&self.manifest, problem, tensors, self.num_sms)?;
+        let mut slots = Vec::with_capacity(plan.params.len());
+        for p in &plan.params {
+            slots.push(match p {
+                ParamValue::Tma(a) => Slot::Tma(Box::new(encode_tma(a)?)),
+                ParamValue::Ptr(v) | ParamValue::U64(v) => Slot::Bytes(Box::new([*v])),
+                ParamValue::I64(v) => Slot::Bytes(Box::new([*v as u64])),
+                // 4-byte scalars sit in the low bytes (little-endian).
+                ParamValue::I32(v) => Slot::Bytes(Box::new([*v as u32 as u64])),
+                ParamValue::U32(v) => Slot::Bytes(Box::new([*v as u64])),
+                ParamValue::F32(v) => Slot::Bytes(Box::new([v.to_bits() as u64])),
+            });
+        }
+        Ok(Prepared {
+            plan,
+            entry: self.manifest.entry.clone(),
+            func: self.func.cu_function(),
+            stream: self.stream.clone(),
+            slots,
+        })
+    }
+}
+
+impl Prepared {
+    /// Issues the kernel on the stream (asynchronous). TMA descriptors go by
+    /// value: the driver copies the 128 bytes each pointer points at.
+    pub fn launch(&mut self) -> Result<()> {
+        let mut args: Vec<*mut c_void> = self
+            .slots
+            .iter_mut()
+            .map(|s| match s {
+                Slot::Tma(m) => (&mut **m) as *mut sys::CUtensorMap as *mut c_void,
+                Slot::Bytes(b) => b.as_mut_ptr() as *mut c_void,
+            })
+            .collect();
+        let p = &self.plan;
+        let mut attr = cluster_attr(p.cluster);
+        let clustered = p.cluster.iter().product::<u32>() > 1;
+        let cfg = sys::CUlaunchConfig {
+            gridDimX: p.grid[0],
+            gridDimY: p.grid[1],
+            gridDimZ: p.grid[2],
+            blockDimX: p.block[0],
+            blockDimY: p.block[1],
+            blockDimZ: p.block[2],
+            sharedMemBytes: p.dynamic_smem_bytes,
+            hStream: self.stream.cu_stream(),
+            attrs: if clustered { &mut attr } else { std::ptr::null_mut() },
+            numAttrs: clustered as u32,
+        };
+        unsafe { sys::cuLaunchKernelEx(&cfg, self.func, args.as_mut_ptr(), std::ptr::null_mut()) }
+            .result()
+            .map_err(|err| RuntimeError::KernelFailed { entry: self.entry.clone(), err })
+    }
+
+    /// Launches and synchronises: a fault surfaces here, named.
+    pub fn launch_checked(&mut self) -> Result<()> {
+        self.launch()?;
+        self.stream.synchronize().map_err(|err| RuntimeError::KernelFailed { entry: self.entry.clone(), err })
+    }
+}
+
+/// Times `f` with CUDA events (timing enabled): `warmup` untimed calls, then
+/// `reps` timed ones; returns each run's milliseconds.
+pub fn time_events(gpu: &Gpu, warmup: usize, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f32>> {
+    for _ in 0..warmup {
+        f()?;
+    }
+    gpu.sync("warm-up")?;
+    let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let mut events = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = gpu.ctx.new_event(flags).ctx("cuEventCreate")?;
+        let end = gpu.ctx.new_event(flags).ctx("cuEventCreate")?;
+        start.record(&gpu.stream).ctx("cuEventRecord")?;
+        f()?;
+        end.record(&gpu.stream).ctx("cuEventRecord")?;
+        events.push((start, end));
+    }
+    gpu.sync("timed runs")?;
+    events.iter().map(|(s, e)| s.elapsed_ms(e).ctx("cuEventElapsedTime")).collect()
+}
+
+pub fn median(v: &[f32]) -> f32 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    if s.is_empty() {
+        return f32::NAN;
+    }
+    s[s.len() / 2]
+}

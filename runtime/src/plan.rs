@@ -1,0 +1,284 @@
+//! Pure launch planning: binds problem sizes and buffers to a manifest,
+//! validates them, and computes the grid, the exact `cuTensorMapEncodeTiled`
+//! arguments, and the scalar values. No CUDA call happens here, so all of it
+//! is unit-tested without a GPU.
+
+use crate::error::{Result, RuntimeError};
+use cudarc::driver::sys;
+use std::collections::BTreeMap;
+use tilec_artifact::*;
+
+/// Values of the shape symbols (M, N, K, ...).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Problem {
+    pub symbols: BTreeMap<String, u64>,
+}
+
+impl Problem {
+    /// M, N, K of a GEMM.
+    pub fn gemm(m: u64, n: u64, k: u64) -> Self {
+        Problem::default().with("M", m).with("N", n).with("K", k)
+    }
+    pub fn with(mut self, symbol: &str, value: u64) -> Self {
+        self.symbols.insert(symbol.to_string(), value);
+        self
+    }
+    pub fn get(&self, symbol: &str) -> Result<u64> {
+        self.symbols.get(symbol).copied().ok_or_else(|| RuntimeError::MissingSymbol(symbol.to_string()))
+    }
+}
+
+/// A device buffer bound to a manifest tensor (address and size only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorBinding {
+    pub name: String,
+    pub dtype: DType,
+    pub addr: u64,
+    pub bytes: u64,
+}
+
+/// The arguments of one `cuTensorMapEncodeTiled` call, innermost dimension
+/// first as CUDA wants them. Only the first `rank` entries are meaningful.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TmaEncode {
+    pub tensor: String,
+    pub data_type: sys::CUtensorMapDataType,
+    pub rank: u32,
+    pub global_address: u64,
+    pub global_dim: [u64; 5],
+    /// Byte strides of dimensions 1..rank (dimension 0 is contiguous).
+    pub global_strides: [u64; 4],
+    pub box_dim: [u32; 5],
+    pub element_strides: [u32; 5],
+    pub interleave: sys::CUtensorMapInterleave,
+    pub swizzle: sys::CUtensorMapSwizzle,
+    pub l2_promotion: sys::CUtensorMapL2promotion,
+    pub oob_fill: sys::CUtensorMapFloatOOBfill,
+}
+
+/// One kernel parameter's value, in manifest order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamValue {
+    Tma(TmaEncode),
+    Ptr(u64),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchPlan {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub cluster: [u32; 3],
+    pub dynamic_smem_bytes: u32,
+    pub params: Vec<ParamValue>,
+}
+
+pub fn tma_data_type(d: DType) -> sys::CUtensorMapDataType {
+    use sys::CUtensorMapDataType as T;
+    match d {
+        DType::Bf16 => T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F16 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::F32 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        DType::F64 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+        // TMA moves FP8 and 8-bit integers as bytes.
+        DType::F8e4m3 | DType::F8e5m2 | DType::I8 | DType::U8 => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        DType::I32 => T::CU_TENSOR_MAP_DATA_TYPE_INT32,
+        DType::U32 => T::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        DType::I64 => T::CU_TENSOR_MAP_DATA_TYPE_INT64,
+    }
+}
+
+fn ceil_div(a: u64, b: u64) -> u64 {
+    a.div_ceil(b)
+}
+
+fn round_up(a: u64, b: u64) -> u64 {
+    ceil_div(a, b) * b
+}
+
+/// The grid for a manifest's rule. `num_sms` is the device's SM count.
+pub fn compute_grid(m: &Manifest, problem: &Problem, num_sms: u32) -> Result<[u32; 3]> {
+    let c = m.cluster.map(|d| d as u64);
+    let g: [u64; 3] = match m.grid {
+        GridRule::Tiles { block_m, block_n, group_m } => {
+            let tm = ceil_div(problem.get("M")?, block_m as u64).max(1);
+            let tn = ceil_div(problem.get("N")?, block_n as u64).max(1);
+            let base = if group_m.is_some() { [tm * tn, 1, 1] } else { [tm, tn, 1] };
+            [round_up(base[0], c[0]), round_up(base[1], c[1]), round_up(base[2], c[2])]
+        }
+        GridRule::Sms { ctas_per_sm } => {
+            let total = num_sms as u64 * ctas_per_sm as u64;
+            let clusters = (total / (c[0] * c[1] * c[2])).max(1);
+            [clusters * c[0], c[1], c[2]]
+        }
+    };
+    if g[0] > i32::MAX as u64 || g[1] > 65535 || g[2] > 65535 {
+        return Err(RuntimeError::GridTooLarge { grid: g });
+    }
+    Ok(g.map(|d| d as u32))
+}
+
+/// Resolves a tensor's shape (outer-to-inner) and checks every dimension.
+pub fn resolve_shape(t: &TensorDecl, problem: &Problem) -> Result<Vec<u64>> {
+    t.shape
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let v = match d {
+                Dim::Const(c) => *c,
+                Dim::Sym(s) => problem.get(s)?,
+            };
+            if v == 0 {
+                return Err(RuntimeError::ZeroSizedDim { tensor: t.name.clone(), dim: i, symbol: d.to_string() });
+            }
+            Ok(v)
+        })
+        .collect()
+}
+
+/// The `cuTensorMapEncodeTiled` arguments for a TMA parameter over a dense
+/// row-major tensor of `shape` (outer-to-inner) at `addr`.
+pub fn tma_encode_args(tma: &TmaParam, shape: &[u64], addr: u64) -> Result<TmaEncode> {
+    let name = &tma.tensor;
+    let rank = shape.len();
+    let elem = tma.dtype.size_bytes() as u64;
+    if !addr.is_multiple_of(16) {
+        return Err(RuntimeError::Misaligned { tensor: name.clone(), addr, align: 16 });
+    }
+    let mut global_dim = [1u64; 5];
+    let mut global_strides = [0u64; 4];
+    let mut box_dim = [1u32; 5];
+    let mut stride = elem;
+    for i in 0..rank {
+        // i counts from the innermost dimension
+        let d = shape[rank - 1 - i];
+        if d > 1u64 << 32 {
+            return Err(RuntimeError::DimTooLarge { tensor: name.clone(), dim: rank - 1 - i, value: d });
+        }
+        global_dim[i] = d;
+        box_dim[i] = tma.box_dims[rank - 1 - i];
+        if i > 0 {
+            if !stride.is_multiple_of(16) {
+                return Err(RuntimeError::StrideNotMultipleOf16 { tensor: name.clone(), dim: rank - 1 - i, stride });
+            }
+            if stride >= 1u64 << 40 {
+                return Err(RuntimeError::StrideTooLarge { tensor: name.clone(), dim: rank - 1 - i, stride });
+            }
+            global_strides[i - 1] = stride;
+        }
+        stride = stride.saturating_mul(d);
+    }
+    Ok(TmaEncode {
+        tensor: name.clone(),
+        data_type: tma_data_type(tma.dtype),
+        rank: rank as u32,
+        global_address: addr,
+        global_dim,
+        global_strides,
+        box_dim,
+        element_strides: [1; 5],
+        interleave: sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+        swizzle: match tma.swizzle {
+            Swizzle::None => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+            Swizzle::B32 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+            Swizzle::B64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+            Swizzle::B128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+        },
+        l2_promotion: match tma.l2_promotion {
+            L2Promotion::None => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            L2Promotion::B64 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+            L2Promotion::B128 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            L2Promotion::B256 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        },
+        oob_fill: match tma.oob_fill {
+            OobFill::Zero => sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            OobFill::Nan => sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+        },
+    })
+}
+
+fn scalar_value(index: usize, ty: ScalarType, source: &ScalarSource, problem: &Problem) -> Result<ParamValue> {
+    match source {
+        ScalarSource::Literal(v) => Ok(match ty {
+            ScalarType::I32 => ParamValue::I32(*v as i32),
+            ScalarType::U32 => ParamValue::U32(*v as u32),
+            ScalarType::I64 => ParamValue::I64(*v as i64),
+            ScalarType::U64 => ParamValue::U64(*v as u64),
+            ScalarType::F32 => ParamValue::F32(*v as f32),
+        }),
+        ScalarSource::Symbol(s) => {
+            let value = problem.get(s)?;
+            let over = || RuntimeError::ScalarOverflow { index, symbol: s.clone(), value, ty };
+            Ok(match ty {
+                ScalarType::I32 => ParamValue::I32(i32::try_from(value).map_err(|_| over())?),
+                ScalarType::U32 => ParamValue::U32(u32::try_from(value).map_err(|_| over())?),
+                ScalarType::I64 => ParamValue::I64(i64::try_from(value).map_err(|_| over())?),
+                ScalarType::U64 => ParamValue::U64(value),
+                ScalarType::F32 => ParamValue::F32(value as f32),
+            })
+        }
+    }
+}
+
+/// Binds `problem` and `tensors` to the manifest, checks everything a launch
+/// relies on, and returns the launch plan.
+pub fn plan_launch(m: &Manifest, problem: &Problem, tensors: &[TensorBinding], num_sms: u32) -> Result<LaunchPlan> {
+    // Bindings: every declared tensor exactly once, nothing else.
+    for (i, b) in tensors.iter().enumerate() {
+        if m.tensor(&b.name).is_none() {
+            return Err(RuntimeError::UnknownTensor(b.name.clone()));
+        }
+        if tensors[..i].iter().any(|o| o.name == b.name) {
+            return Err(RuntimeError::DuplicateBinding(b.name.clone()));
+        }
+    }
+    let syms = m.symbols();
+    for s in &syms {
+        problem.get(s)?;
+    }
+    for (s, &v) in &problem.symbols {
+        if !syms.contains(s) && !(matches!(m.grid, GridRule::Tiles { .. }) && (s == "M" || s == "N")) {
+            return Err(RuntimeError::UnusedSymbol { symbol: s.clone(), value: v });
+        }
+    }
+    let mut shapes = BTreeMap::new();
+    for t in &m.tensors {
+        let b = tensors
+            .iter()
+            .find(|b| b.name == t.name)
+            .ok_or_else(|| RuntimeError::MissingTensor(t.name.clone()))?;
+        if b.dtype != t.dtype {
+            return Err(RuntimeError::DtypeMismatch { tensor: t.name.clone(), expected: t.dtype, got: b.dtype });
+        }
+        let shape = resolve_shape(t, problem)?;
+        let need = shape
+            .iter()
+            .try_fold(t.dtype.size_bytes() as u64, |acc, &d| acc.checked_mul(d))
+            .unwrap_or(u64::MAX);
+        if b.bytes < need {
+            return Err(RuntimeError::BufferTooSmall { tensor: t.name.clone(), need, have: b.bytes });
+        }
+        let align = t.dtype.size_bytes() as u64;
+        if b.addr % align != 0 {
+            return Err(RuntimeError::Misaligned { tensor: t.name.clone(), addr: b.addr, align });
+        }
+        shapes.insert(t.name.as_str(), (shape, b.addr));
+    }
+    let grid = compute_grid(m, problem, num_sms)?;
+    let mut params = Vec::with_capacity(m.params.len());
+    for (i, p) in m.params.iter().enumerate() {
+        params.push(match p {
+            Param::Tma(tma) => {
+                let (shape, addr) = &shapes[tma.tensor.as_str()];
+                ParamValue::Tma(tma_encode_args(tma, shape, *addr)?)
+            }
+            Param::Ptr { tensor } => ParamValue::Ptr(shapes[tensor.as_str()].1),
+            Param::Scalar { ty, source } => scalar_value(i, *ty, source, problem)?,
+        });
+    }
+    Ok(LaunchPlan { grid, block: m.block, cluster: m.cluster, dynamic_smem_bytes: m.dynamic_smem_bytes, params })
+}

@@ -1,0 +1,239 @@
+use crate::blas::col_major_gemm_reference;
+use crate::check::*;
+use crate::*;
+use cudarc::driver::sys;
+use half::bf16;
+use tilec_artifact::*;
+
+fn gemm_manifest() -> Manifest {
+    Manifest::from_json_str(
+        r#"{
+  "format_version": 1, "kernel_name": "g", "entry": "g", "target": "sm_90a",
+  "block": [384, 1, 1], "cluster": [2, 1, 1],
+  "grid": { "rule": "tiles", "block_m": 128, "block_n": 256 },
+  "dynamic_smem_bytes": 200000,
+  "tensors": [
+    { "name": "A", "dtype": "bf16", "shape": ["M", "K"], "role": "input" },
+    { "name": "B", "dtype": "bf16", "shape": ["N", "K"], "role": "input" },
+    { "name": "C", "dtype": "bf16", "shape": ["M", "N"], "role": "output" }
+  ],
+  "params": [
+    { "kind": "tma", "tensor": "A", "dtype": "bf16", "box_dims": [128, 64], "swizzle": "128B" },
+    { "kind": "tma", "tensor": "B", "dtype": "bf16", "box_dims": [256, 64], "swizzle": "128B", "oob_fill": "nan" },
+    { "kind": "ptr", "tensor": "C" },
+    { "kind": "scalar", "ty": "i32", "symbol": "M" },
+    { "kind": "scalar", "ty": "i64", "symbol": "K" },
+    { "kind": "scalar", "ty": "f32", "literal": 0.5 }
+  ]
+}"#,
+    )
+    .unwrap()
+}
+
+fn bindings(m: u64, n: u64, k: u64) -> Vec<TensorBinding> {
+    vec![
+        TensorBinding { name: "A".into(), dtype: DType::Bf16, addr: 0x1000_0000, bytes: m * k * 2 },
+        TensorBinding { name: "B".into(), dtype: DType::Bf16, addr: 0x2000_0000, bytes: n * k * 2 },
+        TensorBinding { name: "C".into(), dtype: DType::Bf16, addr: 0x3000_0000, bytes: m * n * 2 },
+    ]
+}
+
+#[test]
+fn plan_computes_tma_args_inner_first() {
+    let m = gemm_manifest();
+    m.validate().unwrap();
+    let plan = plan_launch(&m, &Problem::gemm(1000, 1000, 2000), &bindings(1000, 1000, 2000), 132).unwrap();
+    // ceil(1000/128) = 8 (multiple of cluster x = 2), ceil(1000/256) = 4
+    assert_eq!(plan.grid, [8, 4, 1]);
+    assert_eq!(plan.cluster, [2, 1, 1]);
+    assert_eq!(plan.dynamic_smem_bytes, 200000);
+    let ParamValue::Tma(a) = &plan.params[0] else { panic!() };
+    assert_eq!(a.rank, 2);
+    assert_eq!(a.global_address, 0x1000_0000);
+    assert_eq!(&a.global_dim[..2], &[2000, 1000]); // K inner, then M
+    assert_eq!(a.global_strides[0], 4000); // row stride in bytes
+    assert_eq!(&a.box_dim[..2], &[64, 128]);
+    assert_eq!(&a.element_strides[..2], &[1, 1]);
+    assert_eq!(a.data_type, sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+    assert_eq!(a.swizzle, sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B);
+    assert_eq!(a.l2_promotion, sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+    assert_eq!(a.oob_fill, sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    let ParamValue::Tma(b) = &plan.params[1] else { panic!() };
+    assert_eq!(&b.box_dim[..2], &[64, 256]);
+    assert_eq!(b.oob_fill, sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA);
+    assert_eq!(plan.params[2], ParamValue::Ptr(0x3000_0000));
+    assert_eq!(plan.params[3], ParamValue::I32(1000));
+    assert_eq!(plan.params[4], ParamValue::I64(2000));
+    assert_eq!(plan.params[5], ParamValue::F32(0.5));
+}
+
+#[test]
+fn tma_args_rank3_and_fp8() {
+    let tma = TmaParam {
+        tensor: "S".into(),
+        dtype: DType::F8e4m3,
+        box_dims: vec![2, 64, 128],
+        swizzle: Swizzle::B128,
+        l2_promotion: L2Promotion::B256,
+        oob_fill: OobFill::Zero,
+        interleave: Interleave::None,
+    };
+    let a = tma_encode_args(&tma, &[4, 512, 1024], 0x100).unwrap();
+    assert_eq!(a.data_type, sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8);
+    assert_eq!(&a.global_dim[..3], &[1024, 512, 4]);
+    assert_eq!(&a.global_strides[..2], &[1024, 512 * 1024]);
+    assert_eq!(&a.box_dim[..3], &[128, 64, 2]);
+    assert_eq!(a.l2_promotion, sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+}
+
+#[test]
+fn tiles_grid_grouping_and_sms_rule() {
+    let mut m = gemm_manifest();
+    let p = Problem::gemm(129, 257, 192);
+    assert_eq!(compute_grid(&m, &p, 132).unwrap(), [2, 2, 1]);
+    m.grid = GridRule::Tiles { block_m: 128, block_n: 256, group_m: Some(8) };
+    assert_eq!(compute_grid(&m, &p, 132).unwrap(), [4, 1, 1]);
+    m.cluster = [1, 1, 1];
+    assert_eq!(compute_grid(&m, &Problem::gemm(129, 1, 1), 132).unwrap(), [2, 1, 1]);
+    m.grid = GridRule::Sms { ctas_per_sm: 1 };
+    assert_eq!(compute_grid(&m, &p, 132).unwrap(), [132, 1, 1]);
+    m.cluster = [2, 1, 1];
+    assert_eq!(compute_grid(&m, &p, 133).unwrap(), [132, 1, 1]);
+    m.cluster = [1, 2, 1];
+    assert_eq!(compute_grid(&m, &p, 133).unwrap(), [66, 2, 1]);
+    m.grid = GridRule::Tiles { block_m: 1, block_n: 1, group_m: None };
+    m.cluster = [1, 1, 1];
+    assert!(matches!(compute_grid(&m, &Problem::gemm(1, 70000, 1), 132), Err(RuntimeError::GridTooLarge { .. })));
+}
+
+#[test]
+fn launch_validation_errors() {
+    let m = gemm_manifest();
+    let p = Problem::gemm(128, 256, 64);
+    let ok = bindings(128, 256, 64);
+    let plan = |p: &Problem, b: &[TensorBinding]| plan_launch(&m, p, b, 132).unwrap_err();
+
+    assert!(matches!(plan(&Problem::default().with("M", 1).with("N", 1), &ok), RuntimeError::MissingSymbol(s) if s == "K"));
+    assert!(matches!(plan(&p.clone().with("L", 3), &ok), RuntimeError::UnusedSymbol { symbol, .. } if symbol == "L"));
+    assert!(matches!(plan(&p, &ok[..2]), RuntimeError::MissingTensor(t) if t == "C"));
+    let mut b = ok.clone();
+    b.push(TensorBinding { name: "D".into(), ..ok[0].clone() });
+    assert!(matches!(plan(&p, &b), RuntimeError::UnknownTensor(t) if t == "D"));
+    let mut b = ok.clone();
+    b.push(ok[0].clone());
+    assert!(matches!(plan(&p, &b), RuntimeError::DuplicateBinding(t) if t == "A"));
+
+    let e = plan(&Problem::gemm(128, 0, 64), &ok);
+    assert!(matches!(&e, RuntimeError::ZeroSizedDim { tensor, dim: 0, symbol } if tensor == "B" && symbol == "N"), "{e}");
+
+    let mut b = ok.clone();
+    b[1].dtype = DType::F16;
+    assert!(matches!(plan(&p, &b), RuntimeError::DtypeMismatch { expected: DType::Bf16, got: DType::F16, .. }));
+
+    let mut b = ok.clone();
+    b[0].bytes -= 2;
+    assert!(matches!(plan(&p, &b), RuntimeError::BufferTooSmall { need: 16384, have: 16382, .. }));
+
+    let mut b = ok.clone();
+    b[0].addr += 8; // bf16-aligned but not 16-byte aligned: TMA refuses
+    let e = plan(&p, &b);
+    assert!(matches!(e, RuntimeError::Misaligned { align: 16, .. }), "{e}");
+    let mut b = ok.clone();
+    b[2].addr += 1; // pointer param: element alignment
+    assert!(matches!(plan(&p, &b), RuntimeError::Misaligned { align: 2, .. }));
+
+    // K = 100 bf16 = 200-byte rows: not a multiple of 16
+    let e = plan(&Problem::gemm(128, 256, 100), &bindings(128, 256, 100));
+    assert!(matches!(&e, RuntimeError::StrideNotMultipleOf16 { tensor, dim: 0, stride: 200 } if tensor == "A"), "{e}");
+    assert!(e.to_string().contains("multiple of 16"));
+
+    // M over i32 for the scalar; dims over 2^32 for TMA
+    let big = (1u64 << 31) + 128;
+    let e = plan(&Problem::gemm(big, 256, 64), &bindings(big, 256, 64));
+    assert!(matches!(e, RuntimeError::ScalarOverflow { index: 3, .. }), "{e}");
+    let huge = (1u64 << 32) + 8;
+    let e = plan_launch(&m, &Problem::gemm(8, 8, huge), &bindings(8, 8, huge), 132).unwrap_err();
+    assert!(matches!(e, RuntimeError::DimTooLarge { dim: 1, .. }), "{e}");
+}
+
+#[test]
+fn cublas_mapping_is_tn_with_swapped_operands() {
+    let c = tn_row_major_to_col_major(3, 5, 7).unwrap();
+    assert_eq!(
+        c,
+        ColMajorCall { transa: true, transb: false, m: 5, n: 3, k: 7, lda: 7, ldb: 7, ldc: 5, swap_operands: true }
+    );
+    assert!(tn_row_major_to_col_major(1 << 31, 1, 1).is_err());
+}
+
+#[test]
+fn cublas_mapping_matches_row_major_reference() {
+    // Emulate cuBLAS's column-major semantics on the raw row-major buffers.
+    let (m, n, k) = (5usize, 3usize, 4usize);
+    let mut rng = Rng::new(7);
+    let a = random_bf16(m * k, &mut rng);
+    let b = random_bf16(n * k, &mut rng);
+    let call = tn_row_major_to_col_major(m as u64, n as u64, k as u64).unwrap();
+    let (first, second) = if call.swap_operands { (&b, &a) } else { (&a, &b) };
+    let out = col_major_gemm_reference(&call, &bf16_to_f64(first), &bf16_to_f64(second));
+    let reference = cpu_gemm_tn(&a, &b, m, n, k);
+    assert_eq!(out.len(), reference.len());
+    for (o, r) in out.iter().zip(&reference) {
+        assert!((o - r).abs() < 1e-12, "{o} vs {r}");
+    }
+    // And a hand-checked element: C[1,2] = sum_k A[1,k] * B[2,k]
+    let c12: f64 = (0..k).map(|p| a[k + p].to_f64() * b[2 * k + p].to_f64()).sum();
+    assert!((reference[n + 2] - c12).abs() < 1e-12);
+}
+
+#[test]
+fn error_metric() {
+    assert_eq!(rel_frobenius(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
+    let e = rel_frobenius(&[3.0, 4.0 + 0.05], &[3.0, 4.0]);
+    assert!((e - 0.01).abs() < 1e-12);
+    assert!(passes(e, 1e-2 + 1e-12));
+    let nan = rel_frobenius(&[f64::NAN, 1.0], &[1.0, 1.0]);
+    assert!(nan.is_nan() && !passes(nan, 1e-2));
+    assert!(!passes(rel_frobenius(&[f64::INFINITY], &[1.0]), 1e-2));
+    assert_eq!(rel_frobenius(&[1.0], &[0.0]), f64::INFINITY);
+    // The poison pattern is a NaN and fails.
+    let poison = bf16::from_bits(POISON_BF16);
+    assert!(poison.is_nan());
+    assert!(!passes(rel_frobenius(&bf16_to_f64(&[poison]), &[1.0]), 1e-2));
+}
+
+#[test]
+fn random_inputs_are_fresh_and_bounded() {
+    let a = random_bf16(1000, &mut Rng::new(1));
+    let b = random_bf16(1000, &mut Rng::new(2));
+    assert_ne!(a, b);
+    assert!(a.iter().all(|x| x.to_f32().abs() <= 1.0));
+    assert!(a.iter().filter(|x| x.to_f32() == 0.0).count() < 10);
+    assert_ne!(seed_from_time(), 0);
+}
+
+#[test]
+fn cpu_reference_small() {
+    let a: Vec<bf16> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].iter().map(|&x| bf16::from_f32(x)).collect(); // 2x3
+    let b: Vec<bf16> = [1.0f32, 0.0, -1.0, 0.5, 0.5, 0.5].iter().map(|&x| bf16::from_f32(x)).collect(); // 2x3
+    assert_eq!(cpu_gemm_tn(&a, &b, 2, 2, 3), vec![-2.0, 3.0, -2.0, 7.5]);
+}
+
+#[test]
+fn gpu_smoke_or_skip() {
+    if !cuda_available() {
+        eprintln!("SKIP gpu_smoke_or_skip: libcuda not found ({})", ensure_cuda().unwrap_err());
+        return;
+    }
+    let gpu = Gpu::new(0).expect("CUDA present but device init failed");
+    eprintln!("device: {} sm_{}{} with {} SMs", gpu.name, gpu.cc.0, gpu.cc.1, gpu.num_sms);
+}
+
+#[test]
+fn fixtures_load_and_validate() {
+    for f in ["naive_gemm", "tma_copy"] {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(f);
+        let a = Artifact::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.dir, dir);
+    }
+}
