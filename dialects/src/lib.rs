@@ -9,6 +9,7 @@
 
 pub mod diagnostic;
 pub mod ir;
+pub mod nv;
 pub mod registry;
 pub mod syntax;
 pub mod tile;

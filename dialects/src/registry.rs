@@ -69,8 +69,8 @@ impl PartialEq for OpDef {
 }
 
 /// The dialects every tool loads, in lookup order.
-pub fn dialects() -> [&'static [OpDef]; 1] {
-    [crate::tile::OPS]
+pub fn dialects() -> [&'static [OpDef]; 2] {
+    [crate::tile::OPS, crate::nv::OPS]
 }
 
 pub fn lookup(name: &str) -> Option<&'static OpDef> {

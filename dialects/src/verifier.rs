@@ -28,8 +28,29 @@ pub fn verify_function(func: &Function) -> Result<(), Diagnostic> {
             ))
         }
     }
+    verify_arg_attrs(func)?;
     let mut visible: HashSet<Value> = func.args().iter().copied().collect();
     verify_region(body, func.region, &mut visible)
+}
+
+/// `tile.dims` names each dimension of a tensor argument (`["M", "K"]`);
+/// the names become the run-time sizes the launcher binds.
+fn verify_arg_attrs(func: &Function) -> Result<(), Diagnostic> {
+    if func.arg_attrs.len() != func.args().len() {
+        return Err(Diagnostic::error(func.loc.clone(), "function has a different number of argument attribute sets and arguments"));
+    }
+    for (i, (attrs, &arg)) in func.arg_attrs.iter().zip(func.args()).enumerate() {
+        let Some(dims) = attrs.get("tile.dims") else { continue };
+        let err = |m: String| Diagnostic::error(func.loc.clone(), format!("argument #{i} of '@{}': {m}", func.name));
+        let Some(rank) = func.body.value_type(arg).as_ref_type().map(|r| r.shape.len()) else {
+            return Err(err("'tile.dims' is only for tensor arguments".into()));
+        };
+        match dims.as_strings() {
+            Some(names) if names.len() == rank && names.iter().all(|n| !n.is_empty()) => {}
+            _ => return Err(err(format!("'tile.dims' must name each of the {rank} dimensions, like [\"M\", \"K\"]"))),
+        }
+    }
+    Ok(())
 }
 
 /// Verifies the ops of `region` in order; `visible` holds the values that

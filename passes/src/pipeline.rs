@@ -80,3 +80,34 @@ fn parse_option_list(pass: &str, body: &str) -> Result<Vec<(String, String)>, St
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_on_top_level_commas_only() {
+        assert_eq!(split_top_level("a,b{x=1,y=2},c").unwrap(), vec!["a", "b{x=1,y=2}", "c"]);
+        assert!(split_top_level("a{x=1").unwrap_err().contains("unbalanced '{'"));
+        assert!(split_top_level("a}").unwrap_err().contains("unbalanced '}'"));
+        assert!(split_top_level("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn options_are_typed_and_defaulted() {
+        let entries = parse_pipeline("tile-canonicalize{max-iterations=3},tile-canonicalize").unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].options.int("max-iterations"), 3);
+        assert_eq!(entries[1].options.int("max-iterations"), 10);
+    }
+
+    #[test]
+    fn bad_pipelines_name_the_problem() {
+        let err = |p: &str| parse_pipeline(p).err().expect("pipeline must be rejected");
+        assert!(err("tile-nope").contains("unknown pass 'tile-nope'"));
+        assert!(err("tile-canonicalize,").contains("empty pass name"));
+        assert!(err("tile-canonicalize{max-iterations=x}").contains("expects an integer from 1 to 1000, found 'x'"));
+        assert!(err("tile-canonicalize{max-iterations=2 max-iterations=3}").contains("given twice"));
+        assert!(err("tile-canonicalize{max-iterations=2").contains("unbalanced"));
+    }
+}

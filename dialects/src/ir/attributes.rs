@@ -12,12 +12,21 @@ pub enum Attribute {
     String(String),
     Array(Vec<Attribute>),
     Type(Type),
+    Dict(Attributes),
 }
 
 impl Attribute {
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Attribute::Int(v, _) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The strings of an array attribute such as `["M", "K"]`.
+    pub fn as_strings(&self) -> Option<Vec<&str>> {
+        match self {
+            Attribute::Array(items) => items.iter().map(Attribute::as_str).collect(),
             _ => None,
         }
     }

@@ -11,6 +11,8 @@ use crate::diagnostic::Location;
 pub struct Function {
     pub name: String,
     pub attrs: Attributes,
+    /// One attribute dictionary per argument (`%a: T {tile.dims = ["M", "K"]}`).
+    pub arg_attrs: Vec<Attributes>,
     pub loc: Location,
     pub body: Body,
     pub region: Region,
@@ -22,7 +24,8 @@ impl Function {
         let mut body = Body::default();
         let region = body.new_region(None);
         body.append_block(region, arg_types);
-        Function { name: name.into(), attrs: Attributes::new(), loc, body, region }
+        let arg_attrs = vec![Attributes::new(); arg_types.len()];
+        Function { name: name.into(), attrs: Attributes::new(), arg_attrs, loc, body, region }
     }
 
     pub fn entry_block(&self) -> Block {

@@ -100,11 +100,38 @@ pub struct RefType {
     pub elem: ElemType,
 }
 
+/// A shared-memory buffer of the nv dialect: `stages` copies of a tile, laid
+/// out by an NVMMA shared layout. The first dimension is the stage.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SmemType {
+    pub stages: i64,
+    pub tile: TileType,
+}
+
+impl SmemType {
+    /// Bytes of one stage, padding included.
+    pub fn stage_bytes(&self) -> i64 {
+        let padding = match &self.tile.layout {
+            Some(Layout::NvmmaShared { padding_elems, .. }) => i64::from(*padding_elems),
+            _ => 0,
+        };
+        let (rows, cols) = match self.tile.shape[..] {
+            [r, c] => (r, c + padding),
+            _ => (1, self.tile.num_elements()),
+        };
+        rows * cols * i64::from(self.tile.elem.bits()) / 8
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
     Scalar(ElemType),
     Tile(TileType),
     Ref(RefType),
+    /// `!nv.smem<2x128x64xbf16, #tile.nvmma_shared<...>>`
+    Smem(SmemType),
+    /// `!nv.mbarrier<N>`: N mbarriers, one per pipeline stage.
+    MBarrier(i64),
 }
 
 impl Type {
@@ -124,12 +151,22 @@ impl Type {
         }
     }
 
-    /// The element type of a scalar, tile or reference.
+    pub fn as_smem(&self) -> Option<&SmemType> {
+        match self {
+            Type::Smem(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The element type of a scalar, tile, reference or buffer; barriers have
+    /// none and report `i64`, their storage type.
     pub fn elem(&self) -> ElemType {
         match self {
             Type::Scalar(e) => *e,
             Type::Tile(t) => t.elem,
             Type::Ref(r) => r.elem,
+            Type::Smem(s) => s.tile.elem,
+            Type::MBarrier(_) => ElemType::I64,
         }
     }
 

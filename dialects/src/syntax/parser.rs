@@ -227,6 +227,16 @@ impl<'a> Parser<'a> {
                 None => Err(Diagnostic::error(loc, format!("unknown type '{name}'"))),
             },
             Token::BangIdent(name) if name == "tile.ref" => self.parse_ref_type_body(),
+            Token::BangIdent(name) if name == "nv.smem" => self.parse_smem_type_body(&loc),
+            Token::BangIdent(name) if name == "nv.mbarrier" => {
+                self.expect("<")?;
+                let count = self.parse_int()?;
+                self.expect(">")?;
+                if count <= 0 {
+                    return Err(Diagnostic::error(loc, "'!nv.mbarrier' needs a positive count"));
+                }
+                Ok(Type::MBarrier(count))
+            }
             Token::BangIdent(name) => Err(Diagnostic::error(loc, format!("unknown type '!{name}'"))),
             other => Err(Diagnostic::error(loc, format!("expected a type, found {}", other.describe()))),
         }
@@ -278,6 +288,16 @@ impl<'a> Parser<'a> {
         let elem = self.parse_elem_type()?;
         self.expect(">")?;
         Ok(Type::Ref(RefType { shape, elem }))
+    }
+
+    /// `<2x128x64xbf16, #tile.nvmma_shared<...>>`, after `!nv.smem`.
+    fn parse_smem_type_body(&mut self, loc: &Location) -> Result<Type, Diagnostic> {
+        let tile = self.parse_tile_type_body()?;
+        let Some((&stages, shape)) = tile.shape.split_first().filter(|(_, rest)| !rest.is_empty()) else {
+            return Err(Diagnostic::error(loc.clone(), "'!nv.smem' needs a stage dimension and a tile shape"));
+        };
+        let tile = TileType { shape: shape.to_vec(), ..tile };
+        Ok(Type::Smem(crate::ir::SmemType { stages, tile }))
     }
 
     // ---- layouts -------------------------------------------------------------
@@ -394,6 +414,7 @@ impl<'a> Parser<'a> {
                 Ok(Attribute::Unit)
             }
             Token::Punct("[") => Ok(Attribute::Array(self.parse_delimited("[", "]", Self::parse_attribute)?)),
+            Token::Punct("{") => Ok(Attribute::Dict(self.parse_optional_attr_dict()?)),
             Token::Ident(_) | Token::BangIdent(_) => Ok(Attribute::Type(self.parse_type()?)),
             other => Err(Diagnostic::error(loc, format!("expected an attribute value, found {}", other.describe()))),
         }
@@ -610,10 +631,15 @@ impl<'a> Parser<'a> {
         let args = self.parse_delimited("(", ")", |p| {
             let arg = p.parse_operand()?;
             p.expect(":")?;
-            Ok((arg, p.parse_type()?))
+            let ty = p.parse_type()?;
+            Ok((arg, ty, p.parse_optional_attr_dict()?))
         })?;
         let attrs = if self.consume_keyword("attributes")? { self.parse_optional_attr_dict()? } else { Attributes::new() };
-        self.finish_function(name, args, attrs, loc)
+        let arg_attrs = args.iter().map(|(_, _, a)| a.clone()).collect();
+        let args = args.into_iter().map(|(arg, ty, _)| (arg, ty)).collect();
+        let mut func = self.finish_function(name, args, attrs, loc)?;
+        func.arg_attrs = arg_attrs;
+        Ok(func)
     }
 
     /// `() ({ ^bb0(%a: T): ... }) {sym_name = "f", ...} : () -> ()`, after
@@ -636,6 +662,18 @@ impl<'a> Parser<'a> {
             Some(Attribute::String(name)) => func.name = name,
             _ => return Err(Diagnostic::error(loc, "generic 'tile.func' needs a string attribute 'sym_name'")),
         }
+        match func.attrs.remove("arg_attrs") {
+            None => {}
+            Some(Attribute::Array(dicts)) if dicts.len() == func.arg_attrs.len() => {
+                for (slot, dict) in func.arg_attrs.iter_mut().zip(dicts) {
+                    let Attribute::Dict(d) = dict else {
+                        return Err(Diagnostic::error(loc, "'arg_attrs' must hold one dictionary per argument"));
+                    };
+                    *slot = d;
+                }
+            }
+            Some(_) => return Err(Diagnostic::error(loc, "'arg_attrs' must hold one dictionary per argument")),
+        }
         Ok(func)
     }
 
@@ -650,7 +688,8 @@ impl<'a> Parser<'a> {
         self.names.clear();
         let region = self.parse_region(&args)?;
         let body = std::mem::take(&mut self.body);
-        Ok(Function { name, attrs, loc, body, region })
+        let arg_attrs = vec![Attributes::new(); body.blocks[body.entry_block(region)].args.len()];
+        Ok(Function { name, attrs, arg_attrs, loc, body, region })
     }
 }
 

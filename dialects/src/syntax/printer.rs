@@ -140,22 +140,10 @@ impl<'a> Printer<'a> {
 
     /// ` {a = 1, b}` for the attributes not in `elided`, or nothing.
     pub fn attr_dict(&mut self, attrs: &Attributes, elided: &[&str]) {
-        let shown: Vec<_> = attrs.iter().filter(|(n, _)| !elided.contains(n)).collect();
-        if shown.is_empty() {
-            return;
+        if attrs.iter().any(|(n, _)| !elided.contains(&n)) {
+            self.write(" ");
+            self.write(&dict_to_string(attrs, elided));
         }
-        self.write(" {");
-        for (i, (name, attr)) in shown.into_iter().enumerate() {
-            if i > 0 {
-                self.write(", ");
-            }
-            self.write(name);
-            if *attr != Attribute::Unit {
-                self.write(" = ");
-                self.write(&attribute_to_string(attr));
-            }
-        }
-        self.write("}");
     }
 
     /// ` {` then the region's ops, one per line, then `}`. The entry block's
@@ -267,12 +255,16 @@ impl<'a> Printer<'a> {
 
     fn print_function(&mut self, func: &Function) {
         let args = func.args().to_vec();
+        let has_arg_attrs = func.arg_attrs.iter().any(|a| !a.is_empty());
         if self.options.generic {
             write!(self.out, "\"{FUNC_OP}\"() (").expect("writing to a String");
             self.generic_region(func.region);
             self.write(")");
             let mut attrs = Attributes::new();
             attrs.set("sym_name", Attribute::String(func.name.clone()));
+            if has_arg_attrs {
+                attrs.set("arg_attrs", Attribute::Array(func.arg_attrs.iter().cloned().map(Attribute::Dict).collect()));
+            }
             for (name, attr) in func.attrs.iter() {
                 attrs.set(name, attr.clone());
             }
@@ -281,7 +273,15 @@ impl<'a> Printer<'a> {
             return;
         }
         write!(self.out, "{FUNC_OP} @{}(", func.name).expect("writing to a String");
-        self.typed_values(&args);
+        for (i, &arg) in args.iter().enumerate() {
+            if i > 0 {
+                self.write(", ");
+            }
+            self.typed_values(&[arg]);
+            if let Some(attrs) = func.arg_attrs.get(i) {
+                self.attr_dict(attrs, &[]);
+            }
+        }
         self.write(")");
         if !func.attrs.is_empty() {
             self.write(" attributes");
@@ -293,22 +293,30 @@ impl<'a> Printer<'a> {
     }
 }
 
+/// `<2x128x64xbf16, #layout>`: the body of a tile or buffer type.
+fn shaped_body(shape: impl Iterator<Item = i64>, elem: ElemType, layout: Option<&Layout>) -> String {
+    let mut s = String::from("<");
+    for d in shape {
+        write!(s, "{d}x").expect("writing to a String");
+    }
+    s.push_str(elem.mnemonic());
+    if let Some(layout) = layout {
+        s.push_str(", ");
+        s.push_str(&layout_to_string(layout));
+    }
+    s.push('>');
+    s
+}
+
 pub fn type_to_string(ty: &Type) -> String {
     match ty {
         Type::Scalar(e) => e.mnemonic().to_string(),
-        Type::Tile(t) => {
-            let mut s = String::from("tensor<");
-            for d in &t.shape {
-                write!(s, "{d}x").expect("writing to a String");
-            }
-            s.push_str(t.elem.mnemonic());
-            if let Some(layout) = &t.layout {
-                s.push_str(", ");
-                s.push_str(&layout_to_string(layout));
-            }
-            s.push('>');
-            s
-        }
+        Type::Tile(t) => format!("tensor{}", shaped_body(t.shape.iter().copied(), t.elem, t.layout.as_ref())),
+        Type::Smem(s) => format!(
+            "!nv.smem{}",
+            shaped_body(std::iter::once(s.stages).chain(s.tile.shape.iter().copied()), s.tile.elem, s.tile.layout.as_ref())
+        ),
+        Type::MBarrier(n) => format!("!nv.mbarrier<{n}>"),
         Type::Ref(r) => {
             let mut s = String::from("!tile.ref<");
             for d in &r.shape {
@@ -383,5 +391,19 @@ pub fn attribute_to_string(attr: &Attribute) -> String {
             format!("[{}]", items.join(", "))
         }
         Attribute::Type(t) => type_to_string(t),
+        Attribute::Dict(d) => dict_to_string(d, &[]),
     }
+}
+
+/// `{a = 1, b}`: a dictionary without the names in `elided`.
+fn dict_to_string(attrs: &Attributes, elided: &[&str]) -> String {
+    let items: Vec<String> = attrs
+        .iter()
+        .filter(|(n, _)| !elided.contains(n))
+        .map(|(name, attr)| match attr {
+            Attribute::Unit => name.to_string(),
+            _ => format!("{name} = {}", attribute_to_string(attr)),
+        })
+        .collect();
+    format!("{{{}}}", items.join(", "))
 }

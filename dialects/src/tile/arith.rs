@@ -378,7 +378,7 @@ pub const DIM: OpDef =
     OpDef { name: "tile.dim", traits: OpTraits::PURE, parse: parse_dim, print: print_dim, verify: verify_dim, fold: None };
 
 /// Checks operand and result counts, the first thing every verifier needs.
-pub(super) fn expect_counts(body: &Body, op: Op, operands: usize, results: usize) -> Result<(), String> {
+pub(crate) fn expect_counts(body: &Body, op: Op, operands: usize, results: usize) -> Result<(), String> {
     let data = &body.ops[op];
     if data.operands.len() != operands {
         return Err(format!("expects {operands} operand(s), found {}", data.operands.len()));

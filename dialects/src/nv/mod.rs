@@ -1,0 +1,27 @@
+//! The `nv` dialect: Hopper made explicit. Shared-memory buffers with a
+//! stage dimension, TMA loads completing on mbarriers, asynchronous wgmma
+//! with commit and wait, CTA barriers, and the epilogue's stores.
+//!
+//! Ops marked "elected" (`nv.tma_load`, `nv.mbarrier_expect_tx`) are issued
+//! by one thread of the executing threads; the lowering elects it. All other
+//! ops run on every thread. The tile dialect's index arithmetic, `tile.for`
+//! and element-wise ops stay in use next to these ops.
+
+pub mod memory;
+pub mod mma;
+
+use crate::registry::OpDef;
+
+pub static OPS: &[OpDef] = &[
+    memory::ALLOC_SMEM,
+    memory::ALLOC_MBARRIERS,
+    memory::MBARRIER_EXPECT_TX,
+    memory::MBARRIER_WAIT,
+    memory::TMA_LOAD,
+    memory::BARRIER,
+    memory::STORE_GLOBAL,
+    mma::WGMMA_FENCE,
+    mma::WGMMA,
+    mma::WGMMA_COMMIT,
+    mma::WGMMA_WAIT,
+];
