@@ -1,6 +1,6 @@
-//! `tile-canonicalize`: folds constants and identities, then removes ops
-//! whose results nothing uses and that have no effect, until nothing
-//! changes.
+//! `tile-canonicalize`: folds constants and identities, hoists constants to
+//! the top of the function and merges equal ones, then removes ops whose
+//! results nothing uses and that have no effect, until nothing changes.
 
 use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
@@ -33,8 +33,9 @@ impl Pass for Canonicalize {
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         for _ in 0..self.max_iterations {
             let folded = fold_all(&mut func.body, func.region);
+            let merged = hoist_and_merge_constants(&mut func.body, func.region);
             let removed = remove_dead_ops(&mut func.body, func.region);
-            if !folded && !removed {
+            if !folded && !merged && !removed {
                 break;
             }
         }
@@ -77,6 +78,44 @@ fn fold_all(body: &mut Body, region: Region) -> bool {
         body.replace_all_uses(region, result, replacement);
         body.remove_op(op);
         changed = true;
+    }
+    changed
+}
+
+/// Moves every constant to the start of the function, in first-use order,
+/// and replaces duplicates (same type and value) by the first. Constants
+/// have no operands, so any position before their uses is valid.
+fn hoist_and_merge_constants(body: &mut Body, region: Region) -> bool {
+    let entry = body.entry_block(region);
+    let constants: Vec<Op> = body.walk_region(region).into_iter().filter(|&o| body.ops[o].def.traits.constant).collect();
+    let mut kept: Vec<Op> = Vec::new();
+    let mut changed = false;
+    for op in constants {
+        let result = body.result(op, 0);
+        let twin = kept.iter().copied().find(|&k| {
+            body.value_type(body.result(k, 0)) == body.value_type(result) && body.ops[k].attrs == body.ops[op].attrs
+        });
+        match twin {
+            Some(k) => {
+                let kept_value = body.result(k, 0);
+                if body.values[kept_value].name_hint.is_none() {
+                    body.values[kept_value].name_hint = body.values[result].name_hint.clone();
+                }
+                body.replace_all_uses(region, result, kept_value);
+                body.remove_op(op);
+                changed = true;
+            }
+            None => {
+                let position = kept.len();
+                if body.blocks[entry].ops.get(position) != Some(&op) {
+                    body.remove_op(op);
+                    body.ops[op].parent = Some(entry);
+                    body.blocks[entry].ops.insert(position, op);
+                    changed = true;
+                }
+                kept.push(op);
+            }
+        }
     }
     changed
 }

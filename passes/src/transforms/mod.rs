@@ -1,3 +1,5 @@
 //! The transforms, one per file.
 
+pub mod assign_layouts;
 pub mod canonicalize;
+pub mod lower_to_nv;

@@ -1,0 +1,62 @@
+//! Creates ops at an insertion point, so passes read as the IR they build.
+
+use super::attributes::{Attribute, Attributes};
+use super::body::{Block, Body, Op, Value};
+use super::types::{ElemType, Type};
+use crate::diagnostic::Location;
+use crate::registry::{self, OpDef};
+
+/// Where new ops go: before an op, or at the end of a block.
+#[derive(Clone, Copy, Debug)]
+pub enum InsertPoint {
+    Before(Op),
+    End(Block),
+}
+
+pub struct Builder<'a> {
+    pub body: &'a mut Body,
+    pub at: InsertPoint,
+    /// The location given to every op built, usually the op being rewritten.
+    pub loc: Location,
+}
+
+impl<'a> Builder<'a> {
+    pub fn new(body: &'a mut Body, at: InsertPoint, loc: Location) -> Self {
+        Builder { body, at, loc }
+    }
+
+    /// Builds an op by name; panics only on a name no dialect defines, which
+    /// is a bug in the pass, not in the input.
+    pub fn op(&mut self, name: &str, operands: Vec<Value>, result_types: &[Type], attrs: Attributes) -> Op {
+        let def: &'static OpDef = registry::lookup(name).unwrap_or_else(|| panic!("no dialect defines '{name}'"));
+        let op = self.body.create_op(def, operands, result_types, attrs, self.loc.clone());
+        match self.at {
+            InsertPoint::Before(anchor) => self.body.insert_op_before(anchor, op),
+            InsertPoint::End(block) => self.body.append_op(block, op),
+        }
+        op
+    }
+
+    /// Builds an op with one result and returns that result.
+    pub fn value(&mut self, name: &str, operands: Vec<Value>, ty: Type, attrs: Attributes) -> Value {
+        let op = self.op(name, operands, &[ty], attrs);
+        self.body.result(op, 0)
+    }
+
+    pub fn index(&mut self, v: i64) -> Value {
+        let mut attrs = Attributes::new();
+        attrs.set("value", Attribute::Int(v, ElemType::Index));
+        self.value("tile.constant", vec![], Type::INDEX, attrs)
+    }
+
+    /// `lhs OP rhs` on index values (`tile.addi`, `tile.muli`, ...).
+    pub fn index_op(&mut self, name: &str, lhs: Value, rhs: Value) -> Value {
+        self.value(name, vec![lhs, rhs], Type::INDEX, Attributes::new())
+    }
+
+    /// Names a value as the source text would, so printed IR stays readable.
+    pub fn name(&mut self, v: Value, name: &str) -> Value {
+        self.body.values[v].name_hint = Some(name.to_string());
+        v
+    }
+}

@@ -1,0 +1,282 @@
+//! `tile-assign-layouts`: gives every tile a layout. Operands of `dot` get
+//! NVMMA shared layouts (they are staged through shared memory for wgmma);
+//! accumulators, and every register tile tied to them through loops and
+//! element-wise ops, get the MMA v3 layout. A layout the user pinned is kept
+//! when legal (an illegal one is an error saying why), and where it differs
+//! from what its producer gives, a `tile.convert_layout` is inserted; a
+//! cleanup then removes conversions that convert nothing.
+
+use crate::layout_rules::{instr_shape_k, instr_shape_n, padding_elems, swizzle_bytes, warps_per_cta};
+use crate::options::{OptionKind, OptionSpec};
+use crate::registry::PassInfo;
+use crate::Pass;
+use std::collections::HashMap;
+use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, TileType, Type, Value};
+use tilec_dialects::syntax::layout_to_string;
+use tilec_dialects::{Diagnostic, Function, Layout};
+
+pub const INFO: PassInfo = PassInfo {
+    name: "tile-assign-layouts",
+    summary: "Assign NVMMA shared layouts to dot operands and MMA v3 layouts to accumulators",
+    options: &[OptionSpec {
+        name: "num-warps",
+        kind: OptionKind::Enum(&["4", "8"]),
+        default: "4",
+        help: "warps of the consumer when the function has no num_warps attribute",
+    }],
+    create: |options| Box::new(AssignLayouts { default_warps: options.word("num-warps").parse().expect("enum of numbers") }),
+};
+
+pub struct AssignLayouts {
+    default_warps: u32,
+}
+
+impl Pass for AssignLayouts {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        let num_warps = match func.attrs.get_int("num_warps") {
+            None => self.default_warps,
+            Some(w @ (4 | 8)) => w as u32,
+            Some(w) => return Err(Diagnostic::error(func.loc.clone(), format!("num_warps must be 4 or 8, found {w}"))),
+        };
+        func.attrs.set("num_warps", Attribute::Int(i64::from(num_warps), ElemType::I64));
+        let body = &mut func.body;
+        let classes = RegisterClasses::build(body, func.region);
+        let mut class_layout: HashMap<Value, Layout> = HashMap::new();
+        for op in body.walk_region(func.region) {
+            let name = body.ops[op].def.name;
+            if name != "tile.dot" && name != "tile.dot_scaled" {
+                continue;
+            }
+            let (a, b, acc) = dot_operands(body, op);
+            for (v, what) in [(a, "A"), (b, "B")] {
+                assign_shared(body, op, v, what)?;
+            }
+            let acc_ty = tile_type(body, acc);
+            let elem_bits = tile_type(body, a).elem.bits();
+            let mma = choose_mma(body, op, &acc_ty, elem_bits, num_warps)?;
+            let root = classes.root(acc);
+            if let Some(prev) = class_layout.insert(root, mma.clone()) {
+                if prev != mma {
+                    return Err(op_error(body, op, "two dots share an accumulator with different MMA layouts".into()));
+                }
+            }
+        }
+        apply_register_layouts(body, func.region, &classes, &class_layout);
+        remove_redundant_conversions(body, func.region);
+        Ok(())
+    }
+}
+
+fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {
+    Diagnostic::error(body.ops[op].loc.clone(), format!("'{}' op {message}", body.ops[op].def.name))
+}
+
+fn tile_type(body: &Body, v: Value) -> TileType {
+    body.value_type(v).as_tile().cloned().expect("the verifier checked dot operands are tiles")
+}
+
+/// A, B and the accumulator of a `dot` or `dot_scaled`.
+fn dot_operands(body: &Body, op: Op) -> (Value, Value, Value) {
+    let ops = &body.ops[op].operands;
+    if body.ops[op].def.name == "tile.dot" {
+        (ops[0], ops[1], ops[2])
+    } else {
+        (ops[0], ops[2], ops[4])
+    }
+}
+
+/// The NVMMA shared layout a staged operand gets: the widest swizzle its
+/// contiguous rows allow, or padding when none does.
+pub fn default_shared_layout(tile: &TileType) -> Layout {
+    let (rows, cols) = (tile.shape[0], tile.shape[1]);
+    let swizzle = swizzle_bytes(cols, tile.elem.bits(), rows);
+    let padding = if swizzle == 0 { padding_elems(cols, tile.elem.bits()) } else { 0 };
+    Layout::NvmmaShared { swizzle_bytes: swizzle, transposed: false, padding_elems: padding }
+}
+
+fn assign_shared(body: &mut Body, dot: Op, v: Value, what: &str) -> Result<(), Diagnostic> {
+    let tile = tile_type(body, v);
+    let layout = match &tile.layout {
+        None => default_shared_layout(&tile),
+        Some(pinned @ Layout::NvmmaShared { swizzle_bytes: s, .. }) => {
+            let row_bytes = tile.shape[1] * i64::from(tile.elem.bits()) / 8;
+            if !matches!(s, 0 | 32 | 64 | 128) {
+                return Err(op_error(body, dot, format!("operand {what}: wgmma cannot read a {s}-byte swizzle (only 0, 32, 64 or 128)")));
+            }
+            if *s != 0 && row_bytes % i64::from(*s) != 0 {
+                return Err(op_error(
+                    body,
+                    dot,
+                    format!("operand {what}: a {s}-byte swizzle does not divide its {row_bytes}-byte rows"),
+                ));
+            }
+            pinned.clone()
+        }
+        Some(other) => {
+            return Err(op_error(
+                body,
+                dot,
+                format!("operand {what} is pinned to '{}', but wgmma reads it from shared memory", layout_to_string(other)),
+            ))
+        }
+    };
+    body.values[v].ty = Type::Tile(tile.with_layout(Some(layout)));
+    Ok(())
+}
+
+fn choose_mma(body: &Body, dot: Op, acc: &TileType, elem_bits: u32, num_warps: u32) -> Result<Layout, Diagnostic> {
+    let (block_m, block_n) = (acc.shape[0], acc.shape[1]);
+    if block_m % 64 != 0 {
+        return Err(op_error(body, dot, format!("BLOCK_M ({block_m}) must be a multiple of 64, one warpgroup's wgmma")));
+    }
+    let k = instr_shape_k(elem_bits);
+    if let Some(pinned) = &acc.layout {
+        let Layout::Mma { version: 3, instr_shape, .. } = pinned else {
+            return Err(op_error(body, dot, format!("the accumulator is pinned to '{}', not a version 3 MMA layout", layout_to_string(pinned))));
+        };
+        let n = i64::from(instr_shape.get(1).copied().unwrap_or(0));
+        if instr_shape.len() != 3 || instr_shape[0] != 16 || instr_shape[2] != k {
+            return Err(op_error(body, dot, format!("the pinned MMA instruction shape must be [16, N, {k}]")));
+        }
+        if n == 0 || n % 8 != 0 || n > 256 || block_n % n != 0 {
+            return Err(op_error(body, dot, format!("the pinned instruction N ({n}) must be a multiple of 8, at most 256, dividing BLOCK_N ({block_n})")));
+        }
+        return Ok(pinned.clone());
+    }
+    let n = instr_shape_n(block_m, block_n, num_warps)
+        .ok_or_else(|| op_error(body, dot, format!("no wgmma instruction N divides BLOCK_N ({block_n})")))?;
+    Ok(Layout::Mma { version: 3, warps_per_cta: warps_per_cta(block_m, num_warps).to_vec(), instr_shape: vec![16, n, k] })
+}
+
+/// Register tiles that must share one layout: a dot's accumulator and
+/// result, a loop's init, body argument, yielded value and result, and the
+/// operands and results of element-wise ops and casts (union-find).
+struct RegisterClasses {
+    parent: HashMap<Value, Value>,
+}
+
+impl RegisterClasses {
+    fn build(body: &Body, region: tilec_dialects::Region) -> Self {
+        let mut classes = RegisterClasses { parent: HashMap::new() };
+        for op in body.walk_region(region) {
+            let data = &body.ops[op];
+            match data.def.name {
+                "tile.dot" | "tile.dot_scaled" => classes.union(*data.operands.last().expect("verified"), data.results[0]),
+                "tile.for" => {
+                    let block = body.entry_block(data.regions[0]);
+                    let yielded = body.terminator(block).map(|t| body.ops[t].operands.clone()).unwrap_or_default();
+                    for (i, &result) in data.results.iter().enumerate() {
+                        classes.union(data.operands[3 + i], result);
+                        classes.union(body.blocks[block].args[1 + i], result);
+                        if let Some(&y) = yielded.get(i) {
+                            classes.union(y, result);
+                        }
+                    }
+                }
+                "tile.truncf" | "tile.extf" | "tile.addf" | "tile.subf" | "tile.mulf" | "tile.divf" | "tile.maxf" | "tile.minf" => {
+                    for &operand in &data.operands {
+                        if body.value_type(operand).as_tile().is_some() {
+                            classes.union(operand, data.results[0]);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        classes
+    }
+
+    fn root(&self, mut v: Value) -> Value {
+        while let Some(&p) = self.parent.get(&v) {
+            if p == v {
+                break;
+            }
+            v = p;
+        }
+        v
+    }
+
+    fn union(&mut self, a: Value, b: Value) {
+        let (ra, rb) = (self.root(a), self.root(b));
+        if ra != rb {
+            self.parent.insert(ra, rb);
+        }
+    }
+}
+
+/// Gives each register tile its class's layout. A result pinned to another
+/// layout keeps it: the op then produces the class layout and a
+/// `tile.convert_layout` after it makes the pinned one.
+fn apply_register_layouts(
+    body: &mut Body,
+    region: tilec_dialects::Region,
+    classes: &RegisterClasses,
+    class_layout: &HashMap<Value, Layout>,
+) {
+    let mut values: Vec<Value> = Vec::new();
+    for op in body.walk_region(region) {
+        values.extend(body.ops[op].results.iter().copied());
+        for &r in &body.ops[op].regions {
+            values.extend(body.blocks[body.entry_block(r)].args.iter().copied());
+        }
+    }
+    for v in values {
+        let Some(layout) = class_layout.get(&classes.root(v)) else { continue };
+        let Some(tile) = body.value_type(v).as_tile().cloned() else { continue };
+        match &tile.layout {
+            None => body.values[v].ty = Type::Tile(tile.with_layout(Some(layout.clone()))),
+            Some(pinned) if pinned == layout => {}
+            Some(_) => convert_after_definition(body, region, v, tile.with_layout(Some(layout.clone()))),
+        }
+    }
+}
+
+/// Retypes op result `v` to `produced` and converts it to its old (pinned)
+/// type for every user.
+fn convert_after_definition(body: &mut Body, region: tilec_dialects::Region, v: Value, produced: TileType) {
+    let Some(def) = body.defining_op(v) else { return };
+    let pinned = body.value_type(v).clone();
+    let block = body.ops[def].parent.expect("attached");
+    let ops = &body.blocks[block].ops;
+    let next = ops[ops.iter().position(|&o| o == def).expect("in block") + 1];
+    let loc = body.ops[def].loc.clone();
+    let mut b = Builder::new(body, InsertPoint::Before(next), loc);
+    let converted = b.value("tile.convert_layout", vec![v], pinned, Attributes::new());
+    body.replace_all_uses(region, v, converted);
+    let convert_op = body.defining_op(converted).expect("just built");
+    body.ops[convert_op].operands[0] = v;
+    body.values[v].ty = Type::Tile(produced);
+    // Users see the pinned value under the name they gave it.
+    body.values[converted].name_hint = body.values[v].name_hint.take();
+}
+
+/// Removes conversions to the layout a value already has, folds conversion
+/// chains into one, and drops conversions left unused.
+fn remove_redundant_conversions(body: &mut Body, region: tilec_dialects::Region) {
+    for op in body.walk_region(region) {
+        if body.ops[op].def.name != "tile.convert_layout" || body.ops[op].parent.is_none() {
+            continue;
+        }
+        let mut input = body.ops[op].operands[0];
+        while let Some(inner) = body.defining_op(input).filter(|&d| body.ops[d].def.name == "tile.convert_layout") {
+            input = body.ops[inner].operands[0];
+        }
+        let result = body.result(op, 0);
+        if body.value_type(input) == body.value_type(result) {
+            body.replace_all_uses(region, result, input);
+            body.remove_op(op);
+        } else {
+            body.ops[op].operands[0] = input;
+        }
+    }
+    let uses = body.use_counts(region);
+    for op in body.walk_region(region) {
+        if body.ops[op].def.name == "tile.convert_layout" && uses[body.result(op, 0).index()] == 0 {
+            body.remove_op(op);
+        }
+    }
+}
