@@ -5,6 +5,7 @@
 //! options by its [`PassInfo`] entry in [`registry::PASSES`], the one place
 //! that lists them.
 
+pub mod analysis;
 pub mod layout_rules;
 pub mod manager;
 pub mod options;

@@ -5,6 +5,7 @@ use super::body::{Block, Body, Op, Value};
 use super::types::{ElemType, Type};
 use crate::diagnostic::Location;
 use crate::registry::{self, OpDef};
+use std::collections::HashMap;
 
 /// Where new ops go: before an op, or at the end of a block.
 #[derive(Clone, Copy, Debug)]
@@ -30,11 +31,15 @@ impl<'a> Builder<'a> {
     pub fn op(&mut self, name: &str, operands: Vec<Value>, result_types: &[Type], attrs: Attributes) -> Op {
         let def: &'static OpDef = registry::lookup(name).unwrap_or_else(|| panic!("no dialect defines '{name}'"));
         let op = self.body.create_op(def, operands, result_types, attrs, self.loc.clone());
+        self.insert(op);
+        op
+    }
+
+    fn insert(&mut self, op: Op) {
         match self.at {
             InsertPoint::Before(anchor) => self.body.insert_op_before(anchor, op),
             InsertPoint::End(block) => self.body.append_op(block, op),
         }
-        op
     }
 
     /// Builds an op with one result and returns that result.
@@ -52,6 +57,21 @@ impl<'a> Builder<'a> {
     /// `lhs OP rhs` on index values (`tile.addi`, `tile.muli`, ...).
     pub fn index_op(&mut self, name: &str, lhs: Value, rhs: Value) -> Value {
         self.value(name, vec![lhs, rhs], Type::INDEX, Attributes::new())
+    }
+
+    /// Copies a region-free op here, its operands renamed through `map`
+    /// (values not in it stay), and maps the old results to the new.
+    pub fn clone_op(&mut self, op: Op, map: &mut HashMap<Value, Value>) -> Op {
+        let data = self.body.ops[op].clone();
+        assert!(data.regions.is_empty(), "clone_op copies region-free ops only");
+        let operands = data.operands.iter().map(|v| *map.get(v).unwrap_or(v)).collect();
+        let types: Vec<Type> = data.results.iter().map(|&r| self.body.value_type(r).clone()).collect();
+        let copy = self.body.create_op(data.def, operands, &types, data.attrs, data.loc);
+        self.insert(copy);
+        for (&old, &new) in data.results.iter().zip(&self.body.ops[copy].results.clone()) {
+            map.insert(old, new);
+        }
+        copy
     }
 
     /// Names a value as the source text would, so printed IR stays readable.

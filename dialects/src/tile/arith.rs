@@ -388,3 +388,78 @@ pub(crate) fn expect_counts(body: &Body, op: Op, operands: usize, results: usize
     }
     Ok(())
 }
+
+// ---- comparison --------------------------------------------------------------
+
+/// Predicates of `tile.cmpi`, as MLIR's `arith.cmpi` spells them.
+pub const CMPI_PREDICATES: [&str; 6] = ["eq", "ne", "slt", "sle", "sgt", "sge"];
+
+/// `%p = tile.cmpi slt, %a, %b : index` gives an `i1`.
+pub const CMPI: OpDef =
+    OpDef { name: "tile.cmpi", traits: OpTraits::PURE, parse: parse_cmpi, print: print_cmpi, verify: verify_cmpi, fold: Some(fold_cmpi) };
+
+fn parse_cmpi(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
+    let loc = p.loc();
+    let (predicate, _) = p.parse_keyword()?;
+    if !CMPI_PREDICATES.contains(&predicate.as_str()) {
+        return Err(Diagnostic::error(loc, format!("unknown predicate '{predicate}' (expected one of {})", CMPI_PREDICATES.join(", "))));
+    }
+    p.expect(",")?;
+    let lhs = p.parse_operand()?;
+    p.expect(",")?;
+    let rhs = p.parse_operand()?;
+    let mut attrs = p.parse_optional_attr_dict()?;
+    attrs.set("predicate", Attribute::String(predicate));
+    p.expect(":")?;
+    let ty = p.parse_type()?;
+    let operands = vec![p.resolve(&lhs, &ty)?, p.resolve(&rhs, &ty)?];
+    Ok(ParsedOp { operands, result_types: vec![Type::Scalar(ElemType::I1)], attrs, regions: vec![] })
+}
+
+fn print_cmpi(p: &mut Printer<'_>, op: Op) {
+    let data = &p.body.ops[op];
+    let (operands, attrs) = (data.operands.clone(), data.attrs.clone());
+    p.write(" ");
+    p.write(attrs.get("predicate").and_then(Attribute::as_str).unwrap_or("<<missing>>"));
+    p.write(", ");
+    p.values(&operands);
+    p.attr_dict(&attrs, &["predicate"]);
+    p.write(" : ");
+    p.value_type(operands[0]);
+}
+
+fn verify_cmpi(body: &Body, op: Op) -> Result<(), String> {
+    expect_counts(body, op, 2, 1)?;
+    let data = &body.ops[op];
+    let predicate = data.attrs.get("predicate").and_then(Attribute::as_str).ok_or("requires a 'predicate' attribute")?;
+    if !CMPI_PREDICATES.contains(&predicate) {
+        return Err(format!("unknown predicate '{predicate}'"));
+    }
+    let ty = body.value_type(data.operands[0]);
+    if body.value_type(data.operands[1]) != ty || !matches!(ty, Type::Scalar(e) if e.is_integer()) {
+        return Err("compares two integer or index scalars of one type".into());
+    }
+    if *body.value_type(data.results[0]) != Type::Scalar(ElemType::I1) {
+        return Err("result must be 'i1'".into());
+    }
+    Ok(())
+}
+
+/// Evaluates `predicate` on two integers.
+pub fn compare(predicate: &str, a: i64, b: i64) -> Option<bool> {
+    Some(match predicate {
+        "eq" => a == b,
+        "ne" => a != b,
+        "slt" => a < b,
+        "sle" => a <= b,
+        "sgt" => a > b,
+        "sge" => a >= b,
+        _ => return None,
+    })
+}
+
+fn fold_cmpi(body: &Body, op: Op, consts: &[Option<Attribute>]) -> Option<Folded> {
+    let (a, b) = (consts[0].as_ref()?.as_int()?, consts[1].as_ref()?.as_int()?);
+    let predicate = body.ops[op].attrs.get("predicate")?.as_str()?;
+    compare(predicate, a, b).map(|r| Folded::Constant(Attribute::Int(i64::from(r), ElemType::I1)))
+}

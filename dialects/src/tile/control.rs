@@ -134,6 +134,45 @@ fn verify_for(body: &Body, op: Op) -> Result<(), String> {
     Ok(())
 }
 
+/// `tile.if %cond { ... tile.yield }`: runs its region when `%cond` (an `i1`)
+/// is true. It has no results.
+pub const IF: OpDef = OpDef { name: "tile.if", traits: OpTraits::NONE, parse: parse_if, print: print_if, verify: verify_if, fold: None };
+
+fn parse_if(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
+    let cond = p.parse_operand()?;
+    let cond = p.resolve(&cond, &Type::Scalar(crate::ir::ElemType::I1))?;
+    let region = p.parse_region(&[])?;
+    let attrs = p.parse_optional_attr_dict()?;
+    Ok(ParsedOp { operands: vec![cond], result_types: vec![], attrs, regions: vec![region] })
+}
+
+fn print_if(p: &mut Printer<'_>, op: Op) {
+    let data = &p.body.ops[op];
+    let (cond, attrs, region) = (data.operands[0], data.attrs.clone(), data.regions[0]);
+    p.write(" ");
+    p.value(cond);
+    p.write(" ");
+    p.region(region);
+    p.attr_dict(&attrs, &[]);
+}
+
+fn verify_if(body: &Body, op: Op) -> Result<(), String> {
+    expect_counts(body, op, 1, 0)?;
+    let data = &body.ops[op];
+    if *body.value_type(data.operands[0]) != Type::Scalar(crate::ir::ElemType::I1) {
+        return Err("condition must be 'i1'".into());
+    }
+    let [region] = data.regions[..] else { return Err("expects one region".into()) };
+    let [block] = body.regions[region].blocks[..] else { return Err("region must have exactly one block".into()) };
+    if !body.blocks[block].args.is_empty() {
+        return Err("region takes no arguments".into());
+    }
+    match body.terminator(block) {
+        Some(t) if body.ops[t].def.name == YIELD.name && body.ops[t].operands.is_empty() => Ok(()),
+        _ => Err("region must end with a 'tile.yield' of no values".into()),
+    }
+}
+
 /// `tile.yield %a, %b : T, U` (or bare `tile.yield`)
 pub const YIELD: OpDef = OpDef {
     name: "tile.yield",
@@ -173,8 +212,8 @@ fn print_yield(p: &mut Printer<'_>, op: Op) {
 
 fn verify_yield(body: &Body, op: Op) -> Result<(), String> {
     let parent = parent_op(body, op);
-    if parent.map(|o| body.ops[o].def.name) != Some(FOR.name) {
-        return Err("must be nested in 'tile.for'".into());
+    if !matches!(parent.map(|o| body.ops[o].def.name), Some("tile.for" | "tile.if")) {
+        return Err("must be nested in 'tile.for' or 'tile.if'".into());
     }
     Ok(())
 }

@@ -11,8 +11,8 @@
 
 use crate::registry::PassInfo;
 use crate::Pass;
-use std::collections::HashMap;
-use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, InsertPoint, Op, SmemType, Type, Value};
+use super::tma_staging::{element_coords, is_staged_load, op_error, outermost_ancestor, StagedBuffers};
+use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Value};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
 pub const INFO: PassInfo = PassInfo {
@@ -59,28 +59,6 @@ impl Pass for LowerToNv {
     }
 }
 
-fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {
-    Diagnostic::error(body.ops[op].loc.clone(), format!("'{}' op {message}", body.ops[op].def.name))
-}
-
-fn is_staged_load(body: &Body, op: Op) -> bool {
-    body.ops[op].def.name == "tile.load"
-        && matches!(body.value_type(body.result(op, 0)).as_tile().and_then(|t| t.layout.as_ref()), Some(Layout::NvmmaShared { .. }))
-}
-
-/// Element coordinates of a tile access: tile coordinates times the tile's
-/// extent in each dimension.
-fn element_coords(b: &mut Builder<'_>, tile_coords: &[Value], shape: &[i64]) -> Vec<Value> {
-    tile_coords
-        .iter()
-        .zip(shape)
-        .map(|(&c, &extent)| {
-            let e = b.index(extent);
-            b.index_op("tile.muli", c, e)
-        })
-        .collect()
-}
-
 /// The phase parity a barrier used once per iteration of the loop owning
 /// `block` waits for: the iteration number modulo 2 (0 outside loops).
 fn phase_of_block(b: &mut Builder<'_>, block: Block) -> Value {
@@ -108,81 +86,57 @@ fn lower_staged_block(body: &mut Body, region: tilec_dialects::Region, block: Bl
     let anchor = outermost_ancestor(body, first);
     let mut b = Builder::new(body, InsertPoint::Before(anchor), loc.clone());
     let c0 = b.index(0);
-    let mut buffers: HashMap<Value, Value> = HashMap::new();
-    let mut bytes = 0;
-    for &load in &loads {
-        let result = b.body.result(load, 0);
-        let tile = b.body.value_type(result).as_tile().cloned().expect("staged loads are tiles");
-        let smem = SmemType { stages: 1, tile };
-        bytes += smem.stage_bytes();
-        let buf = b.value("nv.alloc_smem", vec![], Type::Smem(smem), Attributes::new());
-        let hint = b.body.values[result].name_hint.clone().unwrap_or_else(|| "tile".into());
-        b.name(buf, &format!("{hint}_smem"));
-        buffers.insert(result, buf);
-    }
-    let mut attrs = Attributes::new();
-    attrs.set("arrivals", Attribute::Int(1, ElemType::I64));
-    let full = b.value("nv.alloc_mbarriers", vec![], Type::MBarrier(1), attrs);
-    b.name(full, "full");
+    let staged = StagedBuffers::allocate(&mut b, &loads, 1);
 
     let mut b = Builder::new(body, InsertPoint::Before(first), loc);
-    let mut attrs = Attributes::new();
-    attrs.set("bytes", Attribute::Int(bytes, ElemType::I64));
-    b.op("nv.mbarrier_expect_tx", vec![full, c0], &[], attrs);
-    for &load in &loads {
-        let operands = b.body.ops[load].operands.clone();
-        let shape = b.body.value_type(b.body.result(load, 0)).as_tile().expect("tile").shape.clone();
-        b.loc = b.body.ops[load].loc.clone();
-        let mut tma = vec![operands[0]];
-        tma.extend(element_coords(&mut b, &operands[1..], &shape));
-        tma.extend([buffers[&b.body.result(load, 0)], c0, full, c0]);
-        b.op("nv.tma_load", tma, &[], Attributes::new());
-    }
+    let coords: Vec<Vec<Value>> = loads.iter().map(|&l| b.body.ops[l].operands[1..].to_vec()).collect();
+    staged.issue(&mut b, &loads, &coords, c0, &Attributes::new());
     let phase = phase_of_block(&mut b, block);
-    b.op("nv.mbarrier_wait", vec![full, c0, phase], &[], Attributes::new());
+    b.op("nv.mbarrier_wait", vec![staged.full, c0, phase], &[], Attributes::new());
 
     let dots: Vec<Op> = body.blocks[block].ops.iter().copied().filter(|&o| body.ops[o].def.name == "tile.dot").collect();
     for dot in dots {
         let operands = body.ops[dot].operands.clone();
-        let (Some(&a), Some(&bb)) = (buffers.get(&operands[0]), buffers.get(&operands[1])) else { continue };
+        let (Some(&a), Some(&bb)) = (staged.buffer_of.get(&operands[0]), staged.buffer_of.get(&operands[1])) else { continue };
         let result = body.result(dot, 0);
-        let acc_ty = body.value_type(result).clone();
-        let attrs = body.ops[dot].attrs.clone();
         let mut b = Builder::new(body, InsertPoint::Before(dot), body.ops[dot].loc.clone());
-        b.op("nv.wgmma_fence", vec![], &[], Attributes::new());
-        let d = b.value("nv.wgmma", vec![a, c0, bb, c0, operands[2]], acc_ty.clone(), attrs);
-        b.op("nv.wgmma_commit", vec![], &[], Attributes::new());
-        let mut wait_attrs = Attributes::new();
-        wait_attrs.set("pending", Attribute::Int(0, ElemType::I64));
-        let done = b.value("nv.wgmma_wait", vec![d], acc_ty, wait_attrs);
+        let done = emit_wgmma(&mut b, dot, [a, c0, bb, c0], 0);
         b.op("nv.barrier", vec![], &[], Attributes::new());
-        if let Some(hint) = body.values[result].name_hint.clone() {
-            body.values[done].name_hint = Some(hint);
-        }
+        body.values[done].name_hint = body.values[result].name_hint.clone();
         body.replace_all_uses(region, result, done);
         body.remove_op(dot);
     }
+    remove_staged_loads(body, region, &loads)
+}
+
+/// Replaces `dot` (whose A and B are in the buffers `operands` = [A, A's
+/// stage, B, B's stage]) by fence, `nv.wgmma`, commit and a wait leaving
+/// `pending` groups in flight; returns the waited accumulator.
+pub fn emit_wgmma(b: &mut Builder<'_>, dot: Op, operands: [Value; 4], pending: i64) -> Value {
+    let acc = b.body.ops[dot].operands[2];
+    let acc_ty = b.body.value_type(acc).clone();
+    let attrs = b.body.ops[dot].attrs.clone();
+    b.op("nv.wgmma_fence", vec![], &[], Attributes::new());
+    let mut wgmma_operands = operands.to_vec();
+    wgmma_operands.push(acc);
+    let d = b.value("nv.wgmma", wgmma_operands, acc_ty.clone(), attrs);
+    b.op("nv.wgmma_commit", vec![], &[], Attributes::new());
+    let mut wait_attrs = Attributes::new();
+    wait_attrs.set("pending", Attribute::Int(pending, ElemType::I64));
+    b.value("nv.wgmma_wait", vec![d], acc_ty, wait_attrs)
+}
+
+/// Removes loads whose tiles now come from buffers; a tile still used by
+/// another op cannot be staged.
+pub fn remove_staged_loads(body: &mut Body, region: tilec_dialects::Region, loads: &[Op]) -> Result<(), Diagnostic> {
     let uses = body.use_counts(region);
-    for &load in &loads {
-        let result = body.result(load, 0);
-        if uses[tilec_dialects::ir::EntityRef::index(result)] > 0 {
+    for &load in loads {
+        if uses[body.result(load, 0).index()] > 0 {
             return Err(op_error(body, load, "loads a staged tile that is used by an op other than tile.dot".into()));
         }
         body.remove_op(load);
     }
     Ok(())
-}
-
-/// The op in the function's entry block that contains `op` (or `op` itself).
-fn outermost_ancestor(body: &Body, mut op: Op) -> Op {
-    loop {
-        let block = body.ops[op].parent.expect("attached");
-        let region = body.blocks[block].parent.expect("blocks are in regions");
-        match body.regions[region].parent {
-            Some(parent) => op = parent,
-            None => return op,
-        }
-    }
 }
 
 fn lower_store(body: &mut Body, store: Op) -> Result<(), Diagnostic> {

@@ -3,3 +3,5 @@
 pub mod assign_layouts;
 pub mod canonicalize;
 pub mod lower_to_nv;
+pub mod pipeline;
+pub mod tma_staging;

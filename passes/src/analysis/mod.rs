@@ -1,0 +1,3 @@
+//! Analyses the transforms consult.
+
+pub mod dependence;

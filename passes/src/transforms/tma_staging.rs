@@ -1,0 +1,90 @@
+//! Pieces shared by the passes that stage tiles through shared memory with
+//! TMA (`tile-lower-to-nv`, `tile-pipeline`): recognising staged loads,
+//! allocating buffers and barriers, and issuing one stage's loads.
+
+use std::collections::HashMap;
+use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, Op, SmemType, Type, Value};
+use tilec_dialects::{Diagnostic, Layout};
+
+pub fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {
+    Diagnostic::error(body.ops[op].loc.clone(), format!("'{}' op {message}", body.ops[op].def.name))
+}
+
+/// A `tile.load` whose result the layout pass put in shared memory.
+pub fn is_staged_load(body: &Body, op: Op) -> bool {
+    body.ops[op].def.name == "tile.load"
+        && matches!(body.value_type(body.result(op, 0)).as_tile().and_then(|t| t.layout.as_ref()), Some(Layout::NvmmaShared { .. }))
+}
+
+/// Element coordinates of a tile access: tile coordinates times the tile's
+/// extent in each dimension.
+pub fn element_coords(b: &mut Builder<'_>, tile_coords: &[Value], shape: &[i64]) -> Vec<Value> {
+    tile_coords
+        .iter()
+        .zip(shape)
+        .map(|(&c, &extent)| {
+            let e = b.index(extent);
+            b.index_op("tile.muli", c, e)
+        })
+        .collect()
+}
+
+/// The op in the function's entry block that contains `op` (or `op` itself).
+pub fn outermost_ancestor(body: &Body, mut op: Op) -> Op {
+    loop {
+        let block = body.ops[op].parent.expect("attached");
+        let region = body.blocks[block].parent.expect("blocks are in regions");
+        match body.regions[region].parent {
+            Some(parent) => op = parent,
+            None => return op,
+        }
+    }
+}
+
+/// Buffers of `stages` stages for the tiles `loads` produce, and the bytes
+/// one stage of all of them takes (what a barrier's `expect_tx` waits for).
+pub struct StagedBuffers {
+    /// Load result -> its buffer.
+    pub buffer_of: HashMap<Value, Value>,
+    pub stage_bytes: i64,
+    pub full: Value,
+}
+
+impl StagedBuffers {
+    pub fn allocate(b: &mut Builder<'_>, loads: &[Op], stages: i64) -> StagedBuffers {
+        let mut buffer_of = HashMap::new();
+        let mut stage_bytes = 0;
+        for &load in loads {
+            let result = b.body.result(load, 0);
+            let tile = b.body.value_type(result).as_tile().cloned().expect("staged loads are tiles");
+            let smem = SmemType { stages, tile };
+            stage_bytes += smem.stage_bytes();
+            let buf = b.value("nv.alloc_smem", vec![], Type::Smem(smem), Attributes::new());
+            let hint = b.body.values[result].name_hint.clone().unwrap_or_else(|| "tile".into());
+            b.name(buf, &format!("{hint}_smem"));
+            buffer_of.insert(result, buf);
+        }
+        let mut attrs = Attributes::new();
+        attrs.set("arrivals", Attribute::Int(1, ElemType::I64));
+        let full = b.value("nv.alloc_mbarriers", vec![], Type::MBarrier(stages), attrs);
+        b.name(full, "full");
+        StagedBuffers { buffer_of, stage_bytes, full }
+    }
+
+    /// Arms `stage`'s barrier with one stage's bytes and issues the TMA loads
+    /// of `loads`, whose tile coordinates are `coords[i]`.
+    pub fn issue(&self, b: &mut Builder<'_>, loads: &[Op], coords: &[Vec<Value>], stage: Value, extra: &Attributes) {
+        let mut attrs = extra.clone();
+        attrs.set("bytes", Attribute::Int(self.stage_bytes, ElemType::I64));
+        b.op("nv.mbarrier_expect_tx", vec![self.full, stage], &[], attrs);
+        for (&load, tile_coords) in loads.iter().zip(coords) {
+            let tensor = b.body.ops[load].operands[0];
+            let result = b.body.result(load, 0);
+            let shape = b.body.value_type(result).as_tile().expect("tile").shape.clone();
+            let mut operands = vec![tensor];
+            operands.extend(element_coords(b, tile_coords, &shape));
+            operands.extend([self.buffer_of[&result], stage, self.full, stage]);
+            b.op("nv.tma_load", operands, &[], extra.clone());
+        }
+    }
+}
