@@ -431,8 +431,8 @@ pub fn format_table(results: &[ShapeResult]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<18} {:<5} {:>9} {:>7} {:>9} {:>9} {:>7} {:>8} {:>6}  {}",
-        "shape (MxNxK)", "dtype", "ours_TF", "spread", "cublas_TF", "lt_TF", "ratio", "ours_GBs", "check", "best ours"
+        "{:<18} {:<5} {:>9} {:>7} {:>9} {:>9} {:>7} {:>8} {:>6}  best ours",
+        "shape (MxNxK)", "dtype", "ours_TF", "spread", "cublas_TF", "lt_TF", "ratio", "ours_GBs", "check"
     );
     for r in results {
         let shape = r.shape();
@@ -463,4 +463,134 @@ pub fn format_table(results: &[ShapeResult]) -> String {
         );
     }
     s
+}
+
+// ---------------------------------------------------------------- CLI
+
+pub const USAGE: &str = "\
+usage: tilec-bench [--artifact DIR]... [--shapes LIST] [--dtypes bf16,fp8]
+                   [--warmup N] [--reps N] [--json OUT] [--png OUT] [--baseline-only]
+                   [--threshold 1e-2] [--l2-factor 4] [--max-sets 64] [--seed N]
+                   [--no-spin] [--jit-cache] [--from-json IN]
+  --artifact DIR   a compiled GEMM artifact (repeatable; each is a candidate,
+                   the best per shape is reported, all are in the JSON)
+  --shapes LIST    MxNxK,... or the words default, square, llm (default: default)
+  --dtypes LIST    bf16 and/or fp8 (default: bf16,fp8)
+  --warmup N       untimed runs before timing (default 10)
+  --reps N         timed runs; median and spread over them (default 100)
+  --json OUT       write the full report (schema tilec-bench/1)
+  --png OUT        write a bar chart of TFLOP/s per shape
+  --baseline-only  time the vendor baselines only (artifacts are ignored)
+  --threshold T    max relative Frobenius error vs cuBLAS (default 1e-2)
+  --l2-factor F    rotate input sets until they span F x the L2 (default 4)
+  --max-sets N     at most N rotated sets (default 64)
+  --seed N         input seed (default: from the clock)
+  --no-spin        do not hold the stream with a spin kernel while enqueuing
+  --jit-cache      keep the driver's JIT cache (default: CUDA_CACHE_DISABLE=1,
+                   so module load time is the real PTX->SASS compile)
+  --from-json IN   no GPU: print the table of a saved report, and re-draw --png
+Exit status: 0 ok (or SKIPPED: no libcuda), 1 a correctness check failed,
+2 a usage or setup error.";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchArgs {
+    pub artifacts: Vec<String>,
+    pub shapes: Vec<Shape>,
+    pub dtypes: Vec<BenchDtype>,
+    pub warmup: usize,
+    pub reps: usize,
+    pub json: Option<String>,
+    pub png: Option<String>,
+    pub baseline_only: bool,
+    pub threshold: f64,
+    pub l2_factor: f64,
+    pub max_sets: usize,
+    pub seed: Option<u64>,
+    pub spin: bool,
+    pub jit_cache: bool,
+    pub from_json: Option<String>,
+    pub help: bool,
+}
+
+impl Default for BenchArgs {
+    fn default() -> Self {
+        BenchArgs {
+            artifacts: Vec::new(),
+            shapes: default_shapes(),
+            dtypes: vec![BenchDtype::Bf16, BenchDtype::Fp8],
+            warmup: 10,
+            reps: 100,
+            json: None,
+            png: None,
+            baseline_only: false,
+            threshold: 1e-2,
+            l2_factor: 4.0,
+            max_sets: 64,
+            seed: None,
+            spin: true,
+            jit_cache: false,
+            from_json: None,
+            help: false,
+        }
+    }
+}
+
+pub fn parse_args(args: &[String]) -> Result<BenchArgs, String> {
+    let mut a = BenchArgs::default();
+    let mut i = 0;
+    fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
+        v.parse().map_err(|_| format!("{flag}: bad value `{v}`"))
+    }
+    while i < args.len() {
+        let flag = args[i].as_str();
+        let takes_value = !matches!(flag, "--baseline-only" | "--no-spin" | "--jit-cache" | "-h" | "--help");
+        let (flag, inline) = match flag.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (flag, None),
+        };
+        let value = if takes_value {
+            match inline {
+                Some(v) => Some(v),
+                None => {
+                    i += 1;
+                    Some(args.get(i).cloned().ok_or_else(|| format!("{flag} needs a value"))?)
+                }
+            }
+        } else {
+            None
+        };
+        let v = value.as_deref().unwrap_or("");
+        match flag {
+            "--artifact" => a.artifacts.push(v.to_string()),
+            "--shapes" => a.shapes = parse_shapes(v)?,
+            "--dtypes" | "--dtype" => a.dtypes = parse_dtypes(v)?,
+            "--warmup" => a.warmup = num(flag, v)?,
+            "--reps" => a.reps = num(flag, v)?,
+            "--json" => a.json = Some(v.to_string()),
+            "--png" => a.png = Some(v.to_string()),
+            "--threshold" => a.threshold = num(flag, v)?,
+            "--l2-factor" => a.l2_factor = num(flag, v)?,
+            "--max-sets" => a.max_sets = num(flag, v)?,
+            "--seed" => {
+                a.seed = Some(match v.strip_prefix("0x") {
+                    Some(h) => u64::from_str_radix(h, 16).map_err(|_| format!("--seed: bad value `{v}`"))?,
+                    None => num(flag, v)?,
+                })
+            }
+            "--from-json" => a.from_json = Some(v.to_string()),
+            "--baseline-only" => a.baseline_only = true,
+            "--no-spin" => a.spin = false,
+            "--jit-cache" => a.jit_cache = true,
+            "-h" | "--help" => a.help = true,
+            _ => return Err(format!("unknown argument `{}`", args[i])),
+        }
+        i += 1;
+    }
+    if a.reps == 0 {
+        return Err("--reps must be at least 1".into());
+    }
+    if a.threshold.is_nan() || a.threshold <= 0.0 || a.l2_factor.is_nan() || a.l2_factor < 0.0 || a.max_sets == 0 {
+        return Err("--threshold must be > 0, --l2-factor >= 0, --max-sets >= 1".into());
+    }
+    Ok(a)
 }

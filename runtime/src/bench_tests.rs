@@ -463,3 +463,52 @@ fn nice_steps() {
     assert_eq!(nice_step(0.0, 8), 1.0);
     assert_eq!(nice_step(f64::NAN, 8), 1.0);
 }
+
+#[test]
+fn cli_parsing() {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let d = parse_args(&[]).unwrap();
+    assert_eq!(d, BenchArgs::default());
+    assert_eq!(d.shapes.len(), 20);
+    let a = parse_args(&s(&[
+        "--artifact", "a1", "--artifact=a2", "--shapes", "64x2112x7168,square", "--dtypes", "fp8", "--warmup", "3",
+        "--reps", "50", "--json", "o.json", "--png", "o.png", "--baseline-only", "--seed", "0x10", "--no-spin",
+        "--jit-cache", "--l2-factor", "2.5", "--max-sets", "8", "--threshold", "5e-3",
+    ]))
+    .unwrap();
+    assert_eq!(a.artifacts, ["a1", "a2"]);
+    assert_eq!(a.shapes.len(), 3);
+    assert_eq!(a.dtypes, [BenchDtype::Fp8]);
+    assert_eq!((a.warmup, a.reps, a.max_sets), (3, 50, 8));
+    assert_eq!((a.json.as_deref(), a.png.as_deref()), (Some("o.json"), Some("o.png")));
+    assert!(a.baseline_only && !a.spin && a.jit_cache);
+    assert_eq!(a.seed, Some(16));
+    assert_eq!((a.l2_factor, a.threshold), (2.5, 5e-3));
+    for bad in [&["--reps"][..], &["--reps", "0"], &["--reps", "x"], &["--bogus"], &["--shapes", "1x2"], &["--max-sets", "0"]] {
+        assert!(parse_args(&s(bad)).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn vertical_text_reads_bottom_to_top() {
+    let mut cv = Canvas::new(5, 8);
+    cv.text_up(0, 8, "1L", 1, color::BLACK);
+    let rows: Vec<String> = cv
+        .pixels
+        .chunks(5)
+        .map(|r| r.iter().map(|&p| if p == color::BLACK { '#' } else { '.' }).collect())
+        .collect();
+    // Rotated counter-clockwise: "1" at the bottom with its top to the left
+    // (x = glyph row), "L" above it; read by tilting the head left.
+    let expect = [
+        ".....",
+        "....#", // L's foot (the glyph's bottom row, at the right)
+        "....#",
+        "#####", // L's stem (the glyph's left column, at the bottom)
+        ".....", // the gap between characters
+        "....#", // 1's base
+        "#####", // 1's stem
+        ".#..#", // 1's flag and base
+    ];
+    assert_eq!(rows, expect, "{rows:#?}");
+}

@@ -320,7 +320,7 @@ pub struct BarChart {
 
 /// The smallest 1/2/5 x 10^k step giving at most `ticks` steps up to `max`.
 pub fn nice_step(max: f64, ticks: usize) -> f64 {
-    if !(max > 0.0) || !max.is_finite() {
+    if max.is_nan() || max <= 0.0 || !max.is_finite() {
         return 1.0;
     }
     let raw = max / ticks.max(1) as f64;
