@@ -250,6 +250,7 @@ pub struct BenchConfig {
     pub threshold: f64,
     pub l2_factor: f64,
     pub max_sets: usize,
+    pub max_run_ms: f64,
     pub baseline_only: bool,
     /// `CUDA_CACHE_DISABLE=1` was set, so module loads measure the real JIT.
     pub jit_cache_disabled: bool,
@@ -424,22 +425,24 @@ pub fn short_name(name: &str) -> &str {
 }
 
 /// The text table: one row per shape and dtype. TFLOP/s come from medians;
-/// `spread` is (p90 - p10) / median of our best run; GB/s (ours, from the
-/// minimum byte count) only for small-M shapes; `check` is FAIL when any run
-/// failed its correctness check.
+/// `spread` is (p90 - p10) / median of our best run; GB/s (ours and the best
+/// baseline's, from the minimum byte count) only for small-M shapes; `check`
+/// is FAIL when any run failed its correctness check.
 pub fn format_table(results: &[ShapeResult]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<18} {:<5} {:>9} {:>7} {:>9} {:>9} {:>7} {:>8} {:>6}  best ours",
-        "shape (MxNxK)", "dtype", "ours_TF", "spread", "cublas_TF", "lt_TF", "ratio", "ours_GBs", "check"
+        "{:<18} {:<5} {:>9} {:>7} {:>9} {:>9} {:>7} {:>8} {:>8} {:>6}  best ours",
+        "shape (MxNxK)", "dtype", "ours_TF", "spread", "cublas_TF", "lt_TF", "ratio", "ours_GBs", "base_GBs", "check"
     );
     for r in results {
         let shape = r.shape();
         let ours = r.best_ours.as_deref().and_then(|n| r.run(n));
         let tf = |names: &[&str]| names.iter().find_map(|n| r.run(n).filter(|x| x.usable()).and_then(|x| x.tflops));
         let spread = ours.and_then(|o| o.stats.as_ref()).map(|st| st.spread() * 100.0);
-        let gbs = if shape.is_small_m() { ours.and_then(|o| o.gbps) } else { None };
+        let small = shape.is_small_m();
+        let gbs = if small { ours.and_then(|o| o.gbps) } else { None };
+        let base_gbs = if small { r.best_baseline.as_deref().and_then(|n| r.run(n)).and_then(|b| b.gbps) } else { None };
         let check = if r.error.is_some() {
             "ERROR"
         } else if r.any_check_failed() {
@@ -449,7 +452,7 @@ pub fn format_table(results: &[ShapeResult]) -> String {
         };
         let _ = writeln!(
             s,
-            "{:<18} {:<5} {:>9} {:>7} {:>9} {:>9} {:>7} {:>8} {:>6}  {}",
+            "{:<18} {:<5} {:>9} {:>7} {:>9} {:>9} {:>7} {:>8} {:>8} {:>6}  {}",
             shape.to_string(),
             r.dtype.name(),
             opt(ours.and_then(|o| o.tflops), 1),
@@ -458,6 +461,7 @@ pub fn format_table(results: &[ShapeResult]) -> String {
             opt(tf(&["cublaslt", "cublaslt-fp8"]), 1),
             opt(r.ratio, 3),
             opt(gbs, 0),
+            opt(base_gbs, 0),
             check,
             r.best_ours.as_deref().map(short_name).unwrap_or("-"),
         );
@@ -471,7 +475,7 @@ pub const USAGE: &str = "\
 usage: tilec-bench [--artifact DIR]... [--shapes LIST] [--dtypes bf16,fp8]
                    [--warmup N] [--reps N] [--json OUT] [--png OUT] [--baseline-only]
                    [--threshold 1e-2] [--l2-factor 4] [--max-sets 64] [--seed N]
-                   [--no-spin] [--jit-cache] [--from-json IN]
+                   [--max-run-ms 3000] [--no-spin] [--jit-cache] [--from-json IN]
   --artifact DIR   a compiled GEMM artifact (repeatable; each is a candidate,
                    the best per shape is reported, all are in the JSON)
   --shapes LIST    MxNxK,... or the words default, square, llm (default: default)
@@ -485,6 +489,8 @@ usage: tilec-bench [--artifact DIR]... [--shapes LIST] [--dtypes bf16,fp8]
   --l2-factor F    rotate input sets until they span F x the L2 (default 4)
   --max-sets N     at most N rotated sets (default 64)
   --seed N         input seed (default: from the clock)
+  --max-run-ms T   cap a slow kernel's timed calls near T ms (fewer reps, at
+                   least 5; warm-up near T/4); the JSON records the reps done
   --no-spin        do not hold the stream with a spin kernel while enqueuing
   --jit-cache      keep the driver's JIT cache (default: CUDA_CACHE_DISABLE=1,
                    so module load time is the real PTX->SASS compile)
@@ -506,6 +512,7 @@ pub struct BenchArgs {
     pub l2_factor: f64,
     pub max_sets: usize,
     pub seed: Option<u64>,
+    pub max_run_ms: f64,
     pub spin: bool,
     pub jit_cache: bool,
     pub from_json: Option<String>,
@@ -527,6 +534,7 @@ impl Default for BenchArgs {
             l2_factor: 4.0,
             max_sets: 64,
             seed: None,
+            max_run_ms: 3000.0,
             spin: true,
             jit_cache: false,
             from_json: None,
@@ -577,6 +585,7 @@ pub fn parse_args(args: &[String]) -> Result<BenchArgs, String> {
                     None => num(flag, v)?,
                 })
             }
+            "--max-run-ms" => a.max_run_ms = num(flag, v)?,
             "--from-json" => a.from_json = Some(v.to_string()),
             "--baseline-only" => a.baseline_only = true,
             "--no-spin" => a.spin = false,
@@ -589,8 +598,10 @@ pub fn parse_args(args: &[String]) -> Result<BenchArgs, String> {
     if a.reps == 0 {
         return Err("--reps must be at least 1".into());
     }
-    if a.threshold.is_nan() || a.threshold <= 0.0 || a.l2_factor.is_nan() || a.l2_factor < 0.0 || a.max_sets == 0 {
-        return Err("--threshold must be > 0, --l2-factor >= 0, --max-sets >= 1".into());
+    let positive = |x: f64| x > 0.0; // false for NaN
+    if !positive(a.threshold) || !positive(a.max_run_ms) || !(positive(a.l2_factor) || a.l2_factor == 0.0) || a.max_sets == 0
+    {
+        return Err("--threshold and --max-run-ms must be > 0, --l2-factor >= 0, --max-sets >= 1".into());
     }
     Ok(a)
 }

@@ -114,6 +114,7 @@ fn sample_report() -> Report {
     ours.gbps = Some(2500.0);
     let mut blas = RunResult::new("cublas", RunKind::Baseline);
     blas.tflops = Some(400.0);
+    blas.gbps = Some(3300.0);
     blas.stats = Some(stats.clone());
     let mut lt = RunResult::new("cublaslt", RunKind::Baseline);
     lt.tflops = Some(500.0);
@@ -137,6 +138,7 @@ fn sample_report() -> Report {
             threshold: 1e-2,
             l2_factor: 4.0,
             max_sets: 64,
+            max_run_ms: 3000.0,
             baseline_only: false,
             jit_cache_disabled: true,
             spin_kernel: true,
@@ -209,7 +211,7 @@ fn table_formatting() {
     assert!(row.contains(" bf16 "));
     assert!(row.contains("300.0") && row.contains("400.0"));
     assert!(row.contains("0.750"));
-    assert!(row.contains("2500"), "GB/s shown for small M: {row}");
+    assert!(row.contains("2500") && row.contains("3300"), "GB/s shown for small M: {row}");
     assert!(row.contains("FAIL"));
     assert!(row.trim_end().ends_with("gemm_128x128"));
     // cuBLASLt failed, so its column is empty.
@@ -473,7 +475,7 @@ fn cli_parsing() {
     let a = parse_args(&s(&[
         "--artifact", "a1", "--artifact=a2", "--shapes", "64x2112x7168,square", "--dtypes", "fp8", "--warmup", "3",
         "--reps", "50", "--json", "o.json", "--png", "o.png", "--baseline-only", "--seed", "0x10", "--no-spin",
-        "--jit-cache", "--l2-factor", "2.5", "--max-sets", "8", "--threshold", "5e-3",
+        "--jit-cache", "--max-run-ms", "500", "--l2-factor", "2.5", "--max-sets", "8", "--threshold", "5e-3",
     ]))
     .unwrap();
     assert_eq!(a.artifacts, ["a1", "a2"]);
@@ -483,6 +485,7 @@ fn cli_parsing() {
     assert_eq!((a.json.as_deref(), a.png.as_deref()), (Some("o.json"), Some("o.png")));
     assert!(a.baseline_only && !a.spin && a.jit_cache);
     assert_eq!(a.seed, Some(16));
+    assert_eq!(a.max_run_ms, 500.0);
     assert_eq!((a.l2_factor, a.threshold), (2.5, 5e-3));
     for bad in [&["--reps"][..], &["--reps", "0"], &["--reps", "x"], &["--bogus"], &["--shapes", "1x2"], &["--max-sets", "0"]] {
         assert!(parse_args(&s(bad)).is_err(), "{bad:?}");

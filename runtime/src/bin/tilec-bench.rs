@@ -226,7 +226,11 @@ impl Candidate {
 struct Timer<'a> {
     gpu: &'a Gpu,
     spin: Option<CudaFunction>,
+    max_run_ms: f64,
 }
+
+/// Fewest timed calls per run, however slow the kernel.
+const MIN_REPS: usize = 5;
 
 impl Timer<'_> {
     fn spin(&self, ns: u64) -> Result<()> {
@@ -254,8 +258,17 @@ impl Timer<'_> {
 
     /// `warmup` untimed calls, then `reps` calls each between two events;
     /// `f(i)` gets the call's index (for rotating buffer sets).
+    /// A slow kernel gets fewer calls: warm-up and timing each stay near
+    /// `max_run_ms` (at least one warm-up call and `MIN_REPS` timed ones).
     fn time(&self, warmup: usize, reps: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<Vec<f64>> {
-        let mut i = 0;
+        let t0 = Instant::now();
+        f(0)?;
+        self.gpu.sync("first warm-up call")?;
+        let est_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let fit = |budget: f64| (budget / est_ms.max(1e-6)) as usize;
+        let warmup = warmup.saturating_sub(1).min(fit(self.max_run_ms / 4.0));
+        let reps = reps.min(fit(self.max_run_ms).max(MIN_REPS));
+        let mut i = 1;
         for _ in 0..warmup {
             f(i)?;
             i += 1;
@@ -439,7 +452,7 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
     let scale_b = gpu.stream.clone_htod(&[FP8_SCALE_B]).map_err(dc("cuMemcpyHtoD(scale)"))?;
     let cx = Ctx {
         gpu: &gpu,
-        timer: Timer { gpu: &gpu, spin },
+        timer: Timer { gpu: &gpu, spin, max_run_ms: args.max_run_ms },
         blas,
         lt,
         args,
@@ -464,6 +477,7 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
             threshold: args.threshold,
             l2_factor: args.l2_factor,
             max_sets: args.max_sets,
+            max_run_ms: args.max_run_ms,
             baseline_only: args.baseline_only,
             jit_cache_disabled: !args.jit_cache,
             spin_kernel: spin_on,
