@@ -92,6 +92,13 @@ impl Cublas {
         Ok(Cublas { blas })
     }
 
+    /// `cublasGetVersion`, e.g. 130100 (None if the call fails).
+    pub fn version(&self) -> Option<i64> {
+        let mut v = 0;
+        let r = unsafe { cudarc::cublas::sys::cublasGetVersion_v2(*self.blas.handle(), &mut v) };
+        (r == cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS).then_some(v as i64)
+    }
+
     /// Row-major `C[M,N] = A[M,K] * B[N,K]^T`.
     pub fn gemm_bf16_tn(
         &self,

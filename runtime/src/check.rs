@@ -92,3 +92,116 @@ pub fn cpu_gemm_tn(a: &[bf16], b: &[bf16], m: usize, n: usize, k: usize) -> Vec<
     });
     c
 }
+
+/// fp8 e4m3 (OCP "E4M3FN": bias 7, no infinities, NaN = S.1111.111, max
+/// 448) from f32, rounding to nearest even and saturating to +-448. NaN maps
+/// to 0x7F.
+pub fn f32_to_e4m3(x: f32) -> u8 {
+    if x.is_nan() {
+        return 0x7F;
+    }
+    let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
+    let a = x.abs();
+    if a >= 464.0 {
+        // 464 is the midpoint between 448 and the first unrepresentable 480.
+        return sign | 0x7E;
+    }
+    const MIN_NORMAL: f32 = 1.0 / 64.0; // 2^-6
+    if a < MIN_NORMAL {
+        // Subnormals: multiples of 2^-9; q == 8 lands on the smallest normal.
+        let q = (a * 512.0).round_ties_even() as u8;
+        return sign | q;
+    }
+    let e = ((a.to_bits() >> 23) & 0xFF) as i32 - 127; // -6..=8
+    let m = a / f32::powi(2.0, e); // [1, 2), exact
+    let mut q = ((m - 1.0) * 8.0).round_ties_even() as i32;
+    let mut e = e;
+    if q == 8 {
+        q = 0;
+        e += 1;
+    }
+    let bits = (((e + 7) as u8) << 3) | q as u8;
+    sign | bits.min(0x7E)
+}
+
+/// f32 value of an fp8 e4m3 bit pattern (NaN for S.1111.111).
+pub fn e4m3_to_f32(b: u8) -> f32 {
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = ((b >> 3) & 0xF) as i32;
+    let m = (b & 7) as f32;
+    if e == 0xF && b & 7 == 7 {
+        return f32::NAN;
+    }
+    let v = if e == 0 { m / 512.0 } else { (1.0 + m / 8.0) * f32::powi(2.0, e - 7) };
+    sign * v
+}
+
+/// `n` fp8 e4m3 values, uniform in [-1, 1) before rounding.
+pub fn random_e4m3(n: usize, rng: &mut Rng) -> Vec<u8> {
+    (0..n).map(|_| f32_to_e4m3(rng.uniform())).collect()
+}
+
+/// `||out - scale * ref||_F / ||scale * ref||_F` on bf16 data without
+/// widening copies; NaN if any element of `out` is not finite.
+pub fn rel_frobenius_bf16(out: &[bf16], reference: &[bf16], ref_scale: f64) -> f64 {
+    assert_eq!(out.len(), reference.len(), "rel_frobenius_bf16: length mismatch");
+    let mut num = 0.0;
+    let mut den = 0.0;
+    for (o, r) in out.iter().zip(reference) {
+        let o = o.to_f64();
+        if !o.is_finite() {
+            return f64::NAN;
+        }
+        let r = r.to_f64() * ref_scale;
+        num += (o - r) * (o - r);
+        den += r * r;
+    }
+    if den == 0.0 {
+        return if num == 0.0 { 0.0 } else { f64::INFINITY };
+    }
+    (num / den).sqrt()
+}
+
+/// Evenly spread row indices, as many as keep `rows * n * k` within
+/// `budget` multiply-adds (at least one, at most `m`).
+pub fn sample_rows(m: usize, n: usize, k: usize, budget: u64) -> Vec<usize> {
+    let per_row = (n as u64 * k as u64).max(1);
+    let count = ((budget / per_row) as usize).clamp(1, m.max(1));
+    (0..count).map(|i| i * m / count).collect()
+}
+
+/// FP64 reference rows `rows` of `C = A * B^T` (A row-major `m x k` given as
+/// f32 values, B `n x k`), on all cores. Output is `rows.len() x n`.
+pub fn cpu_gemm_tn_rows(a: &[f32], b: &[f32], n: usize, k: usize, rows: &[usize]) -> Vec<f64> {
+    let mut c = vec![0.0f64; rows.len() * n];
+    let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1).min(n.max(1));
+    let cols_per = n.div_ceil(threads.max(1)).max(1);
+    let mut parts: Vec<Vec<f64>> = Vec::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n.div_ceil(cols_per))
+            .map(|t| {
+                s.spawn(move || {
+                    let (j0, j1) = (t * cols_per, ((t + 1) * cols_per).min(n));
+                    let mut out = Vec::with_capacity(rows.len() * (j1 - j0));
+                    for &i in rows {
+                        let arow = &a[i * k..(i + 1) * k];
+                        for j in j0..j1 {
+                            let brow = &b[j * k..(j + 1) * k];
+                            out.push(arow.iter().zip(brow).map(|(&x, &y)| x as f64 * y as f64).sum());
+                        }
+                    }
+                    out
+                })
+            })
+            .collect();
+        parts = handles.into_iter().map(|h| h.join().expect("cpu reference thread")).collect();
+    });
+    for (t, part) in parts.iter().enumerate() {
+        let (j0, j1) = (t * cols_per, ((t + 1) * cols_per).min(n));
+        let w = j1 - j0;
+        for (r, chunk) in part.chunks(w).enumerate() {
+            c[r * n + j0..r * n + j1].copy_from_slice(chunk);
+        }
+    }
+    c
+}

@@ -4,14 +4,19 @@
 //!
 //! Layout: [`plan`] is pure (binding, validation, grid, TMA arguments) and is
 //! unit-tested without a GPU; [`cuda`] makes the CUDA calls; [`blas`] holds
-//! the baselines; [`check`] the correctness helpers. Everything that touches
+//! the baselines ([`lt`]: cached cuBLASLt plans, BF16 and FP8); [`check`]
+//! the correctness helpers; [`bench`] and [`plot`] the pure parts of
+//! `tilec-bench` (shapes, statistics, JSON report, table, PNG chart). Everything that touches
 //! CUDA first checks that libcuda can be loaded ([`ensure_cuda`]).
 
+pub mod bench;
 pub mod blas;
 pub mod check;
 pub mod cuda;
 pub mod error;
+pub mod lt;
 pub mod plan;
+pub mod plot;
 
 pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
 pub use cuda::{cuda_available, encode_tma, ensure_cuda, median, time_events, Element, Gpu, Kernel, Prepared};
@@ -21,3 +26,5 @@ pub use tilec_artifact as artifact;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod bench_tests;

@@ -1,0 +1,232 @@
+//! cuBLASLt matmul plans for benchmarking: descriptors, layouts and the
+//! heuristic's algorithm are made once per shape, so a timed call is just
+//! `cublasLtMatmul` (cudarc's safe `matmul` re-runs the heuristic on every
+//! call, which would land in the timed region whenever the GPU waits on the
+//! host).
+//!
+//! Row-major `C[M,N] = A[M,K] * B[N,K]^T` is the column-major
+//! `C^T (N x M) = op_T(B_buf) * A_buf` (see [`crate::blas`]): cuBLASLt's A is
+//! our B buffer (`K x N`, ld K, transposed), its B our A buffer (`K x M`, ld
+//! K, not transposed), C/D `N x M` with ld N. That is the "TN" layout FP8
+//! requires on Hopper.
+//!
+//! FP8: A and B are `CUDA_R_8F_E4M3`, C and D `CUDA_R_16BF`, compute
+//! `CUBLAS_COMPUTE_32F`, scale type `CUDA_R_32F`, and
+//! `CUBLASLT_MATMUL_DESC_A_SCALE_POINTER` / `B_SCALE_POINTER` point at one
+//! f32 each in device memory: `D = scale_a_lt * scale_b_lt * (A_lt B_lt)`.
+
+use crate::blas::tn_row_major_to_col_major;
+use crate::error::{ld_library_path, Result, RuntimeError};
+use cudarc::cublaslt::result as lr;
+use cudarc::cublaslt::sys;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// Hopper's recommended cuBLASLt workspace.
+pub const WORKSPACE_BYTES: usize = 32 << 20;
+
+fn lt_err(call: &'static str) -> impl Fn(lr::CublasError) -> RuntimeError {
+    move |err| RuntimeError::CublasLt { call, err }
+}
+
+/// A cuBLASLt handle and workspace on one stream.
+pub struct LtHandle {
+    handle: sys::cublasLtHandle_t,
+    workspace: CudaSlice<u8>,
+    stream: Arc<CudaStream>,
+}
+
+impl LtHandle {
+    pub fn new(stream: Arc<CudaStream>) -> Result<Self> {
+        if !unsafe { sys::is_culib_present() } {
+            return Err(RuntimeError::LibraryNotLoaded {
+                lib: "libcublasLt",
+                candidates: cudarc::get_lib_name_candidates("cublasLt"),
+                ld_library_path: ld_library_path(),
+            });
+        }
+        let handle = lr::create_handle().map_err(lt_err("cublasLtCreate"))?;
+        let workspace = unsafe { stream.alloc::<u8>(WORKSPACE_BYTES) }
+            .map_err(|err| RuntimeError::Driver { call: "cuMemAlloc(cuBLASLt workspace)", err })?;
+        Ok(LtHandle { handle, workspace, stream })
+    }
+
+    /// `cublasLtGetVersion()`, e.g. 130100.
+    pub fn version() -> u64 {
+        unsafe { sys::cublasLtGetVersion() as u64 }
+    }
+}
+
+impl Drop for LtHandle {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = lr::destroy_handle(self.handle);
+        }
+    }
+}
+
+/// Operand type of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LtInput {
+    Bf16,
+    /// fp8 e4m3 with per-tensor scales (device f32 pointers).
+    Fp8E4m3 { scale_a: u64, scale_b: u64 },
+}
+
+/// One shape's matmul: descriptors plus the chosen algorithm.
+pub struct LtGemm {
+    desc: sys::cublasLtMatmulDesc_t,
+    a_layout: sys::cublasLtMatrixLayout_t,
+    b_layout: sys::cublasLtMatrixLayout_t,
+    c_layout: sys::cublasLtMatrixLayout_t,
+    algo: sys::cublasLtMatmulAlgo_t,
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub input: LtInput,
+    /// Workspace bytes the chosen algorithm needs.
+    pub workspace_needed: usize,
+}
+
+impl Drop for LtGemm {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = lr::destroy_matrix_layout(self.a_layout);
+            let _ = lr::destroy_matrix_layout(self.b_layout);
+            let _ = lr::destroy_matrix_layout(self.c_layout);
+            let _ = lr::destroy_matmul_desc(self.desc);
+        }
+    }
+}
+
+impl LtGemm {
+    /// Builds the plan for row-major `C[M,N] = A[M,K] * B[N,K]^T` and asks
+    /// the heuristic for its best algorithm. `scale_a`/`scale_b` of
+    /// [`LtInput::Fp8E4m3`] belong to our A and B.
+    pub fn new(h: &LtHandle, m: u64, n: u64, k: u64, input: LtInput) -> Result<Self> {
+        if m == 0 || n == 0 || k == 0 {
+            return Err(RuntimeError::Other(format!("zero-sized GEMM {m}x{n}x{k}")));
+        }
+        let call = tn_row_major_to_col_major(m, n, k)?;
+        let in_ty = match input {
+            LtInput::Bf16 => sys::cudaDataType_t::CUDA_R_16BF,
+            // Unsupported FP8 shapes (K not a multiple of 16, ...) make the
+            // heuristic answer NOT_SUPPORTED.
+            LtInput::Fp8E4m3 { .. } => sys::cudaDataType_t::CUDA_R_8F_E4M3,
+        };
+        let out_ty = sys::cudaDataType_t::CUDA_R_16BF;
+        let desc = lr::create_matmul_desc(sys::cublasComputeType_t::CUBLAS_COMPUTE_32F, sys::cudaDataType_t::CUDA_R_32F)
+            .map_err(lt_err("cublasLtMatmulDescCreate"))?;
+        // From here on, `plan` owns what was made and drops it on error.
+        let a_layout = lr::create_matrix_layout(in_ty, call.k as u64, call.m as u64, call.lda as i64)
+            .map_err(lt_err("cublasLtMatrixLayoutCreate(A)"));
+        let b_layout = lr::create_matrix_layout(in_ty, call.k as u64, call.n as u64, call.ldb as i64)
+            .map_err(lt_err("cublasLtMatrixLayoutCreate(B)"));
+        let c_layout = lr::create_matrix_layout(out_ty, call.m as u64, call.n as u64, call.ldc as i64)
+            .map_err(lt_err("cublasLtMatrixLayoutCreate(C)"));
+        let (a_layout, b_layout, c_layout) = match (a_layout, b_layout, c_layout) {
+            (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+            (a, b, c) => {
+                unsafe {
+                    for l in [&a, &b, &c].into_iter().flatten() {
+                        let _ = lr::destroy_matrix_layout(*l);
+                    }
+                    let _ = lr::destroy_matmul_desc(desc);
+                }
+                return Err(a.and(b).and(c).expect_err("one layout failed"));
+            }
+        };
+        let mut plan = LtGemm {
+            desc,
+            a_layout,
+            b_layout,
+            c_layout,
+            algo: unsafe { std::mem::zeroed() },
+            m,
+            n,
+            k,
+            input,
+            workspace_needed: 0,
+        };
+        let set = |attr: sys::cublasLtMatmulDescAttributes_t, ptr: *const c_void, size: usize| {
+            unsafe { lr::set_matmul_desc_attribute(desc, attr, ptr, size) }
+                .map_err(lt_err("cublasLtMatmulDescSetAttribute"))
+        };
+        // cublasOperation_t is an int: CUBLAS_OP_N = 0, CUBLAS_OP_T = 1.
+        let (ta, tb) = (call.transa as i32, call.transb as i32);
+        let sz_op = std::mem::size_of::<i32>();
+        set(sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA, &ta as *const _ as *const c_void, sz_op)?;
+        set(sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB, &tb as *const _ as *const c_void, sz_op)?;
+        if let LtInput::Fp8E4m3 { scale_a, scale_b } = input {
+            // cuBLASLt's A is our B buffer (swap_operands), so its A scale is ours B's.
+            let (lt_a_scale, lt_b_scale) = if call.swap_operands { (scale_b, scale_a) } else { (scale_a, scale_b) };
+            let ptr_sz = std::mem::size_of::<*const c_void>();
+            let pa = lt_a_scale as *const c_void;
+            let pb = lt_b_scale as *const c_void;
+            set(
+                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                &pa as *const _ as *const c_void,
+                ptr_sz,
+            )?;
+            set(
+                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                &pb as *const _ as *const c_void,
+                ptr_sz,
+            )?;
+        }
+        let pref = lr::create_matmul_pref().map_err(lt_err("cublasLtMatmulPreferenceCreate"))?;
+        let ws = WORKSPACE_BYTES as u64;
+        let r = unsafe {
+            lr::set_matmul_pref_attribute(
+                pref,
+                sys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                &ws as *const u64 as *const c_void,
+                std::mem::size_of::<u64>(),
+            )
+            .map_err(lt_err("cublasLtMatmulPreferenceSetAttribute"))
+            .and_then(|_| {
+                lr::get_matmul_algo_heuristic(h.handle, desc, a_layout, b_layout, c_layout, c_layout, pref)
+                    .map_err(lt_err("cublasLtMatmulAlgoGetHeuristic"))
+            })
+        };
+        unsafe {
+            let _ = lr::destroy_matmul_pref(pref);
+        }
+        let heur = r?;
+        plan.algo = heur.algo;
+        plan.workspace_needed = heur.workspaceSize;
+        Ok(plan)
+    }
+
+    /// Issues the matmul on `h`'s stream: `a`, `b`, `c` are device addresses
+    /// of our row-major A[M,K], B[N,K], C[M,N].
+    ///
+    /// # Safety
+    /// The buffers must hold the plan's shape and element types.
+    pub unsafe fn run(&self, h: &LtHandle, a: u64, b: u64, c: u64) -> Result<()> {
+        let alpha = 1.0f32;
+        let beta = 0.0f32;
+        let (ws, _g) = h.workspace.device_ptr(&h.stream);
+        let stream = h.stream.cu_stream() as sys::cudaStream_t;
+        lr::matmul(
+            h.handle,
+            self.desc,
+            &alpha as *const f32 as *const c_void,
+            &beta as *const f32 as *const c_void,
+            b as *const c_void, // cuBLASLt's A: our B
+            self.a_layout,
+            a as *const c_void, // cuBLASLt's B: our A
+            self.b_layout,
+            c as *const c_void,
+            self.c_layout,
+            c as *mut c_void,
+            self.c_layout,
+            &self.algo,
+            ws as *mut c_void,
+            WORKSPACE_BYTES,
+            stream,
+        )
+        .map_err(lt_err("cublasLtMatmul"))
+    }
+}
