@@ -38,11 +38,6 @@ impl Emitter {
         name
     }
 
-    /// Reserves a name chosen by the caller (kernel arguments).
-    pub fn reserve(&mut self, name: &str) {
-        self.used.insert(name.to_string());
-    }
-
     pub fn line(&mut self, text: impl AsRef<str>) {
         for _ in 0..self.indent {
             self.out.push_str("  ");

@@ -355,6 +355,20 @@ impl<'a> Lowerer<'a> {
                 Ok(())
             }
             "nv.alloc_smem" => {
+                let b = &self.plan.buffers[&results[0]];
+                let (g, hint) = (&b.geom, self.hint(results[0]));
+                self.em.line(format!(
+                    "// {hint}: {} stage(s) x {} bytes at byte {}: {}x{} {}, {} column block(s) of {} bytes (swizzle {})",
+                    b.stages,
+                    g.stage_bytes(),
+                    b.offset,
+                    g.rows,
+                    g.cols,
+                    g.elem.mnemonic(),
+                    g.col_blocks(),
+                    g.span(),
+                    g.swizzle
+                ));
                 self.vals.insert(results[0], Lv::Smem(results[0]));
                 Ok(())
             }
@@ -402,10 +416,6 @@ impl<'a> Lowerer<'a> {
                 Ok(())
             }
             "nv.store_global" => self.lower_store(op),
-            "tile.load" | "tile.store" | "tile.dot" | "tile.dot_scaled" => Err(self.err(
-                op,
-                "tile-level memory and dot ops are not supported by the lowering (run tile-lower-to-nv first)",
-            )),
             _ => Err(self.err(op, "is not supported by the lowering")),
         }
     }

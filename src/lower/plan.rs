@@ -243,6 +243,13 @@ impl Plan {
             let data = &body.ops[op];
             let name = data.def.name;
             match name {
+                "tile.load" | "tile.store" | "tile.dot" | "tile.dot_scaled" | "tile.convert_layout" => {
+                    return Err(error(
+                        &data.loc,
+                        name,
+                        "tile-level memory, dot and layout ops are not supported by the lowering (run tile-lower-to-nv first)",
+                    ));
+                }
                 "nv.alloc_smem" => {
                     let ty = body.value_type(data.results[0]);
                     let geom = SmemGeom::from_type(ty, &data.loc, name)?;
