@@ -457,6 +457,9 @@ impl<'a> Lowerer<'a> {
         let mut pieces = Vec::new();
         for &v in &operands[3..] {
             let lv = self.lv(op, v)?.clone();
+            if !matches!(lv, Lv::Scalar { .. } | Lv::Frag(_)) {
+                return Err(self.err(op, "only scalars and register tiles can be loop-carried by the lowering"));
+            }
             pieces.extend(self.flatten(&lv));
             inits.push(lv);
         }
@@ -464,14 +467,13 @@ impl<'a> Lowerer<'a> {
             self.em.open(format!("scf.for {iv} = {lb} to {ub} step {step} : i32 {{"));
         } else {
             let mut arg_names = Vec::new();
-            for (k, (&arg, init)) in args[1..].iter().zip(&inits).enumerate() {
+            for (&arg, init) in args[1..].iter().zip(&inits) {
                 let hint = self.hint(arg);
                 let n = self.flatten(init).len();
                 let names: Vec<String> = (0..n).map(|j| self.em.fresh(&format!("{hint}{}", if n > 1 { format!("_{j}") } else { String::new() }))).collect();
                 let mut it = names.clone().into_iter();
                 self.vals.insert(arg, Self::rebuild(init, &mut it));
                 arg_names.extend(names);
-                let _ = k;
             }
             let res = self.em.fresh(&results.first().map_or("for".into(), |&r| self.hint(r)));
             let head = if pieces.len() == 1 { res.clone() } else { format!("{res}:{}", pieces.len()) };

@@ -53,7 +53,7 @@ impl SmemGeom {
             return Err(error(loc, op, "padded shared layouts are not supported by the lowering (TMA writes dense rows)"));
         }
         let geom = SmemGeom { rows, cols, elem: tile.elem, swizzle };
-        if geom.elem.bits() % 8 != 0 || geom.elem.bits() > 32 {
+        if !geom.elem.bits().is_multiple_of(8) || geom.elem.bits() > 32 {
             return Err(error(loc, op, format!("'{}' buffers are not supported by the lowering", geom.elem.mnemonic())));
         }
         let row_bytes = cols * geom.elem_bytes();

@@ -1,12 +1,12 @@
 //! `nv.wgmma` -> `nvvm.wgmma.mma_async` instructions with shared-memory
 //! matrix descriptors computed from the buffers' NVMMA layouts.
 //!
-//! Descriptor (PTX ISA "Matrix Descriptor Format", 64 bits): start address
-//! >> 4 in bits 0-13, leading-dimension byte offset (LBO) >> 4 in 16-29,
-//! stride-dimension byte offset (SBO) >> 4 in 32-45, base offset 0 in 49-51
-//! (buffers are 1024-byte aligned and every operand starts on a swizzle
-//! pattern boundary), swizzle mode in 62-63 (1 = 128 B, 2 = 64 B, 3 = 32 B,
-//! 0 = none).
+//! Descriptor (PTX ISA "Matrix Descriptor Format", 64 bits): bits 0-13 the
+//! start address shifted right by 4, bits 16-29 the leading-dimension byte
+//! offset (LBO) shifted by 4, bits 32-45 the stride-dimension byte offset
+//! (SBO) shifted by 4, bits 49-51 a base offset of 0 (buffers are 1024-byte
+//! aligned and every operand starts on a swizzle pattern boundary), bits
+//! 62-63 the swizzle mode (1 = 128 B, 2 = 64 B, 3 = 32 B, 0 = none).
 //!
 //! With the buffer layout of [`SmemGeom`] (`[column blocks][rows][span]`,
 //! span = swizzle width or 16 bytes) the canonical layouts of the PTX ISA
