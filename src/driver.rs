@@ -1,0 +1,200 @@
+//! `tilec compile FILE.tile [-o DIR] [--emit=STAGE] ...`: parse, run the
+//! tile/nv pass pipeline, lower the nv IR to MLIR (src/lower), run the
+//! MLIR -> PTX back end (src/backend) and write the artifact.
+
+use crate::backend::{self, BackendOptions};
+use crate::lower;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tilec_dialects::{parse_module, print_module, verify_module, PrintOptions};
+use tilec_passes::{Instrumentation, PassManager};
+
+/// The default tile/nv pipeline of `tilec compile`. Input that is already
+/// nv-level passes through it unchanged (up to canonicalisation) and is
+/// lowered as it stands.
+pub const DEFAULT_PIPELINE: &str = "tile-canonicalize";
+
+/// The pipeline `tilec compile` runs without `--pass-pipeline`.
+pub fn default_pipeline() -> &'static str {
+    DEFAULT_PIPELINE
+}
+
+const USAGE: &str = "usage: tilec compile FILE.tile [options]
+
+  -o DIR                    write the artifact (DIR/kernel.ptx, DIR/manifest.json)
+  --emit=STAGE              print a stage to stdout: nv (tile/nv IR after the passes),
+                            mlir (generated MLIR), mlir-lowered (after the upstream MLIR
+                            pipeline), llvm (optimised LLVM IR), ptx
+  --pass-pipeline=PIPELINE  tile/nv passes to run (default: the driver's DEFAULT_PIPELINE)
+  --print-ir-after-all      print the IR to stderr after every tile/nv pass
+  --timing                  print the time of each phase to stderr";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Emit {
+    Nv,
+    Mlir,
+    MlirLowered,
+    Llvm,
+    Ptx,
+}
+
+impl Emit {
+    fn parse(s: &str) -> Result<Emit, String> {
+        Ok(match s {
+            "nv" => Emit::Nv,
+            "mlir" => Emit::Mlir,
+            "mlir-lowered" => Emit::MlirLowered,
+            "llvm" => Emit::Llvm,
+            "ptx" => Emit::Ptx,
+            _ => return Err(format!("unknown --emit stage '{s}' (nv, mlir, mlir-lowered, llvm, ptx)")),
+        })
+    }
+}
+
+#[derive(Default)]
+struct Args {
+    input: Option<String>,
+    output: Option<String>,
+    pipeline: Option<String>,
+    emit: Option<Emit>,
+    print_after_all: bool,
+    timing: bool,
+}
+
+fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
+    let mut it = raw.iter();
+    match it.next().map(String::as_str) {
+        Some("compile") => {}
+        Some("-h" | "--help") | None => return Ok(None),
+        Some(other) => return Err(format!("unknown command '{other}' (expected 'compile')")),
+    }
+    let mut args = Args::default();
+    while let Some(arg) = it.next() {
+        let (flag, value) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+            _ => (arg.as_str(), None),
+        };
+        match (flag, value) {
+            ("-h" | "--help", None) => return Ok(None),
+            ("-o", None) => args.output = Some(it.next().ok_or("-o needs a directory")?.clone()),
+            ("--pass-pipeline", Some(p)) => args.pipeline = Some(p.to_string()),
+            ("--emit", Some(s)) => args.emit = Some(Emit::parse(s)?),
+            ("--print-ir-after-all", None) => args.print_after_all = true,
+            ("--timing", None) => args.timing = true,
+            (f, _) if f.starts_with('-') => return Err(format!("unknown option '{arg}'")),
+            _ if args.input.is_none() => args.input = Some(arg.clone()),
+            _ => return Err(format!("unexpected extra input '{arg}'")),
+        }
+    }
+    if args.input.is_none() {
+        return Err("no input file".into());
+    }
+    if args.output.is_none() && args.emit.is_none() {
+        return Err("nothing to do: give -o DIR and/or --emit=STAGE".into());
+    }
+    Ok(Some(args))
+}
+
+/// Runs `tilec` with `raw` arguments (without the program name). Errors are
+/// printed to stderr, located where the input caused them; exit status 1.
+pub fn main(raw: &[String]) -> ExitCode {
+    match run(raw) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+struct Timer {
+    on: bool,
+    phases: Vec<(&'static str, Duration)>,
+}
+
+impl Timer {
+    fn time<T>(&mut self, name: &'static str, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let r = f();
+        self.phases.push((name, start.elapsed()));
+        r
+    }
+
+    fn report(&self) {
+        if !self.on {
+            return;
+        }
+        let total: Duration = self.phases.iter().map(|(_, d)| *d).sum();
+        eprintln!("===- tilec compile timing -===");
+        for (name, d) in &self.phases {
+            eprintln!("  {:>10.3} ms  {name}", d.as_secs_f64() * 1e3);
+        }
+        eprintln!("  {:>10.3} ms  Total", total.as_secs_f64() * 1e3);
+    }
+}
+
+fn print_stdout(text: &str) -> Result<(), String> {
+    std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("cannot write stdout: {e}"))
+}
+
+fn run(raw: &[String]) -> Result<(), String> {
+    let Some(args) = parse_args(raw).map_err(|e| format!("tilec: {e}\n{USAGE}"))? else {
+        println!("{USAGE}");
+        return Ok(());
+    };
+    let input = args.input.as_deref().expect("checked");
+    let mut timer = Timer { on: args.timing, phases: Vec::new() };
+
+    let text = std::fs::read_to_string(input).map_err(|e| format!("tilec: cannot read '{input}': {e}"))?;
+    let mut module = timer.time("parse + verify", || {
+        let m = parse_module(&text, input).map_err(|d| d.to_string())?;
+        verify_module(&m).map_err(|d| d.to_string())?;
+        Ok::<_, String>(m)
+    })?;
+
+    let instrumentation = Instrumentation { print_after_all: args.print_after_all, ..Instrumentation::default() };
+    let pipeline = args.pipeline.as_deref().unwrap_or(DEFAULT_PIPELINE);
+    timer.time("tile/nv passes", || {
+        let mut pm = PassManager::from_pipeline(pipeline, instrumentation).map_err(|e| e.to_string())?;
+        pm.run(&mut module, &mut std::io::stderr()).map_err(|e| e.to_string())
+    })?;
+    if args.emit == Some(Emit::Nv) {
+        print_stdout(&print_module(&module, PrintOptions::default()))?;
+    }
+    let want_ptx = args.output.is_some() || args.emit == Some(Emit::Ptx);
+    if !want_ptx && args.emit <= Some(Emit::Nv) {
+        timer.report();
+        return Ok(());
+    }
+
+    let kernel = timer.time("lower nv -> MLIR", || lower::lower_module(&module)).map_err(|d| d.to_string())?;
+    if args.emit == Some(Emit::Mlir) {
+        print_stdout(&kernel.mlir)?;
+    }
+    let opts = BackendOptions { source_name: format!("{input} (generated MLIR)"), ..BackendOptions::default() };
+    let backend_err = |e: backend::BackendError| format!("{input}: error: the back end rejected the generated MLIR (a tilec bug):\n{e}");
+    match args.emit {
+        Some(Emit::MlirLowered) => {
+            let t = timer.time("MLIR pipeline", || backend::lower_mlir(&kernel.mlir, &opts)).map_err(backend_err)?;
+            print_stdout(&t)?;
+        }
+        Some(Emit::Llvm) => {
+            let t = timer.time("MLIR -> LLVM IR (O3)", || backend::mlir_to_llvm_ir(&kernel.mlir, &opts)).map_err(backend_err)?;
+            print_stdout(&t)?;
+        }
+        _ => {}
+    }
+    if want_ptx {
+        let ptx = timer.time("MLIR -> PTX", || backend::mlir_to_ptx(&kernel.mlir, &opts)).map_err(backend_err)?;
+        if args.emit == Some(Emit::Ptx) {
+            print_stdout(&ptx.text)?;
+        }
+        if let Some(dir) = &args.output {
+            timer.time("write artifact", || tilec_artifact::Artifact::write(dir, &kernel.manifest, &ptx.text))
+                .map_err(|e| format!("tilec: {e}"))?;
+        }
+    }
+    timer.report();
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! A small MLIR text writer: indentation, unique SSA names, constants and
+//! the MLIR spelling of types.
+
+use std::collections::{BTreeSet, HashSet};
+use std::fmt::Write;
+use tilec_dialects::ElemType;
+
+/// Writes one function's MLIR text, line by line.
+#[derive(Default)]
+pub(crate) struct Emitter {
+    out: String,
+    indent: usize,
+    used: HashSet<String>,
+    /// `(element, count)` of every fragment struct type used, for the
+    /// module's type aliases.
+    pub struct_types: BTreeSet<(&'static str, usize)>,
+}
+
+impl Emitter {
+    pub fn new(indent: usize) -> Self {
+        Emitter { indent, ..Default::default() }
+    }
+
+    /// A fresh SSA name (`%hint`, `%hint_1`, ...), unique in the function.
+    pub fn fresh(&mut self, hint: &str) -> String {
+        let mut base: String =
+            hint.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+        if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit()) {
+            base.insert(0, 'v');
+        }
+        let mut name = format!("%{base}");
+        let mut n = 0;
+        while self.used.contains(&name) {
+            n += 1;
+            name = format!("%{base}_{n}");
+        }
+        self.used.insert(name.clone());
+        name
+    }
+
+    pub fn line(&mut self, text: impl AsRef<str>) {
+        for _ in 0..self.indent {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text.as_ref());
+        self.out.push('\n');
+    }
+
+    /// Writes `text` and indents what follows (`scf.if %c {`).
+    pub fn open(&mut self, text: impl AsRef<str>) {
+        self.line(text);
+        self.indent += 1;
+    }
+
+    /// Dedents and writes `text` (`}`).
+    pub fn close(&mut self, text: impl AsRef<str>) {
+        self.indent -= 1;
+        self.line(text);
+    }
+
+    /// `%r = <rhs>`, returning `%r`.
+    pub fn assign(&mut self, hint: &str, rhs: impl AsRef<str>) -> String {
+        let name = self.fresh(hint);
+        self.line(format!("{name} = {}", rhs.as_ref()));
+        name
+    }
+
+    pub fn const_int(&mut self, value: i64, ty: &str) -> String {
+        let hint = if value < 0 { format!("cm{}_{ty}", -value) } else { format!("c{value}_{ty}") };
+        self.assign(&hint, format!("arith.constant {value} : {ty}"))
+    }
+
+    pub fn i32(&mut self, value: i64) -> String {
+        self.const_int(value, "i32")
+    }
+
+    pub fn i64(&mut self, value: i64) -> String {
+        self.const_int(value, "i64")
+    }
+
+    /// `a + value` (no op when `value` is 0).
+    pub fn add_const(&mut self, hint: &str, a: &str, value: i64, ty: &str) -> String {
+        if value == 0 {
+            return a.to_string();
+        }
+        let c = self.const_int(value, ty);
+        self.assign(hint, format!("arith.addi {a}, {c} : {ty}"))
+    }
+
+    pub fn binop(&mut self, hint: &str, op: &str, a: &str, b: &str, ty: &str) -> String {
+        self.assign(hint, format!("{op} {a}, {b} : {ty}"))
+    }
+
+    /// The `!llvm.struct<(T, T, ...)>` holding `count` values of `elem`,
+    /// spelled through its module-level alias `!tilec_<elem>x<count>`.
+    pub fn struct_type(&mut self, elem: ElemType, count: usize) -> String {
+        let e = mlir_type(elem);
+        self.struct_types.insert((e, count));
+        struct_alias(e, count)
+    }
+
+    pub fn finish(self) -> String {
+        self.out
+    }
+}
+
+pub(crate) fn struct_alias(elem: &str, count: usize) -> String {
+    format!("!tilec_{elem}x{count}")
+}
+
+/// The alias definitions for `types`, placed before the module.
+pub(crate) fn struct_aliases(types: &BTreeSet<(&'static str, usize)>) -> String {
+    let mut out = String::new();
+    for &(elem, count) in types {
+        let fields = vec![elem; count].join(", ");
+        let _ = writeln!(out, "{} = !llvm.struct<({fields})>", struct_alias(elem, count));
+    }
+    out
+}
+
+/// The MLIR type a scalar of `elem` lowers to. `index` is 32-bit: every
+/// index in a GEMM kernel (block ids, tile coordinates, dimensions passed as
+/// i32 parameters) fits, and 64-bit arithmetic costs twice the registers.
+/// Global addresses are formed in 64 bits where they are used.
+pub(crate) fn mlir_type(elem: ElemType) -> &'static str {
+    match elem {
+        ElemType::Index | ElemType::I32 => "i32",
+        other => other.mnemonic(),
+    }
+}
+
+/// An MLIR float literal of type `elem` for `value` (always with a `.`, as
+/// MLIR requires; NaN and infinities as bit patterns of the type's width).
+pub(crate) fn float_literal(value: f64, elem: ElemType) -> String {
+    if value.is_finite() {
+        return format!("{value:.17e}");
+    }
+    let (nan, inf, ninf) = match elem {
+        ElemType::F16 => ("0x7E00", "0x7C00", "0xFC00"),
+        ElemType::BF16 => ("0x7FC0", "0x7F80", "0xFF80"),
+        _ => ("0x7FC00000", "0x7F800000", "0xFF800000"),
+    };
+    if value.is_nan() {
+        nan.into()
+    } else if value > 0.0 {
+        inf.into()
+    } else {
+        ninf.into()
+    }
+}

@@ -1,0 +1,257 @@
+//! Register tiles with a `#tile.mma` (MMA v3) layout: their geometry, and
+//! the element-wise ops and the global store that work on them.
+//!
+//! A warpgroup's wgmma accumulator for one m64 x n block is one
+//! `!llvm.struct` of n/2 values per thread (PTX ISA "Matrix fragments for
+//! wgmma.mma_async.m64nNk16", accumulator D; CUTLASS `CLayout_64xN`):
+//!
+//! ```text
+//! t = thread in the warpgroup, w = t / 32, l = t % 32, g = l / 4, q = l % 4
+//! value i: row = 16 w + g + 8 ((i / 2) % 2), col = 8 (i / 4) + 2 q + (i % 2)
+//! ```
+//!
+//! A tile of `rows x cols` is held as `chunks`: for each m64 block this
+//! warpgroup owns (`r`), for each n block of the layout's instruction N
+//! (`nb`), one struct, at index `r * n_blocks + nb`. With `G` warpgroups
+//! (`warps_per_cta = [4G, 1]`), warpgroup `wg` owns the m64 blocks
+//! `G * r + wg`, as in Triton's MMA v3 layout.
+
+use super::emitter::{mlir_type, Emitter};
+use tilec_dialects::{ElemType, Layout, TileType};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FragGeom {
+    pub rows: i64,
+    pub cols: i64,
+    /// Warpgroups along M.
+    pub warpgroups: i64,
+    /// m64 blocks per warpgroup.
+    pub m_blocks: i64,
+    /// The wgmma instruction's N.
+    pub instr_n: i64,
+    /// n blocks of `instr_n` columns.
+    pub n_blocks: i64,
+    /// The wgmma instruction's K.
+    pub instr_k: i64,
+}
+
+impl FragGeom {
+    /// The geometry of a tile with an MMA v3 layout, or why it has none the
+    /// lowering supports.
+    pub fn of(tile: &TileType, num_warps: i64) -> Result<FragGeom, String> {
+        let Some(Layout::Mma { version, warps_per_cta, instr_shape }) = &tile.layout else {
+            return Err("register tiles need a '#tile.mma' layout in the lowering".into());
+        };
+        if *version != 3 {
+            return Err(format!("MMA version {version} is not supported by the lowering (only 3)"));
+        }
+        let [wm, wn] = warps_per_cta[..] else { return Err("warps_per_cta must have two entries".into()) };
+        let [im, instr_n, instr_k] = instr_shape[..] else { return Err("instr_shape must be [M, N, K]".into()) };
+        let [rows, cols] = tile.shape[..] else { return Err("only rank-2 register tiles are supported by the lowering".into()) };
+        let (wm, wn) = (i64::from(wm), i64::from(wn));
+        let (instr_n, instr_k) = (i64::from(instr_n), i64::from(instr_k));
+        if wn != 1 || wm % 4 != 0 {
+            return Err(format!("warps_per_cta = [{wm}, {wn}] is not supported by the lowering (whole warpgroups along M: [4G, 1])"));
+        }
+        if wm != num_warps {
+            return Err(format!("warps_per_cta = [{wm}, 1] does not match num_warps = {num_warps}"));
+        }
+        if im != 16 {
+            return Err(format!("instruction M {im} is not supported by the lowering (wgmma's warp slice is 16)"));
+        }
+        if instr_n % 8 != 0 || !(8..=256).contains(&instr_n) {
+            return Err(format!("instruction N {instr_n} is not a multiple of 8 from 8 to 256"));
+        }
+        let warpgroups = wm / 4;
+        if rows % (64 * warpgroups) != 0 {
+            return Err(format!("{rows} rows do not split into m64 blocks over {warpgroups} warpgroup(s)"));
+        }
+        if cols % instr_n != 0 {
+            return Err(format!("{cols} columns are not a multiple of the instruction N {instr_n}"));
+        }
+        Ok(FragGeom { rows, cols, warpgroups, m_blocks: rows / (64 * warpgroups), instr_n, n_blocks: cols / instr_n, instr_k })
+    }
+
+    pub fn chunks(&self) -> usize {
+        (self.m_blocks * self.n_blocks) as usize
+    }
+
+    /// Values per thread in one chunk.
+    pub fn chunk_len(&self) -> usize {
+        (self.instr_n / 2) as usize
+    }
+
+    /// Tile row of chunk `r`'s m64 block for warpgroup 0 (add `64 * wg`).
+    pub fn block_row(&self, r: i64) -> i64 {
+        64 * self.warpgroups * r
+    }
+}
+
+/// A lowered register tile: one struct per chunk.
+#[derive(Clone, Debug)]
+pub(crate) struct Frag {
+    pub geom: FragGeom,
+    pub elem: ElemType,
+    pub chunks: Vec<String>,
+}
+
+impl Frag {
+    pub fn chunk_type(&self, em: &mut Emitter) -> String {
+        em.struct_type(self.elem, self.geom.chunk_len())
+    }
+}
+
+/// A splat of `literal` (already spelled for `elem`).
+pub(crate) fn splat(em: &mut Emitter, geom: &FragGeom, elem: ElemType, literal: &str, is_zero: bool) -> Frag {
+    let ty = em.struct_type(elem, geom.chunk_len());
+    let chunk = if is_zero {
+        em.assign("zero", format!("llvm.mlir.zero : {ty}"))
+    } else {
+        let c = em.assign("splat", format!("arith.constant {literal} : {}", mlir_type(elem)));
+        let mut s = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
+        for i in 0..geom.chunk_len() {
+            s = em.assign("splat", format!("llvm.insertvalue {c}, {s}[{i}] : {ty}"));
+        }
+        s
+    };
+    Frag { geom: geom.clone(), elem, chunks: vec![chunk; geom.chunks()] }
+}
+
+/// Applies `f` to the values at one position of every input and collects
+/// the results (of type `out_elem`) into a new fragment.
+pub(crate) fn map(
+    em: &mut Emitter,
+    inputs: &[&Frag],
+    out_elem: ElemType,
+    mut f: impl FnMut(&mut Emitter, &[String]) -> String,
+) -> Frag {
+    let geom = inputs[0].geom.clone();
+    let in_types: Vec<String> = inputs.iter().map(|x| x.chunk_type(em)).collect();
+    let out_ty = em.struct_type(out_elem, geom.chunk_len());
+    let mut chunks = Vec::new();
+    for c in 0..geom.chunks() {
+        let mut s = em.assign("undef", format!("llvm.mlir.undef : {out_ty}"));
+        for i in 0..geom.chunk_len() {
+            let args: Vec<String> = inputs
+                .iter()
+                .zip(&in_types)
+                .map(|(x, ty)| em.assign("e", format!("llvm.extractvalue {}[{i}] : {ty}", x.chunks[c])))
+                .collect();
+            let v = f(em, &args);
+            s = em.assign("frag", format!("llvm.insertvalue {v}, {s}[{i}] : {out_ty}"));
+        }
+        chunks.push(s);
+    }
+    Frag { geom, elem: out_elem, chunks }
+}
+
+/// The thread's coordinates inside its warpgroup's accumulator fragment.
+pub(crate) struct ThreadCoords {
+    /// Warpgroup index (`i32`), or `None` with a single warpgroup.
+    pub wg: Option<String>,
+    /// 16 w + g: the thread's first row within an m64 block.
+    pub row: String,
+    /// 2 q: the thread's first column within an 8-column group.
+    pub col: String,
+}
+
+/// The store helper for `elem`: `(ptr, row, col, v0, v1, rows, cols)` writes
+/// `v0` to (row, col) and `v1` to (row, col + 1) of a row-major
+/// `rows x cols` tensor, each only where inside it; both with one 2-element
+/// store when both are inside and the pair is aligned.
+pub(crate) fn store_pair_helper_name(elem: ElemType) -> String {
+    format!("__tilec_store_pair_{}", elem.mnemonic())
+}
+
+pub(crate) fn store_pair_helper(elem: ElemType) -> String {
+    let t = mlir_type(elem);
+    let bytes = elem.bits() / 8;
+    let name = store_pair_helper_name(elem);
+    format!(
+        r#"    // Stores the pair (row, col), (row, col + 1) of a row-major rows x cols tensor, each only if
+    // inside it; as one {pair}-byte store when both are inside and the element offset is even.
+    func.func @{name}(%p: !llvm.ptr, %row: i32, %col: i32, %v0: {t}, %v1: {t}, %rows: i32, %cols: i32)
+        attributes {{llvm.linkage = #llvm.linkage<internal>}} {{
+      %c1 = arith.constant 1 : i32
+      %c0_i64 = arith.constant 0 : i64
+      %c1_i64 = arith.constant 1 : i64
+      %row_ok = arith.cmpi ult, %row, %rows : i32
+      %col1 = arith.addi %col, %c1 : i32
+      %col0_ok = arith.cmpi ult, %col, %cols : i32
+      %col1_ok = arith.cmpi ult, %col1, %cols : i32
+      %ok0 = arith.andi %row_ok, %col0_ok : i1
+      %ok1 = arith.andi %row_ok, %col1_ok : i1
+      %row64 = arith.extui %row : i32 to i64
+      %col64 = arith.extui %col : i32 to i64
+      %cols64 = arith.extui %cols : i32 to i64
+      %row_off = arith.muli %row64, %cols64 : i64
+      %idx = arith.addi %row_off, %col64 : i64
+      %odd = arith.andi %idx, %c1_i64 : i64
+      %even = arith.cmpi eq, %odd, %c0_i64 : i64
+      %both = arith.andi %ok1, %even : i1
+      %p0 = llvm.getelementptr %p[%idx] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+      scf.if %both {{
+        %u = llvm.mlir.undef : vector<2x{t}>
+        %i0 = arith.constant 0 : i32
+        %w0 = llvm.insertelement %v0, %u[%i0 : i32] : vector<2x{t}>
+        %w1 = llvm.insertelement %v1, %w0[%c1 : i32] : vector<2x{t}>
+        llvm.store %w1, %p0 {{alignment = {pair} : i64}} : vector<2x{t}>, !llvm.ptr
+      }} else {{
+        scf.if %ok0 {{
+          llvm.store %v0, %p0 : {t}, !llvm.ptr
+        }}
+        scf.if %ok1 {{
+          %p1 = llvm.getelementptr %p0[1] : (!llvm.ptr) -> !llvm.ptr, {t}
+          llvm.store %v1, %p1 : {t}, !llvm.ptr
+        }}
+      }}
+      return
+    }}
+"#,
+        pair = 2 * bytes
+    )
+}
+
+/// Emits the stores of `frag` at tile origin (`row0`, `col0`) of the tensor
+/// at `ptr` (`rows x cols`, row-major).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn store(
+    em: &mut Emitter,
+    frag: &Frag,
+    thread: &ThreadCoords,
+    ptr: &str,
+    row0: &str,
+    col0: &str,
+    rows: &str,
+    cols: &str,
+) {
+    let g = &frag.geom;
+    let ty = frag.chunk_type(em);
+    let t = mlir_type(frag.elem);
+    let helper = store_pair_helper_name(frag.elem);
+    // Thread's first row and column in the tile, then in the tensor.
+    let mut row_base = em.binop("row_t", "arith.addi", row0, &thread.row, "i32");
+    if let Some(wg) = &thread.wg {
+        let c64 = em.i32(64);
+        let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
+        row_base = em.binop("row_t", "arith.addi", &row_base, &wg_rows, "i32");
+    }
+    let col_base = em.binop("col_t", "arith.addi", col0, &thread.col, "i32");
+    for r in 0..g.m_blocks {
+        for half in 0..2 {
+            let row = em.add_const("row", &row_base, g.block_row(r) + 8 * half, "i32");
+            for nb in 0..g.n_blocks {
+                let chunk = &frag.chunks[(r * g.n_blocks + nb) as usize];
+                for j in 0..g.instr_n / 8 {
+                    let col = em.add_const("col", &col_base, nb * g.instr_n + 8 * j, "i32");
+                    let i = 4 * j + 2 * half;
+                    let v0 = em.assign("v", format!("llvm.extractvalue {chunk}[{i}] : {ty}"));
+                    let v1 = em.assign("v", format!("llvm.extractvalue {chunk}[{}] : {ty}", i + 1));
+                    em.line(format!(
+                        "func.call @{helper}({ptr}, {row}, {col}, {v0}, {v1}, {rows}, {cols}) : (!llvm.ptr, i32, i32, {t}, {t}, i32, i32) -> ()"
+                    ));
+                }
+            }
+        }
+    }
+}

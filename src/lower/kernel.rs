@@ -1,0 +1,564 @@
+//! The op-by-op walk: each tile/nv op of the function body becomes MLIR
+//! text (`arith`, `scf`, `gpu`, `llvm`, `nvvm`), in order.
+
+use super::emitter::{float_literal, mlir_type, Emitter};
+use super::fragment::{self, Frag, FragGeom, ThreadCoords};
+use super::plan::{error, DimSrc, Plan};
+use super::{tma, wgmma};
+use std::collections::{BTreeMap, HashMap};
+use tilec_dialects::ir::{Block, Op};
+use tilec_dialects::nv::memory::tma_load_operands;
+use tilec_dialects::{Attribute, Diagnostic, ElemType, Function, Type, Value};
+
+/// What a tile/nv value became.
+#[derive(Clone, Debug)]
+enum Lv {
+    /// An SSA value of `mlir_type(elem)`.
+    Scalar { name: String, elem: ElemType },
+    /// A register tile with an MMA layout.
+    Frag(Frag),
+    /// A kernel argument tensor (index into `Plan::tensors`).
+    Ref(usize),
+    /// A shared buffer (its `nv.alloc_smem` result, the key of `Plan::buffers`).
+    Smem(Value),
+    /// An mbarrier group (key of `Plan::barriers`).
+    Bars(Value),
+}
+
+/// Per-thread values computed once at kernel entry.
+struct Thread {
+    is_leader: String,
+    smem: String,
+    /// (shared address of the dynamic allocation & 0x3FFFF) >> 4, as i64.
+    smem16: String,
+    coords: ThreadCoords,
+}
+
+/// The MLIR text of the kernel function and what it needs around it.
+pub(crate) struct KernelText {
+    pub func: String,
+    pub emitter_types: std::collections::BTreeSet<(&'static str, usize)>,
+    /// Element types needing the store helper.
+    pub store_helpers: Vec<ElemType>,
+}
+
+pub(crate) struct Lowerer<'a> {
+    f: &'a Function,
+    plan: &'a Plan,
+    em: Emitter,
+    vals: HashMap<Value, Lv>,
+    thread: Option<Thread>,
+    tma_args: Vec<String>,
+    ptr_args: HashMap<usize, String>,
+    dim_args: HashMap<String, String>,
+    store_helpers: BTreeMap<&'static str, ElemType>,
+}
+
+fn is_elected(name: &str) -> bool {
+    matches!(name, "nv.tma_load" | "nv.mbarrier_expect_tx")
+}
+
+impl<'a> Lowerer<'a> {
+    pub fn new(f: &'a Function, plan: &'a Plan) -> Self {
+        Lowerer {
+            f,
+            plan,
+            em: Emitter::new(3),
+            vals: HashMap::new(),
+            thread: None,
+            tma_args: Vec::new(),
+            ptr_args: HashMap::new(),
+            dim_args: HashMap::new(),
+            store_helpers: BTreeMap::new(),
+        }
+    }
+
+    /// The `gpu.func` signature line, naming every parameter in PTX order.
+    fn signature(&mut self) -> String {
+        let mut params = Vec::new();
+        let mut tma_indices = Vec::new();
+        for (i, d) in self.plan.tma.iter().enumerate() {
+            let name = self.em.fresh(&format!("tma_{}", self.plan.tensors[d.tensor].name));
+            params.push(format!("{name}: !llvm.ptr"));
+            tma_indices.push(i.to_string());
+            self.tma_args.push(name);
+        }
+        for (i, t) in self.plan.tensors.iter().enumerate().filter(|(_, t)| t.stored) {
+            let name = self.em.fresh(&format!("ptr_{}", t.name));
+            params.push(format!("{name}: !llvm.ptr {{llvm.noalias}}"));
+            self.ptr_args.insert(i, name);
+        }
+        for s in &self.plan.symbols {
+            let name = self.em.fresh(&format!("dim_{s}"));
+            params.push(format!("{name}: i32"));
+            self.dim_args.insert(s.clone(), name);
+        }
+        let mut attrs = format!("known_block_size = array<i32: {}, 1, 1>", self.plan.threads());
+        if !tma_indices.is_empty() {
+            attrs.push_str(&format!(", tilec.tma_params = array<i32: {}>", tma_indices.join(", ")));
+        }
+        format!("gpu.func @{}({}) kernel attributes {{{attrs}}} {{", self.f.name, params.join(", "))
+    }
+
+    fn prologue(&mut self) {
+        let em = &mut self.em;
+        em.line("// Thread coordinates: warpgroup, warp in warpgroup, lane; wgmma fragment row/column of this thread.");
+        let tid_idx = em.assign("tid_idx", "gpu.thread_id x");
+        let tid = em.assign("tid", format!("arith.index_cast {tid_idx} : index to i32"));
+        let c0 = em.i32(0);
+        let is_leader = em.assign("is_leader", format!("arith.cmpi eq, {tid}, {c0} : i32"));
+        let wg = if self.plan.num_warps > 4 {
+            let c7 = em.i32(7);
+            Some(em.binop("wg", "arith.shrui", &tid, &c7, "i32"))
+        } else {
+            None
+        };
+        let c5 = em.i32(5);
+        let c3 = em.i32(3);
+        let warp_all = em.binop("warp", "arith.shrui", &tid, &c5, "i32");
+        let warp = em.binop("warp", "arith.andi", &warp_all, &c3, "i32");
+        let c31 = em.i32(31);
+        let lane = em.binop("lane", "arith.andi", &tid, &c31, "i32");
+        let c2 = em.i32(2);
+        let g = em.binop("g", "arith.shrui", &lane, &c2, "i32");
+        let q = em.binop("q", "arith.andi", &lane, &c3, "i32");
+        let c16 = em.i32(16);
+        let warp_rows = em.binop("warp_rows", "arith.muli", &warp, &c16, "i32");
+        let row = em.binop("frag_row", "arith.addi", &warp_rows, &g, "i32");
+        let col = em.binop("frag_col", "arith.muli", &q, &c2, "i32");
+        em.line("// Dynamic shared memory (docs/backend.md): buffers 1024-aligned, then the mbarriers.");
+        let smem = em.assign("smem", "llvm.mlir.addressof @__tilec_dyn_smem : !llvm.ptr<3>");
+        let addr = em.assign("smem_addr", format!("llvm.ptrtoint {smem} : !llvm.ptr<3> to i64"));
+        let mask = em.i64(0x3FFFF);
+        let masked = em.binop("smem_addr", "arith.andi", &addr, &mask, "i64");
+        let c4 = em.i64(4);
+        let smem16 = em.binop("smem16", "arith.shrui", &masked, &c4, "i64");
+        self.thread = Some(Thread { is_leader, smem, smem16, coords: ThreadCoords { wg, row, col } });
+    }
+
+    /// Writes the kernel function.
+    pub fn run(mut self) -> Result<KernelText, Diagnostic> {
+        let sig = self.signature();
+        for (i, &arg) in self.f.args().iter().enumerate() {
+            let t = self.plan.tensor_of_arg[&arg];
+            debug_assert_eq!(t, i);
+            self.vals.insert(arg, Lv::Ref(t));
+        }
+        self.prologue();
+        self.lower_block(self.f.entry_block())?;
+        let mut func = String::new();
+        func.push_str(&format!("    {sig}\n"));
+        let store_helpers = self.store_helpers.values().copied().collect();
+        let types = self.em.struct_types.clone();
+        func.push_str(&self.em.finish());
+        func.push_str("    }\n");
+        Ok(KernelText { func, emitter_types: types, store_helpers })
+    }
+
+    fn lower_block(&mut self, block: Block) -> Result<(), Diagnostic> {
+        let ops = self.f.body.blocks[block].ops.clone();
+        let mut i = 0;
+        while i < ops.len() {
+            if is_elected(self.f.body.ops[ops[i]].def.name) {
+                // A run of elected ops: issued by thread 0 only.
+                let leader = self.thread().is_leader.clone();
+                self.em.open(format!("scf.if {leader} {{"));
+                while i < ops.len() && is_elected(self.f.body.ops[ops[i]].def.name) {
+                    self.lower_op(ops[i])?;
+                    i += 1;
+                }
+                self.em.close("}");
+            } else {
+                self.lower_op(ops[i])?;
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn thread(&self) -> &Thread {
+        self.thread.as_ref().expect("prologue written")
+    }
+
+    fn lv(&self, op: Op, v: Value) -> Result<&Lv, Diagnostic> {
+        self.vals.get(&v).ok_or_else(|| {
+            let data = &self.f.body.ops[op];
+            error(&data.loc, data.def.name, "internal error: an operand was not lowered")
+        })
+    }
+
+    fn scalar(&self, op: Op, v: Value) -> Result<String, Diagnostic> {
+        match self.lv(op, v)? {
+            Lv::Scalar { name, .. } => Ok(name.clone()),
+            _ => Err(self.err(op, "expected a scalar operand")),
+        }
+    }
+
+    fn frag(&self, op: Op, v: Value) -> Result<Frag, Diagnostic> {
+        match self.lv(op, v)? {
+            Lv::Frag(f) => Ok(f.clone()),
+            _ => Err(self.err(op, "expected a register tile with a '#tile.mma' layout")),
+        }
+    }
+
+    fn err(&self, op: Op, message: impl std::fmt::Display) -> Diagnostic {
+        let data = &self.f.body.ops[op];
+        error(&data.loc, data.def.name, message)
+    }
+
+    fn hint(&self, v: Value) -> String {
+        self.f.body.values[v].name_hint.clone().unwrap_or_else(|| "v".into())
+    }
+
+    fn geom(&self, op: Op, ty: &Type) -> Result<FragGeom, Diagnostic> {
+        let tile = ty.as_tile().ok_or_else(|| self.err(op, "expected a tile"))?;
+        FragGeom::of(tile, self.plan.num_warps).map_err(|m| self.err(op, m))
+    }
+
+    /// The i32 value of dimension `d` of tensor `t`.
+    fn dim_value(&mut self, t: usize, d: usize) -> String {
+        match &self.plan.tensors[t].dims[d] {
+            DimSrc::Const(c) => self.em.i32(*c),
+            DimSrc::Sym(s) => self.dim_args[s].clone(),
+        }
+    }
+
+    fn flatten(&mut self, lv: &Lv) -> Vec<(String, String)> {
+        match lv {
+            Lv::Scalar { name, elem } => vec![(name.clone(), mlir_type(*elem).to_string())],
+            Lv::Frag(f) => {
+                let ty = f.chunk_type(&mut self.em);
+                f.chunks.iter().map(|c| (c.clone(), ty.clone())).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A value shaped like `template` made of the next names of `names`.
+    fn rebuild(template: &Lv, names: &mut impl Iterator<Item = String>) -> Lv {
+        match template {
+            Lv::Scalar { elem, .. } => Lv::Scalar { name: names.next().expect("one name per piece"), elem: *elem },
+            Lv::Frag(f) => Lv::Frag(Frag {
+                geom: f.geom.clone(),
+                elem: f.elem,
+                chunks: f.chunks.iter().map(|_| names.next().expect("one name per piece")).collect(),
+            }),
+            other => other.clone(),
+        }
+    }
+
+    fn lower_op(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let data = &self.f.body.ops[op];
+        let name = data.def.name;
+        let operands = data.operands.clone();
+        let results = data.results.clone();
+        let attrs = data.attrs.clone();
+        match name {
+            "tile.constant" => self.lower_constant(op, results[0], attrs.get("value")),
+            "tile.addi" | "tile.subi" | "tile.muli" | "tile.divsi" | "tile.remsi" | "tile.ceildivsi" | "tile.minsi"
+            | "tile.maxsi" => {
+                let ty = self.f.body.value_type(results[0]).clone();
+                let Type::Scalar(elem) = ty else {
+                    return Err(self.err(op, "integer arithmetic on tiles is not supported by the lowering"));
+                };
+                let (a, b) = (self.scalar(op, operands[0])?, self.scalar(op, operands[1])?);
+                let hint = self.hint(results[0]);
+                let r = self.em.binop(&hint, &format!("arith.{}", &name[5..]), &a, &b, mlir_type(elem));
+                self.vals.insert(results[0], Lv::Scalar { name: r, elem });
+                Ok(())
+            }
+            "tile.addf" | "tile.subf" | "tile.mulf" | "tile.divf" | "tile.maxf" | "tile.minf" => {
+                let mop = match name {
+                    "tile.maxf" => "arith.maximumf".to_string(),
+                    "tile.minf" => "arith.minimumf".to_string(),
+                    _ => format!("arith.{}", &name[5..]),
+                };
+                let elem = self.f.body.value_type(results[0]).elem();
+                let hint = self.hint(results[0]);
+                let lv = match (self.lv(op, operands[0])?.clone(), self.lv(op, operands[1])?.clone()) {
+                    (Lv::Scalar { name: a, .. }, Lv::Scalar { name: b, .. }) => {
+                        Lv::Scalar { name: self.em.binop(&hint, &mop, &a, &b, mlir_type(elem)), elem }
+                    }
+                    (Lv::Frag(a), Lv::Frag(b)) => Lv::Frag(fragment::map(&mut self.em, &[&a, &b], elem, |em, v| {
+                        em.binop("e", &mop, &v[0], &v[1], mlir_type(elem))
+                    })),
+                    _ => return Err(self.err(op, "operands must both be scalars or both register tiles")),
+                };
+                self.vals.insert(results[0], lv);
+                Ok(())
+            }
+            "tile.truncf" | "tile.extf" => {
+                let from = self.f.body.value_type(operands[0]).elem();
+                let to = self.f.body.value_type(results[0]).elem();
+                let mop = if name == "tile.truncf" { "arith.truncf" } else { "arith.extf" };
+                let (ft, tt) = (mlir_type(from), mlir_type(to));
+                let hint = self.hint(results[0]);
+                let lv = match self.lv(op, operands[0])?.clone() {
+                    Lv::Scalar { name: a, .. } => {
+                        Lv::Scalar { name: self.em.assign(&hint, format!("{mop} {a} : {ft} to {tt}")), elem: to }
+                    }
+                    Lv::Frag(a) => Lv::Frag(fragment::map(&mut self.em, &[&a], to, |em, v| {
+                        em.assign("e", format!("{mop} {} : {ft} to {tt}", v[0]))
+                    })),
+                    _ => return Err(self.err(op, "expected a scalar or a register tile")),
+                };
+                self.vals.insert(results[0], lv);
+                Ok(())
+            }
+            "tile.index_cast" => {
+                let from = self.f.body.value_type(operands[0]).elem();
+                let to = self.f.body.value_type(results[0]).elem();
+                let a = self.scalar(op, operands[0])?;
+                let (ft, tt) = (mlir_type(from), mlir_type(to));
+                let r = match (ft, tt) {
+                    _ if ft == tt => a,
+                    ("i32", "i64") => self.em.assign(&self.hint(results[0]), format!("arith.extsi {a} : i32 to i64")),
+                    ("i64", "i32") => self.em.assign(&self.hint(results[0]), format!("arith.trunci {a} : i64 to i32")),
+                    _ => return Err(self.err(op, format!("a cast from '{ft}' to '{tt}' is not supported by the lowering"))),
+                };
+                self.vals.insert(results[0], Lv::Scalar { name: r, elem: to });
+                Ok(())
+            }
+            "tile.block_id" | "tile.num_blocks" => {
+                let dim = tilec_dialects::tile::arith::dim_name(attrs.get_int("dim").unwrap_or(0)).unwrap_or("x");
+                let gop = if name == "tile.block_id" { "gpu.block_id" } else { "gpu.grid_dim" };
+                let hint = self.hint(results[0]);
+                let idx = self.em.assign(&format!("{hint}_idx"), format!("{gop} {dim}"));
+                let r = self.em.assign(&hint, format!("arith.index_cast {idx} : index to i32"));
+                self.vals.insert(results[0], Lv::Scalar { name: r, elem: ElemType::Index });
+                Ok(())
+            }
+            "tile.dim" => {
+                let Lv::Ref(t) = *self.lv(op, operands[0])? else { return Err(self.err(op, "expected a tensor")) };
+                let d = attrs.get_int("index").unwrap_or(0) as usize;
+                let r = self.dim_value(t, d);
+                self.vals.insert(results[0], Lv::Scalar { name: r, elem: ElemType::Index });
+                Ok(())
+            }
+            "tile.for" => self.lower_for(op),
+            "tile.yield" => {
+                let mut pieces = Vec::new();
+                for &v in &operands {
+                    let lv = self.lv(op, v)?.clone();
+                    pieces.extend(self.flatten(&lv));
+                }
+                if pieces.is_empty() {
+                    self.em.line("scf.yield");
+                } else {
+                    let (names, types): (Vec<_>, Vec<_>) = pieces.into_iter().unzip();
+                    self.em.line(format!("scf.yield {} : {}", names.join(", "), types.join(", ")));
+                }
+                Ok(())
+            }
+            "tile.return" => {
+                self.em.line("gpu.return");
+                Ok(())
+            }
+            "nv.alloc_smem" => {
+                let b = &self.plan.buffers[&results[0]];
+                let (g, hint) = (&b.geom, self.hint(results[0]));
+                self.em.line(format!(
+                    "// {hint}: {} stage(s) x {} bytes at byte {}: {}x{} {}, {} column block(s) of {} bytes (swizzle {})",
+                    b.stages,
+                    g.stage_bytes(),
+                    b.offset,
+                    g.rows,
+                    g.cols,
+                    g.elem.mnemonic(),
+                    g.col_blocks(),
+                    g.span(),
+                    g.swizzle
+                ));
+                self.vals.insert(results[0], Lv::Smem(results[0]));
+                Ok(())
+            }
+            "nv.alloc_mbarriers" => {
+                let bars = self.plan.barriers[&results[0]].clone();
+                let t = self.thread();
+                let (smem, leader) = (t.smem.clone(), t.is_leader.clone());
+                self.em.line(format!("// {}: {} mbarrier(s) at byte {}", self.hint(results[0]), bars.count, bars.offset));
+                tma::init_barriers(&mut self.em, &smem, &bars, &leader);
+                self.vals.insert(results[0], Lv::Bars(results[0]));
+                Ok(())
+            }
+            "nv.mbarrier_expect_tx" => {
+                let bar = self.barrier(op, operands[0], operands[1])?;
+                tma::expect_tx(&mut self.em, &bar, attrs.get_int("bytes").unwrap_or(0));
+                Ok(())
+            }
+            "nv.mbarrier_wait" => {
+                let bar = self.barrier(op, operands[0], operands[1])?;
+                let phase = self.scalar(op, operands[2])?;
+                tma::wait(&mut self.em, &bar, &phase);
+                Ok(())
+            }
+            "nv.tma_load" => self.lower_tma_load(op),
+            "nv.wgmma_fence" => {
+                self.em.line("nvvm.wgmma.fence.aligned");
+                Ok(())
+            }
+            "nv.wgmma_commit" => {
+                self.em.line("nvvm.wgmma.commit.group.sync.aligned");
+                Ok(())
+            }
+            "nv.wgmma_wait" => {
+                let pending = attrs.get_int("pending").unwrap_or(0);
+                self.em.line(format!("nvvm.wgmma.wait.group.sync.aligned {pending}"));
+                for (&o, &r) in operands.iter().zip(&results) {
+                    let lv = self.lv(op, o)?.clone();
+                    self.vals.insert(r, lv);
+                }
+                Ok(())
+            }
+            "nv.wgmma" => self.lower_wgmma(op),
+            "nv.barrier" => {
+                self.em.line("gpu.barrier");
+                Ok(())
+            }
+            "nv.store_global" => self.lower_store(op),
+            _ => Err(self.err(op, "is not supported by the lowering")),
+        }
+    }
+
+    fn lower_constant(&mut self, op: Op, result: Value, value: Option<&Attribute>) -> Result<(), Diagnostic> {
+        let ty = self.f.body.value_type(result).clone();
+        let elem = ty.elem();
+        let (literal, is_zero) = match value {
+            Some(Attribute::Int(v, ElemType::I1)) => ((if *v != 0 { "true" } else { "false" }).to_string(), *v == 0),
+            Some(Attribute::Int(v, _)) => (v.to_string(), *v == 0),
+            Some(Attribute::Float(v, _)) => (float_literal(*v, elem), *v == 0.0 && v.is_sign_positive()),
+            _ => return Err(self.err(op, "expected an integer or float 'value'")),
+        };
+        let hint = self.hint(result);
+        let lv = match &ty {
+            Type::Scalar(_) => {
+                Lv::Scalar { name: self.em.assign(&hint, format!("arith.constant {literal} : {}", mlir_type(elem))), elem }
+            }
+            Type::Tile(_) => {
+                let geom = self.geom(op, &ty)?;
+                Lv::Frag(fragment::splat(&mut self.em, &geom, elem, &literal, is_zero))
+            }
+            _ => return Err(self.err(op, "expected a scalar or tile result")),
+        };
+        self.vals.insert(result, lv);
+        Ok(())
+    }
+
+    fn lower_for(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let data = &self.f.body.ops[op];
+        let (operands, results, region) = (data.operands.clone(), data.results.clone(), data.regions[0]);
+        let block = self.f.body.entry_block(region);
+        let args = self.f.body.blocks[block].args.clone();
+        let (lb, ub, step) = (self.scalar(op, operands[0])?, self.scalar(op, operands[1])?, self.scalar(op, operands[2])?);
+        let iv = self.em.fresh(&self.hint(args[0]));
+        self.vals.insert(args[0], Lv::Scalar { name: iv.clone(), elem: ElemType::Index });
+
+        let mut inits = Vec::new();
+        let mut pieces = Vec::new();
+        for &v in &operands[3..] {
+            let lv = self.lv(op, v)?.clone();
+            if !matches!(lv, Lv::Scalar { .. } | Lv::Frag(_)) {
+                return Err(self.err(op, "only scalars and register tiles can be loop-carried by the lowering"));
+            }
+            pieces.extend(self.flatten(&lv));
+            inits.push(lv);
+        }
+        if pieces.is_empty() {
+            self.em.open(format!("scf.for {iv} = {lb} to {ub} step {step} : i32 {{"));
+        } else {
+            let mut arg_names = Vec::new();
+            for (&arg, init) in args[1..].iter().zip(&inits) {
+                let hint = self.hint(arg);
+                let n = self.flatten(init).len();
+                let names: Vec<String> = (0..n).map(|j| self.em.fresh(&format!("{hint}{}", if n > 1 { format!("_{j}") } else { String::new() }))).collect();
+                let mut it = names.clone().into_iter();
+                self.vals.insert(arg, Self::rebuild(init, &mut it));
+                arg_names.extend(names);
+            }
+            let res = self.em.fresh(&results.first().map_or("for".into(), |&r| self.hint(r)));
+            let head = if pieces.len() == 1 { res.clone() } else { format!("{res}:{}", pieces.len()) };
+            let iter: Vec<String> = arg_names.iter().zip(&pieces).map(|(a, (init, _))| format!("{a} = {init}")).collect();
+            let types: Vec<&str> = pieces.iter().map(|(_, t)| t.as_str()).collect();
+            self.em.open(format!(
+                "{head} = scf.for {iv} = {lb} to {ub} step {step} iter_args({}) -> ({}) : i32 {{",
+                iter.join(", "),
+                types.join(", ")
+            ));
+            let mut names = (0..pieces.len()).map(|k| if pieces.len() == 1 { res.clone() } else { format!("{res}#{k}") });
+            for (&r, init) in results.iter().zip(&inits) {
+                self.vals.insert(r, Self::rebuild(init, &mut names));
+            }
+        }
+        self.lower_block(block)?;
+        self.em.close("}");
+        Ok(())
+    }
+
+    fn barrier(&mut self, op: Op, bars: Value, index: Value) -> Result<String, Diagnostic> {
+        let Lv::Bars(key) = *self.lv(op, bars)? else { return Err(self.err(op, "expected an mbarrier group")) };
+        let b = self.plan.barriers[&key].clone();
+        let idx = self.scalar(op, index)?;
+        let smem = self.thread().smem.clone();
+        Ok(tma::barrier_ptr(&mut self.em, &smem, &b, &idx))
+    }
+
+    fn lower_tma_load(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let o = tma_load_operands(&self.f.body, op).ok_or_else(|| self.err(op, "malformed operands"))?;
+        let (tensor, coords, buffer, stage, barrier, bstage) =
+            (o.tensor, o.coords.to_vec(), o.buffer, o.stage, o.barrier, o.barrier_stage);
+        let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
+        let Lv::Smem(key) = *self.lv(op, buffer)? else { return Err(self.err(op, "expected a shared buffer")) };
+        let buf = self.plan.buffers[&key].clone();
+        let desc_idx = self
+            .plan
+            .tma
+            .iter()
+            .position(|d| d.tensor == t && d.box_dims == [buf.geom.rows, buf.geom.block_cols()] && d.swizzle == buf.geom.swizzle)
+            .expect("planned");
+        let desc = self.tma_args[desc_idx].clone();
+        let row = self.scalar(op, coords[0])?;
+        let col = self.scalar(op, coords[1])?;
+        let stage = self.scalar(op, stage)?;
+        let bar = self.barrier(op, barrier, bstage)?;
+        let smem = self.thread().smem.clone();
+        tma::load(&mut self.em, &smem, &buf, &stage, &desc, &bar, &row, &col);
+        Ok(())
+    }
+
+    fn lower_wgmma(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let data = &self.f.body.ops[op];
+        let (operands, result, attrs, loc) = (data.operands.clone(), data.results[0], data.attrs.clone(), data.loc.clone());
+        let Lv::Smem(a_key) = *self.lv(op, operands[0])? else { return Err(self.err(op, "A must be a shared buffer")) };
+        let Lv::Smem(b_key) = *self.lv(op, operands[2])? else { return Err(self.err(op, "B must be a shared buffer")) };
+        let a = wgmma::Operand {
+            buffer: &self.plan.buffers[&a_key],
+            stage: self.scalar(op, operands[1])?,
+            k_major: !attrs.has("transpose_a"),
+        };
+        let b = wgmma::Operand {
+            buffer: &self.plan.buffers[&b_key],
+            stage: self.scalar(op, operands[3])?,
+            k_major: attrs.has("transpose_b"),
+        };
+        let acc = self.frag(op, operands[4])?;
+        let t = self.thread.as_ref().expect("prologue written");
+        let r = wgmma::lower(&mut self.em, &loc, &a, &b, &acc, &t.smem16, t.coords.wg.as_deref())?;
+        self.vals.insert(result, Lv::Frag(r));
+        Ok(())
+    }
+
+    fn lower_store(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let operands = self.f.body.ops[op].operands.clone();
+        let frag = self.frag(op, operands[0])?;
+        let Lv::Ref(t) = *self.lv(op, operands[1])? else { return Err(self.err(op, "expected a tensor")) };
+        let row0 = self.scalar(op, operands[2])?;
+        let col0 = self.scalar(op, operands[3])?;
+        let rows = self.dim_value(t, 0);
+        let cols = self.dim_value(t, 1);
+        let ptr = self.ptr_args[&t].clone();
+        self.store_helpers.insert(frag.elem.mnemonic(), frag.elem);
+        let coords = &self.thread.as_ref().expect("prologue written").coords;
+        fragment::store(&mut self.em, &frag, coords, &ptr, &row0, &col0, &rows, &cols);
+        Ok(())
+    }
+}

@@ -1,0 +1,398 @@
+//! What must be known before the kernel body is written: the shared-memory
+//! carve-up, the global tensors and their dimension symbols, the TMA
+//! descriptors, and from these the kernel's parameters and its manifest.
+
+use std::collections::HashMap;
+use tilec_artifact::{
+    DType, Dim, GridRule, Interleave, L2Promotion, Manifest, OobFill, Param, Role, ScalarSource, ScalarType,
+    Swizzle, TensorDecl, TmaParam, FORMAT_VERSION,
+};
+use tilec_dialects::nv::memory::tma_load_operands;
+use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Value};
+
+/// Alignment of every shared buffer: the 128-byte swizzle pattern repeats
+/// every 1024 bytes, and TMA and wgmma derive it from absolute addresses.
+pub(crate) const BUFFER_ALIGN: i64 = 1024;
+/// Bytes of one mbarrier.
+pub(crate) const MBARRIER_BYTES: i64 = 8;
+
+pub(crate) fn error(loc: &Location, op: &str, message: impl std::fmt::Display) -> Diagnostic {
+    Diagnostic::error(loc.clone(), format!("'{op}' op: {message}"))
+}
+
+/// How one stage of a shared buffer is stored. The tile is `rows x cols`
+/// with `cols` contiguous (TMA writes it so from a row-major tensor). Its
+/// columns are cut into blocks of `span` bytes (the swizzle width, or 16
+/// bytes without swizzle: the wgmma "interleaved" core-matrix width), and
+/// each block is a dense `rows x span` array: `[cols*eb/span][rows][span]`.
+/// One TMA box fills one block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SmemGeom {
+    pub rows: i64,
+    pub cols: i64,
+    pub elem: ElemType,
+    /// Swizzle width in bytes: 128, 64, 32, or 0 for none.
+    pub swizzle: i64,
+}
+
+impl SmemGeom {
+    pub fn from_type(ty: &Type, loc: &Location, op: &str) -> Result<SmemGeom, Diagnostic> {
+        let smem = ty.as_smem().ok_or_else(|| error(loc, op, "expected a shared buffer"))?;
+        let tile = &smem.tile;
+        let Some(Layout::NvmmaShared { swizzle_bytes, padding_elems, .. }) = &tile.layout else {
+            return Err(error(loc, op, "a shared buffer needs a '#tile.nvmma_shared' layout"));
+        };
+        let [rows, cols] = tile.shape[..] else {
+            return Err(error(loc, op, format!("rank-{} shared buffers are not supported by the lowering", tile.shape.len())));
+        };
+        let swizzle = i64::from(*swizzle_bytes);
+        if !matches!(swizzle, 0 | 32 | 64 | 128) {
+            return Err(error(loc, op, format!("swizzle {swizzle} is not supported by the lowering")));
+        }
+        if *padding_elems != 0 {
+            return Err(error(loc, op, "padded shared layouts are not supported by the lowering (TMA writes dense rows)"));
+        }
+        let geom = SmemGeom { rows, cols, elem: tile.elem, swizzle };
+        if !geom.elem.bits().is_multiple_of(8) || geom.elem.bits() > 32 {
+            return Err(error(loc, op, format!("'{}' buffers are not supported by the lowering", geom.elem.mnemonic())));
+        }
+        let row_bytes = cols * geom.elem_bytes();
+        if row_bytes % geom.span() != 0 {
+            return Err(error(
+                loc,
+                op,
+                format!("a {row_bytes}-byte contiguous dimension is not a multiple of the {}-byte swizzle span", geom.span()),
+            ));
+        }
+        if rows % 8 != 0 {
+            return Err(error(loc, op, format!("{rows} rows is not a multiple of 8 (one swizzle atom)")));
+        }
+        Ok(geom)
+    }
+
+    pub fn elem_bytes(&self) -> i64 {
+        i64::from(self.elem.bits() / 8)
+    }
+
+    /// Bytes of one column block's row: the swizzle width, or 16 unswizzled.
+    pub fn span(&self) -> i64 {
+        if self.swizzle == 0 {
+            16
+        } else {
+            self.swizzle
+        }
+    }
+
+    /// Elements of one column block's row (the TMA box's inner extent).
+    pub fn block_cols(&self) -> i64 {
+        self.span() / self.elem_bytes()
+    }
+
+    /// Number of column blocks (TMA boxes per stage).
+    pub fn col_blocks(&self) -> i64 {
+        self.cols / self.block_cols()
+    }
+
+    /// Bytes of one column block.
+    pub fn block_bytes(&self) -> i64 {
+        self.rows * self.span()
+    }
+
+    pub fn stage_bytes(&self) -> i64 {
+        self.rows * self.cols * self.elem_bytes()
+    }
+
+    /// Byte offset of element (`row`, `col`) from the start of a stage,
+    /// before swizzling. `col` must lie at a 16-byte boundary.
+    pub fn offset_of(&self, row: i64, col: i64) -> i64 {
+        let byte = col * self.elem_bytes();
+        (byte / self.span()) * self.block_bytes() + row * self.span() + byte % self.span()
+    }
+
+    pub fn manifest_swizzle(&self) -> Swizzle {
+        match self.swizzle {
+            128 => Swizzle::B128,
+            64 => Swizzle::B64,
+            32 => Swizzle::B32,
+            _ => Swizzle::None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Buffer {
+    /// Byte offset in the dynamic shared memory.
+    pub offset: i64,
+    pub stages: i64,
+    pub geom: SmemGeom,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Barriers {
+    pub offset: i64,
+    pub count: i64,
+    pub arrivals: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum DimSrc {
+    Const(i64),
+    Sym(String),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Tensor {
+    pub name: String,
+    pub elem: ElemType,
+    pub dims: Vec<DimSrc>,
+    pub stored: bool,
+}
+
+/// One TMA descriptor parameter: a tensor, a box (outer to inner) and a
+/// swizzle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TmaDesc {
+    pub tensor: usize,
+    pub box_dims: [i64; 2],
+    pub swizzle: i64,
+    pub geom_swizzle: Swizzle,
+}
+
+pub(crate) struct Plan {
+    pub num_warps: i64,
+    pub buffers: HashMap<Value, Buffer>,
+    pub barriers: HashMap<Value, Barriers>,
+    pub smem_bytes: i64,
+    pub tensors: Vec<Tensor>,
+    pub tensor_of_arg: HashMap<Value, usize>,
+    pub tma: Vec<TmaDesc>,
+    /// Dimension symbols, in order of first appearance in the arguments:
+    /// one i32 kernel parameter each.
+    pub symbols: Vec<String>,
+    /// The stored output tile (`block_m`, `block_n`).
+    pub store_tile: [i64; 2],
+}
+
+impl Plan {
+    pub fn new(f: &Function) -> Result<Plan, Diagnostic> {
+        let body = &f.body;
+        let num_warps = match f.attrs.get("num_warps") {
+            None => 4,
+            Some(a) => a.as_int().ok_or_else(|| Diagnostic::error(f.loc.clone(), "'num_warps' must be an integer"))?,
+        };
+        if num_warps <= 0 || num_warps % 4 != 0 || num_warps > 32 {
+            return Err(Diagnostic::error(
+                f.loc.clone(),
+                format!("num_warps = {num_warps} is not supported by the lowering (a multiple of 4 up to 32: whole warpgroups)"),
+            ));
+        }
+
+        let mut tensors = Vec::new();
+        let mut tensor_of_arg = HashMap::new();
+        let mut symbols: Vec<String> = Vec::new();
+        for (i, &arg) in f.args().iter().enumerate() {
+            let Type::Ref(r) = body.value_type(arg) else {
+                return Err(Diagnostic::error(
+                    f.loc.clone(),
+                    format!("argument {i}: only '!tile.ref' arguments are supported by the lowering"),
+                ));
+            };
+            let name = body.values[arg].name_hint.clone().filter(|n| tilec_artifact::is_identifier(n)).unwrap_or(format!("arg{i}"));
+            let given = f.arg_attrs.get(i).and_then(|a| a.get("tile.dims")).and_then(|a| a.as_strings());
+            if let Some(g) = &given {
+                if g.len() != r.shape.len() {
+                    return Err(Diagnostic::error(
+                        f.loc.clone(),
+                        format!("argument %{name}: tile.dims names {} dimensions of a rank-{} tensor", g.len(), r.shape.len()),
+                    ));
+                }
+            }
+            let mut dims = Vec::new();
+            for (d, size) in r.shape.iter().enumerate() {
+                let dim = match (size, &given) {
+                    (Some(c), _) => DimSrc::Const(*c),
+                    (None, Some(g)) if tilec_artifact::is_identifier(g[d]) => DimSrc::Sym(g[d].to_string()),
+                    (None, _) => DimSrc::Sym(format!("{name}_{d}")),
+                };
+                if let DimSrc::Sym(s) = &dim {
+                    if !symbols.contains(s) {
+                        symbols.push(s.clone());
+                    }
+                }
+                dims.push(dim);
+            }
+            tensor_of_arg.insert(arg, tensors.len());
+            tensors.push(Tensor { name, elem: r.elem, dims, stored: false });
+        }
+
+        let mut plan = Plan {
+            num_warps,
+            buffers: HashMap::new(),
+            barriers: HashMap::new(),
+            smem_bytes: 0,
+            tensors,
+            tensor_of_arg,
+            tma: Vec::new(),
+            symbols,
+            store_tile: [0, 0],
+        };
+        let mut cursor = 0i64;
+        let mut bar_order = Vec::new();
+        let mut store = None;
+        for op in body.walk_region(f.region) {
+            let data = &body.ops[op];
+            let name = data.def.name;
+            match name {
+                "tile.load" | "tile.store" | "tile.dot" | "tile.dot_scaled" | "tile.convert_layout" => {
+                    return Err(error(
+                        &data.loc,
+                        name,
+                        "tile-level memory, dot and layout ops are not supported by the lowering (run tile-lower-to-nv first)",
+                    ));
+                }
+                "nv.alloc_smem" => {
+                    let ty = body.value_type(data.results[0]);
+                    let geom = SmemGeom::from_type(ty, &data.loc, name)?;
+                    let stages = ty.as_smem().map_or(1, |s| s.stages);
+                    let offset = align(cursor, BUFFER_ALIGN);
+                    cursor = offset + stages * geom.stage_bytes();
+                    plan.buffers.insert(data.results[0], Buffer { offset, stages, geom });
+                }
+                "nv.alloc_mbarriers" => {
+                    let Type::MBarrier(count) = body.value_type(data.results[0]) else {
+                        return Err(error(&data.loc, name, "expected '!nv.mbarrier'"));
+                    };
+                    let arrivals = data.attrs.get_int("arrivals").unwrap_or(1);
+                    bar_order.push(data.results[0]);
+                    plan.barriers.insert(data.results[0], Barriers { offset: 0, count: *count, arrivals });
+                }
+                "nv.tma_load" => {
+                    let o = tma_load_operands(body, op).ok_or_else(|| error(&data.loc, name, "malformed operands"))?;
+                    let geom = SmemGeom::from_type(body.value_type(o.buffer), &data.loc, name)?;
+                    let tensor = *plan.tensor_of_arg.get(&o.tensor).ok_or_else(|| {
+                        error(&data.loc, name, "the source must be a kernel argument")
+                    })?;
+                    if o.coords.len() != 2 {
+                        return Err(error(&data.loc, name, "only rank-2 TMA loads are supported by the lowering"));
+                    }
+                    let desc = TmaDesc {
+                        tensor,
+                        box_dims: [geom.rows, geom.block_cols()],
+                        swizzle: geom.swizzle,
+                        geom_swizzle: geom.manifest_swizzle(),
+                    };
+                    if !plan.tma.contains(&desc) {
+                        plan.tma.push(desc);
+                    }
+                }
+                "nv.store_global" => {
+                    let tensor = *plan
+                        .tensor_of_arg
+                        .get(&data.operands[1])
+                        .ok_or_else(|| error(&data.loc, name, "the destination must be a kernel argument"))?;
+                    plan.tensors[tensor].stored = true;
+                    let tile = body.value_type(data.operands[0]).as_tile().expect("verified");
+                    if tile.shape.len() != 2 {
+                        return Err(error(&data.loc, name, "only rank-2 stores are supported by the lowering"));
+                    }
+                    let shape = [tile.shape[0], tile.shape[1]];
+                    if store.is_some_and(|s| s != shape) {
+                        return Err(error(&data.loc, name, "all stores must have one tile shape (it sets the grid)"));
+                    }
+                    store = Some(shape);
+                }
+                _ => {}
+            }
+        }
+        cursor = align(cursor, MBARRIER_BYTES);
+        for bar in bar_order {
+            let b = plan.barriers.get_mut(&bar).expect("recorded");
+            b.offset = cursor;
+            cursor += b.count * MBARRIER_BYTES;
+        }
+        plan.smem_bytes = cursor;
+        if plan.smem_bytes > i64::from(tilec_artifact::MAX_DYNAMIC_SMEM_SM90) {
+            return Err(Diagnostic::error(
+                f.loc.clone(),
+                format!("the kernel needs {} bytes of shared memory, more than sm_90's {}", plan.smem_bytes, tilec_artifact::MAX_DYNAMIC_SMEM_SM90),
+            ));
+        }
+        plan.store_tile = store.ok_or_else(|| {
+            Diagnostic::error(f.loc.clone(), "the lowering needs an 'nv.store_global' of the output tile (it sets the grid)")
+        })?;
+        Ok(plan)
+    }
+
+    pub fn threads(&self) -> i64 {
+        32 * self.num_warps
+    }
+
+    /// The manifest describing the kernel the lowering writes.
+    pub fn manifest(&self, f: &Function) -> Result<Manifest, Diagnostic> {
+        let mut tensors = Vec::new();
+        for t in &self.tensors {
+            tensors.push(TensorDecl {
+                name: t.name.clone(),
+                dtype: dtype(t.elem).ok_or_else(|| {
+                    Diagnostic::error(f.loc.clone(), format!("tensor %{}: '{}' tensors have no manifest type", t.name, t.elem.mnemonic()))
+                })?,
+                shape: t
+                    .dims
+                    .iter()
+                    .map(|d| match d {
+                        DimSrc::Const(c) => Dim::Const(*c as u64),
+                        DimSrc::Sym(s) => Dim::Sym(s.clone()),
+                    })
+                    .collect(),
+                role: if t.stored { Role::Output } else { Role::Input },
+            });
+        }
+        let mut params = Vec::new();
+        for d in &self.tma {
+            let t = &tensors[d.tensor];
+            params.push(Param::Tma(TmaParam {
+                tensor: t.name.clone(),
+                dtype: t.dtype,
+                box_dims: d.box_dims.iter().map(|&b| b as u32).collect(),
+                swizzle: d.geom_swizzle,
+                l2_promotion: L2Promotion::B128,
+                oob_fill: OobFill::Zero,
+                interleave: Interleave::None,
+            }));
+        }
+        for t in self.tensors.iter().filter(|t| t.stored) {
+            params.push(Param::Ptr { tensor: t.name.clone() });
+        }
+        for s in &self.symbols {
+            params.push(Param::Scalar { ty: ScalarType::I32, source: ScalarSource::Symbol(s.clone()) });
+        }
+        Ok(Manifest {
+            format_version: FORMAT_VERSION,
+            kernel_name: f.name.clone(),
+            entry: f.name.clone(),
+            target: "sm_90a".into(),
+            block: [self.threads() as u32, 1, 1],
+            cluster: [1, 1, 1],
+            grid: GridRule::Tiles { block_m: self.store_tile[0] as u32, block_n: self.store_tile[1] as u32, group_m: None },
+            dynamic_smem_bytes: self.smem_bytes as u32,
+            tensors,
+            params,
+        })
+    }
+}
+
+pub(crate) fn align(x: i64, a: i64) -> i64 {
+    (x + a - 1) / a * a
+}
+
+fn dtype(e: ElemType) -> Option<DType> {
+    Some(match e {
+        ElemType::BF16 => DType::Bf16,
+        ElemType::F16 => DType::F16,
+        ElemType::F32 => DType::F32,
+        ElemType::F8E4M3FN => DType::F8e4m3,
+        ElemType::I32 => DType::I32,
+        ElemType::I64 => DType::I64,
+        ElemType::I1 | ElemType::Index => return None,
+    })
+}

@@ -1,0 +1,81 @@
+//! mbarriers and TMA loads: `nv.alloc_mbarriers`, `nv.mbarrier_expect_tx`,
+//! `nv.mbarrier_wait` and `nv.tma_load`, with `nvvm` ops on plain pointers
+//! into the dynamic shared memory (docs/backend.md, "Kernel ABI").
+
+use super::emitter::Emitter;
+use super::plan::{Barriers, Buffer, MBARRIER_BYTES};
+
+/// `%smem + offset + index * stride` as an `!llvm.ptr<3>`; `index` is an
+/// `i32` SSA value.
+pub(crate) fn smem_ptr(em: &mut Emitter, smem: &str, offset: i64, index: &str, stride: i64, hint: &str) -> String {
+    let c = em.i32(stride);
+    let scaled = em.binop("off", "arith.muli", index, &c, "i32");
+    let off = em.add_const("off", &scaled, offset, "i32");
+    em.assign(hint, format!("llvm.getelementptr {smem}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"))
+}
+
+/// The address of barrier `index` of a group.
+pub(crate) fn barrier_ptr(em: &mut Emitter, smem: &str, bars: &Barriers, index: &str) -> String {
+    smem_ptr(em, smem, bars.offset, index, MBARRIER_BYTES, "bar")
+}
+
+/// Thread 0 initialises every barrier of the group with its arrival count
+/// and makes the initialisation visible to the async proxy (TMA); then the
+/// CTA meets so that no thread uses a barrier before it exists.
+pub(crate) fn init_barriers(em: &mut Emitter, smem: &str, bars: &Barriers, is_leader: &str) {
+    em.open(format!("scf.if {is_leader} {{"));
+    let count = em.i32(bars.arrivals);
+    for i in 0..bars.count {
+        let p = em.assign(
+            "bar",
+            format!("llvm.getelementptr {smem}[{}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8", bars.offset + i * MBARRIER_BYTES),
+        );
+        em.line(format!("nvvm.mbarrier.init {p}, {count} : !llvm.ptr<3>, i32"));
+    }
+    em.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
+    em.close("}");
+    em.line("gpu.barrier");
+}
+
+pub(crate) fn expect_tx(em: &mut Emitter, bar: &str, bytes: i64) {
+    let b = em.i32(bytes);
+    em.line(format!("nvvm.mbarrier.arrive.expect_tx {bar}, {b} : !llvm.ptr<3>, i32"));
+}
+
+/// Every thread waits for the phase of parity `phase` (`i32`) to complete.
+pub(crate) fn wait(em: &mut Emitter, bar: &str, phase: &str) {
+    // Suspend-time hint in ns, as upstream nvgpu uses; try_wait loops.
+    let ticks = em.i32(10_000_000);
+    em.line(format!("nvvm.mbarrier.try_wait.parity {bar}, {phase}, {ticks} : !llvm.ptr<3>, i32, i32"));
+}
+
+/// One TMA copy per column block of the buffer's layout: block `j` comes
+/// from columns `col + j * block_cols` and fills `block_bytes` bytes at
+/// `j * block_bytes`. Coordinates go innermost first.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn load(
+    em: &mut Emitter,
+    smem: &str,
+    buffer: &Buffer,
+    stage: &str,
+    desc: &str,
+    bar: &str,
+    row: &str,
+    col: &str,
+) {
+    let g = &buffer.geom;
+    let dst = smem_ptr(em, smem, buffer.offset, stage, g.stage_bytes(), "dst");
+    for j in 0..g.col_blocks() {
+        let p = if j == 0 {
+            dst.clone()
+        } else {
+            em.assign("dst", format!("llvm.getelementptr {dst}[{}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8", j * g.block_bytes()))
+        };
+        // TMA writes shared::cluster addresses; a CTA's own window is valid there.
+        let p7 = em.assign("dst_cl", format!("llvm.addrspacecast {p} : !llvm.ptr<3> to !llvm.ptr<7>"));
+        let c = em.add_const("col", col, j * g.block_cols(), "i32");
+        em.line(format!(
+            "nvvm.cp.async.bulk.tensor.shared.cluster.global {p7}, {desc}, {bar}, box[{c}, {row}] : !llvm.ptr<7>, !llvm.ptr"
+        ));
+    }
+}
