@@ -4,36 +4,21 @@
 #   .device/bundle/bin/tilec-gpu-test          release runtime binary (cudarc, no MLIR/LLVM)
 #   .device/bundle/artifacts/<name>/           kernel.ptx + manifest.json, compiled here by tilec
 #   .device/bundle/ptxas/<name>.txt            `ptxas -v` report of each kernel (when ptxas is found)
-#   .device/bundle/run-gpu-tests.sh            runs tilec-gpu-test on every artifact (args passed on)
+#   .device/bundle/run-session.sh              scripts/gpu-session.sh: correctness, SASS, benchmark
 #
-# usage: scripts/build-gpu-bundle.sh [KERNEL.tile ...]
-#   Without arguments, compiles the nv-level bf16 GEMMs that tilec-gpu-test can check (A[M,K],
-#   B[N,K] -> C[M,N]). Artifact names are the file names without `.tile` (and without `_nv`).
+# usage: scripts/build-gpu-bundle.sh [VARIANTS_FILE]
+#   VARIANTS_FILE (default scripts/gpu-variants.txt) lists one artifact a line:
+#   `NAME FILE [PIPELINE]`, compiled with `tilec compile FILE --pass-pipeline=PIPELINE`
+#   (tilec's default pipeline when PIPELINE is absent); `#` starts a comment.
 #   TILEC_BUNDLE_PROFILE=debug uses debug builds (faster to build; the kernels are the same).
 #   A kernel whose PTX ptxas rejects, or that spills or serialises wgmma (C7519/C7517), fails
-#   the build.
+#   the build; C7514 (wgmma serialised by accumulator reads) is reported.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 profile=${TILEC_BUNDLE_PROFILE:-release}
 out=.device/bundle
-
-kernels=("$@")
-if [ ${#kernels[@]} -eq 0 ]; then
-  kernels=(
-    tests/lit/nv/gemm_bf16_nv.tile
-    tests/lit/codegen/gemm_bf16_bk32_sw64.tile
-    tests/lit/codegen/gemm_bf16_bk16_sw32.tile
-    tests/lit/codegen/gemm_bf16_noswizzle.tile
-    tests/lit/codegen/gemm_bf16_bn64.tile
-    tests/lit/codegen/gemm_bf16_bm64.tile
-    tests/lit/codegen/gemm_bf16_bm64_bn256.tile
-    tests/lit/codegen/gemm_bf16_2stage.tile
-    tests/lit/codegen/gemm_bf16_8warps_bn256.tile
-  )
-  # Not in the default list: gemm_bf16_b_kn*.tile (B stored K x N) and gemm_f16.tile compile and
-  # assemble too, but tilec-gpu-test only knows bf16 A[M,K] x B[N,K]^T.
-fi
+variants=${1:-scripts/gpu-variants.txt}
 
 flag=()
 [ "$profile" = release ] && flag=(--release)
@@ -48,11 +33,12 @@ ptxas=$(scripts/find-ptxas.sh 2>/dev/null || true)
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/artifacts" "$out/ptxas"
 failed=0
-for k in "${kernels[@]}"; do
-  name=$(basename "$k" .tile)
-  name=${name%_nv}
+while read -r name file pipeline; do
+  case "$name" in ''|'#'*) continue ;; esac
   dir="$out/artifacts/$name"
-  if ! "$tilec" compile "$k" -o "$dir"; then
+  args=(compile "$file" -o "$dir")
+  [ -n "$pipeline" ] && args+=("--pass-pipeline=$pipeline")
+  if ! "$tilec" "${args[@]}"; then
     echo "FAIL $name: tilec compile" >&2
     failed=1
     continue
@@ -69,31 +55,18 @@ for k in "${kernels[@]}"; do
       failed=1
       continue
     fi
-    echo "ok   $name: $(grep -o 'Used [0-9]* registers' "$log"), no spills"
+    echo "ok   $name: $(grep -o 'Used [0-9]* registers' "$log"), no spills$(grep -q C7514 "$log" && echo ', C7514 (accumulator reads serialise wgmma)')"
   else
     echo "ok   $name"
   fi
-done
+done < "$variants"
 
 # Every binary of tilec-runtime (runtime/src/bin/*.rs): they link neither MLIR nor LLVM.
 for src in runtime/src/bin/*.rs; do
   cp "target/$profile/$(basename "$src" .rs)" "$out/bin/"
 done
 
-cat >"$out/run-gpu-tests.sh" <<'EOF'
-#!/usr/bin/env bash
-# Runs tilec-gpu-test on every artifact of this bundle; extra arguments (e.g. --shapes) are passed on.
-# cuBLAS may live in a Python environment: export LD_LIBRARY_PATH=.../nvidia/cu13/lib first.
-cd "$(dirname "$0")"
-status=0
-for dir in artifacts/*/; do
-  name=$(basename "$dir")
-  echo "===== $name"
-  bin/tilec-gpu-test "$dir" "$@" || status=1
-done
-exit $status
-EOF
-chmod +x "$out/run-gpu-tests.sh"
+cp scripts/gpu-session.sh "$out/run-session.sh"
 
 # Offline check: every artifact loads and validates (without libcuda the test prints SKIPPED).
 echo "== offline check of the bundle"

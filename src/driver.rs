@@ -13,7 +13,7 @@ use tilec_passes::{Instrumentation, PassManager};
 /// The default tile/nv pipeline of `tilec compile`. Input that is already
 /// nv-level passes through it unchanged (up to canonicalisation) and is
 /// lowered as it stands.
-pub const DEFAULT_PIPELINE: &str = "tile-canonicalize";
+pub const DEFAULT_PIPELINE: &str = "tile-canonicalize,tile-assign-layouts,tile-pipeline{stages=4},tile-lower-to-nv,tile-canonicalize";
 
 /// The pipeline `tilec compile` runs without `--pass-pipeline`.
 pub fn default_pipeline() -> &'static str {

@@ -34,6 +34,31 @@ struct Thread {
     coords: ThreadCoords,
 }
 
+/// The warpgroup of thread `tid` (with more than one) and its first row and
+/// column in each wgmma accumulator fragment.
+fn thread_coords(em: &mut Emitter, tid: &str, num_warps: i64) -> ThreadCoords {
+    let wg = if num_warps > 4 {
+        let c7 = em.i32(7);
+        Some(em.binop("wg", "arith.shrui", tid, &c7, "i32"))
+    } else {
+        None
+    };
+    let c5 = em.i32(5);
+    let c3 = em.i32(3);
+    let warp_all = em.binop("warp", "arith.shrui", tid, &c5, "i32");
+    let warp = em.binop("warp", "arith.andi", &warp_all, &c3, "i32");
+    let c31 = em.i32(31);
+    let lane = em.binop("lane", "arith.andi", tid, &c31, "i32");
+    let c2 = em.i32(2);
+    let g = em.binop("g", "arith.shrui", &lane, &c2, "i32");
+    let q = em.binop("q", "arith.andi", &lane, &c3, "i32");
+    let c16 = em.i32(16);
+    let warp_rows = em.binop("warp_rows", "arith.muli", &warp, &c16, "i32");
+    let row = em.binop("frag_row", "arith.addi", &warp_rows, &g, "i32");
+    let col = em.binop("frag_col", "arith.muli", &q, &c2, "i32");
+    ThreadCoords { wg, row, col }
+}
+
 /// The MLIR text of the kernel function and what it needs around it.
 pub(crate) struct KernelText {
     pub func: String,
@@ -107,25 +132,7 @@ impl<'a> Lowerer<'a> {
         let tid = em.assign("tid", format!("arith.index_cast {tid_idx} : index to i32"));
         let c0 = em.i32(0);
         let is_leader = em.assign("is_leader", format!("arith.cmpi eq, {tid}, {c0} : i32"));
-        let wg = if self.plan.num_warps > 4 {
-            let c7 = em.i32(7);
-            Some(em.binop("wg", "arith.shrui", &tid, &c7, "i32"))
-        } else {
-            None
-        };
-        let c5 = em.i32(5);
-        let c3 = em.i32(3);
-        let warp_all = em.binop("warp", "arith.shrui", &tid, &c5, "i32");
-        let warp = em.binop("warp", "arith.andi", &warp_all, &c3, "i32");
-        let c31 = em.i32(31);
-        let lane = em.binop("lane", "arith.andi", &tid, &c31, "i32");
-        let c2 = em.i32(2);
-        let g = em.binop("g", "arith.shrui", &lane, &c2, "i32");
-        let q = em.binop("q", "arith.andi", &lane, &c3, "i32");
-        let c16 = em.i32(16);
-        let warp_rows = em.binop("warp_rows", "arith.muli", &warp, &c16, "i32");
-        let row = em.binop("frag_row", "arith.addi", &warp_rows, &g, "i32");
-        let col = em.binop("frag_col", "arith.muli", &q, &c2, "i32");
+        let coords = thread_coords(em, &tid, self.plan.num_warps);
         em.line("// Dynamic shared memory (docs/backend.md): buffers 1024-aligned, then the mbarriers.");
         let smem = em.assign("smem", "llvm.mlir.addressof @__tilec_dyn_smem : !llvm.ptr<3>");
         let addr = em.assign("smem_addr", format!("llvm.ptrtoint {smem} : !llvm.ptr<3> to i64"));
@@ -133,7 +140,7 @@ impl<'a> Lowerer<'a> {
         let masked = em.binop("smem_addr", "arith.andi", &addr, &mask, "i64");
         let c4 = em.i64(4);
         let smem16 = em.binop("smem16", "arith.shrui", &masked, &c4, "i64");
-        self.thread = Some(Thread { is_leader, smem, smem16, coords: ThreadCoords { wg, row, col } });
+        self.thread = Some(Thread { is_leader, smem, smem16, coords });
     }
 
     /// Writes the kernel function.
@@ -336,6 +343,22 @@ impl<'a> Lowerer<'a> {
                 Ok(())
             }
             "tile.for" => self.lower_for(op),
+            "tile.if" => {
+                let cond = self.scalar(op, operands[0])?;
+                let block = self.f.body.entry_block(self.f.body.ops[op].regions[0]);
+                self.em.open(format!("scf.if {cond} {{"));
+                self.lower_block(block)?;
+                self.em.close("}");
+                Ok(())
+            }
+            "tile.cmpi" => {
+                let (a, b) = (self.scalar(op, operands[0])?, self.scalar(op, operands[1])?);
+                let predicate = attrs.get("predicate").and_then(Attribute::as_str).unwrap_or("eq");
+                let ty = mlir_type(self.f.body.value_type(operands[0]).elem());
+                let r = self.em.assign(&self.hint(results[0]), format!("arith.cmpi {predicate}, {a}, {b} : {ty}"));
+                self.vals.insert(results[0], Lv::Scalar { name: r, elem: ElemType::I1 });
+                Ok(())
+            }
             "tile.yield" => {
                 let mut pieces = Vec::new();
                 for &v in &operands {
@@ -557,8 +580,13 @@ impl<'a> Lowerer<'a> {
         let cols = self.dim_value(t, 1);
         let ptr = self.ptr_args[&t].clone();
         self.store_helpers.insert(frag.elem.mnemonic(), frag.elem);
-        let coords = &self.thread.as_ref().expect("prologue written").coords;
-        fragment::store(&mut self.em, &frag, coords, &ptr, &row0, &col0, &rows, &cols);
+        // The thread id is read again here, by an asm LLVM must keep after the
+        // wgmma wait before it: ptxas serialises every wgmma (C7514) when
+        // fragment index math is scheduled between a loop's in-flight wgmma
+        // and the wait that drains it.
+        let tid = self.em.assign("tid_epilogue", "llvm.inline_asm has_side_effects \"mov.u32 $0, %tid.x;\", \"=r\" : () -> i32");
+        let coords = thread_coords(&mut self.em, &tid, self.plan.num_warps);
+        fragment::store(&mut self.em, &frag, &coords, &ptr, &row0, &col0, &rows, &cols);
         Ok(())
     }
 }

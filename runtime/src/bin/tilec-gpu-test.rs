@@ -22,7 +22,8 @@ const CPU_REF_LIMIT: u64 = 1 << 27;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
-    Gemm,
+    /// C = A * B^T with B stored N x K, or C = A * B with B stored K x N.
+    Gemm { b_kn: bool },
     Copy,
 }
 
@@ -58,16 +59,15 @@ fn has(m: &Manifest, name: &str, shape: &[&str], role: Role) -> bool {
 }
 
 fn detect_mode(m: &Manifest) -> Result<Mode, String> {
-    if m.tensors.len() == 3
-        && has(m, "A", &["M", "K"], Role::Input)
-        && has(m, "B", &["N", "K"], Role::Input)
-        && has(m, "C", &["M", "N"], Role::Output)
-    {
-        Ok(Mode::Gemm)
+    let gemm = m.tensors.len() == 3 && has(m, "A", &["M", "K"], Role::Input) && has(m, "C", &["M", "N"], Role::Output);
+    if gemm && has(m, "B", &["N", "K"], Role::Input) {
+        Ok(Mode::Gemm { b_kn: false })
+    } else if gemm && has(m, "B", &["K", "N"], Role::Input) {
+        Ok(Mode::Gemm { b_kn: true })
     } else if m.tensors.len() == 2 && has(m, "X", &["M", "N"], Role::Input) && has(m, "Y", &["M", "N"], Role::Output) {
         Ok(Mode::Copy)
     } else {
-        Err("artifact is neither a bf16 GEMM (A[M,K], B[N,K] -> C[M,N]) nor a copy (X[M,N] -> Y[M,N])".into())
+        Err("artifact is neither a bf16 GEMM (A[M,K], B[N,K] or B[K,N] -> C[M,N]) nor a copy (X[M,N] -> Y[M,N])".into())
     }
 }
 
@@ -171,7 +171,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], t
     );
     let mut failed = 0;
     match mode {
-        Mode::Gemm => {
+        Mode::Gemm { b_kn } => {
             let blas = Cublas::new(gpu.stream.clone())?;
             let lt = CublasLt::new(gpu.stream.clone())?;
             println!(
@@ -179,7 +179,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], t
                 "MxNxK", "err_cublas", "err_cpu", "err_lt", "result", "ours_TF", "cublas_TF", "lt_TF"
             );
             for &(mm, nn, kk) in shapes {
-                match gemm_shape(&gpu, &kernel, &blas, &lt, mm, nn, kk, threshold) {
+                match gemm_shape(&gpu, &kernel, &blas, &lt, (mm, nn, kk), b_kn, threshold) {
                     Ok(true) => {}
                     Ok(false) => failed += 1,
                     Err(e) => {
@@ -212,9 +212,8 @@ fn gemm_shape(
     kernel: &Kernel,
     blas: &Cublas,
     lt: &CublasLt,
-    m: u64,
-    n: u64,
-    k: u64,
+    (m, n, k): (u64, u64, u64),
+    b_kn: bool,
     threshold: f64,
 ) -> Result<bool> {
     let seed = seed_from_time();
@@ -226,6 +225,9 @@ fn gemm_shape(
     let dc = |e| RuntimeError::Driver { call: "cuMemcpy/cuMemAlloc", err: e };
     let a = s.clone_htod(&a_h).map_err(dc)?;
     let b = s.clone_htod(&b_h).map_err(dc)?;
+    // A kernel taking B as K x N gets the transpose of the N x K matrix the
+    // references use.
+    let b_kernel = if b_kn { Some(s.clone_htod(&transpose(&b_h, nu, ku)).map_err(dc)?) } else { None };
     let mut c = unsafe { s.alloc::<bf16>(mu * nu) }.map_err(dc)?;
     let mut c_ref = unsafe { s.alloc::<bf16>(mu * nu) }.map_err(dc)?;
     let mut c_lt = unsafe { s.alloc::<bf16>(mu * nu) }.map_err(dc)?;
@@ -233,7 +235,7 @@ fn gemm_shape(
         gpu.poison16(buf, POISON_BF16)?;
     }
     let problem = Problem::gemm(m, n, k);
-    let mut launch = kernel.prepare(&problem, &[gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("C", &c)])?;
+    let mut launch = kernel.prepare(&problem, &[gpu.bind("A", &a), gpu.bind("B", b_kernel.as_ref().unwrap_or(&b)), gpu.bind("C", &c)])?;
     launch.launch_checked()?;
     blas.gemm_bf16_tn(m, n, k, &a, &b, &mut c_ref)?;
     lt.gemm_bf16_tn(m, n, k, &a, &b, &mut c_lt)?;
@@ -268,6 +270,17 @@ fn gemm_shape(
         tflops(m, n, k, theirs_lt),
     );
     Ok(ok)
+}
+
+/// The `cols x rows` transpose of a row-major `rows x cols` matrix.
+fn transpose(x: &[bf16], rows: usize, cols: usize) -> Vec<bf16> {
+    let mut t = vec![bf16::ZERO; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            t[c * rows + r] = x[r * cols + c];
+        }
+    }
+    t
 }
 
 fn copy_shape(gpu: &Gpu, kernel: &Kernel, m: u64, n: u64) -> Result<bool> {

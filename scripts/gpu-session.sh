@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from a bundle made by scripts/build-gpu-bundle.sh
+# (copied into it as run-session.sh): correctness of every artifact, the
+# benchmark against cuBLAS/cuBLASLt, and a look at the SASS. Logs go to $OUT.
+set -uo pipefail
+cd "$(dirname "$0")"
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+roots=$(python3 -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/null)
+lib=$(find $roots -name 'libcublas.so*' 2>/dev/null | head -1)
+[ -n "$lib" ] && export LD_LIBRARY_PATH=$(dirname "$lib"):${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+date -u | tee -a "$out/gpu.txt"
+
+echo "== correctness" | tee "$out/correctness.log"
+for dir in artifacts/*/; do
+  name=$(basename "$dir")
+  shapes=()
+  # B stored K x N needs N * 2 bytes to be a multiple of 16 for TMA.
+  case "$name" in b_kn*) shapes=(--shapes 128x128x64,128x128x4096,4096x4096x4096,1000x1000x2000,136x264x192) ;; esac
+  echo "===== $name" >>"$out/correctness.log"
+  bin/tilec-gpu-test "$dir" "${shapes[@]}" >>"$out/correctness.log" 2>&1; echo "rc=$?" >>"$out/correctness.log"
+done
+grep -E "=====|PASS|FAIL|rc=" "$out/correctness.log" | grep -vE "^ +[0-9x]+ .*PASS" | tail -60
+
+echo "== SASS"
+for a in ${SASS_ARTIFACTS:-bf16_s4 bf16_s4_d0}; do
+  ptxas --gpu-name sm_90a "artifacts/$a/kernel.ptx" -o "/tmp/$a.cubin" 2>&1 | head -3
+  cuobjdump -sass "/tmp/$a.cubin" > "$out/$a.sass" 2>&1
+  echo "$a: HGMMA $(grep -c HGMMA "$out/$a.sass"), WARPGROUP.ARRIVE $(grep -c 'WARPGROUP.ARRIVE' "$out/$a.sass"), WARPGROUP.DEPBAR $(grep -c 'WARPGROUP.DEPBAR' "$out/$a.sass"), WARPSYNC $(grep -c 'WARPSYNC' "$out/$a.sass")"
+done
+
+echo "== benchmark"
+bench=()
+for a in ${BENCH_ARTIFACTS:-bf16_s1 bf16_s2 bf16_s3 bf16_s4 bf16_s5 bf16_s6 bf16_s4_d0 t128x256_s4}; do bench+=(--artifact "artifacts/$a"); done
+bin/tilec-bench "${bench[@]}" --shapes "${BENCH_SHAPES:-square}" --dtypes bf16 --json "$out/bench.json" --png "$out/bench.png" >"$out/bench.log" 2>&1
+echo "bench rc=$?"; tail -30 "$out/bench.log"
