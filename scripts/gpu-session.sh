@@ -24,14 +24,22 @@ done
 grep -E "=====|PASS|FAIL|rc=" "$out/correctness.log" | grep -vE "^ +[0-9x]+ .*PASS" | tail -60
 
 echo "== SASS"
-for a in ${SASS_ARTIFACTS:-bf16_s4 bf16_s4_d0}; do
+for a in ${SASS_ARTIFACTS:-bf16_s4 t128x256_s4}; do
   ptxas --gpu-name sm_90a "artifacts/$a/kernel.ptx" -o "/tmp/$a.cubin" 2>&1 | head -3
   cuobjdump -sass "/tmp/$a.cubin" > "$out/$a.sass" 2>&1
   echo "$a: HGMMA $(grep -c HGMMA "$out/$a.sass"), WARPGROUP.ARRIVE $(grep -c 'WARPGROUP.ARRIVE' "$out/$a.sass"), WARPGROUP.DEPBAR $(grep -c 'WARPGROUP.DEPBAR' "$out/$a.sass"), WARPSYNC $(grep -c 'WARPSYNC' "$out/$a.sass")"
 done
 
+echo "== compute-sanitizer (small shape)"
+for tool in racecheck synccheck memcheck; do
+  for a in ${SANITIZE_ARTIFACTS:-bf16_s4}; do
+    compute-sanitizer --tool "$tool" --error-exitcode 3 bin/tilec-gpu-test "artifacts/$a" --shapes 256x256x512 >"$out/sanitize-$tool-$a.log" 2>&1
+    echo "$tool $a: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool-$a.log" | tr '\n' ' ')"
+  done
+done
+
 echo "== benchmark"
 bench=()
-for a in ${BENCH_ARTIFACTS:-bf16_s1 bf16_s2 bf16_s3 bf16_s4 bf16_s5 bf16_s6 bf16_s4_d0 t128x256_s4}; do bench+=(--artifact "artifacts/$a"); done
+for a in ${BENCH_ARTIFACTS:-bf16_s1 bf16_s2 bf16_s3 bf16_s4 bf16_s5 bf16_s6 bf16_s4_d0 t128x256_s2 t128x256_s3 t128x256_s4 t64x128_s4 t64x128_s6}; do bench+=(--artifact "artifacts/$a"); done
 bin/tilec-bench "${bench[@]}" --shapes "${BENCH_SHAPES:-square}" --dtypes bf16 --json "$out/bench.json" --png "$out/bench.png" >"$out/bench.log" 2>&1
 echo "bench rc=$?"; tail -30 "$out/bench.log"
