@@ -9,6 +9,7 @@
 
 pub mod memory;
 pub mod mma;
+pub mod roles;
 
 use crate::registry::OpDef;
 
@@ -24,4 +25,7 @@ pub static OPS: &[OpDef] = &[
     mma::WGMMA,
     mma::WGMMA_COMMIT,
     mma::WGMMA_WAIT,
+    roles::WARP_SPECIALIZE,
+    roles::MBARRIER_ARRIVE,
+    roles::SMEM_ROWS,
 ];

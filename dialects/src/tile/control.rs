@@ -212,8 +212,8 @@ fn print_yield(p: &mut Printer<'_>, op: Op) {
 
 fn verify_yield(body: &Body, op: Op) -> Result<(), String> {
     let parent = parent_op(body, op);
-    if !matches!(parent.map(|o| body.ops[o].def.name), Some("tile.for" | "tile.if")) {
-        return Err("must be nested in 'tile.for' or 'tile.if'".into());
+    if !matches!(parent.map(|o| body.ops[o].def.name), Some("tile.for" | "tile.if" | "nv.warp_specialize")) {
+        return Err("must be nested in 'tile.for', 'tile.if' or 'nv.warp_specialize'".into());
     }
     Ok(())
 }
