@@ -1,7 +1,7 @@
 //! Every pass tilec has, in one list.
 
 use crate::options::OptionSpec;
-use crate::transforms::{assign_layouts, canonicalize, lower_to_nv, pipeline};
+use crate::transforms::{assign_layouts, canonicalize, licm, lower_to_nv, persistent, pipeline, warp_specialize};
 use crate::{Pass, PassOptions};
 
 pub struct PassInfo {
@@ -11,7 +11,7 @@ pub struct PassInfo {
     pub create: fn(&PassOptions) -> Box<dyn Pass>,
 }
 
-pub static PASSES: &[PassInfo] = &[canonicalize::INFO, assign_layouts::INFO, pipeline::INFO, lower_to_nv::INFO];
+pub static PASSES: &[PassInfo] = &[canonicalize::INFO, licm::INFO, assign_layouts::INFO, persistent::INFO, warp_specialize::INFO, pipeline::INFO, lower_to_nv::INFO];
 
 pub fn lookup(name: &str) -> Option<&'static PassInfo> {
     PASSES.iter().find(|p| p.name == name)

@@ -59,17 +59,31 @@ impl<'a> Builder<'a> {
         self.value(name, vec![lhs, rhs], Type::INDEX, Attributes::new())
     }
 
-    /// Copies a region-free op here, its operands renamed through `map`
-    /// (values not in it stay), and maps the old results to the new.
+    /// Copies `op` here with its regions, its operands renamed through `map`
+    /// (values not in it stay), and maps the old results and block
+    /// arguments to the new ones. Names are kept as hints.
     pub fn clone_op(&mut self, op: Op, map: &mut HashMap<Value, Value>) -> Op {
         let data = self.body.ops[op].clone();
-        assert!(data.regions.is_empty(), "clone_op copies region-free ops only");
         let operands = data.operands.iter().map(|v| *map.get(v).unwrap_or(v)).collect();
         let types: Vec<Type> = data.results.iter().map(|&r| self.body.value_type(r).clone()).collect();
         let copy = self.body.create_op(data.def, operands, &types, data.attrs, data.loc);
         self.insert(copy);
         for (&old, &new) in data.results.iter().zip(&self.body.ops[copy].results.clone()) {
+            self.body.values[new].name_hint = self.body.values[old].name_hint.clone();
             map.insert(old, new);
+        }
+        for &region in &data.regions {
+            let block = self.body.entry_block(region);
+            let arg_types: Vec<Type> = self.body.blocks[block].args.iter().map(|&a| self.body.value_type(a).clone()).collect();
+            let (_, new_block) = self.body.add_region(copy, &arg_types);
+            for (&old, &new) in self.body.blocks[block].args.clone().iter().zip(&self.body.blocks[new_block].args.clone()) {
+                self.body.values[new].name_hint = self.body.values[old].name_hint.clone();
+                map.insert(old, new);
+            }
+            let mut inner = Builder::new(self.body, InsertPoint::End(new_block), self.loc.clone());
+            for nested in inner.body.blocks[block].ops.clone() {
+                inner.clone_op(nested, map);
+            }
         }
         copy
     }

@@ -1,11 +1,12 @@
 //! `tile-canonicalize`: folds constants and identities, hoists constants to
-//! the top of the function and merges equal ones, then removes ops whose
+//! the top of the function and merges equal ones, drops loop iteration
+//! arguments that are passed through unchanged, then removes ops whose
 //! results nothing uses and that have no effect, until nothing changes.
 
 use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
 use crate::Pass;
-use tilec_dialects::ir::{Attributes, Body, EntityRef, Op, Region};
+use tilec_dialects::ir::{Attributes, Body, EntityRef, Op, Region, ValueDef};
 use tilec_dialects::registry::Folded;
 use tilec_dialects::{Diagnostic, Function};
 
@@ -34,8 +35,9 @@ impl Pass for Canonicalize {
         for _ in 0..self.max_iterations {
             let folded = fold_all(&mut func.body, func.region);
             let merged = hoist_and_merge_constants(&mut func.body, func.region);
+            let dropped = drop_passthrough_iter_args(&mut func.body, func.region);
             let removed = remove_dead_ops(&mut func.body, func.region);
-            if !folded && !merged && !removed {
+            if !folded && !merged && !dropped && !removed {
                 break;
             }
         }
@@ -118,6 +120,50 @@ fn hoist_and_merge_constants(body: &mut Body, region: Region) -> bool {
         }
     }
     changed
+}
+
+/// Removes each iteration argument of a `tile.for` that its body yields
+/// back unchanged: it equals its initial value on every iteration, so its
+/// uses, and the loop's result, can read the initial value instead.
+fn drop_passthrough_iter_args(body: &mut Body, region: Region) -> bool {
+    let mut changed = false;
+    for op in body.walk_region(region) {
+        if body.ops[op].def.name != "tile.for" {
+            continue;
+        }
+        let block = body.entry_block(body.ops[op].regions[0]);
+        let Some(term) = body.terminator(block) else { continue };
+        let mut i = 0;
+        while i < body.ops[op].results.len() {
+            let arg = body.blocks[block].args[1 + i];
+            if body.ops[term].operands[i] != arg {
+                i += 1;
+                continue;
+            }
+            let init = body.ops[op].operands[3 + i];
+            let result = body.ops[op].results[i];
+            body.replace_all_uses(region, arg, init);
+            body.replace_all_uses(region, result, init);
+            body.ops[op].operands.remove(3 + i);
+            body.ops[op].results.remove(i);
+            body.ops[term].operands.remove(i);
+            body.blocks[block].args.remove(1 + i);
+            renumber_definitions(body, op, block);
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Restores the positions recorded in values after results or block
+/// arguments were removed.
+fn renumber_definitions(body: &mut Body, op: Op, block: tilec_dialects::Block) {
+    for (k, r) in body.ops[op].results.clone().into_iter().enumerate() {
+        body.values[r].def = ValueDef::Result(op, k);
+    }
+    for (k, a) in body.blocks[block].args.clone().into_iter().enumerate() {
+        body.values[a].def = ValueDef::BlockArg(block, k);
+    }
 }
 
 /// Whether removing `op` (when its results are unused) changes nothing else:

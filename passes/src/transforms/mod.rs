@@ -2,6 +2,9 @@
 
 pub mod assign_layouts;
 pub mod canonicalize;
+pub mod licm;
 pub mod lower_to_nv;
+pub mod persistent;
 pub mod pipeline;
 pub mod tma_staging;
+pub mod warp_specialize;

@@ -16,7 +16,7 @@
 //! order.
 
 use super::lower_to_nv::{emit_wgmma, remove_staged_loads};
-use super::tma_staging::{is_staged_load, op_error, outermost_ancestor, StagedBuffers};
+use super::tma_staging::{enclosing_loop, is_staged_load, loop_iteration, next_op, op_error, outermost_ancestor, stage_of, StagedBuffers, SMEM_BUDGET_BYTES};
 use crate::analysis::dependence::BlockDependences;
 use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
@@ -24,9 +24,6 @@ use crate::Pass;
 use std::collections::{HashMap, HashSet};
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, Type, Value};
 use tilec_dialects::{Diagnostic, Function};
-
-/// Shared memory one CTA may use on sm_90 (227 KiB).
-pub const SMEM_BUDGET_BYTES: i64 = 232_448;
 
 pub const INFO: PassInfo = PassInfo {
     name: "tile-pipeline",
@@ -112,27 +109,44 @@ impl Pipeline {
         let span = b.index_op("tile.subi", ub, parts.lb);
         let trip = b.index_op("tile.ceildivsi", span, parts.step);
         let trip = b.name(trip, "trip");
+        // Inside a loop over output tiles the barriers keep their phases from
+        // one tile to the next: count iterations from the kernel's start.
+        let base = match enclosing_loop(b.body, for_op) {
+            Some(outer) => {
+                b.op("nv.barrier", vec![], &[], Attributes::new());
+                let done = loop_iteration(&mut b, outer);
+                let base = b.index_op("tile.muli", done, trip);
+                Some(b.name(base, "base"))
+            }
+            None => None,
+        };
         let ahead = b.index(stages - depth);
         let prologue_count = b.index_op("tile.minsi", trip, ahead);
         let (c0, c1) = (b.index(0), b.index(1));
+        let n = b.index(stages);
         let prologue = b.op("tile.for", vec![c0, prologue_count, c1], &[], Attributes::new());
         let (_, pro_block) = b.body.add_region(prologue, &[Type::INDEX]);
         let p = b.body.blocks[pro_block].args[0];
         b.name(p, "p");
         let mut pb = Builder::new(body, InsertPoint::End(pro_block), loc.clone());
-        issue_iteration(&mut pb, &parts, &staged, p, p);
+        // Without a base the prologue's iterations are the first N - W, their
+        // own stages.
+        let pro_stage = if base.is_some() { stage_of(&mut pb, base, p, n) } else { p };
+        issue_iteration(&mut pb, &parts, &staged, p, pro_stage);
         pb.op("tile.yield", vec![], &[], Attributes::new());
 
         // The loop body: wait, wgmma, refill.
         let first = body.blocks[parts.block].ops[0];
         let mut b = Builder::new(body, InsertPoint::Before(first), loc.clone());
-        let offset = b.index_op("tile.subi", parts.iv, parts.lb);
-        let iteration = b.index_op("tile.divsi", offset, parts.step);
+        let iteration = loop_iteration(&mut b, for_op);
         let iteration = b.name(iteration, "iteration");
-        let n = b.index(stages);
-        let stage = b.index_op("tile.remsi", iteration, n);
+        let global = match base {
+            Some(base) => b.index_op("tile.addi", base, iteration),
+            None => iteration,
+        };
+        let stage = b.index_op("tile.remsi", global, n);
         let stage = b.name(stage, "stage");
-        let round = b.index_op("tile.divsi", iteration, n);
+        let round = b.index_op("tile.divsi", global, n);
         let two = b.index(2);
         let phase = b.index_op("tile.remsi", round, two);
         let phase = b.name(phase, "phase");
@@ -166,7 +180,7 @@ impl Pipeline {
         let (_, refill_block) = b.body.add_region(refill, &[]);
         let mut rb = Builder::new(body, InsertPoint::End(refill_block), loc.clone());
         rb.op("nv.barrier", vec![], &[], Attributes::new());
-        let next_stage = rb.index_op("tile.remsi", next, n);
+        let next_stage = stage_of(&mut rb, base, next, n);
         let next_stage = rb.name(next_stage, "next_stage");
         let scaled = rb.index_op("tile.muli", next, parts.step);
         let next_iv = rb.index_op("tile.addi", parts.lb, scaled);
@@ -195,12 +209,6 @@ impl Pipeline {
         }
         Ok(())
     }
-}
-
-fn next_op(body: &Body, op: Op) -> Op {
-    let block = body.ops[op].parent.expect("attached");
-    let ops = &body.blocks[block].ops;
-    ops[ops.iter().position(|&o| o == op).expect("in its block") + 1]
 }
 
 fn analyse(body: &Body, for_op: Op) -> Result<LoopParts, Diagnostic> {

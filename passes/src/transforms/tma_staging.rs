@@ -6,6 +6,9 @@ use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, Op, SmemType, Type, Value};
 use tilec_dialects::{Diagnostic, Layout};
 
+/// Shared memory one CTA may use on sm_90 (227 KiB).
+pub const SMEM_BUDGET_BYTES: i64 = 232_448;
+
 pub fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {
     Diagnostic::error(body.ops[op].loc.clone(), format!("'{}' op {message}", body.ops[op].def.name))
 }
@@ -71,6 +74,17 @@ impl StagedBuffers {
         StagedBuffers { buffer_of, stage_bytes, full }
     }
 
+    /// The same buffers, looked up by the results of `clones` (copies of
+    /// `loads` in another region).
+    pub fn rekeyed(&self, body: &Body, loads: &[Op], clones: &[Op]) -> StagedBuffers {
+        let buffer_of = loads
+            .iter()
+            .zip(clones)
+            .map(|(&l, &c)| (body.result(c, 0), self.buffer_of[&body.result(l, 0)]))
+            .collect();
+        StagedBuffers { buffer_of, stage_bytes: self.stage_bytes, full: self.full }
+    }
+
     /// Arms `stage`'s barrier with one stage's bytes and issues the TMA loads
     /// of `loads`, whose tile coordinates are `coords[i]`.
     pub fn issue(&self, b: &mut Builder<'_>, loads: &[Op], coords: &[Vec<Value>], stage: Value, extra: &Attributes) {
@@ -88,3 +102,36 @@ impl StagedBuffers {
         }
     }
 }
+
+/// The `tile.for` directly enclosing `op`, if any.
+pub fn enclosing_loop(body: &Body, op: Op) -> Option<Op> {
+    let block = body.ops[op].parent?;
+    let parent = body.regions[body.blocks[block].parent?].parent?;
+    (body.ops[parent].def.name == "tile.for").then_some(parent)
+}
+
+/// The number of iterations of `for_op` before the current one:
+/// (iv - lb) / step.
+pub fn loop_iteration(b: &mut Builder<'_>, for_op: Op) -> Value {
+    let block = b.body.entry_block(b.body.ops[for_op].regions[0]);
+    let iv = b.body.blocks[block].args[0];
+    let (lb, step) = (b.body.ops[for_op].operands[0], b.body.ops[for_op].operands[2]);
+    let offset = b.index_op("tile.subi", iv, lb);
+    b.index_op("tile.divsi", offset, step)
+}
+
+/// The stage of local iteration `i`: (base + i) mod N.
+pub fn stage_of(b: &mut Builder<'_>, base: Option<Value>, i: Value, n: Value) -> Value {
+    let global = match base {
+        Some(base) => b.index_op("tile.addi", base, i),
+        None => i,
+    };
+    b.index_op("tile.remsi", global, n)
+}
+
+pub fn next_op(body: &Body, op: Op) -> Op {
+    let block = body.ops[op].parent.expect("attached");
+    let ops = &body.blocks[block].ops;
+    ops[ops.iter().position(|&o| o == op).expect("in its block") + 1]
+}
+

@@ -1,0 +1,62 @@
+//! `tile-licm`: hoists loop-invariant pure ops (all operands defined outside
+//! the loop) out of `tile.for`, as MLIR's loop-invariant-code-motion does.
+//! After `tile-persistent` it moves the K loop's trip count and the like out
+//! of the loop over tiles.
+
+use crate::registry::PassInfo;
+use crate::Pass;
+use std::collections::HashSet;
+use tilec_dialects::ir::{Body, Op, Value};
+use tilec_dialects::{Diagnostic, Function};
+
+pub const INFO: PassInfo =
+    PassInfo { name: "tile-licm", summary: "Hoist loop-invariant pure ops out of tile.for loops", options: &[], create: |_| Box::new(Licm) };
+
+pub struct Licm;
+
+impl Pass for Licm {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        let body = &mut func.body;
+        while let Some((op, loop_op)) = find_invariant(body, func.region) {
+            body.remove_op(op);
+            body.insert_op_before(loop_op, op);
+        }
+        Ok(())
+    }
+}
+
+/// A pure op inside a loop whose operands are all defined outside it, and
+/// that loop.
+fn find_invariant(body: &Body, region: tilec_dialects::Region) -> Option<(Op, Op)> {
+    for loop_op in body.walk_region(region) {
+        if body.ops[loop_op].def.name != "tile.for" {
+            continue;
+        }
+        let inner = body.ops[loop_op].regions[0];
+        let mut defined_inside: HashSet<Value> = HashSet::new();
+        for &block in &body.regions[inner].blocks {
+            defined_inside.extend(body.blocks[block].args.iter().copied());
+        }
+        for op in body.walk_region(inner) {
+            defined_inside.extend(body.ops[op].results.iter().copied());
+            for &r in &body.ops[op].regions {
+                for &block in &body.regions[r].blocks {
+                    defined_inside.extend(body.blocks[block].args.iter().copied());
+                }
+            }
+        }
+        let direct = &body.blocks[body.entry_block(inner)].ops;
+        let candidate = direct.iter().copied().find(|&op| {
+            let data = &body.ops[op];
+            data.def.traits.pure && data.regions.is_empty() && data.operands.iter().all(|v| !defined_inside.contains(v))
+        });
+        if let Some(op) = candidate {
+            return Some((op, loop_op));
+        }
+    }
+    None
+}
