@@ -1,7 +1,8 @@
 //! Runs a pipeline over a module with mlir-opt's instrumentation: verify
-//! after each pass, print IR after all or named passes (and after a failing
-//! one), and time each pass.
+//! after each pass (the IR verifier, then the barrier verifier), print IR
+//! after all or named passes (and after a failing one), and time each pass.
 
+use crate::analysis::barriers::verify_barriers;
 use crate::pipeline::{create_passes, parse_pipeline};
 use crate::Pass;
 use std::io::Write;
@@ -84,7 +85,7 @@ impl PassManager {
             times.push((name, start.elapsed()));
             if instr.verify_each {
                 for func in &module.functions {
-                    if let Err(diagnostic) = verify_function(func) {
+                    if let Err(diagnostic) = verify_function(func).and_then(|()| verify_barriers(func)) {
                         if instr.print_after_failure {
                             dump(log, &format!("IR Dump After {name} Failed Verification"), module, instr.print);
                         }

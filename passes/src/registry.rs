@@ -1,5 +1,6 @@
 //! Every pass tilec has, in one list.
 
+use crate::analysis::barriers;
 use crate::options::OptionSpec;
 use crate::transforms::{assign_layouts, canonicalize, licm, lower_to_nv, persistent, pipeline, warp_specialize};
 use crate::{Pass, PassOptions};
@@ -11,7 +12,16 @@ pub struct PassInfo {
     pub create: fn(&PassOptions) -> Box<dyn Pass>,
 }
 
-pub static PASSES: &[PassInfo] = &[canonicalize::INFO, licm::INFO, assign_layouts::INFO, persistent::INFO, warp_specialize::INFO, pipeline::INFO, lower_to_nv::INFO];
+pub static PASSES: &[PassInfo] = &[
+    canonicalize::INFO,
+    licm::INFO,
+    assign_layouts::INFO,
+    persistent::INFO,
+    warp_specialize::INFO,
+    pipeline::INFO,
+    lower_to_nv::INFO,
+    barriers::INFO,
+];
 
 pub fn lookup(name: &str) -> Option<&'static PassInfo> {
     PASSES.iter().find(|p| p.name == name)

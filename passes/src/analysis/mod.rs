@@ -1,3 +1,4 @@
-//! Analyses the transforms consult.
+//! Analyses the transforms consult, and the verifiers built on them.
 
+pub mod barriers;
 pub mod dependence;

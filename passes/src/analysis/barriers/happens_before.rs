@@ -1,0 +1,62 @@
+//! Deadlock: the happens-before graph of the first round of every loop.
+//!
+//! Nodes are barrier events. An edge `a -> b` says `b` cannot happen before
+//! `a`: program order within a role, and, for a wait without initial
+//! credit, an edge from every arrive, `expect_tx` or TMA load that can
+//! complete the phase it waits for (same barrier, and a stage iteration that
+//! can equal the wait's first one). A cycle is a set of waits each needing
+//! an arrival that program order puts after another wait of the set: the
+//! classic producer/consumer deadlock when an "empty" barrier's first wait
+//! lacks its credit.
+
+use super::model::{EventKind, Model};
+use super::phases::Timing;
+use super::symbolic::iteration_range;
+use super::{barrier_name, op_error};
+use petgraph::algo::tarjan_scc;
+use petgraph::graph::DiGraph;
+use tilec_dialects::ir::Body;
+use tilec_dialects::Diagnostic;
+
+pub fn check_deadlock(body: &Body, model: &Model, timings: &[Timing]) -> Result<(), Diagnostic> {
+    let mut graph: DiGraph<usize, ()> = DiGraph::new();
+    let nodes: Vec<_> = (0..model.events.len()).map(|e| graph.add_node(e)).collect();
+    for &(a, b) in &model.program_order {
+        graph.add_edge(nodes[a], nodes[b], ());
+    }
+    for (w, wait) in model.events.iter().enumerate() {
+        let stages = model.groups[wait.group].stages;
+        let Some(phase) = timings[w].phase.as_ref().filter(|p| !p.starts_with_credit(body, stages)) else { continue };
+        let first = iteration_range(body, &phase.iteration).0;
+        for (a, arrival) in model.events.iter().enumerate() {
+            let completes = !matches!(arrival.kind, EventKind::Wait { .. }) && arrival.group == wait.group;
+            // An arrival of unknown iteration may be the one the wait needs.
+            let serves_first = match (&timings[a].iteration, first) {
+                (Some(it), Some(first)) => {
+                    let (lo, hi) = iteration_range(body, it);
+                    lo.is_none_or(|lo| lo <= first) && hi.is_none_or(|hi| first < hi)
+                }
+                _ => true,
+            };
+            if completes && serves_first {
+                graph.add_edge(nodes[a], nodes[w], ());
+            }
+        }
+    }
+    let Some(mut cycle) = tarjan_scc(&graph).into_iter().find(|scc| scc.len() > 1) else { return Ok(()) };
+    cycle.sort_unstable_by_key(|&n| graph[n]);
+    let waits: Vec<usize> = cycle.iter().map(|&n| graph[n]).filter(|&e| matches!(model.events[e].kind, EventKind::Wait { .. })).collect();
+    let describe = |e: usize| {
+        let event = &model.events[e];
+        format!("{} ({})", barrier_name(body, &model.groups[event.group]), model.roles[event.role].name())
+    };
+    let msg = format!(
+        "can deadlock in the first round: the waits on {} each need an arrival that program order puts after another of them; none starts with credit (phase parity 1)",
+        waits.iter().map(|&e| describe(e)).collect::<Vec<_>>().join(" and ")
+    );
+    let mut diag = op_error(body, model.events[waits[0]].op, msg);
+    for &e in &waits[1..] {
+        diag = diag.with_note(body.ops[model.events[e].op].loc.clone(), format!("the wait on {} is here", describe(e)));
+    }
+    Err(diag)
+}

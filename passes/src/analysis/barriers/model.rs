@@ -1,0 +1,168 @@
+//! What the barrier checks look at: every mbarrier group of a function,
+//! the roles that run code (the whole CTA, or a warp_specialize's producer
+//! and consumers), and the barrier events each role executes, in program
+//! order.
+//!
+//! Each event is seen once, as in the first pass through its loop; `tile.if`
+//! bodies count as taken, since the passes guard only boundary iterations
+//! with them.
+
+use super::op_error;
+use tilec_dialects::ir::{Block, Body, Op, Value};
+use tilec_dialects::nv::memory::tma_load_operands;
+use tilec_dialects::{Diagnostic, Function, Type};
+
+/// One `nv.alloc_mbarriers`: `stages` barriers, each completing a phase
+/// after `arrivals` arrivals (and the transaction bytes expected of it).
+pub struct BarrierGroup {
+    pub alloc: Op,
+    pub value: Value,
+    pub stages: i64,
+    pub arrivals: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleKind {
+    Cta,
+    Producer,
+    Consumers,
+}
+
+pub struct Role {
+    pub kind: RoleKind,
+    pub threads: i64,
+}
+
+impl Role {
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            RoleKind::Cta => "the whole CTA",
+            RoleKind::Producer => "the producer",
+            RoleKind::Consumers => "the consumers",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// `nv.mbarrier_arrive`: one arrival per thread of the role.
+    Arrive,
+    /// `nv.mbarrier_expect_tx`: one (elected) arrival expecting the bytes.
+    ExpectTx(i64),
+    /// `nv.tma_load`: completes the bytes, never an arrival.
+    TmaComplete(i64),
+    Wait { phase: Value },
+}
+
+pub struct Event {
+    pub op: Op,
+    pub kind: EventKind,
+    /// Index into [`Model::groups`].
+    pub group: usize,
+    pub stage: Value,
+    /// Index into [`Model::roles`].
+    pub role: usize,
+    /// The innermost `tile.for` around the event, `None` at a role's top.
+    pub scope: Option<Op>,
+}
+
+pub struct Model {
+    pub groups: Vec<BarrierGroup>,
+    pub roles: Vec<Role>,
+    pub events: Vec<Event>,
+    /// `(a, b)`: event `a` comes right before event `b` in one role.
+    pub program_order: Vec<(usize, usize)>,
+}
+
+impl Model {
+    pub fn build(func: &Function) -> Result<Model, Diagnostic> {
+        let warps = func.attrs.get_int("num_warps").unwrap_or(4);
+        let mut model = Model {
+            groups: Vec::new(),
+            roles: vec![Role { kind: RoleKind::Cta, threads: 32 * warps }],
+            events: Vec::new(),
+            program_order: Vec::new(),
+        };
+        model.walk(&func.body, func.entry_block(), 0, None, vec![])?;
+        Ok(model)
+    }
+
+    /// How many arrivals event `e` makes on its barrier.
+    pub fn arrivals(&self, e: &Event) -> i64 {
+        match e.kind {
+            EventKind::Arrive => self.roles[e.role].threads,
+            EventKind::ExpectTx(_) => 1,
+            EventKind::TmaComplete(_) | EventKind::Wait { .. } => 0,
+        }
+    }
+
+    /// Walks `block` in `role`, chaining events after `last` (the events
+    /// that may have run just before); returns the events that may have run
+    /// last.
+    fn walk(&mut self, body: &Body, block: Block, role: usize, scope: Option<Op>, mut last: Vec<usize>) -> Result<Vec<usize>, Diagnostic> {
+        for &op in &body.blocks[block].ops {
+            let data = &body.ops[op];
+            let event = match data.def.name {
+                "nv.alloc_mbarriers" => {
+                    let Type::MBarrier(stages) = *body.value_type(data.results[0]) else { unreachable!("verified") };
+                    let arrivals = data.attrs.get_int("arrivals").expect("verified");
+                    self.groups.push(BarrierGroup { alloc: op, value: data.results[0], stages, arrivals });
+                    None
+                }
+                "nv.mbarrier_arrive" => Some((EventKind::Arrive, data.operands[0], data.operands[1])),
+                "nv.mbarrier_expect_tx" => {
+                    Some((EventKind::ExpectTx(data.attrs.get_int("bytes").expect("verified")), data.operands[0], data.operands[1]))
+                }
+                "nv.mbarrier_wait" => Some((EventKind::Wait { phase: data.operands[2] }, data.operands[0], data.operands[1])),
+                "nv.tma_load" => {
+                    let o = tma_load_operands(body, op).expect("verified");
+                    // TMA writes the box; row padding in the layout is never transferred.
+                    let box_tile = &body.value_type(o.buffer).as_smem().expect("verified").tile;
+                    let bytes = box_tile.num_elements() * i64::from(box_tile.elem.bits()) / 8;
+                    Some((EventKind::TmaComplete(bytes), o.barrier, o.barrier_stage))
+                }
+                _ => None,
+            };
+            if let Some((kind, barrier, stage)) = event {
+                let Some(group) = self.groups.iter().position(|g| g.value == barrier) else {
+                    let msg = "takes a barrier that is not an 'nv.alloc_mbarriers' result; the barrier verifier cannot follow it";
+                    return Err(op_error(body, op, msg.into()));
+                };
+                let e = self.events.len();
+                self.events.push(Event { op, kind, group, stage, role, scope });
+                self.program_order.extend(last.iter().map(|&l| (l, e)));
+                last = vec![e];
+            }
+            last = self.walk_regions(body, op, role, scope, last)?;
+        }
+        Ok(last)
+    }
+
+    /// The regions of `op`: a warp_specialize starts its two roles from the
+    /// same point and both go on to what follows; a loop or `if` body runs
+    /// in the current role.
+    fn walk_regions(&mut self, body: &Body, op: Op, role: usize, scope: Option<Op>, last: Vec<usize>) -> Result<Vec<usize>, Diagnostic> {
+        let data = &body.ops[op];
+        if data.regions.is_empty() {
+            return Ok(last);
+        }
+        let roles = if data.def.name == "nv.warp_specialize" {
+            let consumers = data.attrs.get_int("consumers").expect("verified");
+            self.roles.push(Role { kind: RoleKind::Producer, threads: 128 });
+            self.roles.push(Role { kind: RoleKind::Consumers, threads: 128 * consumers });
+            vec![self.roles.len() - 2, self.roles.len() - 1]
+        } else {
+            vec![role; data.regions.len()]
+        };
+        let scope = if data.def.name == "tile.for" { Some(op) } else { scope };
+        let mut ends = Vec::new();
+        for (&region, role) in data.regions.iter().zip(roles) {
+            for &block in &body.regions[region].blocks {
+                ends.extend(self.walk(body, block, role, scope, last.clone())?);
+            }
+        }
+        ends.sort_unstable();
+        ends.dedup();
+        Ok(ends)
+    }
+}

@@ -1,0 +1,314 @@
+//! Symbolic evaluation of the index arithmetic that picks an mbarrier's
+//! stage and phase parity.
+//!
+//! The pipelining passes write `stage = it mod S` and
+//! `phase = (it / S + c) mod 2` with `c` 0 or 1, where `it` is an iteration
+//! number: a loop induction variable (or a loop-invariant value such as the
+//! trip count) plus a constant. Evaluating `tile.addi/subi/muli/divsi/remsi`
+//! into that one shape is enough to check both; anything else is reported
+//! as underivable rather than guessed at.
+
+use tilec_dialects::ir::{Body, Op, Value, ValueDef};
+
+/// An iteration number: `base + offset`, then each `(div, add)` step in
+/// turn as `x / div + add` (a loop of step 2 counts `(k - 1) / 2`). No base
+/// and no steps: the constant `offset`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Iteration {
+    pub base: Option<Value>,
+    pub offset: i64,
+    pub steps: Vec<(i64, i64)>,
+}
+
+impl Iteration {
+    pub fn constant(c: i64) -> Self {
+        Iteration { base: None, offset: c, steps: Vec::new() }
+    }
+
+    fn of(v: Value) -> Self {
+        Iteration { base: Some(v), offset: 0, steps: Vec::new() }
+    }
+}
+
+/// An iteration, reduced `mod modulus` where there is one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexExpr {
+    pub iteration: Iteration,
+    pub modulus: Option<i64>,
+}
+
+impl IndexExpr {
+    fn of(iteration: Iteration) -> Self {
+        IndexExpr { iteration, modulus: None }
+    }
+
+    pub fn as_constant(&self) -> Option<i64> {
+        let it = &self.iteration;
+        (it.base.is_none() && it.steps.is_empty() && self.modulus.is_none()).then_some(it.offset)
+    }
+
+    fn plus(mut self, c: i64) -> Option<Self> {
+        if self.modulus.is_some() {
+            return None;
+        }
+        match self.iteration.steps.last_mut() {
+            Some((_, add)) => *add += c,
+            None => self.iteration.offset += c,
+        }
+        Some(self)
+    }
+
+    fn divided(mut self, d: i64) -> Option<Self> {
+        if let Some(c) = self.as_constant() {
+            return (d != 0).then(|| Self::of(Iteration::constant(c / d)));
+        }
+        if d <= 0 || self.modulus.is_some() {
+            return None;
+        }
+        self.iteration.steps.push((d, 0));
+        Some(self)
+    }
+
+    fn reduced(mut self, m: i64) -> Option<Self> {
+        if let Some(c) = self.as_constant() {
+            return (m != 0).then(|| Self::of(Iteration::constant(c % m)));
+        }
+        if m <= 0 || self.modulus.is_some() {
+            return None;
+        }
+        self.modulus = Some(m);
+        Some(self)
+    }
+}
+
+/// The form of `v`, or `None` where its arithmetic does not fit the shape.
+/// Values not made by integer arithmetic (block arguments, `tile.dim`,
+/// `tile.ceildivsi`, ...) are opaque iteration bases.
+pub fn evaluate(body: &Body, v: Value) -> Option<IndexExpr> {
+    let Some(op) = body.defining_op(v) else { return Some(IndexExpr::of(Iteration::of(v))) };
+    let data = &body.ops[op];
+    let operand = |i: usize| evaluate(body, data.operands[i]);
+    match data.def.name {
+        "tile.constant" => data.attrs.get_int("value").map(|c| IndexExpr::of(Iteration::constant(c))),
+        "tile.addi" => {
+            let (a, b) = (operand(0)?, operand(1)?);
+            match (a.as_constant(), b.as_constant()) {
+                (_, Some(c)) => a.plus(c),
+                (Some(c), _) => b.plus(c),
+                _ => None,
+            }
+        }
+        "tile.subi" => operand(0)?.plus(-operand(1)?.as_constant()?),
+        "tile.muli" => Some(IndexExpr::of(Iteration::constant(operand(0)?.as_constant()? * operand(1)?.as_constant()?))),
+        "tile.divsi" => operand(0)?.divided(operand(1)?.as_constant()?),
+        "tile.remsi" => operand(0)?.reduced(operand(1)?.as_constant()?),
+        _ => Some(IndexExpr::of(Iteration::of(v))),
+    }
+}
+
+/// The loop whose induction variable `v` is.
+fn induction_loop(body: &Body, v: Value) -> Option<Op> {
+    let ValueDef::BlockArg(block, 0) = body.values[v].def else { return None };
+    let region = body.blocks[block].parent?;
+    body.regions[region].parent.filter(|&op| body.ops[op].def.name == "tile.for")
+}
+
+/// An upper bound of `v` known from constants and `tile.minsi`.
+fn upper_bound(body: &Body, v: Value) -> Option<i64> {
+    if let Some(c) = evaluate(body, v).and_then(|e| e.as_constant()) {
+        return Some(c);
+    }
+    let op = body.defining_op(v).filter(|&op| body.ops[op].def.name == "tile.minsi")?;
+    body.ops[op].operands.iter().filter_map(|&x| upper_bound(body, x)).min()
+}
+
+/// The values `it` takes, `[lo, hi)`, where known: constants, and loop
+/// induction variables with constant bounds (every step keeps the order).
+pub fn iteration_range(body: &Body, it: &Iteration) -> (Option<i64>, Option<i64>) {
+    let (lo, hi) = match it.base {
+        None => (Some(0), Some(1)),
+        Some(base) => match induction_loop(body, base) {
+            Some(for_op) => {
+                let bounds = &body.ops[for_op].operands;
+                (evaluate(body, bounds[0]).and_then(|e| e.as_constant()), upper_bound(body, bounds[1]))
+            }
+            None => (None, None),
+        },
+    };
+    let apply = |x: i64| it.steps.iter().fold(x + it.offset, |x, &(d, a)| x.div_euclid(d) + a);
+    (lo.map(apply), hi.map(|h| apply(h - 1) + 1))
+}
+
+/// The iteration a stage index selects on a barrier of `stages` stages:
+/// `it mod S`, or `it` itself where `it` lies in `[0, S)` (a prologue loop
+/// filling the first stages). `None` for a constant stage of a one-stage
+/// barrier, which serves every iteration.
+pub fn stage_iteration(body: &Body, stage: &IndexExpr, stages: i64) -> Result<Option<Iteration>, String> {
+    let fits = match stage.modulus {
+        Some(m) => m == stages,
+        None => matches!(iteration_range(body, &stage.iteration), (Some(lo), Some(hi)) if lo >= 0 && hi <= stages),
+    };
+    if !fits {
+        return Err(format!("stage index is not (iteration mod {stages}) for a barrier of {stages} stage(s)"));
+    }
+    Ok((stages > 1 || stage.as_constant().is_none()).then(|| stage.iteration.clone()))
+}
+
+/// A wait's phase: it waits for the phase of parity
+/// `(iteration / S + add) mod 2` to complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Phase {
+    pub iteration: Iteration,
+    pub add: i64,
+}
+
+impl Phase {
+    /// A fresh barrier counts as having completed a phase of parity 1, so a
+    /// wait whose first round asks for parity 1 passes at once: the
+    /// initial credit of an "empty" barrier. Loops are taken to start at 0
+    /// where their bound is not a constant.
+    pub fn starts_with_credit(&self, body: &Body, stages: i64) -> bool {
+        let first = iteration_range(body, &self.iteration).0.unwrap_or(0);
+        (first.div_euclid(stages) + self.add).rem_euclid(2) == 1
+    }
+}
+
+/// Checks a wait's phase against its stage (`stage_it`, as
+/// [`stage_iteration`] gives it): `(it / S) mod 2`, or `(it / S + 1) mod 2`
+/// for a wait that starts with credit, on the stage's own iteration. With
+/// one stage the phase is `it mod 2` and the stage tells nothing. A
+/// constant phase is a single wait's, so only outside loops.
+pub fn phase_of(phase: &IndexExpr, stages: i64, stage_it: Option<&Iteration>, in_loop: bool) -> Result<Phase, String> {
+    if let Some(p) = phase.as_constant() {
+        let c = match stage_it {
+            _ if in_loop => return Err(format!("phase is the constant {p} inside a loop; it must flip each round, as (iteration / {stages}) mod 2")),
+            None => 0,
+            Some(Iteration { base: None, offset, .. }) => *offset,
+            Some(_) => return Err(format!("phase is the constant {p} but the stage index varies")),
+        };
+        if !(0..=1).contains(&p) {
+            return Err(format!("phase parity {p} is not 0 or 1"));
+        }
+        return Ok(Phase { iteration: Iteration::constant(c), add: (p - c / stages).rem_euclid(2) });
+    }
+    let wrong = || format!("phase is not (iteration / {stages}) mod 2 (or (iteration / {stages} + 1) mod 2 for a wait that starts with credit)");
+    if phase.modulus != Some(2) {
+        return Err(wrong());
+    }
+    let mut iteration = phase.iteration.clone();
+    if stages == 1 {
+        return Ok(Phase { iteration, add: 0 });
+    }
+    match iteration.steps.pop() {
+        Some((d, add)) if d == stages && (0..=1).contains(&add) => match stage_it {
+            Some(it) if *it != iteration => Err("phase follows a different iteration than the stage index".into()),
+            _ => Ok(Phase { iteration, add }),
+        },
+        _ => Err(wrong()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilec_dialects::parse_module;
+
+    const LOOP: &str = "tile.func @f(%n: index) {
+  %c0 = tile.constant 0 : index
+  %c1 = tile.constant 1 : index
+  %c2 = tile.constant 2 : index
+  %c3 = tile.constant 3 : index
+  %c4 = tile.constant 4 : index
+  %ub = UB
+  tile.for %kt = LB to %ub step %c1 {
+DEFS
+    tile.yield
+  }
+  tile.return
+}
+";
+
+    /// Parses a loop over `%kt` (bounds `[%lb, %ub)`) whose body defines
+    /// the given index values, and returns them by name, with the body.
+    fn values(lb: &str, ub: &str, defs: &str) -> (Body, impl Fn(&str) -> Value) {
+        let src = LOOP.replace("LB", lb).replace("UB", ub).replace("DEFS", defs);
+        let func = parse_module(&src, "t.tile").expect("parses").functions.remove(0);
+        let body = func.body;
+        let names: Vec<(String, Value)> =
+            body.values.keys().filter_map(|v| body.values[v].name_hint.clone().map(|n| (n, v))).collect();
+        (body, move |name: &str| names.iter().find(|(n, _)| n == name).map(|&(_, v)| v).expect("defined"))
+    }
+
+    fn stage_phase(body: &Body, stage: Value, phase: Value, stages: i64) -> Result<Phase, String> {
+        let it = stage_iteration(body, &evaluate(body, stage).expect("derivable"), stages)?;
+        phase_of(&evaluate(body, phase).ok_or("underivable")?, stages, it.as_ref(), true)
+    }
+
+    const WS: &str = "    %stage = tile.remsi %kt, %c4 : index
+    %round = tile.divsi %kt, %c4 : index
+    %full_phase = tile.remsi %round, %c2 : index
+    %next_round = tile.addi %round, %c1 : index
+    %empty_phase = tile.remsi %next_round, %c2 : index
+    %flat_phase = tile.remsi %kt, %c2 : index
+    %stage3 = tile.remsi %kt, %c3 : index
+    %next = tile.addi %kt, %c2 : index
+    %next_stage = tile.remsi %next, %c4 : index
+    %scaled = tile.muli %kt, %c2 : index
+    %odd_phase = tile.remsi %scaled, %c2 : index";
+
+    #[test]
+    fn warp_specialised_forms_derive() {
+        let (body, v) = values("%c0", "tile.ceildivsi %n, %c4 : index", WS);
+        let kt = Iteration::of(v("kt"));
+        let full = stage_phase(&body, v("stage"), v("full_phase"), 4).expect("derives");
+        assert_eq!(full, Phase { iteration: kt.clone(), add: 0 });
+        assert!(!full.starts_with_credit(&body, 4));
+        let empty = stage_phase(&body, v("stage"), v("empty_phase"), 4).expect("derives");
+        assert_eq!(empty, Phase { iteration: kt, add: 1 });
+        assert!(empty.starts_with_credit(&body, 4));
+        let next = stage_iteration(&body, &evaluate(&body, v("next_stage")).unwrap(), 4);
+        assert_eq!(next, Ok(Some(Iteration { base: Some(v("kt")), offset: 2, steps: vec![] })));
+    }
+
+    #[test]
+    fn wrong_forms_are_rejected() {
+        let (body, v) = values("%c0", "tile.ceildivsi %n, %c4 : index", WS);
+        let phase_err = stage_phase(&body, v("stage"), v("flat_phase"), 4).unwrap_err();
+        assert!(phase_err.contains("(iteration / 4) mod 2"), "{phase_err}");
+        let stage_err = stage_phase(&body, v("stage3"), v("full_phase"), 4).unwrap_err();
+        assert!(stage_err.contains("(iteration mod 4)"), "{stage_err}");
+        assert!(stage_phase(&body, v("next_stage"), v("full_phase"), 4).unwrap_err().contains("different iteration"));
+        assert_eq!(evaluate(&body, v("odd_phase")), None);
+    }
+
+    #[test]
+    fn one_stage_and_bounded_prologue() {
+        let (body, v) = values("%c0", "tile.minsi %n, %c2 : index", WS);
+        // One stage: the stage is always 0 and the phase is it mod 2.
+        let c0 = evaluate(&body, v("c0")).unwrap();
+        assert_eq!(stage_iteration(&body, &c0, 1), Ok(None));
+        assert_eq!(phase_of(&evaluate(&body, v("flat_phase")).unwrap(), 1, None, true).map(|p| p.add), Ok(0));
+        assert!(phase_of(&c0, 1, None, true).is_err());
+        assert_eq!(phase_of(&c0, 1, None, false), Ok(Phase { iteration: Iteration::constant(0), add: 0 }));
+        // %kt < min(%n, 2) < 3 selects its stage directly.
+        let kt = evaluate(&body, v("kt")).unwrap();
+        assert_eq!(stage_iteration(&body, &kt, 3), Ok(Some(kt.iteration.clone())));
+        assert!(stage_iteration(&body, &kt, 2).is_ok());
+        let (unbounded, v) = values("%c0", "tile.ceildivsi %n, %c4 : index", WS);
+        assert!(stage_iteration(&unbounded, &evaluate(&unbounded, v("kt")).unwrap(), 3).is_err());
+    }
+
+    #[test]
+    fn strided_loop_counts_iterations() {
+        // tile-pipeline numbers a loop of step 2 from 1 as (k - 1) / 2.
+        let defs = "    %shifted = tile.subi %kt, %c1 : index
+    %it = tile.divsi %shifted, %c2 : index
+    %stage = tile.remsi %it, %c4 : index
+    %round = tile.divsi %it, %c4 : index
+    %phase = tile.remsi %round, %c2 : index";
+        let (body, v) = values("%c1", "tile.ceildivsi %n, %c4 : index", defs);
+        let phase = stage_phase(&body, v("stage"), v("phase"), 4).expect("derives");
+        assert_eq!(phase.iteration, Iteration { base: Some(v("kt")), offset: -1, steps: vec![(2, 0)] });
+        assert_eq!(iteration_range(&body, &phase.iteration), (Some(0), None));
+    }
+}
