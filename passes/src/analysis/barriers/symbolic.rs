@@ -4,29 +4,38 @@
 //! The pipelining passes write `stage = it mod S` and
 //! `phase = (it / S + c) mod 2` with `c` 0 or 1, where `it` is an iteration
 //! number: a loop induction variable (or a loop-invariant value such as the
-//! trip count) plus a constant. Evaluating `tile.addi/subi/muli/divsi/remsi`
+//! trip count) plus a constant, possibly counted on from the iterations of
+//! earlier tiles (`done + kt` inside a persistent loop). Evaluating `tile.addi/subi/muli/divsi/remsi`
 //! into that one shape is enough to check both; anything else is reported
 //! as underivable rather than guessed at.
 
 use tilec_dialects::ir::{Body, Op, Value, ValueDef};
 
 /// An iteration number: `base + offset`, then each `(div, add)` step in
-/// turn as `x / div + add` (a loop of step 2 counts `(k - 1) / 2`). No base
-/// and no steps: the constant `offset`.
+/// turn as `x / div + add` (a loop of step 2 counts `(k - 1) / 2`). With
+/// `earlier = (count, i)`, the opaque `count` of iterations done before the
+/// loop started (earlier tiles of a persistent kernel) is added to the
+/// running value before step `i` (after all of them when `i` is their
+/// number). No base and no steps: the constant `offset`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Iteration {
     pub base: Option<Value>,
     pub offset: i64,
     pub steps: Vec<(i64, i64)>,
+    pub earlier: Option<(Value, usize)>,
 }
 
 impl Iteration {
     pub fn constant(c: i64) -> Self {
-        Iteration { base: None, offset: c, steps: Vec::new() }
+        Iteration { base: None, offset: c, steps: Vec::new(), earlier: None }
     }
 
     fn of(v: Value) -> Self {
-        Iteration { base: Some(v), offset: 0, steps: Vec::new() }
+        Iteration { base: Some(v), offset: 0, steps: Vec::new(), earlier: None }
+    }
+
+    fn is_plain(&self) -> bool {
+        self.base.is_some() && self.steps.is_empty() && self.earlier.is_none()
     }
 }
 
@@ -62,6 +71,9 @@ impl IndexExpr {
         if let Some(c) = self.as_constant() {
             return (d != 0).then(|| Self::of(Iteration::constant(c / d)));
         }
+        if d == 1 {
+            return Some(self);
+        }
         if d <= 0 || self.modulus.is_some() {
             return None;
         }
@@ -95,15 +107,48 @@ pub fn evaluate(body: &Body, v: Value) -> Option<IndexExpr> {
             match (a.as_constant(), b.as_constant()) {
                 (_, Some(c)) => a.plus(c),
                 (Some(c), _) => b.plus(c),
-                _ => None,
+                _ => counted_on(body, a, b),
             }
         }
         "tile.subi" => operand(0)?.plus(-operand(1)?.as_constant()?),
-        "tile.muli" => Some(IndexExpr::of(Iteration::constant(operand(0)?.as_constant()? * operand(1)?.as_constant()?))),
+        // A product of two run-time values (tiles done times the trip count)
+        // is an opaque count; scaling an iteration by a constant is not a
+        // form the schedules use.
+        "tile.muli" => match (operand(0).and_then(|e| e.as_constant()), operand(1).and_then(|e| e.as_constant())) {
+            (Some(a), Some(b)) => Some(IndexExpr::of(Iteration::constant(a * b))),
+            (None, None) => Some(IndexExpr::of(Iteration::of(v))),
+            _ => None,
+        },
         "tile.divsi" => operand(0)?.divided(operand(1)?.as_constant()?),
         "tile.remsi" => operand(0)?.reduced(operand(1)?.as_constant()?),
         _ => Some(IndexExpr::of(Iteration::of(v))),
     }
+}
+
+/// `done + it`: an iteration of a loop counted on from `done` iterations
+/// before it. Exactly one side must be an induction variable (plus a
+/// constant); the other is taken as the opaque count.
+fn counted_on(body: &Body, a: IndexExpr, b: IndexExpr) -> Option<IndexExpr> {
+    let is_iv = |e: &IndexExpr| {
+        e.modulus.is_none() && e.iteration.earlier.is_none() && e.iteration.base.and_then(|v| induction_loop(body, v)).is_some()
+    };
+    let is_count = |e: &IndexExpr| e.modulus.is_none() && e.iteration.is_plain() && !is_iv(e);
+    // The passes write `count + iteration`; where neither side is an
+    // induction variable (the last iteration, `count + trip - 1`), the first
+    // operand is the count.
+    let (count, it) = if is_iv(&b) && is_count(&a) {
+        (a, b)
+    } else if is_iv(&a) && is_count(&b) {
+        (b, a)
+    } else if is_count(&a) && b.modulus.is_none() && b.iteration.earlier.is_none() && b.iteration.base.is_some() {
+        (a, b)
+    } else {
+        return None;
+    };
+    let mut sum = it.plus(count.iteration.offset)?;
+    let position = sum.iteration.steps.len();
+    sum.iteration.earlier = Some((count.iteration.base.expect("plain"), position));
+    Some(sum)
 }
 
 /// The loop whose induction variable `v` is.
@@ -124,6 +169,9 @@ fn upper_bound(body: &Body, v: Value) -> Option<i64> {
 
 /// The values `it` takes, `[lo, hi)`, where known: constants, and loop
 /// induction variables with constant bounds (every step keeps the order).
+///
+/// An `earlier` count is taken as 0: the ranges describe the first tile,
+/// which is what the first-round checks reason about.
 pub fn iteration_range(body: &Body, it: &Iteration) -> (Option<i64>, Option<i64>) {
     let (lo, hi) = match it.base {
         None => (Some(0), Some(1)),
@@ -199,7 +247,11 @@ pub fn phase_of(phase: &IndexExpr, stages: i64, stage_it: Option<&Iteration>, in
     if stages == 1 {
         return Ok(Phase { iteration, add: 0 });
     }
-    match iteration.steps.pop() {
+    let popped = iteration.steps.pop();
+    if iteration.earlier.is_some_and(|(_, at)| at > iteration.steps.len()) {
+        return Err(wrong());
+    }
+    match popped {
         Some((d, add)) if d == stages && (0..=1).contains(&add) => match stage_it {
             Some(it) if *it != iteration => Err("phase follows a different iteration than the stage index".into()),
             _ => Ok(Phase { iteration, add }),
@@ -267,7 +319,7 @@ DEFS
         assert_eq!(empty, Phase { iteration: kt, add: 1 });
         assert!(empty.starts_with_credit(&body, 4));
         let next = stage_iteration(&body, &evaluate(&body, v("next_stage")).unwrap(), 4);
-        assert_eq!(next, Ok(Some(Iteration { base: Some(v("kt")), offset: 2, steps: vec![] })));
+        assert_eq!(next, Ok(Some(Iteration { base: Some(v("kt")), offset: 2, steps: vec![], earlier: None })));
     }
 
     #[test]
@@ -308,7 +360,7 @@ DEFS
     %phase = tile.remsi %round, %c2 : index";
         let (body, v) = values("%c1", "tile.ceildivsi %n, %c4 : index", defs);
         let phase = stage_phase(&body, v("stage"), v("phase"), 4).expect("derives");
-        assert_eq!(phase.iteration, Iteration { base: Some(v("kt")), offset: -1, steps: vec![(2, 0)] });
+        assert_eq!(phase.iteration, Iteration { base: Some(v("kt")), offset: -1, steps: vec![(2, 0)], earlier: None });
         assert_eq!(iteration_range(&body, &phase.iteration), (Some(0), None));
     }
 }
