@@ -171,6 +171,10 @@ pub(crate) struct Plan {
     pub symbols: Vec<String>,
     /// The stored output tile (`block_m`, `block_n`).
     pub store_tile: [i64; 2],
+    /// The function has `grid = "sms"`: one CTA per SM, looping over tiles.
+    pub persistent: bool,
+    /// The function holds an `nv.warp_specialize`.
+    pub warp_specialized: bool,
 }
 
 impl Plan {
@@ -186,6 +190,15 @@ impl Plan {
                 format!("num_warps = {num_warps} is not supported by the lowering (a multiple of 4 up to 32: whole warpgroups)"),
             ));
         }
+
+        let persistent = match f.attrs.get("grid") {
+            None => false,
+            Some(a) => match a.as_str() {
+                Some("tiles") => false,
+                Some("sms") => true,
+                _ => return Err(Diagnostic::error(f.loc.clone(), "'grid' must be \"tiles\" or \"sms\"")),
+            },
+        };
 
         let mut tensors = Vec::new();
         let mut tensor_of_arg = HashMap::new();
@@ -235,6 +248,8 @@ impl Plan {
             tma: Vec::new(),
             symbols,
             store_tile: [0, 0],
+            persistent,
+            warp_specialized: false,
         };
         let mut cursor = 0i64;
         let mut bar_order = Vec::new();
@@ -284,6 +299,17 @@ impl Plan {
                     if !plan.tma.contains(&desc) {
                         plan.tma.push(desc);
                     }
+                }
+                "nv.warp_specialize" => {
+                    let consumers = data.attrs.get_int("consumers").unwrap_or(1);
+                    if num_warps != 4 * (1 + consumers) {
+                        return Err(error(
+                            &data.loc,
+                            name,
+                            format!("a producer and {consumers} consumer warpgroup(s) need num_warps = {}, not {num_warps}", 4 * (1 + consumers)),
+                        ));
+                    }
+                    plan.warp_specialized = true;
                 }
                 "nv.store_global" => {
                     let tensor = *plan
@@ -373,7 +399,11 @@ impl Plan {
             target: "sm_90a".into(),
             block: [self.threads() as u32, 1, 1],
             cluster: [1, 1, 1],
-            grid: GridRule::Tiles { block_m: self.store_tile[0] as u32, block_n: self.store_tile[1] as u32, group_m: None },
+            grid: if self.persistent {
+                GridRule::Sms { ctas_per_sm: 1 }
+            } else {
+                GridRule::Tiles { block_m: self.store_tile[0] as u32, block_n: self.store_tile[1] as u32, group_m: None }
+            },
             dynamic_smem_bytes: self.smem_bytes as u32,
             tensors,
             params,
