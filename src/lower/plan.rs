@@ -169,7 +169,8 @@ pub(crate) struct Plan {
     /// Dimension symbols, in order of first appearance in the arguments:
     /// one i32 kernel parameter each.
     pub symbols: Vec<String>,
-    /// The stored output tile (`block_m`, `block_n`).
+    /// The CTA's output tile (`block_m`, `block_n`): the stored tile, times
+    /// the consumers along M in a warp-specialised kernel.
     pub store_tile: [i64; 2],
     /// The function has `grid = "sms"`: one CTA per SM, looping over tiles.
     pub persistent: bool,
@@ -254,6 +255,7 @@ impl Plan {
         let mut cursor = 0i64;
         let mut bar_order = Vec::new();
         let mut store = None;
+        let mut consumers = 1;
         for op in body.walk_region(f.region) {
             let data = &body.ops[op];
             let name = data.def.name;
@@ -301,7 +303,7 @@ impl Plan {
                     }
                 }
                 "nv.warp_specialize" => {
-                    let consumers = data.attrs.get_int("consumers").unwrap_or(1);
+                    consumers = data.attrs.get_int("consumers").unwrap_or(1);
                     if num_warps != 4 * (1 + consumers) {
                         return Err(error(
                             &data.loc,
@@ -343,9 +345,11 @@ impl Plan {
                 format!("the kernel needs {} bytes of shared memory, more than sm_90's {}", plan.smem_bytes, tilec_artifact::MAX_DYNAMIC_SMEM_SM90),
             ));
         }
-        plan.store_tile = store.ok_or_else(|| {
+        let [rows, cols] = store.ok_or_else(|| {
             Diagnostic::error(f.loc.clone(), "the lowering needs an 'nv.store_global' of the output tile (it sets the grid)")
         })?;
+        // Consumer warpgroups split the CTA's tile along M, each storing its rows.
+        plan.store_tile = [rows * consumers, cols];
         Ok(plan)
     }
 
