@@ -38,7 +38,6 @@ impl SmemRef {
 /// Checks that the first row `row` (`row_name` lowered) of `nv.smem_rows`
 /// (operation `op`) is provably a multiple of 8 and returns the window of
 /// `rows` rows of `parent`, a view of `buffer`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn window(
     em: &mut Emitter,
     body: &Body,
