@@ -11,8 +11,9 @@
 #   `NAME FILE [PIPELINE]`, compiled with `tilec compile FILE --pass-pipeline=PIPELINE`
 #   (tilec's default pipeline when PIPELINE is absent); `#` starts a comment.
 #   TILEC_BUNDLE_PROFILE=debug uses debug builds (faster to build; the kernels are the same).
-#   A kernel whose PTX ptxas rejects, or that spills or serialises wgmma (C7519/C7517), fails
-#   the build; C7514 (wgmma serialised by accumulator reads) is reported.
+#   A kernel whose PTX ptxas rejects, or that spills, serialises wgmma (C7519/C7517) or has its
+#   setmaxnreg ignored (C7508), fails the build; C7514 (wgmma serialised by accumulator reads)
+#   is reported.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -50,8 +51,8 @@ while read -r name file pipeline; do
       failed=1
       continue
     fi
-    if grep -qE 'C7519|C7517' "$log" || ! grep -q ' 0 bytes spill stores, 0 bytes spill loads' "$log"; then
-      echo "FAIL $name: ptxas reports spills or wgmma serialisation (see $log)" >&2
+    if grep -qE 'C7519|C7517|C7508' "$log" || ! grep -q ' 0 bytes spill stores, 0 bytes spill loads' "$log"; then
+      echo "FAIL $name: ptxas reports spills, wgmma serialisation or ignored setmaxnreg (see $log)" >&2
       failed=1
       continue
     fi

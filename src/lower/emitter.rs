@@ -58,6 +58,13 @@ impl Emitter {
         self.line(text);
     }
 
+    /// Writes `text` one level out and keeps the indentation (`} else {`).
+    pub fn middle(&mut self, text: impl AsRef<str>) {
+        self.indent -= 1;
+        self.line(text);
+        self.indent += 1;
+    }
+
     /// `%r = <rhs>`, returning `%r`.
     pub fn assign(&mut self, hint: &str, rhs: impl AsRef<str>) -> String {
         let name = self.fresh(hint);

@@ -36,9 +36,10 @@ pub(crate) struct FragGeom {
 }
 
 impl FragGeom {
-    /// The geometry of a tile with an MMA v3 layout, or why it has none the
-    /// lowering supports.
-    pub fn of(tile: &TileType, num_warps: i64) -> Result<FragGeom, String> {
+    /// The geometry of a tile with an MMA v3 layout held by `warps` warps
+    /// (the CTA's, or one role's warpgroup), or why it has none the lowering
+    /// supports.
+    pub fn of(tile: &TileType, warps: i64) -> Result<FragGeom, String> {
         let Some(Layout::Mma { version, warps_per_cta, instr_shape }) = &tile.layout else {
             return Err("register tiles need a '#tile.mma' layout in the lowering".into());
         };
@@ -53,8 +54,8 @@ impl FragGeom {
         if wn != 1 || wm % 4 != 0 {
             return Err(format!("warps_per_cta = [{wm}, {wn}] is not supported by the lowering (whole warpgroups along M: [4G, 1])"));
         }
-        if wm != num_warps {
-            return Err(format!("warps_per_cta = [{wm}, 1] does not match num_warps = {num_warps}"));
+        if wm != warps {
+            return Err(format!("warps_per_cta = [{wm}, 1] does not match the {warps} warps that run this code"));
         }
         if im != 16 {
             return Err(format!("instruction M {im} is not supported by the lowering (wgmma's warp slice is 16)"));
@@ -101,9 +102,26 @@ impl Frag {
     }
 }
 
-/// A splat of `literal` (already spelled for `elem`).
-pub(crate) fn splat(em: &mut Emitter, geom: &FragGeom, elem: ElemType, literal: &str, is_zero: bool) -> Frag {
+/// A splat of `literal` (already spelled for `elem`; `bits` is its bit
+/// pattern when `elem` is f32).
+///
+/// An f32 splat is a wgmma accumulator's initial value: each chunk is then
+/// written by its own side-effecting `mov` asm, distinct registers in place
+/// before the loop. A constant would let LLVM materialise the value as
+/// register copies where it is used, e.g. between `wgmma.fence` and the
+/// first wgmma of a peeled iteration, and ptxas then serialises the wgmma
+/// (C7519).
+pub(crate) fn splat(em: &mut Emitter, geom: &FragGeom, elem: ElemType, literal: &str, is_zero: bool, bits: u32) -> Frag {
     let ty = em.struct_type(elem, geom.chunk_len());
+    if elem == ElemType::F32 {
+        let n = geom.chunk_len();
+        let movs: Vec<String> = (0..n).map(|i| format!("mov.b32 ${i}, 0f{bits:08X};")).collect();
+        let constraints = vec!["=f"; n].join(",");
+        let chunks = (0..geom.chunks())
+            .map(|_| em.assign(if is_zero { "zero" } else { "splat" }, format!("llvm.inline_asm has_side_effects \"{}\", \"{constraints}\" : () -> {ty}", movs.join(" "))))
+            .collect();
+        return Frag { geom: geom.clone(), elem, chunks };
+    }
     let chunk = if is_zero {
         em.assign("zero", format!("llvm.mlir.zero : {ty}"))
     } else {

@@ -4,7 +4,8 @@
 use super::emitter::{float_literal, mlir_type, Emitter};
 use super::fragment::{self, Frag, FragGeom, ThreadCoords};
 use super::plan::{error, DimSrc, Plan};
-use super::{tma, wgmma};
+use super::smem_rows::{self, SmemRef};
+use super::{roles, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use tilec_dialects::ir::{Block, Op};
 use tilec_dialects::nv::memory::tma_load_operands;
@@ -19,8 +20,8 @@ enum Lv {
     Frag(Frag),
     /// A kernel argument tensor (index into `Plan::tensors`).
     Ref(usize),
-    /// A shared buffer (its `nv.alloc_smem` result, the key of `Plan::buffers`).
-    Smem(Value),
+    /// A shared buffer or a row window of one.
+    Smem(SmemRef),
     /// An mbarrier group (key of `Plan::barriers`).
     Bars(Value),
 }
@@ -31,18 +32,33 @@ struct Thread {
     smem: String,
     /// (shared address of the dynamic allocation & 0x3FFFF) >> 4, as i64.
     smem16: String,
-    coords: ThreadCoords,
+    /// The CTA-wide warpgroup index (`tid / 128`), with more than one.
+    wg: Option<String>,
 }
 
-/// The warpgroup of thread `tid` (with more than one) and its first row and
-/// column in each wgmma accumulator fragment.
-fn thread_coords(em: &mut Emitter, tid: &str, num_warps: i64) -> ThreadCoords {
-    let wg = if num_warps > 4 {
-        let c7 = em.i32(7);
-        Some(em.binop("wg", "arith.shrui", tid, &c7, "i32"))
-    } else {
-        None
-    };
+/// Which threads run the ops being lowered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// Every thread of the CTA.
+    Cta,
+    /// Warpgroup 0 of a warp-specialised kernel.
+    Producer,
+    /// One consumer warpgroup of a warp-specialised kernel; its register
+    /// tiles are its own (`warps_per_cta = [4, 1]`).
+    Consumer,
+}
+
+/// `tid / 128`, the warpgroup of thread `tid`.
+fn warpgroup(em: &mut Emitter, tid: &str) -> String {
+    let c7 = em.i32(7);
+    em.binop("wg", "arith.shrui", tid, &c7, "i32")
+}
+
+/// The thread's first row and column in each wgmma accumulator fragment of
+/// its warpgroup (from `tid % 128`), and with `warpgroups` > 1 sharing a
+/// tile, its warpgroup.
+fn thread_coords(em: &mut Emitter, tid: &str, warpgroups: i64) -> ThreadCoords {
+    let wg = (warpgroups > 1).then(|| warpgroup(em, tid));
     let c5 = em.i32(5);
     let c3 = em.i32(3);
     let warp_all = em.binop("warp", "arith.shrui", tid, &c5, "i32");
@@ -77,6 +93,7 @@ pub(crate) struct Lowerer<'a> {
     ptr_args: HashMap<usize, String>,
     dim_args: HashMap<String, String>,
     store_helpers: BTreeMap<&'static str, ElemType>,
+    role: Role,
 }
 
 fn is_elected(name: &str) -> bool {
@@ -95,6 +112,7 @@ impl<'a> Lowerer<'a> {
             ptr_args: HashMap::new(),
             dim_args: HashMap::new(),
             store_helpers: BTreeMap::new(),
+            role: Role::Cta,
         }
     }
 
@@ -119,6 +137,9 @@ impl<'a> Lowerer<'a> {
             self.dim_args.insert(s.clone(), name);
         }
         let mut attrs = format!("known_block_size = array<i32: {}, 1, 1>", self.plan.threads());
+        if self.plan.warp_specialized {
+            attrs.push_str(&format!(", {}", roles::MIN_CTAS_ATTR));
+        }
         if !tma_indices.is_empty() {
             attrs.push_str(&format!(", tilec.tma_params = array<i32: {}>", tma_indices.join(", ")));
         }
@@ -127,12 +148,12 @@ impl<'a> Lowerer<'a> {
 
     fn prologue(&mut self) {
         let em = &mut self.em;
-        em.line("// Thread coordinates: warpgroup, warp in warpgroup, lane; wgmma fragment row/column of this thread.");
+        em.line("// Thread 0 issues elected ops; the warpgroup index picks fragments and roles.");
         let tid_idx = em.assign("tid_idx", "gpu.thread_id x");
         let tid = em.assign("tid", format!("arith.index_cast {tid_idx} : index to i32"));
         let c0 = em.i32(0);
         let is_leader = em.assign("is_leader", format!("arith.cmpi eq, {tid}, {c0} : i32"));
-        let coords = thread_coords(em, &tid, self.plan.num_warps);
+        let wg = (self.plan.num_warps > 4).then(|| warpgroup(em, &tid));
         em.line("// Dynamic shared memory (docs/backend.md): buffers 1024-aligned, then the mbarriers.");
         let smem = em.assign("smem", "llvm.mlir.addressof @__tilec_dyn_smem : !llvm.ptr<3>");
         let addr = em.assign("smem_addr", format!("llvm.ptrtoint {smem} : !llvm.ptr<3> to i64"));
@@ -140,7 +161,7 @@ impl<'a> Lowerer<'a> {
         let masked = em.binop("smem_addr", "arith.andi", &addr, &mask, "i64");
         let c4 = em.i64(4);
         let smem16 = em.binop("smem16", "arith.shrui", &masked, &c4, "i64");
-        self.thread = Some(Thread { is_leader, smem, smem16, coords });
+        self.thread = Some(Thread { is_leader, smem, smem16, wg });
     }
 
     /// Writes the kernel function.
@@ -167,7 +188,10 @@ impl<'a> Lowerer<'a> {
         let mut i = 0;
         while i < ops.len() {
             if is_elected(self.f.body.ops[ops[i]].def.name) {
-                // A run of elected ops: issued by thread 0 only.
+                if self.role == Role::Consumer {
+                    return Err(self.err(ops[i], "elected ops in a consumer region are not supported by the lowering"));
+                }
+                // A run of elected ops: issued by thread 0 only (in the producer when specialised).
                 let leader = self.thread().is_leader.clone();
                 self.em.open(format!("scf.if {leader} {{"));
                 while i < ops.len() && is_elected(self.f.body.ops[ops[i]].def.name) {
@@ -219,7 +243,18 @@ impl<'a> Lowerer<'a> {
 
     fn geom(&self, op: Op, ty: &Type) -> Result<FragGeom, Diagnostic> {
         let tile = ty.as_tile().ok_or_else(|| self.err(op, "expected a tile"))?;
-        FragGeom::of(tile, self.plan.num_warps).map_err(|m| self.err(op, m))
+        FragGeom::of(tile, self.warps()).map_err(|m| self.err(op, m))
+    }
+
+    /// Warps holding one register tile: the CTA's, or in a warp-specialised
+    /// kernel one consumer warpgroup's (a tile defined outside the roles,
+    /// such as the accumulator's initial splat, is a copy per warpgroup).
+    fn warps(&self) -> i64 {
+        if self.plan.warp_specialized {
+            4
+        } else {
+            self.plan.num_warps
+        }
     }
 
     /// The i32 value of dimension `d` of tensor `t`.
@@ -392,10 +427,11 @@ impl<'a> Lowerer<'a> {
                     g.span(),
                     g.swizzle
                 ));
-                self.vals.insert(results[0], Lv::Smem(results[0]));
+                self.vals.insert(results[0], Lv::Smem(SmemRef::whole(results[0], g.rows)));
                 Ok(())
             }
             "nv.alloc_mbarriers" => {
+                self.check_cta_wide(op)?;
                 let bars = self.plan.barriers[&results[0]].clone();
                 let t = self.thread();
                 let (smem, leader) = (t.smem.clone(), t.is_leader.clone());
@@ -435,9 +471,27 @@ impl<'a> Lowerer<'a> {
             }
             "nv.wgmma" => self.lower_wgmma(op),
             "nv.barrier" => {
+                self.check_cta_wide(op)?;
                 self.em.line("gpu.barrier");
                 Ok(())
             }
+            "nv.mbarrier_arrive" => {
+                let bar = self.barrier(op, operands[0], operands[1])?;
+                tma::arrive(&mut self.em, &bar);
+                Ok(())
+            }
+            "nv.smem_rows" => {
+                let Lv::Smem(parent) = self.lv(op, operands[0])?.clone() else {
+                    return Err(self.err(op, "expected a shared buffer"));
+                };
+                let row = self.scalar(op, operands[1])?;
+                let rows = self.f.body.value_type(results[0]).as_smem().map_or(0, |s| s.tile.shape[0]);
+                let buffer = &self.plan.buffers[&parent.buffer];
+                let window = smem_rows::window(&mut self.em, &self.f.body, op, &parent, buffer, (operands[1], row), rows)?;
+                self.vals.insert(results[0], Lv::Smem(window));
+                Ok(())
+            }
+            "nv.warp_specialize" => self.lower_warp_specialize(op),
             "nv.store_global" => self.lower_store(op),
             _ => Err(self.err(op, "is not supported by the lowering")),
         }
@@ -459,7 +513,12 @@ impl<'a> Lowerer<'a> {
             }
             Type::Tile(_) => {
                 let geom = self.geom(op, &ty)?;
-                Lv::Frag(fragment::splat(&mut self.em, &geom, elem, &literal, is_zero))
+                let bits = match value {
+                    Some(Attribute::Float(v, _)) => (*v as f32).to_bits(),
+                    Some(Attribute::Int(v, _)) => (*v as f32).to_bits(),
+                    _ => 0,
+                };
+                Lv::Frag(fragment::splat(&mut self.em, &geom, elem, &literal, is_zero, bits))
             }
             _ => return Err(self.err(op, "expected a scalar or tile result")),
         };
@@ -530,13 +589,13 @@ impl<'a> Lowerer<'a> {
         let (tensor, coords, buffer, stage, barrier, bstage) =
             (o.tensor, o.coords.to_vec(), o.buffer, o.stage, o.barrier, o.barrier_stage);
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
-        let Lv::Smem(key) = *self.lv(op, buffer)? else { return Err(self.err(op, "expected a shared buffer")) };
-        let buf = self.plan.buffers[&key].clone();
+        let Lv::Smem(dst) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
+        let buf = self.plan.buffers[&dst.buffer].clone();
         let desc_idx = self
             .plan
             .tma
             .iter()
-            .position(|d| d.tensor == t && d.box_dims == [buf.geom.rows, buf.geom.block_cols()] && d.swizzle == buf.geom.swizzle)
+            .position(|d| d.tensor == t && d.box_dims == [dst.rows, buf.geom.block_cols()] && d.swizzle == buf.geom.swizzle)
             .expect("planned");
         let desc = self.tma_args[desc_idx].clone();
         let row = self.scalar(op, coords[0])?;
@@ -544,28 +603,37 @@ impl<'a> Lowerer<'a> {
         let stage = self.scalar(op, stage)?;
         let bar = self.barrier(op, barrier, bstage)?;
         let smem = self.thread().smem.clone();
-        tma::load(&mut self.em, &smem, &buf, &stage, &desc, &bar, &row, &col);
+        tma::load(&mut self.em, &smem, &buf, dst.row_offset.as_deref(), &stage, &desc, &bar, &row, &col);
         Ok(())
     }
 
     fn lower_wgmma(&mut self, op: Op) -> Result<(), Diagnostic> {
+        if self.plan.warp_specialized && self.role != Role::Consumer {
+            return Err(self.err(op, "in a warp-specialised kernel, wgmma runs in a consumer region"));
+        }
         let data = &self.f.body.ops[op];
         let (operands, result, attrs, loc) = (data.operands.clone(), data.results[0], data.attrs.clone(), data.loc.clone());
-        let Lv::Smem(a_key) = *self.lv(op, operands[0])? else { return Err(self.err(op, "A must be a shared buffer")) };
-        let Lv::Smem(b_key) = *self.lv(op, operands[2])? else { return Err(self.err(op, "B must be a shared buffer")) };
+        let Lv::Smem(a_ref) = self.lv(op, operands[0])?.clone() else { return Err(self.err(op, "A must be a shared buffer")) };
+        let Lv::Smem(b_ref) = self.lv(op, operands[2])?.clone() else { return Err(self.err(op, "B must be a shared buffer")) };
         let a = wgmma::Operand {
-            buffer: &self.plan.buffers[&a_key],
+            buffer: &self.plan.buffers[&a_ref.buffer],
+            rows: a_ref.rows,
+            row_offset: a_ref.row_offset,
             stage: self.scalar(op, operands[1])?,
             k_major: !attrs.has("transpose_a"),
         };
         let b = wgmma::Operand {
-            buffer: &self.plan.buffers[&b_key],
+            buffer: &self.plan.buffers[&b_ref.buffer],
+            rows: b_ref.rows,
+            row_offset: b_ref.row_offset,
             stage: self.scalar(op, operands[3])?,
             k_major: attrs.has("transpose_b"),
         };
         let acc = self.frag(op, operands[4])?;
         let t = self.thread.as_ref().expect("prologue written");
-        let r = wgmma::lower(&mut self.em, &loc, &a, &b, &acc, &t.smem16, t.coords.wg.as_deref())?;
+        // Only warpgroups sharing one tile split it by the CTA-wide index.
+        let wg = if acc.geom.warpgroups > 1 { t.wg.as_deref() } else { None };
+        let r = wgmma::lower(&mut self.em, &loc, &a, &b, &acc, &t.smem16, wg)?;
         self.vals.insert(result, Lv::Frag(r));
         Ok(())
     }
@@ -585,8 +653,42 @@ impl<'a> Lowerer<'a> {
         // fragment index math is scheduled between a loop's in-flight wgmma
         // and the wait that drains it.
         let tid = self.em.assign("tid_epilogue", "llvm.inline_asm has_side_effects \"mov.u32 $0, %tid.x;\", \"=r\" : () -> i32");
-        let coords = thread_coords(&mut self.em, &tid, self.plan.num_warps);
+        let coords = thread_coords(&mut self.em, &tid, frag.geom.warpgroups);
         fragment::store(&mut self.em, &frag, &coords, &ptr, &row0, &col0, &rows, &cols);
+        Ok(())
+    }
+
+    /// CTA-wide synchronisation inside a role would wait for the other
+    /// role's warpgroups, which never arrive.
+    fn check_cta_wide(&self, op: Op) -> Result<(), Diagnostic> {
+        if self.role == Role::Cta {
+            return Ok(());
+        }
+        Err(self.err(op, "waits for every thread of the CTA and cannot run inside one role of 'nv.warp_specialize'"))
+    }
+
+    fn lower_warp_specialize(&mut self, op: Op) -> Result<(), Diagnostic> {
+        if self.role != Role::Cta {
+            return Err(self.err(op, "nested warp specialisation is not supported by the lowering"));
+        }
+        let data = &self.f.body.ops[op];
+        let budgets = roles::Budgets {
+            producer_regs: data.attrs.get_int("producer_regs").unwrap_or(0),
+            consumer_regs: data.attrs.get_int("consumer_regs").unwrap_or(0),
+        };
+        let (producer, consumer) = (self.f.body.entry_block(data.regions[0]), self.f.body.entry_block(data.regions[1]));
+        let c_arg = self.f.body.blocks[consumer].args[0];
+        let wg = self.thread().wg.clone().expect("plan checked: a specialised kernel has several warpgroups");
+
+        roles::open_producer(&mut self.em, &wg, &budgets);
+        self.role = Role::Producer;
+        self.lower_block(producer)?;
+        let c = roles::open_consumer(&mut self.em, &wg, &budgets);
+        self.vals.insert(c_arg, Lv::Scalar { name: c, elem: ElemType::Index });
+        self.role = Role::Consumer;
+        self.lower_block(consumer)?;
+        roles::close(&mut self.em);
+        self.role = Role::Cta;
         Ok(())
     }
 }

@@ -3,8 +3,10 @@
 //!
 //! ```text
 //!  plan.rs      shared-memory carve-up, tensors, dimension symbols, TMA descriptors -> params, manifest
-//!  kernel.rs    the op-by-op walk (index arithmetic, scf.for, dispatch to the files below)
-//!  tma.rs       mbarriers and TMA loads
+//!  kernel.rs    the op-by-op walk (index arithmetic, scf.for, roles, dispatch to the files below)
+//!  roles.rs     nv.warp_specialize: the producer / consumer split with register budgets
+//!  smem_rows.rs row windows of shared buffers (nv.smem_rows)
+//!  tma.rs       mbarriers (init, expect_tx, wait, arrive) and TMA loads
 //!  wgmma.rs     nv.wgmma -> wgmma.mma_async with matrix descriptors
 //!  fragment.rs  MMA-layout register tiles: splats, element-wise ops, bounds-checked stores
 //!  emitter.rs   MLIR text writer
@@ -17,6 +19,8 @@ mod emitter;
 mod fragment;
 mod kernel;
 mod plan;
+mod roles;
+mod smem_rows;
 mod tma;
 mod wgmma;
 

@@ -169,8 +169,13 @@ pub(crate) struct Plan {
     /// Dimension symbols, in order of first appearance in the arguments:
     /// one i32 kernel parameter each.
     pub symbols: Vec<String>,
-    /// The stored output tile (`block_m`, `block_n`).
+    /// The CTA's output tile (`block_m`, `block_n`): the stored tile, times
+    /// the consumers along M in a warp-specialised kernel.
     pub store_tile: [i64; 2],
+    /// The function has `grid = "sms"`: one CTA per SM, looping over tiles.
+    pub persistent: bool,
+    /// The function holds an `nv.warp_specialize`.
+    pub warp_specialized: bool,
 }
 
 impl Plan {
@@ -186,6 +191,15 @@ impl Plan {
                 format!("num_warps = {num_warps} is not supported by the lowering (a multiple of 4 up to 32: whole warpgroups)"),
             ));
         }
+
+        let persistent = match f.attrs.get("grid") {
+            None => false,
+            Some(a) => match a.as_str() {
+                Some("tiles") => false,
+                Some("sms") => true,
+                _ => return Err(Diagnostic::error(f.loc.clone(), "'grid' must be \"tiles\" or \"sms\"")),
+            },
+        };
 
         let mut tensors = Vec::new();
         let mut tensor_of_arg = HashMap::new();
@@ -235,10 +249,13 @@ impl Plan {
             tma: Vec::new(),
             symbols,
             store_tile: [0, 0],
+            persistent,
+            warp_specialized: false,
         };
         let mut cursor = 0i64;
         let mut bar_order = Vec::new();
         let mut store = None;
+        let mut consumers = 1;
         for op in body.walk_region(f.region) {
             let data = &body.ops[op];
             let name = data.def.name;
@@ -285,6 +302,17 @@ impl Plan {
                         plan.tma.push(desc);
                     }
                 }
+                "nv.warp_specialize" => {
+                    consumers = data.attrs.get_int("consumers").unwrap_or(1);
+                    if num_warps != 4 * (1 + consumers) {
+                        return Err(error(
+                            &data.loc,
+                            name,
+                            format!("a producer and {consumers} consumer warpgroup(s) need num_warps = {}, not {num_warps}", 4 * (1 + consumers)),
+                        ));
+                    }
+                    plan.warp_specialized = true;
+                }
                 "nv.store_global" => {
                     let tensor = *plan
                         .tensor_of_arg
@@ -317,9 +345,11 @@ impl Plan {
                 format!("the kernel needs {} bytes of shared memory, more than sm_90's {}", plan.smem_bytes, tilec_artifact::MAX_DYNAMIC_SMEM_SM90),
             ));
         }
-        plan.store_tile = store.ok_or_else(|| {
+        let [rows, cols] = store.ok_or_else(|| {
             Diagnostic::error(f.loc.clone(), "the lowering needs an 'nv.store_global' of the output tile (it sets the grid)")
         })?;
+        // Consumer warpgroups split the CTA's tile along M, each storing its rows.
+        plan.store_tile = [rows * consumers, cols];
         Ok(plan)
     }
 
@@ -373,7 +403,11 @@ impl Plan {
             target: "sm_90a".into(),
             block: [self.threads() as u32, 1, 1],
             cluster: [1, 1, 1],
-            grid: GridRule::Tiles { block_m: self.store_tile[0] as u32, block_n: self.store_tile[1] as u32, group_m: None },
+            grid: if self.persistent {
+                GridRule::Sms { ctas_per_sm: 1 }
+            } else {
+                GridRule::Tiles { block_m: self.store_tile[0] as u32, block_n: self.store_tile[1] as u32, group_m: None }
+            },
             dynamic_smem_bytes: self.smem_bytes as u32,
             tensors,
             params,

@@ -1,5 +1,5 @@
 //! mbarriers and TMA loads: `nv.alloc_mbarriers`, `nv.mbarrier_expect_tx`,
-//! `nv.mbarrier_wait` and `nv.tma_load`, with `nvvm` ops on plain pointers
+//! `nv.mbarrier_wait`, `nv.mbarrier_arrive` and `nv.tma_load`, with `nvvm` ops on plain pointers
 //! into the dynamic shared memory (docs/backend.md, "Kernel ABI").
 
 use super::emitter::Emitter;
@@ -49,14 +49,23 @@ pub(crate) fn wait(em: &mut Emitter, bar: &str, phase: &str) {
     em.line(format!("nvvm.mbarrier.try_wait.parity {bar}, {phase}, {ticks} : !llvm.ptr<3>, i32, i32"));
 }
 
+/// The executing thread arrives once on `bar` (release semantics at CTA
+/// scope: its earlier reads of the stage are ordered before the producer's
+/// refill).
+pub(crate) fn arrive(em: &mut Emitter, bar: &str) {
+    em.line(format!("nvvm.mbarrier.arrive {bar} : !llvm.ptr<3>"));
+}
+
 /// One TMA copy per column block of the buffer's layout: block `j` comes
-/// from columns `col + j * block_cols` and fills `block_bytes` bytes at
-/// `j * block_bytes`. Coordinates go innermost first.
+/// from columns `col + j * block_cols` and fills the box's bytes at
+/// `j * block_bytes`, plus `row_off` bytes (`i32`) for a row window.
+/// Coordinates go innermost first.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn load(
     em: &mut Emitter,
     smem: &str,
     buffer: &Buffer,
+    row_off: Option<&str>,
     stage: &str,
     desc: &str,
     bar: &str,
@@ -64,7 +73,10 @@ pub(crate) fn load(
     col: &str,
 ) {
     let g = &buffer.geom;
-    let dst = smem_ptr(em, smem, buffer.offset, stage, g.stage_bytes(), "dst");
+    let mut dst = smem_ptr(em, smem, buffer.offset, stage, g.stage_bytes(), "dst");
+    if let Some(off) = row_off {
+        dst = em.assign("dst", format!("llvm.getelementptr {dst}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"));
+    }
     for j in 0..g.col_blocks() {
         let p = if j == 0 {
             dst.clone()

@@ -28,9 +28,14 @@ use super::fragment::{Frag, FragGeom};
 use super::plan::{error, Buffer};
 use tilec_dialects::{Diagnostic, ElemType, Location};
 
-/// One wgmma operand in shared memory.
+/// One wgmma operand in shared memory: a buffer, or a row window of one
+/// (which keeps the buffer's layout and strides).
 pub(crate) struct Operand<'a> {
     pub buffer: &'a Buffer,
+    /// Rows of the operand (fewer than the buffer's in a window).
+    pub rows: i64,
+    /// The window's byte offset in each column block (`i32`), if any.
+    pub row_offset: Option<String>,
     /// The stage index (`i32` SSA value).
     pub stage: String,
     /// K is the contiguous dimension of the stored tile.
@@ -72,22 +77,28 @@ fn nvvm_type(e: ElemType) -> Option<&'static str> {
 /// extent and K extent.
 fn check_operand(op: &Operand<'_>, name: &str, loc: &Location, instr_k: i64) -> Result<(i64, i64), Diagnostic> {
     let g = &op.buffer.geom;
-    let (mn, k) = if op.k_major { (g.rows, g.cols) } else { (g.cols, g.rows) };
+    let (mn, k) = if op.k_major { (op.rows, g.cols) } else { (g.cols, op.rows) };
     if k % instr_k != 0 {
         return Err(error(loc, "nv.wgmma", format!("{name}'s K extent {k} is not a multiple of the instruction K {instr_k}")));
     }
     Ok((mn, k))
 }
 
-/// `(desc_base16 + (offset + stage * stage_bytes) / 16) | bits`: the
-/// descriptor of the operand's stage origin (as i64).
+/// `(desc_base16 + (offset + stage * stage_bytes + row_offset) / 16) | bits`:
+/// the descriptor of the operand's origin in its stage (as i64).
 fn stage_descriptor(em: &mut Emitter, op: &Operand<'_>, smem16: &str, hint: &str) -> String {
     let b = op.buffer;
     let stage64 = em.assign("stage64", format!("arith.extui {} : i32 to i64", op.stage));
     let per_stage = em.i64(b.geom.stage_bytes() / 16);
     let stage_off = em.binop("stage_off", "arith.muli", &stage64, &per_stage, "i64");
     let base = em.add_const("desc", smem16, b.offset / 16 + descriptor_bits(b, op.k_major), "i64");
-    em.binop(hint, "arith.addi", &base, &stage_off, "i64")
+    let desc = em.binop(hint, "arith.addi", &base, &stage_off, "i64");
+    let Some(row_offset) = &op.row_offset else { return desc };
+    // A multiple of 8 rows: whole 16-byte units, and the swizzle phase (base offset 0) is kept.
+    let c4 = em.i32(4);
+    let units = em.binop("row_units", "arith.shrui", row_offset, &c4, "i32");
+    let units64 = em.assign("row_units64", format!("arith.extui {units} : i32 to i64"));
+    em.binop(hint, "arith.addi", &desc, &units64, "i64")
 }
 
 /// Emits the wgmma instructions of one `nv.wgmma`: for each k step, each

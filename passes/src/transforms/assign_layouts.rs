@@ -40,7 +40,12 @@ impl Pass for AssignLayouts {
         let num_warps = match func.attrs.get_int("num_warps") {
             None => self.default_warps,
             Some(w @ (4 | 8)) => w as u32,
-            Some(w) => return Err(Diagnostic::error(func.loc.clone(), format!("num_warps must be 4 or 8, found {w}"))),
+            Some(w) if has_dot(func) => {
+                return Err(Diagnostic::error(func.loc.clone(), format!("num_warps must be 4 or 8, found {w}")))
+            }
+            // Only dots need the warp count: nv-level input keeps its own (a
+            // warp-specialised kernel has 12 warps).
+            Some(w) => w as u32,
         };
         func.attrs.set("num_warps", Attribute::Int(i64::from(num_warps), ElemType::I64));
         let body = &mut func.body;
@@ -69,6 +74,10 @@ impl Pass for AssignLayouts {
         remove_redundant_conversions(body, func.region);
         Ok(())
     }
+}
+
+fn has_dot(func: &Function) -> bool {
+    func.body.walk_region(func.region).iter().any(|&op| matches!(func.body.ops[op].def.name, "tile.dot" | "tile.dot_scaled"))
 }
 
 fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {

@@ -1,0 +1,53 @@
+//! `nv.warp_specialize`: the role split of a warp-specialised kernel.
+//!
+//! ```text
+//! %is_producer = arith.cmpi eq, %wg, 0        // %wg = tid / 128
+//! scf.if %is_producer {
+//!   nvvm.setmaxregister decrease <producer_regs>
+//!   <producer>
+//! } else {
+//!   nvvm.setmaxregister increase <consumer_regs>
+//!   %c = %wg - 1
+//!   <consumer>
+//! }
+//! ```
+//!
+//! ptxas honours `setmaxnreg` only when the kernel has a register cap at
+//! entry (`.maxntid` with `.minnctapersm 1`, see [`MIN_CTAS_ATTR`]) and each
+//! warpgroup's role is one branch of a single if/else; otherwise it ignores
+//! the instruction with warning C7508.
+
+use super::emitter::Emitter;
+
+/// The `gpu.func` attribute giving the kernel `.minnctapersm 1`: with
+/// `.maxntid` it caps the registers at entry (65536 / threads), which
+/// `setmaxnreg` needs. `convert-gpu-to-nvvm` keeps it on the `llvm.func`.
+pub(crate) const MIN_CTAS_ATTR: &str = "nvvm.minctasm = 1 : i32";
+
+/// The register budgets of one `nv.warp_specialize`.
+pub(crate) struct Budgets {
+    pub producer_regs: i64,
+    pub consumer_regs: i64,
+}
+
+/// Opens the producer branch: warpgroup 0 gives registers back.
+pub(crate) fn open_producer(em: &mut Emitter, wg: &str, budgets: &Budgets) {
+    let c0 = em.i32(0);
+    let is_producer = em.assign("is_producer", format!("arith.cmpi eq, {wg}, {c0} : i32"));
+    em.open(format!("scf.if {is_producer} {{"));
+    em.line(format!("nvvm.setmaxregister decrease {}", budgets.producer_regs));
+}
+
+/// Closes the producer branch and opens the consumers' one: every other
+/// warpgroup takes registers and computes its consumer index `%c = wg - 1`,
+/// which it returns.
+pub(crate) fn open_consumer(em: &mut Emitter, wg: &str, budgets: &Budgets) -> String {
+    em.middle("} else {");
+    em.line(format!("nvvm.setmaxregister increase {}", budgets.consumer_regs));
+    let c1 = em.i32(1);
+    em.binop("consumer", "arith.subi", wg, &c1, "i32")
+}
+
+pub(crate) fn close(em: &mut Emitter) {
+    em.close("}");
+}
