@@ -17,14 +17,17 @@ for dir in artifacts/*/; do
   name=$(basename "$dir")
   shapes=()
   # B stored K x N needs N * 2 bytes to be a multiple of 16 for TMA.
-  case "$name" in b_kn*) shapes=(--shapes 128x128x64,128x128x4096,4096x4096x4096,1000x1000x2000,136x264x192) ;; esac
+  case "$name" in
+    b_kn*) shapes=(--shapes 128x128x64,128x128x4096,4096x4096x4096,1000x1000x2000,136x264x192) ;;
+    ws*) shapes=(--shapes 128x128x64,128x128x4096,4096x4096x4096,1000x1000x2000,129x257x192,8192x8192x8192) ;;
+  esac
   echo "===== $name" >>"$out/correctness.log"
   bin/tilec-gpu-test "$dir" "${shapes[@]}" >>"$out/correctness.log" 2>&1; echo "rc=$?" >>"$out/correctness.log"
 done
 grep -E "=====|PASS|FAIL|rc=" "$out/correctness.log" | grep -vE "^ +[0-9x]+ .*PASS" | tail -60
 
 echo "== SASS"
-for a in ${SASS_ARTIFACTS:-bf16_s4 t128x256_s4}; do
+for a in ${SASS_ARTIFACTS:-bf16_s4 ws2_128x256_p_s4 ws2_p_s3}; do
   ptxas --gpu-name sm_90a "artifacts/$a/kernel.ptx" -o "/tmp/$a.cubin" 2>&1 | head -3
   cuobjdump -sass "/tmp/$a.cubin" > "$out/$a.sass" 2>&1
   echo "$a: HGMMA $(grep -c HGMMA "$out/$a.sass"), WARPGROUP.ARRIVE $(grep -c 'WARPGROUP.ARRIVE' "$out/$a.sass"), WARPGROUP.DEPBAR $(grep -c 'WARPGROUP.DEPBAR' "$out/$a.sass"), WARPSYNC $(grep -c 'WARPSYNC' "$out/$a.sass")"
@@ -32,7 +35,7 @@ done
 
 echo "== compute-sanitizer (small shape)"
 for tool in racecheck synccheck memcheck; do
-  for a in ${SANITIZE_ARTIFACTS:-bf16_s4}; do
+  for a in ${SANITIZE_ARTIFACTS:-bf16_s4 ws1_s4 ws2_p_s4}; do
     compute-sanitizer --tool "$tool" --error-exitcode 3 bin/tilec-gpu-test "artifacts/$a" --shapes 256x256x512 >"$out/sanitize-$tool-$a.log" 2>&1
     echo "$tool $a: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool-$a.log" | tr '\n' ' ')"
   done
@@ -40,6 +43,6 @@ done
 
 echo "== benchmark"
 bench=()
-for a in ${BENCH_ARTIFACTS:-bf16_s1 bf16_s2 bf16_s3 bf16_s4 bf16_s5 bf16_s6 bf16_s4_d0 t128x256_s2 t128x256_s3 t128x256_s4 t64x128_s4 t64x128_s6}; do bench+=(--artifact "artifacts/$a"); done
+for a in ${BENCH_ARTIFACTS:-bf16_s3 bf16_s4 t128x256_s3 t128x256_s4 t64x128_s6 ws1_s4 ws1_p_s4 ws2_s4 ws2_p_s4 ws2_s5 ws2_p_s5 ws2_128x256_s4 ws2_128x256_p_s4 ws_persistent_128x256_s4}; do bench+=(--artifact "artifacts/$a"); done
 bin/tilec-bench "${bench[@]}" --shapes "${BENCH_SHAPES:-square}" --dtypes bf16 --json "$out/bench.json" --png "$out/bench.png" >"$out/bench.log" 2>&1
 echo "bench rc=$?"; tail -30 "$out/bench.log"
