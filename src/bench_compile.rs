@@ -280,3 +280,30 @@ fn json_string(s: &str) -> String {
     out.push('"');
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_median_min_max() {
+        let ms = |v: &[u64]| v.iter().map(|&m| Duration::from_millis(m)).collect::<Vec<_>>();
+        let odd = Stats::of(&ms(&[5, 1, 3]));
+        assert_eq!((odd.median, odd.min, odd.max), (3.0, 1.0, 5.0));
+        assert_eq!(Stats::of(&ms(&[4, 1, 2, 8])).median, 3.0);
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_string("a\"b\\c\nd\u{1}"), r#""a\"b\\c\nd\u0001""#);
+    }
+
+    #[test]
+    fn runs_must_be_positive() {
+        let args = |v: &[&str]| parse_args(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert!(args(&["f.tile", "--runs", "0"]).is_err());
+        assert!(args(&["f.tile", "--runs=x"]).is_err());
+        assert_eq!(args(&["f.tile", "--runs=3"]).unwrap().unwrap().runs, 3);
+        assert_eq!(args(&["f.tile"]).unwrap().unwrap().runs, DEFAULT_RUNS);
+    }
+}
