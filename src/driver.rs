@@ -1,13 +1,14 @@
 //! `tilec compile FILE.tile [-o DIR] [--emit=STAGE] ...`: parse, run the
 //! tile/nv pass pipeline, lower the nv IR to MLIR (src/lower), run the
 //! MLIR -> PTX back end (src/backend) and write the artifact.
+//! `tilec bench-compile` (src/bench_compile.rs) times the same steps.
 
 use crate::backend::{self, BackendOptions};
 use crate::lower;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use tilec_dialects::{parse_module, print_module, verify_module, PrintOptions};
+use tilec_dialects::{parse_module, print_module, verify_module, Module, PrintOptions};
 use tilec_passes::{Instrumentation, PassManager};
 
 /// The default tile/nv pipeline of `tilec compile`. Input that is already
@@ -21,6 +22,7 @@ pub fn default_pipeline() -> &'static str {
 }
 
 const USAGE: &str = "usage: tilec compile FILE.tile [options]
+       tilec bench-compile FILE... [options]   (compile-time measurement; --help for its options)
 
   -o DIR                    write the artifact (DIR/kernel.ptx, DIR/manifest.json)
   --emit=STAGE              print a stage to stdout: nv (tile/nv IR after the passes),
@@ -67,7 +69,7 @@ fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
     match it.next().map(String::as_str) {
         Some("compile") => {}
         Some("-h" | "--help") | None => return Ok(None),
-        Some(other) => return Err(format!("unknown command '{other}' (expected 'compile')")),
+        Some(other) => return Err(format!("unknown command '{other}' (expected 'compile' or 'bench-compile')")),
     }
     let mut args = Args::default();
     while let Some(arg) = it.next() {
@@ -99,7 +101,11 @@ fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
 /// Runs `tilec` with `raw` arguments (without the program name). Errors are
 /// printed to stderr, located where the input caused them; exit status 1.
 pub fn main(raw: &[String]) -> ExitCode {
-    match run(raw) {
+    let result = match raw.first().map(String::as_str) {
+        Some("bench-compile") => crate::bench_compile::run(&raw[1..]),
+        _ => run(raw),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("{message}");
@@ -134,6 +140,19 @@ impl Timer {
     }
 }
 
+/// Parses and verifies tile/nv text; `name` locates the diagnostics.
+pub(crate) fn parse_and_verify(text: &str, name: &str) -> Result<Module, String> {
+    let m = parse_module(text, name).map_err(|d| d.to_string())?;
+    verify_module(&m).map_err(|d| d.to_string())?;
+    Ok(m)
+}
+
+/// Runs the textual tile/nv `pipeline` on `module`; instrumentation output goes to stderr.
+pub(crate) fn run_passes(module: &mut Module, pipeline: &str, instrumentation: Instrumentation) -> Result<(), String> {
+    let mut pm = PassManager::from_pipeline(pipeline, instrumentation).map_err(|e| e.to_string())?;
+    pm.run(module, &mut std::io::stderr()).map_err(|e| e.to_string())
+}
+
 fn print_stdout(text: &str) -> Result<(), String> {
     std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("cannot write stdout: {e}"))
 }
@@ -147,18 +166,11 @@ fn run(raw: &[String]) -> Result<(), String> {
     let mut timer = Timer { on: args.timing, phases: Vec::new() };
 
     let text = std::fs::read_to_string(input).map_err(|e| format!("tilec: cannot read '{input}': {e}"))?;
-    let mut module = timer.time("parse + verify", || {
-        let m = parse_module(&text, input).map_err(|d| d.to_string())?;
-        verify_module(&m).map_err(|d| d.to_string())?;
-        Ok::<_, String>(m)
-    })?;
+    let mut module = timer.time("parse + verify", || parse_and_verify(&text, input))?;
 
     let instrumentation = Instrumentation { print_after_all: args.print_after_all, ..Instrumentation::default() };
     let pipeline = args.pipeline.as_deref().unwrap_or(DEFAULT_PIPELINE);
-    timer.time("tile/nv passes", || {
-        let mut pm = PassManager::from_pipeline(pipeline, instrumentation).map_err(|e| e.to_string())?;
-        pm.run(&mut module, &mut std::io::stderr()).map_err(|e| e.to_string())
-    })?;
+    timer.time("tile/nv passes", || run_passes(&mut module, pipeline, instrumentation))?;
     if args.emit == Some(Emit::Nv) {
         print_stdout(&print_module(&module, PrintOptions::default()))?;
     }

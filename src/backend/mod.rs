@@ -5,7 +5,9 @@
 //!  MLIR text ──parse──▶ module ──pipeline.rs──▶ LLVM-dialect gpu.module ──kernel_abi.rs──▶
 //!  ──ptx.rs: mlirTranslateModuleToLLVMIR──▶ LLVM IR ──default<O3>──▶ NVPTX ──▶ PTX text
 //! ```
-//! Each stage's text is available through [`emit`] for `--emit=mlir|llvm|ptx`.
+//! Each stage's text is available through [`emit`] for `--emit=mlir|llvm|ptx`; [`emit_in`]
+//! runs the same stages in a caller's context and records the wall time of each in [`Timings`]
+//! (`tilec bench-compile`).
 
 mod context;
 mod error;
@@ -24,6 +26,7 @@ use melior::ir::{
     operation::{Operation, OperationLike},
     Module,
 };
+use std::time::{Duration, Instant};
 
 /// Options of the back end. `Default` is the verified Hopper configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,9 +81,35 @@ pub struct Ptx {
     pub entries: Vec<String>,
 }
 
+/// Wall time of each back-end stage of one compilation, as [`emit_in`] records it. Stages not
+/// reached (an earlier `Stage`, or an error) stay zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// Parsing the MLIR text into the context.
+    pub parse: Duration,
+    /// The upstream pass pipeline and the kernel-ABI fix-up.
+    pub pipeline: Duration,
+    /// `mlirTranslateModuleToLLVMIR` and the NVPTX target machine.
+    pub translate: Duration,
+    /// LLVM IR verification and `default<O{n}>`.
+    pub optimize: Duration,
+    /// NVPTX code generation (the PTX text).
+    pub codegen: Duration,
+}
+
 /// Compiles MLIR text (a `builtin.module` holding exactly one `gpu.module`) to PTX.
 pub fn mlir_to_ptx(mlir_text: &str, opts: &BackendOptions) -> Result<Ptx, BackendError> {
-    let text = emit(mlir_text, opts, Stage::Ptx)?;
+    mlir_to_ptx_in(&BackendContext::new(), mlir_text, opts, &mut Timings::default())
+}
+
+/// [`mlir_to_ptx`] in `ctx`, recording each stage's time in `timings`.
+pub fn mlir_to_ptx_in(
+    ctx: &BackendContext,
+    mlir_text: &str,
+    opts: &BackendOptions,
+    timings: &mut Timings,
+) -> Result<Ptx, BackendError> {
+    let text = emit_in(ctx, mlir_text, opts, Stage::Ptx, timings)?;
     Ok(Ptx { entries: ptx_entries(&text), text })
 }
 
@@ -94,31 +123,65 @@ pub fn mlir_to_llvm_ir(mlir_text: &str, opts: &BackendOptions) -> Result<String,
     emit(mlir_text, opts, Stage::LlvmIrOptimized)
 }
 
-/// Runs the back end up to `stage` and returns that stage's text.
+/// Runs the back end up to `stage` in a fresh context and returns that stage's text.
 pub fn emit(mlir_text: &str, opts: &BackendOptions, stage: Stage) -> Result<String, BackendError> {
-    let ctx = BackendContext::new();
-    let mut module = parse_module(&ctx, mlir_text, &opts.source_name)?;
+    emit_in(&BackendContext::new(), mlir_text, opts, stage, &mut Timings::default())
+}
+
+/// Runs the back end up to `stage` in `ctx` and returns that stage's text; `timings` gets the
+/// time of each stage run. The stage boundaries are the ones [`Timings`] documents.
+pub fn emit_in(
+    ctx: &BackendContext,
+    mlir_text: &str,
+    opts: &BackendOptions,
+    stage: Stage,
+    timings: &mut Timings,
+) -> Result<String, BackendError> {
+    let mut clock = Lap::start();
+    let mut module = parse_module(ctx, mlir_text, &opts.source_name)?;
+    timings.parse = clock.lap();
     let pipeline = opts.pipeline.clone().unwrap_or_else(|| default_pipeline(opts));
-    pipeline::run_pipeline(&ctx, &mut module, &pipeline, opts)?;
-    kernel_abi::apply_kernel_abi(&ctx, &mut module)?;
+    pipeline::run_pipeline(ctx, &mut module, &pipeline, opts)?;
+    kernel_abi::apply_kernel_abi(ctx, &mut module)?;
+    timings.pipeline = clock.lap();
     if stage == Stage::Mlir {
         return Ok(module.as_operation().to_string());
     }
 
     let gpu_module = single_gpu_module(&module)?;
     let llvm = inkwell::context::Context::create();
-    let llvm_module = ptx::translate_gpu_module(&ctx, gpu_module, &llvm)?;
+    let llvm_module = ptx::translate_gpu_module(ctx, gpu_module, &llvm)?;
     let tm = ptx::target_machine(opts)?;
+    timings.translate = clock.lap();
     if stage == Stage::LlvmIr {
         llvm_module.set_triple(&tm.get_triple());
         llvm_module.set_data_layout(&tm.get_target_data().get_data_layout());
         return Ok(llvm_module.print_to_string().to_string());
     }
     ptx::optimize(&llvm_module, &tm, opts)?;
+    timings.optimize = clock.lap();
     if stage == Stage::LlvmIrOptimized {
         return Ok(llvm_module.print_to_string().to_string());
     }
-    ptx::emit_ptx(&llvm_module, &tm)
+    let ptx = ptx::emit_ptx(&llvm_module, &tm)?;
+    timings.codegen = clock.lap();
+    Ok(ptx)
+}
+
+/// Time since the previous lap (or the start).
+struct Lap(Instant);
+
+impl Lap {
+    fn start() -> Self {
+        Lap(Instant::now())
+    }
+
+    fn lap(&mut self) -> Duration {
+        let now = Instant::now();
+        let elapsed = now - self.0;
+        self.0 = now;
+        elapsed
+    }
 }
 
 /// Parses `text` as a top-level `builtin.module`, reporting MLIR's diagnostics with locations

@@ -1,0 +1,309 @@
+//! `tilec bench-compile FILE... [--runs N] [--pass-pipeline=P] [--json OUT]`: compile time,
+//! stage by stage. Each file is compiled N times in this one process, exactly as
+//! `tilec compile` does it (same front end, same back end, a fresh MLIR context per compile),
+//! and the median, min and max of every stage are printed, with the PTX size.
+//!
+//! The MLIR context setup is kept out of the stage table: its first creation in a process
+//! pays one-time registration (passes, translations, LLVM targets) that no later compile
+//! does, so it is reported as "first run" against the later runs.
+
+use crate::backend::{self, BackendContext, BackendOptions, Timings};
+use crate::driver::{parse_and_verify, run_passes, DEFAULT_PIPELINE};
+use crate::lower;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tilec_passes::Instrumentation;
+
+/// Schema name of the `--json` report.
+pub const SCHEMA: &str = "tilec-compile-time/1";
+
+const DEFAULT_RUNS: usize = 10;
+
+const USAGE: &str = "usage: tilec bench-compile FILE... [options]
+
+  --runs N                  compiles per file (default 10), all in this process
+  --pass-pipeline=PIPELINE  tile/nv passes to run (default: the driver's DEFAULT_PIPELINE)
+  --json OUT                also write the report as JSON (schema tilec-compile-time/1)";
+
+/// The timed stages, in compile order: (JSON key, table label).
+const STAGES: [(&str, &str); 7] = [
+    ("parse", "parse + verify"),
+    ("passes", "tile/nv passes"),
+    ("lower", "lower nv -> MLIR (+ MLIR parse)"),
+    ("mlir_pipeline", "MLIR pass pipeline"),
+    ("translate", "MLIR -> LLVM IR"),
+    ("llvm_opt", "LLVM opt (default<O3>)"),
+    ("codegen", "NVPTX codegen"),
+];
+
+struct Args {
+    inputs: Vec<String>,
+    runs: usize,
+    pipeline: String,
+    json: Option<String>,
+}
+
+fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
+    let mut args = Args { inputs: Vec::new(), runs: DEFAULT_RUNS, pipeline: DEFAULT_PIPELINE.into(), json: None };
+    let mut it = raw.iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = |what: &str| inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{flag} needs {what}"));
+        match flag {
+            "-h" | "--help" => return Ok(None),
+            "--runs" => {
+                let v = value("a count")?;
+                args.runs = match v.parse::<usize>() {
+                    Ok(n) if n > 0 => n,
+                    _ => return Err(format!("--runs needs a positive count, got '{v}'")),
+                };
+            }
+            "--pass-pipeline" => args.pipeline = value("a pipeline")?,
+            "--json" => args.json = Some(value("a file")?),
+            f if f.starts_with('-') => return Err(format!("unknown option '{arg}'")),
+            _ => args.inputs.push(arg.clone()),
+        }
+    }
+    if args.inputs.is_empty() {
+        return Err("no input file".into());
+    }
+    Ok(Some(args))
+}
+
+/// One compile: the stage times (in [`STAGES`] order), the total and the PTX size.
+struct Sample {
+    stages: [Duration; STAGES.len()],
+    total: Duration,
+    ptx_bytes: usize,
+}
+
+/// Compiles `text` once in `ctx`. The total is the wall time of the whole compile, so it
+/// includes the glue between stages that no stage owns.
+fn compile_once(ctx: &BackendContext, text: &str, name: &str, pipeline: &str) -> Result<Sample, String> {
+    let start = Instant::now();
+    let mut module = parse_and_verify(text, name)?;
+    let parsed = Instant::now();
+    run_passes(&mut module, pipeline, Instrumentation::default())?;
+    let passed = Instant::now();
+    let kernel = lower::lower_module(&module).map_err(|d| d.to_string())?;
+    let lowered = Instant::now();
+    let opts = BackendOptions { source_name: format!("{name} (generated MLIR)"), ..BackendOptions::default() };
+    let mut t = Timings::default();
+    let ptx = backend::mlir_to_ptx_in(ctx, &kernel.mlir, &opts, &mut t)
+        .map_err(|e| format!("{name}: error: the back end rejected the generated MLIR (a tilec bug):\n{e}"))?;
+    let total = start.elapsed();
+    Ok(Sample {
+        stages: [
+            parsed - start,
+            passed - parsed,
+            // The MLIR text is only a hand-over format: parsing it back is part of lowering.
+            (lowered - passed) + t.parse,
+            t.pipeline,
+            t.translate,
+            t.optimize,
+            t.codegen,
+        ],
+        total,
+        ptx_bytes: ptx.text.len(),
+    })
+}
+
+/// Median, min and max of a set of durations, in milliseconds.
+#[derive(Clone, Copy)]
+struct Stats {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Stats {
+    fn of(samples: &[Duration]) -> Stats {
+        let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        ms.sort_by(f64::total_cmp);
+        let n = ms.len();
+        let median = if n % 2 == 1 { ms[n / 2] } else { (ms[n / 2 - 1] + ms[n / 2]) / 2.0 };
+        Stats { median, min: ms[0], max: ms[n - 1] }
+    }
+
+    fn json(&self, samples: &[Duration]) -> String {
+        let list: Vec<String> = samples.iter().map(|d| format!("{:.4}", d.as_secs_f64() * 1e3)).collect();
+        format!(
+            "{{\"median_ms\": {:.4}, \"min_ms\": {:.4}, \"max_ms\": {:.4}, \"samples_ms\": [{}]}}",
+            self.median,
+            self.min,
+            self.max,
+            list.join(", ")
+        )
+    }
+}
+
+struct FileReport {
+    file: String,
+    samples: Vec<Sample>,
+}
+
+impl FileReport {
+    fn stage(&self, i: usize) -> Vec<Duration> {
+        self.samples.iter().map(|s| s.stages[i]).collect()
+    }
+
+    fn totals(&self) -> Vec<Duration> {
+        self.samples.iter().map(|s| s.total).collect()
+    }
+
+    /// The PTX size, of the first run (every run compiles the same text the same way).
+    fn ptx_bytes(&self) -> usize {
+        self.samples[0].ptx_bytes
+    }
+
+    fn print(&self) {
+        println!("===- tilec bench-compile: {} ({} runs) -===", self.file, self.samples.len());
+        println!("  {:<34}{:>10}{:>10}{:>10}", "stage (ms)", "median", "min", "max");
+        let row = |label: &str, s: Stats| println!("  {label:<34}{:>10.3}{:>10.3}{:>10.3}", s.median, s.min, s.max);
+        for (i, (_, label)) in STAGES.iter().enumerate() {
+            row(label, Stats::of(&self.stage(i)));
+        }
+        row("Total", Stats::of(&self.totals()));
+        println!("  PTX size: {} bytes", self.ptx_bytes());
+    }
+}
+
+/// Creates a back-end context and returns it with the time that took.
+fn timed_context() -> (BackendContext, Duration) {
+    let start = Instant::now();
+    let ctx = BackendContext::new();
+    (ctx, start.elapsed())
+}
+
+/// `tilec bench-compile` with `raw` arguments (after the command name).
+pub fn run(raw: &[String]) -> Result<(), String> {
+    let Some(args) = parse_args(raw).map_err(|e| format!("tilec bench-compile: {e}\n{USAGE}"))? else {
+        println!("{USAGE}");
+        return Ok(());
+    };
+    // Read every input before timing anything, so a missing file fails at once.
+    let texts = args
+        .inputs
+        .iter()
+        .map(|f| std::fs::read_to_string(f).map_err(|e| format!("tilec bench-compile: cannot read '{f}': {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut contexts = Vec::new();
+    let mut reports = Vec::new();
+    for (file, text) in args.inputs.iter().zip(&texts) {
+        let mut samples = Vec::with_capacity(args.runs);
+        for _ in 0..args.runs {
+            // A fresh context per compile, as `tilec compile` has; its setup is timed apart.
+            let (ctx, setup) = timed_context();
+            contexts.push(setup);
+            samples.push(compile_once(&ctx, text, file, &args.pipeline)?);
+        }
+        let report = FileReport { file: file.clone(), samples };
+        report.print();
+        reports.push(report);
+    }
+    let (first, later) = contexts.split_first().expect("at least one compile");
+    print!("MLIR context setup: first run {:.3} ms", ms(*first));
+    if later.is_empty() {
+        println!();
+    } else {
+        let s = Stats::of(later);
+        println!("; later runs median {:.3} ms (min {:.3}, max {:.3}, {} runs)", s.median, s.min, s.max, later.len());
+    }
+
+    if let Some(out) = &args.json {
+        let json = to_json(raw, &args, &reports, *first, later);
+        std::fs::write(out, json).map_err(|e| format!("tilec bench-compile: cannot write '{out}': {e}"))?;
+    }
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn to_json(raw: &[String], args: &Args, reports: &[FileReport], first: Duration, later: &[Duration]) -> String {
+    let created = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let command: Vec<String> = ["tilec", "bench-compile"].into_iter().chain(raw.iter().map(String::as_str)).map(json_string).collect();
+    let mut j = String::new();
+    let _ = writeln!(j, "{{\n  \"schema\": {},", json_string(SCHEMA));
+    let _ = writeln!(j, "  \"created_unix\": {created},");
+    let _ = writeln!(j, "  \"command_line\": [{}],", command.join(", "));
+    let _ = writeln!(j, "  \"host\": {{\"nproc\": {}, \"cpu\": {}}},", nproc(), cpu_model().as_deref().map_or("null".into(), json_string));
+    let _ = writeln!(j, "  \"runs\": {},", args.runs);
+    let _ = writeln!(j, "  \"pass_pipeline\": {},", json_string(&args.pipeline));
+    let later_json = if later.is_empty() { "null".to_string() } else { Stats::of(later).json(later) };
+    let _ = writeln!(j, "  \"context_setup\": {{\"first_ms\": {:.4}, \"later\": {later_json}}},", ms(first));
+    j.push_str("  \"files\": [\n");
+    for (n, r) in reports.iter().enumerate() {
+        let _ = writeln!(j, "    {{\"file\": {}, \"ptx_bytes\": {},", json_string(&r.file), r.ptx_bytes());
+        j.push_str("     \"stages\": {\n");
+        for (i, (key, _)) in STAGES.iter().enumerate() {
+            let samples = r.stage(i);
+            let _ = writeln!(j, "       {}: {},", json_string(key), Stats::of(&samples).json(&samples));
+        }
+        let totals = r.totals();
+        let _ = writeln!(j, "       \"total\": {}", Stats::of(&totals).json(&totals));
+        let _ = writeln!(j, "     }}}}{}", if n + 1 < reports.len() { "," } else { "" });
+    }
+    j.push_str("  ]\n}\n");
+    j
+}
+
+fn nproc() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The CPU model from /proc/cpuinfo (Linux); `None` elsewhere.
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines().find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|(_, v)| v.trim().to_string()))
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_median_min_max() {
+        let ms = |v: &[u64]| v.iter().map(|&m| Duration::from_millis(m)).collect::<Vec<_>>();
+        let odd = Stats::of(&ms(&[5, 1, 3]));
+        assert_eq!((odd.median, odd.min, odd.max), (3.0, 1.0, 5.0));
+        assert_eq!(Stats::of(&ms(&[4, 1, 2, 8])).median, 3.0);
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_string("a\"b\\c\nd\u{1}"), r#""a\"b\\c\nd\u0001""#);
+    }
+
+    #[test]
+    fn runs_must_be_positive() {
+        let args = |v: &[&str]| parse_args(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert!(args(&["f.tile", "--runs", "0"]).is_err());
+        assert!(args(&["f.tile", "--runs=x"]).is_err());
+        assert_eq!(args(&["f.tile", "--runs=3"]).unwrap().unwrap().runs, 3);
+        assert_eq!(args(&["f.tile"]).unwrap().unwrap().runs, DEFAULT_RUNS);
+    }
+}
