@@ -14,6 +14,7 @@ mod error;
 mod kernel_abi;
 mod pipeline;
 mod ptx;
+mod wgmma_drain;
 
 pub use context::BackendContext;
 pub use error::{BackendError, Diagnostics};

@@ -77,6 +77,7 @@ pub fn emit_ptx(module: &LlvmModule, tm: &TargetMachine) -> Result<String, Backe
     let buffer = tm
         .write_to_memory_buffer(module, FileType::Assembly)
         .map_err(|e| BackendError::Llvm { step: "PTX emission", message: e.to_string() })?;
-    String::from_utf8(buffer.as_slice().to_vec())
-        .map_err(|e| BackendError::Llvm { step: "PTX emission", message: e.to_string() })
+    let ptx = String::from_utf8(buffer.as_slice().to_vec())
+        .map_err(|e| BackendError::Llvm { step: "PTX emission", message: e.to_string() })?;
+    Ok(super::wgmma_drain::hoist_drain_waits(&ptx))
 }
