@@ -28,6 +28,7 @@ enum Lv {
 
 /// Per-thread values computed once at kernel entry.
 struct Thread {
+    tid: String,
     is_leader: String,
     smem: String,
     /// (shared address of the dynamic allocation & 0x3FFFF) >> 4, as i64.
@@ -161,7 +162,7 @@ impl<'a> Lowerer<'a> {
         let masked = em.binop("smem_addr", "arith.andi", &addr, &mask, "i64");
         let c4 = em.i64(4);
         let smem16 = em.binop("smem16", "arith.shrui", &masked, &c4, "i64");
-        self.thread = Some(Thread { is_leader, smem, smem16, wg });
+        self.thread = Some(Thread { tid, is_leader, smem, smem16, wg });
     }
 
     /// Writes the kernel function.
@@ -648,11 +649,7 @@ impl<'a> Lowerer<'a> {
         let cols = self.dim_value(t, 1);
         let ptr = self.ptr_args[&t].clone();
         self.store_helpers.insert(frag.elem.mnemonic(), frag.elem);
-        // The thread id is read again here, by an asm LLVM must keep after the
-        // wgmma wait before it: ptxas serialises every wgmma (C7514) when
-        // fragment index math is scheduled between a loop's in-flight wgmma
-        // and the wait that drains it.
-        let tid = self.em.assign("tid_epilogue", "llvm.inline_asm has_side_effects \"mov.u32 $0, %tid.x;\", \"=r\" : () -> i32");
+        let tid = self.thread().tid.clone();
         let coords = thread_coords(&mut self.em, &tid, frag.geom.warpgroups);
         fragment::store(&mut self.em, &frag, &coords, &ptr, &row0, &col0, &rows, &cols);
         Ok(())
