@@ -29,15 +29,17 @@ grep -E "=====|PASS|FAIL|rc=" "$out/correctness.log" | grep -vE "^ +[0-9x]+ .*PA
 echo "== SASS"
 for a in ${SASS_ARTIFACTS:-bf16_s4 ws2_128x256_p_s4 ws2_p_s3}; do
   ptxas --gpu-name sm_90a "artifacts/$a/kernel.ptx" -o "/tmp/$a.cubin" 2>&1 | head -3
-  cuobjdump -sass "/tmp/$a.cubin" > "$out/$a.sass" 2>&1
-  echo "$a: HGMMA $(grep -c HGMMA "$out/$a.sass"), WARPGROUP.ARRIVE $(grep -c 'WARPGROUP.ARRIVE' "$out/$a.sass"), WARPGROUP.DEPBAR $(grep -c 'WARPGROUP.DEPBAR' "$out/$a.sass"), WARPSYNC $(grep -c 'WARPSYNC' "$out/$a.sass")"
+  cuobjdump -sass "/tmp/$a.cubin" > "/tmp/$a.sass" 2>&1
+  echo "$a: HGMMA $(grep -c HGMMA "/tmp/$a.sass"), WARPGROUP.ARRIVE $(grep -c 'WARPGROUP.ARRIVE' "/tmp/$a.sass"), WARPGROUP.DEPBAR $(grep -c 'WARPGROUP.DEPBAR' "/tmp/$a.sass"), WARPSYNC $(grep -c 'WARPSYNC' "/tmp/$a.sass")"
 done
 
 echo "== compute-sanitizer (small shape)"
 for tool in racecheck synccheck memcheck; do
   for a in ${SANITIZE_ARTIFACTS:-bf16_s4 ws1_s4 ws2_p_s4}; do
-    compute-sanitizer --tool "$tool" --error-exitcode 3 bin/tilec-gpu-test "artifacts/$a" --shapes 256x256x512 >"$out/sanitize-$tool-$a.log" 2>&1
-    echo "$tool $a: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool-$a.log" | tr '\n' ' ')"
+    compute-sanitizer --tool "$tool" --error-exitcode 3 bin/tilec-gpu-test "artifacts/$a" --shapes 256x256x512 >/tmp/sanitize.log 2>&1
+    rc=$?
+    cat /tmp/sanitize.log >>"$out/sanitize.log"
+    echo "$tool $a: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/sanitize.log | tr '\n' ' ')"
   done
 done
 
@@ -46,3 +48,7 @@ bench=()
 for a in ${BENCH_ARTIFACTS:-bf16_s3 bf16_s4 t128x256_s3 t128x256_s4 t64x128_s6 ws1_s4 ws1_p_s4 ws2_s4 ws2_p_s4 ws2_s5 ws2_p_s5 ws2_128x256_s4 ws2_128x256_p_s4 ws_persistent_128x256_s4}; do bench+=(--artifact "artifacts/$a"); done
 bin/tilec-bench "${bench[@]}" --shapes "${BENCH_SHAPES:-square}" --dtypes bf16 --json "$out/bench.json" --png "$out/bench.png" >"$out/bench.log" 2>&1
 echo "bench rc=$?"; tail -30 "$out/bench.log"
+
+echo "== FP8 baseline (cuBLASLt e4m3, per-tensor scales)"
+bin/tilec-bench --baseline-only --dtypes fp8 --shapes "${FP8_SHAPES:-square}" --json "$out/bench-fp8.json" >"$out/bench-fp8.log" 2>&1
+echo "fp8 bench rc=$?"; tail -6 "$out/bench-fp8.log"
