@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cargo build --release --bin tilec --bin tilec-gpu-test
+cargo build --release --bin tilec && cargo build --release -p tilec-runtime --bin tilec-gpu-test
 out=target/artifacts/gemm_bf16
 ./target/release/tilec compile examples/gemm_bf16.tile -o "$out"
 echo "artifact: $out ($(wc -c < "$out/kernel.ptx") bytes of PTX)"
