@@ -171,6 +171,9 @@ fn assign_a_registers(body: &mut Body, region: tilec_dialects::Region, dot: Op, 
         Some("tile.load") => {
             let staged = tile.with_layout(Some(default_shared_layout(&tile)));
             convert_after_definition(body, region, a, staged);
+            // The conversion took A's name; the staged tile is its shared copy.
+            let converted = body.ops[dot].operands[0];
+            body.values[a].name_hint = body.values[converted].name_hint.as_ref().map(|h| format!("{h}_shared"));
             Ok(())
         }
         // Already converted from a loaded tile: stage that tile.
