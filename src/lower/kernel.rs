@@ -3,12 +3,14 @@
 
 use super::emitter::{float_literal, mlir_type, Emitter};
 use super::fragment::{self, Frag, FragGeom, ThreadCoords};
+use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
 use super::{roles, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use tilec_dialects::ir::{Block, Op};
 use tilec_dialects::nv::memory::tma_load_operands;
+use tilec_dialects::nv::mma::wgmma_operands;
 use tilec_dialects::{Attribute, Diagnostic, ElemType, Function, Type, Value};
 
 /// What a tile/nv value became.
@@ -18,6 +20,8 @@ enum Lv {
     Scalar { name: String, elem: ElemType },
     /// A register tile with an MMA layout.
     Frag(Frag),
+    /// A register tile of wgmma's A (`nv.load_fragment`).
+    AFrag(AFrag),
     /// A kernel argument tensor (index into `Plan::tensors`).
     Ref(usize),
     /// A shared buffer or a row window of one.
@@ -470,6 +474,7 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(())
             }
+            "nv.load_fragment" => self.lower_load_fragment(op),
             "nv.wgmma" => self.lower_wgmma(op),
             "nv.barrier" => {
                 self.check_cta_wide(op)?;
@@ -608,29 +613,52 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
+    fn lower_load_fragment(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let data = &self.f.body.ops[op];
+        let (operands, result) = (data.operands.clone(), data.results[0]);
+        let Lv::Smem(src) = self.lv(op, operands[0])?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
+        let tile = self.f.body.value_type(result).as_tile().cloned().ok_or_else(|| self.err(op, "expected a tile"))?;
+        let geom = AFragGeom::of(&tile, self.warps()).map_err(|m| self.err(op, m))?;
+        let stage = self.scalar(op, operands[1])?;
+        let t = self.thread();
+        let (smem, wg) = (t.smem.clone(), if geom.warpgroups > 1 { t.wg.clone() } else { None });
+        let source = ldmatrix::Source { buffer: &self.plan.buffers[&src.buffer], row_offset: src.row_offset.as_deref(), stage: &stage, smem: &smem };
+        let tid_idx = self.em.assign("tid_idx", "gpu.thread_id x");
+        let tid = self.em.assign("tid", format!("arith.index_cast {tid_idx} : index to i32"));
+        let frag = ldmatrix::load(&mut self.em, &geom, tile.elem, &source, &tid, wg.as_deref());
+        self.vals.insert(result, Lv::AFrag(frag));
+        Ok(())
+    }
+
     fn lower_wgmma(&mut self, op: Op) -> Result<(), Diagnostic> {
         if self.plan.warp_specialized && self.role != Role::Consumer {
             return Err(self.err(op, "in a warp-specialised kernel, wgmma runs in a consumer region"));
         }
         let data = &self.f.body.ops[op];
-        let (operands, result, attrs, loc) = (data.operands.clone(), data.results[0], data.attrs.clone(), data.loc.clone());
-        let Lv::Smem(a_ref) = self.lv(op, operands[0])?.clone() else { return Err(self.err(op, "A must be a shared buffer")) };
-        let Lv::Smem(b_ref) = self.lv(op, operands[2])?.clone() else { return Err(self.err(op, "B must be a shared buffer")) };
-        let a = wgmma::Operand {
-            buffer: &self.plan.buffers[&a_ref.buffer],
-            rows: a_ref.rows,
-            row_offset: a_ref.row_offset,
-            stage: self.scalar(op, operands[1])?,
-            k_major: !attrs.has("transpose_a"),
+        let (result, attrs, loc) = (data.results[0], data.attrs.clone(), data.loc.clone());
+        let (a_ops, rest) = wgmma_operands(&self.f.body, op);
+        let (a_ops, rest) = (a_ops.to_vec(), rest.to_vec());
+        let Lv::Smem(b_ref) = self.lv(op, rest[0])?.clone() else { return Err(self.err(op, "B must be a shared buffer")) };
+        let a_lv = self.lv(op, a_ops[0])?.clone();
+        let a = match &a_lv {
+            Lv::Smem(a_ref) => wgmma::AOperand::Smem(wgmma::Operand {
+                buffer: &self.plan.buffers[&a_ref.buffer],
+                rows: a_ref.rows,
+                row_offset: a_ref.row_offset.clone(),
+                stage: self.scalar(op, a_ops[1])?,
+                k_major: !attrs.has("transpose_a"),
+            }),
+            Lv::AFrag(regs) => wgmma::AOperand::Regs(regs),
+            _ => return Err(self.err(op, "A must be a shared buffer or registers from nv.load_fragment")),
         };
         let b = wgmma::Operand {
             buffer: &self.plan.buffers[&b_ref.buffer],
             rows: b_ref.rows,
             row_offset: b_ref.row_offset,
-            stage: self.scalar(op, operands[3])?,
+            stage: self.scalar(op, rest[1])?,
             k_major: attrs.has("transpose_b"),
         };
-        let acc = self.frag(op, operands[4])?;
+        let acc = self.frag(op, rest[2])?;
         let t = self.thread.as_ref().expect("prologue written");
         // Only warpgroups sharing one tile split it by the CTA-wide index.
         let wg = if acc.geom.warpgroups > 1 { t.wg.as_deref() } else { None };

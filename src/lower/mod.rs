@@ -7,7 +7,8 @@
 //!  roles.rs     nv.warp_specialize: the producer / consumer split with register budgets
 //!  smem_rows.rs row windows of shared buffers (nv.smem_rows)
 //!  tma.rs       mbarriers (init, expect_tx, wait, arrive) and TMA loads
-//!  wgmma.rs     nv.wgmma -> wgmma.mma_async with matrix descriptors
+//!  wgmma.rs     nv.wgmma -> wgmma.mma_async with matrix descriptors (A in shared memory or registers)
+//!  ldmatrix.rs  nv.load_fragment -> ldmatrix.x4 into wgmma's A register fragment
 //!  fragment.rs  MMA-layout register tiles: splats, element-wise ops, bounds-checked stores
 //!  emitter.rs   MLIR text writer
 //! ```
@@ -18,6 +19,7 @@
 mod emitter;
 mod fragment;
 mod kernel;
+mod ldmatrix;
 mod plan;
 mod roles;
 mod smem_rows;

@@ -22,9 +22,13 @@
 //! A k step of a K-major operand adds its byte offset inside the swizzled
 //! row to the start address (the hardware swizzles the final address); an
 //! MN-major operand's k step moves down `instr_k` rows.
+//!
+//! A may instead be in registers (`nv.load_fragment`, see `ldmatrix.rs`):
+//! each instruction then takes the four registers of its m64 x k block.
 
 use super::emitter::Emitter;
 use super::fragment::{Frag, FragGeom};
+use super::ldmatrix::{self, AFrag};
 use super::plan::{error, Buffer};
 use tilec_dialects::{Diagnostic, ElemType, Location};
 
@@ -101,6 +105,13 @@ fn stage_descriptor(em: &mut Emitter, op: &Operand<'_>, smem16: &str, hint: &str
     em.binop(hint, "arith.addi", &desc, &units64, "i64")
 }
 
+/// Where one `nv.wgmma` reads A.
+pub(crate) enum AOperand<'a> {
+    Smem(Operand<'a>),
+    /// A register tile loaded by `nv.load_fragment`.
+    Regs(&'a AFrag),
+}
+
 /// Emits the wgmma instructions of one `nv.wgmma`: for each k step, each
 /// m64 block of this warpgroup and each n block, one
 /// `wgmma.mma_async.m64nNkK`. Returns the updated accumulator.
@@ -108,31 +119,41 @@ fn stage_descriptor(em: &mut Emitter, op: &Operand<'_>, smem16: &str, hint: &str
 pub(crate) fn lower(
     em: &mut Emitter,
     loc: &Location,
-    a: &Operand<'_>,
+    a: &AOperand<'_>,
     b: &Operand<'_>,
     acc: &Frag,
     smem16: &str,
     wg: Option<&str>,
 ) -> Result<Frag, Diagnostic> {
     let geom: &FragGeom = &acc.geom;
-    let elem = a.buffer.geom.elem;
+    let elem = b.buffer.geom.elem;
     let Some(ab_ty) = nvvm_type(elem) else {
         return Err(error(loc, "nv.wgmma", format!("'{}' operands are not supported by the lowering", elem.mnemonic())));
     };
     if acc.elem != ElemType::F32 {
         return Err(error(loc, "nv.wgmma", "only f32 accumulators are supported by the lowering"));
     }
-    if !a.k_major {
-        return Err(error(loc, "nv.wgmma", "an M-major A ('transpose_a') is not supported by the lowering"));
-    }
     let instr_k = geom.instr_k;
-    if instr_k * a.buffer.geom.elem_bytes() != 32 {
+    if instr_k * b.buffer.geom.elem_bytes() != 32 {
         return Err(error(loc, "nv.wgmma", format!("instruction K {instr_k} does not cover 32 bytes of '{}'", elem.mnemonic())));
     }
     if elem == ElemType::F8E4M3FN && !b.k_major {
         return Err(error(loc, "nv.wgmma", "8-bit wgmma needs a K-major B ('transpose_b')"));
     }
-    let (m, k) = check_operand(a, "A", loc, instr_k)?;
+    let (m, k) = match a {
+        AOperand::Smem(a) => {
+            if !a.k_major {
+                return Err(error(loc, "nv.wgmma", "an M-major A ('transpose_a') is not supported by the lowering"));
+            }
+            check_operand(a, "A", loc, instr_k)?
+        }
+        AOperand::Regs(a) => {
+            if a.elem != elem || a.geom.instr_k != instr_k || a.geom.warpgroups != geom.warpgroups {
+                return Err(error(loc, "nv.wgmma", "A's registers do not match B's element type or the accumulator's MMA layout"));
+            }
+            (64 * a.geom.warpgroups * a.geom.m_blocks, a.geom.k_steps * instr_k)
+        }
+    };
     let (n, kb) = check_operand(b, "B", loc, instr_k)?;
     if k != kb || m != geom.rows || n != geom.cols {
         return Err(error(loc, "nv.wgmma", format!("A ({m}x{k}), B ({kb}x{n}) and the accumulator ({}x{}) do not match", geom.rows, geom.cols)));
@@ -146,14 +167,20 @@ pub(crate) fn lower(
         ));
     }
 
-    let mut desc_a = stage_descriptor(em, a, smem16, "desc_a");
-    if let Some(wg) = wg {
-        // Warpgroup wg's m64 blocks start 64 * wg rows further down A.
-        let wg64 = em.assign("wg64", format!("arith.extui {wg} : i32 to i64"));
-        let per_wg = em.i64(a.buffer.geom.offset_of(64, 0) / 16);
-        let off = em.binop("wg_off", "arith.muli", &wg64, &per_wg, "i64");
-        desc_a = em.binop("desc_a", "arith.addi", &desc_a, &off, "i64");
-    }
+    let desc_a = match a {
+        AOperand::Smem(a) => {
+            let mut desc_a = stage_descriptor(em, a, smem16, "desc_a");
+            if let Some(wg) = wg {
+                // Warpgroup wg's m64 blocks start 64 * wg rows further down A.
+                let wg64 = em.assign("wg64", format!("arith.extui {wg} : i32 to i64"));
+                let per_wg = em.i64(a.buffer.geom.offset_of(64, 0) / 16);
+                let off = em.binop("wg_off", "arith.muli", &wg64, &per_wg, "i64");
+                desc_a = em.binop("desc_a", "arith.addi", &desc_a, &off, "i64");
+            }
+            Some(desc_a)
+        }
+        AOperand::Regs(_) => None,
+    };
     let desc_b = stage_descriptor(em, b, smem16, "desc_b");
 
     let acc_ty = acc.chunk_type(em);
@@ -162,26 +189,86 @@ pub(crate) fn lower(
     for ks in 0..k / instr_k {
         let k0 = ks * instr_k;
         for r in 0..geom.m_blocks {
-            let a_off = a.buffer.geom.offset_of(geom.block_row(r), k0);
-            let da = em.add_const("da", &desc_a, a_off / 16, "i64");
             for nb in 0..geom.n_blocks {
                 let n0 = nb * geom.instr_n;
                 let b_off = if b.k_major { bg.offset_of(n0, k0) } else { bg.offset_of(k0, n0) };
                 let db = em.add_const("db", &desc_b, b_off / 16, "i64");
                 let c = &mut chunks[(r * geom.n_blocks + nb) as usize];
-                *c = em.assign(
-                    "acc",
-                    format!(
-                        "nvvm.wgmma.mma_async {da}, {db}, {c}, #nvvm.shape<m = 64, n = {n}, k = {instr_k}>, \
-                         D [<f32>, #nvvm.wgmma_scale_out<one>], A [<{ab_ty}>, #nvvm.wgmma_scale_in<one>, <row>], \
-                         B [<{ab_ty}>, #nvvm.wgmma_scale_in<one>, <{b_layout}>] : {acc_ty} -> {acc_ty}",
-                        n = geom.instr_n
-                    ),
-                );
+                *c = match (a, &desc_a) {
+                    (AOperand::Smem(a), Some(desc_a)) => {
+                        let a_off = a.buffer.geom.offset_of(geom.block_row(r), k0);
+                        let da = em.add_const("da", desc_a, a_off / 16, "i64");
+                        em.assign(
+                            "acc",
+                            format!(
+                                "nvvm.wgmma.mma_async {da}, {db}, {c}, #nvvm.shape<m = 64, n = {n}, k = {instr_k}>, \
+                                 D [<f32>, #nvvm.wgmma_scale_out<one>], A [<{ab_ty}>, #nvvm.wgmma_scale_in<one>, <row>], \
+                                 B [<{ab_ty}>, #nvvm.wgmma_scale_in<one>, <{b_layout}>] : {acc_ty} -> {acc_ty}",
+                                n = geom.instr_n
+                            ),
+                        )
+                    }
+                    (AOperand::Regs(a), _) => {
+                        let shape = RsShape { n: geom.instr_n, k: instr_k, ab_ty, trans_b: !b.k_major };
+                        wgmma_rs(em, &shape, a.chunk(r, ks), &db, c, &acc_ty)
+                    }
+                    (AOperand::Smem(_), None) => unreachable!("a shared A has a descriptor"),
+                };
             }
         }
     }
     Ok(Frag { geom: geom.clone(), elem: acc.elem, chunks })
+}
+
+/// One register-A instruction's shape and types.
+struct RsShape {
+    n: i64,
+    k: i64,
+    ab_ty: &'static str,
+    /// B is MN-major (imm-trans-b = 1).
+    trans_b: bool,
+}
+
+/// One `wgmma.mma_async` with A in registers, as inline PTX: MLIR 22's
+/// `nvvm.wgmma.mma_async` takes only descriptors. The operands follow the
+/// form `convert-nvvm-to-llvm` gives the descriptor variant: N/2 f32
+/// outputs tied to the accumulator's values (`=f` / `0..`), then A's four
+/// `.b32` registers, then B's descriptor; scale-d is a predicate set to 1
+/// (accumulate), the scales of A and B are 1, and there is no transpose of
+/// A (the PTX ISA's register form has no imm-trans-a).
+fn wgmma_rs(em: &mut Emitter, s: &RsShape, a: &str, desc_b: &str, acc: &str, acc_ty: &str) -> String {
+    let vals = (s.n / 2) as usize;
+    let a_ty = ldmatrix::chunk_type(em);
+    let mut operands: Vec<String> = (0..vals).map(|i| em.assign("d", format!("llvm.extractvalue {acc}[{i}] : {acc_ty}"))).collect();
+    operands.extend((0..4).map(|i| em.assign("a", format!("llvm.extractvalue {a}[{i}] : {a_ty}"))));
+    operands.push(desc_b.to_string());
+    let mut types = vec!["f32"; vals];
+    types.extend(["i32"; 4]);
+    types.push("i64");
+    let outs: Vec<String> = (0..vals).map(|i| format!("${i}")).collect();
+    let a_regs: Vec<String> = (0..4).map(|i| format!("${}", 2 * vals + i)).collect();
+    let asm = format!(
+        "{{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0Awgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{outs}}}, {{{a_regs}}}, ${desc}, p, 1, 1, {tb};\\0A}}\\0A",
+        n = s.n,
+        k = s.k,
+        t = s.ab_ty,
+        outs = outs.join(", "),
+        a_regs = a_regs.join(", "),
+        desc = 2 * vals + 4,
+        tb = u8::from(s.trans_b),
+    );
+    let mut constraints: Vec<String> = vec!["=f".to_string(); vals];
+    constraints.extend((0..vals).map(|i| i.to_string()));
+    constraints.extend(["r", "r", "r", "r", "l"].map(String::from));
+    em.assign(
+        "acc",
+        format!(
+            "llvm.inline_asm has_side_effects asm_dialect = att \"{asm}\", \"{}\" {} : ({}) -> {acc_ty}",
+            constraints.join(","),
+            operands.join(", "),
+            types.join(", ")
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! Asynchronous warpgroup MMA: fence, the tile-sized `nv.wgmma`, commit and
 //! wait.
 
+use super::fragment::check_a_fragment_layout;
 use super::memory::{check_index, check_smem, parse_indexed, print_indexed, resolve_indices};
 use crate::diagnostic::Diagnostic;
-use crate::ir::{Attribute, Body, ElemType, Layout, Op, Type};
+use crate::ir::{Attribute, Body, ElemType, Layout, Op, Type, Value};
 use crate::registry::{OpDef, OpTraits, ParsedOp};
-use crate::syntax::{Parser, Printer};
+use crate::syntax::{Parser, Printer, Token};
 use crate::tile::arith::expect_counts;
 
 /// Ops with no operands and no results: `nv.barrier`, `nv.wgmma_fence`.
@@ -33,16 +34,28 @@ pub const WGMMA_COMMIT: OpDef =
     OpDef { name: "nv.wgmma_commit", traits: OpTraits::NONE, parse: parse_bare, print: print_bare, verify: verify_bare, fold: None };
 
 /// `%d = nv.wgmma %a_smem[%s], %b_smem[%s], %acc {transpose_b} : !nv.smem<...>, !nv.smem<...> -> tensor<MxNxf32, #tile.mma<...>>`
+/// `%d = nv.wgmma %a, %b_smem[%s], %acc {transpose_b} : tensor<MxKxT, #tile.dot_operand<...>>, !nv.smem<...> -> tensor<...>`
 ///
 /// One warpgroup MMA over a whole tile: D = A * B + acc, issued
 /// asynchronously as the K / instr_k (and M / 64) instructions the layout
-/// implies. Its result may be read only after an `nv.wgmma_wait` that takes
-/// it.
+/// implies. A is a buffer stage, or a register tile in the dot-operand
+/// layout of the accumulator's MMA layout (loaded by `nv.load_fragment`);
+/// B is always a buffer stage. Its result may be read only after an
+/// `nv.wgmma_wait` that takes it.
 pub const WGMMA: OpDef =
     OpDef { name: "nv.wgmma", traits: OpTraits::NONE, parse: parse_wgmma, print: print_wgmma, verify: verify_wgmma, fold: None };
 
+/// Operands `[A]` or `[A, A's stage]` of an `nv.wgmma`, and the rest `[B, B's
+/// stage, acc]`: A's stage is there only when A is in shared memory.
+pub fn wgmma_operands(body: &Body, op: Op) -> (&[Value], &[Value]) {
+    let ops = &body.ops[op].operands;
+    let a_len = if body.value_type(ops[0]).as_smem().is_some() { 2 } else { 1 };
+    ops.split_at(a_len.min(ops.len()))
+}
+
 fn parse_wgmma(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
-    let (a, a_idx) = parse_indexed(p)?;
+    let a = p.parse_operand()?;
+    let a_idx = if matches!(p.peek()?, Token::Punct(s) if s == "[") { p.parse_delimited("[", "]", Parser::parse_operand)? } else { Vec::new() };
     p.expect(",")?;
     let (b, b_idx) = parse_indexed(p)?;
     p.expect(",")?;
@@ -63,41 +76,63 @@ fn parse_wgmma(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
 }
 
 fn print_wgmma(p: &mut Printer<'_>, op: Op) {
+    let (a, rest) = wgmma_operands(p.body, op);
+    let (a, rest) = (a.to_vec(), rest.to_vec());
     let data = &p.body.ops[op];
-    let (ops, attrs, result) = (data.operands.clone(), data.attrs.clone(), data.results[0]);
+    let (attrs, result) = (data.attrs.clone(), data.results[0]);
     p.write(" ");
-    print_indexed(p, ops[0], &ops[1..2]);
+    if a.len() == 2 {
+        print_indexed(p, a[0], &a[1..]);
+    } else {
+        p.value(a[0]);
+    }
     p.write(", ");
-    print_indexed(p, ops[2], &ops[3..4]);
+    print_indexed(p, rest[0], &rest[1..2]);
     p.write(", ");
-    p.value(ops[4]);
+    p.value(rest[2]);
     p.attr_dict(&attrs, &[]);
     p.write(" : ");
-    p.value_type(ops[0]);
+    p.value_type(a[0]);
     p.write(", ");
-    p.value_type(ops[2]);
+    p.value_type(rest[0]);
     p.write(" -> ");
     p.value_type(result);
 }
 
 fn verify_wgmma(body: &Body, op: Op) -> Result<(), String> {
-    expect_counts(body, op, 5, 1)?;
+    let in_smem = body.ops[op].operands.first().is_some_and(|&a| body.value_type(a).as_smem().is_some());
+    expect_counts(body, op, if in_smem { 5 } else { 4 }, 1)?;
     let data = &body.ops[op];
-    let ops = &data.operands;
-    check_smem(body, ops[0], "A")?;
-    check_index(body, ops[1], "A's stage")?;
-    check_smem(body, ops[2], "B")?;
-    check_index(body, ops[3], "B's stage")?;
-    let a = &body.value_type(ops[0]).as_smem().expect("checked").tile;
-    let b = &body.value_type(ops[2]).as_smem().expect("checked").tile;
-    let acc = body.value_type(ops[4]);
+    let (a_ops, rest) = wgmma_operands(body, op);
+    let a = if in_smem {
+        check_index(body, a_ops[1], "A's stage")?;
+        &body.value_type(a_ops[0]).as_smem().expect("checked").tile
+    } else {
+        let Some(a) = body.value_type(a_ops[0]).as_tile() else {
+            return Err("A must be a '!nv.smem' buffer stage or a register tile".into());
+        };
+        check_a_fragment_layout(a.layout.as_ref(), a.elem.bits())?;
+        if data.attrs.has("transpose_a") {
+            return Err("A in registers cannot be transposed".into());
+        }
+        a
+    };
+    check_smem(body, rest[0], "B")?;
+    check_index(body, rest[1], "B's stage")?;
+    let b = &body.value_type(rest[0]).as_smem().expect("checked").tile;
+    let acc = body.value_type(rest[2]);
     if acc != body.value_type(data.results[0]) {
         return Err("the accumulator and the result must have one type".into());
     }
     let Some(c) = acc.as_tile() else { return Err("the accumulator must be a tile".into()) };
-    let Some(Layout::Mma { instr_shape, .. }) = &c.layout else {
+    let Some(mma @ Layout::Mma { instr_shape, .. }) = &c.layout else {
         return Err("the accumulator needs a '#tile.mma' layout".into());
     };
+    if let Some(Layout::DotOperand { parent, .. }) = &a.layout {
+        if **parent != *mma {
+            return Err("A's dot-operand layout must have the accumulator's MMA layout as its parent".into());
+        }
+    }
     if a.shape.len() != 2 || b.shape.len() != 2 || c.shape.len() != 2 {
         return Err("A, B and the accumulator must be rank 2".into());
     }

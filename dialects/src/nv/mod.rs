@@ -1,12 +1,14 @@
 //! The `nv` dialect: Hopper made explicit. Shared-memory buffers with a
 //! stage dimension, TMA loads completing on mbarriers, asynchronous wgmma
-//! with commit and wait, CTA barriers, and the epilogue's stores.
+//! with commit and wait (A from shared memory or from registers loaded by
+//! `nv.load_fragment`), CTA barriers, and the epilogue's stores.
 //!
 //! Ops marked "elected" (`nv.tma_load`, `nv.mbarrier_expect_tx`) are issued
 //! by one thread of the executing threads; the lowering elects it. All other
 //! ops run on every thread. The tile dialect's index arithmetic, `tile.for`
 //! and element-wise ops stay in use next to these ops.
 
+pub mod fragment;
 pub mod memory;
 pub mod mma;
 pub mod roles;
@@ -21,6 +23,7 @@ pub static OPS: &[OpDef] = &[
     memory::TMA_LOAD,
     memory::BARRIER,
     memory::STORE_GLOBAL,
+    fragment::LOAD_FRAGMENT,
     mma::WGMMA_FENCE,
     mma::WGMMA,
     mma::WGMMA_COMMIT,

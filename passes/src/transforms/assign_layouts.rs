@@ -1,5 +1,7 @@
 //! `tile-assign-layouts`: gives every tile a layout. Operands of `dot` get
-//! NVMMA shared layouts (they are staged through shared memory for wgmma);
+//! NVMMA shared layouts (they are staged through shared memory for wgmma),
+//! except an A pinned to the dot-operand layout of the accumulator's MMA
+//! layout: it is staged too, then converted to registers for the dot;
 //! accumulators, and every register tile tied to them through loops and
 //! element-wise ops, get the MMA v3 layout. A layout the user pinned is kept
 //! when legal (an illegal one is an error saying why), and where it differs
@@ -57,12 +59,15 @@ impl Pass for AssignLayouts {
                 continue;
             }
             let (a, b, acc) = dot_operands(body, op);
-            for (v, what) in [(a, "A"), (b, "B")] {
-                assign_shared(body, op, v, what)?;
-            }
             let acc_ty = tile_type(body, acc);
             let elem_bits = tile_type(body, a).elem.bits();
             let mma = choose_mma(body, op, &acc_ty, elem_bits, num_warps)?;
+            if matches!(tile_type(body, a).layout, Some(Layout::DotOperand { .. })) {
+                assign_a_registers(body, func.region, op, a, &mma)?;
+            } else {
+                assign_shared(body, op, a, "A")?;
+            }
+            assign_shared(body, op, b, "B")?;
             let root = classes.root(acc);
             if let Some(prev) = class_layout.insert(root, mma.clone()) {
                 if prev != mma {
@@ -135,6 +140,52 @@ fn assign_shared(body: &mut Body, dot: Op, v: Value, what: &str) -> Result<(), D
     };
     body.values[v].ty = Type::Tile(tile.with_layout(Some(layout)));
     Ok(())
+}
+
+/// Keeps A pinned to a dot-operand layout (wgmma reads A from registers)
+/// when the layout is the one wgmma's A fragment has for `mma`. A is still
+/// staged through shared memory by TMA: the tile it is loaded as gets the
+/// shared layout the rules give (or keeps a legal pinned one), and a
+/// `tile.convert_layout` from it to the dot-operand layout feeds the dot.
+fn assign_a_registers(body: &mut Body, region: tilec_dialects::Region, dot: Op, a: Value, mma: &Layout) -> Result<(), Diagnostic> {
+    let tile = tile_type(body, a);
+    let Some(Layout::DotOperand { parent, .. }) = &tile.layout else { unreachable!("checked by the caller") };
+    if body.ops[dot].def.name != "tile.dot" {
+        return Err(op_error(body, dot, "operand A of a block-scaled dot cannot be held in registers".into()));
+    }
+    if body.ops[dot].attrs.has("transpose_a") {
+        return Err(op_error(body, dot, "operand A in registers cannot be transposed: ldmatrix reads it K-major".into()));
+    }
+    tilec_dialects::nv::fragment::check_a_fragment_layout(tile.layout.as_ref(), tile.elem.bits())
+        .map_err(|why| op_error(body, dot, format!("operand A is pinned to '{}': {why}", layout_to_string(tile.layout.as_ref().expect("pinned")))))?;
+    if **parent != *mma {
+        return Err(op_error(
+            body,
+            dot,
+            format!("operand A's dot-operand parent '{}' is not the accumulator's MMA layout '{}'", layout_to_string(parent), layout_to_string(mma)),
+        ));
+    }
+    let def = body.defining_op(a).map(|d| body.ops[d].def.name);
+    match def {
+        // Loaded in registers directly: load to shared memory, then convert.
+        Some("tile.load") => {
+            let staged = tile.with_layout(Some(default_shared_layout(&tile)));
+            convert_after_definition(body, region, a, staged);
+            // The conversion took A's name; the staged tile is its shared copy.
+            let converted = body.ops[dot].operands[0];
+            body.values[a].name_hint = body.values[converted].name_hint.as_ref().map(|h| format!("{h}_shared"));
+            Ok(())
+        }
+        // Already converted from a loaded tile: stage that tile.
+        Some("tile.convert_layout") => {
+            let input = body.ops[body.defining_op(a).expect("defined")].operands[0];
+            if body.defining_op(input).map(|d| body.ops[d].def.name) != Some("tile.load") {
+                return Err(op_error(body, dot, "operand A in registers must be converted from a tile.load (wgmma's A is staged through shared memory)".into()));
+            }
+            assign_shared(body, dot, input, "A")
+        }
+        _ => Err(op_error(body, dot, "operand A in registers must come from a tile.load (wgmma's A is staged through shared memory)".into())),
+    }
 }
 
 fn choose_mma(body: &Body, dot: Op, acc: &TileType, elem_bits: u32, num_warps: u32) -> Result<Layout, Diagnostic> {

@@ -5,13 +5,15 @@
 //! Tiles loaded with a shared layout become TMA loads into a one-stage
 //! buffer that complete on an mbarrier; every thread waits on the barrier's
 //! phase, which flips each loop iteration. A `tile.dot` on such tiles
-//! becomes an asynchronous `nv.wgmma` that is waited for at once, followed by
+//! becomes an asynchronous `nv.wgmma` that is waited for at once (with A
+//! first read into registers by `nv.load_fragment` when the dot takes A in
+//! registers), followed by
 //! a CTA barrier so the next iteration's TMA cannot overwrite tiles still
 //! being read. Stores of register tiles become bounds-checked global stores.
 
 use crate::registry::PassInfo;
 use crate::Pass;
-use super::tma_staging::{element_coords, is_staged_load, op_error, outermost_ancestor, StagedBuffers};
+use super::tma_staging::{dot_a, element_coords, is_staged_load, op_error, outermost_ancestor, StagedBuffers};
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Value};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
@@ -96,34 +98,58 @@ fn lower_staged_block(body: &mut Body, region: tilec_dialects::Region, block: Bl
 
     let dots: Vec<Op> = body.blocks[block].ops.iter().copied().filter(|&o| body.ops[o].def.name == "tile.dot").collect();
     for dot in dots {
-        let operands = body.ops[dot].operands.clone();
-        let (Some(&a), Some(&bb)) = (staged.buffer_of.get(&operands[0]), staged.buffer_of.get(&operands[1])) else { continue };
-        let result = body.result(dot, 0);
+        let a_tile = dot_a(body, dot).staged;
+        let (Some(&a), Some(&bb)) = (staged.buffer_of.get(&a_tile), staged.buffer_of.get(&body.ops[dot].operands[1])) else { continue };
         let mut b = Builder::new(body, InsertPoint::Before(dot), body.ops[dot].loc.clone());
-        let done = emit_wgmma(&mut b, dot, [a, c0, bb, c0], 0);
+        let done = emit_wgmma(&mut b, dot, [a, c0], [bb, c0], 0);
         b.op("nv.barrier", vec![], &[], Attributes::new());
-        body.values[done].name_hint = body.values[result].name_hint.clone();
-        body.replace_all_uses(region, result, done);
-        body.remove_op(dot);
+        replace_dot(body, region, dot, done);
     }
     remove_staged_loads(body, region, &loads)
 }
 
-/// Replaces `dot` (whose A and B are in the buffers `operands` = [A, A's
-/// stage, B, B's stage]) by fence, `nv.wgmma`, commit and a wait leaving
-/// `pending` groups in flight; returns the waited accumulator.
-pub fn emit_wgmma(b: &mut Builder<'_>, dot: Op, operands: [Value; 4], pending: i64) -> Value {
+/// Emits, before `dot`, the fence, `nv.wgmma`, commit and a wait leaving
+/// `pending` groups in flight; returns the waited accumulator. `a` and `bb`
+/// are the buffer (or row window) and stage A and B are read from. When the
+/// dot reads A in registers (through a `tile.convert_layout` of the staged
+/// tile), an `nv.load_fragment` reads the stage into registers first: after
+/// whatever made the stage valid, before the fence that orders register
+/// writes before the wgmma.
+pub fn emit_wgmma(b: &mut Builder<'_>, dot: Op, a: [Value; 2], bb: [Value; 2], pending: i64) -> Value {
     let acc = b.body.ops[dot].operands[2];
     let acc_ty = b.body.value_type(acc).clone();
     let attrs = b.body.ops[dot].attrs.clone();
+    let mut wgmma_operands = match dot_a(b.body, dot).to_registers {
+        Some(convert) => {
+            let converted = b.body.result(convert, 0);
+            let ty = b.body.value_type(converted).clone();
+            let regs = b.value("nv.load_fragment", a.to_vec(), ty, Attributes::new());
+            let hint = b.body.values[converted].name_hint.clone().unwrap_or_else(|| "a".into());
+            vec![b.name(regs, &format!("{hint}_regs"))]
+        }
+        None => a.to_vec(),
+    };
     b.op("nv.wgmma_fence", vec![], &[], Attributes::new());
-    let mut wgmma_operands = operands.to_vec();
+    wgmma_operands.extend(bb);
     wgmma_operands.push(acc);
     let d = b.value("nv.wgmma", wgmma_operands, acc_ty.clone(), attrs);
     b.op("nv.wgmma_commit", vec![], &[], Attributes::new());
     let mut wait_attrs = Attributes::new();
     wait_attrs.set("pending", Attribute::Int(pending, ElemType::I64));
     b.value("nv.wgmma_wait", vec![d], acc_ty, wait_attrs)
+}
+
+/// Replaces `dot`'s result by `done` (under the dot's name) and removes the
+/// dot, and the conversion of A to registers it read.
+pub fn replace_dot(body: &mut Body, region: tilec_dialects::Region, dot: Op, done: Value) {
+    let result = body.result(dot, 0);
+    let to_registers = dot_a(body, dot).to_registers;
+    body.values[done].name_hint = body.values[result].name_hint.clone();
+    body.replace_all_uses(region, result, done);
+    body.remove_op(dot);
+    if let Some(convert) = to_registers {
+        body.remove_op(convert);
+    }
 }
 
 /// Removes loads whose tiles now come from buffers; a tile still used by

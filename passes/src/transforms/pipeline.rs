@@ -15,8 +15,8 @@
 //! `pipeline.order` is the op's place in the dependence graph's topological
 //! order.
 
-use super::lower_to_nv::{emit_wgmma, remove_staged_loads};
-use super::tma_staging::{enclosing_loop, is_staged_load, loop_iteration, next_op, op_error, outermost_ancestor, stage_of, StagedBuffers, SMEM_BUDGET_BYTES};
+use super::lower_to_nv::{emit_wgmma, remove_staged_loads, replace_dot};
+use super::tma_staging::{dot_a, enclosing_loop, is_staged_load, loop_iteration, next_op, op_error, outermost_ancestor, stage_of, StagedBuffers, SMEM_BUDGET_BYTES};
 use crate::analysis::dependence::BlockDependences;
 use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
@@ -155,16 +155,13 @@ impl Pipeline {
         let dots: Vec<Op> = body.blocks[parts.block].ops.iter().copied().filter(|&o| body.ops[o].def.name == "tile.dot").collect();
         let mut consumers = vec![wait];
         for &dot in &dots {
-            let operands = body.ops[dot].operands.clone();
-            let (Some(&a), Some(&bb)) = (staged.buffer_of.get(&operands[0]), staged.buffer_of.get(&operands[1])) else {
+            let a_tile = dot_a(body, dot).staged;
+            let (Some(&a), Some(&bb)) = (staged.buffer_of.get(&a_tile), staged.buffer_of.get(&body.ops[dot].operands[1])) else {
                 return Err(op_error(body, dot, "reads a tile that is not loaded in the pipelined loop".into()));
             };
-            let result = body.result(dot, 0);
             let mut b = Builder::new(body, InsertPoint::Before(dot), body.ops[dot].loc.clone());
-            let done = emit_wgmma(&mut b, dot, [a, stage, bb, stage], depth);
-            body.values[done].name_hint = body.values[result].name_hint.clone();
-            body.replace_all_uses(region, result, done);
-            body.remove_op(dot);
+            let done = emit_wgmma(&mut b, dot, [a, stage], [bb, stage], depth);
+            replace_dot(body, region, dot, done);
             consumers.push(body.defining_op(done).expect("built"));
         }
 
@@ -256,7 +253,8 @@ fn remove_dead_slice(body: &mut Body, region: Region, parts: &LoopParts) {
 }
 
 /// Records the schedule on the loop's ops with effects: the refill is stage
-/// 0, the consumers (barrier wait and wgmma ops) stage `distance`, and each
+/// 0, the consumers (barrier wait, fragment loads and wgmma ops) stage
+/// `distance`, and each
 /// gets its topological order in the loop's dependence graph.
 fn annotate_schedule(body: &mut Body, parts: &LoopParts, consumers: &[Op], refill: Op, distance: i64) {
     let order = BlockDependences::build(body, parts.block).topological_order();
@@ -264,7 +262,7 @@ fn annotate_schedule(body: &mut Body, parts: &LoopParts, consumers: &[Op], refil
         let name = body.ops[op].def.name;
         let stage = if op == refill {
             0
-        } else if consumers.contains(&op) || name.starts_with("nv.wgmma") {
+        } else if consumers.contains(&op) || name.starts_with("nv.wgmma") || name == "nv.load_fragment" {
             distance
         } else {
             continue;

@@ -19,6 +19,22 @@ pub fn is_staged_load(body: &Body, op: Op) -> bool {
         && matches!(body.value_type(body.result(op, 0)).as_tile().and_then(|t| t.layout.as_ref()), Some(Layout::NvmmaShared { .. }))
 }
 
+/// How a dot reads A: `staged` is the loaded tile (what the buffers are
+/// keyed by), and `to_registers` the `tile.convert_layout` of it to a
+/// dot-operand layout when the dot takes A in registers.
+pub struct DotA {
+    pub staged: Value,
+    pub to_registers: Option<Op>,
+}
+
+pub fn dot_a(body: &Body, dot: Op) -> DotA {
+    let a = body.ops[dot].operands[0];
+    match body.defining_op(a) {
+        Some(c) if body.ops[c].def.name == "tile.convert_layout" => DotA { staged: body.ops[c].operands[0], to_registers: Some(c) },
+        _ => DotA { staged: a, to_registers: None },
+    }
+}
+
 /// Element coordinates of a tile access: tile coordinates times the tile's
 /// extent in each dimension.
 pub fn element_coords(b: &mut Builder<'_>, tile_coords: &[Value], shape: &[i64]) -> Vec<Value> {

@@ -20,8 +20,9 @@
 //! persistent loop keeps them in step across tiles and the producer runs
 //! ahead into the next tile while the consumers finish an epilogue.
 
+use super::lower_to_nv::{emit_wgmma, replace_dot};
 use super::tma_staging::{
-    enclosing_loop, is_staged_load, loop_iteration, next_op, op_error, outermost_ancestor, stage_of, StagedBuffers,
+    dot_a, enclosing_loop, is_staged_load, loop_iteration, next_op, op_error, outermost_ancestor, stage_of, StagedBuffers,
     SMEM_BUDGET_BYTES,
 };
 use crate::options::{OptionKind, OptionSpec};
@@ -256,8 +257,12 @@ impl Roles<'_> {
         staged.issue(&mut b, &clones, &coords, stage, &Attributes::new());
         for dot in loop_dots(body, k_loop) {
             let (result, acc) = (body.result(dot, 0), body.ops[dot].operands[2]);
+            let to_registers = dot_a(body, dot).to_registers;
             body.replace_all_uses(self.region, result, acc);
             body.remove_op(dot);
+            if let Some(convert) = to_registers {
+                body.remove_op(convert);
+            }
         }
         for load in clones {
             body.remove_op(load);
@@ -292,7 +297,7 @@ impl Roles<'_> {
         };
         let dots = loop_dots(b.body, k_loop);
         for &dot in &dots {
-            let a = b.body.ops[dot].operands[0];
+            let a = dot_a(b.body, dot).staged;
             let buf = staged.buffer_of[&a];
             let view = match row {
                 Some(row) if !a_view.contains_key(&a) => {
@@ -318,14 +323,10 @@ impl Roles<'_> {
         let phase = b.name(phase, "phase");
         b.op("nv.mbarrier_wait", vec![staged.full, stage, phase], &[], Attributes::new());
         for &dot in &dots {
-            let ops = body.ops[dot].operands.clone();
-            let (a, bb) = (a_view[&ops[0]], staged.buffer_of[&ops[1]]);
-            let result = body.result(dot, 0);
+            let (a, bb) = (a_view[&dot_a(body, dot).staged], staged.buffer_of[&body.ops[dot].operands[1]]);
             let mut b = Builder::new(body, InsertPoint::Before(dot), body.ops[dot].loc.clone());
-            let done = super::lower_to_nv::emit_wgmma(&mut b, dot, [a, stage, bb, stage], 1);
-            body.values[done].name_hint = body.values[result].name_hint.clone();
-            body.replace_all_uses(self.region, result, done);
-            body.remove_op(dot);
+            let done = emit_wgmma(&mut b, dot, [a, stage], [bb, stage], 1);
+            replace_dot(body, self.region, dot, done);
         }
         let terminator = body.terminator(body.entry_block(body.ops[k_loop].regions[0])).expect("verified");
         let mut b = Builder::new(body, InsertPoint::Before(terminator), loc.clone());
@@ -379,7 +380,8 @@ impl Roles<'_> {
     }
 
     /// A consumer is one warpgroup holding `half` rows: its MMA-layout tiles
-    /// shrink to those rows and their layout to one warpgroup's warps.
+    /// (and A's register tiles, whose layout has an MMA parent) shrink to
+    /// those rows and their layout to one warpgroup's warps.
     fn retype_consumer(&self, body: &mut Body, role_region: Region, half: i64) {
         let mut values: Vec<Value> = Vec::new();
         for op in body.walk_region(role_region) {
@@ -390,12 +392,18 @@ impl Roles<'_> {
         }
         for v in values {
             let Some(tile) = body.value_type(v).as_tile() else { continue };
-            let Some(Layout::Mma { version, instr_shape, .. }) = &tile.layout else { continue };
+            let layout = match &tile.layout {
+                Some(mma @ Layout::Mma { .. }) => one_warpgroup(mma),
+                // A in registers: rows of this consumer, for its one warpgroup.
+                Some(Layout::DotOperand { op_idx, k_width, parent }) if matches!(**parent, Layout::Mma { .. }) => {
+                    Layout::DotOperand { op_idx: *op_idx, k_width: *k_width, parent: Box::new(one_warpgroup(parent)) }
+                }
+                _ => continue,
+            };
             let mut shape = tile.shape.clone();
             if shape[0] == self.block_m {
                 shape[0] = half;
             }
-            let layout = Layout::Mma { version: *version, warps_per_cta: vec![4, 1], instr_shape: instr_shape.clone() };
             body.values[v].ty = Type::Tile(TileType { shape, elem: tile.elem, layout: Some(layout) });
         }
     }
@@ -414,6 +422,12 @@ impl Roles<'_> {
             body.ops[op].operands[2] = row;
         }
     }
+}
+
+/// An MMA layout held by one warpgroup (a consumer's).
+fn one_warpgroup(mma: &Layout) -> Layout {
+    let Layout::Mma { version, instr_shape, .. } = mma else { unreachable!("callers match an MMA layout") };
+    Layout::Mma { version: *version, warps_per_cta: vec![4, 1], instr_shape: instr_shape.clone() }
 }
 
 fn cmp(b: &mut Builder<'_>, predicate: &str, lhs: Value, rhs: Value) -> Value {
