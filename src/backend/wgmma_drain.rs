@@ -1,5 +1,8 @@
 //! A peephole on the emitted PTX: every `wgmma.wait_group.sync.aligned 0`
-//! moves up to the start of its straight-line run of ordinary instructions.
+//! moves up to the start of its straight-line run of ordinary instructions,
+//! and where that run starts at a label the block before falls into, a copy
+//! of the wait also goes to the start of that block's run (branches to the
+//! label still find the original).
 //!
 //! Why: ptxas serialises every wgmma of a kernel (warning C7514, each HGMMA
 //! followed by `WARPGROUP.DEPBAR.LE gsb0, 0x0`) when any non-wgmma
@@ -32,17 +35,41 @@ fn is_movable(line: &str) -> bool {
         && !t.contains("setmaxnreg")
 }
 
+/// A label line, `$L__BB0_12:`.
+fn is_label(line: &str) -> bool {
+    let t = line.trim();
+    t.ends_with(':') && !t.contains(' ')
+}
+
+/// A line after which control never falls through to the next one.
+fn ends_flow(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with("bra") || t.starts_with("ret") || t.starts_with("exit")
+}
+
+/// The index the run of movable lines ending before `at` starts at.
+fn run_start(lines: &[&str], mut at: usize) -> usize {
+    while at > 0 && is_movable(lines[at - 1]) {
+        at -= 1;
+    }
+    at
+}
+
 pub fn hoist_drain_waits(ptx: &str) -> String {
     let mut out: Vec<&str> = Vec::new();
     for line in ptx.lines() {
-        if is_drain(line) {
-            let mut at = out.len();
-            while at > 0 && is_movable(out[at - 1]) {
-                at -= 1;
-            }
-            out.insert(at, line);
-        } else {
+        if !is_drain(line) {
             out.push(line);
+            continue;
+        }
+        let mut at = run_start(&out, out.len());
+        out.insert(at, line);
+        // The run starts at a label the block before falls into: that block
+        // waits too, before its own run, and so on up a chain of such blocks.
+        // Each copy lands strictly higher, so this ends.
+        while at >= 2 && is_label(out[at - 1]) && !ends_flow(out[at - 2]) && !is_drain(out[at - 2]) {
+            at = run_start(&out, at - 1);
+            out.insert(at, line);
         }
     }
     let mut text = out.join("\n");
@@ -70,6 +97,16 @@ mod tests {
             let want = format!("{fence}\n\twgmma.wait_group.sync.aligned \t0;\n\tadd.s32 \t%r1, %r2, 1;\n");
             assert_eq!(hoist_drain_waits(&ptx), want, "after {fence:?}");
         }
+    }
+
+    #[test]
+    fn a_block_falling_into_the_drain_waits_first_too() {
+        let ptx = "\tbra.uni \t$L__BB0_11;\n$L__BB0_397:\n\tand.b32 \t%r266, %r131, 48;\n$L__BB0_12:\n\twgmma.wait_group.sync.aligned \t0;\n\tcvt.rn.bf16.f32 \t%rs1, %r201;\n";
+        let want = "\tbra.uni \t$L__BB0_11;\n$L__BB0_397:\n\twgmma.wait_group.sync.aligned \t0;\n\tand.b32 \t%r266, %r131, 48;\n$L__BB0_12:\n\twgmma.wait_group.sync.aligned \t0;\n\tcvt.rn.bf16.f32 \t%rs1, %r201;\n";
+        assert_eq!(hoist_drain_waits(ptx), want);
+        // A block that branches away does not fall into the label.
+        let branching = "\tbra.uni \t$L__BB0_11;\n$L__BB0_12:\n\twgmma.wait_group.sync.aligned \t0;\n";
+        assert_eq!(hoist_drain_waits(branching), branching);
     }
 
     #[test]

@@ -88,7 +88,14 @@ struct LoopParts {
 impl Pipeline {
     fn pipeline_loop(&self, body: &mut Body, region: Region, for_op: Op) -> Result<(), Diagnostic> {
         let parts = analyse(body, for_op)?;
-        let (stages, depth) = (self.stages, self.wait_depth);
+        // A read into registers by ldmatrix each iteration while the previous
+        // iteration's wgmma may still read them: ptxas then serialises every
+        // wgmma (C7514, seen on sm_90a), so such loops wait for each group.
+        let a_in_registers = body.blocks[parts.block]
+            .ops
+            .iter()
+            .any(|&o| body.ops[o].def.name == "tile.dot" && dot_a(body, o).to_registers.is_some());
+        let (stages, depth) = (self.stages, if a_in_registers { 0 } else { self.wait_depth });
         let loc = body.ops[for_op].loc.clone();
 
         // Before the loop: buffers, barriers, trip count and the prologue.
