@@ -47,10 +47,8 @@ fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
     let mut args = Args { inputs: Vec::new(), runs: DEFAULT_RUNS, pipeline: DEFAULT_PIPELINE.into(), json: None };
     let mut it = raw.iter();
     while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
+        let (flag, inline) = crate::cli::split_flag(arg);
+        let inline = inline.map(str::to_string);
         let mut value = |what: &str| inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{flag} needs {what}"));
         match flag {
             "-h" | "--help" => return Ok(None),

@@ -73,10 +73,7 @@ fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
     }
     let mut args = Args::default();
     while let Some(arg) = it.next() {
-        let (flag, value) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
-            _ => (arg.as_str(), None),
-        };
+        let (flag, value) = crate::cli::split_flag(arg);
         match (flag, value) {
             ("-h" | "--help", None) => return Ok(None),
             ("-o", None) => args.output = Some(it.next().ok_or("-o needs a directory")?.clone()),

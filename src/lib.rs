@@ -4,6 +4,7 @@
 //! (`backend`), and holds the tools (`opt` for tile-opt, `driver` for tilec).
 
 pub mod backend;
+pub mod cli;
 pub mod bench_compile;
 pub mod driver;
 pub mod lower;
