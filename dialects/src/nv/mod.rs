@@ -3,11 +3,12 @@
 //! with commit and wait (A from shared memory or from registers loaded by
 //! `nv.load_fragment`), CTA barriers, and the epilogue's stores.
 //!
-//! Ops marked "elected" (`nv.tma_load`, `nv.mbarrier_expect_tx`) are issued
+//! Ops marked "elected" (`nv.tma_load`, `nv.mbarrier_expect_tx`, `nv.tma_store`) are issued
 //! by one thread of the executing threads; the lowering elects it. All other
 //! ops run on every thread. The tile dialect's index arithmetic, `tile.for`
 //! and element-wise ops stay in use next to these ops.
 
+pub mod epilogue;
 pub mod fragment;
 pub mod memory;
 pub mod mma;
@@ -23,6 +24,9 @@ pub static OPS: &[OpDef] = &[
     memory::TMA_LOAD,
     memory::BARRIER,
     memory::STORE_GLOBAL,
+    epilogue::STORE_SHARED,
+    epilogue::FENCE_ASYNC_SHARED,
+    epilogue::TMA_STORE,
     fragment::LOAD_FRAGMENT,
     mma::WGMMA_FENCE,
     mma::WGMMA,

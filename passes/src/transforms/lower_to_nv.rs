@@ -9,22 +9,33 @@
 //! first read into registers by `nv.load_fragment` when the dot takes A in
 //! registers), followed by
 //! a CTA barrier so the next iteration's TMA cannot overwrite tiles still
-//! being read. Stores of register tiles become bounds-checked global stores.
+//! being read. Stores of register tiles become bounds-checked global stores
+//! (`epilogue=global`), or with `epilogue=tma` a store into a swizzled
+//! output buffer, a proxy fence, a CTA barrier and an elected TMA store.
 
+use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
 use crate::Pass;
 use super::tma_staging::{dot_a, element_coords, is_staged_load, op_error, outermost_ancestor, StagedBuffers};
-use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Value};
+use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, SmemType, TileType, Type, Value};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
 pub const INFO: PassInfo = PassInfo {
     name: "tile-lower-to-nv",
     summary: "Lower tile loads, dots and stores to TMA, mbarriers, wgmma and global stores (one stage)",
-    options: &[],
-    create: |_| Box::new(LowerToNv),
+    options: &[OptionSpec {
+        name: "epilogue",
+        kind: OptionKind::Enum(&["global", "tma"]),
+        default: "global",
+        help: "store output tiles directly (global) or through a swizzled shared buffer and a TMA store (tma)",
+    }],
+    create: |options| Box::new(LowerToNv { tma_epilogue: options.word("epilogue") == "tma" }),
 };
 
-pub struct LowerToNv;
+pub struct LowerToNv {
+    /// Store register tiles through shared memory and TMA.
+    tma_epilogue: bool,
+}
 
 impl Pass for LowerToNv {
     fn name(&self) -> &'static str {
@@ -51,6 +62,7 @@ impl Pass for LowerToNv {
         }
         for op in body.walk_region(func.region) {
             match body.ops[op].def.name {
+                "tile.store" if self.tma_epilogue => lower_store_tma(body, op)?,
                 "tile.store" => lower_store(body, op)?,
                 "tile.load" => return Err(op_error(body, op, "loads a tile with no shared layout; run tile-assign-layouts first, and load only dot operands".into())),
                 "tile.dot" => return Err(op_error(body, op, "reads tiles that were not loaded by TMA in the same block".into())),
@@ -175,6 +187,59 @@ fn lower_store(body: &mut Body, store: Op) -> Result<(), Diagnostic> {
     let mut new_operands = vec![operands[0], operands[1]];
     new_operands.extend(element_coords(&mut b, &operands[2..], &tile.shape));
     b.op("nv.store_global", new_operands, &[], Attributes::new());
+    body.remove_op(store);
+    Ok(())
+}
+
+/// `epilogue=tma`: an output buffer of one stage (swizzled by the layout
+/// rules for the tile's row bytes) allocated before the outermost op around
+/// the store, then `nv.store_shared`, `nv.fence_async_shared`, `nv.barrier`
+/// and `nv.tma_store`. Inside a loop (a persistent kernel) a CTA barrier
+/// first keeps threads from overwriting the buffer before the previous
+/// tile's TMA store has read it (thread 0 waits for that before arriving).
+fn lower_store_tma(body: &mut Body, store: Op) -> Result<(), Diagnostic> {
+    let operands = body.ops[store].operands.clone();
+    let tile = body.value_type(operands[0]).as_tile().cloned().expect("verified");
+    if !matches!(tile.layout, Some(Layout::Mma { .. })) {
+        return Err(op_error(body, store, "stores a tile with no '#tile.mma' layout; epilogue=tma stores MMA register tiles (run tile-assign-layouts first)".into()));
+    }
+    let mut in_loop = false;
+    let mut parent = body.ops[store].parent.and_then(|b| body.blocks[b].parent).and_then(|r| body.regions[r].parent);
+    while let Some(p) = parent {
+        match body.ops[p].def.name {
+            "nv.warp_specialize" => {
+                return Err(op_error(body, store, "epilogue=tma is not supported inside nv.warp_specialize (use epilogue=global)".into()))
+            }
+            "tile.for" => in_loop = true,
+            _ => {}
+        }
+        parent = body.ops[p].parent.and_then(|b| body.blocks[b].parent).and_then(|r| body.regions[r].parent);
+    }
+    let [rows, cols] = tile.shape[..] else {
+        return Err(op_error(body, store, "epilogue=tma stores rank-2 tiles only".into()));
+    };
+    if rows > 256 {
+        return Err(op_error(body, store, format!("epilogue=tma: {rows} rows exceed a TMA box (256)")));
+    }
+    let swizzle = crate::layout_rules::swizzle_bytes(cols, tile.elem.bits(), rows);
+    let shared = TileType { shape: tile.shape.clone(), elem: tile.elem, layout: Some(Layout::NvmmaShared { swizzle_bytes: swizzle, transposed: false, padding_elems: 0 }) };
+    let loc = body.ops[store].loc.clone();
+    let anchor = outermost_ancestor(body, store);
+    let mut b = Builder::new(body, InsertPoint::Before(anchor), loc.clone());
+    let buf = b.value("nv.alloc_smem", vec![], Type::Smem(SmemType { stages: 1, tile: shared }), Attributes::new());
+    let hint = b.body.values[operands[1]].name_hint.clone().unwrap_or_else(|| "out".into());
+    let buf = b.name(buf, &format!("{}_smem", hint.to_lowercase()));
+    let mut b = Builder::new(body, InsertPoint::Before(store), loc);
+    let c0 = b.index(0);
+    if in_loop {
+        b.op("nv.barrier", vec![], &[], Attributes::new());
+    }
+    b.op("nv.store_shared", vec![operands[0], buf, c0], &[], Attributes::new());
+    b.op("nv.fence_async_shared", vec![], &[], Attributes::new());
+    b.op("nv.barrier", vec![], &[], Attributes::new());
+    let mut tma_operands = vec![buf, c0, operands[1]];
+    tma_operands.extend(element_coords(&mut b, &operands[2..], &tile.shape));
+    b.op("nv.tma_store", tma_operands, &[], Attributes::new());
     body.remove_op(store);
     Ok(())
 }
