@@ -273,3 +273,66 @@ pub(crate) fn store(
         }
     }
 }
+
+/// Writes `frag` into one stage of a shared buffer (`base` points at the
+/// stage), at the addresses a TMA box of the buffer's layout reads: the
+/// stage is `[cols*eb/span][rows][span]` (`SmemGeom`), and with a swizzle
+/// the 16-byte chunk index inside each 128-byte line is XORed with the
+/// line's row bits, `off ^ (((off >> 7) & (span/16 - 1)) << 4)`, as TMA and
+/// the hardware do (valid because stages and column blocks start on 8-row
+/// atoms, 1024-byte aligned). Each adjacent column pair lies inside one
+/// 16-byte chunk, so it is one `2 * eb`-byte store.
+pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords, base: &str, smem: &super::plan::SmemGeom) {
+    let g = &frag.geom;
+    let ty = frag.chunk_type(em);
+    let t = mlir_type(frag.elem);
+    let eb = smem.elem_bytes();
+    let span = smem.span();
+    let mut row_base = thread.row.clone();
+    if let Some(wg) = &thread.wg {
+        let c64 = em.i32(64);
+        let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
+        row_base = em.binop("row_t", "arith.addi", &row_base, &wg_rows, "i32");
+    }
+    let c_eb = em.i32(eb);
+    let col_bytes = em.binop("col_b", "arith.muli", &thread.col, &c_eb, "i32");
+    let c_span = em.i32(span);
+    let c_block = em.i32(smem.block_bytes());
+    let c7 = em.i32(7);
+    let c4 = em.i32(4);
+    let c_mask = em.i32(span / 16 - 1);
+    let pair = format!("vector<2x{t}>");
+    let i0 = em.i32(0);
+    let i1 = em.i32(1);
+    for r in 0..g.m_blocks {
+        for half in 0..2 {
+            let row = em.add_const("srow", &row_base, g.block_row(r) + 8 * half, "i32");
+            let row_off = em.binop("srow_off", "arith.muli", &row, &c_span, "i32");
+            for nb in 0..g.n_blocks {
+                let chunk = &frag.chunks[(r * g.n_blocks + nb) as usize];
+                for j in 0..g.instr_n / 8 {
+                    let byte = em.add_const("sbyte", &col_bytes, (nb * g.instr_n + 8 * j) * eb, "i32");
+                    let blk = em.binop("sblk", "arith.divui", &byte, &c_span, "i32");
+                    let within = em.binop("sin", "arith.remui", &byte, &c_span, "i32");
+                    let blk_off = em.binop("sblk_off", "arith.muli", &blk, &c_block, "i32");
+                    let off = em.binop("soff", "arith.addi", &blk_off, &row_off, "i32");
+                    let mut off = em.binop("soff", "arith.addi", &off, &within, "i32");
+                    if smem.swizzle != 0 {
+                        let line = em.binop("sline", "arith.shrui", &off, &c7, "i32");
+                        let bits = em.binop("sbits", "arith.andi", &line, &c_mask, "i32");
+                        let xor = em.binop("sxor", "arith.shli", &bits, &c4, "i32");
+                        off = em.binop("soff", "arith.xori", &off, &xor, "i32");
+                    }
+                    let p = em.assign("sp", format!("llvm.getelementptr {base}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"));
+                    let i = 4 * j + 2 * half;
+                    let v0 = em.assign("v", format!("llvm.extractvalue {chunk}[{i}] : {ty}"));
+                    let v1 = em.assign("v", format!("llvm.extractvalue {chunk}[{}] : {ty}", i + 1));
+                    let u = em.assign("u", format!("llvm.mlir.undef : {pair}"));
+                    let w0 = em.assign("w", format!("llvm.insertelement {v0}, {u}[{i0} : i32] : {pair}"));
+                    let w1 = em.assign("w", format!("llvm.insertelement {v1}, {w0}[{i1} : i32] : {pair}"));
+                    em.line(format!("llvm.store {w1}, {p} {{alignment = {} : i64}} : {pair}, !llvm.ptr<3>", 2 * eb));
+                }
+            }
+        }
+    }
+}

@@ -102,7 +102,7 @@ pub(crate) struct Lowerer<'a> {
 }
 
 fn is_elected(name: &str) -> bool {
-    matches!(name, "nv.tma_load" | "nv.mbarrier_expect_tx")
+    matches!(name, "nv.tma_load" | "nv.mbarrier_expect_tx" | "nv.tma_store")
 }
 
 impl<'a> Lowerer<'a> {
@@ -131,7 +131,7 @@ impl<'a> Lowerer<'a> {
             tma_indices.push(i.to_string());
             self.tma_args.push(name);
         }
-        for (i, t) in self.plan.tensors.iter().enumerate().filter(|(_, t)| t.stored) {
+        for (i, t) in self.plan.tensors.iter().enumerate().filter(|(_, t)| t.ptr) {
             let name = self.em.fresh(&format!("ptr_{}", t.name));
             params.push(format!("{name}: !llvm.ptr {{llvm.noalias}}"));
             self.ptr_args.insert(i, name);
@@ -499,6 +499,12 @@ impl<'a> Lowerer<'a> {
             }
             "nv.warp_specialize" => self.lower_warp_specialize(op),
             "nv.store_global" => self.lower_store(op),
+            "nv.store_shared" => self.lower_store_shared(op),
+            "nv.fence_async_shared" => {
+                self.em.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
+                Ok(())
+            }
+            "nv.tma_store" => self.lower_tma_store(op),
             _ => Err(self.err(op, "is not supported by the lowering")),
         }
     }
@@ -680,6 +686,46 @@ impl<'a> Lowerer<'a> {
         let tid = self.thread().tid.clone();
         let coords = thread_coords(&mut self.em, &tid, frag.geom.warpgroups);
         fragment::store(&mut self.em, &frag, &coords, &ptr, &row0, &col0, &rows, &cols);
+        Ok(())
+    }
+
+    fn lower_store_shared(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let operands = self.f.body.ops[op].operands.clone();
+        let frag = self.frag(op, operands[0])?;
+        let Lv::Smem(dst) = self.lv(op, operands[1])?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
+        if dst.row_offset.is_some() {
+            return Err(self.err(op, "stores into row windows are not supported by the lowering"));
+        }
+        let buf = self.plan.buffers[&dst.buffer].clone();
+        let stage = self.scalar(op, operands[2])?;
+        let t = self.thread();
+        let (tid, smem) = (t.tid.clone(), t.smem.clone());
+        let base = tma::smem_ptr(&mut self.em, &smem, buf.offset, &stage, buf.geom.stage_bytes(), "c_stage");
+        let coords = thread_coords(&mut self.em, &tid, frag.geom.warpgroups);
+        fragment::store_shared(&mut self.em, &frag, &coords, &base, &buf.geom);
+        Ok(())
+    }
+
+    fn lower_tma_store(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let operands = self.f.body.ops[op].operands.clone();
+        let Lv::Smem(src) = self.lv(op, operands[0])?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
+        if src.row_offset.is_some() {
+            return Err(self.err(op, "TMA stores from row windows are not supported by the lowering"));
+        }
+        let Lv::Ref(t) = *self.lv(op, operands[2])? else { return Err(self.err(op, "expected a tensor")) };
+        let buf = self.plan.buffers[&src.buffer].clone();
+        let desc_idx = self
+            .plan
+            .tma
+            .iter()
+            .position(|d| d.tensor == t && d.box_dims == [buf.geom.rows, buf.geom.block_cols()] && d.swizzle == buf.geom.swizzle)
+            .expect("planned");
+        let desc = self.tma_args[desc_idx].clone();
+        let stage = self.scalar(op, operands[1])?;
+        let row = self.scalar(op, operands[3])?;
+        let col = self.scalar(op, operands[4])?;
+        let smem = self.thread().smem.clone();
+        tma::store(&mut self.em, &smem, &buf, &stage, &desc, &row, &col);
         Ok(())
     }
 

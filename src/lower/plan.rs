@@ -146,6 +146,8 @@ pub(crate) struct Tensor {
     pub elem: ElemType,
     pub dims: Vec<DimSrc>,
     pub stored: bool,
+    /// Stored by `nv.store_global`: the kernel takes its pointer.
+    pub ptr: bool,
 }
 
 /// One TMA descriptor parameter: a tensor, a box (outer to inner) and a
@@ -236,7 +238,7 @@ impl Plan {
                 dims.push(dim);
             }
             tensor_of_arg.insert(arg, tensors.len());
-            tensors.push(Tensor { name, elem: r.elem, dims, stored: false });
+            tensors.push(Tensor { name, elem: r.elem, dims, stored: false, ptr: false });
         }
 
         let mut plan = Plan {
@@ -319,11 +321,37 @@ impl Plan {
                         .get(&data.operands[1])
                         .ok_or_else(|| error(&data.loc, name, "the destination must be a kernel argument"))?;
                     plan.tensors[tensor].stored = true;
+                    plan.tensors[tensor].ptr = true;
                     let tile = body.value_type(data.operands[0]).as_tile().expect("verified");
                     if tile.shape.len() != 2 {
                         return Err(error(&data.loc, name, "only rank-2 stores are supported by the lowering"));
                     }
                     let shape = [tile.shape[0], tile.shape[1]];
+                    if store.is_some_and(|s| s != shape) {
+                        return Err(error(&data.loc, name, "all stores must have one tile shape (it sets the grid)"));
+                    }
+                    store = Some(shape);
+                }
+                "nv.tma_store" => {
+                    let geom = SmemGeom::from_type(body.value_type(data.operands[0]), &data.loc, name)?;
+                    let tensor = *plan
+                        .tensor_of_arg
+                        .get(&data.operands[2])
+                        .ok_or_else(|| error(&data.loc, name, "the destination must be a kernel argument"))?;
+                    if data.operands.len() != 5 {
+                        return Err(error(&data.loc, name, "only rank-2 TMA stores are supported by the lowering"));
+                    }
+                    plan.tensors[tensor].stored = true;
+                    let desc = TmaDesc {
+                        tensor,
+                        box_dims: [geom.rows, geom.block_cols()],
+                        swizzle: geom.swizzle,
+                        geom_swizzle: geom.manifest_swizzle(),
+                    };
+                    if !plan.tma.contains(&desc) {
+                        plan.tma.push(desc);
+                    }
+                    let shape = [geom.rows, geom.cols];
                     if store.is_some_and(|s| s != shape) {
                         return Err(error(&data.loc, name, "all stores must have one tile shape (it sets the grid)"));
                     }
@@ -346,7 +374,7 @@ impl Plan {
             ));
         }
         let [rows, cols] = store.ok_or_else(|| {
-            Diagnostic::error(f.loc.clone(), "the lowering needs an 'nv.store_global' of the output tile (it sets the grid)")
+            Diagnostic::error(f.loc.clone(), "the lowering needs an 'nv.store_global' or 'nv.tma_store' of the output tile (it sets the grid)")
         })?;
         // Consumer warpgroups split the CTA's tile along M, each storing its rows.
         plan.store_tile = [rows * consumers, cols];
@@ -390,7 +418,7 @@ impl Plan {
                 interleave: Interleave::None,
             }));
         }
-        for t in self.tensors.iter().filter(|t| t.stored) {
+        for t in self.tensors.iter().filter(|t| t.ptr) {
             params.push(Param::Ptr { tensor: t.name.clone() });
         }
         for s in &self.symbols {

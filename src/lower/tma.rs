@@ -91,3 +91,23 @@ pub(crate) fn load(
         ));
     }
 }
+
+/// The elected TMA store of one stage: one copy per column block (block `j`
+/// to columns `col + j * block_cols`), one bulk group, and a wait until the
+/// copies have read shared memory (the buffer may then be reused and the
+/// CTA may exit). Coordinates go innermost first.
+pub(crate) fn store(em: &mut Emitter, smem: &str, buffer: &Buffer, stage: &str, desc: &str, row: &str, col: &str) {
+    let g = &buffer.geom;
+    let src = smem_ptr(em, smem, buffer.offset, stage, g.stage_bytes(), "src");
+    for j in 0..g.col_blocks() {
+        let p = if j == 0 {
+            src.clone()
+        } else {
+            em.assign("src", format!("llvm.getelementptr {src}[{}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8", j * g.block_bytes()))
+        };
+        let c = em.add_const("col", col, j * g.block_cols(), "i32");
+        em.line(format!("nvvm.cp.async.bulk.tensor.global.shared.cta {desc}, {p}, box[{c}, {row}] : !llvm.ptr, !llvm.ptr<3>"));
+    }
+    em.line("nvvm.cp.async.bulk.commit.group");
+    em.line("nvvm.cp.async.bulk.wait_group 0 {read}");
+}
