@@ -18,39 +18,11 @@ use crate::tile::arith::expect_counts;
 pub const STORE_SHARED: OpDef = OpDef {
     name: "nv.store_shared",
     traits: OpTraits::NONE,
-    parse: parse_store_shared,
-    print: print_store_shared,
+    parse: crate::tile::memory::parse_store,
+    print: crate::tile::memory::print_store,
     verify: verify_store_shared,
     fold: None,
 };
-
-fn parse_store_shared(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
-    let value = p.parse_operand()?;
-    p.expect(",")?;
-    let (buf, idx) = parse_indexed(p)?;
-    let attrs = p.parse_optional_attr_dict()?;
-    p.expect(":")?;
-    let tile_ty = p.parse_type()?;
-    p.expect("->")?;
-    let buf_ty = p.parse_type()?;
-    let mut operands = vec![p.resolve(&value, &tile_ty)?, p.resolve(&buf, &buf_ty)?];
-    operands.extend(resolve_indices(p, &idx)?);
-    Ok(ParsedOp { operands, result_types: vec![], attrs, regions: vec![] })
-}
-
-fn print_store_shared(p: &mut Printer<'_>, op: Op) {
-    let data = &p.body.ops[op];
-    let (ops, attrs) = (data.operands.clone(), data.attrs.clone());
-    p.write(" ");
-    p.value(ops[0]);
-    p.write(", ");
-    print_indexed(p, ops[1], &ops[2..]);
-    p.attr_dict(&attrs, &[]);
-    p.write(" : ");
-    p.value_type(ops[0]);
-    p.write(" -> ");
-    p.value_type(ops[1]);
-}
 
 fn verify_store_shared(body: &Body, op: Op) -> Result<(), String> {
     expect_counts(body, op, 3, 0)?;

@@ -321,39 +321,11 @@ pub const BARRIER: OpDef = OpDef {
 pub const STORE_GLOBAL: OpDef = OpDef {
     name: "nv.store_global",
     traits: OpTraits::NONE,
-    parse: parse_store_global,
-    print: print_store_global,
+    parse: crate::tile::memory::parse_store,
+    print: crate::tile::memory::print_store,
     verify: verify_store_global,
     fold: None,
 };
-
-fn parse_store_global(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
-    let value = p.parse_operand()?;
-    p.expect(",")?;
-    let (tensor, coords) = parse_indexed(p)?;
-    let attrs = p.parse_optional_attr_dict()?;
-    p.expect(":")?;
-    let tile_ty = p.parse_type()?;
-    p.expect("->")?;
-    let ref_ty = p.parse_type()?;
-    let mut operands = vec![p.resolve(&value, &tile_ty)?, p.resolve(&tensor, &ref_ty)?];
-    operands.extend(resolve_indices(p, &coords)?);
-    Ok(ParsedOp { operands, result_types: vec![], attrs, regions: vec![] })
-}
-
-fn print_store_global(p: &mut Printer<'_>, op: Op) {
-    let data = &p.body.ops[op];
-    let (ops, attrs) = (data.operands.clone(), data.attrs.clone());
-    p.write(" ");
-    p.value(ops[0]);
-    p.write(", ");
-    print_indexed(p, ops[1], &ops[2..]);
-    p.attr_dict(&attrs, &[]);
-    p.write(" : ");
-    p.value_type(ops[0]);
-    p.write(" -> ");
-    p.value_type(ops[1]);
-}
 
 fn verify_store_global(body: &Body, op: Op) -> Result<(), String> {
     let ops = &body.ops[op].operands;

@@ -52,7 +52,9 @@ fn print_load(p: &mut Printer<'_>, op: Op) {
     p.value_type(result);
 }
 
-fn parse_store(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
+/// The syntax every store shares, `%value, %dest[%i, ...] : T -> D`:
+/// `tile.store`, `nv.store_global` and `nv.store_shared`.
+pub(crate) fn parse_store(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
     let value = p.parse_operand()?;
     p.expect(",")?;
     let tensor = p.parse_operand()?;
@@ -69,7 +71,7 @@ fn parse_store(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
     Ok(ParsedOp { operands, result_types: vec![], attrs, regions: vec![] })
 }
 
-fn print_store(p: &mut Printer<'_>, op: Op) {
+pub(crate) fn print_store(p: &mut Printer<'_>, op: Op) {
     let data = &p.body.ops[op];
     let (operands, attrs) = (data.operands.clone(), data.attrs.clone());
     p.write(" ");

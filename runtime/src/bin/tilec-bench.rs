@@ -616,7 +616,6 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
     let ours: Vec<usize> = (0..cands.len())
         .filter(|&i| cands[i].kernel.is_some() && cands[i].kind.is_some_and(|k| k.dtype == dtype))
         .collect();
-    let threshold = args.threshold;
     match dtype {
         BenchDtype::Bf16 => {
             let a_h = par_fill(mk + extra, r.seed, |g| bf16::from_f32(g.uniform()));
@@ -639,30 +638,10 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             }
             r.runs.push(run);
             // cuBLASLt.
-            let mut run = RunResult::new("cublaslt", RunKind::Baseline);
-            let res = (|| -> Result<()> {
-                let plan = LtGemm::new(&cx.lt, shape.m, shape.n, shape.k, LtInput::Bf16)?;
-                let ptrs: Vec<(u64, u64, u64)> =
-                    (0..sets).map(|s| (addr(gpu, &d.a[s]), addr(gpu, &d.b[s]), addr(gpu, &d.c[s]))).collect();
-                poison(gpu, &mut d.c[0])?;
-                unsafe { plan.run(&cx.lt, ptrs[0].0, ptrs[0].1, ptrs[0].2) }?;
-                gpu.sync("cuBLASLt")?;
-                let check = make_check("cublas", check_output(gpu, &d.c[0], &refh, 1.0)?, threshold);
-                let pass = check.pass;
-                run.check = Some(check);
-                if pass {
-                    let samples = cx.timer.time(args.warmup, args.reps, |i| {
-                        let p = ptrs[i % sets];
-                        unsafe { plan.run(&cx.lt, p.0, p.1, p.2) }
-                    });
-                    set_timing(&mut run, samples, shape, dtype);
-                }
-                Ok(())
-            })();
-            if let Err(e) = res {
-                run.error = Some(e.to_string());
-            }
-            r.runs.push(run);
+            let ptrs: Vec<(u64, u64, u64)> =
+                (0..sets).map(|s| (addr(gpu, &d.a[s]), addr(gpu, &d.b[s]), addr(gpu, &d.c[s]))).collect();
+            let lt = LtRun { name: "cublaslt", input: LtInput::Bf16, reference: "cublas", scale: 1.0 };
+            r.runs.push(run_cublaslt(cx, shape, dtype, &lt, &ptrs, &mut d.c[0], &refh));
             // Ours.
             for &ci in &ours {
                 let bind = |s: usize| vec![gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s])];
@@ -692,32 +671,12 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 return Ok(());
             }
             let scale = FP8_SCALE_A as f64 * FP8_SCALE_B as f64;
-            let mut run = RunResult::new("cublaslt-fp8", RunKind::Baseline);
             let (sa, sb) = (addr(gpu, &cx.scale_a), addr(gpu, &cx.scale_b));
-            let res = (|| -> Result<()> {
-                let plan =
-                    LtGemm::new(&cx.lt, shape.m, shape.n, shape.k, LtInput::Fp8E4m3 { scale_a: sa, scale_b: sb })?;
-                let ptrs: Vec<(u64, u64, u64)> =
-                    (0..sets).map(|s| (addr(gpu, &d.a[s]), addr(gpu, &d.b[s]), addr(gpu, &d.c[s]))).collect();
-                poison(gpu, &mut d.c[0])?;
-                unsafe { plan.run(&cx.lt, ptrs[0].0, ptrs[0].1, ptrs[0].2) }?;
-                gpu.sync("cuBLASLt FP8")?;
-                let check = make_check(ref_name, check_output(gpu, &d.c[0], &refh, scale)?, threshold);
-                let pass = check.pass;
-                run.check = Some(check);
-                if pass {
-                    let samples = cx.timer.time(args.warmup, args.reps, |i| {
-                        let p = ptrs[i % sets];
-                        unsafe { plan.run(&cx.lt, p.0, p.1, p.2) }
-                    });
-                    set_timing(&mut run, samples, shape, dtype);
-                }
-                Ok(())
-            })();
-            if let Err(e) = res {
-                run.error = Some(e.to_string());
-            }
-            r.runs.push(run);
+            let ptrs: Vec<(u64, u64, u64)> =
+                (0..sets).map(|s| (addr(gpu, &d.a[s]), addr(gpu, &d.b[s]), addr(gpu, &d.c[s]))).collect();
+            let input = LtInput::Fp8E4m3 { scale_a: sa, scale_b: sb };
+            let lt = LtRun { name: "cublaslt-fp8", input, reference: ref_name, scale };
+            r.runs.push(run_cublaslt(cx, shape, dtype, &lt, &ptrs, &mut d.c[0], &refh));
             for &ci in &ours {
                 let scales = cands[ci].kind.is_some_and(|k| k.scales);
                 let f8 = |name: &str, s: &CudaSlice<u8>| TensorBinding {
@@ -746,6 +705,50 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
 
 /// Checks and times one of our artifacts on every set.
 #[allow(clippy::too_many_arguments)]
+/// One cuBLASLt baseline: its input kind and how its output is checked.
+struct LtRun<'a> {
+    name: &'static str,
+    input: LtInput,
+    reference: &'a str,
+    scale: f64,
+}
+
+/// Checks a cuBLASLt plan once on poisoned output (set 0), then times it
+/// over the rotated sets `ptrs` (A, B, C device addresses).
+fn run_cublaslt(
+    cx: &Ctx,
+    shape: Shape,
+    dtype: BenchDtype,
+    lt: &LtRun,
+    ptrs: &[(u64, u64, u64)],
+    c0: &mut CudaSlice<bf16>,
+    refh: &[bf16],
+) -> RunResult {
+    let (gpu, args) = (cx.gpu, cx.args);
+    let mut run = RunResult::new(lt.name, RunKind::Baseline);
+    let res = (|| -> Result<()> {
+        let plan = LtGemm::new(&cx.lt, shape.m, shape.n, shape.k, lt.input)?;
+        poison(gpu, c0)?;
+        unsafe { plan.run(&cx.lt, ptrs[0].0, ptrs[0].1, ptrs[0].2) }?;
+        gpu.sync(lt.name)?;
+        let check = make_check(lt.reference, check_output(gpu, c0, refh, lt.scale)?, args.threshold);
+        let pass = check.pass;
+        run.check = Some(check);
+        if pass {
+            let samples = cx.timer.time(args.warmup, args.reps, |i| {
+                let p = ptrs[i % ptrs.len()];
+                unsafe { plan.run(&cx.lt, p.0, p.1, p.2) }
+            });
+            set_timing(&mut run, samples, shape, dtype);
+        }
+        Ok(())
+    })();
+    if let Err(e) = res {
+        run.error = Some(e.to_string());
+    }
+    run
+}
+
 fn run_ours(
     cx: &Ctx,
     cand: &mut Candidate,
