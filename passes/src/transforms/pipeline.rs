@@ -16,7 +16,7 @@
 //! order.
 
 use super::lower_to_nv::{emit_wgmma, remove_staged_loads, replace_dot};
-use super::tma_staging::{dot_a, enclosing_loop, is_staged_load, loop_iteration, next_op, op_error, outermost_ancestor, stage_of, StagedBuffers, SMEM_BUDGET_BYTES};
+use super::tma_staging::{dot_a, groups_in_flight, enclosing_loop, is_staged_load, loop_iteration, next_op, op_error, outermost_ancestor, stage_of, StagedBuffers, SMEM_BUDGET_BYTES};
 use crate::analysis::dependence::BlockDependences;
 use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
@@ -88,14 +88,14 @@ struct LoopParts {
 impl Pipeline {
     fn pipeline_loop(&self, body: &mut Body, region: Region, for_op: Op) -> Result<(), Diagnostic> {
         let parts = analyse(body, for_op)?;
-        // A read into registers by ldmatrix each iteration while the previous
-        // iteration's wgmma may still read them: ptxas then serialises every
-        // wgmma (C7514, seen on sm_90a), so such loops wait for each group.
-        let a_in_registers = body.blocks[parts.block]
+        let depth = body.blocks[parts.block]
             .ops
             .iter()
-            .any(|&o| body.ops[o].def.name == "tile.dot" && dot_a(body, o).to_registers.is_some());
-        let (stages, depth) = (self.stages, if a_in_registers { 0 } else { self.wait_depth });
+            .filter(|&&o| body.ops[o].def.name == "tile.dot")
+            .map(|&o| groups_in_flight(body, o, self.wait_depth))
+            .min()
+            .unwrap_or(self.wait_depth);
+        let stages = self.stages;
         let loc = body.ops[for_op].loc.clone();
 
         // Before the loop: buffers, barriers, trip count and the prologue.

@@ -35,6 +35,19 @@ pub fn dot_a(body: &Body, dot: Op) -> DotA {
     }
 }
 
+/// The wgmma groups a loop may leave in flight past `dot`, at most `wanted`.
+/// With A in registers none may: the next iteration's ldmatrix rewrites
+/// registers an in-flight wgmma still reads (undefined in PTX; on the GPU a
+/// 1.4e-2 error in a warp-specialised kernel, and ptxas C7514 in a
+/// pipelined one).
+pub fn groups_in_flight(body: &Body, dot: Op, wanted: i64) -> i64 {
+    if dot_a(body, dot).to_registers.is_some() {
+        0
+    } else {
+        wanted
+    }
+}
+
 /// Element coordinates of a tile access: tile coordinates times the tile's
 /// extent in each dimension.
 pub fn element_coords(b: &mut Builder<'_>, tile_coords: &[Value], shape: &[i64]) -> Vec<Value> {

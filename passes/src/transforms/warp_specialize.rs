@@ -21,7 +21,7 @@
 //! ahead into the next tile while the consumers finish an epilogue.
 
 use super::lower_to_nv::{emit_wgmma, replace_dot};
-use super::tma_staging::{
+use super::tma_staging::{groups_in_flight, 
     dot_a, enclosing_loop, is_staged_load, loop_iteration, next_op, op_error, outermost_ancestor, stage_of, StagedBuffers,
     SMEM_BUDGET_BYTES,
 };
@@ -324,10 +324,7 @@ impl Roles<'_> {
         b.op("nv.mbarrier_wait", vec![staged.full, stage, phase], &[], Attributes::new());
         for &dot in &dots {
             let (a, bb) = (a_view[&dot_a(body, dot).staged], staged.buffer_of[&body.ops[dot].operands[1]]);
-            // The next iteration's ldmatrix rewrites A's registers, which an
-            // in-flight wgmma may still read: with A in registers every group
-            // is waited for (a race that showed on the GPU as a 1.4e-2 error).
-            let pending = if dot_a(body, dot).to_registers.is_some() { 0 } else { 1 };
+            let pending = groups_in_flight(body, dot, 1);
             let mut b = Builder::new(body, InsertPoint::Before(dot), body.ops[dot].loc.clone());
             let done = emit_wgmma(&mut b, dot, [a, stage], [bb, stage], pending);
             replace_dot(body, self.region, dot, done);
