@@ -344,6 +344,12 @@ impl Prepared {
     /// Issues the kernel on the stream (asynchronous). TMA descriptors go by
     /// value: the driver copies the 128 bytes each pointer points at.
     pub fn launch(&mut self) -> Result<()> {
+        let stream = self.stream.clone();
+        self.launch_on(&stream)
+    }
+
+    /// Issues the kernel on `stream` (asynchronous).
+    pub fn launch_on(&mut self, stream: &CudaStream) -> Result<()> {
         let mut args: Vec<*mut c_void> = self
             .slots
             .iter_mut()
@@ -363,7 +369,7 @@ impl Prepared {
             blockDimY: p.block[1],
             blockDimZ: p.block[2],
             sharedMemBytes: p.dynamic_smem_bytes,
-            hStream: self.stream.cu_stream(),
+            hStream: stream.cu_stream(),
             attrs: if clustered { &mut attr } else { std::ptr::null_mut() },
             numAttrs: clustered as u32,
         };
@@ -377,34 +383,4 @@ impl Prepared {
         self.launch()?;
         self.stream.synchronize().map_err(|err| RuntimeError::KernelFailed { entry: self.entry.clone(), err })
     }
-}
-
-/// Times `f` with CUDA events (timing enabled): `warmup` untimed calls, then
-/// `reps` timed ones; returns each run's milliseconds.
-pub fn time_events(gpu: &Gpu, warmup: usize, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f32>> {
-    for _ in 0..warmup {
-        f()?;
-    }
-    gpu.sync("warm-up")?;
-    let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let mut events = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = gpu.ctx.new_event(flags).ctx("cuEventCreate")?;
-        let end = gpu.ctx.new_event(flags).ctx("cuEventCreate")?;
-        start.record(&gpu.stream).ctx("cuEventRecord")?;
-        f()?;
-        end.record(&gpu.stream).ctx("cuEventRecord")?;
-        events.push((start, end));
-    }
-    gpu.sync("timed runs")?;
-    events.iter().map(|(s, e)| s.elapsed_ms(e).ctx("cuEventElapsedTime")).collect()
-}
-
-pub fn median(v: &[f32]) -> f32 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    if s.is_empty() {
-        return f32::NAN;
-    }
-    s[s.len() / 2]
 }

@@ -58,6 +58,10 @@ pub enum RuntimeError {
     TmaEncode { tensor: String, err: cudarc::driver::DriverError, args: String },
     #[error("kernel `{entry}` failed: {err}")]
     KernelFailed { entry: String, err: cudarc::driver::DriverError },
+    #[error("not a GEMM artifact: {0}")]
+    NotGemm(String),
+    #[error("GEMM arguments: {0}")]
+    GemmArgs(String),
     #[error("{0}")]
     Other(String),
 }

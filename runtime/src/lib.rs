@@ -2,27 +2,32 @@
 //! with cudarc: TMA descriptors (`cuTensorMapEncodeTiled`), cluster launch
 //! (`cuLaunchKernelEx`), event timing, and cuBLAS/cuBLASLt baselines.
 //!
-//! Layout: [`plan`] is pure (binding, validation, grid, TMA arguments) and is
-//! unit-tested without a GPU; [`cuda`] makes the CUDA calls; [`blas`] holds
-//! the baselines ([`lt`]: cached cuBLASLt plans, BF16 and FP8); [`check`]
-//! the correctness helpers; [`bench`] and [`plot`] the pure parts of
-//! `tilec-bench` (shapes, statistics, JSON report, table, PNG chart). Everything that touches
-//! CUDA first checks that libcuda can be loaded ([`ensure_cuda`]).
+//! Layout: [`gemm`] is the GEMM handle a user calls (load, bind, launch,
+//! time); [`plan`] is pure (binding, validation, grid, TMA arguments) and is
+//! unit-tested without a GPU; [`cuda`] makes the CUDA calls; [`timing`]
+//! times kernels in interleaved rounds; [`blas`] holds the baselines ([`lt`]:
+//! cached cuBLASLt plans, BF16 and FP8); [`check`] the correctness helpers;
+//! [`bench`] the pure parts of `tilec-bench` (its JSON report is
+//! `tilec-report`'s). Everything that touches CUDA first checks that libcuda
+//! can be loaded ([`ensure_cuda`]).
 
 pub mod bench;
 pub mod blas;
 pub mod check;
 pub mod cuda;
 pub mod error;
+pub mod gemm;
 pub mod lt;
 pub mod plan;
-pub mod plot;
+pub mod timing;
 
 pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
-pub use cuda::{cuda_available, encode_tma, ensure_cuda, median, time_events, Element, Gpu, Kernel, Prepared};
+pub use cuda::{cuda_available, encode_tma, ensure_cuda, Element, Gpu, Kernel, Prepared};
 pub use error::{Result, RuntimeError};
+pub use gemm::{BLayout, BoundGemm, Gemm, GemmSize, GemmSpec};
 pub use plan::{compute_grid, plan_launch, tma_encode_args, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
 pub use tilec_artifact as artifact;
+pub use timing::Timer;
 
 #[cfg(test)]
 mod tests;

@@ -237,3 +237,105 @@ fn fixtures_load_and_validate() {
         assert_eq!(a.dir, dir);
     }
 }
+
+fn gemm_manifest_with(a: &str, b: &str, b_shape: &str, extra: &str) -> Manifest {
+    Manifest::from_json_str(&format!(
+        r#"{{
+  "format_version": 1, "kernel_name": "g", "entry": "g", "target": "sm_90a",
+  "block": [128, 1, 1], "grid": {{ "rule": "tiles", "block_m": 128, "block_n": 128 }},
+  "tensors": [
+    {{ "name": "A", "dtype": "{a}", "shape": ["M", "K"], "role": "input" }},
+    {{ "name": "B", "dtype": "{b}", "shape": {b_shape}, "role": "input" }},
+    {{ "name": "C", "dtype": "bf16", "shape": ["M", "N"], "role": "output" }}{extra}
+  ],
+  "params": [
+    {{ "kind": "ptr", "tensor": "A" }}, {{ "kind": "ptr", "tensor": "B" }}, {{ "kind": "ptr", "tensor": "C" }}
+  ]
+}}"#
+    ))
+    .unwrap()
+}
+
+const SCALES: &str = r#",
+    { "name": "scale_a", "dtype": "f32", "shape": [1], "role": "input" },
+    { "name": "scale_b", "dtype": "f32", "shape": [1], "role": "input" }"#;
+
+#[test]
+fn gemm_spec_from_manifest() {
+    let nk = GemmSpec::from_manifest(&gemm_manifest()).unwrap();
+    assert_eq!(nk, GemmSpec { input: DType::Bf16, b_layout: BLayout::Nk, scales: false });
+    let kn = GemmSpec::from_manifest(&gemm_manifest_with("bf16", "bf16", r#"["K", "N"]"#, "")).unwrap();
+    assert_eq!(kn.b_layout, BLayout::Kn);
+    let fp8 = GemmSpec::from_manifest(&gemm_manifest_with("f8e4m3", "f8e4m3", r#"["N", "K"]"#, SCALES)).unwrap();
+    assert_eq!(fp8, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: true });
+    let err = |m: Manifest| GemmSpec::from_manifest(&m).unwrap_err().to_string();
+    assert_eq!(
+        err(gemm_manifest_with("bf16", "f8e4m3", r#"["N", "K"]"#, "")),
+        "not a GEMM artifact: A is bf16, B is f8e4m3: want both bf16 or both f8e4m3"
+    );
+    assert_eq!(err(gemm_manifest_with("bf16", "bf16", r#"["N", "M"]"#, "")), "not a GEMM artifact: want B[N,K] or B[K,N]");
+    assert!(err(gemm_manifest_with("bf16", "bf16", r#"["N", "K"]"#, SCALES)).contains("unexpected extra tensors"));
+    let copy = Manifest::from_json_str(
+        r#"{ "format_version": 1, "kernel_name": "c", "entry": "c", "target": "sm_90a", "block": [128, 1, 1],
+  "grid": { "rule": "tiles", "block_m": 128, "block_n": 128 },
+  "tensors": [ { "name": "X", "dtype": "bf16", "shape": ["M", "N"], "role": "input" },
+               { "name": "Y", "dtype": "bf16", "shape": ["M", "N"], "role": "output" } ],
+  "params": [ { "kind": "ptr", "tensor": "X" }, { "kind": "ptr", "tensor": "Y" } ] }"#,
+    )
+    .unwrap();
+    assert_eq!(err(copy), "not a GEMM artifact: want inputs A and B and an output C");
+}
+
+fn buf(dtype: DType, addr: u64, bytes: u64) -> TensorBinding {
+    TensorBinding { name: String::new(), dtype, addr, bytes }
+}
+
+#[test]
+fn gemm_bind_names_sizes_and_checks() {
+    let spec = GemmSpec::from_manifest(&gemm_manifest()).unwrap();
+    let size = GemmSize::new(64, 256, 512);
+    let (a, b, c) = (buf(DType::Bf16, 0x1000, 64 * 512 * 2), buf(DType::Bf16, 0x2000, 256 * 512 * 2), buf(DType::Bf16, 0x3000, 64 * 256 * 2));
+    let bound = spec.bind(size, a.clone(), b.clone(), c.clone(), None).unwrap();
+    let names: Vec<&str> = bound.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["A", "B", "C"]);
+    assert_eq!(bound[1].addr, 0x2000);
+    // The bindings are what the launch plan wants.
+    let plan = plan_launch(&gemm_manifest(), &size.problem(), &bound, 132).unwrap();
+    assert_eq!(plan.grid, [2, 1, 1]);
+    let err = |r: Result<Vec<TensorBinding>>| r.unwrap_err().to_string();
+    assert_eq!(
+        err(spec.bind(size, a.clone(), buf(DType::Bf16, 0x2000, 100), c.clone(), None)),
+        "GEMM arguments: B is 256x512 bf16 for M=64 N=256 K=512: 262144 bytes, the buffer has 100"
+    );
+    assert_eq!(
+        err(spec.bind(size, buf(DType::F32, 0x1000, 1 << 20), b.clone(), c.clone(), None)),
+        "GEMM arguments: A holds f32, the kernel takes bf16"
+    );
+    assert_eq!(
+        err(spec.bind(GemmSize::new(0, 256, 512), a.clone(), b.clone(), c.clone(), None)),
+        "GEMM arguments: 0x256x512 has a zero dimension"
+    );
+    let s = (buf(DType::F32, 0x4000, 4), buf(DType::F32, 0x5000, 4));
+    assert_eq!(
+        err(spec.bind(size, a.clone(), b.clone(), c.clone(), Some(s.clone()))),
+        "GEMM arguments: scales given, the kernel takes none"
+    );
+    // B[K,N]: the K x N extent is checked.
+    let kn = GemmSpec { b_layout: BLayout::Kn, ..spec };
+    assert!(err(kn.bind(size, a.clone(), buf(DType::Bf16, 0x2000, 256 * 511 * 2), c.clone(), None)).contains("B is 512x256"));
+    // FP8: raw bytes stand for e4m3, and the scales are required.
+    let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: true };
+    let (a8, b8) = (buf(DType::U8, 0x1000, 64 * 512), buf(DType::U8, 0x2000, 256 * 512));
+    let bound = fp8.bind(size, a8.clone(), b8.clone(), c.clone(), Some(s.clone())).unwrap();
+    assert_eq!(bound.iter().map(|t| (t.name.as_str(), t.dtype)).collect::<Vec<_>>(), [
+        ("A", DType::F8e4m3),
+        ("B", DType::F8e4m3),
+        ("C", DType::Bf16),
+        ("scale_a", DType::F32),
+        ("scale_b", DType::F32)
+    ]);
+    assert_eq!(
+        err(fp8.bind(size, a8, b8, c, None)),
+        "GEMM arguments: the kernel takes scale_a and scale_b; none given"
+    );
+}

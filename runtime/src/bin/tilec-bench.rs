@@ -12,47 +12,21 @@
 //! enqueued, so host launch overhead does not leak into the events.
 
 use half::bf16;
-use std::ffi::c_void;
 use std::process::ExitCode;
 use std::time::Instant;
-use tilec_runtime::artifact::{Artifact, DType, Dim, Manifest, Role};
+use tilec_runtime::artifact::{Artifact, DType};
 use tilec_runtime::bench::*;
 use tilec_runtime::check::*;
 use tilec_runtime::lt::{LtGemm, LtHandle, LtInput};
-use tilec_runtime::plot::BarChart;
+use tilec_runtime::timing::Launch;
 use tilec_runtime::*;
-use cudarc::driver::{sys, CudaFunction, CudaSlice, DevicePtr};
+use cudarc::driver::{sys, CudaSlice, DevicePtr};
 
 /// Scales the FP8 baseline runs with (powers of two: the scaled reference is exact).
 const FP8_SCALE_A: f32 = 0.5;
 const FP8_SCALE_B: f32 = 0.25;
 /// Multiply-adds the FP64 CPU check of the cuBLAS reference may spend per shape.
 const CPU_CHECK_BUDGET: u64 = 1 << 28;
-/// Most launches enqueued behind one spin kernel.
-const CHUNK: usize = 256;
-
-/// A one-thread kernel that spins on %globaltimer for `ns` nanoseconds.
-const SPIN_PTX: &str = r#"
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry tilec_bench_spin(
-    .param .u64 tilec_bench_spin_ns
-)
-{
-    .reg .pred %p<2>;
-    .reg .b64 %rd<6>;
-    ld.param.u64 %rd1, [tilec_bench_spin_ns];
-    mov.u64 %rd2, %globaltimer;
-$L_spin:
-    mov.u64 %rd3, %globaltimer;
-    sub.u64 %rd4, %rd3, %rd2;
-    setp.lt.u64 %p1, %rd4, %rd1;
-    @%p1 bra $L_spin;
-    ret;
-}
-"#;
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
@@ -68,7 +42,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if let Some(path) = &args.from_json {
-        return replot(path, &args);
+        return replot(path);
     }
     // Artifacts are checked even where there is no GPU.
     let mut cands = Vec::new();
@@ -76,11 +50,11 @@ fn main() -> ExitCode {
         for dir in &args.artifacts {
             match Artifact::load(dir) {
                 Ok(a) => {
-                    let kind = classify(&a.manifest);
-                    if let Err(e) = &kind {
+                    let spec = bench_spec(&a);
+                    if let Err(e) = &spec {
                         eprintln!("tilec-bench: {dir}: {e} (skipped)");
                     }
-                    cands.push(Candidate::new(dir, a, kind));
+                    cands.push(Candidate::new(dir, a, spec));
                 }
                 Err(e) => {
                     eprintln!("tilec-bench: {dir}: {e}");
@@ -93,7 +67,7 @@ fn main() -> ExitCode {
         println!("tilec-bench: {e}");
         println!(
             "tilec-bench: SKIPPED (no libcuda): {} GEMM artifact(s) valid, {} shape(s) x {} dtype(s) not run",
-            cands.iter().filter(|c| c.kind.is_some()).count(),
+            cands.iter().filter(|c| c.spec.is_some()).count(),
             args.shapes.len(),
             args.dtypes.len()
         );
@@ -120,188 +94,61 @@ fn main() -> ExitCode {
     }
 }
 
-fn replot(path: &str, args: &BenchArgs) -> ExitCode {
-    let report = match std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(|t| Report::from_json(&t)) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("tilec-bench: {path}: {e}");
-            return ExitCode::from(2);
+fn replot(path: &str) -> ExitCode {
+    match Report::load(path) {
+        Ok(report) => {
+            print!("{}", format_report_tables(&report.results));
+            ExitCode::SUCCESS
         }
-    };
-    print!("{}", format_table(&report.results));
-    if let Some(png) = &args.png {
-        if let Err(e) = write_png(png, &report) {
+        Err(e) => {
             eprintln!("tilec-bench: {e}");
-            return ExitCode::from(2);
+            ExitCode::from(2)
         }
     }
-    ExitCode::SUCCESS
-}
-
-fn write_png(path: &str, report: &Report) -> Result<(), String> {
-    let title = format!("tilec-bench {} TFLOP/s (median)", report.device.name);
-    let png = BarChart::from_results(&report.results, &title).to_png();
-    std::fs::write(path, png).map_err(|e| format!("writing {path}: {e}"))?;
-    println!("wrote {path}");
-    Ok(())
 }
 
 // ------------------------------------------------------------ artifacts
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct OurKind {
-    dtype: BenchDtype,
-    /// Takes f32 tensors `scale_a` and `scale_b` (one element each).
-    scales: bool,
-}
-
-fn sym_shape(t: &tilec_runtime::artifact::TensorDecl, dims: &[&str]) -> bool {
-    t.shape.len() == dims.len() && t.shape.iter().zip(dims).all(|(d, s)| matches!(d, Dim::Sym(x) if x == s))
-}
-
-/// A GEMM artifact: A[M,K], B[N,K] inputs (both bf16, or both f8e4m3) and a
-/// bf16 output C[M,N]; FP8 ones may also take f32 `scale_a`/`scale_b`.
-fn classify(m: &Manifest) -> Result<OurKind, String> {
-    let get = |n: &str, dims: &[&str], role: Role| {
-        m.tensor(n).filter(|t| t.role == role && sym_shape(t, dims)).map(|t| t.dtype)
-    };
-    let (Some(a), Some(b), Some(c)) =
-        (get("A", &["M", "K"], Role::Input), get("B", &["N", "K"], Role::Input), get("C", &["M", "N"], Role::Output))
-    else {
-        return Err("not a GEMM artifact (want A[M,K], B[N,K] inputs and C[M,N] output)".into());
-    };
-    if c != DType::Bf16 {
-        return Err(format!("C is {c}, tilec-bench expects bf16 output"));
+/// The GEMM spec of an artifact tilec-bench can time: B stored `[N,K]`, as
+/// the baselines take it.
+fn bench_spec(a: &Artifact) -> Result<GemmSpec> {
+    let spec = GemmSpec::from_manifest(&a.manifest)?;
+    if spec.b_layout != BLayout::Nk {
+        return Err(RuntimeError::NotGemm("tilec-bench times B[N,K] GEMMs; this one takes B[K,N]".into()));
     }
-    let dtype = match (a, b) {
-        (DType::Bf16, DType::Bf16) => BenchDtype::Bf16,
-        (DType::F8e4m3, DType::F8e4m3) => BenchDtype::Fp8,
-        _ => return Err(format!("A is {a}, B is {b}: want both bf16 or both f8e4m3")),
-    };
-    let scale = |n: &str| {
-        m.tensor(n).is_some_and(|t| {
-            t.dtype == DType::F32
-                && t.role == Role::Input
-                && t.shape.iter().all(|d| matches!(d, Dim::Const(1)))
-        })
-    };
-    let scales = scale("scale_a") && scale("scale_b");
-    let extra = m.tensors.iter().filter(|t| !["A", "B", "C"].contains(&t.name.as_str())).count();
-    if extra != if scales { 2 } else { 0 } || (scales && dtype != BenchDtype::Fp8) {
-        return Err("unexpected extra tensors (only fp8 scale_a/scale_b f32[1] are understood)".into());
-    }
-    Ok(OurKind { dtype, scales })
+    Ok(spec)
 }
 
 struct Candidate {
     info: ArtifactInfo,
     artifact: Artifact,
-    kind: Option<OurKind>,
-    kernel: Option<Kernel>,
+    spec: Option<GemmSpec>,
+    gemm: Option<Gemm>,
 }
 
 impl Candidate {
-    fn new(dir: &str, artifact: Artifact, kind: Result<OurKind, String>) -> Self {
+    fn new(dir: &str, artifact: Artifact, spec: Result<GemmSpec>) -> Self {
         let m = &artifact.manifest;
+        let dtype = |s: &GemmSpec| if s.input == DType::F8e4m3 { BenchDtype::Fp8 } else { BenchDtype::Bf16 };
         let info = ArtifactInfo {
             dir: dir.to_string(),
             entry: m.entry.clone(),
             kernel_name: m.kernel_name.clone(),
-            dtype: kind.as_ref().ok().map(|k| k.dtype),
+            dtype: spec.as_ref().ok().map(dtype),
             block: m.block,
             cluster: m.cluster,
             dynamic_smem_bytes: m.dynamic_smem_bytes,
+            config: Some(kernel_config(m)),
             module_load_ms: None,
             first_launch_ms: None,
             num_regs: None,
             static_smem_bytes: None,
-            error: kind.as_ref().err().cloned(),
+            error: spec.as_ref().err().map(|e| e.to_string()),
         };
-        Candidate { info, artifact, kind: kind.ok(), kernel: None }
+        Candidate { info, artifact, spec: spec.ok(), gemm: None }
     }
-}
-
-// -------------------------------------------------------------- timing
-
-struct Timer<'a> {
-    gpu: &'a Gpu,
-    spin: Option<CudaFunction>,
-    max_run_ms: f64,
-}
-
-/// Fewest timed calls per run, however slow the kernel.
-const MIN_REPS: usize = 5;
-
-impl Timer<'_> {
-    fn spin(&self, ns: u64) -> Result<()> {
-        let Some(f) = &self.spin else { return Ok(()) };
-        let mut ns = ns;
-        let mut params = [&mut ns as *mut u64 as *mut c_void];
-        unsafe {
-            sys::cuLaunchKernel(
-                f.cu_function(),
-                1,
-                1,
-                1,
-                1,
-                1,
-                1,
-                0,
-                self.gpu.stream.cu_stream(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        }
-        .result()
-        .map_err(|err| RuntimeError::Driver { call: "cuLaunchKernel(spin)", err })
-    }
-
-    /// `warmup` untimed calls, then `reps` calls each between two events;
-    /// `f(i)` gets the call's index (for rotating buffer sets).
-    /// A slow kernel gets fewer calls: warm-up and timing each stay near
-    /// `max_run_ms` (at least one warm-up call and `MIN_REPS` timed ones).
-    fn time(&self, warmup: usize, reps: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<Vec<f64>> {
-        let t0 = Instant::now();
-        f(0)?;
-        self.gpu.sync("first warm-up call")?;
-        let est_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let fit = |budget: f64| (budget / est_ms.max(1e-6)) as usize;
-        let warmup = warmup.saturating_sub(1).min(fit(self.max_run_ms / 4.0));
-        let reps = reps.min(fit(self.max_run_ms).max(MIN_REPS));
-        let mut i = 1;
-        for _ in 0..warmup {
-            f(i)?;
-            i += 1;
-        }
-        self.gpu.sync("warm-up")?;
-        let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let ev = |_| self.gpu.ctx.new_event(flags).map_err(|err| RuntimeError::Driver { call: "cuEventCreate", err });
-        let mut out = Vec::with_capacity(reps);
-        let mut left = reps;
-        while left > 0 {
-            let n = left.min(CHUNK);
-            let events: Vec<_> = (0..2 * n).map(ev).collect::<Result<_>>()?;
-            // Long enough for the host to enqueue the batch (a few us each).
-            self.spin((1_000_000 + 40_000 * n as u64).min(50_000_000))?;
-            for j in 0..n {
-                let rec = |e: &cudarc::driver::CudaEvent| {
-                    e.record(&self.gpu.stream).map_err(|err| RuntimeError::Driver { call: "cuEventRecord", err })
-                };
-                rec(&events[2 * j])?;
-                f(i)?;
-                i += 1;
-                rec(&events[2 * j + 1])?;
-            }
-            self.gpu.sync("timed runs")?;
-            for j in 0..n {
-                let ms = events[2 * j]
-                    .elapsed_ms(&events[2 * j + 1])
-                    .map_err(|err| RuntimeError::Driver { call: "cuEventElapsedTime", err })?;
-                out.push(ms as f64);
-            }
-            left -= n;
-        }
-        Ok(out)
+    fn dtype(&self) -> Option<BenchDtype> {
+        self.info.dtype.filter(|_| self.gemm.is_some())
     }
 }
 
@@ -403,31 +250,21 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
         std::env::var("LD_LIBRARY_PATH").unwrap_or_default()
     );
     // The spin module loads first, so the artifacts' load times are their own JIT.
-    let spin = if args.spin {
-        match gpu.ctx.load_module(cudarc::nvrtc::Ptx::from_src(SPIN_PTX)).and_then(|m| m.load_function("tilec_bench_spin"))
-        {
-            Ok(f) => Some(f),
-            Err(e) => {
-                println!("warning: spin kernel unavailable ({e}); timing without it");
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let spin_on = spin.is_some();
-    for c in cands.iter_mut().filter(|c| c.kind.is_some()) {
-        match gpu.load(&c.artifact) {
-            Ok(k) => {
-                println!(
-                    "artifact {}: entry {} block {:?} cluster {:?} smem {} B; module load (JIT) {:.1} ms, {} regs",
-                    c.info.dir, k.manifest.entry, k.manifest.block, k.manifest.cluster, k.manifest.dynamic_smem_bytes,
-                    k.jit_ms, k.num_regs
-                );
-                c.info.module_load_ms = Some(k.jit_ms);
-                c.info.num_regs = Some(k.num_regs);
-                c.info.static_smem_bytes = Some(k.static_smem);
-                c.kernel = Some(k);
+    let timer = Timer::new(&gpu, args.spin, args.max_run_ms);
+    for c in cands.iter_mut().filter(|c| c.spec.is_some()) {
+        match Gemm::from_artifact(&gpu, &c.artifact) {
+            Ok(g) => {
+                for k in g.kernels() {
+                    println!(
+                        "artifact {}: entry {} block {:?} cluster {:?} smem {} B; module load (JIT) {:.1} ms, {} regs",
+                        c.info.dir, k.manifest.entry, k.manifest.block, k.manifest.cluster, k.manifest.dynamic_smem_bytes,
+                        k.jit_ms, k.num_regs
+                    );
+                    c.info.module_load_ms = Some(k.jit_ms);
+                    c.info.num_regs = Some(k.num_regs);
+                    c.info.static_smem_bytes = Some(k.static_smem);
+                }
+                c.gemm = Some(g);
             }
             Err(e) => {
                 println!("artifact {}: not loaded: {e}", c.info.dir);
@@ -450,9 +287,10 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
     println!("cuBLAS {:?}, cuBLASLt {:?}", device.cublas_version, device.cublaslt_version);
     let scale_a = gpu.stream.clone_htod(&[FP8_SCALE_A]).map_err(dc("cuMemcpyHtoD(scale)"))?;
     let scale_b = gpu.stream.clone_htod(&[FP8_SCALE_B]).map_err(dc("cuMemcpyHtoD(scale)"))?;
+    let spin_kernel = timer.spins();
     let cx = Ctx {
         gpu: &gpu,
-        timer: Timer { gpu: &gpu, spin, max_run_ms: args.max_run_ms },
+        timer,
         blas,
         lt,
         args,
@@ -462,12 +300,13 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
         scale_a,
         scale_b,
     };
+    let created_unix =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let mut report = Report {
         schema: SCHEMA.into(),
-        created_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
+        created_unix,
+        date_utc: date_utc(created_unix),
+        commit: build_commit(),
         command_line: argv.to_vec(),
         device,
         config: BenchConfig {
@@ -480,14 +319,18 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
             max_run_ms: args.max_run_ms,
             baseline_only: args.baseline_only,
             jit_cache_disabled: !args.jit_cache,
-            spin_kernel: spin_on,
+            spin_kernel,
+            interleaved: true,
             fp8_scale_a: FP8_SCALE_A as f64,
             fp8_scale_b: FP8_SCALE_B as f64,
             seed,
         },
+        peaks: Peaks::h100_sxm(),
         artifacts: Vec::new(),
         results: Vec::new(),
     };
+    let total_shapes = args.dtypes.len() * args.shapes.len();
+    let t_start = Instant::now();
     let mut n = 0u64;
     for &dtype in &args.dtypes {
         for &shape in &args.shapes {
@@ -500,20 +343,18 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
                 println!("{shape} {}: ERROR {e}", dtype.name());
                 r.error = Some(e.to_string());
             }
-            r.summarize();
+            r.summarize(&report.peaks);
             print_shape_line(&r, t0.elapsed().as_secs_f64());
+            println!("{}", progress(n as usize, total_shapes, t_start.elapsed().as_secs_f64()));
             report.results.push(r);
         }
     }
     report.artifacts = cands.iter().map(|c| c.info.clone()).collect();
     println!();
-    print!("{}", format_table(&report.results));
+    print!("{}", format_report_tables(&report.results));
     if let Some(path) = &args.json {
         std::fs::write(path, report.to_json()).map_err(|e| RuntimeError::Other(format!("writing {path}: {e}")))?;
-        println!("wrote {path}");
-    }
-    if let Some(path) = &args.png {
-        write_png(path, &report).map_err(RuntimeError::Other)?;
+        println!("wrote {path} (draw it with: tilec-report plot {path} -o chart.svg)");
     }
     Ok(report)
 }
@@ -546,22 +387,6 @@ fn make_check(reference: &str, err: f64, threshold: f64) -> Check {
         rel_err: err.is_finite().then_some(err),
         threshold,
         pass: passes(err, threshold),
-    }
-}
-
-/// Fills a run's timing fields from its samples.
-fn set_timing(run: &mut RunResult, samples: Result<Vec<f64>>, shape: Shape, dtype: BenchDtype) {
-    match samples {
-        Ok(s) => {
-            run.stats = Stats::from_samples(&s);
-            if let Some(st) = &run.stats {
-                run.tflops = Some(tflops(shape.flops(), st.median_ms));
-                run.gbps = Some(gbps(shape.min_bytes(dtype), st.median_ms));
-            } else {
-                run.error = Some("no valid timing samples".into());
-            }
-        }
-        Err(e) => run.error = Some(e.to_string()),
     }
 }
 
@@ -603,6 +428,30 @@ fn reference(
     Ok((refh, check))
 }
 
+/// A kernel that passed its check, ready to be timed.
+type Timed<'a> = (usize, Box<dyn FnMut(usize) -> Result<()> + 'a>);
+
+/// Times the checked kernels in interleaved rounds and files each one's
+/// times under its run (`r.runs[index]`).
+fn time_all(cx: &Ctx, shape: Shape, dtype: BenchDtype, r: &mut ShapeResult, mut timed: Vec<Timed>) {
+    if timed.is_empty() {
+        return;
+    }
+    let mut launches: Vec<Launch> = timed.iter_mut().map(|(_, f)| &mut **f as Launch).collect();
+    match cx.timer.time_rounds(cx.args.warmup, cx.args.reps, &mut launches) {
+        Ok(rounds) => {
+            for ((index, _), round_ms) in timed.iter().zip(rounds) {
+                r.runs[*index].set_rounds(round_ms, shape, dtype);
+            }
+        }
+        Err(e) => {
+            for (index, _) in &timed {
+                r.runs[*index].error = Some(format!("timing: {e}"));
+            }
+        }
+    }
+}
+
 fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtype, r: &mut ShapeResult) -> Result<()> {
     let args = cx.args;
     let gpu = cx.gpu;
@@ -612,10 +461,8 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
     r.rotate_sets = sets;
     let (mk, nk) = ((shape.m * shape.k) as usize, (shape.n * shape.k) as usize);
     let extra = (sets - 1) * PAD;
-    let problem = Problem::gemm(shape.m, shape.n, shape.k);
-    let ours: Vec<usize> = (0..cands.len())
-        .filter(|&i| cands[i].kernel.is_some() && cands[i].kind.is_some_and(|k| k.dtype == dtype))
-        .collect();
+    let size = GemmSize::new(shape.m, shape.n, shape.k);
+    let ours: Vec<usize> = (0..cands.len()).filter(|&i| cands[i].dtype() == Some(dtype)).collect();
     match dtype {
         BenchDtype::Bf16 => {
             let a_h = par_fill(mk + extra, r.seed, |g| bf16::from_f32(g.uniform()));
@@ -623,32 +470,37 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             let mut d = upload(gpu, &a_h, &b_h, shape, sets)?;
             let (refh, ref_check) = reference(cx, shape, &d.a[0], &d.b[0], |i| a_h[i].to_f32(), |i| b_h[i].to_f32())?;
             drop((a_h, b_h));
-            // cuBLAS.
-            let mut run = RunResult::new("cublas", RunKind::Baseline);
-            let ok = ref_check.pass;
-            run.check = Some(ref_check);
-            if ok {
-                let samples = cx.timer.time(args.warmup, args.reps, |i| {
-                    let s = i % sets;
-                    cx.blas.gemm_bf16_tn(shape.m, shape.n, shape.k, &d.a[s], &d.b[s], &mut d.c[s])
-                });
-                set_timing(&mut run, samples, shape, dtype);
-            } else {
-                run.error = Some("cuBLAS disagrees with the FP64 CPU reference; not timed".into());
+            // cuBLAS is the reference: it is timed when it agrees with the CPU.
+            let mut blas_run = RunResult::new("cublas", RunKind::Baseline);
+            let blas_ok = ref_check.pass;
+            blas_run.check = Some(ref_check);
+            if !blas_ok {
+                blas_run.error = Some("cuBLAS disagrees with the FP64 CPU reference; not timed".into());
             }
-            r.runs.push(run);
-            // cuBLASLt.
+            r.runs.push(blas_run);
             let ptrs: Vec<(u64, u64, u64)> =
                 (0..sets).map(|s| (addr(gpu, &d.a[s]), addr(gpu, &d.b[s]), addr(gpu, &d.c[s]))).collect();
             let lt = LtRun { name: "cublaslt", input: LtInput::Bf16, reference: "cublas", scale: 1.0 };
-            r.runs.push(run_cublaslt(cx, shape, dtype, &lt, &ptrs, &mut d.c[0], &refh));
-            // Ours.
+            let lt_plan = check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], &refh, r);
+            let mut ours_bound = Vec::new();
             for &ci in &ours {
-                let bind = |s: usize| vec![gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s])];
+                let bind = |s: usize| (gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s]), None);
                 let binds: Vec<_> = (0..sets).map(bind).collect();
-                let run = run_ours(cx, &mut cands[ci], shape, dtype, &problem, &binds, &mut d.c, &refh, 1.0);
-                r.runs.push(run);
+                ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, &refh, 1.0, r));
             }
+            let mut timed: Vec<Timed> = Vec::new();
+            let (da, db, dcs) = (&d.a, &d.b, &mut d.c);
+            if blas_ok {
+                timed.push((
+                    0,
+                    Box::new(move |i| {
+                        let s = i % sets;
+                        cx.blas.gemm_bf16_tn(shape.m, shape.n, shape.k, &da[s], &db[s], &mut dcs[s])
+                    }),
+                ));
+            }
+            push_timed(cx, &mut timed, lt_plan, &ptrs, ours_bound);
+            time_all(cx, shape, dtype, r, timed);
         }
         BenchDtype::Fp8 => {
             let a_h = par_fill(mk + extra, r.seed, |g| f32_to_e4m3(g.uniform()));
@@ -676,35 +528,56 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 (0..sets).map(|s| (addr(gpu, &d.a[s]), addr(gpu, &d.b[s]), addr(gpu, &d.c[s]))).collect();
             let input = LtInput::Fp8E4m3 { scale_a: sa, scale_b: sb };
             let lt = LtRun { name: "cublaslt-fp8", input, reference: ref_name, scale };
-            r.runs.push(run_cublaslt(cx, shape, dtype, &lt, &ptrs, &mut d.c[0], &refh));
+            let lt_plan = check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], &refh, r);
+            let mut ours_bound = Vec::new();
             for &ci in &ours {
-                let scales = cands[ci].kind.is_some_and(|k| k.scales);
-                let f8 = |name: &str, s: &CudaSlice<u8>| TensorBinding {
-                    name: name.into(),
-                    dtype: DType::F8e4m3,
-                    addr: addr(gpu, s),
-                    bytes: s.len() as u64,
-                };
+                let scales = cands[ci].spec.is_some_and(|k| k.scales);
                 let bind = |s: usize| {
-                    let mut v = vec![f8("A", &d.a[s]), f8("B", &d.b[s]), gpu.bind("C", &d.c[s])];
-                    if scales {
-                        v.push(gpu.bind("scale_a", &cx.scale_a));
-                        v.push(gpu.bind("scale_b", &cx.scale_b));
-                    }
-                    v
+                    let sc = scales.then(|| (gpu.bind("scale_a", &cx.scale_a), gpu.bind("scale_b", &cx.scale_b)));
+                    (gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s]), sc)
                 };
                 let sc = if scales { scale } else { 1.0 };
                 let binds: Vec<_> = (0..sets).map(bind).collect();
-                let run = run_ours(cx, &mut cands[ci], shape, dtype, &problem, &binds, &mut d.c, &refh, sc);
-                r.runs.push(run);
+                ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, &refh, sc, r));
             }
+            let mut timed: Vec<Timed> = Vec::new();
+            push_timed(cx, &mut timed, lt_plan, &ptrs, ours_bound);
+            time_all(cx, shape, dtype, r, timed);
         }
     }
     Ok(())
 }
 
-/// Checks and times one of our artifacts on every set.
-#[allow(clippy::too_many_arguments)]
+/// Adds the cuBLASLt plan and our bound kernels that passed their checks
+/// (each with the index of its run) to `timed`.
+fn push_timed<'a>(
+    cx: &'a Ctx,
+    timed: &mut Vec<Timed<'a>>,
+    lt_plan: Option<(usize, LtGemm)>,
+    ptrs: &'a [(u64, u64, u64)],
+    ours: Vec<Option<(usize, Vec<BoundGemm>)>>,
+) {
+    if let Some((index, plan)) = lt_plan {
+        timed.push((
+            index,
+            Box::new(move |i| {
+                let p = ptrs[i % ptrs.len()];
+                unsafe { plan.run(&cx.lt, p.0, p.1, p.2) }
+            }),
+        ));
+    }
+    for (index, mut bound) in ours.into_iter().flatten() {
+        let stream = cx.gpu.stream.clone();
+        timed.push((
+            index,
+            Box::new(move |i| {
+                let sets = bound.len();
+                bound[i % sets].launch(&stream)
+            }),
+        ));
+    }
+}
+
 /// One cuBLASLt baseline: its input kind and how its output is checked.
 struct LtRun<'a> {
     name: &'static str,
@@ -713,63 +586,62 @@ struct LtRun<'a> {
     scale: f64,
 }
 
-/// Checks a cuBLASLt plan once on poisoned output (set 0), then times it
-/// over the rotated sets `ptrs` (A, B, C device addresses).
-fn run_cublaslt(
+/// Checks a cuBLASLt plan once on poisoned output (set 0 of the rotated sets
+/// `ptrs`: A, B, C device addresses) and adds its run to `r`; returns the
+/// run's index and the plan when it passed.
+fn check_cublaslt(
     cx: &Ctx,
     shape: Shape,
-    dtype: BenchDtype,
     lt: &LtRun,
     ptrs: &[(u64, u64, u64)],
     c0: &mut CudaSlice<bf16>,
     refh: &[bf16],
-) -> RunResult {
-    let (gpu, args) = (cx.gpu, cx.args);
+    r: &mut ShapeResult,
+) -> Option<(usize, LtGemm)> {
+    let gpu = cx.gpu;
     let mut run = RunResult::new(lt.name, RunKind::Baseline);
-    let res = (|| -> Result<()> {
+    let res = (|| -> Result<Option<LtGemm>> {
         let plan = LtGemm::new(&cx.lt, shape.m, shape.n, shape.k, lt.input)?;
         poison(gpu, c0)?;
         unsafe { plan.run(&cx.lt, ptrs[0].0, ptrs[0].1, ptrs[0].2) }?;
         gpu.sync(lt.name)?;
-        let check = make_check(lt.reference, check_output(gpu, c0, refh, lt.scale)?, args.threshold);
+        let check = make_check(lt.reference, check_output(gpu, c0, refh, lt.scale)?, cx.args.threshold);
         let pass = check.pass;
         run.check = Some(check);
-        if pass {
-            let samples = cx.timer.time(args.warmup, args.reps, |i| {
-                let p = ptrs[i % ptrs.len()];
-                unsafe { plan.run(&cx.lt, p.0, p.1, p.2) }
-            });
-            set_timing(&mut run, samples, shape, dtype);
-        }
-        Ok(())
+        Ok(pass.then_some(plan))
     })();
-    if let Err(e) = res {
+    let plan = res.unwrap_or_else(|e| {
         run.error = Some(e.to_string());
-    }
-    run
+        None
+    });
+    r.runs.push(run);
+    plan.map(|p| (r.runs.len() - 1, p))
 }
 
-fn run_ours(
+/// Binds one of our artifacts to every set, checks it once on set 0 and
+/// adds its run to `r`; returns the run's index and the bound calls when it
+/// passed.
+#[allow(clippy::too_many_arguments)]
+fn check_ours(
     cx: &Ctx,
     cand: &mut Candidate,
-    shape: Shape,
-    dtype: BenchDtype,
-    problem: &Problem,
-    binds: &[Vec<TensorBinding>],
+    size: GemmSize,
+    binds: Vec<(TensorBinding, TensorBinding, TensorBinding, Option<(TensorBinding, TensorBinding)>)>,
     c: &mut [CudaSlice<bf16>],
     refh: &[bf16],
     ref_scale: f64,
-) -> RunResult {
+    r: &mut ShapeResult,
+) -> Option<(usize, Vec<BoundGemm>)> {
     let gpu = cx.gpu;
     let mut run = RunResult::new(&cand.info.dir, RunKind::Ours);
-    let kernel = cand.kernel.as_ref().expect("loaded");
-    let res = (|| -> Result<()> {
-        let sets = binds.len();
-        let mut launches: Vec<Prepared> = binds.iter().map(|b| kernel.prepare(problem, b)).collect::<Result<_>>()?;
+    let gemm = cand.gemm.as_ref().expect("loaded");
+    let res = (|| -> Result<Option<Vec<BoundGemm>>> {
+        let mut bound: Vec<BoundGemm> =
+            binds.into_iter().map(|(a, b, cc, sc)| gemm.bind_raw(size, a, b, cc, sc)).collect::<Result<_>>()?;
         poison(gpu, &mut c[0])?;
         gpu.sync("poison")?;
         let t0 = Instant::now();
-        launches[0].launch_checked()?;
+        bound[0].launch_checked()?;
         let first_ms = t0.elapsed().as_secs_f64() * 1e3;
         cand.info.first_launch_ms.get_or_insert(first_ms);
         let reference = if ref_scale == 1.0 { "cublas".to_string() } else { format!("cublas x {ref_scale}") };
@@ -778,14 +650,13 @@ fn run_ours(
         run.check = Some(check);
         if !pass {
             run.error = Some("check failed; not timed".into());
-            return Ok(());
         }
-        let samples = cx.timer.time(cx.args.warmup, cx.args.reps, |i| launches[i % sets].launch());
-        set_timing(&mut run, samples, shape, dtype);
-        Ok(())
+        Ok(pass.then_some(bound))
     })();
-    if let Err(e) = res {
+    let bound = res.unwrap_or_else(|e| {
         run.error = Some(e.to_string());
-    }
-    run
+        None
+    });
+    r.runs.push(run);
+    bound.map(|b| (r.runs.len() - 1, b))
 }

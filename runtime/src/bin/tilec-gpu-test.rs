@@ -14,6 +14,7 @@
 use half::bf16;
 use std::process::ExitCode;
 use tilec_runtime::artifact::{Artifact, DType, Dim, Manifest, Role};
+use tilec_runtime::bench::Stats;
 use tilec_runtime::check::*;
 use tilec_runtime::*;
 
@@ -59,12 +60,12 @@ fn has(m: &Manifest, name: &str, shape: &[&str], role: Role) -> bool {
 }
 
 fn detect_mode(m: &Manifest) -> Result<Mode, String> {
-    let gemm = m.tensors.len() == 3 && has(m, "A", &["M", "K"], Role::Input) && has(m, "C", &["M", "N"], Role::Output);
-    if gemm && has(m, "B", &["N", "K"], Role::Input) {
-        Ok(Mode::Gemm { b_kn: false })
-    } else if gemm && has(m, "B", &["K", "N"], Role::Input) {
-        Ok(Mode::Gemm { b_kn: true })
-    } else if m.tensors.len() == 2 && has(m, "X", &["M", "N"], Role::Input) && has(m, "Y", &["M", "N"], Role::Output) {
+    if let Ok(spec) = GemmSpec::from_manifest(m) {
+        if spec.input == DType::Bf16 {
+            return Ok(Mode::Gemm { b_kn: spec.b_layout == BLayout::Kn });
+        }
+    }
+    if m.tensors.len() == 2 && has(m, "X", &["M", "N"], Role::Input) && has(m, "Y", &["M", "N"], Role::Output) {
         Ok(Mode::Copy)
     } else {
         Err("artifact is neither a bf16 GEMM (A[M,K], B[N,K] or B[K,N] -> C[M,N]) nor a copy (X[M,N] -> Y[M,N])".into())
@@ -140,15 +141,15 @@ fn main() -> ExitCode {
     }
 }
 
-fn tflops(m: u64, n: u64, k: u64, ms: f32) -> f64 {
-    2.0 * m as f64 * n as f64 * k as f64 / (ms as f64 * 1e-3) / 1e12
+fn tflops(m: u64, n: u64, k: u64, ms: f64) -> f64 {
+    2.0 * m as f64 * n as f64 * k as f64 / (ms * 1e-3) / 1e12
 }
 
-/// Event-timed median: reps chosen so the timed part takes about 200 ms.
-fn bench(gpu: &Gpu, mut f: impl FnMut() -> Result<()>) -> Result<f32> {
-    let first = median(&time_events(gpu, 1, 1, &mut f)?);
-    let reps = ((200.0 / first.max(1e-3)) as usize).clamp(5, 100);
-    Ok(median(&time_events(gpu, 2, reps, &mut f)?))
+/// Event-timed medians of the kernels, timed in turn in up to 100 rounds,
+/// about 200 ms of timed launches each.
+fn bench(gpu: &Gpu, kernels: &mut [tilec_runtime::timing::Launch]) -> Result<Vec<f64>> {
+    let rounds = Timer::new(gpu, false, 200.0).time_rounds(3, 100, kernels)?;
+    Ok(rounds.iter().map(|r| Stats::from_samples(r).map_or(f64::NAN, |s| s.median_ms)).collect())
 }
 
 fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], threshold: f64) -> Result<usize> {
@@ -163,15 +164,18 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], t
         gpu.driver_version % 1000 / 10,
         std::env::var("LD_LIBRARY_PATH").unwrap_or_default()
     );
-    let kernel = gpu.load(artifact)?;
-    let m = &artifact.manifest;
-    println!(
-        "artifact: {} entry {} ({}), block {:?} cluster {:?} smem {} B; JIT {:.1} ms, {} regs, {} B static smem",
-        dir, m.entry, m.kernel_name, m.block, m.cluster, m.dynamic_smem_bytes, kernel.jit_ms, kernel.num_regs, kernel.static_smem
-    );
+    let print_kernel = |kernel: &Kernel| {
+        let m = &kernel.manifest;
+        println!(
+            "artifact: {} entry {} ({}), block {:?} cluster {:?} smem {} B; JIT {:.1} ms, {} regs, {} B static smem",
+            dir, m.entry, m.kernel_name, m.block, m.cluster, m.dynamic_smem_bytes, kernel.jit_ms, kernel.num_regs, kernel.static_smem
+        )
+    };
     let mut failed = 0;
     match mode {
         Mode::Gemm { b_kn } => {
+            let gemm = Gemm::from_artifact(&gpu, artifact)?;
+            gemm.kernels().iter().for_each(print_kernel);
             let blas = Cublas::new(gpu.stream.clone())?;
             let lt = CublasLt::new(gpu.stream.clone())?;
             println!(
@@ -179,7 +183,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], t
                 "MxNxK", "err_cublas", "err_cpu", "err_lt", "result", "ours_TF", "cublas_TF", "lt_TF"
             );
             for &(mm, nn, kk) in shapes {
-                match gemm_shape(&gpu, &kernel, &blas, &lt, (mm, nn, kk), b_kn, threshold) {
+                match gemm_shape(&gpu, &gemm, &blas, &lt, (mm, nn, kk), b_kn, threshold) {
                     Ok(true) => {}
                     Ok(false) => failed += 1,
                     Err(e) => {
@@ -190,6 +194,8 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], t
             }
         }
         Mode::Copy => {
+            let kernel = gpu.load(artifact)?;
+            print_kernel(&kernel);
             println!("{:>12} {:>10} {:>10} {:>6} {:>9}  seed", "MxN", "mismatches", "rel_err", "result", "GB/s");
             for &(mm, nn, _) in shapes {
                 match copy_shape(&gpu, &kernel, mm, nn) {
@@ -209,7 +215,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], t
 #[allow(clippy::too_many_arguments)]
 fn gemm_shape(
     gpu: &Gpu,
-    kernel: &Kernel,
+    gemm: &Gemm,
     blas: &Cublas,
     lt: &CublasLt,
     (m, n, k): (u64, u64, u64),
@@ -234,8 +240,7 @@ fn gemm_shape(
     for buf in [&mut c, &mut c_ref, &mut c_lt] {
         gpu.poison16(buf, POISON_BF16)?;
     }
-    let problem = Problem::gemm(m, n, k);
-    let mut launch = kernel.prepare(&problem, &[gpu.bind("A", &a), gpu.bind("B", b_kernel.as_ref().unwrap_or(&b)), gpu.bind("C", &c)])?;
+    let mut launch = gemm.bind(gpu, GemmSize::new(m, n, k), &a, b_kernel.as_ref().unwrap_or(&b), &c)?;
     launch.launch_checked()?;
     blas.gemm_bf16_tn(m, n, k, &a, &b, &mut c_ref)?;
     lt.gemm_bf16_tn(m, n, k, &a, &b, &mut c_lt)?;
@@ -255,9 +260,14 @@ fn gemm_shape(
     } else {
         "-".into()
     };
-    let ours = bench(gpu, || launch.launch())?;
-    let theirs = bench(gpu, || blas.gemm_bf16_tn(m, n, k, &a, &b, &mut c_ref))?;
-    let theirs_lt = bench(gpu, || lt.gemm_bf16_tn(m, n, k, &a, &b, &mut c_lt))?;
+    let ms = bench(
+        gpu,
+        &mut [
+            &mut |_| launch.launch(&gpu.stream),
+            &mut |_| blas.gemm_bf16_tn(m, n, k, &a, &b, &mut c_ref),
+            &mut |_| lt.gemm_bf16_tn(m, n, k, &a, &b, &mut c_lt),
+        ],
+    )?;
     println!(
         "{:>16} {:>10.3e} {:>10} {:>10.3e} {:>6} {:>9.2} {:>9.2} {:>9.2}  {seed:#x}",
         format!("{m}x{n}x{k}"),
@@ -265,9 +275,9 @@ fn gemm_shape(
         err_cpu,
         err_lt,
         if ok { "PASS" } else { "FAIL" },
-        tflops(m, n, k, ours),
-        tflops(m, n, k, theirs),
-        tflops(m, n, k, theirs_lt),
+        tflops(m, n, k, ms[0]),
+        tflops(m, n, k, ms[1]),
+        tflops(m, n, k, ms[2]),
     );
     Ok(ok)
 }
@@ -300,8 +310,8 @@ fn copy_shape(gpu: &Gpu, kernel: &Kernel, m: u64, n: u64) -> Result<bool> {
     let mismatches = x_h.iter().zip(&y_h).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
     let err = rel_frobenius(&bf16_to_f64(&y_h), &bf16_to_f64(&x_h));
     let ok = mismatches == 0;
-    let ms = bench(gpu, || launch.launch())?;
-    let gbs = 2.0 * len as f64 * 2.0 / (ms as f64 * 1e-3) / 1e9;
+    let ms = bench(gpu, &mut [&mut |_| launch.launch()])?[0];
+    let gbs = 2.0 * len as f64 * 2.0 / (ms * 1e-3) / 1e9;
     println!(
         "{:>12} {:>10} {:>10.3e} {:>6} {:>9.1}  {seed:#x}",
         format!("{m}x{n}"),

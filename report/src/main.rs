@@ -1,0 +1,104 @@
+//! tilec-report: reads `tilec-bench` JSON reports on the build machine.
+//!
+//!   tilec-report table RESULT.json               the results table and the geometric means
+//!   tilec-report plot RESULT.json -o chart.svg   the ratio chart (and the tables)
+//!   tilec-report compare A.json B.json           per-shape and geomean change from A to B
+//!
+//! Exit status: 0 done, 2 a usage error or an unreadable report.
+
+use std::process::ExitCode;
+use tilec_report::chart::ratio_chart_svg;
+use tilec_report::compare::format_compare;
+use tilec_report::schema::Report;
+use tilec_report::table::format_report_tables;
+
+const USAGE: &str = "\
+usage: tilec-report table RESULT.json
+       tilec-report plot RESULT.json -o CHART.svg
+       tilec-report compare A.json B.json";
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq)]
+enum Command {
+    Table(String),
+    Plot { input: String, output: String },
+    Compare(String, String),
+    Help,
+}
+
+fn parse(args: &[String]) -> Result<Command, String> {
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    match words[..] {
+        ["-h" | "--help" | "help"] => Ok(Command::Help),
+        ["table", input] => Ok(Command::Table(input.into())),
+        ["plot", input, "-o", output] | ["plot", "-o", output, input] => {
+            Ok(Command::Plot { input: input.into(), output: output.into() })
+        }
+        ["compare", a, b] => Ok(Command::Compare(a.into(), b.into())),
+        [] => Err("no command given".into()),
+        _ => Err(format!("bad arguments `{}`", words.join(" "))),
+    }
+}
+
+fn run(cmd: Command) -> Result<(), String> {
+    match cmd {
+        Command::Help => println!("{USAGE}"),
+        Command::Table(input) => print!("{}", format_report_tables(&Report::load(&input)?.results)),
+        Command::Plot { input, output } => {
+            let report = Report::load(&input)?;
+            let svg = ratio_chart_svg(&report)?;
+            std::fs::write(&output, svg).map_err(|e| format!("writing {output}: {e}"))?;
+            print!("{}", format_report_tables(&report.results));
+            println!("wrote {output}");
+        }
+        Command::Compare(a, b) => print!("{}", format_compare(&Report::load(&a)?, &Report::load(&b)?)),
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cmd = match parse(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("tilec-report: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(cmd) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tilec-report: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn commands_parse() {
+        assert_eq!(parse(&args(&["table", "r.json"])), Ok(Command::Table("r.json".into())));
+        let plot = Command::Plot { input: "r.json".into(), output: "c.svg".into() };
+        assert_eq!(parse(&args(&["plot", "r.json", "-o", "c.svg"])), Ok(plot));
+        let plot = Command::Plot { input: "r.json".into(), output: "c.svg".into() };
+        assert_eq!(parse(&args(&["plot", "-o", "c.svg", "r.json"])), Ok(plot));
+        assert_eq!(parse(&args(&["compare", "a.json", "b.json"])), Ok(Command::Compare("a.json".into(), "b.json".into())));
+        assert_eq!(parse(&args(&["--help"])), Ok(Command::Help));
+        for bad in [&[][..], &["plot", "r.json"], &["compare", "a.json"], &["draw", "r.json"]] {
+            assert!(parse(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn unreadable_reports_are_errors() {
+        let e = run(Command::Table("/nonexistent/r.json".into())).unwrap_err();
+        assert!(e.starts_with("/nonexistent/r.json: "), "{e}");
+    }
+}

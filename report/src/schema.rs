@@ -1,0 +1,569 @@
+//! The `tilec-bench` JSON report: what one run measured, per shape and
+//! dtype, per kernel (ours and the vendor baselines), with the derived
+//! figures (best kernels, ratio, percent of peak) that [`ShapeResult::summarize`]
+//! fills in. Reports of the previous schema (`tilec-bench/1`: no per-round
+//! times, no commit, no kernel configs) still load.
+
+use serde::{Deserialize, Serialize};
+
+/// Version tag written into every report.
+pub const SCHEMA: &str = "tilec-bench/2";
+/// Older tags [`Report::from_json`] still reads (the fields they lack are empty).
+pub const OLDER_SCHEMAS: [&str; 1] = ["tilec-bench/1"];
+
+/// Element type of the GEMM operands (the output is bf16 in both cases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchDtype {
+    /// bf16 A and B, fp32 accumulation, bf16 C.
+    Bf16,
+    /// fp8 e4m3 A and B with per-tensor f32 scales, fp32 accumulation, bf16 C.
+    Fp8,
+}
+
+impl BenchDtype {
+    /// The name used on the command line, in the JSON and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            BenchDtype::Bf16 => "bf16",
+            BenchDtype::Fp8 => "fp8",
+        }
+    }
+    /// Bytes per element of A and B.
+    pub fn in_bytes(self) -> u64 {
+        match self {
+            BenchDtype::Bf16 => 2,
+            BenchDtype::Fp8 => 1,
+        }
+    }
+    /// Bytes per element of C (bf16 for both).
+    pub fn out_bytes(self) -> u64 {
+        2
+    }
+    /// Parses `bf16` or `fp8` (also `e4m3`, `fp8e4m3`, `f8e4m3`).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "bf16" => Ok(BenchDtype::Bf16),
+            "fp8" | "e4m3" | "fp8e4m3" | "f8e4m3" => Ok(BenchDtype::Fp8),
+            o => Err(format!("unknown dtype `{o}` (want bf16 or fp8)")),
+        }
+    }
+}
+
+/// Row-major `C[M,N] = A[M,K] * B[N,K]^T`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Shape {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+}
+
+impl Shape {
+    pub const fn new(m: u64, n: u64, k: u64) -> Self {
+        Shape { m, n, k }
+    }
+    /// `2 M N K`.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+    /// The fewest bytes any kernel must move: A and B read once, C written once.
+    pub fn min_bytes(&self, d: BenchDtype) -> u64 {
+        (self.m * self.k + self.n * self.k) * d.in_bytes() + self.m * self.n * d.out_bytes()
+    }
+    /// Small-M (decode-like) shapes, where bytes, not FLOPs, bound the time.
+    pub fn is_small_m(&self) -> bool {
+        self.m <= 256
+    }
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}x{}", self.m, self.n, self.k)
+    }
+}
+
+/// TFLOP/s of `flops` done in `ms` milliseconds.
+pub fn tflops(flops: f64, ms: f64) -> f64 {
+    flops / (ms * 1e-3) / 1e12
+}
+
+/// GB/s of `bytes` moved in `ms` milliseconds.
+pub fn gbps(bytes: u64, ms: f64) -> f64 {
+    bytes as f64 / (ms * 1e-3) / 1e9
+}
+
+/// Percentile of sorted data, linear interpolation between closest ranks
+/// (`q` in [0, 1]); NaN for empty input.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// `values` sorted, or `None` if empty or any is not finite.
+fn sorted_finite(values: &[f64]) -> Option<Vec<f64>> {
+    if values.is_empty() || values.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let mut s = values.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    Some(s)
+}
+
+/// Summary of the per-round times, milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub reps: usize,
+    pub median_ms: f64,
+    pub mean_ms: f64,
+    pub min_ms: f64,
+    pub p10_ms: f64,
+    pub p25_ms: f64,
+    pub p75_ms: f64,
+    pub p90_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Stats {
+    /// `None` for no samples or any non-finite sample.
+    pub fn from_samples(samples: &[f64]) -> Option<Stats> {
+        let s = sorted_finite(samples)?;
+        Some(Stats {
+            reps: s.len(),
+            median_ms: percentile(&s, 0.5),
+            mean_ms: s.iter().sum::<f64>() / s.len() as f64,
+            min_ms: s[0],
+            p10_ms: percentile(&s, 0.1),
+            p25_ms: percentile(&s, 0.25),
+            p75_ms: percentile(&s, 0.75),
+            p90_ms: percentile(&s, 0.9),
+            max_ms: s[s.len() - 1],
+        })
+    }
+    /// (p90 - p10) / median: the spread, as a fraction.
+    pub fn spread(&self) -> f64 {
+        (self.p90_ms - self.p10_ms) / self.median_ms
+    }
+}
+
+/// Median and 10th/90th percentiles of a ratio.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RatioStats {
+    pub median: f64,
+    pub p10: f64,
+    pub p90: f64,
+    /// How the spread was obtained: `rounds` (one ratio per interleaved
+    /// round) or `medians` (older reports: the baseline's median time over our
+    /// p90 and p10 times).
+    pub from: String,
+}
+
+impl RatioStats {
+    /// From one ratio per round; `None` if there is none or one is not finite.
+    pub fn from_rounds(ratios: &[f64]) -> Option<RatioStats> {
+        let s = sorted_finite(ratios)?;
+        Some(RatioStats {
+            median: percentile(&s, 0.5),
+            p10: percentile(&s, 0.1),
+            p90: percentile(&s, 0.9),
+            from: "rounds".into(),
+        })
+    }
+}
+
+/// The hardware peaks percentages are taken of. Dense (no sparsity) figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Peaks {
+    /// Which part the figures are for.
+    pub part: String,
+    pub bf16_tflops: f64,
+    pub fp8_tflops: f64,
+    /// HBM bandwidth, GB/s (10^9 bytes).
+    pub hbm_gbps: f64,
+}
+
+impl Peaks {
+    /// NVIDIA H100 SXM5 datasheet: 989 dense BF16 TFLOP/s, 1979 dense FP8
+    /// TFLOP/s, 3.35 TB/s HBM3.
+    pub fn h100_sxm() -> Peaks {
+        Peaks { part: "H100 SXM (datasheet, dense)".into(), bf16_tflops: 989.0, fp8_tflops: 1979.0, hbm_gbps: 3350.0 }
+    }
+    /// The peak TFLOP/s of `dtype`.
+    pub fn tflops(&self, dtype: BenchDtype) -> f64 {
+        match dtype {
+            BenchDtype::Bf16 => self.bf16_tflops,
+            BenchDtype::Fp8 => self.fp8_tflops,
+        }
+    }
+}
+
+impl Default for Peaks {
+    fn default() -> Self {
+        Peaks::h100_sxm()
+    }
+}
+
+/// One `tilec-bench` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`SCHEMA`] (or one of [`OLDER_SCHEMAS`] for a report read from disk).
+    pub schema: String,
+    /// Seconds since the Unix epoch when the run started.
+    pub created_unix: u64,
+    /// The start of the run, UTC, `YYYY-MM-DD HH:MM:SS`.
+    #[serde(default)]
+    pub date_utc: String,
+    /// `git rev-parse HEAD` of the tree `tilec-bench` was built from
+    /// (`-dirty` appended when it had local changes), if known.
+    #[serde(default)]
+    pub commit: Option<String>,
+    pub command_line: Vec<String>,
+    pub device: DeviceInfo,
+    pub config: BenchConfig,
+    /// The peaks behind `pct_peak` and `pct_hbm`.
+    #[serde(default)]
+    pub peaks: Peaks,
+    pub artifacts: Vec<ArtifactInfo>,
+    pub results: Vec<ShapeResult>,
+}
+
+/// The GPU and library versions of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub sm: String,
+    pub num_sms: u32,
+    pub l2_bytes: u64,
+    pub memory_bytes: u64,
+    /// `cuDriverGetVersion` as `major.minor`.
+    pub driver: String,
+    pub cublas_version: Option<i64>,
+    pub cublaslt_version: Option<u64>,
+}
+
+/// The options a run was made with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchConfig {
+    pub warmup: usize,
+    /// Timed rounds asked for (a slow shape may get fewer; see `Stats::reps`).
+    pub reps: usize,
+    pub dtypes: Vec<BenchDtype>,
+    pub threshold: f64,
+    pub l2_factor: f64,
+    pub max_sets: usize,
+    pub max_run_ms: f64,
+    pub baseline_only: bool,
+    /// `CUDA_CACHE_DISABLE=1` was set, so module loads measure the real JIT.
+    pub jit_cache_disabled: bool,
+    /// A spin kernel held the stream while each timed batch was enqueued.
+    pub spin_kernel: bool,
+    /// Every kernel of a shape ran once per round, in turn (A B C A B C ...),
+    /// so drift hits all alike; false in older reports (one kernel's
+    /// repetitions after another's).
+    #[serde(default)]
+    pub interleaved: bool,
+    /// Per-tensor scales the FP8 baseline runs with.
+    pub fp8_scale_a: f64,
+    pub fp8_scale_b: f64,
+    pub seed: u64,
+}
+
+/// What an artifact's manifest says about its kernel's configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelConfig {
+    pub target: String,
+    /// The manifest's grid rule as written there (tile sizes, grouping, or
+    /// persistent CTAs per SM).
+    pub grid: serde_json::Value,
+    /// TMA box of each TMA-loaded or -stored tensor, outermost dimension first.
+    pub tma_boxes: Vec<TmaBox>,
+}
+
+/// One TMA parameter's box.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TmaBox {
+    pub tensor: String,
+    pub box_dims: Vec<u32>,
+    pub swizzle: String,
+}
+
+/// One `--artifact` candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactInfo {
+    /// The directory as given on the command line (the candidate's name).
+    pub dir: String,
+    pub entry: String,
+    pub kernel_name: String,
+    pub dtype: Option<BenchDtype>,
+    pub block: [u32; 3],
+    pub cluster: [u32; 3],
+    pub dynamic_smem_bytes: u32,
+    /// Absent in older reports.
+    #[serde(default)]
+    pub config: Option<KernelConfig>,
+    /// Wall time of the module load (driver PTX -> SASS JIT), ms.
+    pub module_load_ms: Option<f64>,
+    /// Host wall time of the first launch plus its synchronisation, ms.
+    pub first_launch_ms: Option<f64>,
+    pub num_regs: Option<i32>,
+    pub static_smem_bytes: Option<u32>,
+    /// Why the artifact could not be used (not a GEMM, failed to load, ...).
+    pub error: Option<String>,
+}
+
+/// Whose kernel a run timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    Ours,
+    Baseline,
+}
+
+/// The correctness check of one run, done once before timing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// What the output was compared with.
+    pub reference: String,
+    /// `||out - ref||_F / ||ref||_F`; `None` (JSON null) when NaN/inf.
+    pub rel_err: Option<f64>,
+    pub threshold: f64,
+    pub pass: bool,
+}
+
+/// One kernel (ours or a baseline) on one shape and dtype.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// `cublas`, `cublaslt`, `cublaslt-fp8`, or the artifact's dir.
+    pub name: String,
+    pub kind: RunKind,
+    pub check: Option<Check>,
+    pub stats: Option<Stats>,
+    /// The time of each round, ms, in round order (empty in older reports).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_ms: Vec<f64>,
+    /// From the median time.
+    pub tflops: Option<f64>,
+    /// [`Shape::min_bytes`] over the median time.
+    pub gbps: Option<f64>,
+    /// `tflops` as a percentage of the dtype's peak ([`Report::peaks`]).
+    #[serde(default)]
+    pub pct_peak: Option<f64>,
+    /// `gbps` as a percentage of the HBM bandwidth.
+    #[serde(default)]
+    pub pct_hbm: Option<f64>,
+    pub error: Option<String>,
+}
+
+impl RunResult {
+    pub fn new(name: &str, kind: RunKind) -> Self {
+        RunResult {
+            name: name.into(),
+            kind,
+            check: None,
+            stats: None,
+            round_ms: Vec::new(),
+            tflops: None,
+            gbps: None,
+            pct_peak: None,
+            pct_hbm: None,
+            error: None,
+        }
+    }
+    /// Timed, and passed its check (a run with no check counts as passing).
+    pub fn usable(&self) -> bool {
+        self.error.is_none() && self.tflops.is_some() && self.check.as_ref().is_none_or(|c| c.pass)
+    }
+    /// Failed its correctness check (and so was not timed).
+    pub fn check_failed(&self) -> bool {
+        self.check.as_ref().is_some_and(|c| !c.pass)
+    }
+    /// Sets the times of the rounds and everything derived from them.
+    pub fn set_rounds(&mut self, round_ms: Vec<f64>, shape: Shape, dtype: BenchDtype) {
+        self.stats = Stats::from_samples(&round_ms);
+        match &self.stats {
+            Some(st) => {
+                self.tflops = Some(tflops(shape.flops(), st.median_ms));
+                self.gbps = Some(gbps(shape.min_bytes(dtype), st.median_ms));
+            }
+            None => self.error = Some("no valid timing samples".into()),
+        }
+        self.round_ms = round_ms;
+    }
+}
+
+/// The state of a shape's row: did the kernel whose figures it shows pass?
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowCheck {
+    /// Our best kernel passed its check (others may have failed).
+    Ok,
+    /// None of ours is usable and at least one failed its check.
+    Fail,
+    /// The shape could not be run at all.
+    Error,
+    /// No kernel of ours was run (baselines only).
+    NoOurs,
+}
+
+/// One shape and dtype: every kernel's run and the comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShapeResult {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub dtype: BenchDtype,
+    pub flops: f64,
+    pub min_bytes: u64,
+    /// Bytes of one A+B+C set, and how many sets the timing rotated over.
+    pub set_bytes: u64,
+    pub rotate_sets: usize,
+    pub seed: u64,
+    pub runs: Vec<RunResult>,
+    /// Name of the fastest of our usable runs / of the baselines (by median).
+    pub best_ours: Option<String>,
+    pub best_baseline: Option<String>,
+    /// Our best TFLOP/s over the best baseline's: the median of the per-round
+    /// ratios, or of the medians in older reports.
+    pub ratio: Option<f64>,
+    /// The ratio's median and spread.
+    #[serde(default)]
+    pub ratio_stats: Option<RatioStats>,
+    /// A failure that stopped the whole shape (allocation, ...).
+    pub error: Option<String>,
+}
+
+impl ShapeResult {
+    pub fn new(shape: Shape, dtype: BenchDtype) -> Self {
+        ShapeResult {
+            m: shape.m,
+            n: shape.n,
+            k: shape.k,
+            dtype,
+            flops: shape.flops(),
+            min_bytes: shape.min_bytes(dtype),
+            set_bytes: shape.min_bytes(dtype),
+            rotate_sets: 1,
+            seed: 0,
+            runs: Vec::new(),
+            best_ours: None,
+            best_baseline: None,
+            ratio: None,
+            ratio_stats: None,
+            error: None,
+        }
+    }
+    pub fn shape(&self) -> Shape {
+        Shape::new(self.m, self.n, self.k)
+    }
+    pub fn run(&self, name: &str) -> Option<&RunResult> {
+        self.runs.iter().find(|r| r.name == name)
+    }
+    fn best(&self, kind: RunKind) -> Option<&RunResult> {
+        self.runs
+            .iter()
+            .filter(|r| r.kind == kind && r.usable())
+            .max_by(|a, b| a.tflops.unwrap_or(0.0).total_cmp(&b.tflops.unwrap_or(0.0)))
+    }
+    /// Fills the percentages of peak, `best_ours`, `best_baseline`, `ratio`
+    /// and `ratio_stats` from `runs`.
+    pub fn summarize(&mut self, peaks: &Peaks) {
+        let peak = peaks.tflops(self.dtype);
+        for r in &mut self.runs {
+            r.pct_peak = r.tflops.map(|t| 100.0 * t / peak);
+            r.pct_hbm = r.gbps.map(|g| 100.0 * g / peaks.hbm_gbps);
+        }
+        let (ours, base) = (self.best(RunKind::Ours), self.best(RunKind::Baseline));
+        let stats = match (ours, base) {
+            (Some(o), Some(b)) => ratio_stats(o, b),
+            _ => None,
+        };
+        let (best_ours, best_baseline) = (ours.map(|r| r.name.clone()), base.map(|r| r.name.clone()));
+        self.ratio = stats.as_ref().map(|r| r.median);
+        self.ratio_stats = stats;
+        self.best_ours = best_ours;
+        self.best_baseline = best_baseline;
+    }
+    /// True if some run failed its check.
+    pub fn any_check_failed(&self) -> bool {
+        self.runs.iter().any(RunResult::check_failed)
+    }
+    /// The runs of ours that failed their check.
+    pub fn failed_ours(&self) -> impl Iterator<Item = &RunResult> {
+        self.runs.iter().filter(|r| r.kind == RunKind::Ours && r.check_failed())
+    }
+    /// The row's check: about the kernel whose figures the row shows. A
+    /// failed candidate is never timed, so it cannot be the row's kernel.
+    pub fn row_check(&self) -> RowCheck {
+        if self.error.is_some() {
+            RowCheck::Error
+        } else if self.best_ours.is_some() {
+            RowCheck::Ok
+        } else if self.failed_ours().next().is_some() {
+            RowCheck::Fail
+        } else {
+            RowCheck::NoOurs
+        }
+    }
+}
+
+/// The ratio of our run's TFLOP/s to the baseline's: per round when both
+/// have the same rounds, else from the medians (with our p90 and p10 times
+/// for the spread).
+fn ratio_stats(ours: &RunResult, base: &RunResult) -> Option<RatioStats> {
+    if !ours.round_ms.is_empty() && ours.round_ms.len() == base.round_ms.len() {
+        let per_round: Vec<f64> = ours.round_ms.iter().zip(&base.round_ms).map(|(o, b)| b / o).collect();
+        return RatioStats::from_rounds(&per_round);
+    }
+    let (o, b) = (ours.stats.as_ref()?, base.stats.as_ref()?);
+    Some(RatioStats {
+        median: b.median_ms / o.median_ms,
+        p10: b.median_ms / o.p90_ms,
+        p90: b.median_ms / o.p10_ms,
+        from: "medians".into(),
+    })
+}
+
+impl Report {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("report serialises")
+    }
+    /// Reads a report of this schema or an older one, and summarises every
+    /// shape again (older reports get the fields they lack).
+    pub fn from_json(s: &str) -> Result<Self, String> {
+        let mut r: Report = serde_json::from_str(s).map_err(|e| e.to_string())?;
+        if r.schema != SCHEMA && !OLDER_SCHEMAS.contains(&r.schema.as_str()) {
+            return Err(format!("schema `{}`, expected `{SCHEMA}` or one of {OLDER_SCHEMAS:?}", r.schema));
+        }
+        if r.date_utc.is_empty() {
+            r.date_utc = date_utc(r.created_unix);
+        }
+        let peaks = r.peaks.clone();
+        r.results.iter_mut().for_each(|s| s.summarize(&peaks));
+        Ok(r)
+    }
+    /// Reads and parses a report file.
+    pub fn load(path: &str) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+        Report::from_json(&text).map_err(|e| format!("{path}: {e}"))
+    }
+}
+
+/// `secs` since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
+pub fn date_utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let t = secs % 86_400;
+    // Days to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", t / 3600, t % 3600 / 60, t % 60)
+}

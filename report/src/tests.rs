@@ -1,0 +1,335 @@
+//! Unit tests of the report: schema, summary, tables, comparison, chart.
+
+use crate::compare::format_compare;
+use crate::schema::*;
+use crate::summary::*;
+use crate::table::*;
+
+#[test]
+fn flop_and_byte_counts() {
+    let s = Shape::new(4096, 4096, 4096);
+    assert_eq!(s.flops(), 2.0 * 4096f64.powi(3));
+    // bf16: A, B read once (2 B each), C written once (2 B).
+    assert_eq!(s.min_bytes(BenchDtype::Bf16), 3 * 4096 * 4096 * 2);
+    // fp8: A and B one byte, C bf16.
+    assert_eq!(s.min_bytes(BenchDtype::Fp8), 2 * 4096 * 4096 + 4096 * 4096 * 2);
+    let d = Shape::new(64, 2112, 7168);
+    assert_eq!(d.min_bytes(BenchDtype::Bf16), (64 * 7168 + 2112 * 7168) * 2 + 64 * 2112 * 2);
+    assert!(d.is_small_m() && !s.is_small_m());
+    // 1 ms for 2*4096^3 flops is 137.4 TFLOP/s; 1 GB in 1 ms is 1000 GB/s.
+    assert!((tflops(s.flops(), 1.0) - 137.438953472).abs() < 1e-9);
+    assert!((gbps(1_000_000_000, 1.0) - 1000.0).abs() < 1e-9);
+}
+
+#[test]
+fn stats_and_percentiles() {
+    let v: Vec<f64> = (1..=11).map(|x| x as f64).collect();
+    assert_eq!(percentile(&v, 0.5), 6.0);
+    assert_eq!(percentile(&v, 0.0), 1.0);
+    assert_eq!(percentile(&v, 1.0), 11.0);
+    assert!((percentile(&v, 0.1) - 2.0).abs() < 1e-12);
+    assert!((percentile(&[1.0, 2.0], 0.5) - 1.5).abs() < 1e-12);
+    assert!(percentile(&[], 0.5).is_nan());
+    // Unsorted input with an outlier.
+    let s = Stats::from_samples(&[5.0, 1.0, 3.0, 2.0, 4.0, 100.0]).unwrap();
+    assert_eq!(s.reps, 6);
+    assert_eq!(s.min_ms, 1.0);
+    assert_eq!(s.max_ms, 100.0);
+    assert!((s.median_ms - 3.5).abs() < 1e-12);
+    assert!((s.mean_ms - 115.0 / 6.0).abs() < 1e-12);
+    assert!(s.p10_ms <= s.p25_ms && s.p25_ms <= s.median_ms && s.median_ms <= s.p75_ms && s.p75_ms <= s.p90_ms);
+    assert!(Stats::from_samples(&[]).is_none());
+    assert!(Stats::from_samples(&[1.0, f64::NAN]).is_none());
+    let one = Stats::from_samples(&[2.0]).unwrap();
+    assert_eq!((one.median_ms, one.p10_ms, one.p90_ms, one.spread()), (2.0, 2.0, 2.0, 0.0));
+}
+
+fn run_with_rounds(name: &str, kind: RunKind, rounds: &[f64], shape: Shape) -> RunResult {
+    let mut r = RunResult::new(name, kind);
+    r.check = Some(Check { reference: "cublas".into(), rel_err: Some(1e-3), threshold: 1e-2, pass: true });
+    r.set_rounds(rounds.to_vec(), shape, BenchDtype::Bf16);
+    r
+}
+
+fn failed_run(name: &str, kind: RunKind) -> RunResult {
+    let mut r = RunResult::new(name, kind);
+    r.check = Some(Check { reference: "cublas".into(), rel_err: None, threshold: 1e-2, pass: false });
+    r.error = Some("check failed; not timed".into());
+    r
+}
+
+/// Three shapes: one timed in rounds with a failed candidate of ours and a
+/// failed baseline, one with only failed candidates, one of baselines only.
+fn sample_report() -> Report {
+    let peaks = Peaks::h100_sxm();
+    let small = Shape::new(64, 2112, 7168);
+    let mut r = ShapeResult::new(small, BenchDtype::Bf16);
+    r.rotate_sets = 7;
+    r.seed = 42;
+    r.runs = vec![
+        run_with_rounds("cublas", RunKind::Baseline, &[1.5, 1.6, 1.5, 1.4, 1.5], small),
+        failed_run("cublaslt", RunKind::Baseline),
+        run_with_rounds("artifacts/gemm_128x128", RunKind::Ours, &[2.0, 2.0, 2.2, 1.8, 2.0], small),
+        failed_run("artifacts/bad", RunKind::Ours),
+    ];
+    r.summarize(&peaks);
+    let square = Shape::new(4096, 4096, 4096);
+    let mut only_failed = ShapeResult::new(square, BenchDtype::Bf16);
+    only_failed.runs = vec![
+        run_with_rounds("cublas", RunKind::Baseline, &[0.2, 0.2, 0.2], square),
+        failed_run("artifacts/bad", RunKind::Ours),
+    ];
+    only_failed.summarize(&peaks);
+    let mut f = ShapeResult::new(square, BenchDtype::Fp8);
+    let mut fl = RunResult::new("cublaslt-fp8", RunKind::Baseline);
+    fl.set_rounds(vec![0.1, 0.1, 0.1], square, BenchDtype::Fp8);
+    f.runs = vec![fl];
+    f.summarize(&peaks);
+    Report {
+        schema: SCHEMA.into(),
+        created_unix: 1,
+        date_utc: date_utc(1),
+        commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
+        command_line: vec!["tilec-bench".into(), "--artifact".into(), "artifacts/gemm_128x128".into()],
+        device: DeviceInfo { name: "NVIDIA H100".into(), sm: "sm_90".into(), l2_bytes: 50 << 20, ..Default::default() },
+        config: BenchConfig {
+            warmup: 10,
+            reps: 100,
+            dtypes: vec![BenchDtype::Bf16, BenchDtype::Fp8],
+            threshold: 1e-2,
+            l2_factor: 4.0,
+            max_sets: 64,
+            max_run_ms: 3000.0,
+            baseline_only: false,
+            jit_cache_disabled: true,
+            spin_kernel: true,
+            interleaved: true,
+            fp8_scale_a: 0.5,
+            fp8_scale_b: 0.25,
+            seed: 42,
+        },
+        peaks,
+        artifacts: vec![ArtifactInfo {
+            dir: "artifacts/gemm_128x128".into(),
+            entry: "gemm".into(),
+            kernel_name: "gemm".into(),
+            dtype: Some(BenchDtype::Bf16),
+            block: [384, 1, 1],
+            cluster: [2, 1, 1],
+            dynamic_smem_bytes: 200000,
+            config: Some(KernelConfig {
+                target: "sm_90a".into(),
+                grid: serde_json::json!({"rule": "tiles", "block_m": 128, "block_n": 128}),
+                tma_boxes: vec![TmaBox { tensor: "A".into(), box_dims: vec![128, 64], swizzle: "128B".into() }],
+            }),
+            module_load_ms: Some(110.0),
+            first_launch_ms: None,
+            num_regs: Some(168),
+            static_smem_bytes: Some(0),
+            error: None,
+        }],
+        results: vec![r, only_failed, f],
+    }
+}
+
+#[test]
+fn summary_picks_usable_best_and_ratio_per_round() {
+    let rep = sample_report();
+    let r = &rep.results[0];
+    // cuBLASLt failed its check, so cuBLAS is the best baseline.
+    assert_eq!(r.best_ours.as_deref(), Some("artifacts/gemm_128x128"));
+    assert_eq!(r.best_baseline.as_deref(), Some("cublas"));
+    // Per-round ratios 0.75, 0.8, 0.682, 0.778, 0.75: median 0.75.
+    let q = r.ratio_stats.as_ref().unwrap();
+    assert_eq!(q.from, "rounds");
+    assert!((r.ratio.unwrap() - 0.75).abs() < 1e-12);
+    assert!((q.p10 - (1.5 / 2.2 * 0.6 + 0.75 * 0.4)).abs() < 1e-12, "{q:?}");
+    assert!((q.p90 - (0.7 / 0.9 * 0.4 + 0.8 * 0.6)).abs() < 1e-12, "{q:?}");
+    // Percent of peak and of HBM bandwidth from the median time.
+    let ours = r.run("artifacts/gemm_128x128").unwrap();
+    assert!((ours.pct_peak.unwrap() - ours.tflops.unwrap() / 989.0 * 100.0).abs() < 1e-9);
+    assert!((ours.pct_hbm.unwrap() - ours.gbps.unwrap() / 3350.0 * 100.0).abs() < 1e-9);
+    // A failed candidate does not make the row fail: its kernel passed.
+    assert!(r.any_check_failed());
+    assert_eq!(r.row_check(), RowCheck::Ok);
+    // No candidate of ours passed: the row fails.
+    assert_eq!(rep.results[1].row_check(), RowCheck::Fail);
+    assert_eq!(rep.results[1].ratio, None);
+    let f = &rep.results[2];
+    assert_eq!((f.best_ours.as_deref(), f.best_baseline.as_deref()), (None, Some("cublaslt-fp8")));
+    assert_eq!((f.ratio, f.row_check()), (None, RowCheck::NoOurs));
+    // An error beats everything else.
+    let mut e = rep.results[0].clone();
+    e.error = Some("out of memory".into());
+    assert_eq!(e.row_check(), RowCheck::Error);
+}
+
+#[test]
+fn ratio_from_medians_without_rounds() {
+    let shape = Shape::new(128, 7168, 2048);
+    let mut r = ShapeResult::new(shape, BenchDtype::Bf16);
+    let mut ours = run_with_rounds("ours", RunKind::Ours, &[2.0, 1.0, 4.0, 2.0, 2.0], shape);
+    let base = run_with_rounds("cublas", RunKind::Baseline, &[1.0, 1.0, 1.0], shape);
+    ours.round_ms.clear();
+    r.runs = vec![ours, base];
+    r.summarize(&Peaks::h100_sxm());
+    let q = r.ratio_stats.unwrap();
+    assert_eq!(q.from, "medians");
+    assert_eq!(q.median, 0.5);
+    let st = r.runs[0].stats.as_ref().unwrap();
+    assert_eq!((q.p10, q.p90), (1.0 / st.p90_ms, 1.0 / st.p10_ms));
+}
+
+#[test]
+fn json_round_trip_and_older_schema() {
+    let rep = sample_report();
+    let text = rep.to_json();
+    let back = Report::from_json(&text).unwrap();
+    assert_eq!(back, rep);
+    // Field names other tools read.
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["schema"], "tilec-bench/2");
+    assert_eq!(v["commit"], "0123456789abcdef0123456789abcdef01234567");
+    assert_eq!(v["date_utc"], "1970-01-01 00:00:01");
+    assert_eq!(v["peaks"]["bf16_tflops"], 989.0);
+    assert_eq!(v["peaks"]["hbm_gbps"], 3350.0);
+    assert_eq!(v["results"][0]["dtype"], "bf16");
+    assert_eq!(v["results"][2]["dtype"], "fp8");
+    assert_eq!(v["results"][0]["runs"][2]["kind"], "ours");
+    assert_eq!(v["results"][0]["runs"][2]["round_ms"].as_array().unwrap().len(), 5);
+    assert!(v["results"][0]["runs"][1]["check"]["rel_err"].is_null(), "NaN error is written as null");
+    assert_eq!(v["artifacts"][0]["config"]["grid"]["block_m"], 128);
+    assert_eq!(v["results"][0]["ratio_stats"]["from"], "rounds");
+    // The previous schema still loads; an unknown one does not.
+    let old = text.replace("tilec-bench/2", "tilec-bench/1");
+    assert_eq!(Report::from_json(&old).unwrap().results, rep.results);
+    assert!(Report::from_json(&text.replace("tilec-bench/2", "tilec-bench/0")).is_err());
+}
+
+const H100_2026_11_22: &str = include_str!("../../docs/benchmarks/2026-11-22-h100.json");
+
+#[test]
+fn old_report_loads_with_every_row_ok() {
+    let rep = Report::from_json(H100_2026_11_22).unwrap();
+    assert_eq!(rep.schema, "tilec-bench/1");
+    assert_eq!(rep.date_utc, date_utc(rep.created_unix));
+    assert_eq!(rep.results.len(), 20);
+    // One candidate failed its check on 16 shapes; every row's kernel passed.
+    assert_eq!(rep.results.iter().filter(|r| r.any_check_failed()).count(), 16);
+    assert!(rep.results.iter().all(|r| r.row_check() == RowCheck::Ok));
+    // Without rounds the ratio is that of the medians, as the run printed it.
+    let first = &rep.results[0];
+    assert_eq!(first.ratio_stats.as_ref().unwrap().from, "medians");
+    assert!((first.ratio.unwrap() - 0.872621024407043).abs() < 1e-6);
+    let means = group_means(&rep.results);
+    let labels: Vec<String> = means.iter().map(GroupMean::label).collect();
+    assert_eq!(labels, ["bf16 square", "bf16 M=64", "bf16 M=128", "bf16 M=4096", "bf16 all"]);
+    assert_eq!(means.iter().map(|m| m.shapes).collect::<Vec<_>>(), [2, 6, 6, 6, 20]);
+}
+
+#[test]
+fn groups_and_geomeans() {
+    assert_eq!(ShapeGroup::of(Shape::new(4096, 4096, 4096)), ShapeGroup::Square);
+    assert_eq!(ShapeGroup::of(Shape::new(64, 64, 64)), ShapeGroup::Square);
+    assert_eq!(ShapeGroup::of(Shape::new(64, 2112, 7168)), ShapeGroup::M64);
+    assert_eq!(ShapeGroup::of(Shape::new(128, 2112, 7168)), ShapeGroup::M128);
+    assert_eq!(ShapeGroup::of(Shape::new(4096, 2112, 7168)), ShapeGroup::M4096);
+    assert_eq!(ShapeGroup::of(Shape::new(100, 2112, 7168)), ShapeGroup::Other);
+    assert!((geomean(&[0.5, 2.0]).unwrap() - 1.0).abs() < 1e-12);
+    assert!((geomean(&[0.8]).unwrap() - 0.8).abs() < 1e-12);
+    assert_eq!(geomean(&[]), None);
+    assert_eq!(geomean(&[1.0, 0.0]), None);
+    assert_eq!(geomean(&[1.0, f64::NAN]), None);
+    let means = group_means(&sample_report().results);
+    // Only the M=64 shape has a ratio; the fp8 shape has none.
+    assert_eq!(means.len(), 2);
+    assert_eq!((means[0].group, means[0].shapes), (Some(ShapeGroup::M64), 1));
+    assert_eq!((means[1].group, means[1].label()), (None, "bf16 all".to_string()));
+    assert!((means[1].geomean - 0.75).abs() < 1e-12);
+}
+
+#[test]
+fn table_formatting() {
+    let rep = sample_report();
+    let t = format_table(&rep.results);
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 5, "{t}");
+    assert!(lines[0].starts_with("shape (MxNxK)"));
+    for col in ["ours_TF", "cublas_TF", "lt_TF", "ratio", "p10..p90", "of peak", "check"] {
+        assert!(lines[0].contains(col), "{col}");
+    }
+    let row = lines[1];
+    assert!(row.starts_with("64x2112x7168") && row.contains(" bf16 "), "{row}");
+    assert!(row.contains("0.750") && row.contains("0.709..0.791"), "{row}");
+    assert!(row.contains("% HBM"), "small M shows percent of HBM bandwidth: {row}");
+    assert!(row.contains(" ok "), "its kernel passed: {row}");
+    assert!(row.trim_end().ends_with("gemm_128x128"));
+    // cuBLASLt failed, so its column is empty.
+    let fields: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(fields[4], "-");
+    assert!(lines[2].starts_with("4096x4096x4096") && lines[2].contains("FAIL"), "{}", lines[2]);
+    assert!(lines[3].contains(" fp8 ") && !lines[3].contains("FAIL") && lines[3].contains(" - "), "{}", lines[3]);
+    assert_eq!(lines[4], "check failed (not timed, not in the rows above): bad on 2 shape(s)");
+    // The numeric columns line up with the header.
+    assert_eq!(lines[0].find("ratio").map(|p| p + 5), row.find("0.750 ").map(|p| p + 5));
+    let means = format_means(&group_means(&rep.results));
+    assert_eq!(means.lines().nth(2).unwrap().split_whitespace().collect::<Vec<_>>(), ["bf16", "all", "1", "0.750"]);
+}
+
+#[test]
+fn compare_two_reports() {
+    let a = sample_report();
+    let mut b = sample_report();
+    let ours = b.results[0].runs.iter_mut().find(|r| r.name == "artifacts/gemm_128x128").unwrap();
+    let shape = Shape::new(64, 2112, 7168);
+    ours.set_rounds(vec![1.5, 1.6, 1.5, 1.4, 1.5], shape, BenchDtype::Bf16);
+    b.results[0].summarize(&Peaks::h100_sxm());
+    b.results.remove(2);
+    b.results.push(ShapeResult::new(Shape::new(8192, 8192, 8192), BenchDtype::Bf16));
+    let t = format_compare(&a, &b);
+    let row = t.lines().find(|l| l.starts_with("64x2112x7168")).unwrap();
+    let f: Vec<&str> = row.split_whitespace().collect();
+    // ratio 0.75 -> 1.0 is +33.3%; our TF/s rise by 2.0/1.5.
+    assert_eq!(&f[2..5], ["0.750", "1.000", "+33.3%"], "{row}");
+    assert_eq!(f[7], "+33.3%", "{row}");
+    // A shape only in A, and one only in B, each with `-` on the other side.
+    assert!(t.lines().any(|l| l.starts_with("4096x4096x4096") && l.contains(" fp8 ")));
+    assert!(t.lines().any(|l| l.starts_with("8192x8192x8192")));
+    let mean = t.lines().find(|l| l.starts_with("bf16 all")).unwrap();
+    assert_eq!(mean.split_whitespace().collect::<Vec<_>>(), ["bf16", "all", "0.750", "1.000", "+33.3%"]);
+}
+
+#[test]
+fn dates_in_utc() {
+    assert_eq!(date_utc(0), "1970-01-01 00:00:00");
+    assert_eq!(date_utc(951_868_799), "2000-02-29 23:59:59");
+    assert_eq!(date_utc(1_795_313_180), "2026-11-22 02:06:20");
+}
+
+#[cfg(feature = "svg")]
+#[test]
+fn chart_draws_every_ratio_and_the_means() {
+    let rep = Report::from_json(H100_2026_11_22).unwrap();
+    let svg = crate::chart::ratio_chart_svg(&rep).unwrap();
+    assert!(svg.starts_with("<svg"));
+    for r in &rep.results {
+        assert!(svg.contains(&format!("{}\n", r.shape())), "label of {}", r.shape());
+    }
+    for label in ["bf16 square: 0.912 (2 shapes)", "bf16 M=64: 0.896", "bf16 M=4096: 0.781", "bf16 all: 0.850 (20 shapes)"] {
+        assert!(svg.contains(label), "{label}");
+    }
+    assert!(svg.contains("1.00"), "the 1.0 tick");
+    assert!(svg.contains("baseline median time over our"), "says what the bars are");
+    // A report without any ratio has nothing to draw.
+    let mut empty = rep.clone();
+    empty.results.iter_mut().for_each(|r| r.runs.retain(|x| x.kind == RunKind::Baseline));
+    empty.results.iter_mut().for_each(|r| r.summarize(&Peaks::h100_sxm()));
+    assert!(crate::chart::ratio_chart_svg(&empty).is_err());
+}
+
+#[test]
+fn short_names() {
+    assert_eq!(short_name("a/b/gemm_x/"), "gemm_x");
+    assert_eq!(short_name("gemm"), "gemm");
+}
+

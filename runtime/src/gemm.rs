@@ -1,0 +1,268 @@
+//! A GEMM handle: load an artifact, bind A, B, C and M, N, K, launch, time.
+//!
+//! [`GemmSpec`] says what an artifact computes, from its manifest alone;
+//! [`GemmSpec::bind`] checks a call's buffers and sizes against it with
+//! errors that name the operand. Both are pure, so they are unit-tested
+//! without a GPU. [`Gemm`] holds the loaded kernel; which kernel serves a
+//! call is decided in one place, [`Gemm::kernel_for`], from the call's
+//! [`GemmSize`], so a kernel family with a per-M dispatch table can take
+//! that place.
+//!
+//! ```no_run
+//! use half::bf16;
+//! use tilec_runtime::{Gemm, GemmSize, Gpu};
+//!
+//! # fn main() -> tilec_runtime::Result<()> {
+//! let gpu = Gpu::new(0)?;
+//! let gemm = Gemm::load(&gpu, "artifacts/gemm_bf16")?;
+//! let (m, n, k) = (128, 4096, 7168);
+//! let a = gpu.stream.clone_htod(&vec![bf16::ONE; m * k]).unwrap();
+//! let b = gpu.stream.clone_htod(&vec![bf16::ONE; n * k]).unwrap();
+//! let c = gpu.stream.alloc_zeros::<bf16>(m * n).unwrap();
+//! let mut call = gemm.bind(&gpu, GemmSize::new(m as u64, n as u64, k as u64), &a, &b, &c)?;
+//! call.launch(&gpu.stream)?;
+//! let times_ms = call.time(&gpu, 10, 100)?;
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::cuda::{Element, Gpu, Kernel, Prepared};
+use crate::error::{Result, RuntimeError};
+use crate::plan::{Problem, TensorBinding};
+use crate::timing::Timer;
+use cudarc::driver::{CudaSlice, CudaStream};
+use std::path::Path;
+use tilec_artifact::{Artifact, DType, Dim, Manifest, Role, TensorDecl};
+
+/// M, N, K of one GEMM call: `C[M,N] = A[M,K] * B^T`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemmSize {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+}
+
+impl GemmSize {
+    pub fn new(m: u64, n: u64, k: u64) -> Self {
+        GemmSize { m, n, k }
+    }
+    pub fn problem(self) -> Problem {
+        Problem::gemm(self.m, self.n, self.k)
+    }
+}
+
+/// How B is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BLayout {
+    /// `B[N,K]` row-major: `C = A * B^T` (the "TN" GEMM).
+    Nk,
+    /// `B[K,N]` row-major: `C = A * B`.
+    Kn,
+}
+
+/// What a GEMM artifact computes: `A[M,K]` and `B` inputs of one element
+/// type (bf16 or f8e4m3), a bf16 `C[M,N]` output and, for FP8, optional f32
+/// per-tensor scales `scale_a[1]`, `scale_b[1]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemmSpec {
+    /// Element type of A and B.
+    pub input: DType,
+    pub b_layout: BLayout,
+    /// Takes `scale_a` and `scale_b` (FP8 only).
+    pub scales: bool,
+}
+
+fn sym_shape(t: &TensorDecl, dims: &[&str]) -> bool {
+    t.shape.len() == dims.len() && t.shape.iter().zip(dims).all(|(d, s)| matches!(d, Dim::Sym(x) if x == s))
+}
+
+fn not_gemm(why: String) -> RuntimeError {
+    RuntimeError::NotGemm(why)
+}
+
+impl GemmSpec {
+    /// Reads the spec from a manifest; says why when it is not a GEMM this
+    /// handle can call.
+    pub fn from_manifest(m: &Manifest) -> Result<GemmSpec> {
+        let get = |name: &str, role: Role| m.tensor(name).filter(|t| t.role == role);
+        let (Some(a), Some(b), Some(c)) = (get("A", Role::Input), get("B", Role::Input), get("C", Role::Output)) else {
+            return Err(not_gemm("want inputs A and B and an output C".into()));
+        };
+        if !sym_shape(a, &["M", "K"]) || !sym_shape(c, &["M", "N"]) {
+            return Err(not_gemm("want A[M,K] and C[M,N]".into()));
+        }
+        let b_layout = if sym_shape(b, &["N", "K"]) {
+            BLayout::Nk
+        } else if sym_shape(b, &["K", "N"]) {
+            BLayout::Kn
+        } else {
+            return Err(not_gemm("want B[N,K] or B[K,N]".into()));
+        };
+        if c.dtype != DType::Bf16 {
+            return Err(not_gemm(format!("C is {}, want bf16", c.dtype)));
+        }
+        if a.dtype != b.dtype || !matches!(a.dtype, DType::Bf16 | DType::F8e4m3) {
+            return Err(not_gemm(format!("A is {}, B is {}: want both bf16 or both f8e4m3", a.dtype, b.dtype)));
+        }
+        let scale = |n: &str| {
+            m.tensor(n).is_some_and(|t| {
+                t.dtype == DType::F32 && t.role == Role::Input && t.shape.iter().all(|d| matches!(d, Dim::Const(1)))
+            })
+        };
+        let scales = scale("scale_a") && scale("scale_b");
+        let extra = m.tensors.iter().filter(|t| !["A", "B", "C"].contains(&t.name.as_str())).count();
+        if extra != if scales { 2 } else { 0 } || (scales && a.dtype != DType::F8e4m3) {
+            return Err(not_gemm("unexpected extra tensors (only f32[1] scale_a and scale_b of an fp8 GEMM)".into()));
+        }
+        Ok(GemmSpec { input: a.dtype, b_layout, scales })
+    }
+
+    /// The dims of each operand for `size`, outermost first.
+    fn dims(&self, size: GemmSize) -> [(&'static str, [u64; 2]); 3] {
+        let b = match self.b_layout {
+            BLayout::Nk => [size.n, size.k],
+            BLayout::Kn => [size.k, size.n],
+        };
+        [("A", [size.m, size.k]), ("B", b), ("C", [size.m, size.n])]
+    }
+
+    /// Checks one call's buffers against the spec and `size`, and returns
+    /// the bindings of every manifest tensor. `a`, `b`, `c` name no tensor
+    /// (their names are set here); their element types may be the raw bytes
+    /// (`u8`) of an f8e4m3 operand. `scales` must be given exactly when the
+    /// kernel takes them.
+    pub fn bind(
+        &self,
+        size: GemmSize,
+        a: TensorBinding,
+        b: TensorBinding,
+        c: TensorBinding,
+        scales: Option<(TensorBinding, TensorBinding)>,
+    ) -> Result<Vec<TensorBinding>> {
+        if size.m == 0 || size.n == 0 || size.k == 0 {
+            return Err(RuntimeError::GemmArgs(format!("{}x{}x{} has a zero dimension", size.m, size.n, size.k)));
+        }
+        let mut out = Vec::with_capacity(5);
+        for ((name, dims), mut t) in self.dims(size).into_iter().zip([a, b, c]) {
+            let want = if name == "C" { DType::Bf16 } else { self.input };
+            let raw_fp8 = want == DType::F8e4m3 && t.dtype == DType::U8;
+            if t.dtype != want && !raw_fp8 {
+                return Err(RuntimeError::GemmArgs(format!("{name} holds {}, the kernel takes {want}", t.dtype)));
+            }
+            let need = dims[0] * dims[1] * want.size_bytes() as u64;
+            if t.bytes < need {
+                return Err(RuntimeError::GemmArgs(format!(
+                    "{name} is {}x{} {want} for M={} N={} K={}: {need} bytes, the buffer has {}",
+                    dims[0], dims[1], size.m, size.n, size.k, t.bytes
+                )));
+            }
+            t.name = name.into();
+            t.dtype = want;
+            out.push(t);
+        }
+        match (scales, self.scales) {
+            (Some((sa, sb)), true) => {
+                for (name, mut t) in [("scale_a", sa), ("scale_b", sb)] {
+                    if t.dtype != DType::F32 || t.bytes < 4 {
+                        return Err(RuntimeError::GemmArgs(format!("{name} must be one f32")));
+                    }
+                    t.name = name.into();
+                    out.push(t);
+                }
+            }
+            (None, false) => {}
+            (Some(_), false) => return Err(RuntimeError::GemmArgs("scales given, the kernel takes none".into())),
+            (None, true) => {
+                return Err(RuntimeError::GemmArgs("the kernel takes scale_a and scale_b; none given".into()))
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A GEMM ready to call on one GPU.
+pub struct Gemm {
+    spec: GemmSpec,
+    kernel: Kernel,
+}
+
+impl Gemm {
+    /// Loads the artifact in `dir` (`kernel.ptx`, `manifest.json`).
+    pub fn load(gpu: &Gpu, dir: impl AsRef<Path>) -> Result<Gemm> {
+        Gemm::from_artifact(gpu, &Artifact::load(dir)?)
+    }
+
+    /// Loads an artifact already read.
+    pub fn from_artifact(gpu: &Gpu, artifact: &Artifact) -> Result<Gemm> {
+        let spec = GemmSpec::from_manifest(&artifact.manifest)?;
+        Ok(Gemm { spec, kernel: gpu.load(artifact)? })
+    }
+
+    pub fn spec(&self) -> &GemmSpec {
+        &self.spec
+    }
+
+    /// Every kernel the handle may launch (the artifact's one, today).
+    pub fn kernels(&self) -> &[Kernel] {
+        std::slice::from_ref(&self.kernel)
+    }
+
+    /// The kernel that serves calls of `size`. One artifact has one kernel;
+    /// this is where a kernel family's per-M dispatch table will choose.
+    pub fn kernel_for(&self, _size: GemmSize) -> &Kernel {
+        &self.kernel
+    }
+
+    /// Binds device buffers to a call of `size` (see [`GemmSpec::bind`]).
+    pub fn bind<T: Element>(
+        &self,
+        gpu: &Gpu,
+        size: GemmSize,
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &CudaSlice<half::bf16>,
+    ) -> Result<BoundGemm> {
+        self.bind_raw(size, gpu.bind("A", a), gpu.bind("B", b), gpu.bind("C", c), None)
+    }
+
+    /// Binds buffers given as addresses and sizes, with the scales of an
+    /// FP8 kernel that takes them.
+    pub fn bind_raw(
+        &self,
+        size: GemmSize,
+        a: TensorBinding,
+        b: TensorBinding,
+        c: TensorBinding,
+        scales: Option<(TensorBinding, TensorBinding)>,
+    ) -> Result<BoundGemm> {
+        let bindings = self.spec.bind(size, a, b, c, scales)?;
+        Ok(BoundGemm { prepared: self.kernel_for(size).prepare(&size.problem(), &bindings)? })
+    }
+}
+
+/// A GEMM call with its buffers bound and TMA descriptors encoded: launch
+/// it as often as needed.
+pub struct BoundGemm {
+    prepared: Prepared,
+}
+
+impl BoundGemm {
+    /// Issues the kernel on `stream` (asynchronous).
+    pub fn launch(&mut self, stream: &CudaStream) -> Result<()> {
+        self.prepared.launch_on(stream)
+    }
+
+    /// Launches on the kernel's stream and waits: a fault surfaces here.
+    pub fn launch_checked(&mut self) -> Result<()> {
+        self.prepared.launch_checked()
+    }
+
+    /// `warmup` untimed launches, then `reps` launches each timed with CUDA
+    /// events on the GPU's stream; milliseconds per launch.
+    pub fn time(&mut self, gpu: &Gpu, warmup: usize, reps: usize) -> Result<Vec<f64>> {
+        let timer = Timer::new(gpu, false, f64::INFINITY);
+        let stream = gpu.stream.clone();
+        let mut rounds = timer.time_rounds(warmup, reps, &mut [&mut |_| self.launch(&stream)])?;
+        Ok(rounds.remove(0))
+    }
+}
