@@ -9,7 +9,8 @@
 # the bundle goes there even when this runs from a linked worktree.
 # `.device/` is git-ignored (.git/info/exclude), hence the carry below.
 # The bundle: tilec-bench (stripped), artifacts/<name>/{kernel.ptx,manifest.json},
-# run.sh (finds cuBLAS, sets LD_LIBRARY_PATH, writes bench.{json,png,log} to $OUT).
+# run.sh (finds cuBLAS, sets LD_LIBRARY_PATH, writes bench.{json,log} to $OUT).
+# Draw the JSON on the build machine: tilec-report plot bench.json -o bench.svg
 set -euo pipefail
 
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -68,7 +69,7 @@ cat > "$dest/run.sh" <<'EOF'
 #!/bin/bash
 # Runs tilec-bench on the GPU machine with every bundled artifact; extra
 # arguments go to tilec-bench (e.g. --baseline-only, --shapes square).
-# Writes bench.json, bench.png and bench.log to $OUT (or here).
+# Writes bench.json and bench.log to $OUT (or here).
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
 # cuBLAS 13 from the CUDA 13 wheels (see runtime/scripts/run_gpu.sh); else
@@ -84,7 +85,7 @@ echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu --format=csv 2>&1 | tail -2
 ARTS=()
 for a in artifacts/*/; do [ -f "$a/manifest.json" ] && ARTS+=(--artifact "${a%/}"); done
-./tilec-bench "${ARTS[@]}" --json "$OUT/bench.json" --png "$OUT/bench.png" "$@" > "$OUT/bench.log" 2>&1
+./tilec-bench "${ARTS[@]}" --json "$OUT/bench.json" "$@" > "$OUT/bench.log" 2>&1
 rc=$?
 cat "$OUT/bench.log"
 echo "tilec-bench exit status $rc"
@@ -101,4 +102,5 @@ else
   echo "note: $dest is outside the main worktree $main_wt; the device tool will not send it"
   echo "  bash $dest/run.sh"
 fi
-echo "by hand: LD_LIBRARY_PATH=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib ./tilec-bench --artifact artifacts/NAME --json \$OUT/bench.json --png \$OUT/bench.png"
+echo "by hand: LD_LIBRARY_PATH=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib ./tilec-bench --artifact artifacts/NAME --json \$OUT/bench.json"
+echo "then here: cargo run --release -p tilec-report -- plot bench.json -o bench.svg"

@@ -46,8 +46,8 @@ done
 echo "== benchmark"
 bench=()
 for a in ${BENCH_ARTIFACTS:-bf16_s3 bf16_s4 t128x256_s3 t128x256_s4 t64x128_s6 ws1_s4 ws1_p_s4 ws2_s4 ws2_p_s4 ws2_s5 ws2_p_s5 ws2_128x256_s4 ws2_128x256_p_s4 ws_persistent_128x256_s4 a_regs_s4 a_regs_ws2_p_s4}; do bench+=(--artifact "artifacts/$a"); done
-bin/tilec-bench "${bench[@]}" --shapes "${BENCH_SHAPES:-square}" --dtypes bf16 --json "$out/bench.json" --png "$out/bench.png" >"$out/bench.log" 2>&1
-echo "bench rc=$?"; tail -30 "$out/bench.log"
+bin/tilec-bench "${bench[@]}" --shapes "${BENCH_SHAPES:-square}" --dtypes bf16 --json "$out/bench.json" >"$out/bench.log" 2>&1
+echo "bench rc=$?"; tail -40 "$out/bench.log"
 
 echo "== FP8 baseline (cuBLASLt e4m3, per-tensor scales)"
 bin/tilec-bench --baseline-only --dtypes fp8 --shapes "${FP8_SHAPES:-square}" --json "$out/bench-fp8.json" >"$out/bench-fp8.log" 2>&1
