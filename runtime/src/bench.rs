@@ -1,5 +1,6 @@
 //! The pure half of `tilec-bench` besides its report: the shape list, L2
-//! rotation and the command line. The report itself (schema, statistics,
+//! rotation, the kernel configuration recorded from a manifest, progress
+//! lines and the command line. The report itself (schema, statistics,
 //! tables) is `tilec-report`'s, re-exported here. No CUDA here, so all of it
 //! is unit-tested without a GPU.
 

@@ -60,6 +60,18 @@ pub enum BLayout {
     Kn,
 }
 
+/// The device buffers of one GEMM call, as addresses and sizes. Their
+/// names are set by [`GemmSpec::bind`]; an f8e4m3 operand may be given as
+/// raw bytes (`u8`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GemmBuffers {
+    pub a: TensorBinding,
+    pub b: TensorBinding,
+    pub c: TensorBinding,
+    /// `scale_a` and `scale_b`, one f32 each, for an FP8 kernel that takes them.
+    pub scales: Option<(TensorBinding, TensorBinding)>,
+}
+
 /// What a GEMM artifact computes: `A[M,K]` and `B` inputs of one element
 /// type (bf16 or f8e4m3), a bf16 `C[M,N]` output and, for FP8, optional f32
 /// per-tensor scales `scale_a[1]`, `scale_b[1]`.
@@ -127,18 +139,10 @@ impl GemmSpec {
     }
 
     /// Checks one call's buffers against the spec and `size`, and returns
-    /// the bindings of every manifest tensor. `a`, `b`, `c` name no tensor
-    /// (their names are set here); their element types may be the raw bytes
-    /// (`u8`) of an f8e4m3 operand. `scales` must be given exactly when the
-    /// kernel takes them.
-    pub fn bind(
-        &self,
-        size: GemmSize,
-        a: TensorBinding,
-        b: TensorBinding,
-        c: TensorBinding,
-        scales: Option<(TensorBinding, TensorBinding)>,
-    ) -> Result<Vec<TensorBinding>> {
+    /// the bindings of every manifest tensor. The scales must be given
+    /// exactly when the kernel takes them.
+    pub fn bind(&self, size: GemmSize, buffers: GemmBuffers) -> Result<Vec<TensorBinding>> {
+        let GemmBuffers { a, b, c, scales } = buffers;
         if size.m == 0 || size.n == 0 || size.k == 0 {
             return Err(RuntimeError::GemmArgs(format!("{}x{}x{} has a zero dimension", size.m, size.n, size.k)));
         }
@@ -222,20 +226,14 @@ impl Gemm {
         b: &CudaSlice<T>,
         c: &CudaSlice<half::bf16>,
     ) -> Result<BoundGemm> {
-        self.bind_raw(size, gpu.bind("A", a), gpu.bind("B", b), gpu.bind("C", c), None)
+        let buffers = GemmBuffers { a: gpu.bind("A", a), b: gpu.bind("B", b), c: gpu.bind("C", c), scales: None };
+        self.bind_raw(size, buffers)
     }
 
-    /// Binds buffers given as addresses and sizes, with the scales of an
-    /// FP8 kernel that takes them.
-    pub fn bind_raw(
-        &self,
-        size: GemmSize,
-        a: TensorBinding,
-        b: TensorBinding,
-        c: TensorBinding,
-        scales: Option<(TensorBinding, TensorBinding)>,
-    ) -> Result<BoundGemm> {
-        let bindings = self.spec.bind(size, a, b, c, scales)?;
+    /// Binds buffers given as addresses and sizes (FP8 operands as bytes,
+    /// scales where the kernel takes them).
+    pub fn bind_raw(&self, size: GemmSize, buffers: GemmBuffers) -> Result<BoundGemm> {
+        let bindings = self.spec.bind(size, buffers)?;
         Ok(BoundGemm { prepared: self.kernel_for(size).prepare(&size.problem(), &bindings)? })
     }
 }

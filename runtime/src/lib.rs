@@ -7,7 +7,7 @@
 //! unit-tested without a GPU; [`cuda`] makes the CUDA calls; [`timing`]
 //! times kernels in interleaved rounds; [`blas`] holds the baselines ([`lt`]:
 //! cached cuBLASLt plans, BF16 and FP8); [`check`] the correctness helpers;
-//! [`bench`] the pure parts of `tilec-bench` (its JSON report is
+//! [`bench`](mod@bench) the pure parts of `tilec-bench` (its JSON report is
 //! `tilec-report`'s). Everything that touches CUDA first checks that libcuda
 //! can be loaded ([`ensure_cuda`]).
 
@@ -24,7 +24,7 @@ pub mod timing;
 pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
 pub use cuda::{cuda_available, encode_tma, ensure_cuda, Element, Gpu, Kernel, Prepared};
 pub use error::{Result, RuntimeError};
-pub use gemm::{BLayout, BoundGemm, Gemm, GemmSize, GemmSpec};
+pub use gemm::{BLayout, BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec};
 pub use plan::{compute_grid, plan_launch, tma_encode_args, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
 pub use tilec_artifact as artifact;
 pub use timing::Timer;

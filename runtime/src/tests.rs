@@ -295,7 +295,13 @@ fn gemm_bind_names_sizes_and_checks() {
     let spec = GemmSpec::from_manifest(&gemm_manifest()).unwrap();
     let size = GemmSize::new(64, 256, 512);
     let (a, b, c) = (buf(DType::Bf16, 0x1000, 64 * 512 * 2), buf(DType::Bf16, 0x2000, 256 * 512 * 2), buf(DType::Bf16, 0x3000, 64 * 256 * 2));
-    let bound = spec.bind(size, a.clone(), b.clone(), c.clone(), None).unwrap();
+    let bufs = |a: &TensorBinding, b: &TensorBinding, c: &TensorBinding, scales| GemmBuffers {
+        a: a.clone(),
+        b: b.clone(),
+        c: c.clone(),
+        scales,
+    };
+    let bound = spec.bind(size, bufs(&a, &b, &c, None)).unwrap();
     let names: Vec<&str> = bound.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["A", "B", "C"]);
     assert_eq!(bound[1].addr, 0x2000);
@@ -304,29 +310,29 @@ fn gemm_bind_names_sizes_and_checks() {
     assert_eq!(plan.grid, [2, 1, 1]);
     let err = |r: Result<Vec<TensorBinding>>| r.unwrap_err().to_string();
     assert_eq!(
-        err(spec.bind(size, a.clone(), buf(DType::Bf16, 0x2000, 100), c.clone(), None)),
+        err(spec.bind(size, bufs(&a, &buf(DType::Bf16, 0x2000, 100), &c, None))),
         "GEMM arguments: B is 256x512 bf16 for M=64 N=256 K=512: 262144 bytes, the buffer has 100"
     );
     assert_eq!(
-        err(spec.bind(size, buf(DType::F32, 0x1000, 1 << 20), b.clone(), c.clone(), None)),
+        err(spec.bind(size, bufs(&buf(DType::F32, 0x1000, 1 << 20), &b, &c, None))),
         "GEMM arguments: A holds f32, the kernel takes bf16"
     );
     assert_eq!(
-        err(spec.bind(GemmSize::new(0, 256, 512), a.clone(), b.clone(), c.clone(), None)),
+        err(spec.bind(GemmSize::new(0, 256, 512), bufs(&a, &b, &c, None))),
         "GEMM arguments: 0x256x512 has a zero dimension"
     );
     let s = (buf(DType::F32, 0x4000, 4), buf(DType::F32, 0x5000, 4));
     assert_eq!(
-        err(spec.bind(size, a.clone(), b.clone(), c.clone(), Some(s.clone()))),
+        err(spec.bind(size, bufs(&a, &b, &c, Some(s.clone())))),
         "GEMM arguments: scales given, the kernel takes none"
     );
     // B[K,N]: the K x N extent is checked.
     let kn = GemmSpec { b_layout: BLayout::Kn, ..spec };
-    assert!(err(kn.bind(size, a.clone(), buf(DType::Bf16, 0x2000, 256 * 511 * 2), c.clone(), None)).contains("B is 512x256"));
+    assert!(err(kn.bind(size, bufs(&a, &buf(DType::Bf16, 0x2000, 256 * 511 * 2), &c, None))).contains("B is 512x256"));
     // FP8: raw bytes stand for e4m3, and the scales are required.
     let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: true };
     let (a8, b8) = (buf(DType::U8, 0x1000, 64 * 512), buf(DType::U8, 0x2000, 256 * 512));
-    let bound = fp8.bind(size, a8.clone(), b8.clone(), c.clone(), Some(s.clone())).unwrap();
+    let bound = fp8.bind(size, bufs(&a8, &b8, &c, Some(s.clone()))).unwrap();
     assert_eq!(bound.iter().map(|t| (t.name.as_str(), t.dtype)).collect::<Vec<_>>(), [
         ("A", DType::F8e4m3),
         ("B", DType::F8e4m3),
@@ -335,7 +341,7 @@ fn gemm_bind_names_sizes_and_checks() {
         ("scale_b", DType::F32)
     ]);
     assert_eq!(
-        err(fp8.bind(size, a8, b8, c, None)),
+        err(fp8.bind(size, bufs(&a8, &b8, &c, None))),
         "GEMM arguments: the kernel takes scale_a and scale_b; none given"
     );
 }

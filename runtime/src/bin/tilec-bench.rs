@@ -6,10 +6,10 @@
 //! Per shape and dtype: inputs are drawn once and spread over enough buffer
 //! sets that the sets together span `--l2-factor` times the L2; every run is
 //! first checked once (output poisoned with NaN, one launch, relative
-//! Frobenius error against cuBLAS), then timed with CUDA events per launch
-//! over `--reps` launches that rotate through the sets, after `--warmup`
-//! launches. A one-thread spin kernel holds the stream while each batch is
-//! enqueued, so host launch overhead does not leak into the events.
+//! Frobenius error against cuBLAS); the runs that passed are then timed
+//! together in `--reps` interleaved rounds (`tilec_runtime::timing`), each
+//! launch taking the next set, and the report (`tilec-report`'s schema) gets
+//! every round's time. Draw and compare reports with `tilec-report`.
 
 use half::bf16;
 use std::process::ExitCode;
@@ -484,7 +484,12 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             let lt_plan = check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], &refh, r);
             let mut ours_bound = Vec::new();
             for &ci in &ours {
-                let bind = |s: usize| (gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s]), None);
+                let bind = |s: usize| GemmBuffers {
+                    a: gpu.bind("A", &d.a[s]),
+                    b: gpu.bind("B", &d.b[s]),
+                    c: gpu.bind("C", &d.c[s]),
+                    scales: None,
+                };
                 let binds: Vec<_> = (0..sets).map(bind).collect();
                 ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, &refh, 1.0, r));
             }
@@ -532,9 +537,11 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             let mut ours_bound = Vec::new();
             for &ci in &ours {
                 let scales = cands[ci].spec.is_some_and(|k| k.scales);
-                let bind = |s: usize| {
-                    let sc = scales.then(|| (gpu.bind("scale_a", &cx.scale_a), gpu.bind("scale_b", &cx.scale_b)));
-                    (gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s]), sc)
+                let bind = |s: usize| GemmBuffers {
+                    a: gpu.bind("A", &d.a[s]),
+                    b: gpu.bind("B", &d.b[s]),
+                    c: gpu.bind("C", &d.c[s]),
+                    scales: scales.then(|| (gpu.bind("scale_a", &cx.scale_a), gpu.bind("scale_b", &cx.scale_b))),
                 };
                 let sc = if scales { scale } else { 1.0 };
                 let binds: Vec<_> = (0..sets).map(bind).collect();
@@ -626,7 +633,7 @@ fn check_ours(
     cx: &Ctx,
     cand: &mut Candidate,
     size: GemmSize,
-    binds: Vec<(TensorBinding, TensorBinding, TensorBinding, Option<(TensorBinding, TensorBinding)>)>,
+    binds: Vec<GemmBuffers>,
     c: &mut [CudaSlice<bf16>],
     refh: &[bf16],
     ref_scale: f64,
@@ -637,7 +644,7 @@ fn check_ours(
     let gemm = cand.gemm.as_ref().expect("loaded");
     let res = (|| -> Result<Option<Vec<BoundGemm>>> {
         let mut bound: Vec<BoundGemm> =
-            binds.into_iter().map(|(a, b, cc, sc)| gemm.bind_raw(size, a, b, cc, sc)).collect::<Result<_>>()?;
+            binds.into_iter().map(|buffers| gemm.bind_raw(size, buffers)).collect::<Result<_>>()?;
         poison(gpu, &mut c[0])?;
         gpu.sync("poison")?;
         let t0 = Instant::now();
