@@ -4,7 +4,7 @@ use super::attributes::{Attribute, Attributes};
 use super::body::{Block, Body, Op, Value};
 use super::types::{ElemType, Type};
 use crate::diagnostic::Location;
-use crate::registry::{self, OpDef};
+use crate::registry::{self, OpDef, Opcode};
 use std::collections::HashMap;
 
 /// Where new ops go: before an op, or at the end of a block.
@@ -31,6 +31,14 @@ impl<'a> Builder<'a> {
     pub fn op(&mut self, name: &str, operands: Vec<Value>, result_types: &[Type], attrs: Attributes) -> Op {
         let def: &'static OpDef = registry::lookup(name).unwrap_or_else(|| panic!("no dialect defines '{name}'"));
         let op = self.body.create_op(def, operands, result_types, attrs, self.loc.clone());
+        self.insert(op);
+        op
+    }
+
+    /// Builds an op of `opcode` here; the dialects' typed builders
+    /// (`tile::Dot::build`, ...) call this with their operands in order.
+    pub fn create(&mut self, opcode: Opcode, operands: Vec<Value>, result_types: &[Type], attrs: Attributes) -> Op {
+        let op = self.body.create_op(opcode.def(), operands, result_types, attrs, self.loc.clone());
         self.insert(op);
         op
     }
