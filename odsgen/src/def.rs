@@ -18,6 +18,11 @@
 //! ```
 //!
 //! Every key but `summary` is optional; `//` starts a comment line.
+//!
+//! A `class Name { ... }` block holds keys that several ops share; `op
+//! tile.addi Addi : IntBinary { ... }` starts from the class's keys and
+//! may override them. The class also gets a view, `IntBinary::of`, that
+//! accepts any of its ops (as MLIR's op interfaces do).
 
 use crate::format::{parse_format, Element};
 
@@ -122,6 +127,8 @@ pub struct OpDef {
     /// Hand-written semantic checks, run after the generated ones.
     pub verify: Option<String>,
     pub fold: Option<String>,
+    /// The class the op's keys started from, if any.
+    pub class: Option<String>,
 }
 
 impl OpDef {
@@ -156,6 +163,14 @@ impl OpDef {
 pub struct Dialect {
     pub name: String,
     pub ops: Vec<OpDef>,
+    /// Class names, in file order; each class's view takes its members.
+    pub classes: Vec<String>,
+}
+
+impl Dialect {
+    pub fn members(&self, class: &str) -> Vec<&OpDef> {
+        self.ops.iter().filter(|o| o.class.as_deref() == Some(class)).collect()
+    }
 }
 
 /// Splits `a: x, b: y` at top-level commas (none nest in this syntax).
@@ -239,7 +254,9 @@ fn traits(s: &str) -> Result<Traits, String> {
 pub fn parse_dialect(src: &str) -> Result<Dialect, String> {
     let mut dialect = None;
     let mut ops = Vec::new();
+    let mut classes: Vec<OpDef> = Vec::new();
     let mut current: Option<OpDef> = None;
+    let mut in_class = false;
     for (n, raw) in src.lines().enumerate() {
         let line = raw.trim();
         let at = |m: String| format!("line {}: {m}", n + 1);
@@ -250,11 +267,25 @@ pub fn parse_dialect(src: &str) -> Result<Dialect, String> {
             dialect = Some(name.trim().to_string());
             continue;
         }
+        if let Some(head) = line.strip_prefix("class ") {
+            if current.is_some() {
+                return Err(at("'class' inside another block".into()));
+            }
+            let name = head.trim_end_matches('{').trim();
+            in_class = true;
+            current = Some(empty_op(name, name));
+            continue;
+        }
         if let Some(head) = line.strip_prefix("op ") {
             if current.is_some() {
                 return Err(at("'op' inside another op".into()));
             }
-            let mut parts = head.trim_end_matches('{').split_whitespace();
+            let head = head.trim_end_matches('{');
+            let (head, class) = match head.split_once(':') {
+                Some((h, c)) => (h, Some(c.trim())),
+                None => (head, None),
+            };
+            let mut parts = head.split_whitespace();
             let (Some(name), Some(view)) = (parts.next(), parts.next()) else {
                 return Err(at("expected 'op dialect.name ViewName {'".into()));
             };
@@ -262,27 +293,25 @@ pub fn parse_dialect(src: &str) -> Result<Dialect, String> {
             if !name.starts_with(&prefix) {
                 return Err(at(format!("op '{name}' is not in dialect '{}'", &prefix[..prefix.len() - 1])));
             }
-            current = Some(OpDef {
-                name: name.to_string(),
-                view: view.to_string(),
-                summary: String::new(),
-                traits: Traits::default(),
-                operands: vec![],
-                results: vec![],
-                regions: vec![],
-                attrs: vec![],
-                types_match: vec![],
-                format: None,
-                custom_parse: None,
-                custom_print: None,
-                verify: None,
-                fold: None,
-            });
+            let mut op = match class {
+                Some(c) => {
+                    let base = classes.iter().find(|k| k.name == c).ok_or_else(|| at(format!("unknown class '{c}'")))?;
+                    OpDef { class: Some(c.to_string()), ..base.clone() }
+                }
+                None => empty_op(name, view),
+            };
+            op.name = name.to_string();
+            op.view = view.to_string();
+            current = Some(op);
             continue;
         }
         let Some(op) = current.as_mut() else { return Err(at(format!("unexpected '{line}' outside an op"))) };
         if line == "}" {
             let op = current.take().expect("inside an op");
+            if std::mem::take(&mut in_class) {
+                classes.push(op);
+                continue;
+            }
             check(&op).map_err(|m| at(format!("op '{}': {m}", op.name)))?;
             ops.push(op);
             continue;
@@ -308,7 +337,33 @@ pub fn parse_dialect(src: &str) -> Result<Dialect, String> {
     if current.is_some() {
         return Err("unterminated op at end of file".into());
     }
-    Ok(Dialect { name: dialect.ok_or("no 'dialect' line")?, ops })
+    for class in &classes {
+        let members: Vec<&OpDef> = ops.iter().filter(|o| o.class.as_deref() == Some(class.name.as_str())).collect();
+        if let Some(odd) = members.iter().find(|o| (&o.operands, &o.results, &o.regions, &o.attrs) != (&class.operands, &class.results, &class.regions, &class.attrs)) {
+            return Err(format!("op '{}' changes the operands, results, regions or attributes of its class '{}'", odd.name, class.name));
+        }
+    }
+    Ok(Dialect { name: dialect.ok_or("no 'dialect' line")?, ops, classes: classes.into_iter().map(|c| c.name).collect() })
+}
+
+fn empty_op(name: &str, view: &str) -> OpDef {
+    OpDef {
+        name: name.to_string(),
+        view: view.to_string(),
+        summary: String::new(),
+        traits: Traits::default(),
+        operands: vec![],
+        results: vec![],
+        regions: vec![],
+        attrs: vec![],
+        types_match: vec![],
+        format: None,
+        custom_parse: None,
+        custom_print: None,
+        verify: None,
+        fold: None,
+        class: None,
+    }
 }
 
 /// What the generator relies on: one variadic or optional group per operand

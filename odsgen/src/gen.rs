@@ -67,8 +67,16 @@ pub fn dialect(d: &Dialect) -> String {
         .unwrap();
     }
     s.push_str("];\n\n");
+    for class in &d.classes {
+        let members = d.members(class);
+        let Some(first) = members.first() else { continue };
+        let opcodes: Vec<String> = members.iter().map(|m| variant(&m.name)).collect();
+        let names: Vec<String> = members.iter().map(|m| format!("`{}`", m.name)).collect();
+        let class_op = OpDef { view: class.clone(), summary: format!("any of {}", names.join(", ")), ..(*first).clone() };
+        view(&mut s, &class_op, &opcodes, false);
+    }
     for op in &d.ops {
-        view(&mut s, op);
+        view(&mut s, op, &[variant(&op.name)], true);
         verify(&mut s, op);
         if let Some(format) = &op.format {
             parse(&mut s, op, format);
@@ -118,12 +126,18 @@ fn attr_present(a: &AttrDef, attrs: &str) -> String {
     }
 }
 
-fn view(s: &mut String, op: &OpDef) {
+/// The typed view of `op`, accepting the ops of `opcodes` (one, or a
+/// class's members); a single op's view also gets its builder.
+fn view(s: &mut String, op: &OpDef, opcodes: &[String], single: bool) {
     let v = &op.view;
-    let variant = variant(&op.name);
-    writeln!(s, "/// `{}`: {}\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub struct {v}(Op);\n", op.name, op.summary).unwrap();
-    writeln!(s, "impl {v} {{\n    pub const OPCODE: Opcode = Opcode::{variant};\n").unwrap();
-    let mut of_checks = vec![format!("d.def.opcode == Opcode::{variant}")];
+    let title = if single { format!("`{}`: {}", op.name, op.summary) } else { format!("{}: {}", op.view, op.summary) };
+    writeln!(s, "/// {title}\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub struct {v}(Op);\n").unwrap();
+    writeln!(s, "impl {v} {{").unwrap();
+    if single {
+        writeln!(s, "    pub const OPCODE: Opcode = Opcode::{};\n", opcodes[0]).unwrap();
+    }
+    let alternatives: Vec<String> = opcodes.iter().map(|o| format!("Opcode::{o}")).collect();
+    let mut of_checks = vec![format!("matches!(d.def.opcode, {})", alternatives.join(" | "))];
     of_checks.push(count_check(&op.operands, "d.operands.len()"));
     of_checks.push(count_check(&op.results, "d.results.len()"));
     of_checks.push(format!("d.regions.len() == {}", op.regions.len()));
@@ -132,8 +146,8 @@ fn view(s: &mut String, op: &OpDef) {
     }
     writeln!(
         s,
-        "    /// The view of `op` if it is a well-formed `{}` (its counts and required attributes as defined).\n    pub fn of(body: &Body, op: Op) -> Option<Self> {{\n        let d = &body.ops[op];\n        ({}).then_some(Self(op))\n    }}\n",
-        op.name,
+        "    /// The view of `op` if it is a well-formed {} (its counts and required attributes as defined).\n    pub fn of(body: &Body, op: Op) -> Option<Self> {{\n        let d = &body.ops[op];\n        ({}).then_some(Self(op))\n    }}\n",
+        if single { format!("`{}`", op.name) } else { format!("op of class {v}") },
         of_checks.join("\n            && ")
     )
     .unwrap();
@@ -162,7 +176,11 @@ fn view(s: &mut String, op: &OpDef) {
         };
         writeln!(s, "    pub fn {n}<'b>(self, body: &'b Body) -> {ty} {{\n        {expr}\n    }}\n").unwrap();
     }
-    builder(s, op);
+    if single {
+        builder(s, op);
+    } else {
+        s.push_str("    pub fn opcode(self, body: &Body) -> Opcode {\n        body.ops[self.0].def.opcode\n    }\n\n");
+    }
     s.push_str("}\n\n");
 }
 
@@ -614,6 +632,17 @@ mod tests {
         let d = parse_dialect(SRC).unwrap();
         let code = opcodes(&[(&d, "crate::t")]);
         assert!(code.contains("Opcode::TAddOne => &crate::t::OPS[0],"));
+    }
+
+    #[test]
+    fn class_members_inherit_keys_and_share_a_view() {
+        let src = "dialect t\nclass Bin {\n  summary: s\n  operands: lhs: index, rhs: index\n  results: result: index\n  format: $lhs `,` $rhs attr-dict\n}\nop t.add Add : Bin {\n  summary: adds\n}\nop t.sub Sub : Bin {\n  summary: subtracts\n}\n";
+        let d = parse_dialect(src).unwrap();
+        assert_eq!(d.ops[1].operands, d.ops[0].operands);
+        assert_eq!(d.ops[1].summary, "subtracts");
+        let code = dialect(&d);
+        assert!(code.contains("pub struct Bin(Op);"));
+        assert!(code.contains("matches!(d.def.opcode, Opcode::TAdd | Opcode::TSub)"));
     }
 
     #[test]

@@ -59,7 +59,8 @@ impl<'a> Builder<'a> {
     pub fn index(&mut self, v: i64) -> Value {
         let mut attrs = Attributes::new();
         attrs.set("value", Attribute::Int(v, ElemType::Index));
-        self.value("tile.constant", vec![], Type::INDEX, attrs)
+        let op = self.create(Opcode::TileConstant, vec![], &[Type::INDEX], attrs);
+        self.body.result(op, 0)
     }
 
     /// `lhs OP rhs` on index values (`tile.addi`, `tile.muli`, ...).

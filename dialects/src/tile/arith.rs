@@ -1,7 +1,7 @@
 //! Constants, index and element-wise arithmetic, casts, and the grid queries
 //! (`block_id`, `num_blocks`, `dim`).
 
-use super::{Cmpi, Dim};
+use super::{Cast, Cmpi, Dim, FloatBinary, IntBinary};
 use crate::diagnostic::Diagnostic;
 use crate::ir::{Attribute, Attributes, Body, ElemType, Op, Type};
 use crate::registry::{Folded, Opcode, ParsedOp};
@@ -43,11 +43,14 @@ pub(super) fn print_constant(p: &mut Printer<'_>, op: Op) {
         Some(Attribute::Float(v, _)) => crate::syntax::float_to_string(*v),
         _ => "<<missing value>>".to_string(),
     };
-    let result = data.results[0];
+    let Some(constant) = super::Constant::of(p.body, op) else {
+        p.write(" <<malformed>>");
+        return;
+    };
     p.write(" ");
     p.write(&literal);
     p.write(" : ");
-    p.value_type(result);
+    p.value_type(constant.result(p.body));
 }
 
 pub(super) fn verify_constant(body: &Body, op: Op) -> Result<(), String> {
@@ -66,16 +69,9 @@ pub(super) fn verify_constant(body: &Body, op: Op) -> Result<(), String> {
 
 // ---- binary arithmetic -----------------------------------------------------
 
-/// Both operands and the result of a binary op share one type, a scalar or
-/// a tile.
-fn verify_binary(body: &Body, op: Op, want_float: bool) -> Result<(), String> {
-    let data = &body.ops[op];
-    let ty = body.value_type(data.results[0]);
-    for &v in &data.operands {
-        if body.value_type(v) != ty {
-            return Err("operands and result must have the same type".into());
-        }
-    }
+/// The type the operands and result of a binary op share (its definition
+/// says they share one) must be a scalar or a tile of the right kind.
+fn verify_binary(ty: &Type, want_float: bool) -> Result<(), String> {
     match ty {
         Type::Ref(_) => Err("operands must be scalars or tiles".into()),
         _ if want_float && !ty.elem().is_float() => Err(format!("requires float operands, found '{}'", ty.elem().mnemonic())),
@@ -87,11 +83,13 @@ fn verify_binary(body: &Body, op: Op, want_float: bool) -> Result<(), String> {
 }
 
 pub(super) fn verify_int_binary(body: &Body, op: Op) -> Result<(), String> {
-    verify_binary(body, op, false)
+    let binary = IntBinary::of(body, op).ok_or("malformed integer binary op")?;
+    verify_binary(body.value_type(binary.result(body)), false)
 }
 
 pub(super) fn verify_float_binary(body: &Body, op: Op) -> Result<(), String> {
-    verify_binary(body, op, true)
+    let binary = FloatBinary::of(body, op).ok_or("malformed float binary op")?;
+    verify_binary(body.value_type(binary.result(body)), true)
 }
 
 /// Evaluates an integer binary op on constants; `None` where the result is
@@ -116,15 +114,14 @@ pub fn binary_int_fold(opcode: Opcode, a: i64, b: i64) -> Option<i64> {
 /// Folds integer arithmetic on scalars: both operands constant, or an
 /// identity (`x + 0`, `x - 0`, `x * 1`, `x / 1`, `x * 0`).
 pub(super) fn fold_int_binary(body: &Body, op: Op, consts: &[Option<Attribute>]) -> Option<Folded> {
-    let data = &body.ops[op];
-    let ty = body.value_type(data.results[0]);
-    let Type::Scalar(elem) = ty else { return None };
+    let binary = IntBinary::of(body, op)?;
+    let Type::Scalar(elem) = body.value_type(binary.result(body)) else { return None };
     let int = |i: usize| consts[i].as_ref().and_then(Attribute::as_int);
-    let opcode = data.opcode();
+    let opcode = binary.opcode(body);
     if let (Some(a), Some(b)) = (int(0), int(1)) {
         return binary_int_fold(opcode, a, b).map(|v| Folded::Constant(Attribute::Int(v, *elem)));
     }
-    let (lhs, rhs) = (data.operands[0], data.operands[1]);
+    let (lhs, rhs) = (binary.lhs(body), binary.rhs(body));
     use Opcode::{TileAddi, TileCeildivsi, TileDivsi, TileMuli, TileSubi};
     match (opcode, int(0), int(1)) {
         (TileAddi, _, Some(0)) | (TileSubi, _, Some(0)) => Some(Folded::Value(lhs)),
@@ -141,9 +138,8 @@ pub(super) fn fold_int_binary(body: &Body, op: Op, consts: &[Option<Attribute>])
 /// The element types of a cast's input and result, after checking that both
 /// are scalars or both tiles of one shape.
 fn cast_elems(body: &Body, op: Op) -> Result<(ElemType, ElemType), String> {
-    let data = &body.ops[op];
-    let from = body.value_type(data.operands[0]);
-    let to = body.value_type(data.results[0]);
+    let cast = Cast::of(body, op).ok_or("malformed cast")?;
+    let (from, to) = (body.value_type(cast.input(body)), body.value_type(cast.result(body)));
     match (from, to) {
         (Type::Scalar(a), Type::Scalar(b)) => Ok((*a, *b)),
         (Type::Tile(a), Type::Tile(b)) if a.shape == b.shape => Ok((a.elem, b.elem)),
