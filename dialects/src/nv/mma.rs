@@ -3,7 +3,7 @@
 
 use super::fragment::check_a_fragment_layout;
 use super::{Wgmma, WgmmaWait};
-use crate::ir::{Body, ElemType, Layout, Op, Value};
+use crate::ir::{Body, ElemType, Layout, Op};
 
 /// `%d = nv.wgmma %a_smem[%s], %b_smem[%s], %acc {transpose_b} : !nv.smem<...>, !nv.smem<...> -> tensor<MxNxf32, #tile.mma<...>>`
 /// `%d = nv.wgmma %a, %b_smem[%s], %acc {transpose_b} : tensor<MxKxT, #tile.dot_operand<...>>, !nv.smem<...> -> tensor<...>`
@@ -75,13 +75,4 @@ pub(super) fn verify_wgmma_wait(body: &Body, op: Op) -> Result<(), String> {
         return Err("results must match the operands one for one".into());
     }
     Ok(())
-}
-
-/// Operands `[A]` or `[A, A's stage]` of an `nv.wgmma`, and the rest `[B, B's
-/// stage, acc]`: A's stage is there only when A is in shared memory. The
-/// typed view [`Wgmma`] gives the same by name.
-pub fn wgmma_operands(body: &Body, op: Op) -> (&[Value], &[Value]) {
-    let ops = &body.ops[op].operands;
-    let a_len = if Wgmma::of(body, op).is_some_and(|w| w.a_stage(body).is_some()) { 2 } else { 1 };
-    ops.split_at(a_len.min(ops.len()))
 }
