@@ -344,7 +344,8 @@ fn verify(s: &mut String, op: &OpDef) {
 fn types_match_check(op: &OpDef, group: &[String]) -> String {
     let value = |n: &str| op.operand(n).or(op.result(n)).expect("checked: members are values");
     let names: Vec<String> = group.iter().map(|n| format!("'{n}'")).collect();
-    let msg = format!("{} must have one type", names.join(" and "));
+    let (last, rest) = names.split_last().expect("a group has members");
+    let msg = if rest.is_empty() { format!("{last} must have one type") } else { format!("{} and {last} must have one type", rest.join(", ")) };
     let first = &group[0];
     let mut out = String::new();
     for other in &group[1..] {
