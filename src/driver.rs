@@ -1,10 +1,10 @@
 //! `tilec compile FILE.tile [-o DIR] [--emit=STAGE] ...`: parse, run the
-//! tile/nv pass pipeline, lower the nv IR to MLIR (src/lower), run the
+//! tile/nv pass pipeline, lower the nv IR to MLIR (the tilec-lower crate), run the
 //! MLIR -> PTX back end (src/backend) and write the artifact.
 //! `tilec bench-compile` (src/bench_compile.rs) times the same steps.
 
 use crate::backend::{self, BackendOptions};
-use crate::lower;
+use tilec_lower as lower;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

@@ -14,7 +14,7 @@
 //! ```
 //!
 //! The result follows docs/backend.md's kernel ABI and is the input of
-//! [`crate::backend::mlir_to_ptx`].
+//! `tilec::backend::mlir_to_ptx`.
 
 mod emitter;
 mod fragment;
