@@ -2,13 +2,17 @@
 
 use crate::analysis::barriers;
 use crate::options::OptionSpec;
+use crate::phase::PhaseRule;
 use crate::transforms::{assign_layouts, canonicalize, licm, lower_to_nv, persistent, pipeline, warp_specialize};
 use crate::{Pass, PassOptions};
 
+/// A pass's declaration: its name in pipelines, a one-line summary, its
+/// typed options, the phases it runs in and leaves, and how to create it.
 pub struct PassInfo {
     pub name: &'static str,
     pub summary: &'static str,
     pub options: &'static [OptionSpec],
+    pub phases: PhaseRule,
     pub create: fn(&PassOptions) -> Box<dyn Pass>,
 }
 

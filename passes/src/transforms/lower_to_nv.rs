@@ -14,9 +14,10 @@
 //! output buffer, a proxy fence, a CTA barrier and an elected TMA store.
 
 use crate::options::{OptionKind, OptionSpec};
+use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::Pass;
-use super::tma_staging::{dot_a, element_coords, is_staged_load, op_error, outermost_ancestor, StagedBuffers};
+use crate::{op_error, Pass};
+use super::tma_staging::{dot_a, element_coords, is_staged_load, outermost_ancestor, StagedBuffers};
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, SmemType, TileType, Type, Value};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
@@ -29,6 +30,7 @@ pub const INFO: PassInfo = PassInfo {
         default: "global",
         help: "store output tiles directly (global) or through a swizzled shared buffer and a TMA store (tma)",
     }],
+    phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileScheduled, leaves: Some(Phase::Nv), reason: "it lowers tiles by their layouts (run it after tile-assign-layouts and the K loop's schedule, once)" },
     create: |options| Box::new(LowerToNv { tma_epilogue: options.word("epilogue") == "tma" }),
 };
 

@@ -16,11 +16,12 @@
 //! order.
 
 use super::lower_to_nv::{emit_wgmma, remove_staged_loads, replace_dot};
-use super::tma_staging::{dot_a, groups_in_flight, enclosing_loop, is_staged_load, loop_iteration, next_op, op_error, outermost_ancestor, stage_of, StagedBuffers, SMEM_BUDGET_BYTES};
+use super::tma_staging::{dot_a, groups_in_flight, enclosing_loop, is_staged_load, loop_iteration, next_op, outermost_ancestor, stage_of, StagedBuffers, SMEM_BUDGET_BYTES};
 use crate::analysis::dependence::BlockDependences;
 use crate::options::{OptionKind, OptionSpec};
+use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::Pass;
+use crate::{op_error, Pass};
 use std::collections::{HashMap, HashSet};
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, Type, Value};
 use tilec_dialects::{Diagnostic, Function};
@@ -37,6 +38,7 @@ pub const INFO: PassInfo = PassInfo {
             help: "wgmma groups left in flight each iteration (less than stages)",
         },
     ],
+    phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileLayouts, leaves: Some(Phase::TileScheduled), reason: "it stages the tiles tile-assign-layouts puts in shared memory, and a K loop takes one schedule (run it after tile-assign-layouts, instead of tile-warp-specialize, before tile-lower-to-nv)" },
     create: |options| Box::new(Pipeline { stages: options.int("stages"), wait_depth: options.int("wait-depth") }),
 };
 

@@ -4,14 +4,10 @@
 
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, Op, SmemType, Type, Value};
-use tilec_dialects::{Diagnostic, Layout};
+use tilec_dialects::Layout;
 
 /// Shared memory one CTA may use on sm_90 (227 KiB).
 pub const SMEM_BUDGET_BYTES: i64 = 232_448;
-
-pub fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {
-    Diagnostic::error(body.ops[op].loc.clone(), format!("'{}' op {message}", body.ops[op].def.name))
-}
 
 /// A `tile.load` whose result the layout pass put in shared memory.
 pub fn is_staged_load(body: &Body, op: Op) -> bool {

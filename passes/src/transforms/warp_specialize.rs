@@ -22,12 +22,13 @@
 
 use super::lower_to_nv::{emit_wgmma, replace_dot};
 use super::tma_staging::{groups_in_flight, 
-    dot_a, enclosing_loop, is_staged_load, loop_iteration, next_op, op_error, outermost_ancestor, stage_of, StagedBuffers,
+    dot_a, enclosing_loop, is_staged_load, loop_iteration, next_op, outermost_ancestor, stage_of, StagedBuffers,
     SMEM_BUDGET_BYTES,
 };
 use crate::options::{OptionKind, OptionSpec};
+use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::Pass;
+use crate::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{
     Attribute, Attributes, Block, Body, Builder, ElemType, InsertPoint, Op, Region, TileType, Type, Value,
@@ -43,6 +44,7 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "producer-regs", kind: OptionKind::Int { min: 24, max: 256 }, default: "40", help: "registers per producer thread" },
         OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 24, max: 256 }, default: "232", help: "registers per consumer thread" },
     ],
+    phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileLayouts, leaves: Some(Phase::TileScheduled), reason: "it stages the tiles tile-assign-layouts puts in shared memory, and a K loop takes one schedule (run it after tile-assign-layouts, instead of tile-pipeline, before tile-lower-to-nv)" },
     create: |o| {
         Box::new(WarpSpecialize {
             consumers: o.int("consumers"),
