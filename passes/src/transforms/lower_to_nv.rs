@@ -1,5 +1,5 @@
 //! `tile-lower-to-nv`: makes whatever is still implicit explicit in the nv
-//! dialect, in the simplest Hopper form (seed 002's steps 1-4): one
+//! dialect, in the simplest Hopper form: one
 //! warpgroup, one pipeline stage.
 //!
 //! Tiles loaded with a shared layout become TMA loads into a one-stage
@@ -17,8 +17,10 @@ use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::{op_error, Pass};
-use super::tma_staging::{dot_a, element_coords, is_staged_load, outermost_ancestor, StagedBuffers};
-use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, SmemType, TileType, Type, Value};
+use crate::hopper::counting::{loop_iteration, parity};
+use crate::hopper::staging::{element_coords, is_staged_load, outermost_ancestor, remove_staged_loads, StagedBuffers};
+use crate::hopper::wgmma::{dot_a, emit_wgmma, replace_dot};
+use tilec_dialects::ir::{Attributes, Block, Body, Builder, InsertPoint, Op, SmemType, TileType, Type, Value};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
 pub const INFO: PassInfo = PassInfo {
@@ -81,12 +83,8 @@ fn phase_of_block(b: &mut Builder<'_>, block: Block) -> Value {
     let owner = b.body.blocks[block].parent.and_then(|r| b.body.regions[r].parent);
     match owner.filter(|&o| b.body.ops[o].def.name == "tile.for") {
         Some(for_op) => {
-            let iv = b.body.blocks[block].args[0];
-            let (lb, step) = (b.body.ops[for_op].operands[0], b.body.ops[for_op].operands[2]);
-            let offset = b.index_op("tile.subi", iv, lb);
-            let iteration = b.index_op("tile.divsi", offset, step);
-            let two = b.index(2);
-            let phase = b.index_op("tile.remsi", iteration, two);
+            let iteration = loop_iteration(b, for_op);
+            let phase = parity(b, iteration);
             b.name(phase, "phase")
         }
         None => b.index(0),
@@ -120,63 +118,6 @@ fn lower_staged_block(body: &mut Body, region: tilec_dialects::Region, block: Bl
         replace_dot(body, region, dot, done);
     }
     remove_staged_loads(body, region, &loads)
-}
-
-/// Emits, before `dot`, the fence, `nv.wgmma`, commit and a wait leaving
-/// `pending` groups in flight; returns the waited accumulator. `a` and `bb`
-/// are the buffer (or row window) and stage A and B are read from. When the
-/// dot reads A in registers (through a `tile.convert_layout` of the staged
-/// tile), an `nv.load_fragment` reads the stage into registers first: after
-/// whatever made the stage valid, before the fence that orders register
-/// writes before the wgmma.
-pub fn emit_wgmma(b: &mut Builder<'_>, dot: Op, a: [Value; 2], bb: [Value; 2], pending: i64) -> Value {
-    let acc = b.body.ops[dot].operands[2];
-    let acc_ty = b.body.value_type(acc).clone();
-    let attrs = b.body.ops[dot].attrs.clone();
-    let mut wgmma_operands = match dot_a(b.body, dot).to_registers {
-        Some(convert) => {
-            let converted = b.body.result(convert, 0);
-            let ty = b.body.value_type(converted).clone();
-            let regs = b.value("nv.load_fragment", a.to_vec(), ty, Attributes::new());
-            let hint = b.body.values[converted].name_hint.clone().unwrap_or_else(|| "a".into());
-            vec![b.name(regs, &format!("{hint}_regs"))]
-        }
-        None => a.to_vec(),
-    };
-    b.op("nv.wgmma_fence", vec![], &[], Attributes::new());
-    wgmma_operands.extend(bb);
-    wgmma_operands.push(acc);
-    let d = b.value("nv.wgmma", wgmma_operands, acc_ty.clone(), attrs);
-    b.op("nv.wgmma_commit", vec![], &[], Attributes::new());
-    let mut wait_attrs = Attributes::new();
-    wait_attrs.set("pending", Attribute::Int(pending, ElemType::I64));
-    b.value("nv.wgmma_wait", vec![d], acc_ty, wait_attrs)
-}
-
-/// Replaces `dot`'s result by `done` (under the dot's name) and removes the
-/// dot, and the conversion of A to registers it read.
-pub fn replace_dot(body: &mut Body, region: tilec_dialects::Region, dot: Op, done: Value) {
-    let result = body.result(dot, 0);
-    let to_registers = dot_a(body, dot).to_registers;
-    body.values[done].name_hint = body.values[result].name_hint.clone();
-    body.replace_all_uses(region, result, done);
-    body.remove_op(dot);
-    if let Some(convert) = to_registers {
-        body.remove_op(convert);
-    }
-}
-
-/// Removes loads whose tiles now come from buffers; a tile still used by
-/// another op cannot be staged.
-pub fn remove_staged_loads(body: &mut Body, region: tilec_dialects::Region, loads: &[Op]) -> Result<(), Diagnostic> {
-    let uses = body.use_counts(region);
-    for &load in loads {
-        if uses[body.result(load, 0).index()] > 0 {
-            return Err(op_error(body, load, "loads a staged tile that is used by an op other than tile.dot".into()));
-        }
-        body.remove_op(load);
-    }
-    Ok(())
 }
 
 fn lower_store(body: &mut Body, store: Op) -> Result<(), Diagnostic> {

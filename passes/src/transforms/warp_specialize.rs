@@ -1,8 +1,9 @@
 //! `tile-warp-specialize{consumers=1|2 stages=N producer-regs=40 consumer-regs=232}`:
 //! splits a kernel whose K loop stages dot operands through shared memory
-//! into a producer warpgroup and one or two consumer warpgroups (seed 002's
-//! steps 7 and 10 in Hopper form), connected by a full and an empty mbarrier
-//! per stage.
+//! into a producer warpgroup and one or two consumer warpgroups, connected
+//! by a full and an empty mbarrier per stage. It expands the same schedule
+//! as `tile-pipeline` (`crate::hopper::schedule`) with the same stage and
+//! phase counting (`crate::hopper::counting`), across roles.
 //!
 //! The kernel's work (the K loop and what follows it, or the loop over tiles
 //! that `tile-persistent` made) is cloned into both roles of an
@@ -20,11 +21,10 @@
 //! persistent loop keeps them in step across tiles and the producer runs
 //! ahead into the next tile while the consumers finish an epilogue.
 
-use super::lower_to_nv::{emit_wgmma, replace_dot};
-use super::tma_staging::{groups_in_flight, 
-    dot_a, enclosing_loop, is_staged_load, loop_iteration, next_op, outermost_ancestor, stage_of, StagedBuffers,
-    SMEM_BUDGET_BYTES,
-};
+use crate::hopper::counting::{parity, Counting};
+use crate::hopper::schedule::{dots, is_staged_loop, loop_block, staged_loads, Schedule};
+use crate::hopper::staging::{outermost_ancestor, StagedBuffers};
+use crate::hopper::wgmma::{dot_a, drain_after, emit_wgmma, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
@@ -78,14 +78,13 @@ impl Pass for WarpSpecialize {
         }
         let region = func.region;
         let body = &mut func.body;
-        let Some(k_loop) = body.walk_region(region).into_iter().find(|&op| {
-            body.ops[op].def.name == "tile.for" && body.blocks[body.entry_block(body.ops[op].regions[0])].ops.iter().any(|&o| is_staged_load(body, o))
-        }) else {
+        let Some(k_loop) = body.walk_region(region).into_iter().find(|&op| is_staged_loop(body, op)) else {
             return Ok(());
         };
-        let loads = staged_loads(body, k_loop);
-        let dots = loop_dots(body, k_loop);
-        let block_m = self.check_split(body, k_loop, &dots)?;
+        let loads = staged_loads(body, loop_block(body, k_loop));
+        let block_m = self.check_split(body, k_loop, &dots(body, loop_block(body, k_loop)))?;
+        // Consumers keep one group in flight, as a pipelined loop does.
+        let schedule = Schedule::of_loop(body, k_loop, self.stages, 1);
 
         // Buffers and barriers before the work; then the roles.
         let root = outermost_ancestor(body, k_loop);
@@ -93,14 +92,8 @@ impl Pass for WarpSpecialize {
         let loc = body.ops[k_loop].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
         let staged = StagedBuffers::allocate(&mut b, &loads, self.stages);
-        let total = self.stages * (staged.stage_bytes + 16);
-        if total > SMEM_BUDGET_BYTES {
-            return Err(op_error(
-                body,
-                k_loop,
-                format!("{} stages of {} bytes need {total} bytes of shared memory, over the {SMEM_BUDGET_BYTES}-byte budget of sm_90; at most {} fit", self.stages, staged.stage_bytes, SMEM_BUDGET_BYTES / (staged.stage_bytes + 16)),
-            ));
-        }
+        // Two barriers per stage: full and empty.
+        staged.check_budget(body, k_loop, self.stages, 2)?;
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
         let mut attrs = Attributes::new();
         attrs.set("arrivals", Attribute::Int(WARPGROUP * self.consumers, ElemType::I64));
@@ -127,7 +120,7 @@ impl Pass for WarpSpecialize {
             body.remove_op(op);
         }
 
-        let roles = Roles { stages: self.stages, consumers: self.consumers, block_m, staged: &staged, empty, region };
+        let roles = Roles { schedule, consumers: self.consumers, block_m, staged: &staged, empty, region };
         roles.producer(body, op_clone(body, &producer_map, k_loop, producer), &producer_map, &loads)?;
         roles.consumer(body, op_clone(body, &consumer_map, k_loop, consumer), &consumer_map, &loads, c)?;
         func.attrs.set("num_warps", Attribute::Int(4 * (1 + self.consumers), ElemType::I64));
@@ -151,16 +144,6 @@ impl WarpSpecialize {
         }
         Ok(block_m)
     }
-}
-
-fn staged_loads(body: &Body, k_loop: Op) -> Vec<Op> {
-    let block = body.entry_block(body.ops[k_loop].regions[0]);
-    body.blocks[block].ops.iter().copied().filter(|&o| is_staged_load(body, o)).collect()
-}
-
-fn loop_dots(body: &Body, k_loop: Op) -> Vec<Op> {
-    let block = body.entry_block(body.ops[k_loop].regions[0]);
-    body.blocks[block].ops.iter().copied().filter(|&o| body.ops[o].def.name == "tile.dot").collect()
 }
 
 /// Clones `work` into `role` (before its terminator, which this adds), with
@@ -197,15 +180,8 @@ fn op_clone(body: &Body, map: &HashMap<Value, Value>, op: Op, role: Block) -> Op
         .expect("the K loop was cloned")
 }
 
-/// How a K loop's iterations map to stages and phases.
-struct Counting {
-    trip: Value,
-    base: Option<Value>,
-    n: Value,
-}
-
 struct Roles<'a> {
-    stages: i64,
+    schedule: Schedule,
     consumers: i64,
     block_m: i64,
     staged: &'a StagedBuffers,
@@ -214,32 +190,10 @@ struct Roles<'a> {
 }
 
 impl Roles<'_> {
-    /// What the K loop's iterations are counted from, built before the
-    /// loop: its trip count, the stage count, and the iterations of earlier
-    /// tiles (inside a loop over tiles).
+    /// The K loop's stage counting, built before the loop.
     fn counting(&self, body: &mut Body, k_loop: Op) -> Counting {
         let mut b = Builder::new(body, InsertPoint::Before(k_loop), body.ops[k_loop].loc.clone());
-        let ops = b.body.ops[k_loop].operands.clone();
-        let span = b.index_op("tile.subi", ops[1], ops[0]);
-        let trip = b.index_op("tile.ceildivsi", span, ops[2]);
-        let base = enclosing_loop(b.body, k_loop).map(|outer| {
-            let done = loop_iteration(&mut b, outer);
-            b.index_op("tile.muli", done, trip)
-        });
-        let n = b.index(self.stages);
-        Counting { trip, base, n }
-    }
-
-    /// The current iteration's local number, stage and round.
-    fn position(&self, b: &mut Builder<'_>, k_loop: Op, count: &Counting) -> (Value, Value, Value) {
-        let local = loop_iteration(b, k_loop);
-        let global = match count.base {
-            Some(base) => b.index_op("tile.addi", base, local),
-            None => local,
-        };
-        let stage = b.index_op("tile.remsi", global, count.n);
-        let round = b.index_op("tile.divsi", global, count.n);
-        (local, b.name(stage, "stage"), round)
+        Counting::build(&mut b, k_loop, self.schedule.stages)
     }
 
     fn producer(&self, body: &mut Body, k_loop: Op, map: &HashMap<Value, Value>, loads: &[Op]) -> Result<(), Diagnostic> {
@@ -248,16 +202,16 @@ impl Roles<'_> {
         let count = self.counting(body, k_loop);
         let first = clones[0];
         let mut b = Builder::new(body, InsertPoint::Before(first), body.ops[first].loc.clone());
-        let (_, stage, round) = self.position(&mut b, k_loop, &count);
+        let position = count.position(&mut b, k_loop);
         let c1 = b.index(1);
-        let next_round = b.index_op("tile.addi", round, c1);
-        let two = b.index(2);
-        let phase = b.index_op("tile.remsi", next_round, two);
+        let next_round = b.index_op("tile.addi", position.round, c1);
+        let phase = parity(&mut b, next_round);
         let phase = b.name(phase, "empty_phase");
+        let stage = position.stage;
         b.op("nv.mbarrier_wait", vec![self.empty, stage, phase], &[], Attributes::new());
         let coords: Vec<Vec<Value>> = clones.iter().map(|&l| b.body.ops[l].operands[1..].to_vec()).collect();
         staged.issue(&mut b, &clones, &coords, stage, &Attributes::new());
-        for dot in loop_dots(body, k_loop) {
+        for dot in dots(body, loop_block(body, k_loop)) {
             let (result, acc) = (body.result(dot, 0), body.ops[dot].operands[2]);
             let to_registers = dot_a(body, dot).to_registers;
             body.replace_all_uses(self.region, result, acc);
@@ -297,7 +251,7 @@ impl Roles<'_> {
         } else {
             None
         };
-        let dots = loop_dots(b.body, k_loop);
+        let dots = dots(b.body, loop_block(b.body, k_loop));
         for &dot in &dots {
             let a = dot_a(b.body, dot).staged;
             let buf = staged.buffer_of[&a];
@@ -316,22 +270,20 @@ impl Roles<'_> {
 
         // The loop: wait full, wgmma, release the previous stage.
         let count = self.counting(body, k_loop);
-        let (trip, base, n) = (count.trip, count.base, count.n);
-        let first = body.blocks[body.entry_block(body.ops[k_loop].regions[0])].ops[0];
+        let first = body.blocks[loop_block(body, k_loop)].ops[0];
         let mut b = Builder::new(body, InsertPoint::Before(first), loc.clone());
-        let (local, stage, round) = self.position(&mut b, k_loop, &count);
-        let two = b.index(2);
-        let phase = b.index_op("tile.remsi", round, two);
+        let position = count.position(&mut b, k_loop);
+        let (local, stage) = (position.local, position.stage);
+        let phase = parity(&mut b, position.round);
         let phase = b.name(phase, "phase");
         b.op("nv.mbarrier_wait", vec![staged.full, stage, phase], &[], Attributes::new());
         for &dot in &dots {
             let (a, bb) = (a_view[&dot_a(body, dot).staged], staged.buffer_of[&body.ops[dot].operands[1]]);
-            let pending = groups_in_flight(body, dot, 1);
             let mut b = Builder::new(body, InsertPoint::Before(dot), body.ops[dot].loc.clone());
-            let done = emit_wgmma(&mut b, dot, [a, stage], [bb, stage], pending);
+            let done = emit_wgmma(&mut b, dot, [a, stage], [bb, stage], self.schedule.in_flight);
             replace_dot(body, self.region, dot, done);
         }
-        let terminator = body.terminator(body.entry_block(body.ops[k_loop].regions[0])).expect("verified");
+        let terminator = body.terminator(loop_block(body, k_loop)).expect("verified");
         let mut b = Builder::new(body, InsertPoint::Before(terminator), loc.clone());
         let c0 = b.index(0);
         let has_prev = cmp(&mut b, "sgt", local, c0);
@@ -340,7 +292,7 @@ impl Roles<'_> {
         let mut r = Builder::new(body, InsertPoint::End(rb), loc.clone());
         let c1 = r.index(1);
         let before = r.index_op("tile.subi", local, c1);
-        let prev = stage_of(&mut r, base, before, n);
+        let prev = count.stage_of(&mut r, before);
         let prev = r.name(prev, "prev");
         r.op("nv.mbarrier_arrive", vec![self.empty, prev], &[], Attributes::new());
         r.op("tile.yield", vec![], &[], Attributes::new());
@@ -349,29 +301,16 @@ impl Roles<'_> {
         }
 
         // After the loop: drain, release the last stage, then the epilogue.
-        let results = body.ops[k_loop].results.clone();
-        let after = next_op(body, k_loop);
+        let after = drain_after(body, self.region, k_loop);
         let mut b = Builder::new(body, InsertPoint::Before(after), loc.clone());
-        if !results.is_empty() {
-            let types: Vec<Type> = results.iter().map(|&r| b.body.value_type(r).clone()).collect();
-            let mut attrs = Attributes::new();
-            attrs.set("pending", Attribute::Int(0, ElemType::I64));
-            let drain = b.op("nv.wgmma_wait", results.clone(), &types, attrs);
-            for (i, &res) in results.iter().enumerate() {
-                let drained = b.body.result(drain, i);
-                b.body.values[drained].name_hint = b.body.values[res].name_hint.take();
-                b.body.replace_all_uses(self.region, res, drained);
-                b.body.ops[drain].operands[i] = res;
-            }
-        }
         let c0 = b.index(0);
-        let ran = cmp(&mut b, "sgt", trip, c0);
+        let ran = cmp(&mut b, "sgt", count.trip, c0);
         let last = b.op("tile.if", vec![ran], &[], Attributes::new());
         let (_, lb) = b.body.add_region(last, &[]);
         let mut l = Builder::new(body, InsertPoint::End(lb), loc);
         let c1 = l.index(1);
-        let last_local = l.index_op("tile.subi", trip, c1);
-        let last_stage = stage_of(&mut l, base, last_local, n);
+        let last_local = l.index_op("tile.subi", count.trip, c1);
+        let last_stage = count.stage_of(&mut l, last_local);
         l.op("nv.mbarrier_arrive", vec![self.empty, last_stage], &[], Attributes::new());
         l.op("tile.yield", vec![], &[], Attributes::new());
 

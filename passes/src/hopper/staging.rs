@@ -1,10 +1,13 @@
-//! Pieces shared by the passes that stage tiles through shared memory with
-//! TMA (`tile-lower-to-nv`, `tile-pipeline`): recognising staged loads,
-//! allocating buffers and barriers, and issuing one stage's loads.
+//! TMA staging, for every pass that stages tiles through shared memory
+//! (`tile-lower-to-nv`, `tile-pipeline`, `tile-warp-specialize`):
+//! recognising staged loads, allocating buffers and barriers within the
+//! shared-memory budget, issuing one stage's loads, and removing the loads
+//! they replace.
 
+use crate::op_error;
 use std::collections::HashMap;
-use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, Op, SmemType, Type, Value};
-use tilec_dialects::Layout;
+use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, Op, Region, SmemType, Type, Value};
+use tilec_dialects::{Diagnostic, Layout};
 
 /// Shared memory one CTA may use on sm_90 (227 KiB).
 pub const SMEM_BUDGET_BYTES: i64 = 232_448;
@@ -13,35 +16,6 @@ pub const SMEM_BUDGET_BYTES: i64 = 232_448;
 pub fn is_staged_load(body: &Body, op: Op) -> bool {
     body.ops[op].def.name == "tile.load"
         && matches!(body.value_type(body.result(op, 0)).as_tile().and_then(|t| t.layout.as_ref()), Some(Layout::NvmmaShared { .. }))
-}
-
-/// How a dot reads A: `staged` is the loaded tile (what the buffers are
-/// keyed by), and `to_registers` the `tile.convert_layout` of it to a
-/// dot-operand layout when the dot takes A in registers.
-pub struct DotA {
-    pub staged: Value,
-    pub to_registers: Option<Op>,
-}
-
-pub fn dot_a(body: &Body, dot: Op) -> DotA {
-    let a = body.ops[dot].operands[0];
-    match body.defining_op(a) {
-        Some(c) if body.ops[c].def.name == "tile.convert_layout" => DotA { staged: body.ops[c].operands[0], to_registers: Some(c) },
-        _ => DotA { staged: a, to_registers: None },
-    }
-}
-
-/// The wgmma groups a loop may leave in flight past `dot`, at most `wanted`.
-/// With A in registers none may: the next iteration's ldmatrix rewrites
-/// registers an in-flight wgmma still reads (undefined in PTX; on the GPU a
-/// 1.4e-2 error in a warp-specialised kernel, and ptxas C7514 in a
-/// pipelined one).
-pub fn groups_in_flight(body: &Body, dot: Op, wanted: i64) -> i64 {
-    if dot_a(body, dot).to_registers.is_some() {
-        0
-    } else {
-        wanted
-    }
 }
 
 /// Element coordinates of a tile access: tile coordinates times the tile's
@@ -99,6 +73,23 @@ impl StagedBuffers {
         StagedBuffers { buffer_of, stage_bytes, full }
     }
 
+    /// Errors at `at` when `stages` stages of these buffers, with
+    /// `barriers` mbarriers of 8 bytes per stage, exceed the budget; the
+    /// error says how many stages fit.
+    pub fn check_budget(&self, body: &Body, at: Op, stages: i64, barriers: i64) -> Result<(), Diagnostic> {
+        let per_stage = self.stage_bytes + 8 * barriers;
+        let total = stages * per_stage;
+        if total <= SMEM_BUDGET_BYTES {
+            return Ok(());
+        }
+        let fit = SMEM_BUDGET_BYTES / per_stage;
+        Err(op_error(
+            body,
+            at,
+            format!("{stages} stages of {} bytes need {total} bytes of shared memory, over the {SMEM_BUDGET_BYTES}-byte budget of sm_90; at most {fit} stage(s) fit", self.stage_bytes),
+        ))
+    }
+
     /// The same buffers, looked up by the results of `clones` (copies of
     /// `loads` in another region).
     pub fn rekeyed(&self, body: &Body, loads: &[Op], clones: &[Op]) -> StagedBuffers {
@@ -128,35 +119,16 @@ impl StagedBuffers {
     }
 }
 
-/// The `tile.for` directly enclosing `op`, if any.
-pub fn enclosing_loop(body: &Body, op: Op) -> Option<Op> {
-    let block = body.ops[op].parent?;
-    let parent = body.regions[body.blocks[block].parent?].parent?;
-    (body.ops[parent].def.name == "tile.for").then_some(parent)
-}
 
-/// The number of iterations of `for_op` before the current one:
-/// (iv - lb) / step.
-pub fn loop_iteration(b: &mut Builder<'_>, for_op: Op) -> Value {
-    let block = b.body.entry_block(b.body.ops[for_op].regions[0]);
-    let iv = b.body.blocks[block].args[0];
-    let (lb, step) = (b.body.ops[for_op].operands[0], b.body.ops[for_op].operands[2]);
-    let offset = b.index_op("tile.subi", iv, lb);
-    b.index_op("tile.divsi", offset, step)
+/// Removes loads whose tiles now come from buffers; a tile still used by
+/// another op cannot be staged.
+pub fn remove_staged_loads(body: &mut Body, region: Region, loads: &[Op]) -> Result<(), Diagnostic> {
+    let uses = body.use_counts(region);
+    for &load in loads {
+        if uses[body.result(load, 0).index()] > 0 {
+            return Err(op_error(body, load, "loads a staged tile that is used by an op other than tile.dot".into()));
+        }
+        body.remove_op(load);
+    }
+    Ok(())
 }
-
-/// The stage of local iteration `i`: (base + i) mod N.
-pub fn stage_of(b: &mut Builder<'_>, base: Option<Value>, i: Value, n: Value) -> Value {
-    let global = match base {
-        Some(base) => b.index_op("tile.addi", base, i),
-        None => i,
-    };
-    b.index_op("tile.remsi", global, n)
-}
-
-pub fn next_op(body: &Body, op: Op) -> Op {
-    let block = body.ops[op].parent.expect("attached");
-    let ops = &body.blocks[block].ops;
-    ops[ops.iter().position(|&o| o == op).expect("in its block") + 1]
-}
-
