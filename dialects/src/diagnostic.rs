@@ -56,3 +56,20 @@ impl fmt::Display for Diagnostic {
         Ok(())
     }
 }
+
+/// Every error found in one run of a check (the verifier reports them all),
+/// printed one per line in order.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}

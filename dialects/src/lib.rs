@@ -15,7 +15,7 @@ pub mod syntax;
 pub mod tile;
 pub mod verifier;
 
-pub use diagnostic::{Diagnostic, Location};
+pub use diagnostic::{Diagnostic, Diagnostics, Location};
 pub use ir::{
     Attribute, Block, Body, ElemType, Function, Layout, Module, Op, RefType, Region, TileType,
     Type, Value,

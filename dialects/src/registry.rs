@@ -1,4 +1,6 @@
-//! Op definitions: what each dialect contributes to the IR core.
+//! Op definitions: what each dialect contributes to the IR core. Each
+//! dialect declares its ops in `ops.ods`; `build.rs` generates the tables,
+//! the [`Opcode`] enum and the typed views from it (docs/adding-an-op.md).
 
 use crate::diagnostic::Diagnostic;
 use crate::ir::{Attribute, Attributes, Body, Op, Region, Type, Value};
@@ -14,12 +16,13 @@ pub struct OpTraits {
     /// Materialises its `value` attribute; folding reads operands' constants
     /// through ops with this trait.
     pub constant: bool,
-}
-
-impl OpTraits {
-    pub const NONE: OpTraits = OpTraits { terminator: false, pure: false, constant: false };
-    pub const PURE: OpTraits = OpTraits { terminator: false, pure: true, constant: false };
-    pub const TERMINATOR: OpTraits = OpTraits { terminator: true, pure: false, constant: false };
+    /// Issued by one thread of those executing it; the lowering elects it.
+    pub elected: bool,
+    /// Orders or waits on other threads or asynchronous units (barriers,
+    /// fences, wgmma commit and wait): never moved across another op.
+    pub synchronising: bool,
+    pub reads_memory: bool,
+    pub writes_memory: bool,
 }
 
 /// What folding an op gave: a constant to materialise, or an existing value
@@ -49,6 +52,9 @@ pub type FoldFn = fn(&Body, Op, &[Option<Attribute>]) -> Option<Folded>;
 
 pub struct OpDef {
     pub name: &'static str,
+    pub opcode: Opcode,
+    /// One line saying what the op does.
+    pub summary: &'static str,
     pub traits: OpTraits,
     pub parse: ParseFn,
     pub print: PrintFn,
@@ -67,6 +73,8 @@ impl PartialEq for OpDef {
         self.name == other.name
     }
 }
+
+include!(concat!(env!("OUT_DIR"), "/opcode.rs"));
 
 /// The dialects every tool loads, in lookup order.
 pub fn dialects() -> [&'static [OpDef]; 2] {

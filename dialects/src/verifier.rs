@@ -1,36 +1,47 @@
 //! The IR verifier, kept apart from the transforms: structure (terminators,
-//! region shapes), SSA dominance, and each op's own invariants.
+//! region shapes), SSA dominance, and each op's own invariants. It reports
+//! every error it finds, not only the first, as MLIR's verifier does.
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::{Body, Function, Module, Region, Value};
+use crate::registry::Opcode;
 use std::collections::HashSet;
 
-pub fn verify_module(module: &Module) -> Result<(), Diagnostic> {
+/// Verifies every function; the error lists all problems, in order.
+pub fn verify_module(module: &Module) -> Result<(), Diagnostics> {
     let mut names = HashSet::new();
+    let mut errors = Vec::new();
     for func in &module.functions {
         if !names.insert(func.name.as_str()) {
-            return Err(Diagnostic::error(func.loc.clone(), format!("redefinition of function '@{}'", func.name)));
+            errors.push(Diagnostic::error(func.loc.clone(), format!("redefinition of function '@{}'", func.name)));
         }
-        verify_function(func)?;
+        errors.extend(function_errors(func));
     }
-    Ok(())
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Diagnostics(errors))
+    }
 }
 
+/// The first of [`function_errors`], for callers that stop at one error.
 pub fn verify_function(func: &Function) -> Result<(), Diagnostic> {
+    function_errors(func).into_iter().next().map_or(Ok(()), Err)
+}
+
+/// Every error in `func`, in program order.
+pub fn function_errors(func: &Function) -> Vec<Diagnostic> {
     let body = &func.body;
-    let entry = func.entry_block();
-    match body.terminator(entry) {
-        Some(t) if body.ops[t].def.name == "tile.return" => {}
-        _ => {
-            return Err(Diagnostic::error(
-                func.loc.clone(),
-                format!("function '@{}' must end with 'tile.return'", func.name),
-            ))
-        }
+    let mut errors = Vec::new();
+    if !func.body.terminator(func.entry_block()).is_some_and(|t| body.opcode(t) == Opcode::TileReturn) {
+        errors.push(Diagnostic::error(func.loc.clone(), format!("function '@{}' must end with 'tile.return'", func.name)));
     }
-    verify_arg_attrs(func)?;
+    if let Err(e) = verify_arg_attrs(func) {
+        errors.push(e);
+    }
     let mut visible: HashSet<Value> = func.args().iter().copied().collect();
-    verify_region(body, func.region, &mut visible)
+    verify_region(body, func.region, &mut visible, &mut errors);
+    errors
 }
 
 /// `tile.dims` names each dimension of a tensor argument (`["M", "K"]`);
@@ -53,10 +64,11 @@ fn verify_arg_attrs(func: &Function) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// Verifies the ops of `region` in order; `visible` holds the values that
-/// dominate the current point, and is restored on exit so that values
-/// defined inside a region do not leak out of it.
-fn verify_region(body: &Body, region: Region, visible: &mut HashSet<Value>) -> Result<(), Diagnostic> {
+/// Verifies the ops of `region` in order, adding what is wrong to `errors`;
+/// `visible` holds the values that dominate the current point, and is
+/// restored on exit so that values defined inside a region do not leak out
+/// of it.
+fn verify_region(body: &Body, region: Region, visible: &mut HashSet<Value>, errors: &mut Vec<Diagnostic>) {
     let mut defined_here = Vec::new();
     for &block in &body.regions[region].blocks {
         for &arg in &body.blocks[block].args {
@@ -69,15 +81,17 @@ fn verify_region(body: &Body, region: Region, visible: &mut HashSet<Value>) -> R
             let err = |msg: String| Diagnostic::error(data.loc.clone(), format!("'{}' op {msg}", data.def.name));
             for (n, operand) in data.operands.iter().enumerate() {
                 if !visible.contains(operand) {
-                    return Err(err(format!("operand #{n} does not dominate this use")));
+                    errors.push(err(format!("operand #{n} does not dominate this use")));
                 }
             }
             if data.def.traits.terminator && i + 1 != ops.len() {
-                return Err(err("must be the last operation of its block".into()));
+                errors.push(err("must be the last operation of its block".into()));
             }
-            (data.def.verify)(body, op).map_err(err)?;
+            if let Err(message) = (data.def.verify)(body, op) {
+                errors.push(err(message));
+            }
             for &r in &data.regions {
-                verify_region(body, r, visible)?;
+                verify_region(body, r, visible, errors);
             }
             for &result in &data.results {
                 visible.insert(result);
@@ -88,5 +102,4 @@ fn verify_region(body: &Body, region: Region, visible: &mut HashSet<Value>) -> R
     for v in defined_here {
         visible.remove(&v);
     }
-    Ok(())
 }

@@ -7,7 +7,7 @@ use super::attributes::Attributes;
 use super::entity::{entity, Arena};
 use super::types::Type;
 use crate::diagnostic::Location;
-use crate::registry::OpDef;
+use crate::registry::{OpDef, Opcode};
 
 entity!(
     /// An operation.
@@ -36,6 +36,12 @@ pub struct OpData {
     pub loc: Location,
     /// The block the op sits in; `None` once detached.
     pub parent: Option<Block>,
+}
+
+impl OpData {
+    pub fn opcode(&self) -> Opcode {
+        self.def.opcode
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -147,6 +153,10 @@ impl Body {
     fn position_in_block(&self, op: Op) -> usize {
         let block = self.ops[op].parent.expect("op is attached");
         self.blocks[block].ops.iter().position(|&o| o == op).expect("op is in its parent block")
+    }
+
+    pub fn opcode(&self, op: Op) -> Opcode {
+        self.ops[op].def.opcode
     }
 
     pub fn value_type(&self, v: Value) -> &Type {

@@ -4,7 +4,7 @@ use super::attributes::{Attribute, Attributes};
 use super::body::{Block, Body, Op, Value};
 use super::types::{ElemType, Type};
 use crate::diagnostic::Location;
-use crate::registry::{self, OpDef};
+use crate::registry::{self, OpDef, Opcode};
 use std::collections::HashMap;
 
 /// Where new ops go: before an op, or at the end of a block.
@@ -35,6 +35,14 @@ impl<'a> Builder<'a> {
         op
     }
 
+    /// Builds an op of `opcode` here; the dialects' typed builders
+    /// (`tile::Dot::build`, ...) call this with their operands in order.
+    pub fn create(&mut self, opcode: Opcode, operands: Vec<Value>, result_types: &[Type], attrs: Attributes) -> Op {
+        let op = self.body.create_op(opcode.def(), operands, result_types, attrs, self.loc.clone());
+        self.insert(op);
+        op
+    }
+
     fn insert(&mut self, op: Op) {
         match self.at {
             InsertPoint::Before(anchor) => self.body.insert_op_before(anchor, op),
@@ -51,7 +59,8 @@ impl<'a> Builder<'a> {
     pub fn index(&mut self, v: i64) -> Value {
         let mut attrs = Attributes::new();
         attrs.set("value", Attribute::Int(v, ElemType::Index));
-        self.value("tile.constant", vec![], Type::INDEX, attrs)
+        let op = self.create(Opcode::TileConstant, vec![], &[Type::INDEX], attrs);
+        self.body.result(op, 0)
     }
 
     /// `lhs OP rhs` on index values (`tile.addi`, `tile.muli`, ...).

@@ -2,12 +2,8 @@
 //! buffer stage into the registers of a dot operand, for an `nv.wgmma`
 //! whose A comes from registers (Gluon's `a_smem.load(DotOperandLayout)`).
 
-use super::memory::{check_index, parse_indexed, print_indexed, resolve_indices};
-use crate::diagnostic::Diagnostic;
+use super::LoadFragment;
 use crate::ir::{Attribute, Body, Layout, Op, Value};
-use crate::registry::{OpDef, OpTraits, ParsedOp};
-use crate::syntax::{Parser, Printer};
-use crate::tile::arith::expect_counts;
 
 /// `%a = nv.load_fragment %a_smem[%s] : !nv.smem<SxMxKxT, #tile.nvmma_shared<...>> -> tensor<MxKxT, #tile.dot_operand<op_idx = 0, ...>>`
 ///
@@ -15,47 +11,12 @@ use crate::tile::arith::expect_counts;
 /// part of stage `%s` into registers, in the dot-operand layout wgmma reads
 /// A from. It reads shared memory, so it is ordered like any other access
 /// (not pure): it must follow the barrier wait that makes the stage valid.
-pub const LOAD_FRAGMENT: OpDef = OpDef {
-    name: "nv.load_fragment",
-    traits: OpTraits::NONE,
-    parse: parse_load_fragment,
-    print: print_load_fragment,
-    verify: verify_load_fragment,
-    fold: None,
-};
-
-fn parse_load_fragment(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
-    let (buf, idx) = parse_indexed(p)?;
-    let attrs = p.parse_optional_attr_dict()?;
-    p.expect(":")?;
-    let from = p.parse_type()?;
-    p.expect("->")?;
-    let to = p.parse_type()?;
-    let mut operands = vec![p.resolve(&buf, &from)?];
-    operands.extend(resolve_indices(p, &idx)?);
-    Ok(ParsedOp { operands, result_types: vec![to], attrs, regions: vec![] })
-}
-
-fn print_load_fragment(p: &mut Printer<'_>, op: Op) {
-    let data = &p.body.ops[op];
-    let (ops, attrs, result) = (data.operands.clone(), data.attrs.clone(), data.results[0]);
-    p.write(" ");
-    print_indexed(p, ops[0], &ops[1..]);
-    p.attr_dict(&attrs, &[]);
-    p.write(" : ");
-    p.value_type(ops[0]);
-    p.write(" -> ");
-    p.value_type(result);
-}
-
-fn verify_load_fragment(body: &Body, op: Op) -> Result<(), String> {
-    expect_counts(body, op, 2, 1)?;
-    let data = &body.ops[op];
-    let Some(smem) = body.value_type(data.operands[0]).as_smem() else {
+pub(super) fn verify_load_fragment(body: &Body, op: Op) -> Result<(), String> {
+    let load = LoadFragment::of(body, op).ok_or("malformed 'nv.load_fragment'")?;
+    let Some(smem) = body.value_type(load.buffer(body)).as_smem() else {
         return Err("the source must be a '!nv.smem' buffer".into());
     };
-    check_index(body, data.operands[1], "the stage")?;
-    if let Some(s) = constant_index(body, data.operands[1]) {
+    if let Some(s) = constant_index(body, load.stage(body)) {
         if !(0..smem.stages).contains(&s) {
             return Err(format!("stage {s} is outside the buffer's {} stage(s)", smem.stages));
         }
@@ -63,7 +24,7 @@ fn verify_load_fragment(body: &Body, op: Op) -> Result<(), String> {
     if !matches!(smem.tile.layout, Some(Layout::NvmmaShared { transposed: false, .. })) {
         return Err("the buffer needs a K-major '#tile.nvmma_shared' layout (not transposed)".into());
     }
-    let Some(to) = body.value_type(data.results[0]).as_tile() else { return Err("the result must be a tile".into()) };
+    let Some(to) = body.value_type(load.result(body)).as_tile() else { return Err("the result must be a tile".into()) };
     check_a_fragment_layout(to.layout.as_ref(), to.elem.bits())?;
     if to.shape != smem.tile.shape || to.elem != smem.tile.elem {
         return Err("the result must have the buffer stage's shape and element type".into());

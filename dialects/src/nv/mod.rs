@@ -14,25 +14,5 @@ pub mod memory;
 pub mod mma;
 pub mod roles;
 
-use crate::registry::OpDef;
-
-pub static OPS: &[OpDef] = &[
-    memory::ALLOC_SMEM,
-    memory::ALLOC_MBARRIERS,
-    memory::MBARRIER_EXPECT_TX,
-    memory::MBARRIER_WAIT,
-    memory::TMA_LOAD,
-    memory::BARRIER,
-    memory::STORE_GLOBAL,
-    epilogue::STORE_SHARED,
-    epilogue::FENCE_ASYNC_SHARED,
-    epilogue::TMA_STORE,
-    fragment::LOAD_FRAGMENT,
-    mma::WGMMA_FENCE,
-    mma::WGMMA,
-    mma::WGMMA_COMMIT,
-    mma::WGMMA_WAIT,
-    roles::WARP_SPECIALIZE,
-    roles::MBARRIER_ARRIVE,
-    roles::SMEM_ROWS,
-];
+// The op table, `Opcode`s and typed views, generated from `ops.ods`.
+include!(concat!(env!("OUT_DIR"), "/nv_ops.rs"));

@@ -1,20 +1,16 @@
 //! Structured control flow: the K loop with iteration arguments, its yield,
 //! and the function's return.
 
-use super::arith::expect_counts;
+use super::{For, If, Yield};
 use crate::diagnostic::Diagnostic;
 use crate::ir::{Body, Op, Type};
-use crate::registry::{OpDef, OpTraits, ParsedOp};
+use crate::registry::{Opcode, ParsedOp};
 use crate::syntax::{Parser, Printer};
 
-/// `%r = tile.for %k = %lb to %ub step %s iter_args(%acc = %init) -> (T) { ... } {attrs}`
-///
-/// Operands are `lb, ub, step, inits...`; the body's arguments are the
-/// induction variable and one value per iteration argument.
-pub const FOR: OpDef =
-    OpDef { name: "tile.for", traits: OpTraits::NONE, parse: parse_for, print: print_for, verify: verify_for, fold: None };
-
-fn parse_for(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
+// `%r = tile.for %k = %lb to %ub step %s iter_args(%acc = %init) -> (T) { ... } {attrs}`:
+// custom syntax because the region's arguments (the induction variable and
+// one per iteration argument) are declared inline, next to the operands.
+pub(super) fn parse_for(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
     let iv = p.parse_operand()?;
     p.expect("=")?;
     let lb = p.parse_operand()?;
@@ -50,21 +46,25 @@ fn parse_for(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
     Ok(ParsedOp { operands, result_types, attrs, regions: vec![region] })
 }
 
-fn print_for(p: &mut Printer<'_>, op: Op) {
-    let data = &p.body.ops[op];
-    let (operands, attrs, region, results) = (data.operands.clone(), data.attrs.clone(), data.regions[0], data.results.clone());
+pub(super) fn print_for(p: &mut Printer<'_>, op: Op) {
+    let Some(for_op) = For::of(p.body, op) else {
+        p.write(" <<malformed>>");
+        return;
+    };
+    let (attrs, region, results) = (p.body.ops[op].attrs.clone(), for_op.region(p.body), for_op.results(p.body).to_vec());
+    let inits = for_op.inits(p.body).to_vec();
     let args = p.body.blocks[p.body.entry_block(region)].args.clone();
     p.write(" ");
     p.value(args[0]);
     p.write(" = ");
-    p.value(operands[0]);
+    p.value(for_op.lower_bound(p.body));
     p.write(" to ");
-    p.value(operands[1]);
+    p.value(for_op.upper_bound(p.body));
     p.write(" step ");
-    p.value(operands[2]);
+    p.value(for_op.step(p.body));
     if !results.is_empty() {
         p.write(" iter_args(");
-        for (i, (&arg, &init)) in args[1..].iter().zip(&operands[3..]).enumerate() {
+        for (i, (&arg, &init)) in args[1..].iter().zip(&inits).enumerate() {
             if i > 0 {
                 p.write(", ");
             }
@@ -86,23 +86,16 @@ fn print_for(p: &mut Printer<'_>, op: Op) {
     p.attr_dict(&attrs, &[]);
 }
 
-fn verify_for(body: &Body, op: Op) -> Result<(), String> {
+/// One iteration argument per result, each with one type for its initial
+/// value, region argument, yielded value and result.
+pub(super) fn verify_for(body: &Body, op: Op) -> Result<(), String> {
     let data = &body.ops[op];
-    if data.operands.len() < 3 {
-        return Err("expects lower bound, upper bound and step operands".into());
-    }
-    for (i, what) in ["lower bound", "upper bound", "step"].iter().enumerate() {
-        if !body.value_type(data.operands[i]).is_index() {
-            return Err(format!("{what} must be 'index'"));
-        }
-    }
-    let inits = &data.operands[3..];
+    let for_op = For::of(body, op).ok_or("malformed 'tile.for'")?;
+    let inits = for_op.inits(body);
     if inits.len() != data.results.len() {
         return Err(format!("has {} initial value(s) but {} result(s)", inits.len(), data.results.len()));
     }
-    let [region] = data.regions[..] else {
-        return Err("expects one region".into());
-    };
+    let region = for_op.region(body);
     let [block] = body.regions[region].blocks[..] else {
         return Err("region must have exactly one block".into());
     };
@@ -119,7 +112,7 @@ fn verify_for(body: &Body, op: Op) -> Result<(), String> {
             return Err(format!("iteration argument #{i} has different types for its initial value, region argument and result"));
         }
     }
-    let Some(term) = body.terminator(block).filter(|&t| body.ops[t].def.name == YIELD.name) else {
+    let Some(term) = body.terminator(block).filter(|&t| body.opcode(t) == Opcode::TileYield) else {
         return Err("region must end with 'tile.yield'".into());
     };
     let yielded = &body.ops[term].operands;
@@ -134,112 +127,28 @@ fn verify_for(body: &Body, op: Op) -> Result<(), String> {
     Ok(())
 }
 
-/// `tile.if %cond { ... tile.yield }`: runs its region when `%cond` (an `i1`)
-/// is true. It has no results.
-pub const IF: OpDef = OpDef { name: "tile.if", traits: OpTraits::NONE, parse: parse_if, print: print_if, verify: verify_if, fold: None };
-
-fn parse_if(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
-    let cond = p.parse_operand()?;
-    let cond = p.resolve(&cond, &Type::Scalar(crate::ir::ElemType::I1))?;
-    let region = p.parse_region(&[])?;
-    let attrs = p.parse_optional_attr_dict()?;
-    Ok(ParsedOp { operands: vec![cond], result_types: vec![], attrs, regions: vec![region] })
-}
-
-fn print_if(p: &mut Printer<'_>, op: Op) {
-    let data = &p.body.ops[op];
-    let (cond, attrs, region) = (data.operands[0], data.attrs.clone(), data.regions[0]);
-    p.write(" ");
-    p.value(cond);
-    p.write(" ");
-    p.region(region);
-    p.attr_dict(&attrs, &[]);
-}
-
-fn verify_if(body: &Body, op: Op) -> Result<(), String> {
-    expect_counts(body, op, 1, 0)?;
-    let data = &body.ops[op];
-    if *body.value_type(data.operands[0]) != Type::Scalar(crate::ir::ElemType::I1) {
-        return Err("condition must be 'i1'".into());
-    }
-    let [region] = data.regions[..] else { return Err("expects one region".into()) };
+/// `tile.if`'s region takes no arguments and yields nothing.
+pub(super) fn verify_if(body: &Body, op: Op) -> Result<(), String> {
+    let region = If::of(body, op).ok_or("malformed 'tile.if'")?.region(body);
     let [block] = body.regions[region].blocks[..] else { return Err("region must have exactly one block".into()) };
     if !body.blocks[block].args.is_empty() {
         return Err("region takes no arguments".into());
     }
     match body.terminator(block) {
-        Some(t) if body.ops[t].def.name == YIELD.name && body.ops[t].operands.is_empty() => Ok(()),
+        Some(t) if Yield::of(body, t).is_some_and(|y| y.values(body).is_empty()) => Ok(()),
         _ => Err("region must end with a 'tile.yield' of no values".into()),
     }
 }
 
-/// `tile.yield %a, %b : T, U` (or bare `tile.yield`)
-pub const YIELD: OpDef = OpDef {
-    name: "tile.yield",
-    traits: OpTraits::TERMINATOR,
-    parse: parse_yield,
-    print: print_yield,
-    verify: verify_yield,
-    fold: None,
-};
-
-fn parse_yield(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
-    let values = p.parse_operand_list()?;
-    let attrs = p.parse_optional_attr_dict()?;
-    let types = if values.is_empty() {
-        Vec::new()
-    } else {
-        p.expect(":")?;
-        p.parse_type_list()?
-    };
-    Ok(ParsedOp { operands: p.resolve_all(&values, &types)?, result_types: vec![], attrs, regions: vec![] })
-}
-
-fn print_yield(p: &mut Printer<'_>, op: Op) {
-    let data = &p.body.ops[op];
-    let (operands, attrs) = (data.operands.clone(), data.attrs.clone());
-    if !operands.is_empty() {
-        p.write(" ");
-        p.values(&operands);
-    }
-    p.attr_dict(&attrs, &[]);
-    if !operands.is_empty() {
-        p.write(" : ");
-        let types: Vec<Type> = operands.iter().map(|&v| p.body.value_type(v).clone()).collect();
-        p.types(&types.iter().collect::<Vec<_>>());
-    }
-}
-
-fn verify_yield(body: &Body, op: Op) -> Result<(), String> {
+pub(super) fn verify_yield(body: &Body, op: Op) -> Result<(), String> {
     let parent = parent_op(body, op);
-    if !matches!(parent.map(|o| body.ops[o].def.name), Some("tile.for" | "tile.if" | "nv.warp_specialize")) {
+    if !matches!(parent.map(|o| body.opcode(o)), Some(Opcode::TileFor | Opcode::TileIf | Opcode::NvWarpSpecialize)) {
         return Err("must be nested in 'tile.for', 'tile.if' or 'nv.warp_specialize'".into());
     }
     Ok(())
 }
 
-/// `tile.return`
-pub const RETURN: OpDef = OpDef {
-    name: "tile.return",
-    traits: OpTraits::TERMINATOR,
-    parse: parse_return,
-    print: print_return,
-    verify: verify_return,
-    fold: None,
-};
-
-fn parse_return(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
-    let attrs = p.parse_optional_attr_dict()?;
-    Ok(ParsedOp { operands: vec![], result_types: vec![], attrs, regions: vec![] })
-}
-
-fn print_return(p: &mut Printer<'_>, op: Op) {
-    let attrs = p.body.ops[op].attrs.clone();
-    p.attr_dict(&attrs, &[]);
-}
-
-fn verify_return(body: &Body, op: Op) -> Result<(), String> {
-    expect_counts(body, op, 0, 0)?;
+pub(super) fn verify_return(body: &Body, op: Op) -> Result<(), String> {
     if parent_op(body, op).is_some() {
         return Err("must be in the function body, not nested in another op".into());
     }

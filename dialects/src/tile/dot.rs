@@ -2,129 +2,13 @@
 //! and `dot_scaled` (FP8 e4m3 with DeepGEMM's block scales), plus the layout
 //! conversion the layout pass inserts between them and their neighbours.
 
-use super::arith::{expect_counts, parse_cast, print_cast};
-use crate::diagnostic::Diagnostic;
+use super::{ConvertLayout, Dot, DotScaled};
 use crate::ir::{Body, ElemType, Op, TileType, Type};
-use crate::registry::{OpDef, OpTraits, ParsedOp};
-use crate::syntax::{Parser, Printer};
 
-/// K elements covered by one block scale, in both operands (seed 001).
+/// K elements covered by one block scale, in both operands.
 pub const SCALE_BLOCK_K: i64 = 128;
 /// N rows covered by one RHS block scale (128x128 blocks).
 pub const SCALE_BLOCK_N: i64 = 128;
-
-/// `%d = tile.dot %a, %b, %acc {transpose_b} : tensor<MxK>, tensor<NxK> -> tensor<MxN>`
-///
-/// A is M x K (K x M with `transpose_a`), B is K x N (N x K with
-/// `transpose_b`); the accumulator has the result's type.
-pub const DOT: OpDef =
-    OpDef { name: "tile.dot", traits: OpTraits::PURE, parse: parse_dot, print: print_dot, verify: verify_dot, fold: None };
-
-/// `%d = tile.dot_scaled %a scale %sa, %b scale %sb, %acc {transpose_b} :
-///   tensor<MxKxf8E4M3FN>, tensor<Mx(K/128)xf32>, tensor<NxKxf8E4M3FN>,
-///   tensor<ceil(N/128)x(K/128)xf32> -> tensor<MxNxf32>`
-pub const DOT_SCALED: OpDef = OpDef {
-    name: "tile.dot_scaled",
-    traits: OpTraits::PURE,
-    parse: parse_dot_scaled,
-    print: print_dot_scaled,
-    verify: verify_dot_scaled,
-    fold: None,
-};
-
-/// `%y = tile.convert_layout %x : tensor<..., #a> to tensor<..., #b>`
-pub const CONVERT_LAYOUT: OpDef = OpDef {
-    name: "tile.convert_layout",
-    traits: OpTraits::PURE,
-    parse: parse_cast,
-    print: print_cast,
-    verify: verify_convert_layout,
-    fold: None,
-};
-
-fn parse_dot(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
-    let a = p.parse_operand()?;
-    p.expect(",")?;
-    let b = p.parse_operand()?;
-    p.expect(",")?;
-    let acc = p.parse_operand()?;
-    let attrs = p.parse_optional_attr_dict()?;
-    p.expect(":")?;
-    let a_ty = p.parse_type()?;
-    p.expect(",")?;
-    let b_ty = p.parse_type()?;
-    p.expect("->")?;
-    let c_ty = p.parse_type()?;
-    let operands = vec![p.resolve(&a, &a_ty)?, p.resolve(&b, &b_ty)?, p.resolve(&acc, &c_ty)?];
-    Ok(ParsedOp { operands, result_types: vec![c_ty], attrs, regions: vec![] })
-}
-
-fn print_dot(p: &mut Printer<'_>, op: Op) {
-    let data = &p.body.ops[op];
-    let (ops, attrs, result) = (data.operands.clone(), data.attrs.clone(), data.results[0]);
-    p.write(" ");
-    p.values(&ops);
-    p.attr_dict(&attrs, &[]);
-    p.write(" : ");
-    p.value_type(ops[0]);
-    p.write(", ");
-    p.value_type(ops[1]);
-    p.write(" -> ");
-    p.value_type(result);
-}
-
-fn parse_dot_scaled(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
-    let a = p.parse_operand()?;
-    p.expect_keyword("scale")?;
-    let sa = p.parse_operand()?;
-    p.expect(",")?;
-    let b = p.parse_operand()?;
-    p.expect_keyword("scale")?;
-    let sb = p.parse_operand()?;
-    p.expect(",")?;
-    let acc = p.parse_operand()?;
-    let attrs = p.parse_optional_attr_dict()?;
-    p.expect(":")?;
-    let types = p.parse_comma_separated(Parser::parse_type)?;
-    p.expect("->")?;
-    let c_ty = p.parse_type()?;
-    if types.len() != 4 {
-        return p.error(format!("'tile.dot_scaled' expects 4 operand types (A, A scales, B, B scales), found {}", types.len()));
-    }
-    let operands = vec![
-        p.resolve(&a, &types[0])?,
-        p.resolve(&sa, &types[1])?,
-        p.resolve(&b, &types[2])?,
-        p.resolve(&sb, &types[3])?,
-        p.resolve(&acc, &c_ty)?,
-    ];
-    Ok(ParsedOp { operands, result_types: vec![c_ty], attrs, regions: vec![] })
-}
-
-fn print_dot_scaled(p: &mut Printer<'_>, op: Op) {
-    let data = &p.body.ops[op];
-    let (ops, attrs, result) = (data.operands.clone(), data.attrs.clone(), data.results[0]);
-    p.write(" ");
-    p.value(ops[0]);
-    p.write(" scale ");
-    p.value(ops[1]);
-    p.write(", ");
-    p.value(ops[2]);
-    p.write(" scale ");
-    p.value(ops[3]);
-    p.write(", ");
-    p.value(ops[4]);
-    p.attr_dict(&attrs, &[]);
-    p.write(" : ");
-    for (i, &v) in ops[..4].iter().enumerate() {
-        if i > 0 {
-            p.write(", ");
-        }
-        p.value_type(v);
-    }
-    p.write(" -> ");
-    p.value_type(result);
-}
 
 fn tile_of<'a>(body: &'a Body, v: crate::ir::Value, what: &str) -> Result<&'a TileType, String> {
     match body.value_type(v) {
@@ -135,7 +19,8 @@ fn tile_of<'a>(body: &'a Body, v: crate::ir::Value, what: &str) -> Result<&'a Ti
 }
 
 /// The (M, N, K) of a dot after checking that A, B and C agree; element
-/// types are checked by the callers.
+/// types are checked by the callers, and the definitions give the result
+/// the accumulator's type.
 fn check_dot_shapes(body: &Body, op: Op, a: &TileType, b: &TileType, c: &TileType) -> Result<(i64, i64, i64), String> {
     let attrs = &body.ops[op].attrs;
     let (m, ka) = if attrs.has("transpose_a") { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
@@ -149,17 +34,14 @@ fn check_dot_shapes(body: &Body, op: Op, a: &TileType, b: &TileType, c: &TileTyp
     if c.shape != [m, n] {
         return Err(format!("accumulator shape {}x{} does not match the product's {m}x{n}", c.shape[0], c.shape[1]));
     }
-    let result = body.value_type(body.ops[op].results[0]);
-    if result.as_tile().map(|r| (&r.shape, r.elem)) != Some((&c.shape, c.elem)) {
-        return Err("result must have the accumulator's shape and element type".into());
-    }
     Ok((m, n, ka))
 }
 
-fn verify_dot(body: &Body, op: Op) -> Result<(), String> {
-    expect_counts(body, op, 3, 1)?;
-    let ops = &body.ops[op].operands;
-    let (a, b, c) = (tile_of(body, ops[0], "A")?, tile_of(body, ops[1], "B")?, tile_of(body, ops[2], "the accumulator")?);
+/// A is M x K (K x M with `transpose_a`), B is K x N (N x K with
+/// `transpose_b`); the accumulator has the result's type.
+pub(super) fn verify_dot(body: &Body, op: Op) -> Result<(), String> {
+    let dot = Dot::of(body, op).ok_or("malformed 'tile.dot'")?;
+    let (a, b, c) = (tile_of(body, dot.lhs(body), "A")?, tile_of(body, dot.rhs(body), "B")?, tile_of(body, dot.acc(body), "the accumulator")?);
     if a.elem != b.elem {
         return Err(format!("A and B must have one element type, found '{}' and '{}'", a.elem.mnemonic(), b.elem.mnemonic()));
     }
@@ -174,14 +56,15 @@ fn verify_dot(body: &Body, op: Op) -> Result<(), String> {
     check_dot_shapes(body, op, a, b, c).map(|_| ())
 }
 
-fn verify_dot_scaled(body: &Body, op: Op) -> Result<(), String> {
-    expect_counts(body, op, 5, 1)?;
-    let ops = &body.ops[op].operands;
-    let a = tile_of(body, ops[0], "A")?;
-    let sa = tile_of(body, ops[1], "A's scales")?;
-    let b = tile_of(body, ops[2], "B")?;
-    let sb = tile_of(body, ops[3], "B's scales")?;
-    let c = tile_of(body, ops[4], "the accumulator")?;
+/// FP8 e4m3 operands with f32 scales: one per row of A and 128 K elements,
+/// one per 128 x 128 block of B.
+pub(super) fn verify_dot_scaled(body: &Body, op: Op) -> Result<(), String> {
+    let dot = DotScaled::of(body, op).ok_or("malformed 'tile.dot_scaled'")?;
+    let a = tile_of(body, dot.lhs(body), "A")?;
+    let sa = tile_of(body, dot.lhs_scale(body), "A's scales")?;
+    let b = tile_of(body, dot.rhs(body), "B")?;
+    let sb = tile_of(body, dot.rhs_scale(body), "B's scales")?;
+    let c = tile_of(body, dot.acc(body), "the accumulator")?;
     if a.elem != ElemType::F8E4M3FN || b.elem != ElemType::F8E4M3FN {
         return Err(format!("A and B must be 'f8E4M3FN', found '{}' and '{}'", a.elem.mnemonic(), b.elem.mnemonic()));
     }
@@ -212,11 +95,10 @@ fn verify_dot_scaled(body: &Body, op: Op) -> Result<(), String> {
     Ok(())
 }
 
-fn verify_convert_layout(body: &Body, op: Op) -> Result<(), String> {
-    expect_counts(body, op, 1, 1)?;
-    let data = &body.ops[op];
-    let from = tile_of(body, data.operands[0], "the input")?;
-    let to = tile_of(body, data.results[0], "the result")?;
+pub(super) fn verify_convert_layout(body: &Body, op: Op) -> Result<(), String> {
+    let convert = ConvertLayout::of(body, op).ok_or("malformed 'tile.convert_layout'")?;
+    let from = tile_of(body, convert.input(body), "the input")?;
+    let to = tile_of(body, convert.result(body), "the result")?;
     if from.shape != to.shape || from.elem != to.elem {
         return Err("input and result must differ only in layout".into());
     }

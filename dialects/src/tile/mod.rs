@@ -8,38 +8,5 @@ pub mod control;
 pub mod dot;
 pub mod memory;
 
-use crate::registry::OpDef;
-
-pub static OPS: &[OpDef] = &[
-    arith::CONSTANT,
-    arith::ADDI,
-    arith::SUBI,
-    arith::MULI,
-    arith::DIVSI,
-    arith::REMSI,
-    arith::CEILDIVSI,
-    arith::MINSI,
-    arith::MAXSI,
-    arith::ADDF,
-    arith::SUBF,
-    arith::MULF,
-    arith::DIVF,
-    arith::MAXF,
-    arith::MINF,
-    arith::TRUNCF,
-    arith::EXTF,
-    arith::INDEX_CAST,
-    arith::BLOCK_ID,
-    arith::NUM_BLOCKS,
-    arith::DIM,
-    arith::CMPI,
-    control::FOR,
-    control::IF,
-    control::YIELD,
-    control::RETURN,
-    memory::LOAD,
-    memory::STORE,
-    dot::DOT,
-    dot::DOT_SCALED,
-    dot::CONVERT_LAYOUT,
-];
+// The op table, `Opcode`s and typed views, generated from `ops.ods`.
+include!(concat!(env!("OUT_DIR"), "/tile_ops.rs"));
