@@ -8,9 +8,9 @@ use super::plan::{error, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
 use super::{roles, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
-use tilec_dialects::ir::{Block, Op};
-use tilec_dialects::nv::memory::tma_load_operands;
-use tilec_dialects::nv::mma::wgmma_operands;
+use tilec_dialects::ir::{Block, Body, Op};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::{nv, tile};
 use tilec_dialects::{Attribute, Diagnostic, ElemType, Function, Type, Value};
 
 /// What a tile/nv value became.
@@ -101,8 +101,27 @@ pub(crate) struct Lowerer<'a> {
     role: Role,
 }
 
-fn is_elected(name: &str) -> bool {
-    matches!(name, "nv.tma_load" | "nv.mbarrier_expect_tx" | "nv.tma_store")
+/// The MLIR op of a tile arithmetic op or cast.
+fn arith_op(opcode: Opcode) -> &'static str {
+    match opcode {
+        Opcode::TileAddi => "arith.addi",
+        Opcode::TileSubi => "arith.subi",
+        Opcode::TileMuli => "arith.muli",
+        Opcode::TileDivsi => "arith.divsi",
+        Opcode::TileRemsi => "arith.remsi",
+        Opcode::TileCeildivsi => "arith.ceildivsi",
+        Opcode::TileMinsi => "arith.minsi",
+        Opcode::TileMaxsi => "arith.maxsi",
+        Opcode::TileAddf => "arith.addf",
+        Opcode::TileSubf => "arith.subf",
+        Opcode::TileMulf => "arith.mulf",
+        Opcode::TileDivf => "arith.divf",
+        Opcode::TileMaxf => "arith.maximumf",
+        Opcode::TileMinf => "arith.minimumf",
+        Opcode::TileTruncf => "arith.truncf",
+        Opcode::TileExtf => "arith.extf",
+        other => unreachable!("'{}' is not an arith op", other.name()),
+    }
 }
 
 impl<'a> Lowerer<'a> {
@@ -192,14 +211,14 @@ impl<'a> Lowerer<'a> {
         let ops = self.f.body.blocks[block].ops.clone();
         let mut i = 0;
         while i < ops.len() {
-            if is_elected(self.f.body.ops[ops[i]].def.name) {
+            if self.f.body.ops[ops[i]].def.traits.elected {
                 if self.role == Role::Consumer {
                     return Err(self.err(ops[i], "elected ops in a consumer region are not supported by the lowering"));
                 }
                 // A run of elected ops: issued by thread 0 only (in the producer when specialised).
                 let leader = self.thread().is_leader.clone();
                 self.em.open(format!("scf.if {leader} {{"));
-                while i < ops.len() && is_elected(self.f.body.ops[ops[i]].def.name) {
+                while i < ops.len() && self.f.body.ops[ops[i]].def.traits.elected {
                     self.lower_op(ops[i])?;
                     i += 1;
                 }
@@ -294,53 +313,68 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// The typed view of `op`; the verifier guarantees it, so a failure is
+    /// reported as malformed IR rather than trusted.
+    fn view<V>(&self, op: Op, of: fn(&Body, Op) -> Option<V>) -> Result<V, Diagnostic> {
+        of(&self.f.body, op).ok_or_else(|| self.err(op, "is malformed"))
+    }
+
+    /// Lowers one op. The `match` is on `Opcode`, so a new op without a
+    /// lowering arm does not compile.
     fn lower_op(&mut self, op: Op) -> Result<(), Diagnostic> {
-        let data = &self.f.body.ops[op];
-        let name = data.def.name;
-        let operands = data.operands.clone();
-        let results = data.results.clone();
-        let attrs = data.attrs.clone();
-        match name {
-            "tile.constant" => self.lower_constant(op, results[0], attrs.get("value")),
-            "tile.addi" | "tile.subi" | "tile.muli" | "tile.divsi" | "tile.remsi" | "tile.ceildivsi" | "tile.minsi"
-            | "tile.maxsi" => {
-                let ty = self.f.body.value_type(results[0]).clone();
-                let Type::Scalar(elem) = ty else {
+        let opcode = self.f.body.opcode(op);
+        match opcode {
+            Opcode::TileConstant => {
+                let result = self.view(op, tile::Constant::of)?.result(&self.f.body);
+                let value = self.f.body.ops[op].attrs.get("value").cloned();
+                self.lower_constant(op, result, value.as_ref())
+            }
+            Opcode::TileAddi
+            | Opcode::TileSubi
+            | Opcode::TileMuli
+            | Opcode::TileDivsi
+            | Opcode::TileRemsi
+            | Opcode::TileCeildivsi
+            | Opcode::TileMinsi
+            | Opcode::TileMaxsi => {
+                let bin = self.view(op, tile::IntBinary::of)?;
+                let (lhs, rhs, result) = (bin.lhs(&self.f.body), bin.rhs(&self.f.body), bin.result(&self.f.body));
+                let Type::Scalar(elem) = *self.f.body.value_type(result) else {
                     return Err(self.err(op, "integer arithmetic on tiles is not supported by the lowering"));
                 };
-                let (a, b) = (self.scalar(op, operands[0])?, self.scalar(op, operands[1])?);
-                let hint = self.hint(results[0]);
-                let r = self.em.binop(&hint, &format!("arith.{}", &name[5..]), &a, &b, mlir_type(elem));
-                self.vals.insert(results[0], Lv::Scalar { name: r, elem });
+                let (a, b) = (self.scalar(op, lhs)?, self.scalar(op, rhs)?);
+                let hint = self.hint(result);
+                let r = self.em.binop(&hint, arith_op(opcode), &a, &b, mlir_type(elem));
+                self.vals.insert(result, Lv::Scalar { name: r, elem });
                 Ok(())
             }
-            "tile.addf" | "tile.subf" | "tile.mulf" | "tile.divf" | "tile.maxf" | "tile.minf" => {
-                let mop = match name {
-                    "tile.maxf" => "arith.maximumf".to_string(),
-                    "tile.minf" => "arith.minimumf".to_string(),
-                    _ => format!("arith.{}", &name[5..]),
-                };
-                let elem = self.f.body.value_type(results[0]).elem();
-                let hint = self.hint(results[0]);
-                let lv = match (self.lv(op, operands[0])?.clone(), self.lv(op, operands[1])?.clone()) {
+            Opcode::TileAddf | Opcode::TileSubf | Opcode::TileMulf | Opcode::TileDivf | Opcode::TileMaxf | Opcode::TileMinf => {
+                let bin = self.view(op, tile::FloatBinary::of)?;
+                let (lhs, rhs, result) = (bin.lhs(&self.f.body), bin.rhs(&self.f.body), bin.result(&self.f.body));
+                let mop = arith_op(opcode);
+                let elem = self.f.body.value_type(result).elem();
+                let hint = self.hint(result);
+                let lv = match (self.lv(op, lhs)?.clone(), self.lv(op, rhs)?.clone()) {
                     (Lv::Scalar { name: a, .. }, Lv::Scalar { name: b, .. }) => {
-                        Lv::Scalar { name: self.em.binop(&hint, &mop, &a, &b, mlir_type(elem)), elem }
+                        Lv::Scalar { name: self.em.binop(&hint, mop, &a, &b, mlir_type(elem)), elem }
                     }
                     (Lv::Frag(a), Lv::Frag(b)) => Lv::Frag(fragment::map(&mut self.em, &[&a, &b], elem, |em, v| {
-                        em.binop("e", &mop, &v[0], &v[1], mlir_type(elem))
+                        em.binop("e", mop, &v[0], &v[1], mlir_type(elem))
                     })),
                     _ => return Err(self.err(op, "operands must both be scalars or both register tiles")),
                 };
-                self.vals.insert(results[0], lv);
+                self.vals.insert(result, lv);
                 Ok(())
             }
-            "tile.truncf" | "tile.extf" => {
-                let from = self.f.body.value_type(operands[0]).elem();
-                let to = self.f.body.value_type(results[0]).elem();
-                let mop = if name == "tile.truncf" { "arith.truncf" } else { "arith.extf" };
+            Opcode::TileTruncf | Opcode::TileExtf => {
+                let cast = self.view(op, tile::Cast::of)?;
+                let (input, result) = (cast.input(&self.f.body), cast.result(&self.f.body));
+                let from = self.f.body.value_type(input).elem();
+                let to = self.f.body.value_type(result).elem();
+                let mop = arith_op(opcode);
                 let (ft, tt) = (mlir_type(from), mlir_type(to));
-                let hint = self.hint(results[0]);
-                let lv = match self.lv(op, operands[0])?.clone() {
+                let hint = self.hint(result);
+                let lv = match self.lv(op, input)?.clone() {
                     Lv::Scalar { name: a, .. } => {
                         Lv::Scalar { name: self.em.assign(&hint, format!("{mop} {a} : {ft} to {tt}")), elem: to }
                     }
@@ -349,59 +383,67 @@ impl<'a> Lowerer<'a> {
                     })),
                     _ => return Err(self.err(op, "expected a scalar or a register tile")),
                 };
-                self.vals.insert(results[0], lv);
+                self.vals.insert(result, lv);
                 Ok(())
             }
-            "tile.index_cast" => {
-                let from = self.f.body.value_type(operands[0]).elem();
-                let to = self.f.body.value_type(results[0]).elem();
-                let a = self.scalar(op, operands[0])?;
+            Opcode::TileIndexCast => {
+                let cast = self.view(op, tile::IndexCast::of)?;
+                let (input, result) = (cast.input(&self.f.body), cast.result(&self.f.body));
+                let from = self.f.body.value_type(input).elem();
+                let to = self.f.body.value_type(result).elem();
+                let a = self.scalar(op, input)?;
                 let (ft, tt) = (mlir_type(from), mlir_type(to));
                 let r = match (ft, tt) {
                     _ if ft == tt => a,
-                    ("i32", "i64") => self.em.assign(&self.hint(results[0]), format!("arith.extsi {a} : i32 to i64")),
-                    ("i64", "i32") => self.em.assign(&self.hint(results[0]), format!("arith.trunci {a} : i64 to i32")),
+                    ("i32", "i64") => self.em.assign(&self.hint(result), format!("arith.extsi {a} : i32 to i64")),
+                    ("i64", "i32") => self.em.assign(&self.hint(result), format!("arith.trunci {a} : i64 to i32")),
                     _ => return Err(self.err(op, format!("a cast from '{ft}' to '{tt}' is not supported by the lowering"))),
                 };
-                self.vals.insert(results[0], Lv::Scalar { name: r, elem: to });
+                self.vals.insert(result, Lv::Scalar { name: r, elem: to });
                 Ok(())
             }
-            "tile.block_id" | "tile.num_blocks" => {
-                let dim = tilec_dialects::tile::arith::dim_name(attrs.get_int("dim").unwrap_or(0)).unwrap_or("x");
-                let gop = if name == "tile.block_id" { "gpu.block_id" } else { "gpu.grid_dim" };
-                let hint = self.hint(results[0]);
+            Opcode::TileBlockId | Opcode::TileNumBlocks => {
+                let query = self.view(op, tile::GridQuery::of)?;
+                let result = query.result(&self.f.body);
+                let dim = tilec_dialects::tile::arith::dim_name(query.dim(&self.f.body)).unwrap_or("x");
+                let gop = if opcode == Opcode::TileBlockId { "gpu.block_id" } else { "gpu.grid_dim" };
+                let hint = self.hint(result);
                 let idx = self.em.assign(&format!("{hint}_idx"), format!("{gop} {dim}"));
                 let r = self.em.assign(&hint, format!("arith.index_cast {idx} : index to i32"));
-                self.vals.insert(results[0], Lv::Scalar { name: r, elem: ElemType::Index });
+                self.vals.insert(result, Lv::Scalar { name: r, elem: ElemType::Index });
                 Ok(())
             }
-            "tile.dim" => {
-                let Lv::Ref(t) = *self.lv(op, operands[0])? else { return Err(self.err(op, "expected a tensor")) };
-                let d = attrs.get_int("index").unwrap_or(0) as usize;
-                let r = self.dim_value(t, d);
-                self.vals.insert(results[0], Lv::Scalar { name: r, elem: ElemType::Index });
+            Opcode::TileDim => {
+                let dim = self.view(op, tile::Dim::of)?;
+                let Lv::Ref(t) = *self.lv(op, dim.tensor(&self.f.body))? else { return Err(self.err(op, "expected a tensor")) };
+                let r = self.dim_value(t, dim.index(&self.f.body) as usize);
+                self.vals.insert(dim.result(&self.f.body), Lv::Scalar { name: r, elem: ElemType::Index });
                 Ok(())
             }
-            "tile.for" => self.lower_for(op),
-            "tile.if" => {
-                let cond = self.scalar(op, operands[0])?;
-                let block = self.f.body.entry_block(self.f.body.ops[op].regions[0]);
+            Opcode::TileFor => self.lower_for(op),
+            Opcode::TileIf => {
+                let if_op = self.view(op, tile::If::of)?;
+                let cond = self.scalar(op, if_op.condition(&self.f.body))?;
+                let block = self.f.body.entry_block(if_op.region(&self.f.body));
                 self.em.open(format!("scf.if {cond} {{"));
                 self.lower_block(block)?;
                 self.em.close("}");
                 Ok(())
             }
-            "tile.cmpi" => {
-                let (a, b) = (self.scalar(op, operands[0])?, self.scalar(op, operands[1])?);
-                let predicate = attrs.get("predicate").and_then(Attribute::as_str).unwrap_or("eq");
-                let ty = mlir_type(self.f.body.value_type(operands[0]).elem());
-                let r = self.em.assign(&self.hint(results[0]), format!("arith.cmpi {predicate}, {a}, {b} : {ty}"));
-                self.vals.insert(results[0], Lv::Scalar { name: r, elem: ElemType::I1 });
+            Opcode::TileCmpi => {
+                let cmpi = self.view(op, tile::Cmpi::of)?;
+                let (lhs, rhs, result) = (cmpi.lhs(&self.f.body), cmpi.rhs(&self.f.body), cmpi.result(&self.f.body));
+                let (a, b) = (self.scalar(op, lhs)?, self.scalar(op, rhs)?);
+                let predicate = cmpi.predicate(&self.f.body).to_string();
+                let ty = mlir_type(self.f.body.value_type(lhs).elem());
+                let r = self.em.assign(&self.hint(result), format!("arith.cmpi {predicate}, {a}, {b} : {ty}"));
+                self.vals.insert(result, Lv::Scalar { name: r, elem: ElemType::I1 });
                 Ok(())
             }
-            "tile.yield" => {
+            Opcode::TileYield => {
+                let values = self.view(op, tile::Yield::of)?.values(&self.f.body).to_vec();
                 let mut pieces = Vec::new();
-                for &v in &operands {
+                for v in values {
                     let lv = self.lv(op, v)?.clone();
                     pieces.extend(self.flatten(&lv));
                 }
@@ -413,13 +455,17 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(())
             }
-            "tile.return" => {
+            Opcode::TileReturn => {
                 self.em.line("gpu.return");
                 Ok(())
             }
-            "nv.alloc_smem" => {
-                let b = &self.plan.buffers[&results[0]];
-                let (g, hint) = (&b.geom, self.hint(results[0]));
+            Opcode::TileLoad | Opcode::TileStore | Opcode::TileDot | Opcode::TileDotScaled | Opcode::TileConvertLayout => {
+                Err(self.err(op, "is not supported by the lowering"))
+            }
+            Opcode::NvAllocSmem => {
+                let result = self.view(op, nv::AllocSmem::of)?.result(&self.f.body);
+                let b = &self.plan.buffers[&result];
+                let (g, hint) = (&b.geom, self.hint(result));
                 self.em.line(format!(
                     "// {hint}: {} stage(s) x {} bytes at byte {}: {}x{} {}, {} column block(s) of {} bytes (swizzle {})",
                     b.stages,
@@ -432,80 +478,87 @@ impl<'a> Lowerer<'a> {
                     g.span(),
                     g.swizzle
                 ));
-                self.vals.insert(results[0], Lv::Smem(SmemRef::whole(results[0], g.rows)));
+                self.vals.insert(result, Lv::Smem(SmemRef::whole(result, g.rows)));
                 Ok(())
             }
-            "nv.alloc_mbarriers" => {
+            Opcode::NvAllocMbarriers => {
+                let result = self.view(op, nv::AllocMbarriers::of)?.result(&self.f.body);
                 self.check_cta_wide(op)?;
-                let bars = self.plan.barriers[&results[0]].clone();
+                let bars = self.plan.barriers[&result].clone();
                 let t = self.thread();
                 let (smem, leader) = (t.smem.clone(), t.is_leader.clone());
-                self.em.line(format!("// {}: {} mbarrier(s) at byte {}", self.hint(results[0]), bars.count, bars.offset));
+                self.em.line(format!("// {}: {} mbarrier(s) at byte {}", self.hint(result), bars.count, bars.offset));
                 tma::init_barriers(&mut self.em, &smem, &bars, &leader);
-                self.vals.insert(results[0], Lv::Bars(results[0]));
+                self.vals.insert(result, Lv::Bars(result));
                 Ok(())
             }
-            "nv.mbarrier_expect_tx" => {
-                let bar = self.barrier(op, operands[0], operands[1])?;
-                tma::expect_tx(&mut self.em, &bar, attrs.get_int("bytes").unwrap_or(0));
+            Opcode::NvMbarrierExpectTx => {
+                let expect = self.view(op, nv::MbarrierExpectTx::of)?;
+                let bar = self.barrier(op, expect.barrier(&self.f.body), expect.stage(&self.f.body))?;
+                tma::expect_tx(&mut self.em, &bar, expect.bytes(&self.f.body));
                 Ok(())
             }
-            "nv.mbarrier_wait" => {
-                let bar = self.barrier(op, operands[0], operands[1])?;
-                let phase = self.scalar(op, operands[2])?;
+            Opcode::NvMbarrierWait => {
+                let wait = self.view(op, nv::MbarrierWait::of)?;
+                let bar = self.barrier(op, wait.barrier(&self.f.body), wait.stage(&self.f.body))?;
+                let phase = self.scalar(op, wait.phase(&self.f.body))?;
                 tma::wait(&mut self.em, &bar, &phase);
                 Ok(())
             }
-            "nv.tma_load" => self.lower_tma_load(op),
-            "nv.wgmma_fence" => {
+            Opcode::NvTmaLoad => self.lower_tma_load(op),
+            Opcode::NvWgmmaFence => {
                 self.em.line("nvvm.wgmma.fence.aligned");
                 Ok(())
             }
-            "nv.wgmma_commit" => {
+            Opcode::NvWgmmaCommit => {
                 self.em.line("nvvm.wgmma.commit.group.sync.aligned");
                 Ok(())
             }
-            "nv.wgmma_wait" => {
-                let pending = attrs.get_int("pending").unwrap_or(0);
+            Opcode::NvWgmmaWait => {
+                let wait = self.view(op, nv::WgmmaWait::of)?;
+                let pending = wait.pending(&self.f.body);
                 self.em.line(format!("nvvm.wgmma.wait.group.sync.aligned {pending}"));
-                for (&o, &r) in operands.iter().zip(&results) {
+                let (values, results) = (wait.values(&self.f.body).to_vec(), wait.results(&self.f.body).to_vec());
+                for (o, r) in values.into_iter().zip(results) {
                     let lv = self.lv(op, o)?.clone();
                     self.vals.insert(r, lv);
                 }
                 Ok(())
             }
-            "nv.load_fragment" => self.lower_load_fragment(op),
-            "nv.wgmma" => self.lower_wgmma(op),
-            "nv.barrier" => {
+            Opcode::NvLoadFragment => self.lower_load_fragment(op),
+            Opcode::NvWgmma => self.lower_wgmma(op),
+            Opcode::NvBarrier => {
                 self.check_cta_wide(op)?;
                 self.em.line("gpu.barrier");
                 Ok(())
             }
-            "nv.mbarrier_arrive" => {
-                let bar = self.barrier(op, operands[0], operands[1])?;
+            Opcode::NvMbarrierArrive => {
+                let arrive = self.view(op, nv::MbarrierArrive::of)?;
+                let bar = self.barrier(op, arrive.barrier(&self.f.body), arrive.stage(&self.f.body))?;
                 tma::arrive(&mut self.em, &bar);
                 Ok(())
             }
-            "nv.smem_rows" => {
-                let Lv::Smem(parent) = self.lv(op, operands[0])?.clone() else {
+            Opcode::NvSmemRows => {
+                let rows_op = self.view(op, nv::SmemRows::of)?;
+                let (buffer_v, row_v, result) = (rows_op.buffer(&self.f.body), rows_op.row(&self.f.body), rows_op.result(&self.f.body));
+                let Lv::Smem(parent) = self.lv(op, buffer_v)?.clone() else {
                     return Err(self.err(op, "expected a shared buffer"));
                 };
-                let row = self.scalar(op, operands[1])?;
-                let rows = self.f.body.value_type(results[0]).as_smem().map_or(0, |s| s.tile.shape[0]);
+                let row = self.scalar(op, row_v)?;
+                let rows = self.f.body.value_type(result).as_smem().map_or(0, |s| s.tile.shape[0]);
                 let buffer = &self.plan.buffers[&parent.buffer];
-                let window = smem_rows::window(&mut self.em, &self.f.body, op, &parent, buffer, (operands[1], row), rows)?;
-                self.vals.insert(results[0], Lv::Smem(window));
+                let window = smem_rows::window(&mut self.em, &self.f.body, op, &parent, buffer, (row_v, row), rows)?;
+                self.vals.insert(result, Lv::Smem(window));
                 Ok(())
             }
-            "nv.warp_specialize" => self.lower_warp_specialize(op),
-            "nv.store_global" => self.lower_store(op),
-            "nv.store_shared" => self.lower_store_shared(op),
-            "nv.fence_async_shared" => {
+            Opcode::NvWarpSpecialize => self.lower_warp_specialize(op),
+            Opcode::NvStoreGlobal => self.lower_store(op),
+            Opcode::NvStoreShared => self.lower_store_shared(op),
+            Opcode::NvFenceAsyncShared => {
                 self.em.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
                 Ok(())
             }
-            "nv.tma_store" => self.lower_tma_store(op),
-            _ => Err(self.err(op, "is not supported by the lowering")),
+            Opcode::NvTmaStore => self.lower_tma_store(op),
         }
     }
 
@@ -539,17 +592,19 @@ impl<'a> Lowerer<'a> {
     }
 
     fn lower_for(&mut self, op: Op) -> Result<(), Diagnostic> {
-        let data = &self.f.body.ops[op];
-        let (operands, results, region) = (data.operands.clone(), data.results.clone(), data.regions[0]);
+        let for_op = self.view(op, tile::For::of)?;
+        let body = &self.f.body;
+        let (init_values, results, region) = (for_op.inits(body).to_vec(), for_op.results(body).to_vec(), for_op.region(body));
+        let (lb, ub, step) = (for_op.lower_bound(body), for_op.upper_bound(body), for_op.step(body));
         let block = self.f.body.entry_block(region);
         let args = self.f.body.blocks[block].args.clone();
-        let (lb, ub, step) = (self.scalar(op, operands[0])?, self.scalar(op, operands[1])?, self.scalar(op, operands[2])?);
+        let (lb, ub, step) = (self.scalar(op, lb)?, self.scalar(op, ub)?, self.scalar(op, step)?);
         let iv = self.em.fresh(&self.hint(args[0]));
         self.vals.insert(args[0], Lv::Scalar { name: iv.clone(), elem: ElemType::Index });
 
         let mut inits = Vec::new();
         let mut pieces = Vec::new();
-        for &v in &operands[3..] {
+        for v in init_values {
             let lv = self.lv(op, v)?.clone();
             if !matches!(lv, Lv::Scalar { .. } | Lv::Frag(_)) {
                 return Err(self.err(op, "only scalars and register tiles can be loop-carried by the lowering"));
@@ -597,9 +652,10 @@ impl<'a> Lowerer<'a> {
     }
 
     fn lower_tma_load(&mut self, op: Op) -> Result<(), Diagnostic> {
-        let o = tma_load_operands(&self.f.body, op).ok_or_else(|| self.err(op, "malformed operands"))?;
+        let o = self.view(op, nv::TmaLoad::of)?;
+        let body = &self.f.body;
         let (tensor, coords, buffer, stage, barrier, bstage) =
-            (o.tensor, o.coords.to_vec(), o.buffer, o.stage, o.barrier, o.barrier_stage);
+            (o.tensor(body), o.coords(body).to_vec(), o.buffer(body), o.stage(body), o.barrier(body), o.barrier_stage(body));
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let Lv::Smem(dst) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         let buf = self.plan.buffers[&dst.buffer].clone();
@@ -620,12 +676,12 @@ impl<'a> Lowerer<'a> {
     }
 
     fn lower_load_fragment(&mut self, op: Op) -> Result<(), Diagnostic> {
-        let data = &self.f.body.ops[op];
-        let (operands, result) = (data.operands.clone(), data.results[0]);
-        let Lv::Smem(src) = self.lv(op, operands[0])?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
+        let load = self.view(op, nv::LoadFragment::of)?;
+        let (buffer, stage, result) = (load.buffer(&self.f.body), load.stage(&self.f.body), load.result(&self.f.body));
+        let Lv::Smem(src) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         let tile = self.f.body.value_type(result).as_tile().cloned().ok_or_else(|| self.err(op, "expected a tile"))?;
         let geom = AFragGeom::of(&tile, self.warps()).map_err(|m| self.err(op, m))?;
-        let stage = self.scalar(op, operands[1])?;
+        let stage = self.scalar(op, stage)?;
         let t = self.thread();
         let (smem, wg) = (t.smem.clone(), if geom.warpgroups > 1 { t.wg.clone() } else { None });
         let source = ldmatrix::Source { buffer: &self.plan.buffers[&src.buffer], row_offset: src.row_offset.as_deref(), stage: &stage, smem: &smem };
@@ -640,19 +696,20 @@ impl<'a> Lowerer<'a> {
         if self.plan.warp_specialized && self.role != Role::Consumer {
             return Err(self.err(op, "in a warp-specialised kernel, wgmma runs in a consumer region"));
         }
-        let data = &self.f.body.ops[op];
-        let (result, attrs, loc) = (data.results[0], data.attrs.clone(), data.loc.clone());
-        let (a_ops, rest) = wgmma_operands(&self.f.body, op);
-        let (a_ops, rest) = (a_ops.to_vec(), rest.to_vec());
-        let Lv::Smem(b_ref) = self.lv(op, rest[0])?.clone() else { return Err(self.err(op, "B must be a shared buffer")) };
-        let a_lv = self.lv(op, a_ops[0])?.clone();
+        let mma = self.view(op, nv::Wgmma::of)?;
+        let body = &self.f.body;
+        let (result, loc) = (mma.result(body), body.ops[op].loc.clone());
+        let (transpose_a, transpose_b) = (mma.transpose_a(body), mma.transpose_b(body));
+        let (a_value, a_stage, b_value, b_stage, acc_value) = (mma.a(body), mma.a_stage(body), mma.b(body), mma.b_stage(body), mma.acc(body));
+        let Lv::Smem(b_ref) = self.lv(op, b_value)?.clone() else { return Err(self.err(op, "B must be a shared buffer")) };
+        let a_lv = self.lv(op, a_value)?.clone();
         let a = match &a_lv {
             Lv::Smem(a_ref) => wgmma::AOperand::Smem(wgmma::Operand {
                 buffer: &self.plan.buffers[&a_ref.buffer],
                 rows: a_ref.rows,
                 row_offset: a_ref.row_offset.clone(),
-                stage: self.scalar(op, a_ops[1])?,
-                k_major: !attrs.has("transpose_a"),
+                stage: self.scalar(op, a_stage.ok_or_else(|| self.err(op, "A in shared memory needs a stage"))?)?,
+                k_major: !transpose_a,
             }),
             Lv::AFrag(regs) => wgmma::AOperand::Regs(regs),
             _ => return Err(self.err(op, "A must be a shared buffer or registers from nv.load_fragment")),
@@ -661,10 +718,10 @@ impl<'a> Lowerer<'a> {
             buffer: &self.plan.buffers[&b_ref.buffer],
             rows: b_ref.rows,
             row_offset: b_ref.row_offset,
-            stage: self.scalar(op, rest[1])?,
-            k_major: attrs.has("transpose_b"),
+            stage: self.scalar(op, b_stage)?,
+            k_major: transpose_b,
         };
-        let acc = self.frag(op, rest[2])?;
+        let acc = self.frag(op, acc_value)?;
         let t = self.thread.as_ref().expect("prologue written");
         // Only warpgroups sharing one tile split it by the CTA-wide index.
         let wg = if acc.geom.warpgroups > 1 { t.wg.as_deref() } else { None };
@@ -674,11 +731,13 @@ impl<'a> Lowerer<'a> {
     }
 
     fn lower_store(&mut self, op: Op) -> Result<(), Diagnostic> {
-        let operands = self.f.body.ops[op].operands.clone();
-        let frag = self.frag(op, operands[0])?;
-        let Lv::Ref(t) = *self.lv(op, operands[1])? else { return Err(self.err(op, "expected a tensor")) };
-        let row0 = self.scalar(op, operands[2])?;
-        let col0 = self.scalar(op, operands[3])?;
+        let store = self.view(op, nv::StoreGlobal::of)?;
+        let (value, tensor) = (store.value(&self.f.body), store.tensor(&self.f.body));
+        let &[row0, col0] = store.coords(&self.f.body) else { return Err(self.err(op, "expects a row and a column")) };
+        let frag = self.frag(op, value)?;
+        let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
+        let row0 = self.scalar(op, row0)?;
+        let col0 = self.scalar(op, col0)?;
         let rows = self.dim_value(t, 0);
         let cols = self.dim_value(t, 1);
         let ptr = self.ptr_args[&t].clone();
@@ -690,14 +749,15 @@ impl<'a> Lowerer<'a> {
     }
 
     fn lower_store_shared(&mut self, op: Op) -> Result<(), Diagnostic> {
-        let operands = self.f.body.ops[op].operands.clone();
-        let frag = self.frag(op, operands[0])?;
-        let Lv::Smem(dst) = self.lv(op, operands[1])?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
+        let store = self.view(op, nv::StoreShared::of)?;
+        let (value, buffer, stage) = (store.value(&self.f.body), store.buffer(&self.f.body), store.stage(&self.f.body));
+        let frag = self.frag(op, value)?;
+        let Lv::Smem(dst) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         if dst.row_offset.is_some() {
             return Err(self.err(op, "stores into row windows are not supported by the lowering"));
         }
         let buf = self.plan.buffers[&dst.buffer].clone();
-        let stage = self.scalar(op, operands[2])?;
+        let stage = self.scalar(op, stage)?;
         let t = self.thread();
         let (tid, smem) = (t.tid.clone(), t.smem.clone());
         let base = tma::smem_ptr(&mut self.em, &smem, buf.offset, &stage, buf.geom.stage_bytes(), "c_stage");
@@ -707,12 +767,15 @@ impl<'a> Lowerer<'a> {
     }
 
     fn lower_tma_store(&mut self, op: Op) -> Result<(), Diagnostic> {
-        let operands = self.f.body.ops[op].operands.clone();
-        let Lv::Smem(src) = self.lv(op, operands[0])?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
+        let store = self.view(op, nv::TmaStore::of)?;
+        let body = &self.f.body;
+        let (buffer, stage, tensor) = (store.buffer(body), store.stage(body), store.tensor(body));
+        let &[row, col] = store.coords(body) else { return Err(self.err(op, "expects a row and a column")) };
+        let Lv::Smem(src) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         if src.row_offset.is_some() {
             return Err(self.err(op, "TMA stores from row windows are not supported by the lowering"));
         }
-        let Lv::Ref(t) = *self.lv(op, operands[2])? else { return Err(self.err(op, "expected a tensor")) };
+        let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let buf = self.plan.buffers[&src.buffer].clone();
         let desc_idx = self
             .plan
@@ -721,9 +784,9 @@ impl<'a> Lowerer<'a> {
             .position(|d| d.tensor == t && d.box_dims == [buf.geom.rows, buf.geom.block_cols()] && d.swizzle == buf.geom.swizzle)
             .expect("planned");
         let desc = self.tma_args[desc_idx].clone();
-        let stage = self.scalar(op, operands[1])?;
-        let row = self.scalar(op, operands[3])?;
-        let col = self.scalar(op, operands[4])?;
+        let stage = self.scalar(op, stage)?;
+        let row = self.scalar(op, row)?;
+        let col = self.scalar(op, col)?;
         let smem = self.thread().smem.clone();
         tma::store(&mut self.em, &smem, &buf, &stage, &desc, &row, &col);
         Ok(())
@@ -742,12 +805,10 @@ impl<'a> Lowerer<'a> {
         if self.role != Role::Cta {
             return Err(self.err(op, "nested warp specialisation is not supported by the lowering"));
         }
-        let data = &self.f.body.ops[op];
-        let budgets = roles::Budgets {
-            producer_regs: data.attrs.get_int("producer_regs").unwrap_or(0),
-            consumer_regs: data.attrs.get_int("consumer_regs").unwrap_or(0),
-        };
-        let (producer, consumer) = (self.f.body.entry_block(data.regions[0]), self.f.body.entry_block(data.regions[1]));
+        let ws = self.view(op, nv::WarpSpecialize::of)?;
+        let body = &self.f.body;
+        let budgets = roles::Budgets { producer_regs: ws.producer_regs(body), consumer_regs: ws.consumer_regs(body) };
+        let (producer, consumer) = (body.entry_block(ws.producer(body)), body.entry_block(ws.consumer(body)));
         let c_arg = self.f.body.blocks[consumer].args[0];
         let wg = self.thread().wg.clone().expect("plan checked: a specialised kernel has several warpgroups");
 

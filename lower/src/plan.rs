@@ -7,7 +7,8 @@ use tilec_artifact::{
     DType, Dim, GridRule, Interleave, L2Promotion, Manifest, OobFill, Param, Role, ScalarSource, ScalarType,
     Swizzle, TensorDecl, TmaParam, FORMAT_VERSION,
 };
-use tilec_dialects::nv::memory::tma_load_operands;
+use tilec_dialects::nv;
+use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Value};
 
 /// Alignment of every shared buffer: the 128-byte swizzle pattern repeats
@@ -261,37 +262,40 @@ impl Plan {
         for op in body.walk_region(f.region) {
             let data = &body.ops[op];
             let name = data.def.name;
-            match name {
-                "tile.load" | "tile.store" | "tile.dot" | "tile.dot_scaled" | "tile.convert_layout" => {
+            let malformed = || error(&data.loc, name, "is malformed");
+            match data.opcode() {
+                Opcode::TileLoad | Opcode::TileStore | Opcode::TileDot | Opcode::TileDotScaled | Opcode::TileConvertLayout => {
                     return Err(error(
                         &data.loc,
                         name,
                         "tile-level memory, dot and layout ops are not supported by the lowering (run tile-lower-to-nv first)",
                     ));
                 }
-                "nv.alloc_smem" => {
-                    let ty = body.value_type(data.results[0]);
+                Opcode::NvAllocSmem => {
+                    let result = nv::AllocSmem::of(body, op).ok_or_else(malformed)?.result(body);
+                    let ty = body.value_type(result);
                     let geom = SmemGeom::from_type(ty, &data.loc, name)?;
                     let stages = ty.as_smem().map_or(1, |s| s.stages);
                     let offset = align(cursor, BUFFER_ALIGN);
                     cursor = offset + stages * geom.stage_bytes();
-                    plan.buffers.insert(data.results[0], Buffer { offset, stages, geom });
+                    plan.buffers.insert(result, Buffer { offset, stages, geom });
                 }
-                "nv.alloc_mbarriers" => {
-                    let Type::MBarrier(count) = body.value_type(data.results[0]) else {
+                Opcode::NvAllocMbarriers => {
+                    let alloc = nv::AllocMbarriers::of(body, op).ok_or_else(malformed)?;
+                    let result = alloc.result(body);
+                    let Type::MBarrier(count) = body.value_type(result) else {
                         return Err(error(&data.loc, name, "expected '!nv.mbarrier'"));
                     };
-                    let arrivals = data.attrs.get_int("arrivals").unwrap_or(1);
-                    bar_order.push(data.results[0]);
-                    plan.barriers.insert(data.results[0], Barriers { offset: 0, count: *count, arrivals });
+                    bar_order.push(result);
+                    plan.barriers.insert(result, Barriers { offset: 0, count: *count, arrivals: alloc.arrivals(body) });
                 }
-                "nv.tma_load" => {
-                    let o = tma_load_operands(body, op).ok_or_else(|| error(&data.loc, name, "malformed operands"))?;
-                    let geom = SmemGeom::from_type(body.value_type(o.buffer), &data.loc, name)?;
-                    let tensor = *plan.tensor_of_arg.get(&o.tensor).ok_or_else(|| {
+                Opcode::NvTmaLoad => {
+                    let o = nv::TmaLoad::of(body, op).ok_or_else(malformed)?;
+                    let geom = SmemGeom::from_type(body.value_type(o.buffer(body)), &data.loc, name)?;
+                    let tensor = *plan.tensor_of_arg.get(&o.tensor(body)).ok_or_else(|| {
                         error(&data.loc, name, "the source must be a kernel argument")
                     })?;
-                    if o.coords.len() != 2 {
+                    if o.coords(body).len() != 2 {
                         return Err(error(&data.loc, name, "only rank-2 TMA loads are supported by the lowering"));
                     }
                     let desc = TmaDesc {
@@ -304,8 +308,8 @@ impl Plan {
                         plan.tma.push(desc);
                     }
                 }
-                "nv.warp_specialize" => {
-                    consumers = data.attrs.get_int("consumers").unwrap_or(1);
+                Opcode::NvWarpSpecialize => {
+                    consumers = nv::WarpSpecialize::of(body, op).ok_or_else(malformed)?.consumers(body);
                     if num_warps != 4 * (1 + consumers) {
                         return Err(error(
                             &data.loc,
@@ -315,14 +319,15 @@ impl Plan {
                     }
                     plan.warp_specialized = true;
                 }
-                "nv.store_global" => {
+                Opcode::NvStoreGlobal => {
+                    let st = nv::StoreGlobal::of(body, op).ok_or_else(malformed)?;
                     let tensor = *plan
                         .tensor_of_arg
-                        .get(&data.operands[1])
+                        .get(&st.tensor(body))
                         .ok_or_else(|| error(&data.loc, name, "the destination must be a kernel argument"))?;
                     plan.tensors[tensor].stored = true;
                     plan.tensors[tensor].ptr = true;
-                    let tile = body.value_type(data.operands[0]).as_tile().expect("verified");
+                    let tile = body.value_type(st.value(body)).as_tile().expect("verified");
                     if tile.shape.len() != 2 {
                         return Err(error(&data.loc, name, "only rank-2 stores are supported by the lowering"));
                     }
@@ -332,13 +337,14 @@ impl Plan {
                     }
                     store = Some(shape);
                 }
-                "nv.tma_store" => {
-                    let geom = SmemGeom::from_type(body.value_type(data.operands[0]), &data.loc, name)?;
+                Opcode::NvTmaStore => {
+                    let st = nv::TmaStore::of(body, op).ok_or_else(malformed)?;
+                    let geom = SmemGeom::from_type(body.value_type(st.buffer(body)), &data.loc, name)?;
                     let tensor = *plan
                         .tensor_of_arg
-                        .get(&data.operands[2])
+                        .get(&st.tensor(body))
                         .ok_or_else(|| error(&data.loc, name, "the destination must be a kernel argument"))?;
-                    if data.operands.len() != 5 {
+                    if st.coords(body).len() != 2 {
                         return Err(error(&data.loc, name, "only rank-2 TMA stores are supported by the lowering"));
                     }
                     plan.tensors[tensor].stored = true;

@@ -12,7 +12,8 @@
 use super::emitter::Emitter;
 use super::plan::{error, Buffer};
 use tilec_dialects::ir::{Body, Op};
-use tilec_dialects::{Attribute, Diagnostic, Value};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::{tile, Attribute, Diagnostic, Value};
 
 /// Rows in one swizzle atom: a window must start at a multiple of it.
 const ATOM_ROWS: i64 = 8;
@@ -71,15 +72,17 @@ pub(crate) fn window(
 /// products, sums); 0 for a known zero (a multiple of everything).
 fn known_multiple(body: &Body, v: Value) -> i64 {
     let Some(op) = body.defining_op(v) else { return 1 };
-    let data = &body.ops[op];
-    let operand = |i: usize| known_multiple(body, data.operands[i]);
-    match data.def.name {
-        "tile.constant" => match data.attrs.get("value") {
+    if tile::Constant::of(body, op).is_some() {
+        return match body.ops[op].attrs.get("value") {
             Some(Attribute::Int(c, _)) => c.abs(),
             _ => 1,
-        },
-        "tile.muli" => operand(0).saturating_mul(operand(1)),
-        "tile.addi" | "tile.subi" => gcd(operand(0), operand(1)),
+        };
+    }
+    let Some(bin) = tile::IntBinary::of(body, op) else { return 1 };
+    let (lhs, rhs) = (known_multiple(body, bin.lhs(body)), known_multiple(body, bin.rhs(body)));
+    match bin.opcode(body) {
+        Opcode::TileMuli => lhs.saturating_mul(rhs),
+        Opcode::TileAddi | Opcode::TileSubi => gcd(lhs, rhs),
         _ => 1,
     }
 }

@@ -30,7 +30,11 @@ use super::emitter::Emitter;
 use super::fragment::{Frag, FragGeom};
 use super::ldmatrix::{self, AFrag};
 use super::plan::{error, Buffer};
+use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, ElemType, Location};
+
+/// The op whose lowering this is, named in its errors.
+const WGMMA: Opcode = Opcode::NvWgmma;
 
 /// One wgmma operand in shared memory: a buffer, or a row window of one
 /// (which keeps the buffer's layout and strides).
@@ -83,7 +87,7 @@ fn check_operand(op: &Operand<'_>, name: &str, loc: &Location, instr_k: i64) -> 
     let g = &op.buffer.geom;
     let (mn, k) = if op.k_major { (op.rows, g.cols) } else { (g.cols, op.rows) };
     if k % instr_k != 0 {
-        return Err(error(loc, "nv.wgmma", format!("{name}'s K extent {k} is not a multiple of the instruction K {instr_k}")));
+        return Err(error(loc, WGMMA.name(), format!("{name}'s K extent {k} is not a multiple of the instruction K {instr_k}")));
     }
     Ok((mn, k))
 }
@@ -128,41 +132,41 @@ pub(crate) fn lower(
     let geom: &FragGeom = &acc.geom;
     let elem = b.buffer.geom.elem;
     let Some(ab_ty) = nvvm_type(elem) else {
-        return Err(error(loc, "nv.wgmma", format!("'{}' operands are not supported by the lowering", elem.mnemonic())));
+        return Err(error(loc, WGMMA.name(), format!("'{}' operands are not supported by the lowering", elem.mnemonic())));
     };
     if acc.elem != ElemType::F32 {
-        return Err(error(loc, "nv.wgmma", "only f32 accumulators are supported by the lowering"));
+        return Err(error(loc, WGMMA.name(), "only f32 accumulators are supported by the lowering"));
     }
     let instr_k = geom.instr_k;
     if instr_k * b.buffer.geom.elem_bytes() != 32 {
-        return Err(error(loc, "nv.wgmma", format!("instruction K {instr_k} does not cover 32 bytes of '{}'", elem.mnemonic())));
+        return Err(error(loc, WGMMA.name(), format!("instruction K {instr_k} does not cover 32 bytes of '{}'", elem.mnemonic())));
     }
     if elem == ElemType::F8E4M3FN && !b.k_major {
-        return Err(error(loc, "nv.wgmma", "8-bit wgmma needs a K-major B ('transpose_b')"));
+        return Err(error(loc, WGMMA.name(), "8-bit wgmma needs a K-major B ('transpose_b')"));
     }
     let (m, k) = match a {
         AOperand::Smem(a) => {
             if !a.k_major {
-                return Err(error(loc, "nv.wgmma", "an M-major A ('transpose_a') is not supported by the lowering"));
+                return Err(error(loc, WGMMA.name(), "an M-major A ('transpose_a') is not supported by the lowering"));
             }
             check_operand(a, "A", loc, instr_k)?
         }
         AOperand::Regs(a) => {
             if a.elem != elem || a.geom.instr_k != instr_k || a.geom.warpgroups != geom.warpgroups {
-                return Err(error(loc, "nv.wgmma", "A's registers do not match B's element type or the accumulator's MMA layout"));
+                return Err(error(loc, WGMMA.name(), "A's registers do not match B's element type or the accumulator's MMA layout"));
             }
             (64 * a.geom.warpgroups * a.geom.m_blocks, a.geom.k_steps * instr_k)
         }
     };
     let (n, kb) = check_operand(b, "B", loc, instr_k)?;
     if k != kb || m != geom.rows || n != geom.cols {
-        return Err(error(loc, "nv.wgmma", format!("A ({m}x{k}), B ({kb}x{n}) and the accumulator ({}x{}) do not match", geom.rows, geom.cols)));
+        return Err(error(loc, WGMMA.name(), format!("A ({m}x{k}), B ({kb}x{n}) and the accumulator ({}x{}) do not match", geom.rows, geom.cols)));
     }
     let bg = &b.buffer.geom;
     if !b.k_major && (geom.instr_n * bg.elem_bytes()) % bg.span() != 0 {
         return Err(error(
             loc,
-            "nv.wgmma",
+            WGMMA.name(),
             format!("instruction N {} does not cover whole {}-byte swizzle spans of the MN-major B", geom.instr_n, bg.span()),
         ));
     }

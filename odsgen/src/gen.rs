@@ -158,6 +158,19 @@ fn view(s: &mut String, op: &OpDef, opcodes: &[String], single: bool) {
             writeln!(s, "    pub fn {}<'b>(self, body: &'b Body) -> {ty} {{\n        {expr}\n    }}\n", val.name).unwrap();
         }
     }
+    let group = op.operands.iter().position(|o| o.arity != Arity::One);
+    for (i, o) in op.operands.iter().enumerate().filter(|(_, o)| o.arity == Arity::One) {
+        let index = match group {
+            Some(g) if i > g => format!("vs.len() - {}", op.operands.len() - i),
+            _ => i.to_string(),
+        };
+        writeln!(
+            s,
+            "    /// Makes the op use `v` as its `{}`.\n    pub fn set_{}(self, body: &mut Body, v: Value) {{\n        let vs = &mut body.ops[self.0].operands;\n        let i = {index};\n        vs[i] = v;\n    }}\n",
+            o.name, o.name
+        )
+        .unwrap();
+    }
     for (i, r) in op.regions.iter().enumerate() {
         writeln!(s, "    pub fn {r}(self, body: &Body) -> Region {{\n        body.ops[self.0].regions[{i}]\n    }}\n").unwrap();
     }

@@ -86,6 +86,21 @@ pub(super) fn print_for(p: &mut Printer<'_>, op: Op) {
     p.attr_dict(&attrs, &[]);
 }
 
+impl For {
+    /// Removes iteration argument `i`: its initial value, result, region
+    /// argument and yielded value. Their uses must be replaced first.
+    pub fn remove_iter_arg(self, body: &mut Body, i: usize) {
+        let first_init = body.ops[self.op()].operands.len() - self.inits(body).len();
+        body.ops[self.op()].operands.remove(first_init + i);
+        body.ops[self.op()].results.remove(i);
+        let block = body.entry_block(self.region(body));
+        if let Some(term) = body.terminator(block) {
+            body.ops[term].operands.remove(i);
+        }
+        body.blocks[block].args.remove(1 + i);
+    }
+}
+
 /// One iteration argument per result, each with one type for its initial
 /// value, region argument, yielded value and result.
 pub(super) fn verify_for(body: &Body, op: Op) -> Result<(), String> {

@@ -15,6 +15,8 @@ use crate::registry::PassInfo;
 use crate::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, TileType, Type, Value};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::tile::{Cast, ConvertLayout, Dot, DotScaled, FloatBinary, For, Load};
 use tilec_dialects::syntax::layout_to_string;
 use tilec_dialects::{Diagnostic, Function, Layout};
 
@@ -56,11 +58,7 @@ impl Pass for AssignLayouts {
         let classes = RegisterClasses::build(body, func.region);
         let mut class_layout: HashMap<Value, Layout> = HashMap::new();
         for op in body.walk_region(func.region) {
-            let name = body.ops[op].def.name;
-            if name != "tile.dot" && name != "tile.dot_scaled" {
-                continue;
-            }
-            let (a, b, acc) = dot_operands(body, op);
+            let Some((a, b, acc)) = dot_operands(body, op) else { continue };
             let acc_ty = tile_type(body, acc);
             let elem_bits = tile_type(body, a).elem.bits();
             let mma = choose_mma(body, op, &acc_ty, elem_bits, num_warps)?;
@@ -84,21 +82,19 @@ impl Pass for AssignLayouts {
 }
 
 fn has_dot(func: &Function) -> bool {
-    func.body.walk_region(func.region).iter().any(|&op| matches!(func.body.ops[op].def.name, "tile.dot" | "tile.dot_scaled"))
+    func.body.walk_region(func.region).iter().any(|&op| dot_operands(&func.body, op).is_some())
 }
 
 fn tile_type(body: &Body, v: Value) -> TileType {
     body.value_type(v).as_tile().cloned().expect("the verifier checked dot operands are tiles")
 }
 
-/// A, B and the accumulator of a `dot` or `dot_scaled`.
-fn dot_operands(body: &Body, op: Op) -> (Value, Value, Value) {
-    let ops = &body.ops[op].operands;
-    if body.ops[op].def.name == "tile.dot" {
-        (ops[0], ops[1], ops[2])
-    } else {
-        (ops[0], ops[2], ops[4])
+/// A, B and the accumulator of a `dot` or `dot_scaled`; `None` for other ops.
+fn dot_operands(body: &Body, op: Op) -> Option<(Value, Value, Value)> {
+    if let Some(dot) = Dot::of(body, op) {
+        return Some((dot.lhs(body), dot.rhs(body), dot.acc(body)));
     }
+    DotScaled::of(body, op).map(|dot| (dot.lhs(body), dot.rhs(body), dot.acc(body)))
 }
 
 /// The NVMMA shared layout a staged operand gets: the widest swizzle its
@@ -148,10 +144,10 @@ fn assign_shared(body: &mut Body, dot: Op, v: Value, what: &str) -> Result<(), D
 fn assign_a_registers(body: &mut Body, region: tilec_dialects::Region, dot: Op, a: Value, mma: &Layout) -> Result<(), Diagnostic> {
     let tile = tile_type(body, a);
     let Some(Layout::DotOperand { parent, .. }) = &tile.layout else { unreachable!("checked by the caller") };
-    if body.ops[dot].def.name != "tile.dot" {
+    let Some(dot_op) = Dot::of(body, dot) else {
         return Err(op_error(body, dot, "operand A of a block-scaled dot cannot be held in registers".into()));
-    }
-    if body.ops[dot].attrs.has("transpose_a") {
+    };
+    if dot_op.transpose_a(body) {
         return Err(op_error(body, dot, "operand A in registers cannot be transposed: ldmatrix reads it K-major".into()));
     }
     tilec_dialects::nv::fragment::check_a_fragment_layout(tile.layout.as_ref(), tile.elem.bits())
@@ -163,21 +159,21 @@ fn assign_a_registers(body: &mut Body, region: tilec_dialects::Region, dot: Op, 
             format!("operand A's dot-operand parent '{}' is not the accumulator's MMA layout '{}'", layout_to_string(parent), layout_to_string(mma)),
         ));
     }
-    let def = body.defining_op(a).map(|d| body.ops[d].def.name);
-    match def {
+    let def = body.defining_op(a);
+    match def.map(|d| body.opcode(d)) {
         // Loaded in registers directly: load to shared memory, then convert.
-        Some("tile.load") => {
+        Some(Opcode::TileLoad) => {
             let staged = tile.with_layout(Some(default_shared_layout(&tile)));
             convert_after_definition(body, region, a, staged);
             // The conversion took A's name; the staged tile is its shared copy.
-            let converted = body.ops[dot].operands[0];
+            let converted = dot_op.lhs(body);
             body.values[a].name_hint = body.values[converted].name_hint.as_ref().map(|h| format!("{h}_shared"));
             Ok(())
         }
         // Already converted from a loaded tile: stage that tile.
-        Some("tile.convert_layout") => {
-            let input = body.ops[body.defining_op(a).expect("defined")].operands[0];
-            if body.defining_op(input).map(|d| body.ops[d].def.name) != Some("tile.load") {
+        Some(Opcode::TileConvertLayout) => {
+            let input = ConvertLayout::of(body, def.expect("defined")).expect("verified").input(body);
+            if !body.defining_op(input).is_some_and(|d| Load::of(body, d).is_some()) {
                 return Err(op_error(body, dot, "operand A in registers must be converted from a tile.load (wgmma's A is staged through shared memory)".into()));
             }
             assign_shared(body, dot, input, "A")
@@ -221,28 +217,24 @@ impl RegisterClasses {
     fn build(body: &Body, region: tilec_dialects::Region) -> Self {
         let mut classes = RegisterClasses { parent: HashMap::new() };
         for op in body.walk_region(region) {
-            let data = &body.ops[op];
-            match data.def.name {
-                "tile.dot" | "tile.dot_scaled" => classes.union(*data.operands.last().expect("verified"), data.results[0]),
-                "tile.for" => {
-                    let block = body.entry_block(data.regions[0]);
-                    let yielded = body.terminator(block).map(|t| body.ops[t].operands.clone()).unwrap_or_default();
-                    for (i, &result) in data.results.iter().enumerate() {
-                        classes.union(data.operands[3 + i], result);
-                        classes.union(body.blocks[block].args[1 + i], result);
-                        if let Some(&y) = yielded.get(i) {
-                            classes.union(y, result);
-                        }
+            if let Some(dot) = Dot::of(body, op) {
+                classes.union(dot.acc(body), dot.result(body));
+            } else if let Some(dot) = DotScaled::of(body, op) {
+                classes.union(dot.acc(body), dot.result(body));
+            } else if let Some(for_op) = For::of(body, op) {
+                let block = body.entry_block(for_op.region(body));
+                let yielded = body.terminator(block).map(|t| body.ops[t].operands.clone()).unwrap_or_default();
+                for (i, (&init, &result)) in for_op.inits(body).iter().zip(for_op.results(body)).enumerate() {
+                    classes.union(init, result);
+                    classes.union(body.blocks[block].args[1 + i], result);
+                    if let Some(&y) = yielded.get(i) {
+                        classes.union(y, result);
                     }
                 }
-                "tile.truncf" | "tile.extf" | "tile.addf" | "tile.subf" | "tile.mulf" | "tile.divf" | "tile.maxf" | "tile.minf" => {
-                    for &operand in &data.operands {
-                        if body.value_type(operand).as_tile().is_some() {
-                            classes.union(operand, data.results[0]);
-                        }
-                    }
-                }
-                _ => {}
+            } else if let Some(cast) = Cast::of(body, op).filter(|c| c.opcode(body) != Opcode::TileIndexCast) {
+                classes.union_tiles(body, &[cast.input(body)], cast.result(body));
+            } else if let Some(binary) = FloatBinary::of(body, op) {
+                classes.union_tiles(body, &[binary.lhs(body), binary.rhs(body)], binary.result(body));
             }
         }
         classes
@@ -256,6 +248,15 @@ impl RegisterClasses {
             v = p;
         }
         v
+    }
+
+    /// Joins `result` with those of `operands` that are tiles.
+    fn union_tiles(&mut self, body: &Body, operands: &[Value], result: Value) {
+        for &operand in operands {
+            if body.value_type(operand).as_tile().is_some() {
+                self.union(operand, result);
+            }
+        }
     }
 
     fn union(&mut self, a: Value, b: Value) {
@@ -303,10 +304,10 @@ fn convert_after_definition(body: &mut Body, region: tilec_dialects::Region, v: 
     let next = ops[ops.iter().position(|&o| o == def).expect("in block") + 1];
     let loc = body.ops[def].loc.clone();
     let mut b = Builder::new(body, InsertPoint::Before(next), loc);
-    let converted = b.value("tile.convert_layout", vec![v], pinned, Attributes::new());
+    let convert = ConvertLayout::build(&mut b, v, pinned, Attributes::new());
+    let converted = convert.result(body);
     body.replace_all_uses(region, v, converted);
-    let convert_op = body.defining_op(converted).expect("just built");
-    body.ops[convert_op].operands[0] = v;
+    convert.set_input(body, v);
     body.values[v].ty = Type::Tile(produced);
     // Users see the pinned value under the name they gave it.
     body.values[converted].name_hint = body.values[v].name_hint.take();
@@ -316,24 +317,22 @@ fn convert_after_definition(body: &mut Body, region: tilec_dialects::Region, v: 
 /// chains into one, and drops conversions left unused.
 fn remove_redundant_conversions(body: &mut Body, region: tilec_dialects::Region) {
     for op in body.walk_region(region) {
-        if body.ops[op].def.name != "tile.convert_layout" || body.ops[op].parent.is_none() {
-            continue;
+        let Some(convert) = ConvertLayout::of(body, op).filter(|_| body.ops[op].parent.is_some()) else { continue };
+        let mut input = convert.input(body);
+        while let Some(inner) = body.defining_op(input).and_then(|d| ConvertLayout::of(body, d)) {
+            input = inner.input(body);
         }
-        let mut input = body.ops[op].operands[0];
-        while let Some(inner) = body.defining_op(input).filter(|&d| body.ops[d].def.name == "tile.convert_layout") {
-            input = body.ops[inner].operands[0];
-        }
-        let result = body.result(op, 0);
+        let result = convert.result(body);
         if body.value_type(input) == body.value_type(result) {
             body.replace_all_uses(region, result, input);
             body.remove_op(op);
         } else {
-            body.ops[op].operands[0] = input;
+            convert.set_input(body, input);
         }
     }
     let uses = body.use_counts(region);
     for op in body.walk_region(region) {
-        if body.ops[op].def.name == "tile.convert_layout" && uses[body.result(op, 0).index()] == 0 {
+        if ConvertLayout::of(body, op).is_some_and(|c| uses[c.result(body).index()] == 0) {
             body.remove_op(op);
         }
     }

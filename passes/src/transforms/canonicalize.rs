@@ -8,7 +8,8 @@ use crate::phase::PhaseRule;
 use crate::registry::PassInfo;
 use crate::Pass;
 use tilec_dialects::ir::{Attributes, Body, EntityRef, Op, Region, ValueDef};
-use tilec_dialects::registry::Folded;
+use tilec_dialects::registry::{Folded, Opcode};
+use tilec_dialects::tile::{For, Yield};
 use tilec_dialects::{Diagnostic, Function};
 
 pub const INFO: PassInfo = PassInfo {
@@ -60,7 +61,6 @@ fn constant_of(body: &Body, v: tilec_dialects::Value) -> Option<tilec_dialects::
 }
 
 fn fold_all(body: &mut Body, region: Region) -> bool {
-    let constant_def = tilec_dialects::registry::lookup("tile.constant").expect("the tile dialect defines tile.constant");
     let mut changed = false;
     for op in body.walk_region(region) {
         let Some(fold) = body.ops[op].def.fold else { continue };
@@ -74,7 +74,7 @@ fn fold_all(body: &mut Body, region: Region) -> bool {
                 let mut attrs = Attributes::new();
                 attrs.set("value", value);
                 let loc = body.ops[op].loc.clone();
-                let constant = body.create_op(constant_def, vec![], &[ty], attrs, loc);
+                let constant = body.create_op(Opcode::TileConstant.def(), vec![], &[ty], attrs, loc);
                 body.insert_op_before(op, constant);
                 body.result(constant, 0)
             }
@@ -130,26 +130,21 @@ fn hoist_and_merge_constants(body: &mut Body, region: Region) -> bool {
 fn drop_passthrough_iter_args(body: &mut Body, region: Region) -> bool {
     let mut changed = false;
     for op in body.walk_region(region) {
-        if body.ops[op].def.name != "tile.for" {
-            continue;
-        }
-        let block = body.entry_block(body.ops[op].regions[0]);
-        let Some(term) = body.terminator(block) else { continue };
+        let Some(for_op) = For::of(body, op) else { continue };
+        let block = body.entry_block(for_op.region(body));
+        let Some(term) = body.terminator(block).and_then(|t| Yield::of(body, t)) else { continue };
         let mut i = 0;
-        while i < body.ops[op].results.len() {
+        while i < for_op.results(body).len() {
             let arg = body.blocks[block].args[1 + i];
-            if body.ops[term].operands[i] != arg {
+            if term.values(body).get(i) != Some(&arg) {
                 i += 1;
                 continue;
             }
-            let init = body.ops[op].operands[3 + i];
-            let result = body.ops[op].results[i];
+            let init = for_op.inits(body)[i];
+            let result = for_op.results(body)[i];
             body.replace_all_uses(region, arg, init);
             body.replace_all_uses(region, result, init);
-            body.ops[op].operands.remove(3 + i);
-            body.ops[op].results.remove(i);
-            body.ops[term].operands.remove(i);
-            body.blocks[block].args.remove(1 + i);
+            for_op.remove_iter_arg(body, i);
             renumber_definitions(body, op, block);
             changed = true;
         }

@@ -8,6 +8,7 @@ use crate::registry::PassInfo;
 use crate::Pass;
 use std::collections::HashSet;
 use tilec_dialects::ir::{Body, Op, Value};
+use tilec_dialects::tile::For;
 use tilec_dialects::{Diagnostic, Function};
 
 pub const INFO: PassInfo =
@@ -34,10 +35,8 @@ impl Pass for Licm {
 /// that loop.
 fn find_invariant(body: &Body, region: tilec_dialects::Region) -> Option<(Op, Op)> {
     for loop_op in body.walk_region(region) {
-        if body.ops[loop_op].def.name != "tile.for" {
-            continue;
-        }
-        let inner = body.ops[loop_op].regions[0];
+        let Some(for_op) = For::of(body, loop_op) else { continue };
+        let inner = for_op.region(body);
         let mut defined_inside: HashSet<Value> = HashSet::new();
         for &block in &body.regions[inner].blocks {
             defined_inside.extend(body.blocks[block].args.iter().copied());

@@ -10,7 +10,8 @@ use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::{op_error, Pass};
-use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op, Type, Value};
+use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, InsertPoint, Op, Type, Value};
+use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, For, Minsi, Muli, NumBlocks, Remsi, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function};
 
 pub const INFO: PassInfo = PassInfo {
@@ -42,41 +43,35 @@ impl Pass for Persistent {
         let entry = func.entry_block();
         let body = &mut func.body;
         let block_id = |dim: i64| {
-            body.blocks[entry].ops.iter().copied().find(|&o| body.ops[o].def.name == "tile.block_id" && body.ops[o].attrs.get_int("dim") == Some(dim))
+            body.blocks[entry].ops.iter().copied().find(|&o| BlockId::of(body, o).is_some_and(|b| b.dim(body) == dim))
         };
         let (Some(bid_m), Some(bid_n)) = (block_id(0), block_id(1)) else {
             return Err(Diagnostic::error(func.loc.clone(), format!("'@{}' has no 'tile.block_id x' and 'y' in its body to make persistent", func.name)));
         };
         let (pid_m, pid_n) = (body.result(bid_m, 0), body.result(bid_n, 0));
         let store = output_store(body, func.region, pid_m, pid_n)?;
-        let (tensor, tile_shape) = {
-            let ops = &body.ops[store].operands;
-            (ops[1], body.value_type(ops[0]).as_tile().expect("verified").shape.clone())
-        };
+        let (tensor, tile_shape) = (store.tensor(body), body.value_type(store.value(body)).as_tile().expect("verified").shape.clone());
 
         // Everything but the terminator moves into the loop over tiles.
         let work: Vec<Op> = body.blocks[entry].ops.iter().copied().filter(|&o| !body.ops[o].def.traits.terminator).collect();
         let terminator = body.terminator(entry).expect("verified function");
-        let loc = body.ops[store].loc.clone();
+        let loc = body.ops[store.op()].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(terminator), loc.clone());
         let tiles_m = tile_count(&mut b, tensor, 0, tile_shape[0]);
         let tiles_n = tile_count(&mut b, tensor, 1, tile_shape[1]);
-        let num_tiles = b.index_op("tile.muli", tiles_m, tiles_n);
+        let num_tiles = Muli::build(&mut b, tiles_m, tiles_n, Attributes::new()).result(b.body);
         let num_tiles = b.name(num_tiles, "num_tiles");
-        let mut x = Attributes::new();
-        x.set("dim", Attribute::Int(0, ElemType::I64));
-        let first = b.value("tile.block_id", vec![], Type::INDEX, x.clone());
-        let grid = b.value("tile.num_blocks", vec![], Type::INDEX, x);
+        let first = BlockId::build(&mut b, 0, Attributes::new()).result(b.body);
+        let grid = NumBlocks::build(&mut b, 0, Attributes::new()).result(b.body);
         let grid = b.name(grid, "grid");
-        let tile_loop = b.op("tile.for", vec![first, num_tiles, grid], &[], Attributes::new());
-        let (_, loop_block) = b.body.add_region(tile_loop, &[Type::INDEX]);
+        let tile_loop = For::build(&mut b, first, num_tiles, grid, &[], &[], Attributes::new());
+        let (_, loop_block) = b.body.add_region(tile_loop.op(), &[Type::INDEX]);
         let t = b.body.blocks[loop_block].args[0];
         b.name(t, "tile");
 
         let mut lb = Builder::new(body, InsertPoint::End(loop_block), loc);
         let (m, n) = grouped_coords(&mut lb, t, tiles_m, tiles_n, self.group);
-        lb.op("tile.yield", vec![], &[], Attributes::new());
-        let yield_op = body.terminator(loop_block).expect("just built");
+        let yield_op = Yield::build(&mut lb, &[], Attributes::new()).op();
         for op in work {
             body.remove_op(op);
             body.insert_op_before(yield_op, op);
@@ -92,12 +87,12 @@ impl Pass for Persistent {
 
 /// The store of the output tile at (`pid_m`, `pid_n`): its tensor and tile
 /// shape give the number of tiles.
-fn output_store(body: &Body, region: tilec_dialects::Region, pid_m: Value, pid_n: Value) -> Result<Op, Diagnostic> {
-    let stores: Vec<Op> = body.walk_region(region).into_iter().filter(|&o| body.ops[o].def.name == "tile.store").collect();
-    match stores.iter().copied().find(|&s| body.ops[s].operands[2..] == [pid_m, pid_n]) {
+fn output_store(body: &Body, region: tilec_dialects::Region, pid_m: Value, pid_n: Value) -> Result<Store, Diagnostic> {
+    let stores: Vec<Store> = body.walk_region(region).into_iter().filter_map(|o| Store::of(body, o)).collect();
+    match stores.iter().copied().find(|s| s.indices(body) == [pid_m, pid_n]) {
         Some(s) => Ok(s),
         None => match stores.first() {
-            Some(&s) => Err(op_error(body, s, "does not store at (block_id x, block_id y): tile-persistent cannot tell the output tiles".into())),
+            Some(s) => Err(op_error(body, s.op(), "does not store at (block_id x, block_id y): tile-persistent cannot tell the output tiles".into())),
             None => Err(Diagnostic::error(body.ops[body.defining_op(pid_m).expect("op result")].loc.clone(), "tile-persistent needs a tile.store of the output tile")),
         },
     }
@@ -105,11 +100,9 @@ fn output_store(body: &Body, region: tilec_dialects::Region, pid_m: Value, pid_n
 
 /// ceil(dim / extent): tiles along one dimension of `tensor`.
 fn tile_count(b: &mut Builder<'_>, tensor: Value, dim: i64, extent: i64) -> Value {
-    let mut attrs = Attributes::new();
-    attrs.set("index", Attribute::Int(dim, ElemType::I64));
-    let size = b.value("tile.dim", vec![tensor], Type::INDEX, attrs);
+    let size = Dim::build(b, tensor, dim, Attributes::new()).result(b.body);
     let e = b.index(extent);
-    let count = b.index_op("tile.ceildivsi", size, e);
+    let count = Ceildivsi::build(b, size, e, Attributes::new()).result(b.body);
     b.name(count, if dim == 0 { "tiles_m" } else { "tiles_n" })
 }
 
@@ -117,14 +110,14 @@ fn tile_count(b: &mut Builder<'_>, tensor: Value, dim: i64, extent: i64) -> Valu
 /// group, down M first, then across N.
 fn grouped_coords(b: &mut Builder<'_>, t: Value, tiles_m: Value, tiles_n: Value, group: i64) -> (Value, Value) {
     let g = b.index(group);
-    let in_group = b.index_op("tile.muli", g, tiles_n);
-    let group_id = b.index_op("tile.divsi", t, in_group);
-    let first_m = b.index_op("tile.muli", group_id, g);
-    let rows_left = b.index_op("tile.subi", tiles_m, first_m);
-    let group_m = b.index_op("tile.minsi", rows_left, g);
-    let within = b.index_op("tile.remsi", t, in_group);
-    let dm = b.index_op("tile.remsi", within, group_m);
-    let m = b.index_op("tile.addi", first_m, dm);
-    let n = b.index_op("tile.divsi", within, group_m);
+    let in_group = Muli::build(b, g, tiles_n, Attributes::new()).result(b.body);
+    let group_id = Divsi::build(b, t, in_group, Attributes::new()).result(b.body);
+    let first_m = Muli::build(b, group_id, g, Attributes::new()).result(b.body);
+    let rows_left = Subi::build(b, tiles_m, first_m, Attributes::new()).result(b.body);
+    let group_m = Minsi::build(b, rows_left, g, Attributes::new()).result(b.body);
+    let within = Remsi::build(b, t, in_group, Attributes::new()).result(b.body);
+    let dm = Remsi::build(b, within, group_m, Attributes::new()).result(b.body);
+    let m = Addi::build(b, first_m, dm, Attributes::new()).result(b.body);
+    let n = Divsi::build(b, within, group_m, Attributes::new()).result(b.body);
     (b.name(m, "pid_m"), b.name(n, "pid_n"))
 }
