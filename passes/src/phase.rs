@@ -6,6 +6,7 @@
 use std::fmt;
 use std::ops::RangeInclusive;
 use tilec_dialects::ir::{Body, Op};
+use tilec_dialects::registry::Opcode;
 use tilec_dialects::Function;
 
 /// The IR's form, in the order the passes move it.
@@ -31,7 +32,7 @@ impl Phase {
     pub fn of(func: &Function) -> Phase {
         let body = &func.body;
         let ops = body.walk_region(func.region);
-        let has_nv = ops.iter().any(|&op| body.ops[op].def.name.starts_with("nv."));
+        let has_nv = ops.iter().any(|&op| tilec_dialects::nv::OPS.iter().any(|def| def.opcode == body.opcode(op)));
         let has_unlowered = ops.iter().any(|&op| is_lowered_by_lower_to_nv(body, op));
         match (has_nv, has_unlowered) {
             (true, false) => Phase::Nv,
@@ -61,7 +62,7 @@ impl fmt::Display for Phase {
 /// The ops `tile-lower-to-nv` turns into nv ops: while one is left the IR
 /// is not nv IR yet.
 fn is_lowered_by_lower_to_nv(body: &Body, op: Op) -> bool {
-    matches!(body.ops[op].def.name, "tile.load" | "tile.dot" | "tile.dot_scaled" | "tile.store")
+    matches!(body.opcode(op), Opcode::TileLoad | Opcode::TileDot | Opcode::TileDotScaled | Opcode::TileStore)
 }
 
 fn has_layout(body: &Body, op: Op) -> bool {

@@ -10,16 +10,18 @@ use crate::analysis::dependence::BlockDependences;
 use crate::hopper::staging::is_staged_load;
 use crate::hopper::wgmma::groups_in_flight;
 use tilec_dialects::ir::{Attribute, Block, Body, ElemType, Op};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::tile::{Dot, For};
 
 /// The body block of `k_loop`.
-pub fn loop_block(body: &Body, k_loop: Op) -> Block {
-    body.entry_block(body.ops[k_loop].regions[0])
+pub fn loop_block(body: &Body, k_loop: For) -> Block {
+    body.entry_block(k_loop.region(body))
 }
 
-/// A `tile.for` whose body stages tiles through shared memory: a loop to
-/// schedule.
-pub fn is_staged_loop(body: &Body, op: Op) -> bool {
-    body.ops[op].def.name == "tile.for" && body.blocks[loop_block(body, op)].ops.iter().any(|&o| is_staged_load(body, o))
+/// `op` if it is a `tile.for` whose body stages tiles through shared
+/// memory: a loop to schedule.
+pub fn staged_loop(body: &Body, op: Op) -> Option<For> {
+    For::of(body, op).filter(|&k_loop| body.blocks[loop_block(body, k_loop)].ops.iter().any(|&o| is_staged_load(body, o)))
 }
 
 /// The staged loads of `block`, in order.
@@ -28,8 +30,8 @@ pub fn staged_loads(body: &Body, block: Block) -> Vec<Op> {
 }
 
 /// The `tile.dot`s of `block`, in order.
-pub fn dots(body: &Body, block: Block) -> Vec<Op> {
-    body.blocks[block].ops.iter().copied().filter(|&o| body.ops[o].def.name == "tile.dot").collect()
+pub fn dots(body: &Body, block: Block) -> Vec<Dot> {
+    body.blocks[block].ops.iter().filter_map(|&o| Dot::of(body, o)).collect()
 }
 
 /// A K loop's schedule: `stages` buffers per operand, and `in_flight`
@@ -44,7 +46,7 @@ pub struct Schedule {
 impl Schedule {
     /// The schedule of `k_loop` over `stages` stages with at most `wanted`
     /// groups in flight: none where a dot reads A in registers.
-    pub fn of_loop(body: &Body, k_loop: Op, stages: i64, wanted: i64) -> Schedule {
+    pub fn of_loop(body: &Body, k_loop: For, stages: i64, wanted: i64) -> Schedule {
         let in_flight = dots(body, loop_block(body, k_loop)).into_iter().map(|dot| groups_in_flight(body, dot, wanted)).min().unwrap_or(wanted);
         Schedule { stages, in_flight }
     }
@@ -61,10 +63,13 @@ impl Schedule {
     pub fn annotate(&self, body: &mut Body, block: Block, consumers: &[Op], refill: Op) {
         let order = BlockDependences::build(body, block).topological_order();
         for op in body.blocks[block].ops.clone() {
-            let name = body.ops[op].def.name;
+            let is_wgmma_step = matches!(
+                body.opcode(op),
+                Opcode::NvWgmmaFence | Opcode::NvWgmma | Opcode::NvWgmmaCommit | Opcode::NvWgmmaWait | Opcode::NvLoadFragment
+            );
             let stage = if op == refill {
                 0
-            } else if consumers.contains(&op) || name.starts_with("nv.wgmma") || name == "nv.load_fragment" {
+            } else if consumers.contains(&op) || is_wgmma_step {
                 self.distance()
             } else {
                 continue;

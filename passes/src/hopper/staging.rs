@@ -6,7 +6,9 @@
 
 use crate::op_error;
 use std::collections::HashMap;
-use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, Op, Region, SmemType, Type, Value};
+use tilec_dialects::ir::{Attributes, Body, Builder, EntityRef, Op, Region, SmemType, Type, Value};
+use tilec_dialects::nv::{AllocMbarriers, AllocSmem, MbarrierExpectTx, TmaLoad};
+use tilec_dialects::tile::{Load, Muli};
 use tilec_dialects::{Diagnostic, Layout};
 
 /// Shared memory one CTA may use on sm_90 (227 KiB).
@@ -14,8 +16,9 @@ pub const SMEM_BUDGET_BYTES: i64 = 232_448;
 
 /// A `tile.load` whose result the layout pass put in shared memory.
 pub fn is_staged_load(body: &Body, op: Op) -> bool {
-    body.ops[op].def.name == "tile.load"
-        && matches!(body.value_type(body.result(op, 0)).as_tile().and_then(|t| t.layout.as_ref()), Some(Layout::NvmmaShared { .. }))
+    Load::of(body, op).is_some_and(|load| {
+        matches!(body.value_type(load.result(body)).as_tile().and_then(|t| t.layout.as_ref()), Some(Layout::NvmmaShared { .. }))
+    })
 }
 
 /// Element coordinates of a tile access: tile coordinates times the tile's
@@ -26,7 +29,7 @@ pub fn element_coords(b: &mut Builder<'_>, tile_coords: &[Value], shape: &[i64])
         .zip(shape)
         .map(|(&c, &extent)| {
             let e = b.index(extent);
-            b.index_op("tile.muli", c, e)
+            Muli::build(b, c, e, Attributes::new()).result(b.body)
         })
         .collect()
 }
@@ -61,14 +64,12 @@ impl StagedBuffers {
             let tile = b.body.value_type(result).as_tile().cloned().expect("staged loads are tiles");
             let smem = SmemType { stages, tile };
             stage_bytes += smem.stage_bytes();
-            let buf = b.value("nv.alloc_smem", vec![], Type::Smem(smem), Attributes::new());
+            let buf = AllocSmem::build(b, Type::Smem(smem), Attributes::new()).result(b.body);
             let hint = b.body.values[result].name_hint.clone().unwrap_or_else(|| "tile".into());
             b.name(buf, &format!("{hint}_smem"));
             buffer_of.insert(result, buf);
         }
-        let mut attrs = Attributes::new();
-        attrs.set("arrivals", Attribute::Int(1, ElemType::I64));
-        let full = b.value("nv.alloc_mbarriers", vec![], Type::MBarrier(stages), attrs);
+        let full = AllocMbarriers::build(b, Type::MBarrier(stages), 1, Attributes::new()).result(b.body);
         b.name(full, "full");
         StagedBuffers { buffer_of, stage_bytes, full }
     }
@@ -103,18 +104,14 @@ impl StagedBuffers {
 
     /// Arms `stage`'s barrier with one stage's bytes and issues the TMA loads
     /// of `loads`, whose tile coordinates are `coords[i]`.
-    pub fn issue(&self, b: &mut Builder<'_>, loads: &[Op], coords: &[Vec<Value>], stage: Value, extra: &Attributes) {
-        let mut attrs = extra.clone();
-        attrs.set("bytes", Attribute::Int(self.stage_bytes, ElemType::I64));
-        b.op("nv.mbarrier_expect_tx", vec![self.full, stage], &[], attrs);
+    pub fn issue(&self, b: &mut Builder<'_>, loads: &[Op], coords: &[Vec<Value>], stage: Value) {
+        MbarrierExpectTx::build(b, self.full, stage, self.stage_bytes, Attributes::new());
         for (&load, tile_coords) in loads.iter().zip(coords) {
-            let tensor = b.body.ops[load].operands[0];
-            let result = b.body.result(load, 0);
+            let load = Load::of(b.body, load).expect("staged loads are tile.load");
+            let (tensor, result) = (load.tensor(b.body), load.result(b.body));
             let shape = b.body.value_type(result).as_tile().expect("tile").shape.clone();
-            let mut operands = vec![tensor];
-            operands.extend(element_coords(b, tile_coords, &shape));
-            operands.extend([self.buffer_of[&result], stage, self.full, stage]);
-            b.op("nv.tma_load", operands, &[], extra.clone());
+            let element = element_coords(b, tile_coords, &shape);
+            TmaLoad::build(b, tensor, &element, self.buffer_of[&result], stage, self.full, stage, Attributes::new());
         }
     }
 }

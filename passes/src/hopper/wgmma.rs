@@ -3,7 +3,9 @@
 //! fence / wgmma / commit / wait sequence, how many groups a loop may leave
 //! in flight, and the drain after the loop.
 
-use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op, Region, Type, Value};
+use tilec_dialects::ir::{Attributes, Body, Builder, InsertPoint, Op, Region, Value};
+use tilec_dialects::nv::{LoadFragment, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
+use tilec_dialects::tile::{ConvertLayout, Dot};
 
 /// How a dot reads A: `staged` is the loaded tile (what the buffers are
 /// keyed by), and `to_registers` the `tile.convert_layout` of it to a
@@ -13,11 +15,11 @@ pub struct DotA {
     pub to_registers: Option<Op>,
 }
 
-pub fn dot_a(body: &Body, dot: Op) -> DotA {
-    let a = body.ops[dot].operands[0];
-    match body.defining_op(a) {
-        Some(c) if body.ops[c].def.name == "tile.convert_layout" => DotA { staged: body.ops[c].operands[0], to_registers: Some(c) },
-        _ => DotA { staged: a, to_registers: None },
+pub fn dot_a(body: &Body, dot: Dot) -> DotA {
+    let a = dot.lhs(body);
+    match body.defining_op(a).and_then(|c| ConvertLayout::of(body, c)) {
+        Some(convert) => DotA { staged: convert.input(body), to_registers: Some(convert.op()) },
+        None => DotA { staged: a, to_registers: None },
     }
 }
 
@@ -26,7 +28,7 @@ pub fn dot_a(body: &Body, dot: Op) -> DotA {
 /// registers an in-flight wgmma still reads (undefined in PTX; on the GPU a
 /// 1.4e-2 error in a warp-specialised kernel, and ptxas C7514 in a
 /// pipelined one).
-pub fn groups_in_flight(body: &Body, dot: Op, wanted: i64) -> i64 {
+pub fn groups_in_flight(body: &Body, dot: Dot, wanted: i64) -> i64 {
     if dot_a(body, dot).to_registers.is_some() {
         0
     } else {
@@ -41,38 +43,35 @@ pub fn groups_in_flight(body: &Body, dot: Op, wanted: i64) -> i64 {
 /// tile), an `nv.load_fragment` reads the stage into registers first: after
 /// whatever made the stage valid, before the fence that orders register
 /// writes before the wgmma.
-pub fn emit_wgmma(b: &mut Builder<'_>, dot: Op, a: [Value; 2], bb: [Value; 2], pending: i64) -> Value {
-    let acc = b.body.ops[dot].operands[2];
-    let acc_ty = b.body.value_type(acc).clone();
-    let attrs = b.body.ops[dot].attrs.clone();
-    let mut wgmma_operands = match dot_a(b.body, dot).to_registers {
+pub fn emit_wgmma(b: &mut Builder<'_>, dot: Dot, a: [Value; 2], bb: [Value; 2], pending: i64) -> Value {
+    let acc = dot.acc(b.body);
+    let attrs = b.body.ops[dot.op()].attrs.clone();
+    let [a_buffer, a_stage] = a;
+    let (a, a_stage) = match dot_a(b.body, dot).to_registers {
         Some(convert) => {
             let converted = b.body.result(convert, 0);
             let ty = b.body.value_type(converted).clone();
-            let regs = b.value("nv.load_fragment", a.to_vec(), ty, Attributes::new());
+            let regs = LoadFragment::build(b, a_buffer, a_stage, ty, Attributes::new()).result(b.body);
             let hint = b.body.values[converted].name_hint.clone().unwrap_or_else(|| "a".into());
-            vec![b.name(regs, &format!("{hint}_regs"))]
+            (b.name(regs, &format!("{hint}_regs")), None)
         }
-        None => a.to_vec(),
+        None => (a_buffer, Some(a_stage)),
     };
-    b.op("nv.wgmma_fence", vec![], &[], Attributes::new());
-    wgmma_operands.extend(bb);
-    wgmma_operands.push(acc);
-    let d = b.value("nv.wgmma", wgmma_operands, acc_ty.clone(), attrs);
-    b.op("nv.wgmma_commit", vec![], &[], Attributes::new());
-    let mut wait_attrs = Attributes::new();
-    wait_attrs.set("pending", Attribute::Int(pending, ElemType::I64));
-    b.value("nv.wgmma_wait", vec![d], acc_ty, wait_attrs)
+    WgmmaFence::build(b, Attributes::new());
+    let d = Wgmma::build(b, a, a_stage, bb[0], bb[1], acc, attrs).result(b.body);
+    WgmmaCommit::build(b, Attributes::new());
+    let wait = WgmmaWait::build(b, &[d], pending, Attributes::new());
+    wait.results(b.body)[0]
 }
 
 /// Replaces `dot`'s result by `done` (under the dot's name) and removes the
 /// dot, and the conversion of A to registers it read.
-pub fn replace_dot(body: &mut Body, region: Region, dot: Op, done: Value) {
-    let result = body.result(dot, 0);
+pub fn replace_dot(body: &mut Body, region: Region, dot: Dot, done: Value) {
+    let result = dot.result(body);
     let to_registers = dot_a(body, dot).to_registers;
     body.values[done].name_hint = body.values[result].name_hint.clone();
     body.replace_all_uses(region, result, done);
-    body.remove_op(dot);
+    body.remove_op(dot.op());
     if let Some(convert) = to_registers {
         body.remove_op(convert);
     }
@@ -87,17 +86,14 @@ pub fn drain_after(body: &mut Body, region: Region, for_op: Op) -> Op {
     if results.is_empty() {
         return after;
     }
-    let types: Vec<Type> = results.iter().map(|&r| body.value_type(r).clone()).collect();
     let mut b = Builder::new(body, InsertPoint::Before(after), body.ops[for_op].loc.clone());
-    let mut attrs = Attributes::new();
-    attrs.set("pending", Attribute::Int(0, ElemType::I64));
-    let drain = b.op("nv.wgmma_wait", results.clone(), &types, attrs);
-    for (i, &r) in results.iter().enumerate() {
-        let drained = body.result(drain, i);
+    let drain = WgmmaWait::build(&mut b, &results, 0, Attributes::new());
+    for (&r, &drained) in results.iter().zip(&drain.results(body).to_vec()) {
         body.values[drained].name_hint = body.values[r].name_hint.take();
         body.replace_all_uses(region, r, drained);
-        body.ops[drain].operands[i] = r;
     }
+    // The drain itself still waits on the loop's results.
+    body.ops[drain.op()].operands = results;
     after
 }
 

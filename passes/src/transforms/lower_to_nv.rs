@@ -18,9 +18,13 @@ use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::{op_error, Pass};
 use crate::hopper::counting::{loop_iteration, parity};
+use crate::hopper::schedule::dots;
 use crate::hopper::staging::{element_coords, is_staged_load, outermost_ancestor, remove_staged_loads, StagedBuffers};
 use crate::hopper::wgmma::{dot_a, emit_wgmma, replace_dot};
 use tilec_dialects::ir::{Attributes, Block, Body, Builder, InsertPoint, Op, SmemType, TileType, Type, Value};
+use tilec_dialects::nv::{AllocSmem, Barrier, FenceAsyncShared, MbarrierWait, StoreGlobal, StoreShared, TmaStore};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::tile::{For, Load, Store};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
 pub const INFO: PassInfo = PassInfo {
@@ -49,7 +53,7 @@ impl Pass for LowerToNv {
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         let body = &mut func.body;
         let ops = body.walk_region(func.region);
-        if let Some(&op) = ops.iter().find(|&&o| body.ops[o].def.name == "tile.dot_scaled") {
+        if let Some(&op) = ops.iter().find(|&&o| body.opcode(o) == Opcode::TileDotScaled) {
             return Err(op_error(body, op, "is not lowered yet: block-scaled FP8 needs its own lowering".into()));
         }
         let mut blocks: Vec<Block> = Vec::new();
@@ -65,11 +69,11 @@ impl Pass for LowerToNv {
             lower_staged_block(body, func.region, block)?;
         }
         for op in body.walk_region(func.region) {
-            match body.ops[op].def.name {
-                "tile.store" if self.tma_epilogue => lower_store_tma(body, op)?,
-                "tile.store" => lower_store(body, op)?,
-                "tile.load" => return Err(op_error(body, op, "loads a tile with no shared layout; run tile-assign-layouts first, and load only dot operands".into())),
-                "tile.dot" => return Err(op_error(body, op, "reads tiles that were not loaded by TMA in the same block".into())),
+            match body.opcode(op) {
+                Opcode::TileStore if self.tma_epilogue => lower_store_tma(body, Store::of(body, op).expect("verified"))?,
+                Opcode::TileStore => lower_store(body, Store::of(body, op).expect("verified"))?,
+                Opcode::TileLoad => return Err(op_error(body, op, "loads a tile with no shared layout; run tile-assign-layouts first, and load only dot operands".into())),
+                Opcode::TileDot => return Err(op_error(body, op, "reads tiles that were not loaded by TMA in the same block".into())),
                 _ => {}
             }
         }
@@ -81,7 +85,7 @@ impl Pass for LowerToNv {
 /// `block` waits for: the iteration number modulo 2 (0 outside loops).
 fn phase_of_block(b: &mut Builder<'_>, block: Block) -> Value {
     let owner = b.body.blocks[block].parent.and_then(|r| b.body.regions[r].parent);
-    match owner.filter(|&o| b.body.ops[o].def.name == "tile.for") {
+    match owner.and_then(|o| For::of(b.body, o)) {
         Some(for_op) => {
             let iteration = loop_iteration(b, for_op);
             let phase = parity(b, iteration);
@@ -103,34 +107,33 @@ fn lower_staged_block(body: &mut Body, region: tilec_dialects::Region, block: Bl
     let staged = StagedBuffers::allocate(&mut b, &loads, 1);
 
     let mut b = Builder::new(body, InsertPoint::Before(first), loc);
-    let coords: Vec<Vec<Value>> = loads.iter().map(|&l| b.body.ops[l].operands[1..].to_vec()).collect();
-    staged.issue(&mut b, &loads, &coords, c0, &Attributes::new());
+    let coords: Vec<Vec<Value>> = loads.iter().map(|&l| Load::of(b.body, l).expect("staged loads are tile.load").indices(b.body).to_vec()).collect();
+    staged.issue(&mut b, &loads, &coords, c0);
     let phase = phase_of_block(&mut b, block);
-    b.op("nv.mbarrier_wait", vec![staged.full, c0, phase], &[], Attributes::new());
+    MbarrierWait::build(&mut b, staged.full, c0, phase, Attributes::new());
 
-    let dots: Vec<Op> = body.blocks[block].ops.iter().copied().filter(|&o| body.ops[o].def.name == "tile.dot").collect();
-    for dot in dots {
+    for dot in dots(body, block) {
         let a_tile = dot_a(body, dot).staged;
-        let (Some(&a), Some(&bb)) = (staged.buffer_of.get(&a_tile), staged.buffer_of.get(&body.ops[dot].operands[1])) else { continue };
-        let mut b = Builder::new(body, InsertPoint::Before(dot), body.ops[dot].loc.clone());
+        let (Some(&a), Some(&bb)) = (staged.buffer_of.get(&a_tile), staged.buffer_of.get(&dot.rhs(body))) else { continue };
+        let mut b = Builder::new(body, InsertPoint::Before(dot.op()), body.ops[dot.op()].loc.clone());
         let done = emit_wgmma(&mut b, dot, [a, c0], [bb, c0], 0);
-        b.op("nv.barrier", vec![], &[], Attributes::new());
+        Barrier::build(&mut b, Attributes::new());
         replace_dot(body, region, dot, done);
     }
     remove_staged_loads(body, region, &loads)
 }
 
-fn lower_store(body: &mut Body, store: Op) -> Result<(), Diagnostic> {
-    let operands = body.ops[store].operands.clone();
-    let tile = body.value_type(operands[0]).as_tile().cloned().expect("verified");
+fn lower_store(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
+    let (value, tensor) = (store.value(body), store.tensor(body));
+    let tile = body.value_type(value).as_tile().cloned().expect("verified");
     if tile.layout.as_ref().is_none_or(Layout::is_shared) {
-        return Err(op_error(body, store, "stores a tile with no register layout; run tile-assign-layouts first".into()));
+        return Err(op_error(body, store.op(), "stores a tile with no register layout; run tile-assign-layouts first".into()));
     }
-    let mut b = Builder::new(body, InsertPoint::Before(store), body.ops[store].loc.clone());
-    let mut new_operands = vec![operands[0], operands[1]];
-    new_operands.extend(element_coords(&mut b, &operands[2..], &tile.shape));
-    b.op("nv.store_global", new_operands, &[], Attributes::new());
-    body.remove_op(store);
+    let mut b = Builder::new(body, InsertPoint::Before(store.op()), body.ops[store.op()].loc.clone());
+    let indices = store.indices(b.body).to_vec();
+    let coords = element_coords(&mut b, &indices, &tile.shape);
+    StoreGlobal::build(&mut b, value, tensor, &coords, Attributes::new());
+    body.remove_op(store.op());
     Ok(())
 }
 
@@ -140,49 +143,49 @@ fn lower_store(body: &mut Body, store: Op) -> Result<(), Diagnostic> {
 /// and `nv.tma_store`. Inside a loop (a persistent kernel) a CTA barrier
 /// first keeps threads from overwriting the buffer before the previous
 /// tile's TMA store has read it (thread 0 waits for that before arriving).
-fn lower_store_tma(body: &mut Body, store: Op) -> Result<(), Diagnostic> {
-    let operands = body.ops[store].operands.clone();
-    let tile = body.value_type(operands[0]).as_tile().cloned().expect("verified");
+fn lower_store_tma(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
+    let (value, tensor) = (store.value(body), store.tensor(body));
+    let tile = body.value_type(value).as_tile().cloned().expect("verified");
     if !matches!(tile.layout, Some(Layout::Mma { .. })) {
-        return Err(op_error(body, store, "stores a tile with no '#tile.mma' layout; epilogue=tma stores MMA register tiles (run tile-assign-layouts first)".into()));
+        return Err(op_error(body, store.op(), "stores a tile with no '#tile.mma' layout; epilogue=tma stores MMA register tiles (run tile-assign-layouts first)".into()));
     }
     let mut in_loop = false;
-    let mut parent = body.ops[store].parent.and_then(|b| body.blocks[b].parent).and_then(|r| body.regions[r].parent);
+    let mut parent = body.ops[store.op()].parent.and_then(|b| body.blocks[b].parent).and_then(|r| body.regions[r].parent);
     while let Some(p) = parent {
-        match body.ops[p].def.name {
-            "nv.warp_specialize" => {
-                return Err(op_error(body, store, "epilogue=tma is not supported inside nv.warp_specialize (use epilogue=global)".into()))
+        match body.opcode(p) {
+            Opcode::NvWarpSpecialize => {
+                return Err(op_error(body, store.op(), "epilogue=tma is not supported inside nv.warp_specialize (use epilogue=global)".into()))
             }
-            "tile.for" => in_loop = true,
+            Opcode::TileFor => in_loop = true,
             _ => {}
         }
         parent = body.ops[p].parent.and_then(|b| body.blocks[b].parent).and_then(|r| body.regions[r].parent);
     }
     let [rows, cols] = tile.shape[..] else {
-        return Err(op_error(body, store, "epilogue=tma stores rank-2 tiles only".into()));
+        return Err(op_error(body, store.op(), "epilogue=tma stores rank-2 tiles only".into()));
     };
     if rows > 256 {
-        return Err(op_error(body, store, format!("epilogue=tma: {rows} rows exceed a TMA box (256)")));
+        return Err(op_error(body, store.op(), format!("epilogue=tma: {rows} rows exceed a TMA box (256)")));
     }
     let swizzle = crate::layout_rules::swizzle_bytes(cols, tile.elem.bits(), rows);
     let shared = TileType { shape: tile.shape.clone(), elem: tile.elem, layout: Some(Layout::NvmmaShared { swizzle_bytes: swizzle, transposed: false, padding_elems: 0 }) };
-    let loc = body.ops[store].loc.clone();
-    let anchor = outermost_ancestor(body, store);
+    let loc = body.ops[store.op()].loc.clone();
+    let anchor = outermost_ancestor(body, store.op());
     let mut b = Builder::new(body, InsertPoint::Before(anchor), loc.clone());
-    let buf = b.value("nv.alloc_smem", vec![], Type::Smem(SmemType { stages: 1, tile: shared }), Attributes::new());
-    let hint = b.body.values[operands[1]].name_hint.clone().unwrap_or_else(|| "out".into());
+    let buf = AllocSmem::build(&mut b, Type::Smem(SmemType { stages: 1, tile: shared }), Attributes::new()).result(b.body);
+    let hint = b.body.values[tensor].name_hint.clone().unwrap_or_else(|| "out".into());
     let buf = b.name(buf, &format!("{}_smem", hint.to_lowercase()));
-    let mut b = Builder::new(body, InsertPoint::Before(store), loc);
+    let mut b = Builder::new(body, InsertPoint::Before(store.op()), loc);
     let c0 = b.index(0);
     if in_loop {
-        b.op("nv.barrier", vec![], &[], Attributes::new());
+        Barrier::build(&mut b, Attributes::new());
     }
-    b.op("nv.store_shared", vec![operands[0], buf, c0], &[], Attributes::new());
-    b.op("nv.fence_async_shared", vec![], &[], Attributes::new());
-    b.op("nv.barrier", vec![], &[], Attributes::new());
-    let mut tma_operands = vec![buf, c0, operands[1]];
-    tma_operands.extend(element_coords(&mut b, &operands[2..], &tile.shape));
-    b.op("nv.tma_store", tma_operands, &[], Attributes::new());
-    body.remove_op(store);
+    StoreShared::build(&mut b, value, buf, c0, Attributes::new());
+    FenceAsyncShared::build(&mut b, Attributes::new());
+    Barrier::build(&mut b, Attributes::new());
+    let indices = store.indices(b.body).to_vec();
+    let coords = element_coords(&mut b, &indices, &tile.shape);
+    TmaStore::build(&mut b, buf, c0, tensor, &coords, Attributes::new());
+    body.remove_op(store.op());
     Ok(())
 }

@@ -17,12 +17,12 @@
 //! loops and checks its options.
 
 use crate::hopper::expand::expand;
-use crate::hopper::schedule::{is_staged_loop, Schedule};
+use crate::hopper::schedule::{staged_loop, Schedule};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::{op_error, Pass};
-use tilec_dialects::ir::Op;
+use tilec_dialects::tile::For;
 use tilec_dialects::{Diagnostic, Function};
 
 pub const INFO: PassInfo = PassInfo {
@@ -52,12 +52,12 @@ impl Pass for Pipeline {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        let loops: Vec<Op> = func.body.walk_region(func.region).into_iter().filter(|&op| is_staged_loop(&func.body, op)).collect();
+        let loops: Vec<For> = func.body.walk_region(func.region).into_iter().filter_map(|op| staged_loop(&func.body, op)).collect();
         for for_op in loops {
             if self.wait_depth >= self.stages {
                 return Err(op_error(
                     &func.body,
-                    for_op,
+                    for_op.op(),
                     format!("cannot keep {} wgmma group(s) in flight with {} stage(s): wait-depth must be less than stages", self.wait_depth, self.stages),
                 ));
             }

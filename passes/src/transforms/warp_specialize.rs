@@ -22,7 +22,7 @@
 //! ahead into the next tile while the consumers finish an epilogue.
 
 use crate::hopper::counting::{parity, Counting};
-use crate::hopper::schedule::{dots, is_staged_loop, loop_block, staged_loads, Schedule};
+use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, Schedule};
 use crate::hopper::staging::{outermost_ancestor, StagedBuffers};
 use crate::hopper::wgmma::{dot_a, drain_after, emit_wgmma, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
@@ -30,9 +30,9 @@ use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::{op_error, Pass};
 use std::collections::HashMap;
-use tilec_dialects::ir::{
-    Attribute, Attributes, Block, Body, Builder, ElemType, InsertPoint, Op, Region, TileType, Type, Value,
-};
+use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, InsertPoint, Op, Region, TileType, Type, Value};
+use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait, SmemRows};
+use tilec_dialects::tile::{Addi, Cmpi, Dot, For, If, Load, Muli, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
 pub const INFO: PassInfo = PassInfo {
@@ -78,7 +78,7 @@ impl Pass for WarpSpecialize {
         }
         let region = func.region;
         let body = &mut func.body;
-        let Some(k_loop) = body.walk_region(region).into_iter().find(|&op| is_staged_loop(body, op)) else {
+        let Some(k_loop) = body.walk_region(region).into_iter().find_map(|op| staged_loop(body, op)) else {
             return Ok(());
         };
         let loads = staged_loads(body, loop_block(body, k_loop));
@@ -87,23 +87,17 @@ impl Pass for WarpSpecialize {
         let schedule = Schedule::of_loop(body, k_loop, self.stages, 1);
 
         // Buffers and barriers before the work; then the roles.
-        let root = outermost_ancestor(body, k_loop);
+        let root = outermost_ancestor(body, k_loop.op());
         let entry = body.ops[root].parent.expect("attached");
-        let loc = body.ops[k_loop].loc.clone();
+        let loc = body.ops[k_loop.op()].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
         let staged = StagedBuffers::allocate(&mut b, &loads, self.stages);
         // Two barriers per stage: full and empty.
-        staged.check_budget(body, k_loop, self.stages, 2)?;
+        staged.check_budget(body, k_loop.op(), self.stages, 2)?;
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
-        let mut attrs = Attributes::new();
-        attrs.set("arrivals", Attribute::Int(WARPGROUP * self.consumers, ElemType::I64));
-        let empty = b.value("nv.alloc_mbarriers", vec![], Type::MBarrier(self.stages), attrs);
+        let empty = AllocMbarriers::build(&mut b, Type::MBarrier(self.stages), WARPGROUP * self.consumers, Attributes::new()).result(b.body);
         b.name(empty, "empty");
-        let mut attrs = Attributes::new();
-        attrs.set("consumers", Attribute::Int(self.consumers, ElemType::I64));
-        attrs.set("producer_regs", Attribute::Int(self.producer_regs, ElemType::I64));
-        attrs.set("consumer_regs", Attribute::Int(self.consumer_regs, ElemType::I64));
-        let ws = b.op("nv.warp_specialize", vec![], &[], attrs);
+        let ws = nv::WarpSpecialize::build(&mut b, self.consumers, self.producer_regs, self.consumer_regs, Attributes::new()).op();
         let (_, producer) = b.body.add_region(ws, &[]);
         let (_, consumer) = b.body.add_region(ws, &[Type::INDEX]);
         let c = b.body.blocks[consumer].args[0];
@@ -121,8 +115,8 @@ impl Pass for WarpSpecialize {
         }
 
         let roles = Roles { schedule, consumers: self.consumers, block_m, staged: &staged, empty, region };
-        roles.producer(body, op_clone(body, &producer_map, k_loop, producer), &producer_map, &loads)?;
-        roles.consumer(body, op_clone(body, &consumer_map, k_loop, consumer), &consumer_map, &loads, c)?;
+        roles.producer(body, loop_clone(body, &producer_map, k_loop, producer), &producer_map, &loads)?;
+        roles.consumer(body, loop_clone(body, &consumer_map, k_loop, consumer), &consumer_map, &loads, c)?;
         func.attrs.set("num_warps", Attribute::Int(4 * (1 + self.consumers), ElemType::I64));
         Ok(())
     }
@@ -130,17 +124,17 @@ impl Pass for WarpSpecialize {
 
 impl WarpSpecialize {
     /// The tile's BLOCK_M, after checking each consumer gets whole m64 blocks.
-    fn check_split(&self, body: &Body, k_loop: Op, dots: &[Op]) -> Result<i64, Diagnostic> {
+    fn check_split(&self, body: &Body, k_loop: For, dots: &[Dot]) -> Result<i64, Diagnostic> {
         let Some(&dot) = dots.first() else {
-            return Err(op_error(body, k_loop, "stages tiles through shared memory but has no tile.dot to specialise".into()));
+            return Err(op_error(body, k_loop.op(), "stages tiles through shared memory but has no tile.dot to specialise".into()));
         };
-        let acc = body.value_type(body.ops[dot].operands[2]).as_tile().expect("verified").clone();
+        let acc = body.value_type(dot.acc(body)).as_tile().expect("verified").clone();
         let block_m = acc.shape[0];
         if block_m % (64 * self.consumers) != 0 {
-            return Err(op_error(body, dot, format!("BLOCK_M ({block_m}) cannot be split into {} consumers of whole 64-row wgmma blocks", self.consumers)));
+            return Err(op_error(body, dot.op(), format!("BLOCK_M ({block_m}) cannot be split into {} consumers of whole 64-row wgmma blocks", self.consumers)));
         }
-        if body.ops[dot].attrs.has("transpose_a") {
-            return Err(op_error(body, dot, "tile-warp-specialize splits A by rows; a transposed A is not supported".into()));
+        if dot.transpose_a(body) {
+            return Err(op_error(body, dot.op(), "tile-warp-specialize splits A by rows; a transposed A is not supported".into()));
         }
         Ok(block_m)
     }
@@ -163,20 +157,21 @@ fn clone_work(body: &mut Body, entry: Block, work: &[Op], role: Block) -> HashMa
     for &op in work {
         b.clone_op(op, &mut map);
     }
-    b.op("tile.yield", vec![], &[], Attributes::new());
+    Yield::build(&mut b, &[], Attributes::new());
     map
 }
 
-/// The copy in `role` of op `op` of the original work.
-fn op_clone(body: &Body, map: &HashMap<Value, Value>, op: Op, role: Block) -> Op {
+/// The copy in `role` of the original work's K loop.
+fn loop_clone(body: &Body, map: &HashMap<Value, Value>, k_loop: For, role: Block) -> For {
     let region = body.blocks[role].parent.expect("in a region");
-    let marker = body.ops[op].results.first().map(|r| map[r]);
+    let marker = k_loop.results(body).first().map(|r| map[r]);
     body.walk_region(region)
         .into_iter()
         .find(|&o| match marker {
             Some(m) => body.ops[o].results.first() == Some(&m),
             None => false,
         })
+        .and_then(|o| For::of(body, o))
         .expect("the K loop was cloned")
 }
 
@@ -191,12 +186,12 @@ struct Roles<'a> {
 
 impl Roles<'_> {
     /// The K loop's stage counting, built before the loop.
-    fn counting(&self, body: &mut Body, k_loop: Op) -> Counting {
-        let mut b = Builder::new(body, InsertPoint::Before(k_loop), body.ops[k_loop].loc.clone());
+    fn counting(&self, body: &mut Body, k_loop: For) -> Counting {
+        let mut b = Builder::new(body, InsertPoint::Before(k_loop.op()), body.ops[k_loop.op()].loc.clone());
         Counting::build(&mut b, k_loop, self.schedule.stages)
     }
 
-    fn producer(&self, body: &mut Body, k_loop: Op, map: &HashMap<Value, Value>, loads: &[Op]) -> Result<(), Diagnostic> {
+    fn producer(&self, body: &mut Body, k_loop: For, map: &HashMap<Value, Value>, loads: &[Op]) -> Result<(), Diagnostic> {
         let clones: Vec<Op> = loads.iter().map(|&l| body.defining_op(map[&body.result(l, 0)]).expect("cloned load")).collect();
         let staged = self.staged.rekeyed(body, loads, &clones);
         let count = self.counting(body, k_loop);
@@ -204,18 +199,18 @@ impl Roles<'_> {
         let mut b = Builder::new(body, InsertPoint::Before(first), body.ops[first].loc.clone());
         let position = count.position(&mut b, k_loop);
         let c1 = b.index(1);
-        let next_round = b.index_op("tile.addi", position.round, c1);
+        let next_round = Addi::build(&mut b, position.round, c1, Attributes::new()).result(b.body);
         let phase = parity(&mut b, next_round);
         let phase = b.name(phase, "empty_phase");
         let stage = position.stage;
-        b.op("nv.mbarrier_wait", vec![self.empty, stage, phase], &[], Attributes::new());
-        let coords: Vec<Vec<Value>> = clones.iter().map(|&l| b.body.ops[l].operands[1..].to_vec()).collect();
-        staged.issue(&mut b, &clones, &coords, stage, &Attributes::new());
+        MbarrierWait::build(&mut b, self.empty, stage, phase, Attributes::new());
+        let coords: Vec<Vec<Value>> = clones.iter().map(|&l| Load::of(b.body, l).expect("cloned load").indices(b.body).to_vec()).collect();
+        staged.issue(&mut b, &clones, &coords, stage);
         for dot in dots(body, loop_block(body, k_loop)) {
-            let (result, acc) = (body.result(dot, 0), body.ops[dot].operands[2]);
+            let (result, acc) = (dot.result(body), dot.acc(body));
             let to_registers = dot_a(body, dot).to_registers;
             body.replace_all_uses(self.region, result, acc);
-            body.remove_op(dot);
+            body.remove_op(dot.op());
             if let Some(convert) = to_registers {
                 body.remove_op(convert);
             }
@@ -223,21 +218,21 @@ impl Roles<'_> {
         for load in clones {
             body.remove_op(load);
         }
-        let role = body.ops[k_loop].parent.map(|b| outer_role_block(body, b)).expect("attached");
+        let role = body.ops[k_loop.op()].parent.map(|b| outer_role_block(body, b)).expect("attached");
         for op in body.walk_region(body.blocks[role].parent.expect("in a region")) {
-            if body.ops[op].def.name == "tile.store" {
+            if Store::of(body, op).is_some() {
                 body.remove_op(op);
             }
         }
         Ok(())
     }
 
-    fn consumer(&self, body: &mut Body, k_loop: Op, map: &HashMap<Value, Value>, loads: &[Op], c: Value) -> Result<(), Diagnostic> {
+    fn consumer(&self, body: &mut Body, k_loop: For, map: &HashMap<Value, Value>, loads: &[Op], c: Value) -> Result<(), Diagnostic> {
         let clones: Vec<Op> = loads.iter().map(|&l| body.defining_op(map[&body.result(l, 0)]).expect("cloned load")).collect();
         let staged = self.staged.rekeyed(body, loads, &clones);
-        let role = outer_role_block(body, body.ops[k_loop].parent.expect("attached"));
+        let role = outer_role_block(body, body.ops[k_loop.op()].parent.expect("attached"));
         let role_region = body.blocks[role].parent.expect("in a region");
-        let loc = body.ops[k_loop].loc.clone();
+        let loc = body.ops[k_loop.op()].loc.clone();
 
         // With two consumers, each reads its own rows of A's buffer.
         let half = self.block_m / self.consumers;
@@ -246,7 +241,7 @@ impl Roles<'_> {
         let mut b = Builder::new(body, InsertPoint::Before(role_first), loc.clone());
         let row = if self.consumers > 1 {
             let h = b.index(half);
-            let row = b.index_op("tile.muli", c, h);
+            let row = Muli::build(&mut b, c, h, Attributes::new()).result(b.body);
             Some(b.name(row, "row"))
         } else {
             None
@@ -259,7 +254,7 @@ impl Roles<'_> {
                 Some(row) if !a_view.contains_key(&a) => {
                     let mut smem = b.body.value_type(buf).as_smem().expect("buffer").clone();
                     smem.tile.shape[0] = half;
-                    let v = b.value("nv.smem_rows", vec![buf, row], Type::Smem(smem), Attributes::new());
+                    let v = SmemRows::build(&mut b, buf, row, Type::Smem(smem), Attributes::new()).result(b.body);
                     b.name(v, "a_rows")
                 }
                 Some(_) => a_view[&a],
@@ -276,10 +271,10 @@ impl Roles<'_> {
         let (local, stage) = (position.local, position.stage);
         let phase = parity(&mut b, position.round);
         let phase = b.name(phase, "phase");
-        b.op("nv.mbarrier_wait", vec![staged.full, stage, phase], &[], Attributes::new());
+        MbarrierWait::build(&mut b, staged.full, stage, phase, Attributes::new());
         for &dot in &dots {
-            let (a, bb) = (a_view[&dot_a(body, dot).staged], staged.buffer_of[&body.ops[dot].operands[1]]);
-            let mut b = Builder::new(body, InsertPoint::Before(dot), body.ops[dot].loc.clone());
+            let (a, bb) = (a_view[&dot_a(body, dot).staged], staged.buffer_of[&dot.rhs(body)]);
+            let mut b = Builder::new(body, InsertPoint::Before(dot.op()), body.ops[dot.op()].loc.clone());
             let done = emit_wgmma(&mut b, dot, [a, stage], [bb, stage], self.schedule.in_flight);
             replace_dot(body, self.region, dot, done);
         }
@@ -287,32 +282,32 @@ impl Roles<'_> {
         let mut b = Builder::new(body, InsertPoint::Before(terminator), loc.clone());
         let c0 = b.index(0);
         let has_prev = cmp(&mut b, "sgt", local, c0);
-        let release = b.op("tile.if", vec![has_prev], &[], Attributes::new());
+        let release = If::build(&mut b, has_prev, Attributes::new()).op();
         let (_, rb) = b.body.add_region(release, &[]);
         let mut r = Builder::new(body, InsertPoint::End(rb), loc.clone());
         let c1 = r.index(1);
-        let before = r.index_op("tile.subi", local, c1);
+        let before = Subi::build(&mut r, local, c1, Attributes::new()).result(r.body);
         let prev = count.stage_of(&mut r, before);
         let prev = r.name(prev, "prev");
-        r.op("nv.mbarrier_arrive", vec![self.empty, prev], &[], Attributes::new());
-        r.op("tile.yield", vec![], &[], Attributes::new());
+        MbarrierArrive::build(&mut r, self.empty, prev, Attributes::new());
+        Yield::build(&mut r, &[], Attributes::new());
         for load in clones {
             body.remove_op(load);
         }
 
         // After the loop: drain, release the last stage, then the epilogue.
-        let after = drain_after(body, self.region, k_loop);
+        let after = drain_after(body, self.region, k_loop.op());
         let mut b = Builder::new(body, InsertPoint::Before(after), loc.clone());
         let c0 = b.index(0);
         let ran = cmp(&mut b, "sgt", count.trip, c0);
-        let last = b.op("tile.if", vec![ran], &[], Attributes::new());
+        let last = If::build(&mut b, ran, Attributes::new()).op();
         let (_, lb) = b.body.add_region(last, &[]);
         let mut l = Builder::new(body, InsertPoint::End(lb), loc);
         let c1 = l.index(1);
-        let last_local = l.index_op("tile.subi", count.trip, c1);
+        let last_local = Subi::build(&mut l, count.trip, c1, Attributes::new()).result(l.body);
         let last_stage = count.stage_of(&mut l, last_local);
-        l.op("nv.mbarrier_arrive", vec![self.empty, last_stage], &[], Attributes::new());
-        l.op("tile.yield", vec![], &[], Attributes::new());
+        MbarrierArrive::build(&mut l, self.empty, last_stage, Attributes::new());
+        Yield::build(&mut l, &[], Attributes::new());
 
         self.retype_consumer(body, role_region, half);
         if row.is_some() {
@@ -352,16 +347,15 @@ impl Roles<'_> {
 
     /// Consumer `c` stores tile row `m * consumers + c` of the halved tiles.
     fn offset_stores(&self, body: &mut Body, role_region: Region, c: Value) {
-        for op in body.walk_region(role_region) {
-            if body.ops[op].def.name != "tile.store" {
-                continue;
-            }
-            let m = body.ops[op].operands[2];
-            let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
+        for store in body.walk_region(role_region).into_iter().filter_map(|op| Store::of(body, op)).collect::<Vec<_>>() {
+            let mut indices = store.indices(body).to_vec();
+            let (value, tensor, attrs) = (store.value(body), store.tensor(body), body.ops[store.op()].attrs.clone());
+            let mut b = Builder::new(body, InsertPoint::Before(store.op()), body.ops[store.op()].loc.clone());
             let k = b.index(self.consumers);
-            let scaled = b.index_op("tile.muli", m, k);
-            let row = b.index_op("tile.addi", scaled, c);
-            body.ops[op].operands[2] = row;
+            let scaled = Muli::build(&mut b, indices[0], k, Attributes::new()).result(b.body);
+            indices[0] = Addi::build(&mut b, scaled, c, Attributes::new()).result(b.body);
+            Store::build(&mut b, value, tensor, &indices, attrs);
+            body.remove_op(store.op());
         }
     }
 }
@@ -373,9 +367,7 @@ fn one_warpgroup(mma: &Layout) -> Layout {
 }
 
 fn cmp(b: &mut Builder<'_>, predicate: &str, lhs: Value, rhs: Value) -> Value {
-    let mut attrs = Attributes::new();
-    attrs.set("predicate", Attribute::String(predicate.into()));
-    b.value("tile.cmpi", vec![lhs, rhs], Type::Scalar(ElemType::I1), attrs)
+    Cmpi::build(b, lhs, rhs, predicate, Attributes::new()).result(b.body)
 }
 
 /// The block of the `nv.warp_specialize` region that (transitively) holds
@@ -384,7 +376,7 @@ fn outer_role_block(body: &Body, mut block: Block) -> Block {
     loop {
         let region = body.blocks[block].parent.expect("in a region");
         let owner = body.regions[region].parent.expect("inside nv.warp_specialize");
-        if body.ops[owner].def.name == "nv.warp_specialize" {
+        if nv::WarpSpecialize::of(body, owner).is_some() {
             return block;
         }
         block = body.ops[owner].parent.expect("attached");
