@@ -110,6 +110,10 @@ impl PassManager {
         let mut times: Vec<(&'static str, Duration)> = Vec::new();
         let instr = self.instrumentation.clone();
         for (i, (pass, _)) in self.passes.iter_mut().enumerate() {
+            // A pass every function is past is not run, verified, printed or timed.
+            if !plans.is_empty() && plans.iter().all(|plan| !plan[i]) {
+                continue;
+            }
             let name = pass.name();
             let start = Instant::now();
             for (func, plan) in module.functions.iter_mut().zip(&plans) {
@@ -181,4 +185,41 @@ fn report_timing(log: &mut dyn Write, times: &[(&'static str, Duration)]) {
     }
     text.push_str(&format!("   {:.6} (100.0%)  Total\n", total.as_secs_f64()));
     let _ = write!(log, "{text}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DEFAULT_PIPELINE;
+    use tilec_dialects::parse_module;
+
+    /// nv IR: an nv op and no tile load, dot or store.
+    const NV_INPUT: &str = "tile.func @fence() {\n  nv.barrier\n  tile.return\n}\n";
+
+    fn run(pipeline: &str, start_at_input_phase: bool) -> Result<Vec<u8>, PassError> {
+        let mut module = parse_module(NV_INPUT, "nv.tile").expect("test input parses");
+        let instrumentation = Instrumentation { print_after_all: true, ..Instrumentation::default() };
+        let mut pm = PassManager::from_pipeline(pipeline, instrumentation).expect("pipeline parses");
+        if start_at_input_phase {
+            pm.start_at_input_phase();
+        }
+        let mut log = Vec::new();
+        pm.run(&mut module, &mut log).map(|()| log)
+    }
+
+    #[test]
+    fn a_pass_the_input_is_past_is_rejected_before_anything_runs() {
+        let Err(PassError::Order(diagnostic)) = run("tile-canonicalize,tile-pipeline", false) else {
+            panic!("tile-pipeline on nv IR must be rejected");
+        };
+        assert_eq!(diagnostic.loc.line, 1);
+        assert!(diagnostic.message.starts_with("pass 'tile-pipeline' needs tile IR with layouts, but @fence is nv IR after 'tile-canonicalize'"), "{}", diagnostic.message);
+    }
+
+    #[test]
+    fn the_default_pipeline_starts_nv_input_at_nv_ir() {
+        let log = String::from_utf8(run(DEFAULT_PIPELINE, true).expect("nv input compiles")).unwrap();
+        let ran: Vec<&str> = log.lines().filter_map(|l| l.strip_prefix("// -----// IR Dump After ")).collect();
+        assert_eq!(ran, ["tile-canonicalize //----- //", "tile-canonicalize //----- //"]);
+    }
 }
