@@ -33,7 +33,7 @@ pub fn verify_function(func: &Function) -> Result<(), Diagnostic> {
 pub fn function_errors(func: &Function) -> Vec<Diagnostic> {
     let body = &func.body;
     let mut errors = Vec::new();
-    if !func.body.terminator(func.entry_block()).is_some_and(|t| body.opcode(t) == Opcode::TileReturn) {
+    if body.terminator(func.entry_block()).is_none_or(|t| body.opcode(t) != Opcode::TileReturn) {
         errors.push(Diagnostic::error(func.loc.clone(), format!("function '@{}' must end with 'tile.return'", func.name)));
     }
     if let Err(e) = verify_arg_attrs(func) {

@@ -172,6 +172,17 @@ fn check_groups(op: &OpDef, format: &[Element]) -> Result<(), String> {
             if !op.operand(name).is_some_and(|o| o.arity != Arity::One) {
                 return Err(format!("optional group anchored on '{name}', which is not an optional or variadic operand"));
             }
+            // A single value inside a group could be missing from the input.
+            for e in inner {
+                if let Element::Var(v) | Element::Type(v) = e {
+                    if op.operand(v).or(op.result(v)).is_some_and(|o| o.arity == Arity::One) {
+                        return Err(format!("'{v}' is a single value inside an optional group; make it optional or move it out"));
+                    }
+                    if op.attr(v).is_some_and(|a| a.required()) {
+                        return Err(format!("required attribute '{v}' is inside an optional group"));
+                    }
+                }
+            }
             match &inner[0] {
                 Element::Literal(_) => {}
                 Element::Var(v) if op.operand(v).is_some_and(|o| o.arity == Arity::Variadic) && inner.len() == 1 => {}
@@ -208,6 +219,15 @@ mod tests {
     #[test]
     fn rejects_a_group_without_anchor() {
         assert!(parse_format("(`[` $s `]`)?").unwrap_err().contains("anchor"));
+    }
+
+    #[test]
+    fn rejects_a_single_value_inside_an_optional_group() {
+        let err = crate::def::parse_dialect(
+            "dialect t\nop t.w W {\n  summary: s\n  operands: a: index, s: index?\n  format: (`[` $s^ $a `]`)? attr-dict\n}\n",
+        )
+        .unwrap_err();
+        assert!(err.contains("'a' is a single value inside an optional group"), "{err}");
     }
 
     #[test]

@@ -132,7 +132,9 @@ fn view(s: &mut String, op: &OpDef, opcodes: &[String], single: bool) {
     let v = &op.view;
     let title = if single { format!("`{}`: {}", op.name, op.summary) } else { format!("{}: {}", op.view, op.summary) };
     writeln!(s, "/// {title}\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub struct {v}(Op);\n").unwrap();
-    writeln!(s, "impl {v} {{").unwrap();
+    // Generated code keeps one shape for every op rather than the tersest
+    // Rust for each.
+    writeln!(s, "#[allow(clippy::needless_lifetimes, clippy::len_zero, clippy::identity_op, clippy::nonminimal_bool)]\nimpl {v} {{").unwrap();
     if single {
         writeln!(s, "    pub const OPCODE: Opcode = Opcode::{};\n", opcodes[0]).unwrap();
     }
@@ -175,7 +177,7 @@ fn view(s: &mut String, op: &OpDef, opcodes: &[String], single: bool) {
         writeln!(s, "    pub fn {r}(self, body: &Body) -> Region {{\n        body.ops[self.0].regions[{i}]\n    }}\n").unwrap();
     }
     for a in &op.attrs {
-        let get = format!("body.ops[self.0].attrs");
+        let get = "body.ops[self.0].attrs";
         let n = &a.name;
         let (ty, expr) = match (&a.ty, a.required(), a.default) {
             (AttrType::Unit, _, _) => ("bool".to_string(), format!("{get}.has({n:?})")),
@@ -265,7 +267,7 @@ fn builder(s: &mut String, op: &OpDef) {
     body.push("Self(builder.create(Self::OPCODE, operands, &result_types, all))".into());
     writeln!(
         s,
-        "    /// Builds a `{}` at the builder's insertion point; `attrs` are added to those the arguments give.\n    #[allow(unused_mut, clippy::too_many_arguments)]\n    pub fn build({}) -> Self {{\n        {}\n    }}\n",
+        "    /// Builds a `{}` at the builder's insertion point; `attrs` are added to those the arguments give.\n    #[allow(unused_mut, clippy::too_many_arguments, clippy::vec_init_then_push)]\n    pub fn build({}) -> Self {{\n        {}\n    }}\n",
         op.name,
         params.join(", "),
         body.join("\n        ")
@@ -336,7 +338,7 @@ fn verify(s: &mut String, op: &OpDef) {
         writeln!(b, "    let view = {v}::of(body, op).expect(\"counts and attributes checked\");\n{kinds}").unwrap();
     }
     let tail = op.verify.as_ref().map_or("Ok(())".to_string(), |f| format!("{f}(body, op)"));
-    writeln!(s, "fn verify_{sfx}(body: &Body, op: Op) -> Result<(), String> {{\n    let d = &body.ops[op];\n{b}    {tail}\n}}\n").unwrap();
+    writeln!(s, "#[allow(clippy::len_zero, clippy::nonminimal_bool, clippy::identity_op)]\nfn verify_{sfx}(body: &Body, op: Op) -> Result<(), String> {{\n    let d = &body.ops[op];\n{b}    {tail}\n}}\n").unwrap();
 }
 
 /// Rust that checks that the members of a `types-match` group share one
@@ -344,7 +346,8 @@ fn verify(s: &mut String, op: &OpDef) {
 fn types_match_check(op: &OpDef, group: &[String]) -> String {
     let value = |n: &str| op.operand(n).or(op.result(n)).expect("checked: members are values");
     let names: Vec<String> = group.iter().map(|n| format!("'{n}'")).collect();
-    let msg = format!("{} must have one type", names.join(" and "));
+    let (last, rest) = names.split_last().expect("a group has members");
+    let msg = if rest.is_empty() { format!("{last} must have one type") } else { format!("{} and {last} must have one type", rest.join(", ")) };
     let first = &group[0];
     let mut out = String::new();
     for other in &group[1..] {

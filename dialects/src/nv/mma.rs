@@ -3,7 +3,7 @@
 
 use super::fragment::check_a_fragment_layout;
 use super::{Wgmma, WgmmaWait};
-use crate::ir::{Body, ElemType, Layout, Op, Value};
+use crate::ir::{Body, ElemType, Layout, Op};
 
 /// `%d = nv.wgmma %a_smem[%s], %b_smem[%s], %acc {transpose_b} : !nv.smem<...>, !nv.smem<...> -> tensor<MxNxf32, #tile.mma<...>>`
 /// `%d = nv.wgmma %a, %b_smem[%s], %acc {transpose_b} : tensor<MxKxT, #tile.dot_operand<...>>, !nv.smem<...> -> tensor<...>`
@@ -64,24 +64,8 @@ pub(super) fn verify_wgmma(body: &Body, op: Op) -> Result<(), String> {
 /// `%r:2 = nv.wgmma_wait 1, %d0, %d1`: its results are its operands, now
 /// safe to read.
 pub(super) fn verify_wgmma_wait(body: &Body, op: Op) -> Result<(), String> {
-    let data = &body.ops[op];
     match WgmmaWait::of(body, op).map(|w| w.pending(body)) {
-        Some(n) if (0..=7).contains(&n) => {}
-        _ => return Err("'pending' must be from 0 to 7".into()),
+        Some(n) if (0..=7).contains(&n) => Ok(()),
+        _ => Err("'pending' must be from 0 to 7".into()),
     }
-    if data.operands.len() != data.results.len()
-        || data.operands.iter().zip(&data.results).any(|(&o, &r)| body.value_type(o) != body.value_type(r))
-    {
-        return Err("results must match the operands one for one".into());
-    }
-    Ok(())
-}
-
-/// Operands `[A]` or `[A, A's stage]` of an `nv.wgmma`, and the rest `[B, B's
-/// stage, acc]`: A's stage is there only when A is in shared memory. The
-/// typed view [`Wgmma`] gives the same by name.
-pub fn wgmma_operands(body: &Body, op: Op) -> (&[Value], &[Value]) {
-    let ops = &body.ops[op].operands;
-    let a_len = if Wgmma::of(body, op).is_some_and(|w| w.a_stage(body).is_some()) { 2 } else { 1 };
-    ops.split_at(a_len.min(ops.len()))
 }

@@ -173,7 +173,7 @@ fn assign_a_registers(body: &mut Body, region: tilec_dialects::Region, dot: Op, 
         // Already converted from a loaded tile: stage that tile.
         Some(Opcode::TileConvertLayout) => {
             let input = ConvertLayout::of(body, def.expect("defined")).expect("verified").input(body);
-            if !body.defining_op(input).is_some_and(|d| Load::of(body, d).is_some()) {
+            if body.defining_op(input).is_none_or(|d| Load::of(body, d).is_none()) {
                 return Err(op_error(body, dot, "operand A in registers must be converted from a tile.load (wgmma's A is staged through shared memory)".into()));
             }
             assign_shared(body, dot, input, "A")
