@@ -95,10 +95,18 @@ impl PhaseRule {
     }
 
     /// The accepted phases in words: "tile IR with layouts", or "tile IR
-    /// or tile IR with layouts".
+    /// or tile IR with layouts", or "any phase".
     pub fn describe_needs(&self) -> String {
+        if Phase::ALL.iter().all(|p| self.accepts(*p)) {
+            return "any phase".to_string();
+        }
         let names: Vec<&str> = Phase::ALL.iter().filter(|p| self.accepts(**p)).map(|p| p.describe()).collect();
         names.join(" or ")
+    }
+
+    /// The phase left, in words ("the same" when the pass keeps it).
+    pub fn describe_leaves(&self) -> &'static str {
+        self.leaves.map_or("the same", Phase::describe)
     }
 }
 

@@ -30,3 +30,24 @@ pub static PASSES: &[PassInfo] = &[
 pub fn lookup(name: &str) -> Option<&'static PassInfo> {
     PASSES.iter().find(|p| p.name == name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docs_state_each_pass_phases() {
+        let doc = include_str!("../../docs/ir.md");
+        for pass in PASSES {
+            let row = format!("| `{}` | {} | {} |", pass.name, pass.phases.describe_needs(), pass.phases.describe_leaves());
+            assert!(doc.contains(&row), "docs/ir.md's pass order must have the row\n{row}");
+        }
+    }
+
+    #[test]
+    fn pass_names_are_unique() {
+        for (i, pass) in PASSES.iter().enumerate() {
+            assert!(PASSES[i + 1..].iter().all(|other| other.name != pass.name), "'{}' is registered twice", pass.name);
+        }
+    }
+}
