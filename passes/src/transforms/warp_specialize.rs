@@ -17,6 +17,7 @@
 //!   read, drains, releases the last stage, and runs the epilogue. With two
 //!   consumers each owns half of the M tile (a row window of A's buffer) and
 //!   stores its half.
+//!
 //! Stages and phases count iterations from the kernel's start, so a
 //! persistent loop keeps them in step across tiles and the producer runs
 //! ahead into the next tile while the consumers finish an epilogue.
