@@ -651,6 +651,17 @@ mod tests {
     }
 
     #[test]
+    fn attributes_read_with_their_type_and_default() {
+        let src = "dialect t\nop t.a A {\n  summary: s\n  attrs: n: i64 = 4, p: keyword(lt|gt), flag: unit, k: i64?\n  format: $p attr-dict\n}\n";
+        let code = dialect(&parse_dialect(src).unwrap());
+        assert!(code.contains("pub fn n<'b>(self, body: &'b Body) -> i64 {\n        body.ops[self.0].attrs.get_int(\"n\").unwrap_or(4)"), "{code}");
+        assert!(code.contains("pub fn p<'b>(self, body: &'b Body) -> &'b str"));
+        assert!(code.contains("pub fn flag<'b>(self, body: &'b Body) -> bool"));
+        assert!(code.contains("pub fn k<'b>(self, body: &'b Body) -> Option<i64>"));
+        assert!(code.contains("pub fn build(builder: &mut Builder<'_>, p: &str, attrs: Attributes) -> Self"), "only required attributes are builder arguments");
+    }
+
+    #[test]
     fn class_members_inherit_keys_and_share_a_view() {
         let src = "dialect t\nclass Bin {\n  summary: s\n  operands: lhs: index, rhs: index\n  results: result: index\n  format: $lhs `,` $rhs attr-dict\n}\nop t.add Add : Bin {\n  summary: adds\n}\nop t.sub Sub : Bin {\n  summary: subtracts\n}\n";
         let d = parse_dialect(src).unwrap();

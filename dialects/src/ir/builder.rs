@@ -27,7 +27,9 @@ impl<'a> Builder<'a> {
     }
 
     /// Builds an op by name; panics only on a name no dialect defines, which
-    /// is a bug in the pass, not in the input.
+    /// is a bug in the pass, not in the input. The typed builders
+    /// (`tile::Dot::build`, ...) check operands at compile time instead;
+    /// this, `value` and `index_op` remain for passes not converted yet.
     pub fn op(&mut self, name: &str, operands: Vec<Value>, result_types: &[Type], attrs: Attributes) -> Op {
         let def: &'static OpDef = registry::lookup(name).unwrap_or_else(|| panic!("no dialect defines '{name}'"));
         let op = self.body.create_op(def, operands, result_types, attrs, self.loc.clone());
