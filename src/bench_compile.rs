@@ -9,7 +9,7 @@
 
 use crate::backend::{self, BackendContext, BackendOptions, Timings};
 use crate::driver::{parse_and_verify, run_passes, DEFAULT_PIPELINE};
-use crate::lower;
+use tilec_lower as lower;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tilec_passes::Instrumentation;

@@ -1,20 +1,17 @@
 //! `tilec compile FILE.tile [-o DIR] [--emit=STAGE] ...`: parse, run the
-//! tile/nv pass pipeline, lower the nv IR to MLIR (src/lower), run the
+//! tile/nv pass pipeline, lower the nv IR to MLIR (the tilec-lower crate), run the
 //! MLIR -> PTX back end (src/backend) and write the artifact.
 //! `tilec bench-compile` (src/bench_compile.rs) times the same steps.
 
 use crate::backend::{self, BackendOptions};
-use crate::lower;
+use tilec_lower as lower;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tilec_dialects::{parse_module, print_module, verify_module, Module, PrintOptions};
 use tilec_passes::{Instrumentation, PassManager};
 
-/// The default tile/nv pipeline of `tilec compile`. Input that is already
-/// nv-level passes through it unchanged (up to canonicalisation) and is
-/// lowered as it stands.
-pub const DEFAULT_PIPELINE: &str = "tile-canonicalize,tile-assign-layouts,tile-pipeline{stages=4},tile-lower-to-nv,tile-canonicalize";
+pub use tilec_passes::DEFAULT_PIPELINE;
 
 /// The pipeline `tilec compile` runs without `--pass-pipeline`.
 pub fn default_pipeline() -> &'static str {
@@ -147,6 +144,9 @@ pub(crate) fn parse_and_verify(text: &str, name: &str) -> Result<Module, String>
 /// Runs the textual tile/nv `pipeline` on `module`; instrumentation output goes to stderr.
 pub(crate) fn run_passes(module: &mut Module, pipeline: &str, instrumentation: Instrumentation) -> Result<(), String> {
     let mut pm = PassManager::from_pipeline(pipeline, instrumentation).map_err(|e| e.to_string())?;
+    if pipeline == DEFAULT_PIPELINE {
+        pm.start_at_input_phase();
+    }
     pm.run(module, &mut std::io::stderr()).map_err(|e| e.to_string())
 }
 

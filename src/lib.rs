@@ -1,13 +1,12 @@
 //! tilec: compiles GEMMs written in the tile IR for NVIDIA Hopper (tile IR
 //! -> passes -> MLIR -> PTX). The IR lives in `tilec-dialects` and the passes
-//! in `tilec-passes`; this crate lowers nv IR to MLIR (`lower`), MLIR to PTX
-//! (`backend`), and holds the tools (`opt` for tile-opt, `driver` for tilec).
+//! in `tilec-passes`, the nv IR to MLIR lowering in `tilec-lower`; this crate
+//! lowers MLIR to PTX (`backend`) and holds the tools (`opt` for tile-opt, `driver` for tilec).
 
 pub mod backend;
 pub mod cli;
 pub mod bench_compile;
 pub mod driver;
-pub mod lower;
 pub mod opt;
 
 pub use driver::default_pipeline;

@@ -3,22 +3,32 @@
 //!
 //! A pass is a small struct behind the [`Pass`] trait, created from typed
 //! options by its [`PassInfo`] entry in [`registry::PASSES`], the one place
-//! that lists them.
+//! that lists them. Each entry declares the [`Phase`]s the pass runs in and
+//! leaves, and the pass manager rejects a pipeline out of order.
 
 pub mod analysis;
+pub mod hopper;
 pub mod layout_rules;
 pub mod manager;
 pub mod options;
+pub mod phase;
 pub mod pipeline;
 pub mod registry;
 pub mod transforms;
 
 pub use manager::{Instrumentation, PassError, PassManager};
 pub use options::{OptionKind, OptionSpec, PassOptions};
-pub use pipeline::parse_pipeline;
+pub use phase::{Phase, PhaseRule};
+pub use pipeline::{parse_pipeline, DEFAULT_PIPELINE};
 pub use registry::{PassInfo, PASSES};
 
+use tilec_dialects::ir::{Body, Op};
 use tilec_dialects::{Diagnostic, Function};
+
+/// An error at `op`, worded as MLIR words op errors: `'tile.dot' op ...`.
+pub fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {
+    Diagnostic::error(body.ops[op].loc.clone(), format!("'{}' op {message}", body.ops[op].def.name))
+}
 
 /// One transformation or analysis over a function.
 pub trait Pass {

@@ -1,15 +1,18 @@
 //! Runs a pipeline over a module with mlir-opt's instrumentation: verify
 //! after each pass (the IR verifier, then the barrier verifier), print IR
 //! after all or named passes (and after a failing one), and time each pass.
+//! Before running anything it checks the pipeline's order against each
+//! pass's [`PhaseRule`], from the phase each function is in.
 
 use crate::analysis::barriers::verify_barriers;
+use crate::phase::{Phase, PhaseRule};
 use crate::pipeline::{create_passes, parse_pipeline};
 use crate::Pass;
 use std::io::Write;
 use std::time::{Duration, Instant};
 use tilec_dialects::syntax::print_function;
 use tilec_dialects::verifier::verify_function;
-use tilec_dialects::{Diagnostic, Module, PrintOptions};
+use tilec_dialects::{Diagnostic, Function, Module, PrintOptions};
 
 #[derive(Clone, Debug)]
 pub struct Instrumentation {
@@ -38,6 +41,8 @@ impl Default for Instrumentation {
 pub enum PassError {
     #[error("invalid pass pipeline: {0}")]
     Pipeline(String),
+    #[error("{0}")]
+    Order(Diagnostic),
     #[error("{diagnostic}\nnote: pass '{pass}' failed")]
     PassFailed { pass: &'static str, diagnostic: Diagnostic },
     #[error("{diagnostic}\nnote: the IR failed verification after pass '{pass}'")]
@@ -45,36 +50,76 @@ pub enum PassError {
 }
 
 pub struct PassManager {
-    passes: Vec<Box<dyn Pass>>,
+    passes: Vec<(Box<dyn Pass>, &'static PhaseRule)>,
+    /// Skip, per function, the passes whose phases the input is already
+    /// past (the default pipeline of `tilec compile` takes nv-level input
+    /// too); otherwise such a pass is an error.
+    start_at_input_phase: bool,
     pub instrumentation: Instrumentation,
 }
 
 impl PassManager {
     pub fn new(instrumentation: Instrumentation) -> Self {
-        PassManager { passes: Vec::new(), instrumentation }
+        PassManager { passes: Vec::new(), start_at_input_phase: false, instrumentation }
     }
 
     /// A manager running `pipeline` (e.g. `tile-canonicalize`).
     pub fn from_pipeline(pipeline: &str, instrumentation: Instrumentation) -> Result<Self, PassError> {
         let entries = parse_pipeline(pipeline).map_err(PassError::Pipeline)?;
         let mut pm = PassManager::new(instrumentation);
-        pm.passes = create_passes(&entries);
+        pm.passes = create_passes(&entries).into_iter().zip(entries.iter().map(|e| &e.info.phases)).collect();
         Ok(pm)
     }
 
-    pub fn add(&mut self, pass: Box<dyn Pass>) {
-        self.passes.push(pass);
+    pub fn add(&mut self, pass: Box<dyn Pass>, phases: &'static PhaseRule) {
+        self.passes.push((pass, phases));
+    }
+
+    /// Runs each function from the phase it is in: passes it is already
+    /// past are skipped instead of rejected.
+    pub fn start_at_input_phase(&mut self) {
+        self.start_at_input_phase = true;
+    }
+
+    /// Which passes run on `func` (all of them, or with
+    /// [`Self::start_at_input_phase`] those it is not past); an error names
+    /// the first pass that the IR is not in a phase for.
+    fn plan(&self, func: &Function) -> Result<Vec<bool>, Diagnostic> {
+        let input = Phase::of(func);
+        let mut phase = input;
+        let mut last: Option<&str> = None;
+        let mut plan = Vec::with_capacity(self.passes.len());
+        for (pass, rule) in &self.passes {
+            if rule.accepts(phase) {
+                phase = rule.after(phase);
+                last = Some(pass.name());
+                plan.push(true);
+            } else if self.start_at_input_phase && phase == input && phase > *rule.needs.end() {
+                plan.push(false);
+            } else {
+                return Err(order_error(func, pass.name(), rule, phase, last));
+            }
+        }
+        Ok(plan)
     }
 
     /// Runs every pass over every function; IR dumps and the timing report
     /// go to `log` (stderr in the tools).
     pub fn run(&mut self, module: &mut Module, log: &mut dyn Write) -> Result<(), PassError> {
+        let plans = module.functions.iter().map(|f| self.plan(f)).collect::<Result<Vec<_>, _>>().map_err(PassError::Order)?;
         let mut times: Vec<(&'static str, Duration)> = Vec::new();
         let instr = self.instrumentation.clone();
-        for pass in &mut self.passes {
+        for (i, (pass, _)) in self.passes.iter_mut().enumerate() {
+            // A pass every function is past is not run, verified, printed or timed.
+            if !plans.is_empty() && plans.iter().all(|plan| !plan[i]) {
+                continue;
+            }
             let name = pass.name();
             let start = Instant::now();
-            for func in &mut module.functions {
+            for (func, plan) in module.functions.iter_mut().zip(&plans) {
+                if !plan[i] {
+                    continue;
+                }
                 if let Err(diagnostic) = pass.run(func) {
                     if instr.print_after_failure {
                         dump(log, &format!("IR Dump After {name} Failed"), module, instr.print);
@@ -104,6 +149,20 @@ impl PassManager {
     }
 }
 
+/// `pass` cannot run on `func` in `phase`, reached after pass `last` (or
+/// read from the input).
+fn order_error(func: &Function, pass: &str, rule: &PhaseRule, phase: Phase, last: Option<&str>) -> Diagnostic {
+    let at = match last {
+        Some(last) => format!("after '{last}'"),
+        None => "in the input".to_string(),
+    };
+    let mut message = format!("pass '{pass}' needs {}, but @{} is {phase} {at}", rule.describe_needs(), func.name);
+    if !rule.reason.is_empty() {
+        message.push_str(&format!(": {}", rule.reason));
+    }
+    Diagnostic::error(func.loc.clone(), message)
+}
+
 fn dump(log: &mut dyn Write, title: &str, module: &Module, print: PrintOptions) {
     let mut text = format!("// -----// {title} //----- //\n");
     for func in &module.functions {
@@ -126,4 +185,41 @@ fn report_timing(log: &mut dyn Write, times: &[(&'static str, Duration)]) {
     }
     text.push_str(&format!("   {:.6} (100.0%)  Total\n", total.as_secs_f64()));
     let _ = write!(log, "{text}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DEFAULT_PIPELINE;
+    use tilec_dialects::parse_module;
+
+    /// nv IR: an nv op and no tile load, dot or store.
+    const NV_INPUT: &str = "tile.func @fence() {\n  nv.barrier\n  tile.return\n}\n";
+
+    fn run(pipeline: &str, start_at_input_phase: bool) -> Result<Vec<u8>, PassError> {
+        let mut module = parse_module(NV_INPUT, "nv.tile").expect("test input parses");
+        let instrumentation = Instrumentation { print_after_all: true, ..Instrumentation::default() };
+        let mut pm = PassManager::from_pipeline(pipeline, instrumentation).expect("pipeline parses");
+        if start_at_input_phase {
+            pm.start_at_input_phase();
+        }
+        let mut log = Vec::new();
+        pm.run(&mut module, &mut log).map(|()| log)
+    }
+
+    #[test]
+    fn a_pass_the_input_is_past_is_rejected_before_anything_runs() {
+        let Err(PassError::Order(diagnostic)) = run("tile-canonicalize,tile-pipeline", false) else {
+            panic!("tile-pipeline on nv IR must be rejected");
+        };
+        assert_eq!(diagnostic.loc.line, 1);
+        assert!(diagnostic.message.starts_with("pass 'tile-pipeline' needs tile IR with layouts, but @fence is nv IR after 'tile-canonicalize'"), "{}", diagnostic.message);
+    }
+
+    #[test]
+    fn the_default_pipeline_starts_nv_input_at_nv_ir() {
+        let log = String::from_utf8(run(DEFAULT_PIPELINE, true).expect("nv input compiles")).unwrap();
+        let ran: Vec<&str> = log.lines().filter_map(|l| l.strip_prefix("// -----// IR Dump After ")).collect();
+        assert_eq!(ran, ["tile-canonicalize //----- //", "tile-canonicalize //----- //"]);
+    }
 }

@@ -3,6 +3,12 @@
 use crate::registry::{lookup, PassInfo};
 use crate::{Pass, PassOptions};
 
+/// The tile/nv pipeline `tilec compile` runs when none is given, from tile
+/// IR to nv IR. Each function starts at the phase it is in: nv-level input
+/// skips the tile passes and is lowered as it stands (up to
+/// canonicalisation). docs/ir.md states this order.
+pub const DEFAULT_PIPELINE: &str = "tile-canonicalize,tile-assign-layouts,tile-pipeline{stages=4},tile-lower-to-nv,tile-canonicalize";
+
 /// One pass of a parsed pipeline, before it is created.
 pub struct PipelineEntry {
     pub info: &'static PassInfo,
@@ -84,6 +90,7 @@ fn parse_option_list(pass: &str, body: &str) -> Result<Vec<(String, String)>, St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Phase;
 
     #[test]
     fn splits_on_top_level_commas_only() {
@@ -99,6 +106,22 @@ mod tests {
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0].options.int("max-iterations"), 3);
         assert_eq!(entries[1].options.int("max-iterations"), 10);
+    }
+
+    #[test]
+    fn the_default_pipeline_takes_tile_ir_to_nv_ir_in_phase_order() {
+        let mut phase = Phase::Tile;
+        for entry in parse_pipeline(DEFAULT_PIPELINE).unwrap() {
+            assert!(entry.info.phases.accepts(phase), "'{}' cannot run on {phase}", entry.info.name);
+            phase = entry.info.phases.after(phase);
+        }
+        assert_eq!(phase, Phase::Nv);
+    }
+
+    #[test]
+    fn docs_state_the_default_pipeline() {
+        let doc = include_str!("../../docs/ir.md");
+        assert!(doc.contains(&format!("\n`{DEFAULT_PIPELINE}`\n")), "docs/ir.md's pass order must state DEFAULT_PIPELINE");
     }
 
     #[test]

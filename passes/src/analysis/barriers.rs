@@ -34,6 +34,7 @@ pub const INFO: PassInfo = PassInfo {
     name: "nv-verify-barriers",
     summary: "Check mbarrier arrival counts, transaction bytes, stage/phase arithmetic and deadlock freedom (changes nothing)",
     options: &[],
+    phases: crate::phase::PhaseRule::ANY,
     create: |_| Box::new(VerifyBarriers),
 };
 

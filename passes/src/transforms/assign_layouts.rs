@@ -10,8 +10,9 @@
 
 use crate::layout_rules::{instr_shape_k, instr_shape_n, padding_elems, swizzle_bytes, warps_per_cta};
 use crate::options::{OptionKind, OptionSpec};
+use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::Pass;
+use crate::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, TileType, Type, Value};
 use tilec_dialects::registry::Opcode;
@@ -28,6 +29,7 @@ pub const INFO: PassInfo = PassInfo {
         default: "4",
         help: "warps of the consumer when the function has no num_warps attribute",
     }],
+    phases: PhaseRule { needs: Phase::Tile..=Phase::TileLayouts, leaves: Some(Phase::TileLayouts), reason: "layouts are chosen for tile IR, before its loops are scheduled or lowered" },
     create: |options| Box::new(AssignLayouts { default_warps: options.word("num-warps").parse().expect("enum of numbers") }),
 };
 
@@ -81,10 +83,6 @@ impl Pass for AssignLayouts {
 
 fn has_dot(func: &Function) -> bool {
     func.body.walk_region(func.region).iter().any(|&op| dot_operands(&func.body, op).is_some())
-}
-
-fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {
-    Diagnostic::error(body.ops[op].loc.clone(), format!("'{}' op {message}", body.ops[op].def.name))
 }
 
 fn tile_type(body: &Body, v: Value) -> TileType {

@@ -4,6 +4,7 @@
 //! results nothing uses and that have no effect, until nothing changes.
 
 use crate::options::{OptionKind, OptionSpec};
+use crate::phase::PhaseRule;
 use crate::registry::PassInfo;
 use crate::Pass;
 use tilec_dialects::ir::{Attributes, Body, EntityRef, Op, Region, ValueDef};
@@ -20,6 +21,7 @@ pub const INFO: PassInfo = PassInfo {
         default: "10",
         help: "rounds of folding and dead-code removal before giving up on a fixed point",
     }],
+    phases: PhaseRule::ANY,
     create: |options| Box::new(Canonicalize { max_iterations: options.int("max-iterations") as usize }),
 };
 

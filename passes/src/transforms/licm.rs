@@ -3,6 +3,7 @@
 //! After `tile-persistent` it moves the K loop's trip count and the like out
 //! of the loop over tiles.
 
+use crate::phase::PhaseRule;
 use crate::registry::PassInfo;
 use crate::Pass;
 use std::collections::HashSet;
@@ -11,7 +12,7 @@ use tilec_dialects::tile::For;
 use tilec_dialects::{Diagnostic, Function};
 
 pub const INFO: PassInfo =
-    PassInfo { name: "tile-licm", summary: "Hoist loop-invariant pure ops out of tile.for loops", options: &[], create: |_| Box::new(Licm) };
+    PassInfo { name: "tile-licm", summary: "Hoist loop-invariant pure ops out of tile.for loops", options: &[], phases: PhaseRule::ANY, create: |_| Box::new(Licm) };
 
 pub struct Licm;
 

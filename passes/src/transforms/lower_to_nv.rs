@@ -1,5 +1,5 @@
 //! `tile-lower-to-nv`: makes whatever is still implicit explicit in the nv
-//! dialect, in the simplest Hopper form (seed 002's steps 1-4): one
+//! dialect, in the simplest Hopper form: one
 //! warpgroup, one pipeline stage.
 //!
 //! Tiles loaded with a shared layout become TMA loads into a one-stage
@@ -14,10 +14,17 @@
 //! output buffer, a proxy fence, a CTA barrier and an elected TMA store.
 
 use crate::options::{OptionKind, OptionSpec};
+use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::Pass;
-use super::tma_staging::{dot_a, element_coords, is_staged_load, op_error, outermost_ancestor, StagedBuffers};
-use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, SmemType, TileType, Type, Value};
+use crate::{op_error, Pass};
+use crate::hopper::counting::{loop_iteration, parity};
+use crate::hopper::schedule::dots;
+use crate::hopper::staging::{element_coords, is_staged_load, outermost_ancestor, remove_staged_loads, StagedBuffers};
+use crate::hopper::wgmma::{dot_a, emit_wgmma, replace_dot};
+use tilec_dialects::ir::{Attributes, Block, Body, Builder, InsertPoint, Op, SmemType, TileType, Type, Value};
+use tilec_dialects::nv::{AllocSmem, Barrier, FenceAsyncShared, MbarrierWait, StoreGlobal, StoreShared, TmaStore};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::tile::{For, Load, Store};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
 pub const INFO: PassInfo = PassInfo {
@@ -29,6 +36,7 @@ pub const INFO: PassInfo = PassInfo {
         default: "global",
         help: "store output tiles directly (global) or through a swizzled shared buffer and a TMA store (tma)",
     }],
+    phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileScheduled, leaves: Some(Phase::Nv), reason: "it lowers tiles by their layouts (run it after tile-assign-layouts and the K loop's schedule, once)" },
     create: |options| Box::new(LowerToNv { tma_epilogue: options.word("epilogue") == "tma" }),
 };
 
@@ -45,7 +53,7 @@ impl Pass for LowerToNv {
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         let body = &mut func.body;
         let ops = body.walk_region(func.region);
-        if let Some(&op) = ops.iter().find(|&&o| body.ops[o].def.name == "tile.dot_scaled") {
+        if let Some(&op) = ops.iter().find(|&&o| body.opcode(o) == Opcode::TileDotScaled) {
             return Err(op_error(body, op, "is not lowered yet: block-scaled FP8 needs its own lowering".into()));
         }
         let mut blocks: Vec<Block> = Vec::new();
@@ -61,11 +69,11 @@ impl Pass for LowerToNv {
             lower_staged_block(body, func.region, block)?;
         }
         for op in body.walk_region(func.region) {
-            match body.ops[op].def.name {
-                "tile.store" if self.tma_epilogue => lower_store_tma(body, op)?,
-                "tile.store" => lower_store(body, op)?,
-                "tile.load" => return Err(op_error(body, op, "loads a tile with no shared layout; run tile-assign-layouts first, and load only dot operands".into())),
-                "tile.dot" => return Err(op_error(body, op, "reads tiles that were not loaded by TMA in the same block".into())),
+            match body.opcode(op) {
+                Opcode::TileStore if self.tma_epilogue => lower_store_tma(body, Store::of(body, op).expect("verified"))?,
+                Opcode::TileStore => lower_store(body, Store::of(body, op).expect("verified"))?,
+                Opcode::TileLoad => return Err(op_error(body, op, "loads a tile with no shared layout; run tile-assign-layouts first, and load only dot operands".into())),
+                Opcode::TileDot => return Err(op_error(body, op, "reads tiles that were not loaded by TMA in the same block".into())),
                 _ => {}
             }
         }
@@ -77,14 +85,10 @@ impl Pass for LowerToNv {
 /// `block` waits for: the iteration number modulo 2 (0 outside loops).
 fn phase_of_block(b: &mut Builder<'_>, block: Block) -> Value {
     let owner = b.body.blocks[block].parent.and_then(|r| b.body.regions[r].parent);
-    match owner.filter(|&o| b.body.ops[o].def.name == "tile.for") {
+    match owner.and_then(|o| For::of(b.body, o)) {
         Some(for_op) => {
-            let iv = b.body.blocks[block].args[0];
-            let (lb, step) = (b.body.ops[for_op].operands[0], b.body.ops[for_op].operands[2]);
-            let offset = b.index_op("tile.subi", iv, lb);
-            let iteration = b.index_op("tile.divsi", offset, step);
-            let two = b.index(2);
-            let phase = b.index_op("tile.remsi", iteration, two);
+            let iteration = loop_iteration(b, for_op);
+            let phase = parity(b, iteration);
             b.name(phase, "phase")
         }
         None => b.index(0),
@@ -103,91 +107,33 @@ fn lower_staged_block(body: &mut Body, region: tilec_dialects::Region, block: Bl
     let staged = StagedBuffers::allocate(&mut b, &loads, 1);
 
     let mut b = Builder::new(body, InsertPoint::Before(first), loc);
-    let coords: Vec<Vec<Value>> = loads.iter().map(|&l| b.body.ops[l].operands[1..].to_vec()).collect();
-    staged.issue(&mut b, &loads, &coords, c0, &Attributes::new());
+    let coords: Vec<Vec<Value>> = loads.iter().map(|&l| Load::of(b.body, l).expect("staged loads are tile.load").indices(b.body).to_vec()).collect();
+    staged.issue(&mut b, &loads, &coords, c0);
     let phase = phase_of_block(&mut b, block);
-    b.op("nv.mbarrier_wait", vec![staged.full, c0, phase], &[], Attributes::new());
+    MbarrierWait::build(&mut b, staged.full, c0, phase, Attributes::new());
 
-    let dots: Vec<Op> = body.blocks[block].ops.iter().copied().filter(|&o| body.ops[o].def.name == "tile.dot").collect();
-    for dot in dots {
+    for dot in dots(body, block) {
         let a_tile = dot_a(body, dot).staged;
-        let (Some(&a), Some(&bb)) = (staged.buffer_of.get(&a_tile), staged.buffer_of.get(&body.ops[dot].operands[1])) else { continue };
-        let mut b = Builder::new(body, InsertPoint::Before(dot), body.ops[dot].loc.clone());
+        let (Some(&a), Some(&bb)) = (staged.buffer_of.get(&a_tile), staged.buffer_of.get(&dot.rhs(body))) else { continue };
+        let mut b = Builder::new(body, InsertPoint::Before(dot.op()), body.ops[dot.op()].loc.clone());
         let done = emit_wgmma(&mut b, dot, [a, c0], [bb, c0], 0);
-        b.op("nv.barrier", vec![], &[], Attributes::new());
+        Barrier::build(&mut b, Attributes::new());
         replace_dot(body, region, dot, done);
     }
     remove_staged_loads(body, region, &loads)
 }
 
-/// Emits, before `dot`, the fence, `nv.wgmma`, commit and a wait leaving
-/// `pending` groups in flight; returns the waited accumulator. `a` and `bb`
-/// are the buffer (or row window) and stage A and B are read from. When the
-/// dot reads A in registers (through a `tile.convert_layout` of the staged
-/// tile), an `nv.load_fragment` reads the stage into registers first: after
-/// whatever made the stage valid, before the fence that orders register
-/// writes before the wgmma.
-pub fn emit_wgmma(b: &mut Builder<'_>, dot: Op, a: [Value; 2], bb: [Value; 2], pending: i64) -> Value {
-    let acc = b.body.ops[dot].operands[2];
-    let acc_ty = b.body.value_type(acc).clone();
-    let attrs = b.body.ops[dot].attrs.clone();
-    let mut wgmma_operands = match dot_a(b.body, dot).to_registers {
-        Some(convert) => {
-            let converted = b.body.result(convert, 0);
-            let ty = b.body.value_type(converted).clone();
-            let regs = b.value("nv.load_fragment", a.to_vec(), ty, Attributes::new());
-            let hint = b.body.values[converted].name_hint.clone().unwrap_or_else(|| "a".into());
-            vec![b.name(regs, &format!("{hint}_regs"))]
-        }
-        None => a.to_vec(),
-    };
-    b.op("nv.wgmma_fence", vec![], &[], Attributes::new());
-    wgmma_operands.extend(bb);
-    wgmma_operands.push(acc);
-    let d = b.value("nv.wgmma", wgmma_operands, acc_ty.clone(), attrs);
-    b.op("nv.wgmma_commit", vec![], &[], Attributes::new());
-    let mut wait_attrs = Attributes::new();
-    wait_attrs.set("pending", Attribute::Int(pending, ElemType::I64));
-    b.value("nv.wgmma_wait", vec![d], acc_ty, wait_attrs)
-}
-
-/// Replaces `dot`'s result by `done` (under the dot's name) and removes the
-/// dot, and the conversion of A to registers it read.
-pub fn replace_dot(body: &mut Body, region: tilec_dialects::Region, dot: Op, done: Value) {
-    let result = body.result(dot, 0);
-    let to_registers = dot_a(body, dot).to_registers;
-    body.values[done].name_hint = body.values[result].name_hint.clone();
-    body.replace_all_uses(region, result, done);
-    body.remove_op(dot);
-    if let Some(convert) = to_registers {
-        body.remove_op(convert);
-    }
-}
-
-/// Removes loads whose tiles now come from buffers; a tile still used by
-/// another op cannot be staged.
-pub fn remove_staged_loads(body: &mut Body, region: tilec_dialects::Region, loads: &[Op]) -> Result<(), Diagnostic> {
-    let uses = body.use_counts(region);
-    for &load in loads {
-        if uses[body.result(load, 0).index()] > 0 {
-            return Err(op_error(body, load, "loads a staged tile that is used by an op other than tile.dot".into()));
-        }
-        body.remove_op(load);
-    }
-    Ok(())
-}
-
-fn lower_store(body: &mut Body, store: Op) -> Result<(), Diagnostic> {
-    let operands = body.ops[store].operands.clone();
-    let tile = body.value_type(operands[0]).as_tile().cloned().expect("verified");
+fn lower_store(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
+    let (value, tensor) = (store.value(body), store.tensor(body));
+    let tile = body.value_type(value).as_tile().cloned().expect("verified");
     if tile.layout.as_ref().is_none_or(Layout::is_shared) {
-        return Err(op_error(body, store, "stores a tile with no register layout; run tile-assign-layouts first".into()));
+        return Err(op_error(body, store.op(), "stores a tile with no register layout; run tile-assign-layouts first".into()));
     }
-    let mut b = Builder::new(body, InsertPoint::Before(store), body.ops[store].loc.clone());
-    let mut new_operands = vec![operands[0], operands[1]];
-    new_operands.extend(element_coords(&mut b, &operands[2..], &tile.shape));
-    b.op("nv.store_global", new_operands, &[], Attributes::new());
-    body.remove_op(store);
+    let mut b = Builder::new(body, InsertPoint::Before(store.op()), body.ops[store.op()].loc.clone());
+    let indices = store.indices(b.body).to_vec();
+    let coords = element_coords(&mut b, &indices, &tile.shape);
+    StoreGlobal::build(&mut b, value, tensor, &coords, Attributes::new());
+    body.remove_op(store.op());
     Ok(())
 }
 
@@ -197,49 +143,49 @@ fn lower_store(body: &mut Body, store: Op) -> Result<(), Diagnostic> {
 /// and `nv.tma_store`. Inside a loop (a persistent kernel) a CTA barrier
 /// first keeps threads from overwriting the buffer before the previous
 /// tile's TMA store has read it (thread 0 waits for that before arriving).
-fn lower_store_tma(body: &mut Body, store: Op) -> Result<(), Diagnostic> {
-    let operands = body.ops[store].operands.clone();
-    let tile = body.value_type(operands[0]).as_tile().cloned().expect("verified");
+fn lower_store_tma(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
+    let (value, tensor) = (store.value(body), store.tensor(body));
+    let tile = body.value_type(value).as_tile().cloned().expect("verified");
     if !matches!(tile.layout, Some(Layout::Mma { .. })) {
-        return Err(op_error(body, store, "stores a tile with no '#tile.mma' layout; epilogue=tma stores MMA register tiles (run tile-assign-layouts first)".into()));
+        return Err(op_error(body, store.op(), "stores a tile with no '#tile.mma' layout; epilogue=tma stores MMA register tiles (run tile-assign-layouts first)".into()));
     }
     let mut in_loop = false;
-    let mut parent = body.ops[store].parent.and_then(|b| body.blocks[b].parent).and_then(|r| body.regions[r].parent);
+    let mut parent = body.ops[store.op()].parent.and_then(|b| body.blocks[b].parent).and_then(|r| body.regions[r].parent);
     while let Some(p) = parent {
-        match body.ops[p].def.name {
-            "nv.warp_specialize" => {
-                return Err(op_error(body, store, "epilogue=tma is not supported inside nv.warp_specialize (use epilogue=global)".into()))
+        match body.opcode(p) {
+            Opcode::NvWarpSpecialize => {
+                return Err(op_error(body, store.op(), "epilogue=tma is not supported inside nv.warp_specialize (use epilogue=global)".into()))
             }
-            "tile.for" => in_loop = true,
+            Opcode::TileFor => in_loop = true,
             _ => {}
         }
         parent = body.ops[p].parent.and_then(|b| body.blocks[b].parent).and_then(|r| body.regions[r].parent);
     }
     let [rows, cols] = tile.shape[..] else {
-        return Err(op_error(body, store, "epilogue=tma stores rank-2 tiles only".into()));
+        return Err(op_error(body, store.op(), "epilogue=tma stores rank-2 tiles only".into()));
     };
     if rows > 256 {
-        return Err(op_error(body, store, format!("epilogue=tma: {rows} rows exceed a TMA box (256)")));
+        return Err(op_error(body, store.op(), format!("epilogue=tma: {rows} rows exceed a TMA box (256)")));
     }
     let swizzle = crate::layout_rules::swizzle_bytes(cols, tile.elem.bits(), rows);
     let shared = TileType { shape: tile.shape.clone(), elem: tile.elem, layout: Some(Layout::NvmmaShared { swizzle_bytes: swizzle, transposed: false, padding_elems: 0 }) };
-    let loc = body.ops[store].loc.clone();
-    let anchor = outermost_ancestor(body, store);
+    let loc = body.ops[store.op()].loc.clone();
+    let anchor = outermost_ancestor(body, store.op());
     let mut b = Builder::new(body, InsertPoint::Before(anchor), loc.clone());
-    let buf = b.value("nv.alloc_smem", vec![], Type::Smem(SmemType { stages: 1, tile: shared }), Attributes::new());
-    let hint = b.body.values[operands[1]].name_hint.clone().unwrap_or_else(|| "out".into());
+    let buf = AllocSmem::build(&mut b, Type::Smem(SmemType { stages: 1, tile: shared }), Attributes::new()).result(b.body);
+    let hint = b.body.values[tensor].name_hint.clone().unwrap_or_else(|| "out".into());
     let buf = b.name(buf, &format!("{}_smem", hint.to_lowercase()));
-    let mut b = Builder::new(body, InsertPoint::Before(store), loc);
+    let mut b = Builder::new(body, InsertPoint::Before(store.op()), loc);
     let c0 = b.index(0);
     if in_loop {
-        b.op("nv.barrier", vec![], &[], Attributes::new());
+        Barrier::build(&mut b, Attributes::new());
     }
-    b.op("nv.store_shared", vec![operands[0], buf, c0], &[], Attributes::new());
-    b.op("nv.fence_async_shared", vec![], &[], Attributes::new());
-    b.op("nv.barrier", vec![], &[], Attributes::new());
-    let mut tma_operands = vec![buf, c0, operands[1]];
-    tma_operands.extend(element_coords(&mut b, &operands[2..], &tile.shape));
-    b.op("nv.tma_store", tma_operands, &[], Attributes::new());
-    body.remove_op(store);
+    StoreShared::build(&mut b, value, buf, c0, Attributes::new());
+    FenceAsyncShared::build(&mut b, Attributes::new());
+    Barrier::build(&mut b, Attributes::new());
+    let indices = store.indices(b.body).to_vec();
+    let coords = element_coords(&mut b, &indices, &tile.shape);
+    TmaStore::build(&mut b, buf, c0, tensor, &coords, Attributes::new());
+    body.remove_op(store.op());
     Ok(())
 }

@@ -6,5 +6,4 @@ pub mod licm;
 pub mod lower_to_nv;
 pub mod persistent;
 pub mod pipeline;
-pub mod tma_staging;
 pub mod warp_specialize;

@@ -6,10 +6,10 @@
 //! and TIRx use). The function gets `grid = "sms"`: the launcher starts one
 //! CTA per SM.
 
-use super::tma_staging::op_error;
 use crate::options::{OptionKind, OptionSpec};
+use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::Pass;
+use crate::{op_error, Pass};
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, InsertPoint, Op, Type, Value};
 use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, For, Minsi, Muli, NumBlocks, Remsi, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function};
@@ -23,6 +23,7 @@ pub const INFO: PassInfo = PassInfo {
         default: "8",
         help: "tiles along M in one rasterisation group",
     }],
+    phases: PhaseRule { needs: Phase::Tile..=Phase::TileLayouts, leaves: None, reason: "pipelined and warp-specialised K loops count their barrier phases from the kernel's start, so the loop over tiles must exist before they are scheduled (run tile-persistent before tile-pipeline and tile-warp-specialize)" },
     create: |options| Box::new(Persistent { group: options.int("group") }),
 };
 

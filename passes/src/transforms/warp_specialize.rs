@@ -1,8 +1,9 @@
 //! `tile-warp-specialize{consumers=1|2 stages=N producer-regs=40 consumer-regs=232}`:
 //! splits a kernel whose K loop stages dot operands through shared memory
-//! into a producer warpgroup and one or two consumer warpgroups (seed 002's
-//! steps 7 and 10 in Hopper form), connected by a full and an empty mbarrier
-//! per stage.
+//! into a producer warpgroup and one or two consumer warpgroups, connected
+//! by a full and an empty mbarrier per stage. It expands the same schedule
+//! as `tile-pipeline` (`crate::hopper::schedule`) with the same stage and
+//! phase counting (`crate::hopper::counting`), across roles.
 //!
 //! The kernel's work (the K loop and what follows it, or the loop over tiles
 //! that `tile-persistent` made) is cloned into both roles of an
@@ -16,22 +17,23 @@
 //!   read, drains, releases the last stage, and runs the epilogue. With two
 //!   consumers each owns half of the M tile (a row window of A's buffer) and
 //!   stores its half.
+//!
 //! Stages and phases count iterations from the kernel's start, so a
 //! persistent loop keeps them in step across tiles and the producer runs
 //! ahead into the next tile while the consumers finish an epilogue.
 
-use super::lower_to_nv::{emit_wgmma, replace_dot};
-use super::tma_staging::{groups_in_flight, 
-    dot_a, enclosing_loop, is_staged_load, loop_iteration, next_op, op_error, outermost_ancestor, stage_of, StagedBuffers,
-    SMEM_BUDGET_BYTES,
-};
+use crate::hopper::counting::{parity, Counting};
+use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, Schedule};
+use crate::hopper::staging::{outermost_ancestor, StagedBuffers};
+use crate::hopper::wgmma::{dot_a, drain_after, emit_wgmma, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
+use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::Pass;
+use crate::{op_error, Pass};
 use std::collections::HashMap;
-use tilec_dialects::ir::{
-    Attribute, Attributes, Block, Body, Builder, ElemType, InsertPoint, Op, Region, TileType, Type, Value,
-};
+use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, InsertPoint, Op, Region, TileType, Type, Value};
+use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait, SmemRows};
+use tilec_dialects::tile::{Addi, Cmpi, Dot, For, If, Load, Muli, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
 pub const INFO: PassInfo = PassInfo {
@@ -43,6 +45,7 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "producer-regs", kind: OptionKind::Int { min: 24, max: 256 }, default: "40", help: "registers per producer thread" },
         OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 24, max: 256 }, default: "232", help: "registers per consumer thread" },
     ],
+    phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileLayouts, leaves: Some(Phase::TileScheduled), reason: "it stages the tiles tile-assign-layouts puts in shared memory, and a K loop takes one schedule (run it after tile-assign-layouts, instead of tile-pipeline, before tile-lower-to-nv)" },
     create: |o| {
         Box::new(WarpSpecialize {
             consumers: o.int("consumers"),
@@ -76,39 +79,26 @@ impl Pass for WarpSpecialize {
         }
         let region = func.region;
         let body = &mut func.body;
-        let Some(k_loop) = body.walk_region(region).into_iter().find(|&op| {
-            body.ops[op].def.name == "tile.for" && body.blocks[body.entry_block(body.ops[op].regions[0])].ops.iter().any(|&o| is_staged_load(body, o))
-        }) else {
+        let Some(k_loop) = body.walk_region(region).into_iter().find_map(|op| staged_loop(body, op)) else {
             return Ok(());
         };
-        let loads = staged_loads(body, k_loop);
-        let dots = loop_dots(body, k_loop);
-        let block_m = self.check_split(body, k_loop, &dots)?;
+        let loads = staged_loads(body, loop_block(body, k_loop));
+        let block_m = self.check_split(body, k_loop, &dots(body, loop_block(body, k_loop)))?;
+        // Consumers keep one group in flight, as a pipelined loop does.
+        let schedule = Schedule::of_loop(body, k_loop, self.stages, 1);
 
         // Buffers and barriers before the work; then the roles.
-        let root = outermost_ancestor(body, k_loop);
+        let root = outermost_ancestor(body, k_loop.op());
         let entry = body.ops[root].parent.expect("attached");
-        let loc = body.ops[k_loop].loc.clone();
+        let loc = body.ops[k_loop.op()].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
         let staged = StagedBuffers::allocate(&mut b, &loads, self.stages);
-        let total = self.stages * (staged.stage_bytes + 16);
-        if total > SMEM_BUDGET_BYTES {
-            return Err(op_error(
-                body,
-                k_loop,
-                format!("{} stages of {} bytes need {total} bytes of shared memory, over the {SMEM_BUDGET_BYTES}-byte budget of sm_90; at most {} fit", self.stages, staged.stage_bytes, SMEM_BUDGET_BYTES / (staged.stage_bytes + 16)),
-            ));
-        }
+        // Two barriers per stage: full and empty.
+        staged.check_budget(body, k_loop.op(), self.stages, 2)?;
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
-        let mut attrs = Attributes::new();
-        attrs.set("arrivals", Attribute::Int(WARPGROUP * self.consumers, ElemType::I64));
-        let empty = b.value("nv.alloc_mbarriers", vec![], Type::MBarrier(self.stages), attrs);
+        let empty = AllocMbarriers::build(&mut b, Type::MBarrier(self.stages), WARPGROUP * self.consumers, Attributes::new()).result(b.body);
         b.name(empty, "empty");
-        let mut attrs = Attributes::new();
-        attrs.set("consumers", Attribute::Int(self.consumers, ElemType::I64));
-        attrs.set("producer_regs", Attribute::Int(self.producer_regs, ElemType::I64));
-        attrs.set("consumer_regs", Attribute::Int(self.consumer_regs, ElemType::I64));
-        let ws = b.op("nv.warp_specialize", vec![], &[], attrs);
+        let ws = nv::WarpSpecialize::build(&mut b, self.consumers, self.producer_regs, self.consumer_regs, Attributes::new()).op();
         let (_, producer) = b.body.add_region(ws, &[]);
         let (_, consumer) = b.body.add_region(ws, &[Type::INDEX]);
         let c = b.body.blocks[consumer].args[0];
@@ -125,9 +115,9 @@ impl Pass for WarpSpecialize {
             body.remove_op(op);
         }
 
-        let roles = Roles { stages: self.stages, consumers: self.consumers, block_m, staged: &staged, empty, region };
-        roles.producer(body, op_clone(body, &producer_map, k_loop, producer), &producer_map, &loads)?;
-        roles.consumer(body, op_clone(body, &consumer_map, k_loop, consumer), &consumer_map, &loads, c)?;
+        let roles = Roles { schedule, consumers: self.consumers, block_m, staged: &staged, empty, region };
+        roles.producer(body, loop_clone(body, &producer_map, k_loop, producer), &producer_map, &loads)?;
+        roles.consumer(body, loop_clone(body, &consumer_map, k_loop, consumer), &consumer_map, &loads, c)?;
         func.attrs.set("num_warps", Attribute::Int(4 * (1 + self.consumers), ElemType::I64));
         Ok(())
     }
@@ -135,30 +125,20 @@ impl Pass for WarpSpecialize {
 
 impl WarpSpecialize {
     /// The tile's BLOCK_M, after checking each consumer gets whole m64 blocks.
-    fn check_split(&self, body: &Body, k_loop: Op, dots: &[Op]) -> Result<i64, Diagnostic> {
+    fn check_split(&self, body: &Body, k_loop: For, dots: &[Dot]) -> Result<i64, Diagnostic> {
         let Some(&dot) = dots.first() else {
-            return Err(op_error(body, k_loop, "stages tiles through shared memory but has no tile.dot to specialise".into()));
+            return Err(op_error(body, k_loop.op(), "stages tiles through shared memory but has no tile.dot to specialise".into()));
         };
-        let acc = body.value_type(body.ops[dot].operands[2]).as_tile().expect("verified").clone();
+        let acc = body.value_type(dot.acc(body)).as_tile().expect("verified").clone();
         let block_m = acc.shape[0];
         if block_m % (64 * self.consumers) != 0 {
-            return Err(op_error(body, dot, format!("BLOCK_M ({block_m}) cannot be split into {} consumers of whole 64-row wgmma blocks", self.consumers)));
+            return Err(op_error(body, dot.op(), format!("BLOCK_M ({block_m}) cannot be split into {} consumers of whole 64-row wgmma blocks", self.consumers)));
         }
-        if body.ops[dot].attrs.has("transpose_a") {
-            return Err(op_error(body, dot, "tile-warp-specialize splits A by rows; a transposed A is not supported".into()));
+        if dot.transpose_a(body) {
+            return Err(op_error(body, dot.op(), "tile-warp-specialize splits A by rows; a transposed A is not supported".into()));
         }
         Ok(block_m)
     }
-}
-
-fn staged_loads(body: &Body, k_loop: Op) -> Vec<Op> {
-    let block = body.entry_block(body.ops[k_loop].regions[0]);
-    body.blocks[block].ops.iter().copied().filter(|&o| is_staged_load(body, o)).collect()
-}
-
-fn loop_dots(body: &Body, k_loop: Op) -> Vec<Op> {
-    let block = body.entry_block(body.ops[k_loop].regions[0]);
-    body.blocks[block].ops.iter().copied().filter(|&o| body.ops[o].def.name == "tile.dot").collect()
 }
 
 /// Clones `work` into `role` (before its terminator, which this adds), with
@@ -178,32 +158,26 @@ fn clone_work(body: &mut Body, entry: Block, work: &[Op], role: Block) -> HashMa
     for &op in work {
         b.clone_op(op, &mut map);
     }
-    b.op("tile.yield", vec![], &[], Attributes::new());
+    Yield::build(&mut b, &[], Attributes::new());
     map
 }
 
-/// The copy in `role` of op `op` of the original work.
-fn op_clone(body: &Body, map: &HashMap<Value, Value>, op: Op, role: Block) -> Op {
+/// The copy in `role` of the original work's K loop.
+fn loop_clone(body: &Body, map: &HashMap<Value, Value>, k_loop: For, role: Block) -> For {
     let region = body.blocks[role].parent.expect("in a region");
-    let marker = body.ops[op].results.first().map(|r| map[r]);
+    let marker = k_loop.results(body).first().map(|r| map[r]);
     body.walk_region(region)
         .into_iter()
         .find(|&o| match marker {
             Some(m) => body.ops[o].results.first() == Some(&m),
             None => false,
         })
+        .and_then(|o| For::of(body, o))
         .expect("the K loop was cloned")
 }
 
-/// How a K loop's iterations map to stages and phases.
-struct Counting {
-    trip: Value,
-    base: Option<Value>,
-    n: Value,
-}
-
 struct Roles<'a> {
-    stages: i64,
+    schedule: Schedule,
     consumers: i64,
     block_m: i64,
     staged: &'a StagedBuffers,
@@ -212,54 +186,32 @@ struct Roles<'a> {
 }
 
 impl Roles<'_> {
-    /// What the K loop's iterations are counted from, built before the
-    /// loop: its trip count, the stage count, and the iterations of earlier
-    /// tiles (inside a loop over tiles).
-    fn counting(&self, body: &mut Body, k_loop: Op) -> Counting {
-        let mut b = Builder::new(body, InsertPoint::Before(k_loop), body.ops[k_loop].loc.clone());
-        let ops = b.body.ops[k_loop].operands.clone();
-        let span = b.index_op("tile.subi", ops[1], ops[0]);
-        let trip = b.index_op("tile.ceildivsi", span, ops[2]);
-        let base = enclosing_loop(b.body, k_loop).map(|outer| {
-            let done = loop_iteration(&mut b, outer);
-            b.index_op("tile.muli", done, trip)
-        });
-        let n = b.index(self.stages);
-        Counting { trip, base, n }
+    /// The K loop's stage counting, built before the loop.
+    fn counting(&self, body: &mut Body, k_loop: For) -> Counting {
+        let mut b = Builder::new(body, InsertPoint::Before(k_loop.op()), body.ops[k_loop.op()].loc.clone());
+        Counting::build(&mut b, k_loop, self.schedule.stages)
     }
 
-    /// The current iteration's local number, stage and round.
-    fn position(&self, b: &mut Builder<'_>, k_loop: Op, count: &Counting) -> (Value, Value, Value) {
-        let local = loop_iteration(b, k_loop);
-        let global = match count.base {
-            Some(base) => b.index_op("tile.addi", base, local),
-            None => local,
-        };
-        let stage = b.index_op("tile.remsi", global, count.n);
-        let round = b.index_op("tile.divsi", global, count.n);
-        (local, b.name(stage, "stage"), round)
-    }
-
-    fn producer(&self, body: &mut Body, k_loop: Op, map: &HashMap<Value, Value>, loads: &[Op]) -> Result<(), Diagnostic> {
+    fn producer(&self, body: &mut Body, k_loop: For, map: &HashMap<Value, Value>, loads: &[Op]) -> Result<(), Diagnostic> {
         let clones: Vec<Op> = loads.iter().map(|&l| body.defining_op(map[&body.result(l, 0)]).expect("cloned load")).collect();
         let staged = self.staged.rekeyed(body, loads, &clones);
         let count = self.counting(body, k_loop);
         let first = clones[0];
         let mut b = Builder::new(body, InsertPoint::Before(first), body.ops[first].loc.clone());
-        let (_, stage, round) = self.position(&mut b, k_loop, &count);
+        let position = count.position(&mut b, k_loop);
         let c1 = b.index(1);
-        let next_round = b.index_op("tile.addi", round, c1);
-        let two = b.index(2);
-        let phase = b.index_op("tile.remsi", next_round, two);
+        let next_round = Addi::build(&mut b, position.round, c1, Attributes::new()).result(b.body);
+        let phase = parity(&mut b, next_round);
         let phase = b.name(phase, "empty_phase");
-        b.op("nv.mbarrier_wait", vec![self.empty, stage, phase], &[], Attributes::new());
-        let coords: Vec<Vec<Value>> = clones.iter().map(|&l| b.body.ops[l].operands[1..].to_vec()).collect();
-        staged.issue(&mut b, &clones, &coords, stage, &Attributes::new());
-        for dot in loop_dots(body, k_loop) {
-            let (result, acc) = (body.result(dot, 0), body.ops[dot].operands[2]);
+        let stage = position.stage;
+        MbarrierWait::build(&mut b, self.empty, stage, phase, Attributes::new());
+        let coords: Vec<Vec<Value>> = clones.iter().map(|&l| Load::of(b.body, l).expect("cloned load").indices(b.body).to_vec()).collect();
+        staged.issue(&mut b, &clones, &coords, stage);
+        for dot in dots(body, loop_block(body, k_loop)) {
+            let (result, acc) = (dot.result(body), dot.acc(body));
             let to_registers = dot_a(body, dot).to_registers;
             body.replace_all_uses(self.region, result, acc);
-            body.remove_op(dot);
+            body.remove_op(dot.op());
             if let Some(convert) = to_registers {
                 body.remove_op(convert);
             }
@@ -267,21 +219,21 @@ impl Roles<'_> {
         for load in clones {
             body.remove_op(load);
         }
-        let role = body.ops[k_loop].parent.map(|b| outer_role_block(body, b)).expect("attached");
+        let role = body.ops[k_loop.op()].parent.map(|b| outer_role_block(body, b)).expect("attached");
         for op in body.walk_region(body.blocks[role].parent.expect("in a region")) {
-            if body.ops[op].def.name == "tile.store" {
+            if Store::of(body, op).is_some() {
                 body.remove_op(op);
             }
         }
         Ok(())
     }
 
-    fn consumer(&self, body: &mut Body, k_loop: Op, map: &HashMap<Value, Value>, loads: &[Op], c: Value) -> Result<(), Diagnostic> {
+    fn consumer(&self, body: &mut Body, k_loop: For, map: &HashMap<Value, Value>, loads: &[Op], c: Value) -> Result<(), Diagnostic> {
         let clones: Vec<Op> = loads.iter().map(|&l| body.defining_op(map[&body.result(l, 0)]).expect("cloned load")).collect();
         let staged = self.staged.rekeyed(body, loads, &clones);
-        let role = outer_role_block(body, body.ops[k_loop].parent.expect("attached"));
+        let role = outer_role_block(body, body.ops[k_loop.op()].parent.expect("attached"));
         let role_region = body.blocks[role].parent.expect("in a region");
-        let loc = body.ops[k_loop].loc.clone();
+        let loc = body.ops[k_loop.op()].loc.clone();
 
         // With two consumers, each reads its own rows of A's buffer.
         let half = self.block_m / self.consumers;
@@ -290,12 +242,12 @@ impl Roles<'_> {
         let mut b = Builder::new(body, InsertPoint::Before(role_first), loc.clone());
         let row = if self.consumers > 1 {
             let h = b.index(half);
-            let row = b.index_op("tile.muli", c, h);
+            let row = Muli::build(&mut b, c, h, Attributes::new()).result(b.body);
             Some(b.name(row, "row"))
         } else {
             None
         };
-        let dots = loop_dots(b.body, k_loop);
+        let dots = dots(b.body, loop_block(b.body, k_loop));
         for &dot in &dots {
             let a = dot_a(b.body, dot).staged;
             let buf = staged.buffer_of[&a];
@@ -303,7 +255,7 @@ impl Roles<'_> {
                 Some(row) if !a_view.contains_key(&a) => {
                     let mut smem = b.body.value_type(buf).as_smem().expect("buffer").clone();
                     smem.tile.shape[0] = half;
-                    let v = b.value("nv.smem_rows", vec![buf, row], Type::Smem(smem), Attributes::new());
+                    let v = SmemRows::build(&mut b, buf, row, Type::Smem(smem), Attributes::new()).result(b.body);
                     b.name(v, "a_rows")
                 }
                 Some(_) => a_view[&a],
@@ -314,64 +266,49 @@ impl Roles<'_> {
 
         // The loop: wait full, wgmma, release the previous stage.
         let count = self.counting(body, k_loop);
-        let (trip, base, n) = (count.trip, count.base, count.n);
-        let first = body.blocks[body.entry_block(body.ops[k_loop].regions[0])].ops[0];
+        let first = body.blocks[loop_block(body, k_loop)].ops[0];
         let mut b = Builder::new(body, InsertPoint::Before(first), loc.clone());
-        let (local, stage, round) = self.position(&mut b, k_loop, &count);
-        let two = b.index(2);
-        let phase = b.index_op("tile.remsi", round, two);
+        let position = count.position(&mut b, k_loop);
+        let (local, stage) = (position.local, position.stage);
+        let phase = parity(&mut b, position.round);
         let phase = b.name(phase, "phase");
-        b.op("nv.mbarrier_wait", vec![staged.full, stage, phase], &[], Attributes::new());
+        MbarrierWait::build(&mut b, staged.full, stage, phase, Attributes::new());
         for &dot in &dots {
-            let (a, bb) = (a_view[&dot_a(body, dot).staged], staged.buffer_of[&body.ops[dot].operands[1]]);
-            let pending = groups_in_flight(body, dot, 1);
-            let mut b = Builder::new(body, InsertPoint::Before(dot), body.ops[dot].loc.clone());
-            let done = emit_wgmma(&mut b, dot, [a, stage], [bb, stage], pending);
+            let (a, bb) = (a_view[&dot_a(body, dot).staged], staged.buffer_of[&dot.rhs(body)]);
+            let mut b = Builder::new(body, InsertPoint::Before(dot.op()), body.ops[dot.op()].loc.clone());
+            let done = emit_wgmma(&mut b, dot, [a, stage], [bb, stage], self.schedule.in_flight);
             replace_dot(body, self.region, dot, done);
         }
-        let terminator = body.terminator(body.entry_block(body.ops[k_loop].regions[0])).expect("verified");
+        let terminator = body.terminator(loop_block(body, k_loop)).expect("verified");
         let mut b = Builder::new(body, InsertPoint::Before(terminator), loc.clone());
         let c0 = b.index(0);
         let has_prev = cmp(&mut b, "sgt", local, c0);
-        let release = b.op("tile.if", vec![has_prev], &[], Attributes::new());
+        let release = If::build(&mut b, has_prev, Attributes::new()).op();
         let (_, rb) = b.body.add_region(release, &[]);
         let mut r = Builder::new(body, InsertPoint::End(rb), loc.clone());
         let c1 = r.index(1);
-        let before = r.index_op("tile.subi", local, c1);
-        let prev = stage_of(&mut r, base, before, n);
+        let before = Subi::build(&mut r, local, c1, Attributes::new()).result(r.body);
+        let prev = count.stage_of(&mut r, before);
         let prev = r.name(prev, "prev");
-        r.op("nv.mbarrier_arrive", vec![self.empty, prev], &[], Attributes::new());
-        r.op("tile.yield", vec![], &[], Attributes::new());
+        MbarrierArrive::build(&mut r, self.empty, prev, Attributes::new());
+        Yield::build(&mut r, &[], Attributes::new());
         for load in clones {
             body.remove_op(load);
         }
 
         // After the loop: drain, release the last stage, then the epilogue.
-        let results = body.ops[k_loop].results.clone();
-        let after = next_op(body, k_loop);
+        let after = drain_after(body, self.region, k_loop.op());
         let mut b = Builder::new(body, InsertPoint::Before(after), loc.clone());
-        if !results.is_empty() {
-            let types: Vec<Type> = results.iter().map(|&r| b.body.value_type(r).clone()).collect();
-            let mut attrs = Attributes::new();
-            attrs.set("pending", Attribute::Int(0, ElemType::I64));
-            let drain = b.op("nv.wgmma_wait", results.clone(), &types, attrs);
-            for (i, &res) in results.iter().enumerate() {
-                let drained = b.body.result(drain, i);
-                b.body.values[drained].name_hint = b.body.values[res].name_hint.take();
-                b.body.replace_all_uses(self.region, res, drained);
-                b.body.ops[drain].operands[i] = res;
-            }
-        }
         let c0 = b.index(0);
-        let ran = cmp(&mut b, "sgt", trip, c0);
-        let last = b.op("tile.if", vec![ran], &[], Attributes::new());
+        let ran = cmp(&mut b, "sgt", count.trip, c0);
+        let last = If::build(&mut b, ran, Attributes::new()).op();
         let (_, lb) = b.body.add_region(last, &[]);
         let mut l = Builder::new(body, InsertPoint::End(lb), loc);
         let c1 = l.index(1);
-        let last_local = l.index_op("tile.subi", trip, c1);
-        let last_stage = stage_of(&mut l, base, last_local, n);
-        l.op("nv.mbarrier_arrive", vec![self.empty, last_stage], &[], Attributes::new());
-        l.op("tile.yield", vec![], &[], Attributes::new());
+        let last_local = Subi::build(&mut l, count.trip, c1, Attributes::new()).result(l.body);
+        let last_stage = count.stage_of(&mut l, last_local);
+        MbarrierArrive::build(&mut l, self.empty, last_stage, Attributes::new());
+        Yield::build(&mut l, &[], Attributes::new());
 
         self.retype_consumer(body, role_region, half);
         if row.is_some() {
@@ -411,16 +348,15 @@ impl Roles<'_> {
 
     /// Consumer `c` stores tile row `m * consumers + c` of the halved tiles.
     fn offset_stores(&self, body: &mut Body, role_region: Region, c: Value) {
-        for op in body.walk_region(role_region) {
-            if body.ops[op].def.name != "tile.store" {
-                continue;
-            }
-            let m = body.ops[op].operands[2];
-            let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
+        for store in body.walk_region(role_region).into_iter().filter_map(|op| Store::of(body, op)).collect::<Vec<_>>() {
+            let mut indices = store.indices(body).to_vec();
+            let (value, tensor, attrs) = (store.value(body), store.tensor(body), body.ops[store.op()].attrs.clone());
+            let mut b = Builder::new(body, InsertPoint::Before(store.op()), body.ops[store.op()].loc.clone());
             let k = b.index(self.consumers);
-            let scaled = b.index_op("tile.muli", m, k);
-            let row = b.index_op("tile.addi", scaled, c);
-            body.ops[op].operands[2] = row;
+            let scaled = Muli::build(&mut b, indices[0], k, Attributes::new()).result(b.body);
+            indices[0] = Addi::build(&mut b, scaled, c, Attributes::new()).result(b.body);
+            Store::build(&mut b, value, tensor, &indices, attrs);
+            body.remove_op(store.op());
         }
     }
 }
@@ -432,9 +368,7 @@ fn one_warpgroup(mma: &Layout) -> Layout {
 }
 
 fn cmp(b: &mut Builder<'_>, predicate: &str, lhs: Value, rhs: Value) -> Value {
-    let mut attrs = Attributes::new();
-    attrs.set("predicate", Attribute::String(predicate.into()));
-    b.value("tile.cmpi", vec![lhs, rhs], Type::Scalar(ElemType::I1), attrs)
+    Cmpi::build(b, lhs, rhs, predicate, Attributes::new()).result(b.body)
 }
 
 /// The block of the `nv.warp_specialize` region that (transitively) holds
@@ -443,7 +377,7 @@ fn outer_role_block(body: &Body, mut block: Block) -> Block {
     loop {
         let region = body.blocks[block].parent.expect("in a region");
         let owner = body.regions[region].parent.expect("inside nv.warp_specialize");
-        if body.ops[owner].def.name == "nv.warp_specialize" {
+        if nv::WarpSpecialize::of(body, owner).is_some() {
             return block;
         }
         block = body.ops[owner].parent.expect("attached");

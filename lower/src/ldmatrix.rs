@@ -178,7 +178,7 @@ pub(crate) fn load(em: &mut Emitter, geom: &AFragGeom, elem: ElemType, src: &Sou
 
 #[cfg(test)]
 mod tests {
-    use crate::lower::plan::SmemGeom;
+    use crate::plan::SmemGeom;
     use tilec_dialects::ElemType;
 
     /// The swizzle of `ldmatrix::swizzle` on constants: chunk XOR atom row.

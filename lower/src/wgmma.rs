@@ -278,7 +278,7 @@ fn wgmma_rs(em: &mut Emitter, s: &RsShape, a: &str, desc_b: &str, acc: &str, acc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lower::plan::SmemGeom;
+    use crate::plan::SmemGeom;
 
     fn buf(rows: i64, cols: i64, swizzle: i64) -> Buffer {
         Buffer { offset: 0, stages: 1, geom: SmemGeom { rows, cols, elem: ElemType::BF16, swizzle } }

@@ -1,0 +1,20 @@
+//! Hopper transform utilities that more than one pass calls, so that no
+//! pass reaches into another's file:
+//!
+//! ```text
+//!  staging.rs   TMA staging: staged loads, multi-stage buffers and their mbarrier, the shared-memory budget
+//!  wgmma.rs     a tile.dot as fence / nv.wgmma / commit / wait, groups in flight, the drain after a loop
+//!  counting.rs  stage and phase arithmetic: trip counts, iterations from the kernel's start, stage, round, parity
+//!  schedule.rs  a K loop's software-pipelining schedule (stages, groups in flight) and its pipeline.stage/order record
+//!  expand.rs    the schedule expanded for one warpgroup: prologue, wait, wgmma, refill, drain
+//! ```
+//!
+//! `tile-pipeline` is the schedule plus `expand`; `tile-warp-specialize`
+//! expands the same schedule across a producer and consumer roles with the
+//! same counting; `tile-lower-to-nv` stages one iteration at a time.
+
+pub mod counting;
+pub mod expand;
+pub mod schedule;
+pub mod staging;
+pub mod wgmma;

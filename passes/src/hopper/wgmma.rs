@@ -1,0 +1,105 @@
+//! wgmma emission, for every pass that turns a `tile.dot` on staged tiles
+//! into Hopper's asynchronous warpgroup MMA: how the dot reads A, the
+//! fence / wgmma / commit / wait sequence, how many groups a loop may leave
+//! in flight, and the drain after the loop.
+
+use tilec_dialects::ir::{Attributes, Body, Builder, InsertPoint, Op, Region, Value};
+use tilec_dialects::nv::{LoadFragment, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
+use tilec_dialects::tile::{ConvertLayout, Dot};
+
+/// How a dot reads A: `staged` is the loaded tile (what the buffers are
+/// keyed by), and `to_registers` the `tile.convert_layout` of it to a
+/// dot-operand layout when the dot takes A in registers.
+pub struct DotA {
+    pub staged: Value,
+    pub to_registers: Option<Op>,
+}
+
+pub fn dot_a(body: &Body, dot: Dot) -> DotA {
+    let a = dot.lhs(body);
+    match body.defining_op(a).and_then(|c| ConvertLayout::of(body, c)) {
+        Some(convert) => DotA { staged: convert.input(body), to_registers: Some(convert.op()) },
+        None => DotA { staged: a, to_registers: None },
+    }
+}
+
+/// The wgmma groups a loop may leave in flight past `dot`, at most `wanted`.
+/// With A in registers none may: the next iteration's ldmatrix rewrites
+/// registers an in-flight wgmma still reads (undefined in PTX; on the GPU a
+/// 1.4e-2 error in a warp-specialised kernel, and ptxas C7514 in a
+/// pipelined one).
+pub fn groups_in_flight(body: &Body, dot: Dot, wanted: i64) -> i64 {
+    if dot_a(body, dot).to_registers.is_some() {
+        0
+    } else {
+        wanted
+    }
+}
+
+/// Emits, before `dot`, the fence, `nv.wgmma`, commit and a wait leaving
+/// `pending` groups in flight; returns the waited accumulator. `a` and `bb`
+/// are the buffer (or row window) and stage A and B are read from. When the
+/// dot reads A in registers (through a `tile.convert_layout` of the staged
+/// tile), an `nv.load_fragment` reads the stage into registers first: after
+/// whatever made the stage valid, before the fence that orders register
+/// writes before the wgmma.
+pub fn emit_wgmma(b: &mut Builder<'_>, dot: Dot, a: [Value; 2], bb: [Value; 2], pending: i64) -> Value {
+    let acc = dot.acc(b.body);
+    let attrs = b.body.ops[dot.op()].attrs.clone();
+    let [a_buffer, a_stage] = a;
+    let (a, a_stage) = match dot_a(b.body, dot).to_registers {
+        Some(convert) => {
+            let converted = b.body.result(convert, 0);
+            let ty = b.body.value_type(converted).clone();
+            let regs = LoadFragment::build(b, a_buffer, a_stage, ty, Attributes::new()).result(b.body);
+            let hint = b.body.values[converted].name_hint.clone().unwrap_or_else(|| "a".into());
+            (b.name(regs, &format!("{hint}_regs")), None)
+        }
+        None => (a_buffer, Some(a_stage)),
+    };
+    WgmmaFence::build(b, Attributes::new());
+    let d = Wgmma::build(b, a, a_stage, bb[0], bb[1], acc, attrs).result(b.body);
+    WgmmaCommit::build(b, Attributes::new());
+    let wait = WgmmaWait::build(b, &[d], pending, Attributes::new());
+    wait.results(b.body)[0]
+}
+
+/// Replaces `dot`'s result by `done` (under the dot's name) and removes the
+/// dot, and the conversion of A to registers it read.
+pub fn replace_dot(body: &mut Body, region: Region, dot: Dot, done: Value) {
+    let result = dot.result(body);
+    let to_registers = dot_a(body, dot).to_registers;
+    body.values[done].name_hint = body.values[result].name_hint.clone();
+    body.replace_all_uses(region, result, done);
+    body.remove_op(dot.op());
+    if let Some(convert) = to_registers {
+        body.remove_op(convert);
+    }
+}
+
+/// After a loop that leaves wgmma groups in flight, one wait for all of
+/// them before anything reads the accumulators the loop returns. Returns
+/// the op that followed the loop: what comes after the drain goes before it.
+pub fn drain_after(body: &mut Body, region: Region, for_op: Op) -> Op {
+    let after = next_op(body, for_op);
+    let results = body.ops[for_op].results.clone();
+    if results.is_empty() {
+        return after;
+    }
+    let mut b = Builder::new(body, InsertPoint::Before(after), body.ops[for_op].loc.clone());
+    let drain = WgmmaWait::build(&mut b, &results, 0, Attributes::new());
+    for (&r, &drained) in results.iter().zip(&drain.results(body).to_vec()) {
+        body.values[drained].name_hint = body.values[r].name_hint.take();
+        body.replace_all_uses(region, r, drained);
+    }
+    // The drain itself still waits on the loop's results.
+    body.ops[drain.op()].operands = results;
+    after
+}
+
+/// The op after `op` in its block.
+fn next_op(body: &Body, op: Op) -> Op {
+    let block = body.ops[op].parent.expect("attached");
+    let ops = &body.blocks[block].ops;
+    ops[ops.iter().position(|&o| o == op).expect("in its block") + 1]
+}
