@@ -9,5 +9,7 @@ pub mod bench_compile;
 pub mod driver;
 pub mod lower;
 pub mod opt;
+pub mod split_input;
+pub mod verify_diagnostics;
 
 pub use driver::default_pipeline;
