@@ -143,7 +143,10 @@ fn run_chunk(cli: &Cli, pipeline: &str, text: &str, name: &str) -> Result<Outcom
         Err(d) => return Ok(located(&d)),
     };
     let print = PrintOptions { generic: cli.print_generic };
-    let mut pm = PassManager::from_pipeline(pipeline, instrumentation(&cli.passes, print)).map_err(|e| Failure::Error(e.to_string()))?;
+    let mut instrumentation = instrumentation(&cli.passes, print);
+    // An expected failure is checked, not shown: no IR dump for it.
+    instrumentation.print_after_failure &= !cli.verify_diagnostics;
+    let mut pm = PassManager::from_pipeline(pipeline, instrumentation).map_err(|e| Failure::Error(e.to_string()))?;
     if let Err(e) = pm.run(&mut module, &mut std::io::stderr()) {
         let rendered = render_pass_error(&e, name, text);
         return Ok(match pass_diagnostic(&e) {

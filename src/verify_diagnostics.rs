@@ -100,7 +100,8 @@ fn expectations(file: &str, text: &str) -> Result<Vec<Expected>, String> {
                 };
                 let body = after.trim_start().strip_prefix("{{").ok_or_else(|| bad("expected '{{' after the designator"))?;
                 let close = body.rfind("}}").ok_or_else(|| bad("no closing '}}'"))?;
-                if target < 1 || target > lines.len() as i64 {
+                // One past the last line is where the end of the input is reported.
+                if target < 1 || target > lines.len() as i64 + 1 {
                     return Err(bad(&format!("line {target} is outside the file")));
                 }
                 out.push(Expected { severity, line: target as u32, message: body[..close].to_string(), at: (number, col) });
@@ -180,7 +181,7 @@ mod tests {
     #[test]
     fn malformed_expectations_are_errors() {
         assert!(verify("a.tile", "// expected-error@+x {{m}}\n", &[])[0].contains("bad line designator"));
-        assert!(verify("a.tile", "// expected-error@+5 {{m}}\n", &[])[0].contains("outside the file"));
+        assert!(verify("a.tile", "// expected-error@+2 {{m}}\n", &[])[0].contains("outside the file"));
         assert!(verify("a.tile", "// expected-error m\n", &[])[0].contains("expected '{{'"));
     }
 }
