@@ -12,8 +12,7 @@ use crate::driver::{parse_and_verify, run_passes, DEFAULT_PIPELINE};
 use crate::lower;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tilec_cli::Failure;
-use tilec_passes::Instrumentation;
+use tilec_cli::{Failure, PassFlags};
 
 /// Schema name of the `--json` report.
 pub const SCHEMA: &str = "tilec-compile-time/1";
@@ -59,7 +58,7 @@ fn compile_once(ctx: &BackendContext, text: &str, name: &str, pipeline: &str) ->
     let start = Instant::now();
     let mut module = parse_and_verify(text, name)?;
     let parsed = Instant::now();
-    run_passes(&mut module, pipeline, Instrumentation::default(), name, text)?;
+    run_passes(&mut module, pipeline, &PassFlags::default(), name, text)?;
     let passed = Instant::now();
     let kernel = lower::lower_module(&module).map_err(|d| d.render(name, text))?;
     let lowered = Instant::now();

@@ -2,9 +2,10 @@
 //! pass list and pipeline as text, instrumentation from the mlir-opt flags,
 //! and errors rendered with their source line.
 
+use std::io::Write;
 use tilec_cli::PassFlags;
-use tilec_dialects::{Diagnostic, PrintOptions};
-use tilec_passes::{parse_pipeline, Instrumentation, OptionKind, PassError, PassOptions, PASSES};
+use tilec_dialects::{print_module, Diagnostic, Module, PrintOptions};
+use tilec_passes::{parse_pipeline, Instrumentation, OptionKind, PassError, PassManager, PassOptions, PASSES};
 
 /// The tile/nv pass instrumentation the flags ask for.
 pub fn instrumentation(flags: &PassFlags, print: PrintOptions) -> Instrumentation {
@@ -16,6 +17,40 @@ pub fn instrumentation(flags: &PassFlags, print: PrintOptions) -> Instrumentatio
         timing: flags.timing,
         print,
     }
+}
+
+/// Runs the tile/nv `pipeline` on `module` with the instrumentation `flags`
+/// ask for; IR dumps and timing go to `log`. Printing before a pass, or only
+/// after a change, runs one pass manager per pass, printing around each.
+pub fn run_pipeline(module: &mut Module, pipeline: &str, flags: &PassFlags, print: PrintOptions, log: &mut dyn Write) -> Result<(), PassError> {
+    let instrumentation = instrumentation(flags, print);
+    if !flags.steps_passes() {
+        return PassManager::from_pipeline(pipeline, instrumentation)?.run(module, log);
+    }
+    let step_instrumentation = Instrumentation { print_after_all: false, print_after: Vec::new(), ..instrumentation };
+    for entry in parse_pipeline(pipeline).map_err(PassError::Pipeline)? {
+        let name = entry.info.name;
+        let before = print_module(module, print);
+        if flags.print_ir_before_all || flags.print_ir_before.iter().any(|p| p == name) {
+            dump(log, &format!("IR Dump Before {name}"), &before);
+        }
+        let mut pm = PassManager::new(step_instrumentation.clone());
+        pm.add((entry.info.create)(&entry.options));
+        pm.run(module, log)?;
+        if flags.print_ir_after_all || flags.print_ir_after.iter().any(|p| p == name) {
+            let after = print_module(module, print);
+            if !flags.print_ir_after_change || after != before {
+                dump(log, &format!("IR Dump After {name}"), &after);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One IR dump, headed as MLIR heads them.
+fn dump(log: &mut dyn Write, title: &str, ir: &str) {
+    // A log that cannot be written is not worth failing the compile over.
+    let _ = writeln!(log, "// -----// {title} //----- //\n{ir}");
 }
 
 /// How an option's values are written in `--list-passes`: `<int 1..1000>`.

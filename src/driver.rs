@@ -6,7 +6,7 @@
 //! pipeline, src/backend/reproducer.rs) is written for upstream `mlir-opt`.
 
 use crate::backend::{self, BackendOptions};
-use crate::cli::{instrumentation, render_pass_error};
+use crate::cli::{render_pass_error, run_pipeline};
 use crate::lower;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -14,7 +14,6 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tilec_cli::{exit_code, read_input, CompletionArgs, Failure, PassFlags};
 use tilec_dialects::{parse_module, print_module, verify_module, Module, PrintOptions};
-use tilec_passes::{Instrumentation, PassManager};
 
 /// The default tile/nv pipeline of `tilec compile`. Input that is already
 /// nv-level passes through it unchanged (up to canonicalisation) and is
@@ -133,10 +132,9 @@ pub(crate) fn parse_and_verify(text: &str, name: &str) -> Result<Module, String>
 }
 
 /// Runs the textual tile/nv `pipeline` on `module` (parsed from `text`, named
-/// `name`); instrumentation output goes to stderr.
-pub(crate) fn run_passes(module: &mut Module, pipeline: &str, instrumentation: Instrumentation, name: &str, text: &str) -> Result<(), String> {
-    let mut pm = PassManager::from_pipeline(pipeline, instrumentation).map_err(|e| e.to_string())?;
-    pm.run(module, &mut std::io::stderr()).map_err(|e| render_pass_error(&e, name, text))
+/// `name`) with the instrumentation `flags` ask for; its output goes to stderr.
+pub(crate) fn run_passes(module: &mut Module, pipeline: &str, flags: &PassFlags, name: &str, text: &str) -> Result<(), String> {
+    run_pipeline(module, pipeline, flags, PrintOptions::default(), &mut std::io::stderr()).map_err(|e| render_pass_error(&e, name, text))
 }
 
 fn print_stdout(text: &str) -> Result<(), String> {
@@ -165,9 +163,8 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     if args.passes.dump_pass_pipeline {
         eprint!("{}", crate::cli::describe_pipeline(args.passes.pass_pipeline.as_deref().unwrap_or(DEFAULT_PIPELINE))?);
     }
-    let instrumentation = instrumentation(&args.passes, PrintOptions::default());
     let pipeline = args.passes.pass_pipeline.as_deref().unwrap_or(DEFAULT_PIPELINE);
-    timer.time("tile/nv passes", || run_passes(&mut module, pipeline, instrumentation, &input, &text))?;
+    timer.time("tile/nv passes", || run_passes(&mut module, pipeline, &args.passes, &input, &text))?;
     if args.emit == Some(Emit::Nv) {
         print_stdout(&print_module(&module, PrintOptions::default()))?;
     }

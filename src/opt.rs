@@ -3,7 +3,7 @@
 //! `--verify-diagnostics`, `--mlir-print-ir-after=...`, ...). Each registered
 //! pass is also a flag of its own: `--tile-pipeline="stages=3"`.
 
-use crate::cli::{describe_pipeline, instrumentation, list_passes, pass_diagnostic, render_pass_error};
+use crate::cli::{describe_pipeline, list_passes, pass_diagnostic, render_pass_error, run_pipeline};
 use crate::split_input;
 use crate::verify_diagnostics::{verify, Emitted};
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser};
@@ -11,7 +11,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use tilec_cli::{exit_code, read_input, CompletionArgs, Failure, PassFlags};
 use tilec_dialects::{parse_module, print_module, verify_module, PrintOptions};
-use tilec_passes::{PassManager, PASSES};
+use tilec_passes::PASSES;
 
 /// The tile IR optimizer driver: parse, verify, run passes, print.
 #[derive(Parser, Debug)]
@@ -143,11 +143,10 @@ fn run_chunk(cli: &Cli, pipeline: &str, text: &str, name: &str) -> Result<Outcom
         Err(d) => return Ok(located(&d)),
     };
     let print = PrintOptions { generic: cli.print_generic };
-    let mut instrumentation = instrumentation(&cli.passes, print);
+    let mut flags = cli.passes.clone();
     // An expected failure is checked, not shown: no IR dump for it.
-    instrumentation.print_after_failure &= !cli.verify_diagnostics;
-    let mut pm = PassManager::from_pipeline(pipeline, instrumentation).map_err(|e| Failure::Error(e.to_string()))?;
-    if let Err(e) = pm.run(&mut module, &mut std::io::stderr()) {
+    flags.print_ir_after_failure &= !cli.verify_diagnostics;
+    if let Err(e) = run_pipeline(&mut module, pipeline, &flags, print, &mut std::io::stderr()) {
         let rendered = render_pass_error(&e, name, text);
         return Ok(match pass_diagnostic(&e) {
             Some(d) => Outcome::Diagnostic(Emitted::from_diagnostic(d), rendered),

@@ -112,7 +112,7 @@ pub fn read_input(path: Option<&str>) -> Result<(String, String), Failure> {
 }
 
 /// The flags of a tool that runs a pass pipeline, with mlir-opt's spellings.
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct PassFlags {
     /// The passes to run, e.g. 'tile-canonicalize,tile-pipeline{stages=3}'
     #[arg(long = "pass-pipeline", value_name = "PIPELINE")]
@@ -126,6 +126,15 @@ pub struct PassFlags {
     /// Print the IR to stderr after the named pass (repeatable)
     #[arg(long = "mlir-print-ir-after", value_name = "PASS", require_equals = true)]
     pub print_ir_after: Vec<String>,
+    /// Print the IR to stderr before every pass
+    #[arg(long = "mlir-print-ir-before-all", conflicts_with = "timing")]
+    pub print_ir_before_all: bool,
+    /// Print the IR to stderr before the named pass (repeatable)
+    #[arg(long = "mlir-print-ir-before", value_name = "PASS", require_equals = true, conflicts_with = "timing")]
+    pub print_ir_before: Vec<String>,
+    /// Print the IR after a pass only when the pass changed it
+    #[arg(long = "mlir-print-ir-after-change", conflicts_with = "timing")]
+    pub print_ir_after_change: bool,
     /// Print the IR to stderr after a pass that fails (default true)
     #[arg(long = "mlir-print-ir-after-failure", value_name = "BOOL", require_equals = true, default_value_t = true,
           action = clap::ArgAction::Set)]
@@ -137,6 +146,32 @@ pub struct PassFlags {
     #[arg(long = "verify-each", value_name = "BOOL", require_equals = true, default_value_t = true,
           action = clap::ArgAction::Set)]
     pub verify_each: bool,
+}
+
+/// What a command line without any of the flags gives.
+impl Default for PassFlags {
+    fn default() -> Self {
+        PassFlags {
+            pass_pipeline: None,
+            dump_pass_pipeline: false,
+            print_ir_after_all: false,
+            print_ir_after: Vec::new(),
+            print_ir_before_all: false,
+            print_ir_before: Vec::new(),
+            print_ir_after_change: false,
+            print_ir_after_failure: true,
+            timing: false,
+            verify_each: true,
+        }
+    }
+}
+
+impl PassFlags {
+    /// Whether the flags need the pipeline run one pass at a time: printing
+    /// before a pass, or only after a change.
+    pub fn steps_passes(&self) -> bool {
+        self.print_ir_before_all || !self.print_ir_before.is_empty() || self.print_ir_after_change
+    }
 }
 
 #[cfg(test)]
@@ -163,6 +198,16 @@ mod tests {
         assert_eq!(t.input.as_deref(), Some("f"));
         let t = Tool::try_parse_from(["t", "--verify-each=false"]).unwrap();
         assert!(!t.passes.verify_each);
+        let t = Tool::try_parse_from(["t", "--mlir-print-ir-before=a", "--mlir-print-ir-after-change"]).unwrap();
+        assert_eq!(t.passes.print_ir_before, ["a"]);
+        assert!(t.passes.print_ir_after_change && t.passes.steps_passes());
+        // Stepping pass by pass runs one pass manager per pass, each with its own timing.
+        assert!(Tool::try_parse_from(["t", "--mlir-print-ir-before-all", "--mlir-timing"]).is_err());
+    }
+
+    #[test]
+    fn default_is_the_empty_command_line() {
+        assert_eq!(Tool::try_parse_from(["t"]).unwrap().passes, PassFlags::default());
     }
 
     #[test]
