@@ -107,26 +107,24 @@ fn run(cli: &Cli, matches: &ArgMatches) -> Result<(), Failure> {
     let mut outputs = Vec::new();
     let mut failed = false;
     for chunk in &chunks {
-        match run_chunk(cli, &pipeline, chunk, &name)? {
+        let emitted = match run_chunk(cli, &pipeline, chunk, &name)? {
             Outcome::Output(out) => {
-                if cli.verify_diagnostics {
-                    // A chunk that compiled must not expect a diagnostic either.
-                    let problems = verify(&name, chunk, &[]);
-                    failed |= !problems.is_empty();
-                    problems.iter().for_each(|p| eprintln!("{p}"));
-                }
                 outputs.push(out);
+                Vec::new()
             }
             Outcome::Diagnostic(emitted, rendered) => {
-                if cli.verify_diagnostics {
-                    let problems = verify(&name, chunk, &emitted);
-                    failed |= !problems.is_empty();
-                    problems.iter().for_each(|p| eprintln!("{p}"));
-                } else {
+                if !cli.verify_diagnostics {
                     eprintln!("{rendered}");
                     failed = true;
                 }
+                emitted
             }
+        };
+        if cli.verify_diagnostics {
+            // Every chunk is checked: one that compiled must not expect a diagnostic either.
+            let problems = verify(&name, chunk, &emitted);
+            failed |= !problems.is_empty();
+            problems.iter().for_each(|p| eprintln!("{p}"));
         }
     }
     write_output(cli.output.as_deref(), &outputs.join(&format!("{}\n", split_input::SEPARATOR)))?;
