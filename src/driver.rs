@@ -38,6 +38,9 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Compile a tile program to a PTX artifact, or print one of its stages
+    #[command(after_help = "--pass-pipeline defaults to the driver's DEFAULT_PIPELINE. The IR printing flags also \
+name upstream MLIR passes (--mlir-print-ir-after=convert-nvgpu-to-nvvm); --mlir-print-ir-after-all prints after \
+every tile/nv and every upstream pass.")]
     Compile(CompileArgs),
     /// Measure compile time, stage by stage
     BenchCompile(crate::bench_compile::Args),
@@ -53,8 +56,6 @@ struct CompileArgs {
     /// Print a stage to stdout
     #[arg(long, value_enum, value_name = "STAGE")]
     emit: Option<Emit>,
-    /// tile/nv passes (default: the driver's DEFAULT_PIPELINE); the IR printing
-    /// flags also name upstream MLIR passes (e.g. convert-nvgpu-to-nvvm)
     #[command(flatten)]
     passes: PassFlags,
     /// Replace the upstream MLIR pipeline (textual, without 'builtin.module(...)')

@@ -135,14 +135,14 @@ pub struct PassFlags {
     /// Print the IR after a pass only when the pass changed it
     #[arg(long = "mlir-print-ir-after-change", conflicts_with = "timing")]
     pub print_ir_after_change: bool,
-    /// Print the IR to stderr after a pass that fails (default true)
+    /// Print the IR to stderr after a pass that fails
     #[arg(long = "mlir-print-ir-after-failure", value_name = "BOOL", require_equals = true, default_value_t = true,
           action = clap::ArgAction::Set)]
     pub print_ir_after_failure: bool,
     /// Print each pass's wall time to stderr
     #[arg(long = "mlir-timing")]
     pub timing: bool,
-    /// Verify the IR after every pass (default true)
+    /// Verify the IR after every pass
     #[arg(long = "verify-each", value_name = "BOOL", require_equals = true, default_value_t = true,
           action = clap::ArgAction::Set)]
     pub verify_each: bool,
