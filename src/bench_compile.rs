@@ -12,18 +12,10 @@ use crate::driver::{parse_and_verify, run_passes, DEFAULT_PIPELINE};
 use tilec_lower as lower;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tilec_passes::Instrumentation;
+use tilec_cli::{Failure, PassFlags};
 
 /// Schema name of the `--json` report.
 pub const SCHEMA: &str = "tilec-compile-time/1";
-
-const DEFAULT_RUNS: usize = 10;
-
-const USAGE: &str = "usage: tilec bench-compile FILE... [options]
-
-  --runs N                  compiles per file (default 10), all in this process
-  --pass-pipeline=PIPELINE  tile/nv passes to run (default: the driver's DEFAULT_PIPELINE)
-  --json OUT                also write the report as JSON (schema tilec-compile-time/1)";
 
 /// The timed stages, in compile order: (JSON key, table label).
 const STAGES: [(&str, &str); 7] = [
@@ -36,39 +28,21 @@ const STAGES: [(&str, &str); 7] = [
     ("codegen", "NVPTX codegen"),
 ];
 
-struct Args {
+/// `tilec bench-compile`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Files to compile
+    #[arg(required = true, value_name = "FILE")]
     inputs: Vec<String>,
-    runs: usize,
+    /// Compiles per file, all in this process
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// tile/nv passes to run
+    #[arg(long = "pass-pipeline", value_name = "PIPELINE", default_value = DEFAULT_PIPELINE)]
     pipeline: String,
+    /// Also write the report as JSON (schema tilec-compile-time/1)
+    #[arg(long, value_name = "OUT")]
     json: Option<String>,
-}
-
-fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
-    let mut args = Args { inputs: Vec::new(), runs: DEFAULT_RUNS, pipeline: DEFAULT_PIPELINE.into(), json: None };
-    let mut it = raw.iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = crate::cli::split_flag(arg);
-        let inline = inline.map(str::to_string);
-        let mut value = |what: &str| inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{flag} needs {what}"));
-        match flag {
-            "-h" | "--help" => return Ok(None),
-            "--runs" => {
-                let v = value("a count")?;
-                args.runs = match v.parse::<usize>() {
-                    Ok(n) if n > 0 => n,
-                    _ => return Err(format!("--runs needs a positive count, got '{v}'")),
-                };
-            }
-            "--pass-pipeline" => args.pipeline = value("a pipeline")?,
-            "--json" => args.json = Some(value("a file")?),
-            f if f.starts_with('-') => return Err(format!("unknown option '{arg}'")),
-            _ => args.inputs.push(arg.clone()),
-        }
-    }
-    if args.inputs.is_empty() {
-        return Err("no input file".into());
-    }
-    Ok(Some(args))
 }
 
 /// One compile: the stage times (in [`STAGES`] order), the total and the PTX size.
@@ -84,9 +58,9 @@ fn compile_once(ctx: &BackendContext, text: &str, name: &str, pipeline: &str) ->
     let start = Instant::now();
     let mut module = parse_and_verify(text, name)?;
     let parsed = Instant::now();
-    run_passes(&mut module, pipeline, Instrumentation::default())?;
+    run_passes(&mut module, pipeline, &PassFlags::default(), name, text)?;
     let passed = Instant::now();
-    let kernel = lower::lower_module(&module).map_err(|d| d.to_string())?;
+    let kernel = lower::lower_module(&module).map_err(|d| d.render(name, text))?;
     let lowered = Instant::now();
     let opts = BackendOptions { source_name: format!("{name} (generated MLIR)"), ..BackendOptions::default() };
     let mut t = Timings::default();
@@ -176,12 +150,8 @@ fn timed_context() -> (BackendContext, Duration) {
     (ctx, start.elapsed())
 }
 
-/// `tilec bench-compile` with `raw` arguments (after the command name).
-pub fn run(raw: &[String]) -> Result<(), String> {
-    let Some(args) = parse_args(raw).map_err(|e| format!("tilec bench-compile: {e}\n{USAGE}"))? else {
-        println!("{USAGE}");
-        return Ok(());
-    };
+/// `tilec bench-compile`.
+pub fn run(args: &Args) -> Result<(), Failure> {
     // Read every input before timing anything, so a missing file fails at once.
     let texts = args
         .inputs
@@ -192,7 +162,7 @@ pub fn run(raw: &[String]) -> Result<(), String> {
     let mut contexts = Vec::new();
     let mut reports = Vec::new();
     for (file, text) in args.inputs.iter().zip(&texts) {
-        let mut samples = Vec::with_capacity(args.runs);
+        let mut samples = Vec::with_capacity(args.runs as usize);
         for _ in 0..args.runs {
             // A fresh context per compile, as `tilec compile` has; its setup is timed apart.
             let (ctx, setup) = timed_context();
@@ -213,7 +183,8 @@ pub fn run(raw: &[String]) -> Result<(), String> {
     }
 
     if let Some(out) = &args.json {
-        let json = to_json(raw, &args, &reports, *first, later);
+        let raw: Vec<String> = std::env::args().skip(2).collect();
+        let json = to_json(&raw, args, &reports, *first, later);
         std::fs::write(out, json).map_err(|e| format!("tilec bench-compile: cannot write '{out}': {e}"))?;
     }
     Ok(())
@@ -296,12 +267,20 @@ mod tests {
         assert_eq!(json_string("a\"b\\c\nd\u{1}"), r#""a\"b\\c\nd\u0001""#);
     }
 
+    #[derive(clap::Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: Args,
+    }
+
     #[test]
     fn runs_must_be_positive() {
-        let args = |v: &[&str]| parse_args(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        use clap::Parser;
+        let args = |v: &[&str]| Cmd::try_parse_from(std::iter::once("bench-compile").chain(v.iter().copied())).map(|c| c.args);
         assert!(args(&["f.tile", "--runs", "0"]).is_err());
         assert!(args(&["f.tile", "--runs=x"]).is_err());
-        assert_eq!(args(&["f.tile", "--runs=3"]).unwrap().unwrap().runs, 3);
-        assert_eq!(args(&["f.tile"]).unwrap().unwrap().runs, DEFAULT_RUNS);
-    }
+        assert!(args(&[]).is_err(), "an input is required");
+        assert_eq!(args(&["f.tile", "--runs=3"]).unwrap().runs, 3);
+        assert_eq!(args(&["f.tile"]).unwrap().runs, 10);
+}
 }

@@ -1,22 +1,167 @@
-//! Command-line pieces shared by `tile-opt` and `tilec`.
+//! What `tile-opt` and `tilec` share beyond the `tilec-cli` conventions: the
+//! pass list and pipeline as text, instrumentation from the mlir-opt flags,
+//! and errors rendered with their source line.
 
-/// Splits `--flag=value` into the flag and its value; any other argument
-/// (`-o`, `--flag`, a file name) comes back whole with no value.
-pub fn split_flag(arg: &str) -> (&str, Option<&str>) {
-    match arg.split_once('=') {
-        Some((flag, value)) if flag.starts_with("--") => (flag, Some(value)),
-        _ => (arg, None),
+use std::io::Write;
+use tilec_cli::PassFlags;
+use tilec_dialects::{print_module, Diagnostic, Module, PrintOptions};
+use tilec_passes::{parse_pipeline, Instrumentation, OptionKind, PassError, PassManager, PassOptions, PASSES};
+
+/// The tile/nv pass instrumentation the flags ask for.
+pub fn instrumentation(flags: &PassFlags, print: PrintOptions) -> Instrumentation {
+    Instrumentation {
+        verify_each: flags.verify_each,
+        print_after_all: flags.print_ir_after_all,
+        print_after: flags.print_ir_after.clone(),
+        print_after_failure: flags.print_ir_after_failure,
+        timing: flags.timing,
+        print,
+    }
+}
+
+/// Runs the tile/nv `pipeline` on `module` with the instrumentation `flags`
+/// ask for; IR dumps and timing go to `log`. Printing before a pass, or only
+/// after a change, runs one pass manager per pass, printing around each.
+/// With `start_at_input_phase`, each function skips the passes its input is
+/// already past (the default pipeline takes nv-level input too).
+pub fn run_pipeline(
+    module: &mut Module,
+    pipeline: &str,
+    flags: &PassFlags,
+    print: PrintOptions,
+    start_at_input_phase: bool,
+    log: &mut dyn Write,
+) -> Result<(), PassError> {
+    let instrumentation = instrumentation(flags, print);
+    let mut whole = PassManager::from_pipeline(pipeline, instrumentation.clone())?;
+    if start_at_input_phase {
+        whole.start_at_input_phase();
+    }
+    if !flags.steps_passes() {
+        return whole.run(module, log);
+    }
+    // Stepping runs one manager per pass: the order is checked as a whole first.
+    whole.check_order(module)?;
+    let step_instrumentation = Instrumentation { print_after_all: false, print_after: Vec::new(), ..instrumentation };
+    for entry in parse_pipeline(pipeline).map_err(PassError::Pipeline)? {
+        let name = entry.info.name;
+        let before = print_module(module, print);
+        if flags.print_ir_before_all || flags.print_ir_before.iter().any(|p| p == name) {
+            dump(log, &format!("IR Dump Before {name}"), &before);
+        }
+        let mut pm = PassManager::new(step_instrumentation.clone());
+        pm.add((entry.info.create)(&entry.options), &entry.info.phases);
+        if start_at_input_phase {
+            pm.start_at_input_phase();
+        }
+        pm.run(module, log)?;
+        if flags.print_ir_after_all || flags.print_ir_after.iter().any(|p| p == name) {
+            let after = print_module(module, print);
+            if !flags.print_ir_after_change || after != before {
+                dump(log, &format!("IR Dump After {name}"), &after);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One IR dump, headed as MLIR heads them.
+fn dump(log: &mut dyn Write, title: &str, ir: &str) {
+    // A log that cannot be written is not worth failing the compile over.
+    let _ = writeln!(log, "// -----// {title} //----- //\n{ir}");
+}
+
+/// How an option's values are written in `--list-passes`: `<int 1..1000>`.
+fn kind_text(kind: OptionKind) -> String {
+    match kind {
+        OptionKind::Int { min, max } => format!("<int {min}..{max}>"),
+        OptionKind::Bool => "<bool>".to_string(),
+        OptionKind::Enum(words) => format!("<{}>", words.join("|")),
+    }
+}
+
+/// `--list-passes`: every registered pass, its summary and its options.
+pub fn list_passes() -> String {
+    let width = PASSES.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    let mut out = String::from("Available passes:\n");
+    for pass in PASSES {
+        out.push_str(&format!("  {:<width$}  {}\n", pass.name, pass.summary));
+        for o in pass.options {
+            out.push_str(&format!("      --{}={}  {} (default {})\n", o.name, kind_text(o.kind), o.help, o.default));
+        }
+    }
+    out
+}
+
+/// One option's resolved value, as a pipeline writes it.
+fn option_value(options: &PassOptions, name: &str, kind: OptionKind) -> String {
+    match kind {
+        OptionKind::Int { .. } => options.int(name).to_string(),
+        OptionKind::Bool => options.bool(name).to_string(),
+        OptionKind::Enum(_) => options.word(name).to_string(),
+    }
+}
+
+/// `--dump-pass-pipeline`: the pipeline with every option spelled out, as
+/// mlir-opt prints it.
+pub fn describe_pipeline(pipeline: &str) -> Result<String, String> {
+    let entries = parse_pipeline(pipeline).map_err(|e| format!("invalid pass pipeline: {e}"))?;
+    let passes: Vec<String> = entries
+        .iter()
+        .map(|e| {
+            let options: Vec<String> =
+                e.info.options.iter().map(|o| format!("{}={}", o.name, option_value(&e.options, o.name, o.kind))).collect();
+            if options.is_empty() {
+                e.info.name.to_string()
+            } else {
+                format!("{}{{{}}}", e.info.name, options.join(" "))
+            }
+        })
+        .collect();
+    Ok(format!("Pass Manager with {} passes:\nbuiltin.module({})\n", entries.len(), passes.join(",")))
+}
+
+/// The located error of a failed pass, if it has one.
+pub fn pass_diagnostic(e: &PassError) -> Option<&Diagnostic> {
+    match e {
+        PassError::Pipeline(_) => None,
+        PassError::Order(diagnostic)
+        | PassError::PassFailed { diagnostic, .. }
+        | PassError::VerificationFailed { diagnostic, .. } => Some(diagnostic),
+    }
+}
+
+/// A pass error as the tools print it: the diagnostic with its source line
+/// (`file`'s text is `text`), then which pass failed.
+pub fn render_pass_error(e: &PassError, file: &str, text: &str) -> String {
+    match e {
+        PassError::Pipeline(_) => e.to_string(),
+        PassError::Order(diagnostic) => diagnostic.render(file, text),
+        PassError::PassFailed { pass, diagnostic } => format!("{}\nnote: pass '{pass}' failed", diagnostic.render(file, text)),
+        PassError::VerificationFailed { pass, diagnostic } => {
+            format!("{}\nnote: the IR failed verification after pass '{pass}'", diagnostic.render(file, text))
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::split_flag;
+    use super::*;
 
     #[test]
-    fn only_long_flags_take_inline_values() {
-        assert_eq!(split_flag("--pass-pipeline=a,b{x=1}"), ("--pass-pipeline", Some("a,b{x=1}")));
-        assert_eq!(split_flag("--list-passes"), ("--list-passes", None));
-        assert_eq!(split_flag("dir/a=b.tile"), ("dir/a=b.tile", None));
+    fn list_passes_is_readable() {
+        let text = list_passes();
+        assert!(text.contains("--max-iterations=<int 1..1000>"), "{text}");
+        assert!(!text.contains("Int {"), "no Rust Debug text: {text}");
+        for pass in PASSES {
+            assert!(text.contains(pass.name), "{}", pass.name);
+        }
+    }
+
+    #[test]
+    fn dump_pass_pipeline_fills_in_defaults() {
+        let text = describe_pipeline("tile-canonicalize,tile-licm").unwrap();
+        assert_eq!(text, "Pass Manager with 2 passes:\nbuiltin.module(tile-canonicalize{max-iterations=10},tile-licm)\n");
+        assert!(describe_pipeline("tile-bogus").unwrap_err().contains("unknown pass 'tile-bogus'"));
     }
 }

@@ -2,14 +2,18 @@
 //! tile/nv pass pipeline, lower the nv IR to MLIR (the tilec-lower crate), run the
 //! MLIR -> PTX back end (src/backend) and write the artifact.
 //! `tilec bench-compile` (src/bench_compile.rs) times the same steps.
+//! When the back end fails, a reproducer (the generated MLIR and the upstream
+//! pipeline, src/backend/reproducer.rs) is written for upstream `mlir-opt`.
 
 use crate::backend::{self, BackendOptions};
+use crate::cli::{render_pass_error, run_pipeline};
 use tilec_lower as lower;
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use tilec_cli::{exit_code, read_input, CompletionArgs, Failure, PassFlags};
 use tilec_dialects::{parse_module, print_module, verify_module, Module, PrintOptions};
-use tilec_passes::{Instrumentation, PassManager};
 
 pub use tilec_passes::DEFAULT_PIPELINE;
 
@@ -18,94 +22,78 @@ pub fn default_pipeline() -> &'static str {
     DEFAULT_PIPELINE
 }
 
-const USAGE: &str = "usage: tilec compile FILE.tile [options]
-       tilec bench-compile FILE... [options]   (compile-time measurement; --help for its options)
+/// The Hopper GEMM compiler driver.
+#[derive(Parser, Debug)]
+#[command(name = "tilec", version, about = "Compiles tile IR GEMMs to PTX for NVIDIA Hopper")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    completions: CompletionArgs,
+}
 
-  -o DIR                    write the artifact (DIR/kernel.ptx, DIR/manifest.json)
-  --emit=STAGE              print a stage to stdout: nv (tile/nv IR after the passes),
-                            mlir (generated MLIR), mlir-lowered (after the upstream MLIR
-                            pipeline), llvm (optimised LLVM IR), ptx
-  --pass-pipeline=PIPELINE  tile/nv passes to run (default: the driver's DEFAULT_PIPELINE)
-  --print-ir-after-all      print the IR to stderr after every tile/nv pass
-  --timing                  print the time of each phase to stderr";
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Compile a tile program to a PTX artifact, or print one of its stages
+    #[command(after_help = "--pass-pipeline defaults to the driver's DEFAULT_PIPELINE. The IR printing flags also \
+name upstream MLIR passes (--mlir-print-ir-after=convert-nvgpu-to-nvvm); --mlir-print-ir-after-all prints after \
+every tile/nv and every upstream pass.")]
+    Compile(CompileArgs),
+    /// Measure compile time, stage by stage
+    BenchCompile(crate::bench_compile::Args),
+}
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Args, Debug)]
+struct CompileArgs {
+    /// Input file; '-' or none reads stdin
+    input: Option<String>,
+    /// Write the artifact (DIR/kernel.ptx, DIR/manifest.json)
+    #[arg(short = 'o', value_name = "DIR")]
+    output: Option<String>,
+    /// Print a stage to stdout
+    #[arg(long, value_enum, value_name = "STAGE")]
+    emit: Option<Emit>,
+    #[command(flatten)]
+    passes: PassFlags,
+    /// Replace the upstream MLIR pipeline (textual, without 'builtin.module(...)')
+    #[arg(long = "upstream-pass-pipeline", value_name = "PIPELINE")]
+    upstream_pipeline: Option<String>,
+    /// Where to write the reproducer when the back end fails (default: the temporary folder)
+    #[arg(long = "mlir-pass-pipeline-crash-reproducer", value_name = "FILE")]
+    reproducer: Option<String>,
+}
+
+/// A stage `--emit` prints, in compile order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
 enum Emit {
+    /// tile/nv IR after the passes
     Nv,
+    /// the generated MLIR
     Mlir,
+    /// the generated MLIR with the upstream pipeline, replayable with mlir-opt
+    Reproducer,
+    /// MLIR after the upstream pipeline
     MlirLowered,
+    /// optimised LLVM IR
     Llvm,
+    /// PTX
     Ptx,
 }
 
-impl Emit {
-    fn parse(s: &str) -> Result<Emit, String> {
-        Ok(match s {
-            "nv" => Emit::Nv,
-            "mlir" => Emit::Mlir,
-            "mlir-lowered" => Emit::MlirLowered,
-            "llvm" => Emit::Llvm,
-            "ptx" => Emit::Ptx,
-            _ => return Err(format!("unknown --emit stage '{s}' (nv, mlir, mlir-lowered, llvm, ptx)")),
-        })
+/// Runs `tilec` on the process's arguments: exit 0 on success, 1 on a
+/// compile error (printed to stderr, located where the input caused it), 2 on
+/// a usage error.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if cli.completions.print_if_asked::<Cli>() {
+        return ExitCode::SUCCESS;
     }
-}
-
-#[derive(Default)]
-struct Args {
-    input: Option<String>,
-    output: Option<String>,
-    pipeline: Option<String>,
-    emit: Option<Emit>,
-    print_after_all: bool,
-    timing: bool,
-}
-
-fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
-    let mut it = raw.iter();
-    match it.next().map(String::as_str) {
-        Some("compile") => {}
-        Some("-h" | "--help") | None => return Ok(None),
-        Some(other) => return Err(format!("unknown command '{other}' (expected 'compile' or 'bench-compile')")),
-    }
-    let mut args = Args::default();
-    while let Some(arg) = it.next() {
-        let (flag, value) = crate::cli::split_flag(arg);
-        match (flag, value) {
-            ("-h" | "--help", None) => return Ok(None),
-            ("-o", None) => args.output = Some(it.next().ok_or("-o needs a directory")?.clone()),
-            ("--pass-pipeline", Some(p)) => args.pipeline = Some(p.to_string()),
-            ("--emit", Some(s)) => args.emit = Some(Emit::parse(s)?),
-            ("--print-ir-after-all", None) => args.print_after_all = true,
-            ("--timing", None) => args.timing = true,
-            (f, _) if f.starts_with('-') => return Err(format!("unknown option '{arg}'")),
-            _ if args.input.is_none() => args.input = Some(arg.clone()),
-            _ => return Err(format!("unexpected extra input '{arg}'")),
-        }
-    }
-    if args.input.is_none() {
-        return Err("no input file".into());
-    }
-    if args.output.is_none() && args.emit.is_none() {
-        return Err("nothing to do: give -o DIR and/or --emit=STAGE".into());
-    }
-    Ok(Some(args))
-}
-
-/// Runs `tilec` with `raw` arguments (without the program name). Errors are
-/// printed to stderr, located where the input caused them; exit status 1.
-pub fn main(raw: &[String]) -> ExitCode {
-    let result = match raw.first().map(String::as_str) {
-        Some("bench-compile") => crate::bench_compile::run(&raw[1..]),
-        _ => run(raw),
+    let result = match &cli.command {
+        Some(Command::Compile(args)) => compile(args),
+        Some(Command::BenchCompile(args)) => crate::bench_compile::run(args),
+        None => Cli::command().error(clap::error::ErrorKind::MissingSubcommand, "a command is required: 'compile' or 'bench-compile'").exit(),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("{message}");
-            ExitCode::FAILURE
-        }
-    }
+    exit_code("tilec", result)
 }
 
 struct Timer {
@@ -134,40 +122,47 @@ impl Timer {
     }
 }
 
-/// Parses and verifies tile/nv text; `name` locates the diagnostics.
+/// Parses and verifies tile/nv text; `name` locates the diagnostics, shown with their source line.
 pub(crate) fn parse_and_verify(text: &str, name: &str) -> Result<Module, String> {
-    let m = parse_module(text, name).map_err(|d| d.to_string())?;
-    verify_module(&m).map_err(|d| d.to_string())?;
+    let m = parse_module(text, name).map_err(|d| d.render(name, text))?;
+    verify_module(&m).map_err(|d| d.render(name, text))?;
     Ok(m)
 }
 
-/// Runs the textual tile/nv `pipeline` on `module`; instrumentation output goes to stderr.
-pub(crate) fn run_passes(module: &mut Module, pipeline: &str, instrumentation: Instrumentation) -> Result<(), String> {
-    let mut pm = PassManager::from_pipeline(pipeline, instrumentation).map_err(|e| e.to_string())?;
-    if pipeline == DEFAULT_PIPELINE {
-        pm.start_at_input_phase();
-    }
-    pm.run(module, &mut std::io::stderr()).map_err(|e| e.to_string())
+/// Runs the textual tile/nv `pipeline` on `module` (parsed from `text`, named
+/// `name`) with the instrumentation `flags` ask for; its output goes to stderr.
+pub(crate) fn run_passes(module: &mut Module, pipeline: &str, flags: &PassFlags, name: &str, text: &str) -> Result<(), String> {
+    run_pipeline(module, pipeline, flags, PrintOptions::default(), pipeline == DEFAULT_PIPELINE, &mut std::io::stderr()).map_err(|e| render_pass_error(&e, name, text))
 }
 
 fn print_stdout(text: &str) -> Result<(), String> {
     std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("cannot write stdout: {e}"))
 }
 
-fn run(raw: &[String]) -> Result<(), String> {
-    let Some(args) = parse_args(raw).map_err(|e| format!("tilec: {e}\n{USAGE}"))? else {
-        println!("{USAGE}");
-        return Ok(());
-    };
-    let input = args.input.as_deref().expect("checked");
-    let mut timer = Timer { on: args.timing, phases: Vec::new() };
+/// Writes the reproducer of a failed back end and says how to replay it.
+fn write_reproducer(mlir: &str, opts: &BackendOptions, path: Option<&str>) -> String {
+    let path = path.map(String::from).unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("tilec-reproducer-{}.mlir", std::process::id())).display().to_string()
+    });
+    match std::fs::write(&path, backend::reproducer(mlir, opts)) {
+        Ok(()) => format!("note: reproducer written to {path}; replay with:\n  {}", backend::mlir_opt_command(opts, &path)),
+        Err(e) => format!("note: cannot write the reproducer to '{path}': {e}"),
+    }
+}
 
-    let text = std::fs::read_to_string(input).map_err(|e| format!("tilec: cannot read '{input}': {e}"))?;
-    let mut module = timer.time("parse + verify", || parse_and_verify(&text, input))?;
+fn compile(args: &CompileArgs) -> Result<(), Failure> {
+    if args.output.is_none() && args.emit.is_none() {
+        return Err(Failure::Usage("nothing to do: give -o DIR and/or --emit=STAGE".into()));
+    }
+    let mut timer = Timer { on: args.passes.timing, phases: Vec::new() };
+    let (text, input) = read_input(args.input.as_deref())?;
+    let mut module = timer.time("parse + verify", || parse_and_verify(&text, &input))?;
 
-    let instrumentation = Instrumentation { print_after_all: args.print_after_all, ..Instrumentation::default() };
-    let pipeline = args.pipeline.as_deref().unwrap_or(DEFAULT_PIPELINE);
-    timer.time("tile/nv passes", || run_passes(&mut module, pipeline, instrumentation))?;
+    if args.passes.dump_pass_pipeline {
+        eprint!("{}", crate::cli::describe_pipeline(args.passes.pass_pipeline.as_deref().unwrap_or(DEFAULT_PIPELINE))?);
+    }
+    let pipeline = args.passes.pass_pipeline.as_deref().unwrap_or(DEFAULT_PIPELINE);
+    timer.time("tile/nv passes", || run_passes(&mut module, pipeline, &args.passes, &input, &text))?;
     if args.emit == Some(Emit::Nv) {
         print_stdout(&print_module(&module, PrintOptions::default()))?;
     }
@@ -177,12 +172,25 @@ fn run(raw: &[String]) -> Result<(), String> {
         return Ok(());
     }
 
-    let kernel = timer.time("lower nv -> MLIR", || lower::lower_module(&module)).map_err(|d| d.to_string())?;
-    if args.emit == Some(Emit::Mlir) {
-        print_stdout(&kernel.mlir)?;
+    let kernel = timer.time("lower nv -> MLIR", || lower::lower_module(&module)).map_err(|d| d.render(&input, &text))?;
+    let opts = BackendOptions {
+        source_name: format!("{input} (generated MLIR)"),
+        pipeline: args.upstream_pipeline.clone(),
+        print_ir_after_all: args.passes.print_ir_after_all,
+        print_ir_after: args.passes.print_ir_after.clone(),
+        ..BackendOptions::default()
+    };
+    match args.emit {
+        Some(Emit::Mlir) => print_stdout(&kernel.mlir)?,
+        Some(Emit::Reproducer) => print_stdout(&backend::reproducer(&kernel.mlir, &opts))?,
+        _ => {}
     }
-    let opts = BackendOptions { source_name: format!("{input} (generated MLIR)"), ..BackendOptions::default() };
-    let backend_err = |e: backend::BackendError| format!("{input}: error: the back end rejected the generated MLIR (a tilec bug):\n{e}");
+    let backend_err = |e: backend::BackendError| {
+        format!(
+            "{input}: error: the back end rejected the generated MLIR (a tilec bug):\n{e}\n{}",
+            write_reproducer(&kernel.mlir, &opts, args.reproducer.as_deref())
+        )
+    };
     match args.emit {
         Some(Emit::MlirLowered) => {
             let t = timer.time("MLIR pipeline", || backend::lower_mlir(&kernel.mlir, &opts)).map_err(backend_err)?;

@@ -8,5 +8,7 @@ pub mod cli;
 pub mod bench_compile;
 pub mod driver;
 pub mod opt;
+pub mod split_input;
+pub mod verify_diagnostics;
 
 pub use driver::default_pipeline;

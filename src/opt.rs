@@ -1,122 +1,166 @@
 //! `tile-opt`: reads tile IR, runs a pass pipeline, prints the result, as
-//! `mlir-opt` does.
+//! `mlir-opt` does, with mlir-opt's flags (`--split-input-file`,
+//! `--verify-diagnostics`, `--mlir-print-ir-after=...`, ...). Each registered
+//! pass is also a flag of its own: `--tile-pipeline="stages=3"`.
 
-use std::io::{Read, Write};
+use crate::cli::{describe_pipeline, list_passes, pass_diagnostic, render_pass_error, run_pipeline};
+use crate::split_input;
+use crate::verify_diagnostics::{verify, Emitted};
+use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser};
+use std::io::Write;
 use std::process::ExitCode;
-use tilec_dialects::{parse_module, print_module, verify_module, PrintOptions};
-use tilec_passes::{Instrumentation, PassManager, PASSES};
+use tilec_cli::{exit_code, read_input, CompletionArgs, Failure, PassFlags};
+use tilec_dialects::{parse_module, print_module, verify_module, Diagnostics, PrintOptions};
+use tilec_passes::PASSES;
 
-const USAGE: &str = "usage: tile-opt FILE|- [options]
-
-  --pass-pipeline=PIPELINE   passes to run, e.g. 'tile-canonicalize,tile-foo{opt=3}'
-  --PASS[=\"OPTIONS\"]         append one registered pass (e.g. --tile-canonicalize)
-  -o FILE                    write the output to FILE instead of stdout
-  --print-generic            print ops in MLIR's generic form
-  --verify-each=BOOL         verify the IR after every pass (default true)
-  --print-ir-after-all       print the IR to stderr after every pass
-  --print-ir-after=PASS      print the IR to stderr after the named pass
-  --print-ir-after-failure=BOOL  print the IR after a failing pass (default true)
-  --pass-timing              print each pass's wall time to stderr
-  --list-passes              list the registered passes and their options";
-
-#[derive(Default)]
-struct Args {
+/// The tile IR optimizer driver: parse, verify, run passes, print.
+#[derive(Parser, Debug)]
+#[command(name = "tile-opt", version, about = "Runs tile/nv IR passes, as mlir-opt does", after_help = "Each registered pass is also a flag: --PASS or --PASS=\"key=value ...\" appends it to the pipeline (see --list-passes).")]
+struct Cli {
+    /// Input file; '-' or none reads stdin
     input: Option<String>,
+    /// Write the output to FILE instead of stdout
+    #[arg(short = 'o', value_name = "FILE")]
     output: Option<String>,
-    pipeline: Vec<String>,
-    instrumentation: Instrumentation,
+    #[command(flatten)]
+    passes: PassFlags,
+    /// Print ops in MLIR's generic form
+    #[arg(long = "mlir-print-op-generic")]
+    print_generic: bool,
+    /// Split the input at '// -----' lines and process each chunk on its own
+    #[arg(long = "split-input-file")]
+    split_input_file: bool,
+    /// Check the diagnostics against the input's 'expected-error' comments instead of printing them
+    #[arg(long = "verify-diagnostics")]
+    verify_diagnostics: bool,
+    /// List the registered passes and their options
+    #[arg(long = "list-passes")]
+    list_passes: bool,
+    #[command(flatten)]
+    completions: CompletionArgs,
 }
 
-fn parse_bool(flag: &str, value: &str) -> Result<bool, String> {
-    match value {
-        "true" | "1" => Ok(true),
-        "false" | "0" => Ok(false),
-        _ => Err(format!("{flag} expects true or false, found '{value}'")),
-    }
+/// The clap command with one flag per registered pass.
+fn command() -> clap::Command {
+    PASSES.iter().fold(Cli::command(), |cmd, pass| {
+        cmd.arg(
+            Arg::new(pass.name)
+                .long(pass.name)
+                .help(pass.summary)
+                .value_name("OPTIONS")
+                .num_args(0..=1)
+                .require_equals(true)
+                .default_missing_value("")
+                .action(ArgAction::Append)
+                .help_heading("Passes"),
+        )
+    })
 }
 
-fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
-    let mut args = Args::default();
-    let mut it = raw.iter();
-    while let Some(arg) = it.next() {
-        let (flag, value) = crate::cli::split_flag(arg);
-        match (flag, value) {
-            ("-h" | "--help", None) => return Ok(None),
-            ("--list-passes", None) => {
-                list_passes();
-                std::process::exit(0);
-            }
-            ("--pass-pipeline", Some(p)) => args.pipeline.push(p.to_string()),
-            ("-o", None) => args.output = Some(it.next().ok_or("-o needs a file name")?.clone()),
-            ("--print-generic", None) => args.instrumentation.print.generic = true,
-            ("--verify-each", Some(v)) => args.instrumentation.verify_each = parse_bool(flag, v)?,
-            ("--print-ir-after-all", None) => args.instrumentation.print_after_all = true,
-            ("--print-ir-after", Some(p)) => args.instrumentation.print_after.push(p.to_string()),
-            ("--print-ir-after-failure", Some(v)) => args.instrumentation.print_after_failure = parse_bool(flag, v)?,
-            ("--pass-timing", None) => args.instrumentation.timing = true,
-            (f, v) if f.starts_with("--") && PASSES.iter().any(|p| p.name == &f[2..]) => {
-                let name = &f[2..];
-                args.pipeline.push(match v {
-                    Some(opts) => format!("{name}{{{}}}", opts.trim_matches('"')),
-                    None => name.to_string(),
-                });
-            }
-            (f, _) if f.starts_with('-') && f != "-" => return Err(format!("unknown option '{arg}'")),
-            _ if args.input.is_none() => args.input = Some(arg.clone()),
-            _ => return Err(format!("unexpected extra input '{arg}'")),
-        }
-    }
-    Ok(Some(args))
-}
-
-fn list_passes() {
+/// The pipeline: `--pass-pipeline` followed by the per-pass flags in command-line order.
+fn pipeline(cli: &Cli, matches: &ArgMatches) -> String {
+    let mut flagged: Vec<(usize, String)> = Vec::new();
     for pass in PASSES {
-        println!("{}: {}", pass.name, pass.summary);
-        for option in pass.options {
-            println!("    {}={} ({:?}): {}", option.name, option.default, option.kind, option.help);
+        let (Some(indices), Some(values)) = (matches.indices_of(pass.name), matches.get_many::<String>(pass.name)) else { continue };
+        for (index, options) in indices.zip(values) {
+            let options = options.trim_matches('"');
+            flagged.push((index, if options.is_empty() { pass.name.to_string() } else { format!("{}{{{options}}}", pass.name) }));
         }
     }
+    flagged.sort();
+    cli.passes.pass_pipeline.iter().cloned().filter(|p| !p.is_empty()).chain(flagged.into_iter().map(|(_, p)| p)).collect::<Vec<_>>().join(",")
 }
 
-fn read_input(path: &str) -> Result<(String, String), String> {
-    if path == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read stdin: {e}"))?;
-        return Ok((text, "<stdin>".to_string()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read '{path}': {e}"))?;
-    Ok((text, path.to_string()))
-}
-
-/// Runs `tile-opt` with `raw` arguments (without the program name).
-pub fn main(raw: &[String]) -> ExitCode {
-    match run(raw) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("{message}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run(raw: &[String]) -> Result<(), String> {
-    let Some(args) = parse_args(raw).map_err(|e| format!("tile-opt: {e}\n{USAGE}"))? else {
-        println!("{USAGE}");
-        return Ok(());
+/// Runs `tile-opt` on the process's arguments.
+pub fn main() -> ExitCode {
+    let matches = command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
     };
-    let input = args.input.as_deref().ok_or_else(|| format!("tile-opt: no input file\n{USAGE}"))?;
-    let (text, name) = read_input(input)?;
-    let mut module = parse_module(&text, &name).map_err(|d| d.to_string())?;
-    verify_module(&module).map_err(|d| d.to_string())?;
-    let print = args.instrumentation.print;
-    let mut pm = PassManager::from_pipeline(&args.pipeline.join(","), args.instrumentation).map_err(|e| e.to_string())?;
-    pm.run(&mut module, &mut std::io::stderr()).map_err(|e| e.to_string())?;
-    write_output(args.output.as_deref(), &print_module(&module, PrintOptions { generic: print.generic }))
+    exit_code("tile-opt", run(&cli, &matches))
 }
 
-fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {
-    match path {
+/// What one chunk of input came to.
+enum Outcome {
+    Output(String),
+    /// A located error (with the rendered text for when it is printed).
+    Diagnostic(Vec<Emitted>, String),
+}
+
+fn run(cli: &Cli, matches: &ArgMatches) -> Result<(), Failure> {
+    if cli.completions.print_for(command()) {
+        return Ok(());
+    }
+    if cli.list_passes {
+        print!("{}", list_passes());
+        return Ok(());
+    }
+    let pipeline = pipeline(cli, matches);
+    // A bad pipeline is an error of the command, not of any one chunk.
+    let described = describe_pipeline(&pipeline).map_err(Failure::Error)?;
+    if cli.passes.dump_pass_pipeline {
+        eprint!("{described}");
+    }
+    let (text, name) = read_input(cli.input.as_deref())?;
+    let chunks = if cli.split_input_file { split_input::split(&text) } else { vec![text.clone()] };
+    let mut outputs = Vec::new();
+    let mut failed = false;
+    for chunk in &chunks {
+        let emitted = match run_chunk(cli, &pipeline, chunk, &name)? {
+            Outcome::Output(out) => {
+                outputs.push(out);
+                Vec::new()
+            }
+            Outcome::Diagnostic(emitted, rendered) => {
+                if !cli.verify_diagnostics {
+                    eprintln!("{rendered}");
+                    failed = true;
+                }
+                emitted
+            }
+        };
+        if cli.verify_diagnostics {
+            // Every chunk is checked: one that compiled must not expect a diagnostic either.
+            let problems = verify(&name, chunk, &emitted);
+            failed |= !problems.is_empty();
+            problems.iter().for_each(|p| eprintln!("{p}"));
+        }
+    }
+    write_output(cli.output.as_deref(), &outputs.join(&format!("{}\n", split_input::SEPARATOR)))?;
+    if failed {
+        return Err(Failure::Reported);
+    }
+    Ok(())
+}
+
+fn run_chunk(cli: &Cli, pipeline: &str, text: &str, name: &str) -> Result<Outcome, Failure> {
+    let parsed = parse_module(text, name).map_err(Diagnostics::from);
+    let mut module = match parsed.and_then(|m| verify_module(&m).map(|()| m)) {
+        Ok(m) => m,
+        Err(all) => {
+            let emitted = all.0.iter().flat_map(Emitted::from_diagnostic).collect();
+            return Ok(Outcome::Diagnostic(emitted, all.render(name, text)));
+        }
+    };
+    let print = PrintOptions { generic: cli.print_generic };
+    let mut flags = cli.passes.clone();
+    // An expected failure is checked, not shown: no IR dump for it.
+    flags.print_ir_after_failure &= !cli.verify_diagnostics;
+    if let Err(e) = run_pipeline(&mut module, pipeline, &flags, print, false, &mut std::io::stderr()) {
+        let rendered = render_pass_error(&e, name, text);
+        return Ok(match pass_diagnostic(&e) {
+            Some(d) => Outcome::Diagnostic(Emitted::from_diagnostic(d), rendered),
+            None => return Err(Failure::Error(rendered)),
+        });
+    }
+    Ok(Outcome::Output(print_module(&module, print)))
+}
+
+fn write_output(path: Option<&str>, text: &str) -> Result<(), Failure> {
+    let result = match path {
         None | Some("-") => std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("cannot write stdout: {e}")),
         Some(p) => std::fs::write(p, text).map_err(|e| format!("cannot write '{p}': {e}")),
-    }
+    };
+    result.map_err(Failure::Error)
 }

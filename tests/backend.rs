@@ -1,6 +1,10 @@
 //! Back-end integration tests: the hand-written Hopper GEMM (examples/mlir) to PTX, checked for
 //! the instructions and ABI it must have and, when a `ptxas` is available, assembled for sm_90a.
-//! One binary on purpose: each test binary that links MLIR is hundreds of MB.
+//! One binary on purpose: each test binary that links MLIR is hundreds of MB; the
+//! command-line contract of the tools that link it is here too (`cli`).
+
+#[path = "backend/cli.rs"]
+mod cli;
 
 use std::{
     path::{Path, PathBuf},

@@ -27,7 +27,8 @@ fn main() -> ExitCode {
         .substitution("%tile-opt", env!("CARGO_BIN_EXE_tile-opt"))
         .substitution("%tilec", env!("CARGO_BIN_EXE_tilec"))
         .substitution("%mlir-opt", Path::new(LLVM_BIN).join("mlir-opt"))
-        .substitution("%expect-error", root.join("tests/expect-error.sh"));
+        .substitution("%expect-error", root.join("tests/expect-error.sh"))
+        .substitution("%expect-usage-error", format!("{} --usage", root.join("tests/expect-error.sh").display()));
     if let Some(ptxas) = find_ptxas() {
         config = config.substitution("%ptxas", ptxas).feature("ptxas");
     }

@@ -47,6 +47,33 @@ impl Diagnostic {
     }
 }
 
+impl Diagnostic {
+    /// The diagnostic as [`Display`](fmt::Display) writes it, with the source
+    /// line and a caret under the column after each location in `file`, as
+    /// MLIR's source manager prints them. `text` is `file`'s contents;
+    /// locations elsewhere, or past its end, are written without a line.
+    pub fn render(&self, file: &str, text: &str) -> String {
+        let mut out = format!("{}: error: {}", self.loc, self.message);
+        push_source_line(&mut out, &self.loc, file, text);
+        for (loc, note) in &self.notes {
+            out.push_str(&format!("\n{loc}: note: {note}"));
+            push_source_line(&mut out, loc, file, text);
+        }
+        out
+    }
+}
+
+/// Appends `loc`'s line of `text` and a caret under its column.
+fn push_source_line(out: &mut String, loc: &Location, file: &str, text: &str) {
+    if &*loc.file != file || loc.line == 0 {
+        return;
+    }
+    let Some(line) = text.lines().nth(loc.line as usize - 1) else { return };
+    // Tabs keep their width in the caret line so the caret stays under the column.
+    let pad: String = line.chars().take(loc.col.saturating_sub(1) as usize).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+    out.push_str(&format!("\n{line}\n{pad}^"));
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: error: {}", self.loc, self.message)?;
@@ -62,6 +89,19 @@ impl fmt::Display for Diagnostic {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct Diagnostics(pub Vec<Diagnostic>);
 
+impl Diagnostics {
+    /// Every diagnostic rendered with its source line, one after another.
+    pub fn render(&self, file: &str, text: &str) -> String {
+        self.0.iter().map(|d| d.render(file, text)).collect::<Vec<_>>().join("\n")
+    }
+}
+
+impl From<Diagnostic> for Diagnostics {
+    fn from(d: Diagnostic) -> Self {
+        Diagnostics(vec![d])
+    }
+}
+
 impl fmt::Display for Diagnostics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, d) in self.0.iter().enumerate() {
@@ -71,5 +111,30 @@ impl fmt::Display for Diagnostics {
             write!(f, "{d}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_shows_the_line_and_a_caret_under_the_column() {
+        let file: Arc<str> = Arc::from("a.tile");
+        let d = Diagnostic::error(Location::new(file.clone(), 2, 6), "bad")
+            .with_note(Location::new(file, 1, 1), "opened here")
+            .with_note(Location::new(Arc::from("b.tile"), 1, 1), "elsewhere");
+        let text = "func {\n\tx = $y\n}\n";
+        assert_eq!(
+            d.render("a.tile", text),
+            "a.tile:2:6: error: bad\n\tx = $y\n\t    ^\na.tile:1:1: note: opened here\nfunc {\n^\nb.tile:1:1: note: elsewhere"
+        );
+    }
+
+    #[test]
+    fn render_skips_lines_past_the_end_and_unknown_locations() {
+        let d = Diagnostic::error(Location::new(Arc::from("a.tile"), 9, 1), "eof");
+        assert_eq!(d.render("a.tile", "x\n"), "a.tile:9:1: error: eof");
+        assert_eq!(Diagnostic::error(Location::unknown(), "u").render("a.tile", "x\n"), "<unknown>:0:0: error: u");
     }
 }

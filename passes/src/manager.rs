@@ -103,6 +103,13 @@ impl PassManager {
         Ok(plan)
     }
 
+    /// Checks the pipeline's order against every function's phase without
+    /// running anything (what [`Self::run`] checks first), for tools that
+    /// run a pipeline one pass manager per pass.
+    pub fn check_order(&self, module: &Module) -> Result<(), PassError> {
+        module.functions.iter().try_for_each(|f| self.plan(f).map(|_| ())).map_err(PassError::Order)
+    }
+
     /// Runs every pass over every function; IR dumps and the timing report
     /// go to `log` (stderr in the tools).
     pub fn run(&mut self, module: &mut Module, log: &mut dyn Write) -> Result<(), PassError> {

@@ -13,6 +13,7 @@ mod context;
 mod error;
 mod kernel_abi;
 mod pipeline;
+mod reproducer;
 mod ptx;
 mod wgmma_drain;
 
@@ -20,6 +21,7 @@ pub use context::BackendContext;
 pub use error::{BackendError, Diagnostics};
 pub use kernel_abi::{TMA_PARAMS_ATTR, TMA_PARAM_ATTRS};
 pub use pipeline::{default_pipeline, split_pipeline};
+pub use reproducer::{mlir_opt_command, reproducer, MLIR_OPT};
 pub use ptx::NVPTX_TRIPLE;
 
 use melior::ir::{
@@ -45,6 +47,10 @@ pub struct BackendOptions {
     /// Replaces [`default_pipeline`] when set (textual pass pipeline, without the
     /// `builtin.module(...)` wrapper).
     pub pipeline: Option<String>,
+    /// Print the IR to stderr after every upstream pass (MLIR's IR printing).
+    pub print_ir_after_all: bool,
+    /// Print the IR to stderr after the upstream passes of these names (`convert-nvgpu-to-nvvm`).
+    pub print_ir_after: Vec<String>,
 }
 
 impl Default for BackendOptions {
@@ -56,6 +62,8 @@ impl Default for BackendOptions {
             source_name: "<mlir>".into(),
             print_ir_after_failure: false,
             pipeline: None,
+            print_ir_after_all: false,
+            print_ir_after: Vec::new(),
         }
     }
 }
@@ -141,8 +149,7 @@ pub fn emit_in(
     let mut clock = Lap::start();
     let mut module = parse_module(ctx, mlir_text, &opts.source_name)?;
     timings.parse = clock.lap();
-    let pipeline = opts.pipeline.clone().unwrap_or_else(|| default_pipeline(opts));
-    pipeline::run_pipeline(ctx, &mut module, &pipeline, opts)?;
+    pipeline::run_pipeline(ctx, &mut module, &upstream_pipeline(opts), opts)?;
     kernel_abi::apply_kernel_abi(ctx, &mut module)?;
     timings.pipeline = clock.lap();
     if stage == Stage::Mlir {
@@ -167,6 +174,11 @@ pub fn emit_in(
     let ptx = ptx::emit_ptx(&llvm_module, &tm)?;
     timings.codegen = clock.lap();
     Ok(ptx)
+}
+
+/// The upstream pipeline `opts` runs: its own, or [`default_pipeline`].
+pub fn upstream_pipeline(opts: &BackendOptions) -> String {
+    opts.pipeline.clone().unwrap_or_else(|| default_pipeline(opts))
 }
 
 /// Time since the previous lap (or the start).

@@ -6,7 +6,11 @@
 //! failure names the exact pass and, on request, carries the IR as it stood after that pass.
 
 use super::{context::BackendContext, error::BackendError, BackendOptions};
-use melior::{ir::Module, pass::PassManager, utility::parse_pass_pipeline};
+use melior::{
+    ir::{operation::OperationPrintingFlags, Module},
+    pass::{PassIrPrintingOptions, PassManager},
+    utility::parse_pass_pipeline,
+};
 
 /// The explicit form of `gpu-lower-to-nvvm-pipeline` verified with MLIR 22.1.8 (DESIGN 4), with
 /// the target options filled in from `opts`, and `strip-debuginfo` moved to the end of
@@ -79,7 +83,17 @@ fn split_top_level(s: &str) -> Vec<&str> {
     out
 }
 
-/// Runs `pipeline` on `module`, pass by pass, verifying after each.
+/// The pass a single-pass step runs: `gpu.module(convert-gpu-to-nvvm{x=1})` -> `convert-gpu-to-nvvm`.
+fn step_pass_name(step: &str) -> &str {
+    let mut pass = step;
+    while let Some(open) = pass.find('(').filter(|&open| !pass[..open].contains('{')) {
+        pass = pass[open + 1..].strip_suffix(')').unwrap_or(&pass[open + 1..]);
+    }
+    pass.split('{').next().unwrap_or(pass).trim()
+}
+
+/// Runs `pipeline` on `module`, pass by pass, verifying after each, and
+/// printing the IR after the passes `opts` names (MLIR's IR printing, to stderr).
 pub fn run_pipeline(
     ctx: &BackendContext,
     module: &mut Module,
@@ -91,6 +105,17 @@ pub fn run_pipeline(
         pm.enable_verifier(true);
         parse_pass_pipeline(pm.as_operation_pass_manager(), &format!("builtin.module({step})"))
             .map_err(|e| BackendError::PipelineSyntax { pipeline: step.clone(), message: e.to_string() })?;
+        if opts.print_ir_after_all || opts.print_ir_after.iter().any(|p| p == step_pass_name(&step)) {
+            pm.enable_ir_printing(&PassIrPrintingOptions {
+                before_all: false,
+                after_all: true,
+                module_scope: false,
+                on_change: false,
+                on_failure: false,
+                flags: OperationPrintingFlags::new(),
+                tree_printing_path: Default::default(),
+            });
+        }
         ctx.take_diagnostics();
         if pm.run(module).is_err() {
             let diagnostics = ctx.take_diagnostics();
@@ -102,3 +127,15 @@ pub fn run_pipeline(
     Ok(())
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_names_its_pass() {
+        assert_eq!(step_pass_name("gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1})"), "convert-gpu-to-nvvm");
+        assert_eq!(step_pass_name("nvvm-attach-target{chip=sm_90a features=+ptx80 O=3}"), "nvvm-attach-target");
+        assert_eq!(step_pass_name("cse"), "cse");
+    }
+}

@@ -1,4 +1,3 @@
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    tilec::opt::main(&args)
+    tilec::opt::main()
 }

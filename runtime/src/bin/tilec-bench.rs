@@ -1,6 +1,6 @@
 //! tilec-bench: times compiled GEMM artifacts against cuBLAS / cuBLASLt
 //! (BF16) and cuBLASLt FP8 e4m3 with per-tensor scales, on the same random
-//! inputs in one process. See `tilec_runtime::bench::USAGE` and
+//! inputs in one process. See `tilec-bench --help` and
 //! docs/benchmarks/README.md.
 //!
 //! Per shape and dtype: inputs are drawn once and spread over enough buffer
@@ -11,6 +11,7 @@
 //! launch taking the next set, and the report (`tilec-report`'s schema) gets
 //! every round's time. Draw and compare reports with `tilec-report`.
 
+use clap::Parser;
 use half::bf16;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -18,6 +19,7 @@ use tilec_runtime::artifact::{Artifact, DType};
 use tilec_runtime::bench::*;
 use tilec_runtime::check::*;
 use tilec_runtime::lt::{LtGemm, LtHandle, LtInput};
+use tilec_cli::{CompletionArgs, EXIT_ERROR};
 use tilec_runtime::timing::Launch;
 use tilec_runtime::*;
 use cudarc::driver::{sys, CudaSlice, DevicePtr};
@@ -28,19 +30,129 @@ const FP8_SCALE_B: f32 = 0.25;
 /// Multiply-adds the FP64 CPU check of the cuBLAS reference may spend per shape.
 const CPU_CHECK_BUDGET: u64 = 1 << 28;
 
+/// tilec-bench's command line; [`Cli::bench_args`] turns it into the run's [`BenchArgs`].
+#[derive(Parser, Debug)]
+#[command(
+    name = "tilec-bench",
+    version,
+    about = "Times compiled GEMM artifacts against cuBLAS / cuBLASLt (BF16) and cuBLASLt FP8",
+    after_help = "Exit status: 0 ok (or SKIPPED: no libcuda), 1 a correctness check failed or an input is not usable, 2 a usage error."
+)]
+struct Cli {
+    /// A compiled GEMM artifact (repeatable; each is a candidate, the best per shape is reported, all are in the JSON)
+    #[arg(long = "artifact", value_name = "DIR")]
+    artifacts: Vec<String>,
+    /// MxNxK,... or the words default, square, llm
+    #[arg(long, value_name = "LIST", default_value = "default", value_parser = parse_shapes)]
+    shapes: Shapes,
+    /// bf16 and/or fp8
+    #[arg(long, alias = "dtype", value_name = "LIST", default_value = "bf16,fp8", value_parser = parse_dtypes)]
+    dtypes: Dtypes,
+    /// Untimed runs before timing
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    warmup: usize,
+    /// Timed rounds (each round runs every kernel once, interleaved); median and spread over them
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    reps: u64,
+    /// Write the full report (schema tilec-bench/2; draw it with tilec-report)
+    #[arg(long, value_name = "OUT")]
+    json: Option<String>,
+    /// Time the vendor baselines only (artifacts are ignored)
+    #[arg(long)]
+    baseline_only: bool,
+    /// Largest relative Frobenius error vs cuBLAS that passes
+    #[arg(long, value_name = "T", default_value_t = 1e-2, value_parser = positive)]
+    threshold: f64,
+    /// Rotate input sets until they span F x the L2 (0: one set)
+    #[arg(long, value_name = "F", default_value_t = 4.0, value_parser = non_negative)]
+    l2_factor: f64,
+    /// At most N rotated sets
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_sets: u64,
+    /// Input seed, decimal or 0x-hex (default: from the clock)
+    #[arg(long, value_name = "N", value_parser = parse_seed)]
+    seed: Option<u64>,
+    /// Cap a slow kernel's timed calls near T ms (fewer reps, at least 5; warm-up near T/4)
+    #[arg(long, value_name = "T", default_value_t = 3000.0, value_parser = positive)]
+    max_run_ms: f64,
+    /// Do not hold the stream with a spin kernel while enqueuing
+    #[arg(long)]
+    no_spin: bool,
+    /// Keep the driver's JIT cache (default: CUDA_CACHE_DISABLE=1, so module load time is the real PTX->SASS compile)
+    #[arg(long)]
+    jit_cache: bool,
+    /// No GPU: print the tables of a saved report
+    #[arg(long, value_name = "IN")]
+    from_json: Option<String>,
+    #[command(flatten)]
+    completions: CompletionArgs,
+}
+
+#[derive(Clone, Debug)]
+struct Shapes(Vec<Shape>);
+#[derive(Clone, Debug)]
+struct Dtypes(Vec<BenchDtype>);
+
+fn parse_shapes(s: &str) -> Result<Shapes, String> {
+    tilec_runtime::bench::parse_shapes(s).map(Shapes)
+}
+
+fn parse_dtypes(s: &str) -> Result<Dtypes, String> {
+    tilec_runtime::bench::parse_dtypes(s).map(Dtypes)
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 => Ok(x),
+        _ => Err(format!("want a number > 0, found `{s}`")),
+    }
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x >= 0.0 => Ok(x),
+        _ => Err(format!("want a number >= 0, found `{s}`")),
+    }
+}
+
+fn parse_seed(s: &str) -> Result<u64, String> {
+    match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => s.parse(),
+    }
+    .map_err(|_| format!("want a decimal or 0x-hex integer, found `{s}`"))
+}
+
+impl Cli {
+    fn bench_args(self) -> BenchArgs {
+        BenchArgs {
+            artifacts: self.artifacts,
+            shapes: self.shapes.0,
+            dtypes: self.dtypes.0,
+            warmup: self.warmup,
+            reps: self.reps as usize,
+            json: self.json,
+            baseline_only: self.baseline_only,
+            threshold: self.threshold,
+            l2_factor: self.l2_factor,
+            max_sets: self.max_sets as usize,
+            seed: self.seed,
+            max_run_ms: self.max_run_ms,
+            spin: !self.no_spin,
+            jit_cache: self.jit_cache,
+            from_json: self.from_json,
+            help: false,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let args = match parse_args(&argv[1..]) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("tilec-bench: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    if args.help {
-        println!("{USAGE}");
+    let cli = Cli::parse();
+    if cli.completions.print_if_asked::<Cli>() {
         return ExitCode::SUCCESS;
     }
+    let args = cli.bench_args();
     if let Some(path) = &args.from_json {
         return replot(path);
     }
@@ -58,7 +170,7 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("tilec-bench: {dir}: {e}");
-                    return ExitCode::from(2);
+                    return ExitCode::from(EXIT_ERROR);
                 }
             }
         }
@@ -82,14 +194,14 @@ fn main() -> ExitCode {
             let failed = report.results.iter().filter(|r| r.any_check_failed() || r.error.is_some()).count();
             if failed > 0 {
                 println!("tilec-bench: {failed} shape(s) had a failed check or an error");
-                ExitCode::from(1)
+                ExitCode::from(EXIT_ERROR)
             } else {
                 ExitCode::SUCCESS
             }
         }
         Err(e) => {
             eprintln!("tilec-bench: error: {e}");
-            ExitCode::from(2)
+            ExitCode::from(EXIT_ERROR)
         }
     }
 }
@@ -102,7 +214,7 @@ fn replot(path: &str) -> ExitCode {
         }
         Err(e) => {
             eprintln!("tilec-bench: {e}");
-            ExitCode::from(2)
+            ExitCode::from(EXIT_ERROR)
         }
     }
 }

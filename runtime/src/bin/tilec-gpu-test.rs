@@ -9,13 +9,15 @@
 //!
 //! Prints our and the baseline's TFLOP/s (median of event-timed runs after
 //! warm-up, for information). Exit status: 0 all pass (or skipped: no
-//! libcuda), 1 a shape failed, 2 a setup error.
+//! libcuda), 1 a shape failed or the artifact is not usable, 2 a usage error.
 
+use clap::Parser;
 use half::bf16;
 use std::process::ExitCode;
 use tilec_runtime::artifact::{Artifact, DType, Dim, Manifest, Role};
 use tilec_runtime::bench::Stats;
 use tilec_runtime::check::*;
+use tilec_cli::{CompletionArgs, EXIT_ERROR};
 use tilec_runtime::*;
 
 const DEFAULT_SHAPES: &str = "128x128x64,128x128x4096,4096x4096x4096,1000x1000x2000,129x257x192";
@@ -28,13 +30,34 @@ enum Mode {
     Copy,
 }
 
-fn usage() -> ExitCode {
-    eprintln!("usage: tilec-gpu-test ARTIFACT_DIR [--shapes MxNxK,...] [--threshold 1e-2]");
-    ExitCode::from(2)
+/// Runs a compiled artifact on each shape and checks it against cuBLAS.
+#[derive(Parser, Debug)]
+#[command(
+    name = "tilec-gpu-test",
+    version,
+    about = "Runs a compiled tilec artifact on each shape and checks it",
+    after_help = "Exit status: 0 all pass (or skipped: no libcuda), 1 a shape failed or the artifact is not usable, 2 a usage error."
+)]
+struct Cli {
+    /// The artifact folder (kernel.ptx, manifest.json)
+    #[arg(required_unless_present = "completions", value_name = "ARTIFACT_DIR")]
+    artifact: Option<String>,
+    /// Shapes to run, MxNxK,...
+    #[arg(long, default_value = DEFAULT_SHAPES, value_parser = parse_shapes)]
+    shapes: Shapes,
+    /// Largest relative Frobenius error that passes
+    #[arg(long, default_value_t = 1e-2)]
+    threshold: f64,
+    #[command(flatten)]
+    completions: CompletionArgs,
 }
 
-fn parse_shapes(s: &str) -> Result<Vec<(u64, u64, u64)>, String> {
-    s.split(',')
+#[derive(Clone, Debug)]
+struct Shapes(Vec<(u64, u64, u64)>);
+
+fn parse_shapes(s: &str) -> Result<Shapes, String> {
+    let shapes = s
+        .split(',')
         .filter(|x| !x.is_empty())
         .map(|x| {
             let v: Vec<u64> = x
@@ -47,7 +70,11 @@ fn parse_shapes(s: &str) -> Result<Vec<(u64, u64, u64)>, String> {
                 _ => Err(format!("bad shape `{x}`: want MxNxK")),
             }
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    if shapes.is_empty() {
+        return Err("no shape given".into());
+    }
+    Ok(Shapes(shapes))
 }
 
 fn has(m: &Manifest, name: &str, shape: &[&str], role: Role) -> bool {
@@ -73,51 +100,25 @@ fn detect_mode(m: &Manifest) -> Result<Mode, String> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut dir = None;
-    let mut shapes = DEFAULT_SHAPES.to_string();
-    let mut threshold = 1e-2;
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--shapes" if i + 1 < args.len() => {
-                shapes = args[i + 1].clone();
-                i += 1;
-            }
-            "--threshold" if i + 1 < args.len() => {
-                threshold = match args[i + 1].parse() {
-                    Ok(t) => t,
-                    Err(_) => return usage(),
-                };
-                i += 1;
-            }
-            "-h" | "--help" => return usage(),
-            a if !a.starts_with('-') && dir.is_none() => dir = Some(a.to_string()),
-            _ => return usage(),
-        }
-        i += 1;
+    let cli = Cli::parse();
+    if cli.completions.print_if_asked::<Cli>() {
+        return ExitCode::SUCCESS;
     }
-    let Some(dir) = dir else { return usage() };
-    let shapes = match parse_shapes(&shapes) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("tilec-gpu-test: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let dir = cli.artifact.expect("clap requires the artifact unless --completions is given");
+    let (shapes, threshold) = (cli.shapes.0, cli.threshold);
     // The artifact is checked even where there is no GPU.
     let artifact = match Artifact::load(&dir) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("tilec-gpu-test: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(EXIT_ERROR);
         }
     };
     let mode = match detect_mode(&artifact.manifest) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("tilec-gpu-test: {dir}: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(EXIT_ERROR);
         }
     };
     if let Err(e) = ensure_cuda() {
@@ -132,11 +133,11 @@ fn main() -> ExitCode {
         }
         Ok(n) => {
             println!("tilec-gpu-test: {n} of {} shapes FAILED", shapes.len());
-            ExitCode::from(1)
+            ExitCode::from(EXIT_ERROR)
         }
         Err(e) => {
             eprintln!("tilec-gpu-test: error: {e}");
-            ExitCode::from(2)
+            ExitCode::from(EXIT_ERROR)
         }
     }
 }

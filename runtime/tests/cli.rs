@@ -1,0 +1,63 @@
+//! The command-line contract of tilec-bench and tilec-gpu-test: `--version`,
+//! `--help` and completions exit 0; a usage error exits 2 and names the bad
+//! argument; an input that cannot be used exits 1. None of these needs a GPU.
+
+use std::process::{Command, Output};
+
+fn run(tool: &str, args: &[&str]) -> Output {
+    Command::new(tool).args(args).output().expect("the tool runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const BENCH: &str = env!("CARGO_BIN_EXE_tilec-bench");
+const GPU_TEST: &str = env!("CARGO_BIN_EXE_tilec-gpu-test");
+
+#[test]
+fn version_help_and_completions_exit_0() {
+    for (tool, name) in [(BENCH, "tilec-bench"), (GPU_TEST, "tilec-gpu-test")] {
+        let o = run(tool, &["--version"]);
+        assert_eq!(o.status.code(), Some(0), "{tool}");
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), format!("{name} {}", env!("CARGO_PKG_VERSION")));
+        let o = run(tool, &["--help"]);
+        assert_eq!(o.status.code(), Some(0), "{tool}");
+        assert!(String::from_utf8_lossy(&o.stdout).contains("Exit status:"), "{tool}");
+        let o = run(tool, &["--completions", "bash"]);
+        assert_eq!(o.status.code(), Some(0), "{tool}");
+        assert!(String::from_utf8_lossy(&o.stdout).contains(&name.replace('-', "__")), "{tool}");
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_and_name_the_bad_argument() {
+    let o = run(BENCH, &["--bogus", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("'--bogus'"), "{}", stderr(&o));
+    let o = run(BENCH, &["--reps", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--reps"), "{}", stderr(&o));
+    let o = run(BENCH, &["--shapes", "1x2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad shape `1x2`"), "{}", stderr(&o));
+    let o = run(GPU_TEST, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("ARTIFACT_DIR"), "{}", stderr(&o));
+    let o = run(GPU_TEST, &["dir", "--threshold", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--threshold"), "{}", stderr(&o));
+}
+
+#[test]
+fn unusable_inputs_exit_1() {
+    let missing = concat!(env!("CARGO_TARGET_TMPDIR"), "/no-such-artifact");
+    let o = run(GPU_TEST, &[missing]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no-such-artifact"), "{}", stderr(&o));
+    let o = run(BENCH, &["--artifact", missing]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = run(BENCH, &["--from-json", missing]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no-such-artifact"), "{}", stderr(&o));
+}
