@@ -162,7 +162,8 @@ fn run(raw: &[String]) -> Result<(), String> {
     let input = args.input.as_deref().expect("checked");
     let mut timer = Timer { on: args.timing, phases: Vec::new() };
 
-    let text = std::fs::read_to_string(input).map_err(|e| format!("tilec: cannot read '{input}': {e}"))?;
+    let bytes = std::fs::read(input).map_err(|e| format!("tilec: cannot read '{input}': {e}"))?;
+    let text = tilec_dialects::syntax::decode_source(&bytes, input).map_err(|d| d.to_string())?;
     let mut module = timer.time("parse + verify", || parse_and_verify(&text, input))?;
 
     let instrumentation = Instrumentation { print_after_all: args.print_after_all, ..Instrumentation::default() };

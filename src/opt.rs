@@ -80,11 +80,13 @@ fn list_passes() {
 
 fn read_input(path: &str) -> Result<(String, String), String> {
     if path == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read stdin: {e}"))?;
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("cannot read stdin: {e}"))?;
+        let text = tilec_dialects::syntax::decode_source(&bytes, "<stdin>").map_err(|d| d.to_string())?;
         return Ok((text, "<stdin>".to_string()));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read '{path}': {e}"))?;
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read '{path}': {e}"))?;
+    let text = tilec_dialects::syntax::decode_source(&bytes, path).map_err(|d| d.to_string())?;
     Ok((text, path.to_string()))
 }
 
