@@ -140,6 +140,10 @@ impl Timer {
 /// Parses and verifies tile/nv text; `name` locates the diagnostics.
 pub(crate) fn parse_and_verify(text: &str, name: &str) -> Result<Module, String> {
     let m = parse_module(text, name).map_err(|d| d.to_string())?;
+    if m.functions.is_empty() {
+        let start = tilec_dialects::Location::new(std::sync::Arc::from(name), 1, 1);
+        return Err(tilec_dialects::Diagnostic::error(start, "the file defines no kernel: expected a 'tile.func'").to_string());
+    }
     verify_module(&m).map_err(|d| d.to_string())?;
     Ok(m)
 }

@@ -512,6 +512,12 @@ impl<'a> Lowerer<'a> {
     fn lower_constant(&mut self, op: Op, result: Value, value: Option<&Attribute>) -> Result<(), Diagnostic> {
         let ty = self.f.body.value_type(result).clone();
         let elem = ty.elem();
+        if let (Type::Scalar(ElemType::Index | ElemType::I32), Some(Attribute::Int(v, _))) = (&ty, value) {
+            if i32::try_from(*v).is_err() {
+                let msg = format!("the constant {v} does not fit the kernel's 32-bit index arithmetic ({} to {})", i32::MIN, i32::MAX);
+                return Err(self.err(op, msg));
+            }
+        }
         let (literal, is_zero) = match value {
             Some(Attribute::Int(v, ElemType::I1)) => ((if *v != 0 { "true" } else { "false" }).to_string(), *v == 0),
             Some(Attribute::Int(v, _)) => (v.to_string(), *v == 0),
@@ -673,8 +679,23 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
+    /// Register tiles of 8-bit floats have no LLVM struct form the lowering
+    /// can store from: reject a store of one at the store, saying so.
+    fn check_storable(&self, op: Op, value: Value) -> Result<(), Diagnostic> {
+        let elem = self.f.body.value_type(value).elem();
+        if elem.is_float() && elem.bits() == 8 {
+            let msg = format!(
+                "storing an {} tile is not supported: register tiles of 8-bit floats have no LLVM form in the lowering; store bf16, f16 or f32 (truncate to one of them)",
+                elem.mnemonic()
+            );
+            return Err(self.err(op, msg));
+        }
+        Ok(())
+    }
+
     fn lower_store(&mut self, op: Op) -> Result<(), Diagnostic> {
         let operands = self.f.body.ops[op].operands.clone();
+        self.check_storable(op, operands[0])?;
         let frag = self.frag(op, operands[0])?;
         let Lv::Ref(t) = *self.lv(op, operands[1])? else { return Err(self.err(op, "expected a tensor")) };
         let row0 = self.scalar(op, operands[2])?;
@@ -691,6 +712,7 @@ impl<'a> Lowerer<'a> {
 
     fn lower_store_shared(&mut self, op: Op) -> Result<(), Diagnostic> {
         let operands = self.f.body.ops[op].operands.clone();
+        self.check_storable(op, operands[0])?;
         let frag = self.frag(op, operands[0])?;
         let Lv::Smem(dst) = self.lv(op, operands[1])?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         if dst.row_offset.is_some() {
