@@ -3,9 +3,17 @@
 //! and errors rendered with their source line.
 
 use std::io::Write;
-use tilec_cli::PassFlags;
+use tilec_cli::{read_input, Failure, PassFlags};
 use tilec_dialects::{print_module, Diagnostic, Module, PrintOptions};
 use tilec_passes::{parse_pipeline, Instrumentation, OptionKind, PassError, PassManager, PassOptions, PASSES};
+
+/// The input named on the command line as source text: a byte that is not
+/// UTF-8 is a located error.
+pub fn read_source(path: Option<&str>) -> Result<(String, String), Failure> {
+    let (bytes, name) = read_input(path)?;
+    let text = tilec_dialects::syntax::decode_source(&bytes, &name).map_err(|d| Failure::Error(d.to_string()))?;
+    Ok((text, name))
+}
 
 /// The tile/nv pass instrumentation the flags ask for.
 pub fn instrumentation(flags: &PassFlags, print: PrintOptions) -> Instrumentation {

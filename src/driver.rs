@@ -6,13 +6,13 @@
 //! pipeline, src/backend/reproducer.rs) is written for upstream `mlir-opt`.
 
 use crate::backend::{self, BackendOptions};
-use crate::cli::{render_pass_error, run_pipeline};
+use crate::cli::{read_source, render_pass_error, run_pipeline};
 use tilec_lower as lower;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use tilec_cli::{exit_code, read_input, CompletionArgs, Failure, PassFlags};
+use tilec_cli::{exit_code, CompletionArgs, Failure, PassFlags};
 use tilec_dialects::{parse_module, print_module, verify_module, Module, PrintOptions};
 
 pub use tilec_passes::DEFAULT_PIPELINE;
@@ -125,6 +125,10 @@ impl Timer {
 /// Parses and verifies tile/nv text; `name` locates the diagnostics, shown with their source line.
 pub(crate) fn parse_and_verify(text: &str, name: &str) -> Result<Module, String> {
     let m = parse_module(text, name).map_err(|d| d.render(name, text))?;
+    if m.functions.is_empty() {
+        let start = tilec_dialects::Location::new(std::sync::Arc::from(name), 1, 1);
+        return Err(tilec_dialects::Diagnostic::error(start, "the file defines no kernel: expected a 'tile.func'").render(name, text));
+    }
     verify_module(&m).map_err(|d| d.render(name, text))?;
     Ok(m)
 }
@@ -155,7 +159,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
         return Err(Failure::Usage("nothing to do: give -o DIR and/or --emit=STAGE".into()));
     }
     let mut timer = Timer { on: args.passes.timing, phases: Vec::new() };
-    let (text, input) = read_input(args.input.as_deref())?;
+    let (text, input) = read_source(args.input.as_deref())?;
     let mut module = timer.time("parse + verify", || parse_and_verify(&text, &input))?;
 
     if args.passes.dump_pass_pipeline {

@@ -3,13 +3,13 @@
 //! `--verify-diagnostics`, `--mlir-print-ir-after=...`, ...). Each registered
 //! pass is also a flag of its own: `--tile-pipeline="stages=3"`.
 
-use crate::cli::{describe_pipeline, list_passes, pass_diagnostic, render_pass_error, run_pipeline};
+use crate::cli::{describe_pipeline, list_passes, pass_diagnostic, read_source, render_pass_error, run_pipeline};
 use crate::split_input;
 use crate::verify_diagnostics::{verify, Emitted};
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser};
 use std::io::Write;
 use std::process::ExitCode;
-use tilec_cli::{exit_code, read_input, CompletionArgs, Failure, PassFlags};
+use tilec_cli::{exit_code, CompletionArgs, Failure, PassFlags};
 use tilec_dialects::{parse_module, print_module, verify_module, Diagnostics, PrintOptions};
 use tilec_passes::PASSES;
 
@@ -102,7 +102,7 @@ fn run(cli: &Cli, matches: &ArgMatches) -> Result<(), Failure> {
     if cli.passes.dump_pass_pipeline {
         eprint!("{described}");
     }
-    let (text, name) = read_input(cli.input.as_deref())?;
+    let (text, name) = read_source(cli.input.as_deref())?;
     let chunks = if cli.split_input_file { split_input::split(&text) } else { vec![text.clone()] };
     let mut outputs = Vec::new();
     let mut failed = false;

@@ -94,19 +94,20 @@ impl CompletionArgs {
 }
 
 /// Reads the input named on the command line: a file, or stdin for `-` or
-/// no name. Returns the text and the name diagnostics use (`<stdin>` for stdin).
-pub fn read_input(path: Option<&str>) -> Result<(String, String), Failure> {
+/// no name. Returns the bytes (the caller decodes them, so that a byte that
+/// is not UTF-8 gets a location) and the name diagnostics use (`<stdin>`).
+pub fn read_input(path: Option<&str>) -> Result<(Vec<u8>, String), Failure> {
     match path {
         None | Some("-") => {
-            let mut text = String::new();
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut text)
+                .read_to_end(&mut bytes)
                 .map_err(|e| Failure::Error(format!("cannot read stdin: {e}")))?;
-            Ok((text, "<stdin>".to_string()))
+            Ok((bytes, "<stdin>".to_string()))
         }
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| Failure::Error(format!("cannot read '{path}': {e}")))?;
-            Ok((text, path.to_string()))
+            let bytes = std::fs::read(path).map_err(|e| Failure::Error(format!("cannot read '{path}': {e}")))?;
+            Ok((bytes, path.to_string()))
         }
     }
 }

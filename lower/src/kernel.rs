@@ -565,6 +565,12 @@ impl<'a> Lowerer<'a> {
     fn lower_constant(&mut self, op: Op, result: Value, value: Option<&Attribute>) -> Result<(), Diagnostic> {
         let ty = self.f.body.value_type(result).clone();
         let elem = ty.elem();
+        if let (Type::Scalar(ElemType::Index | ElemType::I32), Some(Attribute::Int(v, _))) = (&ty, value) {
+            if i32::try_from(*v).is_err() {
+                let msg = format!("the constant {v} does not fit the kernel's 32-bit index arithmetic ({} to {})", i32::MIN, i32::MAX);
+                return Err(self.err(op, msg));
+            }
+        }
         let (literal, is_zero) = match value {
             Some(Attribute::Int(v, ElemType::I1)) => ((if *v != 0 { "true" } else { "false" }).to_string(), *v == 0),
             Some(Attribute::Int(v, _)) => (v.to_string(), *v == 0),
@@ -730,10 +736,25 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
+    /// Register tiles of 8-bit floats have no LLVM struct form the lowering
+    /// can store from: reject a store of one at the store, saying so.
+    fn check_storable(&self, op: Op, value: Value) -> Result<(), Diagnostic> {
+        let elem = self.f.body.value_type(value).elem();
+        if elem.is_float() && elem.bits() == 8 {
+            let msg = format!(
+                "storing an {} tile is not supported: register tiles of 8-bit floats have no LLVM form in the lowering; store bf16, f16 or f32 (truncate to one of them)",
+                elem.mnemonic()
+            );
+            return Err(self.err(op, msg));
+        }
+        Ok(())
+    }
+
     fn lower_store(&mut self, op: Op) -> Result<(), Diagnostic> {
         let store = self.view(op, nv::StoreGlobal::of)?;
         let (value, tensor) = (store.value(&self.f.body), store.tensor(&self.f.body));
         let &[row0, col0] = store.coords(&self.f.body) else { return Err(self.err(op, "expects a row and a column")) };
+        self.check_storable(op, value)?;
         let frag = self.frag(op, value)?;
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let row0 = self.scalar(op, row0)?;
@@ -751,6 +772,7 @@ impl<'a> Lowerer<'a> {
     fn lower_store_shared(&mut self, op: Op) -> Result<(), Diagnostic> {
         let store = self.view(op, nv::StoreShared::of)?;
         let (value, buffer, stage) = (store.value(&self.f.body), store.buffer(&self.f.body), store.stage(&self.f.body));
+        self.check_storable(op, value)?;
         let frag = self.frag(op, value)?;
         let Lv::Smem(dst) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         if dst.row_offset.is_some() {

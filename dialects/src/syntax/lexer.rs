@@ -1,5 +1,9 @@
 //! Tokens of MLIR's textual syntax, produced on demand so that the parser can
 //! switch to shape lexing (`128x64xbf16`) inside a type.
+//!
+//! The lexer also bounds nesting: the parser and the passes recurse once per
+//! nested region or bracket, so brackets (`{`, `(`, `[`, `<`) open more than
+//! [`MAX_NESTING`] deep are a located error rather than a stack overflow.
 
 use crate::diagnostic::{Diagnostic, Location};
 use std::sync::Arc;
@@ -44,6 +48,28 @@ impl Token {
     }
 }
 
+/// How deep brackets may nest: far beyond any kernel (a warp-specialised
+/// persistent GEMM nests regions 5 deep), and shallow enough that parsing,
+/// verifying and transforming the deepest input fits the 2 MiB stack of a
+/// spawned thread.
+pub const MAX_NESTING: u32 = 128;
+
+/// The source text of `bytes`, or an error at the line and column of the
+/// first byte that is not UTF-8.
+pub fn decode_source(bytes: &[u8], file: &str) -> Result<String, Diagnostic> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text.to_string()),
+        Err(e) => {
+            let mut lexer = Lexer::new(std::str::from_utf8(&bytes[..e.valid_up_to()]).expect("valid prefix"), Arc::from(file));
+            while lexer.peek_byte().is_some() {
+                lexer.bump();
+            }
+            let bad = bytes[e.valid_up_to()];
+            Err(Diagnostic::error(lexer.loc(), format!("the file is not UTF-8: byte 0x{bad:02x} here starts no valid character")))
+        }
+    }
+}
+
 const PUNCTS: [&str; 14] = ["->", "(", ")", "{", "}", "[", "]", "<", ">", ",", ":", "=", "?", "*"];
 
 #[derive(Clone)]
@@ -53,6 +79,8 @@ pub struct Lexer<'a> {
     line: u32,
     col: u32,
     file: Arc<str>,
+    /// Brackets open at this point.
+    depth: u32,
 }
 
 fn is_id_start(c: u8) -> bool {
@@ -65,7 +93,7 @@ fn is_id_char(c: u8) -> bool {
 
 impl<'a> Lexer<'a> {
     pub fn new(src: &'a str, file: Arc<str>) -> Self {
-        Lexer { src, pos: 0, line: 1, col: 1, file }
+        Lexer { src, pos: 0, line: 1, col: 1, file, depth: 0 }
     }
 
     pub fn loc(&self) -> Location {
@@ -151,6 +179,17 @@ impl<'a> Lexer<'a> {
                     Some(p) => {
                         for _ in 0..p.len() {
                             self.bump();
+                        }
+                        match *p {
+                            "{" | "(" | "[" | "<" => {
+                                self.depth += 1;
+                                if self.depth > MAX_NESTING {
+                                    let msg = format!("brackets and regions nest more than {MAX_NESTING} deep here, the limit");
+                                    return Err(Diagnostic::error(loc, msg));
+                                }
+                            }
+                            "}" | ")" | "]" | ">" => self.depth = self.depth.saturating_sub(1),
+                            _ => {}
                         }
                         Token::Punct(p)
                     }

@@ -9,20 +9,43 @@
 //! 3. `expect_tx` bytes equal the bytes of the TMA loads beside it;
 //! 4. stage indices are `iteration mod S` and phases
 //!    `(iteration / S [+ 1]) mod 2`, by symbolic evaluation;
-//! 5. the first round's happens-before graph has no cycle (deadlock).
+//! 5. the first round's happens-before graph has no cycle (deadlock);
+//! 6. every round of every loop and every tile of a persistent kernel, by
+//!    running each warp's concrete trace for a few tensor sizes (loops of 1
+//!    to over 2 x stages + 1 rounds, two or more tiles per CTA) against a model of
+//!    mbarrier phases, TMA completion, wgmma groups and CTA barriers, with
+//!    vector clocks: every read of a buffer stage is ordered after the load
+//!    that fills it (its full barrier's wait for the right round), every
+//!    refill after the retirement of every read of the previous contents
+//!    (the wgmma wait depth, the release, the CTA barrier before a refill)
+//!    and after at least one read of them (the refill distance, the
+//!    prologue), no warp reads one load twice (a phase restarting with each
+//!    tile), generic stores read by TMA are fenced (`nv.fence_async_shared`),
+//!    each wgmma follows an `nv.wgmma_fence`, stage indices and row windows
+//!    stay inside their allocation, and some warp can always move (a
+//!    missing arrive or wait hangs).
 //!
-//! What it cannot see: it models one pass through each loop (so a deadlock
-//! that only appears in a later round, or depends on trip counts, is
-//! missed); `tile.if` bodies count as taken; index arithmetic beyond
-//! constant addi/subi/divsi/remsi on one iteration value is rejected, not
-//! reasoned about; arrivals on a one-stage barrier with a constant stage are
-//! assumed to serve any iteration; an elected op issues once per role.
+//! What it cannot see: the trace check runs CTA 0 for fixed sizes (M = 384,
+//! N = 256, K of 64 to 1000 on a grid of 2), so a bug that needs other sizes
+//! or another CTA is missed, and a function whose loop bounds or indices do
+//! not follow from those sizes (or whose warp count does not match its
+//! roles) is not traced; it runs one fair interleaving of the warps, so it
+//! sees every missing order but a hang only where that interleaving meets
+//! it; warps are the unit (warp 0 issues the elected ops, a warp's arrive
+//! is 32), so a race between the threads of one warp is not modelled; the
+//! data a read expects is not known, so a load of the wrong coordinates
+//! into the right stage is accepted. The symbolic checks model one pass
+//! through each loop; `tile.if` bodies count as taken there; index
+//! arithmetic beyond constant addi/subi/divsi/remsi on one iteration value
+//! is rejected, not reasoned about.
 
 mod counts;
 mod happens_before;
 mod model;
 mod phases;
+mod simulate;
 mod symbolic;
+mod trace;
 
 use crate::registry::PassInfo;
 use crate::Pass;
@@ -32,7 +55,7 @@ use tilec_dialects::{Diagnostic, Function};
 
 pub const INFO: PassInfo = PassInfo {
     name: "nv-verify-barriers",
-    summary: "Check mbarrier arrival counts, transaction bytes, stage/phase arithmetic and deadlock freedom (changes nothing)",
+    summary: "Check mbarrier arrival counts, transaction bytes, stage/phase arithmetic, deadlock freedom and, over every round, the ordering of each buffer stage's reads and refills (changes nothing)",
     options: &[],
     phases: crate::phase::PhaseRule::ANY,
     create: |_| Box::new(VerifyBarriers),
@@ -59,7 +82,8 @@ pub fn verify_barriers(func: &Function) -> Result<(), Diagnostic> {
     counts::check_arrival_counts(body, &model)?;
     counts::check_transaction_bytes(body, &model)?;
     let timings = phases::derive_timings(body, &model)?;
-    happens_before::check_deadlock(body, &model, &timings)
+    happens_before::check_deadlock(body, &model, &timings)?;
+    simulate::check_every_round(func)
 }
 
 fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {

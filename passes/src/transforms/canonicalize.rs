@@ -2,12 +2,18 @@
 //! the top of the function and merges equal ones, drops loop iteration
 //! arguments that are passed through unchanged, then removes ops whose
 //! results nothing uses and that have no effect, until nothing changes.
+//!
+//! Each round is linear in the number of ops (times the nesting depth for
+//! dead-code removal): replacements are collected and applied in one walk,
+//! and ops are detached from their blocks in one pass per block, so a long
+//! chain of foldable or dead ops costs no more than a short one per op.
 
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::PhaseRule;
 use crate::registry::PassInfo;
 use crate::Pass;
-use tilec_dialects::ir::{Attributes, Body, EntityRef, Op, Region, ValueDef};
+use std::collections::HashMap;
+use tilec_dialects::ir::{Attributes, Block, Body, EntityRef, Op, Region, Value, ValueDef};
 use tilec_dialects::registry::{Folded, Opcode};
 use tilec_dialects::tile::{For, Yield};
 use tilec_dialects::{Diagnostic, Function};
@@ -60,30 +66,96 @@ fn constant_of(body: &Body, v: tilec_dialects::Value) -> Option<tilec_dialects::
     }
 }
 
+/// Values replaced by others, applied to operands lazily: an op's operands
+/// are rewritten when the walk reaches it (every use follows its definition
+/// in pre-order), and once more over all ops at the end.
+#[derive(Default)]
+struct Replacements(HashMap<Value, Value>);
+
+impl Replacements {
+    fn resolve(&self, mut v: Value) -> Value {
+        while let Some(&next) = self.0.get(&v) {
+            v = next;
+        }
+        v
+    }
+
+    fn rewrite_operands(&self, body: &mut Body, op: Op) {
+        if self.0.is_empty() {
+            return;
+        }
+        for i in 0..body.ops[op].operands.len() {
+            let v = self.resolve(body.ops[op].operands[i]);
+            body.ops[op].operands[i] = v;
+        }
+    }
+
+    fn apply(&self, body: &mut Body, region: Region) {
+        if !self.0.is_empty() {
+            for op in body.walk_region(region) {
+                self.rewrite_operands(body, op);
+            }
+        }
+    }
+}
+
+/// Rebuilds the op lists of the blocks holding the ops in `replaced`: an op
+/// mapped to `Some(new)` is replaced by `new` in place, one mapped to
+/// `None` is detached. One pass per block, however many ops change.
+fn splice(body: &mut Body, replaced: &HashMap<Op, Option<Op>>) {
+    let mut blocks: Vec<Block> = replaced.keys().filter_map(|&op| body.ops[op].parent).collect();
+    blocks.sort_unstable_by_key(|b| b.index());
+    blocks.dedup();
+    for block in blocks {
+        let old = std::mem::take(&mut body.blocks[block].ops);
+        let mut ops = Vec::with_capacity(old.len());
+        for op in old {
+            match replaced.get(&op) {
+                None => ops.push(op),
+                Some(new) => {
+                    body.ops[op].parent = None;
+                    if let Some(new) = *new {
+                        body.ops[new].parent = Some(block);
+                        ops.push(new);
+                    }
+                }
+            }
+        }
+        body.blocks[block].ops = ops;
+    }
+}
+
 fn fold_all(body: &mut Body, region: Region) -> bool {
-    let mut changed = false;
+    let mut replacements = Replacements::default();
+    let mut replaced: HashMap<Op, Option<Op>> = HashMap::new();
     for op in body.walk_region(region) {
+        replacements.rewrite_operands(body, op);
         let Some(fold) = body.ops[op].def.fold else { continue };
         let consts: Vec<_> = body.ops[op].operands.iter().map(|&v| constant_of(body, v)).collect();
         let Some(folded) = fold(body, op, &consts) else { continue };
         let result = body.result(op, 0);
         let replacement = match folded {
-            Folded::Value(v) => v,
+            Folded::Value(v) => {
+                replaced.insert(op, None);
+                replacements.resolve(v)
+            }
             Folded::Constant(value) => {
                 let ty = body.value_type(result).clone();
                 let mut attrs = Attributes::new();
                 attrs.set("value", value);
                 let loc = body.ops[op].loc.clone();
                 let constant = body.create_op(Opcode::TileConstant.def(), vec![], &[ty], attrs, loc);
-                body.insert_op_before(op, constant);
+                replaced.insert(op, Some(constant));
                 body.result(constant, 0)
             }
         };
-        body.replace_all_uses(region, result, replacement);
-        body.remove_op(op);
-        changed = true;
+        if replacement != result {
+            replacements.0.insert(result, replacement);
+        }
     }
-    changed
+    replacements.apply(body, region);
+    splice(body, &replaced);
+    !replaced.is_empty()
 }
 
 /// Moves every constant to the start of the function, in first-use order,
@@ -92,36 +164,44 @@ fn fold_all(body: &mut Body, region: Region) -> bool {
 fn hoist_and_merge_constants(body: &mut Body, region: Region) -> bool {
     let entry = body.entry_block(region);
     let constants: Vec<Op> = body.walk_region(region).into_iter().filter(|&o| body.ops[o].def.traits.constant).collect();
+    // Candidates for a twin share the type and the printed attributes;
+    // equality decides.
+    let mut by_key: HashMap<(tilec_dialects::Type, String), Vec<Op>> = HashMap::new();
     let mut kept: Vec<Op> = Vec::new();
-    let mut changed = false;
+    let mut replacements = Replacements::default();
+    let mut detached: HashMap<Op, Option<Op>> = HashMap::new();
     for op in constants {
         let result = body.result(op, 0);
-        let twin = kept.iter().copied().find(|&k| {
-            body.value_type(body.result(k, 0)) == body.value_type(result) && body.ops[k].attrs == body.ops[op].attrs
-        });
-        match twin {
+        let key = (body.value_type(result).clone(), format!("{:?}", body.ops[op].attrs));
+        let candidates = by_key.entry(key).or_default();
+        match candidates.iter().copied().find(|&k| body.ops[k].attrs == body.ops[op].attrs) {
             Some(k) => {
                 let kept_value = body.result(k, 0);
                 if body.values[kept_value].name_hint.is_none() {
                     body.values[kept_value].name_hint = body.values[result].name_hint.clone();
                 }
-                body.replace_all_uses(region, result, kept_value);
-                body.remove_op(op);
-                changed = true;
+                replacements.0.insert(result, kept_value);
+                detached.insert(op, None);
             }
             None => {
-                let position = kept.len();
-                if body.blocks[entry].ops.get(position) != Some(&op) {
-                    body.remove_op(op);
-                    body.ops[op].parent = Some(entry);
-                    body.blocks[entry].ops.insert(position, op);
-                    changed = true;
-                }
+                candidates.push(op);
                 kept.push(op);
             }
         }
     }
-    changed
+    let in_place = body.blocks[entry].ops.len() >= kept.len() && body.blocks[entry].ops[..kept.len()] == kept[..];
+    if in_place && detached.is_empty() {
+        return false;
+    }
+    replacements.apply(body, region);
+    detached.extend(kept.iter().map(|&op| (op, None)));
+    splice(body, &detached);
+    for &op in &kept {
+        body.ops[op].parent = Some(entry);
+    }
+    let rest = std::mem::take(&mut body.blocks[entry].ops);
+    body.blocks[entry].ops = kept.into_iter().chain(rest).collect();
+    true
 }
 
 /// Removes each iteration argument of a `tile.for` that its body yields
@@ -163,37 +243,82 @@ fn renumber_definitions(body: &mut Body, op: Op, block: tilec_dialects::Block) {
     }
 }
 
-/// Whether removing `op` (when its results are unused) changes nothing else:
-/// it is pure, or every op nested in it is pure or a terminator.
-fn is_removable(body: &Body, op: Op) -> bool {
-    let data = &body.ops[op];
-    if data.def.traits.terminator {
-        return false;
-    }
-    if data.def.traits.pure {
-        return true;
-    }
-    !data.regions.is_empty()
-        && data.regions.iter().all(|&r| {
-            body.walk_region(r).into_iter().all(|o| body.ops[o].def.traits.pure || body.ops[o].def.traits.terminator)
-        })
+/// The op whose region holds `op`, if any.
+fn parent_op(body: &Body, op: Op) -> Option<Op> {
+    let block = body.ops[op].parent?;
+    body.regions[body.blocks[block].parent?].parent
 }
 
+/// Removes ops whose results are unused and whose removal changes nothing
+/// else: pure ops, and ops with regions holding only pure ops and
+/// terminators. A worklist: removing an op releases its operands' definers
+/// and may make the op around it removable.
 fn remove_dead_ops(body: &mut Body, region: Region) -> bool {
-    let mut changed = false;
-    loop {
-        let uses = body.use_counts(region);
-        let dead: Vec<Op> = body
-            .walk_region(region)
-            .into_iter()
-            .filter(|&op| is_removable(body, op) && body.ops[op].results.iter().all(|r| uses[r.index()] == 0))
-            .collect();
-        if dead.is_empty() {
-            return changed;
+    let ops = body.walk_region(region);
+    let mut uses = body.use_counts(region);
+    let effectful = |body: &Body, op: Op| !body.ops[op].def.traits.pure && !body.ops[op].def.traits.terminator;
+    // Ops nested (at any depth) in each op that are neither pure nor
+    // terminators; pre-order reversed visits an op's contents before it.
+    let mut impure = vec![0usize; body.ops.len()];
+    for &op in ops.iter().rev() {
+        if let Some(parent) = parent_op(body, op) {
+            impure[parent.index()] += impure[op.index()] + usize::from(effectful(body, op));
         }
-        for op in dead {
-            body.remove_op(op);
-        }
-        changed = true;
     }
+    let is_dead = |body: &Body, impure: &[usize], uses: &[usize], op: Op| {
+        let data = &body.ops[op];
+        let removable = !data.def.traits.terminator && (data.def.traits.pure || (!data.regions.is_empty() && impure[op.index()] == 0));
+        removable && data.results.iter().all(|r| uses[r.index()] == 0)
+    };
+    let mut worklist: Vec<Op> = ops.iter().copied().filter(|&op| is_dead(body, &impure, &uses, op)).collect();
+    let mut removed: HashMap<Op, Option<Op>> = HashMap::new();
+    while let Some(op) = worklist.pop() {
+        if removed.contains_key(&op) || ancestors_in(body, op, &removed) || !is_dead(body, &impure, &uses, op) {
+            continue;
+        }
+        // The op and what is nested in it, but not ops removed before (their
+        // uses are already released).
+        let mut going = vec![op];
+        let mut stack = body.ops[op].regions.clone();
+        while let Some(r) = stack.pop() {
+            for &block in &body.regions[r].blocks {
+                for &x in body.blocks[block].ops.iter().filter(|x| !removed.contains_key(x)) {
+                    going.push(x);
+                    stack.extend(body.ops[x].regions.iter().copied());
+                }
+            }
+        }
+        removed.insert(op, None);
+        for &x in &going {
+            for &v in &body.ops[x].operands {
+                uses[v.index()] -= 1;
+                if uses[v.index()] == 0 {
+                    worklist.extend(body.defining_op(v));
+                }
+            }
+        }
+        let released = impure[op.index()] + usize::from(effectful(body, op));
+        let mut ancestor = parent_op(body, op);
+        while let Some(a) = ancestor {
+            impure[a.index()] -= released;
+            ancestor = parent_op(body, a);
+        }
+        worklist.extend(parent_op(body, op));
+    }
+    // Ops nested in a removed op go with it.
+    let outermost: HashMap<Op, Option<Op>> = removed.iter().filter(|&(&op, _)| !ancestors_in(body, op, &removed)).map(|(&op, &r)| (op, r)).collect();
+    splice(body, &outermost);
+    !outermost.is_empty()
+}
+
+/// Whether an op around `op` is in `set`.
+fn ancestors_in(body: &Body, op: Op, set: &HashMap<Op, Option<Op>>) -> bool {
+    let mut ancestor = parent_op(body, op);
+    while let Some(a) = ancestor {
+        if set.contains_key(&a) {
+            return true;
+        }
+        ancestor = parent_op(body, a);
+    }
+    false
 }

@@ -1,0 +1,497 @@
+//! Every round, every tile: the warps' concrete traces run against a model
+//! of the hardware, with vector clocks for what is ordered before what.
+//!
+//! An mbarrier stage completes a phase when the arrivals it is initialised
+//! for have come and its transaction bytes are in; a wait for parity `p`
+//! passes once the stage's current phase parity differs from `p` (so a
+//! fresh barrier passes a wait for parity 1), and orders the waiting warp
+//! after everything that completed the last phase. A TMA load's data lands
+//! when the phase it completes bytes on completes; a wgmma's reads of
+//! shared memory end when an `nv.wgmma_wait` leaves fewer groups in flight
+//! than came after it; `nv.barrier` orders all warps after each other.
+//!
+//! With that, per buffer stage: every read must be ordered after the write
+//! that filled it (a missing wait, a wait on the wrong stage or round); a
+//! refill must be ordered after every read of the previous contents (a
+//! missing or early release, a wgmma wait depth that releases a stage
+//! still being read, a removed CTA barrier) and must not come before
+//! anything read them (a prologue that fills every stage, a refill
+//! distance off by one); data written by generic stores and read by the
+//! async proxy needs an `nv.fence_async_shared` in the writing warp; each
+//! `nv.wgmma` needs an `nv.wgmma_fence` since its warp last touched the
+//! registers. A state where no warp can move is a hang (a missing arrive,
+//! a phase that restarts with each persistent tile). Each trace is run for
+//! a few tensor sizes so loops take 1 to over 2 x stages + 1 rounds.
+
+use super::trace::{trace, Config, Slot, Step, StepKind, Window, WARP};
+use super::op_error;
+use std::collections::{HashMap, VecDeque};
+use tilec_dialects::ir::{Body, Op, Value};
+use tilec_dialects::{Diagnostic, Function};
+
+/// The sizes each function is simulated for: K from one K tile to enough
+/// for over 2 x 6 + 1 rounds at any K tile width, and several output tiles
+/// per CTA for a persistent kernel on a grid of 2.
+fn configs() -> Vec<Config> {
+    [64, 192, 448, 1000]
+        .into_iter()
+        .map(|k| Config { dims: vec![("M", 384), ("N", 256), ("K", k)], default: 256, grid: 2 })
+        .collect()
+}
+
+/// Simulates `func` for each size; the first problem found is the error.
+/// A function whose loop bounds or indices are not computable from the
+/// sizes is not simulated.
+pub fn check_every_round(func: &Function) -> Result<(), Diagnostic> {
+    let body = &func.body;
+    if !body.ops.keys().any(|op| body.ops[op].def.name.starts_with("nv.")) {
+        return Ok(());
+    }
+    for config in configs() {
+        let Ok(traces) = trace(func, &config)? else { return Ok(()) };
+        Sim::new(body, &config, traces).run()?;
+    }
+    Ok(())
+}
+
+type Clock = Vec<u32>;
+
+/// `a` happens before (or is) the state `b`.
+fn before(a: &Clock, b: &Clock) -> bool {
+    a.iter().zip(b).all(|(x, y)| x <= y)
+}
+
+fn join(into: &mut Clock, other: &Clock) {
+    for (x, y) in into.iter_mut().zip(other) {
+        *x = (*x).max(*y);
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AccessKind {
+    TmaWrite,
+    GenericWrite,
+    WgmmaRead,
+    GenericRead,
+    TmaStoreRead,
+}
+
+/// One access to a buffer stage. `done` is when it is over (a TMA write's
+/// data landed, a wgmma's read retired); `fenced` when a generic write was
+/// fenced for the async proxy.
+struct Access {
+    op: Op,
+    warp: usize,
+    kind: AccessKind,
+    at: Clock,
+    done: Option<Clock>,
+    fenced: Option<Clock>,
+}
+
+/// Rows per unit of buffer state: row windows start at multiples of 8.
+const GRANULE: i64 = 8;
+
+/// A buffer stage's rows `[8 g, 8 g + 8)`: the unit accesses are tracked in.
+type Granule = (Value, i64, i64);
+
+fn granules(window: Window) -> impl Iterator<Item = Granule> {
+    let ((buffer, stage), (start, end)) = (window.slot, window.rows);
+    (start.div_euclid(GRANULE)..(end + GRANULE - 1).div_euclid(GRANULE)).map(move |g| (buffer, stage, g))
+}
+
+/// The accesses to some rows of a buffer stage since they were last replaced.
+#[derive(Default)]
+struct StageState {
+    writes: Vec<usize>,
+    reads: Vec<usize>,
+    /// The reads of the contents before: a generic write that joins the
+    /// current contents (another warp's part) must still come after them.
+    previous_reads: Vec<usize>,
+}
+
+struct BarrierState {
+    arrivals: i64,
+    completed: i64,
+    missing: i64,
+    tx: i64,
+    arrived: Clock,
+    last_phase: Clock,
+    /// TMA writes that land when the current phase completes.
+    landing: Vec<usize>,
+}
+
+#[derive(Default)]
+struct Warp {
+    pc: usize,
+    clock: Clock,
+    open_group: Vec<usize>,
+    in_flight: VecDeque<Vec<usize>>,
+    wgmma_fenced: bool,
+    unfenced_writes: Vec<usize>,
+    /// The generation of the CTA barrier the warp has arrived at.
+    cta_wait: Option<u64>,
+}
+
+struct Sim<'a> {
+    body: &'a Body,
+    config: &'a Config,
+    traces: Vec<Vec<Step>>,
+    warps: Vec<Warp>,
+    barriers: HashMap<Slot, BarrierState>,
+    stages: HashMap<Granule, StageState>,
+    accesses: Vec<Access>,
+    cta_arrived: usize,
+    cta_clock: Clock,
+    cta_generation: u64,
+}
+
+enum Outcome {
+    Done,
+    Blocked,
+}
+
+impl<'a> Sim<'a> {
+    fn new(body: &'a Body, config: &'a Config, traces: Vec<Vec<Step>>) -> Self {
+        let n = traces.len();
+        let warps = (0..n).map(|_| Warp { clock: vec![0; n], ..Warp::default() }).collect();
+        Sim {
+            body,
+            config,
+            traces,
+            warps,
+            barriers: HashMap::new(),
+            stages: HashMap::new(),
+            accesses: Vec::new(),
+            cta_arrived: 0,
+            cta_clock: vec![0; n],
+            cta_generation: 0,
+        }
+    }
+
+    fn run(mut self) -> Result<(), Diagnostic> {
+        let n = self.warps.len();
+        loop {
+            let mut progress = false;
+            // One step per warp in turn: warps move at the same pace, so a
+            // refill meets reads that are still in flight, as on the GPU.
+            for w in 0..n {
+                if self.warps[w].pc < self.traces[w].len() {
+                    if let Outcome::Done = self.step(w)? {
+                        self.warps[w].pc += 1;
+                        progress = true;
+                    }
+                }
+            }
+            if (0..n).all(|w| self.warps[w].pc == self.traces[w].len()) {
+                return Ok(());
+            }
+            if !progress {
+                return Err(self.hang());
+            }
+        }
+    }
+
+    fn name(&self, v: Value) -> String {
+        match &self.body.values[v].name_hint {
+            Some(n) => format!("'%{n}'"),
+            None => "the allocation".to_string(),
+        }
+    }
+
+    fn slot_name(&self, (v, s): Slot) -> String {
+        format!("{}[{s}]", self.name(v))
+    }
+
+    fn error(&self, op: Op, msg: String) -> Diagnostic {
+        op_error(self.body, op, format!("{msg} ({})", self.config.describe()))
+    }
+
+    fn barrier(&mut self, slot: Slot) -> &mut BarrierState {
+        let n = self.warps.len();
+        let arrivals = self.arrivals_of(slot.0);
+        self.barriers.entry(slot).or_insert_with(|| BarrierState {
+            arrivals,
+            completed: 0,
+            missing: arrivals,
+            tx: 0,
+            arrived: vec![0; n],
+            last_phase: vec![0; n],
+            landing: Vec::new(),
+        })
+    }
+
+    fn arrivals_of(&self, barrier: Value) -> i64 {
+        let body = self.body;
+        body.defining_op(barrier).and_then(|op| body.ops[op].attrs.get_int("arrivals")).unwrap_or(1)
+    }
+
+    /// Adds `count` arrivals and `tx` bytes (completed when negative) from
+    /// warp `w` to `slot`, completing its phase when all are in.
+    fn arrive(&mut self, w: usize, op: Op, slot: Slot, count: i64, tx: i64) -> Result<(), Diagnostic> {
+        let clock = self.warps[w].clock.clone();
+        let state = self.barrier(slot);
+        state.missing -= count;
+        state.tx += tx;
+        join(&mut state.arrived, &clock);
+        if state.missing < 0 {
+            let arrivals = state.arrivals;
+            let msg = format!("arrives on {} more often in one phase than the {arrivals} arrival(s) it is initialised for", self.slot_name(slot));
+            return Err(self.error(op, msg));
+        }
+        if state.missing == 0 && state.tx == 0 {
+            state.completed += 1;
+            state.missing = state.arrivals;
+            state.last_phase = std::mem::replace(&mut state.arrived, vec![0; clock.len()]);
+            let landed = state.last_phase.clone();
+            for id in std::mem::take(&mut state.landing) {
+                self.accesses[id].done = Some(landed.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn access(&mut self, w: usize, op: Op, kind: AccessKind) -> usize {
+        let at = self.warps[w].clock.clone();
+        let done = matches!(kind, AccessKind::GenericWrite | AccessKind::GenericRead | AccessKind::TmaStoreRead).then(|| at.clone());
+        self.accesses.push(Access { op, warp: w, kind, at, done, fenced: None });
+        self.accesses.len() - 1
+    }
+
+    fn step(&mut self, w: usize) -> Result<Outcome, Diagnostic> {
+        let Step { op, kind } = self.traces[w][self.warps[w].pc].clone();
+        if let StepKind::CtaBarrier = kind {
+            return Ok(self.cta_barrier(w));
+        }
+        if let StepKind::Wait { barrier, parity } = kind {
+            let state = self.barrier(barrier);
+            if state.completed % 2 == parity.rem_euclid(2) {
+                return Ok(Outcome::Blocked);
+            }
+            let phase = state.last_phase.clone();
+            join(&mut self.warps[w].clock, &phase);
+        }
+        self.warps[w].clock[w] += 1;
+        match kind {
+            StepKind::Wait { .. } | StepKind::CtaBarrier => {}
+            StepKind::Arrive { barrier } => self.arrive(w, op, barrier, WARP, 0)?,
+            StepKind::ExpectTx { barrier, bytes } => self.arrive(w, op, barrier, 1, bytes)?,
+            StepKind::TmaLoad { buffer, barrier, bytes } => {
+                let id = self.access(w, op, AccessKind::TmaWrite);
+                self.write(w, buffer, id)?;
+                self.barrier(barrier).landing.push(id);
+                self.arrive(w, op, barrier, 0, -bytes)?;
+            }
+            StepKind::Wgmma { reads } => {
+                if !self.warps[w].wgmma_fenced {
+                    let msg = "is not preceded by an 'nv.wgmma_fence' since its warp last touched the registers it uses (the last 'nv.wgmma_wait' or 'nv.load_fragment')";
+                    return Err(self.error(op, msg.into()));
+                }
+                for window in reads {
+                    let id = self.access(w, op, AccessKind::WgmmaRead);
+                    self.read(w, window, id)?;
+                    self.warps[w].open_group.push(id);
+                }
+            }
+            StepKind::WgmmaFence => self.warps[w].wgmma_fenced = true,
+            StepKind::WgmmaCommit => {
+                let group = std::mem::take(&mut self.warps[w].open_group);
+                self.warps[w].in_flight.push_back(group);
+            }
+            StepKind::WgmmaWait { depth } => {
+                let warp = &mut self.warps[w];
+                warp.wgmma_fenced = false;
+                let depth = usize::try_from(depth).unwrap_or(0);
+                while warp.in_flight.len() > depth {
+                    for id in warp.in_flight.pop_front().expect("non-empty") {
+                        self.accesses[id].done = Some(warp.clock.clone());
+                    }
+                }
+            }
+            StepKind::LoadFragment { buffer } => {
+                self.warps[w].wgmma_fenced = false;
+                let id = self.access(w, op, AccessKind::GenericRead);
+                self.read(w, buffer, id)?;
+            }
+            StepKind::StoreShared { buffer } => {
+                let id = self.access(w, op, AccessKind::GenericWrite);
+                self.write(w, buffer, id)?;
+                self.warps[w].unfenced_writes.push(id);
+            }
+            StepKind::FenceProxy => {
+                let clock = self.warps[w].clock.clone();
+                for id in std::mem::take(&mut self.warps[w].unfenced_writes) {
+                    self.accesses[id].fenced = Some(clock.clone());
+                }
+            }
+            StepKind::TmaStore { buffer } => {
+                let id = self.access(w, op, AccessKind::TmaStoreRead);
+                self.read(w, buffer, id)?;
+            }
+        }
+        Ok(Outcome::Done)
+    }
+
+    /// `nv.barrier`: a warp waits until every warp has arrived, then
+    /// continues ordered after all of them.
+    fn cta_barrier(&mut self, w: usize) -> Outcome {
+        let n = self.warps.len();
+        let generation = match self.warps[w].cta_wait {
+            Some(g) => g,
+            None => {
+                let g = self.cta_generation;
+                self.warps[w].cta_wait = Some(g);
+                self.warps[w].clock[w] += 1;
+                let clock = self.warps[w].clock.clone();
+                join(&mut self.cta_clock, &clock);
+                self.cta_arrived += 1;
+                if self.cta_arrived == n {
+                    self.cta_arrived = 0;
+                    self.cta_generation += 1;
+                    let released = std::mem::replace(&mut self.cta_clock, vec![0; n]);
+                    for warp in &mut self.warps {
+                        join(&mut warp.clock, &released);
+                    }
+                }
+                g
+            }
+        };
+        if self.cta_generation > generation {
+            self.warps[w].cta_wait = None;
+            Outcome::Done
+        } else {
+            Outcome::Blocked
+        }
+    }
+
+    /// Warp `w` reads buffer stage `slot` (access `id`): every write of the
+    /// current contents must be over and ordered before it.
+    fn read(&mut self, w: usize, window: Window, id: usize) -> Result<(), Diagnostic> {
+        for granule in granules(window) {
+            self.read_granule(w, window.slot, granule, id)?;
+        }
+        Ok(())
+    }
+
+    fn read_granule(&mut self, w: usize, slot: Slot, granule: Granule, id: usize) -> Result<(), Diagnostic> {
+        let now = self.warps[w].clock.clone();
+        let reader = &self.accesses[id];
+        let (op, async_proxy) = (reader.op, matches!(reader.kind, AccessKind::WgmmaRead | AccessKind::TmaStoreRead));
+        let writes = self.stages.entry(granule).or_default().writes.clone();
+        if writes.is_empty() {
+            return Err(self.error(op, format!("reads {} before anything has written it: no barrier wait orders it after a write", self.slot_name(slot))));
+        }
+        for wid in writes {
+            let write = &self.accesses[wid];
+            let at = self.body.ops[write.op].loc.clone();
+            let problem = match write.kind {
+                AccessKind::TmaWrite if write.done.as_ref().is_none_or(|d| !before(d, &now)) => Some(format!(
+                    "reads {} with nothing ordering it after the TMA load that fills it: no wait for the barrier phase that load completes precedes the read",
+                    self.slot_name(slot)
+                )),
+                AccessKind::GenericWrite if !before(&write.at, &now) => Some(format!(
+                    "reads {} with nothing ordering it after another warp's store to it: a CTA barrier ('nv.barrier') is missing between them",
+                    self.slot_name(slot)
+                )),
+                AccessKind::GenericWrite if async_proxy && write.fenced.as_ref().is_none_or(|f| !before(f, &now)) => Some(format!(
+                    "reads {} through the async proxy after generic-proxy stores with no 'nv.fence_async_shared' between them in the storing warp",
+                    self.slot_name(slot)
+                )),
+                _ => None,
+            };
+            if let Some(msg) = problem {
+                return Err(self.error(op, msg).with_note(at, "the write is here"));
+            }
+        }
+        let state = self.stages.get_mut(&granule).expect("entered");
+        // Every kernel consumes a load once per warp (an op may read it
+        // twice, as A and B); a second read by a later step is of stale data (a stage or phase that does not move on, such as a
+        // count restarting with each persistent tile).
+        if let Some(&again) = state.reads.iter().find(|&&r| self.accesses[r].warp == w && self.accesses[r].op == op && self.accesses[r].at != self.accesses[id].at) {
+            let msg = format!(
+                "reads {} again: its warp already read what the last load put there, so this read is of stale data (the stage and phase do not move on with the iteration)",
+                self.slot_name(slot)
+            );
+            return Err(self.error(op, msg).with_note(self.body.ops[self.accesses[again].op].loc.clone(), "the first read is here"));
+        }
+        state.reads.push(id);
+        Ok(())
+    }
+
+    /// Warp `w` writes buffer stage `slot` (access `id`): every read of the
+    /// contents it replaces must be over and ordered before it, and a TMA
+    /// load must not replace contents nothing has read.
+    fn write(&mut self, w: usize, window: Window, id: usize) -> Result<(), Diagnostic> {
+        for granule in granules(window) {
+            self.write_granule(w, window.slot, granule, id)?;
+        }
+        Ok(())
+    }
+
+    fn write_granule(&mut self, w: usize, slot: Slot, granule: Granule, id: usize) -> Result<(), Diagnostic> {
+        let now = self.warps[w].clock.clone();
+        let (op, kind) = (self.accesses[id].op, self.accesses[id].kind);
+        let state = self.stages.entry(granule).or_default();
+        let replaces = kind == AccessKind::TmaWrite || !state.reads.is_empty() || state.writes.is_empty();
+        let earlier_reads = if replaces { state.reads.clone() } else { state.previous_reads.clone() };
+        let (nothing_read, writes) = (state.reads.is_empty(), state.writes.clone());
+        for rid in earlier_reads {
+            let read = &self.accesses[rid];
+            if read.done.as_ref().is_none_or(|d| !before(d, &now)) {
+                let what = if read.kind == AccessKind::WgmmaRead {
+                    "the 'nv.wgmma' reading its previous contents is known to be done: nothing orders its retirement (an 'nv.wgmma_wait' deep enough, then a release on the empty barrier or a CTA barrier) before this write"
+                } else {
+                    "the read of its previous contents is ordered before it (a release or a CTA barrier is missing)"
+                };
+                let msg = format!("overwrites {} before {what}", self.slot_name(slot));
+                return Err(self.error(op, msg).with_note(self.body.ops[read.op].loc.clone(), "the read is here"));
+            }
+        }
+        if kind == AccessKind::TmaWrite && nothing_read {
+            if let Some(&prev) = writes.iter().find(|&&p| self.accesses[p].kind == AccessKind::TmaWrite) {
+                let msg = format!("refills {} before anything has read what the previous load put there", self.slot_name(slot));
+                return Err(self.error(op, msg).with_note(self.body.ops[self.accesses[prev].op].loc.clone(), "the previous load is here"));
+            }
+        }
+        let state = self.stages.get_mut(&granule).expect("entered");
+        if replaces {
+            state.previous_reads = std::mem::take(&mut state.reads);
+            state.writes = vec![id];
+        } else {
+            state.writes.push(id);
+        }
+        Ok(())
+    }
+
+    /// The error for a state where no warp can move: the first warp blocked
+    /// on an mbarrier wait, with what its barrier still lacks.
+    fn hang(&self) -> Diagnostic {
+        let blocked = |w: usize| self.traces[w].get(self.warps[w].pc);
+        for w in 0..self.warps.len() {
+            if let Some(Step { op, kind: StepKind::Wait { barrier, parity } }) = blocked(w) {
+                let (completed, missing, tx) = match self.barriers.get(barrier) {
+                    Some(s) => (s.completed, s.missing, s.tx),
+                    None => (0, self.arrivals_of(barrier.0), 0),
+                };
+                let msg = format!(
+                    "hangs: warp {w} waits on {} for the phase of parity {parity}, but the barrier has completed {completed} phase(s) and no warp left can complete the next ({missing} arrival(s) and {tx} transaction byte(s) missing)",
+                    self.slot_name(*barrier)
+                );
+                let mut diag = self.error(*op, msg);
+                let mut arrivals: Vec<Op> = Vec::new();
+                for step in self.traces.iter().flatten() {
+                    let on_barrier = matches!(step.kind, StepKind::Arrive { barrier: b } | StepKind::ExpectTx { barrier: b, .. } if b.0 == barrier.0);
+                    if on_barrier && !arrivals.contains(&step.op) {
+                        arrivals.push(step.op);
+                    }
+                }
+                for arrival in arrivals {
+                    diag = diag.with_note(self.body.ops[arrival].loc.clone(), format!("{} gets arrivals here", self.name(barrier.0)));
+                }
+                return diag;
+            }
+        }
+        let w = (0..self.warps.len()).find(|&w| blocked(w).is_some()).expect("a blocked warp");
+        let op = self.traces[w][self.warps[w].pc].op;
+        self.error(op, "hangs: not every warp of the CTA reaches this CTA barrier".into())
+    }
+}

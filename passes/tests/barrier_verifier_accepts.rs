@@ -1,0 +1,57 @@
+//! No false positives: the barrier verifier accepts every kernel the
+//! repository's pipelines produce (each artifact of scripts/gpu-variants.txt,
+//! after every pass of its pipeline), and still rejects a broken one, so the
+//! run below cannot pass by not verifying.
+
+use std::path::{Path, PathBuf};
+use tilec_dialects::parse_module;
+use tilec_passes::analysis::barriers::verify_barriers;
+use tilec_passes::{Instrumentation, PassManager};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `(name, file, pipeline)` for each artifact; an nv-level spec has no pipeline.
+fn variants() -> Vec<(String, String, Option<String>)> {
+    let list = std::fs::read_to_string(root().join("scripts/gpu-variants.txt")).expect("read the variants list");
+    list.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            // The pipeline is the rest of the line: its options hold spaces.
+            let mut fields = l.trim().splitn(3, ' ');
+            let mut field = || fields.next().map(|f| f.trim().to_string());
+            (field().unwrap_or_default(), field().unwrap_or_default(), field().filter(|p| !p.is_empty()))
+        })
+        .collect()
+}
+
+fn compile(file: &str, pipeline: Option<&str>) -> Result<(), String> {
+    let src = std::fs::read_to_string(root().join(file)).map_err(|e| format!("read {file}: {e}"))?;
+    let mut module = parse_module(&src, file).map_err(|d| d.to_string())?;
+    if let Some(pipeline) = pipeline {
+        // Verification after each pass runs the barrier verifier too.
+        let instrumentation = Instrumentation { verify_each: true, ..Instrumentation::default() };
+        let mut pm = PassManager::from_pipeline(pipeline, instrumentation).map_err(|e| e.to_string())?;
+        pm.run(&mut module, &mut std::io::sink()).map_err(|e| e.to_string())?;
+    }
+    module.functions.iter().try_for_each(verify_barriers).map_err(|d| d.to_string())
+}
+
+#[test]
+fn every_gpu_variant_is_accepted() {
+    let variants = variants();
+    assert!(variants.len() >= 40, "the variants list shrank to {}", variants.len());
+    let failures: Vec<String> = variants
+        .iter()
+        .filter_map(|(name, file, pipeline)| compile(file, pipeline.as_deref()).err().map(|e| format!("{name}: {e}")))
+        .collect();
+    assert!(failures.is_empty(), "rejected:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn a_broken_variant_is_rejected() {
+    let file = "tests/lit/barrier-verifier/missing_cta_barrier.tile";
+    let err = compile(file, None).expect_err("the barrier verifier must reject a kernel with no CTA barrier before its refill");
+    assert!(err.contains("overwrites '%a_tile_smem'"), "{err}");
+}
