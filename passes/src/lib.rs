@@ -6,6 +6,7 @@
 //! that lists them.
 
 pub mod analysis;
+pub mod config_rules;
 pub mod layout_rules;
 pub mod manager;
 pub mod options;
