@@ -8,8 +8,10 @@
 #
 # usage: scripts/build-gpu-bundle.sh [VARIANTS_FILE]
 #   VARIANTS_FILE (default scripts/gpu-variants.txt) lists one artifact a line:
-#   `NAME FILE [PIPELINE]`, compiled with `tilec compile FILE --pass-pipeline=PIPELINE`
-#   (tilec's default pipeline when PIPELINE is absent); `#` starts a comment.
+#   `NAME FILE PIPELINE [FLAGS...]`, compiled with
+#   `tilec compile FILE --pass-pipeline=PIPELINE FLAGS...` (tilec's default pipeline, config
+#   selection first, when PIPELINE is `-`); FLAGS pin the block sizes of a parametric program
+#   (`--param BLOCK_N=256`) or give the shape (`--shape MxNxK`); `#` starts a comment.
 #   TILEC_BUNDLE_PROFILE=debug uses debug builds (faster to build; the kernels are the same).
 #   A kernel whose PTX ptxas rejects, or that spills, serialises wgmma (C7519/C7517) or has its
 #   setmaxnreg ignored (C7508), fails the build; C7514 (wgmma serialised by accumulator reads)
@@ -34,11 +36,13 @@ ptxas=$(scripts/find-ptxas.sh 2>/dev/null || true)
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/artifacts" "$out/ptxas"
 failed=0
-while read -r name file pipeline; do
+while read -r name file pipeline flags; do
   case "$name" in ''|'#'*) continue ;; esac
   dir="$out/artifacts/$name"
   args=(compile "$file" -o "$dir")
-  [ -n "$pipeline" ] && args+=("--pass-pipeline=$pipeline")
+  [ -n "$pipeline" ] && [ "$pipeline" != - ] && args+=("--pass-pipeline=$pipeline")
+  # shellcheck disable=SC2206 # FLAGS are words by design
+  [ -n "$flags" ] && args+=($flags)
   if ! "$tilec" "${args[@]}"; then
     echo "FAIL $name: tilec compile" >&2
     failed=1

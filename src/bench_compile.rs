@@ -8,7 +8,8 @@
 //! does, so it is reported as "first run" against the later runs.
 
 use crate::backend::{self, BackendContext, BackendOptions, Timings};
-use crate::driver::{parse_and_verify, run_passes, DEFAULT_PIPELINE};
+use crate::config_select::ConfigRequest;
+use crate::driver::{parse_and_verify, run_tile_passes};
 use crate::lower;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -22,7 +23,7 @@ const DEFAULT_RUNS: usize = 10;
 const USAGE: &str = "usage: tilec bench-compile FILE... [options]
 
   --runs N                  compiles per file (default 10), all in this process
-  --pass-pipeline=PIPELINE  tile/nv passes to run (default: the driver's DEFAULT_PIPELINE)
+  --pass-pipeline=PIPELINE  tile/nv passes to run (default: tilec compile's, config selection first)
   --json OUT                also write the report as JSON (schema tilec-compile-time/1)";
 
 /// The timed stages, in compile order: (JSON key, table label).
@@ -39,12 +40,12 @@ const STAGES: [(&str, &str); 7] = [
 struct Args {
     inputs: Vec<String>,
     runs: usize,
-    pipeline: String,
+    pipeline: Option<String>,
     json: Option<String>,
 }
 
 fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
-    let mut args = Args { inputs: Vec::new(), runs: DEFAULT_RUNS, pipeline: DEFAULT_PIPELINE.into(), json: None };
+    let mut args = Args { inputs: Vec::new(), runs: DEFAULT_RUNS, pipeline: None, json: None };
     let mut it = raw.iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = crate::cli::split_flag(arg);
@@ -59,7 +60,7 @@ fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
                     _ => return Err(format!("--runs needs a positive count, got '{v}'")),
                 };
             }
-            "--pass-pipeline" => args.pipeline = value("a pipeline")?,
+            "--pass-pipeline" => args.pipeline = Some(value("a pipeline")?),
             "--json" => args.json = Some(value("a file")?),
             f if f.starts_with('-') => return Err(format!("unknown option '{arg}'")),
             _ => args.inputs.push(arg.clone()),
@@ -80,11 +81,11 @@ struct Sample {
 
 /// Compiles `text` once in `ctx`. The total is the wall time of the whole compile, so it
 /// includes the glue between stages that no stage owns.
-fn compile_once(ctx: &BackendContext, text: &str, name: &str, pipeline: &str) -> Result<Sample, String> {
+fn compile_once(ctx: &BackendContext, text: &str, name: &str, pipeline: Option<&str>) -> Result<Sample, String> {
     let start = Instant::now();
     let mut module = parse_and_verify(text, name)?;
     let parsed = Instant::now();
-    run_passes(&mut module, pipeline, Instrumentation::default())?;
+    run_tile_passes(&mut module, pipeline, &ConfigRequest::default(), Instrumentation::default())?;
     let passed = Instant::now();
     let kernel = lower::lower_module(&module).map_err(|d| d.to_string())?;
     let lowered = Instant::now();
@@ -197,7 +198,7 @@ pub fn run(raw: &[String]) -> Result<(), String> {
             // A fresh context per compile, as `tilec compile` has; its setup is timed apart.
             let (ctx, setup) = timed_context();
             contexts.push(setup);
-            samples.push(compile_once(&ctx, text, file, &args.pipeline)?);
+            samples.push(compile_once(&ctx, text, file, args.pipeline.as_deref())?);
         }
         let report = FileReport { file: file.clone(), samples };
         report.print();
@@ -232,7 +233,7 @@ fn to_json(raw: &[String], args: &Args, reports: &[FileReport], first: Duration,
     let _ = writeln!(j, "  \"command_line\": [{}],", command.join(", "));
     let _ = writeln!(j, "  \"host\": {{\"nproc\": {}, \"cpu\": {}}},", nproc(), cpu_model().as_deref().map_or("null".into(), json_string));
     let _ = writeln!(j, "  \"runs\": {},", args.runs);
-    let _ = writeln!(j, "  \"pass_pipeline\": {},", json_string(&args.pipeline));
+    let _ = writeln!(j, "  \"pass_pipeline\": {},", json_string(args.pipeline.as_deref().unwrap_or("default (config selection)")));
     let later_json = if later.is_empty() { "null".to_string() } else { Stats::of(later).json(later) };
     let _ = writeln!(j, "  \"context_setup\": {{\"first_ms\": {:.4}, \"later\": {later_json}}},", ms(first));
     j.push_str("  \"files\": [\n");

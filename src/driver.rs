@@ -4,6 +4,7 @@
 //! `tilec bench-compile` (src/bench_compile.rs) times the same steps.
 
 use crate::backend::{self, BackendOptions};
+use crate::config_select::{self, parse_param, parse_shape, ConfigRequest};
 use crate::lower;
 use std::io::Write;
 use std::process::ExitCode;
@@ -11,9 +12,11 @@ use std::time::{Duration, Instant};
 use tilec_dialects::{parse_module, print_module, verify_module, Module, PrintOptions};
 use tilec_passes::{Instrumentation, PassManager};
 
-/// The default tile/nv pipeline of `tilec compile`. Input that is already
-/// nv-level passes through it unchanged (up to canonicalisation) and is
-/// lowered as it stands.
+/// The tile/nv pipeline of `tilec compile` for input with no GEMM to
+/// configure: nv-level input passes through it unchanged (up to
+/// canonicalisation) and is lowered as it stands. A tile-level GEMM gets
+/// `tile-select-config` and the passes its `tile.config` asks for
+/// (src/config_select.rs).
 pub const DEFAULT_PIPELINE: &str = "tile-canonicalize,tile-assign-layouts,tile-pipeline{stages=4},tile-lower-to-nv,tile-canonicalize";
 
 /// The pipeline `tilec compile` runs without `--pass-pipeline`.
@@ -28,7 +31,13 @@ const USAGE: &str = "usage: tilec compile FILE.tile [options]
   --emit=STAGE              print a stage to stdout: nv (tile/nv IR after the passes),
                             mlir (generated MLIR), mlir-lowered (after the upstream MLIR
                             pipeline), llvm (optimised LLVM IR), ptx
-  --pass-pipeline=PIPELINE  tile/nv passes to run (default: the driver's DEFAULT_PIPELINE)
+  --pass-pipeline=PIPELINE  tile/nv passes to run (default: tile-select-config, then the
+                            passes the chosen config asks for); a parametric program gets
+                            tile-select-config in front unless the pipeline has it
+  --shape=MxNxK             choose the config for this problem shape (default: 4096^3,
+                            keeping direct stores so that the kernel serves any N)
+  --param NAME=VALUE        pin BLOCK_M, BLOCK_N, BLOCK_K or STAGES (repeatable)
+  --explain                 print the config candidates weighed, best first, to stderr
   --print-ir-after-all      print the IR to stderr after every tile/nv pass
   --timing                  print the time of each phase to stderr";
 
@@ -62,6 +71,8 @@ struct Args {
     emit: Option<Emit>,
     print_after_all: bool,
     timing: bool,
+    config: ConfigRequest,
+    explain: bool,
 }
 
 fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
@@ -81,6 +92,9 @@ fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
             ("--emit", Some(s)) => args.emit = Some(Emit::parse(s)?),
             ("--print-ir-after-all", None) => args.print_after_all = true,
             ("--timing", None) => args.timing = true,
+            ("--shape", v) => args.config.shape = Some(parse_shape(flag_value(v, &mut it, "--shape")?)?),
+            ("--param", v) => args.config.params.push(parse_param(flag_value(v, &mut it, "--param")?)?),
+            ("--explain", None) => args.explain = true,
             (f, _) if f.starts_with('-') => return Err(format!("unknown option '{arg}'")),
             _ if args.input.is_none() => args.input = Some(arg.clone()),
             _ => return Err(format!("unexpected extra input '{arg}'")),
@@ -89,10 +103,18 @@ fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
     if args.input.is_none() {
         return Err("no input file".into());
     }
-    if args.output.is_none() && args.emit.is_none() {
+    if args.output.is_none() && args.emit.is_none() && !args.explain {
         return Err("nothing to do: give -o DIR and/or --emit=STAGE".into());
     }
     Ok(Some(args))
+}
+
+/// The value of `--flag=value` or `--flag value`.
+fn flag_value<'a>(inline: Option<&'a str>, rest: &mut std::slice::Iter<'a, String>, flag: &str) -> Result<&'a str, String> {
+    match inline {
+        Some(v) => Ok(v),
+        None => rest.next().map(String::as_str).ok_or_else(|| format!("{flag} needs a value")),
+    }
 }
 
 /// Runs `tilec` with `raw` arguments (without the program name). Errors are
@@ -150,6 +172,31 @@ pub(crate) fn run_passes(module: &mut Module, pipeline: &str, instrumentation: I
     pm.run(module, &mut std::io::stderr()).map_err(|e| e.to_string())
 }
 
+/// `--explain`: the candidates `tile-select-config` weighs for `module`.
+fn explain_config(module: &Module, request: &ConfigRequest) -> Result<String, String> {
+    let entries = tilec_passes::parse_pipeline(&request.select_pass(None)).map_err(|e| format!("tilec: {e}"))?;
+    let select = tilec_passes::transforms::select_config::SelectConfig::from_options(&entries[0].options);
+    config_select::explain(module, &select, 12)
+}
+
+/// The tile/nv passes: the user's pipeline (behind `tile-select-config` when
+/// the program has parameters or the flags ask for a config), or config
+/// selection followed by the passes the chosen config names.
+pub(crate) fn run_tile_passes(module: &mut Module, pipeline: Option<&str>, request: &ConfigRequest, instrumentation: Instrumentation) -> Result<(), String> {
+    let select = request.select_pass(None);
+    match pipeline {
+        Some(p) if p.contains("tile-select-config") || !(request.is_given() || config_select::is_parametric(module)) => {
+            run_passes(module, p, instrumentation)
+        }
+        Some(p) => run_passes(module, &format!("{select},{p}"), instrumentation),
+        None => {
+            run_passes(module, &select, instrumentation.clone())?;
+            let rest = config_select::pipeline_after_config(module, DEFAULT_PIPELINE).map_err(|e| format!("tilec: {e}"))?;
+            run_passes(module, &rest, instrumentation)
+        }
+    }
+}
+
 fn print_stdout(text: &str) -> Result<(), String> {
     std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("cannot write stdout: {e}"))
 }
@@ -166,8 +213,10 @@ fn run(raw: &[String]) -> Result<(), String> {
     let mut module = timer.time("parse + verify", || parse_and_verify(&text, input))?;
 
     let instrumentation = Instrumentation { print_after_all: args.print_after_all, ..Instrumentation::default() };
-    let pipeline = args.pipeline.as_deref().unwrap_or(DEFAULT_PIPELINE);
-    timer.time("tile/nv passes", || run_passes(&mut module, pipeline, instrumentation))?;
+    if args.explain {
+        eprint!("{}", explain_config(&module, &args.config)?);
+    }
+    timer.time("tile/nv passes", || run_tile_passes(&mut module, args.pipeline.as_deref(), &args.config, instrumentation))?;
     if args.emit == Some(Emit::Nv) {
         print_stdout(&print_module(&module, PrintOptions::default()))?;
     }

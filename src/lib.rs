@@ -6,6 +6,7 @@
 pub mod backend;
 pub mod cli;
 pub mod bench_compile;
+pub mod config_select;
 pub mod driver;
 pub mod lower;
 pub mod opt;

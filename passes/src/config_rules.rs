@@ -59,6 +59,9 @@ pub struct Problem {
     pub n: i64,
     pub k: i64,
     pub precision: Precision,
+    /// The kernel must serve any N, not just this one: rule 8 cannot count
+    /// on aligned rows of C.
+    pub any_n: bool,
 }
 
 /// What the kernel may use of the GPU.
@@ -197,7 +200,7 @@ fn most_stages(problem: &Problem, machine: &Machine, bm: i64, bn: i64, bk: i64, 
 
 /// Rule 8: TMA stores need 16-byte aligned rows of C (BF16).
 fn epilogue_for(problem: &Problem, schedule: Schedule) -> Epilogue {
-    if schedule == Schedule::Pipeline && (problem.n * 2) % 16 == 0 {
+    if schedule == Schedule::Pipeline && !problem.any_n && (problem.n * 2) % 16 == 0 {
         Epilogue::Tma
     } else {
         Epilogue::Global
@@ -346,7 +349,7 @@ mod tests {
     use super::*;
 
     fn pick(m: i64, n: i64, k: i64) -> Candidate {
-        choose(&Problem { m, n, k, precision: Precision::Bf16 }, &Machine::H100, &Pins::default()).unwrap()
+        choose(&Problem { m, n, k, precision: Precision::Bf16, any_n: false }, &Machine::H100, &Pins::default()).unwrap()
     }
 
     /// (block_m, block_n, stages, epilogue, waves, last wave) of the pick.
@@ -447,7 +450,7 @@ mod tests {
 
     #[test]
     fn the_ranking_names_why_each_alternative_lost() {
-        let ranked = rank(&Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16 }, &Machine::H100, &Pins::default());
+        let ranked = rank(&Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false }, &Machine::H100, &Pins::default());
         assert!(ranked[0].reason.starts_with("picked"));
         // Rule 7: the warp-specialised alternative of the pick's tile comes next,
         // with its own stage count (no TMA output tile: 4*49160 = 196640).
@@ -461,7 +464,7 @@ mod tests {
 
     #[test]
     fn pins_restrict_the_choice() {
-        let fp8 = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Fp8BlockScaled };
+        let fp8 = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Fp8BlockScaled, any_n: false };
         // FP8 with B's scales per 128x128 block: the program pins BN = 128. 256x128
         // gives 512 tiles (4 waves), 128x128 1024 (8 waves). Per stage 384*128 bytes of
         // operands + 256*4 + 4 of scales + 8 = 50188; 3*50188 + 65536 = 216100 fits.
@@ -473,12 +476,16 @@ mod tests {
 
     #[test]
     fn impossible_requests_are_errors() {
-        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16 };
+        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false };
         let err = |pins: Pins| choose(&p, &Machine::H100, &pins).unwrap_err();
         assert!(err(Pins { block_n: Some(100), ..Pins::default() }).contains("BLOCK_N must be a multiple of 16"));
         assert!(err(Pins { block_m: Some(96), ..Pins::default() }).contains("BLOCK_M must be 64, 128 or 256"));
         // 8 stages of 128x256x64 need 8*49160 + 65536 bytes.
         assert!(err(Pins { block_m: Some(128), block_n: Some(256), stages: Some(8), ..Pins::default() }).contains("no configuration fits"));
+        // A kernel for any N keeps direct stores, and the stage its output
+        // tile would take: 4*49160 = 196640.
+        let general = choose(&Problem { any_n: true, ..p }, &Machine::H100, &Pins::default()).unwrap();
+        assert_eq!((general.config.epilogue, general.config.stages), (Global, 4));
         assert!(choose(&Problem { m: 0, ..p }, &Machine::H100, &Pins::default()).unwrap_err().contains("must be positive"));
     }
 }

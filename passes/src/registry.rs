@@ -2,7 +2,7 @@
 
 use crate::analysis::barriers;
 use crate::options::OptionSpec;
-use crate::transforms::{assign_layouts, canonicalize, licm, lower_to_nv, persistent, pipeline, warp_specialize};
+use crate::transforms::{assign_layouts, canonicalize, licm, lower_to_nv, persistent, pipeline, select_config, warp_specialize};
 use crate::{Pass, PassOptions};
 
 pub struct PassInfo {
@@ -21,6 +21,7 @@ pub static PASSES: &[PassInfo] = &[
     pipeline::INFO,
     lower_to_nv::INFO,
     barriers::INFO,
+    select_config::INFO,
 ];
 
 pub fn lookup(name: &str) -> Option<&'static PassInfo> {

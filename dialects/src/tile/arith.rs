@@ -334,6 +334,45 @@ pub const NUM_BLOCKS: OpDef = OpDef {
     fold: None,
 };
 
+/// `%bk = tile.param BLOCK_K : index`: a config parameter's value as an
+/// index, until tile-select-config replaces it with a constant.
+pub const PARAM: OpDef =
+    OpDef { name: "tile.param", traits: OpTraits::PURE, parse: parse_param, print: print_param, verify: verify_param, fold: None };
+
+fn parse_param(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
+    let (name, loc) = p.parse_keyword()?;
+    if crate::ir::Param::from_name(&name).is_none() {
+        let known: Vec<&str> = crate::ir::Param::ALL.iter().map(|p| p.name()).collect();
+        return Err(Diagnostic::error(loc, format!("unknown parameter '{name}' (parameters: {})", known.join(", "))));
+    }
+    p.expect(":")?;
+    let ty = p.parse_type()?;
+    let mut attrs = Attributes::new();
+    attrs.set("name", Attribute::String(name));
+    Ok(ParsedOp { operands: vec![], result_types: vec![ty], attrs, regions: vec![] })
+}
+
+fn print_param(p: &mut Printer<'_>, op: Op) {
+    let data = &p.body.ops[op];
+    let (name, result) = (data.attrs.get("name").and_then(Attribute::as_str).unwrap_or("<<missing name>>").to_string(), data.results[0]);
+    p.write(" ");
+    p.write(&name);
+    p.write(" : ");
+    p.value_type(result);
+}
+
+fn verify_param(body: &Body, op: Op) -> Result<(), String> {
+    expect_counts(body, op, 0, 1)?;
+    let data = &body.ops[op];
+    if data.attrs.get("name").and_then(Attribute::as_str).and_then(crate::ir::Param::from_name).is_none() {
+        return Err("requires a 'name' attribute naming BLOCK_M, BLOCK_N or BLOCK_K".into());
+    }
+    if !body.value_type(data.results[0]).is_index() {
+        return Err("result must be 'index'".into());
+    }
+    Ok(())
+}
+
 /// `%k = tile.dim %a[1] : !tile.ref<?x?xbf16>`
 fn parse_dim(p: &mut Parser<'_>) -> Result<ParsedOp, Diagnostic> {
     let tensor = p.parse_operand()?;

@@ -32,6 +32,7 @@ pub static OPS: &[OpDef] = &[
     arith::BLOCK_ID,
     arith::NUM_BLOCKS,
     arith::DIM,
+    arith::PARAM,
     arith::CMPI,
     control::FOR,
     control::IF,

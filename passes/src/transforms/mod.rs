@@ -6,5 +6,6 @@ pub mod licm;
 pub mod lower_to_nv;
 pub mod persistent;
 pub mod pipeline;
+pub mod select_config;
 pub mod tma_staging;
 pub mod warp_specialize;
