@@ -17,12 +17,14 @@ pub struct ConfigRequest {
     pub shape: Option<Shape>,
     /// `--param NAME=VALUE`: BLOCK_M, BLOCK_N, BLOCK_K or STAGES.
     pub params: Vec<(String, i64)>,
+    /// `--candidate R`: the R-th ranked configuration instead of the pick.
+    pub candidate: Option<i64>,
 }
 
 impl ConfigRequest {
     /// Whether the user pinned or shaped anything.
     pub fn is_given(&self) -> bool {
-        self.shape.is_some() || !self.params.is_empty()
+        self.shape.is_some() || !self.params.is_empty() || self.candidate.is_some()
     }
 
     /// The `tile-select-config{...}` pass for this request (for `shape`
@@ -34,6 +36,9 @@ impl ConfigRequest {
         }
         for (name, value) in &self.params {
             options.push(format!("{}={value}", name.to_ascii_lowercase().replace('_', "-")));
+        }
+        if let Some(rank) = self.candidate {
+            options.push(format!("candidate={rank}"));
         }
         if options.is_empty() {
             "tile-select-config".into()
@@ -66,6 +71,11 @@ pub fn parse_param(text: &str) -> Result<(String, i64), String> {
         return Err(bad());
     }
     Ok((name.to_string(), value))
+}
+
+/// `--candidate R`: a rank from 1.
+pub fn parse_candidate(text: &str) -> Result<i64, String> {
+    text.parse().ok().filter(|&r| (1..=1000).contains(&r)).ok_or_else(|| format!("--candidate expects a rank from 1 to 1000, found '{text}'"))
 }
 
 /// Whether a function still has parameters to bind.
@@ -160,9 +170,9 @@ mod tests {
 
     #[test]
     fn the_select_pass_carries_shape_and_pins() {
-        let r = ConfigRequest { shape: Some((1, 2, 3)), params: vec![("BLOCK_N".into(), 192), ("STAGES".into(), 2)] };
-        assert_eq!(r.select_pass(None), "tile-select-config{m=1 n=2 k=3 block-n=192 stages=2}");
-        assert_eq!(r.select_pass(Some((4, 5, 6))), "tile-select-config{m=4 n=5 k=6 block-n=192 stages=2}");
+        let r = ConfigRequest { shape: Some((1, 2, 3)), params: vec![("BLOCK_N".into(), 192), ("STAGES".into(), 2)], candidate: Some(3) };
+        assert_eq!(r.select_pass(None), "tile-select-config{m=1 n=2 k=3 block-n=192 stages=2 candidate=3}");
+        assert_eq!(r.select_pass(Some((4, 5, 6))), "tile-select-config{m=4 n=5 k=6 block-n=192 stages=2 candidate=3}");
         assert_eq!(ConfigRequest::default().select_pass(None), "tile-select-config");
     }
 }

@@ -4,7 +4,7 @@
 //! `tilec bench-compile` (src/bench_compile.rs) times the same steps.
 
 use crate::backend::{self, BackendOptions};
-use crate::config_select::{self, parse_param, parse_shape, ConfigRequest};
+use crate::config_select::{self, parse_candidate, parse_param, parse_shape, ConfigRequest};
 use crate::lower;
 use std::io::Write;
 use std::process::ExitCode;
@@ -38,6 +38,10 @@ const USAGE: &str = "usage: tilec compile FILE.tile [options]
                             keeping direct stores so that the kernel serves any N)
   --param NAME=VALUE        pin BLOCK_M, BLOCK_N, BLOCK_K or STAGES (repeatable)
   --explain                 print the config candidates weighed, best first, to stderr
+  --candidate R             compile the R-th ranked config instead of the pick (sweeps)
+  --shapes=MxNxK,...        build a kernel family into -o DIR: the distinct kernels config
+                            selection picks for the shapes, compiled in parallel, and
+                            DIR/family.json, the runtime's dispatch table
   --print-ir-after-all      print the IR to stderr after every tile/nv pass
   --timing                  print the time of each phase to stderr";
 
@@ -73,6 +77,7 @@ struct Args {
     timing: bool,
     config: ConfigRequest,
     explain: bool,
+    shapes: Option<Vec<config_select::Shape>>,
 }
 
 fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
@@ -95,6 +100,8 @@ fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
             ("--shape", v) => args.config.shape = Some(parse_shape(flag_value(v, &mut it, "--shape")?)?),
             ("--param", v) => args.config.params.push(parse_param(flag_value(v, &mut it, "--param")?)?),
             ("--explain", None) => args.explain = true,
+            ("--shapes", v) => args.shapes = Some(config_select::parse_shapes(flag_value(v, &mut it, "--shapes")?)?),
+            ("--candidate", v) => args.config.candidate = Some(parse_candidate(flag_value(v, &mut it, "--candidate")?)?),
             (f, _) if f.starts_with('-') => return Err(format!("unknown option '{arg}'")),
             _ if args.input.is_none() => args.input = Some(arg.clone()),
             _ => return Err(format!("unexpected extra input '{arg}'")),
@@ -102,6 +109,9 @@ fn parse_args(raw: &[String]) -> Result<Option<Args>, String> {
     }
     if args.input.is_none() {
         return Err("no input file".into());
+    }
+    if args.shapes.is_some() && (args.output.is_none() || args.emit.is_some() || args.pipeline.is_some() || args.config.shape.is_some()) {
+        return Err("--shapes builds a kernel family: give -o DIR, and neither --emit, --pass-pipeline nor --shape".into());
     }
     if args.output.is_none() && args.emit.is_none() && !args.explain {
         return Err("nothing to do: give -o DIR and/or --emit=STAGE".into());
@@ -210,6 +220,11 @@ fn run(raw: &[String]) -> Result<(), String> {
     let mut timer = Timer { on: args.timing, phases: Vec::new() };
 
     let text = std::fs::read_to_string(input).map_err(|e| format!("tilec: cannot read '{input}': {e}"))?;
+    if let (Some(shapes), Some(dir)) = (&args.shapes, &args.output) {
+        timer.time("kernel family", || crate::family::compile_family(&text, input, shapes, &args.config, dir))?;
+        timer.report();
+        return Ok(());
+    }
     let mut module = timer.time("parse + verify", || parse_and_verify(&text, input))?;
 
     let instrumentation = Instrumentation { print_after_all: args.print_after_all, ..Instrumentation::default() };

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod bench_compile;
 pub mod config_select;
 pub mod driver;
+pub mod family;
 pub mod lower;
 pub mod opt;
 

@@ -13,12 +13,14 @@ pub mod bench;
 pub mod blas;
 pub mod check;
 pub mod cuda;
+pub mod dispatch;
 pub mod error;
 pub mod lt;
 pub mod plan;
 pub mod plot;
 
 pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
+pub use dispatch::select_kernel;
 pub use cuda::{cuda_available, encode_tma, ensure_cuda, median, time_events, Element, Gpu, Kernel, Prepared};
 pub use error::{Result, RuntimeError};
 pub use plan::{compute_grid, plan_launch, tma_encode_args, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};

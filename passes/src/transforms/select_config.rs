@@ -1,5 +1,7 @@
-//! `tile-select-config{m=M n=N k=K sms=S block-m=.. block-n=.. block-k=.. stages=..}`:
-//! chooses a GEMM's configuration (config_rules.rs) and binds it into the IR.
+//! `tile-select-config{m=M n=N k=K sms=S block-m=.. block-n=.. block-k=.. stages=.. candidate=R}`:
+//! chooses a GEMM's configuration (config_rules.rs) and binds it into the IR;
+//! `candidate` takes the R-th ranked configuration instead of the pick, so
+//! that alternatives can be measured against it.
 //!
 //! The block sizes the program leaves as parameters (`tensor<BLOCK_Mx..>`,
 //! `tile.param BLOCK_K`) are chosen; those it spells as numbers, those in a
@@ -36,6 +38,12 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "block-n", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "pin BLOCK_N (0: choose)" },
         OptionSpec { name: "block-k", kind: OptionKind::Int { min: 0, max: 128 }, default: "0", help: "pin BLOCK_K (0: choose)" },
         OptionSpec { name: "stages", kind: OptionKind::Int { min: 0, max: 8 }, default: "0", help: "pin the pipeline stages (0: the most that fit)" },
+        OptionSpec {
+            name: "candidate",
+            kind: OptionKind::Int { min: 1, max: 1000 },
+            default: "1",
+            help: "take the candidate of this rank instead of the pick (1), to measure alternatives",
+        },
     ],
     create: |o| Box::new(SelectConfig::from_options(o)),
 };
@@ -49,6 +57,8 @@ pub struct SelectConfig {
     pub shape: Option<(i64, i64, i64)>,
     pub sms: i64,
     pub pins: Pins,
+    /// The rank taken, 1 for the pick.
+    pub candidate: usize,
 }
 
 impl SelectConfig {
@@ -59,6 +69,7 @@ impl SelectConfig {
             shape: (m > 0 && n > 0 && k > 0).then_some((m, n, k)),
             sms: o.int("sms"),
             pins: Pins { block_m: pin("block-m"), block_n: pin("block-n"), block_k: pin("block-k"), stages: pin("stages") },
+            candidate: usize::try_from(o.int("candidate")).expect("option range"),
         }
     }
 
@@ -155,11 +166,15 @@ impl Pass for SelectConfig {
         let Some((problem, pins, _)) = self.problem(func)? else {
             return Ok(());
         };
-        let Some(pick) = ranked.into_iter().next() else {
+        if ranked.is_empty() {
             return Err(Diagnostic::error(
                 func.loc.clone(),
                 format!("no configuration of '@{}' fits {}x{}x{} with the pinned values {pins:?}", func.name, problem.m, problem.n, problem.k),
             ));
+        }
+        let count = ranked.len();
+        let Some(pick) = ranked.into_iter().nth(self.candidate - 1) else {
+            return Err(Diagnostic::error(func.loc.clone(), format!("candidate {} asked for, but only {count} configuration(s) were weighed", self.candidate)));
         };
         bind(func, &pick);
         record(func, &problem, &pick, self.shape.is_some());
