@@ -94,9 +94,10 @@ fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
     }
 }
 
-/// The passes after `tile-select-config`, read from the `tile.config` of the
-/// module's function: the plain pipeline with its stages and epilogue, or
-/// the persistent warp-specialised schedule; `fallback` for input without
+/// The passes after `tile-select-config`, as the `tile.config` of the
+/// module's function asks: the plain pipeline (none for one stage) or the
+/// persistent warp-specialised schedule, whose passes read their stages,
+/// consumers and epilogue from `tile.config`; `fallback` for input without
 /// one (an nv-level kernel).
 pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, String> {
     let configs: Vec<_> = module.functions.iter().filter_map(config_of).collect();
@@ -105,16 +106,15 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
     };
     let int = |key: &str| config.get_int(key).ok_or_else(|| format!("tile.config has no integer '{key}'"));
     let word = |key: &str| config.get(key).and_then(Attribute::as_str).ok_or_else(|| format!("tile.config has no string '{key}'"));
-    let stages = int("stages")?;
+    // The passes read stages, consumers and the epilogue from tile.config.
     Ok(match word("schedule")? {
         "pipeline" => {
-            let pipeline = if stages > 1 { format!("tile-pipeline{{stages={stages}}},") } else { String::new() };
-            format!("tile-canonicalize,tile-assign-layouts,{pipeline}tile-lower-to-nv{{epilogue={}}},tile-canonicalize", word("epilogue")?)
+            let pipeline = if int("stages")? > 1 { "tile-pipeline," } else { "" };
+            format!("tile-canonicalize,tile-assign-layouts,{pipeline}tile-lower-to-nv,tile-canonicalize")
         }
-        "warp_specialized" => format!(
-            "tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,tile-warp-specialize{{consumers={} stages={stages}}},tile-lower-to-nv,tile-canonicalize,tile-licm",
-            int("consumers")?
-        ),
+        "warp_specialized" => {
+            "tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,tile-warp-specialize,tile-lower-to-nv,tile-canonicalize,tile-licm".to_string()
+        }
         other => return Err(format!("tile.config has an unknown schedule '{other}'")),
     })
 }

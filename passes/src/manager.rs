@@ -75,7 +75,7 @@ impl PassManager {
             let name = pass.name();
             let start = Instant::now();
             for func in &mut module.functions {
-                if let Err(diagnostic) = pass.run(func) {
+                if let Err(diagnostic) = crate::transforms::select_config::check_bound(name, func).and_then(|()| pass.run(func)) {
                     if instr.print_after_failure {
                         dump(log, &format!("IR Dump After {name} Failed"), module, instr.print);
                     }

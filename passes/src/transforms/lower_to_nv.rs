@@ -29,12 +29,23 @@ pub const INFO: PassInfo = PassInfo {
         default: "global",
         help: "store output tiles directly (global) or through a swizzled shared buffer and a TMA store (tma)",
     }],
-    create: |options| Box::new(LowerToNv { tma_epilogue: options.word("epilogue") == "tma" }),
+    create: |options| Box::new(LowerToNv { tma_epilogue: options.word("epilogue") == "tma", from_config: !options.given("epilogue") }),
 };
 
 pub struct LowerToNv {
     /// Store register tiles through shared memory and TMA.
     tma_epilogue: bool,
+    /// Take the epilogue from the function's `tile.config` (none given).
+    from_config: bool,
+}
+
+impl LowerToNv {
+    /// The epilogue config selection chose, where the pipeline gave none.
+    fn apply_config(&mut self, func: &Function) {
+        if let Some(epilogue) = super::select_config::config_word(func, "epilogue").filter(|_| self.from_config) {
+            self.tma_epilogue = epilogue == "tma";
+        }
+    }
 }
 
 impl Pass for LowerToNv {
@@ -43,6 +54,7 @@ impl Pass for LowerToNv {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        self.apply_config(func);
         let body = &mut func.body;
         let ops = body.walk_region(func.region);
         if let Some(&op) = ops.iter().find(|&&o| body.ops[o].def.name == "tile.dot_scaled") {

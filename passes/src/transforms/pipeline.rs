@@ -37,12 +37,31 @@ pub const INFO: PassInfo = PassInfo {
             help: "wgmma groups left in flight each iteration (less than stages)",
         },
     ],
-    create: |options| Box::new(Pipeline { stages: options.int("stages"), wait_depth: options.int("wait-depth") }),
+    create: |options| {
+        Box::new(Pipeline {
+            stages: options.int("stages"),
+            wait_depth: options.int("wait-depth"),
+            from_config: !options.given("stages"),
+        })
+    },
 };
 
 pub struct Pipeline {
     stages: i64,
     wait_depth: i64,
+    /// Take `stages` from the function's `tile.config` (no `stages` given).
+    from_config: bool,
+}
+
+impl Pipeline {
+    /// The stages config selection chose, when the pipeline gave none; one
+    /// stage leaves no group in flight.
+    fn apply_config(&mut self, func: &Function) {
+        if let Some(stages) = super::select_config::config_int(func, "stages").filter(|_| self.from_config) {
+            self.stages = stages;
+            self.wait_depth = self.wait_depth.min(stages - 1);
+        }
+    }
 }
 
 impl Pass for Pipeline {
@@ -51,6 +70,7 @@ impl Pass for Pipeline {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        self.apply_config(func);
         let loops: Vec<Op> = func
             .body
             .walk_region(func.region)

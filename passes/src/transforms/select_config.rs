@@ -128,10 +128,7 @@ fn merge_pin(func: &Function, name: &str, option: &mut Option<i64>, fixed: Optio
 }
 
 fn file_pin(func: &Function, key: &str) -> Option<i64> {
-    match func.attrs.get("tile.config") {
-        Some(Attribute::Dict(d)) => d.get_int(key),
-        _ => None,
-    }
+    config_int(func, key)
 }
 
 /// The precision of the function's dot and the block sizes its types spell
@@ -248,4 +245,39 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     if c.schedule == Schedule::Pipeline && func.attrs.get_int("num_warps").is_none() {
         func.attrs.set("num_warps", int(c.num_warps));
     }
+}
+
+/// An integer of the function's `tile.config`, which the passes after config
+/// selection read for the options their pipeline does not give.
+pub fn config_int(func: &Function, key: &str) -> Option<i64> {
+    match func.attrs.get("tile.config") {
+        Some(Attribute::Dict(d)) => d.get_int(key),
+        _ => None,
+    }
+}
+
+/// A word of the function's `tile.config` (`schedule`, `epilogue`).
+pub fn config_word<'a>(func: &'a Function, key: &str) -> Option<&'a str> {
+    match func.attrs.get("tile.config") {
+        Some(Attribute::Dict(d)) => d.get(key).and_then(Attribute::as_str),
+        _ => None,
+    }
+}
+
+/// Passes that do not care about tile sizes may run before the parameters
+/// are bound; any other meets a located error instead of symbolic shapes.
+pub fn check_bound(pass: &str, func: &Function) -> Result<(), Diagnostic> {
+    if matches!(pass, "tile-select-config" | "tile-canonicalize" | "tile-licm") {
+        return Ok(());
+    }
+    let body = &func.body;
+    let unbound = body.values.keys().any(|v| body.values[v].ty.is_parametric())
+        || body.walk_region(func.region).into_iter().any(|o| body.ops[o].def.name == "tile.param");
+    if unbound {
+        return Err(Diagnostic::error(
+            func.loc.clone(),
+            format!("'@{}' has unbound block-size parameters: run tile-select-config before {pass}", func.name),
+        ));
+    }
+    Ok(())
 }
