@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine, in a bundle built by `scripts/build-gpu-bundle.sh --sweep`: checks each
-# shape's pick (rank 1) on odd shapes (K and N stay multiples of 8: TMA needs 16-byte rows), times each benchmark shape's candidate kernels
-# (sweep.txt) against cuBLAS in one tilec-bench run per shape, then prints the config
-# selection's regret per shape (sweep-regret.py). Logs and JSON go to $OUT.
+# shape's pick (rank 1) on odd shapes (K and N stay multiples of 8: TMA needs 16-byte rows),
+# times each benchmark shape's candidate kernels (sweep.txt) against cuBLAS in one tilec-bench
+# run per shape, then prints the config selection's regret per shape (sweep-regret.py).
+# Logs and JSON go to $OUT.
 # usage: OUT=/tmp/out bash run-sweep.sh
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -13,7 +14,7 @@ lib=$(find $roots -name 'libcublas.so*' 2>/dev/null | head -1)
 [ -n "$lib" ] && export LD_LIBRARY_PATH=$(dirname "$lib"):${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
-echo "== the picks on odd shapes (M = 1, odd M, M, N and K not multiples of the tile)"
+echo "== the picks on odd shapes (M = 1, odd M; M, N and K not multiples of the tile)"
 for a in $(awk '$2 ~ /_r1$/ { print $2 }' sweep.txt); do
   bin/tilec-gpu-test "artifacts/$a" --shapes 1x2112x7168,129x2112x200,1000x1000x2000,4095x4104x4104 >"$out/check-$a.log" 2>&1
   echo "$a rc=$? $(grep -cw PASS "$out/check-$a.log") PASS $(grep -cw FAIL "$out/check-$a.log") FAIL"
