@@ -23,7 +23,9 @@
 //!    tile (0.68 against 0.70 of cuBLAS, 2026-11-23).
 //! 8. Epilogue: the TMA store (8.5% faster at 4096^3 on the H100) when C's
 //!    rows are 16-byte aligned (N * 2 bytes a multiple of 16) and the
-//!    schedule is the plain pipeline; direct global stores otherwise.
+//!    schedule is the plain pipeline; direct global stores otherwise. The
+//!    pick with direct stores and the stage its output tile took is ranked
+//!    as an alternative.
 //! 9. SMs: the fewest that keep the wave count, ceil(tiles / waves).
 
 use std::cmp::Ordering;
@@ -249,8 +251,11 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
 /// The first rule on which `c` loses to `best`.
 fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     let padded = |c: &Candidate| c.tiles * c.config.block_m * c.config.block_n;
+    let same_tile = (c.config.block_m, c.config.block_n) == (best.config.block_m, best.config.block_n);
     if c.config.schedule != Schedule::Pipeline {
         format!("warp-specialised alternative of the pick's tile ({} consumer(s))", c.config.num_warps / 4 - 1)
+    } else if same_tile && c.config.epilogue != best.config.epilogue {
+        format!("direct-store alternative of the pick ({} stages without the output tile)", c.config.stages)
     } else if c.waves > best.waves {
         format!("more waves ({} > {})", c.waves, best.waves)
     } else if c.last_wave < best.last_wave {
@@ -264,9 +269,9 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     }
 }
 
-/// Every tile configuration the rules allow for `problem`, best first, then
-/// the best tile under the warp-specialised schedules (rule 7). Empty when
-/// the pins leave nothing that fits.
+/// Every tile configuration the rules allow for `problem`, best first; right
+/// after the pick, its warp-specialised (rule 7) and direct-store (rule 8)
+/// alternatives. Empty when the pins leave nothing that fits.
 pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate> {
     let bk = pins.block_k.unwrap_or(problem.precision.block_k());
     let block_ms: Vec<i64> = pins.block_m.map_or(BLOCK_MS.to_vec(), |m| vec![m]);
@@ -278,9 +283,12 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
         .collect();
     ranked.sort_by(compare);
     if let Some(best) = ranked.first().cloned() {
+        if let Some(direct) = direct_stores(problem, machine, pins, &best) {
+            ranked.insert(1, direct);
+        }
         for consumers in [2, 1] {
             if let Some(ws) = warp_specialized(problem, machine, pins, &best, consumers) {
-                ranked.insert(1.min(ranked.len()), ws);
+                ranked.insert(1, ws);
             }
         }
     }
@@ -290,6 +298,22 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
         }
     }
     ranked
+}
+
+/// Rule 8's alternative: the pick with direct stores, which frees the output
+/// tile's shared memory for more stages (128x256: 4 stages instead of 3).
+fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
+    let c = best.config;
+    if c.epilogue != Epilogue::Tma {
+        return None;
+    }
+    let epilogue = Epilogue::Global;
+    let stages = match pins.stages {
+        Some(s) => s,
+        None => most_stages(problem, machine, c.block_m, c.block_n, c.block_k, epilogue)?,
+    };
+    let config = Config { stages, epilogue, ..c };
+    Some(Candidate { config, smem_bytes: smem_bytes(problem, c.block_m, c.block_n, c.block_k, stages, epilogue), reason: String::new(), ..best.clone() })
 }
 
 /// Rule 7's alternative: the best tile split over `consumers` warpgroups fed
@@ -456,8 +480,12 @@ mod tests {
         // with its own stage count (no TMA output tile: 4*49160 = 196640).
         assert_eq!(ranked[1].config.schedule, Schedule::WarpSpecialized { consumers: 2 });
         assert_eq!((ranked[1].config.stages, ranked[1].config.epilogue), (4, Global));
-        assert_eq!(ranked[2].reason, "narrower N (128 < 256)");
-        assert!(ranked.iter().skip(3).any(|c| c.reason.starts_with("more waves")));
+        // Rule 8's alternative: the pick with direct stores and the stage the
+        // output tile took.
+        assert_eq!((ranked[2].config.schedule, ranked[2].config.stages, ranked[2].config.epilogue), (Schedule::Pipeline, 4, Global));
+        assert_eq!(ranked[2].reason, "direct-store alternative of the pick (4 stages without the output tile)");
+        assert_eq!(ranked[3].reason, "narrower N (128 < 256)");
+        assert!(ranked.iter().skip(4).any(|c| c.reason.starts_with("more waves")));
         // No tile that breaks rule 1 (both sides over 128) is weighed.
         assert!(ranked.iter().all(|c| c.config.block_m <= 128 || c.config.block_n <= 128));
     }
