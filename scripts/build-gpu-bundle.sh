@@ -6,10 +6,21 @@
 #   .device/bundle/ptxas/<name>.txt            `ptxas -v` report of each kernel (when ptxas is found)
 #   .device/bundle/run-session.sh              scripts/gpu-session.sh: correctness, SASS, benchmark
 #
+#   .device/bundle/run-sweep.sh                (with --sweep) times every shape's candidates
+#
 # usage: scripts/build-gpu-bundle.sh [VARIANTS_FILE]
+#        scripts/build-gpu-bundle.sh --sweep [CANDIDATES]
+#   --sweep compiles, for each of the 20 benchmark shapes, the config selection's pick and
+#   the next CANDIDATES-1 configurations of its ranking (default 8 in all; `tilec compile
+#   examples/gemm_bf16.tile --shape S --explain` lists them) as artifacts `S_rR` (R = rank,
+#   r1 = the pick), lists them in sweep.txt, and adds run-sweep.sh, which times each
+#   shape's candidates in one tilec-bench run and prints the pick's regret (its time over
+#   the fastest candidate's).
 #   VARIANTS_FILE (default scripts/gpu-variants.txt) lists one artifact a line:
-#   `NAME FILE [PIPELINE]`, compiled with `tilec compile FILE --pass-pipeline=PIPELINE`
-#   (tilec's default pipeline when PIPELINE is absent); `#` starts a comment.
+#   `NAME FILE PIPELINE [FLAGS...]`, compiled with
+#   `tilec compile FILE --pass-pipeline=PIPELINE FLAGS...` (tilec's default pipeline, config
+#   selection first, when PIPELINE is `-`); FLAGS pin the block sizes of a parametric program
+#   (`--param BLOCK_N=256`) or give the shape (`--shape MxNxK`); `#` starts a comment.
 #   TILEC_BUNDLE_PROFILE=debug uses debug builds (faster to build; the kernels are the same).
 #   A kernel whose PTX ptxas rejects, or that spills, serialises wgmma (C7519/C7517) or has its
 #   setmaxnreg ignored (C7508), fails the build; C7514 (wgmma serialised by accumulator reads)
@@ -19,7 +30,22 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 profile=${TILEC_BUNDLE_PROFILE:-release}
 out=.device/bundle
-variants=${1:-scripts/gpu-variants.txt}
+sweep=0
+if [ "${1:-}" = --sweep ]; then
+  sweep=1
+  candidates=${2:-8}
+  variants=$(mktemp)
+  trap 'rm -f "$variants"' EXIT
+  for m in 64 128 4096; do
+    for nk in 2112x7168 24576x1536 32768x512 7168x16384 4096x7168 7168x2048; do echo "${m}x$nk"; done
+  done | cat <(printf '4096x4096x4096\n8192x8192x8192\n') - | while read -r shape; do
+    for r in $(seq 1 "$candidates"); do
+      echo "${shape}_r$r examples/gemm_bf16.tile - --shape $shape --candidate $r"
+    done
+  done >"$variants"
+else
+  variants=${1:-scripts/gpu-variants.txt}
+fi
 
 flag=()
 [ "$profile" = release ] && flag=(--release)
@@ -34,11 +60,13 @@ ptxas=$(scripts/find-ptxas.sh 2>/dev/null || true)
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/artifacts" "$out/ptxas"
 failed=0
-while read -r name file pipeline; do
+while read -r name file pipeline flags; do
   case "$name" in ''|'#'*) continue ;; esac
   dir="$out/artifacts/$name"
   args=(compile "$file" -o "$dir")
-  [ -n "$pipeline" ] && args+=("--pass-pipeline=$pipeline")
+  [ -n "$pipeline" ] && [ "$pipeline" != - ] && args+=("--pass-pipeline=$pipeline")
+  # shellcheck disable=SC2206 # FLAGS are words by design
+  [ -n "$flags" ] && args+=($flags)
   if ! "$tilec" "${args[@]}"; then
     echo "FAIL $name: tilec compile" >&2
     failed=1
@@ -68,6 +96,21 @@ for src in runtime/src/bin/*.rs; do
 done
 
 cp scripts/gpu-session.sh "$out/run-session.sh"
+if [ "$sweep" = 1 ]; then
+  # sweep.txt: SHAPE ARTIFACT CONFIG, one compiled candidate a line, in rank order; the
+  # configs come from --explain (explain/SHAPE.txt keeps the whole ranking).
+  mkdir -p "$out/explain"
+  for shape in $(grep -o -- '--shape [0-9x]*' "$variants" | cut -d' ' -f2 | uniq); do
+    "$tilec" compile examples/gemm_bf16.tile --shape "$shape" --explain 2>"$out/explain/$shape.txt"
+    for dir in "$out/artifacts/${shape}"_r*/; do
+      name=$(basename "$dir")
+      rank=${name##*_r}
+      echo "$rank $shape $name $(awk -v r="$rank" '$1 == r { for (i = 2; i <= NF && $i !~ /^[0-9]+$/; i++) printf "%s ", $i }' "$out/explain/$shape.txt")"
+    done | sort -n | cut -d' ' -f2-
+  done >"$out/sweep.txt"
+  cp scripts/run-sweep.sh "$out/run-sweep.sh"
+  cp scripts/sweep-regret.py "$out/sweep-regret.py"
+fi
 
 # Offline check: every artifact loads and validates (without libcuda the test prints SKIPPED).
 echo "== offline check of the bundle"

@@ -8,7 +8,8 @@
 //! does, so it is reported as "first run" against the later runs.
 
 use crate::backend::{self, BackendContext, BackendOptions, Timings};
-use crate::driver::{parse_and_verify, run_passes, DEFAULT_PIPELINE};
+use crate::config_select::ConfigRequest;
+use crate::driver::{parse_and_verify, run_tile_passes};
 use tilec_lower as lower;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -37,9 +38,9 @@ pub struct Args {
     /// Compiles per file, all in this process
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
-    /// tile/nv passes to run
-    #[arg(long = "pass-pipeline", value_name = "PIPELINE", default_value = DEFAULT_PIPELINE)]
-    pipeline: String,
+    /// tile/nv passes to run (default: tilec compile's: config selection, then the passes its config asks for)
+    #[arg(long = "pass-pipeline", value_name = "PIPELINE")]
+    pipeline: Option<String>,
     /// Also write the report as JSON (schema tilec-compile-time/1)
     #[arg(long, value_name = "OUT")]
     json: Option<String>,
@@ -54,11 +55,11 @@ struct Sample {
 
 /// Compiles `text` once in `ctx`. The total is the wall time of the whole compile, so it
 /// includes the glue between stages that no stage owns.
-fn compile_once(ctx: &BackendContext, text: &str, name: &str, pipeline: &str) -> Result<Sample, String> {
+fn compile_once(ctx: &BackendContext, text: &str, name: &str, pipeline: Option<&str>) -> Result<Sample, String> {
     let start = Instant::now();
     let mut module = parse_and_verify(text, name)?;
     let parsed = Instant::now();
-    run_passes(&mut module, pipeline, &PassFlags::default(), name, text)?;
+    run_tile_passes(&mut module, pipeline, &ConfigRequest::default(), &PassFlags::default(), name, text)?;
     let passed = Instant::now();
     let kernel = lower::lower_module(&module).map_err(|d| d.render(name, text))?;
     let lowered = Instant::now();
@@ -167,7 +168,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             // A fresh context per compile, as `tilec compile` has; its setup is timed apart.
             let (ctx, setup) = timed_context();
             contexts.push(setup);
-            samples.push(compile_once(&ctx, text, file, &args.pipeline)?);
+            samples.push(compile_once(&ctx, text, file, args.pipeline.as_deref())?);
         }
         let report = FileReport { file: file.clone(), samples };
         report.print();
@@ -203,7 +204,7 @@ fn to_json(raw: &[String], args: &Args, reports: &[FileReport], first: Duration,
     let _ = writeln!(j, "  \"command_line\": [{}],", command.join(", "));
     let _ = writeln!(j, "  \"host\": {{\"nproc\": {}, \"cpu\": {}}},", nproc(), cpu_model().as_deref().map_or("null".into(), json_string));
     let _ = writeln!(j, "  \"runs\": {},", args.runs);
-    let _ = writeln!(j, "  \"pass_pipeline\": {},", json_string(&args.pipeline));
+    let _ = writeln!(j, "  \"pass_pipeline\": {},", json_string(args.pipeline.as_deref().unwrap_or("default (config selection)")));
     let later_json = if later.is_empty() { "null".to_string() } else { Stats::of(later).json(later) };
     let _ = writeln!(j, "  \"context_setup\": {{\"first_ms\": {:.4}, \"later\": {later_json}}},", ms(first));
     j.push_str("  \"files\": [\n");

@@ -7,6 +7,7 @@
 
 use crate::backend::{self, BackendOptions};
 use crate::cli::{read_source, render_pass_error, run_pipeline};
+use crate::config_select::{self, parse_candidate, parse_param, parse_shape, ConfigRequest};
 use tilec_lower as lower;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -35,8 +36,9 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Compile a tile program to a PTX artifact, or print one of its stages
-    #[command(after_help = "--pass-pipeline defaults to the driver's DEFAULT_PIPELINE. The IR printing flags also \
-name upstream MLIR passes (--mlir-print-ir-after=convert-nvgpu-to-nvvm); --mlir-print-ir-after-all prints after \
+    #[command(after_help = "Without --pass-pipeline, tile-select-config runs first and the passes the config it \
+chose asks for follow; a given pipeline gets tile-select-config in front when the program has parameters or \
+config flags are given. The IR printing flags also name upstream MLIR passes (--mlir-print-ir-after=convert-nvgpu-to-nvvm); --mlir-print-ir-after-all prints after \
 every tile/nv and every upstream pass.")]
     Compile(CompileArgs),
     /// Measure compile time, stage by stage
@@ -61,6 +63,43 @@ struct CompileArgs {
     /// Where to write the reproducer when the back end fails (default: the temporary folder)
     #[arg(long = "mlir-pass-pipeline-crash-reproducer", value_name = "FILE")]
     reproducer: Option<String>,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+/// Config selection: which problem the kernel is for, and what the user pins.
+#[derive(Args, Debug)]
+struct ConfigArgs {
+    /// Choose the config for this problem shape (default: 4096^3 with direct stores, so the kernel serves any N)
+    #[arg(long, value_name = "MxNxK", value_parser = parse_shape)]
+    shape: Option<config_select::Shape>,
+    /// Pin BLOCK_M, BLOCK_N, BLOCK_K or STAGES (repeatable)
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_param)]
+    param: Vec<(String, i64)>,
+    /// Print the config candidates weighed, best first, to stderr
+    #[arg(long)]
+    explain: bool,
+    /// Compile the R-th ranked config instead of the pick (for sweeps)
+    #[arg(long, value_name = "R", value_parser = parse_candidate)]
+    candidate: Option<i64>,
+    /// Build a kernel family into -o DIR: the distinct kernels config selection picks for these shapes,
+    /// compiled in parallel, and DIR/family.json, the runtime's dispatch table
+    #[arg(long, value_name = "MxNxK,...", value_parser = parse_shape_list, conflicts_with_all = ["shape", "emit"])]
+    shapes: Option<ShapeList>,
+}
+
+/// The shapes of `--shapes`, one value on the command line.
+#[derive(Clone, Debug)]
+struct ShapeList(Vec<config_select::Shape>);
+
+fn parse_shape_list(text: &str) -> Result<ShapeList, String> {
+    config_select::parse_shapes(text).map(ShapeList)
+}
+
+impl ConfigArgs {
+    fn request(&self) -> ConfigRequest {
+        ConfigRequest { shape: self.shape, params: self.param.clone(), candidate: self.candidate }
+    }
 }
 
 /// A stage `--emit` prints, in compile order.
@@ -139,6 +178,38 @@ pub(crate) fn run_passes(module: &mut Module, pipeline: &str, flags: &PassFlags,
     run_pipeline(module, pipeline, flags, PrintOptions::default(), pipeline == DEFAULT_PIPELINE, &mut std::io::stderr()).map_err(|e| render_pass_error(&e, name, text))
 }
 
+/// The tile/nv passes: the user's pipeline (behind `tile-select-config` when
+/// the program has parameters or the flags ask for a config), or config
+/// selection followed by the passes the chosen config names.
+pub(crate) fn run_tile_passes(
+    module: &mut Module,
+    pipeline: Option<&str>,
+    request: &ConfigRequest,
+    flags: &PassFlags,
+    name: &str,
+    text: &str,
+) -> Result<(), String> {
+    let select = request.select_pass(None);
+    match pipeline {
+        Some(p) if p.contains("tile-select-config") || !(request.is_given() || config_select::is_parametric(module)) => {
+            run_passes(module, p, flags, name, text)
+        }
+        Some(p) => run_passes(module, &format!("{select},{p}"), flags, name, text),
+        None => {
+            run_passes(module, &select, flags, name, text)?;
+            let rest = config_select::pipeline_after_config(module, DEFAULT_PIPELINE).map_err(|e| format!("tilec: {e}"))?;
+            run_passes(module, &rest, flags, name, text)
+        }
+    }
+}
+
+/// `--explain`: the candidates config selection weighs for the request.
+fn explain_config(module: &Module, request: &ConfigRequest) -> Result<String, String> {
+    let entries = tilec_passes::parse_pipeline(&request.select_pass(None)).map_err(|e| format!("tilec: {e}"))?;
+    let select = tilec_passes::transforms::select_config::SelectConfig::from_options(&entries[0].options);
+    config_select::explain(module, &select, 12)
+}
+
 fn print_stdout(text: &str) -> Result<(), String> {
     std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("cannot write stdout: {e}"))
 }
@@ -155,18 +226,35 @@ fn write_reproducer(mlir: &str, opts: &BackendOptions, path: Option<&str>) -> St
 }
 
 fn compile(args: &CompileArgs) -> Result<(), Failure> {
-    if args.output.is_none() && args.emit.is_none() {
-        return Err(Failure::Usage("nothing to do: give -o DIR and/or --emit=STAGE".into()));
+    if args.output.is_none() && args.emit.is_none() && !args.config.explain {
+        return Err(Failure::Usage("nothing to do: give -o DIR and/or --emit=STAGE (or --explain)".into()));
+    }
+    if args.config.shapes.is_some() && (args.output.is_none() || args.passes.pass_pipeline.is_some()) {
+        return Err(Failure::Usage("--shapes builds a kernel family: give -o DIR and no --pass-pipeline".into()));
     }
     let mut timer = Timer { on: args.passes.timing, phases: Vec::new() };
     let (text, input) = read_source(args.input.as_deref())?;
-    let mut module = timer.time("parse + verify", || parse_and_verify(&text, &input))?;
-
-    if args.passes.dump_pass_pipeline {
-        eprint!("{}", crate::cli::describe_pipeline(args.passes.pass_pipeline.as_deref().unwrap_or(DEFAULT_PIPELINE))?);
+    let request = args.config.request();
+    if let (Some(shapes), Some(dir)) = (&args.config.shapes, &args.output) {
+        timer.time("kernel family", || crate::family::compile_family(&text, &input, &shapes.0, &request, dir))?;
+        timer.report();
+        return Ok(());
     }
-    let pipeline = args.passes.pass_pipeline.as_deref().unwrap_or(DEFAULT_PIPELINE);
-    timer.time("tile/nv passes", || run_passes(&mut module, pipeline, &args.passes, &input, &text))?;
+    let mut module = timer.time("parse + verify", || parse_and_verify(&text, &input))?;
+    if args.config.explain {
+        eprint!("{}", explain_config(&module, &request)?);
+    }
+    if args.passes.dump_pass_pipeline {
+        if let Some(p) = &args.passes.pass_pipeline {
+            eprint!("{}", crate::cli::describe_pipeline(p)?);
+        }
+    }
+    let pipeline = args.passes.pass_pipeline.as_deref();
+    timer.time("tile/nv passes", || run_tile_passes(&mut module, pipeline, &request, &args.passes, &input, &text))?;
+    if args.output.is_none() && args.emit.is_none() {
+        timer.report();
+        return Ok(());
+    }
     if args.emit == Some(Emit::Nv) {
         print_stdout(&print_module(&module, PrintOptions::default()))?;
     }

@@ -6,7 +6,9 @@
 pub mod backend;
 pub mod cli;
 pub mod bench_compile;
+pub mod config_select;
 pub mod driver;
+pub mod family;
 pub mod opt;
 pub mod split_input;
 pub mod verify_diagnostics;

@@ -6,9 +6,11 @@
 //! the grid rule, dynamic shared memory, the GEMM's logical tensors, and the
 //! kernel parameters in order. See `docs/artifact.md` for the format.
 
+mod family;
 mod manifest;
 mod validate;
 
+pub use family::*;
 pub use manifest::*;
 pub use validate::{is_identifier, literal_fits, Invalid, ValidationError};
 
@@ -38,6 +40,8 @@ pub enum ArtifactError {
         #[source]
         source: Invalid,
     },
+    #[error("{path}: invalid kernel family: {message}")]
+    Family { path: PathBuf, message: String },
     #[error("{path}: PTX has no `.entry {entry}` (the manifest's `entry`)")]
     EntryNotInPtx { path: PathBuf, entry: String },
 }

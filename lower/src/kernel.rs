@@ -462,6 +462,7 @@ impl<'a> Lowerer<'a> {
             Opcode::TileLoad | Opcode::TileStore | Opcode::TileDot | Opcode::TileDotScaled | Opcode::TileConvertLayout => {
                 Err(self.err(op, "is not supported by the lowering"))
             }
+            Opcode::TileParam => Err(self.err(op, "is an unbound config parameter: run tile-select-config (or pin it) before lowering")),
             Opcode::NvAllocSmem => {
                 let result = self.view(op, nv::AllocSmem::of)?.result(&self.f.body);
                 let b = &self.plan.buffers[&result];

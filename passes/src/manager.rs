@@ -127,7 +127,7 @@ impl PassManager {
                 if !plan[i] {
                     continue;
                 }
-                if let Err(diagnostic) = pass.run(func) {
+                if let Err(diagnostic) = crate::transforms::select_config::check_bound(name, func).and_then(|()| pass.run(func)) {
                     if instr.print_after_failure {
                         dump(log, &format!("IR Dump After {name} Failed"), module, instr.print);
                     }

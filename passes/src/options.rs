@@ -32,6 +32,8 @@ pub enum OptionValue {
 #[derive(Clone, Debug, Default)]
 pub struct PassOptions {
     values: BTreeMap<&'static str, OptionValue>,
+    /// The options the pipeline spelled out (the rest took their defaults).
+    given: Vec<&'static str>,
 }
 
 impl PassOptions {
@@ -39,6 +41,7 @@ impl PassOptions {
     /// defaults. Errors name the option and say what was expected.
     pub fn resolve(pass: &str, specs: &[OptionSpec], given: &[(String, String)]) -> Result<PassOptions, String> {
         let mut values = BTreeMap::new();
+        let mut spelled = Vec::new();
         for (key, raw) in given {
             let Some(spec) = specs.iter().find(|s| s.name == key) else {
                 let known: Vec<&str> = specs.iter().map(|s| s.name).collect();
@@ -51,6 +54,7 @@ impl PassOptions {
             if values.insert(spec.name, parse_value(pass, spec, raw)?).is_some() {
                 return Err(format!("option '{key}' of pass '{pass}' is given twice"));
             }
+            spelled.push(spec.name);
         }
         for spec in specs {
             if !values.contains_key(spec.name) {
@@ -58,7 +62,13 @@ impl PassOptions {
                 values.insert(spec.name, default);
             }
         }
-        Ok(PassOptions { values })
+        Ok(PassOptions { values, given: spelled })
+    }
+
+    /// Whether the pipeline gave `name` (passes then take it over the
+    /// function's `tile.config`).
+    pub fn given(&self, name: &str) -> bool {
+        self.given.contains(&name)
     }
 
     pub fn int(&self, name: &str) -> i64 {

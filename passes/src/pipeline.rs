@@ -106,6 +106,9 @@ mod tests {
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0].options.int("max-iterations"), 3);
         assert_eq!(entries[1].options.int("max-iterations"), 10);
+        // Passes fall back on tile.config only for options left out.
+        assert!(entries[0].options.given("max-iterations"));
+        assert!(!entries[1].options.given("max-iterations"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use crate::analysis::barriers;
 use crate::options::OptionSpec;
 use crate::phase::PhaseRule;
-use crate::transforms::{assign_layouts, canonicalize, licm, lower_to_nv, persistent, pipeline, warp_specialize};
+use crate::transforms::{assign_layouts, canonicalize, licm, lower_to_nv, persistent, pipeline, select_config, warp_specialize};
 use crate::{Pass, PassOptions};
 
 /// A pass's declaration: its name in pipelines, a one-line summary, its
@@ -25,6 +25,7 @@ pub static PASSES: &[PassInfo] = &[
     pipeline::INFO,
     lower_to_nv::INFO,
     barriers::INFO,
+    select_config::INFO,
 ];
 
 pub fn lookup(name: &str) -> Option<&'static PassInfo> {

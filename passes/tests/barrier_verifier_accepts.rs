@@ -12,16 +12,29 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// `(name, file, pipeline)` for each artifact; an nv-level spec has no pipeline.
+/// `(name, file, pipeline)` for each artifact of scripts/gpu-variants.txt
+/// (`NAME FILE PIPELINE|- [--param NAME=VALUE]...`); pinned parameters
+/// become a `tile-select-config` in front, as `tilec compile` puts it there;
+/// an nv-level spec (`-`) has no pipeline.
 fn variants() -> Vec<(String, String, Option<String>)> {
     let list = std::fs::read_to_string(root().join("scripts/gpu-variants.txt")).expect("read the variants list");
     list.lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| {
-            // The pipeline is the rest of the line: its options hold spaces.
-            let mut fields = l.trim().splitn(3, ' ');
-            let mut field = || fields.next().map(|f| f.trim().to_string());
-            (field().unwrap_or_default(), field().unwrap_or_default(), field().filter(|p| !p.is_empty()))
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let pins: Vec<String> = fields
+                .windows(2)
+                .filter(|w| w[0] == "--param")
+                .map(|w| {
+                    let (name, value) = w[1].split_once('=').expect("--param NAME=VALUE");
+                    format!("{}={value}", name.to_ascii_lowercase().replace('_', "-"))
+                })
+                .collect();
+            let pipeline = fields.get(2).filter(|p| **p != "-").map(|p| match pins.is_empty() {
+                true => p.to_string(),
+                false => format!("tile-select-config{{{}}},{p}", pins.join(" ")),
+            });
+            (fields[0].to_string(), fields[1].to_string(), pipeline)
         })
         .collect()
 }

@@ -15,6 +15,7 @@ pub mod bench;
 pub mod blas;
 pub mod check;
 pub mod cuda;
+pub mod dispatch;
 pub mod error;
 pub mod gemm;
 pub mod lt;
@@ -23,6 +24,7 @@ pub mod timing;
 
 pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
 pub use cuda::{cuda_available, encode_tma, ensure_cuda, Element, Gpu, Kernel, Prepared};
+pub use dispatch::select_kernel;
 pub use error::{Result, RuntimeError};
 pub use gemm::{BLayout, BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec};
 pub use plan::{compute_grid, plan_launch, tma_encode_args, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};

@@ -14,4 +14,4 @@ pub use body::{Block, BlockData, Body, Op, OpData, Region, RegionData, Value, Va
 pub use entity::{Arena, EntityRef};
 pub use layout::Layout;
 pub use module::{Function, Module};
-pub use types::{Dim, ElemType, RefType, SmemType, TileType, Type};
+pub use types::{Dim, ElemType, Param, RefType, SmemType, TileType, Type};

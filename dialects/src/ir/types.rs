@@ -65,6 +65,45 @@ impl ElemType {
     }
 }
 
+/// A config parameter a tile dimension may name instead of a number
+/// (`tensor<BLOCK_MxBLOCK_Kxbf16>`), as Triton's constexpr block sizes: one
+/// program serves every configuration, and config selection binds the
+/// parameters before any other pass runs. The set is closed: these are the
+/// block sizes config selection knows how to choose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Param {
+    BlockM,
+    BlockN,
+    BlockK,
+}
+
+impl Param {
+    pub const ALL: [Param; 3] = [Param::BlockM, Param::BlockN, Param::BlockK];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Param::BlockM => "BLOCK_M",
+            Param::BlockN => "BLOCK_N",
+            Param::BlockK => "BLOCK_K",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Param> {
+        Param::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The extent that stands for the parameter in a tile shape until it is
+    /// bound: negative, so no concrete tile has it and shape equality still
+    /// compares symbols.
+    pub fn extent(self) -> i64 {
+        -1 - self as i64
+    }
+
+    pub fn from_extent(extent: i64) -> Option<Param> {
+        Param::ALL.into_iter().find(|p| p.extent() == extent)
+    }
+}
+
 /// A tile: a statically shaped block of elements that lives in registers or
 /// shared memory. The layout says how it is spread over threads or swizzled
 /// in shared memory; the tile dialect leaves it open.
@@ -86,6 +125,17 @@ impl TileType {
 
     pub fn with_layout(&self, layout: Option<Layout>) -> TileType {
         TileType { layout, ..self.clone() }
+    }
+
+    /// Whether a dimension still names a [`Param`].
+    pub fn is_parametric(&self) -> bool {
+        self.shape.iter().any(|&d| Param::from_extent(d).is_some())
+    }
+
+    /// The tile with every parameter replaced by its value.
+    pub fn bind(&self, value: impl Fn(Param) -> i64) -> TileType {
+        let shape = self.shape.iter().map(|&d| Param::from_extent(d).map_or(d, &value)).collect();
+        TileType { shape, ..self.clone() }
     }
 }
 
@@ -172,5 +222,10 @@ impl Type {
 
     pub fn is_index(&self) -> bool {
         *self == Type::INDEX
+    }
+
+    /// Whether a tile dimension still names a [`Param`].
+    pub fn is_parametric(&self) -> bool {
+        self.as_tile().is_some_and(TileType::is_parametric)
     }
 }

@@ -284,6 +284,15 @@ impl<'a> Lexer<'a> {
                     let v: i64 = text.parse().map_err(|_| Diagnostic::error(loc.clone(), format!("dimension '{text}' is too large")))?;
                     Some(v)
                 }
+                // A parameter: upper case and '_', so the 'x' after it ends it.
+                Some(c) if c.is_ascii_uppercase() => {
+                    let text = self.take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_');
+                    let Some(param) = crate::ir::Param::from_name(text) else {
+                        let known: Vec<&str> = crate::ir::Param::ALL.iter().map(|p| p.name()).collect();
+                        return Err(Diagnostic::error(loc, format!("unknown parameter '{text}' in a shape (parameters: {})", known.join(", "))));
+                    };
+                    Some(param.extent())
+                }
                 _ => return Ok(dims),
             };
             if self.peek_byte() != Some(b'x') {

@@ -284,7 +284,11 @@ impl<'a> Parser<'a> {
     /// `<?x?xbf16>`, after `!tile.ref`.
     fn parse_ref_type_body(&mut self) -> Result<Type, Diagnostic> {
         self.expect("<")?;
+        let loc = self.loc();
         let shape = self.lexer.lex_dims()?;
+        if shape.iter().flatten().any(|&d| d < 0) {
+            return Err(Diagnostic::error(loc, "a tensor reference's dimensions are numbers or '?', not parameters"));
+        }
         let elem = self.parse_elem_type()?;
         self.expect(">")?;
         Ok(Type::Ref(RefType { shape, elem }))
@@ -293,6 +297,9 @@ impl<'a> Parser<'a> {
     /// `<2x128x64xbf16, #tile.nvmma_shared<...>>`, after `!nv.smem`.
     fn parse_smem_type_body(&mut self, loc: &Location) -> Result<Type, Diagnostic> {
         let tile = self.parse_tile_type_body()?;
+        if tile.is_parametric() {
+            return Err(Diagnostic::error(loc.clone(), "'!nv.smem' shapes are concrete: bind the parameters first (tile-select-config)"));
+        }
         let Some((&stages, shape)) = tile.shape.split_first().filter(|(_, rest)| !rest.is_empty()) else {
             return Err(Diagnostic::error(loc.clone(), "'!nv.smem' needs a stage dimension and a tile shape"));
         };

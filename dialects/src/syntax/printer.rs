@@ -297,7 +297,11 @@ impl<'a> Printer<'a> {
 fn shaped_body(shape: impl Iterator<Item = i64>, elem: ElemType, layout: Option<&Layout>) -> String {
     let mut s = String::from("<");
     for d in shape {
-        write!(s, "{d}x").expect("writing to a String");
+        match crate::ir::Param::from_extent(d) {
+            Some(param) => write!(s, "{}x", param.name()),
+            None => write!(s, "{d}x"),
+        }
+        .expect("writing to a String");
     }
     s.push_str(elem.mnemonic());
     if let Some(layout) = layout {

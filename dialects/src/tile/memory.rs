@@ -32,7 +32,7 @@ fn check_access(body: &Body, tile: &Type, tensor: &Type, indices: &[crate::ir::V
     if let Some(bad) = indices.iter().position(|&i| !body.value_type(i).is_index()) {
         return Err(format!("tile coordinate #{bad} must be 'index'"));
     }
-    if tile.shape.iter().any(|&d| d <= 0) {
+    if tile.shape.iter().any(|&d| d <= 0 && crate::ir::Param::from_extent(d).is_none()) {
         return Err("tile dimensions must be positive".into());
     }
     Ok(())

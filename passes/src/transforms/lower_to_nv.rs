@@ -37,12 +37,23 @@ pub const INFO: PassInfo = PassInfo {
         help: "store output tiles directly (global) or through a swizzled shared buffer and a TMA store (tma)",
     }],
     phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileScheduled, leaves: Some(Phase::Nv), reason: "it lowers tiles by their layouts (run it after tile-assign-layouts and the K loop's schedule, once)" },
-    create: |options| Box::new(LowerToNv { tma_epilogue: options.word("epilogue") == "tma" }),
+    create: |options| Box::new(LowerToNv { tma_epilogue: options.word("epilogue") == "tma", from_config: !options.given("epilogue") }),
 };
 
 pub struct LowerToNv {
     /// Store register tiles through shared memory and TMA.
     tma_epilogue: bool,
+    /// Take the epilogue from the function's `tile.config` (none given).
+    from_config: bool,
+}
+
+impl LowerToNv {
+    /// The epilogue config selection chose, where the pipeline gave none.
+    fn apply_config(&mut self, func: &Function) {
+        if let Some(epilogue) = super::select_config::config_word(func, "epilogue").filter(|_| self.from_config) {
+            self.tma_epilogue = epilogue == "tma";
+        }
+    }
 }
 
 impl Pass for LowerToNv {
@@ -51,6 +62,7 @@ impl Pass for LowerToNv {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        self.apply_config(func);
         let body = &mut func.body;
         let ops = body.walk_region(func.region);
         if let Some(&op) = ops.iter().find(|&&o| body.opcode(o) == Opcode::TileDotScaled) {

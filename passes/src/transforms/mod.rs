@@ -6,4 +6,5 @@ pub mod licm;
 pub mod lower_to_nv;
 pub mod persistent;
 pub mod pipeline;
+pub mod select_config;
 pub mod warp_specialize;

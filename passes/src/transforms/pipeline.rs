@@ -38,12 +38,31 @@ pub const INFO: PassInfo = PassInfo {
         },
     ],
     phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileLayouts, leaves: Some(Phase::TileScheduled), reason: "it stages the tiles tile-assign-layouts puts in shared memory, and a K loop takes one schedule (run it after tile-assign-layouts, instead of tile-warp-specialize, before tile-lower-to-nv)" },
-    create: |options| Box::new(Pipeline { stages: options.int("stages"), wait_depth: options.int("wait-depth") }),
+    create: |options| {
+        Box::new(Pipeline {
+            stages: options.int("stages"),
+            wait_depth: options.int("wait-depth"),
+            from_config: !options.given("stages"),
+        })
+    },
 };
 
 pub struct Pipeline {
     stages: i64,
     wait_depth: i64,
+    /// Take `stages` from the function's `tile.config` (no `stages` given).
+    from_config: bool,
+}
+
+impl Pipeline {
+    /// The stages config selection chose, when the pipeline gave none; one
+    /// stage leaves no group in flight.
+    fn apply_config(&mut self, func: &Function) {
+        if let Some(stages) = super::select_config::config_int(func, "stages").filter(|_| self.from_config) {
+            self.stages = stages;
+            self.wait_depth = self.wait_depth.min(stages - 1);
+        }
+    }
 }
 
 impl Pass for Pipeline {
@@ -52,6 +71,7 @@ impl Pass for Pipeline {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        self.apply_config(func);
         let loops: Vec<For> = func.body.walk_region(func.region).into_iter().filter_map(|op| staged_loop(&func.body, op)).collect();
         for for_op in loops {
             if self.wait_depth >= self.stages {

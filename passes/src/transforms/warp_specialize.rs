@@ -52,6 +52,7 @@ pub const INFO: PassInfo = PassInfo {
             stages: o.int("stages"),
             producer_regs: o.int("producer-regs"),
             consumer_regs: o.int("consumer-regs"),
+            from_config: [("consumers", !o.given("consumers")), ("stages", !o.given("stages"))],
         })
     },
 };
@@ -61,6 +62,25 @@ pub struct WarpSpecialize {
     stages: i64,
     producer_regs: i64,
     consumer_regs: i64,
+    /// Options the pipeline did not give, taken from `tile.config`.
+    from_config: [(&'static str, bool); 2],
+}
+
+impl WarpSpecialize {
+    /// The consumers and stages config selection chose for a warp-specialised
+    /// schedule, where the pipeline gave none.
+    fn apply_config(&mut self, func: &Function) {
+        if super::select_config::config_word(func, "schedule") != Some("warp_specialized") {
+            return;
+        }
+        for (key, take) in self.from_config {
+            match super::select_config::config_int(func, key).filter(|_| take) {
+                Some(v) if key == "consumers" => self.consumers = v,
+                Some(v) => self.stages = v,
+                None => {}
+            }
+        }
+    }
 }
 
 /// Threads in a warpgroup: every consumer thread arrives on `empty`.
@@ -72,6 +92,7 @@ impl Pass for WarpSpecialize {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        self.apply_config(func);
         for regs in [self.producer_regs, self.consumer_regs] {
             if !tilec_dialects::nv::roles::valid_register_budget(regs) {
                 return Err(Diagnostic::error(func.loc.clone(), format!("tile-warp-specialize: {regs} registers is not a multiple of 8 from 24 to 256")));

@@ -1,0 +1,287 @@
+//! `tile-select-config{m=M n=N k=K sms=S block-m=.. block-n=.. block-k=.. stages=.. candidate=R}`:
+//! chooses a GEMM's configuration (config_rules.rs) and binds it into the IR;
+//! `candidate` takes the R-th ranked configuration instead of the pick, so
+//! that alternatives can be measured against it.
+//!
+//! The block sizes the program leaves as parameters (`tensor<BLOCK_Mx..>`,
+//! `tile.param BLOCK_K`) are chosen; those it spells as numbers, those in a
+//! `tile.config` attribute written in the file, and the `block-*` and
+//! `stages` options are pinned. Afterwards every type is concrete, each
+//! `tile.param` is a `tile.constant`, and the function carries the whole
+//! decision as `tile.config = {block_m = .., stages = .., ...}` (and
+//! `num_warps` when the program did not fix it), which the driver reads to
+//! build the rest of the pipeline.
+//!
+//! Without a shape (m, n, k of 0) the pass picks for a 4096^3 problem and
+//! keeps direct global stores, since the kernel must then serve any N
+//! (a TMA store needs 16-byte aligned rows of C).
+
+use crate::op_error;
+use crate::phase::PhaseRule;
+use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Schedule};
+use crate::options::{OptionKind, OptionSpec};
+use crate::registry::PassInfo;
+use crate::{Pass, PassOptions};
+use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint, Param, Type};
+use tilec_dialects::{Diagnostic, Function};
+
+const DIM: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
+
+pub const INFO: PassInfo = PassInfo {
+    name: "tile-select-config",
+    summary: "Choose block sizes, stages, schedule and epilogue for the problem shape and bind the parameters",
+    options: &[
+        OptionSpec { name: "m", kind: DIM, default: "0", help: "rows of A and C (0: the default shape policy)" },
+        OptionSpec { name: "n", kind: DIM, default: "0", help: "columns of C (0: the default shape policy)" },
+        OptionSpec { name: "k", kind: DIM, default: "0", help: "the reduction length (0: the default shape policy)" },
+        OptionSpec { name: "sms", kind: OptionKind::Int { min: 1, max: 1024 }, default: "132", help: "SMs of the target GPU" },
+        OptionSpec { name: "block-m", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "pin BLOCK_M (0: choose)" },
+        OptionSpec { name: "block-n", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "pin BLOCK_N (0: choose)" },
+        OptionSpec { name: "block-k", kind: OptionKind::Int { min: 0, max: 128 }, default: "0", help: "pin BLOCK_K (0: choose)" },
+        OptionSpec { name: "stages", kind: OptionKind::Int { min: 0, max: 8 }, default: "0", help: "pin the pipeline stages (0: the most that fit)" },
+        OptionSpec {
+            name: "candidate",
+            kind: OptionKind::Int { min: 1, max: 1000 },
+            default: "1",
+            help: "take the candidate of this rank instead of the pick (1), to measure alternatives",
+        },
+    ],
+    // Any phase: a function with no GEMM to configure (nv-level input) passes
+    // through it unchanged, so tilec can always run it first.
+    phases: PhaseRule::ANY,
+    create: |o| Box::new(SelectConfig::from_options(o)),
+};
+
+/// The shape a kernel compiled without one is chosen for.
+pub const DEFAULT_SHAPE: (i64, i64, i64) = (4096, 4096, 4096);
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SelectConfig {
+    /// (m, n, k), or `None` for the default shape policy.
+    pub shape: Option<(i64, i64, i64)>,
+    pub sms: i64,
+    pub pins: Pins,
+    /// The rank taken, 1 for the pick.
+    pub candidate: usize,
+}
+
+impl SelectConfig {
+    pub fn from_options(o: &PassOptions) -> SelectConfig {
+        let pin = |name: &str| Some(o.int(name)).filter(|&v| v > 0);
+        let (m, n, k) = (o.int("m"), o.int("n"), o.int("k"));
+        SelectConfig {
+            shape: (m > 0 && n > 0 && k > 0).then_some((m, n, k)),
+            sms: o.int("sms"),
+            pins: Pins { block_m: pin("block-m"), block_n: pin("block-n"), block_k: pin("block-k"), stages: pin("stages") },
+            candidate: usize::try_from(o.int("candidate")).expect("option range"),
+        }
+    }
+
+    /// The problem and pins for `func`, or `None` when it has no dot to
+    /// configure (an nv-level kernel).
+    pub fn problem(&self, func: &Function) -> Result<Option<(Problem, Pins, Machine)>, Diagnostic> {
+        let Some((precision, program)) = program_pins(func)? else {
+            return Ok(None);
+        };
+        let mut pins = self.pins;
+        for (name, from_program, from_file) in [
+            ("BLOCK_M", program.block_m, file_pin(func, "block_m")),
+            ("BLOCK_N", program.block_n, file_pin(func, "block_n")),
+            ("BLOCK_K", program.block_k, file_pin(func, "block_k")),
+        ] {
+            merge_pin(func, name, pin_of(&mut pins, name), from_program.or(from_file))?;
+        }
+        if pins.stages.is_none() {
+            pins.stages = file_pin(func, "stages");
+        }
+        let (m, n, k) = self.shape.unwrap_or(DEFAULT_SHAPE);
+        let machine = Machine { sms: self.sms, ..Machine::H100 };
+        Ok(Some((Problem { m, n, k, precision, any_n: self.shape.is_none() }, pins, machine)))
+    }
+
+    /// Every candidate weighed for `func`, best first (for `--explain`).
+    pub fn weigh(&self, func: &Function) -> Result<Vec<Candidate>, Diagnostic> {
+        let Some((problem, pins, machine)) = self.problem(func)? else {
+            return Ok(Vec::new());
+        };
+        config_rules::check_pins(&problem, &pins).map_err(|e| Diagnostic::error(func.loc.clone(), e))?;
+        Ok(config_rules::rank(&problem, &machine, &pins))
+    }
+}
+
+fn pin_of<'a>(pins: &'a mut Pins, name: &str) -> &'a mut Option<i64> {
+    match name {
+        "BLOCK_M" => &mut pins.block_m,
+        "BLOCK_N" => &mut pins.block_n,
+        _ => &mut pins.block_k,
+    }
+}
+
+/// A value the program or its `tile.config` fixes must agree with the option.
+fn merge_pin(func: &Function, name: &str, option: &mut Option<i64>, fixed: Option<i64>) -> Result<(), Diagnostic> {
+    match (*option, fixed) {
+        (Some(o), Some(f)) if o != f => {
+            Err(Diagnostic::error(func.loc.clone(), format!("{name} is pinned to {o}, but '@{}' fixes it to {f}", func.name)))
+        }
+        (None, Some(f)) => {
+            *option = Some(f);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn file_pin(func: &Function, key: &str) -> Option<i64> {
+    config_int(func, key)
+}
+
+/// The precision of the function's dot and the block sizes its types spell
+/// as numbers: A is BLOCK_M x BLOCK_K and the accumulator BLOCK_M x BLOCK_N.
+fn program_pins(func: &Function) -> Result<Option<(Precision, Pins)>, Diagnostic> {
+    let body = &func.body;
+    let dots: Vec<_> =
+        body.walk_region(func.region).into_iter().filter(|&o| matches!(body.ops[o].def.name, "tile.dot" | "tile.dot_scaled")).collect();
+    let Some(&dot) = dots.first() else {
+        return Ok(None);
+    };
+    if dots.len() > 1 {
+        return Err(op_error(body, dots[1], "is a second dot: tile-select-config configures one GEMM a function".into()));
+    }
+    let data = &body.ops[dot];
+    let tile = |i: usize| body.value_type(data.operands[i]).as_tile().expect("verified dot").clone();
+    let (a, acc) = (tile(0), tile(data.operands.len() - 1));
+    let precision = if data.def.name == "tile.dot_scaled" { Precision::Fp8BlockScaled } else { Precision::Bf16 };
+    let (bm, bk) = if data.attrs.has("transpose_a") { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
+    let fixed = |d: i64| Some(d).filter(|&d| Param::from_extent(d).is_none());
+    let pins = Pins { block_m: fixed(bm), block_n: fixed(acc.shape[1]), block_k: fixed(bk), stages: None };
+    Ok(Some((precision, pins)))
+}
+
+impl Pass for SelectConfig {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        let ranked = self.weigh(func)?;
+        let Some((problem, pins, _)) = self.problem(func)? else {
+            return Ok(());
+        };
+        if ranked.is_empty() {
+            return Err(Diagnostic::error(
+                func.loc.clone(),
+                format!("no configuration of '@{}' fits {}x{}x{} with the pinned values {pins:?}", func.name, problem.m, problem.n, problem.k),
+            ));
+        }
+        let count = ranked.len();
+        let Some(pick) = ranked.into_iter().nth(self.candidate - 1) else {
+            return Err(Diagnostic::error(func.loc.clone(), format!("candidate {} asked for, but only {count} configuration(s) were weighed", self.candidate)));
+        };
+        bind(func, &pick);
+        record(func, &problem, &pick, self.shape.is_some());
+        Ok(())
+    }
+}
+
+/// Replaces every parameter in types and `tile.param` ops by its value.
+fn bind(func: &mut Function, pick: &Candidate) {
+    let c = pick.config;
+    let value = |p: Param| match p {
+        Param::BlockM => c.block_m,
+        Param::BlockN => c.block_n,
+        Param::BlockK => c.block_k,
+    };
+    let body = &mut func.body;
+    let values: Vec<_> = body.values.keys().collect();
+    for v in values {
+        if let Type::Tile(t) = &body.values[v].ty {
+            if t.is_parametric() {
+                body.values[v].ty = Type::Tile(t.bind(value));
+            }
+        }
+    }
+    for op in body.walk_region(func.region) {
+        if body.ops[op].def.name != "tile.param" {
+            continue;
+        }
+        let param = body.ops[op].attrs.get("name").and_then(Attribute::as_str).and_then(Param::from_name).expect("verified tile.param");
+        let old = body.result(op, 0);
+        let loc = body.ops[op].loc.clone();
+        let mut b = Builder::new(body, InsertPoint::Before(op), loc);
+        let constant = b.index(value(param));
+        if let Some(hint) = body.values[old].name_hint.clone() {
+            body.values[constant].name_hint = Some(hint);
+        }
+        body.replace_all_uses(func.region, old, constant);
+        body.remove_op(op);
+    }
+}
+
+/// Writes the decision into `tile.config` (and `num_warps` for the plain
+/// pipeline, unless the program fixed it).
+fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given: bool) {
+    let c = pick.config;
+    let int = |v: i64| Attribute::Int(v, ElemType::I64);
+    let mut d = Attributes::new();
+    if shape_given {
+        d.set("m", int(problem.m));
+        d.set("n", int(problem.n));
+        d.set("k", int(problem.k));
+    }
+    d.set("block_m", int(c.block_m));
+    d.set("block_n", int(c.block_n));
+    d.set("block_k", int(c.block_k));
+    d.set("stages", int(c.stages));
+    let (schedule, consumers, persistent) = match c.schedule {
+        Schedule::Pipeline => ("pipeline", 0, false),
+        Schedule::WarpSpecialized { consumers } => ("warp_specialized", consumers, true),
+    };
+    d.set("schedule", Attribute::String(schedule.into()));
+    d.set("consumers", int(consumers));
+    d.set("persistent", Attribute::Bool(persistent));
+    d.set("tile_order", Attribute::String(if persistent { "grouped" } else { "grid" }.into()));
+    d.set("epilogue", Attribute::String(c.epilogue.word().into()));
+    d.set("sms", int(c.sms));
+    d.set("waves", int(pick.waves));
+    d.set("last_wave", int(pick.last_wave));
+    d.set("smem_bytes", int(pick.smem_bytes));
+    func.attrs.set("tile.config", Attribute::Dict(d));
+    if c.schedule == Schedule::Pipeline && func.attrs.get_int("num_warps").is_none() {
+        func.attrs.set("num_warps", int(c.num_warps));
+    }
+}
+
+/// An integer of the function's `tile.config`, which the passes after config
+/// selection read for the options their pipeline does not give.
+pub fn config_int(func: &Function, key: &str) -> Option<i64> {
+    match func.attrs.get("tile.config") {
+        Some(Attribute::Dict(d)) => d.get_int(key),
+        _ => None,
+    }
+}
+
+/// A word of the function's `tile.config` (`schedule`, `epilogue`).
+pub fn config_word<'a>(func: &'a Function, key: &str) -> Option<&'a str> {
+    match func.attrs.get("tile.config") {
+        Some(Attribute::Dict(d)) => d.get(key).and_then(Attribute::as_str),
+        _ => None,
+    }
+}
+
+/// Passes that do not care about tile sizes may run before the parameters
+/// are bound; any other meets a located error instead of symbolic shapes.
+pub fn check_bound(pass: &str, func: &Function) -> Result<(), Diagnostic> {
+    if matches!(pass, "tile-select-config" | "tile-canonicalize" | "tile-licm") {
+        return Ok(());
+    }
+    let body = &func.body;
+    let unbound = body.values.keys().any(|v| body.values[v].ty.is_parametric())
+        || body.walk_region(func.region).into_iter().any(|o| body.ops[o].def.name == "tile.param");
+    if unbound {
+        return Err(Diagnostic::error(
+            func.loc.clone(),
+            format!("'@{}' has unbound block-size parameters: run tile-select-config before {pass}", func.name),
+        ));
+    }
+    Ok(())
+}

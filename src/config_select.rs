@@ -1,0 +1,178 @@
+//! Config selection in the driver: the `--shape`, `--param` and `--explain`
+//! flags of `tilec compile`, and the pipeline that follows
+//! `tile-select-config`, built from the `tile.config` it writes.
+
+use std::fmt::Write;
+use tilec_dialects::ir::{Attribute, Param};
+use tilec_dialects::{Function, Module};
+use tilec_passes::config_rules::Machine;
+use tilec_passes::transforms::select_config::SelectConfig;
+
+/// A problem shape `MxNxK`.
+pub type Shape = (i64, i64, i64);
+
+/// What the user asked of config selection.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfigRequest {
+    pub shape: Option<Shape>,
+    /// `--param NAME=VALUE`: BLOCK_M, BLOCK_N, BLOCK_K or STAGES.
+    pub params: Vec<(String, i64)>,
+    /// `--candidate R`: the R-th ranked configuration instead of the pick.
+    pub candidate: Option<i64>,
+}
+
+impl ConfigRequest {
+    /// Whether the user pinned or shaped anything.
+    pub fn is_given(&self) -> bool {
+        self.shape.is_some() || !self.params.is_empty() || self.candidate.is_some()
+    }
+
+    /// The `tile-select-config{...}` pass for this request (for `shape`
+    /// instead of the request's own where one is given).
+    pub fn select_pass(&self, shape: Option<Shape>) -> String {
+        let mut options = Vec::new();
+        if let Some((m, n, k)) = shape.or(self.shape) {
+            options.push(format!("m={m} n={n} k={k}"));
+        }
+        for (name, value) in &self.params {
+            options.push(format!("{}={value}", name.to_ascii_lowercase().replace('_', "-")));
+        }
+        if let Some(rank) = self.candidate {
+            options.push(format!("candidate={rank}"));
+        }
+        if options.is_empty() {
+            "tile-select-config".into()
+        } else {
+            format!("tile-select-config{{{}}}", options.join(" "))
+        }
+    }
+}
+
+/// `4096x2112x7168`.
+pub fn parse_shape(text: &str) -> Result<Shape, String> {
+    let dims: Vec<Option<i64>> = text.split('x').map(|d| d.parse::<i64>().ok().filter(|&d| d > 0)).collect();
+    match dims[..] {
+        [Some(m), Some(n), Some(k)] => Ok((m, n, k)),
+        _ => Err(format!("--shape expects MxNxK with three positive integers, found '{text}'")),
+    }
+}
+
+/// `4096x2112x7168,128x2112x7168`.
+pub fn parse_shapes(text: &str) -> Result<Vec<Shape>, String> {
+    text.split(',').map(parse_shape).collect()
+}
+
+/// `BLOCK_N=192` or `STAGES=3`.
+pub fn parse_param(text: &str) -> Result<(String, i64), String> {
+    let bad = || format!("--param expects NAME=VALUE with NAME one of BLOCK_M, BLOCK_N, BLOCK_K, STAGES and a positive VALUE, found '{text}'");
+    let (name, value) = text.split_once('=').ok_or_else(bad)?;
+    let value: i64 = value.parse().ok().filter(|&v| v > 0).ok_or_else(bad)?;
+    if Param::from_name(name).is_none() && name != "STAGES" {
+        return Err(bad());
+    }
+    Ok((name.to_string(), value))
+}
+
+/// `--candidate R`: a rank from 1.
+pub fn parse_candidate(text: &str) -> Result<i64, String> {
+    text.parse().ok().filter(|&r| (1..=1000).contains(&r)).ok_or_else(|| format!("--candidate expects a rank from 1 to 1000, found '{text}'"))
+}
+
+/// Whether a function still has parameters to bind.
+pub fn is_parametric(module: &Module) -> bool {
+    module.functions.iter().any(|f| {
+        f.body.values.keys().any(|v| f.body.values[v].ty.is_parametric())
+            || f.body.walk_region(f.region).into_iter().any(|o| f.body.ops[o].def.name == "tile.param")
+    })
+}
+
+/// The `tile.config` a function carries, as a dictionary.
+fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
+    match func.attrs.get("tile.config") {
+        Some(Attribute::Dict(d)) => Some(d),
+        _ => None,
+    }
+}
+
+/// The passes after `tile-select-config`, as the `tile.config` of the
+/// module's function asks: the plain pipeline (none for one stage) or the
+/// persistent warp-specialised schedule, whose passes read their stages,
+/// consumers and epilogue from `tile.config`; `fallback` for input without
+/// one (an nv-level kernel).
+pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, String> {
+    let configs: Vec<_> = module.functions.iter().filter_map(config_of).collect();
+    let Some(config) = configs.first() else {
+        return Ok(fallback.to_string());
+    };
+    let int = |key: &str| config.get_int(key).ok_or_else(|| format!("tile.config has no integer '{key}'"));
+    let word = |key: &str| config.get(key).and_then(Attribute::as_str).ok_or_else(|| format!("tile.config has no string '{key}'"));
+    // The passes read stages, consumers and the epilogue from tile.config.
+    Ok(match word("schedule")? {
+        "pipeline" => {
+            let pipeline = if int("stages")? > 1 { "tile-pipeline," } else { "" };
+            format!("tile-canonicalize,tile-assign-layouts,{pipeline}tile-lower-to-nv,tile-canonicalize")
+        }
+        "warp_specialized" => {
+            "tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,tile-warp-specialize,tile-lower-to-nv,tile-canonicalize,tile-licm".to_string()
+        }
+        other => return Err(format!("tile.config has an unknown schedule '{other}'")),
+    })
+}
+
+/// `--explain`: the candidates weighed for each function, best first.
+pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<String, String> {
+    let machine = Machine { sms: select.sms, ..Machine::H100 };
+    let mut out = String::new();
+    for func in &module.functions {
+        let ranked = select.weigh(func).map_err(|d| d.to_string())?;
+        let Some((problem, _, _)) = select.problem(func).map_err(|d| d.to_string())? else {
+            continue;
+        };
+        let shape_note = if select.shape.is_none() { " (no --shape: the default shape policy, any N)" } else { "" };
+        writeln!(out, "config candidates for @{} at {}x{}x{}{shape_note}, {} SMs, {} bytes of shared memory:", func.name, problem.m, problem.n, problem.k, machine.sms, machine.smem_bytes).expect("String");
+        writeln!(out, "  {:>4} {:<56} {:>6} {:>5} {:>9} {:>7}  reason", "rank", "config", "tiles", "waves", "last wave", "smem").expect("String");
+        for (i, c) in ranked.iter().take(limit).enumerate() {
+            writeln!(
+                out,
+                "  {:>4} {:<56} {:>6} {:>5} {:>8.0}% {:>7}  {}",
+                i + 1,
+                c.config.to_string(),
+                c.tiles,
+                c.waves,
+                100.0 * c.last_wave_utilisation(&machine),
+                c.smem_bytes,
+                c.reason
+            )
+            .expect("String");
+        }
+        if ranked.len() > limit {
+            writeln!(out, "  ... {} more", ranked.len() - limit).expect("String");
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_parse_or_say_what_is_wrong() {
+        assert_eq!(parse_shape("4096x2112x7168"), Ok((4096, 2112, 7168)));
+        assert!(parse_shape("4096x2112").unwrap_err().contains("MxNxK"));
+        assert!(parse_shape("0x1x1").is_err());
+        assert_eq!(parse_shapes("64x8x8,128x8x8").unwrap().len(), 2);
+        assert_eq!(parse_param("BLOCK_N=192"), Ok(("BLOCK_N".into(), 192)));
+        assert!(parse_param("BLOCK_Q=1").is_err());
+        assert!(parse_param("BLOCK_N").is_err());
+        assert!(parse_param("BLOCK_N=-3").is_err());
+    }
+
+    #[test]
+    fn the_select_pass_carries_shape_and_pins() {
+        let r = ConfigRequest { shape: Some((1, 2, 3)), params: vec![("BLOCK_N".into(), 192), ("STAGES".into(), 2)], candidate: Some(3) };
+        assert_eq!(r.select_pass(None), "tile-select-config{m=1 n=2 k=3 block-n=192 stages=2 candidate=3}");
+        assert_eq!(r.select_pass(Some((4, 5, 6))), "tile-select-config{m=4 n=5 k=6 block-n=192 stages=2 candidate=3}");
+        assert_eq!(ConfigRequest::default().select_pass(None), "tile-select-config");
+    }
+}

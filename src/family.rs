@@ -1,0 +1,133 @@
+//! `tilec compile FILE --shapes LIST -o DIR`: a kernel family. Config
+//! selection runs once per shape; shapes that get the same kernel share it;
+//! the distinct kernels compile in parallel, each into `DIR/<name>/`, and
+//! `DIR/family.json` holds the dispatch table the runtime reads
+//! (`tilec_runtime::select_kernel`).
+
+use crate::backend::{self, BackendOptions};
+use crate::config_select::{pipeline_after_config, ConfigRequest, Shape};
+use crate::driver::{parse_and_verify, run_passes, DEFAULT_PIPELINE};
+use tilec_lower as lower;
+use std::collections::BTreeMap;
+use tilec_artifact::{Artifact, DispatchEntry, FamilyKernel, FamilyManifest, FAMILY_FORMAT_VERSION};
+use tilec_dialects::ir::Attribute;
+use tilec_dialects::Module;
+use tilec_cli::PassFlags;
+
+/// The `tile.config` entries that make one kernel differ from another (the
+/// shape and the wave figures do not change the code).
+const KERNEL_KEYS: [&str; 7] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue"];
+
+/// What tells kernels apart: the config's code-changing entries, as text.
+fn kernel_key(module: &Module) -> String {
+    let Some(f) = module.functions.first() else {
+        return String::new();
+    };
+    let Some(Attribute::Dict(d)) = f.attrs.get("tile.config") else {
+        return String::new();
+    };
+    let value = |key: &str| match d.get(key) {
+        Some(Attribute::Int(v, _)) => v.to_string(),
+        Some(Attribute::String(s)) => s.clone(),
+        _ => "-".into(),
+    };
+    let [bm, bn, bk, stages, schedule, consumers, epilogue] = KERNEL_KEYS.map(value);
+    let schedule = if schedule == "warp_specialized" { format!("ws{consumers}") } else { schedule };
+    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}")
+}
+
+/// The dispatch rows for `picks` (shape, kernel name): per (N, K), the shapes
+/// in M order split the M axis; each kernel serves M up to its shape's, the
+/// largest everything above; neighbours with one kernel share a row.
+pub fn dispatch_table(picks: &[(Shape, String)]) -> Vec<DispatchEntry> {
+    let mut by_nk: BTreeMap<(i64, i64), Vec<(i64, &str)>> = BTreeMap::new();
+    for ((m, n, k), kernel) in picks {
+        by_nk.entry((*n, *k)).or_default().push((*m, kernel.as_str()));
+    }
+    let mut rows: Vec<DispatchEntry> = Vec::new();
+    for ((n, k), mut ms) in by_nk {
+        ms.sort();
+        ms.dedup_by_key(|(m, _)| *m);
+        let mut m_min = 1u64;
+        for (i, (m, kernel)) in ms.iter().enumerate() {
+            let m_max = if i + 1 == ms.len() { u64::MAX } else { *m as u64 };
+            match rows.last_mut() {
+                Some(last) if last.n == n as u64 && last.k == k as u64 && last.kernel == *kernel => last.m_max = m_max,
+                _ => rows.push(DispatchEntry { n: n as u64, k: k as u64, m_min, m_max, kernel: kernel.to_string() }),
+            }
+            m_min = m_max.saturating_add(1);
+        }
+    }
+    rows
+}
+
+/// Compiles the family of `text` (named `input`) for `shapes` into `dir`.
+pub fn compile_family(text: &str, input: &str, shapes: &[Shape], request: &ConfigRequest, dir: &str) -> Result<(), String> {
+    // Config selection per shape (cheap), then one module per distinct kernel.
+    let mut kernels: Vec<(String, Module)> = Vec::new();
+    let mut picks: Vec<(Shape, String)> = Vec::new();
+    for &shape in shapes {
+        let mut module = parse_and_verify(text, input)?;
+        run_passes(&mut module, &request.select_pass(Some(shape)), &PassFlags::default(), input, text)?;
+        let key = kernel_key(&module);
+        let index = match kernels.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                kernels.push((key, module));
+                kernels.len() - 1
+            }
+        };
+        picks.push((shape, format!("k{index}")));
+    }
+    std::thread::scope(|scope| {
+        let jobs: Vec<_> = kernels
+            .iter_mut()
+            .enumerate()
+            .map(|(i, (_, module))| scope.spawn(move || compile_kernel(module, input, text, &format!("{dir}/k{i}"))))
+            .collect();
+        jobs.into_iter().map(|j| j.join().expect("a kernel's compile thread panicked")).collect::<Result<Vec<()>, String>>()
+    })?;
+    let family = FamilyManifest {
+        format_version: FAMILY_FORMAT_VERSION,
+        kernels: kernels.iter().enumerate().map(|(i, (key, _))| FamilyKernel { name: format!("k{i}"), config: key.clone() }).collect(),
+        dispatch: dispatch_table(&picks),
+    };
+    family.write(dir).map_err(|e| format!("tilec: {e}"))
+}
+
+/// The passes after config selection, lowering, PTX, and the artifact.
+fn compile_kernel(module: &mut Module, input: &str, text: &str, dir: &str) -> Result<(), String> {
+    let rest = pipeline_after_config(module, DEFAULT_PIPELINE).map_err(|e| format!("tilec: {e}"))?;
+    run_passes(module, &rest, &PassFlags::default(), input, text)?;
+    let kernel = lower::lower_module(module).map_err(|d| d.render(input, text))?;
+    let opts = BackendOptions { source_name: format!("{input} (generated MLIR)"), ..BackendOptions::default() };
+    let ptx = backend::mlir_to_ptx(&kernel.mlir, &opts)
+        .map_err(|e| format!("{input}: error: the back end rejected the generated MLIR (a tilec bug):\n{e}"))?;
+    Artifact::write(dir, &kernel.manifest, &ptx.text).map_err(|e| format!("tilec: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_m_axis_is_split_at_the_shapes() {
+        let picks = vec![
+            ((4096, 7168, 2048), "k1".to_string()),
+            ((64, 7168, 2048), "k0".to_string()),
+            ((128, 7168, 2048), "k0".to_string()),
+            ((128, 4096, 7168), "k2".to_string()),
+        ];
+        let rows = dispatch_table(&picks);
+        let row = |n, k, m_min, m_max, kernel: &str| DispatchEntry { n, k, m_min, m_max, kernel: kernel.into() };
+        assert_eq!(
+            rows,
+            vec![
+                row(4096, 7168, 1, u64::MAX, "k2"),
+                // 64 and 128 share k0: one row up to 128; 4096's kernel above it.
+                row(7168, 2048, 1, 128, "k0"),
+                row(7168, 2048, 129, u64::MAX, "k1"),
+            ]
+        );
+    }
+}
