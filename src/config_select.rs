@@ -80,10 +80,7 @@ pub fn parse_candidate(text: &str) -> Result<i64, String> {
 
 /// Whether a function still has parameters to bind.
 pub fn is_parametric(module: &Module) -> bool {
-    module.functions.iter().any(|f| {
-        f.body.values.keys().any(|v| f.body.values[v].ty.is_parametric())
-            || f.body.walk_region(f.region).into_iter().any(|o| f.body.ops[o].def.name == "tile.param")
-    })
+    module.functions.iter().any(tilec_passes::config::has_unbound_parameters)
 }
 
 /// The `tile.config` a function carries, as a dictionary.

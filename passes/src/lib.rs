@@ -7,6 +7,7 @@
 //! leaves, and the pass manager rejects a pipeline out of order.
 
 pub mod analysis;
+pub mod config;
 pub mod config_rules;
 pub mod hopper;
 pub mod layout_rules;

@@ -127,7 +127,7 @@ impl PassManager {
                 if !plan[i] {
                     continue;
                 }
-                if let Err(diagnostic) = crate::transforms::select_config::check_bound(name, func).and_then(|()| pass.run(func)) {
+                if let Err(diagnostic) = pass.run(func) {
                     if instr.print_after_failure {
                         dump(log, &format!("IR Dump After {name} Failed"), module, instr.print);
                     }
@@ -166,6 +166,9 @@ fn order_error(func: &Function, pass: &str, rule: &PhaseRule, phase: Phase, last
     let mut message = format!("pass '{pass}' needs {}, but @{} is {phase} {at}", rule.describe_needs(), func.name);
     if !rule.reason.is_empty() {
         message.push_str(&format!(": {}", rule.reason));
+    }
+    if phase == Phase::Parametric {
+        message.push_str(" (run tile-select-config first, or pin the block sizes)");
     }
     Diagnostic::error(func.loc.clone(), message)
 }

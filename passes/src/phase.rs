@@ -12,7 +12,11 @@ use tilec_dialects::Function;
 /// The IR's form, in the order the passes move it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Phase {
-    /// Tile IR as written: tiles have no layouts yet.
+    /// Tile IR whose block sizes are still parameters (`tensor<BLOCK_Mx..>`,
+    /// `tile.param`): only passes that do not read tile sizes run on it.
+    Parametric,
+    /// Tile IR as written (or bound by `tile-select-config`): tiles have no
+    /// layouts yet.
     Tile,
     /// Tile IR whose tiles have layouts (`tile-assign-layouts`).
     TileLayouts,
@@ -24,14 +28,18 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 4] = [Phase::Tile, Phase::TileLayouts, Phase::TileScheduled, Phase::Nv];
+    pub const ALL: [Phase; 5] = [Phase::Parametric, Phase::Tile, Phase::TileLayouts, Phase::TileScheduled, Phase::Nv];
 
-    /// The phase `func` is in, read from the IR: nv ops and no tile load,
+    /// The phase `func` is in, read from the IR: a parameter left in a type
+    /// or as `tile.param` is parametric tile IR; nv ops and no tile load,
     /// dot or store left is nv IR; nv ops beside tile ones are a scheduled
     /// loop; a tile with a layout is tile IR with layouts.
     pub fn of(func: &Function) -> Phase {
         let body = &func.body;
         let ops = body.walk_region(func.region);
+        if crate::config::has_unbound_parameters(func) {
+            return Phase::Parametric;
+        }
         let has_nv = ops.iter().any(|&op| tilec_dialects::nv::OPS.iter().any(|def| def.opcode == body.opcode(op)));
         let has_unlowered = ops.iter().any(|&op| is_lowered_by_lower_to_nv(body, op));
         match (has_nv, has_unlowered) {
@@ -45,6 +53,7 @@ impl Phase {
     /// How a phase is written in diagnostics and docs.
     pub fn describe(self) -> &'static str {
         match self {
+            Phase::Parametric => "tile IR with unbound block-size parameters",
             Phase::Tile => "tile IR",
             Phase::TileLayouts => "tile IR with layouts",
             Phase::TileScheduled => "tile IR with a scheduled (pipelined or warp-specialised) K loop",
@@ -74,7 +83,8 @@ fn has_layout(body: &Body, op: Op) -> bool {
 pub struct PhaseRule {
     /// The phases the pass may run in.
     pub needs: RangeInclusive<Phase>,
-    /// The phase after it; `None` leaves the phase as it was.
+    /// The phase after it (or the phase it found, if that is later); `None`
+    /// leaves the phase as it was.
     pub leaves: Option<Phase>,
     /// Why the pass needs those phases, for the error that rejects a
     /// pipeline; empty for passes that run anywhere.
@@ -83,15 +93,17 @@ pub struct PhaseRule {
 
 impl PhaseRule {
     /// A pass that runs on any form and keeps it (clean-ups, checks).
-    pub const ANY: PhaseRule = PhaseRule { needs: Phase::Tile..=Phase::Nv, leaves: None, reason: "" };
+    pub const ANY: PhaseRule = PhaseRule { needs: Phase::Parametric..=Phase::Nv, leaves: None, reason: "" };
 
     pub fn accepts(&self, phase: Phase) -> bool {
         self.needs.contains(&phase)
     }
 
-    /// The phase after the pass ran in `phase`.
+    /// The phase after the pass ran in `phase`: the IR never moves back, so
+    /// a pass that leaves an earlier phase than it found keeps the later one
+    /// (`tile-select-config` binds parametric IR and leaves the rest alone).
     pub fn after(&self, phase: Phase) -> Phase {
-        self.leaves.unwrap_or(phase)
+        self.leaves.map_or(phase, |leaves| leaves.max(phase))
     }
 
     /// The accepted phases in words: "tile IR with layouts", or "tile IR

@@ -50,7 +50,7 @@ pub struct LowerToNv {
 impl LowerToNv {
     /// The epilogue config selection chose, where the pipeline gave none.
     fn apply_config(&mut self, func: &Function) {
-        if let Some(epilogue) = super::select_config::config_word(func, "epilogue").filter(|_| self.from_config) {
+        if let Some(epilogue) = crate::config::config_word(func, "epilogue").filter(|_| self.from_config) {
             self.tma_epilogue = epilogue == "tma";
         }
     }

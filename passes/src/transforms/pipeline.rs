@@ -58,7 +58,7 @@ impl Pipeline {
     /// The stages config selection chose, when the pipeline gave none; one
     /// stage leaves no group in flight.
     fn apply_config(&mut self, func: &Function) {
-        if let Some(stages) = super::select_config::config_int(func, "stages").filter(|_| self.from_config) {
+        if let Some(stages) = crate::config::config_int(func, "stages").filter(|_| self.from_config) {
             self.stages = stages;
             self.wait_depth = self.wait_depth.min(stages - 1);
         }

@@ -16,13 +16,15 @@
 //! keeps direct global stores, since the kernel must then serve any N
 //! (a TMA store needs 16-byte aligned rows of C).
 
-use crate::op_error;
-use crate::phase::PhaseRule;
+use crate::config::config_int;
 use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Schedule};
 use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
-use crate::{Pass, PassOptions};
+use crate::phase::{Phase, PhaseRule};
+use crate::{op_error, Pass, PassOptions};
 use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint, Param, Type};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::tile;
 use tilec_dialects::{Diagnostic, Function};
 
 const DIM: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
@@ -46,9 +48,14 @@ pub const INFO: PassInfo = PassInfo {
             help: "take the candidate of this rank instead of the pick (1), to measure alternatives",
         },
     ],
-    // Any phase: a function with no GEMM to configure (nv-level input) passes
-    // through it unchanged, so tilec can always run it first.
-    phases: PhaseRule::ANY,
+    // Any phase: it binds parametric tile IR, and a function with nothing to
+    // configure (nv-level input) passes through unchanged, so tilec can always
+    // run it first.
+    phases: PhaseRule {
+        needs: Phase::Parametric..=Phase::Nv,
+        leaves: Some(Phase::Tile),
+        reason: "",
+    },
     create: |o| Box::new(SelectConfig::from_options(o)),
 };
 
@@ -139,19 +146,25 @@ fn file_pin(func: &Function, key: &str) -> Option<i64> {
 /// as numbers: A is BLOCK_M x BLOCK_K and the accumulator BLOCK_M x BLOCK_N.
 fn program_pins(func: &Function) -> Result<Option<(Precision, Pins)>, Diagnostic> {
     let body = &func.body;
-    let dots: Vec<_> =
-        body.walk_region(func.region).into_iter().filter(|&o| matches!(body.ops[o].def.name, "tile.dot" | "tile.dot_scaled")).collect();
+    let dots: Vec<_> = body
+        .walk_region(func.region)
+        .into_iter()
+        .filter(|&o| matches!(body.opcode(o), Opcode::TileDot | Opcode::TileDotScaled))
+        .collect();
     let Some(&dot) = dots.first() else {
         return Ok(None);
     };
     if dots.len() > 1 {
         return Err(op_error(body, dots[1], "is a second dot: tile-select-config configures one GEMM a function".into()));
     }
-    let data = &body.ops[dot];
-    let tile = |i: usize| body.value_type(data.operands[i]).as_tile().expect("verified dot").clone();
-    let (a, acc) = (tile(0), tile(data.operands.len() - 1));
-    let precision = if data.def.name == "tile.dot_scaled" { Precision::Fp8BlockScaled } else { Precision::Bf16 };
-    let (bm, bk) = if data.attrs.has("transpose_a") { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
+    let (lhs, acc, precision) = match (tile::Dot::of(body, dot), tile::DotScaled::of(body, dot)) {
+        (Some(d), _) => (d.lhs(body), d.acc(body), Precision::Bf16),
+        (_, Some(d)) => (d.lhs(body), d.acc(body), Precision::Fp8BlockScaled),
+        _ => unreachable!("filtered to dots"),
+    };
+    let tile = |v| body.value_type(v).as_tile().expect("verified dot").clone();
+    let (a, acc) = (tile(lhs), tile(acc));
+    let (bm, bk) = if body.ops[dot].attrs.has("transpose_a") { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
     let fixed = |d: i64| Some(d).filter(|&d| Param::from_extent(d).is_none());
     let pins = Pins { block_m: fixed(bm), block_n: fixed(acc.shape[1]), block_k: fixed(bk), stages: None };
     Ok(Some((precision, pins)))
@@ -201,10 +214,8 @@ fn bind(func: &mut Function, pick: &Candidate) {
         }
     }
     for op in body.walk_region(func.region) {
-        if body.ops[op].def.name != "tile.param" {
-            continue;
-        }
-        let param = body.ops[op].attrs.get("name").and_then(Attribute::as_str).and_then(Param::from_name).expect("verified tile.param");
+        let Some(param_op) = tile::Param::of(body, op) else { continue };
+        let param = Param::from_name(param_op.name(body)).expect("verified tile.param");
         let old = body.result(op, 0);
         let loc = body.ops[op].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(op), loc);
@@ -251,37 +262,3 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     }
 }
 
-/// An integer of the function's `tile.config`, which the passes after config
-/// selection read for the options their pipeline does not give.
-pub fn config_int(func: &Function, key: &str) -> Option<i64> {
-    match func.attrs.get("tile.config") {
-        Some(Attribute::Dict(d)) => d.get_int(key),
-        _ => None,
-    }
-}
-
-/// A word of the function's `tile.config` (`schedule`, `epilogue`).
-pub fn config_word<'a>(func: &'a Function, key: &str) -> Option<&'a str> {
-    match func.attrs.get("tile.config") {
-        Some(Attribute::Dict(d)) => d.get(key).and_then(Attribute::as_str),
-        _ => None,
-    }
-}
-
-/// Passes that do not care about tile sizes may run before the parameters
-/// are bound; any other meets a located error instead of symbolic shapes.
-pub fn check_bound(pass: &str, func: &Function) -> Result<(), Diagnostic> {
-    if matches!(pass, "tile-select-config" | "tile-canonicalize" | "tile-licm") {
-        return Ok(());
-    }
-    let body = &func.body;
-    let unbound = body.values.keys().any(|v| body.values[v].ty.is_parametric())
-        || body.walk_region(func.region).into_iter().any(|o| body.ops[o].def.name == "tile.param");
-    if unbound {
-        return Err(Diagnostic::error(
-            func.loc.clone(),
-            format!("'@{}' has unbound block-size parameters: run tile-select-config before {pass}", func.name),
-        ));
-    }
-    Ok(())
-}

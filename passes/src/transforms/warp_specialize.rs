@@ -70,11 +70,11 @@ impl WarpSpecialize {
     /// The consumers and stages config selection chose for a warp-specialised
     /// schedule, where the pipeline gave none.
     fn apply_config(&mut self, func: &Function) {
-        if super::select_config::config_word(func, "schedule") != Some("warp_specialized") {
+        if crate::config::config_word(func, "schedule") != Some("warp_specialized") {
             return;
         }
         for (key, take) in self.from_config {
-            match super::select_config::config_int(func, key).filter(|_| take) {
+            match crate::config::config_int(func, key).filter(|_| take) {
                 Some(v) if key == "consumers" => self.consumers = v,
                 Some(v) => self.stages = v,
                 None => {}

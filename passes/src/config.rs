@@ -1,0 +1,31 @@
+//! The `tile.config` attribute that `tile-select-config` writes on a
+//! function, read by the passes after it for the options their pipeline does
+//! not give, and whether a function still has block-size parameters to bind.
+
+use tilec_dialects::ir::Attribute;
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::Function;
+
+/// An integer of the function's `tile.config` (`stages`, `consumers`).
+pub fn config_int(func: &Function, key: &str) -> Option<i64> {
+    match func.attrs.get("tile.config") {
+        Some(Attribute::Dict(d)) => d.get_int(key),
+        _ => None,
+    }
+}
+
+/// A word of the function's `tile.config` (`schedule`, `epilogue`).
+pub fn config_word<'a>(func: &'a Function, key: &str) -> Option<&'a str> {
+    match func.attrs.get("tile.config") {
+        Some(Attribute::Dict(d)) => d.get(key).and_then(Attribute::as_str),
+        _ => None,
+    }
+}
+
+/// Whether a block size is still a parameter: in a value's type, or as a
+/// `tile.param` op.
+pub fn has_unbound_parameters(func: &Function) -> bool {
+    let body = &func.body;
+    body.values.keys().any(|v| body.values[v].ty.is_parametric())
+        || body.walk_region(func.region).into_iter().any(|op| body.opcode(op) == Opcode::TileParam)
+}
