@@ -536,7 +536,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             let lt_plan = check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], &refh, r);
             let mut ours_bound = Vec::new();
             for &ci in &ours {
-                let scales = cands[ci].spec.is_some_and(|k| k.scales);
+                let scales = cands[ci].spec.is_some_and(|k| k.scales == Scales::PerTensor);
                 let bind = |s: usize| GemmBuffers {
                     a: gpu.bind("A", &d.a[s]),
                     b: gpu.bind("B", &d.b[s]),
