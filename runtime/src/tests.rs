@@ -493,3 +493,19 @@ fn pow2_scales_are_log_uniform_and_bf16_exact() {
     }
     assert!(exact_bf16(&[1.0 + 1.0 / 1024.0]).is_none());
 }
+
+#[test]
+fn cublaslt_scales_go_crosswise() {
+    use crate::lt::LtInput;
+    use cudarc::cublaslt::sys::cublasLtMatmulMatrixScale_t as Mode;
+    // cuBLASLt's A is our B: its first scale is ours B's.
+    assert_eq!(LtInput::Bf16.lt_scales(), None);
+    let per_tensor = LtInput::Fp8E4m3 { scale_a: 0xA, scale_b: 0xB }.lt_scales().unwrap();
+    assert_eq!(per_tensor.map(|s| s.0), [0xB, 0xA]);
+    assert!(per_tensor.iter().all(|s| s.1 == Mode::CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F));
+    let block = LtInput::Fp8BlockScaled { sa_m_major: 0xA, sb: 0xB }.lt_scales().unwrap();
+    assert_eq!(block, [
+        (0xB, Mode::CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F),
+        (0xA, Mode::CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F)
+    ]);
+}
