@@ -6,13 +6,15 @@
 //! time); [`plan`] is pure (binding, validation, grid, TMA arguments) and is
 //! unit-tested without a GPU; [`cuda`] makes the CUDA calls; [`timing`]
 //! times kernels in interleaved rounds; [`blas`] holds the baselines ([`lt`]:
-//! cached cuBLASLt plans, BF16 and FP8); [`check`] the correctness helpers;
+//! cached cuBLASLt plans, BF16 and FP8); [`check`] the correctness helpers
+//! ([`blockscaled`]: the GPU check of a block-scaled FP8 GEMM);
 //! [`bench`](mod@bench) the pure parts of `tilec-bench` (its JSON report is
 //! `tilec-report`'s). Everything that touches CUDA first checks that libcuda
 //! can be loaded ([`ensure_cuda`]).
 
 pub mod bench;
 pub mod blas;
+pub mod blockscaled;
 pub mod check;
 pub mod cuda;
 pub mod error;
