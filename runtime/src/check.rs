@@ -34,6 +34,24 @@ impl Rng {
     }
 }
 
+/// `n` values from `gen`, filled on all cores in chunks with seeds of their
+/// own derived from `seed`.
+pub fn par_fill<T: Send + Default + Clone>(n: usize, seed: u64, gen: impl Fn(&mut Rng) -> T + Sync) -> Vec<T> {
+    let mut v = vec![T::default(); n];
+    let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1);
+    let per = n.div_ceil(threads).max(1 << 16);
+    std::thread::scope(|s| {
+        for (ci, chunk) in v.chunks_mut(per).enumerate() {
+            let gen = &gen;
+            s.spawn(move || {
+                let mut rng = Rng::new(seed ^ (ci as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                chunk.iter_mut().for_each(|x| *x = gen(&mut rng));
+            });
+        }
+    });
+    v
+}
+
 /// `n` bf16 values uniform in [-1, 1) (never all zeros).
 pub fn random_bf16(n: usize, rng: &mut Rng) -> Vec<bf16> {
     (0..n).map(|_| bf16::from_f32(rng.uniform())).collect()

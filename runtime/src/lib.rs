@@ -19,6 +19,8 @@ pub mod check;
 pub mod cuda;
 pub mod error;
 pub mod gemm;
+pub mod grouped;
+pub mod grouped_bench;
 pub mod lt;
 pub mod plan;
 pub mod timing;
@@ -35,3 +37,5 @@ pub use timing::Timer;
 mod tests;
 #[cfg(test)]
 mod bench_tests;
+#[cfg(test)]
+mod grouped_tests;

@@ -68,6 +68,10 @@ fn main() -> ExitCode {
     }
     if let Err(e) = ensure_cuda() {
         println!("tilec-bench: {e}");
+        if args.grouped {
+            println!("tilec-bench: SKIPPED (no libcuda): grouped baselines not run");
+            return ExitCode::SUCCESS;
+        }
         println!(
             "tilec-bench: SKIPPED (no libcuda): {} GEMM artifact(s) valid, {} shape(s) x {} dtype(s) not run",
             cands.iter().filter(|c| c.spec.is_some()).count(),
@@ -80,6 +84,9 @@ fn main() -> ExitCode {
         // Must precede cuInit. Only the PTX JIT cache is affected.
         std::env::set_var("CUDA_CACHE_DISABLE", "1");
     }
+    if args.grouped {
+        return grouped(&argv, &args);
+    }
     match run(&argv, &args, &mut cands) {
         Ok(report) => {
             let failed = report.results.iter().filter(|r| r.any_check_failed() || r.error.is_some()).count();
@@ -90,6 +97,34 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
+        Err(e) => {
+            eprintln!("tilec-bench: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `--grouped`: the grouped-GEMM baselines (`tilec_runtime::grouped_bench`).
+fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
+    use tilec_runtime::grouped_bench::{run_grouped, GroupedArgs};
+    let seed = args.seed.unwrap_or_else(seed_from_time);
+    let g = GroupedArgs {
+        command_line: argv,
+        problems: tilec_runtime::grouped::default_grouped_problems(seed),
+        seed,
+        warmup: args.warmup,
+        reps: args.reps,
+        threshold: args.threshold,
+        spin: args.spin,
+        max_run_ms: args.max_run_ms,
+        json: args.json.as_deref(),
+    };
+    match run_grouped(&g) {
+        Ok(report) if report.results.iter().any(|r| r.failed()) => {
+            println!("tilec-bench: a grouped problem had a failed check or an error");
+            ExitCode::from(1)
+        }
+        Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tilec-bench: error: {e}");
             ExitCode::from(2)
@@ -159,23 +194,6 @@ impl Candidate {
 
 fn dc(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> RuntimeError {
     move |err| RuntimeError::Driver { call, err }
-}
-
-/// `n` values from `gen`, in parallel chunks with their own seeds.
-fn par_fill<T: Send + Default + Clone>(n: usize, seed: u64, gen: impl Fn(&mut Rng) -> T + Sync) -> Vec<T> {
-    let mut v = vec![T::default(); n];
-    let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1);
-    let per = n.div_ceil(threads).max(1 << 16);
-    std::thread::scope(|s| {
-        for (ci, chunk) in v.chunks_mut(per).enumerate() {
-            let gen = &gen;
-            s.spawn(move || {
-                let mut rng = Rng::new(seed ^ (ci as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-                chunk.iter_mut().for_each(|x| *x = gen(&mut rng));
-            });
-        }
-    });
-    v
 }
 
 fn addr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
