@@ -294,7 +294,7 @@ fn bench_into(
     res: &mut GroupedResult,
 ) -> Result<()> {
     p.validate().map_err(RuntimeError::Other)?;
-    if !p.rows.iter().all(|&r| p.segment_rows(r) % 16 == 0) {
+    if !p.rows.iter().all(|&r| p.segment_rows(r).is_multiple_of(16)) {
         return Err(RuntimeError::Other(format!("{p}: segments must hold a multiple of 16 rows for cuBLASLt FP8")));
     }
     let s = &gpu.stream;
