@@ -65,7 +65,12 @@ fn has(m: &Manifest, name: &str, shape: &[&str], role: Role) -> bool {
 }
 
 fn detect_mode(m: &Manifest) -> Result<Mode, String> {
-    if let Ok(spec) = GemmSpec::from_manifest(m) {
+    let spec = GemmSpec::from_manifest(m);
+    // A manifest with A and C is meant as a GEMM: say what is wrong with it.
+    if let (Err(e), Some(_), Some(_)) = (&spec, m.tensor("A"), m.tensor("C")) {
+        return Err(e.to_string());
+    }
+    if let Ok(spec) = spec {
         if spec.input == DType::Bf16 {
             return Ok(Mode::Gemm { b_kn: spec.b_layout == BLayout::Kn });
         }
