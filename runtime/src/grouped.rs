@@ -4,24 +4,30 @@
 //! time these problems are [`crate::grouped_bench`]'s.
 //!
 //! Expert `g` computes `C_g[M_g, N] = A_g[M_g, K] * B[g]^T` with `B[G, N, K]`
-//! (K-major, as FP8 wgmma needs). Two forms:
+//! (K-major, as FP8 wgmma needs). Two forms, with the manifest signature a
+//! grouped kernel is expected to have ([`GroupedSpec::from_manifest`] reads
+//! it; symbols in brackets):
 //! - contiguous: the tokens of all experts concatenated along M, each
 //!   expert's segment padded to a multiple of the block M (`block_m`), so a
-//!   block of rows belongs to one expert. A grouped kernel takes
-//!   `A[SM, K]`, `B[G, N, K]`, an i32 expert index per block-M segment
-//!   `E[MB]` (`MB = SM / block_m`; -1 marks a block of padding only) and
+//!   block of rows belongs to one expert. Tensors `A[SM, K]`, `B[G, N, K]`,
+//!   i32 `expert[MB]` (the expert of each block of `block_m` rows,
+//!   `MB = SM / block_m`; -1 marks a block of padding only) and bf16
 //!   `C[SM, N]`, `SM` the padded total.
-//! - masked: a fixed `A[G, MM, K]` buffer (`MM` = M_max) with the number of
-//!   valid rows of each expert as data: `A[G, MM, K]`, i32 `counts[G]`,
-//!   `B[G, N, K]`, `C[G, MM, N]`; rows past a count are neither read nor
-//!   written. Used under CUDA graphs during decoding, where the counts
+//! - masked: a fixed buffer of `MM` (= M_max) rows per expert with the
+//!   number of valid rows of each as data: `A[G, MM, K]`, i32 `counts[G]`,
+//!   `B[G, N, K]`, bf16 `C[G, MM, N]`; rows past a count are neither read
+//!   nor written. Used under CUDA graphs during decoding, where the counts
 //!   change between replays and the shapes do not.
 //!
-//! FP8 block-scaled variants add f32 `SA` (one per row and 128 of K, over
-//! the same rows as A) and `SB[G, NB, KB]`.
+//! A and B are bf16, or f8e4m3 with f32 block scales: `SA` one per row and
+//! 128 of K over A's rows (`SA[SM, KB]`, or `SA[G, MM, KB]`) and
+//! `SB[G, NB, KB]` one per 128x128 block of each expert's B.
 
-use crate::check::Rng;
+use crate::check::{Rng, SCALE_BLOCK};
+use crate::error::{Result, RuntimeError};
+use crate::plan::Problem;
 use std::fmt;
+use tilec_artifact::{DType, Dim, Manifest, Role, TensorDecl};
 
 /// Block M the contiguous form pads each expert's segment to.
 pub const DEFAULT_BLOCK_M: u64 = 128;
@@ -87,7 +93,7 @@ impl GroupedProblem {
     }
     /// Checks the description: at least one expert, N and K positive,
     /// masked counts within `m_max`.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> std::result::Result<(), String> {
         if self.rows.is_empty() || self.n == 0 || self.k == 0 {
             return Err(format!("{self}: want at least one group and N, K > 0"));
         }
@@ -105,7 +111,7 @@ impl GroupedProblem {
 
     /// Parses `contiguous:NxK:r0,r1,...` or `masked/MMAX:NxK:r0,r1,...`
     /// (the rows of each expert), the form [`Display`](fmt::Display) prints.
-    pub fn parse(s: &str) -> Result<GroupedProblem, String> {
+    pub fn parse(s: &str) -> std::result::Result<GroupedProblem, String> {
         let parts: Vec<&str> = s.trim().split(':').collect();
         let [form, nk, rows] = parts[..] else {
             return Err(format!("bad grouped problem `{s}`: want FORM:NxK:r0,r1,..."));
@@ -118,7 +124,7 @@ impl GroupedProblem {
             _ => return Err(format!("bad grouped problem `{s}`: form is contiguous[/BLOCK_M] or masked/M_MAX")),
         };
         let (n, k) = nk.split_once(['x', 'X']).ok_or_else(|| format!("bad grouped problem `{s}`: want NxK"))?;
-        let rows = rows.split(',').map(num).collect::<Result<Vec<_>, _>>()?;
+        let rows = rows.split(',').map(num).collect::<std::result::Result<Vec<_>, _>>()?;
         let p = GroupedProblem { form, n: num(n)?, k: num(k)?, rows };
         p.validate()?;
         Ok(p)
@@ -208,4 +214,95 @@ pub fn default_grouped_problems(seed: u64) -> Vec<GroupedProblem> {
         }
     }
     v
+}
+
+/// Which grouped form a kernel implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupedKind {
+    Contiguous,
+    Masked,
+}
+
+/// What a grouped GEMM artifact computes, from its manifest alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupedSpec {
+    pub kind: GroupedKind,
+    /// Element type of A and B (bf16 or f8e4m3; f8e4m3 takes block scales).
+    pub input: DType,
+}
+
+fn not_grouped(why: String) -> RuntimeError {
+    RuntimeError::NotGemm(format!("not a grouped GEMM: {why}"))
+}
+
+fn has_shape(t: &TensorDecl, dims: &[&str]) -> bool {
+    t.shape.len() == dims.len() && t.shape.iter().zip(dims).all(|(d, s)| matches!(d, Dim::Sym(x) if x == s))
+}
+
+impl GroupedSpec {
+    /// Reads the signature documented at the top of this module; says
+    /// which tensor does not fit.
+    pub fn from_manifest(m: &Manifest) -> Result<GroupedSpec> {
+        let kind = if m.tensor("expert").is_some() {
+            GroupedKind::Contiguous
+        } else if m.tensor("counts").is_some() {
+            GroupedKind::Masked
+        } else {
+            return Err(not_grouped("want an i32 `expert[MB]` (contiguous) or `counts[G]` (masked) tensor".into()));
+        };
+        let input = m.tensor("A").map(|t| t.dtype).ok_or_else(|| not_grouped("no tensor A".into()))?;
+        if !matches!(input, DType::Bf16 | DType::F8e4m3) {
+            return Err(not_grouped(format!("A is {input}, want bf16 or f8e4m3")));
+        }
+        let mut want: Vec<(&str, DType, Vec<&str>, Role)> = match kind {
+            GroupedKind::Contiguous => vec![
+                ("A", input, vec!["SM", "K"], Role::Input),
+                ("B", input, vec!["G", "N", "K"], Role::Input),
+                ("expert", DType::I32, vec!["MB"], Role::Input),
+                ("C", DType::Bf16, vec!["SM", "N"], Role::Output),
+            ],
+            GroupedKind::Masked => vec![
+                ("A", input, vec!["G", "MM", "K"], Role::Input),
+                ("B", input, vec!["G", "N", "K"], Role::Input),
+                ("counts", DType::I32, vec!["G"], Role::Input),
+                ("C", DType::Bf16, vec!["G", "MM", "N"], Role::Output),
+            ],
+        };
+        if input == DType::F8e4m3 {
+            let sa = match kind {
+                GroupedKind::Contiguous => vec!["SM", "KB"],
+                GroupedKind::Masked => vec!["G", "MM", "KB"],
+            };
+            want.push(("SA", DType::F32, sa, Role::Input));
+            want.push(("SB", DType::F32, vec!["G", "NB", "KB"], Role::Input));
+        }
+        for (name, dtype, dims, role) in &want {
+            let ok = m.tensor(name).is_some_and(|t| t.dtype == *dtype && t.role == *role && has_shape(t, dims));
+            if !ok {
+                return Err(not_grouped(format!("want {name} {dtype} [{}] ({role:?})", dims.join(", "))));
+            }
+        }
+        if let Some(t) = m.tensors.iter().find(|t| !want.iter().any(|w| w.0 == t.name)) {
+            return Err(not_grouped(format!("unexpected tensor {}", t.name)));
+        }
+        Ok(GroupedSpec { kind, input })
+    }
+
+    /// The symbols of a call on `p`'s layout.
+    pub fn problem(&self, p: &GroupedProblem) -> Result<Problem> {
+        let mut out = Problem::default().with("G", p.groups() as u64).with("N", p.n).with("K", p.k);
+        match (self.kind, p.form) {
+            (GroupedKind::Contiguous, GroupedForm::Contiguous { block_m }) => {
+                let sm = p.buffer_rows();
+                out = out.with("SM", sm).with("MB", sm / block_m);
+            }
+            (GroupedKind::Masked, GroupedForm::Masked { m_max }) => out = out.with("MM", m_max),
+            _ => return Err(RuntimeError::GemmArgs(format!("{p}: the kernel is {:?}", self.kind))),
+        }
+        if self.input == DType::F8e4m3 {
+            let block = SCALE_BLOCK as u64;
+            out = out.with("KB", p.k.div_ceil(block)).with("NB", p.n.div_ceil(block));
+        }
+        Ok(out)
+    }
 }

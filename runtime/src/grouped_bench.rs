@@ -22,8 +22,10 @@
 //! `G x N x K`, spans at least 8 x 4096 x 2048 elements, several times the
 //! L2 in either type.
 //!
-//! Our grouped kernel joins as another [`Contender`] once it exists: its
-//! manifest signature is in [`crate::grouped`]'s docs.
+//! Our grouped kernels join as further contenders (one more launch closure
+//! in the timed list) once they exist: their manifest signature is in
+//! [`crate::grouped`]'s docs, read by [`crate::grouped::GroupedSpec`], whose
+//! `problem` binds a layout's symbols.
 
 use crate::check::*;
 use crate::cuda::Gpu;

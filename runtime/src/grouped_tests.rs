@@ -112,3 +112,58 @@ fn grouped_table_reports_ratio_to_the_loop_and_failures() {
     let ok = GroupedResult { runs: r.runs[..2].to_vec(), ..r };
     assert!(!ok.failed());
 }
+
+fn grouped_manifest(tensors: &str) -> tilec_artifact::Manifest {
+    tilec_artifact::Manifest::from_json_str(&format!(
+        r#"{{ "format_version": 1, "kernel_name": "g", "entry": "g", "target": "sm_90a", "block": [384, 1, 1],
+  "grid": {{ "rule": "sms", "ctas_per_sm": 1 }}, "tensors": [ {tensors} ], "params": [] }}"#
+    ))
+    .unwrap()
+}
+
+const CONTIGUOUS_FP8: &str = r#"
+    { "name": "A", "dtype": "f8e4m3", "shape": ["SM", "K"], "role": "input" },
+    { "name": "SA", "dtype": "f32", "shape": ["SM", "KB"], "role": "input" },
+    { "name": "B", "dtype": "f8e4m3", "shape": ["G", "N", "K"], "role": "input" },
+    { "name": "SB", "dtype": "f32", "shape": ["G", "NB", "KB"], "role": "input" },
+    { "name": "expert", "dtype": "i32", "shape": ["MB"], "role": "input" },
+    { "name": "C", "dtype": "bf16", "shape": ["SM", "N"], "role": "output" }"#;
+
+const MASKED_BF16: &str = r#"
+    { "name": "A", "dtype": "bf16", "shape": ["G", "MM", "K"], "role": "input" },
+    { "name": "counts", "dtype": "i32", "shape": ["G"], "role": "input" },
+    { "name": "B", "dtype": "bf16", "shape": ["G", "N", "K"], "role": "input" },
+    { "name": "C", "dtype": "bf16", "shape": ["G", "MM", "N"], "role": "output" }"#;
+
+#[test]
+fn grouped_spec_reads_both_signatures() {
+    use tilec_artifact::DType;
+    let c = GroupedSpec::from_manifest(&grouped_manifest(CONTIGUOUS_FP8)).unwrap();
+    assert_eq!(c, GroupedSpec { kind: GroupedKind::Contiguous, input: DType::F8e4m3 });
+    let m = GroupedSpec::from_manifest(&grouped_manifest(MASKED_BF16)).unwrap();
+    assert_eq!(m, GroupedSpec { kind: GroupedKind::Masked, input: DType::Bf16 });
+    let err = |t: &str| GroupedSpec::from_manifest(&grouped_manifest(t)).unwrap_err().to_string();
+    assert_eq!(
+        err(&MASKED_BF16.replace(r#"["G", "MM", "N"]"#, r#"["MM", "N"]"#)),
+        "not a GEMM artifact: not a grouped GEMM: want C bf16 [G, MM, N] (Output)"
+    );
+    assert!(err(&CONTIGUOUS_FP8.replace(r#""name": "SB""#, r#""name": "SX""#)).contains("want SB f32 [G, NB, KB]"));
+    assert!(err(&MASKED_BF16.replace(r#""counts""#, r#""rows""#)).contains("want an i32 `expert[MB]`"));
+    let extra = format!(r#"{MASKED_BF16}, {{ "name": "D", "dtype": "f32", "shape": ["G"], "role": "input" }}"#);
+    assert!(err(&extra).contains("unexpected tensor D"));
+}
+
+#[test]
+fn grouped_spec_binds_the_layout_symbols() {
+    let c = GroupedSpec::from_manifest(&grouped_manifest(CONTIGUOUS_FP8)).unwrap();
+    let p = GroupedProblem::parse("contiguous:200x300:0,1,300").unwrap();
+    let sym = c.problem(&p).unwrap();
+    let get = |s: &str| sym.get(s).unwrap();
+    assert_eq!((get("G"), get("N"), get("K"), get("SM"), get("MB"), get("KB"), get("NB")), (3, 200, 300, 512, 4, 3, 2));
+    let masked = GroupedProblem::parse("masked/256:200x300:64,100").unwrap();
+    assert!(c.problem(&masked).unwrap_err().to_string().contains("the kernel is Contiguous"));
+    let m = GroupedSpec::from_manifest(&grouped_manifest(MASKED_BF16)).unwrap();
+    let sym = m.problem(&masked).unwrap();
+    assert_eq!(sym.get("MM").unwrap(), 256);
+    assert!(sym.get("KB").is_err(), "bf16 binds no scale symbols");
+}
