@@ -341,7 +341,7 @@ fn bench_into(
         let r = row as usize;
         BlockScales::new(1, n, k).dequant_a(&a8_h[r * k..(r + 1) * k], &sa_h[r * kb..(r + 1) * kb])
     };
-    let fp8_b = |e: usize| BlockScales::new(n, n, k).dequant_b(&b8_h[e * n * k..(e + 1) * n * k], &sb_h[e * nb * kb..(e + 1) * nb * kb]);
+    let fp8_b = |e: usize| BlockScales::new(1, n, k).dequant_b(&b8_h[e * n * k..(e + 1) * n * k], &sb_h[e * nb * kb..(e + 1) * nb * kb]);
 
     let loop_bf16 = |_: usize| -> Result<()> {
         for &(e, off, r) in &experts {
