@@ -49,6 +49,26 @@ for a in ${BENCH_ARTIFACTS:-bf16_s3 bf16_s4 t128x256_s3 t128x256_s4 t64x128_s6 w
 bin/tilec-bench "${bench[@]}" --shapes "${BENCH_SHAPES:-square}" --dtypes bf16 --json "$out/bench.json" >"$out/bench.log" 2>&1
 echo "bench rc=$?"; tail -40 "$out/bench.log"
 
-echo "== FP8 baseline (cuBLASLt e4m3, per-tensor scales)"
-bin/tilec-bench --baseline-only --dtypes fp8 --shapes "${FP8_SHAPES:-square}" --json "$out/bench-fp8.json" >"$out/bench-fp8.log" 2>&1
-echo "fp8 bench rc=$?"; tail -6 "$out/bench-fp8.log"
+echo "== FP8 baselines (cuBLASLt e4m3: per-tensor scales, and block scales 1x128 / 128x128)"
+# FP8_BASELINE=0 skips; FP8_SHAPES picks the shapes (default: the 20 benchmark shapes).
+# Any artifacts/fp8*/ (FP8 kernels) are timed with the baselines in the same rounds.
+if [ "${FP8_BASELINE:-1}" != 0 ]; then
+  fp8=()
+  for a in artifacts/fp8*/; do [ -d "$a" ] && fp8+=(--artifact "$a"); done
+  bin/tilec-bench "${fp8[@]}" --dtypes fp8 --shapes "${FP8_SHAPES:-default}" --json "$out/bench-fp8.json" >"$out/bench-fp8.log" 2>&1
+  echo "fp8 bench rc=$?"; grep -E "cublaslt-fp8|ERROR|FAIL" "$out/bench-fp8.log" | tail -24; tail -6 "$out/bench-fp8.log"
+  # Block-scaled FP8 kernels: odd shapes (M not a multiple of 64, N straddling 128-column scale blocks).
+  for a in artifacts/fp8_block*/; do
+    [ -d "$a" ] || continue
+    echo "===== $a" >>"$out/correctness-fp8.log"
+    bin/tilec-gpu-test "$a" --shapes "${FP8_TEST_SHAPES:-128x128x128,129x200x300,1000x1000x2000,64x2112x7168,4096x4096x4096,4000x7000x1536}" >>"$out/correctness-fp8.log" 2>&1
+    echo "tilec-gpu-test $a rc=$?"
+  done
+fi
+
+echo "== grouped GEMM baselines (per-expert cuBLAS loop, cublasGemmGroupedBatchedEx, per-expert cuBLASLt FP8 block-scaled)"
+# GROUPED=1 runs them (a few minutes: 12 problems, up to 32 experts of 4096x7168).
+if [ "${GROUPED:-0}" != 0 ]; then
+  bin/tilec-bench --grouped --reps "${GROUPED_REPS:-30}" --json "$out/bench-grouped.json" >"$out/bench-grouped.log" 2>&1
+  echo "grouped bench rc=$?"; tail -44 "$out/bench-grouped.log"
+fi

@@ -124,6 +124,7 @@ usage: tilec-bench [--artifact DIR]... [--shapes LIST] [--dtypes bf16,fp8]
                    [--warmup N] [--reps N] [--json OUT] [--baseline-only]
                    [--threshold 1e-2] [--l2-factor 4] [--max-sets 64] [--seed N]
                    [--max-run-ms 3000] [--no-spin] [--jit-cache] [--from-json IN]
+                   [--grouped]
   --artifact DIR   a compiled GEMM artifact (repeatable; each is a candidate,
                    the best per shape is reported, all are in the JSON)
   --shapes LIST    MxNxK,... or the words default, square, llm (default: default)
@@ -145,6 +146,11 @@ usage: tilec-bench [--artifact DIR]... [--shapes LIST] [--dtypes bf16,fp8]
   --jit-cache      keep the driver's JIT cache (default: CUDA_CACHE_DISABLE=1,
                    so module load time is the real PTX->SASS compile)
   --from-json IN   no GPU: print the tables of a saved report
+  --grouped        time the grouped-GEMM baselines instead (per-expert cuBLAS
+                   loop, cublasGemmGroupedBatchedEx, per-expert cuBLASLt FP8
+                   block-scaled loop) on the mixture-of-experts problems
+                   (contiguous and masked; --shapes and --dtypes are ignored;
+                   --json writes schema tilec-bench-grouped/1)
 Exit status: 0 ok (or SKIPPED: no libcuda), 1 a correctness check failed,
 2 a usage or setup error.";
 
@@ -165,6 +171,7 @@ pub struct BenchArgs {
     pub spin: bool,
     pub jit_cache: bool,
     pub from_json: Option<String>,
+    pub grouped: bool,
     pub help: bool,
 }
 
@@ -186,6 +193,7 @@ impl Default for BenchArgs {
             spin: true,
             jit_cache: false,
             from_json: None,
+            grouped: false,
             help: false,
         }
     }
@@ -199,7 +207,7 @@ pub fn parse_args(args: &[String]) -> Result<BenchArgs, String> {
     }
     while i < args.len() {
         let flag = args[i].as_str();
-        let takes_value = !matches!(flag, "--baseline-only" | "--no-spin" | "--jit-cache" | "-h" | "--help");
+        let takes_value = !matches!(flag, "--baseline-only" | "--no-spin" | "--jit-cache" | "--grouped" | "-h" | "--help");
         let (flag, inline) = match flag.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
             _ => (flag, None),
@@ -237,6 +245,7 @@ pub fn parse_args(args: &[String]) -> Result<BenchArgs, String> {
             "--baseline-only" => a.baseline_only = true,
             "--no-spin" => a.spin = false,
             "--jit-cache" => a.jit_cache = true,
+            "--grouped" => a.grouped = true,
             "-h" | "--help" => a.help = true,
             _ => return Err(format!("unknown argument `{}`", args[i])),
         }

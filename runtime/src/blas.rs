@@ -134,6 +134,48 @@ impl Cublas {
     }
 }
 
+impl Cublas {
+    /// The cuBLAS handle (bound to the stream given to [`Cublas::new`]).
+    pub fn handle(&self) -> cudarc::cublas::sys::cublasHandle_t {
+        *self.blas.handle()
+    }
+
+    /// Row-major `C[M,N] = A[M,K] * B[N,K]^T` on device addresses, for
+    /// calls on parts of larger buffers (one expert of a grouped GEMM).
+    ///
+    /// # Safety
+    /// `a`, `b`, `c` must hold `M x K`, `N x K`, `M x N` bf16 elements.
+    pub unsafe fn gemm_bf16_tn_raw(&self, m: u64, n: u64, k: u64, a: u64, b: u64, c: u64) -> Result<()> {
+        use cudarc::cublas::sys;
+        let call = tn_row_major_to_col_major(m, n, k)?;
+        let op = |t: bool| if t { sys::cublasOperation_t::CUBLAS_OP_T } else { sys::cublasOperation_t::CUBLAS_OP_N };
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let bf16 = sys::cudaDataType_t::CUDA_R_16BF;
+        let status = sys::cublasGemmEx(
+            self.handle(),
+            op(call.transa),
+            op(call.transb),
+            call.m,
+            call.n,
+            call.k,
+            &alpha as *const f32 as *const std::ffi::c_void,
+            b as *const std::ffi::c_void, // cuBLAS's A: our B
+            bf16,
+            call.lda,
+            a as *const std::ffi::c_void, // cuBLAS's B: our A
+            bf16,
+            call.ldb,
+            &beta as *const f32 as *const std::ffi::c_void,
+            c as *mut std::ffi::c_void,
+            bf16,
+            call.ldc,
+            sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+        );
+        status.result().map_err(|err| RuntimeError::Cublas { call: "cublasGemmEx", err })
+    }
+}
+
 /// cuBLASLt (`cublasLtMatmul` with its heuristic's first algorithm).
 pub struct CublasLt {
     lt: CudaBlasLT,

@@ -34,6 +34,24 @@ impl Rng {
     }
 }
 
+/// `n` values from `gen`, filled on all cores in chunks with seeds of their
+/// own derived from `seed`.
+pub fn par_fill<T: Send + Default + Clone>(n: usize, seed: u64, gen: impl Fn(&mut Rng) -> T + Sync) -> Vec<T> {
+    let mut v = vec![T::default(); n];
+    let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1);
+    let per = n.div_ceil(threads).max(1 << 16);
+    std::thread::scope(|s| {
+        for (ci, chunk) in v.chunks_mut(per).enumerate() {
+            let gen = &gen;
+            s.spawn(move || {
+                let mut rng = Rng::new(seed ^ (ci as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                chunk.iter_mut().for_each(|x| *x = gen(&mut rng));
+            });
+        }
+    });
+    v
+}
+
 /// `n` bf16 values uniform in [-1, 1) (never all zeros).
 pub fn random_bf16(n: usize, rng: &mut Rng) -> Vec<bf16> {
     (0..n).map(|_| bf16::from_f32(rng.uniform())).collect()
@@ -204,4 +222,90 @@ pub fn cpu_gemm_tn_rows(a: &[f32], b: &[f32], n: usize, k: usize, rows: &[usize]
         }
     }
     c
+}
+
+/// Elements of K (and rows of B) one block scale covers.
+pub const SCALE_BLOCK: usize = 128;
+
+/// The scale layout of a block-scaled FP8 GEMM `C[M,N] = (A*SA)(B*SB)^T`:
+/// `SA[M, KB]` row-major holds one f32 per row of A and 128 elements of K,
+/// `SB[NB, KB]` row-major one per 128 rows of B (128 columns of C) and 128
+/// elements of K, with `KB = ceil(K/128)` and `NB = ceil(N/128)`. A last
+/// partial block has a scale of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockScales {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+impl BlockScales {
+    pub fn new(m: usize, n: usize, k: usize) -> Self {
+        BlockScales { m, n, k }
+    }
+    pub fn kb(&self) -> usize {
+        self.k.div_ceil(SCALE_BLOCK)
+    }
+    pub fn nb(&self) -> usize {
+        self.n.div_ceil(SCALE_BLOCK)
+    }
+    /// Elements of SA (`M x KB`).
+    pub fn sa_len(&self) -> usize {
+        self.m * self.kb()
+    }
+    /// Elements of SB (`NB x KB`).
+    pub fn sb_len(&self) -> usize {
+        self.nb() * self.kb()
+    }
+    /// Index in SA of the scale of `A[i, p]`.
+    pub fn sa_index(&self, i: usize, p: usize) -> usize {
+        i * self.kb() + p / SCALE_BLOCK
+    }
+    /// Index in SB of the scale of `B[j, p]` (row j of B is column j of C).
+    pub fn sb_index(&self, j: usize, p: usize) -> usize {
+        (j / SCALE_BLOCK) * self.kb() + p / SCALE_BLOCK
+    }
+    /// The dequantised `A` (`M x K` f32): `e4m3(A[i,p]) * SA[sa_index(i,p)]`.
+    pub fn dequant_a(&self, a: &[u8], sa: &[f32]) -> Vec<f32> {
+        assert!(a.len() >= self.m * self.k && sa.len() >= self.sa_len(), "dequant_a: buffers too small");
+        let k = self.k;
+        (0..self.m * k).map(|x| e4m3_to_f32(a[x]) * sa[self.sa_index(x / k, x % k)]).collect()
+    }
+    /// The dequantised `B` (`N x K` f32): `e4m3(B[j,p]) * SB[sb_index(j,p)]`.
+    pub fn dequant_b(&self, b: &[u8], sb: &[f32]) -> Vec<f32> {
+        assert!(b.len() >= self.n * self.k && sb.len() >= self.sb_len(), "dequant_b: buffers too small");
+        let k = self.k;
+        (0..self.n * k).map(|x| e4m3_to_f32(b[x]) * sb[self.sb_index(x / k, x % k)]).collect()
+    }
+    /// SA transposed to M-major (`SA_t[kb * M + i] = SA[i * KB + kb]`), the
+    /// layout cuBLASLt's 1x128 scale mode reads (see [`crate::lt`]).
+    pub fn sa_m_major(&self, sa: &[f32]) -> Vec<f32> {
+        let kb = self.kb();
+        (0..self.sa_len()).map(|x| sa[(x % self.m) * kb + x / self.m]).collect()
+    }
+    /// FP64 reference of the block-scaled product, all `M x N` elements.
+    pub fn cpu_reference(&self, a: &[u8], sa: &[f32], b: &[u8], sb: &[f32]) -> Vec<f64> {
+        let rows: Vec<usize> = (0..self.m).collect();
+        cpu_gemm_tn_rows(&self.dequant_a(a, sa), &self.dequant_b(b, sb), self.n, self.k, &rows)
+    }
+}
+
+/// Smallest and largest exponent of the random block scales: scales span
+/// 2^-10..2^10, so a scale applied to the wrong block is off by up to 2^20.
+pub const SCALE_EXP_RANGE: (i32, i32) = (-10, 10);
+
+/// `n` block scales `2^e`, `e` uniform over [`SCALE_EXP_RANGE`]: log-uniform
+/// over 2^-10..2^10. Powers of two keep the dequantised operands exact in
+/// bf16 (an e4m3 value times 2^e needs 4 significant bits and an exponent
+/// within bf16's range), so a BF16 GEMM with FP32 accumulation on them is
+/// an exact-input reference.
+pub fn random_pow2_scales(n: usize, rng: &mut Rng) -> Vec<f32> {
+    let (lo, hi) = SCALE_EXP_RANGE;
+    let span = (hi - lo + 1) as u64;
+    (0..n).map(|_| f32::powi(2.0, lo + (rng.next_u64() % span) as i32)).collect()
+}
+
+/// f32 values converted to bf16, or `None` if one of them is not exact.
+pub fn exact_bf16(v: &[f32]) -> Option<Vec<bf16>> {
+    v.iter().map(|&x| Some(bf16::from_f32(x)).filter(|b| b.to_f32() == x)).collect()
 }

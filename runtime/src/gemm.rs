@@ -1,4 +1,5 @@
-//! A GEMM handle: load an artifact, bind A, B, C and M, N, K, launch, time.
+//! A GEMM handle: load an artifact, bind A, B, C (and an FP8 kernel's
+//! scales) and M, N, K, launch, time.
 //!
 //! [`GemmSpec`] says what an artifact computes, from its manifest alone;
 //! [`GemmSpec::bind`] checks a call's buffers and sizes against it with
@@ -26,6 +27,7 @@
 //! # }
 //! ```
 
+use crate::check::SCALE_BLOCK;
 use crate::cuda::{Element, Gpu, Kernel, Prepared};
 use crate::error::{Result, RuntimeError};
 use crate::plan::{Problem, TensorBinding};
@@ -68,20 +70,34 @@ pub struct GemmBuffers {
     pub a: TensorBinding,
     pub b: TensorBinding,
     pub c: TensorBinding,
-    /// `scale_a` and `scale_b`, one f32 each, for an FP8 kernel that takes them.
+    /// A's and B's scales, for an FP8 kernel that takes them: one f32 each
+    /// ([`Scales::PerTensor`]), or `SA[M,KB]` and `SB[NB,KB]`
+    /// ([`Scales::Block`]).
     pub scales: Option<(TensorBinding, TensorBinding)>,
 }
 
+/// The scales an FP8 GEMM takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scales {
+    /// None (BF16, or FP8 without scales).
+    None,
+    /// f32 `scale_a[1]` and `scale_b[1]`: `C = sa * sb * (A B^T)`.
+    PerTensor,
+    /// f32 `SA[M,KB]` (one per row of A and 128 of K) and `SB[NB,KB]` (one
+    /// per 128x128 block of B), `KB = ceil(K/128)`, `NB = ceil(N/128)`:
+    /// `C = (A*SA)(B*SB)^T` (see [`crate::check::BlockScales`]).
+    Block,
+}
+
 /// What a GEMM artifact computes: `A[M,K]` and `B` inputs of one element
-/// type (bf16 or f8e4m3), a bf16 `C[M,N]` output and, for FP8, optional f32
-/// per-tensor scales `scale_a[1]`, `scale_b[1]`.
+/// type (bf16 or f8e4m3), a bf16 `C[M,N]` output and, for FP8, optional
+/// per-tensor or block scales (see [`Scales`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmSpec {
     /// Element type of A and B.
     pub input: DType,
     pub b_layout: BLayout,
-    /// Takes `scale_a` and `scale_b` (FP8 only).
-    pub scales: bool,
+    pub scales: Scales,
 }
 
 fn sym_shape(t: &TensorDecl, dims: &[&str]) -> bool {
@@ -91,6 +107,9 @@ fn sym_shape(t: &TensorDecl, dims: &[&str]) -> bool {
 fn not_gemm(why: String) -> RuntimeError {
     RuntimeError::NotGemm(why)
 }
+
+/// Names and symbolic dims of the block scales in a manifest.
+const BLOCK_SCALES: [(&str, [&str; 2]); 2] = [("SA", ["M", "KB"]), ("SB", ["NB", "KB"])];
 
 impl GemmSpec {
     /// Reads the spec from a manifest; says why when it is not a GEMM this
@@ -116,17 +135,62 @@ impl GemmSpec {
         if a.dtype != b.dtype || !matches!(a.dtype, DType::Bf16 | DType::F8e4m3) {
             return Err(not_gemm(format!("A is {}, B is {}: want both bf16 or both f8e4m3", a.dtype, b.dtype)));
         }
-        let scale = |n: &str| {
-            m.tensor(n).is_some_and(|t| {
-                t.dtype == DType::F32 && t.role == Role::Input && t.shape.iter().all(|d| matches!(d, Dim::Const(1)))
-            })
-        };
-        let scales = scale("scale_a") && scale("scale_b");
-        let extra = m.tensors.iter().filter(|t| !["A", "B", "C"].contains(&t.name.as_str())).count();
-        if extra != if scales { 2 } else { 0 } || (scales && a.dtype != DType::F8e4m3) {
-            return Err(not_gemm("unexpected extra tensors (only f32[1] scale_a and scale_b of an fp8 GEMM)".into()));
+        let scales = Self::scales_of(m, a.dtype)?;
+        if scales == Scales::Block && b_layout != BLayout::Nk {
+            return Err(not_gemm("a block-scaled GEMM takes B[N,K] (K-major, as FP8 wgmma needs)".into()));
         }
         Ok(GemmSpec { input: a.dtype, b_layout, scales })
+    }
+
+    /// Which scales the tensors besides A, B and C are, if any.
+    fn scales_of(m: &Manifest, input: DType) -> Result<Scales> {
+        let extra: Vec<&TensorDecl> = m.tensors.iter().filter(|t| !["A", "B", "C"].contains(&t.name.as_str())).collect();
+        if extra.is_empty() {
+            return Ok(Scales::None);
+        }
+        let names: Vec<&str> = extra.iter().map(|t| t.name.as_str()).collect();
+        let f32_input = |t: &TensorDecl| t.dtype == DType::F32 && t.role == Role::Input;
+        let per_tensor = names.len() == 2
+            && ["scale_a", "scale_b"].iter().all(|n| names.contains(n))
+            && extra.iter().all(|t| f32_input(t) && t.shape.iter().all(|d| matches!(d, Dim::Const(1))));
+        let block = names.len() == 2 && BLOCK_SCALES.iter().all(|(n, _)| names.contains(n));
+        if !(per_tensor || block) {
+            return Err(not_gemm(format!(
+                "unexpected extra tensors {names:?}: an fp8 GEMM may take f32[1] scale_a and scale_b, or f32 SA[M,KB] and SB[NB,KB]"
+            )));
+        }
+        if input != DType::F8e4m3 {
+            return Err(not_gemm(format!("scales {names:?} on a {input} GEMM: only an f8e4m3 GEMM takes scales")));
+        }
+        if per_tensor {
+            return Ok(Scales::PerTensor);
+        }
+        for (name, dims) in BLOCK_SCALES {
+            let t = m.tensor(name).expect("checked above");
+            if !f32_input(t) || !sym_shape(t, &dims) {
+                return Err(not_gemm(format!(
+                    "block scale {name} must be an f32 input of shape [{}] (got {} {:?}, {:?})",
+                    dims.join(","),
+                    t.dtype,
+                    t.shape,
+                    t.role
+                )));
+            }
+        }
+        Ok(Scales::Block)
+    }
+
+    /// The symbols a call of `size` binds: M, N, K, and for block scales
+    /// `KB = ceil(K/128)` and `NB = ceil(N/128)`.
+    pub fn problem(&self, size: GemmSize) -> Problem {
+        let p = size.problem();
+        match self.scales {
+            Scales::Block => {
+                let block = SCALE_BLOCK as u64;
+                p.with("KB", size.k.div_ceil(block)).with("NB", size.n.div_ceil(block))
+            }
+            Scales::None | Scales::PerTensor => p,
+        }
     }
 
     /// The dims of each operand for `size`, outermost first.
@@ -138,6 +202,17 @@ impl GemmSpec {
         [("A", [size.m, size.k]), ("B", b), ("C", [size.m, size.n])]
     }
 
+    /// The names and dims of the two scale tensors for `size`.
+    fn scale_dims(&self, size: GemmSize) -> Option<[(&'static str, [u64; 2]); 2]> {
+        let block = SCALE_BLOCK as u64;
+        let (kb, nb) = (size.k.div_ceil(block), size.n.div_ceil(block));
+        match self.scales {
+            Scales::None => None,
+            Scales::PerTensor => Some([("scale_a", [1, 1]), ("scale_b", [1, 1])]),
+            Scales::Block => Some([("SA", [size.m, kb]), ("SB", [nb, kb])]),
+        }
+    }
+
     /// Checks one call's buffers against the spec and `size`, and returns
     /// the bindings of every manifest tensor. The scales must be given
     /// exactly when the kernel takes them.
@@ -146,9 +221,20 @@ impl GemmSpec {
         if size.m == 0 || size.n == 0 || size.k == 0 {
             return Err(RuntimeError::GemmArgs(format!("{}x{}x{} has a zero dimension", size.m, size.n, size.k)));
         }
-        let mut out = Vec::with_capacity(5);
-        for ((name, dims), mut t) in self.dims(size).into_iter().zip([a, b, c]) {
+        let operands = self.dims(size).into_iter().zip([a, b, c]).map(|((name, dims), t)| {
             let want = if name == "C" { DType::Bf16 } else { self.input };
+            (name, dims, want, t)
+        });
+        let scale_operands = match (scales, self.scale_dims(size)) {
+            (Some((sa, sb)), Some([da, db])) => vec![(da.0, da.1, DType::F32, sa), (db.0, db.1, DType::F32, sb)],
+            (None, None) => Vec::new(),
+            (Some(_), None) => return Err(RuntimeError::GemmArgs("scales given, the kernel takes none".into())),
+            (None, Some([da, db])) => {
+                return Err(RuntimeError::GemmArgs(format!("the kernel takes {} and {}; none given", da.0, db.0)))
+            }
+        };
+        let mut out = Vec::with_capacity(5);
+        for (name, dims, want, mut t) in operands.chain(scale_operands) {
             let raw_fp8 = want == DType::F8e4m3 && t.dtype == DType::U8;
             if t.dtype != want && !raw_fp8 {
                 return Err(RuntimeError::GemmArgs(format!("{name} holds {}, the kernel takes {want}", t.dtype)));
@@ -163,22 +249,6 @@ impl GemmSpec {
             t.name = name.into();
             t.dtype = want;
             out.push(t);
-        }
-        match (scales, self.scales) {
-            (Some((sa, sb)), true) => {
-                for (name, mut t) in [("scale_a", sa), ("scale_b", sb)] {
-                    if t.dtype != DType::F32 || t.bytes < 4 {
-                        return Err(RuntimeError::GemmArgs(format!("{name} must be one f32")));
-                    }
-                    t.name = name.into();
-                    out.push(t);
-                }
-            }
-            (None, false) => {}
-            (Some(_), false) => return Err(RuntimeError::GemmArgs("scales given, the kernel takes none".into())),
-            (None, true) => {
-                return Err(RuntimeError::GemmArgs("the kernel takes scale_a and scale_b; none given".into()))
-            }
         }
         Ok(out)
     }
@@ -234,7 +304,7 @@ impl Gemm {
     /// scales where the kernel takes them).
     pub fn bind_raw(&self, size: GemmSize, buffers: GemmBuffers) -> Result<BoundGemm> {
         let bindings = self.spec.bind(size, buffers)?;
-        Ok(BoundGemm { prepared: self.kernel_for(size).prepare(&size.problem(), &bindings)? })
+        Ok(BoundGemm { prepared: self.kernel_for(size).prepare(&self.spec.problem(size), &bindings)? })
     }
 }
 

@@ -6,18 +6,22 @@
 //! time); [`plan`] is pure (binding, validation, grid, TMA arguments) and is
 //! unit-tested without a GPU; [`cuda`] makes the CUDA calls; [`timing`]
 //! times kernels in interleaved rounds; [`blas`] holds the baselines ([`lt`]:
-//! cached cuBLASLt plans, BF16 and FP8); [`check`] the correctness helpers;
+//! cached cuBLASLt plans, BF16 and FP8); [`check`] the correctness helpers
+//! ([`blockscaled`]: the GPU check of a block-scaled FP8 GEMM);
 //! [`bench`](mod@bench) the pure parts of `tilec-bench` (its JSON report is
 //! `tilec-report`'s). Everything that touches CUDA first checks that libcuda
 //! can be loaded ([`ensure_cuda`]).
 
 pub mod bench;
 pub mod blas;
+pub mod blockscaled;
 pub mod check;
 pub mod cuda;
 pub mod dispatch;
 pub mod error;
 pub mod gemm;
+pub mod grouped;
+pub mod grouped_bench;
 pub mod lt;
 pub mod plan;
 pub mod timing;
@@ -26,7 +30,7 @@ pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
 pub use cuda::{cuda_available, encode_tma, ensure_cuda, Element, Gpu, Kernel, Prepared};
 pub use dispatch::select_kernel;
 pub use error::{Result, RuntimeError};
-pub use gemm::{BLayout, BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec};
+pub use gemm::{BLayout, BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec, Scales};
 pub use plan::{compute_grid, plan_launch, tma_encode_args, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
 pub use tilec_artifact as artifact;
 pub use timing::Timer;
@@ -35,3 +39,5 @@ pub use timing::Timer;
 mod tests;
 #[cfg(test)]
 mod bench_tests;
+#[cfg(test)]
+mod grouped_tests;

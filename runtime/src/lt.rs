@@ -14,6 +14,25 @@
 //! `CUBLAS_COMPUTE_32F`, scale type `CUDA_R_32F`, and
 //! `CUBLASLT_MATMUL_DESC_A_SCALE_POINTER` / `B_SCALE_POINTER` point at one
 //! f32 each in device memory: `D = scale_a_lt * scale_b_lt * (A_lt B_lt)`.
+//!
+//! FP8 block-scaled (cuBLASLt 12.9 and later, Hopper): the same types, with
+//! `CUBLASLT_MATMUL_DESC_A_SCALE_MODE` / `B_SCALE_MODE` set. Our A gets
+//! one f32 per row and 128 of K (`VEC128_32F`), our B one per 128x128 block
+//! (`BLK128x128_32F`). Since cuBLASLt's A is our B, the modes are set
+//! crosswise: its A (our B) `BLK128x128_32F`, its B (our A) `VEC128_32F`,
+//! and the scale pointers likewise. The scale tensors it reads, in our
+//! operand order (`KB = ceil(K/128)`, `NB = ceil(N/128)`):
+//! - our A's scales M-major: scale of row `i`, K block `kb` at `kb * M + i`
+//!   (the transpose of the kernel's row-major `SA[M,KB]`; see
+//!   [`crate::check::BlockScales::sa_m_major`]);
+//! - our B's scales `SB[NB,KB]` row-major, as the kernel takes them: block
+//!   `(nb, kb)` at `nb * KB + kb`.
+//!
+//! That is the layout PyTorch's `_scaled_mm` hands cuBLASLt for the same
+//! recipe (A's scales M-major, B's given as the transposed view of an
+//! `(N/128) x (K/128)` row-major tensor). tilec-bench checks every cuBLASLt
+//! output against a reference before timing it, so a misread layout shows
+//! as a failed check, not as a wrong figure.
 
 use crate::blas::tn_row_major_to_col_major;
 use crate::error::{ld_library_path, Result, RuntimeError};
@@ -72,6 +91,28 @@ pub enum LtInput {
     Bf16,
     /// fp8 e4m3 with per-tensor scales (device f32 pointers).
     Fp8E4m3 { scale_a: u64, scale_b: u64 },
+    /// fp8 e4m3 with block scales (device f32 pointers, layouts above):
+    /// `sa_m_major` is A's 1x128 scales M-major, `sb` B's 128x128 scales
+    /// `[NB,KB]` row-major.
+    Fp8BlockScaled { sa_m_major: u64, sb: u64 },
+}
+
+impl LtInput {
+    /// cuBLASLt's A and B scale pointers and modes, in its operand order
+    /// (its A is our B: see the module docs). None for BF16.
+    pub fn lt_scales(self) -> Option<[(u64, sys::cublasLtMatmulMatrixScale_t); 2]> {
+        use sys::cublasLtMatmulMatrixScale_t as Mode;
+        match self {
+            LtInput::Bf16 => None,
+            LtInput::Fp8E4m3 { scale_a, scale_b } => {
+                Some([(scale_b, Mode::CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F), (scale_a, Mode::CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)])
+            }
+            LtInput::Fp8BlockScaled { sa_m_major, sb } => Some([
+                (sb, Mode::CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F),
+                (sa_m_major, Mode::CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F),
+            ]),
+        }
+    }
 }
 
 /// One shape's matmul: descriptors plus the chosen algorithm.
@@ -113,7 +154,7 @@ impl LtGemm {
             LtInput::Bf16 => sys::cudaDataType_t::CUDA_R_16BF,
             // Unsupported FP8 shapes (K not a multiple of 16, ...) make the
             // heuristic answer NOT_SUPPORTED.
-            LtInput::Fp8E4m3 { .. } => sys::cudaDataType_t::CUDA_R_8F_E4M3,
+            LtInput::Fp8E4m3 { .. } | LtInput::Fp8BlockScaled { .. } => sys::cudaDataType_t::CUDA_R_8F_E4M3,
         };
         let out_ty = sys::cudaDataType_t::CUDA_R_16BF;
         let desc = lr::create_matmul_desc(sys::cublasComputeType_t::CUBLAS_COMPUTE_32F, sys::cudaDataType_t::CUDA_R_32F)
@@ -158,22 +199,24 @@ impl LtGemm {
         let sz_op = std::mem::size_of::<i32>();
         set(sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA, &ta as *const _ as *const c_void, sz_op)?;
         set(sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB, &tb as *const _ as *const c_void, sz_op)?;
-        if let LtInput::Fp8E4m3 { scale_a, scale_b } = input {
-            // cuBLASLt's A is our B buffer (swap_operands), so its A scale is ours B's.
-            let (lt_a_scale, lt_b_scale) = if call.swap_operands { (scale_b, scale_a) } else { (scale_a, scale_b) };
+        if let Some(scales) = input.lt_scales() {
+            // swap_operands is always true here: cuBLASLt's A is our B, as lt_scales assumes.
+            debug_assert!(call.swap_operands);
+            use sys::cublasLtMatmulDescAttributes_t as Attr;
             let ptr_sz = std::mem::size_of::<*const c_void>();
-            let pa = lt_a_scale as *const c_void;
-            let pb = lt_b_scale as *const c_void;
-            set(
-                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                &pa as *const _ as *const c_void,
-                ptr_sz,
-            )?;
-            set(
-                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                &pb as *const _ as *const c_void,
-                ptr_sz,
-            )?;
+            let mode_sz = std::mem::size_of::<i32>();
+            let [(pa, mode_a), (pb, mode_b)] = scales;
+            let (pa, pb) = (pa as *const c_void, pb as *const c_void);
+            set(Attr::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &pa as *const _ as *const c_void, ptr_sz)?;
+            set(Attr::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &pb as *const _ as *const c_void, ptr_sz)?;
+            // Scalar is the default mode, and cuBLASLt before 12.8 has no
+            // mode attribute: set the modes only where they are not scalar.
+            for (attr, mode) in [(Attr::CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode_a), (Attr::CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mode_b)] {
+                if mode != sys::cublasLtMatmulMatrixScale_t::CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F {
+                    let mode = mode as i32;
+                    set(attr, &mode as *const i32 as *const c_void, mode_sz)?;
+                }
+            }
         }
         let pref = lr::create_matmul_pref().map_err(lt_err("cublasLtMatmulPreferenceCreate"))?;
         let ws = WORKSPACE_BYTES as u64;

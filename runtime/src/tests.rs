@@ -263,18 +263,18 @@ const SCALES: &str = r#",
 #[test]
 fn gemm_spec_from_manifest() {
     let nk = GemmSpec::from_manifest(&gemm_manifest()).unwrap();
-    assert_eq!(nk, GemmSpec { input: DType::Bf16, b_layout: BLayout::Nk, scales: false });
+    assert_eq!(nk, GemmSpec { input: DType::Bf16, b_layout: BLayout::Nk, scales: Scales::None });
     let kn = GemmSpec::from_manifest(&gemm_manifest_with("bf16", "bf16", r#"["K", "N"]"#, "")).unwrap();
     assert_eq!(kn.b_layout, BLayout::Kn);
     let fp8 = GemmSpec::from_manifest(&gemm_manifest_with("f8e4m3", "f8e4m3", r#"["N", "K"]"#, SCALES)).unwrap();
-    assert_eq!(fp8, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: true });
+    assert_eq!(fp8, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor });
     let err = |m: Manifest| GemmSpec::from_manifest(&m).unwrap_err().to_string();
     assert_eq!(
         err(gemm_manifest_with("bf16", "f8e4m3", r#"["N", "K"]"#, "")),
         "not a GEMM artifact: A is bf16, B is f8e4m3: want both bf16 or both f8e4m3"
     );
     assert_eq!(err(gemm_manifest_with("bf16", "bf16", r#"["N", "M"]"#, "")), "not a GEMM artifact: want B[N,K] or B[K,N]");
-    assert!(err(gemm_manifest_with("bf16", "bf16", r#"["N", "K"]"#, SCALES)).contains("unexpected extra tensors"));
+    assert!(err(gemm_manifest_with("bf16", "bf16", r#"["N", "K"]"#, SCALES)).contains("only an f8e4m3 GEMM takes scales"));
     let copy = Manifest::from_json_str(
         r#"{ "format_version": 1, "kernel_name": "c", "entry": "c", "target": "sm_90a", "block": [128, 1, 1],
   "grid": { "rule": "tiles", "block_m": 128, "block_n": 128 },
@@ -330,7 +330,7 @@ fn gemm_bind_names_sizes_and_checks() {
     let kn = GemmSpec { b_layout: BLayout::Kn, ..spec };
     assert!(err(kn.bind(size, bufs(&a, &buf(DType::Bf16, 0x2000, 256 * 511 * 2), &c, None))).contains("B is 512x256"));
     // FP8: raw bytes stand for e4m3, and the scales are required.
-    let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: true };
+    let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor };
     let (a8, b8) = (buf(DType::U8, 0x1000, 64 * 512), buf(DType::U8, 0x2000, 256 * 512));
     let bound = fp8.bind(size, bufs(&a8, &b8, &c, Some(s.clone()))).unwrap();
     assert_eq!(bound.iter().map(|t| (t.name.as_str(), t.dtype)).collect::<Vec<_>>(), [
@@ -344,4 +344,168 @@ fn gemm_bind_names_sizes_and_checks() {
         err(fp8.bind(size, bufs(&a8, &b8, &c, None))),
         "GEMM arguments: the kernel takes scale_a and scale_b; none given"
     );
+}
+
+const BLOCK_SCALES: &str = r#",
+    { "name": "SA", "dtype": "f32", "shape": ["M", "KB"], "role": "input" },
+    { "name": "SB", "dtype": "f32", "shape": ["NB", "KB"], "role": "input" }"#;
+
+#[test]
+fn block_scaled_spec_from_manifest() {
+    let fp8 = |b_shape: &str, extra: &str| gemm_manifest_with("f8e4m3", "f8e4m3", b_shape, extra);
+    let spec = GemmSpec::from_manifest(&fp8(r#"["N", "K"]"#, BLOCK_SCALES)).unwrap();
+    assert_eq!(spec, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::Block });
+    let err = |m: Manifest| GemmSpec::from_manifest(&m).unwrap_err().to_string();
+    assert!(err(fp8(r#"["K", "N"]"#, BLOCK_SCALES)).contains("block-scaled GEMM takes B[N,K]"));
+    assert!(err(gemm_manifest_with("bf16", "bf16", r#"["N", "K"]"#, BLOCK_SCALES)).contains("only an f8e4m3 GEMM"));
+    // SA given as [KB, M] (a transposed layout) is refused, naming the tensor.
+    let swapped = BLOCK_SCALES.replace(r#"["M", "KB"]"#, r#"["KB", "M"]"#);
+    assert_eq!(
+        err(fp8(r#"["N", "K"]"#, &swapped)),
+        r#"not a GEMM artifact: block scale SA must be an f32 input of shape [M,KB] (got f32 [Sym("KB"), Sym("M")], Input)"#
+    );
+    let bf16_sb = BLOCK_SCALES.replace(r#""name": "SB", "dtype": "f32""#, r#""name": "SB", "dtype": "bf16""#);
+    assert!(err(fp8(r#"["N", "K"]"#, &bf16_sb)).contains("block scale SB must be an f32 input"));
+    let one_scale = r#",
+    { "name": "SA", "dtype": "f32", "shape": ["M", "KB"], "role": "input" }"#;
+    assert!(err(fp8(r#"["N", "K"]"#, one_scale)).contains(r#"unexpected extra tensors ["SA"]"#));
+}
+
+#[test]
+fn block_scaled_bind_and_plan() {
+    let manifest = gemm_manifest_with("f8e4m3", "f8e4m3", r#"["N", "K"]"#, BLOCK_SCALES);
+    let spec = GemmSpec::from_manifest(&manifest).unwrap();
+    // N = 200 straddles two 128-row blocks of B; K = 300 ends in a partial block.
+    let size = GemmSize::new(65, 200, 300);
+    let (kb, nb) = (3u64, 2u64);
+    let (a, b, c) = (buf(DType::U8, 0x1000, 65 * 300), buf(DType::U8, 0x2000, 200 * 300), buf(DType::Bf16, 0x3000, 65 * 200 * 2));
+    let (sa, sb) = (buf(DType::F32, 0x4000, 65 * kb * 4), buf(DType::F32, 0x5000, nb * kb * 4));
+    let bufs = |sa: &TensorBinding, sb: &TensorBinding| GemmBuffers {
+        a: a.clone(),
+        b: b.clone(),
+        c: c.clone(),
+        scales: Some((sa.clone(), sb.clone())),
+    };
+    let bound = spec.bind(size, bufs(&sa, &sb)).unwrap();
+    let named: Vec<(&str, u64)> = bound.iter().map(|t| (t.name.as_str(), t.addr)).collect();
+    assert_eq!(named, [("A", 0x1000), ("B", 0x2000), ("C", 0x3000), ("SA", 0x4000), ("SB", 0x5000)]);
+    let problem = spec.problem(size);
+    assert_eq!((problem.get("KB").unwrap(), problem.get("NB").unwrap()), (kb, nb));
+    // The launch plan accepts the bindings and the KB/NB symbols.
+    plan_launch(&manifest, &problem, &bound, 132).unwrap();
+    let err = |r: Result<Vec<TensorBinding>>| r.unwrap_err().to_string();
+    assert_eq!(
+        err(spec.bind(size, bufs(&sa, &buf(DType::F32, 0x5000, 4 * 3)))),
+        "GEMM arguments: SB is 2x3 f32 for M=65 N=200 K=300: 24 bytes, the buffer has 12"
+    );
+    assert_eq!(err(spec.bind(size, bufs(&buf(DType::Bf16, 0x4000, 1 << 20), &sb))), "GEMM arguments: SA holds bf16, the kernel takes f32");
+    let none = GemmBuffers { scales: None, ..bufs(&sa, &sb) };
+    assert_eq!(err(spec.bind(size, none)), "GEMM arguments: the kernel takes SA and SB; none given");
+    // A BF16 problem binds no KB/NB (the plan would call them unused).
+    let bf16 = GemmSpec::from_manifest(&gemm_manifest()).unwrap();
+    assert!(bf16.problem(size).get("KB").is_err());
+}
+
+#[test]
+fn block_scale_indexing_one_block() {
+    let s = BlockScales::new(1, 1, 1);
+    assert_eq!((s.kb(), s.nb(), s.sa_len(), s.sb_len()), (1, 1, 1, 1));
+    let one = f32_to_e4m3(1.5);
+    assert_eq!(s.dequant_a(&[one], &[0.25]), [0.375]);
+    assert_eq!(s.dequant_b(&[one], &[8.0]), [12.0]);
+    assert_eq!(s.cpu_reference(&[one], &[0.25], &[one], &[8.0]), [4.5]);
+}
+
+#[test]
+fn block_scale_indexing_straddles_n_and_k() {
+    let s = BlockScales::new(3, 200, 300);
+    assert_eq!((s.kb(), s.nb(), s.sa_len(), s.sb_len()), (3, 2, 9, 6));
+    assert_eq!(s.sb_index(127, 0), 0);
+    assert_eq!(s.sb_index(128, 0), 3, "row 128 of B starts the second N block");
+    assert_eq!(s.sb_index(199, 299), 5);
+    assert_eq!(s.sb_index(0, 128), 1);
+    assert_eq!(s.sa_index(2, 255), 7);
+    // Every scale distinct: the dequantised ones read back which scale each element got.
+    let one = f32_to_e4m3(1.0);
+    let sb: Vec<f32> = (0..6).map(|i| f32::powi(2.0, i)).collect();
+    let b = s.dequant_b(&vec![one; 200 * 300], &sb);
+    for (j, p, want) in [(0, 0, 1.0), (127, 127, 1.0), (127, 128, 2.0), (128, 0, 8.0), (199, 256, 32.0), (150, 200, 16.0)] {
+        assert_eq!(b[j * 300 + p], want, "B[{j},{p}]");
+    }
+    let sa: Vec<f32> = (0..9).map(|i| i as f32 + 1.0).collect();
+    let a = s.dequant_a(&vec![one; 3 * 300], &sa);
+    assert_eq!((a[0], a[299], a[300 + 128], a[2 * 300 + 299]), (1.0, 3.0, 5.0, 9.0));
+    assert_eq!(s.sa_m_major(&sa), [1.0, 4.0, 7.0, 2.0, 5.0, 8.0, 3.0, 6.0, 9.0]);
+}
+
+#[test]
+fn block_scaled_reference_matches_blockwise_sum_and_catches_mixups() {
+    let (m, n, k) = (5, 130, 260);
+    let s = BlockScales::new(m, n, k);
+    let mut rng = Rng::new(7);
+    let a = random_e4m3(m * k, &mut rng);
+    let b = random_e4m3(n * k, &mut rng);
+    let sa = random_pow2_scales(s.sa_len(), &mut rng);
+    let sb = random_pow2_scales(s.sb_len(), &mut rng);
+    let got = s.cpu_reference(&a, &sa, &b, &sb);
+    // The same product summed block by block, scales applied to the partial sums.
+    let (kb, nb) = (s.kb(), s.nb());
+    assert_eq!(nb, 2);
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0.0f64;
+            for blk in 0..kb {
+                let partial: f64 = (blk * 128..((blk + 1) * 128).min(k))
+                    .map(|p| e4m3_to_f32(a[i * k + p]) as f64 * e4m3_to_f32(b[j * k + p]) as f64)
+                    .sum();
+                acc += sa[i * kb + blk] as f64 * sb[(j / 128) * kb + blk] as f64 * partial;
+            }
+            assert!((got[i * n + j] - acc).abs() <= 1e-9 * acc.abs().max(1.0), "C[{i},{j}] {} vs {acc}", got[i * n + j]);
+        }
+    }
+    // Reading SA column-major (the M-major layout) instead is caught.
+    let wrong = s.cpu_reference(&a, &s.sa_m_major(&sa), &b, &sb);
+    assert!(rel_frobenius(&wrong, &got) > 0.1);
+    // So is using B's first N block's scales for the two columns past 128.
+    let mut sb_flat = sb.clone();
+    sb_flat.copy_within(0..kb, kb);
+    let flat = s.cpu_reference(&a, &sa, &b, &sb_flat);
+    let past_128 = |c: &[f64]| (0..m).flat_map(|i| c[i * n + 128..(i + 1) * n].to_vec()).collect::<Vec<_>>();
+    assert_ne!(sb_flat, sb);
+    assert!(rel_frobenius(&past_128(&flat), &past_128(&got)) > 0.1);
+}
+
+#[test]
+fn pow2_scales_are_log_uniform_and_bf16_exact() {
+    let mut rng = Rng::new(11);
+    let v = random_pow2_scales(20_000, &mut rng);
+    let exps: Vec<i32> = v.iter().map(|x| x.log2() as i32).collect();
+    assert!(v.iter().zip(&exps).all(|(x, &e)| *x == f32::powi(2.0, e)));
+    let (lo, hi) = SCALE_EXP_RANGE;
+    assert_eq!((*exps.iter().min().unwrap(), *exps.iter().max().unwrap()), (lo, hi));
+    let count = |e: i32| exps.iter().filter(|&&x| x == e).count();
+    assert!((700..1200).contains(&count(0)), "about 1/21 of the draws each");
+    // Every e4m3 value times any scale of the range is exact in bf16.
+    let all: Vec<f32> = (0u8..=255).filter(|&x| x & 0x7F != 0x7F).map(e4m3_to_f32).collect();
+    for e in lo..=hi {
+        let scaled: Vec<f32> = all.iter().map(|x| x * f32::powi(2.0, e)).collect();
+        assert!(exact_bf16(&scaled).is_some(), "2^{e}");
+    }
+    assert!(exact_bf16(&[1.0 + 1.0 / 1024.0]).is_none());
+}
+
+#[test]
+fn cublaslt_scales_go_crosswise() {
+    use crate::lt::LtInput;
+    use cudarc::cublaslt::sys::cublasLtMatmulMatrixScale_t as Mode;
+    // cuBLASLt's A is our B: its first scale is ours B's.
+    assert_eq!(LtInput::Bf16.lt_scales(), None);
+    let per_tensor = LtInput::Fp8E4m3 { scale_a: 0xA, scale_b: 0xB }.lt_scales().unwrap();
+    assert_eq!(per_tensor.map(|s| s.0), [0xB, 0xA]);
+    assert!(per_tensor.iter().all(|s| s.1 == Mode::CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F));
+    let block = LtInput::Fp8BlockScaled { sa_m_major: 0xA, sb: 0xB }.lt_scales().unwrap();
+    assert_eq!(block, [
+        (0xB, Mode::CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F),
+        (0xA, Mode::CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F)
+    ]);
 }

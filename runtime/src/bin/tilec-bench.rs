@@ -1,6 +1,9 @@
 //! tilec-bench: times compiled GEMM artifacts against cuBLAS / cuBLASLt
-//! (BF16) and cuBLASLt FP8 e4m3 with per-tensor scales, on the same random
-//! inputs in one process. See `tilec-bench --help` and
+//! (BF16) and cuBLASLt FP8 e4m3 with per-tensor scales and with block scales
+//! (1x128 for A, 128x128 for B), on the same random inputs in one process.
+//! FP8 block scales are powers of two drawn log-uniform over 2^-10..2^10,
+//! and the block-scaled runs are checked against cuBLAS BF16 on the
+//! dequantised inputs (exact in bf16). See `tilec-bench --help` and
 //! docs/benchmarks/README.md.
 //!
 //! Per shape and dtype: inputs are drawn once and spread over enough buffer
@@ -60,6 +63,10 @@ struct Cli {
     /// Time the vendor baselines only (artifacts are ignored)
     #[arg(long)]
     baseline_only: bool,
+    /// Time the grouped-GEMM (mixture-of-experts) baselines instead: per-expert cuBLAS, cublasGemmGroupedBatchedEx,
+    /// per-expert cuBLASLt FP8 block-scaled (--json writes schema tilec-bench-grouped/1)
+    #[arg(long)]
+    grouped: bool,
     /// Largest relative Frobenius error vs cuBLAS that passes
     #[arg(long, value_name = "T", default_value_t = 1e-2, value_parser = positive)]
     threshold: f64,
@@ -133,6 +140,7 @@ impl Cli {
             reps: self.reps as usize,
             json: self.json,
             baseline_only: self.baseline_only,
+            grouped: self.grouped,
             threshold: self.threshold,
             l2_factor: self.l2_factor,
             max_sets: self.max_sets as usize,
@@ -177,6 +185,10 @@ fn main() -> ExitCode {
     }
     if let Err(e) = ensure_cuda() {
         println!("tilec-bench: {e}");
+        if args.grouped {
+            println!("tilec-bench: SKIPPED (no libcuda): grouped baselines not run");
+            return ExitCode::SUCCESS;
+        }
         println!(
             "tilec-bench: SKIPPED (no libcuda): {} GEMM artifact(s) valid, {} shape(s) x {} dtype(s) not run",
             cands.iter().filter(|c| c.spec.is_some()).count(),
@@ -188,6 +200,9 @@ fn main() -> ExitCode {
     if !args.jit_cache {
         // Must precede cuInit. Only the PTX JIT cache is affected.
         std::env::set_var("CUDA_CACHE_DISABLE", "1");
+    }
+    if args.grouped {
+        return grouped(&argv, &args);
     }
     match run(&argv, &args, &mut cands) {
         Ok(report) => {
@@ -202,6 +217,34 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("tilec-bench: error: {e}");
             ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// `--grouped`: the grouped-GEMM baselines (`tilec_runtime::grouped_bench`).
+fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
+    use tilec_runtime::grouped_bench::{run_grouped, GroupedArgs};
+    let seed = args.seed.unwrap_or_else(seed_from_time);
+    let g = GroupedArgs {
+        command_line: argv,
+        problems: tilec_runtime::grouped::default_grouped_problems(seed),
+        seed,
+        warmup: args.warmup,
+        reps: args.reps,
+        threshold: args.threshold,
+        spin: args.spin,
+        max_run_ms: args.max_run_ms,
+        json: args.json.as_deref(),
+    };
+    match run_grouped(&g) {
+        Ok(report) if report.results.iter().any(|r| r.failed()) => {
+            println!("tilec-bench: a grouped problem had a failed check or an error");
+            ExitCode::from(1)
+        }
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tilec-bench: error: {e}");
+            ExitCode::from(2)
         }
     }
 }
@@ -268,23 +311,6 @@ impl Candidate {
 
 fn dc(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> RuntimeError {
     move |err| RuntimeError::Driver { call, err }
-}
-
-/// `n` values from `gen`, in parallel chunks with their own seeds.
-fn par_fill<T: Send + Default + Clone>(n: usize, seed: u64, gen: impl Fn(&mut Rng) -> T + Sync) -> Vec<T> {
-    let mut v = vec![T::default(); n];
-    let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1);
-    let per = n.div_ceil(threads).max(1 << 16);
-    std::thread::scope(|s| {
-        for (ci, chunk) in v.chunks_mut(per).enumerate() {
-            let gen = &gen;
-            s.spawn(move || {
-                let mut rng = Rng::new(seed ^ (ci as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-                chunk.iter_mut().for_each(|x| *x = gen(&mut rng));
-            });
-        }
-    });
-    v
 }
 
 fn addr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
@@ -616,67 +642,114 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                     }),
                 ));
             }
-            push_timed(cx, &mut timed, lt_plan, &ptrs, ours_bound);
+            push_timed(cx, &mut timed, vec![lt_plan], &ptrs, ours_bound);
             time_all(cx, shape, dtype, r, timed);
         }
         BenchDtype::Fp8 => {
             let a_h = par_fill(mk + extra, r.seed, |g| f32_to_e4m3(g.uniform()));
             let b_h = par_fill(nk + extra, r.seed ^ 0xB, |g| f32_to_e4m3(g.uniform()));
             let mut d = upload(gpu, &a_h, &b_h, shape, sets)?;
-            // The reference: cuBLAS BF16 on the same values (e4m3 is exact in bf16).
+            let bs = BlockScales::new(shape.m as usize, shape.n as usize, shape.k as usize);
+            let mut scale_rng = Rng::new(r.seed ^ 0x5CA1E);
+            let sa_h = random_pow2_scales(bs.sa_len(), &mut scale_rng);
+            let sb_h = random_pow2_scales(bs.sb_len(), &mut scale_rng);
+            let up = |v: &[f32], what: &'static str| -> Result<CudaSlice<f32>> {
+                gpu.stream.clone_htod(v).map_err(dc(what))
+            };
+            let block = (up(&sa_h, "cuMemcpyHtoD(SA)")?, up(&bs.sa_m_major(&sa_h), "cuMemcpyHtoD(SA_t)")?, up(&sb_h, "cuMemcpyHtoD(SB)")?);
+            // Per-tensor reference: cuBLAS BF16 on the same values (e4m3 is exact in bf16).
             let (refh, ref_check) = {
                 let up = |v: &[u8]| v.iter().map(|&x| bf16::from_f32(e4m3_to_f32(x))).collect::<Vec<_>>();
                 let a16 = gpu.stream.clone_htod(&up(&a_h[..mk])).map_err(dc("cuMemcpyHtoD(A16)"))?;
                 let b16 = gpu.stream.clone_htod(&up(&b_h[..nk])).map_err(dc("cuMemcpyHtoD(B16)"))?;
                 reference(cx, shape, &a16, &b16, |i| e4m3_to_f32(a_h[i]), |i| e4m3_to_f32(b_h[i]))?
             };
+            // Block-scaled reference: cuBLAS BF16 on the dequantised inputs,
+            // exact in bf16 because the scales are powers of two.
+            let (block_refh, block_ref_check) = {
+                let (a_deq, b_deq) = (bs.dequant_a(&a_h[..mk], &sa_h), bs.dequant_b(&b_h[..nk], &sb_h));
+                let exact = |v: &[f32]| {
+                    exact_bf16(v).ok_or_else(|| RuntimeError::Other("a dequantised input is not exact in bf16".into()))
+                };
+                let a16 = gpu.stream.clone_htod(&exact(&a_deq)?).map_err(dc("cuMemcpyHtoD(A16)"))?;
+                let b16 = gpu.stream.clone_htod(&exact(&b_deq)?).map_err(dc("cuMemcpyHtoD(B16)"))?;
+                reference(cx, shape, &a16, &b16, |i| a_deq[i], |i| b_deq[i])?
+            };
             drop((a_h, b_h));
-            let ref_name = "cublas bf16 on the upcast inputs";
-            if !ref_check.pass {
-                let mut run = RunResult::new("cublas-bf16-reference", RunKind::Baseline);
-                run.check = Some(ref_check);
-                run.error = Some("the BF16 reference disagrees with the FP64 CPU reference".into());
-                r.runs.push(run);
-                return Ok(());
-            }
-            let scale = FP8_SCALE_A as f64 * FP8_SCALE_B as f64;
-            let (sa, sb) = (addr(gpu, &cx.scale_a), addr(gpu, &cx.scale_b));
             let ptrs: Vec<(u64, u64, u64)> =
                 (0..sets).map(|s| (addr(gpu, &d.a[s]), addr(gpu, &d.b[s]), addr(gpu, &d.c[s]))).collect();
-            let input = LtInput::Fp8E4m3 { scale_a: sa, scale_b: sb };
-            let lt = LtRun { name: "cublaslt-fp8", input, reference: ref_name, scale };
-            let lt_plan = check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], &refh, r);
+            let mut lt_plans = Vec::new();
             let mut ours_bound = Vec::new();
-            for &ci in &ours {
-                let scales = cands[ci].spec.is_some_and(|k| k.scales);
-                let bind = |s: usize| GemmBuffers {
-                    a: gpu.bind("A", &d.a[s]),
-                    b: gpu.bind("B", &d.b[s]),
-                    c: gpu.bind("C", &d.c[s]),
-                    scales: scales.then(|| (gpu.bind("scale_a", &cx.scale_a), gpu.bind("scale_b", &cx.scale_b))),
+            let per_tensor_scale = FP8_SCALE_A as f64 * FP8_SCALE_B as f64;
+            for (family, ref_name, check, refh) in [
+                (Scales::PerTensor, "cublas bf16 on the upcast inputs", ref_check, &refh),
+                (Scales::Block, "cublas bf16 on the dequantised inputs", block_ref_check, &block_refh),
+            ] {
+                if !check.pass {
+                    let mut run = RunResult::new(&format!("cublas-bf16-reference-{}", scales_name(family)), RunKind::Baseline);
+                    run.check = Some(check);
+                    run.error = Some("the BF16 reference disagrees with the FP64 CPU reference".into());
+                    r.runs.push(run);
+                    continue;
+                }
+                let lt = match family {
+                    Scales::Block => {
+                        let input = LtInput::Fp8BlockScaled { sa_m_major: addr(gpu, &block.1), sb: addr(gpu, &block.2) };
+                        LtRun { name: "cublaslt-fp8-block", input, reference: ref_name, scale: 1.0 }
+                    }
+                    _ => {
+                        let input = LtInput::Fp8E4m3 { scale_a: addr(gpu, &cx.scale_a), scale_b: addr(gpu, &cx.scale_b) };
+                        LtRun { name: "cublaslt-fp8", input, reference: ref_name, scale: per_tensor_scale }
+                    }
                 };
-                let sc = if scales { scale } else { 1.0 };
-                let binds: Vec<_> = (0..sets).map(bind).collect();
-                ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, &refh, sc, r));
+                lt_plans.push(check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], refh, r));
+                // Unscaled FP8 kernels are checked with the per-tensor family (scale 1).
+                for &ci in &ours {
+                    let scales = cands[ci].spec.map_or(Scales::None, |k| k.scales);
+                    if (scales == Scales::Block) != (family == Scales::Block) {
+                        continue;
+                    }
+                    let bind = |s: usize| GemmBuffers {
+                        a: gpu.bind("A", &d.a[s]),
+                        b: gpu.bind("B", &d.b[s]),
+                        c: gpu.bind("C", &d.c[s]),
+                        scales: match scales {
+                            Scales::None => None,
+                            Scales::PerTensor => Some((gpu.bind("scale_a", &cx.scale_a), gpu.bind("scale_b", &cx.scale_b))),
+                            Scales::Block => Some((gpu.bind("SA", &block.0), gpu.bind("SB", &block.2))),
+                        },
+                    };
+                    let sc = if scales == Scales::PerTensor { per_tensor_scale } else { 1.0 };
+                    let binds: Vec<_> = (0..sets).map(bind).collect();
+                    ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, refh, sc, r));
+                }
             }
             let mut timed: Vec<Timed> = Vec::new();
-            push_timed(cx, &mut timed, lt_plan, &ptrs, ours_bound);
+            push_timed(cx, &mut timed, lt_plans, &ptrs, ours_bound);
             time_all(cx, shape, dtype, r, timed);
         }
     }
     Ok(())
 }
 
-/// Adds the cuBLASLt plan and our bound kernels that passed their checks
+fn scales_name(s: Scales) -> &'static str {
+    match s {
+        Scales::None => "unscaled",
+        Scales::PerTensor => "per-tensor",
+        Scales::Block => "block",
+    }
+}
+
+/// Adds the cuBLASLt plans and our bound kernels that passed their checks
 /// (each with the index of its run) to `timed`.
 fn push_timed<'a>(
     cx: &'a Ctx,
     timed: &mut Vec<Timed<'a>>,
-    lt_plan: Option<(usize, LtGemm)>,
+    lt_plans: Vec<Option<(usize, LtGemm)>>,
     ptrs: &'a [(u64, u64, u64)],
     ours: Vec<Option<(usize, Vec<BoundGemm>)>>,
 ) {
-    if let Some((index, plan)) = lt_plan {
+    for (index, plan) in lt_plans.into_iter().flatten() {
         timed.push((
             index,
             Box::new(move |i| {

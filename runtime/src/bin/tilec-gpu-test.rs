@@ -5,6 +5,9 @@
 //! - GEMM: bf16 tensors A[M,K], B[N,K] inputs and C[M,N] output (C = A*B^T):
 //!   compared with cuBLAS (and cuBLASLt), and with an FP64 CPU reference when
 //!   M*N*K <= 2^27; PASS when every relative Frobenius error <= threshold.
+//! - FP8 block-scaled GEMM: f8e4m3 A[M,K], f32 SA[M,KB], f8e4m3 B[N,K],
+//!   f32 SB[NB,KB] -> bf16 C[M,N]: compared with the dequantised product
+//!   (`tilec_runtime::blockscaled`), cuBLASLt block-scaled as a second opinion.
 //! - copy: bf16 X[M,N] input, Y[M,N] output (Y = X): bit-exact comparison.
 //!
 //! Prints our and the baseline's TFLOP/s (median of event-timed runs after
@@ -27,6 +30,8 @@ const CPU_REF_LIMIT: u64 = 1 << 27;
 enum Mode {
     /// C = A * B^T with B stored N x K, or C = A * B with B stored K x N.
     Gemm { b_kn: bool },
+    /// FP8 e4m3 with 1x128 scales for A and 128x128 scales for B.
+    Fp8Block,
     Copy,
 }
 
@@ -87,15 +92,23 @@ fn has(m: &Manifest, name: &str, shape: &[&str], role: Role) -> bool {
 }
 
 fn detect_mode(m: &Manifest) -> Result<Mode, String> {
-    if let Ok(spec) = GemmSpec::from_manifest(m) {
+    let spec = GemmSpec::from_manifest(m);
+    // A manifest with A and C is meant as a GEMM: say what is wrong with it.
+    if let (Err(e), Some(_), Some(_)) = (&spec, m.tensor("A"), m.tensor("C")) {
+        return Err(e.to_string());
+    }
+    if let Ok(spec) = spec {
         if spec.input == DType::Bf16 {
             return Ok(Mode::Gemm { b_kn: spec.b_layout == BLayout::Kn });
+        }
+        if spec.scales == Scales::Block {
+            return Ok(Mode::Fp8Block);
         }
     }
     if m.tensors.len() == 2 && has(m, "X", &["M", "N"], Role::Input) && has(m, "Y", &["M", "N"], Role::Output) {
         Ok(Mode::Copy)
     } else {
-        Err("artifact is neither a bf16 GEMM (A[M,K], B[N,K] or B[K,N] -> C[M,N]) nor a copy (X[M,N] -> Y[M,N])".into())
+        Err("artifact is neither a bf16 GEMM (A[M,K], B[N,K] or B[K,N] -> C[M,N]), a block-scaled fp8 GEMM (A[M,K], SA[M,KB], B[N,K], SB[NB,KB] -> C[M,N]) nor a copy (X[M,N] -> Y[M,N])".into())
     }
 }
 
@@ -187,6 +200,35 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], t
                 match gemm_shape(&gpu, &gemm, &blas, &lt, (mm, nn, kk), b_kn, threshold) {
                     Ok(true) => {}
                     Ok(false) => failed += 1,
+                    Err(e) => {
+                        println!("{:>16} FAIL: {e}", format!("{mm}x{nn}x{kk}"));
+                        failed += 1;
+                    }
+                }
+            }
+        }
+        Mode::Fp8Block => {
+            let gemm = Gemm::from_artifact(&gpu, artifact)?;
+            gemm.kernels().iter().for_each(print_kernel);
+            let blas = Cublas::new(gpu.stream.clone())?;
+            let lt = tilec_runtime::lt::LtHandle::new(gpu.stream.clone())?;
+            println!("{:>16} {:>10} {:>10} {:>6}  reference, seed", "MxNxK", "err", "err_lt", "result");
+            for &(mm, nn, kk) in shapes {
+                let size = GemmSize::new(mm, nn, kk);
+                match tilec_runtime::blockscaled::check_block_scaled(&gpu, &gemm, &blas, &lt, size, threshold) {
+                    Ok(c) => {
+                        failed += usize::from(!c.pass);
+                        let lt_err = c.lt_err.as_ref().map_or_else(|e| format!("- ({e})"), |e| format!("{e:.3e}"));
+                        println!(
+                            "{:>16} {:>10.3e} {:>10} {:>6}  {}, {:#x}",
+                            format!("{mm}x{nn}x{kk}"),
+                            c.err,
+                            lt_err,
+                            if c.pass { "PASS" } else { "FAIL" },
+                            c.reference,
+                            c.seed
+                        );
+                    }
                     Err(e) => {
                         println!("{:>16} FAIL: {e}", format!("{mm}x{nn}x{kk}"));
                         failed += 1;

@@ -1,0 +1,133 @@
+//! The GPU correctness check of a block-scaled FP8 GEMM artifact
+//! (`A[M,K]`, `SA[M,KB]`, `B[N,K]`, `SB[NB,KB]` -> bf16 `C[M,N]`; see
+//! [`crate::check::BlockScales`]).
+//!
+//! Each call draws fresh e4m3 inputs and power-of-two scales log-uniform
+//! over 2^-10..2^10 (a scale applied to the wrong block is off by up to
+//! 2^20), poisons C with NaN and launches once. The reference is the
+//! dequantised product: in FP64 on the CPU when `M*N*K` is at most
+//! [`CPU_REF_LIMIT`], else cuBLAS BF16 with FP32 accumulation on the GPU on
+//! the dequantised operands, which are exact in bf16 (see
+//! [`crate::check::random_pow2_scales`]), so that reference differs from
+//! the exact product only by FP32 summation and its bf16 output rounding;
+//! it must itself agree with FP64 on evenly sampled rows.
+//! cuBLASLt's own block-scaled FP8 GEMM runs on the same inputs as a second
+//! opinion; its error is reported, and does not decide the verdict.
+//!
+//! Tolerance: both our output and the reference are rounded to bf16 (unit
+//! roundoff 2^-9, an RMS relative error near 2^-9/sqrt(3) = 1.1e-3 each), and
+//! FP32 accumulation adds about sqrt(K) * 2^-24; the relative Frobenius
+//! distance of two correct results is about 2e-3. The default threshold
+//! 1e-2 leaves a 5x margin, while one misplaced scale block moves its
+//! outputs by a factor of at least 2.
+
+use crate::check::*;
+use crate::cuda::Gpu;
+use crate::error::{Result, RuntimeError};
+use crate::gemm::{Gemm, GemmBuffers, GemmSize, Scales};
+use crate::lt::{LtGemm, LtHandle, LtInput};
+use crate::Cublas;
+use cudarc::driver::{CudaSlice, DevicePtr};
+use half::bf16;
+
+/// Largest `M*N*K` checked against the FP64 CPU reference.
+pub const CPU_REF_LIMIT: u64 = 1 << 27;
+/// Multiply-adds the FP64 check of the cuBLAS reference may spend (larger shapes).
+const REF_CHECK_BUDGET: u64 = 1 << 28;
+
+/// The outcome of one shape.
+#[derive(Debug, Clone)]
+pub struct BlockScaledCheck {
+    pub seed: u64,
+    /// `||out-ref||/||ref||` of our kernel.
+    pub err: f64,
+    /// Which reference: "fp64 cpu" or "cublas bf16 on dequantised inputs".
+    pub reference: &'static str,
+    /// cuBLASLt block-scaled against the same reference, or why it did not run.
+    pub lt_err: std::result::Result<f64, String>,
+    pub pass: bool,
+}
+
+fn dc(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> RuntimeError {
+    move |err| RuntimeError::Driver { call, err }
+}
+
+fn addr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
+    let (a, _g) = s.device_ptr(&gpu.stream);
+    a
+}
+
+/// Runs `gemm` (a block-scaled artifact) once on fresh inputs of `size`
+/// and checks it; see the module docs.
+pub fn check_block_scaled(
+    gpu: &Gpu,
+    gemm: &Gemm,
+    blas: &Cublas,
+    lt: &LtHandle,
+    size: GemmSize,
+    threshold: f64,
+) -> Result<BlockScaledCheck> {
+    if gemm.spec().scales != Scales::Block {
+        return Err(RuntimeError::GemmArgs("not a block-scaled FP8 GEMM (want SA[M,KB] and SB[NB,KB])".into()));
+    }
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
+    let bs = BlockScales::new(m, n, k);
+    let a_h = random_e4m3(m * k, &mut rng);
+    let b_h = random_e4m3(n * k, &mut rng);
+    let sa_h = random_pow2_scales(bs.sa_len(), &mut rng);
+    let sb_h = random_pow2_scales(bs.sb_len(), &mut rng);
+    let s = &gpu.stream;
+    let a = s.clone_htod(&a_h).map_err(dc("cuMemcpyHtoD(A)"))?;
+    let b = s.clone_htod(&b_h).map_err(dc("cuMemcpyHtoD(B)"))?;
+    let sa = s.clone_htod(&sa_h).map_err(dc("cuMemcpyHtoD(SA)"))?;
+    let sa_t = s.clone_htod(&bs.sa_m_major(&sa_h)).map_err(dc("cuMemcpyHtoD(SA_t)"))?;
+    let sb = s.clone_htod(&sb_h).map_err(dc("cuMemcpyHtoD(SB)"))?;
+    let mut c = unsafe { s.alloc::<bf16>(m * n) }.map_err(dc("cuMemAlloc(C)"))?;
+    gpu.poison16(&mut c, POISON_BF16)?;
+    let buffers = GemmBuffers {
+        a: gpu.bind("A", &a),
+        b: gpu.bind("B", &b),
+        c: gpu.bind("C", &c),
+        scales: Some((gpu.bind("SA", &sa), gpu.bind("SB", &sb))),
+    };
+    gemm.bind_raw(size, buffers)?.launch_checked()?;
+    let out = bf16_to_f64(&s.clone_dtoh(&c).map_err(dc("cuMemcpyDtoH(C)"))?);
+    let (reference, ref_name) = if (m * n * k) as u64 <= CPU_REF_LIMIT {
+        (bs.cpu_reference(&a_h, &sa_h, &b_h, &sb_h), "fp64 cpu")
+    } else {
+        let (a_deq, b_deq) = (bs.dequant_a(&a_h, &sa_h), bs.dequant_b(&b_h, &sb_h));
+        let exact = |v: &[f32]| exact_bf16(v).ok_or_else(|| RuntimeError::Other("dequantised input not exact in bf16".into()));
+        let a16 = s.clone_htod(&exact(&a_deq)?).map_err(dc("cuMemcpyHtoD(A16)"))?;
+        let b16 = s.clone_htod(&exact(&b_deq)?).map_err(dc("cuMemcpyHtoD(B16)"))?;
+        let mut c_ref = unsafe { s.alloc::<bf16>(m * n) }.map_err(dc("cuMemAlloc(C_ref)"))?;
+        gpu.poison16(&mut c_ref, POISON_BF16)?;
+        blas.gemm_bf16_tn(size.m, size.n, size.k, &a16, &b16, &mut c_ref)?;
+        gpu.sync("cuBLAS reference")?;
+        let reference = bf16_to_f64(&s.clone_dtoh(&c_ref).map_err(dc("cuMemcpyDtoH(C_ref)"))?);
+        // The reference itself must agree with FP64 on sampled rows.
+        let rows = sample_rows(m, n, k, REF_CHECK_BUDGET);
+        let cpu = cpu_gemm_tn_rows(&a_deq, &b_deq, n, k, &rows);
+        let sampled: Vec<f64> = rows.iter().flat_map(|&i| reference[i * n..(i + 1) * n].to_vec()).collect();
+        let ref_err = rel_frobenius(&sampled, &cpu);
+        if !passes(ref_err, threshold) {
+            return Err(RuntimeError::Other(format!(
+                "the cuBLAS reference disagrees with FP64 on {} sampled rows ({ref_err:.3e})",
+                rows.len()
+            )));
+        }
+        (reference, "cublas bf16 on dequantised inputs")
+    };
+    let err = rel_frobenius(&out, &reference);
+    let lt_err = (|| -> Result<f64> {
+        let input = LtInput::Fp8BlockScaled { sa_m_major: addr(gpu, &sa_t), sb: addr(gpu, &sb) };
+        let plan = LtGemm::new(lt, size.m, size.n, size.k, input)?;
+        gpu.poison16(&mut c, POISON_BF16)?;
+        unsafe { plan.run(lt, addr(gpu, &a), addr(gpu, &b), addr(gpu, &c)) }?;
+        gpu.sync("cuBLASLt block-scaled")?;
+        Ok(rel_frobenius(&bf16_to_f64(&s.clone_dtoh(&c).map_err(dc("cuMemcpyDtoH(C)"))?), &reference))
+    })()
+    .map_err(|e| e.to_string());
+    Ok(BlockScaledCheck { seed, err, reference: ref_name, lt_err, pass: passes(err, threshold) })
+}

@@ -1,0 +1,478 @@
+//! `tilec-bench --grouped`: the vendor baselines of a grouped GEMM
+//! ([`crate::grouped`]), checked and then timed in interleaved rounds.
+//!
+//! Per problem, three contenders on the problem's layout (contiguous
+//! segments padded to the block M, or masked `[G, M_max, K]` buffers):
+//! - `cublas-loop`: one `cublasGemmEx` (BF16, FP32 compute) per non-empty expert;
+//! - `cublas-grouped`: one `cublasGemmGroupedBatchedEx` (BF16) over the
+//!   non-empty experts, each its own group of one problem (cudarc 0.19's
+//!   `cublas::sys` has the binding, loaded from libcublas like the rest);
+//! - `cublaslt-fp8-block-loop`: one cuBLASLt FP8 e4m3 block-scaled matmul
+//!   (1x128 scales for A, 128x128 for B; see [`crate::lt`]) per non-empty
+//!   expert, with plans made before timing.
+//!
+//! Empty experts are skipped by every contender, as a caller would. The FP8
+//! calls cover each expert's rows rounded up to 16 (cuBLASLt FP8's
+//! granularity), reaching into the segment's padding; TFLOP/s count the
+//! valid rows only, for every contender.
+//!
+//! Inputs are fresh for each problem; outputs are poisoned before the one
+//! checked launch; the check is an FP64 CPU product on the first and last
+//! valid row of every expert (all N columns). No L2 rotation: B alone,
+//! `G x N x K`, spans at least 8 x 4096 x 2048 elements, several times the
+//! L2 in either type.
+//!
+//! Our grouped kernels join as further contenders (one more launch closure
+//! in the timed list) once they exist: their manifest signature is in
+//! [`crate::grouped`]'s docs, read by [`crate::grouped::GroupedSpec`], whose
+//! `problem` binds a layout's symbols.
+
+use crate::check::*;
+use crate::cuda::Gpu;
+use crate::error::{Result, RuntimeError};
+use crate::grouped::{label, GroupedProblem};
+use crate::lt::{LtGemm, LtHandle, LtInput};
+use crate::timing::{Launch, Timer};
+use crate::Cublas;
+use cudarc::cublas::sys as cb;
+use cudarc::driver::{CudaSlice, DevicePtr};
+use half::bf16;
+use serde::Serialize;
+use std::ffi::c_void;
+use tilec_report::schema::Stats;
+
+/// The JSON schema of a grouped report.
+pub const GROUPED_SCHEMA: &str = "tilec-bench-grouped/1";
+
+/// One contender's outcome on one problem.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupedRun {
+    pub name: String,
+    /// Relative Frobenius error on the checked rows, when it ran.
+    pub rel_err: Option<f64>,
+    pub pass: bool,
+    /// Time of each timed round, ms.
+    pub round_ms: Vec<f64>,
+    pub stats: Option<Stats>,
+    /// Useful TFLOP/s at the median.
+    pub tflops: Option<f64>,
+    pub error: Option<String>,
+}
+
+/// One problem's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupedResult {
+    /// The problem in [`GroupedProblem::parse`]'s form.
+    pub problem: String,
+    pub label: String,
+    pub groups: usize,
+    pub n: u64,
+    pub k: u64,
+    pub total_rows: u64,
+    pub flops: f64,
+    pub seed: u64,
+    pub runs: Vec<GroupedRun>,
+    pub error: Option<String>,
+}
+
+/// A grouped report (`tilec-bench --grouped --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupedReport {
+    pub schema: String,
+    pub device: String,
+    pub date_utc: String,
+    pub command_line: Vec<String>,
+    pub seed: u64,
+    pub warmup: usize,
+    pub reps: usize,
+    pub threshold: f64,
+    pub results: Vec<GroupedResult>,
+}
+
+impl GroupedRun {
+    fn new(name: &str) -> Self {
+        GroupedRun { name: name.into(), rel_err: None, pass: false, round_ms: Vec::new(), stats: None, tflops: None, error: None }
+    }
+}
+
+impl GroupedResult {
+    /// True if a contender failed its check or hit an error.
+    pub fn failed(&self) -> bool {
+        self.error.is_some() || self.runs.iter().any(|r| !r.pass || r.error.is_some())
+    }
+}
+
+/// The table `tilec-bench --grouped` prints: per problem, each contender's
+/// median time and TFLOP/s, and its ratio to the per-group cuBLAS loop.
+pub fn format_grouped_table(results: &[GroupedResult]) -> String {
+    let mut out = format!("{:<44} {:<26} {:>9} {:>8} {:>9} {:>9}\n", "problem", "contender", "ms", "TFLOP/s", "vs loop", "err");
+    for r in results {
+        let base = r.runs.iter().find(|x| x.name == "cublas-loop").and_then(|x| x.stats.as_ref()).map(|s| s.median_ms);
+        for run in &r.runs {
+            let ms = run.stats.as_ref().map(|s| s.median_ms);
+            let f = |v: Option<f64>, p: usize| v.map_or("-".into(), |v| format!("{v:.p$}"));
+            let ratio = match (base, ms) {
+                (Some(b), Some(m)) => Some(b / m),
+                _ => None,
+            };
+            let err = match (run.rel_err, &run.error) {
+                (_, Some(e)) => format!("ERROR {e}"),
+                (Some(e), None) => format!("{e:.2e}{}", if run.pass { "" } else { " FAIL" }),
+                (None, None) => "-".into(),
+            };
+            out += &format!("{:<44} {:<26} {:>9} {:>8} {:>9} {:>9}\n", r.label, run.name, f(ms, 3), f(run.tflops, 1), f(ratio, 3), err);
+        }
+        if let Some(e) = &r.error {
+            out += &format!("{:<44} ERROR {e}\n", r.label);
+        }
+    }
+    out
+}
+
+fn dc(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> RuntimeError {
+    move |err| RuntimeError::Driver { call, err }
+}
+
+fn addr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
+    let (a, _g) = s.device_ptr(&gpu.stream);
+    a
+}
+
+/// The experts that have rows: (expert, first row, rows).
+fn live(p: &GroupedProblem) -> Vec<(usize, u64, u64)> {
+    p.row_offsets().into_iter().zip(&p.rows).enumerate().filter(|(_, (_, &r))| r > 0).map(|(g, (o, &r))| (g, o, r)).collect()
+}
+
+/// The arguments of one `cublasGemmGroupedBatchedEx` call, kept alive
+/// while it is timed (the pointer arrays live on the device).
+struct GroupedBatched {
+    trans_a: Vec<cb::cublasOperation_t>,
+    trans_b: Vec<cb::cublasOperation_t>,
+    m: Vec<i32>,
+    n: Vec<i32>,
+    k: Vec<i32>,
+    ld_a: Vec<i32>,
+    ld_b: Vec<i32>,
+    ld_c: Vec<i32>,
+    alpha: Vec<f32>,
+    beta: Vec<f32>,
+    group_size: Vec<i32>,
+    a_ptrs: CudaSlice<u64>,
+    b_ptrs: CudaSlice<u64>,
+    c_ptrs: CudaSlice<u64>,
+}
+
+impl GroupedBatched {
+    /// Row-major `C_g = A_g * B_g^T` for each live expert, mapped as in
+    /// [`crate::blas`]: cuBLAS's A is our B_g (transposed), its B our A_g.
+    fn new(gpu: &Gpu, p: &GroupedProblem, a: u64, b: u64, c: u64) -> Result<Self> {
+        let experts = live(p);
+        let g = experts.len();
+        let fit = |v: u64| i32::try_from(v).map_err(|_| RuntimeError::Other(format!("{v} does not fit cuBLAS's int")));
+        let (n, k) = (fit(p.n)?, fit(p.k)?);
+        let mut rows = Vec::with_capacity(g);
+        let (mut ap, mut bp, mut cp) = (Vec::new(), Vec::new(), Vec::new());
+        for &(e, off, r) in &experts {
+            rows.push(fit(r)?);
+            ap.push(b + (e as u64 * p.n * p.k) * 2);
+            bp.push(a + off * p.k * 2);
+            cp.push(c + off * p.n * 2);
+        }
+        let up = |v: &[u64]| gpu.stream.clone_htod(v).map_err(dc("cuMemcpyHtoD(pointer array)"));
+        Ok(GroupedBatched {
+            trans_a: vec![cb::cublasOperation_t::CUBLAS_OP_T; g],
+            trans_b: vec![cb::cublasOperation_t::CUBLAS_OP_N; g],
+            m: vec![n; g],
+            n: rows,
+            k: vec![k; g],
+            ld_a: vec![k; g],
+            ld_b: vec![k; g],
+            ld_c: vec![n; g],
+            alpha: vec![1.0; g],
+            beta: vec![0.0; g],
+            group_size: vec![1; g],
+            a_ptrs: up(&ap)?,
+            b_ptrs: up(&bp)?,
+            c_ptrs: up(&cp)?,
+        })
+    }
+
+    fn run(&self, gpu: &Gpu, blas: &Cublas) -> Result<()> {
+        let bf = cb::cudaDataType_t::CUDA_R_16BF;
+        let status = unsafe {
+            cb::cublasGemmGroupedBatchedEx(
+                blas.handle(),
+                self.trans_a.as_ptr(),
+                self.trans_b.as_ptr(),
+                self.m.as_ptr(),
+                self.n.as_ptr(),
+                self.k.as_ptr(),
+                self.alpha.as_ptr() as *const c_void,
+                addr(gpu, &self.a_ptrs) as *const *const c_void,
+                bf,
+                self.ld_a.as_ptr(),
+                addr(gpu, &self.b_ptrs) as *const *const c_void,
+                bf,
+                self.ld_b.as_ptr(),
+                self.beta.as_ptr() as *const c_void,
+                addr(gpu, &self.c_ptrs) as *const *mut c_void,
+                bf,
+                self.ld_c.as_ptr(),
+                self.group_size.len() as i32,
+                self.group_size.as_ptr(),
+                cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            )
+        };
+        status.result().map_err(|err| RuntimeError::Cublas { call: "cublasGemmGroupedBatchedEx", err })
+    }
+}
+
+/// Relative error of `out` (bf16 `[rows, N]`, the layout's rows) on the
+/// first and last valid row of every live expert, against FP64 from
+/// `a_row(row) -> K f32` and `b_expert(g) -> N x K f32`.
+fn check_rows(
+    p: &GroupedProblem,
+    out: &[bf16],
+    a_row: impl Fn(u64) -> Vec<f32>,
+    b_expert: impl Fn(usize) -> Vec<f32>,
+) -> f64 {
+    let (n, k) = (p.n as usize, p.k as usize);
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    for (g, off, r) in live(p) {
+        let rows: Vec<u64> = if r == 1 { vec![off] } else { vec![off, off + r - 1] };
+        let a: Vec<f32> = rows.iter().flat_map(|&row| a_row(row)).collect();
+        let idx: Vec<usize> = (0..rows.len()).collect();
+        want.extend(cpu_gemm_tn_rows(&a, &b_expert(g), n, k, &idx));
+        for &row in &rows {
+            got.extend(out[row as usize * n..(row as usize + 1) * n].iter().map(|x| x.to_f64()));
+        }
+    }
+    rel_frobenius(&got, &want)
+}
+
+/// A contender that passed its check: its run index and one launch.
+type Contender<'a> = (usize, Box<dyn FnMut(usize) -> Result<()> + 'a>);
+
+/// Checks and times the baselines on `p` with inputs drawn from `seed`.
+#[allow(clippy::too_many_arguments)]
+pub fn bench_grouped(
+    gpu: &Gpu,
+    timer: &Timer,
+    blas: &Cublas,
+    lt: &LtHandle,
+    p: &GroupedProblem,
+    seed: u64,
+    (warmup, reps): (usize, usize),
+    threshold: f64,
+) -> GroupedResult {
+    let mut res = GroupedResult {
+        problem: p.to_string(),
+        label: label(p),
+        groups: p.groups(),
+        n: p.n,
+        k: p.k,
+        total_rows: p.total_rows(),
+        flops: p.flops(),
+        seed,
+        runs: Vec::new(),
+        error: None,
+    };
+    if let Err(e) = bench_into(gpu, timer, blas, lt, p, seed, (warmup, reps), threshold, &mut res) {
+        res.error = Some(e.to_string());
+    }
+    res
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bench_into(
+    gpu: &Gpu,
+    timer: &Timer,
+    blas: &Cublas,
+    lt: &LtHandle,
+    p: &GroupedProblem,
+    seed: u64,
+    (warmup, reps): (usize, usize),
+    threshold: f64,
+    res: &mut GroupedResult,
+) -> Result<()> {
+    p.validate().map_err(RuntimeError::Other)?;
+    if !p.rows.iter().all(|&r| p.segment_rows(r).is_multiple_of(16)) {
+        return Err(RuntimeError::Other(format!("{p}: segments must hold a multiple of 16 rows for cuBLASLt FP8")));
+    }
+    let s = &gpu.stream;
+    let (rows, n, k) = (p.buffer_rows() as usize, p.n as usize, p.k as usize);
+    let g = p.groups();
+    let experts = live(p);
+    // BF16 inputs.
+    let a_h = par_fill(rows * k, seed, |r| bf16::from_f32(r.uniform()));
+    let b_h = par_fill(g * n * k, seed ^ 0xB, |r| bf16::from_f32(r.uniform()));
+    let a = s.clone_htod(&a_h).map_err(dc("cuMemcpyHtoD(A)"))?;
+    let b = s.clone_htod(&b_h).map_err(dc("cuMemcpyHtoD(B)"))?;
+    let mut c = unsafe { s.alloc::<bf16>(rows * n) }.map_err(dc("cuMemAlloc(C)"))?;
+    let (pa, pb, pc) = (addr(gpu, &a), addr(gpu, &b), addr(gpu, &c));
+    let bf16_row = |row: u64| a_h[row as usize * k..(row as usize + 1) * k].iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+    let bf16_b = |e: usize| b_h[e * n * k..(e + 1) * n * k].iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+    // FP8 block-scaled inputs: e4m3 values, power-of-two scales over the layout's rows.
+    let a8_h = par_fill(rows * k, seed ^ 0xA8, |r| f32_to_e4m3(r.uniform()));
+    let b8_h = par_fill(g * n * k, seed ^ 0xB8, |r| f32_to_e4m3(r.uniform()));
+    let whole = BlockScales::new(rows, n, k);
+    let (kb, nb) = (whole.kb(), whole.nb());
+    let mut scale_rng = Rng::new(seed ^ 0x5CA1E);
+    let sa_h = random_pow2_scales(rows * kb, &mut scale_rng);
+    let sb_h = random_pow2_scales(g * nb * kb, &mut scale_rng);
+    // cuBLASLt FP8 wants the row count a multiple of 16: each FP8 call
+    // covers its expert's rows rounded up, into the segment's padding.
+    let fp8_rows = |r: u64| r.div_ceil(16) * 16;
+    // cuBLASLt reads each call's A scales M-major over that call's rows.
+    let mut sa_t_h = vec![0f32; rows * kb];
+    for &(_, off, r) in &experts {
+        let r = fp8_rows(r);
+        let part = BlockScales::new(r as usize, n, k);
+        let (o, len) = (off as usize * kb, r as usize * kb);
+        sa_t_h[o..o + len].copy_from_slice(&part.sa_m_major(&sa_h[o..o + len]));
+    }
+    let a8 = s.clone_htod(&a8_h).map_err(dc("cuMemcpyHtoD(A8)"))?;
+    let b8 = s.clone_htod(&b8_h).map_err(dc("cuMemcpyHtoD(B8)"))?;
+    let sa_t = s.clone_htod(&sa_t_h).map_err(dc("cuMemcpyHtoD(SA_t)"))?;
+    let sb = s.clone_htod(&sb_h).map_err(dc("cuMemcpyHtoD(SB)"))?;
+    let mut c8 = unsafe { s.alloc::<bf16>(rows * n) }.map_err(dc("cuMemAlloc(C8)"))?;
+    let (pa8, pb8, psa, psb, pc8) = (addr(gpu, &a8), addr(gpu, &b8), addr(gpu, &sa_t), addr(gpu, &sb), addr(gpu, &c8));
+    let fp8_row = |row: u64| {
+        let r = row as usize;
+        BlockScales::new(1, n, k).dequant_a(&a8_h[r * k..(r + 1) * k], &sa_h[r * kb..(r + 1) * kb])
+    };
+    let fp8_b = |e: usize| BlockScales::new(1, n, k).dequant_b(&b8_h[e * n * k..(e + 1) * n * k], &sb_h[e * nb * kb..(e + 1) * nb * kb]);
+
+    let loop_bf16 = |_: usize| -> Result<()> {
+        for &(e, off, r) in &experts {
+            unsafe { blas.gemm_bf16_tn_raw(r, p.n, p.k, pa + off * p.k * 2, pb + (e as u64 * p.n * p.k) * 2, pc + off * p.n * 2)? };
+        }
+        Ok(())
+    };
+    let grouped = GroupedBatched::new(gpu, p, pa, pb, pc);
+    let lt_plans: Result<Vec<(usize, u64, LtGemm)>> = experts
+        .iter()
+        .map(|&(e, off, r)| {
+            let input = LtInput::Fp8BlockScaled { sa_m_major: psa + off * kb as u64 * 4, sb: psb + (e * nb * kb) as u64 * 4 };
+            Ok((e, off, LtGemm::new(lt, fp8_rows(r), p.n, p.k, input)?))
+        })
+        .collect();
+    let loop_fp8 = |plans: &[(usize, u64, LtGemm)]| -> Result<()> {
+        for (e, off, plan) in plans {
+            unsafe { plan.run(lt, pa8 + off * p.k, pb8 + (*e as u64 * p.n * p.k), pc8 + off * p.n * 2)? };
+        }
+        Ok(())
+    };
+
+    // Check each contender once on a poisoned output.
+    let check = |name: &str, out: &mut CudaSlice<bf16>, launch: &mut dyn FnMut() -> Result<()>, fp8: bool| -> GroupedRun {
+        let r = (|| -> Result<f64> {
+            gpu.poison16(out, POISON_BF16)?;
+            launch()?;
+            gpu.sync(name)?;
+            let h = s.clone_dtoh(out).map_err(dc("cuMemcpyDtoH(C)"))?;
+            Ok(if fp8 { check_rows(p, &h, fp8_row, fp8_b) } else { check_rows(p, &h, bf16_row, bf16_b) })
+        })();
+        match r {
+            Ok(err) => {
+                let pass = passes(err, threshold);
+                let error = (!pass).then(|| "check failed; not timed".to_string());
+                GroupedRun { rel_err: err.is_finite().then_some(err), pass, error, ..GroupedRun::new(name) }
+            }
+            Err(e) => GroupedRun { error: Some(e.to_string()), ..GroupedRun::new(name) },
+        }
+    };
+    let not_run = |name: &str, e: &RuntimeError| GroupedRun { error: Some(e.to_string()), ..GroupedRun::new(name) };
+    res.runs.push(check("cublas-loop", &mut c, &mut || loop_bf16(0), false));
+    res.runs.push(match &grouped {
+        Ok(gb) => check("cublas-grouped", &mut c, &mut || gb.run(gpu, blas), false),
+        Err(e) => not_run("cublas-grouped", e),
+    });
+    res.runs.push(match &lt_plans {
+        Ok(plans) => check("cublaslt-fp8-block-loop", &mut c8, &mut || loop_fp8(plans), true),
+        Err(e) => not_run("cublaslt-fp8-block-loop", e),
+    });
+    let (ok_loop, ok_grouped, ok_fp8) = (res.runs[0].pass, res.runs[1].pass, res.runs[2].pass);
+    let mut timed: Vec<Contender> = Vec::new();
+    if ok_loop {
+        timed.push((0, Box::new(loop_bf16)));
+    }
+    if let (true, Ok(gb)) = (ok_grouped, &grouped) {
+        timed.push((1, Box::new(move |_| gb.run(gpu, blas))));
+    }
+    if let (true, Ok(plans)) = (ok_fp8, &lt_plans) {
+        timed.push((2, Box::new(move |_| loop_fp8(plans))));
+    }
+    if timed.is_empty() {
+        return Ok(());
+    }
+    let mut launches: Vec<Launch> = timed.iter_mut().map(|(_, f)| &mut **f as Launch).collect();
+    let rounds = timer.time_rounds(warmup, reps, &mut launches)?;
+    for ((index, _), round_ms) in timed.iter().zip(rounds) {
+        let run = &mut res.runs[*index];
+        run.stats = Stats::from_samples(&round_ms);
+        run.tflops = run.stats.as_ref().map(|st| p.flops() / (st.median_ms * 1e-3) / 1e12);
+        run.round_ms = round_ms;
+    }
+    Ok(())
+}
+
+/// What `tilec-bench --grouped` was asked for.
+#[derive(Debug, Clone)]
+pub struct GroupedArgs<'a> {
+    pub command_line: &'a [String],
+    pub problems: Vec<GroupedProblem>,
+    pub seed: u64,
+    pub warmup: usize,
+    pub reps: usize,
+    pub threshold: f64,
+    pub spin: bool,
+    pub max_run_ms: f64,
+    pub json: Option<&'a str>,
+}
+
+/// Runs every problem of `args` on GPU 0, prints a line per problem and
+/// the table, and writes the JSON report when asked.
+pub fn run_grouped(args: &GroupedArgs) -> Result<GroupedReport> {
+    let gpu = Gpu::new(0)?;
+    let timer = Timer::new(&gpu, args.spin, args.max_run_ms);
+    let blas = Cublas::new(gpu.stream.clone())?;
+    let lt = LtHandle::new(gpu.stream.clone())?;
+    println!(
+        "device: {} (sm_{}{}, {} SMs); cuBLAS {:?}, cuBLASLt {}; seed {:#x}",
+        gpu.name,
+        gpu.cc.0,
+        gpu.cc.1,
+        gpu.num_sms,
+        blas.version(),
+        LtHandle::version(),
+        args.seed
+    );
+    let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let mut report = GroupedReport {
+        schema: GROUPED_SCHEMA.into(),
+        device: gpu.name.clone(),
+        date_utc: tilec_report::schema::date_utc(created),
+        command_line: args.command_line.to_vec(),
+        seed: args.seed,
+        warmup: args.warmup,
+        reps: args.reps,
+        threshold: args.threshold,
+        results: Vec::new(),
+    };
+    for (i, p) in args.problems.iter().enumerate() {
+        let seed = args.seed.wrapping_add((i as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
+        let r = bench_grouped(&gpu, &timer, &blas, &lt, p, seed, (args.warmup, args.reps), args.threshold);
+        print!("[{}/{}] {}", i + 1, args.problems.len(), format_grouped_table(std::slice::from_ref(&r)).lines().skip(1).collect::<Vec<_>>().join("\n"));
+        println!();
+        report.results.push(r);
+    }
+    println!();
+    print!("{}", format_grouped_table(&report.results));
+    if let Some(path) = args.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| RuntimeError::Other(format!("grouped report: {e}")))?;
+        std::fs::write(path, text).map_err(|e| RuntimeError::Other(format!("writing {path}: {e}")))?;
+        println!("wrote {path}");
+    }
+    Ok(report)
+}

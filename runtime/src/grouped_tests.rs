@@ -1,0 +1,169 @@
+//! Unit tests of the grouped-GEMM problem description (no GPU).
+
+use crate::check::Rng;
+use crate::grouped::*;
+
+#[test]
+fn uneven_split_has_the_required_groups() {
+    for seed in 0..50 {
+        let mut rng = Rng::new(seed);
+        for (total, g) in [(4096, 8), (32768, 32), (4096, 3)] {
+            let rows = uneven_split(total, g, &mut rng);
+            assert_eq!(rows.len(), g);
+            assert_eq!(rows.iter().sum::<u64>(), total, "seed {seed}");
+            assert!(rows.contains(&0), "an empty expert");
+            assert!(rows.contains(&1), "a single-row expert");
+            let max = *rows.iter().max().unwrap();
+            assert!(max >= total / 4 && max as f64 >= 2.0 * total as f64 / g as f64, "one much larger: {rows:?}");
+        }
+    }
+}
+
+#[test]
+fn contiguous_layout_pads_segments_to_block_m() {
+    let p = GroupedProblem { form: GroupedForm::Contiguous { block_m: 128 }, n: 256, k: 512, rows: vec![0, 1, 300, 128] };
+    assert_eq!(p.row_offsets(), [0, 0, 128, 512]);
+    assert_eq!(p.buffer_rows(), 640);
+    assert_eq!(p.expert_of_block().unwrap(), [1, 2, 2, 2, 3]);
+    assert_eq!(p.total_rows(), 429);
+    assert_eq!(p.flops(), 2.0 * 429.0 * 256.0 * 512.0);
+}
+
+#[test]
+fn masked_layout_is_fixed_per_expert() {
+    let p = GroupedProblem { form: GroupedForm::Masked { m_max: 256 }, n: 64, k: 128, rows: vec![64, 256, 100] };
+    assert_eq!(p.row_offsets(), [0, 256, 512]);
+    assert_eq!(p.buffer_rows(), 768);
+    assert_eq!(p.expert_of_block(), None);
+    let over = GroupedProblem { rows: vec![257], ..p };
+    assert_eq!(over.validate().unwrap_err(), "masked/256:64x128:257: a count 257 exceeds M_max 256");
+}
+
+#[test]
+fn grouped_problem_text_round_trips() {
+    for s in ["contiguous:4096x7168:0,1,3000,95", "contiguous/64:128x256:5", "masked/256:7168x2048:64,256,100"] {
+        let p = GroupedProblem::parse(s).unwrap();
+        assert_eq!(p.to_string(), s);
+    }
+    let p = GroupedProblem::parse("masked/256:7168x2048:64,256,100").unwrap();
+    assert_eq!((p.form, p.n, p.k, p.rows.clone()), (GroupedForm::Masked { m_max: 256 }, 7168, 2048, vec![64, 256, 100]));
+    for bad in ["", "contiguous:4096x7168", "dense:1x2:3", "masked:1x2:3", "contiguous:0x2:3", "contiguous:1x2:", "masked/4:8x8:5"] {
+        assert!(GroupedProblem::parse(bad).is_err(), "`{bad}` must be rejected");
+    }
+}
+
+#[test]
+fn default_problems_cover_the_benchmark() {
+    let v = default_grouped_problems(1);
+    assert_eq!(v.len(), 2 * 2 * 2 + 2 * 2);
+    assert!(v.iter().all(|p| p.validate().is_ok()));
+    let contig: Vec<_> = v.iter().filter(|p| matches!(p.form, GroupedForm::Contiguous { .. })).collect();
+    assert_eq!(contig.iter().map(|p| p.total_rows()).min(), Some(4096));
+    assert_eq!(contig.iter().map(|p| p.total_rows()).max(), Some(32768));
+    for p in v.iter().filter(|p| matches!(p.form, GroupedForm::Masked { .. })) {
+        assert!(p.rows.iter().all(|&r| (64..=256).contains(&r)));
+    }
+    assert!(v.iter().any(|p| p.groups() == 32 && (p.n, p.k) == (7168, 2048)));
+    assert_ne!(default_grouped_problems(2), v, "fresh group sizes per seed");
+}
+
+#[test]
+fn grouped_flag_parses() {
+    let args = |v: &[&str]| crate::bench::parse_args(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert!(args(&["--grouped", "--reps", "20"]).unwrap().grouped);
+    assert!(!args(&[]).unwrap().grouped);
+    assert!(args(&["--grouped", "x"]).is_err(), "--grouped takes no value");
+}
+
+#[test]
+fn grouped_table_reports_ratio_to_the_loop_and_failures() {
+    use crate::grouped_bench::*;
+    use tilec_report::schema::Stats;
+    let run = |name: &str, ms: Option<f64>, err: Option<f64>, error: Option<&str>| GroupedRun {
+        name: name.into(),
+        rel_err: err,
+        pass: error.is_none(),
+        round_ms: ms.into_iter().collect(),
+        stats: ms.and_then(|m| Stats::from_samples(&[m])),
+        tflops: ms.map(|m| 1e12 / (m * 1e-3) / 1e12),
+        error: error.map(str::to_string),
+    };
+    let r = GroupedResult {
+        problem: "masked/256:64x128:64".into(),
+        label: "masked G=1 64x128 rows=64".into(),
+        groups: 1,
+        n: 64,
+        k: 128,
+        total_rows: 64,
+        flops: 1e12,
+        seed: 1,
+        runs: vec![
+            run("cublas-loop", Some(2.0), Some(1e-3), None),
+            run("cublas-grouped", Some(1.0), Some(2e-3), None),
+            run("cublaslt-fp8-block-loop", None, Some(0.5), Some("check failed; not timed")),
+        ],
+        error: None,
+    };
+    let t = format_grouped_table(std::slice::from_ref(&r));
+    let line = |name: &str| t.lines().find(|l| l.contains(name)).unwrap().split_whitespace().collect::<Vec<_>>();
+    assert_eq!(line("cublas-grouped")[5..9], ["1.000", "1000.0", "2.000", "2.00e-3"]);
+    assert!(t.contains("ERROR check failed; not timed"));
+    assert!(r.failed());
+    let ok = GroupedResult { runs: r.runs[..2].to_vec(), ..r };
+    assert!(!ok.failed());
+}
+
+fn grouped_manifest(tensors: &str) -> tilec_artifact::Manifest {
+    tilec_artifact::Manifest::from_json_str(&format!(
+        r#"{{ "format_version": 1, "kernel_name": "g", "entry": "g", "target": "sm_90a", "block": [384, 1, 1],
+  "grid": {{ "rule": "sms", "ctas_per_sm": 1 }}, "tensors": [ {tensors} ], "params": [] }}"#
+    ))
+    .unwrap()
+}
+
+const CONTIGUOUS_FP8: &str = r#"
+    { "name": "A", "dtype": "f8e4m3", "shape": ["SM", "K"], "role": "input" },
+    { "name": "SA", "dtype": "f32", "shape": ["SM", "KB"], "role": "input" },
+    { "name": "B", "dtype": "f8e4m3", "shape": ["G", "N", "K"], "role": "input" },
+    { "name": "SB", "dtype": "f32", "shape": ["G", "NB", "KB"], "role": "input" },
+    { "name": "expert", "dtype": "i32", "shape": ["MB"], "role": "input" },
+    { "name": "C", "dtype": "bf16", "shape": ["SM", "N"], "role": "output" }"#;
+
+const MASKED_BF16: &str = r#"
+    { "name": "A", "dtype": "bf16", "shape": ["G", "MM", "K"], "role": "input" },
+    { "name": "counts", "dtype": "i32", "shape": ["G"], "role": "input" },
+    { "name": "B", "dtype": "bf16", "shape": ["G", "N", "K"], "role": "input" },
+    { "name": "C", "dtype": "bf16", "shape": ["G", "MM", "N"], "role": "output" }"#;
+
+#[test]
+fn grouped_spec_reads_both_signatures() {
+    use tilec_artifact::DType;
+    let c = GroupedSpec::from_manifest(&grouped_manifest(CONTIGUOUS_FP8)).unwrap();
+    assert_eq!(c, GroupedSpec { kind: GroupedKind::Contiguous, input: DType::F8e4m3 });
+    let m = GroupedSpec::from_manifest(&grouped_manifest(MASKED_BF16)).unwrap();
+    assert_eq!(m, GroupedSpec { kind: GroupedKind::Masked, input: DType::Bf16 });
+    let err = |t: &str| GroupedSpec::from_manifest(&grouped_manifest(t)).unwrap_err().to_string();
+    assert_eq!(
+        err(&MASKED_BF16.replace(r#"["G", "MM", "N"]"#, r#"["MM", "N"]"#)),
+        "not a GEMM artifact: not a grouped GEMM: want C bf16 [G, MM, N] (Output)"
+    );
+    assert!(err(&CONTIGUOUS_FP8.replace(r#""name": "SB""#, r#""name": "SX""#)).contains("want SB f32 [G, NB, KB]"));
+    assert!(err(&MASKED_BF16.replace(r#""counts""#, r#""rows""#)).contains("want an i32 `expert[MB]`"));
+    let extra = format!(r#"{MASKED_BF16}, {{ "name": "D", "dtype": "f32", "shape": ["G"], "role": "input" }}"#);
+    assert!(err(&extra).contains("unexpected tensor D"));
+}
+
+#[test]
+fn grouped_spec_binds_the_layout_symbols() {
+    let c = GroupedSpec::from_manifest(&grouped_manifest(CONTIGUOUS_FP8)).unwrap();
+    let p = GroupedProblem::parse("contiguous:200x300:0,1,300").unwrap();
+    let sym = c.problem(&p).unwrap();
+    let get = |s: &str| sym.get(s).unwrap();
+    assert_eq!((get("G"), get("N"), get("K"), get("SM"), get("MB"), get("KB"), get("NB")), (3, 200, 300, 512, 4, 3, 2));
+    let masked = GroupedProblem::parse("masked/256:200x300:64,100").unwrap();
+    assert!(c.problem(&masked).unwrap_err().to_string().contains("the kernel is Contiguous"));
+    let m = GroupedSpec::from_manifest(&grouped_manifest(MASKED_BF16)).unwrap();
+    let sym = m.problem(&masked).unwrap();
+    assert_eq!(sym.get("MM").unwrap(), 256);
+    assert!(sym.get("KB").is_err(), "bf16 binds no scale symbols");
+}
