@@ -117,43 +117,9 @@ pub fn progress(i: usize, n: usize, elapsed_s: f64) -> String {
     format!("[{i}/{n}] {} elapsed, about {} left", t(elapsed_s), t(left))
 }
 
-// ---------------------------------------------------------------- CLI
+// ---------------------------------------------------------------- run settings
 
-pub const USAGE: &str = "\
-usage: tilec-bench [--artifact DIR]... [--shapes LIST] [--dtypes bf16,fp8]
-                   [--warmup N] [--reps N] [--json OUT] [--baseline-only]
-                   [--threshold 1e-2] [--l2-factor 4] [--max-sets 64] [--seed N]
-                   [--max-run-ms 3000] [--no-spin] [--jit-cache] [--from-json IN]
-                   [--grouped]
-  --artifact DIR   a compiled GEMM artifact (repeatable; each is a candidate,
-                   the best per shape is reported, all are in the JSON)
-  --shapes LIST    MxNxK,... or the words default, square, llm (default: default)
-  --dtypes LIST    bf16 and/or fp8 (default: bf16,fp8)
-  --warmup N       untimed runs before timing (default 10)
-  --reps N         timed rounds; each round runs every kernel of the shape
-                   once, in turn, so drift hits all alike; medians and the
-                   per-round ratio's p10/p90 over them (default 100)
-  --json OUT       write the full report (schema tilec-bench/2); draw and
-                   compare reports with tilec-report on the build machine
-  --baseline-only  time the vendor baselines only (artifacts are ignored)
-  --threshold T    max relative Frobenius error vs cuBLAS (default 1e-2)
-  --l2-factor F    rotate input sets until they span F x the L2 (default 4)
-  --max-sets N     at most N rotated sets (default 64)
-  --seed N         input seed (default: from the clock)
-  --max-run-ms T   cap a shape's rounds near T ms per kernel (fewer rounds, at
-                   least 5; warm-up near T/4); the JSON records the rounds done
-  --no-spin        do not hold the stream with a spin kernel while enqueuing
-  --jit-cache      keep the driver's JIT cache (default: CUDA_CACHE_DISABLE=1,
-                   so module load time is the real PTX->SASS compile)
-  --from-json IN   no GPU: print the tables of a saved report
-  --grouped        time the grouped-GEMM baselines instead (per-expert cuBLAS
-                   loop, cublasGemmGroupedBatchedEx, per-expert cuBLASLt FP8
-                   block-scaled loop) on the mixture-of-experts problems
-                   (contiguous and masked; --shapes and --dtypes are ignored;
-                   --json writes schema tilec-bench-grouped/1)
-Exit status: 0 ok (or SKIPPED: no libcuda), 1 a correctness check failed,
-2 a usage or setup error.";
-
+/// What one tilec-bench run does; the binary's clap command line fills it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchArgs {
     pub artifacts: Vec<String>,
@@ -172,7 +138,6 @@ pub struct BenchArgs {
     pub jit_cache: bool,
     pub from_json: Option<String>,
     pub grouped: bool,
-    pub help: bool,
 }
 
 impl Default for BenchArgs {
@@ -194,70 +159,7 @@ impl Default for BenchArgs {
             jit_cache: false,
             from_json: None,
             grouped: false,
-            help: false,
         }
     }
 }
 
-pub fn parse_args(args: &[String]) -> Result<BenchArgs, String> {
-    let mut a = BenchArgs::default();
-    let mut i = 0;
-    fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
-        v.parse().map_err(|_| format!("{flag}: bad value `{v}`"))
-    }
-    while i < args.len() {
-        let flag = args[i].as_str();
-        let takes_value = !matches!(flag, "--baseline-only" | "--no-spin" | "--jit-cache" | "--grouped" | "-h" | "--help");
-        let (flag, inline) = match flag.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (flag, None),
-        };
-        let value = if takes_value {
-            match inline {
-                Some(v) => Some(v),
-                None => {
-                    i += 1;
-                    Some(args.get(i).cloned().ok_or_else(|| format!("{flag} needs a value"))?)
-                }
-            }
-        } else {
-            None
-        };
-        let v = value.as_deref().unwrap_or("");
-        match flag {
-            "--artifact" => a.artifacts.push(v.to_string()),
-            "--shapes" => a.shapes = parse_shapes(v)?,
-            "--dtypes" | "--dtype" => a.dtypes = parse_dtypes(v)?,
-            "--warmup" => a.warmup = num(flag, v)?,
-            "--reps" => a.reps = num(flag, v)?,
-            "--json" => a.json = Some(v.to_string()),
-            "--threshold" => a.threshold = num(flag, v)?,
-            "--l2-factor" => a.l2_factor = num(flag, v)?,
-            "--max-sets" => a.max_sets = num(flag, v)?,
-            "--seed" => {
-                a.seed = Some(match v.strip_prefix("0x") {
-                    Some(h) => u64::from_str_radix(h, 16).map_err(|_| format!("--seed: bad value `{v}`"))?,
-                    None => num(flag, v)?,
-                })
-            }
-            "--max-run-ms" => a.max_run_ms = num(flag, v)?,
-            "--from-json" => a.from_json = Some(v.to_string()),
-            "--baseline-only" => a.baseline_only = true,
-            "--no-spin" => a.spin = false,
-            "--jit-cache" => a.jit_cache = true,
-            "--grouped" => a.grouped = true,
-            "-h" | "--help" => a.help = true,
-            _ => return Err(format!("unknown argument `{}`", args[i])),
-        }
-        i += 1;
-    }
-    if a.reps == 0 {
-        return Err("--reps must be at least 1".into());
-    }
-    let positive = |x: f64| x > 0.0; // false for NaN
-    if !positive(a.threshold) || !positive(a.max_run_ms) || !(positive(a.l2_factor) || a.l2_factor == 0.0) || a.max_sets == 0
-    {
-        return Err("--threshold and --max-run-ms must be > 0, --l2-factor >= 0, --max-sets >= 1".into());
-    }
-    Ok(a)
-}

@@ -135,33 +135,6 @@ fn bf16_frobenius_and_row_reference() {
 }
 
 #[test]
-fn cli_parsing() {
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let d = parse_args(&[]).unwrap();
-    assert_eq!(d, BenchArgs::default());
-    assert_eq!(d.shapes.len(), 20);
-    let a = parse_args(&s(&[
-        "--artifact", "a1", "--artifact=a2", "--shapes", "64x2112x7168,square", "--dtypes", "fp8", "--warmup", "3",
-        "--reps", "50", "--json", "o.json", "--baseline-only", "--seed", "0x10", "--no-spin",
-        "--jit-cache", "--max-run-ms", "500", "--l2-factor", "2.5", "--max-sets", "8", "--threshold", "5e-3",
-    ]))
-    .unwrap();
-    assert_eq!(a.artifacts, ["a1", "a2"]);
-    assert_eq!(a.shapes.len(), 3);
-    assert_eq!(a.dtypes, [BenchDtype::Fp8]);
-    assert_eq!((a.warmup, a.reps, a.max_sets), (3, 50, 8));
-    assert_eq!(a.json.as_deref(), Some("o.json"));
-    assert!(a.baseline_only && !a.spin && a.jit_cache);
-    assert_eq!(a.seed, Some(16));
-    assert_eq!(a.max_run_ms, 500.0);
-    assert_eq!((a.l2_factor, a.threshold), (2.5, 5e-3));
-    for bad in [&["--reps"][..], &["--reps", "0"], &["--reps", "x"], &["--bogus"], &["--shapes", "1x2"], &["--max-sets", "0"], &["--png", "o.png"]] {
-        assert!(parse_args(&s(bad)).is_err(), "{bad:?}");
-    }
-}
-
-
-#[test]
 fn progress_lines() {
     assert_eq!(progress(1, 4, 30.0), "[1/4] 0m30s elapsed, about 1m30s left");
     assert_eq!(progress(4, 4, 125.0), "[4/4] 2m05s elapsed, about 0m00s left");

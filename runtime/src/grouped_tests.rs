@@ -68,14 +68,6 @@ fn default_problems_cover_the_benchmark() {
 }
 
 #[test]
-fn grouped_flag_parses() {
-    let args = |v: &[&str]| crate::bench::parse_args(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-    assert!(args(&["--grouped", "--reps", "20"]).unwrap().grouped);
-    assert!(!args(&[]).unwrap().grouped);
-    assert!(args(&["--grouped", "x"]).is_err(), "--grouped takes no value");
-}
-
-#[test]
 fn grouped_table_reports_ratio_to_the_loop_and_failures() {
     use crate::grouped_bench::*;
     use tilec_report::schema::Stats;

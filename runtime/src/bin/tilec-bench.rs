@@ -149,7 +149,6 @@ impl Cli {
             spin: !self.no_spin,
             jit_cache: self.jit_cache,
             from_json: self.from_json,
-            help: false,
         }
     }
 }
