@@ -298,15 +298,7 @@ impl Plan {
                     if o.coords(body).len() != 2 {
                         return Err(error(&data.loc, name, "only rank-2 TMA loads are supported by the lowering"));
                     }
-                    let desc = TmaDesc {
-                        tensor,
-                        box_dims: [geom.rows, geom.block_cols()],
-                        swizzle: geom.swizzle,
-                        geom_swizzle: geom.manifest_swizzle(),
-                    };
-                    if !plan.tma.contains(&desc) {
-                        plan.tma.push(desc);
-                    }
+                    plan.add_tma(tensor, &geom);
                 }
                 Opcode::NvWarpSpecialize => {
                     consumers = nv::WarpSpecialize::of(body, op).ok_or_else(malformed)?.consumers(body);
@@ -348,15 +340,7 @@ impl Plan {
                         return Err(error(&data.loc, name, "only rank-2 TMA stores are supported by the lowering"));
                     }
                     plan.tensors[tensor].stored = true;
-                    let desc = TmaDesc {
-                        tensor,
-                        box_dims: [geom.rows, geom.block_cols()],
-                        swizzle: geom.swizzle,
-                        geom_swizzle: geom.manifest_swizzle(),
-                    };
-                    if !plan.tma.contains(&desc) {
-                        plan.tma.push(desc);
-                    }
+                    plan.add_tma(tensor, &geom);
                     let shape = [geom.rows, geom.cols];
                     if store.is_some_and(|s| s != shape) {
                         return Err(error(&data.loc, name, "all stores must have one tile shape (it sets the grid)"));
@@ -385,6 +369,15 @@ impl Plan {
         // Consumer warpgroups split the CTA's tile along M, each storing its rows.
         plan.store_tile = [rows * consumers, cols];
         Ok(plan)
+    }
+
+    /// The TMA descriptor of `tensor` with `geom`'s box and swizzle, once
+    /// however many loads and stores use it.
+    fn add_tma(&mut self, tensor: usize, geom: &SmemGeom) {
+        let desc = TmaDesc { tensor, box_dims: [geom.rows, geom.block_cols()], swizzle: geom.swizzle, geom_swizzle: geom.manifest_swizzle() };
+        if !self.tma.contains(&desc) {
+            self.tma.push(desc);
+        }
     }
 
     pub fn threads(&self) -> i64 {
