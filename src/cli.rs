@@ -23,6 +23,7 @@ pub fn instrumentation(flags: &PassFlags, print: PrintOptions) -> Instrumentatio
         print_after: flags.print_ir_after.clone(),
         print_after_failure: flags.print_ir_after_failure,
         timing: flags.timing,
+        statistics: flags.statistics,
         print,
     }
 }

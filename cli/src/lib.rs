@@ -143,6 +143,9 @@ pub struct PassFlags {
     /// Print each pass's wall time to stderr
     #[arg(long = "mlir-timing")]
     pub timing: bool,
+    /// Print each pass's statistics (ops hoisted, erased, ...) to stderr after the pipeline
+    #[arg(long = "mlir-pass-statistics")]
+    pub statistics: bool,
     /// Verify the IR after every pass
     #[arg(long = "verify-each", value_name = "BOOL", require_equals = true, default_value_t = true,
           action = clap::ArgAction::Set)]
@@ -162,6 +165,7 @@ impl Default for PassFlags {
             print_ir_after_change: false,
             print_ir_after_failure: true,
             timing: false,
+            statistics: false,
             verify_each: true,
         }
     }

@@ -37,4 +37,17 @@ pub trait Pass {
     /// The registered name, as written in pipelines (`tile-canonicalize`).
     fn name(&self) -> &'static str;
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic>;
+    /// What the pass counted over all the functions it ran on, for
+    /// `--mlir-pass-statistics` (none by default).
+    fn statistics(&self) -> Vec<Statistic> {
+        Vec::new()
+    }
+}
+
+/// One counter a pass keeps, as MLIR's `Pass::Statistic`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Statistic {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub value: u64,
 }

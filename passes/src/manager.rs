@@ -21,6 +21,8 @@ pub struct Instrumentation {
     pub print_after: Vec<String>,
     pub print_after_failure: bool,
     pub timing: bool,
+    /// Report each pass's statistics after the pipeline (`--mlir-pass-statistics`).
+    pub statistics: bool,
     pub print: PrintOptions,
 }
 
@@ -32,6 +34,7 @@ impl Default for Instrumentation {
             print_after: Vec::new(),
             print_after_failure: true,
             timing: false,
+            statistics: false,
             print: PrintOptions::default(),
         }
     }
@@ -152,6 +155,9 @@ impl PassManager {
         if instr.timing {
             report_timing(log, &times);
         }
+        if instr.statistics {
+            report_statistics(log, &self.passes);
+        }
         Ok(())
     }
 }
@@ -180,6 +186,20 @@ fn dump(log: &mut dyn Write, title: &str, module: &Module, print: PrintOptions) 
     }
     // A log that cannot be written is not worth failing the compile over.
     let _ = writeln!(log, "{text}");
+}
+
+/// The statistics report in MLIR's form: each pass, then `(S) value name - description`.
+fn report_statistics(log: &mut dyn Write, passes: &[(Box<dyn Pass>, &'static PhaseRule)]) {
+    let mut text = String::from("===-------------------------------------------------------------------------===\n");
+    text.push_str("                         ... Pass statistics report ...\n");
+    text.push_str("===-------------------------------------------------------------------------===\n");
+    for (pass, _) in passes {
+        text.push_str(&format!("{}\n", pass.name()));
+        for s in pass.statistics() {
+            text.push_str(&format!("  (S) {} {} - {}\n", s.value, s.name, s.description));
+        }
+    }
+    let _ = write!(log, "{text}");
 }
 
 fn report_timing(log: &mut dyn Write, times: &[(&'static str, Duration)]) {

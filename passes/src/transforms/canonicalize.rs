@@ -11,7 +11,7 @@
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::PhaseRule;
 use crate::registry::PassInfo;
-use crate::Pass;
+use crate::{Pass, Statistic};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attributes, Block, Body, EntityRef, Op, Region, Value, ValueDef};
 use tilec_dialects::registry::{Folded, Opcode};
@@ -28,11 +28,13 @@ pub const INFO: PassInfo = PassInfo {
         help: "rounds of folding and dead-code removal before giving up on a fixed point",
     }],
     phases: PhaseRule::ANY,
-    create: |options| Box::new(Canonicalize { max_iterations: options.int("max-iterations") as usize }),
+    create: |options| Box::new(Canonicalize { max_iterations: options.int("max-iterations") as usize, erased: 0 }),
 };
 
 pub struct Canonicalize {
     max_iterations: usize,
+    /// Ops gone over every function run (folded, merged or dead).
+    erased: u64,
 }
 
 impl Pass for Canonicalize {
@@ -41,6 +43,7 @@ impl Pass for Canonicalize {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        let before = func.body.walk_region(func.region).len();
         for _ in 0..self.max_iterations {
             let folded = fold_all(&mut func.body, func.region);
             let merged = hoist_and_merge_constants(&mut func.body, func.region);
@@ -50,7 +53,12 @@ impl Pass for Canonicalize {
                 break;
             }
         }
+        self.erased += before.saturating_sub(func.body.walk_region(func.region).len()) as u64;
         Ok(())
+    }
+
+    fn statistics(&self) -> Vec<Statistic> {
+        vec![Statistic { name: "num-erased", description: "Number of ops folded away or erased", value: self.erased }]
     }
 }
 

@@ -5,16 +5,19 @@
 
 use crate::phase::PhaseRule;
 use crate::registry::PassInfo;
-use crate::Pass;
+use crate::{Pass, Statistic};
 use std::collections::HashSet;
 use tilec_dialects::ir::{Body, Op, Value};
 use tilec_dialects::tile::For;
 use tilec_dialects::{Diagnostic, Function};
 
 pub const INFO: PassInfo =
-    PassInfo { name: "tile-licm", summary: "Hoist loop-invariant pure ops out of tile.for loops", options: &[], phases: PhaseRule::ANY, create: |_| Box::new(Licm) };
+    PassInfo { name: "tile-licm", summary: "Hoist loop-invariant pure ops out of tile.for loops", options: &[], phases: PhaseRule::ANY, create: |_| Box::new(Licm::default()) };
 
-pub struct Licm;
+#[derive(Default)]
+pub struct Licm {
+    hoisted: u64,
+}
 
 impl Pass for Licm {
     fn name(&self) -> &'static str {
@@ -26,8 +29,13 @@ impl Pass for Licm {
         while let Some((op, loop_op)) = find_invariant(body, func.region) {
             body.remove_op(op);
             body.insert_op_before(loop_op, op);
+            self.hoisted += 1;
         }
         Ok(())
+    }
+
+    fn statistics(&self) -> Vec<Statistic> {
+        vec![Statistic { name: "num-hoisted", description: "Number of ops hoisted out of loops", value: self.hoisted }]
     }
 }
 
