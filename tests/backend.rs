@@ -5,6 +5,9 @@
 
 #[path = "backend/cli.rs"]
 mod cli;
+// The pipeline's fuzzing lowers to MLIR and PTX, so it lives in this binary.
+#[path = "robustness/mod.rs"]
+mod robustness;
 
 use std::{
     path::{Path, PathBuf},

@@ -60,16 +60,17 @@ impl IndexExpr {
         if self.modulus.is_some() {
             return None;
         }
+        // Offsets past i64 are no form a schedule writes: not understood.
         match self.iteration.steps.last_mut() {
-            Some((_, add)) => *add += c,
-            None => self.iteration.offset += c,
+            Some((_, add)) => *add = add.checked_add(c)?,
+            None => self.iteration.offset = self.iteration.offset.checked_add(c)?,
         }
         Some(self)
     }
 
     fn divided(mut self, d: i64) -> Option<Self> {
         if let Some(c) = self.as_constant() {
-            return (d != 0).then(|| Self::of(Iteration::constant(c / d)));
+            return c.checked_div(d).map(|q| Self::of(Iteration::constant(q)));
         }
         if d == 1 {
             return Some(self);
@@ -83,7 +84,7 @@ impl IndexExpr {
 
     fn reduced(mut self, m: i64) -> Option<Self> {
         if let Some(c) = self.as_constant() {
-            return (m != 0).then(|| Self::of(Iteration::constant(c % m)));
+            return c.checked_rem(m).map(|r| Self::of(Iteration::constant(r)));
         }
         if m <= 0 || self.modulus.is_some() {
             return None;
@@ -110,12 +111,12 @@ pub fn evaluate(body: &Body, v: Value) -> Option<IndexExpr> {
                 _ => counted_on(body, a, b),
             }
         }
-        "tile.subi" => operand(0)?.plus(-operand(1)?.as_constant()?),
+        "tile.subi" => operand(0)?.plus(operand(1)?.as_constant()?.checked_neg()?),
         // A product of two run-time values (tiles done times the trip count)
         // is an opaque count; scaling an iteration by a constant is not a
         // form the schedules use.
         "tile.muli" => match (operand(0).and_then(|e| e.as_constant()), operand(1).and_then(|e| e.as_constant())) {
-            (Some(a), Some(b)) => Some(IndexExpr::of(Iteration::constant(a * b))),
+            (Some(a), Some(b)) => Some(IndexExpr::of(Iteration::constant(a.checked_mul(b)?))),
             (None, None) => Some(IndexExpr::of(Iteration::of(v))),
             _ => None,
         },

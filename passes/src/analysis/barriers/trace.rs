@@ -124,7 +124,7 @@ impl Tracer<'_> {
         let body = self.body;
         let (mut root, mut offset) = (v, 0);
         while let Some(def) = body.defining_op(root).filter(|&d| body.ops[d].def.name == "nv.smem_rows") {
-            offset += self.get(body.ops[def].operands[1])?;
+            offset = offset.checked_add(self.get(body.ops[def].operands[1])?).ok_or(Stop::Untraceable)?;
             root = body.ops[def].operands[0];
         }
         Ok((root, offset))
@@ -157,7 +157,7 @@ impl Tracer<'_> {
         if start % 8 != 0 {
             return Err(Stop::Untraceable);
         }
-        let (end, total) = (start + rows(v)?, rows(slot.0)?);
+        let (end, total) = (start.checked_add(rows(v)?).ok_or(Stop::Untraceable)?, rows(slot.0)?);
         if start < 0 || end > total {
             let msg = format!("uses rows [{start}, {end}) of {}, which has {total} row(s) ({})", self.name(slot.0), self.config.describe());
             return Err(Stop::Error(op_error(body, op, msg)));
@@ -334,7 +334,10 @@ impl Tracer<'_> {
                 };
             }
             carried = self.block(entry)?;
-            iv += step;
+            // A trip past i64 ends the loop where the kernel's 32-bit indices
+            // would long have failed; the index-range check reports that.
+            let Some(next) = iv.checked_add(step) else { break };
+            iv = next;
         }
         for (&result, value) in data.results.iter().zip(&carried) {
             if let Some(c) = value {
