@@ -122,7 +122,7 @@ impl Tracer<'_> {
     /// their row offsets) and the row offset of `v` in it.
     fn root(&self, v: Value) -> Result<(Value, i64), Stop> {
         let body = self.body;
-        let (mut root, mut offset) = (v, 0);
+        let (mut root, mut offset) = (v, 0i64);
         while let Some(def) = body.defining_op(root).filter(|&d| body.ops[d].def.name == "nv.smem_rows") {
             offset = offset.checked_add(self.get(body.ops[def].operands[1])?).ok_or(Stop::Untraceable)?;
             root = body.ops[def].operands[0];
