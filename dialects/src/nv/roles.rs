@@ -13,6 +13,32 @@ pub fn valid_register_budget(regs: i64) -> bool {
     (24..=256).contains(&regs) && regs % 8 == 0
 }
 
+/// Registers of the SM's register file one CTA may use.
+pub const REGISTER_FILE: i64 = 64 * 1024;
+
+/// The register budgets of a warp-specialised CTA that ptxas and the SM
+/// accept: each a `setmaxnreg` value; the consumers' no smaller than the
+/// producer's (setmaxnreg raises the consumers and lowers the producer from
+/// one launch budget, and ptxas rejects the reverse with C7406); and one
+/// warpgroup (128 threads) per role within the register file.
+pub fn check_register_budgets(producer_regs: i64, consumer_regs: i64, consumers: i64) -> Result<(), String> {
+    for (name, regs) in [("producer", producer_regs), ("consumer", consumer_regs)] {
+        if !valid_register_budget(regs) {
+            return Err(format!("the {name} budget of {regs} registers is not a multiple of 8 from 24 to 256"));
+        }
+    }
+    if consumer_regs < producer_regs {
+        return Err(format!("the consumer budget ({consumer_regs} registers) is below the producer's ({producer_regs}): ptxas rejects it"));
+    }
+    let total = 128 * (producer_regs + consumers * consumer_regs);
+    if total > REGISTER_FILE {
+        return Err(format!(
+            "the budgets need {total} registers (128 x ({producer_regs} + {consumers} x {consumer_regs})), more than the {REGISTER_FILE} of the register file"
+        ));
+    }
+    Ok(())
+}
+
 /// ```text
 /// nv.warp_specialize {consumers = 2, producer_regs = 40, consumer_regs = 232} producer {
 ///   ...
@@ -64,11 +90,7 @@ pub(super) fn verify_warp_specialize(body: &Body, op: Op) -> Result<(), String> 
     if !matches!(ws.consumers(body), 1 | 2) {
         return Err("'consumers' must be 1 or 2".into());
     }
-    for (name, regs) in [("producer_regs", ws.producer_regs(body)), ("consumer_regs", ws.consumer_regs(body))] {
-        if !valid_register_budget(regs) {
-            return Err(format!("'{name}' must be a multiple of 8 from 24 to 256"));
-        }
-    }
+    check_register_budgets(ws.producer_regs(body), ws.consumer_regs(body), ws.consumers(body))?;
     let (producer, consumer) = (ws.producer(body), ws.consumer(body));
     for (region, args, what) in [(producer, 0, "producer"), (consumer, 1, "consumer")] {
         let [block] = body.regions[region].blocks[..] else { return Err(format!("the {what} region must have one block")) };

@@ -93,11 +93,8 @@ impl Pass for WarpSpecialize {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         self.apply_config(func);
-        for regs in [self.producer_regs, self.consumer_regs] {
-            if !tilec_dialects::nv::roles::valid_register_budget(regs) {
-                return Err(Diagnostic::error(func.loc.clone(), format!("tile-warp-specialize: {regs} registers is not a multiple of 8 from 24 to 256")));
-            }
-        }
+        tilec_dialects::nv::roles::check_register_budgets(self.producer_regs, self.consumer_regs, self.consumers)
+            .map_err(|m| Diagnostic::error(func.loc.clone(), format!("tile-warp-specialize: {m}")))?;
         let region = func.region;
         let body = &mut func.body;
         let Some(k_loop) = body.walk_region(region).into_iter().find_map(|op| staged_loop(body, op)) else {
