@@ -41,7 +41,54 @@ pub fn function_errors(func: &Function) -> Vec<Diagnostic> {
     }
     let mut visible: HashSet<Value> = func.args().iter().copied().collect();
     verify_region(body, func.region, &mut visible, &mut errors);
+    verify_dot_dims(func, &mut errors);
     errors
+}
+
+/// The `tile.dims` name of dimension `dim` of the tensor a dot operand was
+/// loaded from (through layout conversions), if it was loaded from a named
+/// argument.
+fn loaded_dim_name(func: &Function, mut v: Value, dim: usize) -> Option<&str> {
+    let body = &func.body;
+    loop {
+        let op = body.defining_op(v)?;
+        if let Some(convert) = crate::tile::ConvertLayout::of(body, op) {
+            v = convert.input(body);
+            continue;
+        }
+        let tensor = crate::tile::Load::of(body, op)?.tensor(body);
+        let arg = func.args().iter().position(|&a| a == tensor)?;
+        return func.arg_attrs.get(arg)?.get("tile.dims")?.as_strings()?.get(dim).copied();
+    }
+}
+
+/// The K of a dot must be one dimension of the problem: the name `tile.dims`
+/// gives A's reduction dimension must be the name it gives B's. A tensor
+/// declared K x N but loaded N x K (with `transpose_b`) would otherwise
+/// compile to a kernel that reads B the wrong way round.
+fn verify_dot_dims(func: &Function, errors: &mut Vec<Diagnostic>) {
+    let body = &func.body;
+    for op in body.walk_region(func.region) {
+        let (lhs, rhs) = match (crate::tile::Dot::of(body, op), crate::tile::DotScaled::of(body, op)) {
+            (Some(d), _) => (d.lhs(body), d.rhs(body)),
+            (_, Some(d)) => (d.lhs(body), d.rhs(body)),
+            _ => continue,
+        };
+        let attrs = &body.ops[op].attrs;
+        let a_k = usize::from(!attrs.has("transpose_a"));
+        let b_k = usize::from(attrs.has("transpose_b"));
+        let (Some(a_name), Some(b_name)) = (loaded_dim_name(func, lhs, a_k), loaded_dim_name(func, rhs, b_k)) else { continue };
+        if a_name != b_name {
+            let name = body.ops[op].def.name;
+            errors.push(Diagnostic::error(
+                body.ops[op].loc.clone(),
+                format!(
+                    "'{name}' op reduces A's dimension {a_k} ('{a_name}' in its tile.dims) with B's dimension {b_k} ('{b_name}'): \
+                     the two must name the same K (is B declared the other way round, or transpose_b wrong?)"
+                ),
+            ));
+        }
+    }
 }
 
 /// `tile.dims` names each dimension of a tensor argument (`["M", "K"]`);
