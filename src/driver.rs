@@ -63,6 +63,10 @@ struct CompileArgs {
     /// Where to write the reproducer when the back end fails (default: the temporary folder)
     #[arg(long = "mlir-pass-pipeline-crash-reproducer", value_name = "FILE")]
     reproducer: Option<String>,
+    /// Assemble the PTX with ptxas (TILEC_PTXAS or PATH) and make its errors, register spills and
+    /// wgmma serialisation (C7509-C7520) compile errors
+    #[arg(long = "verify-ptx")]
+    verify_ptx: bool,
     #[command(flatten)]
     config: ConfigArgs,
 }
@@ -226,8 +230,8 @@ fn write_reproducer(mlir: &str, opts: &BackendOptions, path: Option<&str>) -> St
 }
 
 fn compile(args: &CompileArgs) -> Result<(), Failure> {
-    if args.output.is_none() && args.emit.is_none() && !args.config.explain {
-        return Err(Failure::Usage("nothing to do: give -o DIR and/or --emit=STAGE (or --explain)".into()));
+    if args.output.is_none() && args.emit.is_none() && !args.config.explain && !args.verify_ptx {
+        return Err(Failure::Usage("nothing to do: give -o DIR and/or --emit=STAGE (or --explain, --verify-ptx)".into()));
     }
     if args.config.shapes.is_some() && (args.output.is_none() || args.passes.pass_pipeline.is_some()) {
         return Err(Failure::Usage("--shapes builds a kernel family: give -o DIR and no --pass-pipeline".into()));
@@ -251,14 +255,14 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     }
     let pipeline = args.passes.pass_pipeline.as_deref();
     timer.time("tile/nv passes", || run_tile_passes(&mut module, pipeline, &request, &args.passes, &input, &text))?;
-    if args.output.is_none() && args.emit.is_none() {
+    if args.output.is_none() && args.emit.is_none() && !args.verify_ptx {
         timer.report();
         return Ok(());
     }
     if args.emit == Some(Emit::Nv) {
         print_stdout(&print_module(&module, PrintOptions::default()))?;
     }
-    let want_ptx = args.output.is_some() || args.emit == Some(Emit::Ptx);
+    let want_ptx = args.output.is_some() || args.emit == Some(Emit::Ptx) || args.verify_ptx;
     if !want_ptx && args.emit <= Some(Emit::Nv) {
         timer.report();
         return Ok(());
@@ -296,6 +300,9 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     }
     if want_ptx {
         let ptx = timer.time("MLIR -> PTX", || backend::mlir_to_ptx(&kernel.mlir, &opts)).map_err(backend_err)?;
+        if args.verify_ptx {
+            timer.time("ptxas", || backend::verify_ptx(&ptx.text)).map_err(|e| format!("{input}: error: --verify-ptx: {e}"))?;
+        }
         if args.emit == Some(Emit::Ptx) {
             print_stdout(&ptx.text)?;
         }

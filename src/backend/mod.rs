@@ -15,6 +15,7 @@ mod kernel_abi;
 mod pipeline;
 mod reproducer;
 mod ptx;
+mod verify_ptx;
 mod wgmma_drain;
 
 pub use context::BackendContext;
@@ -23,6 +24,7 @@ pub use kernel_abi::{TMA_PARAMS_ATTR, TMA_PARAM_ATTRS};
 pub use pipeline::{default_pipeline, split_pipeline};
 pub use reproducer::{mlir_opt_command, reproducer, MLIR_OPT};
 pub use ptx::NVPTX_TRIPLE;
+pub use verify_ptx::{check_report, find_ptxas, verify_ptx, PtxasReport};
 
 use melior::ir::{
     block::BlockLike,
