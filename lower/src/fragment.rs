@@ -77,6 +77,11 @@ impl FragGeom {
         (self.m_blocks * self.n_blocks) as usize
     }
 
+    /// Values a thread holds of the whole tile.
+    pub fn values_per_thread(&self) -> i64 {
+        self.chunks() as i64 * self.chunk_len() as i64
+    }
+
     /// Values per thread in one chunk.
     pub fn chunk_len(&self) -> usize {
         (self.instr_n / 2) as usize

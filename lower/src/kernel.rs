@@ -99,7 +99,16 @@ pub(crate) struct Lowerer<'a> {
     dim_args: HashMap<String, String>,
     store_helpers: BTreeMap<&'static str, ElemType>,
     role: Role,
+    /// Registers a thread of the current role may hold: the hardware's 255,
+    /// or the consumers' `setmaxnreg` budget in a warp-specialised kernel.
+    reg_budget: i64,
 }
+
+/// Registers per thread a kernel needs beside its register tiles (addresses,
+/// loop state, barrier phases): a tile that leaves fewer spills.
+const RESERVED_REGS: i64 = 24;
+/// The most registers a thread can have without `setmaxnreg`.
+const MAX_REGS: i64 = 255;
 
 /// The MLIR op of a tile arithmetic op or cast.
 fn arith_op(opcode: Opcode) -> &'static str {
@@ -137,6 +146,7 @@ impl<'a> Lowerer<'a> {
             dim_args: HashMap::new(),
             store_helpers: BTreeMap::new(),
             role: Role::Cta,
+            reg_budget: MAX_REGS,
         }
     }
 
@@ -265,9 +275,27 @@ impl<'a> Lowerer<'a> {
         self.f.body.values[v].name_hint.clone().unwrap_or_else(|| "v".into())
     }
 
+    /// The fragment geometry of a register tile; a tile whose fragment would
+    /// not fit the role's registers is an error here, not a silent spill.
     fn geom(&self, op: Op, ty: &Type) -> Result<FragGeom, Diagnostic> {
         let tile = ty.as_tile().ok_or_else(|| self.err(op, "expected a tile"))?;
-        FragGeom::of(tile, self.warps()).map_err(|m| self.err(op, m))
+        let geom = FragGeom::of(tile, self.warps()).map_err(|m| self.err(op, m))?;
+        let regs = geom.values_per_thread() * i64::from(tile.elem.bits()).max(32) / 32;
+        if regs + RESERVED_REGS > self.reg_budget {
+            return Err(self.err(
+                op,
+                format!(
+                    "a {}x{} {} tile needs {regs} registers per thread over {} warps, more than the {} a thread has here leaves beside \
+                     {RESERVED_REGS} for addresses and loop state: it would spill (use a smaller tile, more warps or two consumers)",
+                    geom.rows,
+                    geom.cols,
+                    tile.elem.mnemonic(),
+                    self.warps(),
+                    self.reg_budget
+                ),
+            ));
+        }
+        Ok(geom)
     }
 
     /// Warps holding one register tile: the CTA's, or in a warp-specialised
@@ -841,9 +869,11 @@ impl<'a> Lowerer<'a> {
         let c = roles::open_consumer(&mut self.em, &wg, &budgets);
         self.vals.insert(c_arg, Lv::Scalar { name: c, elem: ElemType::Index });
         self.role = Role::Consumer;
+        self.reg_budget = budgets.consumer_regs;
         self.lower_block(consumer)?;
         roles::close(&mut self.em);
         self.role = Role::Cta;
+        self.reg_budget = MAX_REGS;
         Ok(())
     }
 }

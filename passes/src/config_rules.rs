@@ -111,6 +111,18 @@ pub struct Pins {
     pub stages: Option<i64>,
 }
 
+impl std::fmt::Display for Pins {
+    /// `BLOCK_M=256 BLOCK_N=256`, or `none`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pinned: Vec<String> = [("BLOCK_M", self.block_m), ("BLOCK_N", self.block_n), ("BLOCK_K", self.block_k), ("STAGES", self.stages)]
+            .iter()
+            .filter_map(|(name, v)| v.map(|v| format!("{name}={v}")))
+            .collect();
+        f.write_str(if pinned.is_empty() { "none" } else { "" })?;
+        f.write_str(&pinned.join(" "))
+    }
+}
+
 /// One configuration, everything the passes after config selection need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {

@@ -183,7 +183,10 @@ impl Pass for SelectConfig {
         if ranked.is_empty() {
             return Err(Diagnostic::error(
                 func.loc.clone(),
-                format!("no configuration of '@{}' fits {}x{}x{} with the pinned values {pins:?}", func.name, problem.m, problem.n, problem.k),
+                format!(
+                    "no configuration of '@{}' fits {}x{}x{} with the pinned values {pins} (shared memory, registers or the tile rules rule them out; --explain lists what fits)",
+                    func.name, problem.m, problem.n, problem.k
+                ),
             ));
         }
         let count = ranked.len();
