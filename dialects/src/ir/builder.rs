@@ -4,7 +4,7 @@ use super::attributes::{Attribute, Attributes};
 use super::body::{Block, Body, Op, Value};
 use super::types::{ElemType, Type};
 use crate::diagnostic::Location;
-use crate::registry::{self, OpDef, Opcode};
+use crate::registry::Opcode;
 use std::collections::HashMap;
 
 /// Where new ops go: before an op, or at the end of a block.
@@ -26,17 +26,6 @@ impl<'a> Builder<'a> {
         Builder { body, at, loc }
     }
 
-    /// Builds an op by name; panics only on a name no dialect defines, which
-    /// is a bug in the pass, not in the input. The typed builders
-    /// (`tile::Dot::build`, ...) check operands at compile time instead;
-    /// this, `value` and `index_op` remain for passes not converted yet.
-    pub fn op(&mut self, name: &str, operands: Vec<Value>, result_types: &[Type], attrs: Attributes) -> Op {
-        let def: &'static OpDef = registry::lookup(name).unwrap_or_else(|| panic!("no dialect defines '{name}'"));
-        let op = self.body.create_op(def, operands, result_types, attrs, self.loc.clone());
-        self.insert(op);
-        op
-    }
-
     /// Builds an op of `opcode` here; the dialects' typed builders
     /// (`tile::Dot::build`, ...) call this with their operands in order.
     pub fn create(&mut self, opcode: Opcode, operands: Vec<Value>, result_types: &[Type], attrs: Attributes) -> Op {
@@ -52,22 +41,11 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Builds an op with one result and returns that result.
-    pub fn value(&mut self, name: &str, operands: Vec<Value>, ty: Type, attrs: Attributes) -> Value {
-        let op = self.op(name, operands, &[ty], attrs);
-        self.body.result(op, 0)
-    }
-
     pub fn index(&mut self, v: i64) -> Value {
         let mut attrs = Attributes::new();
         attrs.set("value", Attribute::Int(v, ElemType::Index));
         let op = self.create(Opcode::TileConstant, vec![], &[Type::INDEX], attrs);
         self.body.result(op, 0)
-    }
-
-    /// `lhs OP rhs` on index values (`tile.addi`, `tile.muli`, ...).
-    pub fn index_op(&mut self, name: &str, lhs: Value, rhs: Value) -> Value {
-        self.value(name, vec![lhs, rhs], Type::INDEX, Attributes::new())
     }
 
     /// Copies `op` here with its regions, its operands renamed through `map`

@@ -2,31 +2,7 @@
 //! stores: the checks their definitions (ops.ods) cannot state.
 
 use super::{AllocMbarriers, AllocSmem, MbarrierExpectTx, StoreGlobal, TmaLoad};
-use crate::ir::{Body, Layout, Op, Value};
-
-/// The operands of an `nv.tma_load`, by role.
-pub struct TmaLoadOperands<'a> {
-    pub tensor: Value,
-    pub coords: &'a [Value],
-    pub buffer: Value,
-    pub stage: Value,
-    pub barrier: Value,
-    pub barrier_stage: Value,
-}
-
-/// Splits a `nv.tma_load`'s operands; `None` if it is not a well-formed
-/// `nv.tma_load`. The typed view [`TmaLoad`] gives the same by name.
-pub fn tma_load_operands(body: &Body, op: Op) -> Option<TmaLoadOperands<'_>> {
-    let load = TmaLoad::of(body, op)?;
-    Some(TmaLoadOperands {
-        tensor: load.tensor(body),
-        coords: load.coords(body),
-        buffer: load.buffer(body),
-        stage: load.stage(body),
-        barrier: load.barrier(body),
-        barrier_stage: load.barrier_stage(body),
-    })
-}
+use crate::ir::{Body, Layout, Op};
 
 pub(super) fn verify_alloc_smem(body: &Body, op: Op) -> Result<(), String> {
     let alloc = AllocSmem::of(body, op).ok_or("malformed 'nv.alloc_smem'")?;

@@ -50,7 +50,7 @@ mod trace;
 use crate::registry::PassInfo;
 use crate::Pass;
 use model::{BarrierGroup, Model};
-use tilec_dialects::ir::{Body, Op};
+use tilec_dialects::ir::Body;
 use tilec_dialects::{Diagnostic, Function};
 
 pub const INFO: PassInfo = PassInfo {
@@ -86,9 +86,6 @@ pub fn verify_barriers(func: &Function) -> Result<(), Diagnostic> {
     simulate::check_every_round(func)
 }
 
-fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {
-    Diagnostic::error(body.ops[op].loc.clone(), format!("'{}' op {message}", body.ops[op].def.name))
-}
 
 /// `'%full'`, as the user wrote it.
 fn barrier_name(body: &Body, group: &BarrierGroup) -> String {

@@ -3,7 +3,8 @@
 //! `expect_tx` expects the bytes its TMA loads bring.
 
 use super::model::{EventKind, Model};
-use super::{barrier_name, op_error};
+use super::barrier_name;
+use crate::op_error;
 use std::collections::BTreeMap;
 use tilec_dialects::ir::{Block, Body, Op, Value};
 use tilec_dialects::Diagnostic;

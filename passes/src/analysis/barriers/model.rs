@@ -7,9 +7,10 @@
 //! bodies count as taken, since the passes guard only boundary iterations
 //! with them.
 
-use super::op_error;
+use crate::op_error;
 use tilec_dialects::ir::{Block, Body, Op, Value};
-use tilec_dialects::nv::memory::tma_load_operands;
+use tilec_dialects::nv;
+use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, Function, Type};
 
 /// One `nv.alloc_mbarriers`: `stages` barriers, each completing a phase
@@ -101,25 +102,32 @@ impl Model {
     /// last.
     fn walk(&mut self, body: &Body, block: Block, role: usize, scope: Option<Op>, mut last: Vec<usize>) -> Result<Vec<usize>, Diagnostic> {
         for &op in &body.blocks[block].ops {
-            let data = &body.ops[op];
-            let event = match data.def.name {
-                "nv.alloc_mbarriers" => {
-                    let Type::MBarrier(stages) = *body.value_type(data.results[0]) else { unreachable!("verified") };
-                    let arrivals = data.attrs.get_int("arrivals").expect("verified");
-                    self.groups.push(BarrierGroup { alloc: op, value: data.results[0], stages, arrivals });
+            let event = match body.opcode(op) {
+                Opcode::NvAllocMbarriers => {
+                    let alloc = nv::AllocMbarriers::of(body, op).expect("verified");
+                    let value = alloc.result(body);
+                    let Type::MBarrier(stages) = *body.value_type(value) else { unreachable!("verified") };
+                    self.groups.push(BarrierGroup { alloc: op, value, stages, arrivals: alloc.arrivals(body) });
                     None
                 }
-                "nv.mbarrier_arrive" => Some((EventKind::Arrive, data.operands[0], data.operands[1])),
-                "nv.mbarrier_expect_tx" => {
-                    Some((EventKind::ExpectTx(data.attrs.get_int("bytes").expect("verified")), data.operands[0], data.operands[1]))
+                Opcode::NvMbarrierArrive => {
+                    let arrive = nv::MbarrierArrive::of(body, op).expect("verified");
+                    Some((EventKind::Arrive, arrive.barrier(body), arrive.stage(body)))
                 }
-                "nv.mbarrier_wait" => Some((EventKind::Wait { phase: data.operands[2] }, data.operands[0], data.operands[1])),
-                "nv.tma_load" => {
-                    let o = tma_load_operands(body, op).expect("verified");
+                Opcode::NvMbarrierExpectTx => {
+                    let expect = nv::MbarrierExpectTx::of(body, op).expect("verified");
+                    Some((EventKind::ExpectTx(expect.bytes(body)), expect.barrier(body), expect.stage(body)))
+                }
+                Opcode::NvMbarrierWait => {
+                    let wait = nv::MbarrierWait::of(body, op).expect("verified");
+                    Some((EventKind::Wait { phase: wait.phase(body) }, wait.barrier(body), wait.stage(body)))
+                }
+                Opcode::NvTmaLoad => {
+                    let load = nv::TmaLoad::of(body, op).expect("verified");
                     // TMA writes the box; row padding in the layout is never transferred.
-                    let box_tile = &body.value_type(o.buffer).as_smem().expect("verified").tile;
+                    let box_tile = &body.value_type(load.buffer(body)).as_smem().expect("verified").tile;
                     let bytes = box_tile.num_elements() * i64::from(box_tile.elem.bits()) / 8;
-                    Some((EventKind::TmaComplete(bytes), o.barrier, o.barrier_stage))
+                    Some((EventKind::TmaComplete(bytes), load.barrier(body), load.barrier_stage(body)))
                 }
                 _ => None,
             };
@@ -146,15 +154,15 @@ impl Model {
         if data.regions.is_empty() {
             return Ok(last);
         }
-        let roles = if data.def.name == "nv.warp_specialize" {
-            let consumers = data.attrs.get_int("consumers").expect("verified");
+        let roles = if let Some(ws) = nv::WarpSpecialize::of(body, op) {
+            let consumers = ws.consumers(body);
             self.roles.push(Role { kind: RoleKind::Producer, threads: 128 });
             self.roles.push(Role { kind: RoleKind::Consumers, threads: 128 * consumers });
             vec![self.roles.len() - 2, self.roles.len() - 1]
         } else {
             vec![role; data.regions.len()]
         };
-        let scope = if data.def.name == "tile.for" { Some(op) } else { scope };
+        let scope = if body.opcode(op) == Opcode::TileFor { Some(op) } else { scope };
         let mut ends = Vec::new();
         for (&region, role) in data.regions.iter().zip(roles) {
             for &block in &body.regions[region].blocks {

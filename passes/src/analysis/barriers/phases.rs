@@ -5,7 +5,8 @@
 
 use super::model::{EventKind, Model};
 use super::symbolic::{evaluate, phase_of, stage_iteration, Iteration, Phase};
-use super::{barrier_name, op_error};
+use super::barrier_name;
+use crate::op_error;
 use tilec_dialects::ir::{Body, Value};
 use tilec_dialects::Diagnostic;
 

@@ -24,7 +24,7 @@
 //! a few tensor sizes so loops take 1 to over 2 x stages + 1 rounds.
 
 use super::trace::{trace, Config, Slot, Step, StepKind, Window, WARP};
-use super::op_error;
+use crate::op_error;
 use std::collections::{HashMap, VecDeque};
 use tilec_dialects::ir::{Body, Op, Value};
 use tilec_dialects::{Diagnostic, Function};
@@ -44,7 +44,7 @@ fn configs() -> Vec<Config> {
 /// sizes is not simulated.
 pub fn check_every_round(func: &Function) -> Result<(), Diagnostic> {
     let body = &func.body;
-    if !body.ops.keys().any(|op| body.ops[op].def.name.starts_with("nv.")) {
+    if !body.ops.keys().any(|op| tilec_dialects::nv::OPS.iter().any(|def| def.opcode == body.opcode(op))) {
         return Ok(());
     }
     for config in configs() {

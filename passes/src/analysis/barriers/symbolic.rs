@@ -10,6 +10,8 @@
 //! as underivable rather than guessed at.
 
 use tilec_dialects::ir::{Body, Op, Value, ValueDef};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::tile;
 
 /// An iteration number: `base + offset`, then each `(div, add)` step in
 /// turn as `x / div + add` (a loop of step 2 counts `(k - 1) / 2`). With
@@ -99,29 +101,32 @@ impl IndexExpr {
 /// `tile.ceildivsi`, ...) are opaque iteration bases.
 pub fn evaluate(body: &Body, v: Value) -> Option<IndexExpr> {
     let Some(op) = body.defining_op(v) else { return Some(IndexExpr::of(Iteration::of(v))) };
-    let data = &body.ops[op];
-    let operand = |i: usize| evaluate(body, data.operands[i]);
-    match data.def.name {
-        "tile.constant" => data.attrs.get_int("value").map(|c| IndexExpr::of(Iteration::constant(c))),
-        "tile.addi" => {
-            let (a, b) = (operand(0)?, operand(1)?);
+    let opcode = body.opcode(op);
+    if opcode == Opcode::TileConstant {
+        return body.ops[op].attrs.get_int("value").map(|c| IndexExpr::of(Iteration::constant(c)));
+    }
+    let Some(binary) = tile::IntBinary::of(body, op) else { return Some(IndexExpr::of(Iteration::of(v))) };
+    let (lhs, rhs) = (|| evaluate(body, binary.lhs(body)), || evaluate(body, binary.rhs(body)));
+    match opcode {
+        Opcode::TileAddi => {
+            let (a, b) = (lhs()?, rhs()?);
             match (a.as_constant(), b.as_constant()) {
                 (_, Some(c)) => a.plus(c),
                 (Some(c), _) => b.plus(c),
                 _ => counted_on(body, a, b),
             }
         }
-        "tile.subi" => operand(0)?.plus(operand(1)?.as_constant()?.checked_neg()?),
+        Opcode::TileSubi => lhs()?.plus(rhs()?.as_constant()?.checked_neg()?),
         // A product of two run-time values (tiles done times the trip count)
         // is an opaque count; scaling an iteration by a constant is not a
         // form the schedules use.
-        "tile.muli" => match (operand(0).and_then(|e| e.as_constant()), operand(1).and_then(|e| e.as_constant())) {
+        Opcode::TileMuli => match (lhs().and_then(|e| e.as_constant()), rhs().and_then(|e| e.as_constant())) {
             (Some(a), Some(b)) => Some(IndexExpr::of(Iteration::constant(a.checked_mul(b)?))),
             (None, None) => Some(IndexExpr::of(Iteration::of(v))),
             _ => None,
         },
-        "tile.divsi" => operand(0)?.divided(operand(1)?.as_constant()?),
-        "tile.remsi" => operand(0)?.reduced(operand(1)?.as_constant()?),
+        Opcode::TileDivsi => lhs()?.divided(rhs()?.as_constant()?),
+        Opcode::TileRemsi => lhs()?.reduced(rhs()?.as_constant()?),
         _ => Some(IndexExpr::of(Iteration::of(v))),
     }
 }
@@ -156,7 +161,7 @@ fn counted_on(body: &Body, a: IndexExpr, b: IndexExpr) -> Option<IndexExpr> {
 fn induction_loop(body: &Body, v: Value) -> Option<Op> {
     let ValueDef::BlockArg(block, 0) = body.values[v].def else { return None };
     let region = body.blocks[block].parent?;
-    body.regions[region].parent.filter(|&op| body.ops[op].def.name == "tile.for")
+    body.regions[region].parent.filter(|&op| body.opcode(op) == Opcode::TileFor)
 }
 
 /// An upper bound of `v` known from constants and `tile.minsi`.
@@ -164,8 +169,8 @@ fn upper_bound(body: &Body, v: Value) -> Option<i64> {
     if let Some(c) = evaluate(body, v).and_then(|e| e.as_constant()) {
         return Some(c);
     }
-    let op = body.defining_op(v).filter(|&op| body.ops[op].def.name == "tile.minsi")?;
-    body.ops[op].operands.iter().filter_map(|&x| upper_bound(body, x)).min()
+    let min = body.defining_op(v).and_then(|op| tile::Minsi::of(body, op))?;
+    [min.lhs(body), min.rhs(body)].into_iter().filter_map(|x| upper_bound(body, x)).min()
 }
 
 /// The values `it` takes, `[lo, hi)`, where known: constants, and loop

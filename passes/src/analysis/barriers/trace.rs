@@ -9,9 +9,10 @@
 //! (`expect_tx`, TMA loads and stores), and a warp's `arrive` is 32
 //! arrivals.
 
-use super::op_error;
+use crate::op_error;
 use tilec_dialects::ir::{Block, Body, Op, Value};
-use tilec_dialects::nv::memory::tma_load_operands;
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::{nv, tile};
 use tilec_dialects::tile::arith::{binary_int_fold, compare};
 use tilec_dialects::{Diagnostic, Function, Type};
 use std::collections::HashMap;
@@ -123,9 +124,9 @@ impl Tracer<'_> {
     fn root(&self, v: Value) -> Result<(Value, i64), Stop> {
         let body = self.body;
         let (mut root, mut offset) = (v, 0i64);
-        while let Some(def) = body.defining_op(root).filter(|&d| body.ops[d].def.name == "nv.smem_rows") {
-            offset = offset.checked_add(self.get(body.ops[def].operands[1])?).ok_or(Stop::Untraceable)?;
-            root = body.ops[def].operands[0];
+        while let Some(rows) = body.defining_op(root).and_then(|d| nv::SmemRows::of(body, d)) {
+            offset = offset.checked_add(self.get(rows.row(body))?).ok_or(Stop::Untraceable)?;
+            root = rows.buffer(body);
         }
         Ok((root, offset))
     }
@@ -183,38 +184,43 @@ impl Tracer<'_> {
         let body = self.body;
         for &op in &body.blocks[block].ops {
             let data = &body.ops[op];
-            let operands = &data.operands;
             let elected = self.warp == 0;
-            match data.def.name {
-                "tile.yield" => return Ok(operands.iter().map(|v| self.env.get(v).copied()).collect()),
-                "tile.constant" => {
+            // Every view below is of the op the arm matched: `expect` cannot fail.
+            match body.opcode(op) {
+                Opcode::TileYield => {
+                    let values = tile::Yield::of(body, op).expect("matched").values(body);
+                    return Ok(values.iter().map(|v| self.env.get(v).copied()).collect());
+                }
+                Opcode::TileConstant => {
                     if let Some(c) = data.attrs.get_int("value") {
                         self.env.insert(data.results[0], c);
                     }
                 }
-                "tile.index_cast" => {
-                    if let Some(&c) = self.env.get(&operands[0]) {
-                        self.env.insert(data.results[0], c);
+                Opcode::TileIndexCast => {
+                    let cast = tile::IndexCast::of(body, op).expect("matched");
+                    if let Some(&c) = self.env.get(&cast.input(body)) {
+                        self.env.insert(cast.result(body), c);
                     }
                 }
-                "tile.cmpi" => {
-                    let predicate = data.attrs.get("predicate").and_then(|a| a.as_str()).unwrap_or("");
-                    if let (Some(&a), Some(&b)) = (self.env.get(&operands[0]), self.env.get(&operands[1])) {
-                        if let Some(r) = compare(predicate, a, b) {
-                            self.env.insert(data.results[0], i64::from(r));
+                Opcode::TileCmpi => {
+                    let cmp = tile::Cmpi::of(body, op).expect("matched");
+                    if let (Some(&a), Some(&b)) = (self.env.get(&cmp.lhs(body)), self.env.get(&cmp.rhs(body))) {
+                        if let Some(r) = compare(cmp.predicate(body), a, b) {
+                            self.env.insert(cmp.result(body), i64::from(r));
                         }
                     }
                 }
-                "tile.block_id" => {
+                Opcode::TileBlockId => {
                     self.env.insert(data.results[0], 0);
                 }
-                "tile.num_blocks" => {
+                Opcode::TileNumBlocks => {
                     let grid = if data.attrs.get_int("dim") == Some(0) { self.config.grid } else { 1 };
                     self.env.insert(data.results[0], grid);
                 }
-                "tile.dim" => {
-                    let arg = self.func.args().iter().position(|&a| a == operands[0]);
-                    let index = data.attrs.get_int("index").and_then(|i| usize::try_from(i).ok());
+                Opcode::TileDim => {
+                    let dim = tile::Dim::of(body, op).expect("matched");
+                    let arg = self.func.args().iter().position(|&a| a == dim.tensor(body));
+                    let index = usize::try_from(dim.index(body)).ok();
                     let name = arg.zip(index).and_then(|(a, i)| {
                         let names = self.func.arg_attrs[a].get("tile.dims")?.as_strings()?;
                         names.get(i).map(|s| s.to_string())
@@ -222,18 +228,19 @@ impl Tracer<'_> {
                     let size = name
                         .and_then(|n| self.config.dims.iter().find(|(d, _)| *d == n).map(|&(_, v)| v))
                         .unwrap_or(self.config.default);
-                    self.env.insert(data.results[0], size);
+                    self.env.insert(dim.result(body), size);
                 }
-                "tile.for" => self.for_loop(op)?,
-                "tile.if" => {
-                    if self.get(operands[0])? != 0 {
+                Opcode::TileFor => self.for_loop(op)?,
+                Opcode::TileIf => {
+                    let cond = tile::If::of(body, op).expect("matched").condition(body);
+                    if self.get(cond)? != 0 {
                         self.block(body.entry_block(data.regions[0]))?;
                     }
                 }
-                "nv.warp_specialize" => {
+                Opcode::NvWarpSpecialize => {
                     // A warp count that does not match the roles is the
                     // lowering's error to report.
-                    let consumers = data.attrs.get_int("consumers").unwrap_or(0);
+                    let consumers = nv::WarpSpecialize::of(body, op).expect("matched").consumers(body);
                     if self.func.attrs.get_int("num_warps") != Some(WARPS_PER_GROUP * (1 + consumers)) {
                         return Err(Stop::Untraceable);
                     }
@@ -247,30 +254,32 @@ impl Tracer<'_> {
                     self.block(entry)?;
                     self.in_role = false;
                 }
-                "nv.mbarrier_wait" => {
-                    let barrier = self.slot(op, operands[0], operands[1])?;
-                    let parity = self.get(operands[2])?;
+                Opcode::NvMbarrierWait => {
+                    let wait = nv::MbarrierWait::of(body, op).expect("matched");
+                    let barrier = self.slot(op, wait.barrier(body), wait.stage(body))?;
+                    let parity = self.get(wait.phase(body))?;
                     self.push(op, StepKind::Wait { barrier, parity })?;
                 }
-                "nv.mbarrier_arrive" => {
-                    let barrier = self.slot(op, operands[0], operands[1])?;
+                Opcode::NvMbarrierArrive => {
+                    let arrive = nv::MbarrierArrive::of(body, op).expect("matched");
+                    let barrier = self.slot(op, arrive.barrier(body), arrive.stage(body))?;
                     self.push(op, StepKind::Arrive { barrier })?;
                 }
-                "nv.mbarrier_expect_tx" if elected => {
-                    let barrier = self.slot(op, operands[0], operands[1])?;
-                    let bytes = data.attrs.get_int("bytes").unwrap_or(0);
-                    self.push(op, StepKind::ExpectTx { barrier, bytes })?;
+                Opcode::NvMbarrierExpectTx if elected => {
+                    let expect = nv::MbarrierExpectTx::of(body, op).expect("matched");
+                    let barrier = self.slot(op, expect.barrier(body), expect.stage(body))?;
+                    self.push(op, StepKind::ExpectTx { barrier, bytes: expect.bytes(body) })?;
                 }
-                "nv.tma_load" if elected => {
-                    let Some(o) = tma_load_operands(body, op) else { return Err(Stop::Untraceable) };
-                    let buffer = self.window(op, o.buffer, o.stage)?;
-                    let barrier = self.slot(op, o.barrier, o.barrier_stage)?;
-                    let tile = &body.value_type(o.buffer).as_smem().ok_or(Stop::Untraceable)?.tile;
+                Opcode::NvTmaLoad if elected => {
+                    let load = nv::TmaLoad::of(body, op).expect("matched");
+                    let buffer = self.window(op, load.buffer(body), load.stage(body))?;
+                    let barrier = self.slot(op, load.barrier(body), load.barrier_stage(body))?;
+                    let tile = &body.value_type(load.buffer(body)).as_smem().ok_or(Stop::Untraceable)?.tile;
                     let bytes = tile.num_elements() * i64::from(tile.elem.bits()) / 8;
                     self.push(op, StepKind::TmaLoad { buffer, barrier, bytes })?;
                 }
-                "nv.wgmma" => {
-                    let mma = tilec_dialects::nv::Wgmma::of(body, op).expect("the op is nv.wgmma");
+                Opcode::NvWgmma => {
+                    let mma = nv::Wgmma::of(body, op).expect("matched");
                     let mut reads = Vec::new();
                     if let Some(stage) = mma.a_stage(body) {
                         reads.push(self.window(op, mma.a(body), stage)?);
@@ -278,34 +287,36 @@ impl Tracer<'_> {
                     reads.push(self.window(op, mma.b(body), mma.b_stage(body))?);
                     self.push(op, StepKind::Wgmma { reads })?;
                 }
-                "nv.wgmma_fence" => self.push(op, StepKind::WgmmaFence)?,
-                "nv.wgmma_commit" => self.push(op, StepKind::WgmmaCommit)?,
-                "nv.wgmma_wait" => {
+                Opcode::NvWgmmaFence => self.push(op, StepKind::WgmmaFence)?,
+                Opcode::NvWgmmaCommit => self.push(op, StepKind::WgmmaCommit)?,
+                Opcode::NvWgmmaWait => {
                     let depth = data.attrs.get_int("pending").unwrap_or(0);
                     self.push(op, StepKind::WgmmaWait { depth })?;
                 }
-                "nv.load_fragment" => {
-                    let buffer = self.window(op, operands[0], operands[1])?;
+                Opcode::NvLoadFragment => {
+                    let load = nv::LoadFragment::of(body, op).expect("matched");
+                    let buffer = self.window(op, load.buffer(body), load.stage(body))?;
                     self.push(op, StepKind::LoadFragment { buffer })?;
                 }
-                "nv.store_shared" => {
-                    let buffer = self.window(op, operands[1], operands[2])?;
+                Opcode::NvStoreShared => {
+                    let store = nv::StoreShared::of(body, op).expect("matched");
+                    let buffer = self.window(op, store.buffer(body), store.stage(body))?;
                     self.push(op, StepKind::StoreShared { buffer })?;
                 }
-                "nv.fence_async_shared" => self.push(op, StepKind::FenceProxy)?,
-                "nv.tma_store" if elected => {
-                    let buffer = self.window(op, operands[0], operands[1])?;
+                Opcode::NvFenceAsyncShared => self.push(op, StepKind::FenceProxy)?,
+                Opcode::NvTmaStore if elected => {
+                    let store = nv::TmaStore::of(body, op).expect("matched");
+                    let buffer = self.window(op, store.buffer(body), store.stage(body))?;
                     self.push(op, StepKind::TmaStore { buffer })?;
                 }
                 // A CTA barrier inside one role is the lowering's error.
-                "nv.barrier" if self.in_role => return Err(Stop::Untraceable),
-                "nv.barrier" => self.push(op, StepKind::CtaBarrier)?,
+                Opcode::NvBarrier if self.in_role => return Err(Stop::Untraceable),
+                Opcode::NvBarrier => self.push(op, StepKind::CtaBarrier)?,
                 _ => {
-                    if let (Some(&a), Some(&b), [result]) =
-                        (operands.first().and_then(|v| self.env.get(v)), operands.get(1).and_then(|v| self.env.get(v)), &data.results[..])
-                    {
+                    let Some(binary) = tile::IntBinary::of(body, op) else { continue };
+                    if let (Some(&a), Some(&b)) = (self.env.get(&binary.lhs(body)), self.env.get(&binary.rhs(body))) {
                         if let Some(r) = binary_int_fold(body.opcode(op), a, b) {
-                            self.env.insert(*result, r);
+                            self.env.insert(binary.result(body), r);
                         }
                     }
                 }
@@ -317,13 +328,14 @@ impl Tracer<'_> {
     fn for_loop(&mut self, op: Op) -> Result<(), Stop> {
         let body = self.body;
         let data = &body.ops[op];
-        let (lb, ub, step) = (self.get(data.operands[0])?, self.get(data.operands[1])?, self.get(data.operands[2])?);
+        let for_op = tile::For::of(body, op).expect("called on tile.for");
+        let (lb, ub, step) = (self.get(for_op.lower_bound(body))?, self.get(for_op.upper_bound(body))?, self.get(for_op.step(body))?);
         if step <= 0 {
             return Err(Stop::Untraceable);
         }
         let entry = body.entry_block(data.regions[0]);
         let args = &body.blocks[entry].args;
-        let mut carried: Vec<Option<i64>> = data.operands[3..].iter().map(|v| self.env.get(v).copied()).collect();
+        let mut carried: Vec<Option<i64>> = for_op.inits(body).iter().map(|v| self.env.get(v).copied()).collect();
         let mut iv = lb;
         while iv < ub {
             self.env.insert(args[0], iv);
