@@ -9,6 +9,8 @@
 //! [`passes`], [`artifact`], [`lower`]) so one dependency is enough; a pass of
 //! your own joins pipeline strings through [`passes::register_pass`].
 
+#![warn(missing_docs)]
+
 pub mod api;
 pub mod backend;
 pub mod cli;

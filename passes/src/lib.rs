@@ -38,5 +38,6 @@ pub fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {
 pub trait Pass {
     /// The registered name, as written in pipelines (`tile-canonicalize`).
     fn name(&self) -> &'static str;
+    /// Transforms or checks `func`; an error is located where the IR is at fault.
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic>;
 }
