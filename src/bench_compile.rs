@@ -9,7 +9,7 @@
 
 use crate::backend::{self, BackendContext, BackendOptions, Timings};
 use crate::config_select::ConfigRequest;
-use crate::driver::{parse_and_verify, run_tile_passes};
+use crate::api::{parse_and_verify, run_tile_passes};
 use tilec_lower as lower;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -14,6 +14,7 @@ pub type Shape = (i64, i64, i64);
 /// What the user asked of config selection.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ConfigRequest {
+    /// `--shape MxNxK`: the problem to choose the config for.
     pub shape: Option<Shape>,
     /// `--param NAME=VALUE`: BLOCK_M, BLOCK_N, BLOCK_K or STAGES.
     pub params: Vec<(String, i64)>,

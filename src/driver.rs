@@ -5,16 +5,16 @@
 //! When the back end fails, a reproducer (the generated MLIR and the upstream
 //! pipeline, src/backend/reproducer.rs) is written for upstream `mlir-opt`.
 
+use crate::api::{backend_error, backend_options, lower, parse_and_verify, run_tile_passes};
 use crate::backend::{self, BackendOptions};
-use crate::cli::{read_source, render_pass_error, run_pipeline};
+use crate::cli::read_source;
 use crate::config_select::{self, parse_candidate, parse_param, parse_shape, ConfigRequest};
-use tilec_lower as lower;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tilec_cli::{exit_code, CompletionArgs, Failure, PassFlags};
-use tilec_dialects::{parse_module, print_module, verify_module, Module, PrintOptions};
+use tilec_dialects::{print_module, Module, PrintOptions};
 
 pub use tilec_passes::DEFAULT_PIPELINE;
 
@@ -165,48 +165,6 @@ impl Timer {
     }
 }
 
-/// Parses and verifies tile/nv text; `name` locates the diagnostics, shown with their source line.
-pub(crate) fn parse_and_verify(text: &str, name: &str) -> Result<Module, String> {
-    let m = parse_module(text, name).map_err(|d| d.render(name, text))?;
-    if m.functions.is_empty() {
-        let start = tilec_dialects::Location::new(std::sync::Arc::from(name), 1, 1);
-        return Err(tilec_dialects::Diagnostic::error(start, "the file defines no kernel: expected a 'tile.func'").render(name, text));
-    }
-    verify_module(&m).map_err(|d| d.render(name, text))?;
-    Ok(m)
-}
-
-/// Runs the textual tile/nv `pipeline` on `module` (parsed from `text`, named
-/// `name`) with the instrumentation `flags` ask for; its output goes to stderr.
-pub(crate) fn run_passes(module: &mut Module, pipeline: &str, flags: &PassFlags, name: &str, text: &str) -> Result<(), String> {
-    run_pipeline(module, pipeline, flags, PrintOptions::default(), pipeline == DEFAULT_PIPELINE, &mut std::io::stderr()).map_err(|e| render_pass_error(&e, name, text))
-}
-
-/// The tile/nv passes: the user's pipeline (behind `tile-select-config` when
-/// the program has parameters or the flags ask for a config), or config
-/// selection followed by the passes the chosen config names.
-pub(crate) fn run_tile_passes(
-    module: &mut Module,
-    pipeline: Option<&str>,
-    request: &ConfigRequest,
-    flags: &PassFlags,
-    name: &str,
-    text: &str,
-) -> Result<(), String> {
-    let select = request.select_pass(None);
-    match pipeline {
-        Some(p) if p.contains("tile-select-config") || !(request.is_given() || config_select::is_parametric(module)) => {
-            run_passes(module, p, flags, name, text)
-        }
-        Some(p) => run_passes(module, &format!("{select},{p}"), flags, name, text),
-        None => {
-            run_passes(module, &select, flags, name, text)?;
-            let rest = config_select::pipeline_after_config(module, DEFAULT_PIPELINE).map_err(|e| format!("tilec: {e}"))?;
-            run_passes(module, &rest, flags, name, text)
-        }
-    }
-}
-
 /// `--explain`: the candidates config selection weighs for the request.
 fn explain_config(module: &Module, request: &ConfigRequest) -> Result<String, String> {
     let entries = tilec_passes::parse_pipeline(&request.select_pass(None)).map_err(|e| format!("tilec: {e}"))?;
@@ -268,13 +226,12 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
         return Ok(());
     }
 
-    let kernel = timer.time("lower nv -> MLIR", || lower::lower_module(&module)).map_err(|d| d.render(&input, &text))?;
+    let kernel = timer.time("lower nv -> MLIR", || lower(&module, &text, &input))?;
     let opts = BackendOptions {
-        source_name: format!("{input} (generated MLIR)"),
         pipeline: args.upstream_pipeline.clone(),
         print_ir_after_all: args.passes.print_ir_after_all,
         print_ir_after: args.passes.print_ir_after.clone(),
-        ..BackendOptions::default()
+        ..backend_options(&input)
     };
     match args.emit {
         Some(Emit::Mlir) => print_stdout(&kernel.mlir)?,
@@ -282,10 +239,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
         _ => {}
     }
     let backend_err = |e: backend::BackendError| {
-        format!(
-            "{input}: error: the back end rejected the generated MLIR (a tilec bug):\n{e}\n{}",
-            write_reproducer(&kernel.mlir, &opts, args.reproducer.as_deref())
-        )
+        format!("{}\n{}", backend_error(&input, &e), write_reproducer(&kernel.mlir, &opts, args.reproducer.as_deref()))
     };
     match args.emit {
         Some(Emit::MlirLowered) => {

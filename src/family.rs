@@ -4,12 +4,10 @@
 //! `DIR/family.json` holds the dispatch table the runtime reads
 //! (`tilec_runtime::select_kernel`).
 
-use crate::backend::{self, BackendOptions};
-use crate::config_select::{pipeline_after_config, ConfigRequest, Shape};
-use crate::driver::{parse_and_verify, run_passes, DEFAULT_PIPELINE};
-use tilec_lower as lower;
+use crate::api::{finish, parse_and_verify, run_passes, run_passes_after_config, Compiled, Error};
+use crate::config_select::{ConfigRequest, Shape};
 use std::collections::BTreeMap;
-use tilec_artifact::{Artifact, DispatchEntry, FamilyKernel, FamilyManifest, FAMILY_FORMAT_VERSION};
+use tilec_artifact::{DispatchEntry, FamilyKernel, FamilyManifest, FAMILY_FORMAT_VERSION};
 use tilec_dialects::ir::Attribute;
 use tilec_dialects::Module;
 use tilec_cli::PassFlags;
@@ -61,8 +59,33 @@ pub fn dispatch_table(picks: &[(Shape, String)]) -> Vec<DispatchEntry> {
     rows
 }
 
+/// A compiled kernel family: the distinct kernels, named as in the manifest
+/// (`k0`, `k1`, ...), and the manifest with the dispatch table.
+#[derive(Clone, Debug)]
+pub struct Family {
+    /// Each kernel's name and stages, in the manifest's order.
+    pub kernels: Vec<(String, Compiled)>,
+    /// `family.json`: the kernels' configs and the dispatch table.
+    pub manifest: FamilyManifest,
+}
+
+impl Family {
+    /// Writes each kernel into `dir/<name>/` and the manifest into `dir/family.json`.
+    pub fn write(&self, dir: &str) -> Result<(), Error> {
+        for (name, kernel) in &self.kernels {
+            kernel.write(&format!("{dir}/{name}"))?;
+        }
+        self.manifest.write(dir).map_err(|e| Error(format!("tilec: {e}")))
+    }
+}
+
 /// Compiles the family of `text` (named `input`) for `shapes` into `dir`.
 pub fn compile_family(text: &str, input: &str, shapes: &[Shape], request: &ConfigRequest, dir: &str) -> Result<(), String> {
+    Ok(build(text, input, shapes, request)?.write(dir)?)
+}
+
+/// The family of `text` (named `input`) for `shapes`, compiled.
+pub(crate) fn build(text: &str, input: &str, shapes: &[Shape], request: &ConfigRequest) -> Result<Family, Error> {
     // Config selection per shape (cheap), then one module per distinct kernel.
     let mut kernels: Vec<(String, Module)> = Vec::new();
     let mut picks: Vec<(Shape, String)> = Vec::new();
@@ -79,31 +102,23 @@ pub fn compile_family(text: &str, input: &str, shapes: &[Shape], request: &Confi
         };
         picks.push((shape, format!("k{index}")));
     }
-    std::thread::scope(|scope| {
-        let jobs: Vec<_> = kernels
-            .iter_mut()
-            .enumerate()
-            .map(|(i, (_, module))| scope.spawn(move || compile_kernel(module, input, text, &format!("{dir}/k{i}"))))
-            .collect();
-        jobs.into_iter().map(|j| j.join().expect("a kernel's compile thread panicked")).collect::<Result<Vec<()>, String>>()
+    let compiled = std::thread::scope(|scope| {
+        let jobs: Vec<_> = kernels.iter_mut().map(|(_, module)| scope.spawn(move || compile_kernel(module, input, text))).collect();
+        jobs.into_iter().map(|j| j.join().expect("a kernel's compile thread panicked")).collect::<Result<Vec<Compiled>, Error>>()
     })?;
-    let family = FamilyManifest {
+    let manifest = FamilyManifest {
         format_version: FAMILY_FORMAT_VERSION,
         kernels: kernels.iter().enumerate().map(|(i, (key, _))| FamilyKernel { name: format!("k{i}"), config: key.clone() }).collect(),
         dispatch: dispatch_table(&picks),
     };
-    family.write(dir).map_err(|e| format!("tilec: {e}"))
+    let kernels = compiled.into_iter().enumerate().map(|(i, c)| (format!("k{i}"), c)).collect();
+    Ok(Family { kernels, manifest })
 }
 
-/// The passes after config selection, lowering, PTX, and the artifact.
-fn compile_kernel(module: &mut Module, input: &str, text: &str, dir: &str) -> Result<(), String> {
-    let rest = pipeline_after_config(module, DEFAULT_PIPELINE).map_err(|e| format!("tilec: {e}"))?;
-    run_passes(module, &rest, &PassFlags::default(), input, text)?;
-    let kernel = lower::lower_module(module).map_err(|d| d.render(input, text))?;
-    let opts = BackendOptions { source_name: format!("{input} (generated MLIR)"), ..BackendOptions::default() };
-    let ptx = backend::mlir_to_ptx(&kernel.mlir, &opts)
-        .map_err(|e| format!("{input}: error: the back end rejected the generated MLIR (a tilec bug):\n{e}"))?;
-    Artifact::write(dir, &kernel.manifest, &ptx.text).map_err(|e| format!("tilec: {e}"))
+/// The passes after config selection, lowering and PTX.
+fn compile_kernel(module: &mut Module, input: &str, text: &str) -> Result<Compiled, Error> {
+    run_passes_after_config(module, &PassFlags::default(), input, text)?;
+    finish(module, text, input)
 }
 
 #[cfg(test)]

@@ -2,7 +2,16 @@
 //! -> passes -> MLIR -> PTX). The IR lives in `tilec-dialects` and the passes
 //! in `tilec-passes`, the nv IR to MLIR lowering in `tilec-lower`; this crate
 //! lowers MLIR to PTX (`backend`) and holds the tools (`opt` for tile-opt, `driver` for tilec).
+//!
+//! [`compile`] is the front door: tile IR text in, nv IR, MLIR, PTX, manifest
+//! and chosen config out; [`compile_family`] compiles the kernels several
+//! shapes pick. The crates underneath are re-exported ([`dialects`],
+//! [`passes`], [`artifact`], [`lower`]) so one dependency is enough; a pass of
+//! your own joins pipeline strings through [`passes::register_pass`].
 
+#![warn(missing_docs)]
+
+pub mod api;
 pub mod backend;
 pub mod cli;
 pub mod bench_compile;
@@ -14,3 +23,12 @@ pub mod split_input;
 pub mod verify_diagnostics;
 
 pub use driver::default_pipeline;
+
+pub use api::{compile, compile_family, Compiled, Error, Options};
+pub use config_select::Shape;
+pub use family::Family;
+pub use tilec_artifact as artifact;
+pub use tilec_dialects as dialects;
+pub use tilec_lower as lower;
+pub use tilec_passes as passes;
+pub use tilec_passes::{register_pass, Pass, PassInfo, PassManager, DEFAULT_PIPELINE};

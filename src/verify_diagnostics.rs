@@ -15,10 +15,14 @@
 
 use tilec_dialects::Diagnostic;
 
+/// How serious a diagnostic is, as `expected-error`, `-warning` and `-note` name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
+    /// `error:` (`expected-error`).
     Error,
+    /// `warning:` (`expected-warning`).
     Warning,
+    /// `note:` (`expected-note`).
     Note,
 }
 
@@ -35,10 +39,15 @@ impl Severity {
 /// One diagnostic the tool produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Emitted {
+    /// Error, warning or note.
     pub severity: Severity,
+    /// The file it points into.
     pub file: String,
+    /// Its line, from 1.
     pub line: u32,
+    /// Its column, from 1.
     pub col: u32,
+    /// The message, without location or severity.
     pub message: String,
 }
 

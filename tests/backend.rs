@@ -3,6 +3,8 @@
 //! One binary on purpose: each test binary that links MLIR is hundreds of MB; the
 //! command-line contract of the tools that link it is here too (`cli`).
 
+#[path = "backend/api.rs"]
+mod api;
 #[path = "backend/cli.rs"]
 mod cli;
 // The pipeline's fuzzing lowers to MLIR and PTX, so it lives in this binary.

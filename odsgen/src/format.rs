@@ -1,6 +1,6 @@
 //! Assembly formats, in the syntax of MLIR's ODS `assemblyFormat`:
-//! `$lhs `,` $rhs attr-dict `:` type($result)`, with optional groups
-//! `(`[` $stage^ `]`)?` printed and parsed only when their anchor (`^`) is
+//! ``$lhs `,` $rhs attr-dict `:` type($result)``, with optional groups
+//! ``(`[` $stage^ `]`)?`` printed and parsed only when their anchor (`^`) is
 //! present.
 
 use crate::def::{Arity, AttrType, Kind, OpDef};

@@ -4,7 +4,9 @@
 //! A pass is a small struct behind the [`Pass`] trait, created from typed
 //! options by its [`PassInfo`] entry in [`registry::PASSES`], the one place
 //! that lists them. Each entry declares the [`Phase`]s the pass runs in and
-//! leaves, and the pass manager rejects a pipeline out of order.
+//! leaves, and the pass manager rejects a pipeline out of order. A pass
+//! defined outside tilec joins the registry with [`register_pass`] and is then
+//! named in pipelines like the built-ins.
 
 pub mod analysis;
 pub mod config;
@@ -22,7 +24,7 @@ pub use manager::{Instrumentation, PassError, PassManager};
 pub use options::{OptionKind, OptionSpec, PassOptions};
 pub use phase::{Phase, PhaseRule};
 pub use pipeline::{parse_pipeline, DEFAULT_PIPELINE};
-pub use registry::{PassInfo, PASSES};
+pub use registry::{all_passes, register_pass, PassInfo, PASSES};
 
 use tilec_dialects::ir::{Body, Op};
 use tilec_dialects::{Diagnostic, Function};
@@ -36,6 +38,7 @@ pub fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {
 pub trait Pass {
     /// The registered name, as written in pipelines (`tile-canonicalize`).
     fn name(&self) -> &'static str;
+    /// Transforms or checks `func`; an error is located where the IR is at fault.
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic>;
     /// What the pass counted over all the functions it ran on, for
     /// `--mlir-pass-statistics` (none by default).

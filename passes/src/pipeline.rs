@@ -34,7 +34,7 @@ pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineEntry>, String> {
             None => (item, Vec::new()),
         };
         let info = lookup(name).ok_or_else(|| {
-            let known: Vec<&str> = crate::PASSES.iter().map(|p| p.name).collect();
+            let known: Vec<&str> = crate::registry::all_passes().iter().map(|p| p.name).collect();
             format!("unknown pass '{name}' (known passes: {})", known.join(", "))
         })?;
         let options = PassOptions::resolve(name, info.options, &raw_options)?;

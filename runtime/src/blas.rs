@@ -20,12 +20,19 @@ use std::sync::Arc;
 pub struct ColMajorCall {
     /// First operand (`A` in cuBLAS terms) is transposed.
     pub transa: bool,
+    /// Second operand is transposed.
     pub transb: bool,
+    /// Rows of cuBLAS's (column-major) C.
     pub m: i32,
+    /// Columns of cuBLAS's C.
     pub n: i32,
+    /// The reduction length.
     pub k: i32,
+    /// Leading dimension of cuBLAS's first operand.
     pub lda: i32,
+    /// Leading dimension of cuBLAS's second operand.
     pub ldb: i32,
+    /// Leading dimension of C.
     pub ldc: i32,
     /// True: cuBLAS's first operand is our B buffer and its second our A.
     pub swap_operands: bool,
@@ -86,6 +93,7 @@ pub struct Cublas {
 }
 
 impl Cublas {
+    /// A handle whose calls run on `stream`.
     pub fn new(stream: Arc<CudaStream>) -> Result<Self> {
         check_lib(unsafe { cudarc::cublas::sys::is_culib_present() }, "libcublas", "cublas")?;
         let blas = CudaBlas::new(stream).map_err(|err| RuntimeError::Cublas { call: "cublasCreate", err })?;
@@ -182,6 +190,7 @@ pub struct CublasLt {
 }
 
 impl CublasLt {
+    /// A handle whose calls run on `stream`.
     pub fn new(stream: Arc<CudaStream>) -> Result<Self> {
         check_lib(unsafe { cudarc::cublaslt::sys::is_culib_present() }, "libcublasLt", "cublasLt")?;
         let lt = CudaBlasLT::new(stream).map_err(|err| RuntimeError::CublasLt { call: "cublasLtCreate", err })?;

@@ -18,9 +18,11 @@ pub fn seed_from_time() -> u64 {
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator started from `seed`: one seed, one sequence.
     pub fn new(seed: u64) -> Self {
         Rng(seed)
     }
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -81,6 +83,7 @@ pub fn passes(err: f64, threshold: f64) -> bool {
     err.is_finite() && err <= threshold
 }
 
+/// Each element widened to f64, for error metrics.
 pub fn bf16_to_f64(v: &[bf16]) -> Vec<f64> {
     v.iter().map(|x| x.to_f64()).collect()
 }
@@ -234,18 +237,24 @@ pub const SCALE_BLOCK: usize = 128;
 /// partial block has a scale of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockScales {
+    /// Rows of A and C.
     pub m: usize,
+    /// Rows of B, columns of C.
     pub n: usize,
+    /// The reduction length.
     pub k: usize,
 }
 
 impl BlockScales {
+    /// The scale layout of an `M x N x K` problem.
     pub fn new(m: usize, n: usize, k: usize) -> Self {
         BlockScales { m, n, k }
     }
+    /// `KB = ceil(K/128)`: scale blocks along K.
     pub fn kb(&self) -> usize {
         self.k.div_ceil(SCALE_BLOCK)
     }
+    /// `NB = ceil(N/128)`: scale blocks along N.
     pub fn nb(&self) -> usize {
         self.n.div_ceil(SCALE_BLOCK)
     }

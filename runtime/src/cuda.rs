@@ -26,6 +26,7 @@ pub fn ensure_cuda() -> Result<()> {
 
 /// Element types that may back a tensor buffer.
 pub trait Element: cudarc::driver::DeviceRepr {
+    /// The manifest's name for the element type.
     const DTYPE: DType;
 }
 impl Element for half::bf16 {
@@ -59,16 +60,24 @@ impl Element for u8 {
 /// One GPU, one context, one stream. Event tracking is off: all work goes to
 /// `stream`, in order.
 pub struct Gpu {
+    /// The device's primary context.
     pub ctx: Arc<CudaContext>,
+    /// The stream all work goes to.
     pub stream: Arc<CudaStream>,
+    /// The device name, as the driver reports it.
     pub name: String,
+    /// Compute capability (major, minor): (9, 0) for Hopper.
     pub cc: (i32, i32),
+    /// Streaming multiprocessors on the device.
     pub num_sms: u32,
+    /// The most shared memory a block may opt in to, in bytes.
     pub smem_optin: u32,
+    /// The CUDA driver version (`12040` for 12.4).
     pub driver_version: i32,
 }
 
 impl Gpu {
+    /// Opens device `ordinal`: its primary context and a stream; an error when there is no CUDA driver or device.
     pub fn new(ordinal: usize) -> Result<Self> {
         ensure_cuda()?;
         let ctx = CudaContext::new(ordinal).ctx("cuInit/cuDevicePrimaryCtxRetain")?;
@@ -265,14 +274,19 @@ fn jit_error_log(ptx: &str) -> String {
 
 /// A loaded kernel plus its manifest.
 pub struct Kernel {
+    /// The artifact's launch contract.
     pub manifest: Manifest,
     _module: Arc<CudaModule>,
+    /// The loaded entry point.
     pub func: CudaFunction,
     stream: Arc<CudaStream>,
+    /// Streaming multiprocessors on the device, for persistent grids.
     pub num_sms: u32,
     /// Wall time of module load (PTX JIT), milliseconds.
     pub jit_ms: f64,
+    /// Registers per thread the JIT allocated.
     pub num_regs: i32,
+    /// Static shared memory per block, in bytes.
     pub static_smem: u32,
 }
 
@@ -284,6 +298,7 @@ enum Slot {
 
 /// A launch with encoded descriptors, ready to be issued (repeatedly).
 pub struct Prepared {
+    /// Grid, block, cluster, shared memory and parameters of the launch.
     pub plan: LaunchPlan,
     entry: String,
     func: sys::CUfunction,

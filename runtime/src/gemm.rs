@@ -39,15 +39,20 @@ use tilec_artifact::{Artifact, DType, Dim, Manifest, Role, TensorDecl};
 /// M, N, K of one GEMM call: `C[M,N] = A[M,K] * B^T`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmSize {
+    /// Rows of A and C.
     pub m: u64,
+    /// Rows of B (columns with a K x N B), columns of C.
     pub n: u64,
+    /// The reduction length.
     pub k: u64,
 }
 
 impl GemmSize {
+    /// The size of an `M x N x K` call.
     pub fn new(m: u64, n: u64, k: u64) -> Self {
         GemmSize { m, n, k }
     }
+    /// The problem sizes the launch planner binds M, N and K from.
     pub fn problem(self) -> Problem {
         Problem::gemm(self.m, self.n, self.k)
     }
@@ -67,8 +72,11 @@ pub enum BLayout {
 /// raw bytes (`u8`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GemmBuffers {
+    /// A, `M x K`.
     pub a: TensorBinding,
+    /// B, `N x K` (or `K x N`, by the kernel's [`BLayout`]).
     pub b: TensorBinding,
+    /// C, `M x N`, written.
     pub c: TensorBinding,
     /// A's and B's scales, for an FP8 kernel that takes them: one f32 each
     /// ([`Scales::PerTensor`]), or `SA[M,KB]` and `SB[NB,KB]`
@@ -96,7 +104,9 @@ pub enum Scales {
 pub struct GemmSpec {
     /// Element type of A and B.
     pub input: DType,
+    /// How B is stored.
     pub b_layout: BLayout,
+    /// The scales an FP8 kernel takes, if any.
     pub scales: Scales,
 }
 
@@ -272,6 +282,7 @@ impl Gemm {
         Ok(Gemm { spec, kernel: gpu.load(artifact)? })
     }
 
+    /// What the loaded kernel computes.
     pub fn spec(&self) -> &GemmSpec {
         &self.spec
     }

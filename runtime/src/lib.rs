@@ -18,6 +18,7 @@ pub mod blockscaled;
 pub mod check;
 pub mod cuda;
 pub mod dispatch;
+/// The runtime's errors, each naming what failed.
 pub mod error;
 pub mod gemm;
 pub mod grouped;

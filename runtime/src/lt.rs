@@ -243,7 +243,7 @@ impl LtGemm {
     }
 
     /// Issues the matmul on `h`'s stream: `a`, `b`, `c` are device addresses
-    /// of our row-major A[M,K], B[N,K], C[M,N].
+    /// of our row-major `A[M,K]`, `B[N,K]`, `C[M,N]`.
     ///
     /// # Safety
     /// The buffers must hold the plan's shape and element types.

@@ -38,6 +38,7 @@ impl BackendContext {
         Self { context, diagnostics }
     }
 
+    /// The MLIR context, with the dialects and passes the back end uses registered.
     pub fn mlir(&self) -> &Context {
         &self.context
     }

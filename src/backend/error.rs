@@ -9,6 +9,7 @@ use std::fmt;
 pub struct Diagnostics(pub Vec<String>);
 
 impl Diagnostics {
+    /// Whether MLIR said nothing.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -29,11 +30,17 @@ impl fmt::Display for Diagnostics {
     }
 }
 
+/// Why the back end could not take MLIR text to PTX.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     /// The input text is not valid MLIR (syntax, unknown op, verifier failure).
     #[error("cannot parse MLIR input `{source_name}`:\n{diagnostics}")]
-    Parse { source_name: String, diagnostics: Diagnostics },
+    Parse {
+        /// The name the input was given.
+        source_name: String,
+        /// What MLIR's parser and verifier said.
+        diagnostics: Diagnostics,
+    },
 
     /// The input parsed but is not what the back end lowers (e.g. no `gpu.module`).
     #[error("unsupported MLIR input: {0}")]
@@ -41,11 +48,23 @@ pub enum BackendError {
 
     /// A pass pipeline string did not parse (a bug in the options, not in the input).
     #[error("cannot parse pass pipeline `{pipeline}`: {message}")]
-    PipelineSyntax { pipeline: String, message: String },
+    PipelineSyntax {
+        /// The textual pipeline.
+        pipeline: String,
+        /// MLIR's complaint.
+        message: String,
+    },
 
     /// One pass of the upstream pipeline failed.
     #[error("MLIR pass `{pass}` failed:\n{diagnostics}{}", ir_note(.ir_after_failure))]
-    Pass { pass: String, diagnostics: Diagnostics, ir_after_failure: Option<String> },
+    Pass {
+        /// The failing pass, as the pipeline names it.
+        pass: String,
+        /// What it reported.
+        diagnostics: Diagnostics,
+        /// The IR as the failure left it, when printing after failure was asked for.
+        ir_after_failure: Option<String>,
+    },
 
     /// Attaching the kernel ABI (TMA descriptors as grid constants) failed.
     #[error("kernel ABI: {0}")]
@@ -53,11 +72,19 @@ pub enum BackendError {
 
     /// `mlirTranslateModuleToLLVMIR` refused the lowered `gpu.module`.
     #[error("translating the gpu.module to LLVM IR failed:\n{diagnostics}")]
-    Translate { diagnostics: Diagnostics },
+    Translate {
+        /// What the translation reported.
+        diagnostics: Diagnostics,
+    },
 
     /// An LLVM step (target lookup, verifier, optimisation, PTX emission) failed.
     #[error("LLVM {step} failed: {message}")]
-    Llvm { step: &'static str, message: String },
+    Llvm {
+        /// The step that failed, in words.
+        step: &'static str,
+        /// LLVM's message.
+        message: String,
+    },
 }
 
 fn ir_note(ir: &Option<String>) -> String {

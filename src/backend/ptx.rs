@@ -13,6 +13,7 @@ use inkwell::{
 use mlir_sys::MlirOperation;
 use std::sync::Once;
 
+/// The LLVM target triple of PTX for 64-bit CUDA.
 pub const NVPTX_TRIPLE: &str = "nvptx64-nvidia-cuda";
 
 /// Translates one `gpu.module` (already in the LLVM dialect) into an LLVM module owned by

@@ -2,13 +2,13 @@
 //!
 //! Runs a compiled artifact on each shape with fresh random inputs and a
 //! poisoned output, and checks it. Two artifact signatures are understood:
-//! - GEMM: bf16 tensors A[M,K], B[N,K] inputs and C[M,N] output (C = A*B^T):
+//! - GEMM: bf16 tensors `A[M,K]`, `B[N,K]` inputs and `C[M,N]` output (C = A*B^T):
 //!   compared with cuBLAS (and cuBLASLt), and with an FP64 CPU reference when
 //!   M*N*K <= 2^27; PASS when every relative Frobenius error <= threshold.
-//! - FP8 block-scaled GEMM: f8e4m3 A[M,K], f32 SA[M,KB], f8e4m3 B[N,K],
-//!   f32 SB[NB,KB] -> bf16 C[M,N]: compared with the dequantised product
+//! - FP8 block-scaled GEMM: f8e4m3 `A[M,K]`, f32 `SA[M,KB]`, f8e4m3 `B[N,K]`,
+//!   f32 `SB[NB,KB]` -> bf16 `C[M,N]`: compared with the dequantised product
 //!   (`tilec_runtime::blockscaled`), cuBLASLt block-scaled as a second opinion.
-//! - copy: bf16 X[M,N] input, Y[M,N] output (Y = X): bit-exact comparison.
+//! - copy: bf16 `X[M,N]` input, `Y[M,N]` output (Y = X): bit-exact comparison.
 //!
 //! Prints our and the baseline's TFLOP/s (median of event-timed runs after
 //! warm-up, for information). Exit status: 0 all pass (or skipped: no

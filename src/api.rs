@@ -1,0 +1,187 @@
+//! The front door: [`compile`] takes tile IR text to the nv IR, the MLIR, the
+//! PTX and the manifest in one call, and [`compile_family`] does so for the
+//! kernels several problem shapes pick. `tilec compile` runs the same steps
+//! (parse, tile/nv passes, lowering, PTX) from here, stage by stage.
+
+use crate::backend::{self, BackendOptions};
+use crate::cli::{render_pass_error, run_pipeline};
+use crate::config_select::{self, ConfigRequest, Shape};
+use std::fmt;
+use tilec_artifact::Manifest;
+use tilec_cli::PassFlags;
+use tilec_dialects::syntax::attribute_to_string;
+use tilec_dialects::{parse_module, print_module, verify_module, Module, PrintOptions};
+use tilec_lower::LoweredKernel;
+use tilec_passes::DEFAULT_PIPELINE;
+
+/// What to compile for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The problem shape `(M, N, K)` config selection picks a kernel for
+    /// (none: 4096^3 with direct stores, a kernel that serves any N).
+    pub shape: Option<Shape>,
+    /// Parameters pinned by name: `BLOCK_M`, `BLOCK_N`, `BLOCK_K` or `STAGES`.
+    pub params: Vec<(String, i64)>,
+    /// The tile/nv pass pipeline, as `tilec compile --pass-pipeline` takes it
+    /// (none: config selection, then the passes the chosen config asks for).
+    pub pipeline: Option<String>,
+}
+
+impl Options {
+    fn request(&self) -> ConfigRequest {
+        ConfigRequest { shape: self.shape, params: self.params.clone(), candidate: None }
+    }
+}
+
+/// One compiled kernel, every stage of it.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The tile/nv IR after the passes.
+    pub nv: String,
+    /// The MLIR (gpu/nvgpu/nvvm/llvm dialects) the nv IR lowers to.
+    pub mlir: String,
+    /// The PTX of the kernel.
+    pub ptx: String,
+    /// What the runtime needs to launch it: entry, arguments, grid, shared memory.
+    pub manifest: Manifest,
+    /// The `tile.config` config selection chose, as attribute text (none when
+    /// the pipeline ran no config selection).
+    pub config: Option<String>,
+}
+
+impl Compiled {
+    /// Writes the artifact the runtime loads: `dir/kernel.ptx` and `dir/manifest.json`.
+    pub fn write(&self, dir: &str) -> Result<(), Error> {
+        tilec_artifact::Artifact::write(dir, &self.manifest, &self.ptx).map_err(|e| Error(format!("tilec: {e}")))
+    }
+}
+
+/// Why a compile failed: the diagnostics, located in the source and shown
+/// with their line, as `tilec compile` prints them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<String> for Error {
+    fn from(message: String) -> Self {
+        Error(message)
+    }
+}
+
+impl From<Error> for String {
+    fn from(e: Error) -> Self {
+        e.0
+    }
+}
+
+/// Compiles the tile program `source` (named `name` in diagnostics) to PTX.
+///
+/// ```no_run
+/// let source = std::fs::read_to_string("examples/gemm_bf16.tile").unwrap();
+/// let options = tilec::Options { shape: Some((4096, 4096, 4096)), ..Default::default() };
+/// let kernel = tilec::compile(&source, "gemm_bf16.tile", &options).unwrap();
+/// println!("{}: {}", kernel.manifest.entry, kernel.config.unwrap_or_default());
+/// ```
+pub fn compile(source: &str, name: &str, options: &Options) -> Result<Compiled, Error> {
+    let mut module = parse_and_verify(source, name)?;
+    run_tile_passes(&mut module, options.pipeline.as_deref(), &options.request(), &PassFlags::default(), name, source)?;
+    finish(&module, source, name)
+}
+
+/// Compiles the kernels config selection picks for `shapes`, each distinct
+/// kernel once, with the dispatch table that maps a problem to one of them.
+/// `options.shape` and `options.pipeline` must be unset: each shape selects
+/// its own config, and the passes after it follow from the config.
+pub fn compile_family(source: &str, name: &str, shapes: &[Shape], options: &Options) -> Result<crate::family::Family, Error> {
+    if options.shape.is_some() || options.pipeline.is_some() {
+        return Err(Error(format!("{name}: error: a kernel family takes its shapes and pipeline from config selection: set neither `shape` nor `pipeline`")));
+    }
+    crate::family::build(source, name, shapes, &options.request())
+}
+
+/// The nv IR of `module` (after its passes), lowered to MLIR and PTX.
+pub(crate) fn finish(module: &Module, source: &str, name: &str) -> Result<Compiled, Error> {
+    let kernel = lower(module, source, name)?;
+    let ptx = backend::mlir_to_ptx(&kernel.mlir, &backend_options(name)).map_err(|e| backend_error(name, &e))?;
+    Ok(Compiled {
+        nv: print_module(module, PrintOptions::default()),
+        config: chosen_config(module),
+        mlir: kernel.mlir,
+        ptx: ptx.text,
+        manifest: kernel.manifest,
+    })
+}
+
+/// The `tile.config` of the module's kernel, as attribute text.
+fn chosen_config(module: &Module) -> Option<String> {
+    module.functions.first()?.attrs.get("tile.config").map(attribute_to_string)
+}
+
+/// Parses and verifies tile/nv text; `name` locates the diagnostics, shown with their source line.
+pub(crate) fn parse_and_verify(text: &str, name: &str) -> Result<Module, String> {
+    let m = parse_module(text, name).map_err(|d| d.render(name, text))?;
+    if m.functions.is_empty() {
+        let start = tilec_dialects::Location::new(std::sync::Arc::from(name), 1, 1);
+        return Err(tilec_dialects::Diagnostic::error(start, "the file defines no kernel: expected a 'tile.func'").render(name, text));
+    }
+    verify_module(&m).map_err(|d| d.render(name, text))?;
+    Ok(m)
+}
+
+/// Runs the textual tile/nv `pipeline` on `module` (parsed from `text`, named
+/// `name`) with the instrumentation `flags` ask for; its output goes to stderr.
+pub(crate) fn run_passes(module: &mut Module, pipeline: &str, flags: &PassFlags, name: &str, text: &str) -> Result<(), String> {
+    run_pipeline(module, pipeline, flags, PrintOptions::default(), pipeline == DEFAULT_PIPELINE, &mut std::io::stderr()).map_err(|e| render_pass_error(&e, name, text))
+}
+
+/// The tile/nv passes: the user's pipeline (behind `tile-select-config` when
+/// the program has parameters or the flags ask for a config), or config
+/// selection followed by the passes the chosen config names.
+pub(crate) fn run_tile_passes(
+    module: &mut Module,
+    pipeline: Option<&str>,
+    request: &ConfigRequest,
+    flags: &PassFlags,
+    name: &str,
+    text: &str,
+) -> Result<(), String> {
+    let select = request.select_pass(None);
+    match pipeline {
+        Some(p) if p.contains("tile-select-config") || !(request.is_given() || config_select::is_parametric(module)) => {
+            run_passes(module, p, flags, name, text)
+        }
+        Some(p) => run_passes(module, &format!("{select},{p}"), flags, name, text),
+        None => {
+            run_passes(module, &select, flags, name, text)?;
+            run_passes_after_config(module, flags, name, text)
+        }
+    }
+}
+
+/// The passes the `tile.config` config selection wrote asks for.
+pub(crate) fn run_passes_after_config(module: &mut Module, flags: &PassFlags, name: &str, text: &str) -> Result<(), String> {
+    let rest = config_select::pipeline_after_config(module, DEFAULT_PIPELINE).map_err(|e| format!("tilec: {e}"))?;
+    run_passes(module, &rest, flags, name, text)
+}
+
+/// The nv IR of `module` lowered to MLIR, with its manifest.
+pub(crate) fn lower(module: &Module, text: &str, name: &str) -> Result<LoweredKernel, String> {
+    tilec_lower::lower_module(module).map_err(|d| d.render(name, text))
+}
+
+/// The back end's options for a kernel from the source `name`.
+pub(crate) fn backend_options(name: &str) -> BackendOptions {
+    BackendOptions { source_name: format!("{name} (generated MLIR)"), ..BackendOptions::default() }
+}
+
+/// A back-end failure: the generated MLIR was rejected, which is tilec's fault, not the input's.
+pub(crate) fn backend_error(name: &str, e: &backend::BackendError) -> String {
+    format!("{name}: error: the back end rejected the generated MLIR (a tilec bug):\n{e}")
+}
