@@ -14,6 +14,10 @@ pub(crate) struct Emitter {
     /// `(element, count)` of every fragment struct type used, for the
     /// module's type aliases.
     pub struct_types: BTreeSet<(&'static str, usize)>,
+    /// The tile program location of the op being lowered, as MLIR writes it
+    /// (`loc("gemm.tile":12:5)`): every complete op line gets it, so the
+    /// back end's debug info and the PTX's `.loc` lead back to the source.
+    pub loc: Option<String>,
 }
 
 impl Emitter {
@@ -38,30 +42,44 @@ impl Emitter {
         name
     }
 
+    /// Writes one complete op (with the current location) or comment.
     pub fn line(&mut self, text: impl AsRef<str>) {
+        let text = text.as_ref();
+        match &self.loc {
+            Some(loc) if !text.trim_start().starts_with("//") => {
+                let located = format!("{text} {loc}");
+                self.raw_line(&located);
+            }
+            _ => self.raw_line(text),
+        }
+    }
+
+    /// Writes `text` as it is: a region's opening or closing line, which
+    /// takes no location of its own.
+    fn raw_line(&mut self, text: &str) {
         for _ in 0..self.indent {
             self.out.push_str("  ");
         }
-        self.out.push_str(text.as_ref());
+        self.out.push_str(text);
         self.out.push('\n');
     }
 
     /// Writes `text` and indents what follows (`scf.if %c {`).
     pub fn open(&mut self, text: impl AsRef<str>) {
-        self.line(text);
+        self.raw_line(text.as_ref());
         self.indent += 1;
     }
 
     /// Dedents and writes `text` (`}`).
     pub fn close(&mut self, text: impl AsRef<str>) {
         self.indent -= 1;
-        self.line(text);
+        self.raw_line(text.as_ref());
     }
 
     /// Writes `text` one level out and keeps the indentation (`} else {`).
     pub fn middle(&mut self, text: impl AsRef<str>) {
         self.indent -= 1;
-        self.line(text);
+        self.raw_line(text.as_ref());
         self.indent += 1;
     }
 

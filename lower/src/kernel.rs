@@ -110,6 +110,12 @@ const RESERVED_REGS: i64 = 24;
 /// The most registers a thread can have without `setmaxnreg`.
 const MAX_REGS: i64 = 255;
 
+/// A tile program location as MLIR writes it, `loc("file":line:col)`;
+/// `None` for an unknown location (made by a pass without one).
+fn mlir_loc(loc: &tilec_dialects::Location) -> Option<String> {
+    (loc.line > 0).then(|| format!("loc({:?}:{}:{})", &*loc.file, loc.line, loc.col))
+}
+
 /// The MLIR op of a tile arithmetic op or cast.
 fn arith_op(opcode: Opcode) -> &'static str {
     match opcode {
@@ -349,7 +355,16 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers one op. The `match` is on `Opcode`, so a new op without a
     /// lowering arm does not compile.
+    /// Lowers one op with its source location on every MLIR op it becomes
+    /// (nested ops carry their own, and the outer one's comes back after).
     fn lower_op(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let outer = std::mem::replace(&mut self.em.loc, mlir_loc(&self.f.body.ops[op].loc));
+        let lowered = self.lower_op_here(op);
+        self.em.loc = outer;
+        lowered
+    }
+
+    fn lower_op_here(&mut self, op: Op) -> Result<(), Diagnostic> {
         let opcode = self.f.body.opcode(op);
         match opcode {
             Opcode::TileConstant => {
