@@ -34,10 +34,13 @@ pub fn default_pipeline(opts: &BackendOptions) -> String {
         "convert-index-to-llvm",
         "canonicalize",
         "cse",
-        // strip-debuginfo runs last in the group (upstream runs it first) so that conversion
-        // errors inside the gpu.module still point at source lines.
+        // Upstream strips the debug info here. tilec keeps the tile program's locations as
+        // debug directives only: NVPTX then writes `.file`/`.loc` (what `nvcc -lineinfo`
+        // gives) without `.target ..., debug`, which would make ptxas build a debug kernel
+        // (more registers, serialised wgmma).
         "gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},\
-         llvm-optimize-for-nvvm-target,canonicalize,cse,reconcile-unrealized-casts,strip-debuginfo)",
+         llvm-optimize-for-nvvm-target,canonicalize,cse,reconcile-unrealized-casts)",
+        "ensure-debug-info-scope-on-llvm-func{emission-kind=DebugDirectivesOnly}",
         "gpu-to-llvm{use-bare-pointers-for-kernels=1}",
         "reconcile-unrealized-casts",
     ]

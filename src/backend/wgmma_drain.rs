@@ -21,9 +21,14 @@ fn is_drain(line: &str) -> bool {
 }
 
 /// An instruction the drain may move above: a plain PTX statement, not a
-/// label, branch, directive, comment, inline-asm brace or wgmma op.
+/// label, branch, directive, comment, inline-asm brace or wgmma op; or a
+/// `.loc` line-table directive, which only says where the next instruction
+/// came from.
 fn is_movable(line: &str) -> bool {
     let t = line.trim();
+    if t.starts_with(".loc") {
+        return true;
+    }
     !t.is_empty()
         && t.ends_with(';')
         && t.starts_with(|c: char| c.is_ascii_alphabetic() || c == '@')
@@ -107,6 +112,13 @@ mod tests {
         // A block that branches away does not fall into the label.
         let branching = "\tbra.uni \t$L__BB0_11;\n$L__BB0_12:\n\twgmma.wait_group.sync.aligned \t0;\n";
         assert_eq!(hoist_drain_waits(branching), branching);
+    }
+
+    #[test]
+    fn line_directives_do_not_stop_the_drain() {
+        let ptx = "$L__BB0_19:\n\t.loc\t2 16 11\n\tadd.s32 \t%r14, %r146, %r140;\n\t.loc\t2 24 3\n\twgmma.wait_group.sync.aligned \t0;\n";
+        let want = "$L__BB0_19:\n\twgmma.wait_group.sync.aligned \t0;\n\t.loc\t2 16 11\n\tadd.s32 \t%r14, %r146, %r140;\n\t.loc\t2 24 3\n";
+        assert_eq!(hoist_drain_waits(ptx), want);
     }
 
     #[test]
