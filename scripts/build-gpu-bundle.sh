@@ -96,6 +96,7 @@ for src in runtime/src/bin/*.rs; do
 done
 
 cp scripts/gpu-session.sh "$out/run-session.sh"
+cp scripts/gpu-env.sh "$out/gpu-env.sh"
 if [ "$sweep" = 1 ]; then
   # sweep.txt: SHAPE ARTIFACT CONFIG, one compiled candidate a line, in rank order; the
   # configs come from --explain (explain/SHAPE.txt keeps the whole ranking).

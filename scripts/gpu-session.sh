@@ -4,12 +4,7 @@
 # benchmark against cuBLAS/cuBLASLt, and a look at the SASS. Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")"
-out=${OUT:-/tmp/out}
-mkdir -p "$out"
-roots=$(python3 -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/null)
-lib=$(find $roots -name 'libcublas.so*' 2>/dev/null | head -1)
-[ -n "$lib" ] && export LD_LIBRARY_PATH=$(dirname "$lib"):${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+. ./gpu-env.sh
 date -u | tee -a "$out/gpu.txt"
 
 echo "== correctness" | tee "$out/correctness.log"

@@ -7,12 +7,7 @@
 # usage: OUT=/tmp/out bash run-sweep.sh
 set -uo pipefail
 cd "$(dirname "$0")"
-out=${OUT:-/tmp/out}
-mkdir -p "$out"
-roots=$(python3 -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/null)
-lib=$(find $roots -name 'libcublas.so*' 2>/dev/null | head -1)
-[ -n "$lib" ] && export LD_LIBRARY_PATH=$(dirname "$lib"):${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+. ./gpu-env.sh
 
 echo "== the picks on odd shapes (M = 1, odd M; M, N and K not multiples of the tile)"
 for a in $(awk '$2 ~ /_r1$/ { print $2 }' sweep.txt); do
