@@ -62,6 +62,55 @@ fn loaded_dim_name(func: &Function, mut v: Value, dim: usize) -> Option<&str> {
     }
 }
 
+/// The dot whose result `v` is, through casts, layout conversions and the
+/// iteration arguments of loops (the accumulator a K loop carries).
+fn dot_of(func: &Function, v: Value) -> Option<crate::ir::Op> {
+    let body = &func.body;
+    let op = body.defining_op(v)?;
+    if crate::tile::Dot::of(body, op).is_some() || crate::tile::DotScaled::of(body, op).is_some() {
+        return Some(op);
+    }
+    if let Some(cast) = crate::tile::Cast::of(body, op) {
+        return dot_of(func, cast.input(body));
+    }
+    if let Some(convert) = crate::tile::ConvertLayout::of(body, op) {
+        return dot_of(func, convert.input(body));
+    }
+    let crate::ir::ValueDef::Result(loop_op, i) = body.values[v].def else { return None };
+    let region = *body.ops[loop_op].regions.first()?;
+    let yielded = crate::tile::Yield::of(body, body.terminator(body.entry_block(region))?)?.values(body);
+    dot_of(func, *yielded.get(i)?)
+}
+
+/// The M and N of a dot must be the dimensions of the tensor its result is
+/// stored to: the name `tile.dims` gives A's M dimension is the name it gives
+/// C's rows, and B's N dimension C's columns (`lhs_m`/`rhs_n` are each
+/// operand's value and the index of that dimension).
+fn check_store_dims(func: &Function, dot: crate::ir::Op, lhs_m: (Value, usize), rhs_n: (Value, usize), errors: &mut Vec<Diagnostic>) {
+    let body = &func.body;
+    for op in body.walk_region(func.region) {
+        let Some(store) = crate::tile::Store::of(body, op) else { continue };
+        if dot_of(func, store.value(body)) != Some(dot) {
+            continue;
+        }
+        let Some(arg) = func.args().iter().position(|&a| a == store.tensor(body)) else { continue };
+        let Some(c_dims) = func.arg_attrs.get(arg).and_then(|a| a.get("tile.dims")).and_then(|d| d.as_strings()) else { continue };
+        for ((operand, dim), c_dim, which) in [(lhs_m, 0usize, "A's M"), (rhs_n, 1, "B's N")] {
+            let (Some(name), Some(&c_name)) = (loaded_dim_name(func, operand, dim), c_dims.get(c_dim)) else { continue };
+            if name != c_name {
+                errors.push(Diagnostic::error(
+                    body.ops[op].loc.clone(),
+                    format!(
+                        "'{}' op stores the product whose {which} dimension is '{name}' (in its tile.dims) as dimension {c_dim} \
+                         of a tensor whose tile.dims name it '{c_name}'",
+                        body.ops[op].def.name
+                    ),
+                ));
+            }
+        }
+    }
+}
+
 /// The K of a dot must be one dimension of the problem: the name `tile.dims`
 /// gives A's reduction dimension must be the name it gives B's. A tensor
 /// declared K x N but loaded N x K (with `transpose_b`) would otherwise
@@ -77,6 +126,7 @@ fn verify_dot_dims(func: &Function, errors: &mut Vec<Diagnostic>) {
         let attrs = &body.ops[op].attrs;
         let a_k = usize::from(!attrs.has("transpose_a"));
         let b_k = usize::from(attrs.has("transpose_b"));
+        check_store_dims(func, op, (lhs, 1 - a_k), (rhs, 1 - b_k), errors);
         let (Some(a_name), Some(b_name)) = (loaded_dim_name(func, lhs, a_k), loaded_dim_name(func, rhs, b_k)) else { continue };
         if a_name != b_name {
             let name = body.ops[op].def.name;
