@@ -21,7 +21,7 @@ use std::collections::HashMap;
 pub const WARP: i64 = 32;
 /// Warps per warpgroup: the producer role's size, and each consumer's.
 const WARPS_PER_GROUP: i64 = 4;
-/// A trace longer than this is not simulated (the sizes the simulation
+/// A trace longer than this (in steps or loop iterations) is not simulated (the sizes the simulation
 /// picks keep real kernels far below it).
 const MAX_STEPS: usize = 200_000;
 
@@ -88,7 +88,7 @@ pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, 
     let warps = func.attrs.get_int("num_warps").unwrap_or(4);
     let mut traces = Vec::new();
     for warp in 0..warps {
-        let mut tracer = Tracer { func, body: &func.body, config, warp, env: HashMap::new(), steps: Vec::new(), in_role: false };
+        let mut tracer = Tracer { func, body: &func.body, config, warp, env: HashMap::new(), steps: Vec::new(), in_role: false, budget: MAX_STEPS };
         match tracer.block(func.entry_block()) {
             Ok(_) => traces.push(tracer.steps),
             Err(Stop::Untraceable) => return Ok(Err(Untraceable)),
@@ -112,6 +112,8 @@ struct Tracer<'a> {
     steps: Vec<Step>,
     /// Inside a role of an `nv.warp_specialize`.
     in_role: bool,
+    /// Loop iterations left before the trace is given up as too long.
+    budget: usize,
 }
 
 impl Tracer<'_> {
@@ -338,6 +340,7 @@ impl Tracer<'_> {
         let mut carried: Vec<Option<i64>> = for_op.inits(body).iter().map(|v| self.env.get(v).copied()).collect();
         let mut iv = lb;
         while iv < ub {
+            self.budget = self.budget.checked_sub(1).ok_or(Stop::Untraceable)?;
             self.env.insert(args[0], iv);
             for (&arg, value) in args[1..].iter().zip(&carried) {
                 match value {
