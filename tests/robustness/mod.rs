@@ -7,7 +7,7 @@
 //! rules: no panic, no abort, every error located at a real `line:col` of
 //! the input, each input within a time bound.
 //!
-//! CI runs a fixed seed and count (about a minute unoptimised);
+//! CI runs a fixed seed and 2,000 inputs (about 20 seconds unoptimised);
 //! `TILEC_FUZZ_COUNT` and `TILEC_FUZZ_SEED` run more, e.g.
 //! `TILEC_FUZZ_COUNT=10000 cargo test --test backend robustness -- --nocapture`.
 
@@ -23,8 +23,10 @@ use tilec_dialects::syntax::decode_source;
 use tilec_dialects::{parse_module, verify_module, Diagnostic};
 use tilec_passes::{Instrumentation, PassError, PassManager};
 
-/// Per input, unoptimised, on a loaded two-core machine.
-const TIME_BOUND: Duration = Duration::from_secs(10);
+/// Per input. The slowest of 30,045 inputs took 0.21 s optimised and about
+/// 7 s unoptimised (the barrier verifier's simulation): the bound catches a
+/// blow-up, not a slow build.
+const TIME_BOUND: Duration = Duration::from_secs(if cfg!(debug_assertions) { 30 } else { 2 });
 /// The stack of the tools' main thread.
 const STACK: usize = 8 << 20;
 const FILE: &str = "fuzz.tile";
@@ -153,7 +155,7 @@ fn nesting_cases() -> Vec<(String, String)> {
 #[test]
 fn robustness() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let count = env_or("TILEC_FUZZ_COUNT", 400);
+    let count = env_or("TILEC_FUZZ_COUNT", 2000);
     let seed = env_or("TILEC_FUZZ_SEED", 0x7113c);
     let mutator = Mutator::new(root);
     let mut rng = Rng::new(seed);
