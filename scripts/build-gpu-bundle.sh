@@ -9,13 +9,14 @@
 #   .device/bundle/run-sweep.sh                (with --sweep) times every shape's candidates
 #
 # usage: scripts/build-gpu-bundle.sh [VARIANTS_FILE]
-#        scripts/build-gpu-bundle.sh --sweep [CANDIDATES]
+#        scripts/build-gpu-bundle.sh --sweep [CANDIDATES [PROGRAM]]
 #   --sweep compiles, for each of the 20 benchmark shapes, the config selection's pick and
 #   the next CANDIDATES-1 configurations of its ranking (default 8 in all; `tilec compile
-#   examples/gemm_bf16.tile --shape S --explain` lists them) as artifacts `S_rR` (R = rank,
-#   r1 = the pick), lists them in sweep.txt, and adds run-sweep.sh, which times each
-#   shape's candidates in one tilec-bench run and prints the pick's regret (its time over
-#   the fastest candidate's).
+#   PROGRAM --shape S --explain` lists them) as artifacts `S_rR` (R = rank, r1 = the pick),
+#   lists them in sweep.txt, and adds run-sweep.sh, which times each shape's candidates in
+#   one tilec-bench run and prints the pick's regret (its time over the fastest
+#   candidate's). PROGRAM is examples/gemm_bf16.tile (default) or the block-scaled FP8
+#   examples/gemm_fp8_blockscaled.tile, timed against the FP8 baselines.
 #   VARIANTS_FILE (default scripts/gpu-variants.txt) lists one artifact a line:
 #   `NAME FILE PIPELINE [FLAGS...]`, compiled with
 #   `tilec compile FILE --pass-pipeline=PIPELINE FLAGS...` (tilec's default pipeline, config
@@ -34,13 +35,14 @@ sweep=0
 if [ "${1:-}" = --sweep ]; then
   sweep=1
   candidates=${2:-8}
+  program=${3:-examples/gemm_bf16.tile}
   variants=$(mktemp)
   trap 'rm -f "$variants"' EXIT
   for m in 64 128 4096; do
     for nk in 2112x7168 24576x1536 32768x512 7168x16384 4096x7168 7168x2048; do echo "${m}x$nk"; done
   done | cat <(printf '4096x4096x4096\n8192x8192x8192\n') - | while read -r shape; do
     for r in $(seq 1 "$candidates"); do
-      echo "${shape}_r$r examples/gemm_bf16.tile - --shape $shape --candidate $r"
+      echo "${shape}_r$r $program - --shape $shape --candidate $r"
     done
   done >"$variants"
 else
@@ -102,13 +104,14 @@ if [ "$sweep" = 1 ]; then
   # configs come from --explain (explain/SHAPE.txt keeps the whole ranking).
   mkdir -p "$out/explain"
   for shape in $(grep -o -- '--shape [0-9x]*' "$variants" | cut -d' ' -f2 | uniq); do
-    "$tilec" compile examples/gemm_bf16.tile --shape "$shape" --explain 2>"$out/explain/$shape.txt"
+    "$tilec" compile "$program" --shape "$shape" --explain 2>"$out/explain/$shape.txt"
     for dir in "$out/artifacts/${shape}"_r*/; do
       name=$(basename "$dir")
       rank=${name##*_r}
       echo "$rank $shape $name $(awk -v r="$rank" '$1 == r { for (i = 2; i <= NF && $i !~ /^[0-9]+$/; i++) printf "%s ", $i }' "$out/explain/$shape.txt")"
     done | sort -n | cut -d' ' -f2-
   done >"$out/sweep.txt"
+  case "$program" in *fp8*) echo fp8 ;; *) echo bf16 ;; esac >"$out/sweep-dtype.txt"
   cp scripts/run-sweep.sh "$out/run-sweep.sh"
   cp scripts/sweep-regret.py "$out/sweep-regret.py"
 fi

@@ -8,18 +8,25 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 . ./gpu-env.sh
+# Per-shape logs and JSON stay here; $out gets the summary and one archive of them.
+work=$(mktemp -d)
 
-echo "== the picks on odd shapes (M = 1, odd M; M, N and K not multiples of the tile)"
+dtype=$(cat sweep-dtype.txt)
+echo "== the $dtype picks on odd shapes (M = 1, odd M; M, N and K not multiples of the tile)"
 for a in $(awk '$2 ~ /_r1$/ { print $2 }' sweep.txt); do
-  bin/tilec-gpu-test "artifacts/$a" --shapes 1x2112x7168,129x2112x200,1000x1000x2000,4095x4104x4104 >"$out/check-$a.log" 2>&1
-  echo "$a rc=$? $(grep -cw PASS "$out/check-$a.log") PASS $(grep -cw FAIL "$out/check-$a.log") FAIL"
+  # FP8 rows of A and B are K bytes: TMA needs K to be a multiple of 16 there.
+  if [ "$dtype" = fp8 ]; then shapes=1x2112x7168,129x2112x208,1000x1000x2000,4095x4104x4112,129x200x384; else shapes=1x2112x7168,129x2112x200,1000x1000x2000,4095x4104x4104; fi
+  bin/tilec-gpu-test "artifacts/$a" --shapes "$shapes" >"$work/check-$a.log" 2>&1
+  echo "$a rc=$? $(grep -cw PASS "$work/check-$a.log") PASS $(grep -cw FAIL "$work/check-$a.log") FAIL"
 done
 
 echo "== sweep"
 for shape in $(cut -d' ' -f1 sweep.txt | uniq); do
   arts=()
   for a in $(awk -v s="$shape" '$1 == s { print $2 }' sweep.txt); do arts+=(--artifact "artifacts/$a"); done
-  bin/tilec-bench "${arts[@]}" --shapes "$shape" --dtypes bf16 --json "$out/sweep-$shape.json" >"$out/sweep-$shape.log" 2>&1
+  bin/tilec-bench "${arts[@]}" --shapes "$shape" --dtypes "$dtype" --json "$work/sweep-$shape.json" >"$work/sweep-$shape.log" 2>&1
   echo "$shape: bench rc=$?"
 done
-python3 sweep-regret.py sweep.txt "$out"/sweep-*.json | tee "$out/regret.txt"
+python3 sweep-regret.py sweep.txt "$work"/sweep-*.json | tee "$out/regret.txt"
+# Only a few files come back from a GPU run: the logs and JSON travel as one archive.
+tar czf "$out/sweep-logs.tgz" -C "$work" .

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Regret of config selection from a sweep: per shape, the pick's (rank 1) median time over
-the fastest passing candidate's, and the ratio of each to the faster cuBLAS baseline.
+the fastest passing candidate's, and the ratio of each to the faster cuBLAS baseline. For
+FP8 sweeps the pick is also given against each cuBLASLt FP8 baseline (block-scaled, the same
+math, and per-tensor, less work).
 usage: sweep-regret.py sweep.txt RESULT.json..."""
 import json
 import math
@@ -11,12 +13,20 @@ for line in open(sys.argv[1]):
     shape, name, *config = line.split(maxsplit=2)
     configs[name] = config[0].strip() if config else ""
 
+FP8_BASELINES = ["cublaslt-fp8-block", "cublaslt-fp8"]
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and not math.isnan(x)]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else math.nan
+
+
 rows = []
 for path in sys.argv[2:]:
     report = json.load(open(path))
     for result in report["results"]:
         shape = f'{result["m"]}x{result["n"]}x{result["k"]}'
-        ours, base = {}, []
+        ours, base = {}, {}
         for run in result["runs"]:
             ok = run.get("stats") and not run.get("error") and (run.get("check") or {}).get("pass", True)
             if not ok:
@@ -24,25 +34,31 @@ for path in sys.argv[2:]:
             ms = run["stats"]["median_ms"]
             if str(run["kind"]).lower() == "ours":
                 ours[run["name"].rstrip("/").rsplit("/", 1)[-1]] = ms
-            else:
-                base.append(ms)
+            elif "reference" not in run["name"]:
+                base[run["name"]] = ms
         pick = f"{shape}_r1"
-        if pick not in ours or not ours:
-            rows.append((shape, None, None, None, None, "pick failed or missing"))
+        if pick not in ours:
+            rows.append((shape, None, None, None, None, {}, "pick failed or missing"))
             continue
         best = min(ours, key=ours.get)
-        base_ms = min(base) if base else math.nan
-        rows.append((shape, ours[pick] / ours[best], base_ms / ours[pick], base_ms / ours[best], best, configs.get(best, "")))
+        base_ms = min(base.values()) if base else math.nan
+        per_base = {b: base[b] / ours[pick] for b in FP8_BASELINES if b in base}
+        rows.append((shape, ours[pick] / ours[best], base_ms / ours[pick], base_ms / ours[best], best, per_base, configs.get(best, "")))
 
-print(f'{"shape":<18} {"regret":>7} {"pick/cuBLAS":>11} {"best/cuBLAS":>11}  best candidate')
+fp8 = any(r[5] for r in rows)
+extra = "".join(f" {'pick/' + b[9:]:>14}" for b in FP8_BASELINES) if fp8 else ""
+print(f'{"shape":<18} {"regret":>7} {"pick/base":>9} {"best/base":>9}{extra}  best candidate')
 within = 0
-for shape, regret, pick_ratio, best_ratio, best, note in rows:
+for shape, regret, pick_ratio, best_ratio, best, per_base, note in rows:
     if regret is None:
-        print(f"{shape:<18} {'-':>7} {'-':>11} {'-':>11}  {note}")
+        print(f"{shape:<18} {'-':>7} {'-':>9} {'-':>9}  {note}")
         continue
     within += regret <= 1.05
-    print(f"{shape:<18} {regret:>7.3f} {pick_ratio:>11.3f} {best_ratio:>11.3f}  {best} {note}")
-ratios = [r[2] for r in rows if r[2] and not math.isnan(r[2])]
-if ratios:
-    geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
-    print(f"pick within 5% of the best candidate on {within} of {len(rows)} shapes; geometric mean of pick/cuBLAS {geo:.3f}")
+    cols = "".join(f" {per_base.get(b, math.nan):>14.3f}" for b in FP8_BASELINES) if fp8 else ""
+    print(f"{shape:<18} {regret:>7.3f} {pick_ratio:>9.3f} {best_ratio:>9.3f}{cols}  {best} {note}")
+measured = [r for r in rows if r[2]]
+if measured:
+    print(f"pick within 5% of the best candidate on {within} of {len(rows)} shapes; geometric mean of pick/faster baseline {geomean([r[2] for r in measured]):.3f}")
+    for b in FP8_BASELINES if fp8 else []:
+        print(f"geometric mean of pick/{b}: {geomean([r[5].get(b, math.nan) for r in measured]):.3f}; "
+              f"M = 4096 shapes: {geomean([r[5].get(b, math.nan) for r in measured if r[0].startswith('4096x') and r[0] != '4096x4096x4096'] ):.3f}")
