@@ -6,6 +6,7 @@ use super::fragment::{self, Frag, FragGeom, ThreadCoords};
 use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
+use super::scales::{self, Scales};
 use super::{roles, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use tilec_dialects::ir::{Block, Body, Op};
@@ -28,6 +29,8 @@ enum Lv {
     Smem(SmemRef),
     /// An mbarrier group (key of `Plan::barriers`).
     Bars(Value),
+    /// A block-scaled dot's row or block scales (`nv.load_global`).
+    Scales(Scales),
 }
 
 /// Per-thread values computed once at kernel entry.
@@ -330,6 +333,7 @@ impl<'a> Lowerer<'a> {
                 let ty = f.chunk_type(&mut self.em);
                 f.chunks.iter().map(|c| (c.clone(), ty.clone())).collect()
             }
+            Lv::Scales(Scales::Rows(values) | Scales::Whole(values)) => values.iter().map(|v| (v.clone(), "f32".to_string())).collect(),
             _ => Vec::new(),
         }
     }
@@ -343,6 +347,8 @@ impl<'a> Lowerer<'a> {
                 elem: f.elem,
                 chunks: f.chunks.iter().map(|_| names.next().expect("one name per piece")).collect(),
             }),
+            Lv::Scales(Scales::Rows(values)) => Lv::Scales(Scales::Rows(values.iter().map(|_| names.next().expect("one name per piece")).collect())),
+            Lv::Scales(Scales::Whole(values)) => Lv::Scales(Scales::Whole(values.iter().map(|_| names.next().expect("one name per piece")).collect())),
             other => other.clone(),
         }
     }
@@ -603,7 +609,43 @@ impl<'a> Lowerer<'a> {
                 Ok(())
             }
             Opcode::NvTmaStore => self.lower_tma_store(op),
+            Opcode::NvLoadGlobal => self.lower_load_global(op),
+            Opcode::NvScaleAccumulate => self.lower_scale_accumulate(op),
         }
+    }
+
+    fn lower_load_global(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let load = self.view(op, nv::LoadGlobal::of)?;
+        let (tensor, result) = (load.tensor(&self.f.body), load.result(&self.f.body));
+        let &[row0, col0] = load.coords(&self.f.body) else { return Err(self.err(op, "expects a row and a column")) };
+        let tile = self.f.body.value_type(result).as_tile().cloned().ok_or_else(|| self.err(op, "expected a tile"))?;
+        let warpgroups = scales::scale_layout(&tile, self.warps()).map_err(|m| self.err(op, m))?;
+        let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
+        let (row0, col0) = (self.scalar(op, row0)?, self.scalar(op, col0)?);
+        let (rows, cols) = (self.dim_value(t, 0), self.dim_value(t, 1));
+        let ptr = self.ptr_args[&t].clone();
+        let tid = self.thread().tid.clone();
+        let coords = thread_coords(&mut self.em, &tid, warpgroups.unwrap_or(1));
+        let src = scales::Source { ptr: &ptr, row0: &row0, col0: &col0, rows: &rows, cols: &cols };
+        let loaded = scales::load(&mut self.em, &tile, warpgroups, &coords, &src);
+        self.vals.insert(result, Lv::Scales(loaded));
+        Ok(())
+    }
+
+    fn lower_scale_accumulate(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let sacc = self.view(op, nv::ScaleAccumulate::of)?;
+        let body = &self.f.body;
+        let (acc, partial, rows, blocks, result) = (sacc.acc(body), sacc.partial(body), sacc.row_scale(body), sacc.col_scale(body), sacc.result(body));
+        let (acc, partial) = (self.frag(op, acc)?, self.frag(op, partial)?);
+        let (Lv::Scales(Scales::Rows(rows)), Lv::Scales(Scales::Whole(blocks))) = (self.lv(op, rows)?.clone(), self.lv(op, blocks)?.clone()) else {
+            return Err(self.err(op, "expects row scales and block scales loaded by nv.load_global"));
+        };
+        if rows.len() as i64 != 2 * acc.geom.m_blocks {
+            return Err(self.err(op, "the row scales do not cover the accumulator's rows"));
+        }
+        let promoted = scales::scale_accumulate(&mut self.em, &acc, &partial, &rows, &blocks);
+        self.vals.insert(result, Lv::Frag(promoted));
+        Ok(())
     }
 
     fn lower_constant(&mut self, op: Op, result: Value, value: Option<&Attribute>) -> Result<(), Diagnostic> {
@@ -656,7 +698,7 @@ impl<'a> Lowerer<'a> {
         let mut pieces = Vec::new();
         for v in init_values {
             let lv = self.lv(op, v)?.clone();
-            if !matches!(lv, Lv::Scalar { .. } | Lv::Frag(_)) {
+            if !matches!(lv, Lv::Scalar { .. } | Lv::Frag(_) | Lv::Scales(_)) {
                 return Err(self.err(op, "only scalars and register tiles can be loop-carried by the lowering"));
             }
             pieces.extend(self.flatten(&lv));
@@ -775,7 +817,7 @@ impl<'a> Lowerer<'a> {
         let t = self.thread.as_ref().expect("prologue written");
         // Only warpgroups sharing one tile split it by the CTA-wide index.
         let wg = if acc.geom.warpgroups > 1 { t.wg.as_deref() } else { None };
-        let r = wgmma::lower(&mut self.em, &loc, &a, &b, &acc, &t.smem16, wg)?;
+        let r = wgmma::lower(&mut self.em, &loc, &a, &b, &acc, mma.zero_init(body), &t.smem16, wg)?;
         self.vals.insert(result, Lv::Frag(r));
         Ok(())
     }

@@ -10,6 +10,7 @@
 //!  wgmma.rs     nv.wgmma -> wgmma.mma_async with matrix descriptors (A in shared memory or registers)
 //!  ldmatrix.rs  nv.load_fragment -> ldmatrix.x4 into wgmma's A register fragment
 //!  fragment.rs  MMA-layout register tiles: splats, element-wise ops, bounds-checked stores
+//!  scales.rs    FP8 block scales: per-thread loads (nv.load_global) and the promotion (nv.scale_accumulate)
 //!  emitter.rs   MLIR text writer
 //! ```
 //!
@@ -22,6 +23,7 @@ mod kernel;
 mod ldmatrix;
 mod plan;
 mod roles;
+mod scales;
 mod smem_rows;
 mod tma;
 mod wgmma;

@@ -329,6 +329,17 @@ impl Plan {
                     }
                     store = Some(shape);
                 }
+                Opcode::NvLoadGlobal => {
+                    let load = nv::LoadGlobal::of(body, op).ok_or_else(malformed)?;
+                    let tensor = *plan
+                        .tensor_of_arg
+                        .get(&load.tensor(body))
+                        .ok_or_else(|| error(&data.loc, name, "the source must be a kernel argument"))?;
+                    if load.coords(body).len() != 2 {
+                        return Err(error(&data.loc, name, "only rank-2 loads are supported by the lowering"));
+                    }
+                    plan.tensors[tensor].ptr = true;
+                }
                 Opcode::NvTmaStore => {
                     let st = nv::TmaStore::of(body, op).ok_or_else(malformed)?;
                     let geom = SmemGeom::from_type(body.value_type(st.buffer(body)), &data.loc, name)?;

@@ -118,7 +118,9 @@ pub(crate) enum AOperand<'a> {
 
 /// Emits the wgmma instructions of one `nv.wgmma`: for each k step, each
 /// m64 block of this warpgroup and each n block, one
-/// `wgmma.mma_async.m64nNkK`. Returns the updated accumulator.
+/// `wgmma.mma_async.m64nNkK`. Returns the updated accumulator. With
+/// `zero_init` the first k step ignores the accumulator (scale-d = 0) and
+/// takes undefined registers, so nothing is copied in before it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn lower(
     em: &mut Emitter,
@@ -126,6 +128,7 @@ pub(crate) fn lower(
     a: &AOperand<'_>,
     b: &Operand<'_>,
     acc: &Frag,
+    zero_init: bool,
     smem16: &str,
     wg: Option<&str>,
 ) -> Result<Frag, Diagnostic> {
@@ -190,7 +193,12 @@ pub(crate) fn lower(
     let acc_ty = acc.chunk_type(em);
     let b_layout = if b.k_major { "col" } else { "row" };
     let mut chunks = acc.chunks.clone();
+    if zero_init {
+        let undef = em.assign("undef", format!("llvm.mlir.undef : {acc_ty}"));
+        chunks.iter_mut().for_each(|c| *c = undef.clone());
+    }
     for ks in 0..k / instr_k {
+        let scale_out = if zero_init && ks == 0 { "zero" } else { "one" };
         let k0 = ks * instr_k;
         for r in 0..geom.m_blocks {
             for nb in 0..geom.n_blocks {
@@ -206,14 +214,14 @@ pub(crate) fn lower(
                             "acc",
                             format!(
                                 "nvvm.wgmma.mma_async {da}, {db}, {c}, #nvvm.shape<m = 64, n = {n}, k = {instr_k}>, \
-                                 D [<f32>, #nvvm.wgmma_scale_out<one>], A [<{ab_ty}>, #nvvm.wgmma_scale_in<one>, <row>], \
+                                 D [<f32>, #nvvm.wgmma_scale_out<{scale_out}>], A [<{ab_ty}>, #nvvm.wgmma_scale_in<one>, <row>], \
                                  B [<{ab_ty}>, #nvvm.wgmma_scale_in<one>, <{b_layout}>] : {acc_ty} -> {acc_ty}",
                                 n = geom.instr_n
                             ),
                         )
                     }
                     (AOperand::Regs(a), _) => {
-                        let shape = RsShape { n: geom.instr_n, k: instr_k, ab_ty, trans_b: !b.k_major };
+                        let shape = RsShape { n: geom.instr_n, k: instr_k, ab_ty, trans_b: !b.k_major, accumulate: scale_out == "one" };
                         wgmma_rs(em, &shape, a.chunk(r, ks), &db, c, &acc_ty)
                     }
                     (AOperand::Smem(_), None) => unreachable!("a shared A has a descriptor"),
@@ -231,14 +239,16 @@ struct RsShape {
     ab_ty: &'static str,
     /// B is MN-major (imm-trans-b = 1).
     trans_b: bool,
+    /// Add to the accumulator (scale-d = 1) rather than overwrite it.
+    accumulate: bool,
 }
 
 /// One `wgmma.mma_async` with A in registers, as inline PTX: MLIR 22's
 /// `nvvm.wgmma.mma_async` takes only descriptors. The operands follow the
 /// form `convert-nvvm-to-llvm` gives the descriptor variant: N/2 f32
 /// outputs tied to the accumulator's values (`=f` / `0..`), then A's four
-/// `.b32` registers, then B's descriptor; scale-d is a predicate set to 1
-/// (accumulate), the scales of A and B are 1, and there is no transpose of
+/// `.b32` registers, then B's descriptor; scale-d is a predicate, set to 1
+/// to accumulate and 0 to overwrite, the scales of A and B are 1, and there is no transpose of
 /// A (the PTX ISA's register form has no imm-trans-a).
 fn wgmma_rs(em: &mut Emitter, s: &RsShape, a: &str, desc_b: &str, acc: &str, acc_ty: &str) -> String {
     let vals = (s.n / 2) as usize;
@@ -252,7 +262,7 @@ fn wgmma_rs(em: &mut Emitter, s: &RsShape, a: &str, desc_b: &str, acc: &str, acc
     let outs: Vec<String> = (0..vals).map(|i| format!("${i}")).collect();
     let a_regs: Vec<String> = (0..4).map(|i| format!("${}", 2 * vals + i)).collect();
     let asm = format!(
-        "{{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0Awgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{outs}}}, {{{a_regs}}}, ${desc}, p, 1, 1, {tb};\\0A}}\\0A",
+        "{{\\0A.reg .pred p;\\0Asetp.ne.b32 p, {d}, 0;\\0Awgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{outs}}}, {{{a_regs}}}, ${desc}, p, 1, 1, {tb};\\0A}}\\0A",
         n = s.n,
         k = s.k,
         t = s.ab_ty,
@@ -260,6 +270,7 @@ fn wgmma_rs(em: &mut Emitter, s: &RsShape, a: &str, desc_b: &str, acc: &str, acc
         a_regs = a_regs.join(", "),
         desc = 2 * vals + 4,
         tb = u8::from(s.trans_b),
+        d = u8::from(s.accumulate),
     );
     let mut constraints: Vec<String> = vec!["=f".to_string(); vals];
     constraints.extend((0..vals).map(|i| i.to_string()));

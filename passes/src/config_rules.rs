@@ -6,10 +6,12 @@
 //!
 //! The rules, in order:
 //! 1. Tile shapes. Block M is 64, 128 or 256; block N any multiple of 16 up
-//!    to 256; at least one of them is at most 128, so the FP32 accumulator
-//!    fits one warpgroup's registers per 64x256 slice (at most 128 registers
-//!    a thread). Block K is 128 bytes of K (64 BF16, 128 FP8): one row of
-//!    the 128-byte swizzle, and FP8's scale granularity.
+//!    to 256; the FP32 accumulators fit two warpgroups' registers at 128 a
+//!    thread (BM * BN * copies <= 2 * 128 * 128, where block-scaled FP8
+//!    keeps two copies: the running result and the block being promoted),
+//!    and one warpgroup's when they fit it (4 warps, else 8). Block K is 128
+//!    bytes of K (64 BF16, 128 FP8): one row of the 128-byte swizzle, and
+//!    FP8's scale granularity.
 //! 2. Fewest waves: ceil(tiles / SMs), where tiles = ceil(M/BM) * ceil(N/BN).
 //! 3. Fullest last wave: tiles - (waves - 1) * SMs (all SMs when it divides).
 //! 4. Least padded work: tiles * BM * BN, the elements computed including
@@ -51,6 +53,15 @@ impl Precision {
     /// 128 bytes of K: a full 128-byte swizzle row.
     pub fn block_k(self) -> i64 {
         128 / self.operand_bytes()
+    }
+
+    /// FP32 accumulator tiles a thread holds: block-scaled FP8 adds the
+    /// block being promoted to the running result.
+    pub fn accumulator_copies(self) -> i64 {
+        match self {
+            Precision::Bf16 => 1,
+            Precision::Fp8BlockScaled => 2,
+        }
     }
 }
 
@@ -191,20 +202,21 @@ fn ceil_div(a: i64, b: i64) -> i64 {
     (a + b - 1) / b
 }
 
-/// Shared memory of one configuration: the staged operand tiles (and FP8's
-/// scales), their barriers, and the TMA epilogue's output tile.
+/// Shared memory of one configuration: the staged operand tiles, their
+/// barriers, and the TMA epilogue's output tile (FP8's scales are read from
+/// global memory by the threads that apply them).
 pub fn smem_bytes(problem: &Problem, block_m: i64, block_n: i64, block_k: i64, stages: i64, epilogue: Epilogue) -> i64 {
     let operands = (block_m + block_n) * block_k * problem.precision.operand_bytes();
-    let scales = match problem.precision {
-        Precision::Bf16 => 0,
-        Precision::Fp8BlockScaled => block_m * 4 + 4,
-    };
     let output = match epilogue {
         Epilogue::Tma => block_m * block_n * 2,
         Epilogue::Global => 0,
     };
-    stages * (operands + scales + BARRIER_BYTES_PER_STAGE) + output
+    stages * (operands + BARRIER_BYTES_PER_STAGE) + output
 }
+
+/// Accumulator elements a warpgroup's registers hold at most: 128 f32 a
+/// thread, the rest left for addresses, loop state and the epilogue.
+const WARPGROUP_ACCUMULATORS: i64 = 128 * 128;
 
 /// Rule 6: the most stages that fit, or `None` when not even one does.
 fn most_stages(problem: &Problem, machine: &Machine, bm: i64, bn: i64, bk: i64, epilogue: Epilogue) -> Option<i64> {
@@ -224,7 +236,8 @@ fn epilogue_for(problem: &Problem, schedule: Schedule) -> Epilogue {
 /// Rules 1-5 and 9 for one tile shape with the plain pipeline; `None` when
 /// it breaks rule 1 or no stage fits.
 fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, bm: i64, bn: i64, bk: i64) -> Option<Candidate> {
-    if bm > 128 && bn > 128 {
+    let accumulators = bm * bn * problem.precision.accumulator_copies();
+    if accumulators > 2 * WARPGROUP_ACCUMULATORS {
         return None;
     }
     let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
@@ -236,7 +249,7 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, bm: i64, bn
         Some(s) => Some(s).filter(|&s| smem_bytes(problem, bm, bn, bk, s, epilogue) <= machine.smem_bytes)?,
         None => most_stages(problem, machine, bm, bn, bk, epilogue)?,
     };
-    let num_warps = if bm * bn > 128 * 128 { 8 } else { 4 };
+    let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
     let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, sms: ceil_div(tiles, waves) };
     Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, bm, bn, bk, stages, epilogue), reason: String::new() })
 }
@@ -335,7 +348,7 @@ fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
     // Each consumer owns BM / consumers rows, at least one m64 wgmma, and at
     // most 128 accumulator registers a thread.
     let rows = c.block_m / consumers;
-    if rows < 64 || rows * c.block_n > 64 * 256 {
+    if rows < 64 || rows * c.block_n * problem.precision.accumulator_copies() > WARPGROUP_ACCUMULATORS {
         return None;
     }
     let epilogue = Epilogue::Global;
@@ -505,11 +518,13 @@ mod tests {
     #[test]
     fn pins_restrict_the_choice() {
         let fp8 = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Fp8BlockScaled, any_n: false };
-        // FP8 with B's scales per 128x128 block: the program pins BN = 128. 256x128
-        // gives 512 tiles (4 waves), 128x128 1024 (8 waves). Per stage 384*128 bytes of
-        // operands + 256*4 + 4 of scales + 8 = 50188; 3*50188 + 65536 = 216100 fits.
+        // FP8 with B's scales per 128x128 block: the program pins BN = 128.
+        // 256x128 would hold 2 * 256 * 128 accumulators (the result and the
+        // block being promoted), over two warpgroups' registers; 128x128
+        // takes 8 warps. Per stage 256*128 bytes of operands + 8 = 32776;
+        // 6*32776 + 32768 = 229424 fits, 7 stages do not.
         let c = choose(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
-        assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (256, 128, 128, 3));
+        assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages, c.config.num_warps), (128, 128, 128, 6, 8));
         let c = choose(&Problem { precision: Precision::Bf16, ..fp8 }, &Machine::H100, &Pins { block_n: Some(192), stages: Some(2), ..Pins::default() }).unwrap();
         assert_eq!((c.config.block_n, c.config.stages), (192, 2));
     }

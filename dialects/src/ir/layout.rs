@@ -22,6 +22,12 @@ pub enum Layout {
         warps_per_cta: Vec<u32>,
         order: Vec<u32>,
     },
+    /// The parent layout with dimension `dim` removed (kept with extent
+    /// 1): each thread holds the elements of the parent's positions it
+    /// holds, projected. A row vector `Slice { dim: 1, parent: Mma }` gives
+    /// each thread the rows of its accumulator fragment (a block-scaled
+    /// dot's per-row scales).
+    Slice { dim: u32, parent: Box<Layout> },
 }
 
 impl Layout {
@@ -32,6 +38,7 @@ impl Layout {
             Layout::Mma { .. } => "mma",
             Layout::DotOperand { .. } => "dot_operand",
             Layout::Blocked { .. } => "blocked",
+            Layout::Slice { .. } => "slice",
         }
     }
 

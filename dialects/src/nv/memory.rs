@@ -1,7 +1,7 @@
 //! Shared-memory buffers, mbarriers, TMA loads, CTA barriers and global
 //! stores: the checks their definitions (ops.ods) cannot state.
 
-use super::{AllocMbarriers, AllocSmem, MbarrierExpectTx, StoreGlobal, TmaLoad};
+use super::{AllocMbarriers, AllocSmem, LoadGlobal, MbarrierExpectTx, StoreGlobal, TmaLoad};
 use crate::ir::{Body, Layout, Op};
 
 pub(super) fn verify_alloc_smem(body: &Body, op: Op) -> Result<(), String> {
@@ -64,6 +64,23 @@ pub(super) fn verify_store_global(body: &Body, op: Op) -> Result<(), String> {
         return Err("tile and tensor element types differ".into());
     }
     if store.coords(body).len() != tensor.shape.len() || tile.shape.len() != tensor.shape.len() {
+        return Err("expects one element coordinate per tensor dimension".into());
+    }
+    Ok(())
+}
+
+/// A register tile read at one element coordinate per tensor dimension.
+pub(super) fn verify_load_global(body: &Body, op: Op) -> Result<(), String> {
+    let load = LoadGlobal::of(body, op).ok_or("malformed 'nv.load_global'")?;
+    let tile = body.value_type(load.result(body)).as_tile().ok_or("the result must be a tile")?;
+    let tensor = body.value_type(load.tensor(body)).as_ref_type().ok_or("the source must be a global tensor reference")?;
+    if tile.layout.as_ref().is_none_or(Layout::is_shared) {
+        return Err("the loaded tile needs a distributed (register) layout".into());
+    }
+    if tile.elem != tensor.elem {
+        return Err("tile and tensor element types differ".into());
+    }
+    if load.coords(body).len() != tensor.shape.len() || tile.shape.len() != tensor.shape.len() {
         return Err("expects one element coordinate per tensor dimension".into());
     }
     Ok(())

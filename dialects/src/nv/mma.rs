@@ -2,7 +2,10 @@
 //! wait.
 
 use super::fragment::check_a_fragment_layout;
-use super::{Wgmma, WgmmaWait};
+use super::{ScaleAccumulate, Wgmma, WgmmaWait};
+use crate::ir::Attribute;
+use crate::tile::dot::SCALE_BLOCK_N;
+use crate::tile::Constant;
 use crate::ir::{Body, ElemType, Layout, Op};
 
 /// `%d = nv.wgmma %a_smem[%s], %b_smem[%s], %acc {transpose_b} : !nv.smem<...>, !nv.smem<...> -> tensor<MxNxf32, #tile.mma<...>>`
@@ -34,6 +37,9 @@ pub(super) fn verify_wgmma(body: &Body, op: Op) -> Result<(), String> {
     };
     let b = &body.value_type(mma.b(body)).as_smem().expect("checked by the definition").tile;
     let c = body.value_type(mma.acc(body)).as_tile().expect("checked by the definition");
+    if mma.zero_init(body) && !is_zero_splat(body, mma.acc(body)) {
+        return Err("with 'zero_init' the accumulator must be a zero splat ('tile.constant 0.0'): it is not read".into());
+    }
     let Some(mma_layout @ Layout::Mma { instr_shape, .. }) = &c.layout else {
         return Err("the accumulator needs a '#tile.mma' layout".into());
     };
@@ -57,6 +63,46 @@ pub(super) fn verify_wgmma(body: &Body, op: Op) -> Result<(), String> {
     // A warpgroup's wgmma covers 64 rows; the layout's M is one warp's 16.
     if m % 64 != 0 || n % i64::from(in_) != 0 || k % i64::from(ik) != 0 {
         return Err(format!("the tile {m}x{n}x{k} is not a multiple of the instruction shape [{im}, {in_}, {ik}]"));
+    }
+    Ok(())
+}
+
+fn is_zero_splat(body: &Body, v: crate::ir::Value) -> bool {
+    let Some(def) = body.defining_op(v).and_then(|d| Constant::of(body, d)) else { return false };
+    matches!(body.ops[def.op()].attrs.get("value"), Some(Attribute::Float(x, _)) if *x == 0.0)
+}
+
+/// `%r = nv.scale_accumulate %acc, %partial, %sa, %sb : tensor<Mx1xf32, #tile.slice<dim = 1, parent = P>>, tensor<NBx1xf32, ...> -> tensor<MxNxf32, P>`
+///
+/// `acc + partial * sa[row] * sb[col / 128]`: the promotion of one
+/// 128-wide K block of a block-scaled FP8 dot, whose partial product came
+/// from a fresh wgmma accumulator. The row scales are sliced from the
+/// accumulator's MMA layout, so each thread holds the rows it accumulates.
+pub(super) fn verify_scale_accumulate(body: &Body, op: Op) -> Result<(), String> {
+    let sacc = ScaleAccumulate::of(body, op).ok_or("malformed 'nv.scale_accumulate'")?;
+    let acc = body.value_type(sacc.acc(body)).as_tile().expect("checked by the definition");
+    let rows = body.value_type(sacc.row_scale(body)).as_tile().expect("checked by the definition");
+    let cols = body.value_type(sacc.col_scale(body)).as_tile().expect("checked by the definition");
+    let Some(acc_layout @ Layout::Mma { .. }) = &acc.layout else {
+        return Err("the accumulator needs a '#tile.mma' layout".into());
+    };
+    if acc.elem != ElemType::F32 || rows.elem != ElemType::F32 || cols.elem != ElemType::F32 {
+        return Err("the accumulator and the scales must be 'f32'".into());
+    }
+    let [m, n] = acc.shape[..] else { return Err("the accumulator must be rank 2".into()) };
+    if rows.shape != [m, 1] {
+        return Err(format!("the row scales must be {m}x1, one per accumulator row"));
+    }
+    match &rows.layout {
+        Some(Layout::Slice { dim: 1, parent }) if **parent == *acc_layout => {}
+        _ => return Err("the row scales need the layout '#tile.slice<dim = 1, parent = ...>' of the accumulator's MMA layout".into()),
+    }
+    let blocks = (n + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N;
+    if cols.shape != [blocks, 1] {
+        return Err(format!("the column scales must be {blocks}x1, one per {SCALE_BLOCK_N} columns"));
+    }
+    if cols.layout.as_ref().is_none_or(Layout::is_shared) {
+        return Err("the column scales need a distributed (register) layout".into());
     }
     Ok(())
 }

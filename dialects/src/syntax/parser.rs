@@ -338,6 +338,7 @@ impl<'a> Parser<'a> {
                 warps_per_cta: fields.ints("warps_per_cta")?,
                 order: fields.ints("order")?,
             },
+            "tile.slice" => Layout::Slice { dim: fields.int("dim")?, parent: Box::new(fields.layout("parent")?) },
             _ => return Err(Diagnostic::error(loc, format!("unknown layout '#{name}'"))),
         };
         fields.finish()?;

@@ -368,6 +368,7 @@ pub fn layout_to_string(layout: &Layout) -> String {
             ints_to_string(warps_per_cta),
             ints_to_string(order)
         ),
+        Layout::Slice { dim, parent } => format!("dim = {dim}, parent = {}", layout_to_string(parent)),
     };
     format!("#tile.{}<{params}>", layout.mnemonic())
 }

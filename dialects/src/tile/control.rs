@@ -3,9 +3,30 @@
 
 use super::{For, If, Yield};
 use crate::diagnostic::Diagnostic;
-use crate::ir::{Body, Op, Type};
+use crate::ir::{Body, Op, Type, Value, ValueData, ValueDef};
 use crate::registry::{Opcode, ParsedOp};
 use crate::syntax::{Parser, Printer};
+
+impl For {
+    /// Adds an iteration argument starting at `init` and taking `next` (a
+    /// value visible at the end of the body) into the next iteration;
+    /// returns the body's argument and the loop's new result.
+    pub fn add_iter_arg(self, body: &mut Body, init: Value, next: Value, name: Option<String>) -> (Value, Value) {
+        let ty = body.value_type(init).clone();
+        let op = self.op();
+        body.ops[op].operands.push(init);
+        let index = body.ops[op].results.len();
+        let result = body.values.push(ValueData { ty: ty.clone(), def: ValueDef::Result(op, index), name_hint: None });
+        body.ops[op].results.push(result);
+        let block = body.entry_block(self.region(body));
+        let arg_index = body.blocks[block].args.len();
+        let arg = body.values.push(ValueData { ty, def: ValueDef::BlockArg(block, arg_index), name_hint: name });
+        body.blocks[block].args.push(arg);
+        let terminator = body.terminator(block).expect("a verified loop ends with tile.yield");
+        body.ops[terminator].operands.push(next);
+        (arg, result)
+    }
+}
 
 // `%r = tile.for %k = %lb to %ub step %s iter_args(%acc = %init) -> (T) { ... } {attrs}`:
 // custom syntax because the region's arguments (the induction variable and

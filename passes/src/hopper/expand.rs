@@ -2,10 +2,12 @@
 //! (`tile-pipeline`): multi-buffered shared memory with one mbarrier per
 //! stage, a prologue that loads the first N - W iterations, and a loop body
 //! that waits on its stage, issues its wgmma asynchronously, waits until W
-//! groups are in flight and refills the stage the retired group read.
+//! groups are in flight and refills the stage the retired group read;
+//! register loads (a block-scaled dot's scales) run one iteration ahead.
 
 use crate::analysis::dependence::BlockDependences;
 use crate::hopper::counting::{enclosing_loop, iterations_before, parity, trip_count, Counting};
+use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::schedule::{dots, loop_block, staged_loads, Schedule};
 use crate::hopper::staging::{outermost_ancestor, remove_staged_loads, StagedBuffers};
 use crate::hopper::wgmma::{dot_a, drain_after, emit_wgmma, replace_dot};
@@ -115,6 +117,7 @@ pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &Schedule)
 
     // Drain: nothing reads the accumulators before every group is done.
     drain_after(body, region, for_op.op());
+    prefetch_register_loads(body, for_op);
     Ok(())
 }
 

@@ -2,11 +2,13 @@
 //! pass reaches into another's file:
 //!
 //! ```text
+//!  dot.rs       the dots that become wgmma: tile.dot and the block-scaled tile.dot_scaled
 //!  staging.rs   TMA staging: staged loads, multi-stage buffers and their mbarrier, the shared-memory budget
-//!  wgmma.rs     a tile.dot as fence / nv.wgmma / commit / wait, groups in flight, the drain after a loop
+//!  wgmma.rs     a dot as fence / nv.wgmma / commit / wait (and promotion), groups in flight, the drain after a loop
 //!  counting.rs  stage and phase arithmetic: trip counts, iterations from the kernel's start, stage, round, parity
 //!  schedule.rs  a K loop's software-pipelining schedule (stages, groups in flight) and its pipeline.stage/order record
 //!  expand.rs    the schedule expanded for one warpgroup: prologue, wait, wgmma, refill, drain
+//!  prefetch.rs  register loads (a scaled dot's scales) issued one iteration ahead, loop-carried
 //! ```
 //!
 //! `tile-pipeline` is the schedule plus `expand`; `tile-warp-specialize`
@@ -14,7 +16,9 @@
 //! same counting; `tile-lower-to-nv` stages one iteration at a time.
 
 pub mod counting;
+pub mod dot;
 pub mod expand;
+pub mod prefetch;
 pub mod schedule;
 pub mod staging;
 pub mod wgmma;

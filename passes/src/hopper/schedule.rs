@@ -11,7 +11,8 @@ use crate::hopper::staging::is_staged_load;
 use crate::hopper::wgmma::groups_in_flight;
 use tilec_dialects::ir::{Attribute, Block, Body, ElemType, Op};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::tile::{Dot, For};
+use crate::hopper::dot::StagedDot;
+use tilec_dialects::tile::For;
 
 /// The body block of `k_loop`.
 pub fn loop_block(body: &Body, k_loop: For) -> Block {
@@ -29,9 +30,9 @@ pub fn staged_loads(body: &Body, block: Block) -> Vec<Op> {
     body.blocks[block].ops.iter().copied().filter(|&o| is_staged_load(body, o)).collect()
 }
 
-/// The `tile.dot`s of `block`, in order.
-pub fn dots(body: &Body, block: Block) -> Vec<Dot> {
-    body.blocks[block].ops.iter().filter_map(|&o| Dot::of(body, o)).collect()
+/// The dots (`tile.dot` and `tile.dot_scaled`) of `block`, in order.
+pub fn dots(body: &Body, block: Block) -> Vec<StagedDot> {
+    body.blocks[block].ops.iter().filter_map(|&o| StagedDot::of(body, o)).collect()
 }
 
 /// A K loop's schedule: `stages` buffers per operand, and `in_flight`

@@ -1,11 +1,13 @@
-//! wgmma emission, for every pass that turns a `tile.dot` on staged tiles
-//! into Hopper's asynchronous warpgroup MMA: how the dot reads A, the
-//! fence / wgmma / commit / wait sequence, how many groups a loop may leave
-//! in flight, and the drain after the loop.
+//! wgmma emission, for every pass that turns a dot on staged tiles into
+//! Hopper's asynchronous warpgroup MMA: how the dot reads A, the fence /
+//! wgmma / commit / wait sequence (and for a block-scaled dot, the
+//! promotion of each block's product), how many groups a loop may leave in
+//! flight, and the drain after the loop.
 
-use tilec_dialects::ir::{Attributes, Body, Builder, InsertPoint, Op, Region, Value};
-use tilec_dialects::nv::{LoadFragment, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
-use tilec_dialects::tile::{ConvertLayout, Dot};
+use super::dot::StagedDot;
+use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op, Region, Value};
+use tilec_dialects::nv::{LoadFragment, ScaleAccumulate, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
+use tilec_dialects::tile::{Constant, ConvertLayout};
 
 /// How a dot reads A: `staged` is the loaded tile (what the buffers are
 /// keyed by), and `to_registers` the `tile.convert_layout` of it to a
@@ -15,7 +17,7 @@ pub struct DotA {
     pub to_registers: Option<Op>,
 }
 
-pub fn dot_a(body: &Body, dot: Dot) -> DotA {
+pub fn dot_a(body: &Body, dot: StagedDot) -> DotA {
     let a = dot.lhs(body);
     match body.defining_op(a).and_then(|c| ConvertLayout::of(body, c)) {
         Some(convert) => DotA { staged: convert.input(body), to_registers: Some(convert.op()) },
@@ -27,9 +29,10 @@ pub fn dot_a(body: &Body, dot: Dot) -> DotA {
 /// With A in registers none may: the next iteration's ldmatrix rewrites
 /// registers an in-flight wgmma still reads (undefined in PTX; on the GPU a
 /// 1.4e-2 error in a warp-specialised kernel, and ptxas C7514 in a
-/// pipelined one).
-pub fn groups_in_flight(body: &Body, dot: Dot, wanted: i64) -> i64 {
-    if dot_a(body, dot).to_registers.is_some() {
+/// pipelined one). Nor may a block-scaled dot's: its product is promoted
+/// as soon as it is issued.
+pub fn groups_in_flight(body: &Body, dot: StagedDot, wanted: i64) -> i64 {
+    if dot_a(body, dot).to_registers.is_some() || dot.scales(body).is_some() {
         0
     } else {
         wanted
@@ -43,9 +46,21 @@ pub fn groups_in_flight(body: &Body, dot: Dot, wanted: i64) -> i64 {
 /// tile), an `nv.load_fragment` reads the stage into registers first: after
 /// whatever made the stage valid, before the fence that orders register
 /// writes before the wgmma.
-pub fn emit_wgmma(b: &mut Builder<'_>, dot: Dot, a: [Value; 2], bb: [Value; 2], pending: i64) -> Value {
-    let acc = dot.acc(b.body);
-    let attrs = b.body.ops[dot.op()].attrs.clone();
+///
+/// A block-scaled dot's wgmma starts from zero (`zero_init`, its
+/// accumulator a zero splat made before the K loop), is waited for at once,
+/// and `nv.scale_accumulate` folds the product into the running
+/// accumulator with the row and block scales.
+pub fn emit_wgmma(b: &mut Builder<'_>, dot: StagedDot, a: [Value; 2], bb: [Value; 2], pending: i64) -> Value {
+    let mut attrs = b.body.ops[dot.op()].attrs.clone();
+    let scales = dot.scales(b.body);
+    let acc = match scales {
+        Some(_) => {
+            attrs.set("zero_init", Attribute::Unit);
+            zero_before_loop(b.body, dot)
+        }
+        None => dot.acc(b.body),
+    };
     let [a_buffer, a_stage] = a;
     let (a, a_stage) = match dot_a(b.body, dot).to_registers {
         Some(convert) => {
@@ -60,13 +75,43 @@ pub fn emit_wgmma(b: &mut Builder<'_>, dot: Dot, a: [Value; 2], bb: [Value; 2], 
     WgmmaFence::build(b, Attributes::new());
     let d = Wgmma::build(b, a, a_stage, bb[0], bb[1], acc, attrs).result(b.body);
     WgmmaCommit::build(b, Attributes::new());
-    let wait = WgmmaWait::build(b, &[d], pending, Attributes::new());
-    wait.results(b.body)[0]
+    let Some((row_scale, col_scale)) = scales else {
+        return WgmmaWait::build(b, &[d], pending, Attributes::new()).results(b.body)[0];
+    };
+    let partial = WgmmaWait::build(b, &[d], 0, Attributes::new()).results(b.body)[0];
+    let partial = b.name(partial, "partial");
+    let running = dot.acc(b.body);
+    ScaleAccumulate::build(b, running, partial, row_scale, col_scale, Attributes::new()).result(b.body)
+}
+
+/// The `nv.wgmma_wait` after which the stages read by the wgmma that
+/// [`emit_wgmma`] emitted for `done` are free, when it waited for every
+/// group (a block-scaled dot's, whose promotion follows the wait).
+pub fn completing_wait(body: &Body, done: Value) -> Option<Op> {
+    let def = body.defining_op(done)?;
+    let wait = match ScaleAccumulate::of(body, def) {
+        Some(promotion) => body.defining_op(promotion.partial(body))?,
+        None => def,
+    };
+    WgmmaWait::of(body, wait).filter(|w| w.pending(body) == 0).map(|w| w.op())
+}
+
+/// A zero splat of `dot`'s accumulator type, made just before the loop
+/// that holds the dot (once per tile, not once per K block).
+fn zero_before_loop(body: &mut Body, dot: StagedDot) -> Value {
+    let ty = body.value_type(dot.acc(body)).clone();
+    let block = body.ops[dot.op()].parent.expect("attached");
+    let owner = body.blocks[block].parent.and_then(|r| body.regions[r].parent).unwrap_or(dot.op());
+    let mut b = Builder::new(body, InsertPoint::Before(owner), body.ops[dot.op()].loc.clone());
+    let mut attrs = Attributes::new();
+    attrs.set("value", Attribute::Float(0.0, ElemType::F32));
+    let zero = Constant::build(&mut b, ty, attrs).result(b.body);
+    b.name(zero, "block_zero")
 }
 
 /// Replaces `dot`'s result by `done` (under the dot's name) and removes the
 /// dot, and the conversion of A to registers it read.
-pub fn replace_dot(body: &mut Body, region: Region, dot: Dot, done: Value) {
+pub fn replace_dot(body: &mut Body, region: Region, dot: StagedDot, done: Value) {
     let result = dot.result(body);
     let to_registers = dot_a(body, dot).to_registers;
     body.values[done].name_hint = body.values[result].name_hint.clone();
@@ -98,7 +143,7 @@ pub fn drain_after(body: &mut Body, region: Region, for_op: Op) -> Op {
 }
 
 /// The op after `op` in its block.
-fn next_op(body: &Body, op: Op) -> Op {
+pub fn next_op(body: &Body, op: Op) -> Op {
     let block = body.ops[op].parent.expect("attached");
     let ops = &body.blocks[block].ops;
     ops[ops.iter().position(|&o| o == op).expect("in its block") + 1]

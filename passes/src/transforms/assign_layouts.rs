@@ -1,7 +1,10 @@
-//! `tile-assign-layouts`: gives every tile a layout. Operands of `dot` get
-//! NVMMA shared layouts (they are staged through shared memory for wgmma),
-//! except an A pinned to the dot-operand layout of the accumulator's MMA
-//! layout: it is staged too, then converted to registers for the dot;
+//! `tile-assign-layouts`: gives every tile a layout. Operands of `dot` and
+//! `dot_scaled` get NVMMA shared layouts (they are staged through shared
+//! memory for wgmma), except an A pinned to the dot-operand layout of the
+//! accumulator's MMA layout: it is staged too, then converted to registers
+//! for the dot. A block-scaled dot's row scales get the slice of the
+//! accumulator's MMA layout (each thread holds the scales of its rows) and
+//! its block scales a layout that gives every thread the whole tile;
 //! accumulators, and every register tile tied to them through loops and
 //! element-wise ops, get the MMA v3 layout. A layout the user pinned is kept
 //! when legal (an illegal one is an error saying why), and where it differs
@@ -68,6 +71,12 @@ impl Pass for AssignLayouts {
                 assign_shared(body, op, a, "A")?;
             }
             assign_shared(body, op, b, "B")?;
+            if let Some(scaled) = DotScaled::of(body, op) {
+                let (rows, blocks) = (scaled.lhs_scale(body), scaled.rhs_scale(body));
+                assign_scales(body, op, rows, Layout::Slice { dim: 1, parent: Box::new(mma.clone()) }, "A's scales")?;
+                let whole = whole_in_every_thread(&tile_type(body, blocks).shape, num_warps);
+                assign_scales(body, op, blocks, whole, "B's scales")?;
+            }
             let root = classes.root(acc);
             if let Some(prev) = class_layout.insert(root, mma.clone()) {
                 if prev != mma {
@@ -134,6 +143,35 @@ fn assign_shared(body: &mut Body, dot: Op, v: Value, what: &str) -> Result<(), D
     };
     body.values[v].ty = Type::Tile(tile.with_layout(Some(layout)));
     Ok(())
+}
+
+/// Gives a block-scaled dot's scales the layout the promotion reads them
+/// in; a pinned layout must be that one.
+fn assign_scales(body: &mut Body, dot: Op, v: Value, layout: Layout, what: &str) -> Result<(), Diagnostic> {
+    let tile = tile_type(body, v);
+    match &tile.layout {
+        None => {
+            body.values[v].ty = Type::Tile(tile.with_layout(Some(layout)));
+            Ok(())
+        }
+        Some(pinned) if *pinned == layout => Ok(()),
+        Some(pinned) => Err(op_error(
+            body,
+            dot,
+            format!("{what} are pinned to '{}', but the promotion reads them as '{}'", layout_to_string(pinned), layout_to_string(&layout)),
+        )),
+    }
+}
+
+/// A blocked layout in which every thread holds the whole (small) tile: a
+/// dot's per-block scales, one or two per tile, read by every thread.
+fn whole_in_every_thread(shape: &[i64], num_warps: u32) -> Layout {
+    Layout::Blocked {
+        size_per_thread: shape.iter().map(|&d| d as u32).collect(),
+        threads_per_warp: vec![1, 32],
+        warps_per_cta: vec![1, num_warps],
+        order: vec![1, 0],
+    }
 }
 
 /// Keeps A pinned to a dot-operand layout (wgmma reads A from registers)

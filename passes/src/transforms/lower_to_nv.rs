@@ -22,7 +22,7 @@ use crate::hopper::schedule::dots;
 use crate::hopper::staging::{element_coords, is_staged_load, outermost_ancestor, remove_staged_loads, StagedBuffers};
 use crate::hopper::wgmma::{dot_a, emit_wgmma, replace_dot};
 use tilec_dialects::ir::{Attributes, Block, Body, Builder, InsertPoint, Op, SmemType, TileType, Type, Value};
-use tilec_dialects::nv::{AllocSmem, Barrier, FenceAsyncShared, MbarrierWait, StoreGlobal, StoreShared, TmaStore};
+use tilec_dialects::nv::{AllocSmem, Barrier, FenceAsyncShared, LoadGlobal, MbarrierWait, StoreGlobal, StoreShared, TmaStore};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::{For, Load, Store};
 use tilec_dialects::{Diagnostic, Function, Layout};
@@ -65,9 +65,6 @@ impl Pass for LowerToNv {
         self.apply_config(func);
         let body = &mut func.body;
         let ops = body.walk_region(func.region);
-        if let Some(&op) = ops.iter().find(|&&o| body.opcode(o) == Opcode::TileDotScaled) {
-            return Err(op_error(body, op, "is not lowered yet: block-scaled FP8 needs its own lowering".into()));
-        }
         let mut blocks: Vec<Block> = Vec::new();
         for &op in &ops {
             if is_staged_load(body, op) {
@@ -84,8 +81,10 @@ impl Pass for LowerToNv {
             match body.opcode(op) {
                 Opcode::TileStore if self.tma_epilogue => lower_store_tma(body, Store::of(body, op).expect("verified"))?,
                 Opcode::TileStore => lower_store(body, Store::of(body, op).expect("verified"))?,
-                Opcode::TileLoad => return Err(op_error(body, op, "loads a tile with no shared layout; run tile-assign-layouts first, and load only dot operands".into())),
-                Opcode::TileDot => return Err(op_error(body, op, "reads tiles that were not loaded by TMA in the same block".into())),
+                Opcode::TileLoad => lower_load(body, func.region, Load::of(body, op).expect("verified"))?,
+                Opcode::TileDot | Opcode::TileDotScaled => {
+                    return Err(op_error(body, op, "reads tiles that were not loaded by TMA in the same block".into()))
+                }
                 _ => {}
             }
         }
@@ -133,6 +132,24 @@ fn lower_staged_block(body: &mut Body, region: tilec_dialects::Region, block: Bl
         replace_dot(body, region, dot, done);
     }
     remove_staged_loads(body, region, &loads)
+}
+
+/// A tile loaded in registers (a block-scaled dot's scales): each thread
+/// reads its elements.
+fn lower_load(body: &mut Body, region: tilec_dialects::Region, load: Load) -> Result<(), Diagnostic> {
+    let (tensor, result) = (load.tensor(body), load.result(body));
+    let tile = body.value_type(result).as_tile().cloned().expect("verified");
+    if tile.layout.is_none() {
+        return Err(op_error(body, load.op(), "loads a tile with no layout; run tile-assign-layouts first".into()));
+    }
+    let mut b = Builder::new(body, InsertPoint::Before(load.op()), body.ops[load.op()].loc.clone());
+    let indices = load.indices(b.body).to_vec();
+    let coords = element_coords(&mut b, &indices, &tile.shape);
+    let loaded = LoadGlobal::build(&mut b, tensor, &coords, Type::Tile(tile), Attributes::new()).result(b.body);
+    body.values[loaded].name_hint = body.values[result].name_hint.clone();
+    body.replace_all_uses(region, result, loaded);
+    body.remove_op(load.op());
+    Ok(())
 }
 
 fn lower_store(body: &mut Body, store: Store) -> Result<(), Diagnostic> {

@@ -13,8 +13,10 @@
 //!   the barrier's first phase), arms the stage's full barrier and issues
 //!   the TMA loads; the dots and the epilogue go;
 //! - each consumer, with a large budget, waits until a stage is full, runs
-//!   its wgmma with one group in flight, releases the stage the retired group
-//!   read, drains, releases the last stage, and runs the epilogue. With two
+//!   its wgmma with one group in flight (none for a block-scaled dot, whose
+//!   product is promoted at once, with its scales loaded one iteration
+//!   ahead), releases the stage the retired group read, drains, releases
+//!   the last stage, and runs the epilogue. With two
 //!   consumers each owns half of the M tile (a row window of A's buffer) and
 //!   stores its half.
 //!
@@ -23,17 +25,19 @@
 //! ahead into the next tile while the consumers finish an epilogue.
 
 use crate::hopper::counting::{parity, Counting};
+use crate::hopper::dot::StagedDot;
+use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, Schedule};
 use crate::hopper::staging::{outermost_ancestor, StagedBuffers};
-use crate::hopper::wgmma::{dot_a, drain_after, emit_wgmma, replace_dot};
+use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::{op_error, Pass};
 use std::collections::HashMap;
-use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, InsertPoint, Op, Region, TileType, Type, Value};
+use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
 use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait, SmemRows};
-use tilec_dialects::tile::{Addi, Cmpi, Dot, For, If, Load, Muli, Store, Subi, Yield};
+use tilec_dialects::tile::{Addi, Cmpi, For, If, Load, Muli, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
 pub const INFO: PassInfo = PassInfo {
@@ -143,7 +147,7 @@ impl Pass for WarpSpecialize {
 
 impl WarpSpecialize {
     /// The tile's BLOCK_M, after checking each consumer gets whole m64 blocks.
-    fn check_split(&self, body: &Body, k_loop: For, dots: &[Dot]) -> Result<i64, Diagnostic> {
+    fn check_split(&self, body: &Body, k_loop: For, dots: &[StagedDot]) -> Result<i64, Diagnostic> {
         let Some(&dot) = dots.first() else {
             return Err(op_error(body, k_loop.op(), "stages tiles through shared memory but has no tile.dot to specialise".into()));
         };
@@ -237,6 +241,7 @@ impl Roles<'_> {
         for load in clones {
             body.remove_op(load);
         }
+        remove_unused_loads(body, loop_block(body, k_loop));
         let role = body.ops[k_loop.op()].parent.map(|b| outer_role_block(body, b)).expect("attached");
         for op in body.walk_region(body.blocks[role].parent.expect("in a region")) {
             if Store::of(body, op).is_some() {
@@ -296,6 +301,22 @@ impl Roles<'_> {
             let mut b = Builder::new(body, InsertPoint::Before(dot.op()), body.ops[dot.op()].loc.clone());
             let done = emit_wgmma(&mut b, dot, [a, stage], [bb, stage], self.schedule.in_flight);
             replace_dot(body, self.region, dot, done);
+            // With no group left in flight the stage is free once the wait
+            // returns: release it there, before the promotion or the next
+            // iteration's wait.
+            if self.schedule.in_flight == 0 {
+                let wait = completing_wait(body, done).expect("no group in flight: the wait took them all");
+                let next = next_op(body, wait);
+                let mut b = Builder::new(body, InsertPoint::Before(next), loc.clone());
+                MbarrierArrive::build(&mut b, self.empty, stage, Attributes::new());
+            }
+        }
+        for load in clones {
+            body.remove_op(load);
+        }
+        if self.schedule.in_flight == 0 {
+            drain_after(body, self.region, k_loop.op());
+            return self.finish_consumer(body, k_loop, role_region, half, row.map(|_| c));
         }
         let terminator = body.terminator(loop_block(body, k_loop)).expect("verified");
         let mut b = Builder::new(body, InsertPoint::Before(terminator), loc.clone());
@@ -310,9 +331,6 @@ impl Roles<'_> {
         let prev = r.name(prev, "prev");
         MbarrierArrive::build(&mut r, self.empty, prev, Attributes::new());
         Yield::build(&mut r, &[], Attributes::new());
-        for load in clones {
-            body.remove_op(load);
-        }
 
         // After the loop: drain, release the last stage, then the epilogue.
         let after = drain_after(body, self.region, k_loop.op());
@@ -327,11 +345,18 @@ impl Roles<'_> {
         let last_stage = count.stage_of(&mut l, last_local);
         MbarrierArrive::build(&mut l, self.empty, last_stage, Attributes::new());
         Yield::build(&mut l, &[], Attributes::new());
+        self.finish_consumer(body, k_loop, role_region, half, row.map(|_| c))
+    }
 
+    /// The consumer's tiles shrink to its rows (and, with several
+    /// consumers, move to them), and its register loads run one iteration
+    /// ahead.
+    fn finish_consumer(&self, body: &mut Body, k_loop: For, role_region: Region, half: i64, split_by: Option<Value>) -> Result<(), Diagnostic> {
         self.retype_consumer(body, role_region, half);
-        if row.is_some() {
-            self.offset_stores(body, role_region, c);
+        if let Some(c) = split_by {
+            self.offset_row_tiles(body, role_region, c);
         }
+        prefetch_register_loads(body, k_loop);
         Ok(())
     }
 
@@ -354,6 +379,17 @@ impl Roles<'_> {
                 Some(Layout::DotOperand { op_idx, k_width, parent }) if matches!(**parent, Layout::Mma { .. }) => {
                     Layout::DotOperand { op_idx: *op_idx, k_width: *k_width, parent: Box::new(one_warpgroup(parent)) }
                 }
+                // A block-scaled dot's row scales: this consumer's rows.
+                Some(Layout::Slice { dim, parent }) if matches!(**parent, Layout::Mma { .. }) => {
+                    Layout::Slice { dim: *dim, parent: Box::new(one_warpgroup(parent)) }
+                }
+                // Its block scales, whole in every thread of the warpgroup.
+                Some(Layout::Blocked { size_per_thread, threads_per_warp, order, .. }) => Layout::Blocked {
+                    size_per_thread: size_per_thread.clone(),
+                    threads_per_warp: threads_per_warp.clone(),
+                    warps_per_cta: vec![1, 4],
+                    order: order.clone(),
+                },
                 _ => continue,
             };
             let mut shape = tile.shape.clone();
@@ -364,17 +400,48 @@ impl Roles<'_> {
         }
     }
 
-    /// Consumer `c` stores tile row `m * consumers + c` of the halved tiles.
-    fn offset_stores(&self, body: &mut Body, role_region: Region, c: Value) {
-        for store in body.walk_region(role_region).into_iter().filter_map(|op| Store::of(body, op)).collect::<Vec<_>>() {
-            let mut indices = store.indices(body).to_vec();
-            let (value, tensor, attrs) = (store.value(body), store.tensor(body), body.ops[store.op()].attrs.clone());
-            let mut b = Builder::new(body, InsertPoint::Before(store.op()), body.ops[store.op()].loc.clone());
-            let k = b.index(self.consumers);
-            let scaled = Muli::build(&mut b, indices[0], k, Attributes::new()).result(b.body);
-            indices[0] = Addi::build(&mut b, scaled, c, Attributes::new()).result(b.body);
-            Store::build(&mut b, value, tensor, &indices, attrs);
-            body.remove_op(store.op());
+    /// Consumer `c` stores tile row `m * consumers + c` of the halved tiles,
+    /// and reads its row scales there.
+    fn offset_row_tiles(&self, body: &mut Body, role_region: Region, c: Value) {
+        for op in body.walk_region(role_region) {
+            let split = |body: &Body, v: Value| body.value_type(v).as_tile().is_some_and(|t| t.shape[0] == self.block_m / self.consumers);
+            if let Some(store) = Store::of(body, op) {
+                let mut indices = store.indices(body).to_vec();
+                let (value, tensor, attrs) = (store.value(body), store.tensor(body), body.ops[op].attrs.clone());
+                let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
+                indices[0] = self.consumer_row(&mut b, indices[0], c);
+                Store::build(&mut b, value, tensor, &indices, attrs);
+                body.remove_op(op);
+            } else if let Some(load) = Load::of(body, op).filter(|l| split(body, l.result(body))) {
+                let mut indices = load.indices(body).to_vec();
+                let (tensor, result, attrs) = (load.tensor(body), load.result(body), body.ops[op].attrs.clone());
+                let ty = body.value_type(result).clone();
+                let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
+                indices[0] = self.consumer_row(&mut b, indices[0], c);
+                let moved = Load::build(&mut b, tensor, &indices, ty, attrs).result(b.body);
+                body.values[moved].name_hint = body.values[result].name_hint.clone();
+                body.replace_all_uses(role_region, result, moved);
+                body.remove_op(op);
+            }
+        }
+    }
+
+    /// `m * consumers + c`: consumer `c`'s tile row in a tile split by rows.
+    fn consumer_row(&self, b: &mut Builder<'_>, m: Value, c: Value) -> Value {
+        let k = b.index(self.consumers);
+        let scaled = Muli::build(b, m, k, Attributes::new()).result(b.body);
+        Addi::build(b, scaled, c, Attributes::new()).result(b.body)
+    }
+}
+
+/// Removes the loads of `block` nothing reads any more: the producer's
+/// copies of a block-scaled dot's scales, whose dot went to the consumers.
+fn remove_unused_loads(body: &mut Body, block: Block) {
+    let region = body.blocks[block].parent.expect("in a region");
+    let uses = body.use_counts(region);
+    for op in body.blocks[block].ops.clone() {
+        if Load::of(body, op).is_some_and(|l| uses[l.result(body).index()] == 0) {
+            body.remove_op(op);
         }
     }
 }

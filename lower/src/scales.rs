@@ -1,0 +1,150 @@
+//! Block scales of FP8 dots: the per-thread loads of a dot's row scales
+//! (`#tile.slice<dim = 1, parent = #tile.mma<...>>`: each thread reads the
+//! rows of its accumulator fragment) and block scales (a blocked layout
+//! holding the whole tile in every thread), and `nv.scale_accumulate`, the
+//! promotion `acc + partial * row_scale[row] * block_scale[col / 128]` as
+//! one FMA per accumulator element.
+
+use super::emitter::{mlir_type, Emitter};
+use super::fragment::{Frag, ThreadCoords};
+use tilec_dialects::tile::dot::SCALE_BLOCK_N;
+use tilec_dialects::{ElemType, Layout, TileType};
+
+/// A register tile of scales as the lowering holds it.
+#[derive(Clone, Debug)]
+pub(crate) enum Scales {
+    /// Row scales: the value of each row a thread accumulates, at index
+    /// `2 * r + half` for its m64 block `r` and half (rows +0 / +8).
+    Rows(Vec<String>),
+    /// A small tile every thread holds whole, row-major.
+    Whole(Vec<String>),
+}
+
+/// How a thread holds a tile of `shape` in `layout`, or why the lowering
+/// cannot load it: `Some(warpgroups)` for row scales sliced from an MMA
+/// layout over that many warpgroups, `None` for a whole tile per thread.
+pub(crate) fn scale_layout(tile: &TileType, warps: i64) -> Result<Option<i64>, String> {
+    if tile.elem != ElemType::F32 {
+        return Err(format!("the lowering loads f32 register tiles (scales), not '{}'", tile.elem.mnemonic()));
+    }
+    match &tile.layout {
+        Some(Layout::Slice { dim: 1, parent }) => {
+            let Layout::Mma { warps_per_cta, .. } = &**parent else {
+                return Err("only slices of a '#tile.mma' layout are loaded by the lowering".into());
+            };
+            let wm = i64::from(warps_per_cta.first().copied().unwrap_or(0));
+            if wm != warps || wm % 4 != 0 || warps_per_cta.get(1) != Some(&1) {
+                return Err(format!("the slice's parent must be held by the {warps} warps that run this code, whole warpgroups along M"));
+            }
+            let warpgroups = wm / 4;
+            if tile.shape.len() != 2 || tile.shape[1] != 1 || tile.shape[0] % (64 * warpgroups) != 0 {
+                return Err(format!("row scales must be R x 1 with R a multiple of {}", 64 * warpgroups));
+            }
+            Ok(Some(warpgroups))
+        }
+        Some(Layout::Blocked { size_per_thread, .. }) => {
+            let whole = size_per_thread.len() == tile.shape.len() && size_per_thread.iter().zip(&tile.shape).all(|(&s, &d)| i64::from(s) == d);
+            if !whole || tile.shape.len() != 2 {
+                return Err("a blocked register tile is loaded by the lowering only when every thread holds all of it (size_per_thread = its rank-2 shape)".into());
+            }
+            Ok(None)
+        }
+        _ => Err("the lowering loads register tiles with a '#tile.slice' of an MMA layout or a blocked layout holding the whole tile".into()),
+    }
+}
+
+/// The element at (`row`, `col`) of a row-major `rows x cols` tensor at
+/// `ptr`, or zero outside it (the address is clamped to element 0, so the
+/// load is always in bounds and needs no branch).
+#[allow(clippy::too_many_arguments)]
+fn load_checked(em: &mut Emitter, ptr: &str, row: &str, col: &str, rows: &str, cols: &str, elem: ElemType) -> String {
+    let t = mlir_type(elem);
+    let row_ok = em.assign("row_ok", format!("arith.cmpi ult, {row}, {rows} : i32"));
+    let col_ok = em.assign("col_ok", format!("arith.cmpi ult, {col}, {cols} : i32"));
+    let ok = em.binop("in_bounds", "arith.andi", &row_ok, &col_ok, "i1");
+    let row64 = em.assign("row64", format!("arith.extui {row} : i32 to i64"));
+    let col64 = em.assign("col64", format!("arith.extui {col} : i32 to i64"));
+    let cols64 = em.assign("cols64", format!("arith.extui {cols} : i32 to i64"));
+    let off = em.binop("off", "arith.muli", &row64, &cols64, "i64");
+    let idx = em.binop("idx", "arith.addi", &off, &col64, "i64");
+    let zero_idx = em.assign("c0", "arith.constant 0 : i64");
+    let idx = em.assign("idx", format!("arith.select {ok}, {idx}, {zero_idx} : i64"));
+    let p = em.assign("sp", format!("llvm.getelementptr {ptr}[{idx}] : (!llvm.ptr, i64) -> !llvm.ptr, {t}"));
+    let v = em.assign("scale", format!("llvm.load {p} : !llvm.ptr -> {t}"));
+    let zero = em.assign("zero", format!("arith.constant 0.0 : {t}"));
+    em.assign("scale", format!("arith.select {ok}, {v}, {zero} : {t}"))
+}
+
+/// Where one `nv.load_global` reads: the tensor and the tile's origin in it.
+pub(crate) struct Source<'a> {
+    pub ptr: &'a str,
+    pub row0: &'a str,
+    pub col0: &'a str,
+    pub rows: &'a str,
+    pub cols: &'a str,
+}
+
+/// Loads a tile of scales; `warpgroups` is what [`scale_layout`] gave.
+pub(crate) fn load(em: &mut Emitter, tile: &TileType, warpgroups: Option<i64>, thread: &ThreadCoords, src: &Source<'_>) -> Scales {
+    match warpgroups {
+        Some(warpgroups) => {
+            let mut row_base = em.binop("row_t", "arith.addi", src.row0, &thread.row, "i32");
+            if let Some(wg) = &thread.wg {
+                let c64 = em.i32(64);
+                let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
+                row_base = em.binop("row_t", "arith.addi", &row_base, &wg_rows, "i32");
+            }
+            let m_blocks = tile.shape[0] / (64 * warpgroups);
+            let mut values = Vec::new();
+            for r in 0..m_blocks {
+                for half in 0..2 {
+                    let row = em.add_const("row", &row_base, 64 * warpgroups * r + 8 * half, "i32");
+                    values.push(load_checked(em, src.ptr, &row, src.col0, src.rows, src.cols, tile.elem));
+                }
+            }
+            Scales::Rows(values)
+        }
+        None => {
+            let mut values = Vec::new();
+            for i in 0..tile.shape[0] {
+                let row = em.add_const("row", src.row0, i, "i32");
+                for j in 0..tile.shape[1] {
+                    let col = em.add_const("col", src.col0, j, "i32");
+                    values.push(load_checked(em, src.ptr, &row, &col, src.rows, src.cols, tile.elem));
+                }
+            }
+            Scales::Whole(values)
+        }
+    }
+}
+
+/// `acc + partial * rows[row] * blocks[col / 128]`, element by element:
+/// one product of scales per (row, column block) the thread holds, then
+/// one FMA per element.
+pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, rows: &[String], blocks: &[String]) -> Frag {
+    let g = &acc.geom;
+    let ty = acc.chunk_type(em);
+    let mut chunks = Vec::new();
+    for r in 0..g.m_blocks {
+        let mut factor: Vec<Vec<String>> = Vec::new();
+        for half in 0..2 {
+            let row = &rows[(2 * r + half) as usize];
+            factor.push(blocks.iter().map(|b| em.binop("s", "arith.mulf", row, b, "f32")).collect());
+        }
+        for nb in 0..g.n_blocks {
+            let c = (r * g.n_blocks + nb) as usize;
+            let mut out = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
+            for i in 0..g.chunk_len() {
+                let half = (i / 2) % 2;
+                let col = nb * g.instr_n + 8 * (i as i64 / 4);
+                let s = &factor[half][(col / SCALE_BLOCK_N) as usize];
+                let p = em.assign("p", format!("llvm.extractvalue {}[{i}] : {ty}", partial.chunks[c]));
+                let a = em.assign("a", format!("llvm.extractvalue {}[{i}] : {ty}", acc.chunks[c]));
+                let v = em.assign("promoted", format!("llvm.intr.fma({p}, {s}, {a}) : (f32, f32, f32) -> f32"));
+                out = em.assign("acc", format!("llvm.insertvalue {v}, {out}[{i}] : {ty}"));
+            }
+            chunks.push(out);
+        }
+    }
+    Frag { geom: g.clone(), elem: acc.elem, chunks }
+}
