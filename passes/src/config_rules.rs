@@ -22,7 +22,13 @@
 //! 7. Schedule: the plain software pipeline; warp specialisation (one or two
 //!    consumers, persistent, grouped tile order) is ranked as an alternative,
 //!    since on the H100 it measured below the plain pipeline with the same
-//!    tile (0.68 against 0.70 of cuBLAS, 2026-11-23).
+//!    tile (0.68 against 0.70 of cuBLAS, 2026-11-23). Block-scaled FP8 with
+//!    a long K (at least 4096, 32 scale blocks) is the exception: there the
+//!    warp-specialised tile is the pick, since each block's wgmma is waited
+//!    for before its promotion and a second, independent consumer keeps the
+//!    tensor cores busy meanwhile (on the H100, 2026-11-23, it was the
+//!    fastest candidate on all 11 such shapes, by 5-20%; with K <= 2048 the
+//!    pipeline was).
 //! 8. Epilogue: the TMA store (8.5% faster at 4096^3 on the H100) when C's
 //!    rows are 16-byte aligned (N * 2 bytes a multiple of 16) and the
 //!    schedule is the plain pipeline; direct global stores otherwise. The
@@ -267,8 +273,12 @@ fn compare(a: &Candidate, b: &Candidate) -> Ordering {
 
 /// What made the pick win.
 fn pick_reason(best: &Candidate, machine: &Machine) -> String {
+    let schedule = match best.config.schedule {
+        Schedule::Pipeline => "",
+        Schedule::WarpSpecialized { .. } => "; warp-specialised (block-scaled FP8 with a long K)",
+    };
     format!(
-        "picked: fewest waves ({}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({})",
+        "picked: fewest waves ({}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){schedule}",
         best.waves, best.last_wave, machine.sms, best.config.stages
     )
 }
@@ -279,6 +289,8 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     let same_tile = (c.config.block_m, c.config.block_n) == (best.config.block_m, best.config.block_n);
     if c.config.schedule != Schedule::Pipeline {
         format!("warp-specialised alternative of the pick's tile ({} consumer(s))", c.config.num_warps / 4 - 1)
+    } else if same_tile && best.config.schedule != Schedule::Pipeline {
+        "pipelined alternative of the pick's tile (block-scaled FP8 with a long K prefers warp specialisation)".to_string()
     } else if same_tile && c.config.epilogue != best.config.epilogue {
         format!("direct-store alternative of the pick ({} stages without the output tile)", c.config.stages)
     } else if c.waves > best.waves {
@@ -317,12 +329,20 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
             }
         }
     }
+    if prefers_warp_specialized(problem) && ranked.get(1).is_some_and(|c| c.config.schedule != Schedule::Pipeline) {
+        ranked.swap(0, 1);
+    }
     if let Some(best) = ranked.first().cloned() {
         for (i, c) in ranked.iter_mut().enumerate() {
             c.reason = if i == 0 { pick_reason(&best, machine) } else { loss_reason(c, &best) };
         }
     }
     ranked
+}
+
+/// Rule 7's exception: block-scaled FP8 over at least 32 scale blocks of K.
+fn prefers_warp_specialized(problem: &Problem) -> bool {
+    problem.precision == Precision::Fp8BlockScaled && problem.k >= 32 * problem.precision.block_k()
 }
 
 /// Rule 8's alternative: the pick with direct stores, which frees the output
@@ -523,8 +543,16 @@ mod tests {
         // block being promoted), over two warpgroups' registers; 128x128
         // takes 8 warps. Per stage 256*128 bytes of operands + 8 = 32776;
         // 6*32776 + 32768 = 229424 fits, 7 stages do not.
+        // With K = 4096 (32 scale blocks) the warp-specialised tile is the pick
+        // (rule 7's exception): two consumers, 7 stages without the output tile;
+        // with K = 2048 the pipeline stays.
         let c = choose(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
-        assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages, c.config.num_warps), (128, 128, 128, 6, 8));
+        assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 7));
+        assert_eq!(c.config.schedule, Schedule::WarpSpecialized { consumers: 2 });
+        let ranked = rank(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
+        assert!(ranked[1].reason.starts_with("pipelined alternative of the pick's tile"));
+        let short = choose(&Problem { k: 2048, ..fp8 }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
+        assert_eq!((short.config.schedule, short.config.stages, short.config.num_warps), (Schedule::Pipeline, 6, 8));
         let c = choose(&Problem { precision: Precision::Bf16, ..fp8 }, &Machine::H100, &Pins { block_n: Some(192), stages: Some(2), ..Pins::default() }).unwrap();
         assert_eq!((c.config.block_n, c.config.stages), (192, 2));
     }
