@@ -6,12 +6,16 @@ use std::sync::Arc;
 /// A position in a source file (1-based line and column), as MLIR prints it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Location {
+    /// The source file's name as given to the parser.
     pub file: Arc<str>,
+    /// 1-based line; 0 for an unknown location.
     pub line: u32,
+    /// 1-based column.
     pub col: u32,
 }
 
 impl Location {
+    /// A location in `file`.
     pub fn new(file: Arc<str>, line: u32, col: u32) -> Self {
         Location { file, line, col }
     }
@@ -31,16 +35,21 @@ impl fmt::Display for Location {
 /// One error with its location, plus notes that point elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct Diagnostic {
+    /// Where the error is.
     pub loc: Location,
+    /// What is wrong, without the location.
     pub message: String,
+    /// Further locations with a remark each (`note:` lines).
     pub notes: Vec<(Location, String)>,
 }
 
 impl Diagnostic {
+    /// An error at `loc`.
     pub fn error(loc: Location, message: impl Into<String>) -> Self {
         Diagnostic { loc, message: message.into(), notes: Vec::new() }
     }
 
+    /// The diagnostic with a note at `loc` added.
     pub fn with_note(mut self, loc: Location, note: impl Into<String>) -> Self {
         self.notes.push((loc, note.into()));
         self

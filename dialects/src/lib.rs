@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! tilec's IR: the core data structures (arenas of ops, blocks, regions and
 //! values), the `tile` and `nv` dialects, their verifiers, and the MLIR-syntax
 //! parser and printer.

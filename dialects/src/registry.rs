@@ -21,7 +21,9 @@ pub struct OpTraits {
     /// Orders or waits on other threads or asynchronous units (barriers,
     /// fences, wgmma commit and wait): never moved across another op.
     pub synchronising: bool,
+    /// Reads memory (global or shared).
     pub reads_memory: bool,
+    /// Writes memory (global or shared).
     pub writes_memory: bool,
 }
 
@@ -29,20 +31,28 @@ pub struct OpTraits {
 /// that the op's single result equals.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Folded {
+    /// A constant to materialise in the op's place.
     Constant(Attribute),
+    /// An existing value the op's result equals.
     Value(Value),
 }
 
 /// What an op's custom-syntax parser hands back; the generic parser builds
 /// the op from it.
 pub struct ParsedOp {
+    /// The operands, resolved.
     pub operands: Vec<Value>,
+    /// The result types.
     pub result_types: Vec<Type>,
+    /// The attributes.
     pub attrs: Attributes,
+    /// The regions, parsed.
     pub regions: Vec<Region>,
 }
 
+/// Parses an op after its name (and the results' `=`).
 pub type ParseFn = fn(&mut Parser<'_>) -> Result<ParsedOp, Diagnostic>;
+/// Prints an op after its name.
 pub type PrintFn = fn(&mut Printer<'_>, Op);
 /// Checks one op's invariants; the message is wrapped as `'name' op MESSAGE`
 /// at the op's location.
@@ -50,15 +60,23 @@ pub type VerifyFn = fn(&Body, Op) -> Result<(), String>;
 /// Folds an op given the constant value of each operand, where known.
 pub type FoldFn = fn(&Body, Op, &[Option<Attribute>]) -> Option<Folded>;
 
+/// Everything known about one op kind: generated from `ops.ods`.
 pub struct OpDef {
+    /// The op's name (`tile.dot`).
     pub name: &'static str,
+    /// Its opcode.
     pub opcode: Opcode,
     /// One line saying what the op does.
     pub summary: &'static str,
+    /// Its traits.
     pub traits: OpTraits,
+    /// Its parser.
     pub parse: ParseFn,
+    /// Its printer.
     pub print: PrintFn,
+    /// Its verifier: the definition's checks, then its `verify:` hook.
     pub verify: VerifyFn,
+    /// Its folder, if it folds.
     pub fold: Option<FoldFn>,
 }
 
@@ -81,6 +99,7 @@ pub fn dialects() -> [&'static [OpDef]; 2] {
     [crate::tile::OPS, crate::nv::OPS]
 }
 
+/// The definition of the op named `name` in any dialect.
 pub fn lookup(name: &str) -> Option<&'static OpDef> {
     dialects().into_iter().flatten().find(|d| d.name == name)
 }

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! nv IR -> MLIR text (`gpu`, `arith`, `scf`, `llvm`, `nvvm`) plus the
 //! kernel's manifest. See docs/lowering.md.
 //!
@@ -41,6 +42,7 @@ pub const DYN_SMEM_SYMBOL: &str = "__tilec_dyn_smem";
 pub struct LoweredKernel {
     /// A `builtin.module` with one `gpu.module` holding one kernel.
     pub mlir: String,
+    /// The manifest the runtime launches it by: tensors, symbols, grid, block, shared memory.
     pub manifest: Manifest,
 }
 

@@ -26,10 +26,14 @@
 
 use crate::format::{parse_format, Element};
 
+/// How many values a declared operand or result stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arity {
+    /// Exactly one (`acc: tile`).
     One,
+    /// Zero or one (`a_stage: index?`).
     Optional,
+    /// Any number, a variadic group (`coords: index...`).
     Variadic,
 }
 
@@ -37,12 +41,19 @@ pub enum Arity {
 /// format needs no `type(...)` for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// Any value.
     Any,
+    /// An `index` scalar.
     Index,
+    /// An `i1` scalar.
     I1,
+    /// A tile.
     Tile,
+    /// A global tensor reference.
     Ref,
+    /// A shared-memory buffer.
     Smem,
+    /// An mbarrier group.
     MBarrier,
 }
 
@@ -61,18 +72,25 @@ impl Kind {
     }
 }
 
+/// A declared operand or result.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValueDef {
+    /// Its name: the typed view's accessor.
     pub name: String,
+    /// What it must be.
     pub kind: Kind,
+    /// How many values it stands for.
     pub arity: Arity,
 }
 
+/// The type of a declared attribute.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AttrType {
     /// Present or absent (`{transpose_b}`).
     Unit,
+    /// A 64-bit integer.
     I64,
+    /// A string.
     Str,
     /// A word from the list, stored as its position (`block_id x` is `dim = 0`).
     Enum(Vec<String>),
@@ -80,11 +98,16 @@ pub enum AttrType {
     Keyword(Vec<String>),
 }
 
+/// A declared attribute.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AttrDef {
+    /// Its name in the attribute dictionary and the accessor's name.
     pub name: String,
+    /// Its type.
     pub ty: AttrType,
+    /// May be absent (the accessor gives an `Option`).
     pub optional: bool,
+    /// Its value when absent, for integer attributes.
     pub default: Option<i64>,
 }
 
@@ -95,37 +118,55 @@ impl AttrDef {
     }
 }
 
+/// An op's traits (`traits: pure, elected`), copied into the generated `OpTraits`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Traits {
+    /// No side effects: may be moved, hoisted or erased when unused.
     pub pure: bool,
+    /// Ends a block.
     pub terminator: bool,
+    /// Materialises its `value` attribute.
     pub constant: bool,
+    /// Issued by one thread of those executing it.
     pub elected: bool,
+    /// Orders or waits on other threads or asynchronous units.
     pub synchronising: bool,
+    /// Reads memory.
     pub reads: bool,
+    /// Writes memory.
     pub writes: bool,
 }
 
+/// One op's declaration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpDef {
     /// `tile.dot`
     pub name: String,
     /// `Dot`: the typed view's name.
     pub view: String,
+    /// A one-line summary: the typed view's and the opcode's doc comment.
     pub summary: String,
+    /// Its traits.
     pub traits: Traits,
+    /// Its operands, in order.
     pub operands: Vec<ValueDef>,
+    /// Its results, in order.
     pub results: Vec<ValueDef>,
+    /// Its regions' names, in order.
     pub regions: Vec<String>,
+    /// Its attributes.
     pub attrs: Vec<AttrDef>,
     /// Groups of operands and results that share one type.
     pub types_match: Vec<Vec<String>>,
+    /// Its assembly format; `None` with custom syntax.
     pub format: Option<Vec<Element>>,
     /// Hand-written syntax (`control::parse_for`, `control::print_for`).
     pub custom_parse: Option<String>,
+    /// Hand-written printer, named by path.
     pub custom_print: Option<String>,
     /// Hand-written semantic checks, run after the generated ones.
     pub verify: Option<String>,
+    /// Hand-written folder, named by path.
     pub fold: Option<String>,
     /// The class the op's keys started from, if any.
     pub class: Option<String>,
@@ -137,14 +178,17 @@ impl OpDef {
         self.name.split_once('.').map_or(self.name.as_str(), |(_, n)| n).to_uppercase()
     }
 
+    /// The operand named `name`.
     pub fn operand(&self, name: &str) -> Option<&ValueDef> {
         self.operands.iter().find(|o| o.name == name)
     }
 
+    /// The result named `name`.
     pub fn result(&self, name: &str) -> Option<&ValueDef> {
         self.results.iter().find(|o| o.name == name)
     }
 
+    /// The attribute named `name`.
     pub fn attr(&self, name: &str) -> Option<&AttrDef> {
         self.attrs.iter().find(|a| a.name == name)
     }
@@ -159,15 +203,19 @@ impl OpDef {
     }
 }
 
+/// A dialect's declarations, from one `ops.ods`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Dialect {
+    /// The dialect's name (`tile`).
     pub name: String,
+    /// Its ops, in file order.
     pub ops: Vec<OpDef>,
     /// Class names, in file order; each class's view takes its members.
     pub classes: Vec<String>,
 }
 
 impl Dialect {
+    /// The ops declared as members of `class`.
     pub fn members(&self, class: &str) -> Vec<&OpDef> {
         self.ops.iter().filter(|o| o.class.as_deref() == Some(class)).collect()
     }

@@ -5,6 +5,7 @@
 
 use crate::def::{Arity, AttrType, Kind, OpDef};
 
+/// One element of an assembly format.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Element {
     /// `` `,` `` or `` `to` ``: punctuation, or a keyword when it is a word.
@@ -13,6 +14,7 @@ pub enum Element {
     Var(String),
     /// `type($name)`: the type of an operand or result.
     Type(String),
+    /// `attr-dict`: the attributes the format does not print elsewhere.
     AttrDict,
     /// `( ... )?`: the elements and the index of the anchor.
     Optional(Vec<Element>, usize),
@@ -46,6 +48,7 @@ fn tokens(s: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// Parses an assembly format string into its elements, or says what is wrong.
 pub fn parse_format(s: &str) -> Result<Vec<Element>, String> {
     let toks = tokens(s)?;
     let mut pos = 0;

@@ -28,7 +28,7 @@ pub fn opcodes(dialects: &[(&Dialect, &str)]) -> String {
             writeln!(s, "    {},", variant(&op.name)).unwrap();
         }
     }
-    s.push_str("}\n\nimpl Opcode {\n    pub const ALL: &'static [Opcode] = &[\n");
+    s.push_str("}\n\nimpl Opcode {\n    /// Every opcode, in table order.\n    pub const ALL: &'static [Opcode] = &[\n");
     for (d, _) in dialects {
         for op in &d.ops {
             writeln!(s, "        Opcode::{},", variant(&op.name)).unwrap();
@@ -40,7 +40,7 @@ pub fn opcodes(dialects: &[(&Dialect, &str)]) -> String {
             writeln!(s, "            Opcode::{} => &{module}::OPS[{i}],", variant(&op.name)).unwrap();
         }
     }
-    s.push_str("        }\n    }\n\n    pub fn name(self) -> &'static str {\n        self.def().name\n    }\n}\n");
+    s.push_str("        }\n    }\n\n    /// The op's name as written in the IR (`tile.dot`).\n    pub fn name(self) -> &'static str {\n        self.def().name\n    }\n}\n");
     s
 }
 
@@ -136,7 +136,7 @@ fn view(s: &mut String, op: &OpDef, opcodes: &[String], single: bool) {
     // Rust for each.
     writeln!(s, "#[allow(clippy::needless_lifetimes, clippy::len_zero, clippy::identity_op, clippy::nonminimal_bool)]\nimpl {v} {{").unwrap();
     if single {
-        writeln!(s, "    pub const OPCODE: Opcode = Opcode::{};\n", opcodes[0]).unwrap();
+        writeln!(s, "    /// The opcode this view accepts.\n    pub const OPCODE: Opcode = Opcode::{};\n", opcodes[0]).unwrap();
     }
     let alternatives: Vec<String> = opcodes.iter().map(|o| format!("Opcode::{o}")).collect();
     let mut of_checks = vec![format!("matches!(d.def.opcode, {})", alternatives.join(" | "))];
@@ -153,11 +153,16 @@ fn view(s: &mut String, op: &OpDef, opcodes: &[String], single: bool) {
         of_checks.join("\n            && ")
     )
     .unwrap();
-    s.push_str("    pub fn op(self) -> Op {\n        self.0\n    }\n\n");
-    for (list, values) in [("operands", &op.operands), ("results", &op.results)] {
+    s.push_str("    /// The op this is a view of.\n    pub fn op(self) -> Op {\n        self.0\n    }\n\n");
+    for (list, what, values) in [("operands", "operand", &op.operands), ("results", "result", &op.results)] {
         for (i, val) in values.iter().enumerate() {
             let (ty, expr) = access(values, i, list);
-            writeln!(s, "    pub fn {}<'b>(self, body: &'b Body) -> {ty} {{\n        {expr}\n    }}\n", val.name).unwrap();
+            let doc = match val.arity {
+                Arity::One => format!("The `{}` {what}.", val.name),
+                Arity::Optional => format!("The `{}` {what}, if present.", val.name),
+                Arity::Variadic => format!("The `{}` {what}s (a variadic group).", val.name),
+            };
+            writeln!(s, "    /// {doc}\n    pub fn {}<'b>(self, body: &'b Body) -> {ty} {{\n        {expr}\n    }}\n", val.name).unwrap();
         }
     }
     let group = op.operands.iter().position(|o| o.arity != Arity::One);
@@ -174,7 +179,7 @@ fn view(s: &mut String, op: &OpDef, opcodes: &[String], single: bool) {
         .unwrap();
     }
     for (i, r) in op.regions.iter().enumerate() {
-        writeln!(s, "    pub fn {r}(self, body: &Body) -> Region {{\n        body.ops[self.0].regions[{i}]\n    }}\n").unwrap();
+        writeln!(s, "    /// The `{r}` region.\n    pub fn {r}(self, body: &Body) -> Region {{\n        body.ops[self.0].regions[{i}]\n    }}\n").unwrap();
     }
     for a in &op.attrs {
         let get = "body.ops[self.0].attrs";
@@ -189,12 +194,18 @@ fn view(s: &mut String, op: &OpDef, opcodes: &[String], single: bool) {
             }
             (AttrType::Str | AttrType::Keyword(_), false, _) => ("Option<&'b str>".into(), format!("{get}.get({n:?}).and_then(Attribute::as_str)")),
         };
-        writeln!(s, "    pub fn {n}<'b>(self, body: &'b Body) -> {ty} {{\n        {expr}\n    }}\n").unwrap();
+        let doc = match (&a.ty, a.required(), a.default) {
+            (AttrType::Unit, _, _) => format!("Whether the unit attribute `{n}` is set."),
+            (_, true, _) => format!("The `{n}` attribute."),
+            (_, false, Some(d)) => format!("The `{n}` attribute, {d} when absent."),
+            (_, false, None) => format!("The `{n}` attribute, if set."),
+        };
+        writeln!(s, "    /// {doc}\n    pub fn {n}<'b>(self, body: &'b Body) -> {ty} {{\n        {expr}\n    }}\n").unwrap();
     }
     if single {
         builder(s, op);
     } else {
-        s.push_str("    pub fn opcode(self, body: &Body) -> Opcode {\n        body.ops[self.0].def.opcode\n    }\n\n");
+        s.push_str("    /// Which member of the class the op is.\n    pub fn opcode(self, body: &Body) -> Opcode {\n        body.ops[self.0].def.opcode\n    }\n\n");
     }
     s.push_str("}\n\n");
 }

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! tilec's op definition generator, in the manner of MLIR's ODS: each
 //! dialect declares its ops once in a `.ods` file (operands, results,
 //! attributes, traits, an assembly format), and this crate writes the Rust
@@ -14,7 +15,9 @@ pub use def::{parse_dialect, Dialect};
 
 /// Generated sources: the `Opcode` enum and one file per dialect.
 pub struct Generated {
+    /// The `Opcode` enum over every dialect.
     pub opcodes: String,
+    /// Each dialect's op table, views, builders, parsers and printers, in input order.
     pub dialects: Vec<String>,
 }
 

@@ -42,6 +42,7 @@ use std::fmt;
 /// The operand precision, which fixes block K and the bytes per element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Precision {
+    /// BF16 operands, FP32 accumulation.
     Bf16,
     /// FP8 operands with per-128-element FP32 scales (SA per row, SB per
     /// 128x128 block of B).
@@ -49,6 +50,7 @@ pub enum Precision {
 }
 
 impl Precision {
+    /// Bytes per operand element.
     pub fn operand_bytes(self) -> i64 {
         match self {
             Precision::Bf16 => 2,
@@ -74,9 +76,13 @@ impl Precision {
 /// A GEMM's shape: C (M x N) = A (M x K) * B^T (N x K).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Problem {
+    /// Rows of A and C.
     pub m: i64,
+    /// Columns of C (rows of B).
     pub n: i64,
+    /// The reduction dimension.
     pub k: i64,
+    /// The operands' precision.
     pub precision: Precision,
     /// The kernel must serve any N, not just this one: rule 8 cannot count
     /// on aligned rows of C.
@@ -86,7 +92,9 @@ pub struct Problem {
 /// What the kernel may use of the GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Machine {
+    /// Streaming multiprocessors.
     pub sms: i64,
+    /// Shared memory one CTA may use, in bytes.
     pub smem_bytes: i64,
 }
 
@@ -95,22 +103,30 @@ impl Machine {
     pub const H100: Machine = Machine { sms: 132, smem_bytes: 232_448 };
 }
 
+/// How the K loop is scheduled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Schedule {
     /// `tile-pipeline`: every warp loads and computes.
     Pipeline,
     /// `tile-persistent` + `tile-warp-specialize`: a TMA producer warpgroup
     /// and `consumers` wgmma warpgroups, one CTA per SM in grouped order.
-    WarpSpecialized { consumers: i64 },
+    WarpSpecialized {
+        /// Consumer warpgroups (1 or 2).
+        consumers: i64,
+    },
 }
 
+/// How the output tile is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Epilogue {
+    /// Each thread stores its accumulator elements to global memory, bounds-checked.
     Global,
+    /// Through a swizzled shared buffer and a TMA store (C's rows 16-byte aligned).
     Tma,
 }
 
 impl Epilogue {
+    /// The option value `tile-lower-to-nv` takes (`global`, `tma`).
     pub fn word(self) -> &'static str {
         match self {
             Epilogue::Global => "global",
@@ -122,9 +138,13 @@ impl Epilogue {
 /// Values the program or the user fixed; the rest are chosen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pins {
+    /// A fixed block M.
     pub block_m: Option<i64>,
+    /// A fixed block N.
     pub block_n: Option<i64>,
+    /// A fixed block K.
     pub block_k: Option<i64>,
+    /// A fixed stage count.
     pub stages: Option<i64>,
 }
 
@@ -143,14 +163,20 @@ impl std::fmt::Display for Pins {
 /// One configuration, everything the passes after config selection need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
+    /// Rows of the output tile.
     pub block_m: i64,
+    /// Columns of the output tile.
     pub block_n: i64,
+    /// K per loop iteration.
     pub block_k: i64,
+    /// Shared-memory stages of the operands.
     pub stages: i64,
     /// Warps of the plain pipeline: 8 when the accumulator needs two
     /// warpgroups' registers.
     pub num_warps: i64,
+    /// The K loop's schedule.
     pub schedule: Schedule,
+    /// How the output tile is stored.
     pub epilogue: Epilogue,
     /// SMs the grid needs: the fewest that keep the wave count.
     pub sms: i64,
@@ -159,12 +185,17 @@ pub struct Config {
 /// A configuration with the figures that ranked it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Candidate {
+    /// The configuration.
     pub config: Config,
+    /// Output tiles: ceil(M / BM) * ceil(N / BN).
     pub tiles: i64,
+    /// Waves of tiles over the SMs: ceil(tiles / SMs).
     pub waves: i64,
     /// CTAs in the last wave (the machine's SM count when it is full).
     pub last_wave: i64,
+    /// Shared memory the configuration uses, in bytes.
     pub smem_bytes: i64,
+    /// Why it ranks where it does (the pick's reason, or the first rule it lost on).
     pub reason: String,
 }
 
@@ -195,11 +226,14 @@ impl fmt::Display for Config {
     }
 }
 
+/// The block M values rule 1 allows.
 pub const BLOCK_MS: [i64; 3] = [64, 128, 256];
+/// The widest block N (one wgmma's N).
 pub const MAX_BLOCK_N: i64 = 256;
 /// wgmma's N step for BF16/FP8 operands with an FP32 accumulator, and the
 /// granularity that keeps a row of C 32-byte aligned.
 pub const BLOCK_N_STEP: i64 = 16;
+/// The most stages considered.
 pub const MAX_STAGES: i64 = 8;
 /// One 8-byte mbarrier per stage.
 const BARRIER_BYTES_PER_STAGE: i64 = 8;

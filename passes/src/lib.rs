@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! tilec's passes: the pass manager, the registry of every pass, and the
 //! transforms and analyses on tile and nv IR.
 //!
@@ -50,7 +51,10 @@ pub trait Pass {
 /// One counter a pass keeps, as MLIR's `Pass::Statistic`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Statistic {
+    /// The counter's name (`ops-erased`).
     pub name: &'static str,
+    /// What it counts.
     pub description: &'static str,
+    /// Its value after the pass ran.
     pub value: u64,
 }

@@ -14,15 +14,22 @@ use tilec_dialects::syntax::print_function;
 use tilec_dialects::verifier::verify_function;
 use tilec_dialects::{Diagnostic, Function, Module, PrintOptions};
 
+/// What the pass manager does around each pass, as MLIR's pass instrumentation (`--verify-each`, `--mlir-print-ir-*`, `--mlir-timing`).
 #[derive(Clone, Debug)]
 pub struct Instrumentation {
+    /// Verify the IR (and its barriers) after every pass.
     pub verify_each: bool,
+    /// Print the IR after every pass.
     pub print_after_all: bool,
+    /// Print the IR after these passes.
     pub print_after: Vec<String>,
+    /// Print the IR after a pass that fails.
     pub print_after_failure: bool,
+    /// Report each pass's wall time.
     pub timing: bool,
     /// Report each pass's statistics after the pipeline (`--mlir-pass-statistics`).
     pub statistics: bool,
+    /// How printed IR is spelled.
     pub print: PrintOptions,
 }
 
@@ -40,28 +47,46 @@ impl Default for Instrumentation {
     }
 }
 
+/// Why a pipeline did not run to the end.
 #[derive(Debug, thiserror::Error)]
 pub enum PassError {
+    /// The pipeline string does not parse, or names an unknown pass or option.
     #[error("invalid pass pipeline: {0}")]
     Pipeline(String),
+    /// A pass would run on IR in a phase it does not accept (checked before anything runs).
     #[error("{0}")]
     Order(Diagnostic),
+    /// A pass reported an error.
     #[error("{diagnostic}\nnote: pass '{pass}' failed")]
-    PassFailed { pass: &'static str, diagnostic: Diagnostic },
+    PassFailed {
+        /// The pass.
+        pass: &'static str,
+        /// Its located error.
+        diagnostic: Diagnostic,
+    },
+    /// The IR a pass left fails the verifier or the barrier verifier.
     #[error("{diagnostic}\nnote: the IR failed verification after pass '{pass}'")]
-    VerificationFailed { pass: &'static str, diagnostic: Diagnostic },
+    VerificationFailed {
+        /// The pass that ran last.
+        pass: &'static str,
+        /// The first error found.
+        diagnostic: Diagnostic,
+    },
 }
 
+/// Runs a pipeline of passes over every function, checking the phase order first.
 pub struct PassManager {
     passes: Vec<(Box<dyn Pass>, &'static PhaseRule)>,
     /// Skip, per function, the passes whose phases the input is already
     /// past (the default pipeline of `tilec compile` takes nv-level input
     /// too); otherwise such a pass is an error.
     start_at_input_phase: bool,
+    /// What it does around each pass.
     pub instrumentation: Instrumentation,
 }
 
 impl PassManager {
+    /// An empty pipeline.
     pub fn new(instrumentation: Instrumentation) -> Self {
         PassManager { passes: Vec::new(), start_at_input_phase: false, instrumentation }
     }
@@ -74,6 +99,7 @@ impl PassManager {
         Ok(pm)
     }
 
+    /// Appends `pass`, which runs in the phases `phases` allows.
     pub fn add(&mut self, pass: Box<dyn Pass>, phases: &'static PhaseRule) {
         self.passes.push((pass, phases));
     }

@@ -3,9 +3,17 @@
 
 use std::collections::BTreeMap;
 
+/// What values a pass option takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OptionKind {
-    Int { min: i64, max: i64 },
+    /// An integer in `min..=max`.
+    Int {
+        /// The smallest value accepted.
+        min: i64,
+        /// The largest value accepted.
+        max: i64,
+    },
+    /// `true` or `false`.
     Bool,
     /// One of a fixed set of words.
     Enum(&'static [&'static str]),
@@ -14,16 +22,24 @@ pub enum OptionKind {
 /// One option a pass accepts, with the default used when it is not given.
 #[derive(Clone, Copy, Debug)]
 pub struct OptionSpec {
+    /// The option's name in a pipeline (`stages`).
     pub name: &'static str,
+    /// The values it takes.
     pub kind: OptionKind,
+    /// Its value when not given.
     pub default: &'static str,
+    /// A line for `--help` and error messages.
     pub help: &'static str,
 }
 
+/// A resolved option value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OptionValue {
+    /// An integer.
     Int(i64),
+    /// A boolean.
     Bool(bool),
+    /// A word of an enumeration.
     Word(String),
 }
 
@@ -71,6 +87,7 @@ impl PassOptions {
         self.given.contains(&name)
     }
 
+    /// The integer option `name` (the pass declared it).
     pub fn int(&self, name: &str) -> i64 {
         match self.values.get(name) {
             Some(OptionValue::Int(v)) => *v,
@@ -78,6 +95,7 @@ impl PassOptions {
         }
     }
 
+    /// The boolean option `name` (the pass declared it).
     pub fn bool(&self, name: &str) -> bool {
         match self.values.get(name) {
             Some(OptionValue::Bool(v)) => *v,
@@ -85,6 +103,7 @@ impl PassOptions {
         }
     }
 
+    /// The word option `name` (the pass declared it).
     pub fn word(&self, name: &str) -> &str {
         match self.values.get(name) {
             Some(OptionValue::Word(v)) => v,

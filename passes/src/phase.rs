@@ -28,6 +28,7 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in order.
     pub const ALL: [Phase; 5] = [Phase::Parametric, Phase::Tile, Phase::TileLayouts, Phase::TileScheduled, Phase::Nv];
 
     /// The phase `func` is in, read from the IR: a parameter left in a type
@@ -95,6 +96,7 @@ impl PhaseRule {
     /// A pass that runs on any form and keeps it (clean-ups, checks).
     pub const ANY: PhaseRule = PhaseRule { needs: Phase::Parametric..=Phase::Nv, leaves: None, reason: "" };
 
+    /// Whether the rule lets a pass run on IR in `phase`.
     pub fn accepts(&self, phase: Phase) -> bool {
         self.needs.contains(&phase)
     }

@@ -11,7 +11,9 @@ pub const DEFAULT_PIPELINE: &str = "tile-canonicalize,tile-assign-layouts,tile-p
 
 /// One pass of a parsed pipeline, before it is created.
 pub struct PipelineEntry {
+    /// The pass's registration.
     pub info: &'static PassInfo,
+    /// Its options, resolved against their declarations.
     pub options: PassOptions,
 }
 

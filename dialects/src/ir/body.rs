@@ -26,62 +26,88 @@ entity!(
     Value
 );
 
+/// An operation: its definition, operands, results, attributes and regions.
 #[derive(Clone, Debug)]
 pub struct OpData {
+    /// The op's definition (name, traits, parser, printer, verifier).
     pub def: &'static OpDef,
+    /// The values it reads, in order.
     pub operands: Vec<Value>,
+    /// The values it defines, in order.
     pub results: Vec<Value>,
+    /// Its attributes.
     pub attrs: Attributes,
+    /// Regions it owns (a loop's body, a role's code).
     pub regions: Vec<Region>,
+    /// Where it came from in the source.
     pub loc: Location,
     /// The block the op sits in; `None` once detached.
     pub parent: Option<Block>,
 }
 
 impl OpData {
+    /// The op's opcode.
     pub fn opcode(&self) -> Opcode {
         self.def.opcode
     }
 }
 
+/// A block: arguments and an ordered list of ops.
 #[derive(Clone, Debug, Default)]
 pub struct BlockData {
+    /// The values the block's owner binds on entry (a loop's induction variable and iteration arguments).
     pub args: Vec<Value>,
+    /// The ops, in order; the last is the terminator.
     pub ops: Vec<Op>,
+    /// The region holding the block.
     pub parent: Option<Region>,
 }
 
+/// A region: the blocks an op owns.
 #[derive(Clone, Debug, Default)]
 pub struct RegionData {
+    /// Its blocks; every region here has one.
     pub blocks: Vec<Block>,
     /// The op owning the region; `None` for a function's body.
     pub parent: Option<Op>,
 }
 
+/// Where a value is defined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueDef {
+    /// Result `i` of an op.
     Result(Op, usize),
+    /// Argument `i` of a block.
     BlockArg(Block, usize),
 }
 
+/// A value: its type and definition.
 #[derive(Clone, Debug)]
 pub struct ValueData {
+    /// The value's type.
     pub ty: Type,
+    /// Its definition.
     pub def: ValueDef,
     /// The name the value had in the source text, kept so that printing
     /// returns what the user wrote.
     pub name_hint: Option<String>,
 }
 
+/// A function body's IR: arenas of ops, blocks, regions and values, referred to by index (`Op`, `Block`, `Region`, `Value`).
 #[derive(Clone, Debug, Default)]
 pub struct Body {
+    /// Every op ever created; removed ops stay but are detached.
     pub ops: Arena<Op, OpData>,
+    /// Every block.
     pub blocks: Arena<Block, BlockData>,
+    /// Every region.
     pub regions: Arena<Region, RegionData>,
+    /// Every value.
     pub values: Arena<Value, ValueData>,
 }
 
 impl Body {
+    /// A new empty region owned by `parent` (no op for the function's own).
     pub fn new_region(&mut self, parent: Option<Op>) -> Region {
         self.regions.push(RegionData { blocks: Vec::new(), parent })
     }
@@ -130,6 +156,7 @@ impl Body {
         (region, block)
     }
 
+    /// Appends the detached `op` to `block`.
     pub fn append_op(&mut self, block: Block, op: Op) {
         self.ops[op].parent = Some(block);
         self.blocks[block].ops.push(op);
@@ -155,10 +182,12 @@ impl Body {
         self.blocks[block].ops.iter().position(|&o| o == op).expect("op is in its parent block")
     }
 
+    /// The opcode of `op`.
     pub fn opcode(&self, op: Op) -> Opcode {
         self.ops[op].def.opcode
     }
 
+    /// The type of `v`.
     pub fn value_type(&self, v: Value) -> &Type {
         &self.values[v].ty
     }
@@ -171,6 +200,7 @@ impl Body {
         }
     }
 
+    /// Result `i` of `op`.
     pub fn result(&self, op: Op, i: usize) -> Value {
         self.ops[op].results[i]
     }

@@ -10,18 +10,24 @@ use std::collections::HashMap;
 /// Where new ops go: before an op, or at the end of a block.
 #[derive(Clone, Copy, Debug)]
 pub enum InsertPoint {
+    /// Just before this op.
     Before(Op),
+    /// At the end of this block.
     End(Block),
 }
 
+/// Creates ops at an insertion point, each with the builder's location.
 pub struct Builder<'a> {
+    /// The IR being built.
     pub body: &'a mut Body,
+    /// Where the next op goes.
     pub at: InsertPoint,
     /// The location given to every op built, usually the op being rewritten.
     pub loc: Location,
 }
 
 impl<'a> Builder<'a> {
+    /// A builder inserting at `at` in `body`; new ops take `loc`.
     pub fn new(body: &'a mut Body, at: InsertPoint, loc: Location) -> Self {
         Builder { body, at, loc }
     }
@@ -41,6 +47,7 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// An `index` constant `v` at the insertion point.
     pub fn index(&mut self, v: i64) -> Value {
         let mut attrs = Attributes::new();
         attrs.set("value", Attribute::Int(v, ElemType::Index));

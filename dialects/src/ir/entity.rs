@@ -5,8 +5,11 @@
 use std::marker::PhantomData;
 use std::ops::{Index, IndexMut};
 
+/// A typed index into an [`Arena`].
 pub trait EntityRef: Copy + Eq {
+    /// The reference to entry `index`.
     fn new(index: usize) -> Self;
+    /// The entry's index.
     fn index(self) -> usize;
 }
 
@@ -28,6 +31,7 @@ macro_rules! entity {
 }
 pub(crate) use entity;
 
+/// A vector indexed by a typed reference: entries are never removed, so references stay valid.
 #[derive(Clone, Debug)]
 pub struct Arena<K, V> {
     items: Vec<V>,
@@ -41,19 +45,23 @@ impl<K: EntityRef, V> Default for Arena<K, V> {
 }
 
 impl<K: EntityRef, V> Arena<K, V> {
+    /// Adds `value` and returns its reference.
     pub fn push(&mut self, value: V) -> K {
         self.items.push(value);
         K::new(self.items.len() - 1)
     }
 
+    /// Entries in the arena.
     pub fn len(&self) -> usize {
         self.items.len()
     }
 
+    /// Whether the arena is empty.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
 
+    /// Every reference, in creation order.
     pub fn keys(&self) -> impl Iterator<Item = K> {
         (0..self.items.len()).map(K::new)
     }

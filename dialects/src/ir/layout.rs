@@ -9,17 +9,42 @@ pub enum Layout {
     /// dimension swizzled in `swizzle_bytes` spans (128, 64, 32, or 0 for
     /// none). With no swizzle, `padding_elems` pads each row against bank
     /// conflicts. `transposed` marks a tile stored MN-major.
-    NvmmaShared { swizzle_bytes: u32, transposed: bool, padding_elems: u32 },
+    NvmmaShared {
+        /// The swizzle span in bytes: 128, 64, 32, or 0 for none.
+        swizzle_bytes: u32,
+        /// The tile is stored MN-major (its first dimension contiguous).
+        transposed: bool,
+        /// Elements of padding after each row (only without a swizzle).
+        padding_elems: u32,
+    },
     /// The wgmma accumulator layout (MMA version 3): a warpgroup tiling of
     /// `instr_shape` = [M, N, K] instructions over `warps_per_cta`.
-    Mma { version: u32, warps_per_cta: Vec<u32>, instr_shape: Vec<u32> },
+    Mma {
+        /// The MMA generation: 3 is Hopper's wgmma.
+        version: u32,
+        /// Warps along M and N; whole warpgroups along M (`[4G, 1]`).
+        warps_per_cta: Vec<u32>,
+        /// One instruction's `[M, N, K]` per warp (`[16, N, K]`).
+        instr_shape: Vec<u32>,
+    },
     /// An operand of a dot held in registers, laid out for its parent MMA.
-    DotOperand { op_idx: u32, k_width: u32, parent: Box<Layout> },
+    DotOperand {
+        /// Which operand: 0 for A, 1 for B.
+        op_idx: u32,
+        /// Consecutive K elements a thread holds.
+        k_width: u32,
+        /// The MMA layout of the dot's accumulator.
+        parent: Box<Layout>,
+    },
     /// A plain distributed layout for epilogues and element-wise work.
     Blocked {
+        /// Consecutive elements each thread holds, per dimension.
         size_per_thread: Vec<u32>,
+        /// Threads of a warp along each dimension (their product is 32).
         threads_per_warp: Vec<u32>,
+        /// Warps along each dimension (their product is the CTA's warps).
         warps_per_cta: Vec<u32>,
+        /// Dimensions from fastest-varying to slowest.
         order: Vec<u32>,
     },
     /// The parent layout with dimension `dim` removed (kept with extent
@@ -27,7 +52,12 @@ pub enum Layout {
     /// holds, projected. A row vector `Slice { dim: 1, parent: Mma }` gives
     /// each thread the rows of its accumulator fragment (a block-scaled
     /// dot's per-row scales).
-    Slice { dim: u32, parent: Box<Layout> },
+    Slice {
+        /// The parent's dimension the tile has extent 1 in.
+        dim: u32,
+        /// The layout sliced.
+        parent: Box<Layout>,
+    },
 }
 
 impl Layout {
@@ -42,6 +72,7 @@ impl Layout {
         }
     }
 
+    /// Whether the layout places the tile in shared memory (not registers).
     pub fn is_shared(&self) -> bool {
         matches!(self, Layout::NvmmaShared { .. })
     }

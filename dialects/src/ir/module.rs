@@ -9,12 +9,17 @@ use crate::diagnostic::Location;
 /// function owns its own arena.
 #[derive(Clone, Debug)]
 pub struct Function {
+    /// The kernel's name (`@gemm_bf16`), the PTX entry.
     pub name: String,
+    /// Function attributes (`num_warps`, `tile.config`, `grid`).
     pub attrs: Attributes,
     /// One attribute dictionary per argument (`%a: T {tile.dims = ["M", "K"]}`).
     pub arg_attrs: Vec<Attributes>,
+    /// The `tile.func` op's location.
     pub loc: Location,
+    /// The function's IR.
     pub body: Body,
+    /// The function's region: one block whose arguments are the tensors.
     pub region: Region,
 }
 
@@ -28,16 +33,20 @@ impl Function {
         Function { name: name.into(), attrs: Attributes::new(), arg_attrs, loc, body, region }
     }
 
+    /// The function's single block.
     pub fn entry_block(&self) -> Block {
         self.body.entry_block(self.region)
     }
 
+    /// The function's arguments: the kernel's tensors, in order.
     pub fn args(&self) -> &[Value] {
         &self.body.blocks[self.entry_block()].args
     }
 }
 
+/// A parsed `.tile` file: its functions in order.
 #[derive(Clone, Debug, Default)]
 pub struct Module {
+    /// The functions, one kernel each.
     pub functions: Vec<Function>,
 }

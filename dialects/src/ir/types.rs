@@ -3,19 +3,29 @@
 
 use super::layout::Layout;
 
+/// The element type of a scalar, a tile or a tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ElemType {
+    /// A 1-bit boolean (`i1`), as comparisons give.
     I1,
+    /// A 32-bit signless integer.
     I32,
+    /// A 64-bit signless integer.
     I64,
+    /// An index: a 32-bit signed integer in the kernel.
     Index,
+    /// IEEE single precision.
     F32,
+    /// IEEE half precision.
     F16,
+    /// bfloat16: 8 exponent and 7 mantissa bits.
     BF16,
+    /// FP8 E4M3 with no infinities (OCP `E4M3FN`, MLIR `f8E4M3FN`).
     F8E4M3FN,
 }
 
 impl ElemType {
+    /// Every element type, in declaration order.
     pub const ALL: [ElemType; 8] = [
         ElemType::I1,
         ElemType::I32,
@@ -41,6 +51,7 @@ impl ElemType {
         }
     }
 
+    /// The element type MLIR spells `s` (`bf16`, `index`, ...), if any.
     pub fn from_mnemonic(s: &str) -> Option<ElemType> {
         ElemType::ALL.into_iter().find(|e| e.mnemonic() == s)
     }
@@ -56,10 +67,12 @@ impl ElemType {
         }
     }
 
+    /// Whether this is a floating-point type.
     pub fn is_float(self) -> bool {
         matches!(self, ElemType::F32 | ElemType::F16 | ElemType::BF16 | ElemType::F8E4M3FN)
     }
 
+    /// Whether this is an integer type (`index` included).
     pub fn is_integer(self) -> bool {
         !self.is_float()
     }
@@ -72,14 +85,19 @@ impl ElemType {
 /// block sizes config selection knows how to choose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Param {
+    /// `BLOCK_M`: rows of the output tile.
     BlockM,
+    /// `BLOCK_N`: columns of the output tile.
     BlockN,
+    /// `BLOCK_K`: the K step of one loop iteration.
     BlockK,
 }
 
 impl Param {
+    /// Every parameter.
     pub const ALL: [Param; 3] = [Param::BlockM, Param::BlockN, Param::BlockK];
 
+    /// The parameter's name as the IR spells it (`BLOCK_M`).
     pub fn name(self) -> &'static str {
         match self {
             Param::BlockM => "BLOCK_M",
@@ -88,6 +106,7 @@ impl Param {
         }
     }
 
+    /// The parameter named `name`, if any.
     pub fn from_name(name: &str) -> Option<Param> {
         Param::ALL.into_iter().find(|p| p.name() == name)
     }
@@ -99,6 +118,7 @@ impl Param {
         -1 - self as i64
     }
 
+    /// The parameter whose placeholder extent (see [`Param::extent`]) is `extent`, if any.
     pub fn from_extent(extent: i64) -> Option<Param> {
         Param::ALL.into_iter().find(|p| p.extent() == extent)
     }
@@ -109,20 +129,26 @@ impl Param {
 /// in shared memory; the tile dialect leaves it open.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TileType {
+    /// The extent of each dimension (a negative extent is a [`Param`] not yet bound).
     pub shape: Vec<i64>,
+    /// The element type.
     pub elem: ElemType,
+    /// Where the elements live; `None` until `tile-assign-layouts` chooses.
     pub layout: Option<Layout>,
 }
 
 impl TileType {
+    /// A tile with no layout.
     pub fn new(shape: Vec<i64>, elem: ElemType) -> Self {
         TileType { shape, elem, layout: None }
     }
 
+    /// Elements in the tile (the product of its extents).
     pub fn num_elements(&self) -> i64 {
         self.shape.iter().product()
     }
 
+    /// The same tile with `layout`.
     pub fn with_layout(&self, layout: Option<Layout>) -> TileType {
         TileType { layout, ..self.clone() }
     }
@@ -146,7 +172,9 @@ pub type Dim = Option<i64>;
 /// contiguous), as a kernel argument.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RefType {
+    /// The extent of each dimension, `None` where known only at run time.
     pub shape: Vec<Dim>,
+    /// The element type.
     pub elem: ElemType,
 }
 
@@ -154,7 +182,9 @@ pub struct RefType {
 /// out by an NVMMA shared layout. The first dimension is the stage.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SmemType {
+    /// How many copies of the tile the buffer holds (the pipeline's stages).
     pub stages: i64,
+    /// One stage's tile, with its shared layout.
     pub tile: TileType,
 }
 
@@ -173,10 +203,14 @@ impl SmemType {
     }
 }
 
+/// The type of a value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
+    /// A scalar.
     Scalar(ElemType),
+    /// A tile in registers or shared memory.
     Tile(TileType),
+    /// A global tensor (a kernel argument).
     Ref(RefType),
     /// `!nv.smem<2x128x64xbf16, #tile.nvmma_shared<...>>`
     Smem(SmemType),
@@ -185,8 +219,10 @@ pub enum Type {
 }
 
 impl Type {
+    /// The `index` scalar type.
     pub const INDEX: Type = Type::Scalar(ElemType::Index);
 
+    /// The tile type, if this is one.
     pub fn as_tile(&self) -> Option<&TileType> {
         match self {
             Type::Tile(t) => Some(t),
@@ -194,6 +230,7 @@ impl Type {
         }
     }
 
+    /// The tensor reference, if this is one.
     pub fn as_ref_type(&self) -> Option<&RefType> {
         match self {
             Type::Ref(r) => Some(r),
@@ -201,6 +238,7 @@ impl Type {
         }
     }
 
+    /// The shared buffer, if this is one.
     pub fn as_smem(&self) -> Option<&SmemType> {
         match self {
             Type::Smem(s) => Some(s),
@@ -220,6 +258,7 @@ impl Type {
         }
     }
 
+    /// Whether this is the `index` scalar type.
     pub fn is_index(&self) -> bool {
         *self == Type::INDEX
     }

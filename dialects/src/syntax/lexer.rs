@@ -8,6 +8,7 @@
 use crate::diagnostic::{Diagnostic, Location};
 use std::sync::Arc;
 
+/// A token of the textual IR.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Token {
     /// A bare identifier or keyword, dots allowed: `tile.load`, `to`, `bf16`.
@@ -22,10 +23,15 @@ pub enum Token {
     HashIdent(String),
     /// `!tile.ref`
     BangIdent(String),
+    /// An integer literal.
     Int(i64),
+    /// A float literal.
     Float(f64),
+    /// A string literal, unescaped.
     Str(String),
+    /// Punctuation (`(`, `->`, `:`, ...).
     Punct(&'static str),
+    /// The end of the input.
     Eof,
 }
 

@@ -19,7 +19,9 @@ pub const FUNC_OP: &str = "tile.func";
 /// the op's syntax has said which type it must have.
 #[derive(Clone, Debug)]
 pub struct UnresolvedOperand {
+    /// The SSA name without `%`.
     pub name: String,
+    /// Where it was written.
     pub loc: Location,
 }
 
@@ -29,6 +31,7 @@ pub fn parse_module(src: &str, file_name: &str) -> Result<Module, Diagnostic> {
     parser.parse_module()
 }
 
+/// The textual IR's recursive-descent parser; custom op syntax calls its methods.
 pub struct Parser<'a> {
     lexer: Lexer<'a>,
     body: Body,
@@ -44,6 +47,7 @@ impl<'a> Parser<'a> {
 
     // ---- token-level helpers -------------------------------------------
 
+    /// The next token, without consuming it.
     pub fn peek(&self) -> Result<Token, Diagnostic> {
         self.lexer.clone().next_token().map(|(t, _)| t)
     }
@@ -57,10 +61,12 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Consumes the next token and returns it with its location.
     pub fn next(&mut self) -> Result<(Token, Location), Diagnostic> {
         self.lexer.next_token()
     }
 
+    /// An error at the current token's location.
     pub fn error<T>(&self, message: impl Into<String>) -> Result<T, Diagnostic> {
         Err(Diagnostic::error(self.loc(), message))
     }
@@ -70,6 +76,7 @@ impl<'a> Parser<'a> {
         self.error(format!("expected {wanted}, found {}", found.describe()))
     }
 
+    /// Consumes `punct` if it is next; whether it did.
     pub fn consume_if(&mut self, punct: &str) -> Result<bool, Diagnostic> {
         if matches!(self.peek()?, Token::Punct(p) if p == punct) {
             self.next()?;
@@ -78,6 +85,7 @@ impl<'a> Parser<'a> {
         Ok(false)
     }
 
+    /// Consumes `punct` or errors naming what came instead.
     pub fn expect(&mut self, punct: &str) -> Result<(), Diagnostic> {
         if self.consume_if(punct)? {
             Ok(())
@@ -86,6 +94,7 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Consumes the bare word `keyword` if it is next; whether it did.
     pub fn consume_keyword(&mut self, keyword: &str) -> Result<bool, Diagnostic> {
         if matches!(self.peek()?, Token::Ident(k) if k == keyword) {
             self.next()?;
@@ -94,6 +103,7 @@ impl<'a> Parser<'a> {
         Ok(false)
     }
 
+    /// Consumes the bare word `keyword` or errors.
     pub fn expect_keyword(&mut self, keyword: &str) -> Result<(), Diagnostic> {
         if self.consume_keyword(keyword)? {
             Ok(())
@@ -102,6 +112,7 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A bare word and its location.
     pub fn parse_keyword(&mut self) -> Result<(String, Location), Diagnostic> {
         match self.peek()? {
             Token::Ident(k) => {
@@ -112,6 +123,7 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// An integer literal (with an optional `-`).
     pub fn parse_int(&mut self) -> Result<i64, Diagnostic> {
         match self.peek()? {
             Token::Int(v) => {
@@ -152,6 +164,7 @@ impl<'a> Parser<'a> {
 
     // ---- values ----------------------------------------------------------
 
+    /// An SSA use (`%name`), resolved later against its type.
     pub fn parse_operand(&mut self) -> Result<UnresolvedOperand, Diagnostic> {
         match self.peek()? {
             Token::ValueId(name) => {
@@ -189,6 +202,7 @@ impl<'a> Parser<'a> {
         Ok(value)
     }
 
+    /// Resolves `operands` against `types`, pairwise.
     pub fn resolve_all(&self, operands: &[UnresolvedOperand], types: &[Type]) -> Result<Vec<Value>, Diagnostic> {
         if operands.len() != types.len() {
             let loc = operands.first().map(|o| o.loc.clone()).unwrap_or_else(|| self.loc());
@@ -218,6 +232,7 @@ impl<'a> Parser<'a> {
 
     // ---- types -------------------------------------------------------------
 
+    /// Any type.
     pub fn parse_type(&mut self) -> Result<Type, Diagnostic> {
         let (tok, loc) = self.next()?;
         match tok {
@@ -242,6 +257,7 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A `tensor<...>` type.
     pub fn parse_tile_type(&mut self) -> Result<TileType, Diagnostic> {
         let loc = self.loc();
         match self.parse_type()? {
@@ -253,6 +269,7 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Types separated by commas.
     pub fn parse_type_list(&mut self) -> Result<Vec<Type>, Diagnostic> {
         self.parse_comma_separated(Self::parse_type)
     }
@@ -309,6 +326,7 @@ impl<'a> Parser<'a> {
 
     // ---- layouts -------------------------------------------------------------
 
+    /// A `#tile.<kind><...>` layout attribute.
     pub fn parse_layout(&mut self) -> Result<Layout, Diagnostic> {
         let (tok, loc) = self.next()?;
         let Token::HashIdent(name) = tok else {
@@ -387,6 +405,7 @@ impl<'a> Parser<'a> {
         Ok(attrs)
     }
 
+    /// Any attribute value.
     pub fn parse_attribute(&mut self) -> Result<Attribute, Diagnostic> {
         let loc = self.loc();
         match self.peek()? {

@@ -6,11 +6,14 @@ use crate::ir::{Attribute, Attributes, Body, ElemType, Function, Layout, Module,
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
+/// How the IR is printed.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PrintOptions {
+    /// MLIR's generic form (`"tile.dot"(...) : (...) -> ...`), which upstream `mlir-opt` reads.
     pub generic: bool,
 }
 
+/// The module as text.
 pub fn print_module(module: &Module, options: PrintOptions) -> String {
     let mut out = String::new();
     for (i, func) in module.functions.iter().enumerate() {
@@ -22,6 +25,7 @@ pub fn print_module(module: &Module, options: PrintOptions) -> String {
     out
 }
 
+/// One function as text.
 pub fn print_function(func: &Function, options: PrintOptions) -> String {
     let mut p = Printer { body: &func.body, out: String::new(), names: assign_names(func), indent: 0, options };
     p.print_function(func);
@@ -94,6 +98,7 @@ impl Namer<'_> {
 /// Writes IR text; dialect print functions call its `value`, `ty`, `attrs`
 /// and `region` methods.
 pub struct Printer<'a> {
+    /// The IR being printed.
     pub body: &'a Body,
     out: String,
     names: HashMap<Value, String>,
@@ -102,15 +107,18 @@ pub struct Printer<'a> {
 }
 
 impl<'a> Printer<'a> {
+    /// Writes `s` as it is.
     pub fn write(&mut self, s: &str) {
         self.out.push_str(s);
     }
 
+    /// Writes a value's SSA name.
     pub fn value(&mut self, v: Value) {
         let name = self.names.get(&v).map(String::as_str).unwrap_or("<<UNKNOWN>>");
         write!(self.out, "%{name}").expect("writing to a String");
     }
 
+    /// Writes values separated by commas.
     pub fn values(&mut self, vs: &[Value]) {
         for (i, &v) in vs.iter().enumerate() {
             if i > 0 {
@@ -120,10 +128,12 @@ impl<'a> Printer<'a> {
         }
     }
 
+    /// Writes a type.
     pub fn ty(&mut self, ty: &Type) {
         self.out.push_str(&type_to_string(ty));
     }
 
+    /// Writes types separated by commas.
     pub fn types(&mut self, tys: &[&Type]) {
         for (i, t) in tys.iter().enumerate() {
             if i > 0 {
@@ -133,6 +143,7 @@ impl<'a> Printer<'a> {
         }
     }
 
+    /// Writes a value's type.
     pub fn value_type(&mut self, v: Value) {
         let ty = self.body.value_type(v).clone();
         self.ty(&ty);
@@ -312,6 +323,7 @@ fn shaped_body(shape: impl Iterator<Item = i64>, elem: ElemType, layout: Option<
     s
 }
 
+/// A type as the IR spells it.
 pub fn type_to_string(ty: &Type) -> String {
     match ty {
         Type::Scalar(e) => e.mnemonic().to_string(),
@@ -341,6 +353,7 @@ fn ints_to_string(v: &[u32]) -> String {
     format!("[{}]", items.join(", "))
 }
 
+/// A layout as the IR spells it.
 pub fn layout_to_string(layout: &Layout) -> String {
     let params = match layout {
         Layout::NvmmaShared { swizzle_bytes, transposed, padding_elems } => {
@@ -383,6 +396,7 @@ pub fn float_to_string(v: f64) -> String {
     }
 }
 
+/// An attribute as the IR spells it.
 pub fn attribute_to_string(attr: &Attribute) -> String {
     match attr {
         Attribute::Unit => "unit".to_string(),

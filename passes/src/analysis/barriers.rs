@@ -53,6 +53,7 @@ use model::{BarrierGroup, Model};
 use tilec_dialects::ir::Body;
 use tilec_dialects::{Diagnostic, Function};
 
+/// `nv-verify-barriers`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "nv-verify-barriers",
     summary: "Check mbarrier arrival counts, transaction bytes, stage/phase arithmetic, deadlock freedom and, over every round, the ordering of each buffer stage's reads and refills (changes nothing)",
@@ -61,6 +62,7 @@ pub const INFO: PassInfo = PassInfo {
     create: |_| Box::new(VerifyBarriers),
 };
 
+/// The barrier verifier as a pass, for pipelines that name it (the pass manager also runs it after every pass).
 pub struct VerifyBarriers;
 
 impl Pass for VerifyBarriers {

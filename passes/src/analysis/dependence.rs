@@ -8,12 +8,15 @@ use petgraph::visit::{Dfs, Reversed, Topo};
 use std::collections::{HashMap, HashSet};
 use tilec_dialects::ir::{Block, Body, Op, Value};
 
+/// The dependence graph of one block (see the module documentation).
 pub struct BlockDependences {
+    /// One node per op of the block; an edge from an op to each op that must stay after it.
     pub graph: DiGraph<Op, ()>,
     node_of: HashMap<Op, NodeIndex>,
 }
 
 impl BlockDependences {
+    /// The dependences of `block`'s ops.
     pub fn build(body: &Body, block: Block) -> Self {
         let mut graph = DiGraph::new();
         let mut node_of = HashMap::new();

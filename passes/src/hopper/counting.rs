@@ -47,16 +47,22 @@ pub fn parity(b: &mut Builder<'_>, round: Value) -> Value {
 /// before it (inside a loop over tiles), and the stage count N, all built
 /// before the loop.
 pub struct Counting {
+    /// The loop's trip count.
     pub trip: Value,
+    /// Iterations of the K loop before this one's first, inside a loop over tiles (none outside one).
     pub base: Option<Value>,
+    /// The stage count N.
     pub n: Value,
 }
 
 /// Where the current iteration stands: its local number, its stage and its
 /// round.
 pub struct Position {
+    /// The iteration's number within this K loop.
     pub local: Value,
+    /// Its stage: (base + local) mod N.
     pub stage: Value,
+    /// Its round: (base + local) / N; the barrier parity is its low bit.
     pub round: Value,
 }
 

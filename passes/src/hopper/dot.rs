@@ -10,7 +10,9 @@ use tilec_dialects::tile::{Dot, DotScaled};
 /// A `tile.dot` or a `tile.dot_scaled`.
 #[derive(Clone, Copy, Debug)]
 pub enum StagedDot {
+    /// A `tile.dot`.
     Plain(Dot),
+    /// A `tile.dot_scaled`.
     Scaled(DotScaled),
 }
 
@@ -20,6 +22,7 @@ impl StagedDot {
         Dot::of(body, op).map(StagedDot::Plain).or_else(|| DotScaled::of(body, op).map(StagedDot::Scaled))
     }
 
+    /// The dot op.
     pub fn op(self) -> Op {
         match self {
             StagedDot::Plain(d) => d.op(),
@@ -27,6 +30,7 @@ impl StagedDot {
         }
     }
 
+    /// Operand A.
     pub fn lhs(self, body: &Body) -> Value {
         match self {
             StagedDot::Plain(d) => d.lhs(body),
@@ -34,6 +38,7 @@ impl StagedDot {
         }
     }
 
+    /// Operand B.
     pub fn rhs(self, body: &Body) -> Value {
         match self {
             StagedDot::Plain(d) => d.rhs(body),
@@ -41,6 +46,7 @@ impl StagedDot {
         }
     }
 
+    /// The accumulator it adds to.
     pub fn acc(self, body: &Body) -> Value {
         match self {
             StagedDot::Plain(d) => d.acc(body),
@@ -48,6 +54,7 @@ impl StagedDot {
         }
     }
 
+    /// The dot's result.
     pub fn result(self, body: &Body) -> Value {
         match self {
             StagedDot::Plain(d) => d.result(body),
@@ -55,6 +62,7 @@ impl StagedDot {
         }
     }
 
+    /// Whether A is given K x M.
     pub fn transpose_a(self, body: &Body) -> bool {
         match self {
             StagedDot::Plain(d) => d.transpose_a(body),

@@ -40,7 +40,9 @@ pub fn dots(body: &Body, block: Block) -> Vec<StagedDot> {
 /// that many iterations ago.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Schedule {
+    /// Buffers per staged operand.
     pub stages: i64,
+    /// wgmma groups left running past each iteration.
     pub in_flight: i64,
 }
 

@@ -51,11 +51,14 @@ pub fn outermost_ancestor(body: &Body, mut op: Op) -> Op {
 pub struct StagedBuffers {
     /// Load result -> its buffer.
     pub buffer_of: HashMap<Value, Value>,
+    /// Bytes one stage of every buffer takes: what a stage's `expect_tx` waits for.
     pub stage_bytes: i64,
+    /// The mbarriers signalling that a stage's loads have landed.
     pub full: Value,
 }
 
 impl StagedBuffers {
+    /// Allocates, at the builder, a `stages`-stage buffer for each of `loads` and a full barrier per stage.
     pub fn allocate(b: &mut Builder<'_>, loads: &[Op], stages: i64) -> StagedBuffers {
         let mut buffer_of = HashMap::new();
         let mut stage_bytes = 0;

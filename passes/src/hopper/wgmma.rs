@@ -13,10 +13,13 @@ use tilec_dialects::tile::{Constant, ConvertLayout};
 /// keyed by), and `to_registers` the `tile.convert_layout` of it to a
 /// dot-operand layout when the dot takes A in registers.
 pub struct DotA {
+    /// The tile loaded from global memory, which the buffers are keyed by.
     pub staged: Value,
+    /// The conversion of it to registers, when the dot reads A there.
     pub to_registers: Option<Op>,
 }
 
+/// How `dot` reads its A operand.
 pub fn dot_a(body: &Body, dot: StagedDot) -> DotA {
     let a = dot.lhs(body);
     match body.defining_op(a).and_then(|c| ConvertLayout::of(body, c)) {

@@ -23,6 +23,7 @@ use tilec_dialects::tile::{Cast, ConvertLayout, Dot, DotScaled, FloatBinary, For
 use tilec_dialects::syntax::layout_to_string;
 use tilec_dialects::{Diagnostic, Function, Layout};
 
+/// `tile-assign-layouts`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-assign-layouts",
     summary: "Assign NVMMA shared layouts to dot operands and MMA v3 layouts to accumulators",
@@ -36,6 +37,7 @@ pub const INFO: PassInfo = PassInfo {
     create: |options| Box::new(AssignLayouts { default_warps: options.word("num-warps").parse().expect("enum of numbers") }),
 };
 
+/// The `tile-assign-layouts` pass with its options resolved.
 pub struct AssignLayouts {
     default_warps: u32,
 }

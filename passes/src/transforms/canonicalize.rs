@@ -18,6 +18,7 @@ use tilec_dialects::registry::{Folded, Opcode};
 use tilec_dialects::tile::{For, Yield};
 use tilec_dialects::{Diagnostic, Function};
 
+/// `tile-canonicalize`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-canonicalize",
     summary: "Fold constants and identities, remove dead code",
@@ -31,6 +32,7 @@ pub const INFO: PassInfo = PassInfo {
     create: |options| Box::new(Canonicalize { max_iterations: options.int("max-iterations") as usize, erased: 0 }),
 };
 
+/// The `tile-canonicalize` pass with its options resolved.
 pub struct Canonicalize {
     max_iterations: usize,
     /// Ops gone over every function run (folded, merged or dead).

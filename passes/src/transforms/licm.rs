@@ -11,9 +11,11 @@ use tilec_dialects::ir::{Body, Op, Value};
 use tilec_dialects::tile::For;
 use tilec_dialects::{Diagnostic, Function};
 
+/// `tile-licm`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo =
     PassInfo { name: "tile-licm", summary: "Hoist loop-invariant pure ops out of tile.for loops", options: &[], phases: PhaseRule::ANY, create: |_| Box::new(Licm::default()) };
 
+/// The `tile-licm` pass with its options resolved.
 #[derive(Default)]
 pub struct Licm {
     hoisted: u64,

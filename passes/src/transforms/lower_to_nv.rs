@@ -27,6 +27,7 @@ use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::{For, Load, Store};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
+/// `tile-lower-to-nv`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-lower-to-nv",
     summary: "Lower tile loads, dots and stores to TMA, mbarriers, wgmma and global stores (one stage)",
@@ -40,6 +41,7 @@ pub const INFO: PassInfo = PassInfo {
     create: |options| Box::new(LowerToNv { tma_epilogue: options.word("epilogue") == "tma", from_config: !options.given("epilogue") }),
 };
 
+/// The `tile-lower-to-nv` pass with its options resolved.
 pub struct LowerToNv {
     /// Store register tiles through shared memory and TMA.
     tma_epilogue: bool,

@@ -14,6 +14,7 @@ use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, InsertPoint, Op, 
 use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, For, Minsi, Muli, NumBlocks, Remsi, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function};
 
+/// `tile-persistent`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-persistent",
     summary: "Loop one CTA per SM over output tiles in grouped (L2-friendly) order",
@@ -27,6 +28,7 @@ pub const INFO: PassInfo = PassInfo {
     create: |options| Box::new(Persistent { group: options.int("group") }),
 };
 
+/// The `tile-persistent` pass with its options resolved.
 pub struct Persistent {
     group: i64,
 }

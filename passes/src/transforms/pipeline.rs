@@ -25,6 +25,7 @@ use crate::{op_error, Pass};
 use tilec_dialects::tile::For;
 use tilec_dialects::{Diagnostic, Function};
 
+/// `tile-pipeline`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-pipeline",
     summary: "Multi-buffer dot operands and overlap TMA loads with asynchronous wgmma",
@@ -47,6 +48,7 @@ pub const INFO: PassInfo = PassInfo {
     },
 };
 
+/// The `tile-pipeline` pass with its options resolved.
 pub struct Pipeline {
     stages: i64,
     wait_depth: i64,

@@ -29,6 +29,7 @@ use tilec_dialects::{Diagnostic, Function};
 
 const DIM: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
 
+/// `tile-select-config`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-select-config",
     summary: "Choose block sizes, stages, schedule and epilogue for the problem shape and bind the parameters",
@@ -62,17 +63,21 @@ pub const INFO: PassInfo = PassInfo {
 /// The shape a kernel compiled without one is chosen for.
 pub const DEFAULT_SHAPE: (i64, i64, i64) = (4096, 4096, 4096);
 
+/// The `tile-select-config` pass with its options resolved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SelectConfig {
     /// (m, n, k), or `None` for the default shape policy.
     pub shape: Option<(i64, i64, i64)>,
+    /// SMs of the GPU the configuration is chosen for.
     pub sms: i64,
+    /// Values fixed by options.
     pub pins: Pins,
     /// The rank taken, 1 for the pick.
     pub candidate: usize,
 }
 
 impl SelectConfig {
+    /// The pass configured by its pipeline options.
     pub fn from_options(o: &PassOptions) -> SelectConfig {
         let pin = |name: &str| Some(o.int(name)).filter(|&v| v > 0);
         let (m, n, k) = (o.int("m"), o.int("n"), o.int("k"));

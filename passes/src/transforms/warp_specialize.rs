@@ -40,6 +40,7 @@ use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait, Sme
 use tilec_dialects::tile::{Addi, Cmpi, For, If, Load, Muli, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
+/// `tile-warp-specialize`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-warp-specialize",
     summary: "Split the K loop into a TMA producer warpgroup and wgmma consumer warpgroups",
@@ -61,6 +62,7 @@ pub const INFO: PassInfo = PassInfo {
     },
 };
 
+/// The `tile-warp-specialize` pass with its options resolved.
 pub struct WarpSpecialize {
     consumers: i64,
     stages: i64,
