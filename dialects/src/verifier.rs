@@ -29,6 +29,9 @@ pub fn verify_function(func: &Function) -> Result<(), Diagnostic> {
     function_errors(func).into_iter().next().map_or(Ok(()), Err)
 }
 
+/// The most warps a CTA can have (1024 threads).
+pub const MAX_WARPS: i64 = 32;
+
 /// Every error in `func`, in program order.
 pub fn function_errors(func: &Function) -> Vec<Diagnostic> {
     let body = &func.body;
@@ -38,6 +41,13 @@ pub fn function_errors(func: &Function) -> Vec<Diagnostic> {
     }
     if let Err(e) = verify_arg_attrs(func) {
         errors.push(e);
+    }
+    match func.attrs.get("num_warps").map(|a| a.as_int()) {
+        None | Some(Some(1..=MAX_WARPS)) => {}
+        Some(_) => errors.push(Diagnostic::error(
+            func.loc.clone(),
+            format!("function '@{}': num_warps must be a whole number from 1 to {MAX_WARPS} (a CTA has at most 1024 threads)", func.name),
+        )),
     }
     let mut visible: HashSet<Value> = func.args().iter().copied().collect();
     verify_region(body, func.region, &mut visible, &mut errors);
@@ -56,9 +66,12 @@ fn loaded_dim_name(func: &Function, mut v: Value, dim: usize) -> Option<&str> {
             v = convert.input(body);
             continue;
         }
-        let tensor = crate::tile::Load::of(body, op)?.tensor(body);
+        let load = crate::tile::Load::of(body, op)?;
+        let tensor = load.tensor(body);
         let arg = func.args().iter().position(|&a| a == tensor)?;
-        return func.arg_attrs.get(arg)?.get("tile.dims")?.as_strings()?.get(dim).copied();
+        // A tile of lower rank is a box of the tensor's trailing dimensions.
+        let leading = load.indices(body).len().checked_sub(body.value_type(v).as_tile()?.shape.len())?;
+        return func.arg_attrs.get(arg)?.get("tile.dims")?.as_strings()?.get(dim + leading).copied();
     }
 }
 

@@ -4,7 +4,7 @@
 use super::emitter::{float_literal, mlir_type, Emitter};
 use super::fragment::{self, Frag, FragGeom, ThreadCoords};
 use super::ldmatrix::{self, AFrag, AFragGeom};
-use super::plan::{error, DimSrc, Plan};
+use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
 use super::scales::{self, Scales};
 use super::{roles, tma, wgmma};
@@ -511,6 +511,7 @@ impl<'a> Lowerer<'a> {
             Opcode::TileLoad | Opcode::TileStore | Opcode::TileDot | Opcode::TileDotScaled | Opcode::TileConvertLayout => {
                 Err(self.err(op, "is not supported by the lowering"))
             }
+            Opcode::TileLoadScalar => self.lower_load_scalar(op),
             Opcode::TileParam => Err(self.err(op, "is an unbound config parameter: run tile-select-config (or pin it) before lowering")),
             Opcode::NvAllocSmem => {
                 let result = self.view(op, nv::AllocSmem::of)?.result(&self.f.body);
@@ -612,6 +613,37 @@ impl<'a> Lowerer<'a> {
             Opcode::NvLoadGlobal => self.lower_load_global(op),
             Opcode::NvScaleAccumulate => self.lower_scale_accumulate(op),
         }
+    }
+
+    /// Every thread loads the element (a plain `ld.global`, which the
+    /// whole CTA reads from one cache line); outside the tensor it reads
+    /// zero, at an address clamped to element 0.
+    fn lower_load_scalar(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let load = self.view(op, tile::LoadScalar::of)?;
+        let (tensor, result) = (load.tensor(&self.f.body), load.result(&self.f.body));
+        let indices = load.indices(&self.f.body).to_vec();
+        let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
+        let elem = self.f.body.value_type(result).elem();
+        let ty = mlir_type(elem);
+        let (mut offset, mut inside) = (self.em.i64(0), self.em.assign("inside", "arith.constant true"));
+        for (d, &i) in indices.iter().enumerate() {
+            let (index, extent) = (self.scalar(op, i)?, self.dim_value(t, d));
+            let ok = self.em.assign("in_dim", format!("arith.cmpi ult, {index}, {extent} : i32"));
+            inside = self.em.binop("inside", "arith.andi", &inside, &ok, "i1");
+            let (index64, extent64) = (self.em.assign("i64", format!("arith.extui {index} : i32 to i64")), self.em.assign("d64", format!("arith.extui {extent} : i32 to i64")));
+            let scaled = self.em.binop("off", "arith.muli", &offset, &extent64, "i64");
+            offset = self.em.binop("off", "arith.addi", &scaled, &index64, "i64");
+        }
+        let zero_offset = self.em.i64(0);
+        let offset = self.em.assign("off", format!("arith.select {inside}, {offset}, {zero_offset} : i64"));
+        let ptr = self.ptr_args[&t].clone();
+        let p = self.em.assign("p", format!("llvm.getelementptr {ptr}[{offset}] : (!llvm.ptr, i64) -> !llvm.ptr, {ty}"));
+        let v = self.em.assign("v", format!("llvm.load {p} : !llvm.ptr -> {ty}"));
+        let zero = self.em.assign("zero", format!("arith.constant 0 : {ty}"));
+        let hint = self.hint(result);
+        let r = self.em.assign(&hint, format!("arith.select {inside}, {v}, {zero} : {ty}"));
+        self.vals.insert(result, Lv::Scalar { name: r, elem });
+        Ok(())
     }
 
     fn lower_load_global(&mut self, op: Op) -> Result<(), Diagnostic> {
@@ -751,19 +783,16 @@ impl<'a> Lowerer<'a> {
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let Lv::Smem(dst) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         let buf = self.plan.buffers[&dst.buffer].clone();
-        let desc_idx = self
-            .plan
-            .tma
-            .iter()
-            .position(|d| d.tensor == t && d.box_dims == [dst.rows, buf.geom.block_cols()] && d.swizzle == buf.geom.swizzle)
-            .expect("planned");
+        let box_dims = tma_box(dst.rows, &buf.geom, coords.len());
+        let desc_idx = self.plan.tma.iter().position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == buf.geom.swizzle).expect("planned");
         let desc = self.tma_args[desc_idx].clone();
-        let row = self.scalar(op, coords[0])?;
-        let col = self.scalar(op, coords[1])?;
+        // Outer to inner; TMA takes them inner first.
+        let mut inner_first = coords.iter().rev().map(|&c| self.scalar(op, c)).collect::<Result<Vec<_>, _>>()?;
+        let col = inner_first.remove(0);
         let stage = self.scalar(op, stage)?;
         let bar = self.barrier(op, barrier, bstage)?;
         let smem = self.thread().smem.clone();
-        tma::load(&mut self.em, &smem, &buf, dst.row_offset.as_deref(), &stage, &desc, &bar, &row, &col);
+        tma::load(&mut self.em, &smem, &buf, dst.row_offset.as_deref(), &stage, &desc, &bar, &col, &inner_first);
         Ok(())
     }
 
@@ -889,7 +918,7 @@ impl<'a> Lowerer<'a> {
             .plan
             .tma
             .iter()
-            .position(|d| d.tensor == t && d.box_dims == [buf.geom.rows, buf.geom.block_cols()] && d.swizzle == buf.geom.swizzle)
+            .position(|d| d.tensor == t && d.box_dims == tma_box(buf.geom.rows, &buf.geom, 2) && d.swizzle == buf.geom.swizzle)
             .expect("planned");
         let desc = self.tma_args[desc_idx].clone();
         let stage = self.scalar(op, stage)?;

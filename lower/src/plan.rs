@@ -7,7 +7,7 @@ use tilec_artifact::{
     DType, Dim, GridRule, Interleave, L2Promotion, Manifest, OobFill, Param, Role, ScalarSource, ScalarType,
     Swizzle, TensorDecl, TmaParam, FORMAT_VERSION,
 };
-use tilec_dialects::nv;
+use tilec_dialects::{nv, tile};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Value};
 
@@ -151,12 +151,12 @@ pub(crate) struct Tensor {
     pub ptr: bool,
 }
 
-/// One TMA descriptor parameter: a tensor, a box (outer to inner) and a
-/// swizzle.
+/// One TMA descriptor parameter: a tensor, a box (outer to inner; extent 1
+/// in the leading dimensions of a tensor of rank above 2) and a swizzle.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct TmaDesc {
     pub tensor: usize,
-    pub box_dims: [i64; 2],
+    pub box_dims: Vec<i64>,
     pub swizzle: i64,
     pub geom_swizzle: Swizzle,
 }
@@ -295,10 +295,10 @@ impl Plan {
                     let tensor = *plan.tensor_of_arg.get(&o.tensor(body)).ok_or_else(|| {
                         error(&data.loc, name, "the source must be a kernel argument")
                     })?;
-                    if o.coords(body).len() != 2 {
-                        return Err(error(&data.loc, name, "only rank-2 TMA loads are supported by the lowering"));
+                    if !(2..=3).contains(&o.coords(body).len()) {
+                        return Err(error(&data.loc, name, "only rank-2 and rank-3 TMA loads are supported by the lowering"));
                     }
-                    plan.add_tma(tensor, &geom);
+                    plan.add_tma(tensor, &geom, o.coords(body).len());
                 }
                 Opcode::NvWarpSpecialize => {
                     consumers = nv::WarpSpecialize::of(body, op).ok_or_else(malformed)?.consumers(body);
@@ -329,6 +329,17 @@ impl Plan {
                     }
                     store = Some(shape);
                 }
+                Opcode::TileLoadScalar => {
+                    let load = tile::LoadScalar::of(body, op).ok_or_else(malformed)?;
+                    let tensor = *plan
+                        .tensor_of_arg
+                        .get(&load.tensor(body))
+                        .ok_or_else(|| error(&data.loc, name, "the source must be a kernel argument"))?;
+                    if !matches!(body.value_type(load.result(body)).elem(), ElemType::I32) {
+                        return Err(error(&data.loc, name, "only i32 elements are loaded as scalars by the lowering"));
+                    }
+                    plan.tensors[tensor].ptr = true;
+                }
                 Opcode::NvLoadGlobal => {
                     let load = nv::LoadGlobal::of(body, op).ok_or_else(malformed)?;
                     let tensor = *plan
@@ -351,7 +362,7 @@ impl Plan {
                         return Err(error(&data.loc, name, "only rank-2 TMA stores are supported by the lowering"));
                     }
                     plan.tensors[tensor].stored = true;
-                    plan.add_tma(tensor, &geom);
+                    plan.add_tma(tensor, &geom, 2);
                     let shape = [geom.rows, geom.cols];
                     if store.is_some_and(|s| s != shape) {
                         return Err(error(&data.loc, name, "all stores must have one tile shape (it sets the grid)"));
@@ -384,8 +395,8 @@ impl Plan {
 
     /// The TMA descriptor of `tensor` with `geom`'s box and swizzle, once
     /// however many loads and stores use it.
-    fn add_tma(&mut self, tensor: usize, geom: &SmemGeom) {
-        let desc = TmaDesc { tensor, box_dims: [geom.rows, geom.block_cols()], swizzle: geom.swizzle, geom_swizzle: geom.manifest_swizzle() };
+    fn add_tma(&mut self, tensor: usize, geom: &SmemGeom, rank: usize) {
+        let desc = TmaDesc { tensor, box_dims: tma_box(geom.rows, geom, rank), swizzle: geom.swizzle, geom_swizzle: geom.manifest_swizzle() };
         if !self.tma.contains(&desc) {
             self.tma.push(desc);
         }
@@ -455,6 +466,14 @@ impl Plan {
 
 pub(crate) fn align(x: i64, a: i64) -> i64 {
     (x + a - 1) / a * a
+}
+
+/// The TMA box (outer to inner) that copies `rows` rows of one column block
+/// of `geom` from a rank-`rank` tensor: extent 1 in the leading dimensions.
+pub(crate) fn tma_box(rows: i64, geom: &SmemGeom, rank: usize) -> Vec<i64> {
+    let mut dims = vec![1; rank - 2];
+    dims.extend([rows, geom.block_cols()]);
+    dims
 }
 
 fn dtype(e: ElemType) -> Option<DType> {

@@ -59,7 +59,8 @@ pub(crate) fn arrive(em: &mut Emitter, bar: &str) {
 /// One TMA copy per column block of the buffer's layout: block `j` comes
 /// from columns `col + j * block_cols` and fills the box's bytes at
 /// `j * block_bytes`, plus `row_off` bytes (`i32`) for a row window.
-/// Coordinates go innermost first.
+/// Coordinates go innermost first: `col`, then `outer` (the row, then any
+/// leading dimensions of a rank-3 tensor).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn load(
     em: &mut Emitter,
@@ -69,10 +70,11 @@ pub(crate) fn load(
     stage: &str,
     desc: &str,
     bar: &str,
-    row: &str,
     col: &str,
+    outer: &[String],
 ) {
     let g = &buffer.geom;
+    let outer = outer.join(", ");
     let mut dst = smem_ptr(em, smem, buffer.offset, stage, g.stage_bytes(), "dst");
     if let Some(off) = row_off {
         dst = em.assign("dst", format!("llvm.getelementptr {dst}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"));
@@ -87,7 +89,7 @@ pub(crate) fn load(
         let p7 = em.assign("dst_cl", format!("llvm.addrspacecast {p} : !llvm.ptr<3> to !llvm.ptr<7>"));
         let c = em.add_const("col", col, j * g.block_cols(), "i32");
         em.line(format!(
-            "nvvm.cp.async.bulk.tensor.shared.cluster.global {p7}, {desc}, {bar}, box[{c}, {row}] : !llvm.ptr<7>, !llvm.ptr"
+            "nvvm.cp.async.bulk.tensor.shared.cluster.global {p7}, {desc}, {bar}, box[{c}, {outer}] : !llvm.ptr<7>, !llvm.ptr"
         ));
     }
 }

@@ -22,15 +22,19 @@
 //! `G x N x K`, spans at least 8 x 4096 x 2048 elements, several times the
 //! L2 in either type.
 //!
-//! Our grouped kernels join as further contenders (one more launch closure
-//! in the timed list) once they exist: their manifest signature is in
-//! [`crate::grouped`]'s docs, read by [`crate::grouped::GroupedSpec`], whose
-//! `problem` binds a layout's symbols.
+//! Our grouped kernels (`--artifact` with `--grouped`) join as further
+//! contenders, named by their artifact folder: their manifest signature is
+//! in [`crate::grouped`]'s docs, read by [`crate::grouped::GroupedSpec`],
+//! whose `problem` binds a layout's symbols. A kernel runs on the problems
+//! of its form and input type (BF16 contiguous today), on the same inputs
+//! as the baselines, into its own poisoned output, checked like them.
 
 use crate::check::*;
 use crate::cuda::Gpu;
 use crate::error::{Result, RuntimeError};
-use crate::grouped::{label, GroupedProblem};
+use crate::cuda::Kernel;
+use crate::grouped::{label, GroupedForm, GroupedKind, GroupedProblem, GroupedSpec};
+use tilec_artifact::{Artifact, DType};
 use crate::lt::{LtGemm, LtHandle, LtInput};
 use crate::timing::{Launch, Timer};
 use crate::Cublas;
@@ -253,6 +257,24 @@ fn check_rows(
 /// A contender that passed its check: its run index and one launch.
 type Contender<'a> = (usize, Box<dyn FnMut(usize) -> Result<()> + 'a>);
 
+/// One of our grouped kernels: its name (the artifact folder), the loaded
+/// kernel and what it computes.
+pub struct OurGrouped {
+    /// The artifact folder, the contender's name.
+    pub name: String,
+    /// The loaded kernel.
+    pub kernel: Kernel,
+    /// Its form and input type, from the manifest.
+    pub spec: GroupedSpec,
+}
+
+impl OurGrouped {
+    /// Whether the kernel computes `p`: BF16 on the contiguous layout.
+    fn runs(&self, p: &GroupedProblem) -> bool {
+        self.spec.input == DType::Bf16 && self.spec.kind == GroupedKind::Contiguous && matches!(p.form, GroupedForm::Contiguous { .. })
+    }
+}
+
 /// Checks and times the baselines on `p` with inputs drawn from `seed`.
 #[allow(clippy::too_many_arguments)]
 pub fn bench_grouped(
@@ -260,6 +282,7 @@ pub fn bench_grouped(
     timer: &Timer,
     blas: &Cublas,
     lt: &LtHandle,
+    ours: &[OurGrouped],
     p: &GroupedProblem,
     seed: u64,
     (warmup, reps): (usize, usize),
@@ -277,7 +300,7 @@ pub fn bench_grouped(
         runs: Vec::new(),
         error: None,
     };
-    if let Err(e) = bench_into(gpu, timer, blas, lt, p, seed, (warmup, reps), threshold, &mut res) {
+    if let Err(e) = bench_into(gpu, timer, blas, lt, ours, p, seed, (warmup, reps), threshold, &mut res) {
         res.error = Some(e.to_string());
     }
     res
@@ -289,6 +312,7 @@ fn bench_into(
     timer: &Timer,
     blas: &Cublas,
     lt: &LtHandle,
+    ours: &[OurGrouped],
     p: &GroupedProblem,
     seed: u64,
     (warmup, reps): (usize, usize),
@@ -392,6 +416,25 @@ fn bench_into(
         Ok(plans) => check("cublaslt-fp8-block-loop", &mut c8, &mut || loop_fp8(plans), true),
         Err(e) => not_run("cublaslt-fp8-block-loop", e),
     });
+    // Our kernels on the same BF16 inputs, each into its own output.
+    let expert_h = p.expert_of_block().unwrap_or_default();
+    let expert = s.clone_htod(&expert_h).map_err(dc("cuMemcpyHtoD(expert)"))?;
+    let mut prepared = Vec::new();
+    for kernel in ours.iter().filter(|k| k.runs(p)) {
+        let index = res.runs.len();
+        let mut out = unsafe { s.alloc::<bf16>(rows * n) }.map_err(dc("cuMemAlloc(C ours)"))?;
+        let launch = kernel.spec.problem(p).and_then(|problem| {
+            let tensors = [gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("expert", &expert), gpu.bind("C", &out)];
+            kernel.kernel.prepare(&problem, &tensors)
+        });
+        match launch {
+            Ok(mut launch) => {
+                res.runs.push(check(&kernel.name, &mut out, &mut || launch.launch(), false));
+                prepared.push((index, launch, out));
+            }
+            Err(e) => res.runs.push(not_run(&kernel.name, &e)),
+        }
+    }
     let (ok_loop, ok_grouped, ok_fp8) = (res.runs[0].pass, res.runs[1].pass, res.runs[2].pass);
     let mut timed: Vec<Contender> = Vec::new();
     if ok_loop {
@@ -402,6 +445,11 @@ fn bench_into(
     }
     if let (true, Ok(plans)) = (ok_fp8, &lt_plans) {
         timed.push((2, Box::new(move |_| loop_fp8(plans))));
+    }
+    for (index, launch, _out) in prepared.iter_mut() {
+        if res.runs[*index].pass {
+            timed.push((*index, Box::new(move |_| launch.launch())));
+        }
     }
     if timed.is_empty() {
         return Ok(());
@@ -429,6 +477,8 @@ pub struct GroupedArgs<'a> {
     pub spin: bool,
     pub max_run_ms: f64,
     pub json: Option<&'a str>,
+    /// Our grouped kernels, each a contender on the problems it computes.
+    pub artifacts: Vec<(String, Artifact)>,
 }
 
 /// Runs every problem of `args` on GPU 0, prints a line per problem and
@@ -438,6 +488,11 @@ pub fn run_grouped(args: &GroupedArgs) -> Result<GroupedReport> {
     let timer = Timer::new(&gpu, args.spin, args.max_run_ms);
     let blas = Cublas::new(gpu.stream.clone())?;
     let lt = LtHandle::new(gpu.stream.clone())?;
+    let mut ours = Vec::new();
+    for (name, artifact) in &args.artifacts {
+        let spec = GroupedSpec::from_manifest(&artifact.manifest)?;
+        ours.push(OurGrouped { name: name.clone(), kernel: gpu.load(artifact)?, spec });
+    }
     println!(
         "device: {} (sm_{}{}, {} SMs); cuBLAS {:?}, cuBLASLt {}; seed {:#x}",
         gpu.name,
@@ -462,7 +517,7 @@ pub fn run_grouped(args: &GroupedArgs) -> Result<GroupedReport> {
     };
     for (i, p) in args.problems.iter().enumerate() {
         let seed = args.seed.wrapping_add((i as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
-        let r = bench_grouped(&gpu, &timer, &blas, &lt, p, seed, (args.warmup, args.reps), args.threshold);
+        let r = bench_grouped(&gpu, &timer, &blas, &lt, &ours, p, seed, (args.warmup, args.reps), args.threshold);
         print!("[{}/{}] {}", i + 1, args.problems.len(), format_grouped_table(std::slice::from_ref(&r)).lines().skip(1).collect::<Vec<_>>().join("\n"));
         println!();
         report.results.push(r);

@@ -159,3 +159,22 @@ fn grouped_spec_binds_the_layout_symbols() {
     assert_eq!(sym.get("MM").unwrap(), 256);
     assert!(sym.get("KB").is_err(), "bf16 binds no scale symbols");
 }
+
+#[test]
+fn the_tiles_grid_covers_the_grouped_output() {
+    // One CTA per 128 x 256 tile of C: rows of the padded layout (SM) for the
+    // contiguous form, and one grid plane per expert for the masked form.
+    let tiles = |m: tilec_artifact::Manifest| {
+        let json = serde_json::to_string(&m).unwrap().replace(r#"{"rule":"sms","ctas_per_sm":1}"#, r#"{"rule":"tiles","block_m":128,"block_n":256}"#);
+        tilec_artifact::Manifest::from_json_str(&json).unwrap()
+    };
+    let contiguous = tiles(grouped_manifest(CONTIGUOUS_FP8));
+    let p = GroupedProblem::parse("contiguous:1000x300:0,1,300").unwrap();
+    let sym = GroupedSpec::from_manifest(&contiguous).unwrap().problem(&p).unwrap();
+    // SM = 0 + 128 + 384 = 512 rows: 4 row tiles; N = 1000: 4 column tiles.
+    assert_eq!(crate::plan::compute_grid(&contiguous, &sym, 132).unwrap(), [4, 4, 1]);
+    let masked = tiles(grouped_manifest(MASKED_BF16));
+    let p = GroupedProblem::parse("masked/256:200x300:64,100,7").unwrap();
+    let sym = GroupedSpec::from_manifest(&masked).unwrap().problem(&p).unwrap();
+    assert_eq!(crate::plan::compute_grid(&masked, &sym, 132).unwrap(), [2, 1, 3]);
+}

@@ -105,9 +105,10 @@ pub fn compute_grid(m: &Manifest, problem: &Problem, num_sms: u32) -> Result<[u3
     let c = m.cluster.map(|d| d as u64);
     let g: [u64; 3] = match m.grid {
         GridRule::Tiles { block_m, block_n, group_m } => {
-            let tm = ceil_div(problem.get("M")?, block_m as u64).max(1);
-            let tn = ceil_div(problem.get("N")?, block_n as u64).max(1);
-            let base = if group_m.is_some() { [tm * tn, 1, 1] } else { [tm, tn, 1] };
+            let [rows, cols, batch] = output_extent(m, problem)?;
+            let tm = ceil_div(rows, block_m as u64).max(1);
+            let tn = ceil_div(cols, block_n as u64).max(1);
+            let base = if group_m.is_some() { [tm * tn, batch, 1] } else { [tm, tn, batch] };
             [round_up(base[0], c[0]), round_up(base[1], c[1]), round_up(base[2], c[2])]
         }
         GridRule::Sms { ctas_per_sm } => {
@@ -120,6 +121,21 @@ pub fn compute_grid(m: &Manifest, problem: &Problem, num_sms: u32) -> Result<[u3
         return Err(RuntimeError::GridTooLarge { grid: g });
     }
     Ok(g.map(|d| d as u32))
+}
+
+/// Rows, columns and the product of any leading dimensions of the output
+/// tensor the `tiles` rule tiles (its last two dimensions are the output
+/// tile's); symbols `M` and `N` when the manifest has no rank-2 or higher
+/// output.
+fn output_extent(m: &Manifest, problem: &Problem) -> Result<[u64; 3]> {
+    match m.tensors.iter().find(|t| t.role == Role::Output && t.shape.len() >= 2) {
+        Some(out) => {
+            let shape = resolve_shape(out, problem)?;
+            let (batch, tile) = shape.split_at(shape.len() - 2);
+            Ok([tile[0], tile[1], batch.iter().product()])
+        }
+        None => Ok([problem.get("M")?, problem.get("N")?, 1]),
+    }
 }
 
 /// Resolves a tensor's shape (outer-to-inner) and checks every dimension.

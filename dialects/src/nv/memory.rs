@@ -43,8 +43,8 @@ pub(super) fn verify_tma_load(body: &Body, op: Op) -> Result<(), String> {
     if buf.elem != tensor.elem {
         return Err("buffer and tensor element types differ".into());
     }
-    if buf.shape.len() != tensor.shape.len() {
-        return Err("buffer tile rank differs from the tensor rank".into());
+    if buf.shape.len() > tensor.shape.len() {
+        return Err("the buffer's tile has a higher rank than the tensor".into());
     }
     if buf.shape.iter().any(|&d| d > 256) {
         return Err("a TMA box dimension is at most 256 elements".into());

@@ -2,9 +2,14 @@
 //!
 //! `tile.load %a[%i, %k]` reads the tile whose first element is at
 //! `(%i * TILE_M, %k * TILE_K)`; elements outside the tensor read as zero,
-//! and a store writes only the elements inside it, as TMA does.
+//! and a store writes only the elements inside it, as TMA does. A tile of
+//! lower rank than its tensor is a box of extent 1 in the tensor's leading
+//! dimensions, whose coordinates are element coordinates: `tile.load
+//! %b[%e, %n, %k] : !tile.ref<?x?x?xbf16> -> tensor<128x64xbf16>` reads
+//! rows `%n * 128..` of expert `%e`'s matrix. `tile.load_scalar` reads one
+//! element (an expert index, a row count) into a scalar.
 
-use super::{Load, Store};
+use super::{Load, LoadScalar, Store};
 use crate::ir::{Body, Op, Type};
 
 /// Checks a tile against the tensor it is loaded from or stored to, and the
@@ -23,8 +28,12 @@ fn check_access(body: &Body, tile: &Type, tensor: &Type, indices: &[crate::ir::V
             tensor.elem.mnemonic()
         ));
     }
-    if tile.shape.len() != tensor.shape.len() {
-        return Err(format!("rank-{} tile does not match rank-{} tensor", tile.shape.len(), tensor.shape.len()));
+    if tile.shape.len() > tensor.shape.len() || tile.shape.len() < 2.min(tensor.shape.len()) {
+        return Err(format!(
+            "a rank-{} tile cannot be a box of a rank-{} tensor (a tile has the tensor's rank, or rank 2 with extent 1 in the tensor's leading dimensions)",
+            tile.shape.len(),
+            tensor.shape.len()
+        ));
     }
     if indices.len() != tensor.shape.len() {
         return Err(format!("expects {} tile coordinate(s), found {}", tensor.shape.len(), indices.len()));
@@ -41,6 +50,23 @@ fn check_access(body: &Body, tile: &Type, tensor: &Type, indices: &[crate::ir::V
 pub(super) fn verify_load(body: &Body, op: Op) -> Result<(), String> {
     let load = Load::of(body, op).ok_or("malformed 'tile.load'")?;
     check_access(body, body.value_type(load.result(body)), body.value_type(load.tensor(body)), load.indices(body))
+}
+
+/// One element of a tensor, at element coordinates, as a scalar of the
+/// tensor's element type.
+pub(super) fn verify_load_scalar(body: &Body, op: Op) -> Result<(), String> {
+    let load = LoadScalar::of(body, op).ok_or("malformed 'tile.load_scalar'")?;
+    let tensor = body.value_type(load.tensor(body)).as_ref_type().ok_or("the memory operand must be a global tensor reference")?;
+    if load.indices(body).len() != tensor.shape.len() {
+        return Err(format!("expects {} coordinate(s), found {}", tensor.shape.len(), load.indices(body).len()));
+    }
+    if let Some(bad) = load.indices(body).iter().position(|&i| !body.value_type(i).is_index()) {
+        return Err(format!("coordinate #{bad} must be 'index'"));
+    }
+    if *body.value_type(load.result(body)) != Type::Scalar(tensor.elem) {
+        return Err(format!("the result must be the tensor's element type '{}'", tensor.elem.mnemonic()));
+    }
+    Ok(())
 }
 
 pub(super) fn verify_store(body: &Body, op: Op) -> Result<(), String> {

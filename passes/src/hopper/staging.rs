@@ -22,16 +22,16 @@ pub fn is_staged_load(body: &Body, op: Op) -> bool {
 }
 
 /// Element coordinates of a tile access: tile coordinates times the tile's
-/// extent in each dimension.
+/// extent in each dimension. A tile of lower rank than its tensor has
+/// extent 1 in the leading dimensions: their coordinates are elements.
 pub fn element_coords(b: &mut Builder<'_>, tile_coords: &[Value], shape: &[i64]) -> Vec<Value> {
-    tile_coords
-        .iter()
-        .zip(shape)
-        .map(|(&c, &extent)| {
-            let e = b.index(extent);
-            Muli::build(b, c, e, Attributes::new()).result(b.body)
-        })
-        .collect()
+    let leading = tile_coords.len() - shape.len();
+    let mut coords = tile_coords[..leading].to_vec();
+    coords.extend(tile_coords[leading..].iter().zip(shape).map(|(&c, &extent)| {
+        let e = b.index(extent);
+        Muli::build(b, c, e, Attributes::new()).result(b.body)
+    }));
+    coords
 }
 
 /// The op in the function's entry block that contains `op` (or `op` itself).

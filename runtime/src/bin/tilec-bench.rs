@@ -63,8 +63,8 @@ struct Cli {
     /// Time the vendor baselines only (artifacts are ignored)
     #[arg(long)]
     baseline_only: bool,
-    /// Time the grouped-GEMM (mixture-of-experts) baselines instead: per-expert cuBLAS, cublasGemmGroupedBatchedEx,
-    /// per-expert cuBLASLt FP8 block-scaled (--json writes schema tilec-bench-grouped/1)
+    /// Time grouped GEMMs (mixture-of-experts) instead: per-expert cuBLAS, cublasGemmGroupedBatchedEx,
+    /// per-expert cuBLASLt FP8 block-scaled, and any --artifact grouped kernels (--json writes schema tilec-bench-grouped/1)
     #[arg(long)]
     grouped: bool,
     /// Largest relative Frobenius error vs cuBLAS that passes
@@ -165,7 +165,7 @@ fn main() -> ExitCode {
     }
     // Artifacts are checked even where there is no GPU.
     let mut cands = Vec::new();
-    if !args.baseline_only {
+    if !args.baseline_only && !args.grouped {
         for dir in &args.artifacts {
             match Artifact::load(dir) {
                 Ok(a) => {
@@ -223,6 +223,16 @@ fn main() -> ExitCode {
 /// `--grouped`: the grouped-GEMM baselines (`tilec_runtime::grouped_bench`).
 fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
     use tilec_runtime::grouped_bench::{run_grouped, GroupedArgs};
+    let mut grouped_artifacts = Vec::new();
+    for dir in &args.artifacts {
+        match Artifact::load(dir) {
+            Ok(a) => grouped_artifacts.push((dir.trim_end_matches('/').rsplit('/').next().unwrap_or(dir).to_string(), a)),
+            Err(e) => {
+                eprintln!("tilec-bench: {dir}: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let seed = args.seed.unwrap_or_else(seed_from_time);
     let g = GroupedArgs {
         command_line: argv,
@@ -234,6 +244,7 @@ fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
         spin: args.spin,
         max_run_ms: args.max_run_ms,
         json: args.json.as_deref(),
+        artifacts: grouped_artifacts,
     };
     match run_grouped(&g) {
         Ok(report) if report.results.iter().any(|r| r.failed()) => {
