@@ -55,8 +55,7 @@ pub enum ValidationError {
     /// A parameter names a tensor that is not declared.
     #[error("unknown tensor `{0}`")]
     UnknownTensor(String),
-    /// A scalar parameter names a symbol no tensor shape uses, so no
-    /// launch could bind it.
+    /// A scalar parameter names a symbol that no tensor shape uses.
     #[error("unknown symbol `{0}` (not used in any tensor shape)")]
     UnknownSymbol(String),
     /// A TMA parameter's dtype differs from its tensor's.
