@@ -8,14 +8,20 @@ use crate::{is_identifier, ArtifactError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// File name of the dispatch table inside a family directory.
 pub const FAMILY_FILE: &str = "family.json";
 /// The family format this crate reads and writes.
 pub const FAMILY_FORMAT_VERSION: u32 = 1;
 
+/// The contents of `family.json`: the family's kernels and the table that
+/// picks one of them for a call's (M, N, K). Unknown JSON fields are
+/// rejected; [`FamilyManifest::load`] and [`FamilyManifest::write`] validate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FamilyManifest {
+    /// Format of this file; must equal [`FAMILY_FORMAT_VERSION`].
     pub format_version: u32,
+    /// The distinct kernels: at least one, names unique.
     pub kernels: Vec<FamilyKernel>,
     /// Rows of the dispatch table; for one (N, K) their M ranges do not
     /// overlap.
@@ -26,6 +32,8 @@ pub struct FamilyManifest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FamilyKernel {
+    /// Subdirectory of the family directory holding this kernel's artifact
+    /// (`kernel.ptx` + `manifest.json`); an identifier, unique in the family.
     pub name: String,
     /// The configuration it was compiled with, for people (`--explain`'s
     /// spelling).
@@ -36,10 +44,16 @@ pub struct FamilyKernel {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DispatchEntry {
+    /// The call's N (columns of C), at least 1.
     pub n: u64,
+    /// The call's K (reduction length), at least 1.
     pub k: u64,
+    /// Smallest M this row serves, at least 1.
     pub m_min: u64,
+    /// Largest M this row serves, inclusive, at least `m_min`; `u64::MAX` on the
+    /// row serving every M above the largest shape the family was built for.
     pub m_max: u64,
+    /// Name of the [`FamilyKernel`] that serves these calls.
     pub kernel: String,
 }
 

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! tilec-artifact: the compiled-kernel artifact shared by the compiler (writer)
 //! and the runtime (reader).
 //!
@@ -16,34 +17,61 @@ pub use validate::{is_identifier, literal_fits, Invalid, ValidationError};
 
 use std::path::{Path, PathBuf};
 
+/// File name of the kernel's PTX inside an artifact directory.
 pub const PTX_FILE: &str = "kernel.ptx";
+/// File name of the launch manifest (JSON, see [`Manifest`]) inside an
+/// artifact directory.
 pub const MANIFEST_FILE: &str = "manifest.json";
 
 /// Errors reading or writing an artifact; each names the file concerned.
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
+    /// Reading, writing or creating `path` failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file or directory the I/O error is about.
         path: PathBuf,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// The manifest at `path` is not JSON of the manifest's shape (syntax
+    /// error, missing or unknown field, wrong type).
     #[error("{path}: malformed manifest JSON: {source}")]
     Json {
+        /// The manifest file.
         path: PathBuf,
+        /// The parser's error, with line and column.
         #[source]
         source: serde_json::Error,
     },
+    /// The manifest at `path` parsed but failed [`Manifest::validate`].
     #[error("{path}: invalid manifest: {source}")]
     Invalid {
+        /// The manifest file (or the one about to be written).
         path: PathBuf,
+        /// What is wrong and at which field.
         #[source]
         source: Invalid,
     },
+    /// `family.json` at `path` failed [`FamilyManifest::validate`]; `message`
+    /// names the offending field or dispatch row.
     #[error("{path}: invalid kernel family: {message}")]
-    Family { path: PathBuf, message: String },
+    Family {
+        /// The family file.
+        path: PathBuf,
+        /// What is wrong, naming the field or dispatch row.
+        message: String,
+    },
+    /// The PTX at `path` declares no `.entry` named `entry`, the symbol the
+    /// manifest says to launch.
     #[error("{path}: PTX has no `.entry {entry}` (the manifest's `entry`)")]
-    EntryNotInPtx { path: PathBuf, entry: String },
+    EntryNotInPtx {
+        /// The PTX file.
+        path: PathBuf,
+        /// The manifest's `entry`.
+        entry: String,
+    },
 }
 
 impl ArtifactError {
@@ -59,12 +87,22 @@ impl ArtifactError {
 /// A loaded, validated artifact.
 #[derive(Debug, Clone)]
 pub struct Artifact {
+    /// The artifact directory it was loaded from.
     pub dir: PathBuf,
+    /// The parsed manifest, already validated.
     pub manifest: Manifest,
+    /// The text of `kernel.ptx`; it declares `manifest.entry`.
     pub ptx: String,
 }
 
 /// True if `ptx` declares `.entry <entry>` (followed by `(` or whitespace).
+///
+/// ```
+/// use tilec_artifact::ptx_has_entry;
+/// let ptx = ".visible .entry gemm(\n.param .u64 a\n)\n{\nret;\n}";
+/// assert!(ptx_has_entry(ptx, "gemm"));
+/// assert!(!ptx_has_entry(ptx, "gem"));
+/// ```
 pub fn ptx_has_entry(ptx: &str, entry: &str) -> bool {
     let pat = ".entry";
     let mut rest = ptx;

@@ -28,9 +28,13 @@ pub const MAX_TMA_RANK: usize = 5;
 /// Kernel parameter space limit on sm_70+ with CUDA >= 12.1.
 pub const MAX_PARAM_BYTES: usize = 32_764;
 
+/// The launch manifest of one compiled kernel, stored as `manifest.json`.
+/// Unknown JSON fields are rejected; [`Manifest::validate`] checks
+/// everything that does not depend on the run-time problem size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
+    /// Format of this manifest; must equal [`FORMAT_VERSION`].
     pub format_version: u32,
     /// Human-facing kernel name (e.g. "gemm_bf16_128x128x64").
     pub kernel_name: String,
@@ -43,9 +47,15 @@ pub struct Manifest {
     /// CTAs per cluster, [x, y, z]; [1, 1, 1] means no cluster launch.
     #[serde(default = "one3")]
     pub cluster: [u32; 3],
+    /// How the runtime derives the grid from the problem size (JSON `grid`,
+    /// an object tagged by `rule`).
     pub grid: GridRule,
+    /// Dynamic shared memory per CTA in bytes (JSON default 0); at most
+    /// [`MAX_DYNAMIC_SMEM_SM90`]. The runtime opts in above 48 KiB.
     #[serde(default)]
     pub dynamic_smem_bytes: u32,
+    /// The GEMM's logical tensors, which parameters name; names are unique,
+    /// every tensor is used by a parameter and at least one is an output.
     pub tensors: Vec<TensorDecl>,
     /// Kernel parameters in PTX order.
     pub params: Vec<Param>,
@@ -55,19 +65,33 @@ fn one3() -> [u32; 3] {
     [1, 1, 1]
 }
 
+/// How many CTAs to launch for a problem size; JSON `{"rule": "tiles", ...}`
+/// or `{"rule": "sms", ...}`. Each grid dimension is then rounded up to a
+/// multiple of the cluster's, so kernels must tolerate CTAs past the last
+/// tile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "rule", rename_all = "snake_case", deny_unknown_fields)]
 pub enum GridRule {
     /// One CTA per (block_m x block_n) output tile.
     Tiles {
+        /// Rows of C (the M axis) per CTA; the grid's x extent is ceil(M / block_m).
+        /// At least 1.
         block_m: u32,
+        /// Columns of C (the N axis) per CTA; the grid's y extent is
+        /// ceil(N / block_n). At least 1.
         block_n: u32,
         /// Grouped (L2-friendly) rasterisation: 1-D grid, the kernel maps ids.
+        ///
+        /// When present (at least 1), the grid is 1-D with one CTA per tile and the
+        /// kernel maps CTA ids to tiles itself (grouping `group_m` tile rows); the
+        /// runtime uses only its presence.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         group_m: Option<u32>,
     },
     /// Persistent: `ctas_per_sm` CTAs per SM, SM count read at run time.
     Sms {
+        /// CTAs per SM (JSON default 1); the grid is `ctas_per_sm * SMs` rounded
+        /// down to whole clusters, at least one cluster. At least 1.
         #[serde(default = "one")]
         ctas_per_sm: u32,
     },
@@ -77,23 +101,37 @@ fn one() -> u32 {
     1
 }
 
+/// Element type of a tensor; JSON spells it as [`DType::name`] does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DType {
+    /// bfloat16: 8 exponent and 7 mantissa bits, 2 bytes.
     Bf16,
+    /// IEEE binary16, 2 bytes.
     F16,
+    /// IEEE binary32, 4 bytes.
     F32,
+    /// IEEE binary64, 8 bytes.
     F64,
+    /// 8-bit float with 4 exponent and 3 mantissa bits (E4M3), 1 byte.
     F8e4m3,
+    /// 8-bit float with 5 exponent and 2 mantissa bits (E5M2), 1 byte.
     F8e5m2,
+    /// Signed 8-bit integer.
     I8,
+    /// Unsigned 8-bit integer.
     U8,
+    /// Signed 32-bit integer.
     I32,
+    /// Unsigned 32-bit integer.
     U32,
+    /// Signed 64-bit integer.
     I64,
 }
 
 impl DType {
+    /// Bytes per element: 1 for the 8-bit types, 2 for bf16 and f16, 4 for the
+    /// 32-bit types, 8 for f64 and i64.
     pub fn size_bytes(self) -> usize {
         match self {
             DType::F8e4m3 | DType::F8e5m2 | DType::I8 | DType::U8 => 1,
@@ -102,6 +140,12 @@ impl DType {
             DType::F64 | DType::I64 => 8,
         }
     }
+    /// The lower-case spelling used in the manifest JSON and by `Display`
+    /// (`bf16`, `f8e4m3`, ...).
+    ///
+    /// ```
+    /// assert_eq!(tilec_artifact::DType::F8e4m3.name(), "f8e4m3");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             DType::Bf16 => "bf16",
@@ -125,10 +169,13 @@ impl std::fmt::Display for DType {
     }
 }
 
+/// Whether the kernel reads or writes a tensor (JSON `input` or `output`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// Read by the kernel.
     Input,
+    /// Written by the kernel; a manifest needs at least one.
     Output,
 }
 
@@ -136,7 +183,10 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Dim {
+    /// A fixed extent (a JSON number), at least 1.
     Const(u64),
+    /// A size bound at launch by name (a JSON string such as `"M"`); an
+    /// identifier.
     Sym(String),
 }
 
@@ -149,25 +199,38 @@ impl std::fmt::Display for Dim {
     }
 }
 
+/// A logical tensor of the GEMM (one element of the JSON `tensors`): dense,
+/// row-major, bound to a device buffer at launch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TensorDecl {
+    /// Identifier, unique among the manifest's tensors; parameters refer to the
+    /// tensor by it.
     pub name: String,
+    /// Element type; the buffer bound to the tensor must hold this type.
     pub dtype: DType,
     /// Outer-to-inner; the last dimension is contiguous.
     pub shape: Vec<Dim>,
+    /// Whether the kernel reads or writes it.
     pub role: Role,
 }
 
+/// Shared-memory swizzle of a TMA box (JSON `none`, `32B`, `64B`, `128B`;
+/// default `none`). With a swizzle, the box's inner extent in bytes must not
+/// exceed the span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Swizzle {
+    /// No swizzle.
     #[default]
     #[serde(rename = "none")]
     None,
+    /// 32-byte swizzle span.
     #[serde(rename = "32B")]
     B32,
+    /// 64-byte swizzle span.
     #[serde(rename = "64B")]
     B64,
+    /// 128-byte swizzle span.
     #[serde(rename = "128B")]
     B128,
 }
@@ -184,64 +247,91 @@ impl Swizzle {
     }
 }
 
+/// L2 sector promotion of a TMA load (JSON `none`, `64B`, `128B`, `256B`;
+/// default `128B`), passed to `cuTensorMapEncodeTiled`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum L2Promotion {
+    /// No promotion.
     #[serde(rename = "none")]
     None,
+    /// Promote to 64-byte sectors.
     #[serde(rename = "64B")]
     B64,
+    /// Promote to 128-byte sectors (the default).
     #[default]
     #[serde(rename = "128B")]
     B128,
+    /// Promote to 256-byte sectors.
     #[serde(rename = "256B")]
     B256,
 }
 
+/// What a TMA load writes for elements outside the tensor (JSON `zero` or
+/// `nan`; default `zero`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OobFill {
+    /// Zeros, which leave a GEMM's sums unchanged.
     #[default]
     Zero,
     /// NaN "request zero FMA" fill; floating-point tensors only.
     Nan,
 }
 
+/// TMA interleave layout (JSON `none`, the default); only non-interleaved
+/// descriptors are supported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Interleave {
+    /// Not interleaved.
     #[default]
     None,
 }
 
+/// A TMA descriptor parameter (JSON `{"kind": "tma", ...}`): the runtime
+/// encodes a tiled `CUtensorMap` of `tensor` with these box and mode
+/// settings, deriving global dims and strides from the tensor's shape.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TmaParam {
+    /// Name of the tensor (in [`Manifest::tensors`]) the descriptor addresses.
     pub tensor: String,
     /// Must equal the tensor's dtype (checked).
     pub dtype: DType,
     /// Box extents, outer-to-inner (same order as the tensor's shape).
     pub box_dims: Vec<u32>,
+    /// Shared-memory swizzle of the box (JSON default `none`).
     #[serde(default)]
     pub swizzle: Swizzle,
+    /// L2 promotion (JSON default `128B`).
     #[serde(default)]
     pub l2_promotion: L2Promotion,
+    /// Fill for out-of-bounds elements (JSON default `zero`).
     #[serde(default)]
     pub oob_fill: OobFill,
+    /// Interleave layout (JSON default `none`, the only one).
     #[serde(default)]
     pub interleave: Interleave,
 }
 
+/// PTX type of a scalar kernel parameter (JSON `ty`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScalarType {
+    /// Signed 32-bit (`.s32`).
     I32,
+    /// Unsigned 32-bit (`.u32`).
     U32,
+    /// Signed 64-bit (`.s64`).
     I64,
+    /// Unsigned 64-bit (`.u64`).
     U64,
+    /// IEEE binary32 (`.f32`).
     F32,
 }
 
 impl ScalarType {
+    /// Bytes in the parameter buffer, which is also the alignment: 4 or 8.
     pub fn size_bytes(self) -> usize {
         match self {
             ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
@@ -260,15 +350,24 @@ pub enum ScalarSource {
     Literal(f64),
 }
 
+/// One kernel parameter, listed in PTX order; JSON is an object tagged by
+/// `kind` (`tma`, `ptr` or `scalar`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Param {
     /// A `CUtensorMap` passed by value (128 bytes, `__grid_constant__`).
     Tma(TmaParam),
     /// A global pointer (u64) to a tensor's first element.
-    Ptr { tensor: String },
+    Ptr {
+        /// Name of the tensor whose buffer address is passed.
+        tensor: String,
+    },
+    /// A 4- or 8-byte scalar whose value is a shape symbol's or a literal
+    /// (JSON `{"kind": "scalar", "ty": ..., "symbol": "M"}` or `"literal": 8`).
     Scalar {
+        /// PTX type of the parameter; a literal must fit it.
         ty: ScalarType,
+        /// Where the value comes from (flattened into the parameter's object).
         #[serde(flatten)]
         source: ScalarSource,
     },
@@ -286,10 +385,13 @@ impl Param {
 }
 
 impl Manifest {
+    /// The declared tensor named `name`, if any.
     pub fn tensor(&self, name: &str) -> Option<&TensorDecl> {
         self.tensors.iter().find(|t| t.name == name)
     }
 
+    /// CTAs per cluster: the product of [`Manifest::cluster`]'s dimensions (1
+    /// without a cluster launch).
     pub fn cluster_size(&self) -> u32 {
         self.cluster.iter().product()
     }
@@ -320,10 +422,14 @@ impl Manifest {
         off
     }
 
+    /// Parses manifest JSON without validating it; use
+    /// [`parse_manifest`](crate::parse_manifest) to do both.
     pub fn from_json_str(s: &str) -> Result<Self, serde_json::Error> {
         serde_json::from_str(s)
     }
 
+    /// Pretty-printed JSON, as [`Artifact::write`](crate::Artifact::write)
+    /// stores it (without the trailing newline it adds).
     pub fn to_json_string(&self) -> String {
         serde_json::to_string_pretty(self).expect("manifest serialises")
     }

@@ -7,57 +7,143 @@ use std::collections::HashSet;
 /// What is wrong, without where (see [`Invalid`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ValidationError {
+    /// `format_version` is not the one this crate reads.
     #[error("unsupported format version {found} (this build reads version {expected})")]
-    UnsupportedVersion { found: u32, expected: u32 },
+    UnsupportedVersion {
+        /// The manifest's version.
+        found: u32,
+        /// [`FORMAT_VERSION`].
+        expected: u32,
+    },
+    /// A required string (`kernel_name`, `target`) is empty.
     #[error("must not be empty")]
     Empty,
+    /// A name that must be an identifier (see [`is_identifier`]) is not.
     #[error("`{0}` is not a valid identifier ([A-Za-z_$][A-Za-z0-9_$]*)")]
     BadIdentifier(String),
+    /// A block, cluster or grid-rule dimension is 0 (the value found).
     #[error("dimension must be at least 1, got {0}")]
     ZeroDim(u32),
+    /// The block has more than 1024 threads.
     #[error("{threads} threads per block exceeds 1024")]
-    TooManyThreads { threads: u64 },
+    TooManyThreads {
+        /// Product of the block's three dimensions.
+        threads: u64,
+    },
+    /// The cluster has more CTAs than a portable cluster launch allows.
     #[error("cluster of {size} CTAs exceeds the portable maximum {max}")]
-    ClusterTooLarge { size: u32, max: u32 },
+    ClusterTooLarge {
+        /// Product of the cluster's dimensions (saturated at `u32::MAX`).
+        size: u32,
+        /// [`MAX_PORTABLE_CLUSTER_SIZE`].
+        max: u32,
+    },
+    /// `dynamic_smem_bytes` is above what one sm_90 CTA can have.
     #[error("{bytes} bytes of dynamic shared memory exceed the sm_90 limit of {max}")]
-    SmemTooLarge { bytes: u32, max: u32 },
+    SmemTooLarge {
+        /// The requested bytes.
+        bytes: u32,
+        /// [`MAX_DYNAMIC_SMEM_SM90`].
+        max: u32,
+    },
+    /// Two tensors share this name.
     #[error("duplicate tensor name `{0}`")]
     DuplicateTensor(String),
+    /// A tensor's rank (given) is 0 or above [`MAX_TMA_RANK`].
     #[error("tensor rank {0} is outside 1..=5")]
     BadRank(usize),
+    /// A parameter names a tensor that is not declared.
     #[error("unknown tensor `{0}`")]
     UnknownTensor(String),
+    /// A scalar parameter names a symbol that no tensor shape uses.
     #[error("unknown symbol `{0}` (not used in any tensor shape)")]
     UnknownSymbol(String),
+    /// A TMA parameter's dtype differs from its tensor's.
     #[error("dtype {param} differs from tensor `{tensor}`'s dtype {declared}")]
-    DtypeMismatch { tensor: String, param: DType, declared: DType },
+    DtypeMismatch {
+        /// The tensor's name.
+        tensor: String,
+        /// The TMA parameter's dtype.
+        param: DType,
+        /// The tensor's declared dtype.
+        declared: DType,
+    },
+    /// A TMA box has a different number of dimensions than its tensor.
     #[error("box has {box_rank} dims but tensor `{tensor}` has rank {tensor_rank}")]
-    BoxRankMismatch { tensor: String, box_rank: usize, tensor_rank: usize },
+    BoxRankMismatch {
+        /// The tensor's name.
+        tensor: String,
+        /// Length of `box_dims`.
+        box_rank: usize,
+        /// Length of the tensor's `shape`.
+        tensor_rank: usize,
+    },
+    /// A TMA box extent is 0 or above [`MAX_TMA_BOX_DIM`].
     #[error("box dim {value} is outside 1..=256")]
-    BoxDimOutOfRange { value: u32 },
+    BoxDimOutOfRange {
+        /// The extent found.
+        value: u32,
+    },
+    /// The innermost box extent times the element size is not a multiple of
+    /// 16 bytes, as TMA requires.
     #[error("inner box extent is {bytes} bytes, not a multiple of 16")]
-    InnerBoxNotMultipleOf16 { bytes: u32 },
+    InnerBoxNotMultipleOf16 {
+        /// Innermost extent in bytes.
+        bytes: u32,
+    },
+    /// The innermost box row is wider than the swizzle span.
     #[error("inner box extent is {bytes} bytes, more than the {span}-byte swizzle span")]
-    InnerBoxExceedsSwizzle { bytes: u32, span: u32 },
+    InnerBoxExceedsSwizzle {
+        /// Innermost extent in bytes.
+        bytes: u32,
+        /// The swizzle span in bytes.
+        span: u32,
+    },
+    /// NaN out-of-bounds fill was asked for an integer tensor.
     #[error("NaN out-of-bounds fill needs a floating-point tensor, `{tensor}` is {dtype}")]
-    NanFillOnInteger { tensor: String, dtype: DType },
+    NanFillOnInteger {
+        /// The tensor's name.
+        tensor: String,
+        /// Its integer dtype.
+        dtype: DType,
+    },
+    /// A tensor is not referred to by any parameter, so the kernel could
+    /// not reach it.
     #[error("tensor `{0}` is not used by any parameter")]
     UnusedTensor(String),
+    /// A scalar literal is not representable in its type (see [`literal_fits`]).
     #[error("literal {value} does not fit {ty:?}")]
-    LiteralOutOfRange { value: f64, ty: ScalarType },
+    LiteralOutOfRange {
+        /// The literal.
+        value: f64,
+        /// The parameter's type.
+        ty: ScalarType,
+    },
+    /// The parameter buffer, with alignment padding, is above the kernel
+    /// parameter limit.
     #[error("parameters need {bytes} bytes, over the {max}-byte limit")]
-    ParamsTooLarge { bytes: usize, max: usize },
+    ParamsTooLarge {
+        /// [`Manifest::param_bytes`].
+        bytes: usize,
+        /// [`MAX_PARAM_BYTES`].
+        max: usize,
+    },
+    /// No tensor has role `output`.
     #[error("no output tensor")]
     NoOutput,
+    /// A constant tensor dimension is 0.
     #[error("constant dimension must be at least 1")]
     ZeroConstDim,
 }
+
 
 /// A validation failure located at a field path such as `params[2].box_dims[1]`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{field}: {error}")]
 pub struct Invalid {
+    /// Path of the offending field, such as `params[2].box_dims[1]` or `block`.
     pub field: String,
+    /// What is wrong with it.
     pub error: ValidationError,
 }
 
@@ -65,6 +151,14 @@ fn bad(field: impl Into<String>, error: ValidationError) -> Invalid {
     Invalid { field: field.into(), error }
 }
 
+/// True if `s` matches `[A-Za-z_$][A-Za-z0-9_$]*`, the names PTX accepts
+/// for entries and that the manifest requires for tensors and symbols.
+///
+/// ```
+/// use tilec_artifact::is_identifier;
+/// assert!(is_identifier("gemm_bf16$1"));
+/// assert!(!is_identifier("1x") && !is_identifier("a-b") && !is_identifier(""));
+/// ```
 pub fn is_identifier(s: &str) -> bool {
     let mut c = s.chars();
     match c.next() {
@@ -80,6 +174,27 @@ fn is_float(d: DType) -> bool {
 
 impl Manifest {
     /// Checks the manifest on its own (not against the PTX; see `Artifact`).
+    ///
+    /// Checks, in order: the format version, names, block (at most 1024
+    /// threads) and cluster (at most [`MAX_PORTABLE_CLUSTER_SIZE`] CTAs) sizes,
+    /// the grid rule, shared memory, tensors (unique identifiers, rank 1..=5,
+    /// an output), each parameter (known tensor or symbol, TMA dtype and box
+    /// rules, literals that fit), that every tensor is used, and the parameter
+    /// buffer size. The first failure is returned with its field path.
+    ///
+    /// ```
+    /// use tilec_artifact::{Manifest, ValidationError};
+    /// let json = r#"{
+    ///   "format_version": 1, "kernel_name": "fill", "entry": "fill", "target": "sm_90a",
+    ///   "block": [128, 1, 1], "grid": {"rule": "tiles", "block_m": 64, "block_n": 64},
+    ///   "tensors": [{"name": "C", "dtype": "bf16", "shape": ["M", "N"], "role": "output"}],
+    ///   "params": [{"kind": "ptr", "tensor": "C"}, {"kind": "scalar", "ty": "i32", "symbol": "K"}]
+    /// }"#;
+    /// let m = Manifest::from_json_str(json).unwrap();
+    /// let err = m.validate().unwrap_err();
+    /// assert_eq!(err.field, "params[1].symbol");
+    /// assert_eq!(err.error, ValidationError::UnknownSymbol("K".into()));
+    /// ```
     pub fn validate(&self) -> Result<(), Invalid> {
         if self.format_version != FORMAT_VERSION {
             return Err(bad(
@@ -216,6 +331,18 @@ impl Manifest {
     }
 }
 
+/// True if the literal `v` is representable as `ty`: finite; for `f32`
+/// within its range; for integer types a whole number within the type's
+/// range, and for the 64-bit ones within +-2^53, where every integer is
+/// exact in the JSON's `f64`.
+///
+/// ```
+/// use tilec_artifact::{literal_fits, ScalarType};
+/// assert!(literal_fits(-1.0, ScalarType::I32));
+/// assert!(!literal_fits(-1.0, ScalarType::U32));
+/// assert!(!literal_fits(0.5, ScalarType::I64));
+/// assert!(literal_fits(0.5, ScalarType::F32));
+/// ```
 pub fn literal_fits(v: f64, ty: ScalarType) -> bool {
     if !v.is_finite() {
         return false;

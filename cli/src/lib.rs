@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The command-line conventions every tilec tool shares (`tile-opt`, `tilec`,
 //! `tilec-bench`, `tilec-gpu-test`), defined once with clap:
 //!
@@ -61,6 +62,13 @@ impl From<String> for Failure {
 }
 
 /// Turns a tool's result into its exit status.
+///
+/// ```
+/// use std::process::ExitCode;
+/// use tilec_cli::{exit_code, Failure, EXIT_ERROR};
+/// assert_eq!(exit_code("tool", Ok(())), ExitCode::SUCCESS);
+/// assert_eq!(exit_code("tool", Err(Failure::Reported)), ExitCode::from(EXIT_ERROR));
+/// ```
 pub fn exit_code(tool: &str, result: Result<(), Failure>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::from(EXIT_SUCCESS),

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! A small lit-style test runner: every test file is one cargo test.
 //!
 //! # Test file format
@@ -53,19 +54,35 @@ const LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
 /// FileCheck puts its diagnostic first, so the head is what matters.
 const MAX_STREAM_BYTES: usize = 8 * 1024;
 
+/// Why the lit tests could not be set up; a test's own failure is not one
+/// of these but a failed trial.
 #[derive(Debug, thiserror::Error)]
 pub enum LitError {
+    /// A tool the runner needs (FileCheck) is nowhere it looked.
     #[error("{tool} not found; searched: {}", searched.join(", "))]
-    ToolNotFound { tool: String, searched: Vec<String> },
+    ToolNotFound {
+        /// The tool's name.
+        tool: String,
+        /// Every place looked in, in order.
+        searched: Vec<String>,
+    },
+    /// Reading a folder or test file, or writing the `%not` script, failed.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or folder concerned.
         path: PathBuf,
+        /// The underlying I/O error.
         source: std::io::Error,
     },
+    /// A test file's directives are malformed: a `RUN:` line ends in `\`
+    /// but the next line is not a `RUN:` line, or there is no next line.
     #[error("{}:{line}: {message}", path.display())]
     Parse {
+        /// The test file.
         path: PathBuf,
+        /// 1-based line of the problem.
         line: usize,
+        /// What is wrong.
         message: String,
     },
 }

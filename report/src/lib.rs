@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! tilec-report: the `tilec-bench` JSON report ([`schema`]), its text tables
 //! ([`table`]), the geometric means per shape group ([`summary`]), the
 //! comparison of two reports ([`compare`]) and, with the default `svg`

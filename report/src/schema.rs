@@ -53,12 +53,25 @@ impl BenchDtype {
 /// Row-major `C[M,N] = A[M,K] * B[N,K]^T`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Shape {
+    /// Rows of A and C.
     pub m: u64,
+    /// Rows of B, columns of C.
     pub n: u64,
+    /// Columns of A and B: the reduction length.
     pub k: u64,
 }
 
 impl Shape {
+    /// The shape with these sizes; `Display` writes it `MxNxK`.
+    ///
+    /// ```
+    /// use tilec_report::schema::{BenchDtype, Shape};
+    /// let s = Shape::new(64, 4096, 7168);
+    /// assert_eq!(s.to_string(), "64x4096x7168");
+    /// assert_eq!(s.flops(), 2.0 * 64.0 * 4096.0 * 7168.0);
+    /// assert_eq!(s.min_bytes(BenchDtype::Fp8), (64 * 7168 + 4096 * 7168) + 2 * 64 * 4096);
+    /// assert!(s.is_small_m());
+    /// ```
     pub const fn new(m: u64, n: u64, k: u64) -> Self {
         Shape { m, n, k }
     }
@@ -117,14 +130,24 @@ fn sorted_finite(values: &[f64]) -> Option<Vec<f64>> {
 /// Summary of the per-round times, milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
+    /// Rounds that were timed (may be fewer than asked for; see
+    /// [`BenchConfig::max_run_ms`]).
     pub reps: usize,
+    /// Median round time, ms; the figure TFLOP/s and GB/s are taken from.
     pub median_ms: f64,
+    /// Arithmetic mean, ms.
     pub mean_ms: f64,
+    /// Fastest round, ms.
     pub min_ms: f64,
+    /// 10th percentile, ms (see [`percentile`]).
     pub p10_ms: f64,
+    /// 25th percentile, ms.
     pub p25_ms: f64,
+    /// 75th percentile, ms.
     pub p75_ms: f64,
+    /// 90th percentile, ms.
     pub p90_ms: f64,
+    /// Slowest round, ms.
     pub max_ms: f64,
 }
 
@@ -153,8 +176,11 @@ impl Stats {
 /// Median and 10th/90th percentiles of a ratio.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RatioStats {
+    /// Median ratio (the shape's `ratio`); above 1 means ours is faster.
     pub median: f64,
+    /// 10th percentile of the ratio.
     pub p10: f64,
+    /// 90th percentile of the ratio.
     pub p90: f64,
     /// How the spread was obtained: `rounds` (one ratio per interleaved
     /// round) or `medians` (older reports: the baseline's median time over our
@@ -180,7 +206,9 @@ impl RatioStats {
 pub struct Peaks {
     /// Which part the figures are for.
     pub part: String,
+    /// Dense BF16 tensor-core peak, TFLOP/s.
     pub bf16_tflops: f64,
+    /// Dense FP8 tensor-core peak, TFLOP/s.
     pub fp8_tflops: f64,
     /// HBM bandwidth, GB/s (10^9 bytes).
     pub hbm_gbps: f64,
@@ -221,41 +249,63 @@ pub struct Report {
     /// (`-dirty` appended when it had local changes), if known.
     #[serde(default)]
     pub commit: Option<String>,
+    /// `tilec-bench`'s argv, program name first.
     pub command_line: Vec<String>,
+    /// The GPU and library versions the run used.
     pub device: DeviceInfo,
+    /// The run's options.
     pub config: BenchConfig,
     /// The peaks behind `pct_peak` and `pct_hbm`.
     #[serde(default)]
     pub peaks: Peaks,
+    /// Every `--artifact` candidate, usable or not, in command-line order.
     pub artifacts: Vec<ArtifactInfo>,
+    /// One entry per (dtype, shape) benchmarked, dtype-major.
     pub results: Vec<ShapeResult>,
 }
 
 /// The GPU and library versions of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
+    /// The device name the driver reports (e.g. `NVIDIA H100 80GB HBM3`).
     pub name: String,
+    /// Compute capability as `sm_XY` (e.g. `sm_90`).
     pub sm: String,
+    /// Streaming multiprocessors on the device.
     pub num_sms: u32,
+    /// L2 cache size, bytes; input sets rotate to span a multiple of it.
     pub l2_bytes: u64,
+    /// Total device memory, bytes.
     pub memory_bytes: u64,
     /// `cuDriverGetVersion` as `major.minor`.
     pub driver: String,
+    /// `cublasGetVersion`'s number, if cuBLAS reported one.
     pub cublas_version: Option<i64>,
+    /// `cublasLtGetVersion`'s number.
     pub cublaslt_version: Option<u64>,
 }
 
 /// The options a run was made with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchConfig {
+    /// Untimed runs of each kernel before timing (`--warmup`).
     pub warmup: usize,
     /// Timed rounds asked for (a slow shape may get fewer; see `Stats::reps`).
     pub reps: usize,
+    /// The operand types benchmarked (`--dtypes`), in run order.
     pub dtypes: Vec<BenchDtype>,
+    /// Largest relative Frobenius error against the reference that passes
+    /// (`--threshold`).
     pub threshold: f64,
+    /// Input sets were rotated until together they span this many times the L2
+    /// (`--l2-factor`; 0 means one set), so timings do not read from a warm L2.
     pub l2_factor: f64,
+    /// Upper bound on the number of rotated input sets (`--max-sets`).
     pub max_sets: usize,
+    /// A slow kernel's timed calls were capped near this many ms
+    /// (`--max-run-ms`), reducing its rounds to at least 5.
     pub max_run_ms: f64,
+    /// Only the vendor baselines were timed (`--baseline-only`).
     pub baseline_only: bool,
     /// `CUDA_CACHE_DISABLE=1` was set, so module loads measure the real JIT.
     pub jit_cache_disabled: bool,
@@ -268,13 +318,18 @@ pub struct BenchConfig {
     pub interleaved: bool,
     /// Per-tensor scales the FP8 baseline runs with.
     pub fp8_scale_a: f64,
+    /// Per-tensor scale of B for the FP8 baseline (a power of two, like
+    /// `fp8_scale_a`, so the scaled reference is exact).
     pub fp8_scale_b: f64,
+    /// Seed of the run's inputs (`--seed`, else taken from the clock); each
+    /// shape derives its own ([`ShapeResult::seed`]).
     pub seed: u64,
 }
 
 /// What an artifact's manifest says about its kernel's configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelConfig {
+    /// The manifest's PTX target (e.g. `sm_90a`).
     pub target: String,
     /// The manifest's grid rule as written there (tile sizes, grouping, or
     /// persistent CTAs per SM).
@@ -286,8 +341,11 @@ pub struct KernelConfig {
 /// One TMA parameter's box.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TmaBox {
+    /// The tensor the descriptor addresses.
     pub tensor: String,
+    /// Box extents in elements, outermost dimension first.
     pub box_dims: Vec<u32>,
+    /// The manifest's swizzle spelling: `none`, `32B`, `64B` or `128B`.
     pub swizzle: String,
 }
 
@@ -296,11 +354,18 @@ pub struct TmaBox {
 pub struct ArtifactInfo {
     /// The directory as given on the command line (the candidate's name).
     pub dir: String,
+    /// The PTX `.entry` symbol from the manifest.
     pub entry: String,
+    /// The manifest's human-facing kernel name.
     pub kernel_name: String,
+    /// The operand type the artifact computes; `None` when it is not a GEMM
+    /// the runtime can drive (then `error` says why).
     pub dtype: Option<BenchDtype>,
+    /// Threads per CTA, `[x, y, z]`, from the manifest.
     pub block: [u32; 3],
+    /// CTAs per cluster, `[x, y, z]`, from the manifest.
     pub cluster: [u32; 3],
+    /// Dynamic shared memory per CTA, bytes, from the manifest.
     pub dynamic_smem_bytes: u32,
     /// Absent in older reports.
     #[serde(default)]
@@ -309,7 +374,9 @@ pub struct ArtifactInfo {
     pub module_load_ms: Option<f64>,
     /// Host wall time of the first launch plus its synchronisation, ms.
     pub first_launch_ms: Option<f64>,
+    /// Registers per thread of the loaded kernel, as the driver reports them.
     pub num_regs: Option<i32>,
+    /// Static shared memory per CTA of the loaded kernel, bytes.
     pub static_smem_bytes: Option<u32>,
     /// Why the artifact could not be used (not a GEMM, failed to load, ...).
     pub error: Option<String>,
@@ -319,7 +386,9 @@ pub struct ArtifactInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunKind {
+    /// A tilec artifact.
     Ours,
+    /// A vendor library kernel (cuBLAS, cuBLASLt).
     Baseline,
 }
 
@@ -330,7 +399,9 @@ pub struct Check {
     pub reference: String,
     /// `||out - ref||_F / ||ref||_F`; `None` (JSON null) when NaN/inf.
     pub rel_err: Option<f64>,
+    /// The largest `rel_err` that passes.
     pub threshold: f64,
+    /// `rel_err` is finite and at most `threshold`.
     pub pass: bool,
 }
 
@@ -339,8 +410,11 @@ pub struct Check {
 pub struct RunResult {
     /// `cublas`, `cublaslt`, `cublaslt-fp8`, or the artifact's dir.
     pub name: String,
+    /// Whether it is one of ours or a baseline.
     pub kind: RunKind,
+    /// The correctness check, if one was made.
     pub check: Option<Check>,
+    /// Statistics of `round_ms`; `None` if untimed or a sample was not finite.
     pub stats: Option<Stats>,
     /// The time of each round, ms, in round order (empty in older reports).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -355,10 +429,12 @@ pub struct RunResult {
     /// `gbps` as a percentage of the HBM bandwidth.
     #[serde(default)]
     pub pct_hbm: Option<f64>,
+    /// Why the run has no figures (failed launch, no valid samples, ...).
     pub error: Option<String>,
 }
 
 impl RunResult {
+    /// An empty run: no check, no times, no error.
     pub fn new(name: &str, kind: RunKind) -> Self {
         RunResult {
             name: name.into(),
@@ -411,19 +487,29 @@ pub enum RowCheck {
 /// One shape and dtype: every kernel's run and the comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShapeResult {
+    /// Rows of A and C.
     pub m: u64,
+    /// Rows of B, columns of C.
     pub n: u64,
+    /// The reduction length.
     pub k: u64,
+    /// Operand type of every run of the shape.
     pub dtype: BenchDtype,
+    /// [`Shape::flops`]: `2 M N K`.
     pub flops: f64,
+    /// [`Shape::min_bytes`] for `dtype`.
     pub min_bytes: u64,
     /// Bytes of one A+B+C set, and how many sets the timing rotated over.
     pub set_bytes: u64,
+    /// Number of A+B+C sets the timed calls cycled through (at least 1).
     pub rotate_sets: usize,
+    /// Seed the shape's inputs were drawn from.
     pub seed: u64,
+    /// Every kernel run on the shape, ours and the baselines.
     pub runs: Vec<RunResult>,
     /// Name of the fastest of our usable runs / of the baselines (by median).
     pub best_ours: Option<String>,
+    /// Name of the fastest usable baseline run (by median).
     pub best_baseline: Option<String>,
     /// Our best TFLOP/s over the best baseline's: the median of the per-round
     /// ratios, or of the medians in older reports.
@@ -436,6 +522,8 @@ pub struct ShapeResult {
 }
 
 impl ShapeResult {
+    /// A result with no runs yet: `set_bytes` is one set's minimal bytes,
+    /// `rotate_sets` 1, seed 0.
     pub fn new(shape: Shape, dtype: BenchDtype) -> Self {
         ShapeResult {
             m: shape.m,
@@ -455,9 +543,11 @@ impl ShapeResult {
             error: None,
         }
     }
+    /// The shape's (M, N, K).
     pub fn shape(&self) -> Shape {
         Shape::new(self.m, self.n, self.k)
     }
+    /// The run named `name` (`cublas`, an artifact dir, ...), if any.
     pub fn run(&self, name: &str) -> Option<&RunResult> {
         self.runs.iter().find(|r| r.name == name)
     }
@@ -527,6 +617,7 @@ fn ratio_stats(ours: &RunResult, base: &RunResult) -> Option<RatioStats> {
 }
 
 impl Report {
+    /// Pretty-printed JSON of the report, as `tilec-bench --json` writes it.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("report serialises")
     }

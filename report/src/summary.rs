@@ -8,14 +8,25 @@ pub enum ShapeGroup {
     /// M = N = K.
     Square,
     /// The LLM shapes at M = 64, 128 and 4096.
+    /// This variant: M = 64 (and not square).
     M64,
+    /// M = 128 (and not square).
     M128,
+    /// M = 4096 (and not square).
     M4096,
     /// Anything else.
     Other,
 }
 
 impl ShapeGroup {
+    /// The group of `s`: square first, then by M.
+    ///
+    /// ```
+    /// use tilec_report::{schema::Shape, summary::ShapeGroup};
+    /// assert_eq!(ShapeGroup::of(Shape::new(128, 128, 128)), ShapeGroup::Square);
+    /// assert_eq!(ShapeGroup::of(Shape::new(128, 4096, 7168)), ShapeGroup::M128);
+    /// assert_eq!(ShapeGroup::of(Shape::new(100, 4096, 7168)), ShapeGroup::Other);
+    /// ```
     pub fn of(s: Shape) -> ShapeGroup {
         match s.m {
             _ if s.m == s.n && s.n == s.k => ShapeGroup::Square,
@@ -25,6 +36,7 @@ impl ShapeGroup {
             _ => ShapeGroup::Other,
         }
     }
+    /// The name tables and charts show (`square`, `M=64`, ..., `other`).
     pub fn label(self) -> &'static str {
         match self {
             ShapeGroup::Square => "square",
@@ -47,15 +59,20 @@ pub fn geomean(values: &[f64]) -> Option<f64> {
 /// One line of the geometric-mean summary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupMean {
+    /// The operand type whose shapes were averaged.
     pub dtype: BenchDtype,
     /// `None` for the overall mean of the dtype.
     pub group: Option<ShapeGroup>,
     /// Shapes with a ratio in the group.
     pub shapes: usize,
+    /// Geometric mean of those shapes' ratios (ours over the best baseline,
+    /// by TFLOP/s); positive and finite.
     pub geomean: f64,
 }
 
 impl GroupMean {
+    /// `dtype group` as tables show it, `all` for the overall mean (e.g.
+    /// `bf16 M=64`, `fp8 all`).
     pub fn label(&self) -> String {
         format!("{} {}", self.dtype.name(), self.group.map_or("all", ShapeGroup::label))
     }

@@ -18,6 +18,8 @@ pub fn short_name(name: &str) -> &str {
 }
 
 impl RowCheck {
+    /// The table's `check` column: `ok`, `FAIL`, `ERROR`, or `-` when no
+    /// kernel of ours ran.
     pub fn label(self) -> &'static str {
         match self {
             RowCheck::Ok => "ok",
