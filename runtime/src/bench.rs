@@ -12,6 +12,7 @@ pub fn build_commit() -> Option<String> {
     option_env!("TILEC_BUILD_COMMIT").filter(|c| !c.is_empty()).map(str::to_string)
 }
 
+/// Parses `--dtypes` (`bf16,fp8`, duplicates dropped); an error names the word it does not know or says none was given.
 pub fn parse_dtypes(s: &str) -> Result<Vec<BenchDtype>, String> {
     let mut v = Vec::new();
     for d in s.split(',').filter(|x| !x.trim().is_empty()) {
@@ -26,7 +27,9 @@ pub fn parse_dtypes(s: &str) -> Result<Vec<BenchDtype>, String> {
     Ok(v)
 }
 
+/// (N, K) of the LLM shapes of the benchmark.
 pub const LLM_NK: [(u64, u64); 6] = [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)];
+/// The token counts (M) each LLM shape is run with.
 pub const LLM_M: [u64; 3] = [64, 128, 4096];
 
 /// 4096^3, 8192^3, then M in {64, 128, 4096} x the LLM (N, K) pairs.
@@ -122,21 +125,37 @@ pub fn progress(i: usize, n: usize, elapsed_s: f64) -> String {
 /// What one tilec-bench run does; the binary's clap command line fills it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchArgs {
+    /// Artifact folders to time (`--artifact`).
     pub artifacts: Vec<String>,
+    /// Shapes to run.
     pub shapes: Vec<Shape>,
+    /// Element types to run.
     pub dtypes: Vec<BenchDtype>,
+    /// Untimed launches before the rounds.
     pub warmup: usize,
+    /// Timed rounds.
     pub reps: usize,
+    /// Where to write the JSON report.
     pub json: Option<String>,
+    /// Time the vendor baselines only.
     pub baseline_only: bool,
+    /// Largest relative error that passes a check.
     pub threshold: f64,
+    /// Rotate input sets until they span this many times the L2 (0: one set), so reads come from HBM.
     pub l2_factor: f64,
+    /// At most this many rotated input sets.
     pub max_sets: usize,
+    /// Input seed; drawn from the clock when absent.
     pub seed: Option<u64>,
+    /// Cap a slow kernel's timed calls near this many milliseconds (fewer rounds, at least 5).
     pub max_run_ms: f64,
+    /// Hold the stream with a spin kernel while enqueuing, so launches do not leave gaps.
     pub spin: bool,
+    /// Keep the driver's PTX JIT cache.
     pub jit_cache: bool,
+    /// Print the tables of an earlier JSON report instead of running.
     pub from_json: Option<String>,
+    /// Run the grouped GEMMs instead.
     pub grouped: bool,
 }
 

@@ -38,6 +38,7 @@ const REF_CHECK_BUDGET: u64 = 1 << 28;
 /// The outcome of one shape.
 #[derive(Debug, Clone)]
 pub struct BlockScaledCheck {
+    /// The seed the inputs were drawn from.
     pub seed: u64,
     /// `||out-ref||/||ref||` of our kernel.
     pub err: f64,
@@ -45,6 +46,7 @@ pub struct BlockScaledCheck {
     pub reference: &'static str,
     /// cuBLASLt block-scaled against the same reference, or why it did not run.
     pub lt_err: std::result::Result<f64, String>,
+    /// Our kernel's error is within the threshold.
     pub pass: bool,
 }
 

@@ -4,68 +4,239 @@ use tilec_artifact::{ArtifactError, DType, ScalarType};
 /// tensor (and dimension) at fault, so a bad binding never reaches the GPU.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
+    /// The CUDA driver library could not be loaded.
     #[error("libcuda could not be loaded (no NVIDIA driver on this machine?); LD_LIBRARY_PATH={ld_library_path:?}")]
-    NoCuda { ld_library_path: String },
+    NoCuda {
+        /// The library search path at the time.
+        ld_library_path: String,
+    },
+    /// A CUDA library (cuBLAS, cuBLASLt) could not be loaded.
     #[error("could not load {lib} (tried {candidates:?}); add its directory to LD_LIBRARY_PATH (now {ld_library_path:?}), e.g. the Python environment's nvidia/.../lib")]
-    LibraryNotLoaded { lib: &'static str, candidates: Vec<String>, ld_library_path: String },
+    LibraryNotLoaded {
+        /// The library's name.
+        lib: &'static str,
+        /// The file names tried.
+        candidates: Vec<String>,
+        /// The library search path at the time.
+        ld_library_path: String,
+    },
+    /// A CUDA driver call failed.
     #[error("{call} failed: {err}")]
-    Driver { call: &'static str, err: cudarc::driver::DriverError },
+    Driver {
+        /// The function that failed.
+        call: &'static str,
+        /// The library's error.
+        err: cudarc::driver::DriverError,
+    },
+    /// A cuBLAS call failed.
     #[error("{call} failed: {err:?}")]
-    Cublas { call: &'static str, err: cudarc::cublas::result::CublasError },
+    Cublas {
+        /// The function that failed.
+        call: &'static str,
+        /// The library's error.
+        err: cudarc::cublas::result::CublasError,
+    },
+    /// A cuBLASLt call failed.
     #[error("{call} failed: {err:?}")]
-    CublasLt { call: &'static str, err: cudarc::cublaslt::result::CublasError },
+    CublasLt {
+        /// The function that failed.
+        call: &'static str,
+        /// The library's error.
+        err: cudarc::cublaslt::result::CublasError,
+    },
+    /// The artifact is unreadable or inconsistent.
     #[error(transparent)]
     Artifact(#[from] ArtifactError),
+    /// The kernel targets another GPU architecture than the device's.
     #[error("kernel `{entry}` targets {target} but the device is sm_{major}{minor}")]
-    ArchMismatch { entry: String, target: String, major: i32, minor: i32 },
+    ArchMismatch {
+        /// The kernel's entry point.
+        entry: String,
+        /// The artifact's target (`sm_90a`).
+        target: String,
+        /// The device's compute capability, major.
+        major: i32,
+        /// The device's compute capability, minor.
+        minor: i32,
+    },
+    /// The driver's JIT rejected the PTX.
     #[error("loading the PTX of `{entry}` failed: {err}\n{log}")]
-    ModuleLoad { entry: String, err: cudarc::driver::DriverError, log: String },
+    ModuleLoad {
+        /// The kernel's entry point.
+        entry: String,
+        /// The library's error.
+        err: cudarc::driver::DriverError,
+        /// The JIT's error log.
+        log: String,
+    },
+    /// The kernel needs more dynamic shared memory than the device gives a block.
     #[error("kernel `{entry}` needs {need} bytes of dynamic shared memory, the device allows {max} (after {static_bytes} static)")]
-    SmemOverDeviceLimit { entry: String, need: u32, max: u32, static_bytes: u32 },
+    SmemOverDeviceLimit {
+        /// The kernel's entry point.
+        entry: String,
+        /// What the kernel needs.
+        need: u32,
+        /// What the device or kernel allows.
+        max: u32,
+        /// Static shared memory of the kernel, in bytes.
+        static_bytes: u32,
+    },
+    /// The manifest's block is larger than the compiled kernel can run.
     #[error("kernel `{entry}` can run at most {max} threads per block, the manifest asks for {need}")]
-    BlockTooLargeForKernel { entry: String, need: u32, max: u32 },
+    BlockTooLargeForKernel {
+        /// The kernel's entry point.
+        entry: String,
+        /// What the kernel needs.
+        need: u32,
+        /// What the device or kernel allows.
+        max: u32,
+    },
+    /// The cluster cannot be scheduled with this block and shared memory.
     #[error("kernel `{entry}`: not even one cluster of {cluster:?} fits on an SM group with this block/shared memory")]
-    ClusterDoesNotFit { entry: String, cluster: [u32; 3] },
+    ClusterDoesNotFit {
+        /// The kernel's entry point.
+        entry: String,
+        /// The cluster's dimensions.
+        cluster: [u32; 3],
+    },
+    /// A shape symbol the kernel needs is not bound (the symbol).
     #[error("symbol `{0}` is not bound (bind it in the Problem)")]
     MissingSymbol(String),
+    /// A bound shape symbol is not one the kernel declares.
     #[error("symbol `{symbol}` = {value} is bound but not used by the kernel")]
-    UnusedSymbol { symbol: String, value: u64 },
+    UnusedSymbol {
+        /// The shape symbol.
+        symbol: String,
+        /// The value bound.
+        value: u64,
+    },
+    /// A tensor the kernel declares has no buffer (the tensor).
     #[error("tensor `{0}` is not bound to a buffer")]
     MissingTensor(String),
+    /// A buffer is bound to a tensor the kernel does not declare (its name).
     #[error("a buffer is bound to `{0}`, which the kernel does not declare")]
     UnknownTensor(String),
+    /// A tensor is bound twice (the tensor).
     #[error("tensor `{0}` is bound twice")]
     DuplicateBinding(String),
+    /// A tensor dimension is zero.
     #[error("tensor `{tensor}` dimension {dim} (`{symbol}`) is zero")]
-    ZeroSizedDim { tensor: String, dim: usize, symbol: String },
+    ZeroSizedDim {
+        /// The tensor's name in the manifest.
+        tensor: String,
+        /// The dimension (0 is the outermost).
+        dim: usize,
+        /// The shape symbol.
+        symbol: String,
+    },
+    /// A tensor dimension is over TMA's limit.
     #[error("tensor `{tensor}` dimension {dim} is {value}, over the TMA limit 2^32")]
-    DimTooLarge { tensor: String, dim: usize, value: u64 },
+    DimTooLarge {
+        /// The tensor's name in the manifest.
+        tensor: String,
+        /// The dimension (0 is the outermost).
+        dim: usize,
+        /// The value bound.
+        value: u64,
+    },
+    /// A buffer's element type differs from the manifest's.
     #[error("tensor `{tensor}` is {expected} in the manifest but the buffer holds {got}")]
-    DtypeMismatch { tensor: String, expected: DType, got: DType },
+    DtypeMismatch {
+        /// The tensor's name in the manifest.
+        tensor: String,
+        /// The element type the manifest declares.
+        expected: DType,
+        /// The element type of the bound buffer.
+        got: DType,
+    },
+    /// A buffer is smaller than its tensor.
     #[error("tensor `{tensor}` needs {need} bytes, the buffer has {have}")]
-    BufferTooSmall { tensor: String, need: u64, have: u64 },
+    BufferTooSmall {
+        /// The tensor's name in the manifest.
+        tensor: String,
+        /// What the kernel needs.
+        need: u64,
+        /// Bytes the buffer has.
+        have: u64,
+    },
+    /// A buffer's address is not aligned as TMA or the kernel needs.
     #[error("tensor `{tensor}` address {addr:#x} is not {align}-byte aligned")]
-    Misaligned { tensor: String, addr: u64, align: u64 },
+    Misaligned {
+        /// The tensor's name in the manifest.
+        tensor: String,
+        /// The buffer's device address.
+        addr: u64,
+        /// The alignment required, in bytes.
+        align: u64,
+    },
+    /// A tensor's row stride is not a multiple of 16 bytes (TMA's rule).
     #[error("tensor `{tensor}`: stride of dimension {dim} is {stride} bytes, TMA needs a multiple of 16 (pad the inner dimension)")]
-    StrideNotMultipleOf16 { tensor: String, dim: usize, stride: u64 },
+    StrideNotMultipleOf16 {
+        /// The tensor's name in the manifest.
+        tensor: String,
+        /// The dimension (0 is the outermost).
+        dim: usize,
+        /// The stride, in bytes.
+        stride: u64,
+    },
+    /// A tensor's stride is over TMA's limit.
     #[error("tensor `{tensor}`: stride of dimension {dim} is {stride} bytes, TMA needs < 2^40")]
-    StrideTooLarge { tensor: String, dim: usize, stride: u64 },
+    StrideTooLarge {
+        /// The tensor's name in the manifest.
+        tensor: String,
+        /// The dimension (0 is the outermost).
+        dim: usize,
+        /// The stride, in bytes.
+        stride: u64,
+    },
+    /// A shape value does not fit its kernel parameter's type.
     #[error("parameter {index}: `{symbol}` = {value} does not fit {ty:?}")]
-    ScalarOverflow { index: usize, symbol: String, value: u64, ty: ScalarType },
+    ScalarOverflow {
+        /// The parameter's position in the kernel signature.
+        index: usize,
+        /// The shape symbol.
+        symbol: String,
+        /// The value bound.
+        value: u64,
+        /// The parameter's type.
+        ty: ScalarType,
+    },
+    /// The grid is over the device's limits.
     #[error("grid {grid:?} exceeds the device limits (x < 2^31, y and z <= 65535)")]
-    GridTooLarge { grid: [u64; 3] },
+    GridTooLarge {
+        /// The grid computed.
+        grid: [u64; 3],
+    },
+    /// `cuTensorMapEncodeTiled` rejected a descriptor.
     #[error("cuTensorMapEncodeTiled for tensor `{tensor}` failed: {err} (arguments: {args})")]
-    TmaEncode { tensor: String, err: cudarc::driver::DriverError, args: String },
+    TmaEncode {
+        /// The tensor's name in the manifest.
+        tensor: String,
+        /// The library's error.
+        err: cudarc::driver::DriverError,
+        /// The arguments passed.
+        args: String,
+    },
+    /// A launch or the kernel itself failed.
     #[error("kernel `{entry}` failed: {err}")]
-    KernelFailed { entry: String, err: cudarc::driver::DriverError },
+    KernelFailed {
+        /// The kernel's entry point.
+        entry: String,
+        /// The library's error.
+        err: cudarc::driver::DriverError,
+    },
+    /// The artifact is not the kind of kernel asked for (why).
     #[error("not a GEMM artifact: {0}")]
     NotGemm(String),
+    /// The arguments of a GEMM call are inconsistent (why).
     #[error("GEMM arguments: {0}")]
     GemmArgs(String),
+    /// Anything else (what).
     #[error("{0}")]
     Other(String),
 }
 
+/// The runtime's result type.
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 
 pub(crate) trait DriverCtx<T> {

@@ -36,22 +36,33 @@ pub const DEFAULT_BLOCK_M: u64 = 128;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupedForm {
     /// Segments concatenated along M, each padded to `block_m` rows.
-    Contiguous { block_m: u64 },
+    Contiguous {
+        /// Rows each segment is padded to (the kernel's block M).
+        block_m: u64,
+    },
     /// `[G, m_max, K]` with a count of valid rows per expert.
-    Masked { m_max: u64 },
+    Masked {
+        /// Rows reserved for every expert (M_max).
+        m_max: u64,
+    },
 }
 
 /// One grouped problem: `rows[g]` valid rows for expert `g`, all experts
 /// sharing N and K.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupedProblem {
+    /// Contiguous or masked, with its block M or M_max.
     pub form: GroupedForm,
+    /// Columns of every expert's output.
     pub n: u64,
+    /// The reduction dimension.
     pub k: u64,
+    /// Valid rows of each expert, in expert order.
     pub rows: Vec<u64>,
 }
 
 impl GroupedProblem {
+    /// Experts (G).
     pub fn groups(&self) -> usize {
         self.rows.len()
     }
@@ -192,6 +203,7 @@ pub const GROUPED_NK: [(u64, u64); 2] = [(4096, 7168), (7168, 2048)];
 pub const CONTIGUOUS_TOKENS: [u64; 2] = [4096, 32768];
 /// M_max and the range of valid rows of the masked form.
 pub const MASKED_M_MAX: u64 = 256;
+/// The range of valid rows per expert drawn for the masked form.
 pub const MASKED_ROWS: (u64, u64) = (64, 256);
 
 /// The benchmark's grouped problems, drawn from `seed`: contiguous with
@@ -219,13 +231,16 @@ pub fn default_grouped_problems(seed: u64) -> Vec<GroupedProblem> {
 /// Which grouped form a kernel implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupedKind {
+    /// Segments concatenated along M, `expert[MB]` naming each row block's expert.
     Contiguous,
+    /// `[G, M_max, K]` buffers with `counts[G]` valid rows.
     Masked,
 }
 
 /// What a grouped GEMM artifact computes, from its manifest alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroupedSpec {
+    /// The form.
     pub kind: GroupedKind,
     /// Element type of A and B (bf16 or f8e4m3; f8e4m3 takes block scales).
     pub input: DType,

@@ -51,15 +51,19 @@ pub const GROUPED_SCHEMA: &str = "tilec-bench-grouped/1";
 /// One contender's outcome on one problem.
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupedRun {
+    /// The contender (`cublas-loop`, or our artifact's folder name).
     pub name: String,
     /// Relative Frobenius error on the checked rows, when it ran.
     pub rel_err: Option<f64>,
+    /// It ran and its check passed.
     pub pass: bool,
     /// Time of each timed round, ms.
     pub round_ms: Vec<f64>,
+    /// Median and spread of the rounds.
     pub stats: Option<Stats>,
     /// Useful TFLOP/s at the median.
     pub tflops: Option<f64>,
+    /// Why it did not run or was not timed.
     pub error: Option<String>,
 }
 
@@ -68,28 +72,46 @@ pub struct GroupedRun {
 pub struct GroupedResult {
     /// The problem in [`GroupedProblem::parse`]'s form.
     pub problem: String,
+    /// A short description for the table (`contig G=8 4096x7168 rows=4096`).
     pub label: String,
+    /// Experts.
     pub groups: usize,
+    /// Columns of each expert's output.
     pub n: u64,
+    /// The reduction dimension.
     pub k: u64,
+    /// Valid rows over all experts.
     pub total_rows: u64,
+    /// Useful floating-point operations (padding not counted).
     pub flops: f64,
+    /// The seed of this problem's inputs.
     pub seed: u64,
+    /// Each contender's outcome.
     pub runs: Vec<GroupedRun>,
+    /// Why the problem could not be run at all.
     pub error: Option<String>,
 }
 
 /// A grouped report (`tilec-bench --grouped --json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupedReport {
+    /// `tilec-bench-grouped/1`.
     pub schema: String,
+    /// The GPU's name.
     pub device: String,
+    /// When the run started (UTC).
     pub date_utc: String,
+    /// The command line.
     pub command_line: Vec<String>,
+    /// The run's seed.
     pub seed: u64,
+    /// Untimed launches per contender.
     pub warmup: usize,
+    /// Timed rounds.
     pub reps: usize,
+    /// Largest relative error that passes.
     pub threshold: f64,
+    /// One entry per problem.
     pub results: Vec<GroupedResult>,
 }
 
@@ -468,14 +490,23 @@ fn bench_into(
 /// What `tilec-bench --grouped` was asked for.
 #[derive(Debug, Clone)]
 pub struct GroupedArgs<'a> {
+    /// The command line, for the report.
     pub command_line: &'a [String],
+    /// The problems to run.
     pub problems: Vec<GroupedProblem>,
+    /// The seed problems' inputs derive from.
     pub seed: u64,
+    /// Untimed launches per contender.
     pub warmup: usize,
+    /// Timed rounds.
     pub reps: usize,
+    /// Largest relative error that passes.
     pub threshold: f64,
+    /// Hold the stream with a spin kernel while enqueuing.
     pub spin: bool,
+    /// Cap a slow contender's timed calls near this many milliseconds.
     pub max_run_ms: f64,
+    /// Where to write the JSON report.
     pub json: Option<&'a str>,
     /// Our grouped kernels, each a contender on the problems it computes.
     pub artifacts: Vec<(String, Artifact)>,

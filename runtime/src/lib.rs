@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! tilec-runtime: loads tilec artifacts (PTX + manifest) and launches them
 //! with cudarc: TMA descriptors (`cuTensorMapEncodeTiled`), cluster launch
 //! (`cuLaunchKernelEx`), event timing, and cuBLAS/cuBLASLt baselines.

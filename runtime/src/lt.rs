@@ -57,6 +57,7 @@ pub struct LtHandle {
 }
 
 impl LtHandle {
+    /// A handle and its workspace on `stream`.
     pub fn new(stream: Arc<CudaStream>) -> Result<Self> {
         if !unsafe { sys::is_culib_present() } {
             return Err(RuntimeError::LibraryNotLoaded {
@@ -88,13 +89,24 @@ impl Drop for LtHandle {
 /// Operand type of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LtInput {
+    /// BF16 operands, no scales.
     Bf16,
     /// fp8 e4m3 with per-tensor scales (device f32 pointers).
-    Fp8E4m3 { scale_a: u64, scale_b: u64 },
+    Fp8E4m3 {
+        /// Device address of A's f32 scale.
+        scale_a: u64,
+        /// Device address of B's f32 scale.
+        scale_b: u64,
+    },
     /// fp8 e4m3 with block scales (device f32 pointers, layouts above):
     /// `sa_m_major` is A's 1x128 scales M-major, `sb` B's 128x128 scales
     /// `[NB,KB]` row-major.
-    Fp8BlockScaled { sa_m_major: u64, sb: u64 },
+    Fp8BlockScaled {
+        /// Device address of A's scales, M-major (`[K/128, M]`).
+        sa_m_major: u64,
+        /// Device address of B's scales (`[N/128, K/128]`).
+        sb: u64,
+    },
 }
 
 impl LtInput {
@@ -122,9 +134,13 @@ pub struct LtGemm {
     b_layout: sys::cublasLtMatrixLayout_t,
     c_layout: sys::cublasLtMatrixLayout_t,
     algo: sys::cublasLtMatmulAlgo_t,
+    /// Rows of C.
     pub m: u64,
+    /// Columns of C.
     pub n: u64,
+    /// The reduction dimension.
     pub k: u64,
+    /// The operands' type and scales.
     pub input: LtInput,
     /// Workspace bytes the chosen algorithm needs.
     pub workspace_needed: usize,

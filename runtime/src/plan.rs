@@ -11,6 +11,7 @@ use tilec_artifact::*;
 /// Values of the shape symbols (M, N, K, ...).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Problem {
+    /// Symbol name to value.
     pub symbols: BTreeMap<String, u64>,
 }
 
@@ -19,10 +20,12 @@ impl Problem {
     pub fn gemm(m: u64, n: u64, k: u64) -> Self {
         Problem::default().with("M", m).with("N", n).with("K", k)
     }
+    /// The problem with `symbol` bound to `value`.
     pub fn with(mut self, symbol: &str, value: u64) -> Self {
         self.symbols.insert(symbol.to_string(), value);
         self
     }
+    /// The value of `symbol`, or [`RuntimeError::MissingSymbol`].
     pub fn get(&self, symbol: &str) -> Result<u64> {
         self.symbols.get(symbol).copied().ok_or_else(|| RuntimeError::MissingSymbol(symbol.to_string()))
     }
@@ -31,9 +34,13 @@ impl Problem {
 /// A device buffer bound to a manifest tensor (address and size only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorBinding {
+    /// The manifest tensor it binds.
     pub name: String,
+    /// The buffer's element type.
     pub dtype: DType,
+    /// The buffer's device address.
     pub addr: u64,
+    /// The buffer's size in bytes.
     pub bytes: u64,
 }
 
@@ -41,42 +48,67 @@ pub struct TensorBinding {
 /// first as CUDA wants them. Only the first `rank` entries are meaningful.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TmaEncode {
+    /// The tensor's name.
     pub tensor: String,
+    /// The element type, as CUDA names it.
     pub data_type: sys::CUtensorMapDataType,
+    /// Dimensions in use (at most 5).
     pub rank: u32,
+    /// The tensor's device address.
     pub global_address: u64,
+    /// Extent of each dimension, innermost first.
     pub global_dim: [u64; 5],
     /// Byte strides of dimensions 1..rank (dimension 0 is contiguous).
     pub global_strides: [u64; 4],
+    /// The box TMA copies, innermost first.
     pub box_dim: [u32; 5],
+    /// Element strides (all 1).
     pub element_strides: [u32; 5],
+    /// Interleaving (none).
     pub interleave: sys::CUtensorMapInterleave,
+    /// The shared-memory swizzle.
     pub swizzle: sys::CUtensorMapSwizzle,
+    /// L2 promotion of the loads.
     pub l2_promotion: sys::CUtensorMapL2promotion,
+    /// What out-of-bounds elements read as (zero).
     pub oob_fill: sys::CUtensorMapFloatOOBfill,
 }
 
 /// One kernel parameter's value, in manifest order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParamValue {
+    /// A TMA descriptor, passed by value.
     Tma(TmaEncode),
+    /// A device pointer.
     Ptr(u64),
+    /// A 32-bit signed scalar.
     I32(i32),
+    /// A 32-bit unsigned scalar.
     U32(u32),
+    /// A 64-bit signed scalar.
     I64(i64),
+    /// A 64-bit unsigned scalar.
     U64(u64),
+    /// A 32-bit float.
     F32(f32),
 }
 
+/// Everything one launch needs, computed without a GPU.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LaunchPlan {
+    /// CTAs along x, y, z.
     pub grid: [u32; 3],
+    /// Threads per CTA along x, y, z.
     pub block: [u32; 3],
+    /// CTAs per cluster along x, y, z.
     pub cluster: [u32; 3],
+    /// Dynamic shared memory per CTA, in bytes.
     pub dynamic_smem_bytes: u32,
+    /// The kernel's parameters, in signature order.
     pub params: Vec<ParamValue>,
 }
 
+/// The `cuTensorMapEncodeTiled` element type of a manifest type.
 pub fn tma_data_type(d: DType) -> sys::CUtensorMapDataType {
     use sys::CUtensorMapDataType as T;
     match d {
