@@ -331,25 +331,17 @@ impl Plan {
                 }
                 Opcode::TileLoadScalar => {
                     let load = tile::LoadScalar::of(body, op).ok_or_else(malformed)?;
-                    let tensor = *plan
-                        .tensor_of_arg
-                        .get(&load.tensor(body))
-                        .ok_or_else(|| error(&data.loc, name, "the source must be a kernel argument"))?;
                     if !matches!(body.value_type(load.result(body)).elem(), ElemType::I32) {
                         return Err(error(&data.loc, name, "only i32 elements are loaded as scalars by the lowering"));
                     }
-                    plan.tensors[tensor].ptr = true;
+                    plan.read_by_threads(load.tensor(body), &data.loc, name)?;
                 }
                 Opcode::NvLoadGlobal => {
                     let load = nv::LoadGlobal::of(body, op).ok_or_else(malformed)?;
-                    let tensor = *plan
-                        .tensor_of_arg
-                        .get(&load.tensor(body))
-                        .ok_or_else(|| error(&data.loc, name, "the source must be a kernel argument"))?;
                     if load.coords(body).len() != 2 {
                         return Err(error(&data.loc, name, "only rank-2 loads are supported by the lowering"));
                     }
-                    plan.tensors[tensor].ptr = true;
+                    plan.read_by_threads(load.tensor(body), &data.loc, name)?;
                 }
                 Opcode::NvTmaStore => {
                     let st = nv::TmaStore::of(body, op).ok_or_else(malformed)?;
@@ -395,6 +387,14 @@ impl Plan {
 
     /// The TMA descriptor of `tensor` with `geom`'s box and swizzle, once
     /// however many loads and stores use it.
+    /// The kernel takes a pointer to `tensor`, which threads read with plain
+    /// loads; it must be a kernel argument.
+    fn read_by_threads(&mut self, tensor: Value, loc: &Location, op: &str) -> Result<(), Diagnostic> {
+        let t = *self.tensor_of_arg.get(&tensor).ok_or_else(|| error(loc, op, "the source must be a kernel argument"))?;
+        self.tensors[t].ptr = true;
+        Ok(())
+    }
+
     fn add_tma(&mut self, tensor: usize, geom: &SmemGeom, rank: usize) {
         let desc = TmaDesc { tensor, box_dims: tma_box(geom.rows, geom, rank), swizzle: geom.swizzle, geom_swizzle: geom.manifest_swizzle() };
         if !self.tma.contains(&desc) {

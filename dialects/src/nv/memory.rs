@@ -2,7 +2,7 @@
 //! stores: the checks their definitions (ops.ods) cannot state.
 
 use super::{AllocMbarriers, AllocSmem, LoadGlobal, MbarrierExpectTx, StoreGlobal, TmaLoad};
-use crate::ir::{Body, Layout, Op};
+use crate::ir::{Body, Layout, Op, Value};
 
 pub(super) fn verify_alloc_smem(body: &Body, op: Op) -> Result<(), String> {
     let alloc = AllocSmem::of(body, op).ok_or("malformed 'nv.alloc_smem'")?;
@@ -55,32 +55,28 @@ pub(super) fn verify_tma_load(body: &Body, op: Op) -> Result<(), String> {
 /// A register tile stored at one element coordinate per tensor dimension.
 pub(super) fn verify_store_global(body: &Body, op: Op) -> Result<(), String> {
     let store = StoreGlobal::of(body, op).ok_or("malformed 'nv.store_global'")?;
-    let tile = body.value_type(store.value(body)).as_tile().ok_or("the stored value must be a tile")?;
-    let tensor = body.value_type(store.tensor(body)).as_ref_type().ok_or("the destination must be a global tensor reference")?;
-    if tile.layout.as_ref().is_none_or(Layout::is_shared) {
-        return Err("the stored tile needs a distributed (register) layout".into());
-    }
-    if tile.elem != tensor.elem {
-        return Err("tile and tensor element types differ".into());
-    }
-    if store.coords(body).len() != tensor.shape.len() || tile.shape.len() != tensor.shape.len() {
-        return Err("expects one element coordinate per tensor dimension".into());
-    }
-    Ok(())
+    check_register_access(body, store.value(body), store.tensor(body), store.coords(body).len(), "stored")
 }
 
 /// A register tile read at one element coordinate per tensor dimension.
 pub(super) fn verify_load_global(body: &Body, op: Op) -> Result<(), String> {
     let load = LoadGlobal::of(body, op).ok_or("malformed 'nv.load_global'")?;
-    let tile = body.value_type(load.result(body)).as_tile().ok_or("the result must be a tile")?;
-    let tensor = body.value_type(load.tensor(body)).as_ref_type().ok_or("the source must be a global tensor reference")?;
+    check_register_access(body, load.result(body), load.tensor(body), load.coords(body).len(), "loaded")
+}
+
+/// Threads access the register tile `tile` at `coords` element coordinates
+/// of `tensor`: one per dimension, and the tile in a distributed layout of
+/// the tensor's element type (`what` the tile is: stored or loaded).
+fn check_register_access(body: &Body, tile: Value, tensor: Value, coords: usize, what: &str) -> Result<(), String> {
+    let tile = body.value_type(tile).as_tile().ok_or(format!("the {what} value must be a tile"))?;
+    let tensor = body.value_type(tensor).as_ref_type().ok_or("the memory operand must be a global tensor reference")?;
     if tile.layout.as_ref().is_none_or(Layout::is_shared) {
-        return Err("the loaded tile needs a distributed (register) layout".into());
+        return Err(format!("the {what} tile needs a distributed (register) layout"));
     }
     if tile.elem != tensor.elem {
         return Err("tile and tensor element types differ".into());
     }
-    if load.coords(body).len() != tensor.shape.len() || tile.shape.len() != tensor.shape.len() {
+    if coords != tensor.shape.len() || tile.shape.len() != tensor.shape.len() {
         return Err("expects one element coordinate per tensor dimension".into());
     }
     Ok(())
