@@ -6,6 +6,25 @@
 //! tables, a typed view and builder per op, and the parser, printer and
 //! structural verifier each format implies. Hand-written code keeps only
 //! what a definition cannot say: custom syntax and semantic checks.
+//!
+//! ```
+//! let src = "dialect toy\n\
+//!            op toy.neg Neg {\n\
+//!              summary: the negation of a scalar\n\
+//!              traits: pure\n\
+//!              operands: input: any\n\
+//!              results: result: any\n\
+//!              types-match: input, result\n\
+//!              format: $input attr-dict `:` type($result)\n\
+//!            }\n";
+//! let generated = tilec_odsgen::generate(&[(src, "crate::toy")]).unwrap();
+//! assert!(generated.opcodes.contains("/// `toy.neg`: the negation of a scalar\n    ToyNeg,"));
+//! assert!(generated.dialects[0].contains("pub struct Neg(Op);"));
+//!
+//! let misspelt = src.replace("summary", "sumary");
+//! let err = tilec_odsgen::generate(&[(&misspelt, "crate::toy")]).map(drop).unwrap_err();
+//! assert_eq!(err, "definition file #0: line 3: unknown key 'sumary'");
+//! ```
 
 pub mod def;
 pub mod format;
