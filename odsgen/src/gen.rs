@@ -157,11 +157,7 @@ fn view(s: &mut String, op: &OpDef, opcodes: &[String], single: bool) {
     for (list, what, values) in [("operands", "operand", &op.operands), ("results", "result", &op.results)] {
         for (i, val) in values.iter().enumerate() {
             let (ty, expr) = access(values, i, list);
-            let doc = match val.arity {
-                Arity::One => format!("The `{}` {what}.", val.name),
-                Arity::Optional => format!("The `{}` {what}, if present.", val.name),
-                Arity::Variadic => format!("The `{}` {what}s (a variadic group).", val.name),
-            };
+            let doc = value_doc(what, val);
             writeln!(s, "    /// {doc}\n    pub fn {}<'b>(self, body: &'b Body) -> {ty} {{\n        {expr}\n    }}\n", val.name).unwrap();
         }
     }
@@ -194,13 +190,7 @@ fn view(s: &mut String, op: &OpDef, opcodes: &[String], single: bool) {
             }
             (AttrType::Str | AttrType::Keyword(_), false, _) => ("Option<&'b str>".into(), format!("{get}.get({n:?}).and_then(Attribute::as_str)")),
         };
-        let doc = match (&a.ty, a.required(), a.default) {
-            (AttrType::Unit, _, _) => format!("Whether the unit attribute `{n}` is set."),
-            (_, true, _) => format!("The `{n}` attribute."),
-            (_, false, Some(d)) => format!("The `{n}` attribute, {d} when absent."),
-            (_, false, None) => format!("The `{n}` attribute, if set."),
-        };
-        writeln!(s, "    /// {doc}\n    pub fn {n}<'b>(self, body: &'b Body) -> {ty} {{\n        {expr}\n    }}\n").unwrap();
+        writeln!(s, "    /// {}\n    pub fn {n}<'b>(self, body: &'b Body) -> {ty} {{\n        {expr}\n    }}\n", attr_doc(a)).unwrap();
     }
     if single {
         builder(s, op);
@@ -208,6 +198,44 @@ fn view(s: &mut String, op: &OpDef, opcodes: &[String], single: bool) {
         s.push_str("    /// Which member of the class the op is.\n    pub fn opcode(self, body: &Body) -> Opcode {\n        body.ops[self.0].def.opcode\n    }\n\n");
     }
     s.push_str("}\n\n");
+}
+
+/// The doc line of a generated operand or result accessor (`what`): its
+/// name, the kind of value it must be, and what an absent or variadic
+/// value reads as.
+fn value_doc(what: &str, v: &ValueDef) -> String {
+    let kind = match v.kind {
+        Kind::Any => "of any type",
+        Kind::Index => "an `index`",
+        Kind::I1 => "an `i1`",
+        Kind::Tile => "a tile",
+        Kind::Ref => "a global tensor reference",
+        Kind::Smem => "an `!nv.smem` buffer",
+        Kind::MBarrier => "an `!nv.mbarrier`",
+    };
+    match v.arity {
+        Arity::One => format!("The `{}` {what}, {kind}.", v.name),
+        Arity::Optional => format!("The `{}` {what}, {kind}; `None` when absent.", v.name),
+        Arity::Variadic => format!("The `{}` {what}s (a variadic group), each {kind}.", v.name),
+    }
+}
+
+/// The doc line of a generated attribute accessor: its name, its type (the
+/// words of an enum or keyword) and what an absent one reads as.
+fn attr_doc(a: &AttrDef) -> String {
+    let n = &a.name;
+    let what = match &a.ty {
+        AttrType::Unit => return format!("Whether the unit attribute `{n}` is set."),
+        AttrType::I64 => format!("The `{n}` attribute, an integer"),
+        AttrType::Str => format!("The `{n}` attribute, a string"),
+        AttrType::Enum(w) => format!("The `{n}` attribute: the position of its word in `{}`", w.join("|")),
+        AttrType::Keyword(w) => format!("The `{n}` attribute, one of `{}`", w.join("|")),
+    };
+    match (a.required(), a.default) {
+        (true, _) => format!("{what}."),
+        (false, Some(d)) => format!("{what}; {d} when absent."),
+        (false, None) => format!("{what}; `None` when absent."),
+    }
 }
 
 /// Whether the builder can take `r`'s type from an operand.
