@@ -297,6 +297,69 @@ impl OurGrouped {
     }
 }
 
+/// Fresh BF16 inputs of a grouped problem in its layout: host copies for
+/// the reference, device copies for the launches, and (contiguous form)
+/// the expert of each row block.
+struct Bf16Inputs {
+    a_h: Vec<bf16>,
+    b_h: Vec<bf16>,
+    a: CudaSlice<bf16>,
+    b: CudaSlice<bf16>,
+    expert: CudaSlice<i32>,
+}
+
+impl Bf16Inputs {
+    fn new(gpu: &Gpu, p: &GroupedProblem, seed: u64) -> Result<Self> {
+        let s = &gpu.stream;
+        let (rows, n, k) = (p.buffer_rows() as usize, p.n as usize, p.k as usize);
+        let a_h = par_fill(rows * k, seed, |r| bf16::from_f32(r.uniform()));
+        let b_h = par_fill(p.groups() * n * k, seed ^ 0xB, |r| bf16::from_f32(r.uniform()));
+        let a = s.clone_htod(&a_h).map_err(dc("cuMemcpyHtoD(A)"))?;
+        let b = s.clone_htod(&b_h).map_err(dc("cuMemcpyHtoD(B)"))?;
+        // An empty problem still binds a one-element tensor.
+        let expert_h = p.expert_of_block().filter(|e| !e.is_empty()).unwrap_or(vec![0]);
+        let expert = s.clone_htod(&expert_h).map_err(dc("cuMemcpyHtoD(expert)"))?;
+        Ok(Bf16Inputs { a_h, b_h, a, b, expert })
+    }
+
+    /// Row `row` of A (in the layout's rows), as f32.
+    fn a_row(&self, p: &GroupedProblem, row: u64) -> Vec<f32> {
+        let k = p.k as usize;
+        self.a_h[row as usize * k..(row as usize + 1) * k].iter().map(|x| x.to_f32()).collect()
+    }
+
+    /// Expert `e`'s B (N x K), as f32.
+    fn b_expert(&self, p: &GroupedProblem, e: usize) -> Vec<f32> {
+        let nk = (p.n * p.k) as usize;
+        self.b_h[e * nk..(e + 1) * nk].iter().map(|x| x.to_f32()).collect()
+    }
+}
+
+impl OurGrouped {
+    /// The launch of the kernel on `inputs` into `out` (the layout's rows x N).
+    fn prepare(&self, gpu: &Gpu, p: &GroupedProblem, inputs: &Bf16Inputs, out: &CudaSlice<bf16>) -> Result<crate::cuda::Prepared> {
+        let problem = self.spec.problem(p)?;
+        let tensors = [gpu.bind("A", &inputs.a), gpu.bind("B", &inputs.b), gpu.bind("expert", &inputs.expert), gpu.bind("C", out)];
+        self.kernel.prepare(&problem, &tensors)
+    }
+}
+
+/// Runs `kernel` once on fresh inputs of `p` (drawn from `seed`) into a
+/// poisoned output; returns its relative error against FP64 on the first
+/// and last valid row of every expert, as the benchmark checks it.
+pub fn check_grouped_kernel(gpu: &Gpu, kernel: &OurGrouped, p: &GroupedProblem, seed: u64) -> Result<f64> {
+    if !kernel.runs(p) {
+        return Err(RuntimeError::GemmArgs(format!("{p}: the kernel is {:?} {}", kernel.spec.kind, kernel.spec.input)));
+    }
+    let inputs = Bf16Inputs::new(gpu, p, seed)?;
+    let mut out = unsafe { gpu.stream.alloc::<bf16>(p.buffer_rows() as usize * p.n as usize) }.map_err(dc("cuMemAlloc(C)"))?;
+    gpu.poison16(&mut out, POISON_BF16)?;
+    kernel.prepare(gpu, p, &inputs, &out)?.launch()?;
+    gpu.sync(&kernel.name)?;
+    let h = gpu.stream.clone_dtoh(&out).map_err(dc("cuMemcpyDtoH(C)"))?;
+    Ok(check_rows(p, &h, |row| inputs.a_row(p, row), |e| inputs.b_expert(p, e)))
+}
+
 /// Checks and times the baselines on `p` with inputs drawn from `seed`.
 #[allow(clippy::too_many_arguments)]
 pub fn bench_grouped(
@@ -349,15 +412,10 @@ fn bench_into(
     let (rows, n, k) = (p.buffer_rows() as usize, p.n as usize, p.k as usize);
     let g = p.groups();
     let experts = live(p);
-    // BF16 inputs.
-    let a_h = par_fill(rows * k, seed, |r| bf16::from_f32(r.uniform()));
-    let b_h = par_fill(g * n * k, seed ^ 0xB, |r| bf16::from_f32(r.uniform()));
-    let a = s.clone_htod(&a_h).map_err(dc("cuMemcpyHtoD(A)"))?;
-    let b = s.clone_htod(&b_h).map_err(dc("cuMemcpyHtoD(B)"))?;
+    let inputs = Bf16Inputs::new(gpu, p, seed)?;
     let mut c = unsafe { s.alloc::<bf16>(rows * n) }.map_err(dc("cuMemAlloc(C)"))?;
-    let (pa, pb, pc) = (addr(gpu, &a), addr(gpu, &b), addr(gpu, &c));
-    let bf16_row = |row: u64| a_h[row as usize * k..(row as usize + 1) * k].iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
-    let bf16_b = |e: usize| b_h[e * n * k..(e + 1) * n * k].iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+    let (pa, pb, pc) = (addr(gpu, &inputs.a), addr(gpu, &inputs.b), addr(gpu, &c));
+    let (bf16_row, bf16_b) = (|row| inputs.a_row(p, row), |e| inputs.b_expert(p, e));
     // FP8 block-scaled inputs: e4m3 values, power-of-two scales over the layout's rows.
     let a8_h = par_fill(rows * k, seed ^ 0xA8, |r| f32_to_e4m3(r.uniform()));
     let b8_h = par_fill(g * n * k, seed ^ 0xB8, |r| f32_to_e4m3(r.uniform()));
@@ -439,17 +497,11 @@ fn bench_into(
         Err(e) => not_run("cublaslt-fp8-block-loop", e),
     });
     // Our kernels on the same BF16 inputs, each into its own output.
-    let expert_h = p.expert_of_block().unwrap_or_default();
-    let expert = s.clone_htod(&expert_h).map_err(dc("cuMemcpyHtoD(expert)"))?;
     let mut prepared = Vec::new();
     for kernel in ours.iter().filter(|k| k.runs(p)) {
         let index = res.runs.len();
         let mut out = unsafe { s.alloc::<bf16>(rows * n) }.map_err(dc("cuMemAlloc(C ours)"))?;
-        let launch = kernel.spec.problem(p).and_then(|problem| {
-            let tensors = [gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("expert", &expert), gpu.bind("C", &out)];
-            kernel.kernel.prepare(&problem, &tensors)
-        });
-        match launch {
+        match kernel.prepare(gpu, p, &inputs, &out) {
             Ok(mut launch) => {
                 res.runs.push(check(&kernel.name, &mut out, &mut || launch.launch(), false));
                 prepared.push((index, launch, out));

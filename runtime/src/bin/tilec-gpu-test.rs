@@ -9,6 +9,9 @@
 //!   f32 `SB[NB,KB]` -> bf16 `C[M,N]`: compared with the dequantised product
 //!   (`tilec_runtime::blockscaled`), cuBLASLt block-scaled as a second opinion.
 //! - copy: bf16 `X[M,N]` input, `Y[M,N]` output (Y = X): bit-exact comparison.
+//! - grouped GEMM (`tilec_runtime::grouped`'s signatures; BF16 contiguous
+//!   today): run on each `--grouped-problems` problem (uneven experts, some
+//!   empty), checked in FP64 on the first and last row of every expert.
 //!
 //! Prints our and the baseline's TFLOP/s (median of event-timed runs after
 //! warm-up, for information). Exit status: 0 all pass (or skipped: no
@@ -33,7 +36,13 @@ enum Mode {
     /// FP8 e4m3 with 1x128 scales for A and 128x128 scales for B.
     Fp8Block,
     Copy,
+    /// A grouped GEMM for mixture-of-experts.
+    Grouped,
 }
+
+/// Uneven experts: an empty one, a one-row one, one much larger than the
+/// rest, N not a multiple of the tile.
+const DEFAULT_GROUPED: &str = "contiguous:256x512:0,1,300,77;contiguous:1000x384:5,0,129,640,1;contiguous:4096x7168:512,0,2048,33";
 
 /// Runs a compiled artifact on each shape and checks it against cuBLAS.
 #[derive(Parser, Debug)]
@@ -53,12 +62,26 @@ struct Cli {
     /// Largest relative Frobenius error that passes
     #[arg(long, default_value_t = 1e-2)]
     threshold: f64,
+    /// Problems a grouped GEMM runs on, `contiguous:NxK:ROWS,...` separated by `;`
+    #[arg(long, default_value = DEFAULT_GROUPED, value_parser = parse_grouped)]
+    grouped_problems: GroupedProblems,
     #[command(flatten)]
     completions: CompletionArgs,
 }
 
 #[derive(Clone, Debug)]
 struct Shapes(Vec<(u64, u64, u64)>);
+
+#[derive(Clone, Debug)]
+struct GroupedProblems(Vec<grouped::GroupedProblem>);
+
+fn parse_grouped(s: &str) -> Result<GroupedProblems, String> {
+    let problems = s.split(';').filter(|x| !x.trim().is_empty()).map(|x| grouped::GroupedProblem::parse(x.trim())).collect::<Result<Vec<_>, _>>()?;
+    if problems.is_empty() {
+        return Err("no grouped problem given".into());
+    }
+    Ok(GroupedProblems(problems))
+}
 
 fn parse_shapes(s: &str) -> Result<Shapes, String> {
     let shapes = s
@@ -92,6 +115,9 @@ fn has(m: &Manifest, name: &str, shape: &[&str], role: Role) -> bool {
 }
 
 fn detect_mode(m: &Manifest) -> Result<Mode, String> {
+    if m.tensor("expert").is_some() || m.tensor("counts").is_some() {
+        return grouped::GroupedSpec::from_manifest(m).map(|_| Mode::Grouped).map_err(|e| e.to_string());
+    }
     let spec = GemmSpec::from_manifest(m);
     // A manifest with A and C is meant as a GEMM: say what is wrong with it.
     if let (Err(e), Some(_), Some(_)) = (&spec, m.tensor("A"), m.tensor("C")) {
@@ -139,13 +165,15 @@ fn main() -> ExitCode {
         println!("tilec-gpu-test: SKIPPED (no libcuda): artifact {dir} is valid, nothing was run");
         return ExitCode::SUCCESS;
     }
-    match run(&dir, &artifact, mode, &shapes, threshold) {
+    let problems = cli.grouped_problems.0;
+    let count = if mode == Mode::Grouped { problems.len() } else { shapes.len() };
+    match run(&dir, &artifact, mode, &shapes, &problems, threshold) {
         Ok(0) => {
-            println!("tilec-gpu-test: all {} shapes PASS", shapes.len());
+            println!("tilec-gpu-test: all {count} shapes PASS");
             ExitCode::SUCCESS
         }
         Ok(n) => {
-            println!("tilec-gpu-test: {n} of {} shapes FAILED", shapes.len());
+            println!("tilec-gpu-test: {n} of {count} shapes FAILED");
             ExitCode::from(EXIT_ERROR)
         }
         Err(e) => {
@@ -153,6 +181,29 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// Runs a grouped GEMM on each problem with fresh inputs; returns how many failed.
+fn run_grouped(gpu: &Gpu, dir: &str, artifact: &Artifact, problems: &[grouped::GroupedProblem], threshold: f64) -> Result<usize> {
+    let spec = grouped::GroupedSpec::from_manifest(&artifact.manifest)?;
+    let kernel = grouped_bench::OurGrouped { name: dir.to_string(), kernel: gpu.load(artifact)?, spec };
+    println!("artifact: {dir} entry {} ({:?} {}), {} regs", artifact.manifest.entry, spec.kind, spec.input, kernel.kernel.num_regs);
+    let mut failed = 0;
+    for (i, p) in problems.iter().enumerate() {
+        let seed = seed_from_time().wrapping_add(i as u64);
+        match grouped_bench::check_grouped_kernel(gpu, &kernel, p, seed) {
+            Ok(err) if passes(err, threshold) => println!("{:>48} {err:>10.3e}   PASS  fp64 cpu rows, {seed:#x}", p.to_string()),
+            Ok(err) => {
+                failed += 1;
+                println!("{:>48} {err:>10.3e}   FAIL  fp64 cpu rows, {seed:#x}", p.to_string());
+            }
+            Err(e) => {
+                failed += 1;
+                println!("{:>48} FAIL: {e}", p.to_string());
+            }
+        }
+    }
+    Ok(failed)
 }
 
 fn tflops(m: u64, n: u64, k: u64, ms: f64) -> f64 {
@@ -166,7 +217,7 @@ fn bench(gpu: &Gpu, kernels: &mut [tilec_runtime::timing::Launch]) -> Result<Vec
     Ok(rounds.iter().map(|r| Stats::from_samples(r).map_or(f64::NAN, |s| s.median_ms)).collect())
 }
 
-fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], threshold: f64) -> Result<usize> {
+fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], problems: &[grouped::GroupedProblem], threshold: f64) -> Result<usize> {
     let gpu = Gpu::new(0)?;
     println!(
         "device: {} (sm_{}{}, {} SMs, driver {}.{}), LD_LIBRARY_PATH={}",
@@ -187,6 +238,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], t
     };
     let mut failed = 0;
     match mode {
+        Mode::Grouped => failed = run_grouped(&gpu, dir, artifact, problems, threshold)?,
         Mode::Gemm { b_kn } => {
             let gemm = Gemm::from_artifact(&gpu, artifact)?;
             gemm.kernels().iter().for_each(print_kernel);
