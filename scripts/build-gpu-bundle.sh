@@ -7,6 +7,8 @@
 #   .device/bundle/run-session.sh              scripts/gpu-session.sh: correctness, SASS, benchmark
 #
 #   .device/bundle/run-sweep.sh                (with --sweep) times every shape's candidates
+#   .device/bundle/run-tp.sh                   checks and times the tensor-parallel GEMMs (bin/tilec-tp)
+#                                              on the kernels of scripts/gpu-variants-tp.txt
 #
 # usage: scripts/build-gpu-bundle.sh [VARIANTS_FILE]
 #        scripts/build-gpu-bundle.sh --sweep [CANDIDATES [PROGRAM]]
@@ -99,6 +101,7 @@ done
 
 cp scripts/gpu-session.sh "$out/run-session.sh"
 cp scripts/gpu-env.sh "$out/gpu-env.sh"
+cp scripts/run-tp.sh "$out/run-tp.sh"
 if [ "$sweep" = 1 ]; then
   # sweep.txt: SHAPE ARTIFACT CONFIG, one compiled candidate a line, in rank order; the
   # configs come from --explain (explain/SHAPE.txt keeps the whole ranking).

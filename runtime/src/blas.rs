@@ -142,7 +142,48 @@ impl Cublas {
     }
 }
 
+/// Multiply-adds the FP64 check of a cuBLAS reference may spend.
+const REF_CHECK_BUDGET: u64 = 1 << 28;
+
 impl Cublas {
+    /// A reference for a correctness check too large for the CPU:
+    /// `A[M,K] * B[N,K]^T` by cuBLAS on `gpu` (FP32 accumulation, bf16
+    /// output), first checked against FP64 on evenly sampled rows (within
+    /// `threshold`), so a wrong reference cannot pass a wrong kernel.
+    /// Returns the `M x N` result.
+    pub fn checked_reference(
+        &self,
+        gpu: &crate::cuda::Gpu,
+        a: &[bf16],
+        b: &[bf16],
+        size: crate::gemm::GemmSize,
+        threshold: f64,
+    ) -> Result<Vec<f64>> {
+        use crate::check::{bf16_to_f64, cpu_gemm_tn_rows, passes, rel_frobenius, sample_rows, POISON_BF16};
+        let dc = |call: &'static str| move |err| RuntimeError::Driver { call, err };
+        let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
+        let s = &gpu.stream;
+        let a_d = s.clone_htod(a).map_err(dc("cuMemcpyHtoD(reference A)"))?;
+        let b_d = s.clone_htod(b).map_err(dc("cuMemcpyHtoD(reference B)"))?;
+        let mut c = unsafe { s.alloc::<bf16>(m * n) }.map_err(dc("cuMemAlloc(reference C)"))?;
+        gpu.poison16(&mut c, POISON_BF16)?;
+        self.gemm_bf16_tn(size.m, size.n, size.k, &a_d, &b_d, &mut c)?;
+        gpu.sync("cuBLAS reference")?;
+        let reference = bf16_to_f64(&s.clone_dtoh(&c).map_err(dc("cuMemcpyDtoH(reference C)"))?);
+        let rows = sample_rows(m, n, k, REF_CHECK_BUDGET);
+        let to_f32 = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+        let cpu = cpu_gemm_tn_rows(&to_f32(a), &to_f32(b), n, k, &rows);
+        let sampled: Vec<f64> = rows.iter().flat_map(|&i| reference[i * n..(i + 1) * n].to_vec()).collect();
+        let ref_err = rel_frobenius(&sampled, &cpu);
+        if !passes(ref_err, threshold) {
+            return Err(RuntimeError::Other(format!(
+                "the cuBLAS reference disagrees with FP64 on {} sampled rows ({ref_err:.3e})",
+                rows.len()
+            )));
+        }
+        Ok(reference)
+    }
+
     /// The cuBLAS handle (bound to the stream given to [`Cublas::new`]).
     pub fn handle(&self) -> cudarc::cublas::sys::cublasHandle_t {
         *self.blas.handle()

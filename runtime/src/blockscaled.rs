@@ -32,8 +32,6 @@ use half::bf16;
 
 /// Largest `M*N*K` checked against the FP64 CPU reference.
 pub const CPU_REF_LIMIT: u64 = 1 << 27;
-/// Multiply-adds the FP64 check of the cuBLAS reference may spend (larger shapes).
-const REF_CHECK_BUDGET: u64 = 1 << 28;
 
 /// The outcome of one shape.
 #[derive(Debug, Clone)]
@@ -101,24 +99,7 @@ pub fn check_block_scaled(
     } else {
         let (a_deq, b_deq) = (bs.dequant_a(&a_h, &sa_h), bs.dequant_b(&b_h, &sb_h));
         let exact = |v: &[f32]| exact_bf16(v).ok_or_else(|| RuntimeError::Other("dequantised input not exact in bf16".into()));
-        let a16 = s.clone_htod(&exact(&a_deq)?).map_err(dc("cuMemcpyHtoD(A16)"))?;
-        let b16 = s.clone_htod(&exact(&b_deq)?).map_err(dc("cuMemcpyHtoD(B16)"))?;
-        let mut c_ref = unsafe { s.alloc::<bf16>(m * n) }.map_err(dc("cuMemAlloc(C_ref)"))?;
-        gpu.poison16(&mut c_ref, POISON_BF16)?;
-        blas.gemm_bf16_tn(size.m, size.n, size.k, &a16, &b16, &mut c_ref)?;
-        gpu.sync("cuBLAS reference")?;
-        let reference = bf16_to_f64(&s.clone_dtoh(&c_ref).map_err(dc("cuMemcpyDtoH(C_ref)"))?);
-        // The reference itself must agree with FP64 on sampled rows.
-        let rows = sample_rows(m, n, k, REF_CHECK_BUDGET);
-        let cpu = cpu_gemm_tn_rows(&a_deq, &b_deq, n, k, &rows);
-        let sampled: Vec<f64> = rows.iter().flat_map(|&i| reference[i * n..(i + 1) * n].to_vec()).collect();
-        let ref_err = rel_frobenius(&sampled, &cpu);
-        if !passes(ref_err, threshold) {
-            return Err(RuntimeError::Other(format!(
-                "the cuBLAS reference disagrees with FP64 on {} sampled rows ({ref_err:.3e})",
-                rows.len()
-            )));
-        }
+        let reference = blas.checked_reference(gpu, &exact(&a_deq)?, &exact(&b_deq)?, size, threshold)?;
         (reference, "cublas bf16 on dequantised inputs")
     };
     let err = rel_frobenius(&out, &reference);

@@ -121,6 +121,14 @@ impl Gpu {
             .ctx("cuMemsetD16Async")
     }
 
+    /// Fills every byte of a buffer with `byte` (0xFF: NaN as bf16 and as
+    /// e4m3).
+    pub fn poison8<T: Element>(&self, slice: &mut CudaSlice<T>, byte: u8) -> Result<()> {
+        let (addr, _g) = slice.device_ptr(&self.stream);
+        let bytes = slice.len() * std::mem::size_of::<T>();
+        unsafe { sys::cuMemsetD8Async(addr, byte, bytes, self.stream.cu_stream()) }.result().ctx("cuMemsetD8Async")
+    }
+
     /// Loads an artifact: checks the target, JIT-compiles the PTX, finds the
     /// entry, and raises the dynamic shared-memory limit where needed.
     pub fn load(&self, artifact: &Artifact) -> Result<Kernel> {
@@ -332,7 +340,14 @@ pub fn encode_tma(a: &TmaEncode) -> Result<sys::CUtensorMap> {
 impl Kernel {
     /// Validates the bindings, encodes TMA descriptors and fixes the grid.
     pub fn prepare(&self, problem: &Problem, tensors: &[TensorBinding]) -> Result<Prepared> {
-        let plan = plan_launch(&self.manifest, problem, tensors, self.num_sms)?;
+        self.prepare_on(problem, tensors, self.num_sms)
+    }
+
+    /// [`Kernel::prepare`] with a persistent grid over `sms` SMs instead of
+    /// all of them, for a launch that shares the GPU with another kernel
+    /// (a collective) and should not queue CTAs behind it.
+    pub fn prepare_on(&self, problem: &Problem, tensors: &[TensorBinding], sms: u32) -> Result<Prepared> {
+        let plan = plan_launch(&self.manifest, problem, tensors, sms.clamp(1, self.num_sms))?;
         let mut slots = Vec::with_capacity(plan.params.len());
         for p in &plan.params {
             slots.push(match p {

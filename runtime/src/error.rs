@@ -231,6 +231,27 @@ pub enum RuntimeError {
     /// The arguments of a GEMM call are inconsistent (why).
     #[error("GEMM arguments: {0}")]
     GemmArgs(String),
+    /// An NCCL call failed.
+    #[error("{call} failed on rank {rank}: {err:?}")]
+    Nccl {
+        /// The function that failed.
+        call: &'static str,
+        /// The rank it failed on.
+        rank: usize,
+        /// The library's error.
+        err: cudarc::nccl::result::NcclError,
+    },
+    /// This rank stopped because another rank failed at the same step.
+    #[error("rank {rank}: another rank failed during {step}")]
+    PeerFailed {
+        /// This rank.
+        rank: usize,
+        /// The step the ranks agreed on.
+        step: String,
+    },
+    /// A tensor-parallel GEMM that cannot be split as asked (why).
+    #[error("tensor-parallel GEMM: {0}")]
+    TpArgs(String),
     /// Anything else (what).
     #[error("{0}")]
     Other(String),

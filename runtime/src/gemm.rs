@@ -314,8 +314,15 @@ impl Gemm {
     /// Binds buffers given as addresses and sizes (FP8 operands as bytes,
     /// scales where the kernel takes them).
     pub fn bind_raw(&self, size: GemmSize, buffers: GemmBuffers) -> Result<BoundGemm> {
+        let sms = self.kernel_for(size).num_sms;
+        self.bind_raw_on(size, buffers, sms)
+    }
+
+    /// [`Gemm::bind_raw`] with a persistent kernel's grid over `sms` SMs
+    /// (see [`Kernel::prepare_on`]); a tiles grid does not depend on it.
+    pub fn bind_raw_on(&self, size: GemmSize, buffers: GemmBuffers, sms: u32) -> Result<BoundGemm> {
         let bindings = self.spec.bind(size, buffers)?;
-        Ok(BoundGemm { prepared: self.kernel_for(size).prepare(&self.spec.problem(size), &bindings)? })
+        Ok(BoundGemm { prepared: self.kernel_for(size).prepare_on(&self.spec.problem(size), &bindings, sms)? })
     }
 }
 

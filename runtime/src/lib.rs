@@ -8,7 +8,8 @@
 //! unit-tested without a GPU; [`cuda`] makes the CUDA calls; [`timing`]
 //! times kernels in interleaved rounds; [`blas`] holds the baselines ([`lt`]:
 //! cached cuBLASLt plans, BF16 and FP8); [`check`] the correctness helpers
-//! ([`blockscaled`]: the GPU check of a block-scaled FP8 GEMM);
+//! ([`blockscaled`]: the GPU check of a block-scaled FP8 GEMM); [`tp`]
+//! runs tensor-parallel GEMMs across GPUs over NCCL;
 //! [`bench`](mod@bench) the pure parts of `tilec-bench` (its JSON report is
 //! `tilec-report`'s). Everything that touches CUDA first checks that libcuda
 //! can be loaded ([`ensure_cuda`]).
@@ -27,6 +28,7 @@ pub mod grouped_bench;
 pub mod lt;
 pub mod plan;
 pub mod timing;
+pub mod tp;
 
 pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
 pub use cuda::{cuda_available, encode_tma, ensure_cuda, Element, Gpu, Kernel, Prepared};

@@ -1,4 +1,4 @@
-//! The command-line contract of tilec-bench and tilec-gpu-test: `--version`,
+//! The command-line contract of tilec-bench, tilec-gpu-test and tilec-tp: `--version`,
 //! `--help` and completions exit 0; a usage error exits 2 and names the bad
 //! argument; an input that cannot be used exits 1. None of these needs a GPU.
 
@@ -14,10 +14,13 @@ fn stderr(o: &Output) -> String {
 
 const BENCH: &str = env!("CARGO_BIN_EXE_tilec-bench");
 const GPU_TEST: &str = env!("CARGO_BIN_EXE_tilec-gpu-test");
+const TP: &str = env!("CARGO_BIN_EXE_tilec-tp");
+/// A bf16 GEMM artifact (`A[M,K]`, `B[N,K]`, `C[M,N]`).
+const GEMM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/naive_gemm");
 
 #[test]
 fn version_help_and_completions_exit_0() {
-    for (tool, name) in [(BENCH, "tilec-bench"), (GPU_TEST, "tilec-gpu-test")] {
+    for (tool, name) in [(BENCH, "tilec-bench"), (GPU_TEST, "tilec-gpu-test"), (TP, "tilec-tp")] {
         let o = run(tool, &["--version"]);
         assert_eq!(o.status.code(), Some(0), "{tool}");
         assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), format!("{name} {}", env!("CARGO_PKG_VERSION")));
@@ -47,6 +50,19 @@ fn usage_errors_exit_2_and_name_the_bad_argument() {
     let o = run(GPU_TEST, &["dir", "--threshold", "x"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--threshold"), "{}", stderr(&o));
+    let o = run(TP, &["--kernel", GEMM, "--mode", "x", "--shape", "8x8x8"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("want ag or rs, found `x`"), "{}", stderr(&o));
+    let o = run(TP, &["--kernel", GEMM, "--mode", "ag", "--shape", "8x8"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad shape `8x8`: want MxNxK"), "{}", stderr(&o));
+    // A split that is not whole is found before any GPU is touched.
+    let o = run(TP, &["--kernel", GEMM, "--mode", "rs", "--shape", "64x64x63", "--gpus", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("K = 63 does not split into 2 ranks"), "{}", stderr(&o));
+    let o = run(TP, &["--kernel", GEMM, "--mode", "ag", "--shape", "100x64x64", "--gpus", "2", "--chunks", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("M = 100 does not split into 2 ranks x 4 chunks"), "{}", stderr(&o));
 }
 
 #[test]
@@ -58,6 +74,9 @@ fn unusable_inputs_exit_1() {
     let o = run(BENCH, &["--artifact", missing]);
     assert_eq!(o.status.code(), Some(1));
     let o = run(BENCH, &["--from-json", missing]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no-such-artifact"), "{}", stderr(&o));
+    let o = run(TP, &["--kernel", missing, "--mode", "ag", "--shape", "8x8x8"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no-such-artifact"), "{}", stderr(&o));
 }
