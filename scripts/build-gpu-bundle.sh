@@ -9,6 +9,8 @@
 #   .device/bundle/run-sweep.sh                (with --sweep) times every shape's candidates
 #   .device/bundle/run-tp.sh                   checks and times the tensor-parallel GEMMs (bin/tilec-tp)
 #                                              on the kernels of scripts/gpu-variants-tp.txt
+#   .device/bundle/run-grouped.sh              checks and times the grouped GEMMs on the kernels of
+#                                              scripts/gpu-variants-grouped.txt
 #
 # usage: scripts/build-gpu-bundle.sh [VARIANTS_FILE]
 #        scripts/build-gpu-bundle.sh --sweep [CANDIDATES [PROGRAM]]
@@ -102,6 +104,7 @@ done
 cp scripts/gpu-session.sh "$out/run-session.sh"
 cp scripts/gpu-env.sh "$out/gpu-env.sh"
 cp scripts/run-tp.sh "$out/run-tp.sh"
+cp scripts/run-grouped.sh "$out/run-grouped.sh"
 if [ "$sweep" = 1 ]; then
   # sweep.txt: SHAPE ARTIFACT CONFIG, one compiled candidate a line, in rank order; the
   # configs come from --explain (explain/SHAPE.txt keeps the whole ranking).

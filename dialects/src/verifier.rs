@@ -108,7 +108,10 @@ fn check_store_dims(func: &Function, dot: crate::ir::Op, lhs_m: (Value, usize), 
         }
         let Some(arg) = func.args().iter().position(|&a| a == store.tensor(body)) else { continue };
         let Some(c_dims) = func.arg_attrs.get(arg).and_then(|a| a.get("tile.dims")).and_then(|d| d.as_strings()) else { continue };
-        for ((operand, dim), c_dim, which) in [(lhs_m, 0usize, "A's M"), (rhs_n, 1, "B's N")] {
+        // A rank-2 tile stored into a higher-rank tensor is a box of its
+        // trailing two dimensions.
+        let leading = c_dims.len().saturating_sub(2);
+        for ((operand, dim), c_dim, which) in [(lhs_m, leading, "A's M"), (rhs_n, leading + 1, "B's N")] {
             let (Some(name), Some(&c_name)) = (loaded_dim_name(func, operand, dim), c_dims.get(c_dim)) else { continue };
             if name != c_name {
                 errors.push(Diagnostic::error(

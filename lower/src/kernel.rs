@@ -91,6 +91,16 @@ pub(crate) struct KernelText {
     pub store_helpers: Vec<ElemType>,
 }
 
+/// A row-major matrix in global memory and a tile origin in it, as the
+/// per-thread loads and stores address it (names of emitted values).
+struct Matrix {
+    ptr: String,
+    row0: String,
+    col0: String,
+    rows: String,
+    cols: String,
+}
+
 pub(crate) struct Lowerer<'a> {
     f: &'a Function,
     plan: &'a Plan,
@@ -319,6 +329,44 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The i32 value of dimension `d` of tensor `t`.
+    /// The matrix that element coordinates `coords` of tensor `t` address:
+    /// its last two dimensions, at the leading coordinates. A rank-3 tensor
+    /// `[G, R, C]` at `(g, r, c)` is the `R x C` matrix at element
+    /// `g * R * C`; a leading coordinate outside the tensor gives a matrix of
+    /// no rows, so every access is clipped.
+    fn matrix_at(&mut self, op: Op, t: usize, coords: &[Value]) -> Result<Matrix, Diagnostic> {
+        let rank = self.plan.tensors[t].dims.len();
+        if coords.len() != rank || rank < 2 {
+            return Err(self.err(op, "expects one coordinate per tensor dimension (rank 2 or more)"));
+        }
+        let (row0, col0) = (self.scalar(op, coords[rank - 2])?, self.scalar(op, coords[rank - 1])?);
+        let (mut rows, cols) = (self.dim_value(t, rank - 2), self.dim_value(t, rank - 1));
+        let mut ptr = self.ptr_args[&t].clone();
+        if rank > 2 {
+            let (mut index, mut inside) = (self.em.i64(0), self.em.assign("inside", "arith.constant true"));
+            for (d, &c) in coords[..rank - 2].iter().enumerate() {
+                let (c, extent) = (self.scalar(op, c)?, self.dim_value(t, d));
+                let ok = self.em.assign("in_dim", format!("arith.cmpi ult, {c}, {extent} : i32"));
+                inside = self.em.binop("inside", "arith.andi", &inside, &ok, "i1");
+                let (c64, extent64) = (self.em.assign("i64", format!("arith.extui {c} : i32 to i64")), self.em.assign("d64", format!("arith.extui {extent} : i32 to i64")));
+                let scaled = self.em.binop("lead", "arith.muli", &index, &extent64, "i64");
+                index = self.em.binop("lead", "arith.addi", &scaled, &c64, "i64");
+            }
+            let (rows64, cols64) = (self.em.assign("d64", format!("arith.extui {rows} : i32 to i64")), self.em.assign("d64", format!("arith.extui {cols} : i32 to i64")));
+            let matrix = self.em.binop("matrix", "arith.muli", &rows64, &cols64, "i64");
+            let elems = self.em.binop("lead_elems", "arith.muli", &index, &matrix, "i64");
+            let bytes = (self.plan.tensors[t].elem.bits() / 8) as i64;
+            let eb = self.em.i64(bytes);
+            let offset = self.em.binop("lead_bytes", "arith.muli", &elems, &eb, "i64");
+            let zero = self.em.i64(0);
+            let offset = self.em.assign("lead_bytes", format!("arith.select {inside}, {offset}, {zero} : i64"));
+            ptr = self.em.assign("matrix", format!("llvm.getelementptr {ptr}[{offset}] : (!llvm.ptr, i64) -> !llvm.ptr, i8"));
+            let no_rows = self.em.i32(0);
+            rows = self.em.assign("rows", format!("arith.select {inside}, {rows}, {no_rows} : i32"));
+        }
+        Ok(Matrix { ptr, row0, col0, rows, cols })
+    }
+
     fn dim_value(&mut self, t: usize, d: usize) -> String {
         match &self.plan.tensors[t].dims[d] {
             DimSrc::Const(c) => self.em.i32(*c),
@@ -649,16 +697,14 @@ impl<'a> Lowerer<'a> {
     fn lower_load_global(&mut self, op: Op) -> Result<(), Diagnostic> {
         let load = self.view(op, nv::LoadGlobal::of)?;
         let (tensor, result) = (load.tensor(&self.f.body), load.result(&self.f.body));
-        let &[row0, col0] = load.coords(&self.f.body) else { return Err(self.err(op, "expects a row and a column")) };
+        let coords = load.coords(&self.f.body).to_vec();
         let tile = self.f.body.value_type(result).as_tile().cloned().ok_or_else(|| self.err(op, "expected a tile"))?;
         let warpgroups = scales::scale_layout(&tile, self.warps()).map_err(|m| self.err(op, m))?;
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
-        let (row0, col0) = (self.scalar(op, row0)?, self.scalar(op, col0)?);
-        let (rows, cols) = (self.dim_value(t, 0), self.dim_value(t, 1));
-        let ptr = self.ptr_args[&t].clone();
+        let m = self.matrix_at(op, t, &coords)?;
         let tid = self.thread().tid.clone();
         let coords = thread_coords(&mut self.em, &tid, warpgroups.unwrap_or(1));
-        let src = scales::Source { ptr: &ptr, row0: &row0, col0: &col0, rows: &rows, cols: &cols };
+        let src = scales::Source { ptr: &m.ptr, row0: &m.row0, col0: &m.col0, rows: &m.rows, cols: &m.cols };
         let loaded = scales::load(&mut self.em, &tile, warpgroups, &coords, &src);
         self.vals.insert(result, Lv::Scales(loaded));
         Ok(())
@@ -868,19 +914,15 @@ impl<'a> Lowerer<'a> {
     fn lower_store(&mut self, op: Op) -> Result<(), Diagnostic> {
         let store = self.view(op, nv::StoreGlobal::of)?;
         let (value, tensor) = (store.value(&self.f.body), store.tensor(&self.f.body));
-        let &[row0, col0] = store.coords(&self.f.body) else { return Err(self.err(op, "expects a row and a column")) };
+        let coords = store.coords(&self.f.body).to_vec();
         self.check_storable(op, value)?;
         let frag = self.frag(op, value)?;
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
-        let row0 = self.scalar(op, row0)?;
-        let col0 = self.scalar(op, col0)?;
-        let rows = self.dim_value(t, 0);
-        let cols = self.dim_value(t, 1);
-        let ptr = self.ptr_args[&t].clone();
+        let m = self.matrix_at(op, t, &coords)?;
         self.store_helpers.insert(frag.elem.mnemonic(), frag.elem);
         let tid = self.thread().tid.clone();
         let coords = thread_coords(&mut self.em, &tid, frag.geom.warpgroups);
-        fragment::store(&mut self.em, &frag, &coords, &ptr, &row0, &col0, &rows, &cols);
+        fragment::store(&mut self.em, &frag, &coords, &m.ptr, &m.row0, &m.col0, &m.rows, &m.cols);
         Ok(())
     }
 
@@ -907,7 +949,7 @@ impl<'a> Lowerer<'a> {
         let store = self.view(op, nv::TmaStore::of)?;
         let body = &self.f.body;
         let (buffer, stage, tensor) = (store.buffer(body), store.stage(body), store.tensor(body));
-        let &[row, col] = store.coords(body) else { return Err(self.err(op, "expects a row and a column")) };
+        let coords = store.coords(body).to_vec();
         let Lv::Smem(src) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         if src.row_offset.is_some() {
             return Err(self.err(op, "TMA stores from row windows are not supported by the lowering"));
@@ -918,14 +960,15 @@ impl<'a> Lowerer<'a> {
             .plan
             .tma
             .iter()
-            .position(|d| d.tensor == t && d.box_dims == tma_box(buf.geom.rows, &buf.geom, 2) && d.swizzle == buf.geom.swizzle)
+            .position(|d| d.tensor == t && d.box_dims == tma_box(buf.geom.rows, &buf.geom, coords.len()) && d.swizzle == buf.geom.swizzle)
             .expect("planned");
         let desc = self.tma_args[desc_idx].clone();
         let stage = self.scalar(op, stage)?;
-        let row = self.scalar(op, row)?;
-        let col = self.scalar(op, col)?;
+        // Outer to inner; TMA takes them inner first.
+        let mut inner_first = coords.iter().rev().map(|&c| self.scalar(op, c)).collect::<Result<Vec<_>, _>>()?;
+        let col = inner_first.remove(0);
         let smem = self.thread().smem.clone();
-        tma::store(&mut self.em, &smem, &buf, &stage, &desc, &row, &col);
+        tma::store(&mut self.em, &smem, &buf, &stage, &desc, &col, &inner_first);
         Ok(())
     }
 

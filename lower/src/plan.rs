@@ -320,8 +320,8 @@ impl Plan {
                     plan.tensors[tensor].stored = true;
                     plan.tensors[tensor].ptr = true;
                     let tile = body.value_type(st.value(body)).as_tile().expect("verified");
-                    if tile.shape.len() != 2 {
-                        return Err(error(&data.loc, name, "only rank-2 stores are supported by the lowering"));
+                    if tile.shape.len() != 2 || !(2..=3).contains(&st.coords(body).len()) {
+                        return Err(error(&data.loc, name, "only rank-2 tiles stored into rank-2 and rank-3 tensors are supported by the lowering"));
                     }
                     let shape = [tile.shape[0], tile.shape[1]];
                     if store.is_some_and(|s| s != shape) {
@@ -338,8 +338,8 @@ impl Plan {
                 }
                 Opcode::NvLoadGlobal => {
                     let load = nv::LoadGlobal::of(body, op).ok_or_else(malformed)?;
-                    if load.coords(body).len() != 2 {
-                        return Err(error(&data.loc, name, "only rank-2 loads are supported by the lowering"));
+                    if !(2..=3).contains(&load.coords(body).len()) {
+                        return Err(error(&data.loc, name, "only loads from rank-2 and rank-3 tensors are supported by the lowering"));
                     }
                     plan.read_by_threads(load.tensor(body), &data.loc, name)?;
                 }
@@ -350,11 +350,11 @@ impl Plan {
                         .tensor_of_arg
                         .get(&st.tensor(body))
                         .ok_or_else(|| error(&data.loc, name, "the destination must be a kernel argument"))?;
-                    if st.coords(body).len() != 2 {
-                        return Err(error(&data.loc, name, "only rank-2 TMA stores are supported by the lowering"));
+                    if !(2..=3).contains(&st.coords(body).len()) {
+                        return Err(error(&data.loc, name, "only rank-2 and rank-3 TMA stores are supported by the lowering"));
                     }
                     plan.tensors[tensor].stored = true;
-                    plan.add_tma(tensor, &geom, 2);
+                    plan.add_tma(tensor, &geom, st.coords(body).len());
                     let shape = [geom.rows, geom.cols];
                     if store.is_some_and(|s| s != shape) {
                         return Err(error(&data.loc, name, "all stores must have one tile shape (it sets the grid)"));

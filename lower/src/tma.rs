@@ -97,9 +97,11 @@ pub(crate) fn load(
 /// The elected TMA store of one stage: one copy per column block (block `j`
 /// to columns `col + j * block_cols`), one bulk group, and a wait until the
 /// copies have read shared memory (the buffer may then be reused and the
-/// CTA may exit). Coordinates go innermost first.
-pub(crate) fn store(em: &mut Emitter, smem: &str, buffer: &Buffer, stage: &str, desc: &str, row: &str, col: &str) {
+/// CTA may exit). Coordinates go innermost first: `col`, then `outer` (the
+/// row, then any leading dimensions of a rank-3 tensor).
+pub(crate) fn store(em: &mut Emitter, smem: &str, buffer: &Buffer, stage: &str, desc: &str, col: &str, outer: &[String]) {
     let g = &buffer.geom;
+    let row = outer.join(", ");
     let src = smem_ptr(em, smem, buffer.offset, stage, g.stage_bytes(), "src");
     for j in 0..g.col_blocks() {
         let p = if j == 0 {

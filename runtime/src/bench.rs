@@ -157,6 +157,8 @@ pub struct BenchArgs {
     pub from_json: Option<String>,
     /// Run the grouped GEMMs instead.
     pub grouped: bool,
+    /// The grouped problems to run (the benchmark's when `None`).
+    pub grouped_problems: Option<Vec<crate::grouped::GroupedProblem>>,
 }
 
 impl Default for BenchArgs {
@@ -178,6 +180,7 @@ impl Default for BenchArgs {
             jit_cache: false,
             from_json: None,
             grouped: false,
+            grouped_problems: None,
         }
     }
 }

@@ -15,9 +15,10 @@
 //!   `C[SM, N]`, `SM` the padded total.
 //! - masked: a fixed buffer of `MM` (= M_max) rows per expert with the
 //!   number of valid rows of each as data: `A[G, MM, K]`, i32 `counts[G]`,
-//!   `B[G, N, K]`, bf16 `C[G, MM, N]`; rows past a count are neither read
-//!   nor written. Used under CUDA graphs during decoding, where the counts
-//!   change between replays and the shapes do not.
+//!   `B[G, N, K]`, bf16 `C[G, MM, N]`. Rows past a count hold unspecified
+//!   values afterwards (a kernel may compute an expert's last block of rows
+//!   whole). Used under CUDA graphs during decoding, where the counts change
+//!   between replays and the shapes do not.
 //!
 //! A and B are bf16, or f8e4m3 with f32 block scales: `SA` one per row and
 //! 128 of K over A's rows (`SA[SM, KB]`, or `SA[G, MM, KB]`) and
@@ -140,6 +141,16 @@ impl GroupedProblem {
         p.validate()?;
         Ok(p)
     }
+}
+
+/// Parses problems in [`GroupedProblem::parse`]'s form separated by `;`;
+/// an empty list is an error.
+pub fn parse_problem_list(s: &str) -> std::result::Result<Vec<GroupedProblem>, String> {
+    let problems = s.split(';').map(str::trim).filter(|x| !x.is_empty()).map(GroupedProblem::parse).collect::<std::result::Result<Vec<_>, _>>()?;
+    if problems.is_empty() {
+        return Err("no grouped problem given".into());
+    }
+    Ok(problems)
 }
 
 impl fmt::Display for GroupedProblem {

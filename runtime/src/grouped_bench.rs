@@ -26,8 +26,9 @@
 //! contenders, named by their artifact folder: their manifest signature is
 //! in [`crate::grouped`]'s docs, read by [`crate::grouped::GroupedSpec`],
 //! whose `problem` binds a layout's symbols. A kernel runs on the problems
-//! of its form and input type (BF16 contiguous today), on the same inputs
-//! as the baselines, into its own poisoned output, checked like them.
+//! of its form (contiguous or masked), on the baselines' inputs of its type
+//! (BF16, or the FP8 values and scales cuBLASLt gets), into its own
+//! poisoned output, checked like them.
 
 use crate::check::*;
 use crate::cuda::Gpu;
@@ -291,56 +292,132 @@ pub struct OurGrouped {
 }
 
 impl OurGrouped {
-    /// Whether the kernel computes `p`: BF16 on the contiguous layout.
-    fn runs(&self, p: &GroupedProblem) -> bool {
-        self.spec.input == DType::Bf16 && self.spec.kind == GroupedKind::Contiguous && matches!(p.form, GroupedForm::Contiguous { .. })
+    /// Whether the kernel computes `p`: the kernel's form is the problem's.
+    pub fn computes(&self, p: &GroupedProblem) -> bool {
+        matches!(
+            (self.spec.kind, p.form),
+            (GroupedKind::Contiguous, GroupedForm::Contiguous { .. }) | (GroupedKind::Masked, GroupedForm::Masked { .. })
+        )
+    }
+
+    /// The kernel takes block-scaled FP8 inputs.
+    fn fp8(&self) -> bool {
+        self.spec.input == DType::F8e4m3
+    }
+
+    /// The launch of the kernel on `inputs` (of its input type) into `out`
+    /// (the layout's rows x N).
+    fn prepare(&self, gpu: &Gpu, p: &GroupedProblem, inputs: &GroupedInputs, out: &CudaSlice<bf16>) -> Result<crate::cuda::Prepared> {
+        let problem = self.spec.problem(p)?;
+        let routing = match self.spec.kind {
+            GroupedKind::Contiguous => "expert",
+            GroupedKind::Masked => "counts",
+        };
+        let mut tensors = vec![gpu.bind(routing, &inputs.routing), gpu.bind("C", out)];
+        if self.fp8() {
+            let (mut a, mut b) = (gpu.bind("A", &inputs.a8), gpu.bind("B", &inputs.b8));
+            (a.dtype, b.dtype) = (DType::F8e4m3, DType::F8e4m3);
+            tensors.extend([a, b, gpu.bind("SA", &inputs.sa), gpu.bind("SB", &inputs.sb)]);
+        } else {
+            tensors.extend([gpu.bind("A", &inputs.a), gpu.bind("B", &inputs.b)]);
+        }
+        self.kernel.prepare(&problem, &tensors)
     }
 }
 
-/// Fresh BF16 inputs of a grouped problem in its layout: host copies for
-/// the reference, device copies for the launches, and (contiguous form)
-/// the expert of each row block.
-struct Bf16Inputs {
+/// Fresh inputs of a grouped problem in its layout, BF16 and block-scaled
+/// FP8 (e4m3 values, power-of-two scales over the layout's rows): host
+/// copies for the reference, device copies for the launches, and the
+/// routing the form reads (contiguous: the expert of each row block;
+/// masked: each expert's count).
+struct GroupedInputs {
     a_h: Vec<bf16>,
     b_h: Vec<bf16>,
     a: CudaSlice<bf16>,
     b: CudaSlice<bf16>,
-    expert: CudaSlice<i32>,
+    a8_h: Vec<u8>,
+    b8_h: Vec<u8>,
+    sa_h: Vec<f32>,
+    sb_h: Vec<f32>,
+    a8: CudaSlice<u8>,
+    b8: CudaSlice<u8>,
+    /// SA row-major over the layout's rows (`[rows, KB]`), as our kernels read it.
+    sa: CudaSlice<f32>,
+    /// SA M-major within each cuBLASLt call's rows, as cuBLASLt reads it.
+    sa_t: CudaSlice<f32>,
+    sb: CudaSlice<f32>,
+    routing: CudaSlice<i32>,
 }
 
-impl Bf16Inputs {
+/// cuBLASLt FP8 wants the row count a multiple of 16: each FP8 call covers
+/// its expert's rows rounded up, into the segment's padding.
+fn fp8_rows(r: u64) -> u64 {
+    r.div_ceil(16) * 16
+}
+
+impl GroupedInputs {
     fn new(gpu: &Gpu, p: &GroupedProblem, seed: u64) -> Result<Self> {
         let s = &gpu.stream;
-        let (rows, n, k) = (p.buffer_rows() as usize, p.n as usize, p.k as usize);
+        let (rows, n, k, g) = (p.buffer_rows() as usize, p.n as usize, p.k as usize, p.groups());
         let a_h = par_fill(rows * k, seed, |r| bf16::from_f32(r.uniform()));
-        let b_h = par_fill(p.groups() * n * k, seed ^ 0xB, |r| bf16::from_f32(r.uniform()));
-        let a = s.clone_htod(&a_h).map_err(dc("cuMemcpyHtoD(A)"))?;
-        let b = s.clone_htod(&b_h).map_err(dc("cuMemcpyHtoD(B)"))?;
+        let b_h = par_fill(g * n * k, seed ^ 0xB, |r| bf16::from_f32(r.uniform()));
+        let a8_h = par_fill(rows * k, seed ^ 0xA8, |r| f32_to_e4m3(r.uniform()));
+        let b8_h = par_fill(g * n * k, seed ^ 0xB8, |r| f32_to_e4m3(r.uniform()));
+        let whole = BlockScales::new(rows, n, k);
+        let (kb, nb) = (whole.kb(), whole.nb());
+        let mut scale_rng = Rng::new(seed ^ 0x5CA1E);
+        let sa_h = random_pow2_scales(rows * kb, &mut scale_rng);
+        let sb_h = random_pow2_scales(g * nb * kb, &mut scale_rng);
+        let mut sa_t_h = vec![0f32; rows * kb];
+        for &(_, off, r) in &live(p) {
+            let r = fp8_rows(r);
+            let part = BlockScales::new(r as usize, n, k);
+            let (o, len) = (off as usize * kb, r as usize * kb);
+            sa_t_h[o..o + len].copy_from_slice(&part.sa_m_major(&sa_h[o..o + len]));
+        }
         // An empty problem still binds a one-element tensor.
-        let expert_h = p.expert_of_block().filter(|e| !e.is_empty()).unwrap_or(vec![0]);
-        let expert = s.clone_htod(&expert_h).map_err(dc("cuMemcpyHtoD(expert)"))?;
-        Ok(Bf16Inputs { a_h, b_h, a, b, expert })
+        let routing_h: Vec<i32> = match p.form {
+            GroupedForm::Contiguous { .. } => p.expert_of_block().filter(|e| !e.is_empty()).unwrap_or(vec![0]),
+            GroupedForm::Masked { .. } => p.rows.iter().map(|&r| r as i32).collect(),
+        };
+        Ok(GroupedInputs {
+            a: s.clone_htod(&a_h).map_err(dc("cuMemcpyHtoD(A)"))?,
+            b: s.clone_htod(&b_h).map_err(dc("cuMemcpyHtoD(B)"))?,
+            a8: s.clone_htod(&a8_h).map_err(dc("cuMemcpyHtoD(A8)"))?,
+            b8: s.clone_htod(&b8_h).map_err(dc("cuMemcpyHtoD(B8)"))?,
+            sa: s.clone_htod(&sa_h).map_err(dc("cuMemcpyHtoD(SA)"))?,
+            sa_t: s.clone_htod(&sa_t_h).map_err(dc("cuMemcpyHtoD(SA_t)"))?,
+            sb: s.clone_htod(&sb_h).map_err(dc("cuMemcpyHtoD(SB)"))?,
+            routing: s.clone_htod(&routing_h).map_err(dc("cuMemcpyHtoD(routing)"))?,
+            a_h,
+            b_h,
+            a8_h,
+            b8_h,
+            sa_h,
+            sb_h,
+        })
     }
 
-    /// Row `row` of A (in the layout's rows), as f32.
-    fn a_row(&self, p: &GroupedProblem, row: u64) -> Vec<f32> {
-        let k = p.k as usize;
-        self.a_h[row as usize * k..(row as usize + 1) * k].iter().map(|x| x.to_f32()).collect()
+    /// Row `row` of A (in the layout's rows), as f32: BF16, or FP8 dequantised.
+    fn a_row(&self, p: &GroupedProblem, row: u64, fp8: bool) -> Vec<f32> {
+        let (r, k) = (row as usize, p.k as usize);
+        if !fp8 {
+            return self.a_h[r * k..(r + 1) * k].iter().map(|x| x.to_f32()).collect();
+        }
+        let one = BlockScales::new(1, p.n as usize, k);
+        let kb = one.kb();
+        one.dequant_a(&self.a8_h[r * k..(r + 1) * k], &self.sa_h[r * kb..(r + 1) * kb])
     }
 
-    /// Expert `e`'s B (N x K), as f32.
-    fn b_expert(&self, p: &GroupedProblem, e: usize) -> Vec<f32> {
-        let nk = (p.n * p.k) as usize;
-        self.b_h[e * nk..(e + 1) * nk].iter().map(|x| x.to_f32()).collect()
-    }
-}
-
-impl OurGrouped {
-    /// The launch of the kernel on `inputs` into `out` (the layout's rows x N).
-    fn prepare(&self, gpu: &Gpu, p: &GroupedProblem, inputs: &Bf16Inputs, out: &CudaSlice<bf16>) -> Result<crate::cuda::Prepared> {
-        let problem = self.spec.problem(p)?;
-        let tensors = [gpu.bind("A", &inputs.a), gpu.bind("B", &inputs.b), gpu.bind("expert", &inputs.expert), gpu.bind("C", out)];
-        self.kernel.prepare(&problem, &tensors)
+    /// Expert `e`'s B (N x K), as f32: BF16, or FP8 dequantised.
+    fn b_expert(&self, p: &GroupedProblem, e: usize, fp8: bool) -> Vec<f32> {
+        let (n, k) = (p.n as usize, p.k as usize);
+        if !fp8 {
+            return self.b_h[e * n * k..(e + 1) * n * k].iter().map(|x| x.to_f32()).collect();
+        }
+        let one = BlockScales::new(1, n, k);
+        let per = one.nb() * one.kb();
+        one.dequant_b(&self.b8_h[e * n * k..(e + 1) * n * k], &self.sb_h[e * per..(e + 1) * per])
     }
 }
 
@@ -348,16 +425,17 @@ impl OurGrouped {
 /// poisoned output; returns its relative error against FP64 on the first
 /// and last valid row of every expert, as the benchmark checks it.
 pub fn check_grouped_kernel(gpu: &Gpu, kernel: &OurGrouped, p: &GroupedProblem, seed: u64) -> Result<f64> {
-    if !kernel.runs(p) {
+    if !kernel.computes(p) {
         return Err(RuntimeError::GemmArgs(format!("{p}: the kernel is {:?} {}", kernel.spec.kind, kernel.spec.input)));
     }
-    let inputs = Bf16Inputs::new(gpu, p, seed)?;
+    let inputs = GroupedInputs::new(gpu, p, seed)?;
     let mut out = unsafe { gpu.stream.alloc::<bf16>(p.buffer_rows() as usize * p.n as usize) }.map_err(dc("cuMemAlloc(C)"))?;
     gpu.poison16(&mut out, POISON_BF16)?;
     kernel.prepare(gpu, p, &inputs, &out)?.launch()?;
     gpu.sync(&kernel.name)?;
     let h = gpu.stream.clone_dtoh(&out).map_err(dc("cuMemcpyDtoH(C)"))?;
-    Ok(check_rows(p, &h, |row| inputs.a_row(p, row), |e| inputs.b_expert(p, e)))
+    let fp8 = kernel.fp8();
+    Ok(check_rows(p, &h, |row| inputs.a_row(p, row, fp8), |e| inputs.b_expert(p, e, fp8)))
 }
 
 /// Checks and times the baselines on `p` with inputs drawn from `seed`.
@@ -410,42 +488,17 @@ fn bench_into(
     }
     let s = &gpu.stream;
     let (rows, n, k) = (p.buffer_rows() as usize, p.n as usize, p.k as usize);
-    let g = p.groups();
     let experts = live(p);
-    let inputs = Bf16Inputs::new(gpu, p, seed)?;
+    let inputs = GroupedInputs::new(gpu, p, seed)?;
     let mut c = unsafe { s.alloc::<bf16>(rows * n) }.map_err(dc("cuMemAlloc(C)"))?;
     let (pa, pb, pc) = (addr(gpu, &inputs.a), addr(gpu, &inputs.b), addr(gpu, &c));
-    let (bf16_row, bf16_b) = (|row| inputs.a_row(p, row), |e| inputs.b_expert(p, e));
-    // FP8 block-scaled inputs: e4m3 values, power-of-two scales over the layout's rows.
-    let a8_h = par_fill(rows * k, seed ^ 0xA8, |r| f32_to_e4m3(r.uniform()));
-    let b8_h = par_fill(g * n * k, seed ^ 0xB8, |r| f32_to_e4m3(r.uniform()));
-    let whole = BlockScales::new(rows, n, k);
-    let (kb, nb) = (whole.kb(), whole.nb());
-    let mut scale_rng = Rng::new(seed ^ 0x5CA1E);
-    let sa_h = random_pow2_scales(rows * kb, &mut scale_rng);
-    let sb_h = random_pow2_scales(g * nb * kb, &mut scale_rng);
-    // cuBLASLt FP8 wants the row count a multiple of 16: each FP8 call
-    // covers its expert's rows rounded up, into the segment's padding.
-    let fp8_rows = |r: u64| r.div_ceil(16) * 16;
-    // cuBLASLt reads each call's A scales M-major over that call's rows.
-    let mut sa_t_h = vec![0f32; rows * kb];
-    for &(_, off, r) in &experts {
-        let r = fp8_rows(r);
-        let part = BlockScales::new(r as usize, n, k);
-        let (o, len) = (off as usize * kb, r as usize * kb);
-        sa_t_h[o..o + len].copy_from_slice(&part.sa_m_major(&sa_h[o..o + len]));
-    }
-    let a8 = s.clone_htod(&a8_h).map_err(dc("cuMemcpyHtoD(A8)"))?;
-    let b8 = s.clone_htod(&b8_h).map_err(dc("cuMemcpyHtoD(B8)"))?;
-    let sa_t = s.clone_htod(&sa_t_h).map_err(dc("cuMemcpyHtoD(SA_t)"))?;
-    let sb = s.clone_htod(&sb_h).map_err(dc("cuMemcpyHtoD(SB)"))?;
+    let (bf16_row, bf16_b) = (|row| inputs.a_row(p, row, false), |e| inputs.b_expert(p, e, false));
+    let scales = BlockScales::new(rows, n, k);
+    let (kb, nb) = (scales.kb(), scales.nb());
     let mut c8 = unsafe { s.alloc::<bf16>(rows * n) }.map_err(dc("cuMemAlloc(C8)"))?;
-    let (pa8, pb8, psa, psb, pc8) = (addr(gpu, &a8), addr(gpu, &b8), addr(gpu, &sa_t), addr(gpu, &sb), addr(gpu, &c8));
-    let fp8_row = |row: u64| {
-        let r = row as usize;
-        BlockScales::new(1, n, k).dequant_a(&a8_h[r * k..(r + 1) * k], &sa_h[r * kb..(r + 1) * kb])
-    };
-    let fp8_b = |e: usize| BlockScales::new(1, n, k).dequant_b(&b8_h[e * n * k..(e + 1) * n * k], &sb_h[e * nb * kb..(e + 1) * nb * kb]);
+    let (pa8, pb8, psa, psb, pc8) =
+        (addr(gpu, &inputs.a8), addr(gpu, &inputs.b8), addr(gpu, &inputs.sa_t), addr(gpu, &inputs.sb), addr(gpu, &c8));
+    let (fp8_row, fp8_b) = (|row| inputs.a_row(p, row, true), |e| inputs.b_expert(p, e, true));
 
     let loop_bf16 = |_: usize| -> Result<()> {
         for &(e, off, r) in &experts {
@@ -496,14 +549,14 @@ fn bench_into(
         Ok(plans) => check("cublaslt-fp8-block-loop", &mut c8, &mut || loop_fp8(plans), true),
         Err(e) => not_run("cublaslt-fp8-block-loop", e),
     });
-    // Our kernels on the same BF16 inputs, each into its own output.
+    // Our kernels on the same inputs (of their type), each into its own output.
     let mut prepared = Vec::new();
-    for kernel in ours.iter().filter(|k| k.runs(p)) {
+    for kernel in ours.iter().filter(|k| k.computes(p)) {
         let index = res.runs.len();
         let mut out = unsafe { s.alloc::<bf16>(rows * n) }.map_err(dc("cuMemAlloc(C ours)"))?;
         match kernel.prepare(gpu, p, &inputs, &out) {
             Ok(mut launch) => {
-                res.runs.push(check(&kernel.name, &mut out, &mut || launch.launch(), false));
+                res.runs.push(check(&kernel.name, &mut out, &mut || launch.launch(), kernel.fp8()));
                 prepared.push((index, launch, out));
             }
             Err(e) => res.runs.push(not_run(&kernel.name, &e)),

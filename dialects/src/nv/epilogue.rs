@@ -29,8 +29,12 @@ pub(super) fn verify_tma_store(body: &Body, op: Op) -> Result<(), String> {
     let store = TmaStore::of(body, op).ok_or("malformed 'nv.tma_store'")?;
     let smem = body.value_type(store.buffer(body)).as_smem().ok_or("the source must be a '!nv.smem' buffer")?;
     let tensor = body.value_type(store.tensor(body)).as_ref_type().ok_or("the destination must be a global tensor reference")?;
-    if store.coords(body).len() != tensor.shape.len() || smem.tile.shape.len() != tensor.shape.len() {
+    if store.coords(body).len() != tensor.shape.len() {
         return Err("expects one element coordinate per tensor dimension".into());
+    }
+    // A stage of lower rank is a box of extent 1 in the leading dimensions.
+    if smem.tile.shape.len() > tensor.shape.len() {
+        return Err("the buffer's tile has a higher rank than the tensor".into());
     }
     if smem.tile.elem != tensor.elem {
         return Err("buffer and tensor element types differ".into());

@@ -76,8 +76,12 @@ fn check_register_access(body: &Body, tile: Value, tensor: Value, coords: usize,
     if tile.elem != tensor.elem {
         return Err("tile and tensor element types differ".into());
     }
-    if coords != tensor.shape.len() || tile.shape.len() != tensor.shape.len() {
+    if coords != tensor.shape.len() {
         return Err("expects one element coordinate per tensor dimension".into());
+    }
+    // A rank-2 tile of a higher-rank tensor lies in its last two dimensions.
+    if tile.shape.len() != 2.min(tensor.shape.len()) && tile.shape.len() != tensor.shape.len() {
+        return Err(format!("a rank-{} tile cannot be accessed in a rank-{} tensor (rank 2, or the tensor's rank)", tile.shape.len(), tensor.shape.len()));
     }
     Ok(())
 }

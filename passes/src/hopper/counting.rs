@@ -4,7 +4,7 @@
 //! loop over output tiles keeps every barrier in step across tiles) uses
 //! stage g mod N in round g / N, and waits on that round's parity.
 
-use tilec_dialects::ir::{Attributes, Body, Builder, Op, Value};
+use tilec_dialects::ir::{Attributes, Body, Builder, InsertPoint, Op, Value, ValueDef};
 use tilec_dialects::tile::{Addi, Ceildivsi, Divsi, For, Muli, Remsi, Subi};
 
 /// The `tile.for` directly enclosing `op`, if any.
@@ -31,10 +31,41 @@ pub fn trip_count(b: &mut Builder<'_>, for_op: For) -> Value {
 }
 
 /// Inside the loop over output tiles `outer`, the K iterations the earlier
-/// tiles ran: the tiles before this one times `trip`.
-pub fn iterations_before(b: &mut Builder<'_>, outer: For, trip: Value) -> Value {
-    let done = loop_iteration(b, outer);
-    Muli::build(b, done, trip, Attributes::new()).result(b.body)
+/// tiles ran, `trip` being `k_loop`'s trip count: the tiles before this one
+/// times `trip` when `k_loop`'s bounds are the same for every tile;
+/// otherwise (a masked grouped GEMM runs no K iteration for a tile past its
+/// expert's rows) a running count that `outer` carries, to which each tile
+/// adds its `trip` before the next.
+pub fn iterations_before(b: &mut Builder<'_>, outer: For, k_loop: For, trip: Value) -> Value {
+    let bounds = [k_loop.lower_bound(b.body), k_loop.upper_bound(b.body), k_loop.step(b.body)];
+    if !bounds.iter().any(|&v| defined_inside(b.body, v, outer.op())) {
+        let done = loop_iteration(b, outer);
+        return Muli::build(b, done, trip, Attributes::new()).result(b.body);
+    }
+    let loc = b.loc.clone();
+    let zero = Builder::new(b.body, InsertPoint::Before(outer.op()), loc.clone()).index(0);
+    let (base, _) = outer.add_iter_arg(b.body, zero, zero, Some("k_done".into()));
+    let terminator = b.body.terminator(b.body.entry_block(outer.region(b.body))).expect("a verified loop ends with tile.yield");
+    let next = Addi::build(&mut Builder::new(b.body, InsertPoint::Before(terminator), loc), base, trip, Attributes::new()).result(b.body);
+    *b.body.ops[terminator].operands.last_mut().expect("the count was just added") = next;
+    base
+}
+
+/// Whether `v` is defined inside `op`'s regions (so it may differ between
+/// the iterations of a loop `op`).
+fn defined_inside(body: &Body, v: Value, op: Op) -> bool {
+    let mut block = match body.values[v].def {
+        ValueDef::Result(def, _) => body.ops[def].parent,
+        ValueDef::BlockArg(block, _) => Some(block),
+    };
+    while let Some(b) = block {
+        let Some(parent) = body.blocks[b].parent.and_then(|r| body.regions[r].parent) else { return false };
+        if parent == op {
+            return true;
+        }
+        block = body.ops[parent].parent;
+    }
+    false
 }
 
 /// The parity a barrier is waited on in `round`: round mod 2.
@@ -70,7 +101,7 @@ impl Counting {
     /// The counting of `k_loop` with `stages` stages, built before it.
     pub fn build(b: &mut Builder<'_>, k_loop: For, stages: i64) -> Counting {
         let trip = trip_count(b, k_loop);
-        let base = enclosing_loop(b.body, k_loop.op()).map(|outer| iterations_before(b, outer, trip));
+        let base = enclosing_loop(b.body, k_loop.op()).map(|outer| iterations_before(b, outer, k_loop, trip));
         let n = b.index(stages);
         Counting { trip, base, n }
     }

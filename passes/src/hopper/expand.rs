@@ -51,7 +51,7 @@ pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &Schedule)
     let base = match enclosing_loop(b.body, for_op.op()) {
         Some(outer) => {
             Barrier::build(&mut b, Attributes::new());
-            let base = iterations_before(&mut b, outer, trip);
+            let base = iterations_before(&mut b, outer, for_op, trip);
             Some(b.name(base, "base"))
         }
         None => None,

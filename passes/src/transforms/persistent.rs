@@ -4,7 +4,9 @@
 //! coordinates come from grouped rasterisation: G tiles down M, then across
 //! N, so consecutive CTAs share A rows and B columns in L2 (the order CUTLASS
 //! and TIRx use). The function gets `grid = "sms"`: the launcher starts one
-//! CTA per SM.
+//! CTA per SM. A kernel whose output has a leading batch dimension indexed
+//! by `tile.block_id z` (a grouped GEMM's expert) walks every batch's tiles
+//! in turn, batch-major.
 
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -50,18 +52,29 @@ impl Pass for Persistent {
         let (Some(bid_m), Some(bid_n)) = (block_id(0), block_id(1)) else {
             return Err(Diagnostic::error(func.loc.clone(), format!("'@{}' has no 'tile.block_id x' and 'y' in its body to make persistent", func.name)));
         };
+        let bid_z = block_id(2);
         let (pid_m, pid_n) = (body.result(bid_m, 0), body.result(bid_n, 0));
-        let store = output_store(body, func.region, pid_m, pid_n)?;
+        let pid_z = bid_z.map(|op| body.result(op, 0));
+        let store = output_store(body, func.region, pid_z, pid_m, pid_n)?;
         let (tensor, tile_shape) = (store.tensor(body), body.value_type(store.value(body)).as_tile().expect("verified").shape.clone());
+        let rank = body.value_type(tensor).as_ref_type().expect("verified").shape.len() as i64;
 
         // Everything but the terminator moves into the loop over tiles.
         let work: Vec<Op> = body.blocks[entry].ops.iter().copied().filter(|&o| !body.ops[o].def.traits.terminator).collect();
         let terminator = body.terminator(entry).expect("verified function");
         let loc = body.ops[store.op()].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(terminator), loc.clone());
-        let tiles_m = tile_count(&mut b, tensor, 0, tile_shape[0]);
-        let tiles_n = tile_count(&mut b, tensor, 1, tile_shape[1]);
-        let num_tiles = Muli::build(&mut b, tiles_m, tiles_n, Attributes::new()).result(b.body);
+        let tiles_m = tile_count(&mut b, tensor, rank - 2, tile_shape[0], "tiles_m");
+        let tiles_n = tile_count(&mut b, tensor, rank - 1, tile_shape[1], "tiles_n");
+        let per_batch = Muli::build(&mut b, tiles_m, tiles_n, Attributes::new()).result(b.body);
+        let num_tiles = match pid_z {
+            Some(_) => {
+                let batches = Dim::build(&mut b, tensor, 0, Attributes::new()).result(b.body);
+                let batches = b.name(batches, "batches");
+                Muli::build(&mut b, per_batch, batches, Attributes::new()).result(b.body)
+            }
+            None => per_batch,
+        };
         let num_tiles = b.name(num_tiles, "num_tiles");
         let first = BlockId::build(&mut b, 0, Attributes::new()).result(b.body);
         let grid = NumBlocks::build(&mut b, 0, Attributes::new()).result(b.body);
@@ -72,6 +85,14 @@ impl Pass for Persistent {
         b.name(t, "tile");
 
         let mut lb = Builder::new(body, InsertPoint::End(loop_block), loc);
+        let (batch, t) = match pid_z {
+            Some(_) => {
+                let batch = Divsi::build(&mut lb, t, per_batch, Attributes::new()).result(lb.body);
+                let within = Remsi::build(&mut lb, t, per_batch, Attributes::new()).result(lb.body);
+                (Some(lb.name(batch, "pid_z")), within)
+            }
+            None => (None, t),
+        };
         let (m, n) = grouped_coords(&mut lb, t, tiles_m, tiles_n, self.group);
         let yield_op = Yield::build(&mut lb, &[], Attributes::new()).op();
         for op in work {
@@ -82,30 +103,44 @@ impl Pass for Persistent {
         body.replace_all_uses(func.region, pid_n, n);
         body.remove_op(bid_m);
         body.remove_op(bid_n);
+        if let (Some(op), Some(pid_z), Some(batch)) = (bid_z, pid_z, batch) {
+            body.replace_all_uses(func.region, pid_z, batch);
+            body.remove_op(op);
+        }
         func.attrs.set("grid", Attribute::String("sms".into()));
         Ok(())
     }
 }
 
-/// The store of the output tile at (`pid_m`, `pid_n`): its tensor and tile
-/// shape give the number of tiles.
-fn output_store(body: &Body, region: tilec_dialects::Region, pid_m: Value, pid_n: Value) -> Result<Store, Diagnostic> {
+/// The store of the output tile at (`pid_m`, `pid_n`), or at (`pid_z`,
+/// `pid_m`, `pid_n`) in a batched output: its tensor and tile shape give the
+/// number of tiles.
+fn output_store(body: &Body, region: tilec_dialects::Region, pid_z: Option<Value>, pid_m: Value, pid_n: Value) -> Result<Store, Diagnostic> {
     let stores: Vec<Store> = body.walk_region(region).into_iter().filter_map(|o| Store::of(body, o)).collect();
-    match stores.iter().copied().find(|s| s.indices(body) == [pid_m, pid_n]) {
+    let at_tile = |s: &Store| match (s.indices(body), pid_z) {
+        ([m, n], _) => [*m, *n] == [pid_m, pid_n],
+        ([z, m, n], Some(pid_z)) => [*z, *m, *n] == [pid_z, pid_m, pid_n],
+        _ => false,
+    };
+    match stores.iter().copied().find(at_tile) {
         Some(s) => Ok(s),
         None => match stores.first() {
-            Some(s) => Err(op_error(body, s.op(), "does not store at (block_id x, block_id y): tile-persistent cannot tell the output tiles".into())),
+            Some(s) => Err(op_error(
+                body,
+                s.op(),
+                "does not store at (block_id x, block_id y), or (block_id z, block_id x, block_id y) in a batched output: tile-persistent cannot tell the output tiles".into(),
+            )),
             None => Err(Diagnostic::error(body.ops[body.defining_op(pid_m).expect("op result")].loc.clone(), "tile-persistent needs a tile.store of the output tile")),
         },
     }
 }
 
-/// ceil(dim / extent): tiles along one dimension of `tensor`.
-fn tile_count(b: &mut Builder<'_>, tensor: Value, dim: i64, extent: i64) -> Value {
+/// ceil(dim / extent): tiles along one dimension of `tensor`, named `name`.
+fn tile_count(b: &mut Builder<'_>, tensor: Value, dim: i64, extent: i64, name: &str) -> Value {
     let size = Dim::build(b, tensor, dim, Attributes::new()).result(b.body);
     let e = b.index(extent);
     let count = Ceildivsi::build(b, size, e, Attributes::new()).result(b.body);
-    b.name(count, if dim == 0 { "tiles_m" } else { "tiles_n" })
+    b.name(count, name)
 }
 
 /// Tile `t`'s (m, n) in grouped order: groups of `group` tile rows; within a

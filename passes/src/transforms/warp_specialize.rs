@@ -411,7 +411,8 @@ impl Roles<'_> {
                 let mut indices = store.indices(body).to_vec();
                 let (value, tensor, attrs) = (store.value(body), store.tensor(body), body.ops[op].attrs.clone());
                 let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
-                indices[0] = self.consumer_row(&mut b, indices[0], c);
+                let row = row_index(&indices);
+                indices[row] = self.consumer_row(&mut b, indices[row], c);
                 Store::build(&mut b, value, tensor, &indices, attrs);
                 body.remove_op(op);
             } else if let Some(load) = Load::of(body, op).filter(|l| split(body, l.result(body))) {
@@ -419,7 +420,8 @@ impl Roles<'_> {
                 let (tensor, result, attrs) = (load.tensor(body), load.result(body), body.ops[op].attrs.clone());
                 let ty = body.value_type(result).clone();
                 let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
-                indices[0] = self.consumer_row(&mut b, indices[0], c);
+                let row = row_index(&indices);
+                indices[row] = self.consumer_row(&mut b, indices[row], c);
                 let moved = Load::build(&mut b, tensor, &indices, ty, attrs).result(b.body);
                 body.values[moved].name_hint = body.values[result].name_hint.clone();
                 body.replace_all_uses(role_region, result, moved);
@@ -469,4 +471,10 @@ fn outer_role_block(body: &Body, mut block: Block) -> Block {
         }
         block = body.ops[owner].parent.expect("attached");
     }
+}
+
+/// The coordinate of a rank-2 tile's rows: the first of the tensor's last
+/// two (the leading ones of a higher-rank tensor are element coordinates).
+fn row_index(indices: &[Value]) -> usize {
+    indices.len().saturating_sub(2)
 }

@@ -67,6 +67,10 @@ struct Cli {
     /// per-expert cuBLASLt FP8 block-scaled, and any --artifact grouped kernels (--json writes schema tilec-bench-grouped/1)
     #[arg(long)]
     grouped: bool,
+    /// With --grouped: these problems instead of the benchmark's, `contiguous:NxK:ROWS,...` or
+    /// `masked/M_MAX:NxK:COUNTS,...` separated by `;`
+    #[arg(long, value_name = "LIST", value_parser = parse_grouped_problems)]
+    grouped_problems: Option<GroupedProblems>,
     /// Largest relative Frobenius error vs cuBLAS that passes
     #[arg(long, value_name = "T", default_value_t = 1e-2, value_parser = positive)]
     threshold: f64,
@@ -102,6 +106,13 @@ struct Dtypes(Vec<BenchDtype>);
 
 fn parse_shapes(s: &str) -> Result<Shapes, String> {
     tilec_runtime::bench::parse_shapes(s).map(Shapes)
+}
+
+#[derive(Clone, Debug)]
+struct GroupedProblems(Vec<tilec_runtime::grouped::GroupedProblem>);
+
+fn parse_grouped_problems(s: &str) -> Result<GroupedProblems, String> {
+    tilec_runtime::grouped::parse_problem_list(s).map(GroupedProblems)
 }
 
 fn parse_dtypes(s: &str) -> Result<Dtypes, String> {
@@ -141,6 +152,7 @@ impl Cli {
             json: self.json,
             baseline_only: self.baseline_only,
             grouped: self.grouped,
+            grouped_problems: self.grouped_problems.map(|p| p.0),
             threshold: self.threshold,
             l2_factor: self.l2_factor,
             max_sets: self.max_sets as usize,
@@ -236,7 +248,7 @@ fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
     let seed = args.seed.unwrap_or_else(seed_from_time);
     let g = GroupedArgs {
         command_line: argv,
-        problems: tilec_runtime::grouped::default_grouped_problems(seed),
+        problems: args.grouped_problems.clone().unwrap_or_else(|| tilec_runtime::grouped::default_grouped_problems(seed)),
         seed,
         warmup: args.warmup,
         reps: args.reps,

@@ -9,9 +9,10 @@
 //!   f32 `SB[NB,KB]` -> bf16 `C[M,N]`: compared with the dequantised product
 //!   (`tilec_runtime::blockscaled`), cuBLASLt block-scaled as a second opinion.
 //! - copy: bf16 `X[M,N]` input, `Y[M,N]` output (Y = X): bit-exact comparison.
-//! - grouped GEMM (`tilec_runtime::grouped`'s signatures; BF16 contiguous
-//!   today): run on each `--grouped-problems` problem (uneven experts, some
-//!   empty), checked in FP64 on the first and last row of every expert.
+//! - grouped GEMM (`tilec_runtime::grouped`'s signatures: contiguous or
+//!   masked, BF16 or block-scaled FP8): run on each `--grouped-problems`
+//!   problem of its form (uneven experts, some empty), checked in FP64 on the
+//!   first and last valid row of every expert.
 //!
 //! Prints our and the baseline's TFLOP/s (median of event-timed runs after
 //! warm-up, for information). Exit status: 0 all pass (or skipped: no
@@ -42,7 +43,8 @@ enum Mode {
 
 /// Uneven experts: an empty one, a one-row one, one much larger than the
 /// rest, N not a multiple of the tile.
-const DEFAULT_GROUPED: &str = "contiguous:256x512:0,1,300,77;contiguous:1000x384:5,0,129,640,1;contiguous:4096x7168:512,0,2048,33";
+const DEFAULT_GROUPED: &str = "contiguous:256x512:0,1,300,77;contiguous:1000x384:5,0,129,640,1;contiguous:4096x7168:512,0,2048,33;\
+    masked/256:512x384:0,1,256,77;masked/200:1000x256:5,200,0,64,129;masked/256:4096x7168:256,0,100,33";
 
 /// Runs a compiled artifact on each shape and checks it against cuBLAS.
 #[derive(Parser, Debug)]
@@ -62,7 +64,7 @@ struct Cli {
     /// Largest relative Frobenius error that passes
     #[arg(long, default_value_t = 1e-2)]
     threshold: f64,
-    /// Problems a grouped GEMM runs on, `contiguous:NxK:ROWS,...` separated by `;`
+    /// Problems a grouped GEMM runs on (those of its form), `contiguous:NxK:ROWS,...` or `masked/M_MAX:NxK:COUNTS,...` separated by `;`
     #[arg(long, default_value = DEFAULT_GROUPED, value_parser = parse_grouped)]
     grouped_problems: GroupedProblems,
     #[command(flatten)]
@@ -76,11 +78,7 @@ struct Shapes(Vec<(u64, u64, u64)>);
 struct GroupedProblems(Vec<grouped::GroupedProblem>);
 
 fn parse_grouped(s: &str) -> Result<GroupedProblems, String> {
-    let problems = s.split(';').filter(|x| !x.trim().is_empty()).map(|x| grouped::GroupedProblem::parse(x.trim())).collect::<Result<Vec<_>, _>>()?;
-    if problems.is_empty() {
-        return Err("no grouped problem given".into());
-    }
-    Ok(GroupedProblems(problems))
+    grouped::parse_problem_list(s).map(GroupedProblems)
 }
 
 fn parse_shapes(s: &str) -> Result<Shapes, String> {
@@ -188,8 +186,13 @@ fn run_grouped(gpu: &Gpu, dir: &str, artifact: &Artifact, problems: &[grouped::G
     let spec = grouped::GroupedSpec::from_manifest(&artifact.manifest)?;
     let kernel = grouped_bench::OurGrouped { name: dir.to_string(), kernel: gpu.load(artifact)?, spec };
     println!("artifact: {dir} entry {} ({:?} {}), {} regs", artifact.manifest.entry, spec.kind, spec.input, kernel.kernel.num_regs);
+    let of_form: Vec<&grouped::GroupedProblem> = problems.iter().filter(|p| kernel.computes(p)).collect();
+    if of_form.is_empty() {
+        return Err(RuntimeError::GemmArgs(format!("none of the --grouped-problems is of the kernel's form ({:?})", spec.kind)));
+    }
+    println!("{} of {} problems are of the kernel's form", of_form.len(), problems.len());
     let mut failed = 0;
-    for (i, p) in problems.iter().enumerate() {
+    for (i, p) in of_form.into_iter().enumerate() {
         let seed = seed_from_time().wrapping_add(i as u64);
         match grouped_bench::check_grouped_kernel(gpu, &kernel, p, seed) {
             Ok(err) if passes(err, threshold) => println!("{:>48} {err:>10.3e}   PASS  fp64 cpu rows, {seed:#x}", p.to_string()),
