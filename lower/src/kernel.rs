@@ -328,7 +328,6 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// The i32 value of dimension `d` of tensor `t`.
     /// The matrix that element coordinates `coords` of tensor `t` address:
     /// its last two dimensions, at the leading coordinates. A rank-3 tensor
     /// `[G, R, C]` at `(g, r, c)` is the `R x C` matrix at element
@@ -343,15 +342,7 @@ impl<'a> Lowerer<'a> {
         let (mut rows, cols) = (self.dim_value(t, rank - 2), self.dim_value(t, rank - 1));
         let mut ptr = self.ptr_args[&t].clone();
         if rank > 2 {
-            let (mut index, mut inside) = (self.em.i64(0), self.em.assign("inside", "arith.constant true"));
-            for (d, &c) in coords[..rank - 2].iter().enumerate() {
-                let (c, extent) = (self.scalar(op, c)?, self.dim_value(t, d));
-                let ok = self.em.assign("in_dim", format!("arith.cmpi ult, {c}, {extent} : i32"));
-                inside = self.em.binop("inside", "arith.andi", &inside, &ok, "i1");
-                let (c64, extent64) = (self.em.assign("i64", format!("arith.extui {c} : i32 to i64")), self.em.assign("d64", format!("arith.extui {extent} : i32 to i64")));
-                let scaled = self.em.binop("lead", "arith.muli", &index, &extent64, "i64");
-                index = self.em.binop("lead", "arith.addi", &scaled, &c64, "i64");
-            }
+            let (index, inside) = self.element_index(op, t, &coords[..rank - 2])?;
             let (rows64, cols64) = (self.em.assign("d64", format!("arith.extui {rows} : i32 to i64")), self.em.assign("d64", format!("arith.extui {cols} : i32 to i64")));
             let matrix = self.em.binop("matrix", "arith.muli", &rows64, &cols64, "i64");
             let elems = self.em.binop("lead_elems", "arith.muli", &index, &matrix, "i64");
@@ -367,6 +358,23 @@ impl<'a> Lowerer<'a> {
         Ok(Matrix { ptr, row0, col0, rows, cols })
     }
 
+    /// The row-major element index (i64) of `coords` in the leading
+    /// `coords.len()` dimensions of tensor `t`, and whether every coordinate
+    /// lies inside its dimension (i1).
+    fn element_index(&mut self, op: Op, t: usize, coords: &[Value]) -> Result<(String, String), Diagnostic> {
+        let (mut index, mut inside) = (self.em.i64(0), self.em.assign("inside", "arith.constant true"));
+        for (d, &c) in coords.iter().enumerate() {
+            let (c, extent) = (self.scalar(op, c)?, self.dim_value(t, d));
+            let ok = self.em.assign("in_dim", format!("arith.cmpi ult, {c}, {extent} : i32"));
+            inside = self.em.binop("inside", "arith.andi", &inside, &ok, "i1");
+            let (c64, extent64) = (self.em.assign("i64", format!("arith.extui {c} : i32 to i64")), self.em.assign("d64", format!("arith.extui {extent} : i32 to i64")));
+            let scaled = self.em.binop("off", "arith.muli", &index, &extent64, "i64");
+            index = self.em.binop("off", "arith.addi", &scaled, &c64, "i64");
+        }
+        Ok((index, inside))
+    }
+
+    /// The i32 value of dimension `d` of tensor `t`.
     fn dim_value(&mut self, t: usize, d: usize) -> String {
         match &self.plan.tensors[t].dims[d] {
             DimSrc::Const(c) => self.em.i32(*c),
@@ -673,15 +681,7 @@ impl<'a> Lowerer<'a> {
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let elem = self.f.body.value_type(result).elem();
         let ty = mlir_type(elem);
-        let (mut offset, mut inside) = (self.em.i64(0), self.em.assign("inside", "arith.constant true"));
-        for (d, &i) in indices.iter().enumerate() {
-            let (index, extent) = (self.scalar(op, i)?, self.dim_value(t, d));
-            let ok = self.em.assign("in_dim", format!("arith.cmpi ult, {index}, {extent} : i32"));
-            inside = self.em.binop("inside", "arith.andi", &inside, &ok, "i1");
-            let (index64, extent64) = (self.em.assign("i64", format!("arith.extui {index} : i32 to i64")), self.em.assign("d64", format!("arith.extui {extent} : i32 to i64")));
-            let scaled = self.em.binop("off", "arith.muli", &offset, &extent64, "i64");
-            offset = self.em.binop("off", "arith.addi", &scaled, &index64, "i64");
-        }
+        let (offset, inside) = self.element_index(op, t, &indices)?;
         let zero_offset = self.em.i64(0);
         let offset = self.em.assign("off", format!("arith.select {inside}, {offset}, {zero_offset} : i64"));
         let ptr = self.ptr_args[&t].clone();
@@ -821,6 +821,14 @@ impl<'a> Lowerer<'a> {
         Ok(tma::barrier_ptr(&mut self.em, &smem, &b, &idx))
     }
 
+    /// A TMA copy's coordinates (given outer to inner), as TMA takes them:
+    /// the innermost (the column), then the others inner first.
+    fn tma_coords(&mut self, op: Op, coords: &[Value]) -> Result<(String, Vec<String>), Diagnostic> {
+        let mut inner_first = coords.iter().rev().map(|&c| self.scalar(op, c)).collect::<Result<Vec<_>, _>>()?;
+        let col = inner_first.remove(0);
+        Ok((col, inner_first))
+    }
+
     fn lower_tma_load(&mut self, op: Op) -> Result<(), Diagnostic> {
         let o = self.view(op, nv::TmaLoad::of)?;
         let body = &self.f.body;
@@ -832,13 +840,11 @@ impl<'a> Lowerer<'a> {
         let box_dims = tma_box(dst.rows, &buf.geom, coords.len());
         let desc_idx = self.plan.tma.iter().position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == buf.geom.swizzle).expect("planned");
         let desc = self.tma_args[desc_idx].clone();
-        // Outer to inner; TMA takes them inner first.
-        let mut inner_first = coords.iter().rev().map(|&c| self.scalar(op, c)).collect::<Result<Vec<_>, _>>()?;
-        let col = inner_first.remove(0);
+        let (col, outer) = self.tma_coords(op, &coords)?;
         let stage = self.scalar(op, stage)?;
         let bar = self.barrier(op, barrier, bstage)?;
         let smem = self.thread().smem.clone();
-        tma::load(&mut self.em, &smem, &buf, dst.row_offset.as_deref(), &stage, &desc, &bar, &col, &inner_first);
+        tma::load(&mut self.em, &smem, &buf, dst.row_offset.as_deref(), &stage, &desc, &bar, &col, &outer);
         Ok(())
     }
 
@@ -964,11 +970,9 @@ impl<'a> Lowerer<'a> {
             .expect("planned");
         let desc = self.tma_args[desc_idx].clone();
         let stage = self.scalar(op, stage)?;
-        // Outer to inner; TMA takes them inner first.
-        let mut inner_first = coords.iter().rev().map(|&c| self.scalar(op, c)).collect::<Result<Vec<_>, _>>()?;
-        let col = inner_first.remove(0);
+        let (col, outer) = self.tma_coords(op, &coords)?;
         let smem = self.thread().smem.clone();
-        tma::store(&mut self.em, &smem, &buf, &stage, &desc, &col, &inner_first);
+        tma::store(&mut self.em, &smem, &buf, &stage, &desc, &col, &outer);
         Ok(())
     }
 

@@ -8,7 +8,7 @@
 //! and the result is column-major `N x M` with leading dimension N — exactly
 //! row-major C. That is cuBLAS "TN" with m = N, n = M, k = K.
 
-use crate::error::{ld_library_path, Result, RuntimeError};
+use crate::error::{check_lib, DriverCtx, Result, RuntimeError};
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::cublaslt::{CudaBlasLT, Matmul, MatmulConfig};
 use cudarc::driver::{CudaSlice, CudaStream};
@@ -74,17 +74,6 @@ pub fn col_major_gemm_reference(c: &ColMajorCall, a: &[f64], b: &[f64]) -> Vec<f
         }
     }
     out
-}
-
-fn check_lib(present: bool, lib: &'static str, name: &str) -> Result<()> {
-    if present {
-        return Ok(());
-    }
-    Err(RuntimeError::LibraryNotLoaded {
-        lib,
-        candidates: cudarc::get_lib_name_candidates(name),
-        ld_library_path: ld_library_path(),
-    })
 }
 
 /// cuBLAS (`cublasGemmEx`, bf16, `CUBLAS_COMPUTE_32F`).
@@ -160,16 +149,15 @@ impl Cublas {
         threshold: f64,
     ) -> Result<Vec<f64>> {
         use crate::check::{bf16_to_f64, cpu_gemm_tn_rows, passes, rel_frobenius, sample_rows, POISON_BF16};
-        let dc = |call: &'static str| move |err| RuntimeError::Driver { call, err };
         let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
         let s = &gpu.stream;
-        let a_d = s.clone_htod(a).map_err(dc("cuMemcpyHtoD(reference A)"))?;
-        let b_d = s.clone_htod(b).map_err(dc("cuMemcpyHtoD(reference B)"))?;
-        let mut c = unsafe { s.alloc::<bf16>(m * n) }.map_err(dc("cuMemAlloc(reference C)"))?;
+        let a_d = s.clone_htod(a).ctx("cuMemcpyHtoD(reference A)")?;
+        let b_d = s.clone_htod(b).ctx("cuMemcpyHtoD(reference B)")?;
+        let mut c = unsafe { s.alloc::<bf16>(m * n) }.ctx("cuMemAlloc(reference C)")?;
         gpu.poison16(&mut c, POISON_BF16)?;
         self.gemm_bf16_tn(size.m, size.n, size.k, &a_d, &b_d, &mut c)?;
         gpu.sync("cuBLAS reference")?;
-        let reference = bf16_to_f64(&s.clone_dtoh(&c).map_err(dc("cuMemcpyDtoH(reference C)"))?);
+        let reference = bf16_to_f64(&s.clone_dtoh(&c).ctx("cuMemcpyDtoH(reference C)")?);
         let rows = sample_rows(m, n, k, REF_CHECK_BUDGET);
         let to_f32 = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
         let cpu = cpu_gemm_tn_rows(&to_f32(a), &to_f32(b), n, k, &rows);

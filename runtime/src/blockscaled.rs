@@ -23,11 +23,10 @@
 
 use crate::check::*;
 use crate::cuda::Gpu;
-use crate::error::{Result, RuntimeError};
+use crate::error::{DriverCtx, Result, RuntimeError};
 use crate::gemm::{Gemm, GemmBuffers, GemmSize, Scales};
 use crate::lt::{LtGemm, LtHandle, LtInput};
 use crate::Cublas;
-use cudarc::driver::{CudaSlice, DevicePtr};
 use half::bf16;
 
 /// Largest `M*N*K` checked against the FP64 CPU reference.
@@ -46,15 +45,6 @@ pub struct BlockScaledCheck {
     pub lt_err: std::result::Result<f64, String>,
     /// Our kernel's error is within the threshold.
     pub pass: bool,
-}
-
-fn dc(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> RuntimeError {
-    move |err| RuntimeError::Driver { call, err }
-}
-
-fn addr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
-    let (a, _g) = s.device_ptr(&gpu.stream);
-    a
 }
 
 /// Runs `gemm` (a block-scaled artifact) once on fresh inputs of `size`
@@ -79,12 +69,12 @@ pub fn check_block_scaled(
     let sa_h = random_pow2_scales(bs.sa_len(), &mut rng);
     let sb_h = random_pow2_scales(bs.sb_len(), &mut rng);
     let s = &gpu.stream;
-    let a = s.clone_htod(&a_h).map_err(dc("cuMemcpyHtoD(A)"))?;
-    let b = s.clone_htod(&b_h).map_err(dc("cuMemcpyHtoD(B)"))?;
-    let sa = s.clone_htod(&sa_h).map_err(dc("cuMemcpyHtoD(SA)"))?;
-    let sa_t = s.clone_htod(&bs.sa_m_major(&sa_h)).map_err(dc("cuMemcpyHtoD(SA_t)"))?;
-    let sb = s.clone_htod(&sb_h).map_err(dc("cuMemcpyHtoD(SB)"))?;
-    let mut c = unsafe { s.alloc::<bf16>(m * n) }.map_err(dc("cuMemAlloc(C)"))?;
+    let a = s.clone_htod(&a_h).ctx("cuMemcpyHtoD(A)")?;
+    let b = s.clone_htod(&b_h).ctx("cuMemcpyHtoD(B)")?;
+    let sa = s.clone_htod(&sa_h).ctx("cuMemcpyHtoD(SA)")?;
+    let sa_t = s.clone_htod(&bs.sa_m_major(&sa_h)).ctx("cuMemcpyHtoD(SA_t)")?;
+    let sb = s.clone_htod(&sb_h).ctx("cuMemcpyHtoD(SB)")?;
+    let mut c = unsafe { s.alloc::<bf16>(m * n) }.ctx("cuMemAlloc(C)")?;
     gpu.poison16(&mut c, POISON_BF16)?;
     let buffers = GemmBuffers {
         a: gpu.bind("A", &a),
@@ -93,7 +83,7 @@ pub fn check_block_scaled(
         scales: Some((gpu.bind("SA", &sa), gpu.bind("SB", &sb))),
     };
     gemm.bind_raw(size, buffers)?.launch_checked()?;
-    let out = bf16_to_f64(&s.clone_dtoh(&c).map_err(dc("cuMemcpyDtoH(C)"))?);
+    let out = bf16_to_f64(&s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?);
     let (reference, ref_name) = if (m * n * k) as u64 <= CPU_REF_LIMIT {
         (bs.cpu_reference(&a_h, &sa_h, &b_h, &sb_h), "fp64 cpu")
     } else {
@@ -104,12 +94,12 @@ pub fn check_block_scaled(
     };
     let err = rel_frobenius(&out, &reference);
     let lt_err = (|| -> Result<f64> {
-        let input = LtInput::Fp8BlockScaled { sa_m_major: addr(gpu, &sa_t), sb: addr(gpu, &sb) };
+        let input = LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&sa_t), sb: gpu.addr(&sb) };
         let plan = LtGemm::new(lt, size.m, size.n, size.k, input)?;
         gpu.poison16(&mut c, POISON_BF16)?;
-        unsafe { plan.run(lt, addr(gpu, &a), addr(gpu, &b), addr(gpu, &c)) }?;
+        unsafe { plan.run(lt, gpu.addr(&a), gpu.addr(&b), gpu.addr(&c)) }?;
         gpu.sync("cuBLASLt block-scaled")?;
-        Ok(rel_frobenius(&bf16_to_f64(&s.clone_dtoh(&c).map_err(dc("cuMemcpyDtoH(C)"))?), &reference))
+        Ok(rel_frobenius(&bf16_to_f64(&s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?), &reference))
     })()
     .map_err(|e| e.to_string());
     Ok(BlockScaledCheck { seed, err, reference: ref_name, lt_err, pass: passes(err, threshold) })

@@ -101,13 +101,18 @@ impl Gpu {
         self.stream.synchronize().map_err(|err| RuntimeError::KernelFailed { entry: what.to_string(), err })
     }
 
+    /// The device address of `slice` (event tracking is off, so taking it
+    /// records nothing).
+    pub fn addr<T>(&self, slice: &CudaSlice<T>) -> u64 {
+        slice.device_ptr(&self.stream).0
+    }
+
     /// Binds `slice` to the manifest tensor `name`.
     pub fn bind<T: Element>(&self, name: &str, slice: &CudaSlice<T>) -> TensorBinding {
-        let (addr, _guard) = slice.device_ptr(&self.stream);
         TensorBinding {
             name: name.to_string(),
             dtype: T::DTYPE,
-            addr,
+            addr: self.addr(slice),
             bytes: (slice.len() * std::mem::size_of::<T>()) as u64,
         }
     }

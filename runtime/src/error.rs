@@ -260,7 +260,10 @@ pub enum RuntimeError {
 /// The runtime's result type.
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 
-pub(crate) trait DriverCtx<T> {
+/// Names the CUDA driver call a driver error came from:
+/// `stream.clone_htod(&v).ctx("cuMemcpyHtoD(A)")?`.
+pub trait DriverCtx<T> {
+    /// The result, its error as [`RuntimeError::Driver`] naming `call`.
     fn ctx(self, call: &'static str) -> Result<T>;
 }
 
@@ -268,6 +271,16 @@ impl<T> DriverCtx<T> for std::result::Result<T, cudarc::driver::DriverError> {
     fn ctx(self, call: &'static str) -> Result<T> {
         self.map_err(|err| RuntimeError::Driver { call, err })
     }
+}
+
+/// `Ok` if a CUDA library is `present` (cudarc's `is_culib_present`), else
+/// [`RuntimeError::LibraryNotLoaded`] with the file names cudarc tried for
+/// `name` and the search path.
+pub(crate) fn check_lib(present: bool, lib: &'static str, name: &str) -> Result<()> {
+    if present {
+        return Ok(());
+    }
+    Err(RuntimeError::LibraryNotLoaded { lib, candidates: cudarc::get_lib_name_candidates(name), ld_library_path: ld_library_path() })
 }
 
 pub(crate) fn ld_library_path() -> String {

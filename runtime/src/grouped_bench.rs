@@ -32,7 +32,7 @@
 
 use crate::check::*;
 use crate::cuda::Gpu;
-use crate::error::{Result, RuntimeError};
+use crate::error::{DriverCtx, Result, RuntimeError};
 use crate::cuda::Kernel;
 use crate::grouped::{label, GroupedForm, GroupedKind, GroupedProblem, GroupedSpec};
 use tilec_artifact::{Artifact, DType};
@@ -40,7 +40,7 @@ use crate::lt::{LtGemm, LtHandle, LtInput};
 use crate::timing::{Launch, Timer};
 use crate::Cublas;
 use cudarc::cublas::sys as cb;
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::CudaSlice;
 use half::bf16;
 use serde::Serialize;
 use std::ffi::c_void;
@@ -156,15 +156,6 @@ pub fn format_grouped_table(results: &[GroupedResult]) -> String {
     out
 }
 
-fn dc(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> RuntimeError {
-    move |err| RuntimeError::Driver { call, err }
-}
-
-fn addr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
-    let (a, _g) = s.device_ptr(&gpu.stream);
-    a
-}
-
 /// The experts that have rows: (expert, first row, rows).
 fn live(p: &GroupedProblem) -> Vec<(usize, u64, u64)> {
     p.row_offsets().into_iter().zip(&p.rows).enumerate().filter(|(_, (_, &r))| r > 0).map(|(g, (o, &r))| (g, o, r)).collect()
@@ -205,7 +196,7 @@ impl GroupedBatched {
             bp.push(a + off * p.k * 2);
             cp.push(c + off * p.n * 2);
         }
-        let up = |v: &[u64]| gpu.stream.clone_htod(v).map_err(dc("cuMemcpyHtoD(pointer array)"));
+        let up = |v: &[u64]| gpu.stream.clone_htod(v).ctx("cuMemcpyHtoD(pointer array)");
         Ok(GroupedBatched {
             trans_a: vec![cb::cublasOperation_t::CUBLAS_OP_T; g],
             trans_b: vec![cb::cublasOperation_t::CUBLAS_OP_N; g],
@@ -235,14 +226,14 @@ impl GroupedBatched {
                 self.n.as_ptr(),
                 self.k.as_ptr(),
                 self.alpha.as_ptr() as *const c_void,
-                addr(gpu, &self.a_ptrs) as *const *const c_void,
+                gpu.addr(&self.a_ptrs) as *const *const c_void,
                 bf,
                 self.ld_a.as_ptr(),
-                addr(gpu, &self.b_ptrs) as *const *const c_void,
+                gpu.addr(&self.b_ptrs) as *const *const c_void,
                 bf,
                 self.ld_b.as_ptr(),
                 self.beta.as_ptr() as *const c_void,
-                addr(gpu, &self.c_ptrs) as *const *mut c_void,
+                gpu.addr(&self.c_ptrs) as *const *mut c_void,
                 bf,
                 self.ld_c.as_ptr(),
                 self.group_size.len() as i32,
@@ -381,14 +372,14 @@ impl GroupedInputs {
             GroupedForm::Masked { .. } => p.rows.iter().map(|&r| r as i32).collect(),
         };
         Ok(GroupedInputs {
-            a: s.clone_htod(&a_h).map_err(dc("cuMemcpyHtoD(A)"))?,
-            b: s.clone_htod(&b_h).map_err(dc("cuMemcpyHtoD(B)"))?,
-            a8: s.clone_htod(&a8_h).map_err(dc("cuMemcpyHtoD(A8)"))?,
-            b8: s.clone_htod(&b8_h).map_err(dc("cuMemcpyHtoD(B8)"))?,
-            sa: s.clone_htod(&sa_h).map_err(dc("cuMemcpyHtoD(SA)"))?,
-            sa_t: s.clone_htod(&sa_t_h).map_err(dc("cuMemcpyHtoD(SA_t)"))?,
-            sb: s.clone_htod(&sb_h).map_err(dc("cuMemcpyHtoD(SB)"))?,
-            routing: s.clone_htod(&routing_h).map_err(dc("cuMemcpyHtoD(routing)"))?,
+            a: s.clone_htod(&a_h).ctx("cuMemcpyHtoD(A)")?,
+            b: s.clone_htod(&b_h).ctx("cuMemcpyHtoD(B)")?,
+            a8: s.clone_htod(&a8_h).ctx("cuMemcpyHtoD(A8)")?,
+            b8: s.clone_htod(&b8_h).ctx("cuMemcpyHtoD(B8)")?,
+            sa: s.clone_htod(&sa_h).ctx("cuMemcpyHtoD(SA)")?,
+            sa_t: s.clone_htod(&sa_t_h).ctx("cuMemcpyHtoD(SA_t)")?,
+            sb: s.clone_htod(&sb_h).ctx("cuMemcpyHtoD(SB)")?,
+            routing: s.clone_htod(&routing_h).ctx("cuMemcpyHtoD(routing)")?,
             a_h,
             b_h,
             a8_h,
@@ -429,11 +420,11 @@ pub fn check_grouped_kernel(gpu: &Gpu, kernel: &OurGrouped, p: &GroupedProblem, 
         return Err(RuntimeError::GemmArgs(format!("{p}: the kernel is {:?} {}", kernel.spec.kind, kernel.spec.input)));
     }
     let inputs = GroupedInputs::new(gpu, p, seed)?;
-    let mut out = unsafe { gpu.stream.alloc::<bf16>(p.buffer_rows() as usize * p.n as usize) }.map_err(dc("cuMemAlloc(C)"))?;
+    let mut out = unsafe { gpu.stream.alloc::<bf16>(p.buffer_rows() as usize * p.n as usize) }.ctx("cuMemAlloc(C)")?;
     gpu.poison16(&mut out, POISON_BF16)?;
     kernel.prepare(gpu, p, &inputs, &out)?.launch()?;
     gpu.sync(&kernel.name)?;
-    let h = gpu.stream.clone_dtoh(&out).map_err(dc("cuMemcpyDtoH(C)"))?;
+    let h = gpu.stream.clone_dtoh(&out).ctx("cuMemcpyDtoH(C)")?;
     let fp8 = kernel.fp8();
     Ok(check_rows(p, &h, |row| inputs.a_row(p, row, fp8), |e| inputs.b_expert(p, e, fp8)))
 }
@@ -490,14 +481,14 @@ fn bench_into(
     let (rows, n, k) = (p.buffer_rows() as usize, p.n as usize, p.k as usize);
     let experts = live(p);
     let inputs = GroupedInputs::new(gpu, p, seed)?;
-    let mut c = unsafe { s.alloc::<bf16>(rows * n) }.map_err(dc("cuMemAlloc(C)"))?;
-    let (pa, pb, pc) = (addr(gpu, &inputs.a), addr(gpu, &inputs.b), addr(gpu, &c));
+    let mut c = unsafe { s.alloc::<bf16>(rows * n) }.ctx("cuMemAlloc(C)")?;
+    let (pa, pb, pc) = (gpu.addr(&inputs.a), gpu.addr(&inputs.b), gpu.addr(&c));
     let (bf16_row, bf16_b) = (|row| inputs.a_row(p, row, false), |e| inputs.b_expert(p, e, false));
     let scales = BlockScales::new(rows, n, k);
     let (kb, nb) = (scales.kb(), scales.nb());
-    let mut c8 = unsafe { s.alloc::<bf16>(rows * n) }.map_err(dc("cuMemAlloc(C8)"))?;
+    let mut c8 = unsafe { s.alloc::<bf16>(rows * n) }.ctx("cuMemAlloc(C8)")?;
     let (pa8, pb8, psa, psb, pc8) =
-        (addr(gpu, &inputs.a8), addr(gpu, &inputs.b8), addr(gpu, &inputs.sa_t), addr(gpu, &inputs.sb), addr(gpu, &c8));
+        (gpu.addr(&inputs.a8), gpu.addr(&inputs.b8), gpu.addr(&inputs.sa_t), gpu.addr(&inputs.sb), gpu.addr(&c8));
     let (fp8_row, fp8_b) = (|row| inputs.a_row(p, row, true), |e| inputs.b_expert(p, e, true));
 
     let loop_bf16 = |_: usize| -> Result<()> {
@@ -527,7 +518,7 @@ fn bench_into(
             gpu.poison16(out, POISON_BF16)?;
             launch()?;
             gpu.sync(name)?;
-            let h = s.clone_dtoh(out).map_err(dc("cuMemcpyDtoH(C)"))?;
+            let h = s.clone_dtoh(out).ctx("cuMemcpyDtoH(C)")?;
             Ok(if fp8 { check_rows(p, &h, fp8_row, fp8_b) } else { check_rows(p, &h, bf16_row, bf16_b) })
         })();
         match r {
@@ -553,7 +544,7 @@ fn bench_into(
     let mut prepared = Vec::new();
     for kernel in ours.iter().filter(|k| k.computes(p)) {
         let index = res.runs.len();
-        let mut out = unsafe { s.alloc::<bf16>(rows * n) }.map_err(dc("cuMemAlloc(C ours)"))?;
+        let mut out = unsafe { s.alloc::<bf16>(rows * n) }.ctx("cuMemAlloc(C ours)")?;
         match kernel.prepare(gpu, p, &inputs, &out) {
             Ok(mut launch) => {
                 res.runs.push(check(&kernel.name, &mut out, &mut || launch.launch(), kernel.fp8()));

@@ -200,6 +200,24 @@ impl Body {
         }
     }
 
+    /// Whether `v` is defined inside the regions of `op` (a result of a
+    /// nested op, or an argument of a nested block), so it may differ between
+    /// the iterations of a loop `op`.
+    pub fn defined_within(&self, v: Value, op: Op) -> bool {
+        let mut block = match self.values[v].def {
+            ValueDef::Result(def, _) => self.ops[def].parent,
+            ValueDef::BlockArg(block, _) => Some(block),
+        };
+        while let Some(b) = block {
+            let Some(parent) = self.blocks[b].parent.and_then(|r| self.regions[r].parent) else { return false };
+            if parent == op {
+                return true;
+            }
+            block = self.ops[parent].parent;
+        }
+        false
+    }
+
     /// Result `i` of `op`.
     pub fn result(&self, op: Op, i: usize) -> Value {
         self.ops[op].results[i]

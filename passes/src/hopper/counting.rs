@@ -4,7 +4,7 @@
 //! loop over output tiles keeps every barrier in step across tiles) uses
 //! stage g mod N in round g / N, and waits on that round's parity.
 
-use tilec_dialects::ir::{Attributes, Body, Builder, InsertPoint, Op, Value, ValueDef};
+use tilec_dialects::ir::{Attributes, Body, Builder, InsertPoint, Op, Value};
 use tilec_dialects::tile::{Addi, Ceildivsi, Divsi, For, Muli, Remsi, Subi};
 
 /// The `tile.for` directly enclosing `op`, if any.
@@ -38,7 +38,7 @@ pub fn trip_count(b: &mut Builder<'_>, for_op: For) -> Value {
 /// adds its `trip` before the next.
 pub fn iterations_before(b: &mut Builder<'_>, outer: For, k_loop: For, trip: Value) -> Value {
     let bounds = [k_loop.lower_bound(b.body), k_loop.upper_bound(b.body), k_loop.step(b.body)];
-    if !bounds.iter().any(|&v| defined_inside(b.body, v, outer.op())) {
+    if !bounds.iter().any(|&v| b.body.defined_within(v, outer.op())) {
         let done = loop_iteration(b, outer);
         return Muli::build(b, done, trip, Attributes::new()).result(b.body);
     }
@@ -49,23 +49,6 @@ pub fn iterations_before(b: &mut Builder<'_>, outer: For, k_loop: For, trip: Val
     let next = Addi::build(&mut Builder::new(b.body, InsertPoint::Before(terminator), loc), base, trip, Attributes::new()).result(b.body);
     *b.body.ops[terminator].operands.last_mut().expect("the count was just added") = next;
     base
-}
-
-/// Whether `v` is defined inside `op`'s regions (so it may differ between
-/// the iterations of a loop `op`).
-fn defined_inside(body: &Body, v: Value, op: Op) -> bool {
-    let mut block = match body.values[v].def {
-        ValueDef::Result(def, _) => body.ops[def].parent,
-        ValueDef::BlockArg(block, _) => Some(block),
-    };
-    while let Some(b) = block {
-        let Some(parent) = body.blocks[b].parent.and_then(|r| body.regions[r].parent) else { return false };
-        if parent == op {
-            return true;
-        }
-        block = body.ops[parent].parent;
-    }
-    false
 }
 
 /// The parity a barrier is waited on in `round`: round mod 2.

@@ -6,8 +6,7 @@
 use crate::phase::PhaseRule;
 use crate::registry::PassInfo;
 use crate::{Pass, Statistic};
-use std::collections::HashSet;
-use tilec_dialects::ir::{Body, Op, Value};
+use tilec_dialects::ir::{Body, Op};
 use tilec_dialects::tile::For;
 use tilec_dialects::{Diagnostic, Function};
 
@@ -47,22 +46,10 @@ fn find_invariant(body: &Body, region: tilec_dialects::Region) -> Option<(Op, Op
     for loop_op in body.walk_region(region) {
         let Some(for_op) = For::of(body, loop_op) else { continue };
         let inner = for_op.region(body);
-        let mut defined_inside: HashSet<Value> = HashSet::new();
-        for &block in &body.regions[inner].blocks {
-            defined_inside.extend(body.blocks[block].args.iter().copied());
-        }
-        for op in body.walk_region(inner) {
-            defined_inside.extend(body.ops[op].results.iter().copied());
-            for &r in &body.ops[op].regions {
-                for &block in &body.regions[r].blocks {
-                    defined_inside.extend(body.blocks[block].args.iter().copied());
-                }
-            }
-        }
         let direct = &body.blocks[body.entry_block(inner)].ops;
         let candidate = direct.iter().copied().find(|&op| {
             let data = &body.ops[op];
-            data.def.traits.pure && data.regions.is_empty() && data.operands.iter().all(|v| !defined_inside.contains(v))
+            data.def.traits.pure && data.regions.is_empty() && data.operands.iter().all(|&v| !body.defined_within(v, loop_op))
         });
         if let Some(op) = candidate {
             return Some((op, loop_op));

@@ -25,7 +25,8 @@ use tilec_runtime::lt::{LtGemm, LtHandle, LtInput};
 use tilec_cli::{CompletionArgs, EXIT_ERROR};
 use tilec_runtime::timing::Launch;
 use tilec_runtime::*;
-use cudarc::driver::{sys, CudaSlice, DevicePtr};
+use tilec_runtime::error::DriverCtx;
+use cudarc::driver::{sys, CudaSlice};
 
 /// Scales the FP8 baseline runs with (powers of two: the scaled reference is exact).
 const FP8_SCALE_A: f32 = 0.5;
@@ -331,15 +332,6 @@ impl Candidate {
 
 // ---------------------------------------------------------------- data
 
-fn dc(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> RuntimeError {
-    move |err| RuntimeError::Driver { call, err }
-}
-
-fn addr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
-    let (a, _g) = s.device_ptr(&gpu.stream);
-    a
-}
-
 fn poison(gpu: &Gpu, c: &mut CudaSlice<bf16>) -> Result<()> {
     gpu.poison16(c, POISON_BF16)
 }
@@ -365,9 +357,9 @@ fn upload<T: cudarc::driver::DeviceRepr + Clone>(
     let (mk, nk, mn) = ((shape.m * shape.k) as usize, (shape.n * shape.k) as usize, (shape.m * shape.n) as usize);
     let mut out = Sets { a: Vec::new(), b: Vec::new(), c: Vec::new() };
     for i in 0..sets {
-        out.a.push(s.clone_htod(&a_h[i * PAD..i * PAD + mk]).map_err(dc("cuMemcpyHtoD(A)"))?);
-        out.b.push(s.clone_htod(&b_h[i * PAD..i * PAD + nk]).map_err(dc("cuMemcpyHtoD(B)"))?);
-        let mut c = unsafe { s.alloc::<bf16>(mn) }.map_err(dc("cuMemAlloc(C)"))?;
+        out.a.push(s.clone_htod(&a_h[i * PAD..i * PAD + mk]).ctx("cuMemcpyHtoD(A)")?);
+        out.b.push(s.clone_htod(&b_h[i * PAD..i * PAD + nk]).ctx("cuMemcpyHtoD(B)")?);
+        let mut c = unsafe { s.alloc::<bf16>(mn) }.ctx("cuMemAlloc(C)")?;
         poison(gpu, &mut c)?;
         out.c.push(c);
     }
@@ -393,9 +385,9 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
     let l2 = gpu
         .ctx
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
-        .map_err(dc("cuDeviceGetAttribute(L2_CACHE_SIZE)"))? as u64;
+        .ctx("cuDeviceGetAttribute(L2_CACHE_SIZE)")? as u64;
     let (mut free, mut total) = (0usize, 0usize);
-    unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }.result().map_err(dc("cuMemGetInfo"))?;
+    unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }.result().ctx("cuMemGetInfo")?;
     let seed = args.seed.unwrap_or_else(seed_from_time);
     println!(
         "device: {} (sm_{}{}, {} SMs, L2 {} MiB, {} GiB, driver {}.{}); seed {seed:#x}; LD_LIBRARY_PATH={}",
@@ -445,8 +437,8 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
         cublaslt_version: Some(LtHandle::version()),
     };
     println!("cuBLAS {:?}, cuBLASLt {:?}", device.cublas_version, device.cublaslt_version);
-    let scale_a = gpu.stream.clone_htod(&[FP8_SCALE_A]).map_err(dc("cuMemcpyHtoD(scale)"))?;
-    let scale_b = gpu.stream.clone_htod(&[FP8_SCALE_B]).map_err(dc("cuMemcpyHtoD(scale)"))?;
+    let scale_a = gpu.stream.clone_htod(&[FP8_SCALE_A]).ctx("cuMemcpyHtoD(scale)")?;
+    let scale_b = gpu.stream.clone_htod(&[FP8_SCALE_B]).ctx("cuMemcpyHtoD(scale)")?;
     let spin_kernel = timer.spins();
     let cx = Ctx {
         gpu: &gpu,
@@ -552,7 +544,7 @@ fn make_check(reference: &str, err: f64, threshold: f64) -> Check {
 
 /// Downloads C and compares it with `reference` scaled by `scale`.
 fn check_output(gpu: &Gpu, c: &CudaSlice<bf16>, reference: &[bf16], scale: f64) -> Result<f64> {
-    let out = gpu.stream.clone_dtoh(c).map_err(dc("cuMemcpyDtoH(C)"))?;
+    let out = gpu.stream.clone_dtoh(c).ctx("cuMemcpyDtoH(C)")?;
     Ok(rel_frobenius_bf16(&out, reference, scale))
 }
 
@@ -568,11 +560,11 @@ fn reference(
 ) -> Result<(Vec<bf16>, Check)> {
     let gpu = cx.gpu;
     let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
-    let mut c_ref = unsafe { gpu.stream.alloc::<bf16>(m * n) }.map_err(dc("cuMemAlloc(C_ref)"))?;
+    let mut c_ref = unsafe { gpu.stream.alloc::<bf16>(m * n) }.ctx("cuMemAlloc(C_ref)")?;
     poison(gpu, &mut c_ref)?;
     cx.blas.gemm_bf16_tn(shape.m, shape.n, shape.k, a16, b16, &mut c_ref)?;
     gpu.sync("cuBLAS reference")?;
-    let refh = gpu.stream.clone_dtoh(&c_ref).map_err(dc("cuMemcpyDtoH(C_ref)"))?;
+    let refh = gpu.stream.clone_dtoh(&c_ref).ctx("cuMemcpyDtoH(C_ref)")?;
     let rows = sample_rows(m, n, k, CPU_CHECK_BUDGET);
     let mut a_rows = vec![0f32; m * k];
     for &i in &rows {
@@ -639,7 +631,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             }
             r.runs.push(blas_run);
             let ptrs: Vec<(u64, u64, u64)> =
-                (0..sets).map(|s| (addr(gpu, &d.a[s]), addr(gpu, &d.b[s]), addr(gpu, &d.c[s]))).collect();
+                (0..sets).map(|s| (gpu.addr(&d.a[s]), gpu.addr(&d.b[s]), gpu.addr(&d.c[s]))).collect();
             let lt = LtRun { name: "cublaslt", input: LtInput::Bf16, reference: "cublas", scale: 1.0 };
             let lt_plan = check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], &refh, r);
             let mut ours_bound = Vec::new();
@@ -676,14 +668,14 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             let sa_h = random_pow2_scales(bs.sa_len(), &mut scale_rng);
             let sb_h = random_pow2_scales(bs.sb_len(), &mut scale_rng);
             let up = |v: &[f32], what: &'static str| -> Result<CudaSlice<f32>> {
-                gpu.stream.clone_htod(v).map_err(dc(what))
+                gpu.stream.clone_htod(v).ctx(what)
             };
             let block = (up(&sa_h, "cuMemcpyHtoD(SA)")?, up(&bs.sa_m_major(&sa_h), "cuMemcpyHtoD(SA_t)")?, up(&sb_h, "cuMemcpyHtoD(SB)")?);
             // Per-tensor reference: cuBLAS BF16 on the same values (e4m3 is exact in bf16).
             let (refh, ref_check) = {
                 let up = |v: &[u8]| v.iter().map(|&x| bf16::from_f32(e4m3_to_f32(x))).collect::<Vec<_>>();
-                let a16 = gpu.stream.clone_htod(&up(&a_h[..mk])).map_err(dc("cuMemcpyHtoD(A16)"))?;
-                let b16 = gpu.stream.clone_htod(&up(&b_h[..nk])).map_err(dc("cuMemcpyHtoD(B16)"))?;
+                let a16 = gpu.stream.clone_htod(&up(&a_h[..mk])).ctx("cuMemcpyHtoD(A16)")?;
+                let b16 = gpu.stream.clone_htod(&up(&b_h[..nk])).ctx("cuMemcpyHtoD(B16)")?;
                 reference(cx, shape, &a16, &b16, |i| e4m3_to_f32(a_h[i]), |i| e4m3_to_f32(b_h[i]))?
             };
             // Block-scaled reference: cuBLAS BF16 on the dequantised inputs,
@@ -693,13 +685,13 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 let exact = |v: &[f32]| {
                     exact_bf16(v).ok_or_else(|| RuntimeError::Other("a dequantised input is not exact in bf16".into()))
                 };
-                let a16 = gpu.stream.clone_htod(&exact(&a_deq)?).map_err(dc("cuMemcpyHtoD(A16)"))?;
-                let b16 = gpu.stream.clone_htod(&exact(&b_deq)?).map_err(dc("cuMemcpyHtoD(B16)"))?;
+                let a16 = gpu.stream.clone_htod(&exact(&a_deq)?).ctx("cuMemcpyHtoD(A16)")?;
+                let b16 = gpu.stream.clone_htod(&exact(&b_deq)?).ctx("cuMemcpyHtoD(B16)")?;
                 reference(cx, shape, &a16, &b16, |i| a_deq[i], |i| b_deq[i])?
             };
             drop((a_h, b_h));
             let ptrs: Vec<(u64, u64, u64)> =
-                (0..sets).map(|s| (addr(gpu, &d.a[s]), addr(gpu, &d.b[s]), addr(gpu, &d.c[s]))).collect();
+                (0..sets).map(|s| (gpu.addr(&d.a[s]), gpu.addr(&d.b[s]), gpu.addr(&d.c[s]))).collect();
             let mut lt_plans = Vec::new();
             let mut ours_bound = Vec::new();
             let per_tensor_scale = FP8_SCALE_A as f64 * FP8_SCALE_B as f64;
@@ -716,11 +708,11 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 }
                 let lt = match family {
                     Scales::Block => {
-                        let input = LtInput::Fp8BlockScaled { sa_m_major: addr(gpu, &block.1), sb: addr(gpu, &block.2) };
+                        let input = LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&block.1), sb: gpu.addr(&block.2) };
                         LtRun { name: "cublaslt-fp8-block", input, reference: ref_name, scale: 1.0 }
                     }
                     _ => {
-                        let input = LtInput::Fp8E4m3 { scale_a: addr(gpu, &cx.scale_a), scale_b: addr(gpu, &cx.scale_b) };
+                        let input = LtInput::Fp8E4m3 { scale_a: gpu.addr(&cx.scale_a), scale_b: gpu.addr(&cx.scale_b) };
                         LtRun { name: "cublaslt-fp8", input, reference: ref_name, scale: per_tensor_scale }
                     }
                 };

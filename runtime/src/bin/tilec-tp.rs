@@ -113,11 +113,9 @@ fn parse_mode(s: &str) -> std::result::Result<Mode, String> {
 }
 
 fn parse_shape(s: &str) -> std::result::Result<GemmSize, String> {
-    let v: Vec<u64> = s.split(['x', 'X']).map(|d| d.parse::<u64>().map_err(|e| format!("bad shape `{s}`: {e}"))).collect::<std::result::Result<_, _>>()?;
-    match v[..] {
-        [m, n, k] if m > 0 && n > 0 && k > 0 => Ok(GemmSize::new(m, n, k)),
-        [_, _, _] => Err(format!("bad shape `{s}`: zero dimension")),
-        _ => Err(format!("bad shape `{s}`: want MxNxK")),
+    match tilec_runtime::bench::parse_shapes(s)?[..] {
+        [one] => Ok(GemmSize::new(one.m, one.n, one.k)),
+        _ => Err(format!("bad shape `{s}`: want one MxNxK")),
     }
 }
 
@@ -134,9 +132,9 @@ struct Row {
     times: Vec<Vec<f64>>,
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// The median of `v`, as the benchmark reports take it.
+fn median(v: &[f64]) -> f64 {
+    tilec_runtime::bench::Stats::from_samples(v).map_or(f64::NAN, |s| s.median_ms)
 }
 
 fn main() -> ExitCode {
@@ -315,10 +313,9 @@ fn print_rows(rows: &[Row], flops: f64) {
         "chunks", "comm_sms", "overlap_ms", "comm_ms", "gemm_ms", "seq_ms", "ideal_ms", "ideal/ov", "seq/ov", "TFLOP/s", "error"
     );
     for r in rows {
-        let mut t: Vec<Vec<f64>> = r.times.clone();
-        let med: Vec<f64> = t.iter_mut().map(|v| median(v)).collect();
+        let med: Vec<f64> = r.times.iter().map(|v| median(v)).collect();
         // Per round: max(comm, gemm) over the overlapped time; the median of those.
-        let mut eff: Vec<f64> = (0..r.times[0].len()).map(|i| r.times[1][i].max(r.times[2][i]) / r.times[0][i]).collect();
+        let eff: Vec<f64> = (0..r.times[0].len()).map(|i| r.times[1][i].max(r.times[2][i]) / r.times[0][i]).collect();
         let ideal = med[1].max(med[2]);
         println!(
             "{:>6} {:>8} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>9.3} {:>9.3} {:>8.0} {:>10.2e} {}",
@@ -329,7 +326,7 @@ fn print_rows(rows: &[Row], flops: f64) {
             med[2],
             med[3],
             ideal,
-            median(&mut eff),
+            median(&eff),
             med[3] / med[0],
             flops / med[0] / 1e9,
             r.err,

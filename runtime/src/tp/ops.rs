@@ -20,7 +20,7 @@ use crate::cuda::Element;
 use crate::error::{DriverCtx, Result, RuntimeError};
 use crate::gemm::{BoundGemm, Gemm, GemmBuffers, GemmSize, Scales};
 use crate::plan::TensorBinding;
-use cudarc::driver::{sys, CudaEvent, CudaSlice, DevicePtr};
+use cudarc::driver::{sys, CudaEvent, CudaSlice};
 use cudarc::nccl::{NcclType, ReduceOp};
 use half::bf16;
 use tilec_artifact::DType;
@@ -48,11 +48,6 @@ struct Buffers<T> {
     scales: Option<DeviceScales>,
 }
 
-fn addr<T>(rank: &Rank, s: &CudaSlice<T>) -> u64 {
-    let (a, _guard) = s.device_ptr(&rank.gpu.stream);
-    a
-}
-
 fn rows_binding(name: &str, dtype: DType, base: u64, row_bytes: u64, rows: Rows) -> TensorBinding {
     TensorBinding { name: name.into(), dtype, addr: base + rows.row * row_bytes, bytes: rows.rows * row_bytes }
 }
@@ -61,31 +56,21 @@ impl<T: TpElement> Buffers<T> {
     /// Uploads the shard and allocates what the schedule writes.
     fn new(rank: &Rank, tp: &TpGemm, inputs: &Inputs<T>) -> Result<Self> {
         let s = &rank.gpu.stream;
-        let dc = |call: &'static str| move |err| RuntimeError::Driver { call, err };
         let (l, m) = (tp.local(), tp.size.m as usize);
         let kb = l.k.div_ceil(SCALE_BLOCK as u64) as usize;
         let all_gather = tp.mode == Mode::AllGatherGemm;
         Ok(Buffers {
-            a: s.clone_htod(&inputs.a.data).map_err(dc("cuMemcpyHtoD(A)"))?,
-            b: s.clone_htod(&inputs.b.data).map_err(dc("cuMemcpyHtoD(B)"))?,
-            gathered: match all_gather {
-                true => Some(unsafe { s.alloc::<T>(m * l.k as usize) }.map_err(dc("cuMemAlloc(gathered A)"))?),
-                false => None,
-            },
-            partial: match all_gather {
-                false => Some(unsafe { s.alloc::<bf16>(m * l.n as usize) }.map_err(dc("cuMemAlloc(partial C)"))?),
-                true => None,
-            },
-            c: unsafe { s.alloc::<bf16>((l.c_rows * l.n) as usize) }.map_err(dc("cuMemAlloc(C)"))?,
+            a: s.clone_htod(&inputs.a.data).ctx("cuMemcpyHtoD(A)")?,
+            b: s.clone_htod(&inputs.b.data).ctx("cuMemcpyHtoD(B)")?,
+            gathered: all_gather.then(|| unsafe { s.alloc::<T>(m * l.k as usize) }.ctx("cuMemAlloc(gathered A)")).transpose()?,
+            partial: (!all_gather).then(|| unsafe { s.alloc::<bf16>(m * l.n as usize) }.ctx("cuMemAlloc(partial C)")).transpose()?,
+            c: unsafe { s.alloc::<bf16>((l.c_rows * l.n) as usize) }.ctx("cuMemAlloc(C)")?,
             scales: match &inputs.scales {
                 None => None,
                 Some((sa, sb)) => Some(DeviceScales {
-                    sa: s.clone_htod(&sa.data).map_err(dc("cuMemcpyHtoD(SA)"))?,
-                    sa_gathered: match all_gather {
-                        true => Some(unsafe { s.alloc::<f32>(m * kb) }.map_err(dc("cuMemAlloc(gathered SA)"))?),
-                        false => None,
-                    },
-                    sb: s.clone_htod(&sb.data).map_err(dc("cuMemcpyHtoD(SB)"))?,
+                    sa: s.clone_htod(&sa.data).ctx("cuMemcpyHtoD(SA)")?,
+                    sa_gathered: all_gather.then(|| unsafe { s.alloc::<f32>(m * kb) }.ctx("cuMemAlloc(gathered SA)")).transpose()?,
+                    sb: s.clone_htod(&sb.data).ctx("cuMemcpyHtoD(SB)")?,
                 }),
             },
         })
@@ -98,14 +83,14 @@ impl<T: TpElement> Buffers<T> {
         let a_row = l.k * std::mem::size_of::<T>() as u64;
         let c_row = l.n * 2;
         let scales = |pick: fn(&DeviceScales) -> Option<&CudaSlice<f32>>| {
-            self.scales.as_ref().and_then(pick).map(|sa| (addr(rank, sa), sa_row))
+            self.scales.as_ref().and_then(pick).map(|sa| (rank.gpu.addr(sa), sa_row))
         };
         let opt = |b: Option<u64>| b.expect("the schedule uses only the buffers of its mode");
         match buf {
-            Buf::A => (addr(rank, &self.a), a_row, scales(|s| Some(&s.sa))),
-            Buf::Gathered => (opt(self.gathered.as_ref().map(|g| addr(rank, g))), a_row, scales(|s| s.sa_gathered.as_ref())),
-            Buf::Partial => (opt(self.partial.as_ref().map(|p| addr(rank, p))), c_row, None),
-            Buf::C => (addr(rank, &self.c), c_row, None),
+            Buf::A => (rank.gpu.addr(&self.a), a_row, scales(|s| Some(&s.sa))),
+            Buf::Gathered => (opt(self.gathered.as_ref().map(|g| rank.gpu.addr(g))), a_row, scales(|s| s.sa_gathered.as_ref())),
+            Buf::Partial => (opt(self.partial.as_ref().map(|p| rank.gpu.addr(p))), c_row, None),
+            Buf::C => (rank.gpu.addr(&self.c), c_row, None),
         }
     }
 

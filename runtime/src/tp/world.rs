@@ -9,7 +9,7 @@
 //! when one of them failed.
 
 use crate::cuda::Gpu;
-use crate::error::{ld_library_path, DriverCtx, Result, RuntimeError};
+use crate::error::{check_lib, DriverCtx, Result, RuntimeError};
 use cudarc::driver::CudaStream;
 use cudarc::nccl::{Comm, Id};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,20 +20,29 @@ use std::sync::{Arc, Barrier};
 /// name cudarc does not try: link it as `libnccl.so` in a directory on
 /// `LD_LIBRARY_PATH` (the GPU bundle's `gpu-env.sh` does).
 pub fn ensure_nccl() -> Result<()> {
-    if unsafe { cudarc::nccl::sys::is_culib_present() } {
-        return Ok(());
-    }
-    Err(RuntimeError::LibraryNotLoaded {
-        lib: "libnccl",
-        candidates: cudarc::get_lib_name_candidates("nccl"),
-        ld_library_path: ld_library_path(),
-    })
+    check_lib(unsafe { cudarc::nccl::sys::is_culib_present() }, "libnccl", "nccl")
 }
 
 /// What the ranks share: the agreement barrier and whether a rank failed.
 struct Shared {
     barrier: Barrier,
     failed: AtomicBool,
+}
+
+impl Shared {
+    /// Waits for every rank to reach `step`; `Ok` only if every rank brings
+    /// `Ok`. A rank's own error is returned as is; the others learn that a
+    /// peer failed.
+    fn agree<T>(&self, rank: usize, step: &str, r: Result<T>) -> Result<T> {
+        if r.is_err() {
+            self.failed.store(true, Ordering::SeqCst);
+        }
+        self.barrier.wait();
+        match r {
+            Ok(_) if self.failed.load(Ordering::SeqCst) => Err(RuntimeError::PeerFailed { rank, step: step.to_string() }),
+            r => r,
+        }
+    }
 }
 
 /// One rank of the world.
@@ -57,21 +66,27 @@ impl Rank {
         r.map_err(|err| RuntimeError::Nccl { call, rank: self.rank, err })
     }
 
-    /// Waits for every rank to reach this point; `Ok` only if every rank
-    /// brings `Ok`. A rank's own error is returned as is; the others learn
-    /// that a peer failed.
+    /// Waits for every rank to reach `step`; `Ok` only if every rank brings
+    /// `Ok`. A rank's own error is returned as is; the others learn that a
+    /// peer failed.
     pub fn agree<T>(&self, step: &str, r: Result<T>) -> Result<T> {
-        if r.is_err() {
-            self.shared.failed.store(true, Ordering::SeqCst);
-        }
-        self.shared.barrier.wait();
-        match r {
-            Ok(_) if self.shared.failed.load(Ordering::SeqCst) => {
-                Err(RuntimeError::PeerFailed { rank: self.rank, step: step.to_string() })
-            }
-            r => r,
-        }
+        self.shared.agree(self.rank, step, r)
     }
+}
+
+/// Opens rank `rank`'s GPU, current on this thread, with its two streams.
+fn open_gpu(rank: usize) -> Result<(Gpu, Arc<CudaStream>)> {
+    let mut gpu = Gpu::new(rank)?;
+    gpu.ctx.bind_to_thread().ctx("cuCtxSetCurrent")?;
+    // The GEMMs get a non-blocking stream of their own: the legacy default
+    // stream would serialise with any blocking stream a library makes.
+    gpu.stream = gpu.ctx.new_stream().ctx("cuStreamCreate(GEMM)")?;
+    // The collectives' stream has the highest priority, so the block
+    // scheduler gives NCCL's CTAs the next free SMs instead of queueing them
+    // behind every CTA of a GEMM launched at the same time.
+    let (_, highest) = cudarc::driver::result::stream::get_priority_range().ctx("cuCtxGetStreamPriorityRange")?;
+    let comm_stream = gpu.ctx.new_stream_with_priority(highest).ctx("cuStreamCreateWithPriority(communication)")?;
+    Ok((gpu, comm_stream))
 }
 
 /// Runs `f` on every rank of a world of `world` GPUs, each on its own
@@ -86,41 +101,16 @@ pub fn run_world<R: Send>(world: usize, f: impl Fn(&Rank) -> Result<R> + Sync) -
     }
     let id = Id::new().map_err(|err| RuntimeError::Nccl { call: "ncclGetUniqueId", rank: 0, err })?;
     let shared = Arc::new(Shared { barrier: Barrier::new(world), failed: AtomicBool::new(false) });
-    let results: Vec<Result<R>> = std::thread::scope(|scope| {
+    let mut results: Vec<Result<R>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..world)
             .map(|rank| {
                 let (shared, f) = (shared.clone(), &f);
                 scope.spawn(move || -> Result<R> {
-                    let setup = (|| -> Result<(Gpu, Arc<CudaStream>)> {
-                        let mut gpu = Gpu::new(rank)?;
-                        gpu.ctx.bind_to_thread().ctx("cuCtxSetCurrent")?;
-                        // The GEMMs get a non-blocking stream of their own:
-                        // the legacy default stream would serialise with
-                        // any blocking stream a library makes.
-                        gpu.stream = gpu.ctx.new_stream().ctx("cuStreamCreate(GEMM)")?;
-                        // The collectives' stream has the highest priority, so
-                        // the block scheduler gives NCCL's CTAs the next free
-                        // SMs instead of queueing them behind every CTA of a
-                        // GEMM launched at the same time.
-                        let (_, highest) =
-                            cudarc::driver::result::stream::get_priority_range().ctx("cuCtxGetStreamPriorityRange")?;
-                        let comm_stream =
-                            gpu.ctx.new_stream_with_priority(highest).ctx("cuStreamCreateWithPriority(communication)")?;
-                        Ok((gpu, comm_stream))
-                    })();
                     // Communicator set-up is itself collective: no rank may
                     // enter it unless all can.
-                    let failed = setup.is_err();
-                    if failed {
-                        shared.failed.store(true, Ordering::SeqCst);
-                    }
-                    shared.barrier.wait();
-                    let (gpu, comm_stream) = setup?;
-                    if shared.failed.load(Ordering::SeqCst) {
-                        return Err(RuntimeError::PeerFailed { rank, step: "opening the GPUs".into() });
-                    }
+                    let (gpu, comm_stream) = shared.agree(rank, "opening the GPUs", open_gpu(rank))?;
                     // NCCL takes the device from the thread's current context,
-                    // which the set-up made this rank's.
+                    // which open_gpu made this rank's.
                     let comm = Comm::from_rank(comm_stream.clone(), rank, world, id)
                         .map_err(|err| RuntimeError::Nccl { call: "ncclCommInitRank", rank, err })?;
                     f(&Rank { gpu, comm_stream, comm, rank, world, shared })
@@ -132,16 +122,9 @@ pub fn run_world<R: Send>(world: usize, f: impl Fn(&Rank) -> Result<R> + Sync) -
             .map(|h| h.join().unwrap_or_else(|_| Err(RuntimeError::Other("a rank's thread panicked".into()))))
             .collect()
     });
-    let mut errors: Vec<RuntimeError> = Vec::new();
-    let mut out = Vec::with_capacity(world);
-    for r in results {
-        match r {
-            Ok(v) => out.push(v),
-            Err(e) => errors.push(e),
-        }
+    let cause = results.iter().position(|r| r.as_ref().is_err_and(|e| !matches!(e, RuntimeError::PeerFailed { .. })));
+    if let Some(Err(e)) = cause.map(|i| results.swap_remove(i)) {
+        return Err(e);
     }
-    match errors.iter().position(|e| !matches!(e, RuntimeError::PeerFailed { .. })).or((!errors.is_empty()).then_some(0)) {
-        Some(i) => Err(errors.swap_remove(i)),
-        None => Ok(out),
-    }
+    results.into_iter().collect()
 }
