@@ -11,6 +11,8 @@
 #                                              on the kernels of scripts/gpu-variants-tp.txt
 #   .device/bundle/run-grouped.sh              checks and times the grouped GEMMs on the kernels of
 #                                              scripts/gpu-variants-grouped.txt
+#   .device/bundle/run-cluster.sh              checks, sanitizes and times the clustered kernels of
+#                                              scripts/gpu-variants-cluster.txt against their twins
 #
 # usage: scripts/build-gpu-bundle.sh [VARIANTS_FILE]
 #        scripts/build-gpu-bundle.sh --sweep [CANDIDATES [PROGRAM]]
@@ -105,6 +107,7 @@ cp scripts/gpu-session.sh "$out/run-session.sh"
 cp scripts/gpu-env.sh "$out/gpu-env.sh"
 cp scripts/run-tp.sh "$out/run-tp.sh"
 cp scripts/run-grouped.sh "$out/run-grouped.sh"
+cp scripts/run-cluster.sh "$out/run-cluster.sh"
 if [ "$sweep" = 1 ]; then
   # sweep.txt: SHAPE ARTIFACT CONFIG, one compiled candidate a line, in rank order; the
   # configs come from --explain (explain/SHAPE.txt keeps the whole ranking).

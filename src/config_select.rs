@@ -94,8 +94,9 @@ fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
 
 /// The passes after `tile-select-config`, as the `tile.config` of the
 /// module's function asks: the plain pipeline (none for one stage) or the
-/// persistent warp-specialised schedule, whose passes read their stages,
-/// consumers and epilogue from `tile.config`; `fallback` for input without
+/// persistent warp-specialised schedule, with `tile-cluster-split` when it
+/// names a cluster; the passes read their stages, consumers, epilogue and
+/// cluster from `tile.config`; `fallback` for input without
 /// one (an nv-level kernel).
 pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, String> {
     let configs: Vec<_> = module.functions.iter().filter_map(config_of).collect();
@@ -104,15 +105,19 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
     };
     let int = |key: &str| config.get_int(key).ok_or_else(|| format!("tile.config has no integer '{key}'"));
     let word = |key: &str| config.get(key).and_then(Attribute::as_str).ok_or_else(|| format!("tile.config has no string '{key}'"));
-    // The passes read stages, consumers and the epilogue from tile.config.
+    // The passes read stages, consumers, the epilogue and the cluster from tile.config.
+    let cluster = match config.get("cluster").and_then(Attribute::as_str) {
+        None | Some("none") => "",
+        Some(_) => "tile-cluster-split,",
+    };
     Ok(match word("schedule")? {
         "pipeline" => {
             let pipeline = if int("stages")? > 1 { "tile-pipeline," } else { "" };
-            format!("tile-canonicalize,tile-assign-layouts,{pipeline}tile-lower-to-nv,tile-canonicalize")
+            format!("tile-canonicalize,tile-assign-layouts,{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
         }
-        "warp_specialized" => {
-            "tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,tile-warp-specialize,tile-lower-to-nv,tile-canonicalize,tile-licm".to_string()
-        }
+        "warp_specialized" => format!(
+            "tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,tile-warp-specialize,{cluster}tile-lower-to-nv,tile-canonicalize,tile-licm"
+        ),
         other => return Err(format!("tile.config has an unknown schedule '{other}'")),
     })
 }

@@ -7,7 +7,7 @@ use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
 use super::scales::{self, Scales};
-use super::{roles, tma, wgmma};
+use super::{cluster, roles, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
@@ -192,6 +192,9 @@ impl<'a> Lowerer<'a> {
         let mut attrs = format!("known_block_size = array<i32: {}, 1, 1>", self.plan.threads());
         if self.plan.warp_specialized {
             attrs.push_str(&format!(", {}", roles::MIN_CTAS_ATTR));
+        }
+        if self.plan.cluster_size() > 1 {
+            attrs.push_str(&format!(", {}", cluster::dims_attr(self.plan.cluster)));
         }
         if !tma_indices.is_empty() {
             attrs.push_str(&format!(", tilec.tma_params = array<i32: {}>", tma_indices.join(", ")));
@@ -595,7 +598,8 @@ impl<'a> Lowerer<'a> {
                 let t = self.thread();
                 let (smem, leader) = (t.smem.clone(), t.is_leader.clone());
                 self.em.line(format!("// {}: {} mbarrier(s) at byte {}", self.hint(result), bars.count, bars.offset));
-                tma::init_barriers(&mut self.em, &smem, &bars, &leader);
+                let clustered = self.plan.cluster_size() > 1;
+                tma::init_barriers(&mut self.em, &smem, &bars, &leader, clustered);
                 self.vals.insert(result, Lv::Bars(result));
                 Ok(())
             }
@@ -643,6 +647,28 @@ impl<'a> Lowerer<'a> {
                 let arrive = self.view(op, nv::MbarrierArrive::of)?;
                 let bar = self.barrier(op, arrive.barrier(&self.f.body), arrive.stage(&self.f.body))?;
                 tma::arrive(&mut self.em, &bar);
+                Ok(())
+            }
+            Opcode::NvMbarrierArriveRemote => {
+                let arrive = self.view(op, nv::MbarrierArriveRemote::of)?;
+                self.check_clustered(op)?;
+                let bar = self.barrier(op, arrive.barrier(&self.f.body), arrive.stage(&self.f.body))?;
+                let cta = self.scalar(op, arrive.cta(&self.f.body))?;
+                let tid = self.thread().tid.clone();
+                cluster::arrive_remote(&mut self.em, &tid, &bar, &cta);
+                Ok(())
+            }
+            Opcode::NvClusterBarrier => {
+                self.check_cta_wide(op)?;
+                self.check_clustered(op)?;
+                cluster::barrier(&mut self.em);
+                Ok(())
+            }
+            Opcode::NvClusterRank => {
+                let result = self.view(op, nv::ClusterRank::of)?.result(&self.f.body);
+                let hint = self.hint(result);
+                let r = cluster::rank(&mut self.em, &hint);
+                self.vals.insert(result, Lv::Scalar { name: r, elem: ElemType::Index });
                 Ok(())
             }
             Opcode::NvSmemRows => {
@@ -844,7 +870,14 @@ impl<'a> Lowerer<'a> {
         let stage = self.scalar(op, stage)?;
         let bar = self.barrier(op, barrier, bstage)?;
         let smem = self.thread().smem.clone();
-        tma::load(&mut self.em, &smem, &buf, dst.row_offset.as_deref(), &stage, &desc, &bar, &col, &outer);
+        let multicast = if o.multicast(&self.f.body) {
+            self.check_clustered(op)?;
+            Some(cluster::all_ctas_mask(&mut self.em, self.plan.cluster_size()))
+        } else {
+            None
+        };
+        let dst = tma::Destination { smem: &smem, buffer: &buf, row_off: dst.row_offset.as_deref(), stage: &stage, multicast: multicast.as_deref() };
+        tma::load(&mut self.em, &dst, &desc, &bar, &col, &outer);
         Ok(())
     }
 
@@ -974,6 +1007,14 @@ impl<'a> Lowerer<'a> {
         let smem = self.thread().smem.clone();
         tma::store(&mut self.em, &smem, &buf, &stage, &desc, &col, &outer);
         Ok(())
+    }
+
+    /// Cluster-scope ops need a kernel launched in clusters.
+    fn check_clustered(&self, op: Op) -> Result<(), Diagnostic> {
+        if self.plan.cluster_size() > 1 {
+            return Ok(());
+        }
+        Err(self.err(op, "needs a kernel launched in clusters ('cluster_dims' with more than one CTA)"))
     }
 
     /// CTA-wide synchronisation inside a role would wait for the other

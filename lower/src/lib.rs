@@ -18,6 +18,7 @@
 //! The result follows docs/backend.md's kernel ABI and is the input of
 //! `tilec::backend::mlir_to_ptx`.
 
+mod cluster;
 mod emitter;
 mod fragment;
 mod kernel;

@@ -9,6 +9,7 @@ use tilec_artifact::{
 };
 use tilec_dialects::{nv, tile};
 use tilec_dialects::registry::Opcode;
+use tilec_dialects::ir::Attribute;
 use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Value};
 
 /// Alignment of every shared buffer: the 128-byte swizzle pattern repeats
@@ -179,6 +180,8 @@ pub(crate) struct Plan {
     pub persistent: bool,
     /// The function holds an `nv.warp_specialize`.
     pub warp_specialized: bool,
+    /// CTAs per cluster along x, y, z (`cluster_dims`; `[1, 1, 1]` without).
+    pub cluster: [i64; 3],
 }
 
 impl Plan {
@@ -204,6 +207,7 @@ impl Plan {
             },
         };
 
+        let cluster = cluster_dims(f)?;
         let mut tensors = Vec::new();
         let mut tensor_of_arg = HashMap::new();
         let mut symbols: Vec<String> = Vec::new();
@@ -254,6 +258,7 @@ impl Plan {
             store_tile: [0, 0],
             persistent,
             warp_specialized: false,
+            cluster,
         };
         let mut cursor = 0i64;
         let mut bar_order = Vec::new();
@@ -451,7 +456,7 @@ impl Plan {
             entry: f.name.clone(),
             target: "sm_90a".into(),
             block: [self.threads() as u32, 1, 1],
-            cluster: [1, 1, 1],
+            cluster: self.cluster.map(|d| d as u32),
             grid: if self.persistent {
                 GridRule::Sms { ctas_per_sm: 1 }
             } else {
@@ -461,6 +466,26 @@ impl Plan {
             tensors,
             params,
         })
+    }
+}
+
+/// The function's `cluster_dims = [x, y, z]`: CTAs per cluster, at most 8
+/// in all (the portable limit); `[1, 1, 1]` without the attribute.
+fn cluster_dims(f: &Function) -> Result<[i64; 3], Diagnostic> {
+    let Some(attr) = f.attrs.get("cluster_dims") else { return Ok([1, 1, 1]) };
+    let bad = || Diagnostic::error(f.loc.clone(), "'cluster_dims' must be three positive integers with a product of at most 8");
+    let Attribute::Array(items) = attr else { return Err(bad()) };
+    let dims: Vec<i64> = items.iter().map(Attribute::as_int).collect::<Option<_>>().ok_or_else(bad)?;
+    match dims[..] {
+        [x, y, z] if x > 0 && y > 0 && z > 0 && x * y * z <= 8 => Ok([x, y, z]),
+        _ => Err(bad()),
+    }
+}
+
+impl Plan {
+    /// CTAs per cluster (1 without a cluster launch).
+    pub fn cluster_size(&self) -> i64 {
+        self.cluster.iter().product()
     }
 }
 

@@ -20,9 +20,11 @@ pub(crate) fn barrier_ptr(em: &mut Emitter, smem: &str, bars: &Barriers, index: 
 }
 
 /// Thread 0 initialises every barrier of the group with its arrival count
-/// and makes the initialisation visible to the async proxy (TMA); then the
-/// CTA meets so that no thread uses a barrier before it exists.
-pub(crate) fn init_barriers(em: &mut Emitter, smem: &str, bars: &Barriers, is_leader: &str) {
+/// and makes the initialisation visible to the async proxy (TMA) and, in a
+/// cluster, to the other CTAs (their remote arrivals and multicast copies;
+/// they start only after a cluster barrier); then the CTA meets so that no
+/// thread uses a barrier before it exists.
+pub(crate) fn init_barriers(em: &mut Emitter, smem: &str, bars: &Barriers, is_leader: &str, clustered: bool) {
     em.open(format!("scf.if {is_leader} {{"));
     let count = em.i32(bars.arrivals);
     for i in 0..bars.count {
@@ -33,6 +35,9 @@ pub(crate) fn init_barriers(em: &mut Emitter, smem: &str, bars: &Barriers, is_le
         em.line(format!("nvvm.mbarrier.init {p}, {count} : !llvm.ptr<3>, i32"));
     }
     em.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
+    if clustered {
+        em.line("nvvm.fence.mbarrier.init");
+    }
     em.close("}");
     em.line("gpu.barrier");
 }
@@ -56,29 +61,29 @@ pub(crate) fn arrive(em: &mut Emitter, bar: &str) {
     em.line(format!("nvvm.mbarrier.arrive {bar} : !llvm.ptr<3>"));
 }
 
+/// Where a TMA load lands: a buffer stage, moved by `row_off` bytes (`i32`)
+/// for a row window; with `multicast` (an `i16` CTA mask), in that stage of
+/// every CTA of the mask, completing each one's barrier at the same offset.
+pub(crate) struct Destination<'a> {
+    pub smem: &'a str,
+    pub buffer: &'a Buffer,
+    pub row_off: Option<&'a str>,
+    pub stage: &'a str,
+    pub multicast: Option<&'a str>,
+}
+
 /// One TMA copy per column block of the buffer's layout: block `j` comes
 /// from columns `col + j * block_cols` and fills the box's bytes at
-/// `j * block_bytes`, plus `row_off` bytes (`i32`) for a row window.
-/// Coordinates go innermost first: `col`, then `outer` (the row, then any
-/// leading dimensions of a rank-3 tensor).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn load(
-    em: &mut Emitter,
-    smem: &str,
-    buffer: &Buffer,
-    row_off: Option<&str>,
-    stage: &str,
-    desc: &str,
-    bar: &str,
-    col: &str,
-    outer: &[String],
-) {
-    let g = &buffer.geom;
+/// `j * block_bytes`. Coordinates go innermost first: `col`, then `outer`
+/// (the row, then any leading dimensions of a rank-3 tensor).
+pub(crate) fn load(em: &mut Emitter, to: &Destination<'_>, desc: &str, bar: &str, col: &str, outer: &[String]) {
+    let g = &to.buffer.geom;
     let outer = outer.join(", ");
-    let mut dst = smem_ptr(em, smem, buffer.offset, stage, g.stage_bytes(), "dst");
-    if let Some(off) = row_off {
+    let mut dst = smem_ptr(em, to.smem, to.buffer.offset, to.stage, g.stage_bytes(), "dst");
+    if let Some(off) = to.row_off {
         dst = em.assign("dst", format!("llvm.getelementptr {dst}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"));
     }
+    let multicast = to.multicast.map_or(String::new(), |mask| format!(" multicast_mask = {mask}"));
     for j in 0..g.col_blocks() {
         let p = if j == 0 {
             dst.clone()
@@ -89,7 +94,7 @@ pub(crate) fn load(
         let p7 = em.assign("dst_cl", format!("llvm.addrspacecast {p} : !llvm.ptr<3> to !llvm.ptr<7>"));
         let c = em.add_const("col", col, j * g.block_cols(), "i32");
         em.line(format!(
-            "nvvm.cp.async.bulk.tensor.shared.cluster.global {p7}, {desc}, {bar}, box[{c}, {outer}] : !llvm.ptr<7>, !llvm.ptr"
+            "nvvm.cp.async.bulk.tensor.shared.cluster.global {p7}, {desc}, {bar}, box[{c}, {outer}]{multicast} : !llvm.ptr<7>, !llvm.ptr"
         ));
     }
 }

@@ -35,7 +35,16 @@
 //!    pick with direct stores and the stage its output tile took is ranked
 //!    as an alternative.
 //! 9. SMs: the fewest that keep the wave count, ceil(tiles / waves).
+//! 10. Clusters: pairs of CTAs that share an operand tile and load it once
+//!     (TMA multicast), only where it is legal and there is more than one
+//!     wave, as DeepGEMM does: along M (sharing B) when the tiles along M
+//!     are even, else along N (sharing A) when those are, preferring the
+//!     pair that shares the larger operand tile; an odd count would leave
+//!     half a pair idle. The pick with clusters is ranked as an alternative,
+//!     not picked: on the H100 it measured within 2% of the same kernel
+//!     without, either way (2026-11-25, docs/gpu-notes.md).
 
+use crate::cluster::{Along, CLUSTER_SIZE};
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -87,6 +96,10 @@ pub struct Problem {
     /// The kernel must serve any N, not just this one: rule 8 cannot count
     /// on aligned rows of C.
     pub any_n: bool,
+    /// Neighbouring tiles read the same operand tiles (one GEMM, not a
+    /// batch or a grouped GEMM whose operands are chosen by data), so
+    /// rule 10 may pair them into clusters.
+    pub clusterable: bool,
 }
 
 /// What the kernel may use of the GPU.
@@ -180,6 +193,9 @@ pub struct Config {
     pub epilogue: Epilogue,
     /// SMs the grid needs: the fewest that keep the wave count.
     pub sms: i64,
+    /// The dimension along which two CTAs form a cluster and multicast the
+    /// operand tile they share.
+    pub cluster: Along,
 }
 
 /// A configuration with the figures that ranked it.
@@ -212,9 +228,13 @@ impl fmt::Display for Config {
             Schedule::Pipeline => "pipeline".to_string(),
             Schedule::WarpSpecialized { consumers } => format!("ws{consumers} persistent"),
         };
+        let cluster = match self.cluster {
+            Along::None => String::new(),
+            along => format!(" cluster={}", along.word()),
+        };
         write!(
             f,
-            "{}x{}x{} stages={} warps={} {schedule} epilogue={} sms={}",
+            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{cluster} sms={}",
             self.block_m,
             self.block_n,
             self.block_k,
@@ -290,7 +310,7 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, bm: i64, bn
         None => most_stages(problem, machine, bm, bn, bk, epilogue)?,
     };
     let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
-    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, sms: ceil_div(tiles, waves) };
+    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, sms: ceil_div(tiles, waves), cluster: Along::None };
     Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, bm, bn, bk, stages, epilogue), reason: String::new() })
 }
 
@@ -321,7 +341,9 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
 fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     let padded = |c: &Candidate| c.tiles * c.config.block_m * c.config.block_n;
     let same_tile = (c.config.block_m, c.config.block_n) == (best.config.block_m, best.config.block_n);
-    if c.config.schedule != Schedule::Pipeline {
+    if c.config == (Config { cluster: c.config.cluster, ..best.config }) && c.config.cluster != Along::None {
+        format!("the pick in 2-CTA clusters along {}, multicasting {}", c.config.cluster.word(), if c.config.cluster == Along::M { "B" } else { "A" })
+    } else if c.config.schedule != Schedule::Pipeline {
         format!("warp-specialised alternative of the pick's tile ({} consumer(s))", c.config.num_warps / 4 - 1)
     } else if same_tile && best.config.schedule != Schedule::Pipeline {
         "pipelined alternative of the pick's tile (block-scaled FP8 with a long K prefers warp specialisation)".to_string()
@@ -341,8 +363,8 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
 }
 
 /// Every tile configuration the rules allow for `problem`, best first; right
-/// after the pick, its warp-specialised (rule 7) and direct-store (rule 8)
-/// alternatives. Empty when the pins leave nothing that fits.
+/// after the pick, its clustered (rule 10), warp-specialised (rule 7) and
+/// direct-store (rule 8) alternatives. Empty when the pins leave nothing that fits.
 pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate> {
     let bk = pins.block_k.unwrap_or(problem.precision.block_k());
     let block_ms: Vec<i64> = pins.block_m.map_or(BLOCK_MS.to_vec(), |m| vec![m]);
@@ -366,12 +388,36 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     if prefers_warp_specialized(problem) && ranked.get(1).is_some_and(|c| c.config.schedule != Schedule::Pipeline) {
         ranked.swap(0, 1);
     }
+    if let Some(best) = ranked.first() {
+        let cluster = cluster_for(problem, machine, best);
+        if cluster != Along::None {
+            let clustered = Candidate { config: Config { cluster, ..best.config }, ..best.clone() };
+            ranked.insert(1, clustered);
+        }
+    }
     if let Some(best) = ranked.first().cloned() {
         for (i, c) in ranked.iter_mut().enumerate() {
             c.reason = if i == 0 { pick_reason(&best, machine) } else { loss_reason(c, &best) };
         }
     }
     ranked
+}
+
+/// Rule 10's alternative: the pair along M when the tiles along M are even and B's tile is
+/// at least A's, else along N when the tiles along N are even, else along M
+/// when those are; none for a single wave.
+fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along {
+    let c = &best.config;
+    if !problem.clusterable || best.tiles <= machine.sms {
+        return Along::None;
+    }
+    let even = |extent: i64, block: i64| ceil_div(extent, block) % CLUSTER_SIZE == 0;
+    let (along_m, along_n) = (even(problem.m, c.block_m), even(problem.n, c.block_n));
+    match (along_m, along_n) {
+        (true, _) if c.block_n >= c.block_m || !along_n => Along::M,
+        (_, true) => Along::N,
+        _ => Along::None,
+    }
 }
 
 /// Rule 7's exception: block-scaled FP8 over at least 32 scale blocks of K.
@@ -452,7 +498,7 @@ mod tests {
     use super::*;
 
     fn pick(m: i64, n: i64, k: i64) -> Candidate {
-        choose(&Problem { m, n, k, precision: Precision::Bf16, any_n: false }, &Machine::H100, &Pins::default()).unwrap()
+        choose(&Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true }, &Machine::H100, &Pins::default()).unwrap()
     }
 
     /// (block_m, block_n, stages, epilogue, waves, last wave) of the pick.
@@ -553,25 +599,50 @@ mod tests {
 
     #[test]
     fn the_ranking_names_why_each_alternative_lost() {
-        let ranked = rank(&Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false }, &Machine::H100, &Pins::default());
+        let ranked = rank(&Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true }, &Machine::H100, &Pins::default());
         assert!(ranked[0].reason.starts_with("picked"));
+        assert_eq!(ranked[0].config.cluster, Along::None);
+        // Rule 10: 32 x 16 tiles over 4 waves; pairs along M share B's
+        // 256-row tile, larger than A's 128.
+        assert_eq!(ranked[1].config, Config { cluster: Along::M, ..ranked[0].config });
+        assert_eq!(ranked[1].reason, "the pick in 2-CTA clusters along m, multicasting B");
         // Rule 7: the warp-specialised alternative of the pick's tile comes next,
         // with its own stage count (no TMA output tile: 4*49160 = 196640).
-        assert_eq!(ranked[1].config.schedule, Schedule::WarpSpecialized { consumers: 2 });
-        assert_eq!((ranked[1].config.stages, ranked[1].config.epilogue), (4, Global));
+        assert_eq!(ranked[2].config.schedule, Schedule::WarpSpecialized { consumers: 2 });
+        assert_eq!((ranked[2].config.stages, ranked[2].config.epilogue), (4, Global));
         // Rule 8's alternative: the pick with direct stores and the stage the
         // output tile took.
-        assert_eq!((ranked[2].config.schedule, ranked[2].config.stages, ranked[2].config.epilogue), (Schedule::Pipeline, 4, Global));
-        assert_eq!(ranked[2].reason, "direct-store alternative of the pick (4 stages without the output tile)");
-        assert_eq!(ranked[3].reason, "narrower N (128 < 256)");
-        assert!(ranked.iter().skip(4).any(|c| c.reason.starts_with("more waves")));
+        assert_eq!((ranked[3].config.schedule, ranked[3].config.stages, ranked[3].config.epilogue), (Schedule::Pipeline, 4, Global));
+        assert_eq!(ranked[3].reason, "direct-store alternative of the pick (4 stages without the output tile)");
+        assert_eq!(ranked[4].reason, "narrower N (128 < 256)");
+        assert!(ranked.iter().skip(5).any(|c| c.reason.starts_with("more waves")));
         // No tile that breaks rule 1 (both sides over 128) is weighed.
         assert!(ranked.iter().all(|c| c.config.block_m <= 128 || c.config.block_n <= 128));
     }
 
     #[test]
+    fn clusters_pair_even_tiles_of_more_than_one_wave() {
+        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true };
+        let tile = Pins { block_m: Some(128), block_n: Some(256), ..Pins::default() };
+        let cluster_of = |p: Problem, pins: &Pins| rank(&p, &Machine::H100, pins)[1].config.cluster;
+        // 128x256 tiles: 32 x 16, B's tile the larger: along M.
+        assert_eq!(cluster_of(p, &Pins::default()), Along::M);
+        // 4096x4096 picks 256x128 when M is 3968 (16 x 32 tiles): A's tile is
+        // the larger, so along N.
+        assert_eq!(cluster_of(Problem { m: 3968, ..p }, &Pins::default()), Along::N);
+        // 128x256 tiles of 3968 rows: 31 along M (odd), 16 along N: along N.
+        assert_eq!(cluster_of(Problem { m: 3968, ..p }, &tile), Along::N);
+        // Both odd (31 x 15): no cluster; none for a single wave (128x2112:
+        // 132 tiles of 64x32) or a grouped GEMM either.
+        let none = |p: Problem, pins: &Pins| rank(&p, &Machine::H100, pins).iter().all(|c| c.config.cluster == Along::None);
+        assert!(none(Problem { m: 3968, n: 3840, ..p }, &tile));
+        assert!(none(Problem { m: 128, n: 2112, k: 7168, ..p }, &Pins::default()));
+        assert!(none(Problem { clusterable: false, ..p }, &Pins::default()));
+    }
+
+    #[test]
     fn pins_restrict_the_choice() {
-        let fp8 = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Fp8BlockScaled, any_n: false };
+        let fp8 = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true };
         // FP8 with B's scales per 128x128 block: the program pins BN = 128.
         // 256x128 would hold 2 * 256 * 128 accumulators (the result and the
         // block being promoted), over two warpgroups' registers; 128x128
@@ -584,7 +655,8 @@ mod tests {
         assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 7));
         assert_eq!(c.config.schedule, Schedule::WarpSpecialized { consumers: 2 });
         let ranked = rank(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
-        assert!(ranked[1].reason.starts_with("pipelined alternative of the pick's tile"));
+        assert_eq!(ranked[1].config, Config { cluster: Along::M, ..c.config });
+        assert!(ranked[2].reason.starts_with("pipelined alternative of the pick's tile"));
         let short = choose(&Problem { k: 2048, ..fp8 }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         assert_eq!((short.config.schedule, short.config.stages, short.config.num_warps), (Schedule::Pipeline, 6, 8));
         let c = choose(&Problem { precision: Precision::Bf16, ..fp8 }, &Machine::H100, &Pins { block_n: Some(192), stages: Some(2), ..Pins::default() }).unwrap();
@@ -593,7 +665,7 @@ mod tests {
 
     #[test]
     fn impossible_requests_are_errors() {
-        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false };
+        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true };
         let err = |pins: Pins| choose(&p, &Machine::H100, &pins).unwrap_err();
         assert!(err(Pins { block_n: Some(100), ..Pins::default() }).contains("BLOCK_N must be a multiple of 16"));
         assert!(err(Pins { block_m: Some(96), ..Pins::default() }).contains("BLOCK_M must be 64, 128 or 256"));

@@ -10,6 +10,7 @@
 //! named in pipelines like the built-ins.
 
 pub mod analysis;
+pub mod cluster;
 pub mod config;
 pub mod config_rules;
 pub mod hopper;

@@ -4,7 +4,7 @@
 use crate::analysis::barriers;
 use crate::options::OptionSpec;
 use crate::phase::PhaseRule;
-use crate::transforms::{assign_layouts, canonicalize, licm, lower_to_nv, persistent, pipeline, select_config, warp_specialize};
+use crate::transforms::{assign_layouts, canonicalize, cluster_split, licm, lower_to_nv, persistent, pipeline, select_config, warp_specialize};
 use crate::{Pass, PassOptions};
 use std::sync::{Mutex, PoisonError};
 
@@ -31,6 +31,7 @@ pub static PASSES: &[PassInfo] = &[
     persistent::INFO,
     warp_specialize::INFO,
     pipeline::INFO,
+    cluster_split::INFO,
     lower_to_nv::INFO,
     barriers::INFO,
     select_config::INFO,

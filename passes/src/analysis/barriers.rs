@@ -2,6 +2,10 @@
 //! protocol at nv level, where a mistake hangs or races on the GPU with no
 //! message. In order:
 //!
+//! 0. at cluster scope (`cluster.rs`): cluster ops only in a kernel launched
+//!    in clusters, a cluster barrier after the mbarrier initialisation and
+//!    before the exit, and every multicast refill ordered after the peer
+//!    CTA's reads (a remote release, or a cluster barrier);
 //! 1. every wait has something that arrives on its barrier;
 //! 2. each phase gets exactly the arrivals the barrier is initialised for
 //!    (a thread's `arrive` is one, an elected `expect_tx` one, TMA bytes
@@ -25,6 +29,10 @@
 //!    stay inside their allocation, and some warp can always move (a
 //!    missing arrive or wait hangs).
 //!
+//! A clustered kernel is checked as CTA 0 with its peer as its mirror
+//! image: the peer's remote arrivals and multicast halves are this CTA's
+//! own, and a cluster barrier orders like a CTA barrier.
+//!
 //! What it cannot see: the trace check runs CTA 0 for fixed sizes (M = 384,
 //! N = 256, K of 64 to 1000 on a grid of 2), so a bug that needs other sizes
 //! or another CTA is missed, and a function whose loop bounds or indices do
@@ -39,6 +47,7 @@
 //! arithmetic beyond constant addi/subi/divsi/remsi on one iteration value
 //! is rejected, not reasoned about.
 
+mod cluster;
 mod counts;
 mod happens_before;
 mod model;
@@ -79,6 +88,7 @@ impl Pass for VerifyBarriers {
 /// located at the op at fault.
 pub fn verify_barriers(func: &Function) -> Result<(), Diagnostic> {
     let body = &func.body;
+    cluster::check_cluster_scope(func)?;
     let model = Model::build(func)?;
     counts::check_waits_satisfiable(body, &model)?;
     counts::check_arrival_counts(body, &model)?;

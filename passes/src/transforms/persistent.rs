@@ -7,8 +7,17 @@
 //! CTA per SM. A kernel whose output has a leading batch dimension indexed
 //! by `tile.block_id z` (a grouped GEMM's expert) walks every batch's tiles
 //! in turn, batch-major.
+//!
+//! With `cluster-pairs=m` (or `n`) the loop hands out pairs of tiles that
+//! neighbour along M (or N), for clusters of two CTAs that share the other
+//! operand (`tile-cluster-split`): the CTAs `2c` and `2c + 1` (one cluster)
+//! walk the same pairs, and CTA `2c + r` takes tile `2i + r` of each pair
+//! along the paired dimension; pairs go in grouped order over a grid whose
+//! paired dimension is halved (rounded up, so the odd CTA of the last pair
+//! may hold a tile past the edge, which loads zeros and stores nothing).
 
 use crate::options::{OptionKind, OptionSpec};
+use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::{op_error, Pass};
@@ -20,19 +29,27 @@ use tilec_dialects::{Diagnostic, Function};
 pub const INFO: PassInfo = PassInfo {
     name: "tile-persistent",
     summary: "Loop one CTA per SM over output tiles in grouped (L2-friendly) order",
-    options: &[OptionSpec {
-        name: "group",
-        kind: OptionKind::Int { min: 1, max: 64 },
-        default: "8",
-        help: "tiles along M in one rasterisation group",
-    }],
+    options: &[
+        OptionSpec { name: "group", kind: OptionKind::Int { min: 1, max: 64 }, default: "8", help: "tiles along M in one rasterisation group" },
+        OptionSpec {
+            name: "cluster-pairs",
+            kind: OptionKind::Enum(&["none", "m", "n"]),
+            default: "none",
+            help: "hand out pairs of tiles neighbouring along m or n to the two CTAs of a cluster (default: tile.config's cluster)",
+        },
+    ],
     phases: PhaseRule { needs: Phase::Tile..=Phase::TileLayouts, leaves: None, reason: "pipelined and warp-specialised K loops count their barrier phases from the kernel's start, so the loop over tiles must exist before they are scheduled (run tile-persistent before tile-pipeline and tile-warp-specialize)" },
-    create: |options| Box::new(Persistent { group: options.int("group") }),
+    create: |options| {
+        Box::new(Persistent { group: options.int("group"), pairs: Along::parse(options.word("cluster-pairs")), pairs_from_config: !options.given("cluster-pairs") })
+    },
 };
 
 /// The `tile-persistent` pass with its options resolved.
 pub struct Persistent {
     group: i64,
+    pairs: Along,
+    /// Whether `cluster-pairs` was left out, so `tile.config`'s `cluster` decides.
+    pairs_from_config: bool,
 }
 
 impl Pass for Persistent {
@@ -44,6 +61,11 @@ impl Pass for Persistent {
         if func.attrs.get("grid").and_then(Attribute::as_str) == Some("sms") {
             return Ok(());
         }
+        if self.pairs_from_config {
+            if let Some(word) = crate::config::config_word(func, "cluster") {
+                self.pairs = Along::parse(word);
+            }
+        }
         let entry = func.entry_block();
         let body = &mut func.body;
         let block_id = |dim: i64| {
@@ -53,6 +75,9 @@ impl Pass for Persistent {
             return Err(Diagnostic::error(func.loc.clone(), format!("'@{}' has no 'tile.block_id x' and 'y' in its body to make persistent", func.name)));
         };
         let bid_z = block_id(2);
+        if let (Some(z), Along::M | Along::N) = (bid_z, self.pairs) {
+            return Err(op_error(body, z, "indexes a batch of problems (grid z): tile pairs for clusters cover one problem only".into()));
+        }
         let (pid_m, pid_n) = (body.result(bid_m, 0), body.result(bid_n, 0));
         let pid_z = bid_z.map(|op| body.result(op, 0));
         let store = output_store(body, func.region, pid_z, pid_m, pid_n)?;
@@ -76,10 +101,27 @@ impl Pass for Persistent {
             None => per_batch,
         };
         let num_tiles = b.name(num_tiles, "num_tiles");
-        let first = BlockId::build(&mut b, 0, Attributes::new()).result(b.body);
+        let block = BlockId::build(&mut b, 0, Attributes::new()).result(b.body);
         let grid = NumBlocks::build(&mut b, 0, Attributes::new()).result(b.body);
         let grid = b.name(grid, "grid");
-        let tile_loop = For::build(&mut b, first, num_tiles, grid, &[], &[], Attributes::new());
+        // With pairs, the loop walks pairs of tiles, one cluster per pair.
+        let (first, step, count, rank, grid_m, grid_n) = match self.pairs {
+            Along::None => (block, grid, num_tiles, None, tiles_m, tiles_n),
+            pairs => {
+                let two = b.index(CLUSTER_SIZE);
+                let cluster = Divsi::build(&mut b, block, two, Attributes::new()).result(b.body);
+                let clusters = Divsi::build(&mut b, grid, two, Attributes::new()).result(b.body);
+                let rank = Remsi::build(&mut b, block, two, Attributes::new()).result(b.body);
+                let rank = b.name(rank, "pair_rank");
+                let (grid_m, grid_n) = match pairs {
+                    Along::M => (Ceildivsi::build(&mut b, tiles_m, two, Attributes::new()).result(b.body), tiles_n),
+                    _ => (tiles_m, Ceildivsi::build(&mut b, tiles_n, two, Attributes::new()).result(b.body)),
+                };
+                let count = Muli::build(&mut b, grid_m, grid_n, Attributes::new()).result(b.body);
+                (cluster, clusters, b.name(count, "num_pairs"), Some(rank), grid_m, grid_n)
+            }
+        };
+        let tile_loop = For::build(&mut b, first, count, step, &[], &[], Attributes::new());
         let (_, loop_block) = b.body.add_region(tile_loop.op(), &[Type::INDEX]);
         let t = b.body.blocks[loop_block].args[0];
         b.name(t, "tile");
@@ -93,7 +135,19 @@ impl Pass for Persistent {
             }
             None => (None, t),
         };
-        let (m, n) = grouped_coords(&mut lb, t, tiles_m, tiles_n, self.group);
+        let group = if self.pairs == Along::M { (self.group / CLUSTER_SIZE).max(1) } else { self.group };
+        let (m, n) = grouped_coords(&mut lb, t, grid_m, grid_n, group);
+        let (m, n) = match (self.pairs, rank) {
+            (Along::M, Some(rank)) => {
+                let pair = lb.name(m, "pair_m");
+                (pair_member(&mut lb, pair, rank, "pid_m"), n)
+            }
+            (Along::N, Some(rank)) => {
+                let pair = lb.name(n, "pair_n");
+                (m, pair_member(&mut lb, pair, rank, "pid_n"))
+            }
+            _ => (m, n),
+        };
         let yield_op = Yield::build(&mut lb, &[], Attributes::new()).op();
         for op in work {
             body.remove_op(op);
@@ -108,6 +162,9 @@ impl Pass for Persistent {
             body.remove_op(op);
         }
         func.attrs.set("grid", Attribute::String("sms".into()));
+        if self.pairs != Along::None {
+            func.attrs.set("cluster_pairs", Attribute::String(self.pairs.word().into()));
+        }
         Ok(())
     }
 }
@@ -133,6 +190,15 @@ fn output_store(body: &Body, region: tilec_dialects::Region, pid_z: Option<Value
             None => Err(Diagnostic::error(body.ops[body.defining_op(pid_m).expect("op result")].loc.clone(), "tile-persistent needs a tile.store of the output tile")),
         },
     }
+}
+
+/// `2 * pair + rank`: the tile of the pair at `pair` that CTA `rank` of the
+/// cluster takes, named `name`.
+fn pair_member(b: &mut Builder<'_>, pair: Value, rank: Value, name: &str) -> Value {
+    let two = b.index(CLUSTER_SIZE);
+    let first = Muli::build(b, pair, two, Attributes::new()).result(b.body);
+    let tile = Addi::build(b, first, rank, Attributes::new()).result(b.body);
+    b.name(tile, name)
 }
 
 /// ceil(dim / extent): tiles along one dimension of `tensor`, named `name`.

@@ -24,7 +24,7 @@ use crate::phase::{Phase, PhaseRule};
 use crate::{op_error, Pass, PassOptions};
 use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint, Param, Type};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::tile;
+use tilec_dialects::tile::{self, BlockId};
 use tilec_dialects::{Diagnostic, Function};
 
 const DIM: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
@@ -108,7 +108,7 @@ impl SelectConfig {
         }
         let (m, n, k) = self.shape.unwrap_or(DEFAULT_SHAPE);
         let machine = Machine { sms: self.sms, ..Machine::H100 };
-        Ok(Some((Problem { m, n, k, precision, any_n: self.shape.is_none() }, pins, machine)))
+        Ok(Some((Problem { m, n, k, precision, any_n: self.shape.is_none(), clusterable: tiles_share_operands(func) }, pins, machine)))
     }
 
     /// Every candidate weighed for `func`, best first (for `--explain`).
@@ -260,6 +260,7 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     d.set("persistent", Attribute::Bool(persistent));
     d.set("tile_order", Attribute::String(if persistent { "grouped" } else { "grid" }.into()));
     d.set("epilogue", Attribute::String(c.epilogue.word().into()));
+    d.set("cluster", Attribute::String(c.cluster.word().into()));
     d.set("sms", int(c.sms));
     d.set("waves", int(pick.waves));
     d.set("last_wave", int(pick.last_wave));
@@ -270,3 +271,14 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     }
 }
 
+/// Whether neighbouring tiles read the same operand tiles: not in a batch
+/// of problems (`tile.block_id z`), nor where a tile's operands are chosen
+/// by data (`tile.load_scalar`: a grouped GEMM's expert or row count).
+fn tiles_share_operands(func: &Function) -> bool {
+    let body = &func.body;
+    !body.walk_region(func.region).into_iter().any(|op| match body.opcode(op) {
+        Opcode::TileLoadScalar => true,
+        Opcode::TileBlockId => BlockId::of(body, op).is_some_and(|b| b.dim(body) == 2),
+        _ => false,
+    })
+}

@@ -48,6 +48,11 @@ impl Role {
 pub enum EventKind {
     /// `nv.mbarrier_arrive`: one arrival per thread of the role.
     Arrive,
+    /// `nv.mbarrier_arrive_remote`: one arrival per warp of the role, on
+    /// the peer CTA's barrier; the peer's own arrives on this CTA's in the
+    /// same way (the CTAs of a cluster run the same code), so it counts as
+    /// an arrival on this CTA's barrier.
+    RemoteArrive,
     /// `nv.mbarrier_expect_tx`: one (elected) arrival expecting the bytes.
     ExpectTx(i64),
     /// `nv.tma_load`: completes the bytes, never an arrival.
@@ -73,6 +78,8 @@ pub struct Model {
     pub events: Vec<Event>,
     /// `(a, b)`: event `a` comes right before event `b` in one role.
     pub program_order: Vec<(usize, usize)>,
+    /// CTAs per cluster: a multicast load brings every CTA's share.
+    pub cluster_size: i64,
 }
 
 impl Model {
@@ -83,6 +90,7 @@ impl Model {
             roles: vec![Role { kind: RoleKind::Cta, threads: 32 * warps }],
             events: Vec::new(),
             program_order: Vec::new(),
+            cluster_size: cluster_size(func),
         };
         model.walk(&func.body, func.entry_block(), 0, None, vec![])?;
         Ok(model)
@@ -92,6 +100,7 @@ impl Model {
     pub fn arrivals(&self, e: &Event) -> i64 {
         match e.kind {
             EventKind::Arrive => self.roles[e.role].threads,
+            EventKind::RemoteArrive => self.roles[e.role].threads / 32,
             EventKind::ExpectTx(_) => 1,
             EventKind::TmaComplete(_) | EventKind::Wait { .. } => 0,
         }
@@ -114,6 +123,10 @@ impl Model {
                     let arrive = nv::MbarrierArrive::of(body, op).expect("verified");
                     Some((EventKind::Arrive, arrive.barrier(body), arrive.stage(body)))
                 }
+                Opcode::NvMbarrierArriveRemote => {
+                    let arrive = nv::MbarrierArriveRemote::of(body, op).expect("verified");
+                    Some((EventKind::RemoteArrive, arrive.barrier(body), arrive.stage(body)))
+                }
                 Opcode::NvMbarrierExpectTx => {
                     let expect = nv::MbarrierExpectTx::of(body, op).expect("verified");
                     Some((EventKind::ExpectTx(expect.bytes(body)), expect.barrier(body), expect.stage(body)))
@@ -127,6 +140,8 @@ impl Model {
                     // TMA writes the box; row padding in the layout is never transferred.
                     let box_tile = &body.value_type(load.buffer(body)).as_smem().expect("verified").tile;
                     let bytes = box_tile.num_elements() * i64::from(box_tile.elem.bits()) / 8;
+                    // A multicast box lands in every CTA, each CTA's share with it.
+                    let bytes = if load.multicast(body) { bytes * self.cluster_size } else { bytes };
                     Some((EventKind::TmaComplete(bytes), load.barrier(body), load.barrier_stage(body)))
                 }
                 _ => None,
@@ -172,5 +187,13 @@ impl Model {
         ends.sort_unstable();
         ends.dedup();
         Ok(ends)
+    }
+}
+
+/// CTAs per cluster: the product of the function's `cluster_dims`, 1 without.
+pub fn cluster_size(func: &Function) -> i64 {
+    match func.attrs.get("cluster_dims") {
+        Some(tilec_dialects::ir::Attribute::Array(dims)) => dims.iter().filter_map(tilec_dialects::ir::Attribute::as_int).product(),
+        _ => 1,
     }
 }

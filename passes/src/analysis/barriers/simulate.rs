@@ -274,6 +274,7 @@ impl<'a> Sim<'a> {
         match kind {
             StepKind::Wait { .. } | StepKind::CtaBarrier => {}
             StepKind::Arrive { barrier } => self.arrive(w, op, barrier, WARP, 0)?,
+            StepKind::RemoteArrive { barrier } => self.arrive(w, op, barrier, 1, 0)?,
             StepKind::ExpectTx { barrier, bytes } => self.arrive(w, op, barrier, 1, bytes)?,
             StepKind::TmaLoad { buffer, barrier, bytes } => {
                 let id = self.access(w, op, AccessKind::TmaWrite);
@@ -479,7 +480,7 @@ impl<'a> Sim<'a> {
                 let mut diag = self.error(*op, msg);
                 let mut arrivals: Vec<Op> = Vec::new();
                 for step in self.traces.iter().flatten() {
-                    let on_barrier = matches!(step.kind, StepKind::Arrive { barrier: b } | StepKind::ExpectTx { barrier: b, .. } if b.0 == barrier.0);
+                    let on_barrier = matches!(step.kind, StepKind::Arrive { barrier: b } | StepKind::RemoteArrive { barrier: b } | StepKind::ExpectTx { barrier: b, .. } if b.0 == barrier.0);
                     if on_barrier && !arrivals.contains(&step.op) {
                         arrivals.push(step.op);
                     }

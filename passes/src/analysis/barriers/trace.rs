@@ -56,6 +56,9 @@ pub struct Window {
 pub enum StepKind {
     Wait { barrier: Slot, parity: i64 },
     Arrive { barrier: Slot },
+    /// The peer CTA's warp arriving on this CTA's barrier (one arrival):
+    /// the mirror of this warp's `nv.mbarrier_arrive_remote`.
+    RemoteArrive { barrier: Slot },
     ExpectTx { barrier: Slot, bytes: i64 },
     TmaLoad { buffer: Window, barrier: Slot, bytes: i64 },
     /// An `nv.wgmma`: the buffer stages it reads, asynchronously.
@@ -131,6 +134,20 @@ impl Tracer<'_> {
             root = rows.buffer(body);
         }
         Ok((root, offset))
+    }
+
+    /// The rows of a cluster pair's multicast buffer that the peer CTA
+    /// loads: the half of the allocation behind `v` that `mine` leaves.
+    fn peer_half(&self, op: Op, v: Value, mine: Window) -> Result<Window, Stop> {
+        let (root, _) = self.root(v)?;
+        let rows = self.body.value_type(root).as_smem().ok_or(Stop::Untraceable)?.tile.shape[0];
+        let half = mine.rows.1 - mine.rows.0;
+        if 2 * half != rows {
+            let msg = format!("multicasts {half} of the buffer's {rows} rows: each CTA of a pair must load one half");
+            return Err(Stop::Error(op_error(self.body, op, msg)));
+        }
+        let start = if mine.rows.0 >= half { mine.rows.0 - half } else { mine.rows.0 + half };
+        Ok(Window { slot: mine.slot, rows: (start, start + half) })
     }
 
     /// Stage `stage` of the allocation behind `v`, checked against its stages.
@@ -267,6 +284,14 @@ impl Tracer<'_> {
                     let barrier = self.slot(op, arrive.barrier(body), arrive.stage(body))?;
                     self.push(op, StepKind::Arrive { barrier })?;
                 }
+                Opcode::NvMbarrierArriveRemote => {
+                    let arrive = nv::MbarrierArriveRemote::of(body, op).expect("matched");
+                    let barrier = self.slot(op, arrive.barrier(body), arrive.stage(body))?;
+                    self.push(op, StepKind::RemoteArrive { barrier })?;
+                }
+                Opcode::NvClusterRank => {
+                    self.env.insert(body.result(op, 0), 0);
+                }
                 Opcode::NvMbarrierExpectTx if elected => {
                     let expect = nv::MbarrierExpectTx::of(body, op).expect("matched");
                     let barrier = self.slot(op, expect.barrier(body), expect.stage(body))?;
@@ -279,6 +304,11 @@ impl Tracer<'_> {
                     let tile = &body.value_type(load.buffer(body)).as_smem().ok_or(Stop::Untraceable)?.tile;
                     let bytes = tile.num_elements() * i64::from(tile.elem.bits()) / 8;
                     self.push(op, StepKind::TmaLoad { buffer, barrier, bytes })?;
+                    if load.multicast(body) {
+                        // The peer's multicast of the other half, mirrored.
+                        let peer = self.peer_half(op, load.buffer(body), buffer)?;
+                        self.push(op, StepKind::TmaLoad { buffer: peer, barrier, bytes })?;
+                    }
                 }
                 Opcode::NvWgmma => {
                     let mma = nv::Wgmma::of(body, op).expect("matched");
@@ -311,9 +341,11 @@ impl Tracer<'_> {
                     let buffer = self.window(op, store.buffer(body), store.stage(body))?;
                     self.push(op, StepKind::TmaStore { buffer })?;
                 }
-                // A CTA barrier inside one role is the lowering's error.
-                Opcode::NvBarrier if self.in_role => return Err(Stop::Untraceable),
-                Opcode::NvBarrier => self.push(op, StepKind::CtaBarrier)?,
+                // A CTA or cluster barrier inside one role is the lowering's
+                // error; a cluster barrier orders the peer (mirrored) as this
+                // CTA's warps.
+                Opcode::NvBarrier | Opcode::NvClusterBarrier if self.in_role => return Err(Stop::Untraceable),
+                Opcode::NvBarrier | Opcode::NvClusterBarrier => self.push(op, StepKind::CtaBarrier)?,
                 _ => {
                     let Some(binary) = tile::IntBinary::of(body, op) else { continue };
                     if let (Some(&a), Some(&b)) = (self.env.get(&binary.lhs(body)), self.env.get(&binary.rhs(body))) {

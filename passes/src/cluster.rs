@@ -1,0 +1,39 @@
+//! Clusters of CTAs: their size and the tile dimension along which the CTAs
+//! of one cluster neighbour each other, shared by `tile-persistent` (which
+//! hands out tile pairs) and `tile-cluster-split` (which multicasts the
+//! operand the pair shares) and written as `tile.config`'s `cluster`.
+
+/// CTAs per cluster.
+pub const CLUSTER_SIZE: i64 = 2;
+
+/// The tile dimension along which the CTAs of a cluster neighbour each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Along {
+    /// Neighbouring M tiles, one N tile: B is shared.
+    M,
+    /// Neighbouring N tiles, one M tile: A is shared.
+    N,
+    /// No cluster.
+    None,
+}
+
+impl Along {
+    /// `m`, `n` or `none` (the pass option and the `tile.config` word).
+    pub fn parse(word: &str) -> Along {
+        match word {
+            "m" => Along::M,
+            "n" => Along::N,
+            _ => Along::None,
+        }
+    }
+
+    /// The option word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Along::M => "m",
+            Along::N => "n",
+            Along::None => "none",
+        }
+    }
+}
+

@@ -1,0 +1,269 @@
+//! `tile-cluster-split{along=m|n|none}`: pairs of CTAs form a cluster of two
+//! and load the operand tile both need once: each CTA loads half of its rows
+//! and TMA multicasts them into the same buffer stage of both CTAs.
+//!
+//! Along M, CTAs with neighbouring M tiles and the same N tile pair up and
+//! share B; along N, neighbours in N share A. The pass runs on a scheduled
+//! K loop (after `tile-pipeline` or `tile-warp-specialize`) and rewrites its
+//! synchronisation to cluster scope:
+//! - every TMA load of the shared operand loads rows
+//!   `[rank * R/2, (rank + 1) * R/2)` of its box into that row window of the
+//!   buffer, with `multicast`; each CTA's full barrier still expects the
+//!   whole box (its half and its peer's);
+//! - a stage is free only when both CTAs have read it: in a warp-specialised
+//!   kernel, each consumer warp also arrives on its peer's empty barrier
+//!   (`nv.mbarrier_arrive_remote`), whose arrival count grows by the peer's
+//!   consumer warps; in a pipelined kernel the CTA barrier that orders a
+//!   refill after the stage's reads becomes a cluster barrier;
+//! - a cluster barrier after the mbarriers are initialised (no remote arrive
+//!   or multicast before the peer's barriers exist) and one before exit (no
+//!   CTA leaves while its peer may still write its shared memory or arrive on
+//!   its barriers).
+//!
+//! Clusters have two CTAs: larger ones lost speed in published measurements,
+//! and DeepGEMM caps them at two. The pair must hold tiles that share the
+//! operand: in a grid kernel, the shared operand's loads must not depend on
+//! the block id along the cluster; a persistent kernel must hand out tile
+//! pairs along the same dimension (`tile-persistent{cluster-pairs=...}`).
+//! Both CTAs run the same K loop, so a CTA whose tile lies past the edge
+//! still loads (TMA fills zeros), takes part in every barrier and stores
+//! nothing (stores are bounds-checked, TMA stores clipped).
+
+use crate::cluster::{Along, CLUSTER_SIZE};
+use crate::hopper::wgmma::next_op;
+use crate::options::{OptionKind, OptionSpec};
+use crate::phase::{Phase, PhaseRule};
+use crate::registry::PassInfo;
+use crate::{op_error, Pass};
+use std::collections::HashSet;
+use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op, Region, Type, Value};
+use tilec_dialects::nv::{self, AllocMbarriers, ClusterBarrier, ClusterRank, LoadFragment, MbarrierArrive, MbarrierArriveRemote, SmemRows, TmaLoad, Wgmma};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::tile::{Addi, BlockId, Muli, Subi};
+use tilec_dialects::{Diagnostic, Function};
+
+/// `tile-cluster-split`'s registration: name, options, phases and constructor.
+pub const INFO: PassInfo = PassInfo {
+    name: "tile-cluster-split",
+    summary: "Pair CTAs into 2-CTA clusters that multicast the operand tile they share (TMA multicast, cluster-scope barriers)",
+    options: &[OptionSpec {
+        name: "along",
+        kind: OptionKind::Enum(&["m", "n", "none"]),
+        default: "m",
+        help: "the tile dimension along which CTAs pair up: m shares B, n shares A, none leaves the kernel as it is",
+    }],
+    phases: PhaseRule {
+        needs: Phase::TileScheduled..=Phase::TileScheduled,
+        leaves: None,
+        reason: "it multicasts the TMA loads and rewrites the barriers that tile-pipeline or tile-warp-specialize made (run it after them, before tile-lower-to-nv)",
+    },
+    create: |o| Box::new(ClusterSplit { along: Along::parse(o.word("along")), from_config: !o.given("along") }),
+};
+
+/// The `tile-cluster-split` pass with its options resolved.
+pub struct ClusterSplit {
+    along: Along,
+    /// Whether `along` was left out, so `tile.config`'s `cluster` decides.
+    from_config: bool,
+}
+
+impl Pass for ClusterSplit {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        if self.from_config {
+            if let Some(word) = crate::config::config_word(func, "cluster") {
+                self.along = Along::parse(word);
+            }
+        }
+        if self.along == Along::None || func.attrs.get("cluster_dims").is_some() {
+            return Ok(());
+        }
+        let persistent = func.attrs.get("grid").and_then(Attribute::as_str) == Some("sms");
+        let region = func.region;
+        let body = &mut func.body;
+        let ops = body.walk_region(region);
+        if let Some(&z) = ops.iter().find(|&&o| BlockId::of(body, o).is_some_and(|b| b.dim(body) == 2)) {
+            return Err(op_error(body, z, "indexes a batch of problems (grid z): tile-cluster-split pairs CTAs of one problem only".into()));
+        }
+        let wgmmas: Vec<Wgmma> = ops.iter().filter_map(|&o| Wgmma::of(body, o)).collect();
+        let Some(&first) = wgmmas.first() else {
+            return Err(Diagnostic::error(func.loc.clone(), format!("'@{}' has no scheduled K loop (nv.wgmma): run tile-pipeline or tile-warp-specialize before tile-cluster-split", func.name)));
+        };
+        let shared = shared_buffer(body, first, self.along).ok_or_else(|| op_error(body, first.op(), "reads its operand from neither a shared buffer nor a fragment loaded from one: nothing to multicast".into()))?;
+        if wgmmas.iter().any(|&w| shared_buffer(body, w, self.along) != Some(shared)) {
+            return Err(op_error(body, first.op(), "the MMAs read the shared operand from several buffers: tile-cluster-split multicasts one".into()));
+        }
+        let loads: Vec<Op> = ops.iter().copied().filter(|&o| TmaLoad::of(body, o).is_some_and(|l| l.buffer(body) == shared)).collect();
+        let Some(&first_load) = loads.first() else {
+            return Err(op_error(body, first.op(), "reads a shared operand that no nv.tma_load fills: nothing to multicast".into()));
+        };
+        let rows = body.value_type(shared).as_smem().expect("a TMA destination is a buffer").tile.shape[0];
+        if rows % (8 * CLUSTER_SIZE) != 0 {
+            return Err(op_error(body, first_load, format!("loads {rows} rows of the shared operand; each CTA of a pair loads half, which must be a multiple of 8 rows to keep the swizzle aligned")));
+        }
+        self.check_pairing(func, &loads, persistent)?;
+
+        let body = &mut func.body;
+        let entry = body.entry_block(region);
+        let loc = func.loc.clone();
+        let first_op = body.blocks[entry].ops[0];
+        let mut b = Builder::new(body, InsertPoint::Before(first_op), loc.clone());
+        let rank = ClusterRank::build(&mut b, Attributes::new()).result(b.body);
+        let rank = b.name(rank, "cluster_rank");
+        let one = b.index(1);
+        let peer = Subi::build(&mut b, one, rank, Attributes::new()).result(b.body);
+        let peer = b.name(peer, "peer");
+
+        multicast_loads(body, shared, rows / CLUSTER_SIZE, rank, &loads);
+        match ops.iter().find_map(|&o| nv::WarpSpecialize::of(body, o)) {
+            Some(ws) => release_to_peer(body, ws, peer),
+            None => widen_barriers(body, region),
+        }
+
+        // A cluster barrier once every mbarrier exists, and one before exit.
+        let after_init = body.blocks[entry].ops.iter().rev().copied().find(|&o| AllocMbarriers::of(body, o).is_some());
+        let start = match after_init {
+            Some(alloc) => next_op(body, alloc),
+            None => body.blocks[entry].ops[0],
+        };
+        ClusterBarrier::build(&mut Builder::new(body, InsertPoint::Before(start), loc.clone()), Attributes::new());
+        let terminator = body.terminator(entry).expect("verified function");
+        ClusterBarrier::build(&mut Builder::new(body, InsertPoint::Before(terminator), loc), Attributes::new());
+
+        let dims = match (persistent, self.along) {
+            (false, Along::N) => [1, CLUSTER_SIZE, 1],
+            _ => [CLUSTER_SIZE, 1, 1],
+        };
+        func.attrs.set("cluster_dims", Attribute::Array(dims.iter().map(|&d| Attribute::Int(d, ElemType::I64)).collect()));
+        Ok(())
+    }
+}
+
+impl ClusterSplit {
+    /// The two CTAs of a cluster must hold tiles that share the operand.
+    fn check_pairing(&self, func: &Function, loads: &[Op], persistent: bool) -> Result<(), Diagnostic> {
+        let body = &func.body;
+        if persistent {
+            return match func.attrs.get("cluster_pairs").and_then(Attribute::as_str) {
+                Some(pairs) if pairs == self.along.word() => Ok(()),
+                pairs => Err(Diagnostic::error(
+                    func.loc.clone(),
+                    format!(
+                        "persistent '@{}' hands out {}; clusters along {} need tile pairs along {}: run tile-persistent{{cluster-pairs={}}}",
+                        func.name,
+                        pairs.map_or("one tile per CTA".to_string(), |p| format!("tile pairs along {p}")),
+                        self.along.word(),
+                        self.along.word(),
+                        self.along.word()
+                    ),
+                )),
+            };
+        }
+        // Along M the cluster spans grid x, along N grid y.
+        let dim = if self.along == Along::M { 0 } else { 1 };
+        for &load in loads {
+            let coords = TmaLoad::of(body, load).expect("a TMA load").coords(body).to_vec();
+            if coords.iter().any(|&c| depends_on_block_id(body, c, dim)) {
+                return Err(op_error(
+                    body,
+                    load,
+                    format!("loads the shared operand at coordinates that depend on 'tile.block_id {}': the two CTAs of a cluster along {} would need different tiles", ["x", "y"][dim as usize], self.along.word()),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The buffer the MMA reads its shared operand from (B along M, A along N),
+/// through row windows and fragment loads.
+fn shared_buffer(body: &Body, wgmma: Wgmma, along: Along) -> Option<Value> {
+    let mut v = if along == Along::M { wgmma.b(body) } else { wgmma.a(body) };
+    loop {
+        let def = body.defining_op(v);
+        if let Some(rows) = def.and_then(|d| SmemRows::of(body, d)) {
+            v = rows.buffer(body);
+        } else if let Some(fragment) = def.and_then(|d| LoadFragment::of(body, d)) {
+            v = fragment.buffer(body);
+        } else {
+            return body.value_type(v).as_smem().map(|_| v);
+        }
+    }
+}
+
+/// Whether `v` is computed from `tile.block_id` along `dim`.
+fn depends_on_block_id(body: &Body, v: Value, dim: i64) -> bool {
+    let mut seen = HashSet::new();
+    let mut work = vec![v];
+    while let Some(v) = work.pop() {
+        let Some(def) = body.defining_op(v).filter(|_| seen.insert(v)) else { continue };
+        if BlockId::of(body, def).is_some_and(|b| b.dim(body) == dim) {
+            return true;
+        }
+        work.extend(body.ops[def].operands.iter().copied());
+    }
+    false
+}
+
+/// Each CTA loads its half of the shared operand's rows into that window of
+/// the buffer, multicast to both CTAs.
+fn multicast_loads(body: &mut Body, buffer: Value, half: i64, rank: Value, loads: &[Op]) {
+    let alloc = body.defining_op(buffer).expect("a buffer is allocated");
+    let mut b = Builder::new(body, InsertPoint::Before(next_op(body, alloc)), body.ops[alloc].loc.clone());
+    let h = b.index(half);
+    let row = Muli::build(&mut b, rank, h, Attributes::new()).result(b.body);
+    let row = b.name(row, "cluster_row");
+    let mut smem = b.body.value_type(buffer).as_smem().expect("a buffer").clone();
+    smem.tile.shape[0] = half;
+    let window = SmemRows::build(&mut b, buffer, row, Type::Smem(smem), Attributes::new()).result(b.body);
+    b.name(window, "multicast_rows");
+    for &op in loads {
+        let load = TmaLoad::of(body, op).expect("a TMA load");
+        let (tensor, mut coords, stage, barrier, barrier_stage) = (load.tensor(body), load.coords(body).to_vec(), load.stage(body), load.barrier(body), load.barrier_stage(body));
+        let mut attrs = body.ops[op].attrs.clone();
+        attrs.set("multicast", Attribute::Unit);
+        let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
+        let row_coord = coords.len() - 2;
+        coords[row_coord] = Addi::build(&mut b, coords[row_coord], row, Attributes::new()).result(b.body);
+        TmaLoad::build(&mut b, tensor, &coords, window, stage, barrier, barrier_stage, attrs);
+        body.remove_op(op);
+    }
+}
+
+/// Warp-specialised: each consumer warp also releases the stage to the
+/// peer's producer, whose empty barrier waits for those arrivals too.
+fn release_to_peer(body: &mut Body, ws: nv::WarpSpecialize, peer: Value) {
+    let consumers = ws.consumers(body);
+    let consumer = ws.consumer(body);
+    let mut groups = Vec::new();
+    for op in body.walk_region(consumer) {
+        let Some(arrive) = MbarrierArrive::of(body, op) else { continue };
+        let (barrier, stage) = (arrive.barrier(body), arrive.stage(body));
+        let mut b = Builder::new(body, InsertPoint::Before(next_op(body, op)), body.ops[op].loc.clone());
+        MbarrierArriveRemote::build(&mut b, barrier, stage, peer, Attributes::new());
+        if !groups.contains(&barrier) {
+            groups.push(barrier);
+        }
+    }
+    for barrier in groups {
+        let alloc = body.defining_op(barrier).expect("barriers are allocated");
+        let arrivals = AllocMbarriers::of(body, alloc).expect("an mbarrier group").arrivals(body);
+        // One remote arrival per consumer warp of the peer.
+        body.ops[alloc].attrs.set("arrivals", Attribute::Int(arrivals + 4 * consumers, ElemType::I64));
+    }
+}
+
+/// Pipelined: the CTA barriers that order a refill after the stage's reads
+/// order the peer's reads too.
+fn widen_barriers(body: &mut Body, region: Region) {
+    for op in body.walk_region(region) {
+        if body.opcode(op) == Opcode::NvBarrier {
+            let (loc, attrs) = (body.ops[op].loc.clone(), body.ops[op].attrs.clone());
+            ClusterBarrier::build(&mut Builder::new(body, InsertPoint::Before(op), loc), attrs);
+            body.remove_op(op);
+        }
+    }
+}
