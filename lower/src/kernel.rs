@@ -7,7 +7,7 @@ use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
 use super::scales::{self, Scales};
-use super::{cluster, roles, tma, wgmma};
+use super::{cluster, nvgpu, roles, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
@@ -108,6 +108,10 @@ pub(crate) struct Lowerer<'a> {
     vals: HashMap<Value, Lv>,
     thread: Option<Thread>,
     tma_args: Vec<String>,
+    /// The TMA descriptor parameters as `nvgpu` takes them, in `tma_args` order.
+    descriptors: Vec<tma::Descriptor>,
+    /// Each mbarrier group (key of `Plan::barriers`) as an `!nvgpu.mbarrier.group`.
+    groups: HashMap<Value, String>,
     ptr_args: HashMap<usize, String>,
     dim_args: HashMap<String, String>,
     store_helpers: BTreeMap<&'static str, ElemType>,
@@ -161,6 +165,8 @@ impl<'a> Lowerer<'a> {
             vals: HashMap::new(),
             thread: None,
             tma_args: Vec::new(),
+            descriptors: Vec::new(),
+            groups: HashMap::new(),
             ptr_args: HashMap::new(),
             dim_args: HashMap::new(),
             store_helpers: BTreeMap::new(),
@@ -217,6 +223,22 @@ impl<'a> Lowerer<'a> {
         let masked = em.binop("smem_addr", "arith.andi", &addr, &mask, "i64");
         let c4 = em.i64(4);
         let smem16 = em.binop("smem16", "arith.shrui", &masked, &c4, "i64");
+        if !self.tma_args.is_empty() {
+            em.line("// TMA descriptors as nvgpu values; thread 0 prefetches them into the descriptor cache.");
+        }
+        for (d, param) in self.plan.tma.iter().zip(&self.tma_args) {
+            let elem = self.plan.tensors[d.tensor].elem;
+            let ty = nvgpu::descriptor_type(&d.box_dims, elem, d.geom_swizzle);
+            let value = nvgpu::typed_descriptor(em, param, &ty, &format!("tmap_{}", self.plan.tensors[d.tensor].name));
+            self.descriptors.push(tma::Descriptor { value, ty, box_dims: d.box_dims.clone(), elem });
+        }
+        if !self.descriptors.is_empty() {
+            em.open(format!("scf.if {is_leader} {{"));
+            for d in &self.descriptors {
+                em.line(format!("nvgpu.tma.prefetch.descriptor {} : {}", d.value, d.ty));
+            }
+            em.close("}");
+        }
         self.thread = Some(Thread { tid, is_leader, smem, smem16, wg });
     }
 
@@ -599,19 +621,21 @@ impl<'a> Lowerer<'a> {
                 let (smem, leader) = (t.smem.clone(), t.is_leader.clone());
                 self.em.line(format!("// {}: {} mbarrier(s) at byte {}", self.hint(result), bars.count, bars.offset));
                 let clustered = self.plan.cluster_size() > 1;
-                tma::init_barriers(&mut self.em, &smem, &bars, &leader, clustered);
+                let hint = format!("{}_group", self.hint(result));
+                let group = tma::init_barriers(&mut self.em, &smem, &bars, &leader, clustered, &hint);
+                self.groups.insert(result, group);
                 self.vals.insert(result, Lv::Bars(result));
                 Ok(())
             }
             Opcode::NvMbarrierExpectTx => {
                 let expect = self.view(op, nv::MbarrierExpectTx::of)?;
-                let bar = self.barrier(op, expect.barrier(&self.f.body), expect.stage(&self.f.body))?;
+                let bar = self.barrier_ref(op, expect.barrier(&self.f.body), expect.stage(&self.f.body))?;
                 tma::expect_tx(&mut self.em, &bar, expect.bytes(&self.f.body));
                 Ok(())
             }
             Opcode::NvMbarrierWait => {
                 let wait = self.view(op, nv::MbarrierWait::of)?;
-                let bar = self.barrier(op, wait.barrier(&self.f.body), wait.stage(&self.f.body))?;
+                let bar = self.barrier_ref(op, wait.barrier(&self.f.body), wait.stage(&self.f.body))?;
                 let phase = self.scalar(op, wait.phase(&self.f.body))?;
                 tma::wait(&mut self.em, &bar, &phase);
                 Ok(())
@@ -645,7 +669,7 @@ impl<'a> Lowerer<'a> {
             }
             Opcode::NvMbarrierArrive => {
                 let arrive = self.view(op, nv::MbarrierArrive::of)?;
-                let bar = self.barrier(op, arrive.barrier(&self.f.body), arrive.stage(&self.f.body))?;
+                let bar = self.barrier_ref(op, arrive.barrier(&self.f.body), arrive.stage(&self.f.body))?;
                 tma::arrive(&mut self.em, &bar);
                 Ok(())
             }
@@ -847,6 +871,15 @@ impl<'a> Lowerer<'a> {
         Ok(tma::barrier_ptr(&mut self.em, &smem, &b, &idx))
     }
 
+    /// Barrier `index` of the group `bars`, as the `nvgpu` ops take it.
+    fn barrier_ref(&mut self, op: Op, bars: Value, index: Value) -> Result<tma::BarrierRef, Diagnostic> {
+        let Lv::Bars(key) = *self.lv(op, bars)? else { return Err(self.err(op, "expected an mbarrier group")) };
+        let count = self.plan.barriers[&key].count;
+        let idx = self.scalar(op, index)?;
+        let index = nvgpu::index(&mut self.em, &idx);
+        Ok(tma::BarrierRef { group: self.groups[&key].clone(), ty: nvgpu::group_type(count), index })
+    }
+
     /// A TMA copy's coordinates (given outer to inner), as TMA takes them:
     /// the innermost (the column), then the others inner first.
     fn tma_coords(&mut self, op: Op, coords: &[Value]) -> Result<(String, Vec<String>), Diagnostic> {
@@ -865,10 +898,9 @@ impl<'a> Lowerer<'a> {
         let buf = self.plan.buffers[&dst.buffer].clone();
         let box_dims = tma_box(dst.rows, &buf.geom, coords.len());
         let desc_idx = self.plan.tma.iter().position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == buf.geom.swizzle).expect("planned");
-        let desc = self.tma_args[desc_idx].clone();
         let (col, outer) = self.tma_coords(op, &coords)?;
         let stage = self.scalar(op, stage)?;
-        let bar = self.barrier(op, barrier, bstage)?;
+        let bar = self.barrier_ref(op, barrier, bstage)?;
         let smem = self.thread().smem.clone();
         let multicast = if o.multicast(&self.f.body) {
             self.check_clustered(op)?;
@@ -877,7 +909,7 @@ impl<'a> Lowerer<'a> {
             None
         };
         let dst = tma::Destination { smem: &smem, buffer: &buf, row_off: dst.row_offset.as_deref(), stage: &stage, multicast: multicast.as_deref() };
-        tma::load(&mut self.em, &dst, &desc, &bar, &col, &outer);
+        tma::load(&mut self.em, &dst, &self.descriptors[desc_idx], &bar, &col, &outer);
         Ok(())
     }
 
@@ -1001,11 +1033,10 @@ impl<'a> Lowerer<'a> {
             .iter()
             .position(|d| d.tensor == t && d.box_dims == tma_box(buf.geom.rows, &buf.geom, coords.len()) && d.swizzle == buf.geom.swizzle)
             .expect("planned");
-        let desc = self.tma_args[desc_idx].clone();
         let stage = self.scalar(op, stage)?;
         let (col, outer) = self.tma_coords(op, &coords)?;
         let smem = self.thread().smem.clone();
-        tma::store(&mut self.em, &smem, &buf, &stage, &desc, &col, &outer);
+        tma::store(&mut self.em, &smem, &buf, &stage, &self.descriptors[desc_idx], &col, &outer);
         Ok(())
     }
 

@@ -23,6 +23,7 @@ mod emitter;
 mod fragment;
 mod kernel;
 mod ldmatrix;
+mod nvgpu;
 mod plan;
 mod roles;
 mod scales;

@@ -1,8 +1,12 @@
-//! mbarriers and TMA loads: `nv.alloc_mbarriers`, `nv.mbarrier_expect_tx`,
-//! `nv.mbarrier_wait`, `nv.mbarrier_arrive` and `nv.tma_load`, with `nvvm` ops on plain pointers
-//! into the dynamic shared memory (docs/backend.md, "Kernel ABI").
+//! mbarriers and TMA copies: `nv.alloc_mbarriers`, `nv.mbarrier_expect_tx`,
+//! `nv.mbarrier_wait`, `nv.mbarrier_arrive`, `nv.tma_load` and `nv.tma_store`, as `nvgpu` ops
+//! on typed views (`nvgpu.rs`) of the dynamic shared memory and the descriptor parameters
+//! (docs/backend.md, "Kernel ABI"); fences and bulk-group waits, which `nvgpu` has no op for,
+//! as `nvvm`.
 
 use super::emitter::Emitter;
+use super::nvgpu;
+use tilec_dialects::ElemType;
 use super::plan::{Barriers, Buffer, MBARRIER_BYTES};
 
 /// `%smem + offset + index * stride` as an `!llvm.ptr<3>`; `index` is an
@@ -19,20 +23,28 @@ pub(crate) fn barrier_ptr(em: &mut Emitter, smem: &str, bars: &Barriers, index: 
     smem_ptr(em, smem, bars.offset, index, MBARRIER_BYTES, "bar")
 }
 
+/// One barrier of a group: the group (`!nvgpu.mbarrier.group`), its type,
+/// and the barrier's index in it (`index`).
+pub(crate) struct BarrierRef {
+    pub group: String,
+    pub ty: String,
+    pub index: String,
+}
+
 /// Thread 0 initialises every barrier of the group with its arrival count
 /// and makes the initialisation visible to the async proxy (TMA) and, in a
 /// cluster, to the other CTAs (their remote arrivals and multicast copies;
 /// they start only after a cluster barrier); then the CTA meets so that no
-/// thread uses a barrier before it exists.
-pub(crate) fn init_barriers(em: &mut Emitter, smem: &str, bars: &Barriers, is_leader: &str, clustered: bool) {
+/// thread uses a barrier before it exists. Returns the group, which every
+/// later use of its barriers indexes, named `hint`.
+pub(crate) fn init_barriers(em: &mut Emitter, smem: &str, bars: &Barriers, is_leader: &str, clustered: bool, hint: &str) -> String {
+    let group = nvgpu::barrier_group(em, smem, bars, hint);
+    let ty = nvgpu::group_type(bars.count);
     em.open(format!("scf.if {is_leader} {{"));
-    let count = em.i32(bars.arrivals);
+    let count = em.const_int(bars.arrivals, "index");
     for i in 0..bars.count {
-        let p = em.assign(
-            "bar",
-            format!("llvm.getelementptr {smem}[{}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8", bars.offset + i * MBARRIER_BYTES),
-        );
-        em.line(format!("nvvm.mbarrier.init {p}, {count} : !llvm.ptr<3>, i32"));
+        let index = em.const_int(i, "index");
+        em.line(format!("nvgpu.mbarrier.init {group}[{index}], {count} : {ty}"));
     }
     em.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
     if clustered {
@@ -40,25 +52,37 @@ pub(crate) fn init_barriers(em: &mut Emitter, smem: &str, bars: &Barriers, is_le
     }
     em.close("}");
     em.line("gpu.barrier");
+    group
 }
 
-pub(crate) fn expect_tx(em: &mut Emitter, bar: &str, bytes: i64) {
-    let b = em.i32(bytes);
-    em.line(format!("nvvm.mbarrier.arrive.expect_tx {bar}, {b} : !llvm.ptr<3>, i32"));
+/// One arrival on `bar` that also expects `bytes` transaction bytes.
+pub(crate) fn expect_tx(em: &mut Emitter, bar: &BarrierRef, bytes: i64) {
+    let b = em.const_int(bytes, "index");
+    em.line(format!("nvgpu.mbarrier.arrive.expect_tx {}[{}], {b} : {}", bar.group, bar.index, bar.ty));
 }
 
 /// Every thread waits for the phase of parity `phase` (`i32`) to complete.
-pub(crate) fn wait(em: &mut Emitter, bar: &str, phase: &str) {
+pub(crate) fn wait(em: &mut Emitter, bar: &BarrierRef, phase: &str) {
+    let parity = em.assign("parity", format!("arith.trunci {phase} : i32 to i1"));
     // Suspend-time hint in ns, as upstream nvgpu uses; try_wait loops.
-    let ticks = em.i32(10_000_000);
-    em.line(format!("nvvm.mbarrier.try_wait.parity {bar}, {phase}, {ticks} : !llvm.ptr<3>, i32, i32"));
+    let ticks = em.const_int(10_000_000, "index");
+    em.line(format!("nvgpu.mbarrier.try_wait.parity {}[{}], {parity}, {ticks} : {}", bar.group, bar.index, bar.ty));
 }
 
 /// The executing thread arrives once on `bar` (release semantics at CTA
 /// scope: its earlier reads of the stage are ordered before the producer's
 /// refill).
-pub(crate) fn arrive(em: &mut Emitter, bar: &str) {
-    em.line(format!("nvvm.mbarrier.arrive {bar} : !llvm.ptr<3>"));
+pub(crate) fn arrive(em: &mut Emitter, bar: &BarrierRef) {
+    em.assign("token", format!("nvgpu.mbarrier.arrive {}[{}] : {} -> !nvgpu.mbarrier.token", bar.group, bar.index, bar.ty));
+}
+
+/// A TMA descriptor parameter as `nvgpu` takes it: the typed value, its
+/// type, and the box (outer to inner) each copy moves.
+pub(crate) struct Descriptor {
+    pub value: String,
+    pub ty: String,
+    pub box_dims: Vec<i64>,
+    pub elem: ElemType,
 }
 
 /// Where a TMA load lands: a buffer stage, moved by `row_off` bytes (`i32`)
@@ -76,25 +100,32 @@ pub(crate) struct Destination<'a> {
 /// from columns `col + j * block_cols` and fills the box's bytes at
 /// `j * block_bytes`. Coordinates go innermost first: `col`, then `outer`
 /// (the row, then any leading dimensions of a rank-3 tensor).
-pub(crate) fn load(em: &mut Emitter, to: &Destination<'_>, desc: &str, bar: &str, col: &str, outer: &[String]) {
+pub(crate) fn load(em: &mut Emitter, to: &Destination<'_>, desc: &Descriptor, bar: &BarrierRef, col: &str, outer: &[String]) {
     let g = &to.buffer.geom;
-    let outer = outer.join(", ");
     let mut dst = smem_ptr(em, to.smem, to.buffer.offset, to.stage, g.stage_bytes(), "dst");
     if let Some(off) = to.row_off {
         dst = em.assign("dst", format!("llvm.getelementptr {dst}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"));
     }
     let multicast = to.multicast.map_or(String::new(), |mask| format!(" multicast_mask = {mask}"));
+    let outer: Vec<String> = outer.iter().map(|c| nvgpu::index(em, c)).collect();
     for j in 0..g.col_blocks() {
         let p = if j == 0 {
             dst.clone()
         } else {
             em.assign("dst", format!("llvm.getelementptr {dst}[{}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8", j * g.block_bytes()))
         };
-        // TMA writes shared::cluster addresses; a CTA's own window is valid there.
-        let p7 = em.assign("dst_cl", format!("llvm.addrspacecast {p} : !llvm.ptr<3> to !llvm.ptr<7>"));
+        let boxed = nvgpu::shared_memref(em, &p, &desc.box_dims, desc.elem);
         let c = em.add_const("col", col, j * g.block_cols(), "i32");
+        let c = nvgpu::index(em, &c);
+        let coords = std::iter::once(c).chain(outer.iter().cloned()).collect::<Vec<_>>().join(", ");
         em.line(format!(
-            "nvvm.cp.async.bulk.tensor.shared.cluster.global {p7}, {desc}, {bar}, box[{c}, {outer}]{multicast} : !llvm.ptr<7>, !llvm.ptr"
+            "nvgpu.tma.async.load {}[{coords}], {}[{}] to {boxed}{multicast} : {}, {} -> {}",
+            desc.value,
+            bar.group,
+            bar.index,
+            desc.ty,
+            bar.ty,
+            nvgpu::memref_type(&desc.box_dims, desc.elem)
         ));
     }
 }
@@ -104,9 +135,9 @@ pub(crate) fn load(em: &mut Emitter, to: &Destination<'_>, desc: &str, bar: &str
 /// copies have read shared memory (the buffer may then be reused and the
 /// CTA may exit). Coordinates go innermost first: `col`, then `outer` (the
 /// row, then any leading dimensions of a rank-3 tensor).
-pub(crate) fn store(em: &mut Emitter, smem: &str, buffer: &Buffer, stage: &str, desc: &str, col: &str, outer: &[String]) {
+pub(crate) fn store(em: &mut Emitter, smem: &str, buffer: &Buffer, stage: &str, desc: &Descriptor, col: &str, outer: &[String]) {
     let g = &buffer.geom;
-    let row = outer.join(", ");
+    let outer: Vec<String> = outer.iter().map(|c| nvgpu::index(em, c)).collect();
     let src = smem_ptr(em, smem, buffer.offset, stage, g.stage_bytes(), "src");
     for j in 0..g.col_blocks() {
         let p = if j == 0 {
@@ -114,8 +145,16 @@ pub(crate) fn store(em: &mut Emitter, smem: &str, buffer: &Buffer, stage: &str, 
         } else {
             em.assign("src", format!("llvm.getelementptr {src}[{}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8", j * g.block_bytes()))
         };
+        let boxed = nvgpu::shared_memref(em, &p, &desc.box_dims, desc.elem);
         let c = em.add_const("col", col, j * g.block_cols(), "i32");
-        em.line(format!("nvvm.cp.async.bulk.tensor.global.shared.cta {desc}, {p}, box[{c}, {row}] : !llvm.ptr, !llvm.ptr<3>"));
+        let c = nvgpu::index(em, &c);
+        let coords = std::iter::once(c).chain(outer.iter().cloned()).collect::<Vec<_>>().join(", ");
+        em.line(format!(
+            "nvgpu.tma.async.store {boxed} to {}[{coords}] : {} -> {}",
+            desc.value,
+            nvgpu::memref_type(&desc.box_dims, desc.elem),
+            desc.ty
+        ));
     }
     em.line("nvvm.cp.async.bulk.commit.group");
     em.line("nvvm.cp.async.bulk.wait_group 0 {read}");
