@@ -16,13 +16,18 @@
 #
 # usage: scripts/build-gpu-bundle.sh [VARIANTS_FILE]
 #        scripts/build-gpu-bundle.sh --sweep [CANDIDATES [PROGRAM]]
+#        scripts/build-gpu-bundle.sh --sweep-clusters [PROGRAM]
 #   --sweep compiles, for each of the 20 benchmark shapes, the config selection's pick and
 #   the next CANDIDATES-1 configurations of its ranking (default 8 in all; `tilec compile
 #   PROGRAM --shape S --explain` lists them) as artifacts `S_rR` (R = rank, r1 = the pick),
 #   lists them in sweep.txt, and adds run-sweep.sh, which times each shape's candidates in
 #   one tilec-bench run and prints the pick's regret (its time over the fastest
-#   candidate's). PROGRAM is examples/gemm_bf16.tile (default) or the block-scaled FP8
+#   candidate's) and every candidate's ratio to the faster baseline. PROGRAM is
+#   examples/gemm_bf16.tile (default) or the block-scaled FP8
 #   examples/gemm_fp8_blockscaled.tile, timed against the FP8 baselines.
+#   --sweep-clusters does the same for three kernels a shape: the pick (`S_r1`) and the pick
+#   with its CTAs pinned into 2-CTA clusters along M (`S_m`, multicasting B) and along N
+#   (`S_n`, multicasting A), `tilec compile --cluster m|n`.
 #   VARIANTS_FILE (default scripts/gpu-variants.txt) lists one artifact a line:
 #   `NAME FILE PIPELINE [FLAGS...]`, compiled with
 #   `tilec compile FILE --pass-pipeline=PIPELINE FLAGS...` (tilec's default pipeline, config
@@ -38,19 +43,31 @@ cd "$root"
 profile=${TILEC_BUNDLE_PROFILE:-release}
 out=.device/bundle
 sweep=0
-if [ "${1:-}" = --sweep ]; then
-  sweep=1
-  candidates=${2:-8}
-  program=${3:-examples/gemm_bf16.tile}
-  variants=$(mktemp)
-  trap 'rm -f "$variants"' EXIT
+benchmark_shapes() {
+  printf '4096x4096x4096\n8192x8192x8192\n'
   for m in 64 128 4096; do
     for nk in 2112x7168 24576x1536 32768x512 7168x16384 4096x7168 7168x2048; do echo "${m}x$nk"; done
-  done | cat <(printf '4096x4096x4096\n8192x8192x8192\n') - | while read -r shape; do
-    for r in $(seq 1 "$candidates"); do
-      echo "${shape}_r$r $program - --shape $shape --candidate $r"
-    done
-  done >"$variants"
+  done
+}
+if [ "${1:-}" = --sweep ] || [ "${1:-}" = --sweep-clusters ]; then
+  sweep=1
+  variants=$(mktemp)
+  trap 'rm -f "$variants"' EXIT
+  if [ "$1" = --sweep ]; then
+    candidates=${2:-8}
+    program=${3:-examples/gemm_bf16.tile}
+    benchmark_shapes | while read -r shape; do
+      for r in $(seq 1 "$candidates"); do
+        echo "${shape}_r$r $program - --shape $shape --candidate $r"
+      done
+    done >"$variants"
+  else
+    program=${2:-examples/gemm_bf16.tile}
+    benchmark_shapes | while read -r shape; do
+      echo "${shape}_r1 $program - --shape $shape"
+      for along in m n; do echo "${shape}_$along $program - --shape $shape --cluster $along"; done
+    done >"$variants"
+  fi
 else
   variants=${1:-scripts/gpu-variants.txt}
 fi
@@ -109,17 +126,18 @@ cp scripts/run-tp.sh "$out/run-tp.sh"
 cp scripts/run-grouped.sh "$out/run-grouped.sh"
 cp scripts/run-cluster.sh "$out/run-cluster.sh"
 if [ "$sweep" = 1 ]; then
-  # sweep.txt: SHAPE ARTIFACT CONFIG, one compiled candidate a line, in rank order; the
-  # configs come from --explain (explain/SHAPE.txt keeps the whole ranking).
+  # sweep.txt: SHAPE ARTIFACT CONFIG, one compiled kernel a line, in the order compiled; the
+  # config is its rank's row of --explain (explain/ARTIFACT.txt keeps the whole ranking).
   mkdir -p "$out/explain"
-  for shape in $(grep -o -- '--shape [0-9x]*' "$variants" | cut -d' ' -f2 | uniq); do
-    "$tilec" compile "$program" --shape "$shape" --explain 2>"$out/explain/$shape.txt"
-    for dir in "$out/artifacts/${shape}"_r*/; do
-      name=$(basename "$dir")
-      rank=${name##*_r}
-      echo "$rank $shape $name $(awk -v r="$rank" '$1 == r { for (i = 2; i <= NF && $i !~ /^[0-9]+$/; i++) printf "%s ", $i }' "$out/explain/$shape.txt")"
-    done | sort -n | cut -d' ' -f2-
-  done >"$out/sweep.txt"
+  while read -r name file _ flags; do
+    [ -d "$out/artifacts/$name" ] || continue
+    # shellcheck disable=SC2086 # FLAGS are words by design
+    "$tilec" compile "$file" $flags --explain 2>"$out/explain/$name.txt"
+    rank=1
+    [[ $flags =~ --candidate\ ([0-9]+) ]] && rank=${BASH_REMATCH[1]}
+    [[ $flags =~ --shape\ ([0-9x]+) ]] && shape=${BASH_REMATCH[1]}
+    echo "$shape $name $(awk -v r="$rank" '$1 == r { for (i = 2; i <= NF && $i !~ /^[0-9]+$/; i++) printf "%s ", $i }' "$out/explain/$name.txt")"
+  done <"$variants" >"$out/sweep.txt"
   case "$program" in *fp8*) echo fp8 ;; *) echo bf16 ;; esac >"$out/sweep-dtype.txt"
   cp scripts/run-sweep.sh "$out/run-sweep.sh"
   cp scripts/sweep-regret.py "$out/sweep-regret.py"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine, in a bundle built by `scripts/build-gpu-bundle.sh --sweep`: checks each
-# shape's pick (rank 1) on odd shapes (K and N stay multiples of 8: TMA needs 16-byte rows),
+# On the GPU machine, in a bundle built by `scripts/build-gpu-bundle.sh --sweep` or
+# `--sweep-clusters`: checks each shape's pick (rank 1) and pinned variants (S_m, S_n) on odd shapes (K and N stay multiples of 8: TMA needs 16-byte rows),
 # times each benchmark shape's candidate kernels (sweep.txt) against cuBLAS in one tilec-bench
 # run per shape, then prints the config selection's regret per shape (sweep-regret.py).
 # Logs and JSON go to $OUT.
@@ -12,8 +12,8 @@ cd "$(dirname "$0")"
 work=$(mktemp -d)
 
 dtype=$(cat sweep-dtype.txt)
-echo "== the $dtype picks on odd shapes (M = 1, odd M; M, N and K not multiples of the tile)"
-for a in $(awk '$2 ~ /_r1$/ { print $2 }' sweep.txt); do
+echo "== the $dtype picks (and pinned variants) on odd shapes (M = 1, odd M; M, N and K not multiples of the tile)"
+for a in $(awk '$2 ~ /_r1$/ || $2 !~ /_r[0-9]+$/ { print $2 }' sweep.txt); do
   # FP8 rows of A and B are K bytes: TMA needs K to be a multiple of 16 there.
   if [ "$dtype" = fp8 ]; then shapes=1x2112x7168,129x2112x208,1000x1000x2000,4095x4104x4112,129x200x384; else shapes=1x2112x7168,129x2112x200,1000x1000x2000,4095x4104x4104; fi
   bin/tilec-gpu-test "artifacts/$a" --shapes "$shapes" >"$work/check-$a.log" 2>&1

@@ -2,7 +2,8 @@
 """Regret of config selection from a sweep: per shape, the pick's (rank 1) median time over
 the fastest passing candidate's, and the ratio of each to the faster cuBLAS baseline. For
 FP8 sweeps the pick is also given against each cuBLASLt FP8 baseline (block-scaled, the same
-math, and per-tensor, less work).
+math, and per-tensor, less work). A second table gives every kernel's ratio to the faster
+baseline, named by the suffix of its artifact after the shape (r2, m, ...).
 usage: sweep-regret.py sweep.txt RESULT.json..."""
 import json
 import math
@@ -22,6 +23,7 @@ def geomean(xs):
 
 
 rows = []
+each = []
 for path in sys.argv[2:]:
     report = json.load(open(path))
     for result in report["results"]:
@@ -37,6 +39,8 @@ for path in sys.argv[2:]:
             elif "reference" not in run["name"]:
                 base[run["name"]] = ms
         pick = f"{shape}_r1"
+        if base:
+            each.append((shape, {name.removeprefix(shape + "_"): min(base.values()) / ms for name, ms in ours.items()}))
         if pick not in ours:
             rows.append((shape, None, None, None, None, {}, "pick failed or missing"))
             continue
@@ -62,3 +66,10 @@ if measured:
     for b in FP8_BASELINES if fp8 else []:
         print(f"geometric mean of pick/{b}: {geomean([r[5].get(b, math.nan) for r in measured]):.3f}; "
               f"M = 4096 shapes: {geomean([r[5].get(b, math.nan) for r in measured if r[0].startswith('4096x') and r[0] != '4096x4096x4096'] ):.3f}")
+
+if each:
+    print("\nevery kernel / faster baseline (a kernel that failed or did not run is left out)")
+    for shape, ratios in each:
+        print(f"{shape:<18} " + " ".join(f"{name}={ratio:.3f}" for name, ratio in sorted(ratios.items())))
+    for name in sorted({n for _, ratios in each for n in ratios}):
+        print(f"geometric mean of {name}/faster baseline over {sum(name in r for _, r in each)} shapes: {geomean([r.get(name, math.nan) for _, r in each]):.3f}")

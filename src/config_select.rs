@@ -20,12 +20,36 @@ pub struct ConfigRequest {
     pub params: Vec<(String, i64)>,
     /// `--candidate R`: the R-th ranked configuration instead of the pick.
     pub candidate: Option<i64>,
+    /// `--cluster m|n|none`: pin 2-CTA clusters along M or N, or none.
+    pub cluster: Option<ClusterPin>,
+}
+
+/// `--cluster`: the dimension along which CTA pairs form clusters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClusterPin {
+    /// Neighbouring M tiles share B.
+    M,
+    /// Neighbouring N tiles share A.
+    N,
+    /// No clusters.
+    None,
+}
+
+impl ClusterPin {
+    /// The `tile-select-config` option word.
+    fn word(self) -> &'static str {
+        match self {
+            ClusterPin::M => "m",
+            ClusterPin::N => "n",
+            ClusterPin::None => "none",
+        }
+    }
 }
 
 impl ConfigRequest {
     /// Whether the user pinned or shaped anything.
     pub fn is_given(&self) -> bool {
-        self.shape.is_some() || !self.params.is_empty() || self.candidate.is_some()
+        self.shape.is_some() || !self.params.is_empty() || self.candidate.is_some() || self.cluster.is_some()
     }
 
     /// The `tile-select-config{...}` pass for this request (for `shape`
@@ -37,6 +61,9 @@ impl ConfigRequest {
         }
         for (name, value) in &self.params {
             options.push(format!("{}={value}", name.to_ascii_lowercase().replace('_', "-")));
+        }
+        if let Some(cluster) = self.cluster {
+            options.push(format!("cluster={}", cluster.word()));
         }
         if let Some(rank) = self.candidate {
             options.push(format!("candidate={rank}"));
@@ -173,9 +200,9 @@ mod tests {
 
     #[test]
     fn the_select_pass_carries_shape_and_pins() {
-        let r = ConfigRequest { shape: Some((1, 2, 3)), params: vec![("BLOCK_N".into(), 192), ("STAGES".into(), 2)], candidate: Some(3) };
-        assert_eq!(r.select_pass(None), "tile-select-config{m=1 n=2 k=3 block-n=192 stages=2 candidate=3}");
-        assert_eq!(r.select_pass(Some((4, 5, 6))), "tile-select-config{m=4 n=5 k=6 block-n=192 stages=2 candidate=3}");
+        let r = ConfigRequest { shape: Some((1, 2, 3)), params: vec![("BLOCK_N".into(), 192), ("STAGES".into(), 2)], candidate: Some(3), cluster: Some(ClusterPin::N) };
+        assert_eq!(r.select_pass(None), "tile-select-config{m=1 n=2 k=3 block-n=192 stages=2 cluster=n candidate=3}");
+        assert_eq!(r.select_pass(Some((4, 5, 6))), "tile-select-config{m=4 n=5 k=6 block-n=192 stages=2 cluster=n candidate=3}");
         assert_eq!(ConfigRequest::default().select_pass(None), "tile-select-config");
     }
 }

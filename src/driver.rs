@@ -86,6 +86,9 @@ struct ConfigArgs {
     /// Compile the R-th ranked config instead of the pick (for sweeps)
     #[arg(long, value_name = "R", value_parser = parse_candidate)]
     candidate: Option<i64>,
+    /// Pin 2-CTA clusters along M (sharing B) or N (sharing A), or none
+    #[arg(long, value_enum, value_name = "AXIS")]
+    cluster: Option<config_select::ClusterPin>,
     /// Build a kernel family into -o DIR: the distinct kernels config selection picks for these shapes,
     /// compiled in parallel, and DIR/family.json, the runtime's dispatch table
     #[arg(long, value_name = "MxNxK,...", value_parser = parse_shape_list, conflicts_with_all = ["shape", "emit"])]
@@ -102,7 +105,7 @@ fn parse_shape_list(text: &str) -> Result<ShapeList, String> {
 
 impl ConfigArgs {
     fn request(&self) -> ConfigRequest {
-        ConfigRequest { shape: self.shape, params: self.param.clone(), candidate: self.candidate }
+        ConfigRequest { shape: self.shape, params: self.param.clone(), candidate: self.candidate, cluster: self.cluster }
     }
 }
 

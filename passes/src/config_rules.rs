@@ -41,8 +41,9 @@
 //!     are even, else along N (sharing A) when those are, preferring the
 //!     pair that shares the larger operand tile; an odd count would leave
 //!     half a pair idle. The pick with clusters is ranked as an alternative,
-//!     not picked: on the H100 it measured within 2% of the same kernel
-//!     without, either way (2026-11-25, docs/gpu-notes.md).
+//!     not picked: on the H100 it measured 3% slower to 0.8% faster than
+//!     the same kernel without on the shapes of more than one wave
+//!     (2026-11-25, docs/gpu-notes.md).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use std::cmp::Ordering;
@@ -159,6 +160,9 @@ pub struct Pins {
     pub block_k: Option<i64>,
     /// A fixed stage count.
     pub stages: Option<i64>,
+    /// A fixed cluster: every candidate pairs its CTAs along this dimension
+    /// (`Along::None`: none does), instead of rule 10's alternative.
+    pub cluster: Option<Along>,
 }
 
 impl std::fmt::Display for Pins {
@@ -167,6 +171,7 @@ impl std::fmt::Display for Pins {
         let pinned: Vec<String> = [("BLOCK_M", self.block_m), ("BLOCK_N", self.block_n), ("BLOCK_K", self.block_k), ("STAGES", self.stages)]
             .iter()
             .filter_map(|(name, v)| v.map(|v| format!("{name}={v}")))
+            .chain(self.cluster.map(|along| format!("cluster={}", along.word())))
             .collect();
         f.write_str(if pinned.is_empty() { "none" } else { "" })?;
         f.write_str(&pinned.join(" "))
@@ -331,8 +336,12 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
         Schedule::Pipeline => "",
         Schedule::WarpSpecialized { .. } => "; warp-specialised (block-scaled FP8 with a long K)",
     };
+    let cluster = match best.config.cluster {
+        Along::None => String::new(),
+        along => format!("; in 2-CTA clusters along {} (pinned)", along.word()),
+    };
     format!(
-        "picked: fewest waves ({}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){schedule}",
+        "picked: fewest waves ({}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){schedule}{cluster}",
         best.waves, best.last_wave, machine.sms, best.config.stages
     )
 }
@@ -388,11 +397,16 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     if prefers_warp_specialized(problem) && ranked.get(1).is_some_and(|c| c.config.schedule != Schedule::Pipeline) {
         ranked.swap(0, 1);
     }
-    if let Some(best) = ranked.first() {
-        let cluster = cluster_for(problem, machine, best);
-        if cluster != Along::None {
-            let clustered = Candidate { config: Config { cluster, ..best.config }, ..best.clone() };
-            ranked.insert(1, clustered);
+    match pins.cluster {
+        Some(along) => ranked.iter_mut().for_each(|c| c.config.cluster = along),
+        None => {
+            if let Some(best) = ranked.first() {
+                let cluster = cluster_for(problem, machine, best);
+                if cluster != Along::None {
+                    let clustered = Candidate { config: Config { cluster, ..best.config }, ..best.clone() };
+                    ranked.insert(1, clustered);
+                }
+            }
         }
     }
     if let Some(best) = ranked.first().cloned() {
@@ -490,6 +504,9 @@ pub fn check_pins(problem: &Problem, pins: &Pins) -> Result<(), String> {
     }
     if let Some(s) = pins.stages.filter(|s| !(1..=MAX_STAGES).contains(s)) {
         return Err(format!("stages must be from 1 to {MAX_STAGES}, found {s}"));
+    }
+    if pins.cluster.is_some_and(|along| along != Along::None) && !problem.clusterable {
+        return Err("a cluster needs CTAs whose tiles share an operand tile; scalar loads or a batch over grid z rule clusters out".to_string());
     }
     Ok(())
 }
@@ -638,6 +655,22 @@ mod tests {
         assert!(none(Problem { m: 3968, n: 3840, ..p }, &tile));
         assert!(none(Problem { m: 128, n: 2112, k: 7168, ..p }, &Pins::default()));
         assert!(none(Problem { clusterable: false, ..p }, &Pins::default()));
+    }
+
+    #[test]
+    fn a_cluster_pin_applies_to_every_candidate() {
+        let p = Problem { m: 128, n: 2112, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true };
+        // A single wave: rule 10 ranks no cluster, but a pin pairs every candidate.
+        let pinned = rank(&p, &Machine::H100, &Pins { cluster: Some(Along::N), ..Pins::default() });
+        let unpinned = rank(&p, &Machine::H100, &Pins::default());
+        assert_eq!(pinned.len(), unpinned.len());
+        assert!(pinned.iter().zip(&unpinned).all(|(c, u)| c.config == Config { cluster: Along::N, ..u.config }));
+        assert!(pinned[0].reason.ends_with("; in 2-CTA clusters along n (pinned)"));
+        // Pinning none removes rule 10's alternative.
+        let q = Problem { m: 4096, n: 4096, ..p };
+        assert!(rank(&q, &Machine::H100, &Pins { cluster: Some(Along::None), ..Pins::default() }).iter().all(|c| c.config.cluster == Along::None));
+        let err = choose(&Problem { clusterable: false, ..q }, &Machine::H100, &Pins { cluster: Some(Along::M), ..Pins::default() }).unwrap_err();
+        assert!(err.contains("a cluster needs CTAs whose tiles share an operand tile"), "{err}");
     }
 
     #[test]

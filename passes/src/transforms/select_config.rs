@@ -1,4 +1,4 @@
-//! `tile-select-config{m=M n=N k=K sms=S block-m=.. block-n=.. block-k=.. stages=.. candidate=R}`:
+//! `tile-select-config{m=M n=N k=K sms=S block-m=.. block-n=.. block-k=.. stages=.. cluster=.. candidate=R}`:
 //! chooses a GEMM's configuration (config_rules.rs) and binds it into the IR;
 //! `candidate` takes the R-th ranked configuration instead of the pick, so
 //! that alternatives can be measured against it.
@@ -16,6 +16,7 @@
 //! keeps direct global stores, since the kernel must then serve any N
 //! (a TMA store needs 16-byte aligned rows of C).
 
+use crate::cluster::Along;
 use crate::config::config_int;
 use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Schedule};
 use crate::options::{OptionKind, OptionSpec};
@@ -42,6 +43,12 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "block-n", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "pin BLOCK_N (0: choose)" },
         OptionSpec { name: "block-k", kind: OptionKind::Int { min: 0, max: 128 }, default: "0", help: "pin BLOCK_K (0: choose)" },
         OptionSpec { name: "stages", kind: OptionKind::Int { min: 0, max: 8 }, default: "0", help: "pin the pipeline stages (0: the most that fit)" },
+        OptionSpec {
+            name: "cluster",
+            kind: OptionKind::Enum(&["auto", "m", "n", "none"]),
+            default: "auto",
+            help: "pin 2-CTA clusters along m or n, or none (auto: rule 10 ranks the pick in clusters as an alternative)",
+        },
         OptionSpec {
             name: "candidate",
             kind: OptionKind::Int { min: 1, max: 1000 },
@@ -84,7 +91,13 @@ impl SelectConfig {
         SelectConfig {
             shape: (m > 0 && n > 0 && k > 0).then_some((m, n, k)),
             sms: o.int("sms"),
-            pins: Pins { block_m: pin("block-m"), block_n: pin("block-n"), block_k: pin("block-k"), stages: pin("stages") },
+            pins: Pins {
+                block_m: pin("block-m"),
+                block_n: pin("block-n"),
+                block_k: pin("block-k"),
+                stages: pin("stages"),
+                cluster: o.given("cluster").then(|| o.word("cluster")).filter(|w| *w != "auto").map(Along::parse),
+            },
             candidate: usize::try_from(o.int("candidate")).expect("option range"),
         }
     }
@@ -171,7 +184,7 @@ fn program_pins(func: &Function) -> Result<Option<(Precision, Pins)>, Diagnostic
     let (a, acc) = (tile(lhs), tile(acc));
     let (bm, bk) = if body.ops[dot].attrs.has("transpose_a") { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
     let fixed = |d: i64| Some(d).filter(|&d| Param::from_extent(d).is_none());
-    let pins = Pins { block_m: fixed(bm), block_n: fixed(acc.shape[1]), block_k: fixed(bk), stages: None };
+    let pins = Pins { block_m: fixed(bm), block_n: fixed(acc.shape[1]), block_k: fixed(bk), stages: None, cluster: None };
     Ok(Some((precision, pins)))
 }
 
