@@ -23,9 +23,9 @@ use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
 use crate::phase::{Phase, PhaseRule};
 use crate::{op_error, Pass, PassOptions};
-use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint, Param, Type};
+use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Param, Type, Value};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::tile::{self, BlockId};
+use tilec_dialects::tile::{self, BlockId, For};
 use tilec_dialects::{Diagnostic, Function};
 
 const DIM: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
@@ -121,7 +121,16 @@ impl SelectConfig {
         }
         let (m, n, k) = self.shape.unwrap_or(DEFAULT_SHAPE);
         let machine = Machine { sms: self.sms, ..Machine::H100 };
-        Ok(Some((Problem { m, n, k, precision, any_n: self.shape.is_none(), clusterable: tiles_share_operands(func) }, pins, machine)))
+        let problem = Problem {
+            m,
+            n,
+            k,
+            precision,
+            any_n: self.shape.is_none(),
+            clusterable: tiles_share_operands(func),
+            varying_k: k_trip_count_is_data(func),
+        };
+        Ok(Some((problem, pins, machine)))
     }
 
     /// Every candidate weighed for `func`, best first (for `--explain`).
@@ -282,6 +291,36 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     if c.schedule == Schedule::Pipeline && func.attrs.get_int("num_warps").is_none() {
         func.attrs.set("num_warps", int(c.num_warps));
     }
+}
+
+/// Whether a loop around the dot runs a trip count computed from a
+/// `tile.load_scalar` (a masked grouped GEMM's row count), so that tiles
+/// differ in work.
+fn k_trip_count_is_data(func: &Function) -> bool {
+    let body = &func.body;
+    let ops = body.walk_region(func.region);
+    let Some(dot_result) = ops.iter().find(|&&o| matches!(body.opcode(o), Opcode::TileDot | Opcode::TileDotScaled)).map(|&d| body.result(d, 0)) else {
+        return false;
+    };
+    ops.iter()
+        .filter_map(|&o| For::of(body, o))
+        .filter(|l| body.defined_within(dot_result, l.op()))
+        .flat_map(|l| [l.lower_bound(body), l.upper_bound(body), l.step(body)])
+        .any(|bound| reads_data(body, bound))
+}
+
+/// Whether `v` is computed from a `tile.load_scalar`.
+fn reads_data(body: &Body, v: Value) -> bool {
+    let mut pending = vec![v];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(v) = pending.pop() {
+        let Some(op) = body.defining_op(v).filter(|&op| seen.insert(op)) else { continue };
+        if body.opcode(op) == Opcode::TileLoadScalar {
+            return true;
+        }
+        pending.extend(body.ops[op].operands.iter().copied());
+    }
+    false
 }
 
 /// Whether neighbouring tiles read the same operand tiles: not in a batch
