@@ -34,7 +34,13 @@
 //!    work, which the tiles grid balances in hardware. On the H100 the
 //!    pipeline was 9-22% faster for 32 experts of 4096x7168 (2026-11-24
 //!    and -25); for 8 experts the warp-specialised alternative was 4-20%
-//!    faster, and is ranked second.
+//!    faster, and is ranked second. A tile at most 32 columns wide with a
+//!    long K is the other exception: each K step's wgmma (64x16 or 64x32)
+//!    is too short for one warpgroup that both waits on it and issues the
+//!    next loads, and a dedicated producer hides the issue (on the H100,
+//!    2026-11-23 and -25, one consumer was 8.5-13% faster at 64 and 128 x
+//!    2112 x 7168 and 2% at 64x4096x7168; with 64-column tiles it was 0.6-2%
+//!    slower).
 //! 8. Epilogue: the TMA store (8.5% faster at 4096^3 on the H100) when C's
 //!    rows are 16-byte aligned (N * 2 bytes a multiple of 16) and the
 //!    schedule is the plain pipeline; direct global stores otherwise. The
@@ -343,6 +349,7 @@ fn compare(a: &Candidate, b: &Candidate) -> Ordering {
 fn pick_reason(best: &Candidate, machine: &Machine) -> String {
     let schedule = match best.config.schedule {
         Schedule::Pipeline => "",
+        Schedule::WarpSpecialized { .. } if best.config.block_n <= NARROW_BLOCK_N => "; warp-specialised (a narrow tile with a long K)",
         Schedule::WarpSpecialized { .. } => "; warp-specialised (block-scaled FP8 with a long K)",
     };
     let cluster = match best.config.cluster {
@@ -403,7 +410,7 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
             }
         }
     }
-    if prefers_warp_specialized(problem) && ranked.get(1).is_some_and(|c| c.config.schedule != Schedule::Pipeline) {
+    if ranked.first().is_some_and(|best| prefers_warp_specialized(problem, best)) && ranked.get(1).is_some_and(|c| c.config.schedule != Schedule::Pipeline) {
         ranked.swap(0, 1);
     }
     match pins.cluster {
@@ -443,11 +450,16 @@ fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along 
     }
 }
 
-/// Rule 7's exception: block-scaled FP8 over at least 32 scale blocks of K,
-/// with the same K loop for every tile.
-fn prefers_warp_specialized(problem: &Problem) -> bool {
-    problem.precision == Precision::Fp8BlockScaled && problem.k >= 32 * problem.precision.block_k() && !problem.varying_k
+/// Rule 7's exceptions, over at least 32 blocks of K and with the same K
+/// loop for every tile: block-scaled FP8, or a tile at most 32 columns wide.
+fn prefers_warp_specialized(problem: &Problem, best: &Candidate) -> bool {
+    let long_k = problem.k >= 32 * problem.precision.block_k() && !problem.varying_k;
+    long_k && (problem.precision == Precision::Fp8BlockScaled || best.config.block_n <= NARROW_BLOCK_N)
 }
+
+/// Rule 7: the widest tile whose K steps are too short for the plain
+/// pipeline to hide its load issue.
+const NARROW_BLOCK_N: i64 = 32;
 
 /// Rule 8's alternative: the pick with direct stores, which frees the output
 /// tile's shared memory for more stages (128x256: 4 stages instead of 3).
@@ -549,8 +561,9 @@ mod tests {
             // BM*BN >= 8192^2/1980 = 33893. Same stages as above.
             ((8192, 8192, 8192), (128, 256, 3, Tma, 16, 68)),
             // BM 64 pads M least; BN 16 gives ceil(2112/16) = 132 tiles, one full wave.
-            // Stages capped at 8: 8*10248 + 2048 = 84032.
-            ((64, 2112, 7168), (64, 16, 8, Tma, 1, 132)),
+            // Stages capped at 8. A 16-column tile over 112 K blocks is rule 7's
+            // narrow exception: warp-specialised, direct stores (8*10248 = 81984).
+            ((64, 2112, 7168), (64, 16, 8, Global, 1, 132)),
             // One wave needs ceil(24576/BN) <= 132, BN >= 187: BN 192 gives 128 tiles
             // (208: 119, 224: 110, 256: 96). 6*32776 + 24576 = 221232; 7 stages do not fit.
             ((64, 24576, 1536), (64, 192, 6, Tma, 1, 128)),
@@ -559,12 +572,12 @@ mod tests {
             // BN 64: 112 tiles (48 would be 150 tiles, two waves; 80 gives 90).
             // 8*16392 + 8192 = 139328.
             ((64, 7168, 16384), (64, 64, 8, Tma, 1, 112)),
-            // BN 32: 128 tiles (16 would be 256, two waves). 8*12296 + 4096 = 102464.
-            ((64, 4096, 7168), (64, 32, 8, Tma, 1, 128)),
+            // BN 32: 128 tiles (16 would be 256, two waves); narrow: warp-specialised.
+            ((64, 4096, 7168), (64, 32, 8, Global, 1, 128)),
             ((64, 7168, 2048), (64, 64, 8, Tma, 1, 112)),
             // 64x32: 2*66 = 132 tiles; 128x16: 1*132, same padding (270336 elements);
-            // wider N wins.
-            ((128, 2112, 7168), (64, 32, 8, Tma, 1, 132)),
+            // wider N wins; narrow: warp-specialised.
+            ((128, 2112, 7168), (64, 32, 8, Global, 1, 132)),
             // BM 128: BN 192 gives 128 tiles; BM 64 would need ceil(24576/BN) <= 66.
             // 4*40968 + 49152 = 213024; 5 stages do not fit.
             ((128, 24576, 1536), (128, 192, 4, Tma, 1, 128)),
@@ -597,9 +610,25 @@ mod tests {
     }
 
     #[test]
+    fn narrow_tiles_with_a_long_k_are_warp_specialized() {
+        let schedule = |m, n, k| pick(m, n, k).config.schedule;
+        // 64x16, 64x32 and 64x32 tiles over 112 K blocks: one consumer.
+        for (m, n) in [(64, 2112), (128, 2112), (64, 4096)] {
+            assert_eq!(schedule(m, n, 7168), Schedule::WarpSpecialized { consumers: 1 }, "{m}x{n}x7168");
+        }
+        let c = pick(64, 2112, 7168);
+        assert_eq!((c.config.block_n, c.config.stages, c.config.epilogue), (16, 8, Global));
+        assert!(c.reason.ends_with("; warp-specialised (a narrow tile with a long K)"), "{}", c.reason);
+        // 64-column tiles, or K under 32 blocks, keep the pipeline.
+        assert_eq!(schedule(128, 4096, 7168), Schedule::Pipeline);
+        assert_eq!(schedule(64, 2112, 1024), Schedule::Pipeline);
+    }
+
+    #[test]
     fn edge_cases() {
-        // M = 1: BM 64 pads least; BN 32 gives 128 tiles (16 would be 256, two waves).
-        assert_eq!(summary(&pick(1, 4096, 4096)), (64, 32, 8, Tma, 1, 128));
+        // M = 1: BM 64 pads least; BN 32 gives 128 tiles (16 would be 256, two
+        // waves); a narrow tile over 64 K blocks is warp-specialised.
+        assert_eq!(summary(&pick(1, 4096, 4096)), (64, 32, 8, Global, 1, 128));
         // N = 4100: rows of 8200 bytes are not 16-byte aligned, so no TMA store.
         // 256x128: 16*33 = 528 tiles, four full waves; 128x256 gives 544 (5 waves).
         // 4*49160 = 196640; 5 stages would be 245800.
@@ -621,7 +650,7 @@ mod tests {
     #[test]
     fn accumulators_beyond_one_warpgroup_take_eight_warps() {
         assert_eq!(pick(4096, 4096, 4096).config.num_warps, 8); // 128x256
-        assert_eq!(pick(64, 4096, 7168).config.num_warps, 4); // 64x32
+        assert_eq!(pick(64, 7168, 2048).config.num_warps, 4); // 64x64
     }
 
     #[test]
