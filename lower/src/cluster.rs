@@ -3,6 +3,7 @@
 //! as `nvvm` ops (docs/lowering.md says why not `nvgpu`).
 
 use super::emitter::Emitter;
+use super::roles;
 
 /// The `gpu.func` attribute that fixes the cluster shape (PTX
 /// `.reqnctapercluster`): the kernel is only ever launched in such clusters.
@@ -35,14 +36,10 @@ pub(crate) fn barrier(em: &mut Emitter) {
 /// a `.release.cluster` arrive, which waits for the thread's outstanding
 /// writes, cut a warp-specialised kernel to 66% of its speed on the H100.
 pub(crate) fn arrive_remote(em: &mut Emitter, tid: &str, bar: &str, cta: &str) {
-    let c31 = em.i32(31);
-    let lane = em.binop("lane", "arith.andi", tid, &c31, "i32");
-    let c0 = em.i32(0);
-    let first = em.assign("is_lane0", format!("arith.cmpi eq, {lane}, {c0} : i32"));
-    em.open(format!("scf.if {first} {{"));
+    roles::open_first_lane(em, tid);
     let remote = em.assign("peer_bar", format!("nvvm.mapa {bar}, {cta} : !llvm.ptr<3> -> !llvm.ptr<7>"));
     em.line(format!("nvvm.mbarrier.arrive {remote} : !llvm.ptr<7>"));
-    em.close("}");
+    roles::close(em);
 }
 
 /// The `i16` mask of every CTA of a cluster of `size`: a multicast copy

@@ -670,7 +670,14 @@ impl<'a> Lowerer<'a> {
             Opcode::NvMbarrierArrive => {
                 let arrive = self.view(op, nv::MbarrierArrive::of)?;
                 let bar = self.barrier_ref(op, arrive.barrier(&self.f.body), arrive.stage(&self.f.body))?;
-                tma::arrive(&mut self.em, &bar);
+                if arrive.per_warp(&self.f.body) {
+                    let tid = self.thread().tid.clone();
+                    roles::open_first_lane(&mut self.em, &tid);
+                    tma::arrive(&mut self.em, &bar);
+                    roles::close(&mut self.em);
+                } else {
+                    tma::arrive(&mut self.em, &bar);
+                }
                 Ok(())
             }
             Opcode::NvMbarrierArriveRemote => {

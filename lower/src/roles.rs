@@ -51,3 +51,17 @@ pub(crate) fn open_consumer(em: &mut Emitter, wg: &str, budgets: &Budgets) -> St
 pub(crate) fn close(em: &mut Emitter) {
     em.close("}");
 }
+
+/// Opens a region only lane 0 of each warp runs, to act once for its warp
+/// (closed with [`close`]). The warp's lanes meet first (`bar.warp.sync`),
+/// so that what each did before, its shared-memory reads included, comes
+/// before what lane 0 does for them.
+pub(crate) fn open_first_lane(em: &mut Emitter, tid: &str) {
+    let all_lanes = em.i32(-1);
+    em.line(format!("nvvm.bar.warp.sync {all_lanes} : i32"));
+    let c31 = em.i32(31);
+    let lane = em.binop("lane", "arith.andi", tid, &c31, "i32");
+    let c0 = em.i32(0);
+    let first = em.assign("is_lane0", format!("arith.cmpi eq, {lane}, {c0} : i32"));
+    em.open(format!("scf.if {first} {{"));
+}

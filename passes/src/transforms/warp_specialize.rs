@@ -89,8 +89,18 @@ impl WarpSpecialize {
     }
 }
 
-/// Threads in a warpgroup: every consumer thread arrives on `empty`.
-const WARPGROUP: i64 = 128;
+/// Warps in a warpgroup: lane 0 of every consumer warp arrives on `empty`
+/// for its warp, once the warp's `wgmma.wait_group` has returned (a warp's
+/// reads of the stage are then complete; 128 arrivals per consumer on one
+/// barrier would serialise on its shared-memory word).
+const WARPS_PER_WARPGROUP: i64 = 4;
+
+/// A consumer releases `stage` of `empty` to the producer, one arrival per warp.
+fn release_stage(b: &mut Builder<'_>, empty: Value, stage: Value) {
+    let mut attrs = Attributes::new();
+    attrs.set("per_warp", Attribute::Unit);
+    MbarrierArrive::build(b, empty, stage, attrs);
+}
 
 impl Pass for WarpSpecialize {
     fn name(&self) -> &'static str {
@@ -120,7 +130,7 @@ impl Pass for WarpSpecialize {
         // Two barriers per stage: full and empty.
         staged.check_budget(body, k_loop.op(), self.stages, 2)?;
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
-        let empty = AllocMbarriers::build(&mut b, Type::MBarrier(self.stages), WARPGROUP * self.consumers, Attributes::new()).result(b.body);
+        let empty = AllocMbarriers::build(&mut b, Type::MBarrier(self.stages), WARPS_PER_WARPGROUP * self.consumers, Attributes::new()).result(b.body);
         b.name(empty, "empty");
         let ws = nv::WarpSpecialize::build(&mut b, self.consumers, self.producer_regs, self.consumer_regs, Attributes::new()).op();
         let (_, producer) = b.body.add_region(ws, &[]);
@@ -310,7 +320,7 @@ impl Roles<'_> {
                 let wait = completing_wait(body, done).expect("no group in flight: the wait took them all");
                 let next = next_op(body, wait);
                 let mut b = Builder::new(body, InsertPoint::Before(next), loc.clone());
-                MbarrierArrive::build(&mut b, self.empty, stage, Attributes::new());
+                release_stage(&mut b, self.empty, stage);
             }
         }
         for load in clones {
@@ -331,7 +341,7 @@ impl Roles<'_> {
         let before = Subi::build(&mut r, local, c1, Attributes::new()).result(r.body);
         let prev = count.stage_of(&mut r, before);
         let prev = r.name(prev, "prev");
-        MbarrierArrive::build(&mut r, self.empty, prev, Attributes::new());
+        release_stage(&mut r, self.empty, prev);
         Yield::build(&mut r, &[], Attributes::new());
 
         // After the loop: drain, release the last stage, then the epilogue.
@@ -345,7 +355,7 @@ impl Roles<'_> {
         let c1 = l.index(1);
         let last_local = Subi::build(&mut l, count.trip, c1, Attributes::new()).result(l.body);
         let last_stage = count.stage_of(&mut l, last_local);
-        MbarrierArrive::build(&mut l, self.empty, last_stage, Attributes::new());
+        release_stage(&mut l, self.empty, last_stage);
         Yield::build(&mut l, &[], Attributes::new());
         self.finish_consumer(body, k_loop, role_region, half, row.map(|_| c))
     }

@@ -48,6 +48,8 @@ impl Role {
 pub enum EventKind {
     /// `nv.mbarrier_arrive`: one arrival per thread of the role.
     Arrive,
+    /// `nv.mbarrier_arrive {per_warp}`: one arrival per warp of the role.
+    WarpArrive,
     /// `nv.mbarrier_arrive_remote`: one arrival per warp of the role, on
     /// the peer CTA's barrier; the peer's own arrives on this CTA's in the
     /// same way (the CTAs of a cluster run the same code), so it counts as
@@ -100,7 +102,7 @@ impl Model {
     pub fn arrivals(&self, e: &Event) -> i64 {
         match e.kind {
             EventKind::Arrive => self.roles[e.role].threads,
-            EventKind::RemoteArrive => self.roles[e.role].threads / 32,
+            EventKind::WarpArrive | EventKind::RemoteArrive => self.roles[e.role].threads / 32,
             EventKind::ExpectTx(_) => 1,
             EventKind::TmaComplete(_) | EventKind::Wait { .. } => 0,
         }
@@ -121,7 +123,8 @@ impl Model {
                 }
                 Opcode::NvMbarrierArrive => {
                     let arrive = nv::MbarrierArrive::of(body, op).expect("verified");
-                    Some((EventKind::Arrive, arrive.barrier(body), arrive.stage(body)))
+                    let kind = if arrive.per_warp(body) { EventKind::WarpArrive } else { EventKind::Arrive };
+                    Some((kind, arrive.barrier(body), arrive.stage(body)))
                 }
                 Opcode::NvMbarrierArriveRemote => {
                     let arrive = nv::MbarrierArriveRemote::of(body, op).expect("verified");

@@ -23,7 +23,7 @@
 //! a phase that restarts with each persistent tile). Each trace is run for
 //! a few tensor sizes so loops take 1 to over 2 x stages + 1 rounds.
 
-use super::trace::{trace, Config, Slot, Step, StepKind, Window, WARP};
+use super::trace::{trace, Config, Slot, Step, StepKind, Window};
 use crate::op_error;
 use std::collections::{HashMap, VecDeque};
 use tilec_dialects::ir::{Body, Op, Value};
@@ -273,7 +273,7 @@ impl<'a> Sim<'a> {
         self.warps[w].clock[w] += 1;
         match kind {
             StepKind::Wait { .. } | StepKind::CtaBarrier => {}
-            StepKind::Arrive { barrier } => self.arrive(w, op, barrier, WARP, 0)?,
+            StepKind::Arrive { barrier, arrivals } => self.arrive(w, op, barrier, arrivals, 0)?,
             StepKind::RemoteArrive { barrier } => self.arrive(w, op, barrier, 1, 0)?,
             StepKind::ExpectTx { barrier, bytes } => self.arrive(w, op, barrier, 1, bytes)?,
             StepKind::TmaLoad { buffer, barrier, bytes } => {
@@ -480,7 +480,7 @@ impl<'a> Sim<'a> {
                 let mut diag = self.error(*op, msg);
                 let mut arrivals: Vec<Op> = Vec::new();
                 for step in self.traces.iter().flatten() {
-                    let on_barrier = matches!(step.kind, StepKind::Arrive { barrier: b } | StepKind::RemoteArrive { barrier: b } | StepKind::ExpectTx { barrier: b, .. } if b.0 == barrier.0);
+                    let on_barrier = matches!(step.kind, StepKind::Arrive { barrier: b, .. } | StepKind::RemoteArrive { barrier: b } | StepKind::ExpectTx { barrier: b, .. } if b.0 == barrier.0);
                     if on_barrier && !arrivals.contains(&step.op) {
                         arrivals.push(step.op);
                     }

@@ -55,7 +55,8 @@ pub struct Window {
 #[derive(Clone, Debug)]
 pub enum StepKind {
     Wait { barrier: Slot, parity: i64 },
-    Arrive { barrier: Slot },
+    /// This warp's arrivals: every lane (32), or one for `per_warp`.
+    Arrive { barrier: Slot, arrivals: i64 },
     /// The peer CTA's warp arriving on this CTA's barrier (one arrival):
     /// the mirror of this warp's `nv.mbarrier_arrive_remote`.
     RemoteArrive { barrier: Slot },
@@ -282,7 +283,8 @@ impl Tracer<'_> {
                 Opcode::NvMbarrierArrive => {
                     let arrive = nv::MbarrierArrive::of(body, op).expect("matched");
                     let barrier = self.slot(op, arrive.barrier(body), arrive.stage(body))?;
-                    self.push(op, StepKind::Arrive { barrier })?;
+                    let arrivals = if arrive.per_warp(body) { 1 } else { WARP };
+                    self.push(op, StepKind::Arrive { barrier, arrivals })?;
                 }
                 Opcode::NvMbarrierArriveRemote => {
                     let arrive = nv::MbarrierArriveRemote::of(body, op).expect("matched");
