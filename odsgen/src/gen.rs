@@ -356,6 +356,16 @@ fn verify(s: &mut String, op: &OpDef) {
         };
         writeln!(b, "    if !({}) {{\n        return Err(\"requires a '{}' attribute, {what}\".into());\n    }}", attr_present(a, "d.attrs"), a.name).unwrap();
     }
+    // A unit attribute is set by its name alone: `{multicast = 3}` is a
+    // mistake, not a way of setting it.
+    for a in op.attrs.iter().filter(|a| a.ty == AttrType::Unit) {
+        writeln!(
+            b,
+            "    if d.attrs.get({:?}).is_some_and(|v| !matches!(v, Attribute::Unit)) {{\n        return Err(\"'{}' is a unit attribute: write it without a value\".into());\n    }}",
+            a.name, a.name
+        )
+        .unwrap();
+    }
     let v = &op.view;
     let mut kinds = String::new();
     for (values, what) in [(&op.operands, "operand"), (&op.results, "result")] {
