@@ -82,8 +82,20 @@ tilec=target/$profile/tilec
 ptxas=$(scripts/find-ptxas.sh 2>/dev/null || true)
 [ -n "$ptxas" ] || echo "NOTE: no ptxas found (TILEC_PTXAS, PATH, pip): kernels are not assembled here"
 
+# tilec ARGS for kernel NAME; a sweep keeps the ranking it explains (on stderr) in
+# explain/NAME.txt for sweep.txt, and shows it only when the compile fails.
+compile_kernel() {
+  local name=$1
+  shift
+  if [ "$sweep" = 1 ]; then
+    "$tilec" "$@" --explain 2>"$out/explain/$name.txt" || { cat "$out/explain/$name.txt" >&2; return 1; }
+  else
+    "$tilec" "$@"
+  fi
+}
+
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/artifacts" "$out/ptxas"
+mkdir -p "$out/bin" "$out/artifacts" "$out/ptxas" "$out/explain"
 failed=0
 while read -r name file pipeline flags; do
   case "$name" in ''|'#'*) continue ;; esac
@@ -92,7 +104,7 @@ while read -r name file pipeline flags; do
   [ -n "$pipeline" ] && [ "$pipeline" != - ] && args+=("--pass-pipeline=$pipeline")
   # shellcheck disable=SC2206 # FLAGS are words by design
   [ -n "$flags" ] && args+=($flags)
-  if ! "$tilec" "${args[@]}"; then
+  if ! compile_kernel "$name" "${args[@]}"; then
     echo "FAIL $name: tilec compile" >&2
     failed=1
     continue
@@ -127,12 +139,9 @@ cp scripts/run-grouped.sh "$out/run-grouped.sh"
 cp scripts/run-cluster.sh "$out/run-cluster.sh"
 if [ "$sweep" = 1 ]; then
   # sweep.txt: SHAPE ARTIFACT CONFIG, one compiled kernel a line, in the order compiled; the
-  # config is its rank's row of --explain (explain/ARTIFACT.txt keeps the whole ranking).
-  mkdir -p "$out/explain"
-  while read -r name file _ flags; do
+  # config is its rank's row of the ranking its compile explained (explain/ARTIFACT.txt).
+  while read -r name _ _ flags; do
     [ -d "$out/artifacts/$name" ] || continue
-    # shellcheck disable=SC2086 # FLAGS are words by design
-    "$tilec" compile "$file" $flags --explain 2>"$out/explain/$name.txt"
     rank=1
     [[ $flags =~ --candidate\ ([0-9]+) ]] && rank=${BASH_REMATCH[1]}
     [[ $flags =~ --shape\ ([0-9x]+) ]] && shape=${BASH_REMATCH[1]}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, in a bundle built by `scripts/build-gpu-bundle.sh --sweep` or
-# `--sweep-clusters`: checks each shape's pick (rank 1) and pinned variants (S_m, S_n) on odd shapes (K and N stay multiples of 8: TMA needs 16-byte rows),
+# `--sweep-clusters`: checks each shape's pick (rank 1) and pinned variants (S_m, S_n) on odd
+# shapes (K and N stay multiples of 8: TMA needs 16-byte rows),
 # times each benchmark shape's candidate kernels (sweep.txt) against cuBLAS in one tilec-bench
 # run per shape, then prints the config selection's regret per shape (sweep-regret.py).
 # Logs and JSON go to $OUT.

@@ -20,30 +20,9 @@ pub struct ConfigRequest {
     pub params: Vec<(String, i64)>,
     /// `--candidate R`: the R-th ranked configuration instead of the pick.
     pub candidate: Option<i64>,
-    /// `--cluster m|n|none`: pin 2-CTA clusters along M or N, or none.
-    pub cluster: Option<ClusterPin>,
-}
-
-/// `--cluster`: the dimension along which CTA pairs form clusters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ClusterPin {
-    /// Neighbouring M tiles share B.
-    M,
-    /// Neighbouring N tiles share A.
-    N,
-    /// No clusters.
-    None,
-}
-
-impl ClusterPin {
-    /// The `tile-select-config` option word.
-    fn word(self) -> &'static str {
-        match self {
-            ClusterPin::M => "m",
-            ClusterPin::N => "n",
-            ClusterPin::None => "none",
-        }
-    }
+    /// `--cluster m|n|none`: pin 2-CTA clusters along M or N, or none (the
+    /// `cluster` option of `tile-select-config`, which checks the word).
+    pub cluster: Option<String>,
 }
 
 impl ConfigRequest {
@@ -62,8 +41,8 @@ impl ConfigRequest {
         for (name, value) in &self.params {
             options.push(format!("{}={value}", name.to_ascii_lowercase().replace('_', "-")));
         }
-        if let Some(cluster) = self.cluster {
-            options.push(format!("cluster={}", cluster.word()));
+        if let Some(cluster) = &self.cluster {
+            options.push(format!("cluster={cluster}"));
         }
         if let Some(rank) = self.candidate {
             options.push(format!("candidate={rank}"));
@@ -200,7 +179,7 @@ mod tests {
 
     #[test]
     fn the_select_pass_carries_shape_and_pins() {
-        let r = ConfigRequest { shape: Some((1, 2, 3)), params: vec![("BLOCK_N".into(), 192), ("STAGES".into(), 2)], candidate: Some(3), cluster: Some(ClusterPin::N) };
+        let r = ConfigRequest { shape: Some((1, 2, 3)), params: vec![("BLOCK_N".into(), 192), ("STAGES".into(), 2)], candidate: Some(3), cluster: Some("n".into()) };
         assert_eq!(r.select_pass(None), "tile-select-config{m=1 n=2 k=3 block-n=192 stages=2 cluster=n candidate=3}");
         assert_eq!(r.select_pass(Some((4, 5, 6))), "tile-select-config{m=4 n=5 k=6 block-n=192 stages=2 cluster=n candidate=3}");
         assert_eq!(ConfigRequest::default().select_pass(None), "tile-select-config");

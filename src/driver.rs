@@ -87,8 +87,8 @@ struct ConfigArgs {
     #[arg(long, value_name = "R", value_parser = parse_candidate)]
     candidate: Option<i64>,
     /// Pin 2-CTA clusters along M (sharing B) or N (sharing A), or none
-    #[arg(long, value_enum, value_name = "AXIS")]
-    cluster: Option<config_select::ClusterPin>,
+    #[arg(long, value_name = "AXIS", value_parser = ["m", "n", "none"])]
+    cluster: Option<String>,
     /// Build a kernel family into -o DIR: the distinct kernels config selection picks for these shapes,
     /// compiled in parallel, and DIR/family.json, the runtime's dispatch table
     #[arg(long, value_name = "MxNxK,...", value_parser = parse_shape_list, conflicts_with_all = ["shape", "emit"])]
@@ -105,7 +105,7 @@ fn parse_shape_list(text: &str) -> Result<ShapeList, String> {
 
 impl ConfigArgs {
     fn request(&self) -> ConfigRequest {
-        ConfigRequest { shape: self.shape, params: self.param.clone(), candidate: self.candidate, cluster: self.cluster }
+        ConfigRequest { shape: self.shape, params: self.param.clone(), candidate: self.candidate, cluster: self.cluster.clone() }
     }
 }
 

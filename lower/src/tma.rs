@@ -6,8 +6,8 @@
 
 use super::emitter::Emitter;
 use super::nvgpu;
+use super::plan::{Barriers, Buffer, SmemGeom, MBARRIER_BYTES};
 use tilec_dialects::ElemType;
-use super::plan::{Barriers, Buffer, MBARRIER_BYTES};
 
 /// `%smem + offset + index * stride` as an `!llvm.ptr<3>`; `index` is an
 /// `i32` SSA value.
@@ -107,25 +107,11 @@ pub(crate) fn load(em: &mut Emitter, to: &Destination<'_>, desc: &Descriptor, ba
         dst = em.assign("dst", format!("llvm.getelementptr {dst}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"));
     }
     let multicast = to.multicast.map_or(String::new(), |mask| format!(" multicast_mask = {mask}"));
-    let outer: Vec<String> = outer.iter().map(|c| nvgpu::index(em, c)).collect();
-    for j in 0..g.col_blocks() {
-        let p = if j == 0 {
-            dst.clone()
-        } else {
-            em.assign("dst", format!("llvm.getelementptr {dst}[{}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8", j * g.block_bytes()))
-        };
-        let boxed = nvgpu::shared_memref(em, &p, &desc.box_dims, desc.elem);
-        let c = em.add_const("col", col, j * g.block_cols(), "i32");
-        let c = nvgpu::index(em, &c);
-        let coords = std::iter::once(c).chain(outer.iter().cloned()).collect::<Vec<_>>().join(", ");
+    let memref = nvgpu::memref_type(&desc.box_dims, desc.elem);
+    for copy in block_copies(em, &dst, "dst", g, desc, col, outer) {
         em.line(format!(
-            "nvgpu.tma.async.load {}[{coords}], {}[{}] to {boxed}{multicast} : {}, {} -> {}",
-            desc.value,
-            bar.group,
-            bar.index,
-            desc.ty,
-            bar.ty,
-            nvgpu::memref_type(&desc.box_dims, desc.elem)
+            "nvgpu.tma.async.load {}[{}], {}[{}] to {}{multicast} : {}, {} -> {memref}",
+            desc.value, copy.coords, bar.group, bar.index, copy.boxed, desc.ty, bar.ty
         ));
     }
 }
@@ -137,25 +123,39 @@ pub(crate) fn load(em: &mut Emitter, to: &Destination<'_>, desc: &Descriptor, ba
 /// row, then any leading dimensions of a rank-3 tensor).
 pub(crate) fn store(em: &mut Emitter, smem: &str, buffer: &Buffer, stage: &str, desc: &Descriptor, col: &str, outer: &[String]) {
     let g = &buffer.geom;
-    let outer: Vec<String> = outer.iter().map(|c| nvgpu::index(em, c)).collect();
     let src = smem_ptr(em, smem, buffer.offset, stage, g.stage_bytes(), "src");
-    for j in 0..g.col_blocks() {
-        let p = if j == 0 {
-            src.clone()
-        } else {
-            em.assign("src", format!("llvm.getelementptr {src}[{}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8", j * g.block_bytes()))
-        };
-        let boxed = nvgpu::shared_memref(em, &p, &desc.box_dims, desc.elem);
-        let c = em.add_const("col", col, j * g.block_cols(), "i32");
-        let c = nvgpu::index(em, &c);
-        let coords = std::iter::once(c).chain(outer.iter().cloned()).collect::<Vec<_>>().join(", ");
-        em.line(format!(
-            "nvgpu.tma.async.store {boxed} to {}[{coords}] : {} -> {}",
-            desc.value,
-            nvgpu::memref_type(&desc.box_dims, desc.elem),
-            desc.ty
-        ));
+    let memref = nvgpu::memref_type(&desc.box_dims, desc.elem);
+    for copy in block_copies(em, &src, "src", g, desc, col, outer) {
+        em.line(format!("nvgpu.tma.async.store {} to {}[{}] : {memref} -> {}", copy.boxed, desc.value, copy.coords, desc.ty));
     }
     em.line("nvvm.cp.async.bulk.commit.group");
     em.line("nvvm.cp.async.bulk.wait_group 0 {read}");
+}
+
+/// One TMA copy of a column block: its box in shared memory (a memref) and
+/// its tensor coordinates, innermost first, as `nvgpu` takes them.
+struct BlockCopy {
+    boxed: String,
+    coords: String,
+}
+
+/// The copies of a stage at `base`, one per column block of `g`: block `j`'s
+/// box starts `j * block_bytes` into the stage (named `hint`), at columns
+/// `col + j * block_cols`, then `outer`.
+fn block_copies(em: &mut Emitter, base: &str, hint: &str, g: &SmemGeom, desc: &Descriptor, col: &str, outer: &[String]) -> Vec<BlockCopy> {
+    let outer: Vec<String> = outer.iter().map(|c| nvgpu::index(em, c)).collect();
+    (0..g.col_blocks())
+        .map(|j| {
+            let p = if j == 0 {
+                base.to_string()
+            } else {
+                em.assign(hint, format!("llvm.getelementptr {base}[{}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8", j * g.block_bytes()))
+            };
+            let boxed = nvgpu::shared_memref(em, &p, &desc.box_dims, desc.elem);
+            let c = em.add_const("col", col, j * g.block_cols(), "i32");
+            let c = nvgpu::index(em, &c);
+            let coords = std::iter::once(c).chain(outer.iter().cloned()).collect::<Vec<_>>().join(", ");
+            BlockCopy { boxed, coords }
+        })
+        .collect()
 }

@@ -413,16 +413,13 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     if ranked.first().is_some_and(|best| prefers_warp_specialized(problem, best)) && ranked.get(1).is_some_and(|c| c.config.schedule != Schedule::Pipeline) {
         ranked.swap(0, 1);
     }
-    match pins.cluster {
-        Some(along) => ranked.iter_mut().for_each(|c| c.config.cluster = along),
-        None => {
-            if let Some(best) = ranked.first() {
-                let cluster = cluster_for(problem, machine, best);
-                if cluster != Along::None {
-                    let clustered = Candidate { config: Config { cluster, ..best.config }, ..best.clone() };
-                    ranked.insert(1, clustered);
-                }
-            }
+    if let Some(along) = pins.cluster {
+        ranked.iter_mut().for_each(|c| c.config.cluster = along);
+    } else if let Some(best) = ranked.first() {
+        let cluster = cluster_for(problem, machine, best);
+        if cluster != Along::None {
+            let clustered = Candidate { config: Config { cluster, ..best.config }, ..best.clone() };
+            ranked.insert(1, clustered);
         }
     }
     if let Some(best) = ranked.first().cloned() {

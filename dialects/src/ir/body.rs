@@ -218,6 +218,21 @@ impl Body {
         false
     }
 
+    /// Whether `v` is computed, through the operands of the ops defining it,
+    /// from a result of an op for which `source` holds.
+    pub fn computed_from(&self, v: Value, source: impl Fn(Op) -> bool) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut pending = vec![v];
+        while let Some(v) = pending.pop() {
+            let Some(def) = self.defining_op(v).filter(|&def| seen.insert(def)) else { continue };
+            if source(def) {
+                return true;
+            }
+            pending.extend(self.ops[def].operands.iter().copied());
+        }
+        false
+    }
+
     /// Result `i` of `op`.
     pub fn result(&self, op: Op, i: usize) -> Value {
         self.ops[op].results[i]

@@ -35,7 +35,6 @@ use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::{op_error, Pass};
-use std::collections::HashSet;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op, Region, Type, Value};
 use tilec_dialects::nv::{self, AllocMbarriers, ClusterBarrier, ClusterRank, LoadFragment, MbarrierArrive, MbarrierArriveRemote, SmemRows, TmaLoad, Wgmma};
 use tilec_dialects::registry::Opcode;
@@ -166,7 +165,7 @@ impl ClusterSplit {
         let dim = if self.along == Along::M { 0 } else { 1 };
         for &load in loads {
             let coords = TmaLoad::of(body, load).expect("a TMA load").coords(body).to_vec();
-            if coords.iter().any(|&c| depends_on_block_id(body, c, dim)) {
+            if coords.iter().any(|&c| body.computed_from(c, |op| BlockId::of(body, op).is_some_and(|b| b.dim(body) == dim))) {
                 return Err(op_error(
                     body,
                     load,
@@ -192,20 +191,6 @@ fn shared_buffer(body: &Body, wgmma: Wgmma, along: Along) -> Option<Value> {
             return body.value_type(v).as_smem().map(|_| v);
         }
     }
-}
-
-/// Whether `v` is computed from `tile.block_id` along `dim`.
-fn depends_on_block_id(body: &Body, v: Value, dim: i64) -> bool {
-    let mut seen = HashSet::new();
-    let mut work = vec![v];
-    while let Some(v) = work.pop() {
-        let Some(def) = body.defining_op(v).filter(|_| seen.insert(v)) else { continue };
-        if BlockId::of(body, def).is_some_and(|b| b.dim(body) == dim) {
-            return true;
-        }
-        work.extend(body.ops[def].operands.iter().copied());
-    }
-    false
 }
 
 /// Each CTA loads its half of the shared operand's rows into that window of

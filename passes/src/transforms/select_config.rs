@@ -23,7 +23,7 @@ use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
 use crate::phase::{Phase, PhaseRule};
 use crate::{op_error, Pass, PassOptions};
-use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Param, Type, Value};
+use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint, Param, Type};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::{self, BlockId, For};
 use tilec_dialects::{Diagnostic, Function};
@@ -96,7 +96,7 @@ impl SelectConfig {
                 block_n: pin("block-n"),
                 block_k: pin("block-k"),
                 stages: pin("stages"),
-                cluster: o.given("cluster").then(|| o.word("cluster")).filter(|w| *w != "auto").map(Along::parse),
+                cluster: Some(o.word("cluster")).filter(|&w| w != "auto").map(Along::parse),
             },
             candidate: usize::try_from(o.int("candidate")).expect("option range"),
         }
@@ -306,21 +306,7 @@ fn k_trip_count_is_data(func: &Function) -> bool {
         .filter_map(|&o| For::of(body, o))
         .filter(|l| body.defined_within(dot_result, l.op()))
         .flat_map(|l| [l.lower_bound(body), l.upper_bound(body), l.step(body)])
-        .any(|bound| reads_data(body, bound))
-}
-
-/// Whether `v` is computed from a `tile.load_scalar`.
-fn reads_data(body: &Body, v: Value) -> bool {
-    let mut pending = vec![v];
-    let mut seen = std::collections::HashSet::new();
-    while let Some(v) = pending.pop() {
-        let Some(op) = body.defining_op(v).filter(|&op| seen.insert(op)) else { continue };
-        if body.opcode(op) == Opcode::TileLoadScalar {
-            return true;
-        }
-        pending.extend(body.ops[op].operands.iter().copied());
-    }
-    false
+        .any(|bound| body.computed_from(bound, |op| body.opcode(op) == Opcode::TileLoadScalar))
 }
 
 /// Whether neighbouring tiles read the same operand tiles: not in a batch
