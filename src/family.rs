@@ -14,7 +14,7 @@ use tilec_cli::PassFlags;
 
 /// The `tile.config` entries that make one kernel differ from another (the
 /// shape and the wave figures do not change the code).
-const KERNEL_KEYS: [&str; 7] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue"];
+const KERNEL_KEYS: [&str; 8] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "scales"];
 
 /// What tells kernels apart: the config's code-changing entries, as text.
 fn kernel_key(module: &Module) -> String {
@@ -29,9 +29,10 @@ fn kernel_key(module: &Module) -> String {
         Some(Attribute::String(s)) => s.clone(),
         _ => "-".into(),
     };
-    let [bm, bn, bk, stages, schedule, consumers, epilogue] = KERNEL_KEYS.map(value);
+    let [bm, bn, bk, stages, schedule, consumers, epilogue, scales] = KERNEL_KEYS.map(value);
     let schedule = if schedule == "warp_specialized" { format!("ws{consumers}") } else { schedule };
-    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}")
+    let scales = if scales == "-" { String::new() } else { format!(" scales={scales}") };
+    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{scales}")
 }
 
 /// The dispatch rows for `picks` (shape, kernel name): per (N, K), the shapes

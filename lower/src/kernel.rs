@@ -724,6 +724,8 @@ impl<'a> Lowerer<'a> {
             }
             Opcode::NvTmaStore => self.lower_tma_store(op),
             Opcode::NvLoadGlobal => self.lower_load_global(op),
+            Opcode::NvLoadShared => self.lower_load_shared(op),
+            Opcode::NvCopyAsync => self.lower_copy_async(op),
             Opcode::NvScaleAccumulate => self.lower_scale_accumulate(op),
         }
     }
@@ -761,10 +763,66 @@ impl<'a> Lowerer<'a> {
         let m = self.matrix_at(op, t, &coords)?;
         let tid = self.thread().tid.clone();
         let coords = thread_coords(&mut self.em, &tid, warpgroups.unwrap_or(1));
-        let src = scales::Source { ptr: &m.ptr, row0: &m.row0, col0: &m.col0, rows: &m.rows, cols: &m.cols };
+        let src = scales::Source::Global(scales::GlobalTile { ptr: &m.ptr, row0: &m.row0, col0: &m.col0, rows: &m.rows, cols: &m.cols });
         let loaded = scales::load(&mut self.em, &tile, warpgroups, &coords, &src);
         self.vals.insert(result, Lv::Scales(loaded));
         Ok(())
+    }
+
+    fn lower_load_shared(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let load = self.view(op, nv::LoadShared::of)?;
+        let (buffer, stage, result) = (load.buffer(&self.f.body), load.stage(&self.f.body), load.result(&self.f.body));
+        let tile = self.f.body.value_type(result).as_tile().cloned().ok_or_else(|| self.err(op, "expected a tile"))?;
+        let warpgroups = scales::scale_layout(&tile, self.warps()).map_err(|m| self.err(op, m))?;
+        let stage_ptr = self.narrow_stage(op, buffer, stage)?;
+        let tid = self.thread().tid.clone();
+        let coords = thread_coords(&mut self.em, &tid, warpgroups.unwrap_or(1));
+        let src = scales::Source::Shared { ptr: &stage_ptr, cols: tile.shape[1] };
+        let loaded = scales::load(&mut self.em, &tile, warpgroups, &coords, &src);
+        self.vals.insert(result, Lv::Scales(loaded));
+        Ok(())
+    }
+
+    /// The first warp copies the tile; only the threads outside consumer
+    /// warpgroups run it (the producer's, or the whole CTA's).
+    fn lower_copy_async(&mut self, op: Op) -> Result<(), Diagnostic> {
+        if self.role == Role::Consumer {
+            return Err(self.err(op, "runs in the CTA's first warp: it belongs in the producer region, not a consumer's"));
+        }
+        let copy = self.view(op, nv::CopyAsync::of)?;
+        let body = &self.f.body;
+        let (tensor, coords, buffer, stage, barrier, bstage) =
+            (copy.tensor(body), copy.coords(body).to_vec(), copy.buffer(body), copy.stage(body), copy.barrier(body), copy.barrier_stage(body));
+        let shape = body.value_type(buffer).as_smem().map(|s| [s.tile.shape[0], s.tile.shape[1]]).ok_or_else(|| self.err(op, "expected a shared buffer"))?;
+        let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
+        let m = self.matrix_at(op, t, &coords)?;
+        let dst = self.narrow_stage(op, buffer, stage)?;
+        let bar = self.barrier(op, barrier, bstage)?;
+        let tid = self.thread().tid.clone();
+        let c32 = self.em.i32(32);
+        let first_warp = self.em.assign("first_warp", format!("arith.cmpi ult, {tid}, {c32} : i32"));
+        self.em.open(format!("scf.if {first_warp} {{"));
+        let src = scales::GlobalTile { ptr: &m.ptr, row0: &m.row0, col0: &m.col0, rows: &m.rows, cols: &m.cols };
+        scales::copy(&mut self.em, &src, &dst, shape, &tid, &bar);
+        self.em.close("}");
+        Ok(())
+    }
+
+    /// The start of stage `stage` of a narrow buffer (or of a row window of
+    /// one), as an `!llvm.ptr<3>`.
+    fn narrow_stage(&mut self, op: Op, buffer: Value, stage: Value) -> Result<String, Diagnostic> {
+        let Lv::Smem(view) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
+        let buf = self.plan.buffers[&view.buffer].clone();
+        if !buf.geom.is_narrow() {
+            return Err(self.err(op, "threads copy and read scales in buffers of rows under 16 bytes, stored densely"));
+        }
+        let stage = self.scalar(op, stage)?;
+        let smem = self.thread().smem.clone();
+        let mut ptr = tma::smem_ptr(&mut self.em, &smem, buf.offset, &stage, buf.geom.stage_bytes(), "stage");
+        if let Some(off) = &view.row_offset {
+            ptr = self.em.assign("rows", format!("llvm.getelementptr {ptr}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"));
+        }
+        Ok(ptr)
     }
 
     fn lower_scale_accumulate(&mut self, op: Op) -> Result<(), Diagnostic> {
@@ -773,7 +831,7 @@ impl<'a> Lowerer<'a> {
         let (acc, partial, rows, blocks, result) = (sacc.acc(body), sacc.partial(body), sacc.row_scale(body), sacc.col_scale(body), sacc.result(body));
         let (acc, partial) = (self.frag(op, acc)?, self.frag(op, partial)?);
         let (Lv::Scales(Scales::Rows(rows)), Lv::Scales(Scales::Whole(blocks))) = (self.lv(op, rows)?.clone(), self.lv(op, blocks)?.clone()) else {
-            return Err(self.err(op, "expects row scales and block scales loaded by nv.load_global"));
+            return Err(self.err(op, "expects row scales and block scales loaded by nv.load_global or nv.load_shared"));
         };
         if rows.len() as i64 != 2 * acc.geom.m_blocks {
             return Err(self.err(op, "the row scales do not cover the accumulator's rows"));

@@ -15,6 +15,9 @@ use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Val
 /// Alignment of every shared buffer: the 128-byte swizzle pattern repeats
 /// every 1024 bytes, and TMA and wgmma derive it from absolute addresses.
 pub(crate) const BUFFER_ALIGN: i64 = 1024;
+/// Alignment of a narrow buffer (scales): no swizzle to line up, and 16
+/// bytes covers every copy and read of it.
+const NARROW_ALIGN: i64 = 16;
 /// Bytes of one mbarrier.
 pub(crate) const MBARRIER_BYTES: i64 = 8;
 
@@ -59,6 +62,9 @@ impl SmemGeom {
             return Err(error(loc, op, format!("'{}' buffers are not supported by the lowering", geom.elem.mnemonic())));
         }
         let row_bytes = cols * geom.elem_bytes();
+        if geom.is_narrow() {
+            return Ok(geom);
+        }
         if row_bytes % geom.span() != 0 {
             return Err(error(
                 loc,
@@ -76,13 +82,24 @@ impl SmemGeom {
         i64::from(self.elem.bits() / 8)
     }
 
-    /// Bytes of one column block's row: the swizzle width, or 16 unswizzled.
+    /// Bytes of one column block's row: the swizzle width, or 16 unswizzled
+    /// (the whole row when it is narrower: one dense block).
     pub fn span(&self) -> i64 {
-        if self.swizzle == 0 {
+        if self.is_narrow() {
+            self.cols * self.elem_bytes()
+        } else if self.swizzle == 0 {
             16
         } else {
             self.swizzle
         }
+    }
+
+    /// An unswizzled buffer whose rows are under 16 bytes (a block-scaled
+    /// dot's scales): stored densely, row after row, any number of rows.
+    /// Threads copy and read it; TMA and wgmma cannot (their rows are
+    /// 16-byte multiples).
+    pub fn is_narrow(&self) -> bool {
+        self.swizzle == 0 && self.cols * self.elem_bytes() < 16
     }
 
     /// Elements of one column block's row (the TMA box's inner extent).
@@ -281,7 +298,7 @@ impl Plan {
                     let ty = body.value_type(result);
                     let geom = SmemGeom::from_type(ty, &data.loc, name)?;
                     let stages = ty.as_smem().map_or(1, |s| s.stages);
-                    let offset = align(cursor, BUFFER_ALIGN);
+                    let offset = align(cursor, if geom.is_narrow() { NARROW_ALIGN } else { BUFFER_ALIGN });
                     cursor = offset + stages * geom.stage_bytes();
                     plan.buffers.insert(result, Buffer { offset, stages, geom });
                 }
@@ -296,7 +313,7 @@ impl Plan {
                 }
                 Opcode::NvTmaLoad => {
                     let o = nv::TmaLoad::of(body, op).ok_or_else(malformed)?;
-                    let geom = SmemGeom::from_type(body.value_type(o.buffer(body)), &data.loc, name)?;
+                    let geom = tma_geom(body.value_type(o.buffer(body)), &data.loc, name)?;
                     let tensor = *plan.tensor_of_arg.get(&o.tensor(body)).ok_or_else(|| {
                         error(&data.loc, name, "the source must be a kernel argument")
                     })?;
@@ -348,9 +365,16 @@ impl Plan {
                     }
                     plan.read_by_threads(load.tensor(body), &data.loc, name)?;
                 }
+                Opcode::NvCopyAsync => {
+                    let copy = nv::CopyAsync::of(body, op).ok_or_else(malformed)?;
+                    if !SmemGeom::from_type(body.value_type(copy.buffer(body)), &data.loc, name)?.is_narrow() {
+                        return Err(error(&data.loc, name, "copies into a buffer of rows under 16 bytes (scales); wider tiles go by TMA"));
+                    }
+                    plan.read_by_threads(copy.tensor(body), &data.loc, name)?;
+                }
                 Opcode::NvTmaStore => {
                     let st = nv::TmaStore::of(body, op).ok_or_else(malformed)?;
-                    let geom = SmemGeom::from_type(body.value_type(st.buffer(body)), &data.loc, name)?;
+                    let geom = tma_geom(body.value_type(st.buffer(body)), &data.loc, name)?;
                     let tensor = *plan
                         .tensor_of_arg
                         .get(&st.tensor(body))
@@ -487,6 +511,16 @@ impl Plan {
     pub fn cluster_size(&self) -> i64 {
         self.cluster.iter().product()
     }
+}
+
+/// The geometry of a buffer a TMA copy fills or drains: its rows must be
+/// 16-byte multiples.
+fn tma_geom(ty: &Type, loc: &Location, op: &str) -> Result<SmemGeom, Diagnostic> {
+    let geom = SmemGeom::from_type(ty, loc, op)?;
+    if geom.is_narrow() {
+        return Err(error(loc, op, format!("TMA copies rows of 16 bytes or more, not {} (copy narrow tiles with nv.copy_async)", geom.span())));
+    }
+    Ok(geom)
 }
 
 pub(crate) fn align(x: i64, a: i64) -> i64 {

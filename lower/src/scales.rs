@@ -1,9 +1,12 @@
-//! Block scales of FP8 dots: the per-thread loads of a dot's row scales
+//! Block scales of FP8 dots: the per-thread reads of a dot's row scales
 //! (`#tile.slice<dim = 1, parent = #tile.mma<...>>`: each thread reads the
 //! rows of its accumulator fragment) and block scales (a blocked layout
-//! holding the whole tile in every thread), and `nv.scale_accumulate`, the
-//! promotion `acc + partial * row_scale[row] * block_scale[col / 128]` as
-//! one FMA per accumulator element.
+//! holding the whole tile in every thread), from global memory
+//! (`nv.load_global`) or from a stage `nv.copy_async` filled
+//! (`nv.load_shared`); the first warp's copies of a tile into a stage; and
+//! `nv.scale_accumulate`, the promotion
+//! `acc + partial * row_scale[row] * block_scale[col / 128]` as one FMA per
+//! accumulator element.
 
 use super::emitter::{mlir_type, Emitter};
 use super::fragment::{Frag, ThreadCoords};
@@ -75,8 +78,9 @@ fn load_checked(em: &mut Emitter, ptr: &str, row: &str, col: &str, rows: &str, c
     em.assign("scale", format!("arith.select {ok}, {v}, {zero} : {t}"))
 }
 
-/// Where one `nv.load_global` reads: the tensor and the tile's origin in it.
-pub(crate) struct Source<'a> {
+/// A tile of a row-major `rows x cols` tensor at `ptr` (`i32` values), its
+/// origin at (`row0`, `col0`).
+pub(crate) struct GlobalTile<'a> {
     pub ptr: &'a str,
     pub row0: &'a str,
     pub col0: &'a str,
@@ -84,22 +88,97 @@ pub(crate) struct Source<'a> {
     pub cols: &'a str,
 }
 
+/// `nv.copy_async` for lane `lane` of the first warp: it copies elements
+/// `lane`, `lane + 32`, ... of the row-major `shape` tile of `src` into the
+/// stage at `dst` (`!llvm.ptr<3>`), four bytes each with `cp.async` (an
+/// element outside the tensor copies no bytes and is zero-filled), then has
+/// the barrier at `bar` take its arrival once they have landed. The
+/// barrier's count includes that arrival (`noinc`).
+pub(crate) fn copy(em: &mut Emitter, src: &GlobalTile<'_>, dst: &str, shape: [i64; 2], lane: &str, bar: &str) {
+    let [rows, cols] = shape;
+    let elements = rows * cols;
+    for first in (0..elements).step_by(32) {
+        let e = em.add_const("e", lane, first, "i32");
+        let partial = first + 32 > elements;
+        if partial {
+            let n = em.i32(elements);
+            let inside = em.assign("in_tile", format!("arith.cmpi ult, {e}, {n} : i32"));
+            em.open(format!("scf.if {inside} {{"));
+        }
+        let c = em.i32(cols);
+        let row = em.binop("row", "arith.divui", &e, &c, "i32");
+        let col = em.binop("col", "arith.remui", &e, &c, "i32");
+        let row = em.binop("row", "arith.addi", src.row0, &row, "i32");
+        let col = em.binop("col", "arith.addi", src.col0, &col, "i32");
+        let row_ok = em.assign("row_ok", format!("arith.cmpi ult, {row}, {} : i32", src.rows));
+        let col_ok = em.assign("col_ok", format!("arith.cmpi ult, {col}, {} : i32", src.cols));
+        let ok = em.binop("in_bounds", "arith.andi", &row_ok, &col_ok, "i1");
+        let off = em.binop("off", "arith.muli", &row, src.cols, "i32");
+        let idx = em.binop("idx", "arith.addi", &off, &col, "i32");
+        let zero = em.i32(0);
+        let idx = em.assign("idx", format!("arith.select {ok}, {idx}, {zero} : i32"));
+        let idx = em.assign("idx64", format!("arith.extui {idx} : i32 to i64"));
+        let p = em.assign("src", format!("llvm.getelementptr {}[{idx}] : (!llvm.ptr, i64) -> !llvm.ptr, f32", src.ptr));
+        let p = em.assign("src", format!("llvm.addrspacecast {p} : !llvm.ptr to !llvm.ptr<1>"));
+        let d = em.assign("dst", format!("llvm.getelementptr {dst}[{e}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32"));
+        let four = em.i32(4);
+        let bytes = em.assign("bytes", format!("arith.select {ok}, {four}, {zero} : i32"));
+        em.line(format!("nvvm.cp.async.shared.global {d}, {p}, 4, cache = ca, {bytes} : !llvm.ptr<3>, !llvm.ptr<1>, i32"));
+        if partial {
+            em.close("}");
+        }
+    }
+    em.line(format!("nvvm.cp.async.mbarrier.arrive {bar} {{noinc = true}} : !llvm.ptr<3>"));
+}
+
+/// Where a tile of scales is read from.
+pub(crate) enum Source<'a> {
+    /// `nv.load_global`: the tensor, zero outside it.
+    Global(GlobalTile<'a>),
+    /// `nv.load_shared`: a stage of a narrow buffer at `ptr` (`!llvm.ptr<3>`),
+    /// the tile stored densely, `cols` elements a row.
+    Shared { ptr: &'a str, cols: i64 },
+}
+
+impl Source<'_> {
+    /// The element at (`row`, `col`) of the tile (`i32` values, relative to
+    /// its origin).
+    fn read(&self, em: &mut Emitter, row: &str, col: &str, elem: ElemType) -> String {
+        match self {
+            Source::Global(g) => {
+                let row = em.binop("row", "arith.addi", g.row0, row, "i32");
+                let col = em.binop("col", "arith.addi", g.col0, col, "i32");
+                load_checked(em, g.ptr, &row, &col, g.rows, g.cols, elem)
+            }
+            Source::Shared { ptr, cols } => {
+                let c = em.i32(*cols);
+                let off = em.binop("off", "arith.muli", row, &c, "i32");
+                let idx = em.binop("idx", "arith.addi", &off, col, "i32");
+                let t = mlir_type(elem);
+                let p = em.assign("sp", format!("llvm.getelementptr {ptr}[{idx}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, {t}"));
+                em.assign("scale", format!("llvm.load {p} : !llvm.ptr<3> -> {t}"))
+            }
+        }
+    }
+}
+
 /// Loads a tile of scales; `warpgroups` is what [`scale_layout`] gave.
 pub(crate) fn load(em: &mut Emitter, tile: &TileType, warpgroups: Option<i64>, thread: &ThreadCoords, src: &Source<'_>) -> Scales {
     match warpgroups {
         Some(warpgroups) => {
-            let mut row_base = em.binop("row_t", "arith.addi", src.row0, &thread.row, "i32");
+            let mut row_base = thread.row.clone();
             if let Some(wg) = &thread.wg {
                 let c64 = em.i32(64);
                 let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
                 row_base = em.binop("row_t", "arith.addi", &row_base, &wg_rows, "i32");
             }
+            let col = em.i32(0);
             let m_blocks = tile.shape[0] / (64 * warpgroups);
             let mut values = Vec::new();
             for r in 0..m_blocks {
                 for half in 0..2 {
                     let row = em.add_const("row", &row_base, 64 * warpgroups * r + 8 * half, "i32");
-                    values.push(load_checked(em, src.ptr, &row, src.col0, src.rows, src.cols, tile.elem));
+                    values.push(src.read(em, &row, &col, tile.elem));
                 }
             }
             Scales::Rows(values)
@@ -107,10 +186,10 @@ pub(crate) fn load(em: &mut Emitter, tile: &TileType, warpgroups: Option<i64>, t
         None => {
             let mut values = Vec::new();
             for i in 0..tile.shape[0] {
-                let row = em.add_const("row", src.row0, i, "i32");
+                let row = em.i32(i);
                 for j in 0..tile.shape[1] {
-                    let col = em.add_const("col", src.col0, j, "i32");
-                    values.push(load_checked(em, src.ptr, &row, &col, src.rows, src.cols, tile.elem));
+                    let col = em.i32(j);
+                    values.push(src.read(em, &row, &col, tile.elem));
                 }
             }
             Scales::Whole(values)

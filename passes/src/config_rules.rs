@@ -29,12 +29,13 @@
 //!    tensor cores busy meanwhile (on the H100, 2026-11-23, it was the
 //!    fastest candidate on all 11 such shapes, by 5-20%; with K <= 2048 the
 //!    pipeline was), unless the K loop's trip count is data (a masked
-//!    grouped GEMM, whose tiles past an expert's rows run no K step): a
-//!    persistent CTA's static share of tiles then holds data-dependent
-//!    work, which the tiles grid balances in hardware. On the H100 the
-//!    pipeline was 9-22% faster for 32 experts of 4096x7168 (2026-11-24
-//!    and -25); for 8 experts the warp-specialised alternative was 4-20%
-//!    faster, and is ranked second. A tile at most 32 columns wide with a
+//!    grouped GEMM, whose tiles past an expert's rows run no K step) over
+//!    more than 4 waves of tiles: a persistent CTA's static share of many
+//!    tiles then holds data-dependent work, which the tiles grid balances
+//!    in hardware. On the H100 (2026-11-24 and -25) the pipeline was 9-22%
+//!    faster for 32 experts of 4096x7168 (16 waves), and the
+//!    warp-specialised kernel 4-31% faster for 8 experts (4 waves; 31%
+//!    with its scales staged). A tile at most 32 columns wide with a
 //!    long K is the other exception: each K step's wgmma (64x16 or 64x32)
 //!    is too short for one warpgroup that both waits on it and issues the
 //!    next loads, and a dedicated producer hides the issue (on the H100,
@@ -56,8 +57,17 @@
 //!     not picked: on the H100 it measured 3% slower to 0.8% faster than
 //!     the same kernel without on the shapes of more than one wave
 //!     (2026-11-25, docs/gpu-notes.md).
+//! 11. Scales (block-scaled FP8): copied into shared memory with their
+//!     stage and read from there after its wait, unless in the plain
+//!     pipeline that costs a stage or a CTA an SM holds at once; then each
+//!     thread loads its scales from global memory one K step ahead. On the
+//!     H100 (2026-11-25) staging was 2.6-10% faster in every
+//!     warp-specialised pick and up to 12% in pipelined ones with room for
+//!     it, and 5% and 10% slower where it cost a pipeline a stage
+//!     (4096x7168x2048, 6 to 5) or an SM its second CTA (64x32768x512).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
+use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -125,11 +135,45 @@ pub struct Machine {
     pub sms: i64,
     /// Shared memory one CTA may use, in bytes.
     pub smem_bytes: i64,
+    /// Shared memory of one SM, which its co-resident CTAs share.
+    pub sm_smem_bytes: i64,
 }
 
 impl Machine {
     /// The H100 SXM: 132 SMs, 227 KiB of shared memory per block (opt-in).
-    pub const H100: Machine = Machine { sms: 132, smem_bytes: 232_448 };
+    pub const H100: Machine = Machine { sms: 132, smem_bytes: 232_448, sm_smem_bytes: 233_472 };
+
+    /// CTAs using `smem_bytes` each that one SM holds at once (the hardware
+    /// keeps 1 KiB of each CTA's shared memory for itself).
+    pub fn ctas_per_sm(&self, smem_bytes: i64) -> i64 {
+        self.sm_smem_bytes / (smem_bytes + CTA_RESERVED_SMEM_BYTES)
+    }
+}
+
+/// Shared memory an SM sets aside for each resident CTA on sm_90.
+const CTA_RESERVED_SMEM_BYTES: i64 = 1024;
+
+/// Where block-scaled FP8's scales wait for the K step that applies them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scales {
+    /// No scales (BF16).
+    None,
+    /// Copied into shared memory with their stage (`nv.copy_async`).
+    Staged,
+    /// Loaded from global memory into registers one K step ahead.
+    Prefetched,
+}
+
+impl Scales {
+    /// The option value `tile-pipeline` and `tile-warp-specialize` take
+    /// (`staged`, `prefetched`); `none` without scales.
+    pub fn word(self) -> &'static str {
+        match self {
+            Scales::None => "none",
+            Scales::Staged => "staged",
+            Scales::Prefetched => "prefetched",
+        }
+    }
 }
 
 /// How the K loop is scheduled.
@@ -211,6 +255,8 @@ pub struct Config {
     pub schedule: Schedule,
     /// How the output tile is stored.
     pub epilogue: Epilogue,
+    /// Where block-scaled FP8's scales wait for their K step.
+    pub scales: Scales,
     /// SMs the grid needs: the fewest that keep the wave count.
     pub sms: i64,
     /// The dimension along which two CTAs form a cluster and multicast the
@@ -252,9 +298,13 @@ impl fmt::Display for Config {
             Along::None => String::new(),
             along => format!(" cluster={}", along.word()),
         };
+        let scales = match self.scales {
+            Scales::None => String::new(),
+            scales => format!(" scales={}", scales.word()),
+        };
         write!(
             f,
-            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{cluster} sms={}",
+            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{scales}{cluster} sms={}",
             self.block_m,
             self.block_n,
             self.block_k,
@@ -282,11 +332,12 @@ fn ceil_div(a: i64, b: i64) -> i64 {
     (a + b - 1) / b
 }
 
-/// Shared memory of one configuration: the staged operand tiles, their
-/// barriers, and the TMA epilogue's output tile (FP8's scales are read from
-/// global memory by the threads that apply them).
-pub fn smem_bytes(problem: &Problem, block_m: i64, block_n: i64, block_k: i64, stages: i64, epilogue: Epilogue) -> i64 {
-    let operands = (block_m + block_n) * block_k * problem.precision.operand_bytes();
+/// Shared memory of one configuration: the staged operand tiles (and staged
+/// scales: A's per row and B's per 128 columns, 4 bytes each), their
+/// barriers, and the TMA epilogue's output tile.
+pub fn smem_bytes(problem: &Problem, block_m: i64, block_n: i64, block_k: i64, stages: i64, epilogue: Epilogue, scales: Scales) -> i64 {
+    let scale_bytes = if scales == Scales::Staged { 4 * (block_m + ceil_div(block_n, SCALE_BLOCK_N)) } else { 0 };
+    let operands = (block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes;
     let output = match epilogue {
         Epilogue::Tma => block_m * block_n * 2,
         Epilogue::Global => 0,
@@ -298,10 +349,34 @@ pub fn smem_bytes(problem: &Problem, block_m: i64, block_n: i64, block_k: i64, s
 /// thread, the rest left for addresses, loop state and the epilogue.
 const WARPGROUP_ACCUMULATORS: i64 = 128 * 128;
 
-/// Rule 6: the most stages that fit, or `None` when not even one does.
-fn most_stages(problem: &Problem, machine: &Machine, bm: i64, bn: i64, bk: i64, epilogue: Epilogue) -> Option<i64> {
-    let useful = ceil_div(problem.k, bk).clamp(1, MAX_STAGES);
-    (1..=useful).rev().find(|&s| smem_bytes(problem, bm, bn, bk, s, epilogue) <= machine.smem_bytes)
+/// Rule 6: the most stages that fit (the pinned count, if it fits), or
+/// `None` when not even one does.
+fn most_stages(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), epilogue: Epilogue, scales: Scales) -> Option<i64> {
+    let fits = |s: &i64| smem_bytes(problem, bm, bn, bk, *s, epilogue, scales) <= machine.smem_bytes;
+    match pins.stages {
+        Some(s) => Some(s).filter(fits),
+        None => (1..=ceil_div(problem.k, bk).clamp(1, MAX_STAGES)).rev().find(fits),
+    }
+}
+
+/// Rules 6 and 11: the stages, and where block-scaled FP8's scales wait.
+/// They are staged with the operands unless, in the plain pipeline, that
+/// costs a stage or a CTA an SM holds at once; then prefetched.
+fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), epilogue: Epilogue, schedule: Schedule) -> Option<(i64, Scales)> {
+    if problem.precision != Precision::Fp8BlockScaled {
+        return most_stages(problem, machine, pins, tile, epilogue, Scales::None).map(|s| (s, Scales::None));
+    }
+    let staged = most_stages(problem, machine, pins, tile, epilogue, Scales::Staged);
+    if schedule != Schedule::Pipeline {
+        return staged.map(|s| (s, Scales::Staged));
+    }
+    let prefetched = most_stages(problem, machine, pins, tile, epilogue, Scales::Prefetched)?;
+    let (bm, bn, bk) = tile;
+    let resident = |stages: i64, scales: Scales| machine.ctas_per_sm(smem_bytes(problem, bm, bn, bk, stages, epilogue, scales));
+    match staged {
+        Some(s) if s == prefetched && resident(s, Scales::Staged) == resident(s, Scales::Prefetched) => Some((s, Scales::Staged)),
+        _ => Some((prefetched, Scales::Prefetched)),
+    }
 }
 
 /// Rule 8: TMA stores need 16-byte aligned rows of C (BF16).
@@ -325,13 +400,10 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, bm: i64, bn
     let last_wave = tiles - (waves - 1) * machine.sms;
     let schedule = Schedule::Pipeline;
     let epilogue = epilogue_for(problem, schedule);
-    let stages = match pins.stages {
-        Some(s) => Some(s).filter(|&s| smem_bytes(problem, bm, bn, bk, s, epilogue) <= machine.smem_bytes)?,
-        None => most_stages(problem, machine, bm, bn, bk, epilogue)?,
-    };
+    let (stages, scales) = stages_and_scales(problem, machine, pins, (bm, bn, bk), epilogue, schedule)?;
     let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
-    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, sms: ceil_div(tiles, waves), cluster: Along::None };
-    Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, bm, bn, bk, stages, epilogue), reason: String::new() })
+    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(tiles, waves), cluster: Along::None };
+    Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, bm, bn, bk, stages, epilogue, scales), reason: String::new() })
 }
 
 /// Rules 2-5 as an order: the better candidate first.
@@ -356,8 +428,13 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
         Along::None => String::new(),
         along => format!("; in 2-CTA clusters along {} (pinned)", along.word()),
     };
+    let scales = match best.config.scales {
+        Scales::None => "",
+        Scales::Staged => "; scales staged with their stage",
+        Scales::Prefetched => "; scales prefetched into registers (staging them would cost a stage or a co-resident CTA)",
+    };
     format!(
-        "picked: fewest waves ({}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){schedule}{cluster}",
+        "picked: fewest waves ({}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){scales}{schedule}{cluster}",
         best.waves, best.last_wave, machine.sms, best.config.stages
     )
 }
@@ -447,12 +524,18 @@ fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along 
     }
 }
 
-/// Rule 7's exceptions, over at least 32 blocks of K and with the same K
-/// loop for every tile: block-scaled FP8, or a tile at most 32 columns wide.
+/// Rule 7's exceptions, over at least 32 blocks of K, with the same K loop
+/// for every tile or at most [`FEW_WAVES`] waves of tiles: block-scaled FP8,
+/// or a tile at most 32 columns wide.
 fn prefers_warp_specialized(problem: &Problem, best: &Candidate) -> bool {
-    let long_k = problem.k >= 32 * problem.precision.block_k() && !problem.varying_k;
-    long_k && (problem.precision == Precision::Fp8BlockScaled || best.config.block_n <= NARROW_BLOCK_N)
+    let long_k = problem.k >= 32 * problem.precision.block_k();
+    let balanced = !problem.varying_k || best.waves <= FEW_WAVES;
+    long_k && balanced && (problem.precision == Precision::Fp8BlockScaled || best.config.block_n <= NARROW_BLOCK_N)
 }
+
+/// Rule 7: the most waves of tiles whose K loops are data (a masked grouped
+/// GEMM) that a persistent CTA's static share still balances.
+const FEW_WAVES: i64 = 4;
 
 /// Rule 7: the widest tile whose K steps are too short for the plain
 /// pipeline to hide its load issue.
@@ -466,12 +549,9 @@ fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candi
         return None;
     }
     let epilogue = Epilogue::Global;
-    let stages = match pins.stages {
-        Some(s) => s,
-        None => most_stages(problem, machine, c.block_m, c.block_n, c.block_k, epilogue)?,
-    };
-    let config = Config { stages, epilogue, ..c };
-    Some(Candidate { config, smem_bytes: smem_bytes(problem, c.block_m, c.block_n, c.block_k, stages, epilogue), reason: String::new(), ..best.clone() })
+    let (stages, scales) = stages_and_scales(problem, machine, pins, (c.block_m, c.block_n, c.block_k), epilogue, c.schedule)?;
+    let config = Config { stages, epilogue, scales, ..c };
+    Some(Candidate { config, smem_bytes: smem_bytes(problem, c.block_m, c.block_n, c.block_k, stages, epilogue, scales), reason: String::new(), ..best.clone() })
 }
 
 /// Rule 7's alternative: the best tile split over `consumers` warpgroups fed
@@ -485,15 +565,13 @@ fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
         return None;
     }
     let epilogue = Epilogue::Global;
-    let stages = match pins.stages {
-        Some(s) => s,
-        None => most_stages(problem, machine, c.block_m, c.block_n, c.block_k, epilogue)?,
-    };
-    if stages < 2 || smem_bytes(problem, c.block_m, c.block_n, c.block_k, stages, epilogue) > machine.smem_bytes {
+    let schedule = Schedule::WarpSpecialized { consumers };
+    let (stages, scales) = stages_and_scales(problem, machine, pins, (c.block_m, c.block_n, c.block_k), epilogue, schedule)?;
+    if stages < 2 {
         return None;
     }
-    let config = Config { stages, num_warps: 4 * (consumers + 1), schedule: Schedule::WarpSpecialized { consumers }, epilogue, ..c };
-    Some(Candidate { config, smem_bytes: smem_bytes(problem, c.block_m, c.block_n, c.block_k, stages, epilogue), reason: String::new(), ..best.clone() })
+    let config = Config { stages, num_warps: 4 * (consumers + 1), schedule, epilogue, scales, ..c };
+    Some(Candidate { config, smem_bytes: smem_bytes(problem, c.block_m, c.block_n, c.block_k, stages, epilogue, scales), reason: String::new(), ..best.clone() })
 }
 
 /// The pick: the first of [`rank`], or why there is none.
@@ -718,23 +796,49 @@ mod tests {
         // takes 8 warps. Per stage 256*128 bytes of operands + 8 = 32776;
         // 6*32776 + 32768 = 229424 fits, 7 stages do not.
         // With K = 4096 (32 scale blocks) the warp-specialised tile is the pick
-        // (rule 7's exception): two consumers, 7 stages without the output tile;
-        // with K = 2048 the pipeline stays.
+        // (rule 7's exception): two consumers, without the output tile, and
+        // its scales staged (rule 11): 6 stages of 32776 + 516 bytes (7 would
+        // fit without them); with K = 2048 the pipeline stays, its scales
+        // prefetched, which keeps its sixth stage.
         let c = choose(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
-        assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 7));
-        assert_eq!(c.config.schedule, Schedule::WarpSpecialized { consumers: 2 });
+        assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 6));
+        assert_eq!((c.config.schedule, c.config.scales), (Schedule::WarpSpecialized { consumers: 2 }, Scales::Staged));
         let ranked = rank(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
         assert_eq!(ranked[1].config, Config { cluster: Along::M, ..c.config });
         assert!(ranked[2].reason.starts_with("pipelined alternative of the pick's tile"));
         let short = choose(&Problem { k: 2048, ..fp8 }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
-        assert_eq!((short.config.schedule, short.config.stages, short.config.num_warps), (Schedule::Pipeline, 6, 8));
-        // A K loop whose trip count is data keeps the pipeline, and ranks
-        // the warp-specialised tile second.
+        assert_eq!((short.config.schedule, short.config.stages, short.config.num_warps, short.config.scales), (Schedule::Pipeline, 6, 8, Scales::Prefetched));
+        // A K loop whose trip count is data over more than four waves (8
+        // here) keeps the pipeline, and ranks the warp-specialised tile
+        // second; over four waves (8 experts of 256 rows) it is warp-specialised.
         let masked = rank(&Problem { varying_k: true, clusterable: false, ..fp8 }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
-        assert_eq!((masked[0].config.schedule, masked[0].config.stages), (Schedule::Pipeline, 6));
+        assert_eq!((masked[0].config.schedule, masked[0].config.stages, masked[0].waves), (Schedule::Pipeline, 6, 8));
         assert_eq!(masked[1].config.schedule, Schedule::WarpSpecialized { consumers: 2 });
+        let few = choose(&Problem { m: 2048, k: 7168, varying_k: true, clusterable: false, ..fp8 }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
+        assert_eq!((few.config.schedule, few.waves), (Schedule::WarpSpecialized { consumers: 2 }, 4));
         let c = choose(&Problem { precision: Precision::Bf16, ..fp8 }, &Machine::H100, &Pins { block_n: Some(192), stages: Some(2), ..Pins::default() }).unwrap();
         assert_eq!((c.config.block_n, c.config.stages), (192, 2));
+    }
+
+    #[test]
+    fn scales_are_staged_unless_a_pipeline_loses_a_stage_or_a_resident_cta() {
+        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false };
+        let pinned = Pins { block_n: Some(128), ..Pins::default() };
+        let scales = |p: Problem| {
+            let c = choose(&p, &Machine::H100, &pinned).unwrap().config;
+            (c.block_m, c.stages, c.scales)
+        };
+        // 64x128 tiles, 8 stages either way: staged.
+        assert_eq!(scales(fp8(64, 7168, 2048)), (64, 8, Scales::Staged));
+        // 64x128 tiles over K = 512, 4 stages either way, but two CTAs an SM
+        // only without them: 2 * (114720 + 1024) fits 233472 bytes, 2 * (115760 + 1024) does not.
+        assert_eq!(scales(fp8(64, 32768, 512)), (64, 4, Scales::Prefetched));
+        assert_eq!(Machine::H100.ctas_per_sm(114_720), 2);
+        assert_eq!(Machine::H100.ctas_per_sm(115_760), 1);
+        // BF16 has none.
+        let bf16 = choose(&Problem { precision: Precision::Bf16, ..fp8(4096, 4096, 4096) }, &Machine::H100, &Pins::default()).unwrap();
+        assert_eq!(bf16.config.scales, Scales::None);
+        assert!(!bf16.config.to_string().contains("scales"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Shared-memory buffers, mbarriers, TMA loads, CTA barriers and global
 //! stores: the checks their definitions (ops.ods) cannot state.
 
-use super::{AllocMbarriers, AllocSmem, LoadGlobal, MbarrierExpectTx, StoreGlobal, TmaLoad};
+use super::{AllocMbarriers, AllocSmem, CopyAsync, LoadGlobal, LoadShared, MbarrierExpectTx, StoreGlobal, TmaLoad};
 use crate::ir::{Body, Layout, Op, Value};
 
 pub(super) fn verify_alloc_smem(body: &Body, op: Op) -> Result<(), String> {
@@ -48,6 +48,57 @@ pub(super) fn verify_tma_load(body: &Body, op: Op) -> Result<(), String> {
     }
     if buf.shape.iter().any(|&d| d > 256) {
         return Err("a TMA box dimension is at most 256 elements".into());
+    }
+    Ok(())
+}
+
+/// One coordinate per tensor dimension, and a small f32 tile (a scale
+/// tile): the first warp copies it four bytes at a time.
+pub(super) fn verify_copy_async(body: &Body, op: Op) -> Result<(), String> {
+    let copy = CopyAsync::of(body, op).ok_or("malformed 'nv.copy_async'")?;
+    let tensor = body.value_type(copy.tensor(body)).as_ref_type().ok_or("the source must be a global tensor reference")?;
+    if copy.coords(body).len() != tensor.shape.len() {
+        return Err("expects a tensor, one coordinate per dimension, a buffer, a stage, a barrier and a stage".into());
+    }
+    let buf = &body.value_type(copy.buffer(body)).as_smem().ok_or("the destination must be a '!nv.smem' buffer")?.tile;
+    if buf.elem != tensor.elem {
+        return Err("buffer and tensor element types differ".into());
+    }
+    if buf.elem.bits() != 32 {
+        return Err(format!("copies 4-byte elements (scales), not '{}'", buf.elem.mnemonic()));
+    }
+    if buf.shape.len() != 2 || buf.shape.len() > tensor.shape.len() {
+        return Err("copies a rank-2 tile of a tensor of rank 2 or more".into());
+    }
+    if buf.num_elements() > MAX_COPIED_ELEMENTS {
+        return Err(format!("copies at most {MAX_COPIED_ELEMENTS} elements (the first warp copies them one by one), not {}", buf.num_elements()));
+    }
+    Ok(())
+}
+
+/// The most elements one `nv.copy_async` copies: 8 per lane of the warp.
+pub const MAX_COPIED_ELEMENTS: i64 = 256;
+
+/// The arrivals one `nv.copy_async` makes on its barrier stage: one per
+/// lane of the first warp, each once its own copies have landed.
+pub const COPY_ARRIVALS: i64 = 32;
+
+/// A register tile read from a buffer stage of the same shape and type.
+pub(super) fn verify_load_shared(body: &Body, op: Op) -> Result<(), String> {
+    let load = LoadShared::of(body, op).ok_or("malformed 'nv.load_shared'")?;
+    let tile = body.value_type(load.result(body)).as_tile().ok_or("the result must be a tile")?;
+    let buf = &body.value_type(load.buffer(body)).as_smem().ok_or("the source must be a '!nv.smem' buffer")?.tile;
+    if tile.layout.as_ref().is_none_or(Layout::is_shared) {
+        return Err("the loaded tile needs a distributed (register) layout".into());
+    }
+    if tile.elem != buf.elem || tile.shape != buf.shape {
+        return Err(format!(
+            "loads a {:?} {} tile from a buffer of {:?} {} tiles: shapes and element types must match",
+            tile.shape,
+            tile.elem.mnemonic(),
+            buf.shape,
+            buf.elem.mnemonic()
+        ));
     }
     Ok(())
 }

@@ -4,8 +4,9 @@
 //! `nv.load_fragment`), CTA barriers, and the epilogue's stores.
 //!
 //! Ops marked "elected" (`nv.tma_load`, `nv.mbarrier_expect_tx`, `nv.tma_store`) are issued
-//! by one thread of the executing threads; the lowering elects it. All other
-//! ops run on every thread. The tile dialect's index arithmetic, `tile.for`
+//! by one thread of the executing threads; the lowering elects it.
+//! `nv.copy_async` runs on the CTA's first warp. All other ops run on every
+//! thread. The tile dialect's index arithmetic, `tile.for`
 //! and element-wise ops stay in use next to these ops.
 
 pub mod epilogue;

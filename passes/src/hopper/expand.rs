@@ -2,8 +2,10 @@
 //! (`tile-pipeline`): multi-buffered shared memory with one mbarrier per
 //! stage, a prologue that loads the first N - W iterations, and a loop body
 //! that waits on its stage, issues its wgmma asynchronously, waits until W
-//! groups are in flight and refills the stage the retired group read;
-//! register loads (a block-scaled dot's scales) run one iteration ahead.
+//! groups are in flight and refills the stage the retired group read; a
+//! block-scaled dot's scales come with their stage (copied by the first
+//! warp, read from shared memory after the wait) or, without
+//! `copy_scales`, are loaded into registers one iteration ahead.
 
 use crate::analysis::dependence::BlockDependences;
 use crate::hopper::counting::{enclosing_loop, iterations_before, parity, trip_count, Counting};
@@ -33,8 +35,8 @@ struct LoopParts {
 /// with parity (i / N) mod 2, and after a CTA barrier refills the stage the
 /// retired group read with iteration i + N - W, if there is one; after the
 /// loop one wait drains the last groups.
-pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &Schedule) -> Result<(), Diagnostic> {
-    let parts = analyse(body, for_op)?;
+pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &Schedule, copy_scales: bool) -> Result<(), Diagnostic> {
+    let parts = analyse(body, for_op, copy_scales)?;
     let stages = schedule.stages;
     let loc = body.ops[for_op.op()].loc.clone();
 
@@ -111,7 +113,9 @@ pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &Schedule)
     issue_iteration(&mut rb, &parts, &staged, next_iv, next_stage);
     Yield::build(&mut rb, &[], Attributes::new());
 
-    remove_staged_loads(body, region, &parts.loads)?;
+    let tma_loads: Vec<Op> = parts.loads.iter().copied().filter(|&l| !staged.copied.contains(&body.result(l, 0))).collect();
+    staged.read_copies(body, region, &parts.loads, stage, &HashMap::new());
+    remove_staged_loads(body, region, &tma_loads)?;
     remove_dead_slice(body, region, &parts);
     schedule.annotate(body, parts.block, &consumers, refill);
 
@@ -121,11 +125,11 @@ pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &Schedule)
     Ok(())
 }
 
-fn analyse(body: &Body, for_op: For) -> Result<LoopParts, Diagnostic> {
+fn analyse(body: &Body, for_op: For, copy_scales: bool) -> Result<LoopParts, Diagnostic> {
     let block = loop_block(body, for_op);
     let iv = body.blocks[block].args[0];
     let iter_args: HashSet<Value> = body.blocks[block].args[1..].iter().copied().collect();
-    let loads = staged_loads(body, block);
+    let loads = staged_loads(body, block, copy_scales);
     let deps = BlockDependences::build(body, block);
     let load_slice = deps.backward_slice(body, block, &loads);
     for &op in &load_slice {

@@ -3,12 +3,12 @@
 //!
 //! ```text
 //!  dot.rs       the dots that become wgmma: tile.dot and the block-scaled tile.dot_scaled
-//!  staging.rs   TMA staging: staged loads, multi-stage buffers and their mbarrier, the shared-memory budget
+//!  staging.rs   staging: TMA-staged and copied loads, multi-stage buffers and their mbarrier, the shared-memory budget
 //!  wgmma.rs     a dot as fence / nv.wgmma / commit / wait (and promotion), groups in flight, the drain after a loop
 //!  counting.rs  stage and phase arithmetic: trip counts, iterations from the kernel's start, stage, round, parity
 //!  schedule.rs  a K loop's software-pipelining schedule (stages, groups in flight) and its pipeline.stage/order record
 //!  expand.rs    the schedule expanded for one warpgroup: prologue, wait, wgmma, refill, drain
-//!  prefetch.rs  register loads (a scaled dot's scales) issued one iteration ahead, loop-carried
+//!  prefetch.rs  register loads (a scaled dot's scales, when not staged) issued one iteration ahead, loop-carried
 //! ```
 //!
 //! `tile-pipeline` is the schedule plus `expand`; `tile-warp-specialize`

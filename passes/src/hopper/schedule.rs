@@ -7,7 +7,7 @@
 //! `pipeline.order`) so it can be read in the printed IR.
 
 use crate::analysis::dependence::BlockDependences;
-use crate::hopper::staging::is_staged_load;
+use crate::hopper::staging::{is_copied_load, is_staged_load};
 use crate::hopper::wgmma::groups_in_flight;
 use tilec_dialects::ir::{Attribute, Block, Body, ElemType, Op};
 use tilec_dialects::registry::Opcode;
@@ -25,9 +25,10 @@ pub fn staged_loop(body: &Body, op: Op) -> Option<For> {
     For::of(body, op).filter(|&k_loop| body.blocks[loop_block(body, k_loop)].ops.iter().any(|&o| is_staged_load(body, o)))
 }
 
-/// The staged loads of `block`, in order.
-pub fn staged_loads(body: &Body, block: Block) -> Vec<Op> {
-    body.blocks[block].ops.iter().copied().filter(|&o| is_staged_load(body, o)).collect()
+/// The loads of `block` that its stages carry, in order: tiles staged by
+/// TMA and, with `copy_scales`, the scales copied with them.
+pub fn staged_loads(body: &Body, block: Block, copy_scales: bool) -> Vec<Op> {
+    body.blocks[block].ops.iter().copied().filter(|&o| is_staged_load(body, o) || (copy_scales && is_copied_load(body, o))).collect()
 }
 
 /// The dots (`tile.dot` and `tile.dot_scaled`) of `block`, in order.

@@ -1,15 +1,19 @@
-//! TMA staging, for every pass that stages tiles through shared memory
+//! Staging, for every pass that stages tiles through shared memory
 //! (`tile-lower-to-nv`, `tile-pipeline`, `tile-warp-specialize`):
-//! recognising staged loads, allocating buffers and barriers within the
-//! shared-memory budget, issuing one stage's loads, and removing the loads
-//! they replace.
+//! recognising staged loads (by TMA) and copied loads (a block-scaled
+//! dot's scales, by the first warp's `cp.async`, completing on the same
+//! barrier), allocating buffers and barriers within the shared-memory
+//! budget, issuing one stage's loads, reading the copies back, and removing
+//! the loads they replace.
 
 use crate::op_error;
-use std::collections::HashMap;
-use tilec_dialects::ir::{Attributes, Body, Builder, EntityRef, Op, Region, SmemType, Type, Value};
-use tilec_dialects::nv::{AllocMbarriers, AllocSmem, MbarrierExpectTx, TmaLoad};
+use crate::options::{OptionKind, OptionSpec};
+use std::collections::{HashMap, HashSet};
+use tilec_dialects::ir::{Attributes, Body, Builder, EntityRef, InsertPoint, Op, Region, SmemType, Type, Value};
+use tilec_dialects::nv::memory::{COPY_ARRIVALS, MAX_COPIED_ELEMENTS};
+use tilec_dialects::nv::{AllocMbarriers, AllocSmem, CopyAsync, LoadShared, MbarrierExpectTx, TmaLoad};
 use tilec_dialects::tile::{Load, Muli};
-use tilec_dialects::{Diagnostic, Layout};
+use tilec_dialects::{Diagnostic, ElemType, Function, Layout};
 
 /// Shared memory one CTA may use on sm_90 (227 KiB).
 pub const SMEM_BUDGET_BYTES: i64 = 232_448;
@@ -46,42 +50,95 @@ pub fn outermost_ancestor(body: &Body, mut op: Op) -> Op {
     }
 }
 
+/// A `tile.load` into registers of a tile narrow enough to be copied by
+/// threads (a block-scaled dot's scales): a staged loop copies it into
+/// shared memory with its stage (`nv.copy_async`) instead of loading it
+/// from global memory in the iteration that needs it.
+pub fn is_copied_load(body: &Body, op: Op) -> bool {
+    Load::of(body, op).is_some_and(|load| {
+        body.value_type(load.result(body)).as_tile().is_some_and(|t| {
+            t.layout.as_ref().is_some_and(|l| !l.is_shared())
+                && t.elem == ElemType::F32
+                && t.shape.len() == 2
+                && t.shape[1] * 4 < 16
+                && t.num_elements() <= MAX_COPIED_ELEMENTS
+        })
+    })
+}
+
+/// The `scales` option of the passes that schedule a K loop
+/// (`tile-pipeline`, `tile-warp-specialize`).
+pub const SCALES_OPTION: OptionSpec = OptionSpec {
+    name: "scales",
+    kind: OptionKind::Enum(&["staged", "prefetched"]),
+    default: "staged",
+    help: "block-scaled dots' scales: copied into shared memory with their stage (staged) or loaded into registers one iteration ahead (prefetched)",
+};
+
+/// Whether a K loop's scales are copied with their stage: the `scales`
+/// option when the pipeline gave it (`given`), else config selection's
+/// choice in `tile.config`, else the option's default.
+pub fn copies_scales(func: &Function, option: &str, given: bool) -> bool {
+    let chosen = crate::config::config_word(func, "scales").filter(|_| !given);
+    chosen.unwrap_or(option) == "staged"
+}
+
+/// The unswizzled shared layout: a copied tile's buffer stores it densely.
+fn dense_shared() -> Layout {
+    Layout::NvmmaShared { swizzle_bytes: 0, transposed: false, padding_elems: 0 }
+}
+
 /// Buffers of `stages` stages for the tiles `loads` produce, and the bytes
 /// one stage of all of them takes (what a barrier's `expect_tx` waits for).
 pub struct StagedBuffers {
     /// Load result -> its buffer.
     pub buffer_of: HashMap<Value, Value>,
-    /// Bytes one stage of every buffer takes: what a stage's `expect_tx` waits for.
+    /// The load results whose tiles `nv.copy_async` copies (the others go by TMA).
+    pub copied: HashSet<Value>,
+    /// Bytes one stage of the TMA-loaded buffers takes: what a stage's `expect_tx` waits for.
     pub stage_bytes: i64,
+    /// Bytes one stage of the copied buffers takes.
+    pub copied_bytes: i64,
     /// The mbarriers signalling that a stage's loads have landed.
     pub full: Value,
 }
 
 impl StagedBuffers {
-    /// Allocates, at the builder, a `stages`-stage buffer for each of `loads` and a full barrier per stage.
+    /// Allocates, at the builder, a `stages`-stage buffer for each of
+    /// `loads` (staged loads by TMA, then copied ones, so that the narrow
+    /// buffers of the copies leave no gaps between the TMA buffers' aligned
+    /// ones) and a full barrier per stage, which each copy arrives on too.
     pub fn allocate(b: &mut Builder<'_>, loads: &[Op], stages: i64) -> StagedBuffers {
         let mut buffer_of = HashMap::new();
-        let mut stage_bytes = 0;
-        for &load in loads {
+        let mut copied = HashSet::new();
+        let (mut stage_bytes, mut copied_bytes) = (0, 0);
+        let (tma, copies): (Vec<Op>, Vec<Op>) = loads.iter().partition(|&&l| is_staged_load(b.body, l));
+        for &load in tma.iter().chain(&copies) {
             let result = b.body.result(load, 0);
-            let tile = b.body.value_type(result).as_tile().cloned().expect("staged loads are tiles");
+            let mut tile = b.body.value_type(result).as_tile().cloned().expect("staged loads are tiles");
+            let copy = !is_staged_load(b.body, load);
+            if copy {
+                tile.layout = Some(dense_shared());
+                copied.insert(result);
+            }
             let smem = SmemType { stages, tile };
-            stage_bytes += smem.stage_bytes();
+            *(if copy { &mut copied_bytes } else { &mut stage_bytes }) += smem.stage_bytes();
             let buf = AllocSmem::build(b, Type::Smem(smem), Attributes::new()).result(b.body);
             let hint = b.body.values[result].name_hint.clone().unwrap_or_else(|| "tile".into());
             b.name(buf, &format!("{hint}_smem"));
             buffer_of.insert(result, buf);
         }
-        let full = AllocMbarriers::build(b, Type::MBarrier(stages), 1, Attributes::new()).result(b.body);
+        let arrivals = 1 + COPY_ARRIVALS * copies.len() as i64;
+        let full = AllocMbarriers::build(b, Type::MBarrier(stages), arrivals, Attributes::new()).result(b.body);
         b.name(full, "full");
-        StagedBuffers { buffer_of, stage_bytes, full }
+        StagedBuffers { buffer_of, copied, stage_bytes, copied_bytes, full }
     }
 
     /// Errors at `at` when `stages` stages of these buffers, with
     /// `barriers` mbarriers of 8 bytes per stage, exceed the budget; the
     /// error says how many stages fit.
     pub fn check_budget(&self, body: &Body, at: Op, stages: i64, barriers: i64) -> Result<(), Diagnostic> {
-        let per_stage = self.stage_bytes + 8 * barriers;
+        let per_stage = self.stage_bytes + self.copied_bytes + 8 * barriers;
         let total = stages * per_stage;
         if total <= SMEM_BUDGET_BYTES {
             return Ok(());
@@ -90,7 +147,10 @@ impl StagedBuffers {
         Err(op_error(
             body,
             at,
-            format!("{stages} stages of {} bytes need {total} bytes of shared memory, over the {SMEM_BUDGET_BYTES}-byte budget of sm_90; at most {fit} stage(s) fit", self.stage_bytes),
+            format!(
+                "{stages} stages of {} bytes need {total} bytes of shared memory, over the {SMEM_BUDGET_BYTES}-byte budget of sm_90; at most {fit} stage(s) fit",
+                self.stage_bytes + self.copied_bytes
+            ),
         ))
     }
 
@@ -102,11 +162,12 @@ impl StagedBuffers {
             .zip(clones)
             .map(|(&l, &c)| (body.result(c, 0), self.buffer_of[&body.result(l, 0)]))
             .collect();
-        StagedBuffers { buffer_of, stage_bytes: self.stage_bytes, full: self.full }
+        let copied = loads.iter().zip(clones).filter(|(&l, _)| self.copied.contains(&body.result(l, 0))).map(|(_, &c)| body.result(c, 0)).collect();
+        StagedBuffers { buffer_of, copied, stage_bytes: self.stage_bytes, copied_bytes: self.copied_bytes, full: self.full }
     }
 
     /// Arms `stage`'s barrier with one stage's bytes and issues the TMA loads
-    /// of `loads`, whose tile coordinates are `coords[i]`.
+    /// and copies of `loads`, whose tile coordinates are `coords[i]`.
     pub fn issue(&self, b: &mut Builder<'_>, loads: &[Op], coords: &[Vec<Value>], stage: Value) {
         MbarrierExpectTx::build(b, self.full, stage, self.stage_bytes, Attributes::new());
         for (&load, tile_coords) in loads.iter().zip(coords) {
@@ -114,7 +175,33 @@ impl StagedBuffers {
             let (tensor, result) = (load.tensor(b.body), load.result(b.body));
             let shape = b.body.value_type(result).as_tile().expect("tile").shape.clone();
             let element = element_coords(b, tile_coords, &shape);
-            TmaLoad::build(b, tensor, &element, self.buffer_of[&result], stage, self.full, stage, Attributes::new());
+            let buffer = self.buffer_of[&result];
+            if self.copied.contains(&result) {
+                CopyAsync::build(b, tensor, &element, buffer, stage, self.full, stage, Attributes::new());
+            } else {
+                TmaLoad::build(b, tensor, &element, buffer, stage, self.full, stage, Attributes::new());
+            }
+        }
+    }
+
+    /// Replaces each copied load among `loads` (in `region`) by a read of
+    /// `stage` of its buffer, or of the buffer's view in `views` (a
+    /// consumer's rows); the read comes where the load was, after the
+    /// stage's wait.
+    pub fn read_copies(&self, body: &mut Body, region: Region, loads: &[Op], stage: Value, views: &HashMap<Value, Value>) {
+        for &load in loads {
+            let result = body.result(load, 0);
+            if !self.copied.contains(&result) {
+                continue;
+            }
+            let mut b = Builder::new(body, InsertPoint::Before(load), body.ops[load].loc.clone());
+            let buffer = views.get(&self.buffer_of[&result]).copied().unwrap_or(self.buffer_of[&result]);
+            let mut ty = b.body.value_type(result).as_tile().cloned().expect("copied loads are tiles");
+            ty.shape = b.body.value_type(buffer).as_smem().expect("a buffer").tile.shape.clone();
+            let read = LoadShared::build(&mut b, buffer, stage, Type::Tile(ty), Attributes::new()).result(b.body);
+            body.values[read].name_hint = body.values[result].name_hint.clone();
+            body.replace_all_uses(region, result, read);
+            body.remove_op(load);
         }
     }
 }

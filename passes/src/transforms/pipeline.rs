@@ -1,5 +1,8 @@
-//! `tile-pipeline{stages=N wait-depth=W}`: software-pipelines a K loop whose
-//! dot operands are staged through shared memory.
+//! `tile-pipeline{stages=N wait-depth=W scales=staged|prefetched}`:
+//! software-pipelines a K loop whose dot operands are staged through shared
+//! memory; a block-scaled dot's scales are copied with each stage
+//! (`staged`) or loaded into registers one iteration ahead (`prefetched`),
+//! as `tile.config` says when the option is not given.
 //!
 //! Buffers get N stages, each with its own mbarrier. A prologue issues the
 //! TMA loads of the first N - W iterations; iteration i waits on stage
@@ -18,6 +21,7 @@
 
 use crate::hopper::expand::expand;
 use crate::hopper::schedule::{staged_loop, Schedule};
+use crate::hopper::staging::{copies_scales, SCALES_OPTION};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
@@ -37,6 +41,7 @@ pub const INFO: PassInfo = PassInfo {
             default: "1",
             help: "wgmma groups left in flight each iteration (less than stages)",
         },
+        SCALES_OPTION,
     ],
     phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileLayouts, leaves: Some(Phase::TileScheduled), reason: "it stages the tiles tile-assign-layouts puts in shared memory, and a K loop takes one schedule (run it after tile-assign-layouts, instead of tile-warp-specialize, before tile-lower-to-nv)" },
     create: |options| {
@@ -44,6 +49,8 @@ pub const INFO: PassInfo = PassInfo {
             stages: options.int("stages"),
             wait_depth: options.int("wait-depth"),
             from_config: !options.given("stages"),
+            scales: options.word("scales").to_string(),
+            scales_given: options.given("scales"),
         })
     },
 };
@@ -54,6 +61,9 @@ pub struct Pipeline {
     wait_depth: i64,
     /// Take `stages` from the function's `tile.config` (no `stages` given).
     from_config: bool,
+    /// The `scales` option, and whether the pipeline gave it.
+    scales: String,
+    scales_given: bool,
 }
 
 impl Pipeline {
@@ -74,6 +84,7 @@ impl Pass for Pipeline {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         self.apply_config(func);
+        let copy_scales = copies_scales(func, &self.scales, self.scales_given);
         let loops: Vec<For> = func.body.walk_region(func.region).into_iter().filter_map(|op| staged_loop(&func.body, op)).collect();
         for for_op in loops {
             if self.wait_depth >= self.stages {
@@ -84,7 +95,7 @@ impl Pass for Pipeline {
                 ));
             }
             let schedule = Schedule::of_loop(&func.body, for_op, self.stages, self.wait_depth);
-            expand(&mut func.body, func.region, for_op, &schedule)?;
+            expand(&mut func.body, func.region, for_op, &schedule, copy_scales)?;
         }
         Ok(())
     }

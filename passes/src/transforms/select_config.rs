@@ -18,7 +18,7 @@
 
 use crate::cluster::Along;
 use crate::config::config_int;
-use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Schedule};
+use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Scales, Schedule};
 use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
 use crate::phase::{Phase, PhaseRule};
@@ -282,6 +282,9 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     d.set("persistent", Attribute::Bool(persistent));
     d.set("tile_order", Attribute::String(if persistent { "grouped" } else { "grid" }.into()));
     d.set("epilogue", Attribute::String(c.epilogue.word().into()));
+    if c.scales != Scales::None {
+        d.set("scales", Attribute::String(c.scales.word().into()));
+    }
     d.set("cluster", Attribute::String(c.cluster.word().into()));
     d.set("sms", int(c.sms));
     d.set("waves", int(pick.waves));

@@ -1,4 +1,4 @@
-//! `tile-warp-specialize{consumers=1|2 stages=N producer-regs=40 consumer-regs=232}`:
+//! `tile-warp-specialize{consumers=1|2 stages=N producer-regs=40 consumer-regs=232 scales=staged|prefetched}`:
 //! splits a kernel whose K loop stages dot operands through shared memory
 //! into a producer warpgroup and one or two consumer warpgroups, connected
 //! by a full and an empty mbarrier per stage. It expands the same schedule
@@ -11,14 +11,16 @@
 //! - the producer, with a small register budget, waits until a stage is
 //!   empty (its first round passes at once: it waits for the parity before
 //!   the barrier's first phase), arms the stage's full barrier and issues
-//!   the TMA loads; the dots and the epilogue go;
+//!   the TMA loads, and the copies of a block-scaled dot's scales
+//!   (`scales=staged`, the default); the dots and the epilogue go;
 //! - each consumer, with a large budget, waits until a stage is full, runs
 //!   its wgmma with one group in flight (none for a block-scaled dot, whose
-//!   product is promoted at once, with its scales loaded one iteration
-//!   ahead), releases the stage the retired group read, drains, releases
-//!   the last stage, and runs the epilogue. With two
-//!   consumers each owns half of the M tile (a row window of A's buffer) and
-//!   stores its half.
+//!   product is promoted at once, with its scales read from the stage, or
+//!   with `scales=prefetched` loaded one iteration ahead), releases the
+//!   stage the retired group read, drains, releases the last stage, and
+//!   runs the epilogue. With two consumers each owns half of the M tile (a
+//!   row window of A's buffer and of the row scales' buffer) and stores its
+//!   half.
 //!
 //! Stages and phases count iterations from the kernel's start, so a
 //! persistent loop keeps them in step across tiles and the producer runs
@@ -28,7 +30,7 @@ use crate::hopper::counting::{parity, Counting};
 use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, Schedule};
-use crate::hopper::staging::{outermost_ancestor, StagedBuffers};
+use crate::hopper::staging::{copies_scales, outermost_ancestor, StagedBuffers, SCALES_OPTION};
 use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -49,6 +51,7 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "stages", kind: OptionKind::Int { min: 2, max: 8 }, default: "4", help: "shared-memory stages" },
         OptionSpec { name: "producer-regs", kind: OptionKind::Int { min: 24, max: 256 }, default: "40", help: "registers per producer thread" },
         OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 24, max: 256 }, default: "232", help: "registers per consumer thread" },
+        SCALES_OPTION,
     ],
     phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileLayouts, leaves: Some(Phase::TileScheduled), reason: "it stages the tiles tile-assign-layouts puts in shared memory, and a K loop takes one schedule (run it after tile-assign-layouts, instead of tile-pipeline, before tile-lower-to-nv)" },
     create: |o| {
@@ -58,6 +61,8 @@ pub const INFO: PassInfo = PassInfo {
             producer_regs: o.int("producer-regs"),
             consumer_regs: o.int("consumer-regs"),
             from_config: [("consumers", !o.given("consumers")), ("stages", !o.given("stages"))],
+            scales: o.word("scales").to_string(),
+            scales_given: o.given("scales"),
         })
     },
 };
@@ -70,6 +75,9 @@ pub struct WarpSpecialize {
     consumer_regs: i64,
     /// Options the pipeline did not give, taken from `tile.config`.
     from_config: [(&'static str, bool); 2],
+    /// The `scales` option, and whether the pipeline gave it.
+    scales: String,
+    scales_given: bool,
 }
 
 impl WarpSpecialize {
@@ -111,12 +119,13 @@ impl Pass for WarpSpecialize {
         self.apply_config(func);
         tilec_dialects::nv::roles::check_register_budgets(self.producer_regs, self.consumer_regs, self.consumers)
             .map_err(|m| Diagnostic::error(func.loc.clone(), format!("tile-warp-specialize: {m}")))?;
+        let copy_scales = copies_scales(func, &self.scales, self.scales_given);
         let region = func.region;
         let body = &mut func.body;
         let Some(k_loop) = body.walk_region(region).into_iter().find_map(|op| staged_loop(body, op)) else {
             return Ok(());
         };
-        let loads = staged_loads(body, loop_block(body, k_loop));
+        let loads = staged_loads(body, loop_block(body, k_loop), copy_scales);
         let block_m = self.check_split(body, k_loop, &dots(body, loop_block(body, k_loop)))?;
         // Consumers keep one group in flight, as a pipelined loop does.
         let schedule = Schedule::of_loop(body, k_loop, self.stages, 1);
@@ -298,6 +307,20 @@ impl Roles<'_> {
             };
             a_view.insert(a, view);
         }
+        // And its rows of the row scales copied with each stage.
+        let mut scale_rows: HashMap<Value, Value> = HashMap::new();
+        if let Some(row) = row {
+            let copied: Vec<Value> = clones.iter().map(|&l| b.body.result(l, 0)).filter(|r| staged.copied.contains(r)).collect();
+            for result in copied {
+                let buffer = staged.buffer_of[&result];
+                let mut smem = b.body.value_type(buffer).as_smem().expect("a buffer").clone();
+                if smem.tile.shape[0] == self.block_m {
+                    smem.tile.shape[0] = half;
+                    let rows = SmemRows::build(&mut b, buffer, row, Type::Smem(smem), Attributes::new()).result(b.body);
+                    scale_rows.insert(buffer, b.name(rows, "scale_rows"));
+                }
+            }
+        }
 
         // The loop: wait full, wgmma, release the previous stage.
         let count = self.counting(body, k_loop);
@@ -323,6 +346,7 @@ impl Roles<'_> {
                 release_stage(&mut b, self.empty, stage);
             }
         }
+        staged.read_copies(body, self.region, &clones, stage, &scale_rows);
         for load in clones {
             body.remove_op(load);
         }
@@ -361,8 +385,8 @@ impl Roles<'_> {
     }
 
     /// The consumer's tiles shrink to its rows (and, with several
-    /// consumers, move to them), and its register loads run one iteration
-    /// ahead.
+    /// consumers, move to them), and the register loads its stages do not
+    /// carry run one iteration ahead.
     fn finish_consumer(&self, body: &mut Body, k_loop: For, role_region: Region, half: i64, split_by: Option<Value>) -> Result<(), Diagnostic> {
         self.retype_consumer(body, role_region, half);
         if let Some(c) = split_by {
@@ -449,7 +473,8 @@ impl Roles<'_> {
 }
 
 /// Removes the loads of `block` nothing reads any more: the producer's
-/// copies of a block-scaled dot's scales, whose dot went to the consumers.
+/// copies of register loads its stages do not carry, whose dot went to the
+/// consumers.
 fn remove_unused_loads(body: &mut Body, block: Block) {
     let region = body.blocks[block].parent.expect("in a region");
     let uses = body.use_counts(region);

@@ -53,7 +53,7 @@ pub fn check_arrival_counts(body: &Body, model: &Model) -> Result<(), Diagnostic
             if total != group.arrivals {
                 let shares: Vec<String> = per_role.iter().map(|(&r, &(_, n))| format!("{}: {n}", model.roles[r].name())).collect();
                 let msg = format!(
-                    "completes each phase of {name} with {total} arrival(s) ({}; an 'arrive' is one per thread, a per-warp or remote arrive one per warp, an 'expect_tx' one) but {name} is initialised for {}",
+                    "completes each phase of {name} with {total} arrival(s) ({}; an 'arrive' is one per thread, a per-warp or remote arrive one per warp, an 'expect_tx' one, a 'copy_async' 32) but {name} is initialised for {}",
                     shares.join(", "),
                     group.arrivals
                 );
@@ -91,7 +91,7 @@ pub fn check_transaction_bytes(body: &Body, model: &Model) -> Result<(), Diagnos
                 site.load.get_or_insert(i);
                 site.loaded += bytes;
             }
-            EventKind::Arrive | EventKind::WarpArrive | EventKind::RemoteArrive | EventKind::Wait { .. } => {}
+            EventKind::Arrive | EventKind::WarpArrive | EventKind::RemoteArrive | EventKind::CopyArrive | EventKind::Wait { .. } => {}
         }
     }
     for site in sites.into_values() {

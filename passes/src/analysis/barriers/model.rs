@@ -10,6 +10,7 @@
 use crate::op_error;
 use tilec_dialects::ir::{Block, Body, Op, Value};
 use tilec_dialects::nv;
+use tilec_dialects::nv::memory::COPY_ARRIVALS;
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, Function, Type};
 
@@ -57,6 +58,8 @@ pub enum EventKind {
     RemoteArrive,
     /// `nv.mbarrier_expect_tx`: one (elected) arrival expecting the bytes.
     ExpectTx(i64),
+    /// `nv.copy_async`: the first warp's 32 lanes arrive once their copies land.
+    CopyArrive,
     /// `nv.tma_load`: completes the bytes, never an arrival.
     TmaComplete(i64),
     Wait { phase: Value },
@@ -104,6 +107,7 @@ impl Model {
             EventKind::Arrive => self.roles[e.role].threads,
             EventKind::WarpArrive | EventKind::RemoteArrive => self.roles[e.role].threads / 32,
             EventKind::ExpectTx(_) => 1,
+            EventKind::CopyArrive => COPY_ARRIVALS,
             EventKind::TmaComplete(_) | EventKind::Wait { .. } => 0,
         }
     }
@@ -137,6 +141,10 @@ impl Model {
                 Opcode::NvMbarrierWait => {
                     let wait = nv::MbarrierWait::of(body, op).expect("verified");
                     Some((EventKind::Wait { phase: wait.phase(body) }, wait.barrier(body), wait.stage(body)))
+                }
+                Opcode::NvCopyAsync => {
+                    let copy = nv::CopyAsync::of(body, op).expect("verified");
+                    Some((EventKind::CopyArrive, copy.barrier(body), copy.barrier_stage(body)))
                 }
                 Opcode::NvTmaLoad => {
                     let load = nv::TmaLoad::of(body, op).expect("verified");

@@ -27,6 +27,7 @@ use super::trace::{trace, Config, Slot, Step, StepKind, Window};
 use crate::op_error;
 use std::collections::{HashMap, VecDeque};
 use tilec_dialects::ir::{Body, Op, Value};
+use tilec_dialects::nv::memory::COPY_ARRIVALS;
 use tilec_dialects::{Diagnostic, Function};
 
 /// The sizes each function is simulated for: K from one K tile to enough
@@ -70,6 +71,9 @@ fn join(into: &mut Clock, other: &Clock) {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum AccessKind {
     TmaWrite,
+    /// `nv.copy_async`: like a TMA load, it lands when the phase it
+    /// arrives on completes.
+    CopyWrite,
     GenericWrite,
     WgmmaRead,
     GenericRead,
@@ -282,6 +286,16 @@ impl<'a> Sim<'a> {
                 self.barrier(barrier).landing.push(id);
                 self.arrive(w, op, barrier, 0, -bytes)?;
             }
+            StepKind::CopyAsync { buffer, barrier } => {
+                let id = self.access(w, op, AccessKind::CopyWrite);
+                self.write(w, buffer, id)?;
+                self.barrier(barrier).landing.push(id);
+                self.arrive(w, op, barrier, COPY_ARRIVALS, 0)?;
+            }
+            StepKind::LoadShared { buffer } => {
+                let id = self.access(w, op, AccessKind::GenericRead);
+                self.read(w, buffer, id)?;
+            }
             StepKind::Wgmma { reads } => {
                 if !self.warps[w].wgmma_fenced {
                     let msg = "is not preceded by an 'nv.wgmma_fence' since its warp last touched the registers it uses (the last 'nv.wgmma_wait' or 'nv.load_fragment')";
@@ -385,10 +399,13 @@ impl<'a> Sim<'a> {
             let write = &self.accesses[wid];
             let at = self.body.ops[write.op].loc.clone();
             let problem = match write.kind {
-                AccessKind::TmaWrite if write.done.as_ref().is_none_or(|d| !before(d, &now)) => Some(format!(
-                    "reads {} with nothing ordering it after the TMA load that fills it: no wait for the barrier phase that load completes precedes the read",
-                    self.slot_name(slot)
-                )),
+                AccessKind::TmaWrite | AccessKind::CopyWrite if write.done.as_ref().is_none_or(|d| !before(d, &now)) => {
+                    let (what, short) = if write.kind == AccessKind::TmaWrite { ("TMA load", "load") } else { ("copy ('nv.copy_async')", "copy") };
+                    Some(format!(
+                        "reads {} with nothing ordering it after the {what} that fills it: no wait for the barrier phase that {short} completes precedes the read",
+                        self.slot_name(slot)
+                    ))
+                }
                 AccessKind::GenericWrite if !before(&write.at, &now) => Some(format!(
                     "reads {} with nothing ordering it after another warp's store to it: a CTA barrier ('nv.barrier') is missing between them",
                     self.slot_name(slot)
@@ -432,7 +449,8 @@ impl<'a> Sim<'a> {
         let now = self.warps[w].clock.clone();
         let (op, kind) = (self.accesses[id].op, self.accesses[id].kind);
         let state = self.stages.entry(granule).or_default();
-        let replaces = kind == AccessKind::TmaWrite || !state.reads.is_empty() || state.writes.is_empty();
+        let asynchronous = matches!(kind, AccessKind::TmaWrite | AccessKind::CopyWrite);
+        let replaces = asynchronous || !state.reads.is_empty() || state.writes.is_empty();
         let earlier_reads = if replaces { state.reads.clone() } else { state.previous_reads.clone() };
         let (nothing_read, writes) = (state.reads.is_empty(), state.writes.clone());
         for rid in earlier_reads {
@@ -447,8 +465,8 @@ impl<'a> Sim<'a> {
                 return Err(self.error(op, msg).with_note(self.body.ops[read.op].loc.clone(), "the read is here"));
             }
         }
-        if kind == AccessKind::TmaWrite && nothing_read {
-            if let Some(&prev) = writes.iter().find(|&&p| self.accesses[p].kind == AccessKind::TmaWrite) {
+        if asynchronous && nothing_read {
+            if let Some(&prev) = writes.iter().find(|&&p| self.accesses[p].kind == kind) {
                 let msg = format!("refills {} before anything has read what the previous load put there", self.slot_name(slot));
                 return Err(self.error(op, msg).with_note(self.body.ops[self.accesses[prev].op].loc.clone(), "the previous load is here"));
             }
@@ -480,7 +498,7 @@ impl<'a> Sim<'a> {
                 let mut diag = self.error(*op, msg);
                 let mut arrivals: Vec<Op> = Vec::new();
                 for step in self.traces.iter().flatten() {
-                    let on_barrier = matches!(step.kind, StepKind::Arrive { barrier: b, .. } | StepKind::RemoteArrive { barrier: b } | StepKind::ExpectTx { barrier: b, .. } if b.0 == barrier.0);
+                    let on_barrier = matches!(step.kind, StepKind::Arrive { barrier: b, .. } | StepKind::RemoteArrive { barrier: b } | StepKind::ExpectTx { barrier: b, .. } | StepKind::CopyAsync { barrier: b, .. } if b.0 == barrier.0);
                     if on_barrier && !arrivals.contains(&step.op) {
                         arrivals.push(step.op);
                     }

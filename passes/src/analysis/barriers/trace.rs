@@ -6,8 +6,8 @@
 //! so the simulation built on it sees the steady state and the tile
 //! boundaries as the GPU does. A warp is the unit: the warps of one role
 //! run the same code, thread 0 (warp 0) alone issues the elected ops
-//! (`expect_tx`, TMA loads and stores), and a warp's `arrive` is 32
-//! arrivals.
+//! (`expect_tx`, TMA loads and stores), warp 0 alone copies scales
+//! (`nv.copy_async`), and a warp's `arrive` is 32 arrivals.
 
 use crate::op_error;
 use tilec_dialects::ir::{Block, Body, Op, Value};
@@ -62,6 +62,10 @@ pub enum StepKind {
     RemoteArrive { barrier: Slot },
     ExpectTx { barrier: Slot, bytes: i64 },
     TmaLoad { buffer: Window, barrier: Slot, bytes: i64 },
+    /// `nv.copy_async` (warp 0): writes the stage, then its 32 lanes arrive.
+    CopyAsync { buffer: Window, barrier: Slot },
+    /// `nv.load_shared`: a synchronous read of scales into registers.
+    LoadShared { buffer: Window },
     /// An `nv.wgmma`: the buffer stages it reads, asynchronously.
     Wgmma { reads: Vec<Window> },
     WgmmaFence,
@@ -311,6 +315,17 @@ impl Tracer<'_> {
                         let peer = self.peer_half(op, load.buffer(body), buffer)?;
                         self.push(op, StepKind::TmaLoad { buffer: peer, barrier, bytes })?;
                     }
+                }
+                Opcode::NvCopyAsync if elected => {
+                    let copy = nv::CopyAsync::of(body, op).expect("matched");
+                    let buffer = self.window(op, copy.buffer(body), copy.stage(body))?;
+                    let barrier = self.slot(op, copy.barrier(body), copy.barrier_stage(body))?;
+                    self.push(op, StepKind::CopyAsync { buffer, barrier })?;
+                }
+                Opcode::NvLoadShared => {
+                    let load = nv::LoadShared::of(body, op).expect("matched");
+                    let buffer = self.window(op, load.buffer(body), load.stage(body))?;
+                    self.push(op, StepKind::LoadShared { buffer })?;
                 }
                 Opcode::NvWgmma => {
                     let mma = nv::Wgmma::of(body, op).expect("matched");
