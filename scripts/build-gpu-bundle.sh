@@ -154,7 +154,13 @@ fi
 
 # Offline check: every artifact loads and validates (without libcuda the test prints SKIPPED).
 echo "== offline check of the bundle"
-for dir in "$out"/artifacts/*/; do
+shopt -s nullglob
+artifacts=("$out"/artifacts/*/)
+if [ ${#artifacts[@]} -eq 0 ]; then
+  echo "FAIL: no kernel compiled, the bundle has no artifact" >&2
+  failed=1
+fi
+for dir in "${artifacts[@]}"; do
   if ! msg=$("$out/bin/tilec-gpu-test" "$dir" 2>&1); then
     echo "FAIL $(basename "$dir"): tilec-gpu-test rejected the artifact: $msg" >&2
     failed=1

@@ -18,7 +18,11 @@ pub enum Along {
 }
 
 impl Along {
-    /// `m`, `n` or `none` (the pass option and the `tile.config` word).
+    /// The words [`Along::parse`] takes.
+    pub const WORDS: &'static [&'static str] = &["m", "n", "none"];
+
+    /// `m`, `n` or `none` (the pass option and the `tile.config` word,
+    /// both checked against [`Along::WORDS`] first).
     pub fn parse(word: &str) -> Along {
         match word {
             "m" => Along::M,

@@ -4,7 +4,7 @@
 
 use tilec_dialects::ir::Attribute;
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::Function;
+use tilec_dialects::{Diagnostic, Function};
 
 /// An integer of the function's `tile.config` (`stages`, `consumers`).
 pub fn config_int(func: &Function, key: &str) -> Option<i64> {
@@ -14,11 +14,19 @@ pub fn config_int(func: &Function, key: &str) -> Option<i64> {
     }
 }
 
-/// A word of the function's `tile.config` (`schedule`, `epilogue`).
-pub fn config_word<'a>(func: &'a Function, key: &str) -> Option<&'a str> {
-    match func.attrs.get("tile.config") {
-        Some(Attribute::Dict(d)) => d.get(key).and_then(Attribute::as_str),
-        _ => None,
+/// A word of the function's `tile.config` (`schedule`, `epilogue`), one of
+/// `allowed`; `None` without the entry. Any other value is an error located
+/// at the function: a hand-written config must not quietly mean something
+/// else.
+pub fn config_word<'a>(func: &'a Function, key: &str, allowed: &[&str]) -> Result<Option<&'a str>, Diagnostic> {
+    let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return Ok(None) };
+    let Some(value) = d.get(key) else { return Ok(None) };
+    match value.as_str() {
+        Some(word) if allowed.contains(&word) => Ok(Some(word)),
+        _ => Err(Diagnostic::error(
+            func.loc.clone(),
+            format!("tile.config's '{key}' must be one of \"{}\"", allowed.join("\", \"")),
+        )),
     }
 }
 

@@ -66,11 +66,15 @@ pub fn is_copied_load(body: &Body, op: Op) -> bool {
     })
 }
 
+/// Where a block-scaled dot's scales wait: the `scales` option's words and
+/// `tile.config`'s.
+const SCALES: &[&str] = &["staged", "prefetched"];
+
 /// The `scales` option of the passes that schedule a K loop
 /// (`tile-pipeline`, `tile-warp-specialize`).
 pub const SCALES_OPTION: OptionSpec = OptionSpec {
     name: "scales",
-    kind: OptionKind::Enum(&["staged", "prefetched"]),
+    kind: OptionKind::Enum(SCALES),
     default: "staged",
     help: "block-scaled dots' scales: copied into shared memory with their stage (staged) or loaded into registers one iteration ahead (prefetched)",
 };
@@ -78,9 +82,9 @@ pub const SCALES_OPTION: OptionSpec = OptionSpec {
 /// Whether a K loop's scales are copied with their stage: the `scales`
 /// option when the pipeline gave it (`given`), else config selection's
 /// choice in `tile.config`, else the option's default.
-pub fn copies_scales(func: &Function, option: &str, given: bool) -> bool {
-    let chosen = crate::config::config_word(func, "scales").filter(|_| !given);
-    chosen.unwrap_or(option) == "staged"
+pub fn copies_scales(func: &Function, option: &str, given: bool) -> Result<bool, Diagnostic> {
+    let chosen = crate::config::config_word(func, "scales", SCALES)?.filter(|_| !given);
+    Ok(chosen.unwrap_or(option) == "staged")
 }
 
 /// The unswizzled shared layout: a copied tile's buffer stores it densely.

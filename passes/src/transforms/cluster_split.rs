@@ -47,7 +47,7 @@ pub const INFO: PassInfo = PassInfo {
     summary: "Pair CTAs into 2-CTA clusters that multicast the operand tile they share (TMA multicast, cluster-scope barriers)",
     options: &[OptionSpec {
         name: "along",
-        kind: OptionKind::Enum(&["m", "n", "none"]),
+        kind: OptionKind::Enum(Along::WORDS),
         default: "m",
         help: "the tile dimension along which CTAs pair up: m shares B, n shares A, none leaves the kernel as it is",
     }],
@@ -73,7 +73,7 @@ impl Pass for ClusterSplit {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         if self.from_config {
-            if let Some(word) = crate::config::config_word(func, "cluster") {
+            if let Some(word) = crate::config::config_word(func, "cluster", Along::WORDS)? {
                 self.along = Along::parse(word);
             }
         }

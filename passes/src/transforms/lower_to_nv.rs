@@ -27,13 +27,16 @@ use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::{For, Load, Store};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
+/// The epilogues: the `epilogue` option's words and `tile.config`'s.
+const EPILOGUES: &[&str] = &["global", "tma"];
+
 /// `tile-lower-to-nv`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-lower-to-nv",
     summary: "Lower tile loads, dots and stores to TMA, mbarriers, wgmma and global stores (one stage)",
     options: &[OptionSpec {
         name: "epilogue",
-        kind: OptionKind::Enum(&["global", "tma"]),
+        kind: OptionKind::Enum(EPILOGUES),
         default: "global",
         help: "store output tiles directly (global) or through a swizzled shared buffer and a TMA store (tma)",
     }],
@@ -51,10 +54,11 @@ pub struct LowerToNv {
 
 impl LowerToNv {
     /// The epilogue config selection chose, where the pipeline gave none.
-    fn apply_config(&mut self, func: &Function) {
-        if let Some(epilogue) = crate::config::config_word(func, "epilogue").filter(|_| self.from_config) {
+    fn apply_config(&mut self, func: &Function) -> Result<(), Diagnostic> {
+        if let Some(epilogue) = crate::config::config_word(func, "epilogue", EPILOGUES)?.filter(|_| self.from_config) {
             self.tma_epilogue = epilogue == "tma";
         }
+        Ok(())
     }
 }
 
@@ -64,7 +68,7 @@ impl Pass for LowerToNv {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        self.apply_config(func);
+        self.apply_config(func)?;
         let body = &mut func.body;
         let ops = body.walk_region(func.region);
         let mut blocks: Vec<Block> = Vec::new();

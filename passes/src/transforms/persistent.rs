@@ -33,7 +33,7 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "group", kind: OptionKind::Int { min: 1, max: 64 }, default: "8", help: "tiles along M in one rasterisation group" },
         OptionSpec {
             name: "cluster-pairs",
-            kind: OptionKind::Enum(&["none", "m", "n"]),
+            kind: OptionKind::Enum(Along::WORDS),
             default: "none",
             help: "hand out pairs of tiles neighbouring along m or n to the two CTAs of a cluster (default: tile.config's cluster)",
         },
@@ -62,7 +62,7 @@ impl Pass for Persistent {
             return Ok(());
         }
         if self.pairs_from_config {
-            if let Some(word) = crate::config::config_word(func, "cluster") {
+            if let Some(word) = crate::config::config_word(func, "cluster", Along::WORDS)? {
                 self.pairs = Along::parse(word);
             }
         }

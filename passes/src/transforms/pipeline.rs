@@ -84,7 +84,7 @@ impl Pass for Pipeline {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         self.apply_config(func);
-        let copy_scales = copies_scales(func, &self.scales, self.scales_given);
+        let copy_scales = copies_scales(func, &self.scales, self.scales_given)?;
         let loops: Vec<For> = func.body.walk_region(func.region).into_iter().filter_map(|op| staged_loop(&func.body, op)).collect();
         for for_op in loops {
             if self.wait_depth >= self.stages {

@@ -83,9 +83,9 @@ pub struct WarpSpecialize {
 impl WarpSpecialize {
     /// The consumers and stages config selection chose for a warp-specialised
     /// schedule, where the pipeline gave none.
-    fn apply_config(&mut self, func: &Function) {
-        if crate::config::config_word(func, "schedule") != Some("warp_specialized") {
-            return;
+    fn apply_config(&mut self, func: &Function) -> Result<(), Diagnostic> {
+        if crate::config::config_word(func, "schedule", &["pipeline", "warp_specialized"])? != Some("warp_specialized") {
+            return Ok(());
         }
         for (key, take) in self.from_config {
             match crate::config::config_int(func, key).filter(|_| take) {
@@ -94,6 +94,7 @@ impl WarpSpecialize {
                 None => {}
             }
         }
+        Ok(())
     }
 }
 
@@ -116,10 +117,10 @@ impl Pass for WarpSpecialize {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        self.apply_config(func);
+        self.apply_config(func)?;
         tilec_dialects::nv::roles::check_register_budgets(self.producer_regs, self.consumer_regs, self.consumers)
             .map_err(|m| Diagnostic::error(func.loc.clone(), format!("tile-warp-specialize: {m}")))?;
-        let copy_scales = copies_scales(func, &self.scales, self.scales_given);
+        let copy_scales = copies_scales(func, &self.scales, self.scales_given)?;
         let region = func.region;
         let body = &mut func.body;
         let Some(k_loop) = body.walk_region(region).into_iter().find_map(|op| staged_loop(body, op)) else {
