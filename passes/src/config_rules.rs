@@ -27,8 +27,13 @@
 //!    warp-specialised tile is the pick, since each block's wgmma is waited
 //!    for before its promotion and a second, independent consumer keeps the
 //!    tensor cores busy meanwhile (on the H100, 2026-11-23, it was the
-//!    fastest candidate on all 11 such shapes, by 5-20%; with K <= 2048 the
-//!    pipeline was), unless the K loop's trip count is data (a masked
+//!    fastest candidate on all 11 such shapes, by 5-20%), and so is it
+//!    with at least 12 blocks of K over more than 2 waves of tiles, where
+//!    the persistent producer hides each tile's prologue behind the last
+//!    one's work (with its scales staged, 2026-11-25: +18.7% at
+//!    4096x24576x1536 and +12.9% at 4096x7168x2048; with 4 K blocks,
+//!    4096x32768x512, -9.7%, and over 1 or 2 waves, M = 64 and 128, -6% to
+//!    -20%), unless the K loop's trip count is data (a masked
 //!    grouped GEMM, whose tiles past an expert's rows run no K step) over
 //!    more than 4 waves of tiles: a persistent CTA's static share of many
 //!    tiles then holds data-dependent work, which the tiles grid balances
@@ -422,7 +427,7 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
     let schedule = match best.config.schedule {
         Schedule::Pipeline => "",
         Schedule::WarpSpecialized { .. } if best.config.block_n <= NARROW_BLOCK_N => "; warp-specialised (a narrow tile with a long K)",
-        Schedule::WarpSpecialized { .. } => "; warp-specialised (block-scaled FP8 with a long K)",
+        Schedule::WarpSpecialized { .. } => "; warp-specialised (block-scaled FP8 with a long K, or many waves of tiles)",
     };
     let cluster = match best.config.cluster {
         Along::None => String::new(),
@@ -448,7 +453,7 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     } else if c.config.schedule != Schedule::Pipeline {
         format!("warp-specialised alternative of the pick's tile ({} consumer(s))", c.config.num_warps / 4 - 1)
     } else if same_tile && best.config.schedule != Schedule::Pipeline {
-        "pipelined alternative of the pick's tile (block-scaled FP8 with a long K prefers warp specialisation)".to_string()
+        "pipelined alternative of the pick's tile (block-scaled FP8 with a long K, or many waves of tiles, prefers warp specialisation)".to_string()
     } else if same_tile && c.config.epilogue != best.config.epilogue {
         format!("direct-store alternative of the pick ({} stages without the output tile)", c.config.stages)
     } else if c.waves > best.waves {
@@ -524,14 +529,25 @@ fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along 
     }
 }
 
-/// Rule 7's exceptions, over at least 32 blocks of K, with the same K loop
-/// for every tile or at most [`FEW_WAVES`] waves of tiles: block-scaled FP8,
-/// or a tile at most 32 columns wide.
+/// Rule 7's exceptions, with the same K loop for every tile or at most
+/// [`FEW_WAVES`] waves of tiles: over at least 32 blocks of K, block-scaled
+/// FP8 or a tile at most 32 columns wide; over at least
+/// [`FP8_PERSISTENT_K_BLOCKS`] blocks and more than [`FP8_PERSISTENT_WAVES`]
+/// waves, block-scaled FP8.
 fn prefers_warp_specialized(problem: &Problem, best: &Candidate) -> bool {
-    let long_k = problem.k >= 32 * problem.precision.block_k();
+    let k_blocks = ceil_div(problem.k, problem.precision.block_k());
+    let fp8 = problem.precision == Precision::Fp8BlockScaled;
     let balanced = !problem.varying_k || best.waves <= FEW_WAVES;
-    long_k && balanced && (problem.precision == Precision::Fp8BlockScaled || best.config.block_n <= NARROW_BLOCK_N)
+    let long_k = k_blocks >= 32 && (fp8 || best.config.block_n <= NARROW_BLOCK_N);
+    let many_fp8_tiles = fp8 && k_blocks >= FP8_PERSISTENT_K_BLOCKS && best.waves > FP8_PERSISTENT_WAVES;
+    balanced && (long_k || many_fp8_tiles)
 }
+
+/// Rule 7: the fewest K blocks, and the waves to exceed, at which the
+/// persistent warp-specialised kernel overtakes the pipeline for
+/// block-scaled FP8 with a shorter K.
+const FP8_PERSISTENT_K_BLOCKS: i64 = 12;
+const FP8_PERSISTENT_WAVES: i64 = 2;
 
 /// Rule 7: the most waves of tiles whose K loops are data (a masked grouped
 /// GEMM) that a persistent CTA's static share still balances.
@@ -798,16 +814,24 @@ mod tests {
         // With K = 4096 (32 scale blocks) the warp-specialised tile is the pick
         // (rule 7's exception): two consumers, without the output tile, and
         // its scales staged (rule 11): 6 stages of 32776 + 516 bytes (7 would
-        // fit without them); with K = 2048 the pipeline stays, its scales
-        // prefetched, which keeps its sixth stage.
+        // fit without them). With K = 2048 (16 blocks) over 8 waves it is
+        // too; with K = 512 (4 blocks), or over 2 waves (M = 128), the
+        // pipeline stays, its scales prefetched where staging them would
+        // cost its sixth stage.
         let c = choose(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 6));
         assert_eq!((c.config.schedule, c.config.scales), (Schedule::WarpSpecialized { consumers: 2 }, Scales::Staged));
         let ranked = rank(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
         assert_eq!(ranked[1].config, Config { cluster: Along::M, ..c.config });
         assert!(ranked[2].reason.starts_with("pipelined alternative of the pick's tile"));
-        let short = choose(&Problem { k: 2048, ..fp8 }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
-        assert_eq!((short.config.schedule, short.config.stages, short.config.num_warps, short.config.scales), (Schedule::Pipeline, 6, 8, Scales::Prefetched));
+        let pick = |p: Problem| choose(&p, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
+        let shorter = pick(Problem { k: 2048, ..fp8 });
+        assert_eq!((shorter.config.schedule, shorter.waves), (Schedule::WarpSpecialized { consumers: 2 }, 8));
+        let shortest = pick(Problem { k: 512, ..fp8 });
+        assert_eq!((shortest.config.schedule, shortest.config.stages, shortest.config.scales), (Schedule::Pipeline, 4, Scales::Staged));
+        let few_tiles = pick(Problem { m: 128, n: 24576, k: 1536, ..fp8 });
+        assert_eq!((few_tiles.config.schedule, few_tiles.waves), (Schedule::Pipeline, 2));
+        assert_eq!((few_tiles.config.stages, few_tiles.config.num_warps, few_tiles.config.scales), (6, 8, Scales::Prefetched));
         // A K loop whose trip count is data over more than four waves (8
         // here) keeps the pipeline, and ranks the warp-specialised tile
         // second; over four waves (8 experts of 256 rows) it is warp-specialised.
