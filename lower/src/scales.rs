@@ -113,15 +113,17 @@ pub(crate) fn copy(em: &mut Emitter, src: &GlobalTile<'_>, dst: &str, shape: [i6
         let row_ok = em.assign("row_ok", format!("arith.cmpi ult, {row}, {} : i32", src.rows));
         let col_ok = em.assign("col_ok", format!("arith.cmpi ult, {col}, {} : i32", src.cols));
         let ok = em.binop("in_bounds", "arith.andi", &row_ok, &col_ok, "i1");
-        let off = em.binop("off", "arith.muli", &row, src.cols, "i32");
-        let idx = em.binop("idx", "arith.addi", &off, &col, "i32");
-        let zero = em.i32(0);
-        let idx = em.assign("idx", format!("arith.select {ok}, {idx}, {zero} : i32"));
-        let idx = em.assign("idx64", format!("arith.extui {idx} : i32 to i64"));
+        let row64 = em.assign("row64", format!("arith.extui {row} : i32 to i64"));
+        let col64 = em.assign("col64", format!("arith.extui {col} : i32 to i64"));
+        let cols64 = em.assign("cols64", format!("arith.extui {} : i32 to i64", src.cols));
+        let off = em.binop("off", "arith.muli", &row64, &cols64, "i64");
+        let idx = em.binop("idx", "arith.addi", &off, &col64, "i64");
+        let zero64 = em.i64(0);
+        let idx = em.assign("idx", format!("arith.select {ok}, {idx}, {zero64} : i64"));
         let p = em.assign("src", format!("llvm.getelementptr {}[{idx}] : (!llvm.ptr, i64) -> !llvm.ptr, f32", src.ptr));
         let p = em.assign("src", format!("llvm.addrspacecast {p} : !llvm.ptr to !llvm.ptr<1>"));
         let d = em.assign("dst", format!("llvm.getelementptr {dst}[{e}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32"));
-        let four = em.i32(4);
+        let (four, zero) = (em.i32(4), em.i32(0));
         let bytes = em.assign("bytes", format!("arith.select {ok}, {four}, {zero} : i32"));
         em.line(format!("nvvm.cp.async.shared.global {d}, {p}, 4, cache = ca, {bytes} : !llvm.ptr<3>, !llvm.ptr<1>, i32"));
         if partial {

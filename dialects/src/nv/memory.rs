@@ -2,7 +2,7 @@
 //! stores: the checks their definitions (ops.ods) cannot state.
 
 use super::{AllocMbarriers, AllocSmem, CopyAsync, LoadGlobal, LoadShared, MbarrierExpectTx, StoreGlobal, TmaLoad};
-use crate::ir::{Body, Layout, Op, Value};
+use crate::ir::{Body, Layout, Op, RefType, TileType, Value};
 
 pub(super) fn verify_alloc_smem(body: &Body, op: Op) -> Result<(), String> {
     let alloc = AllocSmem::of(body, op).ok_or("malformed 'nv.alloc_smem'")?;
@@ -32,17 +32,25 @@ pub(super) fn verify_expect_tx(body: &Body, op: Op) -> Result<(), String> {
     }
 }
 
-/// One coordinate per tensor dimension, and a box TMA can copy.
-pub(super) fn verify_tma_load(body: &Body, op: Op) -> Result<(), String> {
-    let load = TmaLoad::of(body, op).ok_or("malformed 'nv.tma_load'")?;
-    let tensor = body.value_type(load.tensor(body)).as_ref_type().ok_or("the source must be a global tensor reference")?;
-    if load.coords(body).len() != tensor.shape.len() {
+/// The operands of a copy from a tensor into a buffer stage (`nv.tma_load`,
+/// `nv.copy_async`): a global tensor with `coords` coordinates, one per
+/// dimension, and a buffer of its element type. Returns both types.
+fn check_copy_operands(body: &Body, tensor: Value, coords: usize, buffer: Value) -> Result<(&RefType, &TileType), String> {
+    let tensor = body.value_type(tensor).as_ref_type().ok_or("the source must be a global tensor reference")?;
+    if coords != tensor.shape.len() {
         return Err("expects a tensor, one coordinate per dimension, a buffer, a stage, a barrier and a stage".into());
     }
-    let buf = &body.value_type(load.buffer(body)).as_smem().ok_or("the destination must be a '!nv.smem' buffer")?.tile;
+    let buf = &body.value_type(buffer).as_smem().ok_or("the destination must be a '!nv.smem' buffer")?.tile;
     if buf.elem != tensor.elem {
         return Err("buffer and tensor element types differ".into());
     }
+    Ok((tensor, buf))
+}
+
+/// One coordinate per tensor dimension, and a box TMA can copy.
+pub(super) fn verify_tma_load(body: &Body, op: Op) -> Result<(), String> {
+    let load = TmaLoad::of(body, op).ok_or("malformed 'nv.tma_load'")?;
+    let (tensor, buf) = check_copy_operands(body, load.tensor(body), load.coords(body).len(), load.buffer(body))?;
     if buf.shape.len() > tensor.shape.len() {
         return Err("the buffer's tile has a higher rank than the tensor".into());
     }
@@ -56,14 +64,7 @@ pub(super) fn verify_tma_load(body: &Body, op: Op) -> Result<(), String> {
 /// tile): the first warp copies it four bytes at a time.
 pub(super) fn verify_copy_async(body: &Body, op: Op) -> Result<(), String> {
     let copy = CopyAsync::of(body, op).ok_or("malformed 'nv.copy_async'")?;
-    let tensor = body.value_type(copy.tensor(body)).as_ref_type().ok_or("the source must be a global tensor reference")?;
-    if copy.coords(body).len() != tensor.shape.len() {
-        return Err("expects a tensor, one coordinate per dimension, a buffer, a stage, a barrier and a stage".into());
-    }
-    let buf = &body.value_type(copy.buffer(body)).as_smem().ok_or("the destination must be a '!nv.smem' buffer")?.tile;
-    if buf.elem != tensor.elem {
-        return Err("buffer and tensor element types differ".into());
-    }
+    let (tensor, buf) = check_copy_operands(body, copy.tensor(body), copy.coords(body).len(), copy.buffer(body))?;
     if buf.elem.bits() != 32 {
         return Err(format!("copies 4-byte elements (scales), not '{}'", buf.elem.mnemonic()));
     }
