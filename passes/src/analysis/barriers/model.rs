@@ -143,6 +143,10 @@ impl Model {
                     Some((EventKind::Wait { phase: wait.phase(body) }, wait.barrier(body), wait.stage(body)))
                 }
                 Opcode::NvCopyAsync => {
+                    if self.roles[role].kind == RoleKind::Consumers {
+                        let msg = "runs in the CTA's first warp, which is the producer's: a copy in a consumer region would never run";
+                        return Err(op_error(body, op, msg.into()));
+                    }
                     let copy = nv::CopyAsync::of(body, op).expect("verified");
                     Some((EventKind::CopyArrive, copy.barrier(body), copy.barrier_stage(body)))
                 }
