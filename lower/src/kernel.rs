@@ -101,6 +101,13 @@ struct Matrix {
     cols: String,
 }
 
+impl Matrix {
+    /// The matrix as the scale reads and copies take it.
+    fn tile(&self) -> scales::GlobalTile<'_> {
+        scales::GlobalTile { ptr: &self.ptr, row0: &self.row0, col0: &self.col0, rows: &self.rows, cols: &self.cols }
+    }
+}
+
 pub(crate) struct Lowerer<'a> {
     f: &'a Function,
     plan: &'a Plan,
@@ -757,28 +764,27 @@ impl<'a> Lowerer<'a> {
         let load = self.view(op, nv::LoadGlobal::of)?;
         let (tensor, result) = (load.tensor(&self.f.body), load.result(&self.f.body));
         let coords = load.coords(&self.f.body).to_vec();
-        let tile = self.f.body.value_type(result).as_tile().cloned().ok_or_else(|| self.err(op, "expected a tile"))?;
-        let warpgroups = scales::scale_layout(&tile, self.warps()).map_err(|m| self.err(op, m))?;
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let m = self.matrix_at(op, t, &coords)?;
-        let tid = self.thread().tid.clone();
-        let coords = thread_coords(&mut self.em, &tid, warpgroups.unwrap_or(1));
-        let src = scales::Source::Global(scales::GlobalTile { ptr: &m.ptr, row0: &m.row0, col0: &m.col0, rows: &m.rows, cols: &m.cols });
-        let loaded = scales::load(&mut self.em, &tile, warpgroups, &coords, &src);
-        self.vals.insert(result, Lv::Scales(loaded));
-        Ok(())
+        self.read_scales(op, result, &scales::Source::Global(m.tile()))
     }
 
     fn lower_load_shared(&mut self, op: Op) -> Result<(), Diagnostic> {
         let load = self.view(op, nv::LoadShared::of)?;
         let (buffer, stage, result) = (load.buffer(&self.f.body), load.stage(&self.f.body), load.result(&self.f.body));
+        let stage_ptr = self.narrow_stage(op, buffer, stage)?;
+        let cols = self.f.body.value_type(result).as_tile().map_or(1, |t| t.shape[1]);
+        self.read_scales(op, result, &scales::Source::Shared { ptr: &stage_ptr, cols })
+    }
+
+    /// Each thread reads, from `src`, the scales of `result`'s tile its
+    /// register layout gives it.
+    fn read_scales(&mut self, op: Op, result: Value, src: &scales::Source<'_>) -> Result<(), Diagnostic> {
         let tile = self.f.body.value_type(result).as_tile().cloned().ok_or_else(|| self.err(op, "expected a tile"))?;
         let warpgroups = scales::scale_layout(&tile, self.warps()).map_err(|m| self.err(op, m))?;
-        let stage_ptr = self.narrow_stage(op, buffer, stage)?;
         let tid = self.thread().tid.clone();
         let coords = thread_coords(&mut self.em, &tid, warpgroups.unwrap_or(1));
-        let src = scales::Source::Shared { ptr: &stage_ptr, cols: tile.shape[1] };
-        let loaded = scales::load(&mut self.em, &tile, warpgroups, &coords, &src);
+        let loaded = scales::load(&mut self.em, &tile, warpgroups, &coords, src);
         self.vals.insert(result, Lv::Scales(loaded));
         Ok(())
     }
@@ -799,12 +805,9 @@ impl<'a> Lowerer<'a> {
         let dst = self.narrow_stage(op, buffer, stage)?;
         let bar = self.barrier(op, barrier, bstage)?;
         let tid = self.thread().tid.clone();
-        let c32 = self.em.i32(32);
-        let first_warp = self.em.assign("first_warp", format!("arith.cmpi ult, {tid}, {c32} : i32"));
-        self.em.open(format!("scf.if {first_warp} {{"));
-        let src = scales::GlobalTile { ptr: &m.ptr, row0: &m.row0, col0: &m.col0, rows: &m.rows, cols: &m.cols };
-        scales::copy(&mut self.em, &src, &dst, shape, &tid, &bar);
-        self.em.close("}");
+        roles::open_first_warp(&mut self.em, &tid);
+        scales::copy(&mut self.em, &m.tile(), &dst, shape, &tid, &bar);
+        roles::close(&mut self.em);
         Ok(())
     }
 

@@ -7,6 +7,7 @@ use tilec_artifact::{
     DType, Dim, GridRule, Interleave, L2Promotion, Manifest, OobFill, Param, Role, ScalarSource, ScalarType,
     Swizzle, TensorDecl, TmaParam, FORMAT_VERSION,
 };
+use tilec_dialects::nv::memory::MIN_TMA_ROW_BYTES;
 use tilec_dialects::{nv, tile};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::ir::Attribute;
@@ -99,7 +100,7 @@ impl SmemGeom {
     /// Threads copy and read it; TMA and wgmma cannot (their rows are
     /// 16-byte multiples).
     pub fn is_narrow(&self) -> bool {
-        self.swizzle == 0 && self.cols * self.elem_bytes() < 16
+        self.swizzle == 0 && self.cols * self.elem_bytes() < MIN_TMA_ROW_BYTES
     }
 
     /// Elements of one column block's row (the TMA box's inner extent).
@@ -367,9 +368,6 @@ impl Plan {
                 }
                 Opcode::NvCopyAsync => {
                     let copy = nv::CopyAsync::of(body, op).ok_or_else(malformed)?;
-                    if !SmemGeom::from_type(body.value_type(copy.buffer(body)), &data.loc, name)?.is_narrow() {
-                        return Err(error(&data.loc, name, "copies into a buffer of rows under 16 bytes (scales); wider tiles go by TMA"));
-                    }
                     plan.read_by_threads(copy.tensor(body), &data.loc, name)?;
                 }
                 Opcode::NvTmaStore => {

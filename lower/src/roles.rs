@@ -52,6 +52,13 @@ pub(crate) fn close(em: &mut Emitter) {
     em.close("}");
 }
 
+/// Opens a region only the CTA's first warp runs (closed with [`close`]).
+pub(crate) fn open_first_warp(em: &mut Emitter, tid: &str) {
+    let c32 = em.i32(32);
+    let first_warp = em.assign("first_warp", format!("arith.cmpi ult, {tid}, {c32} : i32"));
+    em.open(format!("scf.if {first_warp} {{"));
+}
+
 /// Opens a region only lane 0 of each warp runs, to act once for its warp
 /// (closed with [`close`]). The warp's lanes meet first (`bar.warp.sync`),
 /// so that what each did before, its shared-memory reads included, comes

@@ -60,25 +60,46 @@ pub(super) fn verify_tma_load(body: &Body, op: Op) -> Result<(), String> {
     Ok(())
 }
 
-/// One coordinate per tensor dimension, and a small f32 tile (a scale
-/// tile): the first warp copies it four bytes at a time.
+/// One coordinate per tensor dimension, and a tile [`copy_async_fault`]
+/// accepts in an unswizzled buffer: the first warp copies it four bytes at
+/// a time, densely.
 pub(super) fn verify_copy_async(body: &Body, op: Op) -> Result<(), String> {
     let copy = CopyAsync::of(body, op).ok_or("malformed 'nv.copy_async'")?;
     let (tensor, buf) = check_copy_operands(body, copy.tensor(body), copy.coords(body).len(), copy.buffer(body))?;
-    if buf.elem.bits() != 32 {
-        return Err(format!("copies 4-byte elements (scales), not '{}'", buf.elem.mnemonic()));
+    if buf.shape.len() > tensor.shape.len() {
+        return Err("the buffer's tile has a higher rank than the tensor".into());
     }
-    if buf.shape.len() != 2 || buf.shape.len() > tensor.shape.len() {
-        return Err("copies a rank-2 tile of a tensor of rank 2 or more".into());
+    if let Some(fault) = copy_async_fault(buf) {
+        return Err(fault);
     }
-    if buf.num_elements() > MAX_COPIED_ELEMENTS {
-        return Err(format!("copies at most {MAX_COPIED_ELEMENTS} elements (the first warp copies them one by one), not {}", buf.num_elements()));
+    if !matches!(buf.layout, Some(Layout::NvmmaShared { swizzle_bytes: 0, padding_elems: 0, .. })) {
+        return Err("copies into an unswizzled, unpadded buffer (stored densely)".into());
     }
     Ok(())
 }
 
 /// The most elements one `nv.copy_async` copies: 8 per lane of the warp.
 pub const MAX_COPIED_ELEMENTS: i64 = 256;
+
+/// The shortest row TMA copies and wgmma reads. An unswizzled buffer of
+/// shorter rows is *narrow*: stored densely, copied and read by threads.
+pub const MIN_TMA_ROW_BYTES: i64 = 16;
+
+/// Why `tile` is not one `nv.copy_async` can copy (a block-scaled dot's
+/// scales: rank-2 f32 rows narrower than TMA's, at most
+/// [`MAX_COPIED_ELEMENTS`] of them), or `None` when it is.
+pub fn copy_async_fault(tile: &TileType) -> Option<String> {
+    if tile.elem.bits() != 32 || !tile.elem.is_float() {
+        return Some(format!("copies 4-byte float elements (scales), not '{}'", tile.elem.mnemonic()));
+    }
+    if tile.shape.len() != 2 || tile.shape[1] * 4 >= MIN_TMA_ROW_BYTES {
+        return Some(format!("copies rank-2 tiles of rows under {MIN_TMA_ROW_BYTES} bytes (wider tiles go by TMA), not {:?}", tile.shape));
+    }
+    if tile.num_elements() > MAX_COPIED_ELEMENTS {
+        return Some(format!("copies at most {MAX_COPIED_ELEMENTS} elements (the first warp copies them one by one), not {}", tile.num_elements()));
+    }
+    None
+}
 
 /// The arrivals one `nv.copy_async` makes on its barrier stage: one per
 /// lane of the first warp, each once its own copies have landed.

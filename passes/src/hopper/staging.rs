@@ -7,13 +7,13 @@
 //! the loads they replace.
 
 use crate::op_error;
-use crate::options::{OptionKind, OptionSpec};
+use crate::options::{OptionKind, OptionSpec, PassOptions};
 use std::collections::{HashMap, HashSet};
 use tilec_dialects::ir::{Attributes, Body, Builder, EntityRef, InsertPoint, Op, Region, SmemType, Type, Value};
-use tilec_dialects::nv::memory::{COPY_ARRIVALS, MAX_COPIED_ELEMENTS};
+use tilec_dialects::nv::memory::{copy_async_fault, COPY_ARRIVALS};
 use tilec_dialects::nv::{AllocMbarriers, AllocSmem, CopyAsync, LoadShared, MbarrierExpectTx, TmaLoad};
 use tilec_dialects::tile::{Load, Muli};
-use tilec_dialects::{Diagnostic, ElemType, Function, Layout};
+use tilec_dialects::{Diagnostic, Function, Layout};
 
 /// Shared memory one CTA may use on sm_90 (227 KiB).
 pub const SMEM_BUDGET_BYTES: i64 = 232_448;
@@ -56,13 +56,9 @@ pub fn outermost_ancestor(body: &Body, mut op: Op) -> Op {
 /// from global memory in the iteration that needs it.
 pub fn is_copied_load(body: &Body, op: Op) -> bool {
     Load::of(body, op).is_some_and(|load| {
-        body.value_type(load.result(body)).as_tile().is_some_and(|t| {
-            t.layout.as_ref().is_some_and(|l| !l.is_shared())
-                && t.elem == ElemType::F32
-                && t.shape.len() == 2
-                && t.shape[1] * 4 < 16
-                && t.num_elements() <= MAX_COPIED_ELEMENTS
-        })
+        body.value_type(load.result(body))
+            .as_tile()
+            .is_some_and(|t| t.layout.as_ref().is_some_and(|l| !l.is_shared()) && copy_async_fault(t).is_none())
     })
 }
 
@@ -79,12 +75,18 @@ pub const SCALES_OPTION: OptionSpec = OptionSpec {
     help: "block-scaled dots' scales: copied into shared memory with their stage (staged) or loaded into registers one iteration ahead (prefetched)",
 };
 
-/// Whether a K loop's scales are copied with their stage: the `scales`
-/// option when the pipeline gave it (`given`), else config selection's
-/// choice in `tile.config`, else the option's default.
-pub fn copies_scales(func: &Function, option: &str, given: bool) -> Result<bool, Diagnostic> {
-    let chosen = crate::config::config_word(func, "scales", SCALES)?.filter(|_| !given);
-    Ok(chosen.unwrap_or(option) == "staged")
+/// The `scales` option as a pass keeps it: whether the pipeline asked for
+/// staged scales, or `None` when it left the choice to `tile.config`.
+pub fn scales_option(options: &PassOptions) -> Option<bool> {
+    options.given("scales").then(|| options.word("scales") == "staged")
+}
+
+/// Whether a K loop's scales are copied with their stage: as the `scales`
+/// option says when the pipeline gave it, else as config selection chose in
+/// `tile.config`, else staged (the option's default).
+pub fn copies_scales(func: &Function, option: Option<bool>) -> Result<bool, Diagnostic> {
+    let chosen = crate::config::config_word(func, "scales", SCALES)?;
+    Ok(option.unwrap_or(chosen.is_none_or(|word| word == "staged")))
 }
 
 /// The unswizzled shared layout: a copied tile's buffer stores it densely.
@@ -117,10 +119,9 @@ impl StagedBuffers {
         let mut copied = HashSet::new();
         let (mut stage_bytes, mut copied_bytes) = (0, 0);
         let (tma, copies): (Vec<Op>, Vec<Op>) = loads.iter().partition(|&&l| is_staged_load(b.body, l));
-        for &load in tma.iter().chain(&copies) {
+        for (&load, copy) in tma.iter().map(|l| (l, false)).chain(copies.iter().map(|l| (l, true))) {
             let result = b.body.result(load, 0);
             let mut tile = b.body.value_type(result).as_tile().cloned().expect("staged loads are tiles");
-            let copy = !is_staged_load(b.body, load);
             if copy {
                 tile.layout = Some(dense_shared());
                 copied.insert(result);

@@ -21,7 +21,7 @@
 
 use crate::hopper::expand::expand;
 use crate::hopper::schedule::{staged_loop, Schedule};
-use crate::hopper::staging::{copies_scales, SCALES_OPTION};
+use crate::hopper::staging::{copies_scales, scales_option, SCALES_OPTION};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
@@ -49,8 +49,7 @@ pub const INFO: PassInfo = PassInfo {
             stages: options.int("stages"),
             wait_depth: options.int("wait-depth"),
             from_config: !options.given("stages"),
-            scales: options.word("scales").to_string(),
-            scales_given: options.given("scales"),
+            scales: scales_option(options),
         })
     },
 };
@@ -61,9 +60,8 @@ pub struct Pipeline {
     wait_depth: i64,
     /// Take `stages` from the function's `tile.config` (no `stages` given).
     from_config: bool,
-    /// The `scales` option, and whether the pipeline gave it.
-    scales: String,
-    scales_given: bool,
+    /// The `scales` option: staged or not, `None` to follow `tile.config`.
+    scales: Option<bool>,
 }
 
 impl Pipeline {
@@ -84,7 +82,7 @@ impl Pass for Pipeline {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         self.apply_config(func);
-        let copy_scales = copies_scales(func, &self.scales, self.scales_given)?;
+        let copy_scales = copies_scales(func, self.scales)?;
         let loops: Vec<For> = func.body.walk_region(func.region).into_iter().filter_map(|op| staged_loop(&func.body, op)).collect();
         for for_op in loops {
             if self.wait_depth >= self.stages {

@@ -30,7 +30,7 @@ use crate::hopper::counting::{parity, Counting};
 use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, Schedule};
-use crate::hopper::staging::{copies_scales, outermost_ancestor, StagedBuffers, SCALES_OPTION};
+use crate::hopper::staging::{copies_scales, outermost_ancestor, scales_option, StagedBuffers, SCALES_OPTION};
 use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -61,8 +61,7 @@ pub const INFO: PassInfo = PassInfo {
             producer_regs: o.int("producer-regs"),
             consumer_regs: o.int("consumer-regs"),
             from_config: [("consumers", !o.given("consumers")), ("stages", !o.given("stages"))],
-            scales: o.word("scales").to_string(),
-            scales_given: o.given("scales"),
+            scales: scales_option(o),
         })
     },
 };
@@ -75,9 +74,8 @@ pub struct WarpSpecialize {
     consumer_regs: i64,
     /// Options the pipeline did not give, taken from `tile.config`.
     from_config: [(&'static str, bool); 2],
-    /// The `scales` option, and whether the pipeline gave it.
-    scales: String,
-    scales_given: bool,
+    /// The `scales` option: staged or not, `None` to follow `tile.config`.
+    scales: Option<bool>,
 }
 
 impl WarpSpecialize {
@@ -120,7 +118,7 @@ impl Pass for WarpSpecialize {
         self.apply_config(func)?;
         tilec_dialects::nv::roles::check_register_budgets(self.producer_regs, self.consumer_regs, self.consumers)
             .map_err(|m| Diagnostic::error(func.loc.clone(), format!("tile-warp-specialize: {m}")))?;
-        let copy_scales = copies_scales(func, &self.scales, self.scales_given)?;
+        let copy_scales = copies_scales(func, self.scales)?;
         let region = func.region;
         let body = &mut func.body;
         let Some(k_loop) = body.walk_region(region).into_iter().find_map(|op| staged_loop(body, op)) else {
@@ -297,12 +295,7 @@ impl Roles<'_> {
             let a = dot_a(b.body, dot).staged;
             let buf = staged.buffer_of[&a];
             let view = match row {
-                Some(row) if !a_view.contains_key(&a) => {
-                    let mut smem = b.body.value_type(buf).as_smem().expect("buffer").clone();
-                    smem.tile.shape[0] = half;
-                    let v = SmemRows::build(&mut b, buf, row, Type::Smem(smem), Attributes::new()).result(b.body);
-                    b.name(v, "a_rows")
-                }
+                Some(row) if !a_view.contains_key(&a) => rows_window(&mut b, buf, row, half, "a_rows"),
                 Some(_) => a_view[&a],
                 None => buf,
             };
@@ -314,11 +307,8 @@ impl Roles<'_> {
             let copied: Vec<Value> = clones.iter().map(|&l| b.body.result(l, 0)).filter(|r| staged.copied.contains(r)).collect();
             for result in copied {
                 let buffer = staged.buffer_of[&result];
-                let mut smem = b.body.value_type(buffer).as_smem().expect("a buffer").clone();
-                if smem.tile.shape[0] == self.block_m {
-                    smem.tile.shape[0] = half;
-                    let rows = SmemRows::build(&mut b, buffer, row, Type::Smem(smem), Attributes::new()).result(b.body);
-                    scale_rows.insert(buffer, b.name(rows, "scale_rows"));
+                if b.body.value_type(buffer).as_smem().is_some_and(|s| s.tile.shape[0] == self.block_m) {
+                    scale_rows.insert(buffer, rows_window(&mut b, buffer, row, half, "scale_rows"));
                 }
             }
         }
@@ -484,6 +474,15 @@ fn remove_unused_loads(body: &mut Body, block: Block) {
             body.remove_op(op);
         }
     }
+}
+
+/// Rows `[row, row + rows)` of every stage of `buffer` (a consumer's share),
+/// named `name`.
+fn rows_window(b: &mut Builder<'_>, buffer: Value, row: Value, rows: i64, name: &str) -> Value {
+    let mut smem = b.body.value_type(buffer).as_smem().expect("a buffer").clone();
+    smem.tile.shape[0] = rows;
+    let window = SmemRows::build(b, buffer, row, Type::Smem(smem), Attributes::new()).result(b.body);
+    b.name(window, name)
 }
 
 /// An MMA layout held by one warpgroup (a consumer's).
