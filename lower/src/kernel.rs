@@ -273,12 +273,16 @@ impl<'a> Lowerer<'a> {
         let mut i = 0;
         while i < ops.len() {
             if self.f.body.ops[ops[i]].def.traits.elected {
+                // A run of elected ops: issued by thread 0 (in the producer
+                // when specialised), or in a consumer region by the first
+                // thread of each consumer warpgroup.
                 if self.role == Role::Consumer {
-                    return Err(self.err(ops[i], "elected ops in a consumer region are not supported by the lowering"));
+                    let tid = self.thread().tid.clone();
+                    roles::open_warpgroup_leader(&mut self.em, &tid);
+                } else {
+                    let leader = self.thread().is_leader.clone();
+                    self.em.open(format!("scf.if {leader} {{"));
                 }
-                // A run of elected ops: issued by thread 0 only (in the producer when specialised).
-                let leader = self.thread().is_leader.clone();
-                self.em.open(format!("scf.if {leader} {{"));
                 while i < ops.len() && self.f.body.ops[ops[i]].def.traits.elected {
                     self.lower_op(ops[i])?;
                     i += 1;
@@ -669,6 +673,11 @@ impl<'a> Lowerer<'a> {
             }
             Opcode::NvLoadFragment => self.lower_load_fragment(op),
             Opcode::NvWgmma => self.lower_wgmma(op),
+            Opcode::NvBarrier if self.view(op, nv::Barrier::of)?.warpgroup(&self.f.body) => {
+                let wg = self.thread().wg.clone();
+                roles::warpgroup_barrier(&mut self.em, wg.as_deref());
+                Ok(())
+            }
             Opcode::NvBarrier => {
                 self.check_cta_wide(op)?;
                 self.em.line("gpu.barrier");
@@ -730,6 +739,10 @@ impl<'a> Lowerer<'a> {
                 Ok(())
             }
             Opcode::NvTmaStore => self.lower_tma_store(op),
+            Opcode::NvTmaStoreWait => {
+                tma::store_wait(&mut self.em);
+                Ok(())
+            }
             Opcode::NvLoadGlobal => self.lower_load_global(op),
             Opcode::NvLoadShared => self.lower_load_shared(op),
             Opcode::NvCopyAsync => self.lower_copy_async(op),

@@ -72,3 +72,32 @@ pub(crate) fn open_first_lane(em: &mut Emitter, tid: &str) {
     let first = em.assign("is_lane0", format!("arith.cmpi eq, {lane}, {c0} : i32"));
     em.open(format!("scf.if {first} {{"));
 }
+
+/// Opens a region only the first thread of each warpgroup runs (closed with
+/// [`close`]): where a consumer warpgroup issues the elected ops of its own
+/// epilogue.
+pub(crate) fn open_warpgroup_leader(em: &mut Emitter, tid: &str) {
+    let c127 = em.i32(127);
+    let in_group = em.binop("wg_thread", "arith.andi", tid, &c127, "i32");
+    let c0 = em.i32(0);
+    let leader = em.assign("is_wg_leader", format!("arith.cmpi eq, {in_group}, {c0} : i32"));
+    em.open(format!("scf.if {leader} {{"));
+}
+
+/// Threads per warpgroup: a warpgroup barrier's thread count.
+const WARPGROUP_THREADS: i64 = 128;
+
+/// The threads of the warpgroup `wg` (none: the kernel's only warpgroup)
+/// meet at named barrier `1 + wg` (0 is the CTA's `bar.sync 0`).
+pub(crate) fn warpgroup_barrier(em: &mut Emitter, wg: Option<&str>) {
+    let c1 = em.i32(1);
+    let id = match wg {
+        Some(wg) => em.binop("bar_id", "arith.addi", wg, &c1, "i32"),
+        None => c1,
+    };
+    let threads = em.i32(WARPGROUP_THREADS);
+    // The generic form: in MLIR 22 the custom one (`nvvm.barrier id = ..
+    // number_of_threads = ..`) takes the next line's result name for its
+    // optional reduction predicate and fails to parse.
+    em.line(format!("\"nvvm.barrier\"({id}, {threads}) <{{operandSegmentSizes = array<i32: 1, 1, 0>}}> : (i32, i32) -> ()"));
+}

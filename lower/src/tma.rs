@@ -117,10 +117,9 @@ pub(crate) fn load(em: &mut Emitter, to: &Destination<'_>, desc: &Descriptor, ba
 }
 
 /// The elected TMA store of one stage: one copy per column block (block `j`
-/// to columns `col + j * block_cols`), one bulk group, and a wait until the
-/// copies have read shared memory (the buffer may then be reused and the
-/// CTA may exit). Coordinates go innermost first: `col`, then `outer` (the
-/// row, then any leading dimensions of a rank-3 tensor).
+/// to columns `col + j * block_cols`), committed as one bulk group that
+/// [`store_wait`] waits for. Coordinates go innermost first: `col`, then
+/// `outer` (the row, then any leading dimensions of a rank-3 tensor).
 pub(crate) fn store(em: &mut Emitter, smem: &str, buffer: &Buffer, stage: &str, desc: &Descriptor, col: &str, outer: &[String]) {
     let g = &buffer.geom;
     let src = smem_ptr(em, smem, buffer.offset, stage, g.stage_bytes(), "src");
@@ -129,6 +128,12 @@ pub(crate) fn store(em: &mut Emitter, smem: &str, buffer: &Buffer, stage: &str, 
         em.line(format!("nvgpu.tma.async.store {} to {}[{}] : {memref} -> {}", copy.boxed, desc.value, copy.coords, desc.ty));
     }
     em.line("nvvm.cp.async.bulk.commit.group");
+}
+
+/// `nv.tma_store_wait`: the electing thread waits until its bulk groups have
+/// read shared memory (their stages may then be rewritten and the CTA may
+/// exit; the writes to global memory complete on their own).
+pub(crate) fn store_wait(em: &mut Emitter) {
     em.line("nvvm.cp.async.bulk.wait_group 0 {read}");
 }
 

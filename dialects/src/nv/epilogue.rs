@@ -1,8 +1,10 @@
 //! The epilogue's second form: registers -> shared memory -> TMA store.
 //! `nv.store_shared` writes a register tile into a buffer stage (swizzled as
 //! TMA reads it), `nv.fence_async_shared` orders those generic-proxy writes
-//! before async-proxy (TMA) reads, and `nv.tma_store` (elected) copies the
-//! stage to global memory and waits until it has been read.
+//! before async-proxy (TMA) reads, `nv.tma_store` (elected) copies the stage
+//! to global memory without waiting, and `nv.tma_store_wait` waits until the
+//! thread's stores have read their stages: placed just before a stage is
+//! written again, the store of one tile overlaps the next tile's main loop.
 
 use super::{StoreShared, TmaStore};
 use crate::ir::{Body, Layout, Op};
@@ -23,8 +25,7 @@ pub(super) fn verify_store_shared(body: &Body, op: Op) -> Result<(), String> {
 }
 
 /// The stage goes to the tensor at element coordinates, clipping what lies
-/// outside it; the op waits until the copy has read the stage (so the
-/// buffer may be reused and the CTA exit).
+/// outside it.
 pub(super) fn verify_tma_store(body: &Body, op: Op) -> Result<(), String> {
     let store = TmaStore::of(body, op).ok_or("malformed 'nv.tma_store'")?;
     let smem = body.value_type(store.buffer(body)).as_smem().ok_or("the source must be a '!nv.smem' buffer")?;

@@ -36,8 +36,7 @@ use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::{op_error, Pass};
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op, Region, Type, Value};
-use tilec_dialects::nv::{self, AllocMbarriers, ClusterBarrier, ClusterRank, LoadFragment, MbarrierArrive, MbarrierArriveRemote, SmemRows, TmaLoad, Wgmma};
-use tilec_dialects::registry::Opcode;
+use tilec_dialects::nv::{self, AllocMbarriers, Barrier, ClusterBarrier, ClusterRank, LoadFragment, MbarrierArrive, MbarrierArriveRemote, SmemRows, TmaLoad, Wgmma};
 use tilec_dialects::tile::{Addi, BlockId, Muli, Subi};
 use tilec_dialects::{Diagnostic, Function};
 
@@ -242,10 +241,11 @@ fn release_to_peer(body: &mut Body, ws: nv::WarpSpecialize, peer: Value) {
 }
 
 /// Pipelined: the CTA barriers that order a refill after the stage's reads
-/// order the peer's reads too.
+/// order the peer's reads too (a warpgroup's barrier orders its own
+/// epilogue only).
 fn widen_barriers(body: &mut Body, region: Region) {
     for op in body.walk_region(region) {
-        if body.opcode(op) == Opcode::NvBarrier {
+        if Barrier::of(body, op).is_some_and(|b| !b.warpgroup(body)) {
             let (loc, attrs) = (body.ops[op].loc.clone(), body.ops[op].attrs.clone());
             ClusterBarrier::build(&mut Builder::new(body, InsertPoint::Before(op), loc), attrs);
             body.remove_op(op);

@@ -11,7 +11,10 @@
 //! a CTA barrier so the next iteration's TMA cannot overwrite tiles still
 //! being read. Stores of register tiles become bounds-checked global stores
 //! (`epilogue=global`), or with `epilogue=tma` a store into a swizzled
-//! output buffer, a proxy fence, a CTA barrier and an elected TMA store.
+//! output buffer, a proxy fence, a barrier and an elected TMA store, waited
+//! for only before the buffer is rewritten (by the next persistent tile)
+//! and before the CTA exits; in a warp-specialised kernel each consumer
+//! warpgroup stores its own rows through its own stage of the buffer.
 
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -20,9 +23,9 @@ use crate::{op_error, Pass};
 use crate::hopper::counting::{loop_iteration, parity};
 use crate::hopper::schedule::dots;
 use crate::hopper::staging::{element_coords, is_staged_load, outermost_ancestor, remove_staged_loads, StagedBuffers};
-use crate::hopper::wgmma::{dot_a, emit_wgmma, replace_dot};
-use tilec_dialects::ir::{Attributes, Block, Body, Builder, InsertPoint, Op, SmemType, TileType, Type, Value};
-use tilec_dialects::nv::{AllocSmem, Barrier, FenceAsyncShared, LoadGlobal, MbarrierWait, StoreGlobal, StoreShared, TmaStore};
+use crate::hopper::wgmma::{dot_a, emit_wgmma, next_op, replace_dot};
+use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, InsertPoint, Op, SmemType, TileType, Type, Value};
+use tilec_dialects::nv::{AllocSmem, Barrier, FenceAsyncShared, LoadGlobal, MbarrierWait, StoreGlobal, StoreShared, TmaStore, TmaStoreWait, WarpSpecialize};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::{For, Load, Store};
 use tilec_dialects::{Diagnostic, Function, Layout};
@@ -172,30 +175,27 @@ fn lower_store(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// `epilogue=tma`: an output buffer of one stage (swizzled by the layout
-/// rules for the tile's row bytes) allocated before the outermost op around
-/// the store, then `nv.store_shared`, `nv.fence_async_shared`, `nv.barrier`
-/// and `nv.tma_store`. Inside a loop (a persistent kernel) a CTA barrier
-/// first keeps threads from overwriting the buffer before the previous
-/// tile's TMA store has read it (thread 0 waits for that before arriving).
+/// `epilogue=tma`: an output buffer (swizzled by the layout rules for the
+/// tile's row bytes) allocated before the outermost op around the store,
+/// then `nv.store_shared`, `nv.fence_async_shared`, a barrier and an
+/// elected `nv.tma_store`, whose `nv.tma_store_wait` comes as late as it
+/// can: inside a loop (a persistent kernel) just before the next tile
+/// rewrites the buffer, so the store overlaps that tile's main loop, with a
+/// barrier after it so no thread writes the buffer before the store has
+/// read it; and once after the outermost loop (or the store), before the
+/// CTA exits.
+///
+/// In a consumer region of `nv.warp_specialize` each consumer warpgroup
+/// stores its own rows: the buffer has a stage per consumer, the consumer
+/// index picks it, the barriers are the warpgroup's own, and the elected
+/// ops are issued by each warpgroup's first thread.
 fn lower_store_tma(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
     let (value, tensor) = (store.value(body), store.tensor(body));
     let tile = body.value_type(value).as_tile().cloned().expect("verified");
     if !matches!(tile.layout, Some(Layout::Mma { .. })) {
         return Err(op_error(body, store.op(), "stores a tile with no '#tile.mma' layout; epilogue=tma stores MMA register tiles (run tile-assign-layouts first)".into()));
     }
-    let mut in_loop = false;
-    let mut parent = body.ops[store.op()].parent.and_then(|b| body.blocks[b].parent).and_then(|r| body.regions[r].parent);
-    while let Some(p) = parent {
-        match body.opcode(p) {
-            Opcode::NvWarpSpecialize => {
-                return Err(op_error(body, store.op(), "epilogue=tma is not supported inside nv.warp_specialize (use epilogue=global)".into()))
-            }
-            Opcode::TileFor => in_loop = true,
-            _ => {}
-        }
-        parent = body.ops[p].parent.and_then(|b| body.blocks[b].parent).and_then(|r| body.regions[r].parent);
-    }
+    let place = StorePlace::of(body, store.op())?;
     let [rows, cols] = tile.shape[..] else {
         return Err(op_error(body, store.op(), "epilogue=tma stores rank-2 tiles only".into()));
     };
@@ -207,20 +207,67 @@ fn lower_store_tma(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
     let loc = body.ops[store.op()].loc.clone();
     let anchor = outermost_ancestor(body, store.op());
     let mut b = Builder::new(body, InsertPoint::Before(anchor), loc.clone());
-    let buf = AllocSmem::build(&mut b, Type::Smem(SmemType { stages: 1, tile: shared }), Attributes::new()).result(b.body);
+    let stages = place.consumer.map_or(1, |(_, consumers)| consumers);
+    let buf = AllocSmem::build(&mut b, Type::Smem(SmemType { stages, tile: shared }), Attributes::new()).result(b.body);
     let hint = b.body.values[tensor].name_hint.clone().unwrap_or_else(|| "out".into());
     let buf = b.name(buf, &format!("{}_smem", hint.to_lowercase()));
-    let mut b = Builder::new(body, InsertPoint::Before(store.op()), loc);
-    let c0 = b.index(0);
-    if in_loop {
-        Barrier::build(&mut b, Attributes::new());
+    let mut b = Builder::new(body, InsertPoint::Before(store.op()), loc.clone());
+    let stage = match place.consumer {
+        Some((c, _)) => c,
+        None => b.index(0),
+    };
+    let barrier = |b: &mut Builder<'_>| {
+        let mut attrs = Attributes::new();
+        if place.consumer.is_some() {
+            attrs.set("warpgroup", Attribute::Unit);
+        }
+        Barrier::build(b, attrs);
+    };
+    if place.outermost_loop.is_some() {
+        TmaStoreWait::build(&mut b, Attributes::new());
+        barrier(&mut b);
     }
-    StoreShared::build(&mut b, value, buf, c0, Attributes::new());
+    StoreShared::build(&mut b, value, buf, stage, Attributes::new());
     FenceAsyncShared::build(&mut b, Attributes::new());
-    Barrier::build(&mut b, Attributes::new());
+    barrier(&mut b);
     let indices = store.indices(b.body).to_vec();
     let coords = element_coords(&mut b, &indices, &tile.shape);
-    TmaStore::build(&mut b, buf, c0, tensor, &coords, Attributes::new());
+    TmaStore::build(&mut b, buf, stage, tensor, &coords, Attributes::new());
+    let last = place.outermost_loop.unwrap_or(store.op());
+    TmaStoreWait::build(&mut Builder::new(body, InsertPoint::Before(next_op(body, last)), loc), Attributes::new());
     body.remove_op(store.op());
     Ok(())
+}
+
+/// Where a `tile.store` sits: the outermost loop around it, and in a
+/// consumer region of `nv.warp_specialize` the consumer index with the
+/// number of consumers.
+struct StorePlace {
+    outermost_loop: Option<Op>,
+    consumer: Option<(Value, i64)>,
+}
+
+impl StorePlace {
+    fn of(body: &Body, store: Op) -> Result<StorePlace, Diagnostic> {
+        let mut place = StorePlace { outermost_loop: None, consumer: None };
+        let mut inner = store;
+        let enclosing = |op: Op| body.ops[op].parent.and_then(|b| body.blocks[b].parent).map(|r| (r, body.regions[r].parent));
+        while let Some((region, Some(parent))) = enclosing(inner) {
+            match body.opcode(parent) {
+                Opcode::NvWarpSpecialize => {
+                    let ws = WarpSpecialize::of(body, parent).expect("matched");
+                    if region != ws.consumer(body) {
+                        return Err(op_error(body, store, "epilogue=tma stores from a consumer region of nv.warp_specialize, not the producer's".into()));
+                    }
+                    let c = body.blocks[body.entry_block(region)].args[0];
+                    place.consumer = Some((c, ws.consumers(body)));
+                    return Ok(place);
+                }
+                Opcode::TileFor => place.outermost_loop = Some(parent),
+                _ => {}
+            }
+            inner = parent;
+        }
+        Ok(place)
+    }
 }

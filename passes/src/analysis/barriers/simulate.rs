@@ -8,7 +8,9 @@
 //! after everything that completed the last phase. A TMA load's data lands
 //! when the phase it completes bytes on completes; a wgmma's reads of
 //! shared memory end when an `nv.wgmma_wait` leaves fewer groups in flight
-//! than came after it; `nv.barrier` orders all warps after each other.
+//! than came after it; a TMA store's reads of shared memory end at its
+//! warp's next `nv.tma_store_wait`; `nv.barrier` orders all warps after
+//! each other, `nv.barrier {warpgroup}` the warps of one warpgroup.
 //!
 //! With that, per buffer stage: every read must be ordered after the write
 //! that filled it (a missing wait, a wait on the wrong stage or round); a
@@ -17,7 +19,8 @@
 //! still being read, a removed CTA barrier) and must not come before
 //! anything read them (a prologue that fills every stage, a refill
 //! distance off by one); data written by generic stores and read by the
-//! async proxy needs an `nv.fence_async_shared` in the writing warp; each
+//! async proxy needs an `nv.fence_async_shared` in the writing warp; a TMA
+//! store must be waited for before its warp ends (the CTA's exit); each
 //! `nv.wgmma` needs an `nv.wgmma_fence` since its warp last touched the
 //! registers. A state where no warp can move is a hang (a missing arrive,
 //! a phase that restarts with each persistent tile). Each trace is run for
@@ -132,8 +135,22 @@ struct Warp {
     in_flight: VecDeque<Vec<usize>>,
     wgmma_fenced: bool,
     unfenced_writes: Vec<usize>,
-    /// The generation of the CTA barrier the warp has arrived at.
-    cta_wait: Option<u64>,
+    /// The generation of the CTA or warpgroup barrier the warp has arrived at.
+    barrier_wait: Option<u64>,
+    /// Its TMA stores no `nv.tma_store_wait` has waited for yet.
+    unwaited_stores: Vec<usize>,
+}
+
+/// The warps meeting at a CTA or warpgroup barrier: the first and how many.
+type Meeting = (usize, usize);
+
+/// A CTA or warpgroup barrier: the warps arrived in the current generation
+/// and their joined clocks.
+#[derive(Default)]
+struct MeetingState {
+    arrived: usize,
+    clock: Clock,
+    generation: u64,
 }
 
 struct Sim<'a> {
@@ -144,9 +161,7 @@ struct Sim<'a> {
     barriers: HashMap<Slot, BarrierState>,
     stages: HashMap<Granule, StageState>,
     accesses: Vec<Access>,
-    cta_arrived: usize,
-    cta_clock: Clock,
-    cta_generation: u64,
+    meetings: HashMap<Meeting, MeetingState>,
 }
 
 enum Outcome {
@@ -166,9 +181,7 @@ impl<'a> Sim<'a> {
             barriers: HashMap::new(),
             stages: HashMap::new(),
             accesses: Vec::new(),
-            cta_arrived: 0,
-            cta_clock: vec![0; n],
-            cta_generation: 0,
+            meetings: HashMap::new(),
         }
     }
 
@@ -187,7 +200,7 @@ impl<'a> Sim<'a> {
                 }
             }
             if (0..n).all(|w| self.warps[w].pc == self.traces[w].len()) {
-                return Ok(());
+                return self.check_stores_waited();
             }
             if !progress {
                 return Err(self.hang());
@@ -256,15 +269,17 @@ impl<'a> Sim<'a> {
 
     fn access(&mut self, w: usize, op: Op, kind: AccessKind) -> usize {
         let at = self.warps[w].clock.clone();
-        let done = matches!(kind, AccessKind::GenericWrite | AccessKind::GenericRead | AccessKind::TmaStoreRead).then(|| at.clone());
+        let done = matches!(kind, AccessKind::GenericWrite | AccessKind::GenericRead).then(|| at.clone());
         self.accesses.push(Access { op, warp: w, kind, at, done, fenced: None });
         self.accesses.len() - 1
     }
 
     fn step(&mut self, w: usize) -> Result<Outcome, Diagnostic> {
         let Step { op, kind } = self.traces[w][self.warps[w].pc].clone();
-        if let StepKind::CtaBarrier = kind {
-            return Ok(self.cta_barrier(w));
+        match kind {
+            StepKind::CtaBarrier => return Ok(self.meet(w, (0, self.warps.len()))),
+            StepKind::WarpgroupBarrier { first_warp, warps } => return Ok(self.meet(w, (first_warp, warps))),
+            _ => {}
         }
         if let StepKind::Wait { barrier, parity } = kind {
             let state = self.barrier(barrier);
@@ -276,7 +291,7 @@ impl<'a> Sim<'a> {
         }
         self.warps[w].clock[w] += 1;
         match kind {
-            StepKind::Wait { .. } | StepKind::CtaBarrier => {}
+            StepKind::Wait { .. } | StepKind::CtaBarrier | StepKind::WarpgroupBarrier { .. } => {}
             StepKind::Arrive { barrier, arrivals } => self.arrive(w, op, barrier, arrivals, 0)?,
             StepKind::RemoteArrive { barrier } => self.arrive(w, op, barrier, 1, 0)?,
             StepKind::ExpectTx { barrier, bytes } => self.arrive(w, op, barrier, 1, bytes)?,
@@ -341,40 +356,60 @@ impl<'a> Sim<'a> {
             StepKind::TmaStore { buffer } => {
                 let id = self.access(w, op, AccessKind::TmaStoreRead);
                 self.read(w, buffer, id)?;
+                self.warps[w].unwaited_stores.push(id);
+            }
+            StepKind::TmaStoreWait => {
+                let clock = self.warps[w].clock.clone();
+                for id in std::mem::take(&mut self.warps[w].unwaited_stores) {
+                    self.accesses[id].done = Some(clock.clone());
+                }
             }
         }
         Ok(Outcome::Done)
     }
 
-    /// `nv.barrier`: a warp waits until every warp has arrived, then
-    /// continues ordered after all of them.
-    fn cta_barrier(&mut self, w: usize) -> Outcome {
+    /// `nv.barrier` (the whole CTA) or `nv.barrier {warpgroup}`: a warp
+    /// waits until every warp of the meeting has arrived, then continues
+    /// ordered after all of them.
+    fn meet(&mut self, w: usize, meeting: Meeting) -> Outcome {
         let n = self.warps.len();
-        let generation = match self.warps[w].cta_wait {
+        let state = self.meetings.entry(meeting).or_insert_with(|| MeetingState { clock: vec![0; n], ..MeetingState::default() });
+        let generation = match self.warps[w].barrier_wait {
             Some(g) => g,
             None => {
-                let g = self.cta_generation;
-                self.warps[w].cta_wait = Some(g);
+                let g = state.generation;
+                self.warps[w].barrier_wait = Some(g);
                 self.warps[w].clock[w] += 1;
-                let clock = self.warps[w].clock.clone();
-                join(&mut self.cta_clock, &clock);
-                self.cta_arrived += 1;
-                if self.cta_arrived == n {
-                    self.cta_arrived = 0;
-                    self.cta_generation += 1;
-                    let released = std::mem::replace(&mut self.cta_clock, vec![0; n]);
-                    for warp in &mut self.warps {
+                join(&mut state.clock, &self.warps[w].clock);
+                state.arrived += 1;
+                if state.arrived == meeting.1 {
+                    state.arrived = 0;
+                    state.generation += 1;
+                    let released = std::mem::replace(&mut state.clock, vec![0; n]);
+                    for warp in &mut self.warps[meeting.0..meeting.0 + meeting.1] {
                         join(&mut warp.clock, &released);
                     }
                 }
                 g
             }
         };
-        if self.cta_generation > generation {
-            self.warps[w].cta_wait = None;
+        if self.meetings[&meeting].generation > generation {
+            self.warps[w].barrier_wait = None;
             Outcome::Done
         } else {
             Outcome::Blocked
+        }
+    }
+
+    /// A TMA store still reading shared memory when its warp ends would
+    /// read a CTA that has exited.
+    fn check_stores_waited(&self) -> Result<(), Diagnostic> {
+        match self.warps.iter().find_map(|warp| warp.unwaited_stores.first()) {
+            Some(&id) => {
+                let msg = "may still be reading shared memory when the CTA exits: no 'nv.tma_store_wait' of its thread follows it";
+                Err(self.error(self.accesses[id].op, msg.into()))
+            }
+            None => Ok(()),
         }
     }
 
@@ -456,10 +491,10 @@ impl<'a> Sim<'a> {
         for rid in earlier_reads {
             let read = &self.accesses[rid];
             if read.done.as_ref().is_none_or(|d| !before(d, &now)) {
-                let what = if read.kind == AccessKind::WgmmaRead {
-                    "the 'nv.wgmma' reading its previous contents is known to be done: nothing orders its retirement (an 'nv.wgmma_wait' deep enough, then a release on the empty barrier or a CTA barrier) before this write"
-                } else {
-                    "the read of its previous contents is ordered before it (a release or a CTA barrier is missing)"
+                let what = match read.kind {
+                    AccessKind::WgmmaRead => "the 'nv.wgmma' reading its previous contents is known to be done: nothing orders its retirement (an 'nv.wgmma_wait' deep enough, then a release on the empty barrier or a CTA barrier) before this write",
+                    AccessKind::TmaStoreRead => "the TMA store reading its previous contents is known to be done: no 'nv.tma_store_wait' of the storing thread, then a barrier, orders it before this write",
+                    _ => "the read of its previous contents is ordered before it (a release or a CTA barrier is missing)",
                 };
                 let msg = format!("overwrites {} before {what}", self.slot_name(slot));
                 return Err(self.error(op, msg).with_note(self.body.ops[read.op].loc.clone(), "the read is here"));
@@ -511,6 +546,6 @@ impl<'a> Sim<'a> {
         }
         let w = (0..self.warps.len()).find(|&w| blocked(w).is_some()).expect("a blocked warp");
         let op = self.traces[w][self.warps[w].pc].op;
-        self.error(op, "hangs: not every warp of the CTA reaches this CTA barrier".into())
+        self.error(op, "hangs: not every warp of the CTA (or of the warpgroup) reaches this barrier".into())
     }
 }

@@ -6,8 +6,9 @@
 //! so the simulation built on it sees the steady state and the tile
 //! boundaries as the GPU does. A warp is the unit: the warps of one role
 //! run the same code, thread 0 (warp 0) alone issues the elected ops
-//! (`expect_tx`, TMA loads and stores), warp 0 alone copies scales
-//! (`nv.copy_async`), and a warp's `arrive` is 32 arrivals.
+//! (`expect_tx`, TMA loads and stores and their waits), or in a consumer
+//! region the first warp of each consumer warpgroup, warp 0 alone copies
+//! scales (`nv.copy_async`), and a warp's `arrive` is 32 arrivals.
 
 use crate::op_error;
 use tilec_dialects::ir::{Block, Body, Op, Value};
@@ -75,8 +76,12 @@ pub enum StepKind {
     LoadFragment { buffer: Window },
     StoreShared { buffer: Window },
     FenceProxy,
+    /// `nv.tma_store`: reads the stage until the warp's next `TmaStoreWait`.
     TmaStore { buffer: Window },
+    TmaStoreWait,
     CtaBarrier,
+    /// `nv.barrier {warpgroup}`: the `warps` warps from `first_warp` meet.
+    WarpgroupBarrier { first_warp: usize, warps: usize },
 }
 
 #[derive(Clone, Debug)]
@@ -96,7 +101,7 @@ pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, 
     let warps = func.attrs.get_int("num_warps").unwrap_or(4);
     let mut traces = Vec::new();
     for warp in 0..warps {
-        let mut tracer = Tracer { func, body: &func.body, config, warp, env: HashMap::new(), steps: Vec::new(), in_role: false, budget: MAX_STEPS };
+        let mut tracer = Tracer { func, body: &func.body, config, warp, env: HashMap::new(), steps: Vec::new(), role: None, budget: MAX_STEPS };
         match tracer.block(func.entry_block()) {
             Ok(_) => traces.push(tracer.steps),
             Err(Stop::Untraceable) => return Ok(Err(Untraceable)),
@@ -118,8 +123,9 @@ struct Tracer<'a> {
     warp: i64,
     env: HashMap<Value, i64>,
     steps: Vec<Step>,
-    /// Inside a role of an `nv.warp_specialize`.
-    in_role: bool,
+    /// Inside a role of an `nv.warp_specialize`: the consumer index, -1 for
+    /// the producer.
+    role: Option<i64>,
     /// Loop iterations left before the trace is given up as too long.
     budget: usize,
 }
@@ -208,7 +214,11 @@ impl Tracer<'_> {
         let body = self.body;
         for &op in &body.blocks[block].ops {
             let data = &body.ops[op];
-            let elected = self.warp == 0;
+            // A consumer warpgroup's first warp issues its elected ops.
+            let elected = match self.role {
+                Some(consumer) if consumer >= 0 => self.warp % WARPS_PER_GROUP == 0,
+                _ => self.warp == 0,
+            };
             // Every view below is of the op the arm matched: `expect` cannot fail.
             match body.opcode(op) {
                 Opcode::TileYield => {
@@ -274,9 +284,9 @@ impl Tracer<'_> {
                     if let Some(&arg) = body.blocks[entry].args.first() {
                         self.env.insert(arg, consumer);
                     }
-                    self.in_role = true;
+                    self.role = Some(consumer);
                     self.block(entry)?;
-                    self.in_role = false;
+                    self.role = None;
                 }
                 Opcode::NvMbarrierWait => {
                     let wait = nv::MbarrierWait::of(body, op).expect("matched");
@@ -316,7 +326,7 @@ impl Tracer<'_> {
                         self.push(op, StepKind::TmaLoad { buffer: peer, barrier, bytes })?;
                     }
                 }
-                Opcode::NvCopyAsync if elected => {
+                Opcode::NvCopyAsync if self.warp == 0 => {
                     let copy = nv::CopyAsync::of(body, op).expect("matched");
                     let buffer = self.window(op, copy.buffer(body), copy.stage(body))?;
                     let barrier = self.slot(op, copy.barrier(body), copy.barrier_stage(body))?;
@@ -358,10 +368,15 @@ impl Tracer<'_> {
                     let buffer = self.window(op, store.buffer(body), store.stage(body))?;
                     self.push(op, StepKind::TmaStore { buffer })?;
                 }
+                Opcode::NvTmaStoreWait if elected => self.push(op, StepKind::TmaStoreWait)?,
+                Opcode::NvBarrier if nv::Barrier::of(body, op).expect("matched").warpgroup(body) => {
+                    let first_warp = usize::try_from(self.warp - self.warp % WARPS_PER_GROUP).map_err(|_| Stop::Untraceable)?;
+                    self.push(op, StepKind::WarpgroupBarrier { first_warp, warps: WARPS_PER_GROUP as usize })?;
+                }
                 // A CTA or cluster barrier inside one role is the lowering's
                 // error; a cluster barrier orders the peer (mirrored) as this
                 // CTA's warps.
-                Opcode::NvBarrier | Opcode::NvClusterBarrier if self.in_role => return Err(Stop::Untraceable),
+                Opcode::NvBarrier | Opcode::NvClusterBarrier if self.role.is_some() => return Err(Stop::Untraceable),
                 Opcode::NvBarrier | Opcode::NvClusterBarrier => self.push(op, StepKind::CtaBarrier)?,
                 _ => {
                     let Some(binary) = tile::IntBinary::of(body, op) else { continue };
