@@ -17,7 +17,8 @@
 //! 6. every round of every loop and every tile of a persistent kernel, by
 //!    running each warp's concrete trace for a few tensor sizes (loops of 1
 //!    to over 2 x stages + 1 rounds, two or more tiles per CTA) against a model of
-//!    mbarrier phases, TMA completion, wgmma groups and CTA barriers, with
+//!    mbarrier phases, TMA completion, wgmma groups, TMA stores and their
+//!    waits, and CTA and warpgroup barriers, with
 //!    vector clocks: every read of a buffer stage is ordered after the load
 //!    that fills it (its full barrier's wait for the right round), every
 //!    refill after the retirement of every read of the previous contents
@@ -25,6 +26,8 @@
 //!    and after at least one read of them (the refill distance, the
 //!    prologue), no warp reads one load twice (a phase restarting with each
 //!    tile), generic stores read by TMA are fenced (`nv.fence_async_shared`),
+//!    an output stage is rewritten only after the TMA store reading it was
+//!    waited for, every TMA store is waited for before the CTA exits,
 //!    each wgmma follows an `nv.wgmma_fence`, stage indices and row windows
 //!    stay inside their allocation, and some warp can always move (a
 //!    missing arrive or wait hangs).
@@ -40,7 +43,11 @@
 //! roles) is not traced; it runs one fair interleaving of the warps, so it
 //! sees every missing order but a hang only where that interleaving meets
 //! it; warps are the unit (warp 0 issues the elected ops, a warp's arrive
-//! is 32), so a race between the threads of one warp is not modelled; the
+//! is 32), so a race between the threads of one warp is not modelled; an
+//! arrive counts when it is issued, whatever the warp still has in flight
+//! (ping-pong consumers that arrived on their turn barrier before draining
+//! their last wgmma group passed every check here and hung on the H100,
+//! 2026-11-25, cause not found; the pass now arrives after the drain); the
 //! data a read expects is not known, so a load of the wrong coordinates
 //! into the right stage is accepted. The symbolic checks model one pass
 //! through each loop; `tile.if` bodies count as taken there; index

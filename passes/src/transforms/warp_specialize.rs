@@ -1,4 +1,4 @@
-//! `tile-warp-specialize{consumers=1|2 stages=N producer-regs=40 consumer-regs=232 scales=staged|prefetched}`:
+//! `tile-warp-specialize{consumers=1|2 stages=N producer-regs=40 consumer-regs=232 scales=staged|prefetched pingpong=false}`:
 //! splits a kernel whose K loop stages dot operands through shared memory
 //! into a producer warpgroup and one or two consumer warpgroups, connected
 //! by a full and an empty mbarrier per stage. It expands the same schedule
@@ -25,8 +25,20 @@
 //! Stages and phases count iterations from the kernel's start, so a
 //! persistent loop keeps them in step across tiles and the producer runs
 //! ahead into the next tile while the consumers finish an epilogue.
+//!
+//! With `pingpong=true` (two consumers, a persistent loop over tiles) the
+//! consumers do not share a tile but take turns at whole tiles: consumer c
+//! runs the CTA's tiles c, c + 2, ..., holding all of each tile's rows, so
+//! one's epilogue runs beside the other's main loop. Their main loops take
+//! turns through an `order` barrier of one stage per consumer: before tile
+//! j's K loop a consumer waits until the other has finished the K loop of
+//! tile j - 1 (completing its (j + 1) / 2-th phase), and once its own K
+//! loop has drained it arrives on its stage. Besides keeping the tensor cores to one
+//! consumer at a time, the turns keep each full-barrier wait within a
+//! phase of the barrier's state: without them a consumer could wait for a
+//! round two phases ahead, whose parity is that of the round just done.
 
-use crate::hopper::counting::{parity, Counting};
+use crate::hopper::counting::{enclosing_loop, loop_iteration, parity, Counting};
 use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, Schedule};
@@ -39,7 +51,7 @@ use crate::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
 use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait, SmemRows};
-use tilec_dialects::tile::{Addi, Cmpi, For, If, Load, Muli, Store, Subi, Yield};
+use tilec_dialects::tile::{Addi, Cmpi, Divsi, For, If, Load, Muli, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
 /// `tile-warp-specialize`'s registration: name, options, phases and constructor.
@@ -52,6 +64,7 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "producer-regs", kind: OptionKind::Int { min: 24, max: 256 }, default: "40", help: "registers per producer thread" },
         OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 24, max: 256 }, default: "232", help: "registers per consumer thread" },
         SCALES_OPTION,
+        OptionSpec { name: "pingpong", kind: OptionKind::Bool, default: "false", help: "two consumers take turns at whole tiles of a persistent loop instead of sharing each tile's rows" },
     ],
     phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileLayouts, leaves: Some(Phase::TileScheduled), reason: "it stages the tiles tile-assign-layouts puts in shared memory, and a K loop takes one schedule (run it after tile-assign-layouts, instead of tile-pipeline, before tile-lower-to-nv)" },
     create: |o| {
@@ -62,6 +75,7 @@ pub const INFO: PassInfo = PassInfo {
             consumer_regs: o.int("consumer-regs"),
             from_config: [("consumers", !o.given("consumers")), ("stages", !o.given("stages"))],
             scales: scales_option(o),
+            pingpong: o.given("pingpong").then(|| o.bool("pingpong")),
         })
     },
 };
@@ -76,14 +90,20 @@ pub struct WarpSpecialize {
     from_config: [(&'static str, bool); 2],
     /// The `scales` option: staged or not, `None` to follow `tile.config`.
     scales: Option<bool>,
+    /// The `pingpong` option, `None` to follow `tile.config`.
+    pingpong: Option<bool>,
 }
 
 impl WarpSpecialize {
     /// The consumers and stages config selection chose for a warp-specialised
     /// schedule, where the pipeline gave none.
     fn apply_config(&mut self, func: &Function) -> Result<(), Diagnostic> {
-        if crate::config::config_word(func, "schedule", &["pipeline", "warp_specialized"])? != Some("warp_specialized") {
+        let schedule = crate::config::config_word(func, "schedule", &["pipeline", "warp_specialized", "pingpong"])?;
+        if !matches!(schedule, Some("warp_specialized" | "pingpong")) {
             return Ok(());
+        }
+        if self.pingpong.is_none() {
+            self.pingpong = Some(schedule == Some("pingpong"));
         }
         for (key, take) in self.from_config {
             match crate::config::config_int(func, key).filter(|_| take) {
@@ -102,11 +122,12 @@ impl WarpSpecialize {
 /// barrier would serialise on its shared-memory word).
 const WARPS_PER_WARPGROUP: i64 = 4;
 
-/// A consumer releases `stage` of `empty` to the producer, one arrival per warp.
-fn release_stage(b: &mut Builder<'_>, empty: Value, stage: Value) {
+/// A consumer arrives on `stage` of `barrier` (releasing a stage to the
+/// producer, or its turn to the other consumer), one arrival per warp.
+fn arrive_per_warp(b: &mut Builder<'_>, barrier: Value, stage: Value) {
     let mut attrs = Attributes::new();
     attrs.set("per_warp", Attribute::Unit);
-    MbarrierArrive::build(b, empty, stage, attrs);
+    MbarrierArrive::build(b, barrier, stage, attrs);
 }
 
 impl Pass for WarpSpecialize {
@@ -125,7 +146,13 @@ impl Pass for WarpSpecialize {
             return Ok(());
         };
         let loads = staged_loads(body, loop_block(body, k_loop), copy_scales);
-        let block_m = self.check_split(body, k_loop, &dots(body, loop_block(body, k_loop)))?;
+        let pingpong = self.pingpong.unwrap_or(false);
+        if pingpong {
+            check_turns(body, k_loop, self.consumers)?;
+        }
+        // Each consumer's rows: all of the tile's when the consumers take turns.
+        let sharing = if pingpong { 1 } else { self.consumers };
+        let block_m = check_split(body, k_loop, &dots(body, loop_block(body, k_loop)), sharing)?;
         // Consumers keep one group in flight, as a pipelined loop does.
         let schedule = Schedule::of_loop(body, k_loop, self.stages, 1);
 
@@ -138,9 +165,17 @@ impl Pass for WarpSpecialize {
         // Two barriers per stage: full and empty.
         staged.check_budget(body, k_loop.op(), self.stages, 2)?;
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
-        let empty = AllocMbarriers::build(&mut b, Type::MBarrier(self.stages), WARPS_PER_WARPGROUP * self.consumers, Attributes::new()).result(b.body);
+        let empty = AllocMbarriers::build(&mut b, Type::MBarrier(self.stages), WARPS_PER_WARPGROUP * sharing, Attributes::new()).result(b.body);
         b.name(empty, "empty");
-        let ws = nv::WarpSpecialize::build(&mut b, self.consumers, self.producer_regs, self.consumer_regs, Attributes::new()).op();
+        let order = pingpong.then(|| {
+            let order = AllocMbarriers::build(&mut b, Type::MBarrier(self.consumers), WARPS_PER_WARPGROUP, Attributes::new()).result(b.body);
+            b.name(order, "order")
+        });
+        let mut attrs = Attributes::new();
+        if pingpong {
+            attrs.set("alternate", Attribute::Unit);
+        }
+        let ws = nv::WarpSpecialize::build(&mut b, self.consumers, self.producer_regs, self.consumer_regs, attrs).op();
         let (_, producer) = b.body.add_region(ws, &[]);
         let (_, consumer) = b.body.add_region(ws, &[Type::INDEX]);
         let c = b.body.blocks[consumer].args[0];
@@ -157,7 +192,7 @@ impl Pass for WarpSpecialize {
             body.remove_op(op);
         }
 
-        let roles = Roles { schedule, consumers: self.consumers, block_m, staged: &staged, empty, region };
+        let roles = Roles { schedule, sharing, block_m, staged: &staged, empty, order, region };
         roles.producer(body, loop_clone(body, &producer_map, k_loop, producer), &producer_map, &loads)?;
         roles.consumer(body, loop_clone(body, &consumer_map, k_loop, consumer), &consumer_map, &loads, c)?;
         func.attrs.set("num_warps", Attribute::Int(4 * (1 + self.consumers), ElemType::I64));
@@ -165,22 +200,38 @@ impl Pass for WarpSpecialize {
     }
 }
 
-impl WarpSpecialize {
-    /// The tile's BLOCK_M, after checking each consumer gets whole m64 blocks.
-    fn check_split(&self, body: &Body, k_loop: For, dots: &[StagedDot]) -> Result<i64, Diagnostic> {
-        let Some(&dot) = dots.first() else {
-            return Err(op_error(body, k_loop.op(), "stages tiles through shared memory but has no tile.dot to specialise".into()));
-        };
-        let acc = body.value_type(dot.acc(body)).as_tile().expect("verified").clone();
-        let block_m = acc.shape[0];
-        if block_m % (64 * self.consumers) != 0 {
-            return Err(op_error(body, dot.op(), format!("BLOCK_M ({block_m}) cannot be split into {} consumers of whole 64-row wgmma blocks", self.consumers)));
-        }
-        if dot.transpose_a(body) {
-            return Err(op_error(body, dot.op(), "tile-warp-specialize splits A by rows; a transposed A is not supported".into()));
-        }
-        Ok(block_m)
+/// The tile's BLOCK_M, after checking that each of the `sharing` consumers
+/// of a tile gets whole m64 blocks.
+fn check_split(body: &Body, k_loop: For, dots: &[StagedDot], sharing: i64) -> Result<i64, Diagnostic> {
+    let Some(&dot) = dots.first() else {
+        return Err(op_error(body, k_loop.op(), "stages tiles through shared memory but has no tile.dot to specialise".into()));
+    };
+    let acc = body.value_type(dot.acc(body)).as_tile().expect("verified").clone();
+    let block_m = acc.shape[0];
+    if block_m % (64 * sharing) != 0 {
+        return Err(op_error(body, dot.op(), format!("BLOCK_M ({block_m}) cannot be split into {sharing} consumers of whole 64-row wgmma blocks")));
     }
+    if dot.transpose_a(body) {
+        return Err(op_error(body, dot.op(), "tile-warp-specialize splits A by rows; a transposed A is not supported".into()));
+    }
+    Ok(block_m)
+}
+
+/// Consumers take turns at tiles of a persistent loop around the K loop
+/// (tile-persistent) whose trip count is the same for every tile: each
+/// counts the other's K iterations without running them.
+fn check_turns(body: &Body, k_loop: For, consumers: i64) -> Result<(), Diagnostic> {
+    if consumers != 2 {
+        return Err(op_error(body, k_loop.op(), format!("pingpong=true takes two consumers, found consumers={consumers}")));
+    }
+    let Some(tiles) = enclosing_loop(body, k_loop.op()) else {
+        return Err(op_error(body, k_loop.op(), "pingpong=true needs a persistent loop over tiles around the K loop (run tile-persistent first)".into()));
+    };
+    let bounds = [k_loop.lower_bound(body), k_loop.upper_bound(body), k_loop.step(body)];
+    if bounds.iter().any(|&v| body.defined_within(v, tiles.op())) {
+        return Err(op_error(body, k_loop.op(), "pingpong=true needs the same K loop for every tile; this one's trip count changes with the tile (a masked grouped GEMM)".into()));
+    }
+    Ok(())
 }
 
 /// Clones `work` into `role` (before its terminator, which this adds), with
@@ -220,10 +271,14 @@ fn loop_clone(body: &Body, map: &HashMap<Value, Value>, k_loop: For, role: Block
 
 struct Roles<'a> {
     schedule: Schedule,
-    consumers: i64,
+    /// Consumers sharing each tile's rows: all of them, or one when they
+    /// take turns at whole tiles.
+    sharing: i64,
     block_m: i64,
     staged: &'a StagedBuffers,
     empty: Value,
+    /// The barrier the consumers take turns on (`pingpong`), a stage each.
+    order: Option<Value>,
     region: Region,
 }
 
@@ -278,12 +333,12 @@ impl Roles<'_> {
         let role_region = body.blocks[role].parent.expect("in a region");
         let loc = body.ops[k_loop.op()].loc.clone();
 
-        // With two consumers, each reads its own rows of A's buffer.
-        let half = self.block_m / self.consumers;
+        // With two consumers sharing a tile, each reads its own rows of A's buffer.
+        let half = self.block_m / self.sharing;
         let mut a_view: HashMap<Value, Value> = HashMap::new();
         let role_first = body.blocks[role].ops[0];
         let mut b = Builder::new(body, InsertPoint::Before(role_first), loc.clone());
-        let row = if self.consumers > 1 {
+        let row = if self.sharing > 1 {
             let h = b.index(half);
             let row = Muli::build(&mut b, c, h, Attributes::new()).result(b.body);
             Some(b.name(row, "row"))
@@ -334,7 +389,7 @@ impl Roles<'_> {
                 let wait = completing_wait(body, done).expect("no group in flight: the wait took them all");
                 let next = next_op(body, wait);
                 let mut b = Builder::new(body, InsertPoint::Before(next), loc.clone());
-                release_stage(&mut b, self.empty, stage);
+                arrive_per_warp(&mut b, self.empty, stage);
             }
         }
         staged.read_copies(body, self.region, &clones, stage, &scale_rows);
@@ -343,7 +398,7 @@ impl Roles<'_> {
         }
         if self.schedule.in_flight == 0 {
             drain_after(body, self.region, k_loop.op());
-            return self.finish_consumer(body, k_loop, role_region, half, row.map(|_| c));
+            return self.finish_consumer(body, k_loop, role_region, half, row.is_some(), c);
         }
         let terminator = body.terminator(loop_block(body, k_loop)).expect("verified");
         let mut b = Builder::new(body, InsertPoint::Before(terminator), loc.clone());
@@ -356,7 +411,7 @@ impl Roles<'_> {
         let before = Subi::build(&mut r, local, c1, Attributes::new()).result(r.body);
         let prev = count.stage_of(&mut r, before);
         let prev = r.name(prev, "prev");
-        release_stage(&mut r, self.empty, prev);
+        arrive_per_warp(&mut r, self.empty, prev);
         Yield::build(&mut r, &[], Attributes::new());
 
         // After the loop: drain, release the last stage, then the epilogue.
@@ -370,20 +425,24 @@ impl Roles<'_> {
         let c1 = l.index(1);
         let last_local = Subi::build(&mut l, count.trip, c1, Attributes::new()).result(l.body);
         let last_stage = count.stage_of(&mut l, last_local);
-        release_stage(&mut l, self.empty, last_stage);
+        arrive_per_warp(&mut l, self.empty, last_stage);
         Yield::build(&mut l, &[], Attributes::new());
-        self.finish_consumer(body, k_loop, role_region, half, row.map(|_| c))
+        self.finish_consumer(body, k_loop, role_region, half, row.is_some(), c)
     }
 
     /// The consumer's tiles shrink to its rows (and, with several
-    /// consumers, move to them), and the register loads its stages do not
-    /// carry run one iteration ahead.
-    fn finish_consumer(&self, body: &mut Body, k_loop: For, role_region: Region, half: i64, split_by: Option<Value>) -> Result<(), Diagnostic> {
+    /// consumers sharing a tile, move to them), the register loads its
+    /// stages do not carry run one iteration ahead, and consumers that take
+    /// turns at tiles take them.
+    fn finish_consumer(&self, body: &mut Body, k_loop: For, role_region: Region, half: i64, split: bool, c: Value) -> Result<(), Diagnostic> {
         self.retype_consumer(body, role_region, half);
-        if let Some(c) = split_by {
+        if split {
             self.offset_row_tiles(body, role_region, c);
         }
         prefetch_register_loads(body, k_loop);
+        if let Some(order) = self.order {
+            take_turns(body, k_loop, order, c);
+        }
         Ok(())
     }
 
@@ -427,11 +486,11 @@ impl Roles<'_> {
         }
     }
 
-    /// Consumer `c` stores tile row `m * consumers + c` of the halved tiles,
+    /// Consumer `c` stores tile row `m * sharing + c` of the halved tiles,
     /// and reads its row scales there.
     fn offset_row_tiles(&self, body: &mut Body, role_region: Region, c: Value) {
         for op in body.walk_region(role_region) {
-            let split = |body: &Body, v: Value| body.value_type(v).as_tile().is_some_and(|t| t.shape[0] == self.block_m / self.consumers);
+            let split = |body: &Body, v: Value| body.value_type(v).as_tile().is_some_and(|t| t.shape[0] == self.block_m / self.sharing);
             if let Some(store) = Store::of(body, op) {
                 let mut indices = store.indices(body).to_vec();
                 let (value, tensor, attrs) = (store.value(body), store.tensor(body), body.ops[op].attrs.clone());
@@ -455,12 +514,49 @@ impl Roles<'_> {
         }
     }
 
-    /// `m * consumers + c`: consumer `c`'s tile row in a tile split by rows.
+    /// `m * sharing + c`: consumer `c`'s tile row in a tile split by rows.
     fn consumer_row(&self, b: &mut Builder<'_>, m: Value, c: Value) -> Value {
-        let k = b.index(self.consumers);
+        let k = b.index(self.sharing);
         let scaled = Muli::build(b, m, k, Attributes::new()).result(b.body);
         Addi::build(b, scaled, c, Attributes::new()).result(b.body)
     }
+}
+
+/// Consumer `c` of two that take turns: it runs tiles c, c + 2, ... of the
+/// persistent loop around `k_loop`, and before tile j's K loop waits on
+/// `order`'s stage of the other consumer until that has finished the K
+/// loop of tile j - 1, its (j + 1) / 2-th (the first wait of consumer 0
+/// waits for parity 1, which a fresh barrier passes); after the K loop and
+/// its drain it arrives on its own stage. Stages and phases still count the tiles of
+/// both, from the loop's original bounds.
+fn take_turns(body: &mut Body, k_loop: For, order: Value, c: Value) {
+    let tiles = enclosing_loop(body, k_loop.op()).expect("checked before the split");
+    let loc = body.ops[k_loop.op()].loc.clone();
+    let mut b = Builder::new(body, InsertPoint::Before(k_loop.op()), loc.clone());
+    let tile = loop_iteration(&mut b, tiles);
+    let (c1, c2) = (b.index(1), b.index(2));
+    let next = Addi::build(&mut b, tile, c1, Attributes::new()).result(b.body);
+    let others_before = Divsi::build(&mut b, next, c2, Attributes::new()).result(b.body);
+    let last_phase = Addi::build(&mut b, others_before, c1, Attributes::new()).result(b.body);
+    let turn_phase = parity(&mut b, last_phase);
+    let turn_phase = b.name(turn_phase, "turn_phase");
+    let other = Subi::build(&mut b, c1, c, Attributes::new()).result(b.body);
+    MbarrierWait::build(&mut b, order, other, turn_phase, Attributes::new());
+    // Its turn ends once its last wgmma group has retired (after the
+    // drain): an arrive with groups still in flight hung the GPU
+    // (2026-11-25).
+    let drain = next_op(body, k_loop.op());
+    let after = next_op(body, drain);
+    arrive_per_warp(&mut Builder::new(body, InsertPoint::Before(after), loc.clone()), order, c);
+    let (lb, step) = (tiles.lower_bound(body), tiles.step(body));
+    let mut b = Builder::new(body, InsertPoint::Before(tiles.op()), loc);
+    let skipped = Muli::build(&mut b, c, step, Attributes::new()).result(b.body);
+    let first = Addi::build(&mut b, lb, skipped, Attributes::new()).result(b.body);
+    let c2 = b.index(2);
+    let stride = Muli::build(&mut b, step, c2, Attributes::new()).result(b.body);
+    let operands = &mut body.ops[tiles.op()].operands;
+    operands[0] = first;
+    operands[2] = stride;
 }
 
 /// Removes the loads of `block` nothing reads any more: the producer's

@@ -36,6 +36,15 @@ pub struct Role {
 }
 
 impl Role {
+    /// The threads that issue each elected op: one, or in the consumer
+    /// region one per consumer warpgroup (each runs the region as its own).
+    pub fn elected_issuers(&self) -> i64 {
+        match self.kind {
+            RoleKind::Consumers => self.threads / 128,
+            RoleKind::Cta | RoleKind::Producer => 1,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self.kind {
             RoleKind::Cta => "the whole CTA",
@@ -56,7 +65,8 @@ pub enum EventKind {
     /// same way (the CTAs of a cluster run the same code), so it counts as
     /// an arrival on this CTA's barrier.
     RemoteArrive,
-    /// `nv.mbarrier_expect_tx`: one (elected) arrival expecting the bytes.
+    /// `nv.mbarrier_expect_tx`: one (elected) arrival expecting the bytes,
+    /// from each consumer warpgroup in a consumer region.
     ExpectTx(i64),
     /// `nv.copy_async`: the first warp's 32 lanes arrive once their copies land.
     CopyArrive,
@@ -106,7 +116,7 @@ impl Model {
         match e.kind {
             EventKind::Arrive => self.roles[e.role].threads,
             EventKind::WarpArrive | EventKind::RemoteArrive => self.roles[e.role].threads / 32,
-            EventKind::ExpectTx(_) => 1,
+            EventKind::ExpectTx(_) => self.roles[e.role].elected_issuers(),
             EventKind::CopyArrive => COPY_ARRIVALS,
             EventKind::TmaComplete(_) | EventKind::Wait { .. } => 0,
         }
@@ -185,9 +195,11 @@ impl Model {
             return Ok(last);
         }
         let roles = if let Some(ws) = nv::WarpSpecialize::of(body, op) {
-            let consumers = ws.consumers(body);
+            // Consumers that take turns at whole tiles arrive one warpgroup
+            // at a time.
+            let arriving = if ws.alternate(body) { 1 } else { ws.consumers(body) };
             self.roles.push(Role { kind: RoleKind::Producer, threads: 128 });
-            self.roles.push(Role { kind: RoleKind::Consumers, threads: 128 * consumers });
+            self.roles.push(Role { kind: RoleKind::Consumers, threads: 128 * arriving });
             vec![self.roles.len() - 2, self.roles.len() - 1]
         } else {
             vec![role; data.regions.len()]

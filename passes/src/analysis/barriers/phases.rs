@@ -1,10 +1,11 @@
 //! Stage and phase checks: every barrier op's stage index is
 //! `iteration mod S` and every wait's phase `(iteration / S) mod 2` (plus 1
 //! for a wait that starts with credit) of that same iteration, for the
-//! barrier's own S.
+//! barrier's own S; a stage picked by consumer (the turns of ping-pong
+//! consumers) is left to the trace check.
 
 use super::model::{EventKind, Model};
-use super::symbolic::{evaluate, phase_of, stage_iteration, Iteration, Phase};
+use super::symbolic::{evaluate, is_consumer_index, phase_of, stage_iteration, Iteration, Phase};
 use super::barrier_name;
 use crate::op_error;
 use tilec_dialects::ir::{Body, Value};
@@ -28,6 +29,9 @@ pub fn derive_timings(body: &Body, model: &Model) -> Result<Vec<Timing>, Diagnos
         .map(|e| {
             let group = &model.groups[e.group];
             let err = |msg: String| op_error(body, e.op, format!("on {}: {msg}", barrier_name(body, group)));
+            if is_consumer_index(body, e.stage) {
+                return Ok(Timing { iteration: None, phase: None });
+            }
             let stage = evaluate(body, e.stage).ok_or_else(|| err(underivable("stage index", body, e.stage)))?;
             let iteration = stage_iteration(body, &stage, group.stages).map_err(err)?;
             let EventKind::Wait { phase } = e.kind else { return Ok(Timing { iteration, phase: None }) };

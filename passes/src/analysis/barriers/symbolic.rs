@@ -11,7 +11,7 @@
 
 use tilec_dialects::ir::{Body, Op, Value, ValueDef};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::tile;
+use tilec_dialects::{nv, tile};
 
 /// An iteration number: `base + offset`, then each `(div, add)` step in
 /// turn as `x / div + add` (a loop of step 2 counts `(k - 1) / 2`). With
@@ -155,6 +155,27 @@ fn counted_on(body: &Body, a: IndexExpr, b: IndexExpr) -> Option<IndexExpr> {
     let position = sum.iteration.steps.len();
     sum.iteration.earlier = Some((count.iteration.base.expect("plain"), position));
     Some(sum)
+}
+
+/// `v` picks a stage by consumer: the consumer index of an
+/// `nv.warp_specialize` whose consumers take turns at tiles (`alternate`),
+/// or a constant plus or minus it. Such a stage (a consumer's turn) serves
+/// no iteration; its rounds are left to the trace check.
+pub fn is_consumer_index(body: &Body, v: Value) -> bool {
+    let constant = |x: Value| evaluate(body, x).and_then(|e| e.as_constant()).is_some();
+    match body.values[v].def {
+        ValueDef::BlockArg(block, 0) => {
+            let region = body.blocks[block].parent;
+            let owner = region.and_then(|r| body.regions[r].parent);
+            owner.and_then(|op| nv::WarpSpecialize::of(body, op)).is_some_and(|ws| ws.alternate(body) && region == Some(ws.consumer(body)))
+        }
+        _ => {
+            let Some(binary) = body.defining_op(v).and_then(|op| tile::IntBinary::of(body, op)) else { return false };
+            let (lhs, rhs) = (binary.lhs(body), binary.rhs(body));
+            matches!(body.opcode(binary.op()), Opcode::TileAddi | Opcode::TileSubi)
+                && ((constant(lhs) && is_consumer_index(body, rhs)) || (is_consumer_index(body, lhs) && constant(rhs)))
+        }
+    }
 }
 
 /// The loop whose induction variable `v` is.
