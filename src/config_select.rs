@@ -121,7 +121,7 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
             let pipeline = if int("stages")? > 1 { "tile-pipeline," } else { "" };
             format!("tile-canonicalize,tile-assign-layouts,{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
         }
-        "warp_specialized" => format!(
+        "warp_specialized" | "pingpong" => format!(
             "tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,tile-warp-specialize,{cluster}tile-lower-to-nv,tile-canonicalize,tile-licm"
         ),
         other => return Err(format!("tile.config has an unknown schedule '{other}'")),

@@ -40,18 +40,27 @@
 //!    in hardware. On the H100 (2026-11-24 and -25) the pipeline was 9-22%
 //!    faster for 32 experts of 4096x7168 (16 waves), and the
 //!    warp-specialised kernel 4-31% faster for 8 experts (4 waves; 31%
-//!    with its scales staged). A tile at most 32 columns wide with a
-//!    long K is the other exception: each K step's wgmma (64x16 or 64x32)
+//!    with its scales staged). BF16 with at most 32 blocks of K over more
+//!    than 2 waves is another, since its TMA-store epilogue overlaps the
+//!    next tile's main loop (on the H100, 2026-11-25: +7.3% at
+//!    4096x24576x1536, +3.7% at 4096x32768x512 and 4096x7168x2048; with
+//!    longer K -0.3% to -3.5%). A tile at most 32 columns wide with a
+//!    long K is the last exception: each K step's wgmma (64x16 or 64x32)
 //!    is too short for one warpgroup that both waits on it and issues the
 //!    next loads, and a dedicated producer hides the issue (on the H100,
 //!    2026-11-23 and -25, one consumer was 8.5-13% faster at 64 and 128 x
 //!    2112 x 7168 and 2% at 64x4096x7168; with 64-column tiles it was 0.6-2%
-//!    slower).
-//! 8. Epilogue: the TMA store (8.5% faster at 4096^3 on the H100) when C's
-//!    rows are 16-byte aligned (N * 2 bytes a multiple of 16) and the
-//!    schedule is the plain pipeline; direct global stores otherwise. The
-//!    pick with direct stores and the stage its output tile took is ranked
-//!    as an alternative.
+//!    slower). Ping-pong consumers (two taking turns at whole tiles of the
+//!    best tile one warpgroup holds) are ranked as an alternative: on the
+//!    H100 (2026-11-25) they ran 6-16% below the pick at 4096^3 and 8192^3.
+//! 8. Epilogue: the TMA store (8.5% faster at 4096^3 on the H100; 11% in
+//!    the warp-specialised 128x256 tile, 2026-11-25) when C's rows are
+//!    16-byte aligned (N * 2 bytes a multiple of 16), except in a
+//!    warp-specialised tile at most 32 columns wide, where the store of a
+//!    few kilobytes is no work to hide and its round trip through shared
+//!    memory cost 2.7-5.5% (2026-11-25); direct global stores otherwise.
+//!    The pick with direct stores and the stage its output tile took is
+//!    ranked as an alternative.
 //! 9. SMs: the fewest that keep the wave count, ceil(tiles / waves).
 //! 10. Clusters: pairs of CTAs that share an operand tile and load it once
 //!     (TMA multicast), only where it is legal and there is more than one
@@ -192,6 +201,9 @@ pub enum Schedule {
         /// Consumer warpgroups (1 or 2).
         consumers: i64,
     },
+    /// The same split with two consumers that take turns at whole tiles
+    /// (`pingpong=true`): one's epilogue runs beside the other's main loop.
+    PingPong,
 }
 
 /// How the output tile is stored.
@@ -298,6 +310,7 @@ impl fmt::Display for Config {
         let schedule = match self.schedule {
             Schedule::Pipeline => "pipeline".to_string(),
             Schedule::WarpSpecialized { consumers } => format!("ws{consumers} persistent"),
+            Schedule::PingPong => "pingpong persistent".to_string(),
         };
         let cluster = match self.cluster {
             Along::None => String::new(),
@@ -330,24 +343,37 @@ pub const MAX_BLOCK_N: i64 = 256;
 pub const BLOCK_N_STEP: i64 = 16;
 /// The most stages considered.
 pub const MAX_STAGES: i64 = 8;
-/// One 8-byte mbarrier per stage.
-const BARRIER_BYTES_PER_STAGE: i64 = 8;
+/// Bytes of one mbarrier.
+const MBARRIER_BYTES: i64 = 8;
+
+/// The lowering places a buffer that TMA or wgmma reads on a 1024-byte
+/// boundary (where a 128-byte swizzle pattern repeats).
+const BUFFER_ALIGN: i64 = 1024;
 
 fn ceil_div(a: i64, b: i64) -> i64 {
     (a + b - 1) / b
 }
 
-/// Shared memory of one configuration: the staged operand tiles (and staged
-/// scales: A's per row and B's per 128 columns, 4 bytes each), their
-/// barriers, and the TMA epilogue's output tile.
-pub fn smem_bytes(problem: &Problem, block_m: i64, block_n: i64, block_k: i64, stages: i64, epilogue: Epilogue, scales: Scales) -> i64 {
+/// Shared memory of one configuration, laid out as the lowering lays it
+/// out: the staged operand tiles (and staged scales: A's per row and B's
+/// per 128 columns, 4 bytes each, in small buffers packed after them), the
+/// TMA epilogue's output tile on the next 1024-byte boundary (one per
+/// consumer when ping-pong consumers each hold a whole tile), then the
+/// mbarriers: a full barrier per stage, an empty one too when a producer
+/// warpgroup feeds consumers, and the ping-pong consumers' turns.
+pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64), stages: i64, epilogue: Epilogue, scales: Scales, schedule: Schedule) -> i64 {
     let scale_bytes = if scales == Scales::Staged { 4 * (block_m + ceil_div(block_n, SCALE_BLOCK_N)) } else { 0 };
-    let operands = (block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes;
-    let output = match epilogue {
-        Epilogue::Tma => block_m * block_n * 2,
-        Epilogue::Global => 0,
+    let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);
+    let (output_tiles, barriers) = match schedule {
+        Schedule::Pipeline => (1, stages),
+        Schedule::WarpSpecialized { .. } => (1, 2 * stages),
+        Schedule::PingPong => (2, 2 * stages + 2),
     };
-    stages * (operands + BARRIER_BYTES_PER_STAGE) + output
+    let buffers = match epilogue {
+        Epilogue::Tma => ceil_div(staged, BUFFER_ALIGN) * BUFFER_ALIGN + output_tiles * block_m * block_n * 2,
+        Epilogue::Global => staged,
+    };
+    buffers + barriers * MBARRIER_BYTES
 }
 
 /// Accumulator elements a warpgroup's registers hold at most: 128 f32 a
@@ -356,11 +382,11 @@ const WARPGROUP_ACCUMULATORS: i64 = 128 * 128;
 
 /// Rule 6: the most stages that fit (the pinned count, if it fits), or
 /// `None` when not even one does.
-fn most_stages(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), epilogue: Epilogue, scales: Scales) -> Option<i64> {
-    let fits = |s: &i64| smem_bytes(problem, bm, bn, bk, *s, epilogue, scales) <= machine.smem_bytes;
+fn most_stages(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), epilogue: Epilogue, scales: Scales, schedule: Schedule) -> Option<i64> {
+    let fits = |s: &i64| smem_bytes(problem, tile, *s, epilogue, scales, schedule) <= machine.smem_bytes;
     match pins.stages {
         Some(s) => Some(s).filter(fits),
-        None => (1..=ceil_div(problem.k, bk).clamp(1, MAX_STAGES)).rev().find(fits),
+        None => (1..=ceil_div(problem.k, tile.2).clamp(1, MAX_STAGES)).rev().find(fits),
     }
 }
 
@@ -369,24 +395,25 @@ fn most_stages(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): 
 /// costs a stage or a CTA an SM holds at once; then prefetched.
 fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), epilogue: Epilogue, schedule: Schedule) -> Option<(i64, Scales)> {
     if problem.precision != Precision::Fp8BlockScaled {
-        return most_stages(problem, machine, pins, tile, epilogue, Scales::None).map(|s| (s, Scales::None));
+        return most_stages(problem, machine, pins, tile, epilogue, Scales::None, schedule).map(|s| (s, Scales::None));
     }
-    let staged = most_stages(problem, machine, pins, tile, epilogue, Scales::Staged);
+    let staged = most_stages(problem, machine, pins, tile, epilogue, Scales::Staged, schedule);
     if schedule != Schedule::Pipeline {
         return staged.map(|s| (s, Scales::Staged));
     }
-    let prefetched = most_stages(problem, machine, pins, tile, epilogue, Scales::Prefetched)?;
-    let (bm, bn, bk) = tile;
-    let resident = |stages: i64, scales: Scales| machine.ctas_per_sm(smem_bytes(problem, bm, bn, bk, stages, epilogue, scales));
+    let prefetched = most_stages(problem, machine, pins, tile, epilogue, Scales::Prefetched, schedule)?;
+    let resident = |stages: i64, scales: Scales| machine.ctas_per_sm(smem_bytes(problem, tile, stages, epilogue, scales, schedule));
     match staged {
         Some(s) if s == prefetched && resident(s, Scales::Staged) == resident(s, Scales::Prefetched) => Some((s, Scales::Staged)),
         _ => Some((prefetched, Scales::Prefetched)),
     }
 }
 
-/// Rule 8: TMA stores need 16-byte aligned rows of C (BF16).
-fn epilogue_for(problem: &Problem, schedule: Schedule) -> Epilogue {
-    if schedule == Schedule::Pipeline && !problem.any_n && (problem.n * 2) % 16 == 0 {
+/// Rule 8: TMA stores need 16-byte aligned rows of C (BF16); a
+/// warp-specialised narrow tile stores directly.
+fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) -> Epilogue {
+    let narrow_specialised = schedule != Schedule::Pipeline && block_n <= NARROW_BLOCK_N;
+    if !problem.any_n && (problem.n * 2) % 16 == 0 && !narrow_specialised {
         Epilogue::Tma
     } else {
         Epilogue::Global
@@ -404,11 +431,11 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, bm: i64, bn
     let waves = ceil_div(tiles, machine.sms);
     let last_wave = tiles - (waves - 1) * machine.sms;
     let schedule = Schedule::Pipeline;
-    let epilogue = epilogue_for(problem, schedule);
+    let epilogue = epilogue_for(problem, bn, schedule);
     let (stages, scales) = stages_and_scales(problem, machine, pins, (bm, bn, bk), epilogue, schedule)?;
     let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
     let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(tiles, waves), cluster: Along::None };
-    Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, bm, bn, bk, stages, epilogue, scales), reason: String::new() })
+    Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, (bm, bn, bk), stages, epilogue, scales, schedule), reason: String::new() })
 }
 
 /// Rules 2-5 as an order: the better candidate first.
@@ -428,6 +455,7 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
         Schedule::Pipeline => "",
         Schedule::WarpSpecialized { .. } if best.config.block_n <= NARROW_BLOCK_N => "; warp-specialised (a narrow tile with a long K)",
         Schedule::WarpSpecialized { .. } => "; warp-specialised (block-scaled FP8 with a long K, or many waves of tiles)",
+        Schedule::PingPong => "; ping-pong consumers",
     };
     let cluster = match best.config.cluster {
         Along::None => String::new(),
@@ -450,6 +478,8 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     let same_tile = (c.config.block_m, c.config.block_n) == (best.config.block_m, best.config.block_n);
     if c.config == (Config { cluster: c.config.cluster, ..best.config }) && c.config.cluster != Along::None {
         format!("the pick in 2-CTA clusters along {}, multicasting {}", c.config.cluster.word(), if c.config.cluster == Along::M { "B" } else { "A" })
+    } else if c.config.schedule == Schedule::PingPong {
+        format!("ping-pong alternative: two consumers take turns at whole {}x{} tiles", c.config.block_m, c.config.block_n)
     } else if c.config.schedule != Schedule::Pipeline {
         format!("warp-specialised alternative of the pick's tile ({} consumer(s))", c.config.num_warps / 4 - 1)
     } else if same_tile && best.config.schedule != Schedule::Pipeline {
@@ -485,6 +515,9 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     if let Some(best) = ranked.first().cloned() {
         if let Some(direct) = direct_stores(problem, machine, pins, &best) {
             ranked.insert(1, direct);
+        }
+        if let Some(pingpong) = ping_pong(problem, machine, pins, &ranked) {
+            ranked.insert(1, pingpong);
         }
         for consumers in [2, 1] {
             if let Some(ws) = warp_specialized(problem, machine, pins, &best, consumers) {
@@ -531,23 +564,35 @@ fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along 
 
 /// Rule 7's exceptions, with the same K loop for every tile or at most
 /// [`FEW_WAVES`] waves of tiles: over at least 32 blocks of K, block-scaled
-/// FP8 or a tile at most 32 columns wide; over at least
-/// [`FP8_PERSISTENT_K_BLOCKS`] blocks and more than [`FP8_PERSISTENT_WAVES`]
-/// waves, block-scaled FP8.
+/// FP8 or a tile at most 32 columns wide; over more than
+/// [`PERSISTENT_WAVES`] waves, block-scaled FP8 with at least
+/// [`FP8_PERSISTENT_K_BLOCKS`] blocks and BF16 with at most
+/// [`BF16_PERSISTENT_K_BLOCKS`].
 fn prefers_warp_specialized(problem: &Problem, best: &Candidate) -> bool {
     let k_blocks = ceil_div(problem.k, problem.precision.block_k());
     let fp8 = problem.precision == Precision::Fp8BlockScaled;
     let balanced = !problem.varying_k || best.waves <= FEW_WAVES;
     let long_k = k_blocks >= 32 && (fp8 || best.config.block_n <= NARROW_BLOCK_N);
-    let many_fp8_tiles = fp8 && k_blocks >= FP8_PERSISTENT_K_BLOCKS && best.waves > FP8_PERSISTENT_WAVES;
-    balanced && (long_k || many_fp8_tiles)
+    let many_fp8_tiles = fp8 && k_blocks >= FP8_PERSISTENT_K_BLOCKS && best.waves > PERSISTENT_WAVES;
+    let many_short_bf16_tiles = !fp8 && k_blocks <= BF16_PERSISTENT_K_BLOCKS && best.waves > PERSISTENT_WAVES;
+    balanced && (long_k || many_fp8_tiles || many_short_bf16_tiles)
 }
 
-/// Rule 7: the fewest K blocks, and the waves to exceed, at which the
-/// persistent warp-specialised kernel overtakes the pipeline for
-/// block-scaled FP8 with a shorter K.
+/// Rule 7: the waves of tiles to exceed for the persistent
+/// warp-specialised kernel to hide each tile's prologue and epilogue
+/// behind its neighbours' work.
+const PERSISTENT_WAVES: i64 = 2;
+
+/// Rule 7: the fewest K blocks at which the persistent warp-specialised
+/// kernel overtakes the pipeline for block-scaled FP8 with a shorter K
+/// over many waves.
 const FP8_PERSISTENT_K_BLOCKS: i64 = 12;
-const FP8_PERSISTENT_WAVES: i64 = 2;
+
+/// Rule 7: the most K blocks at which the persistent warp-specialised
+/// kernel with a TMA-store epilogue overtakes the pipeline for BF16 over
+/// many waves (with a longer K the pipeline's tiles amortise their
+/// prologue and epilogue themselves).
+const BF16_PERSISTENT_K_BLOCKS: i64 = 32;
 
 /// Rule 7: the most waves of tiles whose K loops are data (a masked grouped
 /// GEMM) that a persistent CTA's static share still balances.
@@ -567,7 +612,7 @@ fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candi
     let epilogue = Epilogue::Global;
     let (stages, scales) = stages_and_scales(problem, machine, pins, (c.block_m, c.block_n, c.block_k), epilogue, c.schedule)?;
     let config = Config { stages, epilogue, scales, ..c };
-    Some(Candidate { config, smem_bytes: smem_bytes(problem, c.block_m, c.block_n, c.block_k, stages, epilogue, scales), reason: String::new(), ..best.clone() })
+    Some(Candidate { config, smem_bytes: smem_bytes(problem, (c.block_m, c.block_n, c.block_k), stages, epilogue, scales, config.schedule), reason: String::new(), ..best.clone() })
 }
 
 /// Rule 7's alternative: the best tile split over `consumers` warpgroups fed
@@ -580,14 +625,35 @@ fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
     if rows < 64 || rows * c.block_n * problem.precision.accumulator_copies() > WARPGROUP_ACCUMULATORS {
         return None;
     }
-    let epilogue = Epilogue::Global;
     let schedule = Schedule::WarpSpecialized { consumers };
+    let epilogue = epilogue_for(problem, c.block_n, schedule);
     let (stages, scales) = stages_and_scales(problem, machine, pins, (c.block_m, c.block_n, c.block_k), epilogue, schedule)?;
     if stages < 2 {
         return None;
     }
     let config = Config { stages, num_warps: 4 * (consumers + 1), schedule, epilogue, scales, ..c };
-    Some(Candidate { config, smem_bytes: smem_bytes(problem, c.block_m, c.block_n, c.block_k, stages, epilogue, scales), reason: String::new(), ..best.clone() })
+    Some(Candidate { config, smem_bytes: smem_bytes(problem, (c.block_m, c.block_n, c.block_k), stages, epilogue, scales, config.schedule), reason: String::new(), ..best.clone() })
+}
+
+/// Rule 7's ping-pong alternative: the best-ranked tile whose accumulators
+/// one consumer warpgroup holds, split over two consumers that take turns at
+/// whole tiles, persistent. None where the K loop's trip count is data (a
+/// masked grouped GEMM: a consumer could not count the other's K steps).
+fn ping_pong(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candidate]) -> Option<Candidate> {
+    if problem.varying_k {
+        return None;
+    }
+    let fits_one_warpgroup = |c: &&Candidate| c.config.block_m * c.config.block_n * problem.precision.accumulator_copies() <= WARPGROUP_ACCUMULATORS;
+    let tile = ranked.iter().find(fits_one_warpgroup)?;
+    let c = tile.config;
+    let schedule = Schedule::PingPong;
+    let epilogue = epilogue_for(problem, c.block_n, schedule);
+    let (stages, scales) = stages_and_scales(problem, machine, pins, (c.block_m, c.block_n, c.block_k), epilogue, schedule)?;
+    if stages < 2 {
+        return None;
+    }
+    let config = Config { stages, num_warps: 12, schedule, epilogue, scales, ..c };
+    Some(Candidate { config, smem_bytes: smem_bytes(problem, (c.block_m, c.block_n, c.block_k), stages, epilogue, scales, config.schedule), reason: String::new(), ..tile.clone() })
 }
 
 /// The pick: the first of [`rank`], or why there is none.
@@ -716,6 +782,45 @@ mod tests {
     }
 
     #[test]
+    fn ping_pong_is_ranked_not_picked() {
+        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false };
+        let ranked = rank(&p, &Machine::H100, &Pins::default());
+        assert_ne!(ranked[0].config.schedule, Schedule::PingPong);
+        // The best tile one warpgroup's registers hold (64x256 before 128x128
+        // by rule 5), with an output tile per consumer: 4 stages of 40960
+        // bytes, 2 * 32768 for the outputs, 10 barriers.
+        let pingpong = ranked.iter().find(|c| c.config.schedule == Schedule::PingPong).expect("a ping-pong alternative");
+        assert_eq!((pingpong.config.block_m, pingpong.config.block_n, pingpong.config.stages, pingpong.config.epilogue), (64, 256, 4, Tma));
+        assert_eq!(pingpong.smem_bytes, 4 * 40960 + 2 * 32768 + 10 * 8);
+        assert_eq!(pingpong.reason, "ping-pong alternative: two consumers take turns at whole 64x256 tiles");
+        // Block-scaled FP8 keeps two accumulator copies: 64x128.
+        let fp8 = rank(&Problem { precision: Precision::Fp8BlockScaled, ..p }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
+        let fp8_pingpong = fp8.iter().find(|c| c.config.schedule == Schedule::PingPong).expect("an FP8 ping-pong alternative");
+        assert_eq!((fp8_pingpong.config.block_m, fp8_pingpong.config.block_n), (64, 128));
+        // A masked grouped GEMM's K loop is data: no ping-pong.
+        let masked = rank(&Problem { varying_k: true, ..p }, &Machine::H100, &Pins::default());
+        assert!(masked.iter().all(|c| c.config.schedule != Schedule::PingPong));
+    }
+
+    #[test]
+    fn short_bf16_k_over_many_waves_is_warp_specialized_with_tma_stores() {
+        let pick_of = |m, n, k| pick(m, n, k).config;
+        // At most 32 K blocks over more than 2 waves: two consumers,
+        // persistent, and the TMA-store epilogue with its 3 stages.
+        for (n, k) in [(24576, 1536), (32768, 512), (7168, 2048)] {
+            let c = pick_of(4096, n, k);
+            assert_eq!((c.schedule, c.epilogue, c.stages), (Schedule::WarpSpecialized { consumers: 2 }, Tma, 3), "4096x{n}x{k}");
+        }
+        // A longer K, or a single wave, keeps the pipeline.
+        assert_eq!(pick_of(4096, 4096, 4096).schedule, Schedule::Pipeline);
+        assert_eq!(pick_of(4096, 7168, 16384).schedule, Schedule::Pipeline);
+        assert_eq!(pick_of(128, 24576, 1536).schedule, Schedule::Pipeline);
+        // C rows that TMA cannot store (N * 2 bytes not a multiple of 16)
+        // take direct stores in the warp-specialised tile too.
+        assert_eq!(pick_of(4096, 24572, 1536).epilogue, Global);
+    }
+
+    #[test]
     fn edge_cases() {
         // M = 1: BM 64 pads least; BN 32 gives 128 tiles (16 would be 256, two
         // waves); a narrow tile over 64 K blocks is warp-specialised.
@@ -754,15 +859,16 @@ mod tests {
         assert_eq!(ranked[1].config, Config { cluster: Along::M, ..ranked[0].config });
         assert_eq!(ranked[1].reason, "the pick in 2-CTA clusters along m, multicasting B");
         // Rule 7: the warp-specialised alternative of the pick's tile comes next,
-        // with its own stage count (no TMA output tile: 4*49160 = 196640).
+        // with the pick's TMA epilogue (rule 8) and so its stage count.
         assert_eq!(ranked[2].config.schedule, Schedule::WarpSpecialized { consumers: 2 });
-        assert_eq!((ranked[2].config.stages, ranked[2].config.epilogue), (4, Global));
-        // Rule 8's alternative: the pick with direct stores and the stage the
-        // output tile took.
-        assert_eq!((ranked[3].config.schedule, ranked[3].config.stages, ranked[3].config.epilogue), (Schedule::Pipeline, 4, Global));
-        assert_eq!(ranked[3].reason, "direct-store alternative of the pick (4 stages without the output tile)");
-        assert_eq!(ranked[4].reason, "narrower N (128 < 256)");
-        assert!(ranked.iter().skip(5).any(|c| c.reason.starts_with("more waves")));
+        assert_eq!((ranked[2].config.stages, ranked[2].config.epilogue), (3, Tma));
+        // Then the ping-pong alternative, and rule 8's: the pick with direct
+        // stores and the stage the output tile took.
+        assert_eq!(ranked[3].config.schedule, Schedule::PingPong);
+        assert_eq!((ranked[4].config.schedule, ranked[4].config.stages, ranked[4].config.epilogue), (Schedule::Pipeline, 4, Global));
+        assert_eq!(ranked[4].reason, "direct-store alternative of the pick (4 stages without the output tile)");
+        assert_eq!(ranked[5].reason, "narrower N (128 < 256)");
+        assert!(ranked.iter().skip(6).any(|c| c.reason.starts_with("more waves")));
         // No tile that breaks rule 1 (both sides over 128) is weighed.
         assert!(ranked.iter().all(|c| c.config.block_m <= 128 || c.config.block_n <= 128));
     }
@@ -812,14 +918,14 @@ mod tests {
         // takes 8 warps. Per stage 256*128 bytes of operands + 8 = 32776;
         // 6*32776 + 32768 = 229424 fits, 7 stages do not.
         // With K = 4096 (32 scale blocks) the warp-specialised tile is the pick
-        // (rule 7's exception): two consumers, without the output tile, and
-        // its scales staged (rule 11): 6 stages of 32776 + 516 bytes (7 would
-        // fit without them). With K = 2048 (16 blocks) over 8 waves it is
+        // (rule 7's exception): two consumers, the output tile (rule 8) and
+        // its scales staged (rule 11): 5 stages of 32776 + 516 bytes and
+        // 32768 for the output (6 would need 232520). With K = 2048 (16 blocks) over 8 waves it is
         // too; with K = 512 (4 blocks), or over 2 waves (M = 128), the
         // pipeline stays, its scales prefetched where staging them would
         // cost its sixth stage.
         let c = choose(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
-        assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 6));
+        assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 5));
         assert_eq!((c.config.schedule, c.config.scales), (Schedule::WarpSpecialized { consumers: 2 }, Scales::Staged));
         let ranked = rank(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
         assert_eq!(ranked[1].config, Config { cluster: Along::M, ..c.config });

@@ -276,6 +276,7 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     let (schedule, consumers, persistent) = match c.schedule {
         Schedule::Pipeline => ("pipeline", 0, false),
         Schedule::WarpSpecialized { consumers } => ("warp_specialized", consumers, true),
+        Schedule::PingPong => ("pingpong", 2, true),
     };
     d.set("schedule", Attribute::String(schedule.into()));
     d.set("consumers", int(consumers));
