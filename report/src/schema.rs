@@ -311,8 +311,9 @@ pub struct BenchConfig {
     pub jit_cache_disabled: bool,
     /// A spin kernel held the stream while each timed batch was enqueued.
     pub spin_kernel: bool,
-    /// Every kernel of a shape ran once per round, in turn (A B C A B C ...),
-    /// so drift hits all alike; false in older reports (one kernel's
+    /// Every kernel of a shape ran once per round, in turn (A B C, then
+    /// B C A, ...: since 2026-11-25 each round starts one kernel further
+    /// on), so drift hits all alike; false in older reports (one kernel's
     /// repetitions after another's).
     #[serde(default)]
     pub interleaved: bool,

@@ -2,7 +2,7 @@
 
 use crate::bench::*;
 use crate::check::*;
-use crate::timing::{rounds_within, MIN_ROUNDS};
+use crate::timing::{round_order, rounds_within, MIN_ROUNDS};
 
 #[test]
 fn default_shapes_are_the_design_list() {
@@ -179,4 +179,20 @@ fn kernel_config_from_the_manifest() {
     assert_eq!(c.tma_boxes.len(), 2);
     assert_eq!((c.tma_boxes[1].tensor.as_str(), &c.tma_boxes[1].box_dims[..]), ("B", &[256, 64][..]));
     assert_eq!((c.tma_boxes[0].swizzle.as_str(), c.tma_boxes[1].swizzle.as_str()), ("128B", "64B"));
+}
+
+#[test]
+fn every_kernel_takes_every_position_of_a_round_equally_often() {
+    let kernels = 4;
+    let mut at = vec![vec![0; kernels]; kernels];
+    for round in 0..3 * kernels {
+        let order: Vec<usize> = round_order(round, kernels).collect();
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..kernels).collect::<Vec<_>>(), "round {round} runs each kernel once: {order:?}");
+        for (position, &k) in order.iter().enumerate() {
+            at[k][position] += 1;
+        }
+    }
+    assert!(at.iter().flatten().all(|&n| n == 3), "{at:?}");
 }
