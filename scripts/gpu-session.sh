@@ -17,7 +17,7 @@ for dir in artifacts/*/; do
     ws*) shapes=(--shapes 128x128x64,128x128x4096,4096x4096x4096,1000x1000x2000,129x257x192,8192x8192x8192) ;;
   esac
   echo "===== $name" >>"$out/correctness.log"
-  bin/tilec-gpu-test "$dir" "${shapes[@]}" >>"$out/correctness.log" 2>&1; echo "rc=$?" >>"$out/correctness.log"
+  timeout 300 bin/tilec-gpu-test "$dir" "${shapes[@]}" >>"$out/correctness.log" 2>&1; echo "rc=$?" >>"$out/correctness.log"
 done
 grep -E "=====|PASS|FAIL|rc=" "$out/correctness.log" | grep -vE "^ +[0-9x]+ .*PASS" | tail -60
 
@@ -31,7 +31,7 @@ done
 echo "== compute-sanitizer (small shape)"
 for tool in racecheck synccheck memcheck; do
   for a in ${SANITIZE_ARTIFACTS:-bf16_s4 ws1_s4 ws2_p_s4}; do
-    compute-sanitizer --tool "$tool" --error-exitcode 3 bin/tilec-gpu-test "artifacts/$a" --shapes 256x256x512 >/tmp/sanitize.log 2>&1
+    timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 bin/tilec-gpu-test "artifacts/$a" --shapes 256x256x512 >/tmp/sanitize.log 2>&1
     rc=$?
     cat /tmp/sanitize.log >>"$out/sanitize.log"
     echo "$tool $a: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/sanitize.log | tr '\n' ' ')"
@@ -41,7 +41,7 @@ done
 echo "== benchmark"
 bench=()
 for a in ${BENCH_ARTIFACTS:-bf16_s3 bf16_s4 t128x256_s3 t128x256_s4 t64x128_s6 ws1_s4 ws1_p_s4 ws2_s4 ws2_p_s4 ws2_s5 ws2_p_s5 ws2_128x256_s4 ws2_128x256_p_s4 ws_persistent_128x256_s4 a_regs_s4 a_regs_ws2_p_s4}; do bench+=(--artifact "artifacts/$a"); done
-bin/tilec-bench "${bench[@]}" --shapes "${BENCH_SHAPES:-square}" --dtypes bf16 --json "$out/bench.json" >"$out/bench.log" 2>&1
+timeout 600 bin/tilec-bench "${bench[@]}" --shapes "${BENCH_SHAPES:-square}" --dtypes bf16 --json "$out/bench.json" >"$out/bench.log" 2>&1
 echo "bench rc=$?"; tail -40 "$out/bench.log"
 
 echo "== FP8 baselines (cuBLASLt e4m3: per-tensor scales, and block scales 1x128 / 128x128)"
@@ -50,13 +50,13 @@ echo "== FP8 baselines (cuBLASLt e4m3: per-tensor scales, and block scales 1x128
 if [ "${FP8_BASELINE:-1}" != 0 ]; then
   fp8=()
   for a in artifacts/fp8*/; do [ -d "$a" ] && fp8+=(--artifact "$a"); done
-  bin/tilec-bench "${fp8[@]}" --dtypes fp8 --shapes "${FP8_SHAPES:-default}" --json "$out/bench-fp8.json" >"$out/bench-fp8.log" 2>&1
+  timeout 600 bin/tilec-bench "${fp8[@]}" --dtypes fp8 --shapes "${FP8_SHAPES:-default}" --json "$out/bench-fp8.json" >"$out/bench-fp8.log" 2>&1
   echo "fp8 bench rc=$?"; grep -E "cublaslt-fp8|ERROR|FAIL" "$out/bench-fp8.log" | tail -24; tail -6 "$out/bench-fp8.log"
   # Block-scaled FP8 kernels: odd shapes (M not a multiple of 64, N straddling 128-column scale blocks).
   for a in artifacts/fp8_block*/; do
     [ -d "$a" ] || continue
     echo "===== $a" >>"$out/correctness-fp8.log"
-    bin/tilec-gpu-test "$a" --shapes "${FP8_TEST_SHAPES:-128x128x128,129x200x300,1000x1000x2000,64x2112x7168,4096x4096x4096,4000x7000x1536}" >>"$out/correctness-fp8.log" 2>&1
+    timeout 300 bin/tilec-gpu-test "$a" --shapes "${FP8_TEST_SHAPES:-128x128x128,129x200x300,1000x1000x2000,64x2112x7168,4096x4096x4096,4000x7000x1536}" >>"$out/correctness-fp8.log" 2>&1
     echo "tilec-gpu-test $a rc=$?"
   done
 fi
@@ -64,6 +64,6 @@ fi
 echo "== grouped GEMM baselines (per-expert cuBLAS loop, cublasGemmGroupedBatchedEx, per-expert cuBLASLt FP8 block-scaled)"
 # GROUPED=1 runs them (a few minutes: 12 problems, up to 32 experts of 4096x7168).
 if [ "${GROUPED:-0}" != 0 ]; then
-  bin/tilec-bench --grouped --reps "${GROUPED_REPS:-30}" --json "$out/bench-grouped.json" >"$out/bench-grouped.log" 2>&1
+  timeout 600 bin/tilec-bench --grouped --reps "${GROUPED_REPS:-30}" --json "$out/bench-grouped.json" >"$out/bench-grouped.log" 2>&1
   echo "grouped bench rc=$?"; tail -44 "$out/bench-grouped.log"
 fi

@@ -24,7 +24,7 @@ cd "$(dirname "$0")"
   for tool in racecheck synccheck; do
     for a in artifacts/cl_*/; do
       case "$a" in *fp8*) shapes=384x768x256,256x256x512 ;; *) shapes=384x768x256,256x256x512 ;; esac
-      compute-sanitizer --tool "$tool" --error-exitcode 3 bin/tilec-gpu-test "$a" --shapes "$shapes" >/tmp/sanitize.log 2>&1
+      timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 bin/tilec-gpu-test "$a" --shapes "$shapes" >/tmp/sanitize.log 2>&1
       echo "$tool $(basename "$a"): rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/sanitize.log | tr '\n' ' ')"
     done
   done

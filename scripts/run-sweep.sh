@@ -4,7 +4,8 @@
 # shapes (K and N stay multiples of 8: TMA needs 16-byte rows),
 # times each benchmark shape's candidate kernels (sweep.txt) against cuBLAS in one tilec-bench
 # run per shape, then prints the config selection's regret per shape (sweep-regret.py).
-# Logs and JSON go to $OUT.
+# Logs and JSON go to $OUT. Every GPU command runs under `timeout`: a kernel that hangs
+# costs minutes of the lease, not the whole call (rc 124 in the log).
 # usage: OUT=/tmp/out bash run-sweep.sh
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -17,7 +18,7 @@ echo "== the $dtype picks (and pinned variants) on odd shapes (M = 1, odd M; M, 
 for a in $(awk '$2 ~ /_r1$/ || $2 !~ /_r[0-9]+$/ { print $2 }' sweep.txt); do
   # FP8 rows of A and B are K bytes: TMA needs K to be a multiple of 16 there.
   if [ "$dtype" = fp8 ]; then shapes=1x2112x7168,129x2112x208,1000x1000x2000,4095x4104x4112,129x200x384; else shapes=1x2112x7168,129x2112x200,1000x1000x2000,4095x4104x4104; fi
-  bin/tilec-gpu-test "artifacts/$a" --shapes "$shapes" >"$work/check-$a.log" 2>&1
+  timeout 180 bin/tilec-gpu-test "artifacts/$a" --shapes "$shapes" >"$work/check-$a.log" 2>&1
   echo "$a rc=$? $(grep -cw PASS "$work/check-$a.log") PASS $(grep -cw FAIL "$work/check-$a.log") FAIL"
 done
 
@@ -25,7 +26,7 @@ echo "== sweep"
 for shape in $(cut -d' ' -f1 sweep.txt | uniq); do
   arts=()
   for a in $(awk -v s="$shape" '$1 == s { print $2 }' sweep.txt); do arts+=(--artifact "artifacts/$a"); done
-  bin/tilec-bench "${arts[@]}" --shapes "$shape" --dtypes "$dtype" --json "$work/sweep-$shape.json" >"$work/sweep-$shape.log" 2>&1
+  timeout 300 bin/tilec-bench "${arts[@]}" --shapes "$shape" --dtypes "$dtype" --json "$work/sweep-$shape.json" >"$work/sweep-$shape.log" 2>&1
   echo "$shape: bench rc=$?"
 done
 python3 sweep-regret.py sweep.txt "$work"/sweep-*.json | tee "$out/regret.txt"
