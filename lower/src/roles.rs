@@ -54,7 +54,7 @@ pub(crate) fn close(em: &mut Emitter) {
 
 /// Opens a region only the CTA's first warp runs (closed with [`close`]).
 pub(crate) fn open_first_warp(em: &mut Emitter, tid: &str) {
-    let c32 = em.i32(32);
+    let c32 = em.i32(WARP_THREADS);
     let first_warp = em.assign("first_warp", format!("arith.cmpi ult, {tid}, {c32} : i32"));
     em.open(format!("scf.if {first_warp} {{"));
 }
@@ -66,26 +66,30 @@ pub(crate) fn open_first_warp(em: &mut Emitter, tid: &str) {
 pub(crate) fn open_first_lane(em: &mut Emitter, tid: &str) {
     let all_lanes = em.i32(-1);
     em.line(format!("nvvm.bar.warp.sync {all_lanes} : i32"));
-    let c31 = em.i32(31);
-    let lane = em.binop("lane", "arith.andi", tid, &c31, "i32");
-    let c0 = em.i32(0);
-    let first = em.assign("is_lane0", format!("arith.cmpi eq, {lane}, {c0} : i32"));
-    em.open(format!("scf.if {first} {{"));
+    open_first_of(em, tid, WARP_THREADS, ["lane", "is_lane0"]);
 }
 
 /// Opens a region only the first thread of each warpgroup runs (closed with
 /// [`close`]): where a consumer warpgroup issues the elected ops of its own
 /// epilogue.
 pub(crate) fn open_warpgroup_leader(em: &mut Emitter, tid: &str) {
-    let c127 = em.i32(127);
-    let in_group = em.binop("wg_thread", "arith.andi", tid, &c127, "i32");
-    let c0 = em.i32(0);
-    let leader = em.assign("is_wg_leader", format!("arith.cmpi eq, {in_group}, {c0} : i32"));
-    em.open(format!("scf.if {leader} {{"));
+    open_first_of(em, tid, WARPGROUP_THREADS, ["wg_thread", "is_wg_leader"]);
 }
 
+/// Threads per warp.
+const WARP_THREADS: i64 = 32;
 /// Threads per warpgroup: a warpgroup barrier's thread count.
 const WARPGROUP_THREADS: i64 = 128;
+
+/// Opens `scf.if` on `tid % group == 0` (`group` a power of two), naming
+/// the thread's index in its group and the condition `names`.
+fn open_first_of(em: &mut Emitter, tid: &str, group: i64, names: [&str; 2]) {
+    let mask = em.i32(group - 1);
+    let within = em.binop(names[0], "arith.andi", tid, &mask, "i32");
+    let c0 = em.i32(0);
+    let first = em.assign(names[1], format!("arith.cmpi eq, {within}, {c0} : i32"));
+    em.open(format!("scf.if {first} {{"));
+}
 
 /// The threads of the warpgroup `wg` (none: the kernel's only warpgroup)
 /// meet at named barrier `1 + wg` (0 is the CTA's `bar.sync 0`).

@@ -206,6 +206,20 @@ pub enum Schedule {
     PingPong,
 }
 
+impl Schedule {
+    /// `tile.config`'s words for the schedules, which [`Schedule::word`] gives.
+    pub const WORDS: &'static [&'static str] = &["pipeline", "warp_specialized", "pingpong"];
+
+    /// The schedule's word in `tile.config`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Schedule::Pipeline => "pipeline",
+            Schedule::WarpSpecialized { .. } => "warp_specialized",
+            Schedule::PingPong => "pingpong",
+        }
+    }
+}
+
 /// How the output tile is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Epilogue {
@@ -609,10 +623,7 @@ fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candi
     if c.epilogue != Epilogue::Tma {
         return None;
     }
-    let epilogue = Epilogue::Global;
-    let (stages, scales) = stages_and_scales(problem, machine, pins, (c.block_m, c.block_n, c.block_k), epilogue, c.schedule)?;
-    let config = Config { stages, epilogue, scales, ..c };
-    Some(Candidate { config, smem_bytes: smem_bytes(problem, (c.block_m, c.block_n, c.block_k), stages, epilogue, scales, config.schedule), reason: String::new(), ..best.clone() })
+    rescheduled(problem, machine, pins, best, c.schedule, c.num_warps, Epilogue::Global)
 }
 
 /// Rule 7's alternative: the best tile split over `consumers` warpgroups fed
@@ -626,13 +637,8 @@ fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
         return None;
     }
     let schedule = Schedule::WarpSpecialized { consumers };
-    let epilogue = epilogue_for(problem, c.block_n, schedule);
-    let (stages, scales) = stages_and_scales(problem, machine, pins, (c.block_m, c.block_n, c.block_k), epilogue, schedule)?;
-    if stages < 2 {
-        return None;
-    }
-    let config = Config { stages, num_warps: 4 * (consumers + 1), schedule, epilogue, scales, ..c };
-    Some(Candidate { config, smem_bytes: smem_bytes(problem, (c.block_m, c.block_n, c.block_k), stages, epilogue, scales, config.schedule), reason: String::new(), ..best.clone() })
+    let specialised = rescheduled(problem, machine, pins, best, schedule, 4 * (consumers + 1), epilogue_for(problem, c.block_n, schedule))?;
+    Some(specialised).filter(|s| s.config.stages >= 2)
 }
 
 /// Rule 7's ping-pong alternative: the best-ranked tile whose accumulators
@@ -645,15 +651,20 @@ fn ping_pong(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candid
     }
     let fits_one_warpgroup = |c: &&Candidate| c.config.block_m * c.config.block_n * problem.precision.accumulator_copies() <= WARPGROUP_ACCUMULATORS;
     let tile = ranked.iter().find(fits_one_warpgroup)?;
-    let c = tile.config;
     let schedule = Schedule::PingPong;
-    let epilogue = epilogue_for(problem, c.block_n, schedule);
-    let (stages, scales) = stages_and_scales(problem, machine, pins, (c.block_m, c.block_n, c.block_k), epilogue, schedule)?;
-    if stages < 2 {
-        return None;
-    }
-    let config = Config { stages, num_warps: 12, schedule, epilogue, scales, ..c };
-    Some(Candidate { config, smem_bytes: smem_bytes(problem, (c.block_m, c.block_n, c.block_k), stages, epilogue, scales, config.schedule), reason: String::new(), ..tile.clone() })
+    let pingpong = rescheduled(problem, machine, pins, tile, schedule, 12, epilogue_for(problem, tile.config.block_n, schedule))?;
+    Some(pingpong).filter(|p| p.config.stages >= 2)
+}
+
+/// `from`'s tile under another schedule, warp count and epilogue, with the
+/// stages and scales (rules 6 and 11) and the shared memory worked out for
+/// them; `None` when not one stage fits.
+fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candidate, schedule: Schedule, num_warps: i64, epilogue: Epilogue) -> Option<Candidate> {
+    let c = from.config;
+    let tile = (c.block_m, c.block_n, c.block_k);
+    let (stages, scales) = stages_and_scales(problem, machine, pins, tile, epilogue, schedule)?;
+    let config = Config { stages, num_warps, schedule, epilogue, scales, ..c };
+    Some(Candidate { config, smem_bytes: smem_bytes(problem, tile, stages, epilogue, scales, schedule), reason: String::new(), ..from.clone() })
 }
 
 /// The pick: the first of [`rank`], or why there is none.

@@ -200,6 +200,23 @@ impl Body {
         }
     }
 
+    /// The region holding `op` and the op owning that region, or `None` at
+    /// function level.
+    pub fn enclosing(&self, op: Op) -> Option<(Region, Op)> {
+        let region = self.blocks[self.ops[op].parent?].parent?;
+        Some((region, self.regions[region].parent?))
+    }
+
+    /// The op whose region holds `op`, or `None` at function level.
+    pub fn parent_op(&self, op: Op) -> Option<Op> {
+        self.enclosing(op).map(|(_, parent)| parent)
+    }
+
+    /// The ops around `op`, innermost first.
+    pub fn ancestors(&self, op: Op) -> impl Iterator<Item = Op> + '_ {
+        std::iter::successors(self.parent_op(op), |&a| self.parent_op(a))
+    }
+
     /// Whether `v` is defined inside the regions of `op` (a result of a
     /// nested op, or an argument of a nested block), so it may differ between
     /// the iterations of a loop `op`.

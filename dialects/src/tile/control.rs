@@ -177,7 +177,7 @@ pub(super) fn verify_if(body: &Body, op: Op) -> Result<(), String> {
 }
 
 pub(super) fn verify_yield(body: &Body, op: Op) -> Result<(), String> {
-    let parent = parent_op(body, op);
+    let parent = body.parent_op(op);
     if !matches!(parent.map(|o| body.opcode(o)), Some(Opcode::TileFor | Opcode::TileIf | Opcode::NvWarpSpecialize)) {
         return Err("must be nested in 'tile.for', 'tile.if' or 'nv.warp_specialize'".into());
     }
@@ -185,15 +185,9 @@ pub(super) fn verify_yield(body: &Body, op: Op) -> Result<(), String> {
 }
 
 pub(super) fn verify_return(body: &Body, op: Op) -> Result<(), String> {
-    if parent_op(body, op).is_some() {
+    if body.parent_op(op).is_some() {
         return Err("must be in the function body, not nested in another op".into());
     }
     Ok(())
 }
 
-/// The op whose region holds `op`, or `None` at function level.
-fn parent_op(body: &Body, op: Op) -> Option<Op> {
-    let block = body.ops[op].parent?;
-    let region = body.blocks[block].parent?;
-    body.regions[region].parent
-}

@@ -9,9 +9,7 @@ use tilec_dialects::tile::{Addi, Ceildivsi, Divsi, For, Muli, Remsi, Subi};
 
 /// The `tile.for` directly enclosing `op`, if any.
 pub fn enclosing_loop(body: &Body, op: Op) -> Option<For> {
-    let block = body.ops[op].parent?;
-    let parent = body.regions[body.blocks[block].parent?].parent?;
-    For::of(body, parent)
+    For::of(body, body.parent_op(op)?)
 }
 
 /// The number of iterations of `for_op` before the current one:

@@ -39,15 +39,8 @@ pub fn element_coords(b: &mut Builder<'_>, tile_coords: &[Value], shape: &[i64])
 }
 
 /// The op in the function's entry block that contains `op` (or `op` itself).
-pub fn outermost_ancestor(body: &Body, mut op: Op) -> Op {
-    loop {
-        let block = body.ops[op].parent.expect("attached");
-        let region = body.blocks[block].parent.expect("blocks are in regions");
-        match body.regions[region].parent {
-            Some(parent) => op = parent,
-            None => return op,
-        }
-    }
+pub fn outermost_ancestor(body: &Body, op: Op) -> Op {
+    body.ancestors(op).last().unwrap_or(op)
 }
 
 /// A `tile.load` into registers of a tile narrow enough to be copied by

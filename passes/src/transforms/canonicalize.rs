@@ -253,11 +253,6 @@ fn renumber_definitions(body: &mut Body, op: Op, block: tilec_dialects::Block) {
     }
 }
 
-/// The op whose region holds `op`, if any.
-fn parent_op(body: &Body, op: Op) -> Option<Op> {
-    let block = body.ops[op].parent?;
-    body.regions[body.blocks[block].parent?].parent
-}
 
 /// Removes ops whose results are unused and whose removal changes nothing
 /// else: pure ops, and ops with regions holding only pure ops and
@@ -271,7 +266,7 @@ fn remove_dead_ops(body: &mut Body, region: Region) -> bool {
     // terminators; pre-order reversed visits an op's contents before it.
     let mut impure = vec![0usize; body.ops.len()];
     for &op in ops.iter().rev() {
-        if let Some(parent) = parent_op(body, op) {
+        if let Some(parent) = body.parent_op(op) {
             impure[parent.index()] += impure[op.index()] + usize::from(effectful(body, op));
         }
     }
@@ -308,12 +303,10 @@ fn remove_dead_ops(body: &mut Body, region: Region) -> bool {
             }
         }
         let released = impure[op.index()] + usize::from(effectful(body, op));
-        let mut ancestor = parent_op(body, op);
-        while let Some(a) = ancestor {
+        for a in body.ancestors(op) {
             impure[a.index()] -= released;
-            ancestor = parent_op(body, a);
         }
-        worklist.extend(parent_op(body, op));
+        worklist.extend(body.parent_op(op));
     }
     // Ops nested in a removed op go with it.
     let outermost: HashMap<Op, Option<Op>> = removed.iter().filter(|&(&op, _)| !ancestors_in(body, op, &removed)).map(|(&op, &r)| (op, r)).collect();
@@ -323,12 +316,5 @@ fn remove_dead_ops(body: &mut Body, region: Region) -> bool {
 
 /// Whether an op around `op` is in `set`.
 fn ancestors_in(body: &Body, op: Op, set: &HashMap<Op, Option<Op>>) -> bool {
-    let mut ancestor = parent_op(body, op);
-    while let Some(a) = ancestor {
-        if set.contains_key(&a) {
-            return true;
-        }
-        ancestor = parent_op(body, a);
-    }
-    false
+    body.ancestors(op).any(|a| set.contains_key(&a))
 }

@@ -251,8 +251,7 @@ impl StorePlace {
     fn of(body: &Body, store: Op) -> Result<StorePlace, Diagnostic> {
         let mut place = StorePlace { outermost_loop: None, consumer: None };
         let mut inner = store;
-        let enclosing = |op: Op| body.ops[op].parent.and_then(|b| body.blocks[b].parent).map(|r| (r, body.regions[r].parent));
-        while let Some((region, Some(parent))) = enclosing(inner) {
+        while let Some((region, parent)) = body.enclosing(inner) {
             match body.opcode(parent) {
                 Opcode::NvWarpSpecialize => {
                     let ws = WarpSpecialize::of(body, parent).expect("matched");

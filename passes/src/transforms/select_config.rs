@@ -273,12 +273,12 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     d.set("block_n", int(c.block_n));
     d.set("block_k", int(c.block_k));
     d.set("stages", int(c.stages));
-    let (schedule, consumers, persistent) = match c.schedule {
-        Schedule::Pipeline => ("pipeline", 0, false),
-        Schedule::WarpSpecialized { consumers } => ("warp_specialized", consumers, true),
-        Schedule::PingPong => ("pingpong", 2, true),
+    let (consumers, persistent) = match c.schedule {
+        Schedule::Pipeline => (0, false),
+        Schedule::WarpSpecialized { consumers } => (consumers, true),
+        Schedule::PingPong => (2, true),
     };
-    d.set("schedule", Attribute::String(schedule.into()));
+    d.set("schedule", Attribute::String(c.schedule.word().into()));
     d.set("consumers", int(consumers));
     d.set("persistent", Attribute::Bool(persistent));
     d.set("tile_order", Attribute::String(if persistent { "grouped" } else { "grid" }.into()));

@@ -98,12 +98,13 @@ impl WarpSpecialize {
     /// The consumers and stages config selection chose for a warp-specialised
     /// schedule, where the pipeline gave none.
     fn apply_config(&mut self, func: &Function) -> Result<(), Diagnostic> {
-        let schedule = crate::config::config_word(func, "schedule", &["pipeline", "warp_specialized", "pingpong"])?;
-        if !matches!(schedule, Some("warp_specialized" | "pingpong")) {
+        use crate::config_rules::Schedule as Chosen;
+        let schedule = crate::config::config_word(func, "schedule", Chosen::WORDS)?;
+        if schedule.is_none_or(|s| s == Chosen::Pipeline.word()) {
             return Ok(());
         }
         if self.pingpong.is_none() {
-            self.pingpong = Some(schedule == Some("pingpong"));
+            self.pingpong = Some(schedule == Some(Chosen::PingPong.word()));
         }
         for (key, take) in self.from_config {
             match crate::config::config_int(func, key).filter(|_| take) {

@@ -100,7 +100,7 @@ fn preceding(body: &Body, mut op: Op, wanted: impl Fn(Op) -> bool, stop: impl Fn
         if let Some(&found) = ops[..at].iter().rev().find(|&&o| wanted(o)) {
             return Some(found);
         }
-        op = body.regions[body.blocks[block].parent?].parent?;
+        op = body.parent_op(op)?;
         if stop(op) {
             return None;
         }
@@ -113,12 +113,6 @@ fn reads_stages(body: &Body, op: Op) -> bool {
 }
 
 /// Whether `op` lies inside a role of an `nv.warp_specialize`.
-fn in_role(body: &Body, mut op: Op) -> bool {
-    while let Some(parent) = body.ops[op].parent.and_then(|b| body.blocks[b].parent).and_then(|r| body.regions[r].parent) {
-        if nv::WarpSpecialize::of(body, parent).is_some() {
-            return true;
-        }
-        op = parent;
-    }
-    false
+fn in_role(body: &Body, op: Op) -> bool {
+    body.ancestors(op).any(|a| nv::WarpSpecialize::of(body, a).is_some())
 }

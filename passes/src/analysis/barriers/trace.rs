@@ -116,6 +116,13 @@ enum Stop {
     Error(Diagnostic),
 }
 
+/// The roles of an `nv.warp_specialize`.
+#[derive(Clone, Copy)]
+enum Role {
+    Producer,
+    Consumer,
+}
+
 struct Tracer<'a> {
     func: &'a Function,
     body: &'a Body,
@@ -123,9 +130,8 @@ struct Tracer<'a> {
     warp: i64,
     env: HashMap<Value, i64>,
     steps: Vec<Step>,
-    /// Inside a role of an `nv.warp_specialize`: the consumer index, -1 for
-    /// the producer.
-    role: Option<i64>,
+    /// The role of an `nv.warp_specialize` the warp is running, if any.
+    role: Option<Role>,
     /// Loop iterations left before the trace is given up as too long.
     budget: usize,
 }
@@ -216,8 +222,8 @@ impl Tracer<'_> {
             let data = &body.ops[op];
             // A consumer warpgroup's first warp issues its elected ops.
             let elected = match self.role {
-                Some(consumer) if consumer >= 0 => self.warp % WARPS_PER_GROUP == 0,
-                _ => self.warp == 0,
+                Some(Role::Consumer) => self.warp % WARPS_PER_GROUP == 0,
+                Some(Role::Producer) | None => self.warp == 0,
             };
             // Every view below is of the op the arm matched: `expect` cannot fail.
             match body.opcode(op) {
@@ -284,7 +290,7 @@ impl Tracer<'_> {
                     if let Some(&arg) = body.blocks[entry].args.first() {
                         self.env.insert(arg, consumer);
                     }
-                    self.role = Some(consumer);
+                    self.role = Some(if consumer < 0 { Role::Producer } else { Role::Consumer });
                     self.block(entry)?;
                     self.role = None;
                 }
