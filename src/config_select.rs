@@ -99,11 +99,11 @@ fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
 }
 
 /// The passes after `tile-select-config`, as the `tile.config` of the
-/// module's function asks: the plain pipeline (none for one stage) or the
-/// persistent warp-specialised schedule, with `tile-cluster-split` when it
-/// names a cluster; the passes read their stages, consumers, epilogue and
-/// cluster from `tile.config`; `fallback` for input without
-/// one (an nv-level kernel).
+/// module's function asks: the plain pipeline (none for one stage), with
+/// `tile-split-k` when it splits K, or the persistent warp-specialised
+/// schedule, with `tile-cluster-split` when it names a cluster; the passes
+/// read their stages, consumers, epilogue, cluster and splits from
+/// `tile.config`; `fallback` for input without one (an nv-level kernel).
 pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, String> {
     let configs: Vec<_> = module.functions.iter().filter_map(config_of).collect();
     let Some(config) = configs.first() else {
@@ -119,7 +119,8 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
     Ok(match word("schedule")? {
         "pipeline" => {
             let pipeline = if int("stages")? > 1 { "tile-pipeline," } else { "" };
-            format!("tile-canonicalize,tile-assign-layouts,{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
+            let split = if config.get_int("splits").is_some_and(|s| s > 1) { "tile-split-k," } else { "" };
+            format!("tile-canonicalize,tile-assign-layouts,{split}{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
         }
         "warp_specialized" | "pingpong" => format!(
             "tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,tile-warp-specialize,{cluster}tile-lower-to-nv,tile-canonicalize,tile-licm"

@@ -14,7 +14,7 @@ use tilec_cli::PassFlags;
 
 /// The `tile.config` entries that make one kernel differ from another (the
 /// shape and the wave figures do not change the code).
-const KERNEL_KEYS: [&str; 8] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "scales"];
+const KERNEL_KEYS: [&str; 9] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "scales", "splits"];
 
 /// What tells kernels apart: the config's code-changing entries, as text.
 fn kernel_key(module: &Module) -> String {
@@ -29,10 +29,11 @@ fn kernel_key(module: &Module) -> String {
         Some(Attribute::String(s)) => s.clone(),
         _ => "-".into(),
     };
-    let [bm, bn, bk, stages, schedule, consumers, epilogue, scales] = KERNEL_KEYS.map(value);
+    let [bm, bn, bk, stages, schedule, consumers, epilogue, scales, splits] = KERNEL_KEYS.map(value);
     let schedule = if schedule == "warp_specialized" { format!("ws{consumers}") } else { schedule };
     let scales = if scales == "-" { String::new() } else { format!(" scales={scales}") };
-    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{scales}")
+    let splits = if splits == "-" { String::new() } else { format!(" splits={splits}") };
+    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{scales}{splits}")
 }
 
 /// The dispatch rows for `picks` (shape, kernel name): per (N, K), the shapes

@@ -600,7 +600,7 @@ impl<'a> Lowerer<'a> {
                 self.em.line("gpu.return");
                 Ok(())
             }
-            Opcode::TileLoad | Opcode::TileStore | Opcode::TileDot | Opcode::TileDotScaled | Opcode::TileConvertLayout => {
+            Opcode::TileLoad | Opcode::TileStore | Opcode::TileDot | Opcode::TileDotScaled | Opcode::TileConvertLayout | Opcode::TileSumSplits => {
                 Err(self.err(op, "is not supported by the lowering"))
             }
             Opcode::TileLoadScalar => self.lower_load_scalar(op),
@@ -711,6 +711,7 @@ impl<'a> Lowerer<'a> {
                 cluster::barrier(&mut self.em);
                 Ok(())
             }
+            Opcode::NvClusterSum => self.lower_cluster_sum(op),
             Opcode::NvClusterRank => {
                 let result = self.view(op, nv::ClusterRank::of)?.result(&self.f.body);
                 let hint = self.hint(result);
@@ -1118,6 +1119,24 @@ impl<'a> Lowerer<'a> {
         let (col, outer) = self.tma_coords(op, &coords)?;
         let smem = self.thread().smem.clone();
         tma::store(&mut self.em, &smem, &buf, &stage, &self.descriptors[desc_idx], &col, &outer);
+        Ok(())
+    }
+
+    fn lower_cluster_sum(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let sum = self.view(op, nv::ClusterSum::of)?;
+        let body = &self.f.body;
+        let (value, buffer, result) = (sum.value(body), sum.buffer(body), sum.result(body));
+        self.check_cta_wide(op)?;
+        self.check_clustered(op)?;
+        let frag = self.frag(op, value)?;
+        let Lv::Smem(parked) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
+        let buf = self.plan.buffers[&parked.buffer].clone();
+        let t = self.thread();
+        let (tid, smem) = (t.tid.clone(), t.smem.clone());
+        let c0 = self.em.i32(0);
+        let base = tma::smem_ptr(&mut self.em, &smem, buf.offset, &c0, buf.geom.stage_bytes(), "parked");
+        let total = cluster::sum(&mut self.em, &frag, &tid, &base, self.plan.threads(), self.plan.cluster_size());
+        self.vals.insert(result, Lv::Frag(total));
         Ok(())
     }
 

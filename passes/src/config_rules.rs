@@ -293,6 +293,9 @@ pub struct Config {
     /// The dimension along which two CTAs form a cluster and multicast the
     /// operand tile they share.
     pub cluster: Along,
+    /// CTAs that share each output tile's K loop (split-K, rule 12); 1
+    /// without.
+    pub splits: i64,
 }
 
 /// A configuration with the figures that ranked it.
@@ -334,9 +337,10 @@ impl fmt::Display for Config {
             Scales::None => String::new(),
             scales => format!(" scales={}", scales.word()),
         };
+        let splits = if self.splits > 1 { format!(" splits={}", self.splits) } else { String::new() };
         write!(
             f,
-            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{scales}{cluster} sms={}",
+            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{scales}{cluster}{splits} sms={}",
             self.block_m,
             self.block_n,
             self.block_k,
@@ -370,12 +374,13 @@ fn ceil_div(a: i64, b: i64) -> i64 {
 
 /// Shared memory of one configuration, laid out as the lowering lays it
 /// out: the staged operand tiles (and staged scales: A's per row and B's
-/// per 128 columns, 4 bytes each, in small buffers packed after them), the
-/// TMA epilogue's output tile on the next 1024-byte boundary (one per
-/// consumer when ping-pong consumers each hold a whole tile), then the
-/// mbarriers: a full barrier per stage, an empty one too when a producer
-/// warpgroup feeds consumers, and the ping-pong consumers' turns.
-pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64), stages: i64, epilogue: Epilogue, scales: Scales, schedule: Schedule) -> i64 {
+/// per 128 columns, 4 bytes each, in small buffers packed after them),
+/// split-K's f32 partial tile and the TMA epilogue's output tile (one per
+/// consumer when ping-pong consumers each hold a whole tile), each on the
+/// next 1024-byte boundary, then the mbarriers: a full barrier per stage,
+/// an empty one too when a producer warpgroup feeds consumers, and the
+/// ping-pong consumers' turns.
+pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64), stages: i64, epilogue: Epilogue, scales: Scales, schedule: Schedule, splits: i64) -> i64 {
     let scale_bytes = if scales == Scales::Staged { 4 * (block_m + ceil_div(block_n, SCALE_BLOCK_N)) } else { 0 };
     let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);
     let (output_tiles, barriers) = match schedule {
@@ -383,10 +388,12 @@ pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64
         Schedule::WarpSpecialized { .. } => (1, 2 * stages),
         Schedule::PingPong => (2, 2 * stages + 2),
     };
-    let buffers = match epilogue {
-        Epilogue::Tma => ceil_div(staged, BUFFER_ALIGN) * BUFFER_ALIGN + output_tiles * block_m * block_n * 2,
-        Epilogue::Global => staged,
+    let partial = if splits > 1 { block_m * block_n * 4 } else { 0 };
+    let output = match epilogue {
+        Epilogue::Tma => output_tiles * block_m * block_n * 2,
+        Epilogue::Global => 0,
     };
+    let buffers = [partial, output].into_iter().filter(|&bytes| bytes > 0).fold(staged, |end, bytes| ceil_div(end, BUFFER_ALIGN) * BUFFER_ALIGN + bytes);
     buffers + barriers * MBARRIER_BYTES
 }
 
@@ -396,8 +403,8 @@ const WARPGROUP_ACCUMULATORS: i64 = 128 * 128;
 
 /// Rule 6: the most stages that fit (the pinned count, if it fits), or
 /// `None` when not even one does.
-fn most_stages(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), epilogue: Epilogue, scales: Scales, schedule: Schedule) -> Option<i64> {
-    let fits = |s: &i64| smem_bytes(problem, tile, *s, epilogue, scales, schedule) <= machine.smem_bytes;
+fn most_stages(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), epilogue: Epilogue, scales: Scales, schedule: Schedule, splits: i64) -> Option<i64> {
+    let fits = |s: &i64| smem_bytes(problem, tile, *s, epilogue, scales, schedule, splits) <= machine.smem_bytes;
     match pins.stages {
         Some(s) => Some(s).filter(fits),
         None => (1..=ceil_div(problem.k, tile.2).clamp(1, MAX_STAGES)).rev().find(fits),
@@ -407,16 +414,16 @@ fn most_stages(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i6
 /// Rules 6 and 11: the stages, and where block-scaled FP8's scales wait.
 /// They are staged with the operands unless, in the plain pipeline, that
 /// costs a stage or a CTA an SM holds at once; then prefetched.
-fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), epilogue: Epilogue, schedule: Schedule) -> Option<(i64, Scales)> {
+fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), epilogue: Epilogue, schedule: Schedule, splits: i64) -> Option<(i64, Scales)> {
     if problem.precision != Precision::Fp8BlockScaled {
-        return most_stages(problem, machine, pins, tile, epilogue, Scales::None, schedule).map(|s| (s, Scales::None));
+        return most_stages(problem, machine, pins, tile, epilogue, Scales::None, schedule, splits).map(|s| (s, Scales::None));
     }
-    let staged = most_stages(problem, machine, pins, tile, epilogue, Scales::Staged, schedule);
+    let staged = most_stages(problem, machine, pins, tile, epilogue, Scales::Staged, schedule, splits);
     if schedule != Schedule::Pipeline {
         return staged.map(|s| (s, Scales::Staged));
     }
-    let prefetched = most_stages(problem, machine, pins, tile, epilogue, Scales::Prefetched, schedule)?;
-    let resident = |stages: i64, scales: Scales| machine.ctas_per_sm(smem_bytes(problem, tile, stages, epilogue, scales, schedule));
+    let prefetched = most_stages(problem, machine, pins, tile, epilogue, Scales::Prefetched, schedule, splits)?;
+    let resident = |stages: i64, scales: Scales| machine.ctas_per_sm(smem_bytes(problem, tile, stages, epilogue, scales, schedule, splits));
     match staged {
         Some(s) if s == prefetched && resident(s, Scales::Staged) == resident(s, Scales::Prefetched) => Some((s, Scales::Staged)),
         _ => Some((prefetched, Scales::Prefetched)),
@@ -446,10 +453,10 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, bm: i64, bn
     let last_wave = tiles - (waves - 1) * machine.sms;
     let schedule = Schedule::Pipeline;
     let epilogue = epilogue_for(problem, bn, schedule);
-    let (stages, scales) = stages_and_scales(problem, machine, pins, (bm, bn, bk), epilogue, schedule)?;
+    let (stages, scales) = stages_and_scales(problem, machine, pins, (bm, bn, bk), epilogue, schedule, 1)?;
     let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
-    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(tiles, waves), cluster: Along::None };
-    Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, (bm, bn, bk), stages, epilogue, scales, schedule), reason: String::new() })
+    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(tiles, waves), cluster: Along::None, splits: 1 };
+    Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, (bm, bn, bk), stages, epilogue, scales, schedule, 1), reason: String::new() })
 }
 
 /// Rules 2-5 as an order: the better candidate first.
@@ -475,13 +482,17 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
         Along::None => String::new(),
         along => format!("; in 2-CTA clusters along {} (pinned)", along.word()),
     };
+    let splits = match best.config.splits {
+        1 => String::new(),
+        splits => format!("; K split over {splits} CTAs of a cluster (a narrow tile with a long K in one wave)"),
+    };
     let scales = match best.config.scales {
         Scales::None => "",
         Scales::Staged => "; scales staged with their stage",
         Scales::Prefetched => "; scales prefetched into registers (staging them would cost a stage or a co-resident CTA)",
     };
     format!(
-        "picked: fewest waves ({}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){scales}{schedule}{cluster}",
+        "picked: fewest waves ({}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){scales}{schedule}{cluster}{splits}",
         best.waves, best.last_wave, machine.sms, best.config.stages
     )
 }
@@ -490,7 +501,9 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
 fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     let padded = |c: &Candidate| c.tiles * c.config.block_m * c.config.block_n;
     let same_tile = (c.config.block_m, c.config.block_n) == (best.config.block_m, best.config.block_n);
-    if c.config == (Config { cluster: c.config.cluster, ..best.config }) && c.config.cluster != Along::None {
+    if best.config.splits > 1 && c.config.splits == 1 && c.config.block_m == best.config.block_m && c.config.block_n * best.config.splits == best.config.block_n {
+        format!("unsplit alternative of the pick: one CTA runs the whole K loop of a {}x{} tile", c.config.block_m, c.config.block_n)
+    } else if c.config == (Config { cluster: c.config.cluster, ..best.config }) && c.config.cluster != Along::None {
         format!("the pick in 2-CTA clusters along {}, multicasting {}", c.config.cluster.word(), if c.config.cluster == Along::M { "B" } else { "A" })
     } else if c.config.schedule == Schedule::PingPong {
         format!("ping-pong alternative: two consumers take turns at whole {}x{} tiles", c.config.block_m, c.config.block_n)
@@ -542,6 +555,9 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     if ranked.first().is_some_and(|best| prefers_warp_specialized(problem, best)) && ranked.get(1).is_some_and(|c| c.config.schedule != Schedule::Pipeline) {
         ranked.swap(0, 1);
     }
+    if let Some(split) = ranked.iter().find(|c| c.config.schedule == Schedule::Pipeline).and_then(|narrow| split_k(problem, machine, pins, narrow)) {
+        ranked.insert(0, split);
+    }
     if let Some(along) = pins.cluster {
         ranked.iter_mut().for_each(|c| c.config.cluster = along);
     } else if let Some(best) = ranked.first() {
@@ -586,7 +602,7 @@ fn prefers_warp_specialized(problem: &Problem, best: &Candidate) -> bool {
     let k_blocks = ceil_div(problem.k, problem.precision.block_k());
     let fp8 = problem.precision == Precision::Fp8BlockScaled;
     let balanced = !problem.varying_k || best.waves <= FEW_WAVES;
-    let long_k = k_blocks >= 32 && (fp8 || best.config.block_n <= NARROW_BLOCK_N);
+    let long_k = k_blocks >= LONG_K_BLOCKS && (fp8 || best.config.block_n <= NARROW_BLOCK_N);
     let many_fp8_tiles = fp8 && k_blocks >= FP8_PERSISTENT_K_BLOCKS && best.waves > PERSISTENT_WAVES;
     let many_short_bf16_tiles = !fp8 && k_blocks <= BF16_PERSISTENT_K_BLOCKS && best.waves > PERSISTENT_WAVES;
     balanced && (long_k || many_fp8_tiles || many_short_bf16_tiles)
@@ -615,6 +631,40 @@ const FEW_WAVES: i64 = 4;
 /// Rule 7: the widest tile whose K steps are too short for the plain
 /// pipeline to hide its load issue.
 const NARROW_BLOCK_N: i64 = 32;
+
+/// Rules 7 and 12: the fewest K blocks that make a long K.
+const LONG_K_BLOCKS: i64 = 32;
+
+/// Rule 12: the CTAs that share a split tile's K loop.
+const SPLITS: i64 = 2;
+
+/// Rule 12: where rule 7 would run `narrow`'s tile (at most 32 columns)
+/// over a long K in one wave, a tile twice as wide whose K loop two CTAs
+/// of a cluster share, pipelined; `None` where the program's tensors are
+/// chosen by data or batched (a grouped or masked GEMM), where N or a
+/// cluster is pinned, or where the split tile does not fit.
+fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, narrow: &Candidate) -> Option<Candidate> {
+    let c = narrow.config;
+    let long_k = ceil_div(problem.k, c.block_k) >= LONG_K_BLOCKS;
+    let pinned = pins.block_n.is_some() || pins.cluster.is_some_and(|along| along != Along::None);
+    if !problem.clusterable || problem.varying_k || pinned || narrow.waves != 1 || c.block_n > NARROW_BLOCK_N || !long_k {
+        return None;
+    }
+    let (block_m, block_n) = (c.block_m, SPLITS * c.block_n);
+    let accumulators = block_m * block_n * problem.precision.accumulator_copies();
+    let tiles = ceil_div(problem.m, block_m) * ceil_div(problem.n, block_n);
+    let ctas = tiles * SPLITS;
+    if accumulators > 2 * WARPGROUP_ACCUMULATORS || ctas > machine.sms {
+        return None;
+    }
+    let (schedule, tile) = (Schedule::Pipeline, (block_m, block_n, c.block_k));
+    let epilogue = epilogue_for(problem, block_n, schedule);
+    let (stages, scales) = stages_and_scales(problem, machine, pins, tile, epilogue, schedule, SPLITS)?;
+    let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
+    let config = Config { block_n, stages, num_warps, schedule, epilogue, scales, sms: ctas, cluster: Along::None, splits: SPLITS, ..c };
+    let smem_bytes = smem_bytes(problem, tile, stages, epilogue, scales, schedule, SPLITS);
+    Some(Candidate { config, tiles, waves: 1, last_wave: ctas, smem_bytes, reason: String::new() })
+}
 
 /// Rule 8's alternative: the pick with direct stores, which frees the output
 /// tile's shared memory for more stages (128x256: 4 stages instead of 3).
@@ -662,9 +712,9 @@ fn ping_pong(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candid
 fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candidate, schedule: Schedule, num_warps: i64, epilogue: Epilogue) -> Option<Candidate> {
     let c = from.config;
     let tile = (c.block_m, c.block_n, c.block_k);
-    let (stages, scales) = stages_and_scales(problem, machine, pins, tile, epilogue, schedule)?;
+    let (stages, scales) = stages_and_scales(problem, machine, pins, tile, epilogue, schedule, c.splits)?;
     let config = Config { stages, num_warps, schedule, epilogue, scales, ..c };
-    Some(Candidate { config, smem_bytes: smem_bytes(problem, tile, stages, epilogue, scales, schedule), reason: String::new(), ..from.clone() })
+    Some(Candidate { config, smem_bytes: smem_bytes(problem, tile, stages, epilogue, scales, schedule, c.splits), reason: String::new(), ..from.clone() })
 }
 
 /// The pick: the first of [`rank`], or why there is none.
@@ -729,9 +779,10 @@ mod tests {
             // BM*BN >= 8192^2/1980 = 33893. Same stages as above.
             ((8192, 8192, 8192), (128, 256, 3, Tma, 16, 68)),
             // BM 64 pads M least; BN 16 gives ceil(2112/16) = 132 tiles, one full wave.
-            // Stages capped at 8. A 16-column tile over 112 K blocks is rule 7's
-            // narrow exception: warp-specialised, direct stores (8*10248 = 81984).
-            ((64, 2112, 7168), (64, 16, 8, Global, 1, 132)),
+            // A 16-column tile over 112 K blocks is split (rule 12): 64x32 tiles,
+            // 66 of them, two CTAs each (132). Stages capped at 8: 8*12296, the
+            // partial tile on a 1024-byte boundary (8192) and the output (4096).
+            ((64, 2112, 7168), (64, 32, 8, Tma, 1, 132)),
             // One wave needs ceil(24576/BN) <= 132, BN >= 187: BN 192 gives 128 tiles
             // (208: 119, 224: 110, 256: 96). 6*32776 + 24576 = 221232; 7 stages do not fit.
             ((64, 24576, 1536), (64, 192, 6, Tma, 1, 128)),
@@ -740,12 +791,13 @@ mod tests {
             // BN 64: 112 tiles (48 would be 150 tiles, two waves; 80 gives 90).
             // 8*16392 + 8192 = 139328.
             ((64, 7168, 16384), (64, 64, 8, Tma, 1, 112)),
-            // BN 32: 128 tiles (16 would be 256, two waves); narrow: warp-specialised.
-            ((64, 4096, 7168), (64, 32, 8, Global, 1, 128)),
+            // BN 32: 128 tiles (16 would be 256, two waves); narrow: split into
+            // 64 tiles of 64x64, two CTAs each.
+            ((64, 4096, 7168), (64, 64, 8, Tma, 1, 128)),
             ((64, 7168, 2048), (64, 64, 8, Tma, 1, 112)),
             // 64x32: 2*66 = 132 tiles; 128x16: 1*132, same padding (270336 elements);
-            // wider N wins; narrow: warp-specialised.
-            ((128, 2112, 7168), (64, 32, 8, Global, 1, 132)),
+            // wider N wins; narrow: split into 2*33 tiles of 64x64, two CTAs each.
+            ((128, 2112, 7168), (64, 64, 8, Tma, 1, 132)),
             // BM 128: BN 192 gives 128 tiles; BM 64 would need ceil(24576/BN) <= 66.
             // 4*40968 + 49152 = 213024; 5 stages do not fit.
             ((128, 24576, 1536), (128, 192, 4, Tma, 1, 128)),
@@ -778,18 +830,35 @@ mod tests {
     }
 
     #[test]
-    fn narrow_tiles_with_a_long_k_are_warp_specialized() {
-        let schedule = |m, n, k| pick(m, n, k).config.schedule;
-        // 64x16, 64x32 and 64x32 tiles over 112 K blocks: one consumer.
-        for (m, n) in [(64, 2112), (128, 2112), (64, 4096)] {
-            assert_eq!(schedule(m, n, 7168), Schedule::WarpSpecialized { consumers: 1 }, "{m}x{n}x7168");
+    fn narrow_tiles_with_a_long_k_split_k_in_two() {
+        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false };
+        // 64x16, 64x32 and 64x32 tiles over 112 K blocks in one wave: tiles
+        // twice as wide, two CTAs each, pipelined; the unsplit tile,
+        // warp-specialised with one consumer, next.
+        for ((m, n), narrow) in [((64, 2112), 16), ((128, 2112), 32), ((64, 4096), 32)] {
+            let ranked = rank(&bf16(m, n, 7168), &Machine::H100, &Pins::default());
+            let (split, unsplit) = (ranked[0].config, ranked[1].config);
+            assert_eq!((split.block_n, split.splits, split.schedule), (2 * narrow, 2, Schedule::Pipeline), "{m}x{n}x7168");
+            assert_eq!((unsplit.block_n, unsplit.splits, unsplit.schedule), (narrow, 1, Schedule::WarpSpecialized { consumers: 1 }), "{m}x{n}x7168");
+            assert_eq!(ranked[0].tiles * 2, split.sms);
         }
         let c = pick(64, 2112, 7168);
-        assert_eq!((c.config.block_n, c.config.stages, c.config.epilogue), (16, 8, Global));
-        assert!(c.reason.ends_with("; warp-specialised (a narrow tile with a long K)"), "{}", c.reason);
-        // 64-column tiles, or K under 32 blocks, keep the pipeline.
-        assert_eq!(schedule(128, 4096, 7168), Schedule::Pipeline);
-        assert_eq!(schedule(64, 2112, 1024), Schedule::Pipeline);
+        assert!(c.reason.ends_with("; K split over 2 CTAs of a cluster (a narrow tile with a long K in one wave)"), "{}", c.reason);
+        // The partial f32 tile counts: 8 stages of (64 + 32) * 128 bytes and
+        // 8 barriers, then 64*32*4 and the 64*32*2 output tile.
+        assert_eq!(c.smem_bytes, 8 * 12288 + 8192 + 4096 + 8 * 8);
+        // 64-column tiles, or K under 32 blocks, keep one CTA per tile and the pipeline.
+        for (m, n, k) in [(128, 4096, 7168), (64, 2112, 1024)] {
+            let c = pick(m, n, k).config;
+            assert_eq!((c.splits, c.schedule), (1, Schedule::Pipeline), "{m}x{n}x{k}");
+        }
+        // Operands chosen by data or batched (grouped, masked): never split;
+        // nor with N or a cluster pinned.
+        let never = |p: Problem, pins: &Pins| rank(&p, &Machine::H100, pins).iter().all(|c| c.config.splits == 1);
+        assert!(never(Problem { clusterable: false, ..bf16(64, 2112, 7168) }, &Pins::default()));
+        assert!(never(Problem { varying_k: true, ..bf16(64, 2112, 7168) }, &Pins::default()));
+        assert!(never(bf16(64, 2112, 7168), &Pins { block_n: Some(16), ..Pins::default() }));
+        assert!(never(bf16(64, 2112, 7168), &Pins { cluster: Some(Along::N), ..Pins::default() }));
     }
 
     #[test]
@@ -834,8 +903,8 @@ mod tests {
     #[test]
     fn edge_cases() {
         // M = 1: BM 64 pads least; BN 32 gives 128 tiles (16 would be 256, two
-        // waves); a narrow tile over 64 K blocks is warp-specialised.
-        assert_eq!(summary(&pick(1, 4096, 4096)), (64, 32, 8, Global, 1, 128));
+        // waves); a narrow tile over 64 K blocks is split: 64 tiles of 64x64.
+        assert_eq!(summary(&pick(1, 4096, 4096)), (64, 64, 8, Tma, 1, 128));
         // N = 4100: rows of 8200 bytes are not 16-byte aligned, so no TMA store.
         // 256x128: 16*33 = 528 tiles, four full waves; 128x256 gives 544 (5 waves).
         // 4*49160 = 196640; 5 stages would be 245800.
@@ -908,8 +977,9 @@ mod tests {
     fn a_cluster_pin_applies_to_every_candidate() {
         let p = Problem { m: 128, n: 2112, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false };
         // A single wave: rule 10 ranks no cluster, but a pin pairs every candidate.
+        // The split pick (rule 12) is its own cluster: a pin leaves it out.
         let pinned = rank(&p, &Machine::H100, &Pins { cluster: Some(Along::N), ..Pins::default() });
-        let unpinned = rank(&p, &Machine::H100, &Pins::default());
+        let unpinned: Vec<Candidate> = rank(&p, &Machine::H100, &Pins::default()).into_iter().filter(|c| c.config.splits == 1).collect();
         assert_eq!(pinned.len(), unpinned.len());
         assert!(pinned.iter().zip(&unpinned).all(|(c, u)| c.config == Config { cluster: Along::N, ..u.config }));
         assert!(pinned[0].reason.ends_with("; in 2-CTA clusters along n (pinned)"));

@@ -4,7 +4,7 @@
 use crate::analysis::barriers;
 use crate::options::OptionSpec;
 use crate::phase::PhaseRule;
-use crate::transforms::{assign_layouts, canonicalize, cluster_split, licm, lower_to_nv, persistent, pipeline, select_config, warp_specialize};
+use crate::transforms::{assign_layouts, canonicalize, cluster_split, licm, lower_to_nv, persistent, pipeline, select_config, split_k, warp_specialize};
 use crate::{Pass, PassOptions};
 use std::sync::{Mutex, PoisonError};
 
@@ -28,6 +28,7 @@ pub static PASSES: &[PassInfo] = &[
     canonicalize::INFO,
     licm::INFO,
     assign_layouts::INFO,
+    split_k::INFO,
     persistent::INFO,
     warp_specialize::INFO,
     pipeline::INFO,

@@ -15,6 +15,7 @@ pub mod epilogue;
 pub mod fragment;
 pub mod memory;
 pub mod mma;
+pub mod reduce;
 pub mod roles;
 
 // The op table, `Opcode`s and typed views, generated from `ops.ods`.

@@ -7,6 +7,7 @@ pub mod arith;
 pub mod control;
 pub mod dot;
 pub mod memory;
+pub mod reduce;
 
 // The op table, `Opcode`s and typed views, generated from `ops.ods`.
 include!(concat!(env!("OUT_DIR"), "/tile_ops.rs"));

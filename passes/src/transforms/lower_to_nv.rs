@@ -15,6 +15,9 @@
 //! for only before the buffer is rewritten (by the next persistent tile)
 //! and before the CTA exits; in a warp-specialised kernel each consumer
 //! warpgroup stores its own rows through its own stage of the buffer.
+//! Split-K's `tile.sum_splits` becomes an `nv.cluster_sum` through an f32
+//! buffer of the tile's shape, with an `nv.cluster_barrier` before the
+//! kernel returns.
 
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -25,9 +28,9 @@ use crate::hopper::schedule::dots;
 use crate::hopper::staging::{element_coords, is_staged_load, outermost_ancestor, remove_staged_loads, StagedBuffers};
 use crate::hopper::wgmma::{dot_a, emit_wgmma, next_op, replace_dot};
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, InsertPoint, Op, SmemType, TileType, Type, Value};
-use tilec_dialects::nv::{AllocSmem, Barrier, FenceAsyncShared, LoadGlobal, MbarrierWait, StoreGlobal, StoreShared, TmaStore, TmaStoreWait, WarpSpecialize};
+use tilec_dialects::nv::{AllocSmem, Barrier, ClusterBarrier, ClusterSum, FenceAsyncShared, LoadGlobal, MbarrierWait, StoreGlobal, StoreShared, TmaStore, TmaStoreWait, WarpSpecialize};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::tile::{For, Load, Store};
+use tilec_dialects::tile::{For, Load, Store, SumSplits};
 use tilec_dialects::{Diagnostic, Function, Layout};
 
 /// The epilogues: the `epilogue` option's words and `tile.config`'s.
@@ -91,14 +94,45 @@ impl Pass for LowerToNv {
                 Opcode::TileStore if self.tma_epilogue => lower_store_tma(body, Store::of(body, op).expect("verified"))?,
                 Opcode::TileStore => lower_store(body, Store::of(body, op).expect("verified"))?,
                 Opcode::TileLoad => lower_load(body, func.region, Load::of(body, op).expect("verified"))?,
+                Opcode::TileSumSplits => lower_sum_splits(body, func.region, SumSplits::of(body, op).expect("verified"))?,
                 Opcode::TileDot | Opcode::TileDotScaled => {
                     return Err(op_error(body, op, "reads tiles that were not loaded by TMA in the same block".into()))
                 }
                 _ => {}
             }
         }
+        let entry = body.entry_block(func.region);
+        if body.walk_region(func.region).into_iter().any(|op| body.opcode(op) == Opcode::NvClusterSum) {
+            let terminator = body.terminator(entry).expect("verified function");
+            let loc = body.ops[terminator].loc.clone();
+            ClusterBarrier::build(&mut Builder::new(body, InsertPoint::Before(terminator), loc), Attributes::new());
+        }
         Ok(())
     }
+}
+
+/// `tile.sum_splits`: each CTA of the cluster parks its partial tile in an
+/// unswizzled f32 buffer of the tile's shape, read by rank 0 alone
+/// (`nv.cluster_sum`); the caller adds the cluster barrier before the
+/// kernel returns that keeps every buffer alive until rank 0 has read it.
+fn lower_sum_splits(body: &mut Body, region: tilec_dialects::Region, sum: SumSplits) -> Result<(), Diagnostic> {
+    let (value, result) = (sum.value(body), sum.result(body));
+    let tile = body.value_type(value).as_tile().cloned().expect("verified");
+    if !matches!(tile.layout, Some(Layout::Mma { .. })) {
+        return Err(op_error(body, sum.op(), "sums a tile with no '#tile.mma' layout; run tile-assign-layouts first".into()));
+    }
+    let parked = TileType { shape: tile.shape.clone(), elem: tile.elem, layout: Some(Layout::NvmmaShared { swizzle_bytes: 0, transposed: false, padding_elems: 0 }) };
+    let loc = body.ops[sum.op()].loc.clone();
+    let anchor = outermost_ancestor(body, sum.op());
+    let mut b = Builder::new(body, InsertPoint::Before(anchor), loc.clone());
+    let buf = AllocSmem::build(&mut b, Type::Smem(SmemType { stages: 1, tile: parked }), Attributes::new()).result(b.body);
+    let buf = b.name(buf, "partial_smem");
+    let mut b = Builder::new(body, InsertPoint::Before(sum.op()), loc);
+    let total = ClusterSum::build(&mut b, value, buf, Attributes::new()).result(b.body);
+    body.values[total].name_hint = body.values[result].name_hint.clone();
+    body.replace_all_uses(region, result, total);
+    body.remove_op(sum.op());
+    Ok(())
 }
 
 /// The phase parity a barrier used once per iteration of the loop owning

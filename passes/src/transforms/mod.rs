@@ -8,4 +8,5 @@ pub mod lower_to_nv;
 pub mod persistent;
 pub mod pipeline;
 pub mod select_config;
+pub mod split_k;
 pub mod warp_specialize;

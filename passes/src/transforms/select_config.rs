@@ -287,6 +287,9 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
         d.set("scales", Attribute::String(c.scales.word().into()));
     }
     d.set("cluster", Attribute::String(c.cluster.word().into()));
+    if c.splits > 1 {
+        d.set("splits", int(c.splits));
+    }
     d.set("sms", int(c.sms));
     d.set("waves", int(pick.waves));
     d.set("last_wave", int(pick.last_wave));

@@ -1,5 +1,6 @@
 //! Cluster scope: what a kernel whose CTAs write each other's shared memory
-//! (TMA multicast) or arrive on each other's barriers must also do. The
+//! (TMA multicast), arrive on each other's barriers or read each other's
+//! buffers (split-K's `nv.cluster_sum`) must also do. The
 //! trace check sees one CTA and mirrors its peer (each remote arrive and
 //! multicast half of the peer is this CTA's own, mirrored), so it cannot see
 //! an order that only holds inside one CTA; these rules ask for the
@@ -9,7 +10,8 @@
 //! 2. a cluster barrier after every mbarrier is initialised and before the
 //!    first multicast or remote arrive: the peer's barriers must exist;
 //! 3. a cluster barrier right before the kernel returns: no CTA may leave
-//!    while its peer can still write its shared memory or arrive on it;
+//!    while its peer can still write its shared memory, arrive on it or
+//!    read it;
 //! 4. every multicast refill ordered after the peer's reads of the stage:
 //!    inside a warp role, the wait before it is on a barrier the peer's
 //!    consumers arrive on remotely; elsewhere, the nearest barrier before it
@@ -29,30 +31,35 @@ pub fn check_cluster_scope(func: &Function) -> Result<(), Diagnostic> {
     let is_multicast = |&op: &Op| nv::TmaLoad::of(body, op).is_some_and(|l| l.multicast(body));
     let is_remote = |&op: &Op| body.opcode(op) == Opcode::NvMbarrierArriveRemote;
     let cross_cta: Vec<Op> = ops.iter().copied().filter(|op| is_multicast(op) || is_remote(op)).collect();
+    let reads_peers = ops.iter().any(|&op| body.opcode(op) == Opcode::NvClusterSum);
     let clustered = cluster_size(func) > 1;
-    if let Some(&op) = ops.iter().find(|&&op| matches!(body.opcode(op), Opcode::NvClusterBarrier | Opcode::NvClusterRank) || cross_cta.contains(&op)) {
+    if let Some(&op) = ops.iter().find(|&&op| matches!(body.opcode(op), Opcode::NvClusterBarrier | Opcode::NvClusterRank | Opcode::NvClusterSum) || cross_cta.contains(&op)) {
         if !clustered {
             return Err(op_error(body, op, "needs a kernel launched in clusters, but the function has no 'cluster_dims' of more than one CTA".into()));
         }
     }
-    let Some(&first_cross) = cross_cta.first() else { return Ok(()) };
+    if cross_cta.is_empty() && !reads_peers {
+        return Ok(());
+    }
 
-    // 2. The start barrier.
+    // 2. The start barrier, where peers' barriers are used.
     let entry = &body.blocks[func.entry_block()].ops;
-    let top = |op: Op| crate::hopper::staging::outermost_ancestor(body, op);
-    let first_user = entry.iter().position(|&o| cross_cta.iter().any(|&c| top(c) == o)).expect("cross-CTA ops are in the body");
-    let last_init = entry.iter().rposition(|&o| body.opcode(o) == Opcode::NvAllocMbarriers);
-    let start_ok = entry[..first_user].iter().enumerate().any(|(i, &o)| body.opcode(o) == Opcode::NvClusterBarrier && last_init.is_none_or(|l| i > l));
-    if !start_ok {
-        let what = if is_multicast(&first_cross) { "multicasts into the peer CTA" } else { "arrives on the peer CTA's barrier" };
-        let msg = format!("{what} with no cluster barrier after the mbarriers are initialised: the peer's barriers may not exist yet (add 'nv.cluster_barrier' after the last 'nv.alloc_mbarriers')");
-        return Err(op_error(body, first_cross, msg));
+    if let Some(&first_cross) = cross_cta.first() {
+        let top = |op: Op| crate::hopper::staging::outermost_ancestor(body, op);
+        let first_user = entry.iter().position(|&o| cross_cta.iter().any(|&c| top(c) == o)).expect("cross-CTA ops are in the body");
+        let last_init = entry.iter().rposition(|&o| body.opcode(o) == Opcode::NvAllocMbarriers);
+        let start_ok = entry[..first_user].iter().enumerate().any(|(i, &o)| body.opcode(o) == Opcode::NvClusterBarrier && last_init.is_none_or(|l| i > l));
+        if !start_ok {
+            let what = if is_multicast(&first_cross) { "multicasts into the peer CTA" } else { "arrives on the peer CTA's barrier" };
+            let msg = format!("{what} with no cluster barrier after the mbarriers are initialised: the peer's barriers may not exist yet (add 'nv.cluster_barrier' after the last 'nv.alloc_mbarriers')");
+            return Err(op_error(body, first_cross, msg));
+        }
     }
 
     // 3. The exit barrier.
     let terminator = *entry.last().expect("a verified body ends with its terminator");
     if entry.len() < 2 || body.opcode(entry[entry.len() - 2]) != Opcode::NvClusterBarrier {
-        let msg = "returns without a cluster barrier: the peer CTA may still multicast into this CTA's shared memory or arrive on its barriers after it exits (add 'nv.cluster_barrier' before the return)";
+        let msg = "returns without a cluster barrier: the peer CTA may still multicast into this CTA's shared memory, arrive on its barriers or read its buffers after it exits (add 'nv.cluster_barrier' before the return)";
         return Err(op_error(body, terminator, msg.into()));
     }
 

@@ -381,9 +381,10 @@ impl Tracer<'_> {
                 }
                 // A CTA or cluster barrier inside one role is the lowering's
                 // error; a cluster barrier orders the peer (mirrored) as this
-                // CTA's warps.
-                Opcode::NvBarrier | Opcode::NvClusterBarrier if self.role.is_some() => return Err(Stop::Untraceable),
-                Opcode::NvBarrier | Opcode::NvClusterBarrier => self.push(op, StepKind::CtaBarrier)?,
+                // CTA's warps. Split-K's cluster sum meets the cluster after
+                // parking its tile.
+                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum if self.role.is_some() => return Err(Stop::Untraceable),
+                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum => self.push(op, StepKind::CtaBarrier)?,
                 _ => {
                     let Some(binary) = tile::IntBinary::of(body, op) else { continue };
                     if let (Some(&a), Some(&b)) = (self.env.get(&binary.lhs(body)), self.env.get(&binary.rhs(body))) {

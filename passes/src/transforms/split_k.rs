@@ -1,0 +1,162 @@
+//! `tile-split-k{splits=S}`: S CTAs share one output tile, each running an
+//! equal share of the K loop, for shapes with too few tiles to fill the GPU
+//! and a long K (64 x 2112 x 7168 has 132 tiles of 64 x 16, each a long
+//! string of short K steps). Split s of tile (x, y) is the CTA at
+//! (x, y, s) of the grid; the S splits of a tile form one cluster
+//! (`cluster_dims = [1, 1, S]`, which also sets the grid's z extent), and
+//! `tile.sum_splits` adds their partial accumulators in the order of s, so
+//! the result does not depend on which split finishes first. Only split 0
+//! stores the tile: every `tile.store` moves into `tile.if %split == 0`.
+//!
+//! With per = ceil(trip / S), split s runs iterations s * per up to the
+//! trip count, at most per of them: the K loop `for kt = lb to ub step st`
+//! becomes `for j = lb to lb + mine * st step st` with mine =
+//! max(0, min(per, trip - s * per)), and its body reads
+//! kt = j + s * per * st. The last splits may run fewer iterations, or none
+//! (K shorter than S blocks), and then contribute zeros.
+
+use crate::config::config_int;
+use crate::hopper::counting::trip_count;
+use crate::hopper::schedule::loop_block;
+use crate::hopper::wgmma::next_op;
+use crate::options::{OptionKind, OptionSpec};
+use crate::phase::{Phase, PhaseRule};
+use crate::registry::PassInfo;
+use crate::{op_error, Pass};
+use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::tile::reduce::MAX_SPLITS;
+use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Cmpi, For, If, Maxsi, Minsi, Muli, Store, Subi, SumSplits, Yield};
+use tilec_dialects::{Diagnostic, Function};
+
+/// `tile-split-k`'s registration: name, options, phases and constructor.
+pub const INFO: PassInfo = PassInfo {
+    name: "tile-split-k",
+    summary: "Split each output tile's K loop over a cluster of CTAs along grid z and sum their partial tiles in rank order",
+    options: &[OptionSpec {
+        name: "splits",
+        kind: OptionKind::Int { min: 1, max: MAX_SPLITS },
+        default: "1",
+        help: "CTAs that share one output tile's K loop (1: no split; default: tile.config's splits)",
+    }],
+    phases: PhaseRule {
+        needs: Phase::TileLayouts..=Phase::TileLayouts,
+        leaves: None,
+        reason: "the partial sum takes the accumulator's register layout, and the K loop's schedule is built on the split bounds (run it after tile-assign-layouts, before tile-pipeline)",
+    },
+    create: |options| Box::new(SplitK { splits: options.int("splits"), from_config: !options.given("splits") }),
+};
+
+/// The `tile-split-k` pass with its options resolved.
+pub struct SplitK {
+    splits: i64,
+    /// Whether `splits` was left out, so `tile.config`'s `splits` decides.
+    from_config: bool,
+}
+
+impl Pass for SplitK {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        if self.from_config {
+            self.splits = config_int(func, "splits").unwrap_or(1);
+        }
+        if self.splits == 1 {
+            return Ok(());
+        }
+        if !(2..=MAX_SPLITS).contains(&self.splits) {
+            return Err(Diagnostic::error(func.loc.clone(), format!("tile.config's 'splits' must be from 1 to {MAX_SPLITS}, found {}", self.splits)));
+        }
+        for (attr, why) in [("grid", "a persistent kernel walks tiles itself"), ("cluster_dims", "the splits of a tile form the cluster")] {
+            if func.attrs.get(attr).is_some() {
+                return Err(Diagnostic::error(func.loc.clone(), format!("tile-split-k needs a kernel with one CTA per tile and no '{attr}' ({why})")));
+            }
+        }
+        let (entry, region) = (func.entry_block(), func.region);
+        let body = &mut func.body;
+        if let Some(z) = body.walk_region(region).into_iter().find(|&o| BlockId::of(body, o).is_some_and(|b| b.dim(body) == 2)) {
+            return Err(op_error(body, z, "indexes a batch of problems (grid z), which tile-split-k needs for the splits".into()));
+        }
+        let k_loop = k_loop(body, &body.blocks[entry].ops, func.loc.clone())?;
+        for &result in &body.ops[k_loop.op()].results {
+            if body.value_type(result).as_tile().is_none_or(|t| t.elem != ElemType::F32) {
+                return Err(op_error(body, k_loop.op(), "carries a value other than an f32 accumulator tile; tile-split-k sums every result of the K loop".into()));
+            }
+        }
+
+        let loc = body.ops[k_loop.op()].loc.clone();
+        let mut b = Builder::new(body, InsertPoint::Before(k_loop.op()), loc.clone());
+        let split = BlockId::build(&mut b, 2, Attributes::new()).result(b.body);
+        let split = b.name(split, "split");
+        let (lb, step) = (k_loop.lower_bound(b.body), k_loop.step(b.body));
+        let trip = trip_count(&mut b, k_loop);
+        let splits = b.index(self.splits);
+        let per = Ceildivsi::build(&mut b, trip, splits, Attributes::new()).result(b.body);
+        let per = b.name(per, "k_per_split");
+        let done = Muli::build(&mut b, split, per, Attributes::new()).result(b.body);
+        let left = Subi::build(&mut b, trip, done, Attributes::new()).result(b.body);
+        let mine = Minsi::build(&mut b, per, left, Attributes::new()).result(b.body);
+        let zero = b.index(0);
+        let mine = Maxsi::build(&mut b, mine, zero, Attributes::new()).result(b.body);
+        let mine = b.name(mine, "k_iterations");
+        let span = Muli::build(&mut b, mine, step, Attributes::new()).result(b.body);
+        let end = Addi::build(&mut b, lb, span, Attributes::new()).result(b.body);
+        let skipped = Muli::build(&mut b, done, step, Attributes::new()).result(b.body);
+        let skipped = b.name(skipped, "k_skipped");
+        k_loop.set_upper_bound(body, end);
+        // The loop keeps its lower bound, so that its iterations still count
+        // from a constant (the pipeline's stage arithmetic, and the barrier
+        // verifier's reading of it, rest on that); its body shifts K instead.
+        let iv = body.blocks[loop_block(body, k_loop)].args[0];
+        let first = body.blocks[loop_block(body, k_loop)].ops[0];
+        let mut b = Builder::new(body, InsertPoint::Before(first), loc.clone());
+        let shifted = Addi::build(&mut b, iv, skipped, Attributes::new());
+        let kt = shifted.result(b.body);
+        let kt = b.name(kt, "kt_split");
+        body.replace_all_uses(k_loop.region(body), iv, kt);
+        shifted.set_lhs(body, iv);
+
+        let after = next_op(body, k_loop.op());
+        for result in body.ops[k_loop.op()].results.clone() {
+            let mut b = Builder::new(body, InsertPoint::Before(after), loc.clone());
+            let sum = SumSplits::build(&mut b, result, self.splits, Attributes::new());
+            let total = sum.result(b.body);
+            let total = b.name(total, "summed");
+            body.replace_all_uses(region, result, total);
+            sum.set_value(body, result);
+        }
+
+        let stores: Vec<Op> = body.walk_region(region).into_iter().filter(|&o| Store::of(body, o).is_some()).collect();
+        for store in stores {
+            if body.ops[store].parent != Some(entry) {
+                return Err(op_error(body, store, "stores inside a loop or branch; tile-split-k guards the kernel's top-level stores of the summed tile".into()));
+            }
+            let mut b = Builder::new(body, InsertPoint::Before(store), body.ops[store].loc.clone());
+            let zero = b.index(0);
+            let first_split = Cmpi::build(&mut b, split, zero, "eq", Attributes::new()).result(b.body);
+            let first_split = b.name(first_split, "is_split0");
+            let guard = If::build(&mut b, first_split, Attributes::new()).op();
+            let (_, guarded) = b.body.add_region(guard, &[]);
+            let end = Yield::build(&mut Builder::new(body, InsertPoint::End(guarded), loc.clone()), &[], Attributes::new()).op();
+            body.remove_op(store);
+            body.insert_op_before(end, store);
+        }
+        func.attrs.set("cluster_dims", Attribute::Array([1, 1, self.splits].iter().map(|&d| Attribute::Int(d, ElemType::I64)).collect()));
+        Ok(())
+    }
+}
+
+/// The one `tile.for` among `ops` (the kernel's top level) whose body holds
+/// a dot: the K loop.
+fn k_loop(body: &Body, ops: &[Op], loc: tilec_dialects::Location) -> Result<For, Diagnostic> {
+    let holds_dot = |o: Op| body.walk_region(body.ops[o].regions[0]).into_iter().any(|i| matches!(body.opcode(i), Opcode::TileDot | Opcode::TileDotScaled));
+    let loops: Vec<For> = ops.iter().filter_map(|&o| For::of(body, o)).filter(|l| holds_dot(l.op())).collect();
+    match loops[..] {
+        [k_loop] => Ok(k_loop),
+        [] => Err(Diagnostic::error(loc, "tile-split-k needs a K loop (a top-level tile.for holding a dot)")),
+        [_, second, ..] => Err(op_error(body, second.op(), "is a second K loop; tile-split-k splits one".into())),
+    }
+}
+
