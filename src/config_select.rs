@@ -100,9 +100,10 @@ fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
 
 /// The passes after `tile-select-config`, as the `tile.config` of the
 /// module's function asks: the plain pipeline (none for one stage), with
-/// `tile-split-k` when it splits K, or the persistent warp-specialised
+/// `tile-rasterize` for a grouped tile order and `tile-split-k` when it
+/// splits K, or the persistent warp-specialised
 /// schedule, with `tile-cluster-split` when it names a cluster; the passes
-/// read their stages, consumers, epilogue, cluster and splits from
+/// read their stages, consumers, epilogue, cluster, splits and tile order from
 /// `tile.config`; `fallback` for input without one (an nv-level kernel).
 pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, String> {
     let configs: Vec<_> = module.functions.iter().filter_map(config_of).collect();
@@ -120,7 +121,8 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
         "pipeline" => {
             let pipeline = if int("stages")? > 1 { "tile-pipeline," } else { "" };
             let split = if config.get_int("splits").is_some_and(|s| s > 1) { "tile-split-k," } else { "" };
-            format!("tile-canonicalize,tile-assign-layouts,{split}{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
+            let order = if config.get_int("raster_group").is_some_and(|g| g > 0) { "tile-rasterize," } else { "" };
+            format!("tile-canonicalize,tile-assign-layouts,{order}{split}{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
         }
         "warp_specialized" | "pingpong" => format!(
             "tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,tile-warp-specialize,{cluster}tile-lower-to-nv,tile-canonicalize,tile-licm"

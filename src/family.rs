@@ -14,7 +14,7 @@ use tilec_cli::PassFlags;
 
 /// The `tile.config` entries that make one kernel differ from another (the
 /// shape and the wave figures do not change the code).
-const KERNEL_KEYS: [&str; 9] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "scales", "splits"];
+const KERNEL_KEYS: [&str; 10] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "scales", "splits", "raster_group"];
 
 /// What tells kernels apart: the config's code-changing entries, as text.
 fn kernel_key(module: &Module) -> String {
@@ -29,11 +29,12 @@ fn kernel_key(module: &Module) -> String {
         Some(Attribute::String(s)) => s.clone(),
         _ => "-".into(),
     };
-    let [bm, bn, bk, stages, schedule, consumers, epilogue, scales, splits] = KERNEL_KEYS.map(value);
+    let [bm, bn, bk, stages, schedule, consumers, epilogue, scales, splits, group] = KERNEL_KEYS.map(value);
     let schedule = if schedule == "warp_specialized" { format!("ws{consumers}") } else { schedule };
     let scales = if scales == "-" { String::new() } else { format!(" scales={scales}") };
     let splits = if splits == "-" { String::new() } else { format!(" splits={splits}") };
-    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{scales}{splits}")
+    let order = if group == "-" { String::new() } else { format!(" grouped={group}") };
+    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{scales}{splits}{order}")
 }
 
 /// The dispatch rows for `picks` (shape, kernel name): per (N, K), the shapes

@@ -200,6 +200,10 @@ pub(crate) struct Plan {
     pub warp_specialized: bool,
     /// CTAs per cluster along x, y, z (`cluster_dims`; `[1, 1, 1]` without).
     pub cluster: [i64; 3],
+    /// The function has `raster_group = G` (`tile-rasterize`): a 1-D grid
+    /// of one CTA per tile, which the kernel maps to tiles in groups of G
+    /// tile rows.
+    pub raster_group: Option<i64>,
 }
 
 impl Plan {
@@ -226,6 +230,13 @@ impl Plan {
         };
 
         let cluster = cluster_dims(f)?;
+        let raster_group = match f.attrs.get("raster_group") {
+            None => None,
+            Some(a) => match a.as_int() {
+                Some(g) if g >= 1 && !persistent => Some(g),
+                _ => return Err(Diagnostic::error(f.loc.clone(), "'raster_group' must be a positive integer, in a kernel with one CTA per tile (no grid = \"sms\")")),
+            },
+        };
         let mut tensors = Vec::new();
         let mut tensor_of_arg = HashMap::new();
         let mut symbols: Vec<String> = Vec::new();
@@ -277,6 +288,7 @@ impl Plan {
             persistent,
             warp_specialized: false,
             cluster,
+            raster_group,
         };
         let mut cursor = 0i64;
         let mut bar_order = Vec::new();
@@ -482,7 +494,7 @@ impl Plan {
             grid: if self.persistent {
                 GridRule::Sms { ctas_per_sm: 1 }
             } else {
-                GridRule::Tiles { block_m: self.store_tile[0] as u32, block_n: self.store_tile[1] as u32, group_m: None }
+                GridRule::Tiles { block_m: self.store_tile[0] as u32, block_n: self.store_tile[1] as u32, group_m: self.raster_group.map(|g| g as u32) }
             },
             dynamic_smem_bytes: self.smem_bytes as u32,
             tensors,

@@ -79,6 +79,30 @@
 //!     warp-specialised pick and up to 12% in pipelined ones with room for
 //!     it, and 5% and 10% slower where it cost a pipeline a stage
 //!     (4096x7168x2048, 6 to 5) or an SM its second CTA (64x32768x512).
+//! 12. Split-K: where rule 7 would run a tile at most 32 columns wide over
+//!     a long K in a single wave, two CTAs of a cluster share a tile twice
+//!     as wide instead, each running half the K loop in the plain pipeline,
+//!     and sum their partial tiles in shared memory (`tile-split-k`): as
+//!     many CTAs, each with half the K steps and twice the work per step.
+//!     On the H100 (2026-11-25) that was 27% faster at 64x2112x7168 (64x32
+//!     split in two against the one-consumer 64x16), 22% at 128x2112x7168
+//!     and 8% at 64x4096x7168; more splits of wider tiles (3 to 8) ran
+//!     slower than two, and so did splitting the 64x64 pick of
+//!     128x4096x7168 (-4%). The unsplit pick is ranked next.
+//! 13. Tile order: the plain pipeline over more than one wave of tiles,
+//!     with more rows of tiles than a group and an A larger than the L2
+//!     cache, takes its tiles in grouped order (`tile-rasterize`: groups of
+//!     8 tile rows, down M, then across N) instead of the grid's column by
+//!     column, in which the CTAs running at once cover every row of A and
+//!     so stream all of it from memory for each column of tiles. On the
+//!     H100 (2026-11-25) that was worth 28-36% to the contiguous grouped
+//!     GEMM at 32768 rows (pipelined 128x256 tiles, A of 470 MB), and -0.1%
+//!     to +1% on the five BF16 benchmark shapes the pipeline picks over
+//!     several waves; with an A that L2 holds (block-scaled FP8
+//!     4096x32768x512, 2 MB) the grouped order measured 12% slower.
+//!     Persistent kernels keep their own grouped loop; clustered and split
+//!     candidates their grid, and so does a masked grouped GEMM (each
+//!     expert holds a few rows of tiles).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
@@ -151,11 +175,13 @@ pub struct Machine {
     pub smem_bytes: i64,
     /// Shared memory of one SM, which its co-resident CTAs share.
     pub sm_smem_bytes: i64,
+    /// The L2 cache, in bytes.
+    pub l2_bytes: i64,
 }
 
 impl Machine {
     /// The H100 SXM: 132 SMs, 227 KiB of shared memory per block (opt-in).
-    pub const H100: Machine = Machine { sms: 132, smem_bytes: 232_448, sm_smem_bytes: 233_472 };
+    pub const H100: Machine = Machine { sms: 132, smem_bytes: 232_448, sm_smem_bytes: 233_472, l2_bytes: 50 << 20 };
 
     /// CTAs using `smem_bytes` each that one SM holds at once (the hardware
     /// keeps 1 KiB of each CTA's shared memory for itself).
@@ -296,6 +322,9 @@ pub struct Config {
     /// CTAs that share each output tile's K loop (split-K, rule 12); 1
     /// without.
     pub splits: i64,
+    /// Tile rows per group of the plain pipeline's grouped tile order
+    /// (rule 13); 0 for the grid's order.
+    pub raster_group: i64,
 }
 
 /// A configuration with the figures that ranked it.
@@ -338,9 +367,10 @@ impl fmt::Display for Config {
             scales => format!(" scales={}", scales.word()),
         };
         let splits = if self.splits > 1 { format!(" splits={}", self.splits) } else { String::new() };
+        let order = if self.raster_group > 0 { format!(" grouped={}", self.raster_group) } else { String::new() };
         write!(
             f,
-            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{scales}{cluster}{splits} sms={}",
+            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{scales}{cluster}{splits}{order} sms={}",
             self.block_m,
             self.block_n,
             self.block_k,
@@ -455,7 +485,7 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, bm: i64, bn
     let epilogue = epilogue_for(problem, bn, schedule);
     let (stages, scales) = stages_and_scales(problem, machine, pins, (bm, bn, bk), epilogue, schedule, 1)?;
     let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
-    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(tiles, waves), cluster: Along::None, splits: 1 };
+    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(tiles, waves), cluster: Along::None, splits: 1, raster_group: 0 };
     Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, (bm, bn, bk), stages, epilogue, scales, schedule, 1), reason: String::new() })
 }
 
@@ -486,13 +516,17 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
         1 => String::new(),
         splits => format!("; K split over {splits} CTAs of a cluster (a narrow tile with a long K in one wave)"),
     };
+    let order = match best.config.raster_group {
+        0 => String::new(),
+        group => format!("; tiles in groups of {group} rows"),
+    };
     let scales = match best.config.scales {
         Scales::None => "",
         Scales::Staged => "; scales staged with their stage",
         Scales::Prefetched => "; scales prefetched into registers (staging them would cost a stage or a co-resident CTA)",
     };
     format!(
-        "picked: fewest waves ({}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){scales}{schedule}{cluster}{splits}",
+        "picked: fewest waves ({}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){scales}{schedule}{cluster}{splits}{order}",
         best.waves, best.last_wave, machine.sms, best.config.stages
     )
 }
@@ -503,7 +537,7 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     let same_tile = (c.config.block_m, c.config.block_n) == (best.config.block_m, best.config.block_n);
     if best.config.splits > 1 && c.config.splits == 1 && c.config.block_m == best.config.block_m && c.config.block_n * best.config.splits == best.config.block_n {
         format!("unsplit alternative of the pick: one CTA runs the whole K loop of a {}x{} tile", c.config.block_m, c.config.block_n)
-    } else if c.config == (Config { cluster: c.config.cluster, ..best.config }) && c.config.cluster != Along::None {
+    } else if c.config == (Config { cluster: c.config.cluster, raster_group: c.config.raster_group, ..best.config }) && c.config.cluster != Along::None {
         format!("the pick in 2-CTA clusters along {}, multicasting {}", c.config.cluster.word(), if c.config.cluster == Along::M { "B" } else { "A" })
     } else if c.config.schedule == Schedule::PingPong {
         format!("ping-pong alternative: two consumers take turns at whole {}x{} tiles", c.config.block_m, c.config.block_n)
@@ -567,12 +601,32 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
             ranked.insert(1, clustered);
         }
     }
+    for c in &mut ranked {
+        c.config.raster_group = raster_group_for(problem, machine, c);
+    }
     if let Some(best) = ranked.first().cloned() {
         for (i, c) in ranked.iter_mut().enumerate() {
             c.reason = if i == 0 { pick_reason(&best, machine) } else { loss_reason(c, &best) };
         }
     }
     ranked
+}
+
+/// Rule 13: tile rows per group of the grouped tile order.
+const RASTER_GROUP: i64 = 8;
+
+/// Rule 13: [`RASTER_GROUP`] for a plain pipeline without clusters or
+/// splits over more than one wave, more tile rows than a group and an A
+/// larger than L2; 0 (the grid's order) otherwise, and for a masked
+/// grouped GEMM, whose experts each hold a few rows of tiles.
+fn raster_group_for(problem: &Problem, machine: &Machine, c: &Candidate) -> i64 {
+    let plain = c.config.schedule == Schedule::Pipeline && c.config.cluster == Along::None && c.config.splits == 1 && !problem.varying_k;
+    let a_bytes = problem.m * problem.k * problem.precision.operand_bytes();
+    if plain && c.waves > 1 && ceil_div(problem.m, c.config.block_m) > RASTER_GROUP && a_bytes > machine.l2_bytes {
+        RASTER_GROUP
+    } else {
+        0
+    }
 }
 
 /// Rule 10's alternative: the pair along M when the tiles along M are even and B's tile is
@@ -661,7 +715,7 @@ fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, narrow: &Candidate
     let epilogue = epilogue_for(problem, block_n, schedule);
     let (stages, scales) = stages_and_scales(problem, machine, pins, tile, epilogue, schedule, SPLITS)?;
     let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
-    let config = Config { block_n, stages, num_warps, schedule, epilogue, scales, sms: ctas, cluster: Along::None, splits: SPLITS, ..c };
+    let config = Config { block_n, stages, num_warps, schedule, epilogue, scales, sms: ctas, cluster: Along::None, splits: SPLITS, raster_group: 0, ..c };
     let smem_bytes = smem_bytes(problem, tile, stages, epilogue, scales, schedule, SPLITS);
     Some(Candidate { config, tiles, waves: 1, last_wave: ctas, smem_bytes, reason: String::new() })
 }
@@ -988,6 +1042,24 @@ mod tests {
         assert!(rank(&q, &Machine::H100, &Pins { cluster: Some(Along::None), ..Pins::default() }).iter().all(|c| c.config.cluster == Along::None));
         let err = choose(&Problem { clusterable: false, ..q }, &Machine::H100, &Pins { cluster: Some(Along::M), ..Pins::default() }).unwrap_err();
         assert!(err.contains("a cluster needs CTAs whose tiles share an operand tile"), "{err}");
+    }
+
+    #[test]
+    fn a_plain_pipeline_over_several_waves_takes_tiles_in_groups() {
+        let order = |m, n, k| pick(m, n, k).config.raster_group;
+        // 64 and 32 rows of 128x256 tiles over 16 and 7 waves, A of 128 MiB
+        // and 128 MiB: groups of 8 rows.
+        assert_eq!(order(8192, 8192, 8192), 8);
+        assert_eq!(order(4096, 7168, 16384), 8);
+        // A of 32 MiB, which L2 holds; one wave; no more tile rows than a
+        // group: the grid's order.
+        assert_eq!(order(4096, 4096, 4096), 0);
+        assert_eq!(order(128, 7168, 16384), 0);
+        assert_eq!(order(1024, 8192, 65536), 0);
+        // Persistent (warp-specialised) picks order their own loop; split
+        // picks keep their grid.
+        assert_eq!((pick(4096, 32768, 512).config.schedule, order(4096, 32768, 512)), (Schedule::WarpSpecialized { consumers: 2 }, 0));
+        assert_eq!((pick(64, 2112, 7168).config.splits, order(64, 2112, 7168)), (2, 0));
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod options;
 pub mod phase;
 pub mod pipeline;
 pub mod registry;
+pub mod tile_order;
 pub mod transforms;
 
 pub use manager::{Instrumentation, PassError, PassManager};

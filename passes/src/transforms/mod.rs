@@ -7,6 +7,7 @@ pub mod licm;
 pub mod lower_to_nv;
 pub mod persistent;
 pub mod pipeline;
+pub mod rasterize;
 pub mod select_config;
 pub mod split_k;
 pub mod warp_specialize;

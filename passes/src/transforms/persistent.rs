@@ -20,9 +20,10 @@ use crate::options::{OptionKind, OptionSpec};
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
+use crate::tile_order::{grouped_coords, output_store, tile_count};
 use crate::{op_error, Pass};
-use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, InsertPoint, Op, Type, Value};
-use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, For, Minsi, Muli, NumBlocks, Remsi, Store, Subi, Yield};
+use tilec_dialects::ir::{Attribute, Attributes, Builder, InsertPoint, Op, Type, Value};
+use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, For, Muli, NumBlocks, Remsi, Yield};
 use tilec_dialects::{Diagnostic, Function};
 
 /// `tile-persistent`'s registration: name, options, phases and constructor.
@@ -169,29 +170,6 @@ impl Pass for Persistent {
     }
 }
 
-/// The store of the output tile at (`pid_m`, `pid_n`), or at (`pid_z`,
-/// `pid_m`, `pid_n`) in a batched output: its tensor and tile shape give the
-/// number of tiles.
-fn output_store(body: &Body, region: tilec_dialects::Region, pid_z: Option<Value>, pid_m: Value, pid_n: Value) -> Result<Store, Diagnostic> {
-    let stores: Vec<Store> = body.walk_region(region).into_iter().filter_map(|o| Store::of(body, o)).collect();
-    let at_tile = |s: &Store| match (s.indices(body), pid_z) {
-        ([m, n], _) => [*m, *n] == [pid_m, pid_n],
-        ([z, m, n], Some(pid_z)) => [*z, *m, *n] == [pid_z, pid_m, pid_n],
-        _ => false,
-    };
-    match stores.iter().copied().find(at_tile) {
-        Some(s) => Ok(s),
-        None => match stores.first() {
-            Some(s) => Err(op_error(
-                body,
-                s.op(),
-                "does not store at (block_id x, block_id y), or (block_id z, block_id x, block_id y) in a batched output: tile-persistent cannot tell the output tiles".into(),
-            )),
-            None => Err(Diagnostic::error(body.ops[body.defining_op(pid_m).expect("op result")].loc.clone(), "tile-persistent needs a tile.store of the output tile")),
-        },
-    }
-}
-
 /// `2 * pair + rank`: the tile of the pair at `pair` that CTA `rank` of the
 /// cluster takes, named `name`.
 fn pair_member(b: &mut Builder<'_>, pair: Value, rank: Value, name: &str) -> Value {
@@ -199,28 +177,4 @@ fn pair_member(b: &mut Builder<'_>, pair: Value, rank: Value, name: &str) -> Val
     let first = Muli::build(b, pair, two, Attributes::new()).result(b.body);
     let tile = Addi::build(b, first, rank, Attributes::new()).result(b.body);
     b.name(tile, name)
-}
-
-/// ceil(dim / extent): tiles along one dimension of `tensor`, named `name`.
-fn tile_count(b: &mut Builder<'_>, tensor: Value, dim: i64, extent: i64, name: &str) -> Value {
-    let size = Dim::build(b, tensor, dim, Attributes::new()).result(b.body);
-    let e = b.index(extent);
-    let count = Ceildivsi::build(b, size, e, Attributes::new()).result(b.body);
-    b.name(count, name)
-}
-
-/// Tile `t`'s (m, n) in grouped order: groups of `group` tile rows; within a
-/// group, down M first, then across N.
-fn grouped_coords(b: &mut Builder<'_>, t: Value, tiles_m: Value, tiles_n: Value, group: i64) -> (Value, Value) {
-    let g = b.index(group);
-    let in_group = Muli::build(b, g, tiles_n, Attributes::new()).result(b.body);
-    let group_id = Divsi::build(b, t, in_group, Attributes::new()).result(b.body);
-    let first_m = Muli::build(b, group_id, g, Attributes::new()).result(b.body);
-    let rows_left = Subi::build(b, tiles_m, first_m, Attributes::new()).result(b.body);
-    let group_m = Minsi::build(b, rows_left, g, Attributes::new()).result(b.body);
-    let within = Remsi::build(b, t, in_group, Attributes::new()).result(b.body);
-    let dm = Remsi::build(b, within, group_m, Attributes::new()).result(b.body);
-    let m = Addi::build(b, first_m, dm, Attributes::new()).result(b.body);
-    let n = Divsi::build(b, within, group_m, Attributes::new()).result(b.body);
-    (b.name(m, "pid_m"), b.name(n, "pid_n"))
 }

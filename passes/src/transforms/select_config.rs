@@ -281,7 +281,10 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     d.set("schedule", Attribute::String(c.schedule.word().into()));
     d.set("consumers", int(consumers));
     d.set("persistent", Attribute::Bool(persistent));
-    d.set("tile_order", Attribute::String(if persistent { "grouped" } else { "grid" }.into()));
+    d.set("tile_order", Attribute::String(if persistent || c.raster_group > 0 { "grouped" } else { "grid" }.into()));
+    if c.raster_group > 0 {
+        d.set("raster_group", int(c.raster_group));
+    }
     d.set("epilogue", Attribute::String(c.epilogue.word().into()));
     if c.scales != Scales::None {
         d.set("scales", Attribute::String(c.scales.word().into()));
