@@ -5,7 +5,7 @@
 use std::fmt::Write;
 use tilec_dialects::ir::{Attribute, Param};
 use tilec_dialects::{Function, Module};
-use tilec_passes::config_rules::Machine;
+use tilec_passes::config_rules::{Machine, Schedule};
 use tilec_passes::transforms::select_config::SelectConfig;
 
 /// A problem shape `MxNxK`.
@@ -117,17 +117,18 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
         None | Some("none") => "",
         Some(_) => "tile-cluster-split,",
     };
-    Ok(match word("schedule")? {
-        "pipeline" => {
+    let schedule = word("schedule")?;
+    Ok(match Schedule::from_word(schedule, config.get_int("consumers").unwrap_or(0)) {
+        Some(Schedule::Pipeline) => {
             let pipeline = if int("stages")? > 1 { "tile-pipeline," } else { "" };
             let split = if config.get_int("splits").is_some_and(|s| s > 1) { "tile-split-k," } else { "" };
             let order = if config.get_int("raster_group").is_some_and(|g| g > 0) { "tile-rasterize," } else { "" };
             format!("tile-canonicalize,tile-assign-layouts,{order}{split}{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
         }
-        "warp_specialized" | "pingpong" => format!(
+        Some(Schedule::WarpSpecialized { .. } | Schedule::PingPong) => format!(
             "tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,tile-warp-specialize,{cluster}tile-lower-to-nv,tile-canonicalize,tile-licm"
         ),
-        other => return Err(format!("tile.config has an unknown schedule '{other}'")),
+        None => return Err(format!("tile.config has an unknown schedule '{schedule}'")),
     })
 }
 

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use tilec_artifact::{DispatchEntry, FamilyKernel, FamilyManifest, FAMILY_FORMAT_VERSION};
 use tilec_dialects::ir::Attribute;
 use tilec_dialects::Module;
+use tilec_passes::config_rules::Schedule;
 use tilec_cli::PassFlags;
 
 /// The `tile.config` entries that make one kernel differ from another (the
@@ -30,7 +31,10 @@ fn kernel_key(module: &Module) -> String {
         _ => "-".into(),
     };
     let [bm, bn, bk, stages, schedule, consumers, epilogue, scales, splits, group] = KERNEL_KEYS.map(value);
-    let schedule = if schedule == "warp_specialized" { format!("ws{consumers}") } else { schedule };
+    let schedule = match Schedule::from_word(&schedule, consumers.parse().unwrap_or(0)) {
+        Some(Schedule::WarpSpecialized { consumers }) => format!("ws{consumers}"),
+        _ => schedule,
+    };
     let scales = if scales == "-" { String::new() } else { format!(" scales={scales}") };
     let splits = if splits == "-" { String::new() } else { format!(" splits={splits}") };
     let order = if group == "-" { String::new() } else { format!(" grouped={group}") };

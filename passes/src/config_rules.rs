@@ -244,6 +244,12 @@ impl Schedule {
             Schedule::PingPong => "pingpong",
         }
     }
+
+    /// The schedule `tile.config` names with `word` and `consumers`; `None`
+    /// for a word that names none.
+    pub fn from_word(word: &str, consumers: i64) -> Option<Schedule> {
+        [Schedule::Pipeline, Schedule::WarpSpecialized { consumers }, Schedule::PingPong].into_iter().find(|s| s.word() == word)
+    }
 }
 
 /// How the output tile is stored.
@@ -1042,6 +1048,15 @@ mod tests {
         assert!(rank(&q, &Machine::H100, &Pins { cluster: Some(Along::None), ..Pins::default() }).iter().all(|c| c.config.cluster == Along::None));
         let err = choose(&Problem { clusterable: false, ..q }, &Machine::H100, &Pins { cluster: Some(Along::M), ..Pins::default() }).unwrap_err();
         assert!(err.contains("a cluster needs CTAs whose tiles share an operand tile"), "{err}");
+    }
+
+    #[test]
+    fn schedule_words_read_back() {
+        for &word in Schedule::WORDS {
+            assert_eq!(Schedule::from_word(word, 2).map(Schedule::word), Some(word));
+        }
+        assert_eq!(Schedule::from_word("warp_specialized", 1), Some(Schedule::WarpSpecialized { consumers: 1 }));
+        assert_eq!(Schedule::from_word("cooperative", 2), None);
     }
 
     #[test]
