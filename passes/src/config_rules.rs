@@ -81,14 +81,17 @@
 //!     (4096x7168x2048, 6 to 5) or an SM its second CTA (64x32768x512).
 //! 12. Split-K: where rule 7 would run a tile at most 32 columns wide over
 //!     a long K in a single wave, two CTAs of a cluster share a tile twice
-//!     as wide instead, each running half the K loop in the plain pipeline,
-//!     and sum their partial tiles in shared memory (`tile-split-k`): as
-//!     many CTAs, each with half the K steps and twice the work per step.
-//!     On the H100 (2026-11-25) that was 27% faster at 64x2112x7168 (64x32
-//!     split in two against the one-consumer 64x16), 22% at 128x2112x7168
-//!     and 8% at 64x4096x7168; more splits of wider tiles (3 to 8) ran
-//!     slower than two, and so did splitting the 64x64 pick of
-//!     128x4096x7168 (-4%). The unsplit pick is ranked next.
+//!     as large instead, each running half the K loop in the plain
+//!     pipeline, and sum their partial tiles in shared memory
+//!     (`tile-split-k`): as many CTAs, each with half the K steps and twice
+//!     the work per step. The tile grows along M where the pick's tiles
+//!     cover M in more than one row without padding, else along N. On the
+//!     H100 (2026-11-25) that was 27% faster at 64x2112x7168 (64x32 split
+//!     in two against the one-consumer 64x16), 22% at 128x2112x7168 (64x64;
+//!     128x32 a further 4.5%) and 8% at 64x4096x7168; more splits of larger
+//!     tiles (3 to 8) ran slower than two, and so did splitting the 64x64
+//!     pick of 128x4096x7168 (-4%; 128x64 split in two level with it). The
+//!     unsplit pick is ranked next.
 //! 13. Tile order: the plain pipeline over more than one wave of tiles,
 //!     with more rows of tiles than a group and an A larger than the L2
 //!     cache, takes its tiles in grouped order (`tile-rasterize`: groups of
@@ -541,7 +544,8 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
 fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     let padded = |c: &Candidate| c.tiles * c.config.block_m * c.config.block_n;
     let same_tile = (c.config.block_m, c.config.block_n) == (best.config.block_m, best.config.block_n);
-    if best.config.splits > 1 && c.config.splits == 1 && c.config.block_m == best.config.block_m && c.config.block_n * best.config.splits == best.config.block_n {
+    let split_of = |c: &Config| c.block_m * c.block_n * best.config.splits == best.config.block_m * best.config.block_n && c.block_m <= best.config.block_m && c.block_n <= best.config.block_n;
+    if best.config.splits > 1 && c.config.splits == 1 && split_of(&c.config) {
         format!("unsplit alternative of the pick: one CTA runs the whole K loop of a {}x{} tile", c.config.block_m, c.config.block_n)
     } else if c.config == (Config { cluster: c.config.cluster, raster_group: c.config.raster_group, ..best.config }) && c.config.cluster != Along::None {
         format!("the pick in 2-CTA clusters along {}, multicasting {}", c.config.cluster.word(), if c.config.cluster == Along::M { "B" } else { "A" })
@@ -699,18 +703,21 @@ const LONG_K_BLOCKS: i64 = 32;
 const SPLITS: i64 = 2;
 
 /// Rule 12: where rule 7 would run `narrow`'s tile (at most 32 columns)
-/// over a long K in one wave, a tile twice as wide whose K loop two CTAs
-/// of a cluster share, pipelined; `None` where the program's tensors are
-/// chosen by data or batched (a grouped or masked GEMM), where N or a
+/// over a long K in one wave, a tile twice as tall (where that adds no
+/// padding along M) or else twice as wide, whose K loop two CTAs of a
+/// cluster share, pipelined; `None` where the program's tensors are chosen
+/// by data or batched (a grouped or masked GEMM), where the tile or a
 /// cluster is pinned, or where the split tile does not fit.
 fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, narrow: &Candidate) -> Option<Candidate> {
     let c = narrow.config;
     let long_k = ceil_div(problem.k, c.block_k) >= LONG_K_BLOCKS;
-    let pinned = pins.block_n.is_some() || pins.cluster.is_some_and(|along| along != Along::None);
+    let pinned = pins.block_m.is_some() || pins.block_n.is_some() || pins.cluster.is_some_and(|along| along != Along::None);
     if !problem.clusterable || problem.varying_k || pinned || narrow.waves != 1 || c.block_n > NARROW_BLOCK_N || !long_k {
         return None;
     }
-    let (block_m, block_n) = (c.block_m, SPLITS * c.block_n);
+    let padded_m = |block_m: i64| ceil_div(problem.m, block_m) * block_m;
+    let taller = SPLITS * c.block_m;
+    let (block_m, block_n) = if BLOCK_MS.contains(&taller) && padded_m(taller) == padded_m(c.block_m) { (taller, c.block_n) } else { (c.block_m, SPLITS * c.block_n) };
     let accumulators = block_m * block_n * problem.precision.accumulator_copies();
     let tiles = ceil_div(problem.m, block_m) * ceil_div(problem.n, block_n);
     let ctas = tiles * SPLITS;
@@ -721,7 +728,7 @@ fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, narrow: &Candidate
     let epilogue = epilogue_for(problem, block_n, schedule);
     let (stages, scales) = stages_and_scales(problem, machine, pins, tile, epilogue, schedule, SPLITS)?;
     let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
-    let config = Config { block_n, stages, num_warps, schedule, epilogue, scales, sms: ctas, cluster: Along::None, splits: SPLITS, raster_group: 0, ..c };
+    let config = Config { block_m, block_n, stages, num_warps, schedule, epilogue, scales, sms: ctas, cluster: Along::None, splits: SPLITS, raster_group: 0, ..c };
     let smem_bytes = smem_bytes(problem, tile, stages, epilogue, scales, schedule, SPLITS);
     Some(Candidate { config, tiles, waves: 1, last_wave: ctas, smem_bytes, reason: String::new() })
 }
@@ -856,8 +863,8 @@ mod tests {
             ((64, 4096, 7168), (64, 64, 8, Tma, 1, 128)),
             ((64, 7168, 2048), (64, 64, 8, Tma, 1, 112)),
             // 64x32: 2*66 = 132 tiles; 128x16: 1*132, same padding (270336 elements);
-            // wider N wins; narrow: split into 2*33 tiles of 64x64, two CTAs each.
-            ((128, 2112, 7168), (64, 64, 8, Tma, 1, 132)),
+            // wider N wins; narrow: split into 66 tiles of 128x32, two CTAs each.
+            ((128, 2112, 7168), (128, 32, 8, Tma, 1, 132)),
             // BM 128: BN 192 gives 128 tiles; BM 64 would need ceil(24576/BN) <= 66.
             // 4*40968 + 49152 = 213024; 5 stages do not fit.
             ((128, 24576, 1536), (128, 192, 4, Tma, 1, 128)),
@@ -893,13 +900,15 @@ mod tests {
     fn narrow_tiles_with_a_long_k_split_k_in_two() {
         let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false };
         // 64x16, 64x32 and 64x32 tiles over 112 K blocks in one wave: tiles
-        // twice as wide, two CTAs each, pipelined; the unsplit tile,
-        // warp-specialised with one consumer, next.
-        for ((m, n), narrow) in [((64, 2112), 16), ((128, 2112), 32), ((64, 4096), 32)] {
+        // twice as large, two CTAs each, pipelined; taller where M holds two
+        // rows of the narrow tiles (128x2112), wider where a taller tile
+        // would pad M (64 rows); the unsplit tile, warp-specialised with one
+        // consumer, next.
+        for ((m, n), narrow, split_tile) in [((64, 2112), 16, (64, 32)), ((128, 2112), 32, (128, 32)), ((64, 4096), 32, (64, 64))] {
             let ranked = rank(&bf16(m, n, 7168), &Machine::H100, &Pins::default());
             let (split, unsplit) = (ranked[0].config, ranked[1].config);
-            assert_eq!((split.block_n, split.splits, split.schedule), (2 * narrow, 2, Schedule::Pipeline), "{m}x{n}x7168");
-            assert_eq!((unsplit.block_n, unsplit.splits, unsplit.schedule), (narrow, 1, Schedule::WarpSpecialized { consumers: 1 }), "{m}x{n}x7168");
+            assert_eq!((split.block_m, split.block_n, split.splits, split.schedule), (split_tile.0, split_tile.1, 2, Schedule::Pipeline), "{m}x{n}x7168");
+            assert_eq!((unsplit.block_m, unsplit.block_n, unsplit.splits, unsplit.schedule), (64, narrow, 1, Schedule::WarpSpecialized { consumers: 1 }), "{m}x{n}x7168");
             assert_eq!(ranked[0].tiles * 2, split.sms);
         }
         let c = pick(64, 2112, 7168);
