@@ -90,8 +90,16 @@
 //!     in two against the one-consumer 64x16), 22% at 128x2112x7168 (64x64;
 //!     128x32 a further 4.5%) and 8% at 64x4096x7168; more splits of larger
 //!     tiles (3 to 8) ran slower than two, and so did splitting the 64x64
-//!     pick of 128x4096x7168 (-4%; 128x64 split in two level with it). The
-//!     unsplit pick is ranked next.
+//!     pick of 128x4096x7168 (-4%; 128x64 split in two level with it).
+//!     Where the best tile leaves more than half the SMs idle (block-scaled
+//!     FP8's 64x128 at M = 64 and 128), the same tile is split over the
+//!     most CTAs, 2 to 4, that fit (clusters of 3 and 4 on at most 4/5 of
+//!     the SMs: each cluster must fit one GPC) with each split's K loop
+//!     under 32 blocks: on the H100 (2026-11-25) +50% at 64x2112x7168 (4
+//!     splits), +29% at 128x2112x7168 (3), +11% at 64x4096x7168 (3), +8%
+//!     at 128x4096x7168 (2); 64x7168x16384, whose halves would each run 64
+//!     K blocks, ran 6% slower split and is not. The unsplit pick is
+//!     ranked next.
 //! 13. Tile order: the plain pipeline over more than one wave of tiles,
 //!     with more rows of tiles than a group and an A larger than the L2
 //!     cache, takes its tiles in grouped order (`tile-rasterize`: groups of
@@ -523,7 +531,7 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
     };
     let splits = match best.config.splits {
         1 => String::new(),
-        splits => format!("; K split over {splits} CTAs of a cluster (a narrow tile with a long K in one wave)"),
+        splits => format!("; K split over {splits} CTAs of a cluster (a long K in one wave of narrow or few tiles)"),
     };
     let order = match best.config.raster_group {
         0 => String::new(),
@@ -544,7 +552,9 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
 fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     let padded = |c: &Candidate| c.tiles * c.config.block_m * c.config.block_n;
     let same_tile = (c.config.block_m, c.config.block_n) == (best.config.block_m, best.config.block_n);
-    let split_of = |c: &Config| c.block_m * c.block_n * best.config.splits == best.config.block_m * best.config.block_n && c.block_m <= best.config.block_m && c.block_n <= best.config.block_n;
+    // The tile the split pick shares, or the narrow one it grew from.
+    let (bm, bn) = (best.config.block_m, best.config.block_n);
+    let split_of = |c: &Config| c.block_m <= bm && c.block_n <= bn && 2 * c.block_m * c.block_n >= bm * bn;
     if best.config.splits > 1 && c.config.splits == 1 && split_of(&c.config) {
         format!("unsplit alternative of the pick: one CTA runs the whole K loop of a {}x{} tile", c.config.block_m, c.config.block_n)
     } else if c.config == (Config { cluster: c.config.cluster, raster_group: c.config.raster_group, ..best.config }) && c.config.cluster != Along::None {
@@ -699,37 +709,65 @@ const NARROW_BLOCK_N: i64 = 32;
 /// Rules 7 and 12: the fewest K blocks that make a long K.
 const LONG_K_BLOCKS: i64 = 32;
 
-/// Rule 12: the CTAs that share a split tile's K loop.
+/// Rule 12: the CTAs that share a narrow tile's doubled K loop.
 const SPLITS: i64 = 2;
 
-/// Rule 12: where rule 7 would run `narrow`'s tile (at most 32 columns)
-/// over a long K in one wave, a tile twice as tall (where that adds no
-/// padding along M) or else twice as wide, whose K loop two CTAs of a
-/// cluster share, pipelined; `None` where the program's tensors are chosen
-/// by data or batched (a grouped or masked GEMM), where the tile or a
-/// cluster is pinned, or where the split tile does not fit.
-fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, narrow: &Candidate) -> Option<Candidate> {
-    let c = narrow.config;
+/// Rule 12: the most CTAs that share one tile's K loop.
+const MAX_SPLITS: i64 = 4;
+
+/// Rule 12: the CTAs that `splits`-CTA clusters may occupy. Pairs fill
+/// every SM; larger clusters must each fit the SMs of one GPC, and on the
+/// H100 (2026-11-25) 34 clusters of three (102 CTAs) ran in one wave and 32
+/// clusters of four (128 CTAs) did not.
+fn split_capacity(machine: &Machine, splits: i64) -> i64 {
+    if splits <= 2 {
+        machine.sms
+    } else {
+        machine.sms * 4 / 5
+    }
+}
+
+/// Rule 12, for `best`, the best pipelined candidate, over a long K in one
+/// wave: where rule 7 would run its narrow tile (at most 32 columns), a
+/// tile twice as tall (where that adds no padding along M) or else twice as
+/// wide whose K loop two CTAs of a cluster share; where its tiles fill at
+/// most half the SMs, the same tile shared by the most CTAs (2 to 4) that
+/// fit, each with fewer than 32 K blocks. Pipelined either way. `None` where the program's tensors are chosen
+/// by data or batched (a grouped or masked GEMM), where a cluster (or, to
+/// grow the tile, the tile) is pinned, or where nothing fits.
+fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
+    let c = best.config;
     let long_k = ceil_div(problem.k, c.block_k) >= LONG_K_BLOCKS;
-    let pinned = pins.block_m.is_some() || pins.block_n.is_some() || pins.cluster.is_some_and(|along| along != Along::None);
-    if !problem.clusterable || problem.varying_k || pinned || narrow.waves != 1 || c.block_n > NARROW_BLOCK_N || !long_k {
+    if !problem.clusterable || problem.varying_k || pins.cluster.is_some_and(|along| along != Along::None) || best.waves != 1 || !long_k {
         return None;
     }
-    let padded_m = |block_m: i64| ceil_div(problem.m, block_m) * block_m;
-    let taller = SPLITS * c.block_m;
-    let (block_m, block_n) = if BLOCK_MS.contains(&taller) && padded_m(taller) == padded_m(c.block_m) { (taller, c.block_n) } else { (c.block_m, SPLITS * c.block_n) };
+    let tile_pinned = pins.block_m.is_some() || pins.block_n.is_some();
+    let ((block_m, block_n), splits) = if c.block_n <= NARROW_BLOCK_N && !tile_pinned {
+        let padded_m = |block_m: i64| ceil_div(problem.m, block_m) * block_m;
+        let taller = SPLITS * c.block_m;
+        let grown = if BLOCK_MS.contains(&taller) && padded_m(taller) == padded_m(c.block_m) { (taller, c.block_n) } else { (c.block_m, SPLITS * c.block_n) };
+        (grown, SPLITS)
+    } else {
+        // Each split's K loop short enough that rule 7 pipelines it: a long
+        // one keeps the one-consumer kernel (FP8 64x7168x16384 split in two
+        // over 64 K blocks each ran 6% slower, 2026-11-25).
+        let k_blocks = ceil_div(problem.k, c.block_k);
+        let fits = |s: i64| best.tiles * s <= split_capacity(machine, s) && ceil_div(k_blocks, s) < LONG_K_BLOCKS;
+        let splits = (2..=MAX_SPLITS).rev().find(|&s| fits(s))?;
+        ((c.block_m, c.block_n), splits)
+    };
     let accumulators = block_m * block_n * problem.precision.accumulator_copies();
     let tiles = ceil_div(problem.m, block_m) * ceil_div(problem.n, block_n);
-    let ctas = tiles * SPLITS;
-    if accumulators > 2 * WARPGROUP_ACCUMULATORS || ctas > machine.sms {
+    let ctas = tiles * splits;
+    if accumulators > 2 * WARPGROUP_ACCUMULATORS || ctas > split_capacity(machine, splits) {
         return None;
     }
     let (schedule, tile) = (Schedule::Pipeline, (block_m, block_n, c.block_k));
     let epilogue = epilogue_for(problem, block_n, schedule);
-    let (stages, scales) = stages_and_scales(problem, machine, pins, tile, epilogue, schedule, SPLITS)?;
+    let (stages, scales) = stages_and_scales(problem, machine, pins, tile, epilogue, schedule, splits)?;
     let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
-    let config = Config { block_m, block_n, stages, num_warps, schedule, epilogue, scales, sms: ctas, cluster: Along::None, splits: SPLITS, raster_group: 0, ..c };
-    let smem_bytes = smem_bytes(problem, tile, stages, epilogue, scales, schedule, SPLITS);
+    let config = Config { block_m, block_n, stages, num_warps, schedule, epilogue, scales, sms: ctas, cluster: Along::None, splits, raster_group: 0, ..c };
+    let smem_bytes = smem_bytes(problem, tile, stages, epilogue, scales, schedule, splits);
     Some(Candidate { config, tiles, waves: 1, last_wave: ctas, smem_bytes, reason: String::new() })
 }
 
@@ -912,7 +950,7 @@ mod tests {
             assert_eq!(ranked[0].tiles * 2, split.sms);
         }
         let c = pick(64, 2112, 7168);
-        assert!(c.reason.ends_with("; K split over 2 CTAs of a cluster (a narrow tile with a long K in one wave)"), "{}", c.reason);
+        assert!(c.reason.ends_with("; K split over 2 CTAs of a cluster (a long K in one wave of narrow or few tiles)"), "{}", c.reason);
         // The partial f32 tile counts: 8 stages of (64 + 32) * 128 bytes and
         // 8 barriers, then 64*32*4 and the 64*32*2 output tile.
         assert_eq!(c.smem_bytes, 8 * 12288 + 8192 + 4096 + 8 * 8);
@@ -1057,6 +1095,32 @@ mod tests {
         assert!(rank(&q, &Machine::H100, &Pins { cluster: Some(Along::None), ..Pins::default() }).iter().all(|c| c.config.cluster == Along::None));
         let err = choose(&Problem { clusterable: false, ..q }, &Machine::H100, &Pins { cluster: Some(Along::M), ..Pins::default() }).unwrap_err();
         assert!(err.contains("a cluster needs CTAs whose tiles share an operand tile"), "{err}");
+    }
+
+    #[test]
+    fn few_tiles_share_their_k_loop_over_a_cluster() {
+        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false };
+        let pins = Pins { block_n: Some(128), ..Pins::default() };
+        let split = |m, n, k| {
+            let c = choose(&fp8(m, n, k), &Machine::H100, &pins).unwrap().config;
+            (c.block_m, c.block_n, c.splits, c.schedule, c.sms)
+        };
+        // 64x128 tiles over 56 K blocks: 17 tiles take 4 CTAs each (68);
+        // 34 and 32 take 3 (102 and 96: four would pass 4/5 of the SMs);
+        // 64 take 2, which pair on every SM.
+        assert_eq!(split(64, 2112, 7168), (64, 128, 4, Schedule::Pipeline, 68));
+        assert_eq!(split(128, 2112, 7168), (64, 128, 3, Schedule::Pipeline, 102));
+        assert_eq!(split(64, 4096, 7168), (64, 128, 3, Schedule::Pipeline, 96));
+        assert_eq!(split(128, 4096, 7168), (64, 128, 2, Schedule::Pipeline, 128));
+        // 56 tiles over 128 K blocks: halves of 64 blocks stay long, so the
+        // one-consumer kernel keeps the whole loop; 112 tiles fill the SMs.
+        assert_eq!(split(64, 7168, 16384).2, 1);
+        assert_eq!(split(128, 7168, 16384).2, 1);
+        // The partial tile and its stages fit: 7 stages of (64 + 128) * 128
+        // bytes and the staged scales, 32 KiB of partial, 16 KiB of output.
+        let c = choose(&fp8(64, 2112, 7168), &Machine::H100, &pins).unwrap();
+        assert_eq!(c.config.stages, 7);
+        assert!(c.smem_bytes <= Machine::H100.smem_bytes);
     }
 
     #[test]

@@ -31,7 +31,7 @@ fn ranked_smem(program: &str, shape: &str, count: usize) -> Vec<i64> {
 #[test]
 fn the_estimate_is_the_allocation() {
     let dir = std::env::temp_dir().join(format!("tilec-smem-{}", std::process::id()));
-    for (program, shape) in [("examples/gemm_bf16.tile", "4096x4096x4096"), ("examples/gemm_bf16.tile", "64x2112x7168"), ("examples/gemm_fp8_blockscaled.tile", "4096x4096x4096"), ("examples/gemm_fp8_blockscaled.tile", "64x32768x512")] {
+    for (program, shape) in [("examples/gemm_bf16.tile", "4096x4096x4096"), ("examples/gemm_bf16.tile", "64x2112x7168"), ("examples/gemm_fp8_blockscaled.tile", "4096x4096x4096"), ("examples/gemm_fp8_blockscaled.tile", "64x32768x512"), ("examples/gemm_fp8_blockscaled.tile", "64x2112x7168")] {
         for (rank, estimate) in ranked_smem(program, shape, 5).into_iter().enumerate() {
             let candidate = (rank + 1).to_string();
             let out = dir.join(&candidate);
