@@ -6,9 +6,15 @@
 //! CUTLASS, Triton and TIRx use).
 
 use crate::op_error;
-use tilec_dialects::ir::{Attributes, Body, Builder, Value};
-use tilec_dialects::tile::{Addi, Ceildivsi, Dim, Divsi, Minsi, Muli, Remsi, Store, Subi};
+use tilec_dialects::ir::{Attributes, Block, Body, Builder, Op, Value};
+use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, Minsi, Muli, Remsi, Store, Subi};
 use tilec_dialects::{Diagnostic, Region};
+
+/// The `tile.block_id` along grid dimension `dim` (0 = x) among `block`'s
+/// ops: the kernel's top level, where the tile coordinates are read.
+pub fn block_id_op(body: &Body, block: Block, dim: i64) -> Option<Op> {
+    body.blocks[block].ops.iter().copied().find(|&o| BlockId::of(body, o).is_some_and(|b| b.dim(body) == dim))
+}
 
 /// The store of the output tile at (`pid_m`, `pid_n`), or at (`pid_z`,
 /// `pid_m`, `pid_n`) in a batched output: its tensor and tile shape give the

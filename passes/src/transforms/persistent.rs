@@ -20,7 +20,7 @@ use crate::options::{OptionKind, OptionSpec};
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::tile_order::{grouped_coords, output_store, tile_count};
+use crate::tile_order::{block_id_op, grouped_coords, output_store, tile_count};
 use crate::{op_error, Pass};
 use tilec_dialects::ir::{Attribute, Attributes, Builder, InsertPoint, Op, Type, Value};
 use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, For, Muli, NumBlocks, Remsi, Yield};
@@ -69,9 +69,7 @@ impl Pass for Persistent {
         }
         let entry = func.entry_block();
         let body = &mut func.body;
-        let block_id = |dim: i64| {
-            body.blocks[entry].ops.iter().copied().find(|&o| BlockId::of(body, o).is_some_and(|b| b.dim(body) == dim))
-        };
+        let block_id = |dim: i64| block_id_op(body, entry, dim);
         let (Some(bid_m), Some(bid_n)) = (block_id(0), block_id(1)) else {
             return Err(Diagnostic::error(func.loc.clone(), format!("'@{}' has no 'tile.block_id x' and 'y' in its body to make persistent", func.name)));
         };
