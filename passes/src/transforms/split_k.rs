@@ -85,6 +85,10 @@ impl Pass for SplitK {
                 return Err(op_error(body, k_loop.op(), "carries a value other than an f32 accumulator tile; tile-split-k sums every result of the K loop".into()));
             }
         }
+        let stores: Vec<Op> = body.walk_region(region).into_iter().filter(|&o| Store::of(body, o).is_some()).collect();
+        if let Some(&nested) = stores.iter().find(|&&store| body.ops[store].parent != Some(entry)) {
+            return Err(op_error(body, nested, "stores inside a loop or branch; tile-split-k guards the kernel's top-level stores of the summed tile".into()));
+        }
 
         let loc = body.ops[k_loop.op()].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(k_loop.op()), loc.clone());
@@ -128,11 +132,7 @@ impl Pass for SplitK {
             sum.set_value(body, result);
         }
 
-        let stores: Vec<Op> = body.walk_region(region).into_iter().filter(|&o| Store::of(body, o).is_some()).collect();
         for store in stores {
-            if body.ops[store].parent != Some(entry) {
-                return Err(op_error(body, store, "stores inside a loop or branch; tile-split-k guards the kernel's top-level stores of the summed tile".into()));
-            }
             let mut b = Builder::new(body, InsertPoint::Before(store), body.ops[store].loc.clone());
             let zero = b.index(0);
             let first_split = Cmpi::build(&mut b, split, zero, "eq", Attributes::new()).result(b.body);
