@@ -24,13 +24,16 @@ use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint};
 use tilec_dialects::tile::BlockId;
 use tilec_dialects::{Diagnostic, Function};
 
+/// The most tile rows one group holds.
+const MAX_GROUP: i64 = 64;
+
 /// `tile-rasterize`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-rasterize",
     summary: "Give each CTA of a one-dimensional grid its output tile in grouped (L2-friendly) order",
     options: &[OptionSpec {
         name: "group",
-        kind: OptionKind::Int { min: 0, max: 64 },
+        kind: OptionKind::Int { min: 0, max: MAX_GROUP },
         default: "0",
         help: "tiles along M in one rasterisation group (0: tile.config's raster_group; none keeps the two-dimensional grid)",
     }],
@@ -50,6 +53,9 @@ impl Pass for Rasterize {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         let group = if self.group > 0 { self.group } else { config_int(func, "raster_group").unwrap_or(0) };
+        if !(0..=MAX_GROUP).contains(&group) {
+            return Err(Diagnostic::error(func.loc.clone(), format!("tile.config's 'raster_group' must be from 0 to {MAX_GROUP}, found {group}")));
+        }
         if group == 0 || func.attrs.get("grid").is_some() || func.attrs.get("raster_group").is_some() {
             return Ok(());
         }
