@@ -62,6 +62,12 @@ impl Pass for Persistent {
         if func.attrs.get("grid").and_then(Attribute::as_str) == Some("sms") {
             return Ok(());
         }
+        // Clusters come after the loop over tiles (tile-cluster-split pairs
+        // the tiles it hands out); one already there is split-K's, whose
+        // grid z is not a batch of problems.
+        if func.attrs.get("cluster_dims").is_some() {
+            return Err(Diagnostic::error(func.loc.clone(), "tile-persistent needs a kernel without 'cluster_dims': a split-K kernel (tile-split-k) keeps one CTA per split of a tile, and tile-cluster-split runs after this pass"));
+        }
         if self.pairs_from_config {
             if let Some(word) = crate::config::config_word(func, "cluster", Along::WORDS)? {
                 self.pairs = Along::parse(word);
