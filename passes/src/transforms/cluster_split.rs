@@ -76,8 +76,11 @@ impl Pass for ClusterSplit {
                 self.along = Along::parse(word);
             }
         }
-        if self.along == Along::None || func.attrs.get("cluster_dims").is_some() {
+        if self.along == Along::None {
             return Ok(());
+        }
+        if func.attrs.get("cluster_dims").is_some() {
+            return Err(Diagnostic::error(func.loc.clone(), format!("'@{}' already runs in clusters ('cluster_dims', as tile-split-k or an earlier tile-cluster-split leaves it): tile-cluster-split pairs the CTAs of an unclustered kernel", func.name)));
         }
         let persistent = func.attrs.get("grid").and_then(Attribute::as_str) == Some("sms");
         let region = func.region;
