@@ -488,22 +488,24 @@ fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) -> Epilogue
     }
 }
 
-/// Rules 1-5 and 9 for one tile shape with the plain pipeline; `None` when
-/// it breaks rule 1 or no stage fits.
-fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, bm: i64, bn: i64, bk: i64) -> Option<Candidate> {
+/// Rules 1-5 and 9 for one tile shape with the plain pipeline, each tile's
+/// K loop shared by `splits` CTAs (rule 12; 1 without); `None` when it
+/// breaks rule 1 or no stage fits.
+fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), splits: i64) -> Option<Candidate> {
     let accumulators = bm * bn * problem.precision.accumulator_copies();
     if accumulators > 2 * WARPGROUP_ACCUMULATORS {
         return None;
     }
     let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
-    let waves = ceil_div(tiles, machine.sms);
-    let last_wave = tiles - (waves - 1) * machine.sms;
+    let ctas = tiles * splits;
+    let waves = ceil_div(ctas, machine.sms);
+    let last_wave = ctas - (waves - 1) * machine.sms;
     let schedule = Schedule::Pipeline;
     let epilogue = epilogue_for(problem, bn, schedule);
-    let (stages, scales) = stages_and_scales(problem, machine, pins, (bm, bn, bk), epilogue, schedule, 1)?;
+    let (stages, scales) = stages_and_scales(problem, machine, pins, (bm, bn, bk), epilogue, schedule, splits)?;
     let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
-    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(tiles, waves), cluster: Along::None, splits: 1, raster_group: 0 };
-    Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, (bm, bn, bk), stages, epilogue, scales, schedule, 1), reason: String::new() })
+    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(ctas, waves), cluster: Along::None, splits, raster_group: 0 };
+    Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, (bm, bn, bk), stages, epilogue, scales, schedule, splits), reason: String::new() })
 }
 
 /// Rules 2-5 as an order: the better candidate first.
@@ -590,7 +592,7 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     let mut ranked: Vec<Candidate> = block_ms
         .iter()
         .flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn)))
-        .filter_map(|(bm, bn)| tile_candidate(problem, machine, pins, bm, bn, bk))
+        .filter_map(|(bm, bn)| tile_candidate(problem, machine, pins, (bm, bn, bk), 1))
         .collect();
     ranked.sort_by(compare);
     if let Some(best) = ranked.first().cloned() {
@@ -756,19 +758,7 @@ fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) 
         let splits = (2..=MAX_SPLITS).rev().find(|&s| fits(s))?;
         ((c.block_m, c.block_n), splits)
     };
-    let accumulators = block_m * block_n * problem.precision.accumulator_copies();
-    let tiles = ceil_div(problem.m, block_m) * ceil_div(problem.n, block_n);
-    let ctas = tiles * splits;
-    if accumulators > 2 * WARPGROUP_ACCUMULATORS || ctas > split_capacity(machine, splits) {
-        return None;
-    }
-    let (schedule, tile) = (Schedule::Pipeline, (block_m, block_n, c.block_k));
-    let epilogue = epilogue_for(problem, block_n, schedule);
-    let (stages, scales) = stages_and_scales(problem, machine, pins, tile, epilogue, schedule, splits)?;
-    let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
-    let config = Config { block_m, block_n, stages, num_warps, schedule, epilogue, scales, sms: ctas, cluster: Along::None, splits, raster_group: 0, ..c };
-    let smem_bytes = smem_bytes(problem, tile, stages, epilogue, scales, schedule, splits);
-    Some(Candidate { config, tiles, waves: 1, last_wave: ctas, smem_bytes, reason: String::new() })
+    tile_candidate(problem, machine, pins, (block_m, block_n, c.block_k), splits).filter(|split| split.last_wave <= split_capacity(machine, splits) && split.waves == 1)
 }
 
 /// Rule 8's alternative: the pick with direct stores, which frees the output
