@@ -4,7 +4,7 @@
 //! (docs/lowering.md says why not `nvgpu`).
 
 use super::emitter::Emitter;
-use super::fragment::Frag;
+use super::fragment::{self, Frag};
 use super::roles;
 
 /// The `gpu.func` attribute that fixes the cluster shape (PTX
@@ -90,39 +90,30 @@ pub(crate) fn sum(em: &mut Emitter, frag: &Frag, tid: &str, base: &str, threads:
     let types = vec![ty.clone(); n].join(", ");
     em.open(format!("{name}:{n} = scf.if {is_first} -> ({types}) {{"));
     let generic = em.assign("parked", format!("llvm.addrspacecast {base} : !llvm.ptr<3> to !llvm.ptr"));
-    let mut totals: Vec<Vec<String>> = frag
-        .chunks
-        .iter()
-        .map(|chunk| (0..frag.geom.chunk_len()).map(|i| em.assign("own", format!("llvm.extractvalue {chunk}[{i}] : {ty}"))).collect())
-        .collect();
+    let mut total = frag.clone();
     for peer in 1..ctas {
         let cta = em.i32(peer);
         let window = em.assign("peer_parked", format!("nvvm.mapa {generic}, {cta} : !llvm.ptr -> !llvm.ptr"));
-        for (c, total) in totals.iter_mut().enumerate() {
-            for q in 0..quads {
-                let off = slot(em, c, q);
-                let p = em.assign("peer_slot", format!("llvm.getelementptr {window}[{off}] : (!llvm.ptr, i32) -> !llvm.ptr, i8"));
-                let v = em.assign("peer_quad", format!("llvm.load {p} {{alignment = 16 : i64}} : !llvm.ptr -> {vec}"));
-                for e in 0..QUAD {
-                    let at = em.i32(e as i64);
-                    let x = em.assign("peer_x", format!("llvm.extractelement {v}[{at} : i32] : {vec}"));
-                    let acc = &mut total[QUAD * q + e];
-                    *acc = em.assign("acc", format!("arith.addf {acc}, {x} : f32"));
+        let chunks = (0..frag.chunks.len())
+            .map(|c| {
+                let mut s = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
+                for q in 0..quads {
+                    let off = slot(em, c, q);
+                    let p = em.assign("peer_slot", format!("llvm.getelementptr {window}[{off}] : (!llvm.ptr, i32) -> !llvm.ptr, i8"));
+                    let v = em.assign("peer_quad", format!("llvm.load {p} {{alignment = 16 : i64}} : !llvm.ptr -> {vec}"));
+                    for e in 0..QUAD {
+                        let at = em.i32(e as i64);
+                        let x = em.assign("peer_x", format!("llvm.extractelement {v}[{at} : i32] : {vec}"));
+                        s = em.assign("peer", format!("llvm.insertvalue {x}, {s}[{}] : {ty}", QUAD * q + e));
+                    }
                 }
-            }
-        }
+                s
+            })
+            .collect();
+        let theirs = Frag { geom: frag.geom.clone(), elem: frag.elem, chunks };
+        total = fragment::map(em, &[&total, &theirs], frag.elem, |em, v| em.assign("acc", format!("arith.addf {}, {} : f32", v[0], v[1])));
     }
-    let summed: Vec<String> = totals
-        .iter()
-        .map(|total| {
-            let mut s = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
-            for (i, x) in total.iter().enumerate() {
-                s = em.assign("summed", format!("llvm.insertvalue {x}, {s}[{i}] : {ty}"));
-            }
-            s
-        })
-        .collect();
-    em.line(format!("scf.yield {} : {types}", summed.join(", ")));
+    em.line(format!("scf.yield {} : {types}", total.chunks.join(", ")));
     em.middle("} else {");
     em.line(format!("scf.yield {} : {types}", frag.chunks.join(", ")));
     em.close("}");
