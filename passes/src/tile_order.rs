@@ -18,8 +18,8 @@ pub fn block_id_op(body: &Body, block: Block, dim: i64) -> Option<Op> {
 
 /// The store of the output tile at (`pid_m`, `pid_n`), or at (`pid_z`,
 /// `pid_m`, `pid_n`) in a batched output: its tensor and tile shape give the
-/// number of tiles.
-pub fn output_store(body: &Body, region: Region, pid_z: Option<Value>, pid_m: Value, pid_n: Value) -> Result<Store, Diagnostic> {
+/// number of tiles. Errors name `pass`, the pass that needs it.
+pub fn output_store(pass: &str, body: &Body, region: Region, pid_z: Option<Value>, pid_m: Value, pid_n: Value) -> Result<Store, Diagnostic> {
     let stores: Vec<Store> = body.walk_region(region).into_iter().filter_map(|o| Store::of(body, o)).collect();
     let at_tile = |s: &Store| match (s.indices(body), pid_z) {
         ([m, n], _) => [*m, *n] == [pid_m, pid_n],
@@ -32,9 +32,9 @@ pub fn output_store(body: &Body, region: Region, pid_z: Option<Value>, pid_m: Va
             Some(s) => Err(op_error(
                 body,
                 s.op(),
-                "does not store at (block_id x, block_id y), or (block_id z, block_id x, block_id y) in a batched output: tile-persistent cannot tell the output tiles".into(),
+                format!("does not store at (block_id x, block_id y), or (block_id z, block_id x, block_id y) in a batched output: {pass} cannot tell the output tiles"),
             )),
-            None => Err(Diagnostic::error(body.ops[body.defining_op(pid_m).expect("op result")].loc.clone(), "tile-persistent needs a tile.store of the output tile")),
+            None => Err(Diagnostic::error(body.ops[body.defining_op(pid_m).expect("op result")].loc.clone(), format!("{pass} needs a tile.store of the output tile"))),
         },
     }
 }

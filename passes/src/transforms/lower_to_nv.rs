@@ -89,21 +89,24 @@ impl Pass for LowerToNv {
         for block in blocks {
             lower_staged_block(body, func.region, block)?;
         }
+        let mut sums_splits = false;
         for op in body.walk_region(func.region) {
             match body.opcode(op) {
                 Opcode::TileStore if self.tma_epilogue => lower_store_tma(body, Store::of(body, op).expect("verified"))?,
                 Opcode::TileStore => lower_store(body, Store::of(body, op).expect("verified"))?,
                 Opcode::TileLoad => lower_load(body, func.region, Load::of(body, op).expect("verified"))?,
-                Opcode::TileSumSplits => lower_sum_splits(body, func.region, SumSplits::of(body, op).expect("verified"))?,
+                Opcode::TileSumSplits => {
+                    lower_sum_splits(body, func.region, SumSplits::of(body, op).expect("verified"))?;
+                    sums_splits = true;
+                }
                 Opcode::TileDot | Opcode::TileDotScaled => {
                     return Err(op_error(body, op, "reads tiles that were not loaded by TMA in the same block".into()))
                 }
                 _ => {}
             }
         }
-        let entry = body.entry_block(func.region);
-        if body.walk_region(func.region).into_iter().any(|op| body.opcode(op) == Opcode::NvClusterSum) {
-            let terminator = body.terminator(entry).expect("verified function");
+        if sums_splits {
+            let terminator = body.terminator(body.entry_block(func.region)).expect("verified function");
             let loc = body.ops[terminator].loc.clone();
             ClusterBarrier::build(&mut Builder::new(body, InsertPoint::Before(terminator), loc), Attributes::new());
         }

@@ -85,7 +85,7 @@ impl Pass for Persistent {
         }
         let (pid_m, pid_n) = (body.result(bid_m, 0), body.result(bid_n, 0));
         let pid_z = bid_z.map(|op| body.result(op, 0));
-        let store = output_store(body, func.region, pid_z, pid_m, pid_n)?;
+        let store = output_store(INFO.name, body, func.region, pid_z, pid_m, pid_n)?;
         let (tensor, tile_shape) = (store.tensor(body), body.value_type(store.value(body)).as_tile().expect("verified").shape.clone());
         let rank = body.value_type(tensor).as_ref_type().expect("verified").shape.len() as i64;
 
