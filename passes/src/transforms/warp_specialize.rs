@@ -555,9 +555,8 @@ fn take_turns(body: &mut Body, k_loop: For, order: Value, c: Value) {
     let first = Addi::build(&mut b, lb, skipped, Attributes::new()).result(b.body);
     let c2 = b.index(2);
     let stride = Muli::build(&mut b, step, c2, Attributes::new()).result(b.body);
-    let operands = &mut body.ops[tiles.op()].operands;
-    operands[0] = first;
-    operands[2] = stride;
+    tiles.set_lower_bound(body, first);
+    tiles.set_step(body, stride);
 }
 
 /// Removes the loads of `block` nothing reads any more: the producer's
