@@ -35,9 +35,9 @@ fn kernel_key(module: &Module) -> String {
         Some(Schedule::WarpSpecialized { consumers }) => format!("ws{consumers}"),
         _ => schedule,
     };
-    let scales = if scales == "-" { String::new() } else { format!(" scales={scales}") };
-    let splits = if splits == "-" { String::new() } else { format!(" splits={splits}") };
-    let order = if group == "-" { String::new() } else { format!(" grouped={group}") };
+    // Entries only some configs have, as ` name=value` where present.
+    let tag = |name: &str, value: &str| if value == "-" { String::new() } else { format!(" {name}={value}") };
+    let (scales, splits, order) = (tag("scales", &scales), tag("splits", &splits), tag("grouped", &group));
     format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{scales}{splits}{order}")
 }
 
