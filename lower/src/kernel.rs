@@ -853,7 +853,11 @@ impl<'a> Lowerer<'a> {
         if rows.len() as i64 != 2 * acc.geom.m_blocks {
             return Err(self.err(op, "the row scales do not cover the accumulator's rows"));
         }
-        let promoted = scales::scale_accumulate(&mut self.em, &acc, &partial, &rows, &blocks);
+        let row_block = sacc.row_block(&self.f.body);
+        if partial.geom.m_blocks != row_block.map_or(acc.geom.m_blocks, |_| 1) {
+            return Err(self.err(op, "the partial does not cover the accumulator, or with 'row_block' one m64 block of it"));
+        }
+        let promoted = scales::scale_accumulate(&mut self.em, &acc, &partial, &rows, &blocks, row_block);
         self.vals.insert(result, Lv::Frag(promoted));
         Ok(())
     }

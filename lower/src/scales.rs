@@ -201,30 +201,49 @@ pub(crate) fn load(em: &mut Emitter, tile: &TileType, warpgroups: Option<i64>, t
 
 /// `acc + partial * rows[row] * blocks[col / 128]`, element by element:
 /// one product of scales per (row, column block) the thread holds, then
-/// one FMA per element.
-pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, rows: &[String], blocks: &[String]) -> Frag {
+/// one FMA per element. With `row_block` the partial is that m64 block of
+/// the accumulator alone; the other blocks pass through, and the promoted
+/// values are pinned where they stand by an empty side-effecting asm that
+/// reads them: LLVM would otherwise sink the FMAs past the next block's
+/// wgmma (they are pure), keeping two blocks' partials live, which at
+/// 128 rows by 128 columns a warpgroup spills.
+pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, rows: &[String], blocks: &[String], row_block: Option<i64>) -> Frag {
     let g = &acc.geom;
     let ty = acc.chunk_type(em);
-    let mut chunks = Vec::new();
-    for r in 0..g.m_blocks {
+    let mut chunks = acc.chunks.clone();
+    let promoted_blocks = match row_block {
+        Some(r) => r..r + 1,
+        None => 0..g.m_blocks,
+    };
+    for r in promoted_blocks {
         let mut factor: Vec<Vec<String>> = Vec::new();
         for half in 0..2 {
             let row = &rows[(2 * r + half) as usize];
             factor.push(blocks.iter().map(|b| em.binop("s", "arith.mulf", row, b, "f32")).collect());
         }
+        // The partial's own m block: r of the whole tile's, its only one of a row block's.
+        let partial_block = if row_block.is_some() { 0 } else { r };
+        let mut promoted = Vec::new();
         for nb in 0..g.n_blocks {
             let c = (r * g.n_blocks + nb) as usize;
+            let p_chunk = &partial.chunks[(partial_block * g.n_blocks + nb) as usize];
             let mut out = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
             for i in 0..g.chunk_len() {
                 let half = (i / 2) % 2;
                 let col = nb * g.instr_n + 8 * (i as i64 / 4);
                 let s = &factor[half][(col / SCALE_BLOCK_N) as usize];
-                let p = em.assign("p", format!("llvm.extractvalue {}[{i}] : {ty}", partial.chunks[c]));
+                let p = em.assign("p", format!("llvm.extractvalue {p_chunk}[{i}] : {ty}"));
                 let a = em.assign("a", format!("llvm.extractvalue {}[{i}] : {ty}", acc.chunks[c]));
                 let v = em.assign("promoted", format!("llvm.intr.fma({p}, {s}, {a}) : (f32, f32, f32) -> f32"));
                 out = em.assign("acc", format!("llvm.insertvalue {v}, {out}[{i}] : {ty}"));
+                promoted.push(v);
             }
-            chunks.push(out);
+            chunks[c] = out;
+        }
+        if row_block.is_some() {
+            let constraints = vec!["f"; promoted.len()].join(",");
+            let types = vec!["f32"; promoted.len()].join(", ");
+            em.line(format!("llvm.inline_asm has_side_effects \"\", \"{constraints}\" {} : ({types}) -> ()", promoted.join(", ")));
         }
     }
     Frag { geom: g.clone(), elem: acc.elem, chunks }

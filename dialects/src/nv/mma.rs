@@ -72,12 +72,18 @@ fn is_zero_splat(body: &Body, v: crate::ir::Value) -> bool {
     matches!(body.ops[def.op()].attrs.get("value"), Some(Attribute::Float(x, _)) if *x == 0.0)
 }
 
-/// `%r = nv.scale_accumulate %acc, %partial, %sa, %sb : tensor<Mx1xf32, #tile.slice<dim = 1, parent = P>>, tensor<NBx1xf32, ...> -> tensor<MxNxf32, P>`
+/// `%r = nv.scale_accumulate %acc, %partial, %sa, %sb {row_block = R} : tensor<PxNxf32, P>, tensor<Mx1xf32, #tile.slice<dim = 1, parent = P>>, tensor<NBx1xf32, ...> -> tensor<MxNxf32, P>`
 ///
 /// `acc + partial * sa[row] * sb[col / 128]`: the promotion of one
 /// 128-wide K block of a block-scaled FP8 dot, whose partial product came
 /// from a fresh wgmma accumulator. The row scales are sliced from the
 /// accumulator's MMA layout, so each thread holds the rows it accumulates.
+///
+/// Without `row_block` the partial covers the whole accumulator. With it
+/// the partial is one m64 row block of the layout (64 rows a warpgroup,
+/// rows `[R * 64 * W, (R + 1) * 64 * W)` over its W warpgroups) and only
+/// that block is promoted: a tile promoted block by block holds one
+/// block's partial at a time instead of a second copy of the whole tile.
 pub(super) fn verify_scale_accumulate(body: &Body, op: Op) -> Result<(), String> {
     let sacc = ScaleAccumulate::of(body, op).ok_or("malformed 'nv.scale_accumulate'")?;
     let acc = body.value_type(sacc.acc(body)).as_tile().expect("checked by the definition");
@@ -90,6 +96,21 @@ pub(super) fn verify_scale_accumulate(body: &Body, op: Op) -> Result<(), String>
         return Err("the accumulator and the scales must be 'f32'".into());
     }
     let [m, n] = acc.shape[..] else { return Err("the accumulator must be rank 2".into()) };
+    let partial = body.value_type(sacc.partial(body)).as_tile().expect("checked by the definition");
+    match sacc.row_block(body) {
+        None if partial != acc => return Err("without 'row_block' the partial must have the accumulator's type".into()),
+        None => {}
+        Some(block) => {
+            let Layout::Mma { warps_per_cta, .. } = acc_layout else { unreachable!("matched above") };
+            let block_rows = 16 * i64::from(warps_per_cta.first().copied().unwrap_or(0));
+            if partial.layout != acc.layout || partial.elem != acc.elem || partial.shape != [block_rows, n] {
+                return Err(format!("with 'row_block' the partial must be one m64 row block of the accumulator: {block_rows}x{n} in its layout"));
+            }
+            if block_rows == 0 || !(0..m / block_rows).contains(&block) {
+                return Err(format!("'row_block' {block} is not one of the accumulator's {} row blocks", if block_rows == 0 { 0 } else { m / block_rows }));
+            }
+        }
+    }
     if rows.shape != [m, 1] {
         return Err(format!("the row scales must be {m}x1, one per accumulator row"));
     }

@@ -5,8 +5,9 @@
 //! flight, and the drain after the loop.
 
 use super::dot::StagedDot;
-use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op, Region, Value};
-use tilec_dialects::nv::{LoadFragment, ScaleAccumulate, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
+use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
+use tilec_dialects::nv::{LoadFragment, ScaleAccumulate, SmemRows, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
+use tilec_dialects::Layout;
 use tilec_dialects::tile::{Constant, ConvertLayout};
 
 /// How a dot reads A: `staged` is the loaded tile (what the buffers are
@@ -97,6 +98,143 @@ pub fn completing_wait(body: &Body, done: Value) -> Option<Op> {
         None => def,
     };
     WgmmaWait::of(body, wait).filter(|w| w.pending(body) == 0).map(|w| w.op())
+}
+
+/// Splits each whole-tile promotion of a block-scaled dot in `region` whose
+/// accumulator holds more than one m64 row block a warpgroup (a consumer
+/// with 128 rows, or 256 rows over two warpgroups) into one wgmma, wait and
+/// promotion (`row_block`) per row block, in row order. A thread then holds
+/// one block's partial product (N / 2 registers) beside the running result
+/// instead of a second copy of all of it: 192 registers rather than 256 at
+/// 128 rows by 128 columns a warpgroup, which ptxas could only spill. Each
+/// block's wgmma reads its rows of A through an `nv.smem_rows` window; a
+/// stage released after the wait (a warp-specialised consumer's arrive)
+/// stays after the last block's wait. Run it once the accumulators have
+/// their final layouts (a consumer's, after it takes its rows); a dot that
+/// reads A in registers keeps its whole-tile promotion.
+pub fn promote_by_row_blocks(body: &mut Body, region: Region) {
+    for op in body.walk_region(region) {
+        let Some(promotion) = ScaleAccumulate::of(body, op).filter(|p| p.row_block(body).is_none()) else { continue };
+        let Some(split) = RowBlockSplit::of(body, promotion) else { continue };
+        split.apply(body, promotion);
+    }
+}
+
+/// A whole-tile promotion that [`promote_by_row_blocks`] splits: the
+/// wgmma and wait that made its partial, and the row blocks.
+struct RowBlockSplit {
+    wgmma: Wgmma,
+    wait: WgmmaWait,
+    /// Rows of one m64 block over the layout's warpgroups.
+    block_rows: i64,
+    blocks: i64,
+    /// The partial product of one block: the accumulator type, `block_rows` rows.
+    partial_type: Type,
+}
+
+impl RowBlockSplit {
+    fn of(body: &Body, promotion: ScaleAccumulate) -> Option<RowBlockSplit> {
+        let acc = body.value_type(promotion.acc(body)).as_tile()?;
+        let Some(Layout::Mma { warps_per_cta, .. }) = &acc.layout else { return None };
+        let block_rows = 16 * i64::from(*warps_per_cta.first()?);
+        let blocks = acc.shape[0] / block_rows;
+        let wait = WgmmaWait::of(body, body.defining_op(promotion.partial(body))?)?;
+        let wgmma = Wgmma::of(body, body.defining_op(wait.values(body).first().copied()?)?)?;
+        let scales = [promotion.row_scale(body), promotion.col_scale(body)];
+        // The earlier blocks' promotions go right after the wait, so the
+        // scales must be there already (read after the stage's wait, or
+        // carried in from the last iteration).
+        let in_time = scales.iter().all(|&s| !defined_after(body, s, wait.op()));
+        let splits = blocks > 1 && wait.values(body).len() == 1 && wgmma.a_stage(body).is_some() && wgmma.zero_init(body) && in_time;
+        let mut shape = acc.shape.clone();
+        shape[0] = block_rows;
+        let partial_type = Type::Tile(TileType { shape, elem: acc.elem, layout: acc.layout.clone() });
+        splits.then_some(RowBlockSplit { wgmma, wait, block_rows, blocks, partial_type })
+    }
+
+    /// Block 0 takes the whole tile's wgmma and wait; blocks 1.. follow the
+    /// wait, each promoted before the next one's wgmma; the promotion
+    /// itself becomes the last block's.
+    fn apply(self, body: &mut Body, promotion: ScaleAccumulate) {
+        let loc = body.ops[self.wgmma.op()].loc.clone();
+        let (a, a_stage) = (self.wgmma.a(body), self.wgmma.a_stage(body).expect("checked: A in shared memory"));
+        let (b_buffer, b_stage) = (self.wgmma.b(body), self.wgmma.b_stage(body));
+        let whole_zero = self.wgmma.acc(body);
+        let attrs = body.ops[self.wgmma.op()].attrs.clone();
+        let scales = (promotion.row_scale(body), promotion.col_scale(body));
+
+        let zero_at = body.defining_op(whole_zero).expect("a zero splat");
+        let mut b = Builder::new(body, InsertPoint::Before(zero_at), loc.clone());
+        let mut zero_attrs = Attributes::new();
+        zero_attrs.set("value", Attribute::Float(0.0, ElemType::F32));
+        let zero = Constant::build(&mut b, self.partial_type.clone(), zero_attrs).result(b.body);
+        let zero = b.name(zero, "block_zero");
+
+        // Block 0's window goes before the fence that opens its wgmma.
+        let opening = previous_op(body, self.wgmma.op()).filter(|&op| WgmmaFence::of(body, op).is_some()).unwrap_or(self.wgmma.op());
+        let mut b = Builder::new(body, InsertPoint::Before(opening), loc.clone());
+        let window = self.rows_window(&mut b, a, 0);
+        self.wgmma.set_a(body, window);
+        self.wgmma.set_acc(body, zero);
+        for v in [self.wgmma.result(body), self.wait.results(body)[0]] {
+            body.values[v].ty = self.partial_type.clone();
+        }
+        if body.use_counts(body.ops[zero_at].parent.and_then(|blk| body.blocks[blk].parent).expect("attached"))[whole_zero.index()] == 0 {
+            body.remove_op(zero_at);
+        }
+
+        let after_wait = next_op(body, self.wait.op());
+        let mut b = Builder::new(body, InsertPoint::Before(after_wait), loc);
+        let mut running = promotion.acc(b.body);
+        let mut partial = self.wait.results(b.body)[0];
+        for block in 1..self.blocks {
+            running = promote_block(&mut b, running, partial, scales, block - 1);
+            let window = self.rows_window(&mut b, a, block);
+            WgmmaFence::build(&mut b, Attributes::new());
+            let d = Wgmma::build(&mut b, window, Some(a_stage), b_buffer, b_stage, zero, attrs.clone()).result(b.body);
+            WgmmaCommit::build(&mut b, Attributes::new());
+            partial = WgmmaWait::build(&mut b, &[d], 0, Attributes::new()).results(b.body)[0];
+            partial = b.name(partial, "partial");
+        }
+        promotion.set_acc(body, running);
+        promotion.set_partial(body, partial);
+        body.ops[promotion.op()].attrs.set("row_block", Attribute::Int(self.blocks - 1, ElemType::I64));
+    }
+
+    /// Rows `[block * block_rows, (block + 1) * block_rows)` of A's buffer (or window).
+    fn rows_window(&self, b: &mut Builder<'_>, a: Value, block: i64) -> Value {
+        let mut smem = b.body.value_type(a).as_smem().expect("checked: A in shared memory").clone();
+        smem.tile.shape[0] = self.block_rows;
+        let row = b.index(block * self.block_rows);
+        let window = SmemRows::build(b, a, row, Type::Smem(smem), Attributes::new()).result(b.body);
+        b.name(window, "a_block")
+    }
+}
+
+/// `running` with row block `block` promoted from `partial`.
+fn promote_block(b: &mut Builder<'_>, running: Value, partial: Value, (row_scale, col_scale): (Value, Value), block: i64) -> Value {
+    let mut attrs = Attributes::new();
+    attrs.set("row_block", Attribute::Int(block, ElemType::I64));
+    let promoted = ScaleAccumulate::build(b, running, partial, row_scale, col_scale, attrs).result(b.body);
+    b.name(promoted, "acc_block")
+}
+
+/// The op before `op` in its block, if any.
+fn previous_op(body: &Body, op: Op) -> Option<Op> {
+    let ops = &body.blocks[body.ops[op].parent.expect("attached")].ops;
+    let at = ops.iter().position(|&o| o == op).expect("in its block");
+    at.checked_sub(1).map(|i| ops[i])
+}
+
+/// Whether `v` is defined by an op after `op` in `op`'s block.
+fn defined_after(body: &Body, v: Value, op: Op) -> bool {
+    let Some(def) = body.defining_op(v) else { return false };
+    let block = body.ops[op].parent.expect("attached");
+    let ops = &body.blocks[block].ops;
+    match (ops.iter().position(|&o| o == def), ops.iter().position(|&o| o == op)) {
+        (Some(d), Some(o)) => d > o,
+        _ => false,
+    }
 }
 
 /// A zero splat of `dot`'s accumulator type, made just before the loop
