@@ -6,10 +6,19 @@
 //!
 //! The rules, in order:
 //! 1. Tile shapes. Block M is 64, 128 or 256; block N any multiple of 16 up
-//!    to 256; the FP32 accumulators fit two warpgroups' registers at 128 a
-//!    thread (BM * BN * copies <= 2 * 128 * 128, where block-scaled FP8
-//!    keeps two copies: the running result and the block being promoted),
-//!    and one warpgroup's when they fit it (4 warps, else 8). Block K is 128
+//!    to 256; the FP32 accumulators fit two warpgroups' registers: the
+//!    running result at most 128 a thread (BM * BN <= 2 * 128 * 128) and,
+//!    with block-scaled FP8's partial product of the m64 row block being
+//!    promoted (BN / 2 more), at most 192. One warpgroup takes the tile
+//!    when all of it fits 128 a thread (4 warps, else 8). A block-scaled
+//!    tile whose warpgroups each hold more than one m64 block (256x128
+//!    over two) is ranked last, as a warp-specialised alternative, unless
+//!    block M is pinned: on the H100 (2026-11-25) it was 7-10% slower
+//!    than the 128x128 pick over a long K (3 stages instead of 5, -2.5 to
+//!    -4.5% alone, and each consumer's two blocks in series), 0.7-2.3%
+//!    faster at 12 and 16 K blocks and 33% faster at 4 (4096x32768x512),
+//!    but ptxas spills its consumers' epilogue addresses (124 bytes, at
+//!    192 of 232 registers in accumulators), which the bundle refuses. Block K is 128
 //!    bytes of K (64 BF16, 128 FP8): one row of the 128-byte swizzle, and
 //!    FP8's scale granularity.
 //! 2. Fewest waves: ceil(tiles / SMs), where tiles = ceil(M/BM) * ceil(N/BN).
@@ -144,13 +153,44 @@ impl Precision {
         128 / self.operand_bytes()
     }
 
-    /// FP32 accumulator tiles a thread holds: block-scaled FP8 adds the
-    /// block being promoted to the running result.
-    pub fn accumulator_copies(self) -> i64 {
-        match self {
-            Precision::Bf16 => 1,
-            Precision::Fp8BlockScaled => 2,
-        }
+    /// FP32 accumulator registers a thread holds when `warpgroups` share a
+    /// `bm x bn` tile: its share of the running result, and the total with
+    /// block-scaled FP8's partial product, which is promoted one m64 row
+    /// block at a time (64 x bn over a warpgroup's 128 threads).
+    pub fn accumulator_registers(self, bm: i64, bn: i64, warpgroups: i64) -> AccumulatorRegisters {
+        let running = bm * bn / (warpgroups * 128);
+        let total = match self {
+            Precision::Bf16 => running,
+            Precision::Fp8BlockScaled => running + bn / 2,
+        };
+        AccumulatorRegisters { running, total }
+    }
+}
+
+/// FP32 accumulator registers a thread holds (rule 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccumulatorRegisters {
+    /// Its share of the running result.
+    pub running: i64,
+    /// With block-scaled FP8's partial product of one row block.
+    pub total: i64,
+}
+
+impl AccumulatorRegisters {
+    /// Within what a thread of a warpgroup that shares a tile may hold: a
+    /// running result of at most 128 registers (the widest measured tiles,
+    /// 128x256 and 256x128 over two warpgroups) and, with the partial, at
+    /// most 192 (of a consumer's 232, the rest for addresses, loop state
+    /// and scales).
+    pub fn fit_shared(self) -> bool {
+        self.running <= 128 && self.total <= 192
+    }
+
+    /// Light enough for a warpgroup alone: at most 128 in all. A tile one
+    /// warpgroup would hold with more goes to two, which overlap one's
+    /// promotion with the other's wgmma.
+    pub fn fit_alone(self) -> bool {
+        self.total <= 128
     }
 }
 
@@ -444,10 +484,6 @@ pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64
     buffers + barriers * MBARRIER_BYTES
 }
 
-/// Accumulator elements a warpgroup's registers hold at most: 128 f32 a
-/// thread, the rest left for addresses, loop state and the epilogue.
-const WARPGROUP_ACCUMULATORS: i64 = 128 * 128;
-
 /// Rule 6: the most stages that fit (the pinned count, if it fits), or
 /// `None` when not even one does.
 fn most_stages(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), epilogue: Epilogue, scales: Scales, schedule: Schedule, splits: i64) -> Option<i64> {
@@ -492,8 +528,9 @@ fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) -> Epilogue
 /// K loop shared by `splits` CTAs (rule 12; 1 without); `None` when it
 /// breaks rule 1 or no stage fits.
 fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), splits: i64) -> Option<Candidate> {
-    let accumulators = bm * bn * problem.precision.accumulator_copies();
-    if accumulators > 2 * WARPGROUP_ACCUMULATORS {
+    let registers = |warpgroups| problem.precision.accumulator_registers(bm, bn, warpgroups);
+    let warpgroups = if registers(1).fit_alone() { 1 } else { 2 };
+    if !registers(warpgroups).fit_shared() {
         return None;
     }
     let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
@@ -503,7 +540,7 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
     let schedule = Schedule::Pipeline;
     let epilogue = epilogue_for(problem, bn, schedule);
     let (stages, scales) = stages_and_scales(problem, machine, pins, (bm, bn, bk), epilogue, schedule, splits)?;
-    let num_warps = if accumulators > WARPGROUP_ACCUMULATORS { 8 } else { 4 };
+    let num_warps = 4 * warpgroups;
     let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(ctas, waves), cluster: Along::None, splits, raster_group: 0 };
     Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, (bm, bn, bk), stages, epilogue, scales, schedule, splits), reason: String::new() })
 }
@@ -550,6 +587,17 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
     )
 }
 
+/// Whether a block-scaled tile's warpgroups each hold more than one m64
+/// block of rows, which they promote one block at a time (rule 1).
+fn promotes_by_row_blocks(c: &Config) -> bool {
+    let warpgroups = match c.schedule {
+        Schedule::Pipeline => c.num_warps / 4,
+        Schedule::WarpSpecialized { consumers } => consumers,
+        Schedule::PingPong => 1,
+    };
+    c.scales != Scales::None && c.block_m > 64 * warpgroups
+}
+
 /// The first rule on which `c` loses to `best`.
 fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     let padded = |c: &Candidate| c.tiles * c.config.block_m * c.config.block_n;
@@ -557,7 +605,9 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     // The tile the split pick shares, or the narrow one it grew from.
     let (bm, bn) = (best.config.block_m, best.config.block_n);
     let split_of = |c: &Config| c.block_m <= bm && c.block_n <= bn && 2 * c.block_m * c.block_n >= bm * bn;
-    if best.config.splits > 1 && c.config.splits == 1 && split_of(&c.config) {
+    if promotes_by_row_blocks(&c.config) && !promotes_by_row_blocks(&best.config) {
+        format!("{}-row alternative, promoted an m64 block at a time (rule 1: ranked, not picked unless block M is pinned)", c.config.block_m)
+    } else if best.config.splits > 1 && c.config.splits == 1 && split_of(&c.config) {
         format!("unsplit alternative of the pick: one CTA runs the whole K loop of a {}x{} tile", c.config.block_m, c.config.block_n)
     } else if c.config == (Config { cluster: c.config.cluster, raster_group: c.config.raster_group, ..best.config }) && c.config.cluster != Along::None {
         format!("the pick in 2-CTA clusters along {}, multicasting {}", c.config.cluster.word(), if c.config.cluster == Along::M { "B" } else { "A" })
@@ -589,12 +639,14 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     let bk = pins.block_k.unwrap_or(problem.precision.block_k());
     let block_ms: Vec<i64> = pins.block_m.map_or(BLOCK_MS.to_vec(), |m| vec![m]);
     let block_ns: Vec<i64> = pins.block_n.map_or((1..=MAX_BLOCK_N / BLOCK_N_STEP).map(|i| i * BLOCK_N_STEP).collect(), |n| vec![n]);
-    let mut ranked: Vec<Candidate> = block_ms
+    // Rule 1's row-block tiles wait behind the others unless block M is pinned.
+    let (mut row_blocked, mut ranked): (Vec<Candidate>, Vec<Candidate>) = block_ms
         .iter()
         .flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn)))
         .filter_map(|(bm, bn)| tile_candidate(problem, machine, pins, (bm, bn, bk), 1))
-        .collect();
+        .partition(|c| pins.block_m.is_none() && promotes_by_row_blocks(&c.config));
     ranked.sort_by(compare);
+    row_blocked.sort_by(compare);
     if let Some(best) = ranked.first().cloned() {
         if let Some(direct) = direct_stores(problem, machine, pins, &best) {
             ranked.insert(1, direct);
@@ -622,6 +674,9 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
             let clustered = Candidate { config: Config { cluster, ..best.config }, ..best.clone() };
             ranked.insert(1, clustered);
         }
+    }
+    if let Some(tall) = row_blocked.first().and_then(|tile| warp_specialized(problem, machine, pins, tile, 2)) {
+        ranked.push(tall);
     }
     for c in &mut ranked {
         c.config.raster_group = raster_group_for(problem, machine, c);
@@ -775,10 +830,13 @@ fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candi
 /// by a producer, persistent over the fewest SMs that keep the waves.
 fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate, consumers: i64) -> Option<Candidate> {
     let c = best.config;
-    // Each consumer owns BM / consumers rows, at least one m64 wgmma, and at
-    // most 128 accumulator registers a thread.
+    // Each consumer owns BM / consumers rows, at least one m64 wgmma, and
+    // accumulators that fit its registers (a lone consumer's as light as
+    // a lone warpgroup's in the plain pipeline).
     let rows = c.block_m / consumers;
-    if rows < 64 || rows * c.block_n * problem.precision.accumulator_copies() > WARPGROUP_ACCUMULATORS {
+    let registers = problem.precision.accumulator_registers(rows, c.block_n, 1);
+    let fits = if consumers == 1 { registers.fit_alone() } else { registers.fit_shared() };
+    if rows < 64 || !fits {
         return None;
     }
     let schedule = Schedule::WarpSpecialized { consumers };
@@ -794,7 +852,7 @@ fn ping_pong(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candid
     if problem.varying_k {
         return None;
     }
-    let fits_one_warpgroup = |c: &&Candidate| c.config.block_m * c.config.block_n * problem.precision.accumulator_copies() <= WARPGROUP_ACCUMULATORS;
+    let fits_one_warpgroup = |c: &&Candidate| problem.precision.accumulator_registers(c.config.block_m, c.config.block_n, 1).fit_alone();
     let tile = ranked.iter().find(fits_one_warpgroup)?;
     let schedule = Schedule::PingPong;
     let pingpong = rescheduled(problem, machine, pins, tile, schedule, 12, epilogue_for(problem, tile.config.block_n, schedule))?;
@@ -959,6 +1017,34 @@ mod tests {
     }
 
     #[test]
+    fn accumulator_registers_count_fp8s_partial_as_one_row_block() {
+        let fp8 = Precision::Fp8BlockScaled;
+        // 256x128 over two warpgroups: 128 running, 64 more for one block's partial.
+        assert_eq!(fp8.accumulator_registers(256, 128, 2), AccumulatorRegisters { running: 128, total: 192 });
+        assert!(fp8.accumulator_registers(256, 128, 2).fit_shared());
+        // 128x256: one block's partial is 128 wide, 256 in all.
+        assert!(!fp8.accumulator_registers(128, 256, 2).fit_shared());
+        // 64x128 fits a lone warpgroup; 128x128 goes to two.
+        assert!(fp8.accumulator_registers(64, 128, 1).fit_alone());
+        assert!(!fp8.accumulator_registers(128, 128, 1).fit_alone());
+        assert_eq!(Precision::Bf16.accumulator_registers(128, 256, 2), AccumulatorRegisters { running: 128, total: 128 });
+    }
+
+    #[test]
+    fn fp8_row_block_tiles_are_ranked_last_unless_pinned() {
+        let p = Problem { m: 4096, n: 7168, k: 2048, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false };
+        let pins = Pins { block_n: Some(128), ..Pins::default() };
+        let ranked = rank(&p, &Machine::H100, &pins);
+        assert_eq!((ranked[0].config.block_m, ranked[0].config.block_n), (128, 128));
+        let tall = ranked.last().expect("candidates");
+        assert_eq!((tall.config.block_m, tall.config.schedule, tall.config.stages), (256, Schedule::WarpSpecialized { consumers: 2 }, 3));
+        assert!(ranked[..ranked.len() - 1].iter().all(|c| c.config.block_m < 256));
+        assert_eq!(tall.reason, "256-row alternative, promoted an m64 block at a time (rule 1: ranked, not picked unless block M is pinned)");
+        let pinned = choose(&p, &Machine::H100, &Pins { block_m: Some(256), ..pins }).expect("a pinned 256-row tile fits");
+        assert_eq!((pinned.config.block_m, pinned.config.schedule), (256, Schedule::WarpSpecialized { consumers: 2 }));
+    }
+
+    #[test]
     fn ping_pong_is_ranked_not_picked() {
         let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false };
         let ranked = rank(&p, &Machine::H100, &Pins::default());
@@ -970,7 +1056,7 @@ mod tests {
         assert_eq!((pingpong.config.block_m, pingpong.config.block_n, pingpong.config.stages, pingpong.config.epilogue), (64, 256, 4, Tma));
         assert_eq!(pingpong.smem_bytes, 4 * 40960 + 2 * 32768 + 10 * 8);
         assert_eq!(pingpong.reason, "ping-pong alternative: two consumers take turns at whole 64x256 tiles");
-        // Block-scaled FP8 keeps two accumulator copies: 64x128.
+        // Block-scaled FP8 adds its partial product: 64x128 (64 + 64 registers).
         let fp8 = rank(&Problem { precision: Precision::Fp8BlockScaled, ..p }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
         let fp8_pingpong = fp8.iter().find(|c| c.config.schedule == Schedule::PingPong).expect("an FP8 ping-pong alternative");
         assert_eq!((fp8_pingpong.config.block_m, fp8_pingpong.config.block_n), (64, 128));
