@@ -6,7 +6,7 @@
 
 use super::dot::StagedDot;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
-use tilec_dialects::nv::{LoadFragment, ScaleAccumulate, SmemRows, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
+use tilec_dialects::nv::{LoadFragment, MbarrierArrive, ScaleAccumulate, SmemRows, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
 use tilec_dialects::Layout;
 use tilec_dialects::tile::{Constant, ConvertLayout};
 
@@ -199,6 +199,22 @@ impl RowBlockSplit {
         promotion.set_acc(body, running);
         promotion.set_partial(body, partial);
         body.ops[promotion.op()].attrs.set("row_block", Attribute::Int(self.blocks - 1, ElemType::I64));
+        // A stage released right after the wait is released after the last
+        // promotion instead, once it has consumed the scales read from the
+        // stage: the release orders only what a warp has finished, and a
+        // scale load still in flight there raced the producer's refill
+        // (compute-sanitizer racecheck, H100, 2026-11-25).
+        let release = next_op(body, self.wait_of_last_block(body, promotion));
+        if MbarrierArrive::of(body, release).is_some() {
+            let after = next_op(body, promotion.op());
+            body.remove_op(release);
+            body.insert_op_before(after, release);
+        }
+    }
+
+    /// The wait whose partial the (last block's) promotion reads.
+    fn wait_of_last_block(&self, body: &Body, promotion: ScaleAccumulate) -> Op {
+        body.defining_op(promotion.partial(body)).expect("a waited partial")
     }
 
     /// Rows `[block * block_rows, (block + 1) * block_rows)` of A's buffer (or window).
