@@ -126,9 +126,35 @@ const WARPS_PER_WARPGROUP: i64 = 4;
 /// A consumer arrives on `stage` of `barrier` (releasing a stage to the
 /// producer, or its turn to the other consumer), one arrival per warp.
 fn arrive_per_warp(b: &mut Builder<'_>, barrier: Value, stage: Value) {
-    let mut attrs = Attributes::new();
-    attrs.set("per_warp", Attribute::Unit);
-    MbarrierArrive::build(b, barrier, stage, attrs);
+    Release::PerWarp.arrive(b, barrier, stage);
+}
+
+/// How a consumer warpgroup releases a stage to the producer.
+#[derive(Clone, Copy)]
+enum Release {
+    /// Lane 0 of each warp arrives for it, after the warp's wgmma wait.
+    PerWarp,
+    /// Every thread arrives: its own reads of the stage are ordered before
+    /// its arrival.
+    PerThread,
+}
+
+impl Release {
+    /// Arrivals per consumer warpgroup.
+    fn arrivals(self) -> i64 {
+        match self {
+            Release::PerWarp => WARPS_PER_WARPGROUP,
+            Release::PerThread => 32 * WARPS_PER_WARPGROUP,
+        }
+    }
+
+    fn arrive(self, b: &mut Builder<'_>, barrier: Value, stage: Value) {
+        let mut attrs = Attributes::new();
+        if let Release::PerWarp = self {
+            attrs.set("per_warp", Attribute::Unit);
+        }
+        MbarrierArrive::build(b, barrier, stage, attrs);
+    }
 }
 
 impl Pass for WarpSpecialize {
@@ -166,7 +192,12 @@ impl Pass for WarpSpecialize {
         // Two barriers per stage: full and empty.
         staged.check_budget(body, k_loop.op(), self.stages, 2)?;
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
-        let empty = AllocMbarriers::build(&mut b, Type::MBarrier(self.stages), WARPS_PER_WARPGROUP * sharing, Attributes::new()).result(b.body);
+        // Scales copied into a stage are read by every consumer thread with
+        // plain loads: each thread releases what it read (a lane-0 arrive
+        // for the warp left racecheck reporting the next round's copies
+        // against those reads, H100, 2026-11-25).
+        let release = if staged.copied.is_empty() { Release::PerWarp } else { Release::PerThread };
+        let empty = AllocMbarriers::build(&mut b, Type::MBarrier(self.stages), release.arrivals() * sharing, Attributes::new()).result(b.body);
         b.name(empty, "empty");
         let order = pingpong.then(|| {
             let order = AllocMbarriers::build(&mut b, Type::MBarrier(self.consumers), WARPS_PER_WARPGROUP, Attributes::new()).result(b.body);
@@ -193,7 +224,7 @@ impl Pass for WarpSpecialize {
             body.remove_op(op);
         }
 
-        let roles = Roles { schedule, sharing, block_m, staged: &staged, empty, order, region };
+        let roles = Roles { schedule, sharing, block_m, staged: &staged, empty, release, order, region };
         roles.producer(body, loop_clone(body, &producer_map, k_loop, producer), &producer_map, &loads)?;
         roles.consumer(body, loop_clone(body, &consumer_map, k_loop, consumer), &consumer_map, &loads, c)?;
         func.attrs.set("num_warps", Attribute::Int(4 * (1 + self.consumers), ElemType::I64));
@@ -278,6 +309,8 @@ struct Roles<'a> {
     block_m: i64,
     staged: &'a StagedBuffers,
     empty: Value,
+    /// How the consumers arrive on `empty`.
+    release: Release,
     /// The barrier the consumers take turns on (`pingpong`), a stage each.
     order: Option<Value>,
     region: Region,
@@ -390,7 +423,7 @@ impl Roles<'_> {
                 let wait = completing_wait(body, done).expect("no group in flight: the wait took them all");
                 let next = next_op(body, wait);
                 let mut b = Builder::new(body, InsertPoint::Before(next), loc.clone());
-                arrive_per_warp(&mut b, self.empty, stage);
+                self.release.arrive(&mut b, self.empty, stage);
             }
         }
         staged.read_copies(body, self.region, &clones, stage, &scale_rows);
@@ -412,7 +445,7 @@ impl Roles<'_> {
         let before = Subi::build(&mut r, local, c1, Attributes::new()).result(r.body);
         let prev = count.stage_of(&mut r, before);
         let prev = r.name(prev, "prev");
-        arrive_per_warp(&mut r, self.empty, prev);
+        self.release.arrive(&mut r, self.empty, prev);
         Yield::build(&mut r, &[], Attributes::new());
 
         // After the loop: drain, release the last stage, then the epilogue.
@@ -426,7 +459,7 @@ impl Roles<'_> {
         let c1 = l.index(1);
         let last_local = Subi::build(&mut l, count.trip, c1, Attributes::new()).result(l.body);
         let last_stage = count.stage_of(&mut l, last_local);
-        arrive_per_warp(&mut l, self.empty, last_stage);
+        self.release.arrive(&mut l, self.empty, last_stage);
         Yield::build(&mut l, &[], Attributes::new());
         self.finish_consumer(body, k_loop, role_region, half, row.is_some(), c)
     }
