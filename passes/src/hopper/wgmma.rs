@@ -200,10 +200,8 @@ impl RowBlockSplit {
         promotion.set_partial(body, partial);
         body.ops[promotion.op()].attrs.set("row_block", Attribute::Int(self.blocks - 1, ElemType::I64));
         // A stage released right after the wait is released after the last
-        // promotion instead, once it has consumed the scales read from the
-        // stage: the release orders only what a warp has finished, and a
-        // scale load still in flight there raced the producer's refill
-        // (compute-sanitizer racecheck, H100, 2026-11-25).
+        // promotion instead: every block's scales, read from the stage, are
+        // then consumed before the producer may refill it.
         let release = next_op(body, self.wait_of_last_block(body, promotion));
         if MbarrierArrive::of(body, release).is_some() {
             let after = next_op(body, promotion.op());
