@@ -21,8 +21,18 @@
 //!    192 of 232 registers in accumulators), which the bundle refuses. Block K is 128
 //!    bytes of K (64 BF16, 128 FP8): one row of the 128-byte swizzle, and
 //!    FP8's scale granularity.
-//! 2. Fewest waves: ceil(tiles / SMs), where tiles = ceil(M/BM) * ceil(N/BN).
-//! 3. Fullest last wave: tiles - (waves - 1) * SMs (all SMs when it divides).
+//! 2. Fewest waves: ceil(tiles / SMs), where tiles = ceil(M/BM) * ceil(N/BN);
+//!    in the plain pipeline, ceil(tiles / (SMs * R)) where R CTAs of the
+//!    tile fit one SM's shared memory and registers and make more than two
+//!    such waves. Rule 6 fills shared memory unless K is short, so R > 1
+//!    mostly means a short K over many tiles, where one CTA's prologue
+//!    and epilogue run beside the other's main loop: on the H100
+//!    (2026-11-25) block-scaled FP8 4096x32768x512 ran 16% faster as
+//!    64x128 tiles two to an SM than as 128x128 tiles one to an SM (the
+//!    same 63 waves); at 128x32768x512 (two waves) 64x128 was 2.3% slower,
+//!    hence the two waves.
+//! 3. Fullest last wave: the SMs the last wave keeps busy, tiles - (waves -
+//!    1) * SMs * R over R (all SMs when it divides).
 //! 4. Least padded work: tiles * BM * BN, the elements computed including
 //!    those past M and N.
 //! 5. Widest N, then narrowest M: a wider tile re-reads A fewer times.
@@ -239,7 +249,25 @@ impl Machine {
     pub fn ctas_per_sm(&self, smem_bytes: i64) -> i64 {
         self.sm_smem_bytes / (smem_bytes + CTA_RESERVED_SMEM_BYTES)
     }
+
+    /// CTAs of `warps` warps that one SM's 64K registers hold at once, each
+    /// thread holding `accumulators` registers of accumulators and about
+    /// 40 more (addresses, loop state, scales; ptxas gave 153-168 in all
+    /// to the 128-register FP8 tiles, 2026-11-25).
+    pub fn ctas_per_sm_by_registers(&self, warps: i64, accumulators: i64) -> i64 {
+        let per_thread = (accumulators + THREAD_REGISTERS_BESIDES_ACCUMULATORS).min(MAX_THREAD_REGISTERS);
+        SM_REGISTERS / (32 * warps * ceil_div(per_thread, 8) * 8)
+    }
 }
+
+/// Registers of one SM on sm_90.
+const SM_REGISTERS: i64 = 65_536;
+
+/// The most registers a thread may hold.
+const MAX_THREAD_REGISTERS: i64 = 255;
+
+/// Registers a thread holds besides its accumulators (rule 2's estimate).
+const THREAD_REGISTERS_BESIDES_ACCUMULATORS: i64 = 40;
 
 /// Shared memory an SM sets aside for each resident CTA on sm_90.
 const CTA_RESERVED_SMEM_BYTES: i64 = 1024;
@@ -535,14 +563,22 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
     }
     let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
     let ctas = tiles * splits;
-    let waves = ceil_div(ctas, machine.sms);
-    let last_wave = ctas - (waves - 1) * machine.sms;
     let schedule = Schedule::Pipeline;
     let epilogue = epilogue_for(problem, bn, schedule);
     let (stages, scales) = stages_and_scales(problem, machine, pins, (bm, bn, bk), epilogue, schedule, splits)?;
+    let smem = smem_bytes(problem, (bm, bn, bk), stages, epilogue, scales, schedule, splits);
+    // Rule 2's wave: the CTAs the GPU runs at once where they make more
+    // than two such waves (rule 6 fills shared memory unless K is short,
+    // so most tiles run one to an SM); the last wave counts the SMs it
+    // keeps busy.
+    let co_resident = machine.ctas_per_sm(smem).min(machine.ctas_per_sm_by_registers(4 * warpgroups, registers(warpgroups).total));
+    let resident = if co_resident > 1 && ctas > 2 * machine.sms * co_resident { co_resident } else { 1 };
+    let at_once = machine.sms * resident;
+    let waves = ceil_div(ctas, at_once);
+    let last_wave = ceil_div(ctas - (waves - 1) * at_once, resident);
     let num_warps = 4 * warpgroups;
-    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(ctas, waves), cluster: Along::None, splits, raster_group: 0 };
-    Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem_bytes(problem, (bm, bn, bk), stages, epilogue, scales, schedule, splits), reason: String::new() })
+    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(ctas, waves * resident), cluster: Along::None, splits, raster_group: 0 };
+    Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem, reason: String::new() })
 }
 
 /// Rules 2-5 as an order: the better candidate first.
@@ -581,8 +617,13 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
         Scales::Staged => "; scales staged with their stage",
         Scales::Prefetched => "; scales prefetched into registers (staging them would cost a stage or a co-resident CTA)",
     };
+    let ctas = best.tiles * best.config.splits;
+    let together = match ceil_div(ctas, best.waves * machine.sms) {
+        1 => String::new(),
+        r => format!(" of {r} CTAs an SM"),
+    };
     format!(
-        "picked: fewest waves ({}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){scales}{schedule}{cluster}{splits}{order}",
+        "picked: fewest waves ({}{together}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){scales}{schedule}{cluster}{splits}{order}",
         best.waves, best.last_wave, machine.sms, best.config.stages
     )
 }
@@ -1031,6 +1072,25 @@ mod tests {
     }
 
     #[test]
+    fn co_resident_ctas_make_a_wave_over_many_tiles() {
+        let fp8 = |m| Problem { m, n: 32768, k: 512, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false };
+        let pins = Pins { block_n: Some(128), ..Pins::default() };
+        // 64x128 tiles with 4 stages (K is 4 blocks) take 114720 bytes and
+        // 168 registers a thread: two to an SM, 16384 of them in 63 waves,
+        // as many as 8192 128x128 tiles one to an SM; rule 5 takes the
+        // narrower M.
+        let pick = choose(&fp8(4096), &Machine::H100, &pins).expect("a pick");
+        assert_eq!((pick.config.block_m, pick.config.num_warps, pick.config.stages, pick.waves, pick.last_wave), (64, 4, 4, 63, 8));
+        assert_eq!(Machine::H100.ctas_per_sm(pick.smem_bytes), 2);
+        assert!(pick.reason.starts_with("picked: fewest waves (63 of 2 CTAs an SM)"), "{}", pick.reason);
+        // Over two waves or fewer the tiles count one to an SM.
+        let two_waves = choose(&fp8(128), &Machine::H100, &pins).expect("a pick");
+        assert_eq!((two_waves.config.block_m, two_waves.waves), (128, 2));
+        assert_eq!(Machine::H100.ctas_per_sm_by_registers(8, 128), 1);
+        assert_eq!(Machine::H100.ctas_per_sm_by_registers(4, 128), 3);
+    }
+
+    #[test]
     fn fp8_row_block_tiles_are_ranked_last_unless_pinned() {
         let p = Problem { m: 4096, n: 7168, k: 2048, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false };
         let pins = Pins { block_n: Some(128), ..Pins::default() };
@@ -1092,8 +1152,9 @@ mod tests {
         // 256x128: 16*33 = 528 tiles, four full waves; 128x256 gives 544 (5 waves).
         // 4*49160 = 196640; 5 stages would be 245800.
         assert_eq!(summary(&pick(4096, 4100, 4096)), (256, 128, 4, Global, 4, 132));
-        // K = 32, less than one 64-wide block: one K block, so one stage.
-        assert_eq!(summary(&pick(4096, 4096, 32)), (128, 256, 1, Tma, 4, 116));
+        // K = 32, less than one 64-wide block: one K block, so one stage,
+        // and three 128x112 tiles an SM (rule 2): 1184 in 3 waves.
+        assert_eq!(summary(&pick(4096, 4096, 32)), (128, 112, 1, Tma, 3, 131));
         // The smallest problem: one 64x16 tile.
         assert_eq!(summary(&pick(1, 8, 8)), (64, 16, 1, Tma, 1, 1));
     }
@@ -1250,8 +1311,10 @@ mod tests {
         let pick = |p: Problem| choose(&p, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         let shorter = pick(Problem { k: 2048, ..fp8 });
         assert_eq!((shorter.config.schedule, shorter.waves), (Schedule::WarpSpecialized { consumers: 2 }, 8));
+        // A short K over many tiles: 64x128 tiles, two to an SM (rule 2),
+        // whose scales in the stage would leave room for one (rule 11).
         let shortest = pick(Problem { k: 512, ..fp8 });
-        assert_eq!((shortest.config.schedule, shortest.config.stages, shortest.config.scales), (Schedule::Pipeline, 4, Scales::Staged));
+        assert_eq!((shortest.config.block_m, shortest.config.schedule, shortest.config.stages, shortest.config.scales), (64, Schedule::Pipeline, 4, Scales::Prefetched));
         let few_tiles = pick(Problem { m: 128, n: 24576, k: 1536, ..fp8 });
         assert_eq!((few_tiles.config.schedule, few_tiles.waves), (Schedule::Pipeline, 2));
         assert_eq!((few_tiles.config.stages, few_tiles.config.num_warps, few_tiles.config.scales), (6, 8, Scales::Prefetched));
