@@ -552,7 +552,7 @@ fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) -> Epilogue
     }
 }
 
-/// Rules 1-5 and 9 for one tile shape with the plain pipeline, each tile's
+/// Rules 1-6, 9 and 11 for one tile shape with the plain pipeline, each tile's
 /// K loop shared by `splits` CTAs (rule 12; 1 without); `None` when it
 /// breaks rule 1 or no stage fits.
 fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), splits: i64) -> Option<Candidate> {
@@ -562,23 +562,41 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
         return None;
     }
     let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
-    let ctas = tiles * splits;
     let schedule = Schedule::Pipeline;
     let epilogue = epilogue_for(problem, bn, schedule);
     let (stages, scales) = stages_and_scales(problem, machine, pins, (bm, bn, bk), epilogue, schedule, splits)?;
     let smem = smem_bytes(problem, (bm, bn, bk), stages, epilogue, scales, schedule, splits);
-    // Rule 2's wave: the CTAs the GPU runs at once where they make more
-    // than two such waves (rule 6 fills shared memory unless K is short,
-    // so most tiles run one to an SM); the last wave counts the SMs it
-    // keeps busy.
-    let co_resident = machine.ctas_per_sm(smem).min(machine.ctas_per_sm_by_registers(4 * warpgroups, registers(warpgroups).total));
-    let resident = if co_resident > 1 && ctas > 2 * machine.sms * co_resident { co_resident } else { 1 };
-    let at_once = machine.sms * resident;
-    let waves = ceil_div(ctas, at_once);
-    let last_wave = ceil_div(ctas - (waves - 1) * at_once, resident);
     let num_warps = 4 * warpgroups;
-    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: ceil_div(ctas, waves * resident), cluster: Along::None, splits, raster_group: 0 };
-    Some(Candidate { config, tiles, waves, last_wave, smem_bytes: smem, reason: String::new() })
+    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: 0, cluster: Along::None, splits, raster_group: 0 };
+    Some(with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, smem_bytes: smem, reason: String::new() }))
+}
+
+/// Rules 2, 3 and 9 for `c`: its waves, the SMs its last wave keeps busy,
+/// and the fewest SMs that keep the waves. A wave is the CTAs the GPU runs
+/// at once: in the plain pipeline, R to an SM where its shared memory and
+/// registers let R share one and they make more than two such waves (rule
+/// 6 fills shared memory unless K is short, so most tiles run one to an
+/// SM); a persistent kernel runs one CTA an SM.
+fn with_waves(problem: &Problem, machine: &Machine, mut c: Candidate) -> Candidate {
+    let ctas = c.tiles * c.config.splits;
+    let resident = match c.config.schedule {
+        Schedule::Pipeline => {
+            let warpgroups = c.config.num_warps / 4;
+            let accumulators = problem.precision.accumulator_registers(c.config.block_m, c.config.block_n, warpgroups).total;
+            let fit = machine.ctas_per_sm(c.smem_bytes).min(machine.ctas_per_sm_by_registers(c.config.num_warps, accumulators));
+            if fit > 1 && ctas > 2 * machine.sms * fit {
+                fit
+            } else {
+                1
+            }
+        }
+        Schedule::WarpSpecialized { .. } | Schedule::PingPong => 1,
+    };
+    let at_once = machine.sms * resident;
+    c.waves = ceil_div(ctas, at_once);
+    c.last_wave = ceil_div(ctas - (c.waves - 1) * at_once, resident);
+    c.config.sms = ceil_div(ctas, c.waves * resident);
+    c
 }
 
 /// Rules 2-5 as an order: the better candidate first.
@@ -908,7 +926,8 @@ fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candida
     let tile = (c.block_m, c.block_n, c.block_k);
     let (stages, scales) = stages_and_scales(problem, machine, pins, tile, epilogue, schedule, c.splits)?;
     let config = Config { stages, num_warps, schedule, epilogue, scales, ..c };
-    Some(Candidate { config, smem_bytes: smem_bytes(problem, tile, stages, epilogue, scales, schedule, c.splits), reason: String::new(), ..from.clone() })
+    let rescheduled = Candidate { config, smem_bytes: smem_bytes(problem, tile, stages, epilogue, scales, schedule, c.splits), reason: String::new(), ..from.clone() };
+    Some(with_waves(problem, machine, rescheduled))
 }
 
 /// The pick: the first of [`rank`], or why there is none.
