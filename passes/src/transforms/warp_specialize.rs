@@ -17,7 +17,9 @@
 //!   its wgmma with one group in flight (none for a block-scaled dot, whose
 //!   product is promoted at once, with its scales read from the stage, or
 //!   with `scales=prefetched` loaded one iteration ahead), releases the
-//!   stage the retired group read, drains, releases the last stage, and
+//!   stage the retired group read (lane 0 of each warp for it, or every
+//!   thread when the stage carries scales the threads read themselves),
+//!   drains, releases the last stage, and
 //!   runs the epilogue. With two consumers each owns half of the M tile (a
 //!   row window of A's buffer and of the row scales' buffer) and stores its
 //!   half.
@@ -118,9 +120,9 @@ impl WarpSpecialize {
 }
 
 /// Warps in a warpgroup: lane 0 of every consumer warp arrives on `empty`
-/// for its warp, once the warp's `wgmma.wait_group` has returned (a warp's
-/// reads of the stage are then complete; 128 arrivals per consumer on one
-/// barrier would serialise on its shared-memory word).
+/// for its warp, once the warp's `wgmma.wait_group` has returned (the
+/// warp's wgmma reads of the stage are then complete), unless the threads
+/// read the stage themselves (staged scales), [`Release::PerThread`].
 const WARPS_PER_WARPGROUP: i64 = 4;
 
 /// A consumer arrives on `stage` of `barrier` (releasing a stage to the
