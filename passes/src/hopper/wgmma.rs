@@ -109,7 +109,7 @@ pub fn completing_wait(body: &Body, done: Value) -> Option<Op> {
 /// 128 rows by 128 columns a warpgroup, which ptxas could only spill. Each
 /// block's wgmma reads its rows of A through an `nv.smem_rows` window; a
 /// stage released after the wait (a warp-specialised consumer's arrive)
-/// stays after the last block's wait. Run it once the accumulators have
+/// is released after the last block's promotion. Run it once the accumulators have
 /// their final layouts (a consumer's, after it takes its rows); a dot that
 /// reads A in registers keeps its whole-tile promotion.
 pub fn promote_by_row_blocks(body: &mut Body, region: Region) {
@@ -202,17 +202,13 @@ impl RowBlockSplit {
         // A stage released right after the wait is released after the last
         // promotion instead: every block's scales, read from the stage, are
         // then consumed before the producer may refill it.
-        let release = next_op(body, self.wait_of_last_block(body, promotion));
+        let last_wait = body.defining_op(partial).expect("a waited partial");
+        let release = next_op(body, last_wait);
         if MbarrierArrive::of(body, release).is_some() {
             let after = next_op(body, promotion.op());
             body.remove_op(release);
             body.insert_op_before(after, release);
         }
-    }
-
-    /// The wait whose partial the (last block's) promotion reads.
-    fn wait_of_last_block(&self, body: &Body, promotion: ScaleAccumulate) -> Op {
-        body.defining_op(promotion.partial(body)).expect("a waited partial")
     }
 
     /// Rows `[block * block_rows, (block + 1) * block_rows)` of A's buffer (or window).
