@@ -28,10 +28,13 @@ for a in ${SASS_ARTIFACTS:-bf16_s4 ws2_128x256_p_s4 ws2_p_s3}; do
   echo "$a: HGMMA $(grep -c HGMMA "/tmp/$a.sass"), WARPGROUP.ARRIVE $(grep -c 'WARPGROUP.ARRIVE' "/tmp/$a.sass"), WARPGROUP.DEPBAR $(grep -c 'WARPGROUP.DEPBAR' "/tmp/$a.sass"), WARPSYNC $(grep -c 'WARPSYNC' "/tmp/$a.sass")"
 done
 
-echo "== compute-sanitizer (small shape)"
+# K = 2048 is 32 BF16 or 16 FP8 K blocks, more than any kernel's stages: a
+# K loop no longer than its stages never reuses one, and hides races between
+# a stage's release and its refill (the FP8 scales' lane-0 release, 2026-11-25).
+echo "== compute-sanitizer (small shapes, stages reused)"
 for tool in racecheck synccheck memcheck; do
   for a in ${SANITIZE_ARTIFACTS:-bf16_s4 ws1_s4 ws2_p_s4}; do
-    timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 bin/tilec-gpu-test "artifacts/$a" --shapes 256x256x512 >/tmp/sanitize.log 2>&1
+    timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 bin/tilec-gpu-test "artifacts/$a" --shapes 256x256x512,256x256x2048 >/tmp/sanitize.log 2>&1
     rc=$?
     cat /tmp/sanitize.log >>"$out/sanitize.log"
     echo "$tool $a: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/sanitize.log | tr '\n' ' ')"

@@ -23,7 +23,8 @@ cd "$(dirname "$0")"
   echo "== compute-sanitizer (3 x 3 tiles, and 2 x 1)"
   for tool in racecheck synccheck; do
     for a in artifacts/cl_*/; do
-      case "$a" in *fp8*) shapes=384x768x256,256x256x512 ;; *) shapes=384x768x256,256x256x512 ;; esac
+      # 256x256x2048: more K blocks than stages, so every stage is reused.
+      shapes=384x768x256,256x256x512,256x256x2048
       timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 bin/tilec-gpu-test "$a" --shapes "$shapes" >/tmp/sanitize.log 2>&1
       echo "$tool $(basename "$a"): rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/sanitize.log | tr '\n' ' ')"
     done
