@@ -412,6 +412,19 @@ pub struct Config {
     pub raster_group: i64,
 }
 
+impl Config {
+    /// The warpgroups one tile's accumulators are spread over: all of the
+    /// plain pipeline's, a warp-specialised kernel's consumers, one of
+    /// ping-pong's (each holds whole tiles).
+    pub fn tile_warpgroups(&self) -> i64 {
+        match self.schedule {
+            Schedule::Pipeline => self.num_warps / 4,
+            Schedule::WarpSpecialized { consumers } => consumers,
+            Schedule::PingPong => 1,
+        }
+    }
+}
+
 /// A configuration with the figures that ranked it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Candidate {
@@ -581,8 +594,7 @@ fn with_waves(problem: &Problem, machine: &Machine, mut c: Candidate) -> Candida
     let ctas = c.tiles * c.config.splits;
     let resident = match c.config.schedule {
         Schedule::Pipeline => {
-            let warpgroups = c.config.num_warps / 4;
-            let accumulators = problem.precision.accumulator_registers(c.config.block_m, c.config.block_n, warpgroups).total;
+            let accumulators = problem.precision.accumulator_registers(c.config.block_m, c.config.block_n, c.config.tile_warpgroups()).total;
             let fit = machine.ctas_per_sm(c.smem_bytes).min(machine.ctas_per_sm_by_registers(c.config.num_warps, accumulators));
             if fit > 1 && ctas > 2 * machine.sms * fit {
                 fit
@@ -649,12 +661,7 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
 /// Whether a block-scaled tile's warpgroups each hold more than one m64
 /// block of rows, which they promote one block at a time (rule 1).
 fn promotes_by_row_blocks(c: &Config) -> bool {
-    let warpgroups = match c.schedule {
-        Schedule::Pipeline => c.num_warps / 4,
-        Schedule::WarpSpecialized { consumers } => consumers,
-        Schedule::PingPong => 1,
-    };
-    c.scales != Scales::None && c.block_m > 64 * warpgroups
+    c.scales != Scales::None && c.block_m > 64 * c.tile_warpgroups()
 }
 
 /// The first rule on which `c` loses to `best`.

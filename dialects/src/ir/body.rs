@@ -177,7 +177,8 @@ impl Body {
         }
     }
 
-    fn position_in_block(&self, op: Op) -> usize {
+    /// Where `op` stands among its block's ops.
+    pub fn position_in_block(&self, op: Op) -> usize {
         let block = self.ops[op].parent.expect("op is attached");
         self.blocks[block].ops.iter().position(|&o| o == op).expect("op is in its parent block")
     }

@@ -164,11 +164,7 @@ impl RowBlockSplit {
         let scales = (promotion.row_scale(body), promotion.col_scale(body));
 
         let zero_at = body.defining_op(whole_zero).expect("a zero splat");
-        let mut b = Builder::new(body, InsertPoint::Before(zero_at), loc.clone());
-        let mut zero_attrs = Attributes::new();
-        zero_attrs.set("value", Attribute::Float(0.0, ElemType::F32));
-        let zero = Constant::build(&mut b, self.partial_type.clone(), zero_attrs).result(b.body);
-        let zero = b.name(zero, "block_zero");
+        let zero = zero_splat(&mut Builder::new(body, InsertPoint::Before(zero_at), loc.clone()), self.partial_type.clone());
 
         // Block 0's window goes before the fence that opens its wgmma.
         let opening = previous_op(body, self.wgmma.op()).filter(|&op| WgmmaFence::of(body, op).is_some()).unwrap_or(self.wgmma.op());
@@ -232,31 +228,29 @@ fn promote_block(b: &mut Builder<'_>, running: Value, partial: Value, (row_scale
 /// The op before `op` in its block, if any.
 fn previous_op(body: &Body, op: Op) -> Option<Op> {
     let ops = &body.blocks[body.ops[op].parent.expect("attached")].ops;
-    let at = ops.iter().position(|&o| o == op).expect("in its block");
-    at.checked_sub(1).map(|i| ops[i])
+    body.position_in_block(op).checked_sub(1).map(|i| ops[i])
 }
 
 /// Whether `v` is defined by an op after `op` in `op`'s block.
 fn defined_after(body: &Body, v: Value, op: Op) -> bool {
-    let Some(def) = body.defining_op(v) else { return false };
-    let block = body.ops[op].parent.expect("attached");
-    let ops = &body.blocks[block].ops;
-    match (ops.iter().position(|&o| o == def), ops.iter().position(|&o| o == op)) {
-        (Some(d), Some(o)) => d > o,
-        _ => false,
-    }
+    body.defining_op(v)
+        .filter(|&def| body.ops[def].parent == body.ops[op].parent)
+        .is_some_and(|def| body.position_in_block(def) > body.position_in_block(op))
 }
 
 /// A zero splat of `dot`'s accumulator type, made just before the loop
 /// that holds the dot (once per tile, not once per K block).
 fn zero_before_loop(body: &mut Body, dot: StagedDot) -> Value {
     let ty = body.value_type(dot.acc(body)).clone();
-    let block = body.ops[dot.op()].parent.expect("attached");
-    let owner = body.blocks[block].parent.and_then(|r| body.regions[r].parent).unwrap_or(dot.op());
-    let mut b = Builder::new(body, InsertPoint::Before(owner), body.ops[dot.op()].loc.clone());
+    let owner = body.parent_op(dot.op()).unwrap_or(dot.op());
+    zero_splat(&mut Builder::new(body, InsertPoint::Before(owner), body.ops[dot.op()].loc.clone()), ty)
+}
+
+/// A zero splat of `ty`, an f32 accumulator tile for a `zero_init` wgmma.
+fn zero_splat(b: &mut Builder<'_>, ty: Type) -> Value {
     let mut attrs = Attributes::new();
     attrs.set("value", Attribute::Float(0.0, ElemType::F32));
-    let zero = Constant::build(&mut b, ty, attrs).result(b.body);
+    let zero = Constant::build(b, ty, attrs).result(b.body);
     b.name(zero, "block_zero")
 }
 
@@ -296,6 +290,5 @@ pub fn drain_after(body: &mut Body, region: Region, for_op: Op) -> Op {
 /// The op after `op` in its block.
 pub fn next_op(body: &Body, op: Op) -> Op {
     let block = body.ops[op].parent.expect("attached");
-    let ops = &body.blocks[block].ops;
-    ops[ops.iter().position(|&o| o == op).expect("in its block") + 1]
+    body.blocks[block].ops[body.position_in_block(op) + 1]
 }

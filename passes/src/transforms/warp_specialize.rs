@@ -125,13 +125,8 @@ impl WarpSpecialize {
 /// read the stage themselves (staged scales), [`Release::PerThread`].
 const WARPS_PER_WARPGROUP: i64 = 4;
 
-/// A consumer arrives on `stage` of `barrier` (releasing a stage to the
-/// producer, or its turn to the other consumer), one arrival per warp.
-fn arrive_per_warp(b: &mut Builder<'_>, barrier: Value, stage: Value) {
-    Release::PerWarp.arrive(b, barrier, stage);
-}
-
-/// How a consumer warpgroup releases a stage to the producer.
+/// How a consumer warpgroup releases a stage to the producer (or its turn
+/// to the other consumer).
 #[derive(Clone, Copy)]
 enum Release {
     /// Lane 0 of each warp arrives for it, after the warp's wgmma wait.
@@ -150,6 +145,7 @@ impl Release {
         }
     }
 
+    /// Arrives on `stage` of `barrier`.
     fn arrive(self, b: &mut Builder<'_>, barrier: Value, stage: Value) {
         let mut attrs = Attributes::new();
         if let Release::PerWarp = self {
@@ -585,7 +581,7 @@ fn take_turns(body: &mut Body, k_loop: For, order: Value, c: Value) {
     // (2026-11-25).
     let drain = next_op(body, k_loop.op());
     let after = next_op(body, drain);
-    arrive_per_warp(&mut Builder::new(body, InsertPoint::Before(after), loc.clone()), order, c);
+    Release::PerWarp.arrive(&mut Builder::new(body, InsertPoint::Before(after), loc.clone()), order, c);
     let (lb, step) = (tiles.lower_bound(body), tiles.step(body));
     let mut b = Builder::new(body, InsertPoint::Before(tiles.op()), loc);
     let skipped = Muli::build(&mut b, c, step, Attributes::new()).result(b.body);
