@@ -298,6 +298,22 @@ impl Body {
         }
     }
 
+    /// Replaces every use of `old` by `new` among the ops reachable from
+    /// `region` but `user`, the op that makes `new` from `old` and keeps
+    /// reading it.
+    pub fn replace_uses_except(&mut self, region: Region, old: Value, new: Value, user: Op) {
+        for op in self.walk_region(region) {
+            if op == user {
+                continue;
+            }
+            for operand in &mut self.ops[op].operands {
+                if *operand == old {
+                    *operand = new;
+                }
+            }
+        }
+    }
+
     /// Counts the uses of every value by ops reachable from `region`.
     pub fn use_counts(&self, region: Region) -> Vec<usize> {
         let mut counts = vec![0; self.values.len()];

@@ -280,10 +280,9 @@ pub fn drain_after(body: &mut Body, region: Region, for_op: Op) -> Op {
     let drain = WgmmaWait::build(&mut b, &results, 0, Attributes::new());
     for (&r, &drained) in results.iter().zip(&drain.results(body).to_vec()) {
         body.values[drained].name_hint = body.values[r].name_hint.take();
-        body.replace_all_uses(region, r, drained);
+        // The drain itself still waits on the loop's results.
+        body.replace_uses_except(region, r, drained, drain.op());
     }
-    // The drain itself still waits on the loop's results.
-    body.ops[drain.op()].operands = results;
     after
 }
 

@@ -346,8 +346,7 @@ fn convert_after_definition(body: &mut Body, region: tilec_dialects::Region, v: 
     let mut b = Builder::new(body, InsertPoint::Before(next), loc);
     let convert = ConvertLayout::build(&mut b, v, pinned, Attributes::new());
     let converted = convert.result(body);
-    body.replace_all_uses(region, v, converted);
-    convert.set_input(body, v);
+    body.replace_uses_except(region, v, converted, convert.op());
     body.values[v].ty = Type::Tile(produced);
     // Users see the pinned value under the name they gave it.
     body.values[converted].name_hint = body.values[v].name_hint.take();

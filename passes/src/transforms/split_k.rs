@@ -119,8 +119,7 @@ impl Pass for SplitK {
         let shifted = Addi::build(&mut b, iv, skipped, Attributes::new());
         let kt = shifted.result(b.body);
         let kt = b.name(kt, "kt_split");
-        body.replace_all_uses(k_loop.region(body), iv, kt);
-        shifted.set_lhs(body, iv);
+        body.replace_uses_except(k_loop.region(body), iv, kt, shifted.op());
 
         let after = next_op(body, k_loop.op());
         for result in body.ops[k_loop.op()].results.clone() {
@@ -128,8 +127,7 @@ impl Pass for SplitK {
             let sum = SumSplits::build(&mut b, result, self.splits, Attributes::new());
             let total = sum.result(b.body);
             let total = b.name(total, "summed");
-            body.replace_all_uses(region, result, total);
-            sum.set_value(body, result);
+            body.replace_uses_except(region, result, total, sum.op());
         }
 
         for store in stores {
