@@ -8,18 +8,73 @@
 use crate::op_error;
 use tilec_dialects::ir::{Attributes, Block, Body, Builder, Op, Value};
 use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, Minsi, Muli, Remsi, Store, Subi};
-use tilec_dialects::{Diagnostic, Region};
+use tilec_dialects::{Diagnostic, Function, Region};
+
+/// How a kernel with one CTA per output tile indexes its tiles: the
+/// top-level `tile.block_id`s along x and y (and z, a batch of problems,
+/// where the output is batched), the values they give, and the store of
+/// the output tile they index, whose tensor and tile shape give the tile
+/// counts.
+pub struct OutputTiles {
+    /// The `tile.block_id x` giving the tile row.
+    pub bid_m: Op,
+    /// The `tile.block_id y` giving the tile column.
+    pub bid_n: Op,
+    /// The `tile.block_id z` giving the problem of a batch, if any.
+    pub bid_z: Option<Op>,
+    /// The tile row.
+    pub pid_m: Value,
+    /// The tile column.
+    pub pid_n: Value,
+    /// The problem of a batch, if any.
+    pub pid_z: Option<Value>,
+    /// The store of the output tile.
+    pub store: Store,
+    /// The output tensor.
+    pub tensor: Value,
+    /// Its rank: 2, or 3 when batched.
+    pub rank: i64,
+    /// The stored tile's rows and columns.
+    pub tile_shape: Vec<i64>,
+}
+
+impl OutputTiles {
+    /// `func`'s output tiles; errors name `pass`, which needs them `purpose`
+    /// ("to make persistent").
+    pub fn find(pass: &str, purpose: &str, func: &Function) -> Result<OutputTiles, Diagnostic> {
+        let body = &func.body;
+        let block_id = |dim: i64| block_id_op(body, func.entry_block(), dim);
+        let (Some(bid_m), Some(bid_n)) = (block_id(0), block_id(1)) else {
+            return Err(Diagnostic::error(func.loc.clone(), format!("'@{}' has no 'tile.block_id x' and 'y' in its body {purpose}", func.name)));
+        };
+        let bid_z = block_id(2);
+        let (pid_m, pid_n) = (body.result(bid_m, 0), body.result(bid_n, 0));
+        let pid_z = bid_z.map(|op| body.result(op, 0));
+        let store = output_store(pass, body, func.region, pid_z, pid_m, pid_n)?;
+        let tensor = store.tensor(body);
+        let tile_shape = body.value_type(store.value(body)).as_tile().expect("verified").shape.clone();
+        let rank = body.value_type(tensor).as_ref_type().expect("verified").shape.len() as i64;
+        Ok(OutputTiles { bid_m, bid_n, bid_z, pid_m, pid_n, pid_z, store, tensor, rank, tile_shape })
+    }
+
+    /// ceil(M / BM) and ceil(N / BN), built at `b`, named `tiles_m` and `tiles_n`.
+    pub fn counts(&self, b: &mut Builder<'_>) -> (Value, Value) {
+        let tiles_m = tile_count(b, self.tensor, self.rank - 2, self.tile_shape[0], "tiles_m");
+        let tiles_n = tile_count(b, self.tensor, self.rank - 1, self.tile_shape[1], "tiles_n");
+        (tiles_m, tiles_n)
+    }
+}
 
 /// The `tile.block_id` along grid dimension `dim` (0 = x) among `block`'s
 /// ops: the kernel's top level, where the tile coordinates are read.
-pub fn block_id_op(body: &Body, block: Block, dim: i64) -> Option<Op> {
+fn block_id_op(body: &Body, block: Block, dim: i64) -> Option<Op> {
     body.blocks[block].ops.iter().copied().find(|&o| BlockId::of(body, o).is_some_and(|b| b.dim(body) == dim))
 }
 
 /// The store of the output tile at (`pid_m`, `pid_n`), or at (`pid_z`,
 /// `pid_m`, `pid_n`) in a batched output: its tensor and tile shape give the
 /// number of tiles. Errors name `pass`, the pass that needs it.
-pub fn output_store(pass: &str, body: &Body, region: Region, pid_z: Option<Value>, pid_m: Value, pid_n: Value) -> Result<Store, Diagnostic> {
+fn output_store(pass: &str, body: &Body, region: Region, pid_z: Option<Value>, pid_m: Value, pid_n: Value) -> Result<Store, Diagnostic> {
     let stores: Vec<Store> = body.walk_region(region).into_iter().filter_map(|o| Store::of(body, o)).collect();
     let at_tile = |s: &Store| match (s.indices(body), pid_z) {
         ([m, n], _) => [*m, *n] == [pid_m, pid_n],
@@ -40,7 +95,7 @@ pub fn output_store(pass: &str, body: &Body, region: Region, pid_z: Option<Value
 }
 
 /// ceil(dim / extent): tiles along one dimension of `tensor`, named `name`.
-pub fn tile_count(b: &mut Builder<'_>, tensor: Value, dim: i64, extent: i64, name: &str) -> Value {
+fn tile_count(b: &mut Builder<'_>, tensor: Value, dim: i64, extent: i64, name: &str) -> Value {
     let size = Dim::build(b, tensor, dim, Attributes::new()).result(b.body);
     let e = b.index(extent);
     let count = Ceildivsi::build(b, size, e, Attributes::new()).result(b.body);

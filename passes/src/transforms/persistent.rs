@@ -20,7 +20,7 @@ use crate::options::{OptionKind, OptionSpec};
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::tile_order::{block_id_op, grouped_coords, output_store, tile_count};
+use crate::tile_order::{grouped_coords, OutputTiles};
 use crate::{op_error, Pass};
 use tilec_dialects::ir::{Attribute, Attributes, Builder, InsertPoint, Op, Type, Value};
 use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, For, Muli, NumBlocks, Remsi, Yield};
@@ -74,28 +74,19 @@ impl Pass for Persistent {
             }
         }
         let entry = func.entry_block();
+        let tiles = OutputTiles::find(INFO.name, "to make persistent", func)?;
         let body = &mut func.body;
-        let block_id = |dim: i64| block_id_op(body, entry, dim);
-        let (Some(bid_m), Some(bid_n)) = (block_id(0), block_id(1)) else {
-            return Err(Diagnostic::error(func.loc.clone(), format!("'@{}' has no 'tile.block_id x' and 'y' in its body to make persistent", func.name)));
-        };
-        let bid_z = block_id(2);
-        if let (Some(z), Along::M | Along::N) = (bid_z, self.pairs) {
+        if let (Some(z), Along::M | Along::N) = (tiles.bid_z, self.pairs) {
             return Err(op_error(body, z, "indexes a batch of problems (grid z): tile pairs for clusters cover one problem only".into()));
         }
-        let (pid_m, pid_n) = (body.result(bid_m, 0), body.result(bid_n, 0));
-        let pid_z = bid_z.map(|op| body.result(op, 0));
-        let store = output_store(INFO.name, body, func.region, pid_z, pid_m, pid_n)?;
-        let (tensor, tile_shape) = (store.tensor(body), body.value_type(store.value(body)).as_tile().expect("verified").shape.clone());
-        let rank = body.value_type(tensor).as_ref_type().expect("verified").shape.len() as i64;
+        let OutputTiles { bid_m, bid_n, bid_z, pid_m, pid_n, pid_z, store, tensor, .. } = tiles;
 
         // Everything but the terminator moves into the loop over tiles.
         let work: Vec<Op> = body.blocks[entry].ops.iter().copied().filter(|&o| !body.ops[o].def.traits.terminator).collect();
         let terminator = body.terminator(entry).expect("verified function");
         let loc = body.ops[store.op()].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(terminator), loc.clone());
-        let tiles_m = tile_count(&mut b, tensor, rank - 2, tile_shape[0], "tiles_m");
-        let tiles_n = tile_count(&mut b, tensor, rank - 1, tile_shape[1], "tiles_n");
+        let (tiles_m, tiles_n) = tiles.counts(&mut b);
         let per_batch = Muli::build(&mut b, tiles_m, tiles_n, Attributes::new()).result(b.body);
         let num_tiles = match pid_z {
             Some(_) => {

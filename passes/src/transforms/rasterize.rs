@@ -18,7 +18,7 @@ use crate::config::config_int;
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::tile_order::{block_id_op, grouped_coords, output_store, tile_count};
+use crate::tile_order::{grouped_coords, OutputTiles};
 use crate::Pass;
 use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint};
 use tilec_dialects::tile::BlockId;
@@ -64,25 +64,14 @@ impl Pass for Rasterize {
                 return Err(Diagnostic::error(func.loc.clone(), "tile-rasterize: a cluster along grid x or y pairs neighbouring tiles, which a one-dimensional tile order would split"));
             }
         }
-        let entry = func.entry_block();
+        let tiles = OutputTiles::find(INFO.name, "to rasterise", func)?;
+        let OutputTiles { bid_m, bid_n, bid_z, pid_m, pid_n, rank, .. } = tiles;
         let body = &mut func.body;
-        let block_id = |dim: i64| block_id_op(body, entry, dim);
-        let (Some(bid_m), Some(bid_n)) = (block_id(0), block_id(1)) else {
-            return Err(Diagnostic::error(func.loc.clone(), format!("'@{}' has no 'tile.block_id x' and 'y' in its body to rasterise", func.name)));
-        };
-        let bid_z = block_id(2);
-        let (pid_m, pid_n) = (body.result(bid_m, 0), body.result(bid_n, 0));
-        let pid_z = bid_z.map(|op| body.result(op, 0));
-        let store = output_store(INFO.name, body, func.region, pid_z, pid_m, pid_n)?;
-        let (tensor, tile_shape) = (store.tensor(body), body.value_type(store.value(body)).as_tile().expect("verified").shape.clone());
-        let rank = body.value_type(tensor).as_ref_type().expect("verified").shape.len() as i64;
-
         let loc = body.ops[bid_m].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(bid_m), loc);
         let tile = BlockId::build(&mut b, 0, Attributes::new()).result(b.body);
         let tile = b.name(tile, "tile");
-        let tiles_m = tile_count(&mut b, tensor, rank - 2, tile_shape[0], "tiles_m");
-        let tiles_n = tile_count(&mut b, tensor, rank - 1, tile_shape[1], "tiles_n");
+        let (tiles_m, tiles_n) = tiles.counts(&mut b);
         let (m, n) = grouped_coords(&mut b, tile, tiles_m, tiles_n, group);
         body.replace_all_uses(func.region, pid_m, m);
         body.replace_all_uses(func.region, pid_n, n);
