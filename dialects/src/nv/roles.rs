@@ -16,11 +16,22 @@ pub fn valid_register_budget(regs: i64) -> bool {
 /// Registers of the SM's register file one CTA may use.
 pub const REGISTER_FILE: i64 = 64 * 1024;
 
+/// The registers each thread of a CTA of `threads` starts with: the
+/// register file shared out, in whole allocation units of 8 (168 for 384
+/// threads). `setmaxnreg` then moves registers between warpgroups of the
+/// CTA, never beyond what it started with.
+pub fn launch_registers(threads: i64) -> i64 {
+    REGISTER_FILE / threads / 8 * 8
+}
+
 /// The register budgets of a warp-specialised CTA that ptxas and the SM
 /// accept: each a `setmaxnreg` value; the consumers' no smaller than the
 /// producer's (setmaxnreg raises the consumers and lowers the producer from
-/// one launch budget, and ptxas rejects the reverse with C7406); and one
-/// warpgroup (128 threads) per role within the register file.
+/// one launch budget, and ptxas rejects the reverse with C7406); and all
+/// warpgroups (128 threads each) within what the CTA starts with. Budgets
+/// past that pass ptxas, but the consumers' `setmaxnreg.inc` then waits
+/// forever for registers no warpgroup gave back (32 + 2 x 240 hung on the
+/// H100, 2026-11-25: 128 x 512 needs more than 384 x 168).
 pub fn check_register_budgets(producer_regs: i64, consumer_regs: i64, consumers: i64) -> Result<(), String> {
     for (name, regs) in [("producer", producer_regs), ("consumer", consumer_regs)] {
         if !valid_register_budget(regs) {
@@ -30,10 +41,13 @@ pub fn check_register_budgets(producer_regs: i64, consumer_regs: i64, consumers:
     if consumer_regs < producer_regs {
         return Err(format!("the consumer budget ({consumer_regs} registers) is below the producer's ({producer_regs}): ptxas rejects it"));
     }
+    let threads = 128 * (1 + consumers);
     let total = 128 * (producer_regs + consumers * consumer_regs);
-    if total > REGISTER_FILE {
+    let available = threads * launch_registers(threads);
+    if total > available {
         return Err(format!(
-            "the budgets need {total} registers (128 x ({producer_regs} + {consumers} x {consumer_regs})), more than the {REGISTER_FILE} of the register file"
+            "the budgets need {total} registers (128 x ({producer_regs} + {consumers} x {consumer_regs})), more than the {available} the CTA's {threads} threads start with ({} each)",
+            launch_registers(threads)
         ));
     }
     Ok(())
