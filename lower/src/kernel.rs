@@ -6,11 +6,12 @@ use super::fragment::{self, Frag, FragGeom, ThreadCoords};
 use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
-use super::scales::{self, Scales};
+use super::scales::{self, ColumnBlocks, Scales};
 use super::{cluster, nvgpu, roles, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
+use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 use tilec_dialects::{nv, tile};
 use tilec_dialects::{Attribute, Diagnostic, ElemType, Function, Type, Value};
 
@@ -857,9 +858,24 @@ impl<'a> Lowerer<'a> {
         if partial.geom.m_blocks != row_block.map_or(acc.geom.m_blocks, |_| 1) {
             return Err(self.err(op, "the partial does not cover the accumulator, or with 'row_block' one m64 block of it"));
         }
-        let promoted = scales::scale_accumulate(&mut self.em, &acc, &partial, &rows, &blocks, row_block);
+        let columns = match sacc.col_offset(&self.f.body) {
+            None => ColumnBlocks::FromStart,
+            Some(offset) => match self.constant_int(offset) {
+                Some(known) if known % 8 == 0 && (0..SCALE_BLOCK_N).contains(&known) => ColumnBlocks::Known(known),
+                Some(known) => return Err(self.err(op, format!("the column offset {known} is not a multiple of 8 below {SCALE_BLOCK_N}"))),
+                None => ColumnBlocks::Dynamic { offset: self.scalar(op, offset)?, step: acc.geom.cols },
+            },
+        };
+        let promoted = scales::scale_accumulate(&mut self.em, &acc, &partial, &rows, &blocks, row_block, &columns);
         self.vals.insert(result, Lv::Frag(promoted));
         Ok(())
+    }
+
+    /// The integer `v` holds when a constant op defines it.
+    fn constant_int(&self, v: Value) -> Option<i64> {
+        let body = &self.f.body;
+        let constant = tile::Constant::of(body, body.defining_op(v)?)?;
+        body.ops[constant.op()].attrs.get("value").and_then(Attribute::as_int)
     }
 
     fn lower_constant(&mut self, op: Op, result: Value, value: Option<&Attribute>) -> Result<(), Diagnostic> {

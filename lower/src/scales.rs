@@ -199,15 +199,106 @@ pub(crate) fn load(em: &mut Emitter, tile: &TileType, warpgroups: Option<i64>, t
     }
 }
 
-/// `acc + partial * rows[row] * blocks[col / 128]`, element by element:
-/// one product of scales per (row, column block) the thread holds, then
-/// one FMA per element. With `row_block` the partial is that m64 block of
-/// the accumulator alone; the other blocks pass through, and the promoted
+/// Where column `col` of a promotion finds its block scale: block
+/// `col / 128` (a tile that starts a block), or with the tile's first
+/// column at `offset` in the first block (a multiple of 8 below 128),
+/// `min((offset + col) / 128, last)`.
+pub(crate) enum ColumnBlocks {
+    /// The tile starts a block.
+    FromStart,
+    /// The offset is a constant, a multiple of 8 below 128.
+    Known(i64),
+    /// The offset is this i32 value, and a grid of tiles `step` columns
+    /// wide (the accumulator's) starts its tiles at multiples of `step`.
+    Dynamic { offset: String, step: i64 },
+}
+
+/// `acc + partial * rows[row] * blocks[block of col]`, element by element:
+/// one product of scales per (row, block) the thread holds, then one FMA
+/// per element. With `row_block` the partial is that m64 block of the
+/// accumulator alone; the other blocks pass through, and the promoted
 /// values are pinned where they stand by an empty side-effecting asm that
 /// reads them: LLVM would otherwise sink the FMAs past the next block's
 /// wgmma (they are pure), keeping two blocks' partials live, which at
 /// 128 rows by 128 columns a warpgroup spills.
-pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, rows: &[String], blocks: &[String], row_block: Option<i64>) -> Frag {
+///
+/// With a dynamic offset, each column's block changes with the tile while
+/// the offset stays the same for the whole K loop; instead of choosing a
+/// scale per element, a switch on the offset runs one promotion per offset
+/// a grid of accumulator-wide tiles gives (the multiples of gcd(N, 128)
+/// below 128), each with its blocks fixed. Any other offset traps: a
+/// default that chose per element kept its loop-invariant choices live
+/// across the K loop (LLVM hoists them), which spilled 88 bytes at 64x176
+/// a warpgroup.
+pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, rows: &[String], blocks: &[String], row_block: Option<i64>, columns: &ColumnBlocks) -> Frag {
+    let last = blocks.len() as i64 - 1;
+    match columns {
+        ColumnBlocks::FromStart => promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[(col / SCALE_BLOCK_N) as usize].clone()),
+        ColumnBlocks::Known(offset) => promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(offset + col, last)].clone()),
+        ColumnBlocks::Dynamic { offset, step } => {
+            // A case fixes each 8-column group's block, which takes an
+            // offset that is a multiple of 8.
+            let grain = gcd(*step, SCALE_BLOCK_N);
+            let cases: Vec<i64> = if grain % 8 == 0 { (0..SCALE_BLOCK_N).step_by(grain as usize).collect() } else { Vec::new() };
+            // Where every offset the grid gives maps each group to the same
+            // block (a tile as wide as a divisor of 128 never leaves its
+            // block), the switch would choose between equal cases.
+            let groups: Vec<i64> = (0..acc.geom.cols).step_by(8).collect();
+            let blocks_of = |known: i64| groups.iter().map(|&col| block_at(known + col, last)).collect::<Vec<_>>();
+            if let Some(&first) = cases.first() {
+                if cases.iter().all(|&known| blocks_of(known) == blocks_of(first)) {
+                    return promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(first + col, last)].clone());
+                }
+            }
+            let ty = acc.chunk_type(em);
+            let n = acc.chunks.len();
+            let types = vec![ty.clone(); n].join(", ");
+            let name = em.fresh("promoted");
+            let index = em.assign("offset_index", format!("arith.index_cast {offset} : i32 to index"));
+            em.open(format!("{name}:{n} = scf.index_switch {index} -> {types}"));
+            for known in cases {
+                em.open(format!("case {known} {{"));
+                let done = promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(known + col, last)].clone());
+                em.line(format!("scf.yield {} : {types}", done.chunks.join(", ")));
+                em.close("}");
+            }
+            // Any other offset breaks the op's contract: trap rather than
+            // promote with the wrong scales.
+            em.open("default {");
+            em.line("llvm.intr.trap");
+            em.line(format!("scf.yield {} : {types}", acc.chunks.join(", ")));
+            em.close("}");
+            Frag { geom: acc.geom.clone(), elem: acc.elem, chunks: (0..n).map(|i| format!("{name}#{i}")).collect() }
+        }
+    }
+}
+
+/// The block of column `at` counted from the first block's first column,
+/// at most `last`.
+fn block_at(at: i64, last: i64) -> usize {
+    (at / SCALE_BLOCK_N).clamp(0, last) as usize
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The promotion with each element's scale chosen by `scale_of(scales,
+/// col)` from one row's products with every block scale, `col` the first
+/// column of the element's 8-column group.
+fn promote(
+    em: &mut Emitter,
+    acc: &Frag,
+    partial: &Frag,
+    rows: &[String],
+    blocks: &[String],
+    row_block: Option<i64>,
+    scale_of: &dyn Fn(&[String], i64) -> String,
+) -> Frag {
     let g = &acc.geom;
     let ty = acc.chunk_type(em);
     let mut chunks = acc.chunks.clone();
@@ -231,7 +322,7 @@ pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, row
             for i in 0..g.chunk_len() {
                 let half = (i / 2) % 2;
                 let col = nb * g.instr_n + 8 * (i as i64 / 4);
-                let s = &factor[half][(col / SCALE_BLOCK_N) as usize];
+                let s = scale_of(&factor[half], col);
                 let p = em.assign("p", format!("llvm.extractvalue {p_chunk}[{i}] : {ty}"));
                 let a = em.assign("a", format!("llvm.extractvalue {}[{i}] : {ty}", acc.chunks[c]));
                 let v = em.assign("promoted", format!("llvm.intr.fma({p}, {s}, {a}) : (f32, f32, f32) -> f32"));

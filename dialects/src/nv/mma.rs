@@ -4,7 +4,7 @@
 use super::fragment::check_a_fragment_layout;
 use super::{ScaleAccumulate, Wgmma, WgmmaWait};
 use crate::ir::Attribute;
-use crate::tile::dot::SCALE_BLOCK_N;
+use crate::tile::dot::{blocks_from_any_offset, SCALE_BLOCK_N};
 use crate::tile::Constant;
 use crate::ir::{Body, ElemType, Layout, Op};
 
@@ -118,9 +118,19 @@ pub(super) fn verify_scale_accumulate(body: &Body, op: Op) -> Result<(), String>
         Some(Layout::Slice { dim: 1, parent }) if **parent == *acc_layout => {}
         _ => return Err("the row scales need the layout '#tile.slice<dim = 1, parent = ...>' of the accumulator's MMA layout".into()),
     }
-    let blocks = (n + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N;
-    if cols.shape != [blocks, 1] {
-        return Err(format!("the column scales must be {blocks}x1, one per {SCALE_BLOCK_N} columns"));
+    match sacc.col_offset(body) {
+        None => {
+            let blocks = (n + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N;
+            if cols.shape != [blocks, 1] {
+                return Err(format!("the column scales must be {blocks}x1, one per {SCALE_BLOCK_N} columns"));
+            }
+        }
+        Some(_) => {
+            let blocks = blocks_from_any_offset(n);
+            if cols.shape.len() != 2 || cols.shape[1] != 1 || cols.shape[0] < blocks {
+                return Err(format!("with an offset, the column scales must be at least {blocks}x1, one per {SCALE_BLOCK_N} columns from any offset"));
+            }
+        }
     }
     if cols.layout.as_ref().is_none_or(Layout::is_shared) {
         return Err("the column scales need a distributed (register) layout".into());

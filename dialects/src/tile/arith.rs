@@ -1,9 +1,9 @@
 //! Constants, index and element-wise arithmetic, casts, and the grid queries
 //! (`block_id`, `num_blocks`, `dim`).
 
-use super::{Cast, Cmpi, Dim, FloatBinary, IntBinary};
+use super::{Cast, Cmpi, Constant, Dim, FloatBinary, IntBinary, Muli};
 use crate::diagnostic::Diagnostic;
-use crate::ir::{Attribute, Attributes, Body, ElemType, Op, Type};
+use crate::ir::{Attribute, Attributes, Body, ElemType, Op, Type, Value};
 use crate::registry::{Folded, Opcode, ParsedOp};
 use crate::syntax::{Parser, Printer};
 
@@ -122,15 +122,29 @@ pub(super) fn fold_int_binary(body: &Body, op: Op, consts: &[Option<Attribute>])
         return binary_int_fold(opcode, a, b).map(|v| Folded::Constant(Attribute::Int(v, *elem)));
     }
     let (lhs, rhs) = (binary.lhs(body), binary.rhs(body));
-    use Opcode::{TileAddi, TileCeildivsi, TileDivsi, TileMuli, TileSubi};
+    use Opcode::{TileAddi, TileCeildivsi, TileDivsi, TileMuli, TileRemsi, TileSubi};
     match (opcode, int(0), int(1)) {
         (TileAddi, _, Some(0)) | (TileSubi, _, Some(0)) => Some(Folded::Value(lhs)),
         (TileAddi, Some(0), _) => Some(Folded::Value(rhs)),
         (TileMuli | TileDivsi | TileCeildivsi, _, Some(1)) => Some(Folded::Value(lhs)),
         (TileMuli, Some(1), _) => Some(Folded::Value(rhs)),
         (TileMuli, Some(0), _) | (TileMuli, _, Some(0)) => Some(Folded::Constant(Attribute::Int(0, *elem))),
+        (TileRemsi, _, Some(d)) if d != 0 && product_with_multiple_of(body, lhs, d) => Some(Folded::Constant(Attribute::Int(0, *elem))),
         _ => None,
     }
+}
+
+/// Whether `v` is a `tile.muli` one of whose operands is a constant
+/// multiple of `d` (a tile's first row times a tile height that a scale
+/// block divides: `(pid * 256) % 128` is 0).
+fn product_with_multiple_of(body: &Body, v: Value, d: i64) -> bool {
+    let Some(product) = body.defining_op(v).and_then(|def| Muli::of(body, def)) else { return false };
+    [product.lhs(body), product.rhs(body)].into_iter().any(|factor| {
+        body.defining_op(factor)
+            .and_then(|def| Constant::of(body, def))
+            .and_then(|c| body.ops[c.op()].attrs.get("value").and_then(Attribute::as_int))
+            .is_some_and(|c| c % d == 0)
+    })
 }
 
 // ---- casts -----------------------------------------------------------------

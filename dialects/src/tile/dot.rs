@@ -58,6 +58,12 @@ pub(super) fn verify_dot(body: &Body, op: Op) -> Result<(), String> {
 
 /// FP8 e4m3 operands with f32 scales: one per row of A and 128 K elements,
 /// one per 128 x 128 block of B.
+/// The most blocks of [`SCALE_BLOCK_N`] rows that `rows` consecutive rows
+/// starting at any row of a block touch.
+pub fn blocks_from_any_offset(rows: i64) -> i64 {
+    (rows + 2 * SCALE_BLOCK_N - 2) / SCALE_BLOCK_N
+}
+
 pub(super) fn verify_dot_scaled(body: &Body, op: Op) -> Result<(), String> {
     let dot = DotScaled::of(body, op).ok_or("malformed 'tile.dot_scaled'")?;
     let a = tile_of(body, dot.lhs(body), "A")?;
@@ -85,12 +91,26 @@ pub(super) fn verify_dot_scaled(body: &Body, op: Op) -> Result<(), String> {
             sa.shape[0], sa.shape[1]
         ));
     }
-    let n_blocks = (n + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N;
-    if sb.shape != [n_blocks, k_blocks] {
-        return Err(format!(
-            "B's scales must be {n_blocks}x{k_blocks} (one per {SCALE_BLOCK_N}x{SCALE_BLOCK_K} block), found {}x{}",
-            sb.shape[0], sb.shape[1]
-        ));
+    match dot.rhs_scale_offset(body) {
+        None => {
+            let n_blocks = (n + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N;
+            if sb.shape != [n_blocks, k_blocks] {
+                return Err(format!(
+                    "B's scales must be {n_blocks}x{k_blocks} (one per {SCALE_BLOCK_N}x{SCALE_BLOCK_K} block), found {}x{}",
+                    sb.shape[0], sb.shape[1]
+                ));
+            }
+        }
+        Some(_) => {
+            // Enough blocks for a tile starting at any row of the first.
+            let n_blocks = blocks_from_any_offset(n);
+            if sb.shape[1] != k_blocks || sb.shape[0] < n_blocks {
+                return Err(format!(
+                    "with an offset, B's scales must be at least {n_blocks}x{k_blocks} (the {SCALE_BLOCK_N}x{SCALE_BLOCK_K} blocks {n} rows starting at any row of a block touch), found {}x{}",
+                    sb.shape[0], sb.shape[1]
+                ));
+            }
+        }
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! precision, so a long K must not accumulate inside them).
 
 use tilec_dialects::ir::{Body, Op, Value};
+use tilec_dialects::nv::ScaleAccumulate;
 use tilec_dialects::tile::{Dot, DotScaled};
 
 /// A `tile.dot` or a `tile.dot_scaled`.
@@ -71,10 +72,34 @@ impl StagedDot {
     }
 
     /// A's row scales and B's block scales of a block-scaled dot.
-    pub fn scales(self, body: &Body) -> Option<(Value, Value)> {
+    pub fn scales(self, body: &Body) -> Option<DotScales> {
         match self {
             StagedDot::Plain(_) => None,
-            StagedDot::Scaled(d) => Some((d.lhs_scale(body), d.rhs_scale(body))),
+            StagedDot::Scaled(d) => Some(DotScales { rows: d.lhs_scale(body), blocks: d.rhs_scale(body), offset: d.rhs_scale_offset(body) }),
         }
+    }
+}
+
+/// The scales a block-scaled dot's promotion multiplies by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DotScales {
+    /// A's scale per row.
+    pub rows: Value,
+    /// B's scale per 128 of its rows.
+    pub blocks: Value,
+    /// The tile's first row within the first of `blocks`, when the tile
+    /// need not start a block.
+    pub offset: Option<Value>,
+}
+
+impl DotScales {
+    /// The scales `promotion` multiplies by.
+    pub fn of_promotion(body: &Body, promotion: ScaleAccumulate) -> DotScales {
+        DotScales { rows: promotion.row_scale(body), blocks: promotion.col_scale(body), offset: promotion.col_offset(body) }
+    }
+
+    /// The values, for a check that each is in place.
+    pub fn values(self) -> impl Iterator<Item = Value> {
+        [self.rows, self.blocks].into_iter().chain(self.offset)
     }
 }

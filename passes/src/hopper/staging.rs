@@ -38,6 +38,16 @@ pub fn element_coords(b: &mut Builder<'_>, tile_coords: &[Value], shape: &[i64])
     coords
 }
 
+/// Element coordinates of `load`'s tile: its indices as they are when it
+/// loads at element coordinates (`elements`), else [`element_coords`] of them.
+pub fn load_element_coords(b: &mut Builder<'_>, load: Load, indices: &[Value]) -> Vec<Value> {
+    if load.elements(b.body) {
+        return indices.to_vec();
+    }
+    let shape = b.body.value_type(load.result(b.body)).as_tile().expect("tile loads load tiles").shape.clone();
+    element_coords(b, indices, &shape)
+}
+
 /// The op in the function's entry block that contains `op` (or `op` itself).
 pub fn outermost_ancestor(body: &Body, op: Op) -> Op {
     body.ancestors(op).last().unwrap_or(op)
@@ -171,8 +181,7 @@ impl StagedBuffers {
         for (&load, tile_coords) in loads.iter().zip(coords) {
             let load = Load::of(b.body, load).expect("staged loads are tile.load");
             let (tensor, result) = (load.tensor(b.body), load.result(b.body));
-            let shape = b.body.value_type(result).as_tile().expect("tile").shape.clone();
-            let element = element_coords(b, tile_coords, &shape);
+            let element = load_element_coords(b, load, tile_coords);
             let buffer = self.buffer_of[&result];
             if self.copied.contains(&result) {
                 CopyAsync::build(b, tensor, &element, buffer, stage, self.full, stage, Attributes::new());

@@ -4,7 +4,7 @@
 //! promotion of each block's product), how many groups a loop may leave in
 //! flight, and the drain after the loop.
 
-use super::dot::StagedDot;
+use super::dot::{DotScales, StagedDot};
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
 use tilec_dialects::nv::{LoadFragment, MbarrierArrive, ScaleAccumulate, SmemRows, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
 use tilec_dialects::Layout;
@@ -79,13 +79,13 @@ pub fn emit_wgmma(b: &mut Builder<'_>, dot: StagedDot, a: [Value; 2], bb: [Value
     WgmmaFence::build(b, Attributes::new());
     let d = Wgmma::build(b, a, a_stage, bb[0], bb[1], acc, attrs).result(b.body);
     WgmmaCommit::build(b, Attributes::new());
-    let Some((row_scale, col_scale)) = scales else {
+    let Some(scales) = scales else {
         return WgmmaWait::build(b, &[d], pending, Attributes::new()).results(b.body)[0];
     };
     let partial = WgmmaWait::build(b, &[d], 0, Attributes::new()).results(b.body)[0];
     let partial = b.name(partial, "partial");
     let running = dot.acc(b.body);
-    ScaleAccumulate::build(b, running, partial, row_scale, col_scale, Attributes::new()).result(b.body)
+    ScaleAccumulate::build(b, running, partial, scales.rows, scales.blocks, scales.offset, Attributes::new()).result(b.body)
 }
 
 /// The `nv.wgmma_wait` after which the stages read by the wgmma that
@@ -140,11 +140,10 @@ impl RowBlockSplit {
         let blocks = acc.shape[0] / block_rows;
         let wait = WgmmaWait::of(body, body.defining_op(promotion.partial(body))?)?;
         let wgmma = Wgmma::of(body, body.defining_op(wait.values(body).first().copied()?)?)?;
-        let scales = [promotion.row_scale(body), promotion.col_scale(body)];
         // The earlier blocks' promotions go right after the wait, so the
         // scales must be there already (read after the stage's wait, or
         // carried in from the last iteration).
-        let in_time = scales.iter().all(|&s| !defined_after(body, s, wait.op()));
+        let in_time = DotScales::of_promotion(body, promotion).values().all(|s| !defined_after(body, s, wait.op()));
         let splits = blocks > 1 && wait.values(body).len() == 1 && wgmma.a_stage(body).is_some() && wgmma.zero_init(body) && in_time;
         let mut shape = acc.shape.clone();
         shape[0] = block_rows;
@@ -161,7 +160,7 @@ impl RowBlockSplit {
         let (b_buffer, b_stage) = (self.wgmma.b(body), self.wgmma.b_stage(body));
         let whole_zero = self.wgmma.acc(body);
         let attrs = body.ops[self.wgmma.op()].attrs.clone();
-        let scales = (promotion.row_scale(body), promotion.col_scale(body));
+        let scales = DotScales::of_promotion(body, promotion);
 
         let zero_at = body.defining_op(whole_zero).expect("a zero splat");
         let zero = zero_splat(&mut Builder::new(body, InsertPoint::Before(zero_at), loc.clone()), self.partial_type.clone());
@@ -218,10 +217,10 @@ impl RowBlockSplit {
 }
 
 /// `running` with row block `block` promoted from `partial`.
-fn promote_block(b: &mut Builder<'_>, running: Value, partial: Value, (row_scale, col_scale): (Value, Value), block: i64) -> Value {
+fn promote_block(b: &mut Builder<'_>, running: Value, partial: Value, scales: DotScales, block: i64) -> Value {
     let mut attrs = Attributes::new();
     attrs.set("row_block", Attribute::Int(block, ElemType::I64));
-    let promoted = ScaleAccumulate::build(b, running, partial, row_scale, col_scale, attrs).result(b.body);
+    let promoted = ScaleAccumulate::build(b, running, partial, scales.rows, scales.blocks, scales.offset, attrs).result(b.body);
     b.name(promoted, "acc_block")
 }
 

@@ -25,7 +25,7 @@ use crate::registry::PassInfo;
 use crate::{op_error, Pass};
 use crate::hopper::counting::{loop_iteration, parity};
 use crate::hopper::schedule::dots;
-use crate::hopper::staging::{element_coords, is_staged_load, outermost_ancestor, remove_staged_loads, StagedBuffers};
+use crate::hopper::staging::{element_coords, is_staged_load, load_element_coords, outermost_ancestor, remove_staged_loads, StagedBuffers};
 use crate::hopper::wgmma::{dot_a, emit_wgmma, next_op, replace_dot};
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, InsertPoint, Op, SmemType, TileType, Type, Value};
 use tilec_dialects::nv::{AllocSmem, Barrier, ClusterBarrier, ClusterSum, FenceAsyncShared, LoadGlobal, MbarrierWait, StoreGlobal, StoreShared, TmaStore, TmaStoreWait, WarpSpecialize};
@@ -190,7 +190,7 @@ fn lower_load(body: &mut Body, region: tilec_dialects::Region, load: Load) -> Re
     }
     let mut b = Builder::new(body, InsertPoint::Before(load.op()), body.ops[load.op()].loc.clone());
     let indices = load.indices(b.body).to_vec();
-    let coords = element_coords(&mut b, &indices, &tile.shape);
+    let coords = load_element_coords(&mut b, load, &indices);
     let loaded = LoadGlobal::build(&mut b, tensor, &coords, Type::Tile(tile), Attributes::new()).result(b.body);
     body.values[loaded].name_hint = body.values[result].name_hint.clone();
     body.replace_all_uses(region, result, loaded);
