@@ -6,21 +6,33 @@
 //!
 //! The rules, in order:
 //! 1. Tile shapes. Block M is 64, 128 or 256; block N any multiple of 16 up
-//!    to 256; the FP32 accumulators fit two warpgroups' registers: the
-//!    running result at most 128 a thread (BM * BN <= 2 * 128 * 128) and,
-//!    with block-scaled FP8's partial product of the m64 row block being
-//!    promoted (BN / 2 more), at most 192. One warpgroup takes the tile
-//!    when all of it fits 128 a thread (4 warps, else 8). A block-scaled
-//!    tile whose warpgroups each hold more than one m64 block (256x128
-//!    over two) is ranked last, as a warp-specialised alternative, unless
-//!    block M is pinned: on the H100 (2026-11-25) it was 7-10% slower
-//!    than the 128x128 pick over a long K (3 stages instead of 5, -2.5 to
-//!    -4.5% alone, and each consumer's two blocks in series), 0.7-2.3%
-//!    faster at 12 and 16 K blocks and 33% faster at 4 (4096x32768x512),
-//!    but ptxas spills its consumers' epilogue addresses (124 bytes, at
-//!    192 of 232 registers in accumulators), which the bundle refuses. Block K is 128
-//!    bytes of K (64 BF16, 128 FP8): one row of the 128-byte swizzle, and
-//!    FP8's scale granularity.
+//!    to 256; the FP32 accumulators fit two warpgroups''
+//!    registers: the running result at most 128 a thread (BM * BN <= 2 *
+//!    128 * 128) and, with block-scaled FP8's partial product of the m64
+//!    row block being promoted (BN / 2 more), at most 176 (at 192 ptxas
+//!    spilled: 48 bytes at 128x192, 124 at 256x128). One warpgroup takes
+//!    the tile when all of it fits 128 a thread (4 warps, else 8, each
+//!    warpgroup an m64 block of rows or more). A
+//!    block-scaled tile whose warpgroups each hold more than one m64 block
+//!    (256x112 over two) is ranked last, as a warp-specialised
+//!    alternative, unless block M is pinned: on the H100 (2026-11-25)
+//!    256x128 was 7-10% slower than 128x128 over a long K (3 stages
+//!    instead of 5, -2.5 to -4.5% alone, and each consumer's two blocks in
+//!    series), 0.7-2.3% faster at 12 and 16 K blocks and 33% faster at 4
+//!    (4096x32768x512). Block K is 128 bytes of K (64 BF16, 128 FP8): one
+//!    row of the 128-byte swizzle, and FP8's scale granularity. A
+//!    block-scaled dot whose tiles of B need not start a 128-row scale
+//!    block (the program gives it the offset into the first) takes block N
+//!    128 unless, over more than two waves, the best tile of another width
+//!    takes at least 1% less time by waves x tiles an SM runs at once x
+//!    tile area: its promotion then switches on the offset each K step. On
+//!    the H100 and H200 (2026-11-25) 128x176 against 128x128 was +18 to
+//!    +21% at 4096x2112x7168 (12 tiles across N instead of 16.5), +2.5 to
+//!    +6% at 4096x7168x16384 and 8192^3, level at 4096x7168x2048 and
+//!    4096x24576x1536, -1.5 to -5% at 4096^3; at M = 64 and 128 (one or two
+//!    waves) the narrower tiles that filled more SMs ran 4-15% slower than
+//!    the 128-wide ones at four of ten shapes (64x112 at 128x7168x16384:
+//!    -11 to -15%) and 3-20% faster at four.
 //! 2. Fewest waves: ceil(tiles / SMs), where tiles = ceil(M/BM) * ceil(N/BN);
 //!    in the plain pipeline, ceil(tiles / (SMs * R)) where R CTAs of the
 //!    tile fit one SM's shared memory and registers and make more than two
@@ -190,10 +202,11 @@ impl AccumulatorRegisters {
     /// Within what a thread of a warpgroup that shares a tile may hold: a
     /// running result of at most 128 registers (the widest measured tiles,
     /// 128x256 and 256x128 over two warpgroups) and, with the partial, at
-    /// most 192 (of a consumer's 232, the rest for addresses, loop state
-    /// and scales).
+    /// most 176 (of a consumer's 240, the rest for addresses, loop state
+    /// and scales; at 192, 128x192 and 256x128 FP8 tiles over two
+    /// consumers, ptxas spilled 48 to 124 bytes, 2026-11-25).
     pub fn fit_shared(self) -> bool {
-        self.running <= 128 && self.total <= 192
+        self.running <= 128 && self.total <= 176
     }
 
     /// Light enough for a warpgroup alone: at most 128 in all. A tile one
@@ -225,6 +238,10 @@ pub struct Problem {
     /// The K loop's trip count is read from data (a masked grouped GEMM's
     /// row counts), so tiles differ in work: rule 7's exception is off.
     pub varying_k: bool,
+    /// Rows of the tile of B's block scales a block-scaled dot reads when
+    /// its tiles need not start a scale block (the dot takes the offset
+    /// into the first); `None` when they do, one per 128 of the tile's rows.
+    pub b_scale_rows: Option<i64>,
 }
 
 /// What the kernel may use of the GPU.
@@ -509,7 +526,8 @@ fn ceil_div(a: i64, b: i64) -> i64 {
 /// an empty one too when a producer warpgroup feeds consumers, and the
 /// ping-pong consumers' turns.
 pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64), stages: i64, epilogue: Epilogue, scales: Scales, schedule: Schedule, splits: i64) -> i64 {
-    let scale_bytes = if scales == Scales::Staged { 4 * (block_m + ceil_div(block_n, SCALE_BLOCK_N)) } else { 0 };
+    let b_scale_rows = problem.b_scale_rows.unwrap_or(ceil_div(block_n, SCALE_BLOCK_N));
+    let scale_bytes = if scales == Scales::Staged { 4 * (block_m + b_scale_rows) } else { 0 };
     let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);
     let (output_tiles, barriers) = match schedule {
         Schedule::Pipeline => (1, stages),
@@ -571,7 +589,9 @@ fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) -> Epilogue
 fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), splits: i64) -> Option<Candidate> {
     let registers = |warpgroups| problem.precision.accumulator_registers(bm, bn, warpgroups);
     let warpgroups = if registers(1).fit_alone() { 1 } else { 2 };
-    if !registers(warpgroups).fit_shared() {
+    // Two warpgroups split a tile by rows (MMA layouts hold whole
+    // warpgroups along M), at least an m64 block each.
+    if !registers(warpgroups).fit_shared() || bm < 64 * warpgroups {
         return None;
     }
     let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
@@ -704,7 +724,11 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
 pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate> {
     let bk = pins.block_k.unwrap_or(problem.precision.block_k());
     let block_ms: Vec<i64> = pins.block_m.map_or(BLOCK_MS.to_vec(), |m| vec![m]);
-    let block_ns: Vec<i64> = pins.block_n.map_or((1..=MAX_BLOCK_N / BLOCK_N_STEP).map(|i| i * BLOCK_N_STEP).collect(), |n| vec![n]);
+    let block_ns: Vec<i64> = match pins.block_n {
+        Some(n) => vec![n],
+        None if problem.b_scale_rows.is_some() => vec![block_n_across_scale_blocks(problem, machine, pins, &block_ms, bk)],
+        None => every_block_n(),
+    };
     // Rule 1's row-block tiles wait behind the others unless block M is pinned.
     let (mut row_blocked, mut ranked): (Vec<Candidate>, Vec<Candidate>) = block_ms
         .iter()
@@ -753,6 +777,39 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
         }
     }
     ranked
+}
+
+/// Rule 1's block N candidates: every multiple of [`BLOCK_N_STEP`] up to [`MAX_BLOCK_N`].
+fn every_block_n() -> Vec<i64> {
+    (1..=MAX_BLOCK_N / BLOCK_N_STEP).map(|i| i * BLOCK_N_STEP).collect()
+}
+
+/// Rule 1's block N for a block-scaled dot whose tiles of B need not start
+/// a scale block: one scale block (128), unless over more than two waves
+/// the best tile of any width takes at least 1% less [`wave_work`] than the
+/// best 128 wide (or no 128-wide tile fits the pins).
+fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins, block_ms: &[i64], bk: i64) -> i64 {
+    let best_of = |block_ns: &[i64]| {
+        block_ms
+            .iter()
+            .flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn)))
+            .filter_map(|(bm, bn)| tile_candidate(problem, machine, pins, (bm, bn, bk), 1))
+            .filter(|c| pins.block_m.is_some() || !promotes_by_row_blocks(&c.config))
+            .min_by(compare)
+    };
+    match (best_of(&[SCALE_BLOCK_N]), best_of(&every_block_n())) {
+        (Some(aligned), Some(any)) if aligned.waves > 2 && 100 * wave_work(&any) < 99 * wave_work(&aligned) => any.config.block_n,
+        (None, Some(any)) => any.config.block_n,
+        _ => SCALE_BLOCK_N,
+    }
+}
+
+/// The time rule 2's waves take, in elements of C an SM computes: waves
+/// times the tiles an SM runs at once times their area (fewer waves of
+/// wider tiles are not less work).
+fn wave_work(c: &Candidate) -> i64 {
+    let resident = ceil_div(c.tiles * c.config.splits, c.waves * c.config.sms);
+    c.waves * resident * c.config.block_m * c.config.block_n
 }
 
 /// Rule 13: tile rows per group of the grouped tile order.
@@ -975,7 +1032,7 @@ mod tests {
     use super::*;
 
     fn pick(m: i64, n: i64, k: i64) -> Candidate {
-        choose(&Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false }, &Machine::H100, &Pins::default()).unwrap()
+        choose(&Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None }, &Machine::H100, &Pins::default()).unwrap()
     }
 
     /// (block_m, block_n, stages, epilogue, waves, last wave) of the pick.
@@ -1051,7 +1108,7 @@ mod tests {
 
     #[test]
     fn narrow_tiles_with_a_long_k_split_k_in_two() {
-        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false };
+        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
         // 64x16, 64x32 and 64x32 tiles over 112 K blocks in one wave: tiles
         // twice as large, two CTAs each, pipelined; taller where M holds two
         // rows of the narrow tiles (128x2112), wider where a taller tile
@@ -1086,9 +1143,14 @@ mod tests {
     #[test]
     fn accumulator_registers_count_fp8s_partial_as_one_row_block() {
         let fp8 = Precision::Fp8BlockScaled;
-        // 256x128 over two warpgroups: 128 running, 64 more for one block's partial.
+        // 256x128 over two warpgroups: 128 running, 64 more for one block's
+        // partial, past the 176 ptxas fits; 256x112 takes 168.
         assert_eq!(fp8.accumulator_registers(256, 128, 2), AccumulatorRegisters { running: 128, total: 192 });
-        assert!(fp8.accumulator_registers(256, 128, 2).fit_shared());
+        assert!(!fp8.accumulator_registers(256, 128, 2).fit_shared());
+        assert!(fp8.accumulator_registers(256, 112, 2).fit_shared());
+        // 128x176: 88 running and 88 partial.
+        assert_eq!(fp8.accumulator_registers(128, 176, 2), AccumulatorRegisters { running: 88, total: 176 });
+        assert!(fp8.accumulator_registers(128, 176, 2).fit_shared());
         // 128x256: one block's partial is 128 wide, 256 in all.
         assert!(!fp8.accumulator_registers(128, 256, 2).fit_shared());
         // 64x128 fits a lone warpgroup; 128x128 goes to two.
@@ -1099,7 +1161,7 @@ mod tests {
 
     #[test]
     fn co_resident_ctas_make_a_wave_over_many_tiles() {
-        let fp8 = |m| Problem { m, n: 32768, k: 512, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false };
+        let fp8 = |m| Problem { m, n: 32768, k: 512, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
         let pins = Pins { block_n: Some(128), ..Pins::default() };
         // 64x128 tiles with 4 stages (K is 4 blocks) take 114720 bytes and
         // 168 registers a thread: two to an SM, 16384 of them in 63 waves,
@@ -1118,12 +1180,12 @@ mod tests {
 
     #[test]
     fn fp8_row_block_tiles_are_ranked_last_unless_pinned() {
-        let p = Problem { m: 4096, n: 7168, k: 2048, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false };
-        let pins = Pins { block_n: Some(128), ..Pins::default() };
+        let p = Problem { m: 4096, n: 7168, k: 2048, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3) };
+        let pins = Pins { block_n: Some(112), ..Pins::default() };
         let ranked = rank(&p, &Machine::H100, &pins);
-        assert_eq!((ranked[0].config.block_m, ranked[0].config.block_n), (128, 128));
+        assert_eq!((ranked[0].config.block_m, ranked[0].config.block_n), (128, 112));
         let tall = ranked.last().expect("candidates");
-        assert_eq!((tall.config.block_m, tall.config.schedule, tall.config.stages), (256, Schedule::WarpSpecialized { consumers: 2 }, 3));
+        assert_eq!((tall.config.block_m, tall.config.schedule), (256, Schedule::WarpSpecialized { consumers: 2 }));
         assert!(ranked[..ranked.len() - 1].iter().all(|c| c.config.block_m < 256));
         assert_eq!(tall.reason, "256-row alternative, promoted an m64 block at a time (rule 1: ranked, not picked unless block M is pinned)");
         let pinned = choose(&p, &Machine::H100, &Pins { block_m: Some(256), ..pins }).expect("a pinned 256-row tile fits");
@@ -1131,8 +1193,21 @@ mod tests {
     }
 
     #[test]
+    fn block_n_crosses_scale_blocks_only_where_it_saves_time() {
+        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3) };
+        let block_n = |p: Problem| choose(&p, &Machine::H100, &Pins::default()).expect("a pick").config.block_n;
+        // 2112 = 12 x 176: 384 tiles in 3 waves of 128x176 against 544 in 5
+        // of 128x128, 18% less time by wave_work.
+        assert_eq!(block_n(fp8(4096, 2112, 7168)), 176);
+        // 6 waves of 128x176 (768 tiles) take 3% longer than 8 of 128x128.
+        assert_eq!(block_n(fp8(4096, 4096, 4096)), 128);
+        // One wave either way: the 128-wide tile.
+        assert_eq!(block_n(fp8(128, 7168, 16384)), 128);
+    }
+
+    #[test]
     fn ping_pong_is_ranked_not_picked() {
-        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false };
+        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
         let ranked = rank(&p, &Machine::H100, &Pins::default());
         assert_ne!(ranked[0].config.schedule, Schedule::PingPong);
         // The best tile one warpgroup's registers hold (64x256 before 128x128
@@ -1201,7 +1276,7 @@ mod tests {
 
     #[test]
     fn the_ranking_names_why_each_alternative_lost() {
-        let ranked = rank(&Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false }, &Machine::H100, &Pins::default());
+        let ranked = rank(&Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None }, &Machine::H100, &Pins::default());
         assert!(ranked[0].reason.starts_with("picked"));
         assert_eq!(ranked[0].config.cluster, Along::None);
         // Rule 10: 32 x 16 tiles over 4 waves; pairs along M share B's
@@ -1225,7 +1300,7 @@ mod tests {
 
     #[test]
     fn clusters_pair_even_tiles_of_more_than_one_wave() {
-        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false };
+        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
         let tile = Pins { block_m: Some(128), block_n: Some(256), ..Pins::default() };
         let cluster_of = |p: Problem, pins: &Pins| rank(&p, &Machine::H100, pins)[1].config.cluster;
         // 128x256 tiles: 32 x 16, B's tile the larger: along M.
@@ -1245,7 +1320,7 @@ mod tests {
 
     #[test]
     fn a_cluster_pin_applies_to_every_candidate() {
-        let p = Problem { m: 128, n: 2112, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false };
+        let p = Problem { m: 128, n: 2112, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
         // A single wave: rule 10 ranks no cluster, but a pin pairs every candidate.
         // The split pick (rule 12) is its own cluster: a pin leaves it out.
         let pinned = rank(&p, &Machine::H100, &Pins { cluster: Some(Along::N), ..Pins::default() });
@@ -1262,7 +1337,7 @@ mod tests {
 
     #[test]
     fn few_tiles_share_their_k_loop_over_a_cluster() {
-        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false };
+        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
         let pins = Pins { block_n: Some(128), ..Pins::default() };
         let split = |m, n, k| {
             let c = choose(&fp8(m, n, k), &Machine::H100, &pins).unwrap().config;
@@ -1315,7 +1390,7 @@ mod tests {
 
     #[test]
     fn pins_restrict_the_choice() {
-        let fp8 = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false };
+        let fp8 = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
         // FP8 with B's scales per 128x128 block: the program pins BN = 128.
         // 256x128 would hold 2 * 256 * 128 accumulators (the result and the
         // block being promoted), over two warpgroups' registers; 128x128
@@ -1358,7 +1433,7 @@ mod tests {
 
     #[test]
     fn scales_are_staged_unless_a_pipeline_loses_a_stage_or_a_resident_cta() {
-        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false };
+        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
         let pinned = Pins { block_n: Some(128), ..Pins::default() };
         let scales = |p: Problem| {
             let c = choose(&p, &Machine::H100, &pinned).unwrap().config;
@@ -1379,7 +1454,7 @@ mod tests {
 
     #[test]
     fn impossible_requests_are_errors() {
-        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false };
+        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
         let err = |pins: Pins| choose(&p, &Machine::H100, &pins).unwrap_err();
         assert!(err(Pins { block_n: Some(100), ..Pins::default() }).contains("BLOCK_N must be a multiple of 16"));
         assert!(err(Pins { block_m: Some(96), ..Pins::default() }).contains("BLOCK_M must be 64, 128 or 256"));

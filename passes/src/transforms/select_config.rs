@@ -105,7 +105,7 @@ impl SelectConfig {
     /// The problem and pins for `func`, or `None` when it has no dot to
     /// configure (an nv-level kernel).
     pub fn problem(&self, func: &Function) -> Result<Option<(Problem, Pins, Machine)>, Diagnostic> {
-        let Some((precision, program)) = program_pins(func)? else {
+        let Some((precision, program, b_scale_rows)) = program_pins(func)? else {
             return Ok(None);
         };
         let mut pins = self.pins;
@@ -129,6 +129,7 @@ impl SelectConfig {
             any_n: self.shape.is_none(),
             clusterable: tiles_share_operands(func),
             varying_k: k_trip_count_is_data(func),
+            b_scale_rows,
         };
         Ok(Some((problem, pins, machine)))
     }
@@ -169,9 +170,11 @@ fn file_pin(func: &Function, key: &str) -> Option<i64> {
     config_int(func, key)
 }
 
-/// The precision of the function's dot and the block sizes its types spell
-/// as numbers: A is BLOCK_M x BLOCK_K and the accumulator BLOCK_M x BLOCK_N.
-fn program_pins(func: &Function) -> Result<Option<(Precision, Pins)>, Diagnostic> {
+/// The precision of the function's dot, the block sizes its types spell
+/// as numbers (A is BLOCK_M x BLOCK_K and the accumulator BLOCK_M x
+/// BLOCK_N), and the rows of B's scale tile when a block-scaled dot takes
+/// the offset of its tiles into the first scale block.
+fn program_pins(func: &Function) -> Result<Option<(Precision, Pins, Option<i64>)>, Diagnostic> {
     let body = &func.body;
     let dots: Vec<_> = body
         .walk_region(func.region)
@@ -184,17 +187,17 @@ fn program_pins(func: &Function) -> Result<Option<(Precision, Pins)>, Diagnostic
     if dots.len() > 1 {
         return Err(op_error(body, dots[1], "is a second dot: tile-select-config configures one GEMM a function".into()));
     }
-    let (lhs, acc, precision) = match (tile::Dot::of(body, dot), tile::DotScaled::of(body, dot)) {
-        (Some(d), _) => (d.lhs(body), d.acc(body), Precision::Bf16),
-        (_, Some(d)) => (d.lhs(body), d.acc(body), Precision::Fp8BlockScaled),
+    let tile = |v| body.value_type(v).as_tile().expect("verified dot").clone();
+    let (lhs, acc, precision, b_scale_rows) = match (tile::Dot::of(body, dot), tile::DotScaled::of(body, dot)) {
+        (Some(d), _) => (d.lhs(body), d.acc(body), Precision::Bf16, None),
+        (_, Some(d)) => (d.lhs(body), d.acc(body), Precision::Fp8BlockScaled, d.rhs_scale_offset(body).map(|_| tile(d.rhs_scale(body)).shape[0])),
         _ => unreachable!("filtered to dots"),
     };
-    let tile = |v| body.value_type(v).as_tile().expect("verified dot").clone();
     let (a, acc) = (tile(lhs), tile(acc));
     let (bm, bk) = if body.ops[dot].attrs.has("transpose_a") { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
     let fixed = |d: i64| Some(d).filter(|&d| Param::from_extent(d).is_none());
     let pins = Pins { block_m: fixed(bm), block_n: fixed(acc.shape[1]), block_k: fixed(bk), stages: None, cluster: None };
-    Ok(Some((precision, pins)))
+    Ok(Some((precision, pins, b_scale_rows)))
 }
 
 impl Pass for SelectConfig {

@@ -1,4 +1,4 @@
-//! `tile-warp-specialize{consumers=1|2 stages=N producer-regs=40 consumer-regs=232 scales=staged|prefetched pingpong=false}`:
+//! `tile-warp-specialize{consumers=1|2 stages=N producer-regs=R consumer-regs=R scales=staged|prefetched pingpong=false}`:
 //! splits a kernel whose K loop stages dot operands through shared memory
 //! into a producer warpgroup and one or two consumer warpgroups, connected
 //! by a full and an empty mbarrier per stage. It expands the same schedule
@@ -40,6 +40,7 @@
 //! phase of the barrier's state: without them a consumer could wait for a
 //! round two phases ahead, whose parity is that of the round just done.
 
+use crate::config_rules::Precision;
 use crate::hopper::counting::{enclosing_loop, loop_iteration, parity, Counting};
 use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
@@ -54,7 +55,7 @@ use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
 use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait, SmemRows};
 use tilec_dialects::tile::{Addi, Cmpi, Divsi, For, If, Load, Muli, Store, Subi, Yield};
-use tilec_dialects::{Diagnostic, Function, Layout};
+use tilec_dialects::{Diagnostic, Function, Layout, Location};
 
 /// `tile-warp-specialize`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
@@ -63,8 +64,8 @@ pub const INFO: PassInfo = PassInfo {
     options: &[
         OptionSpec { name: "consumers", kind: OptionKind::Int { min: 1, max: 2 }, default: "2", help: "consumer warpgroups" },
         OptionSpec { name: "stages", kind: OptionKind::Int { min: 2, max: 8 }, default: "4", help: "shared-memory stages" },
-        OptionSpec { name: "producer-regs", kind: OptionKind::Int { min: 24, max: 256 }, default: "40", help: "registers per producer thread" },
-        OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 24, max: 256 }, default: "232", help: "registers per consumer thread" },
+        OptionSpec { name: "producer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per producer thread (0: 40, or 32 beside two consumers with wide block-scaled accumulators)" },
+        OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per consumer thread (0: 232)" },
         SCALES_OPTION,
         OptionSpec { name: "pingpong", kind: OptionKind::Bool, default: "false", help: "two consumers take turns at whole tiles of a persistent loop instead of sharing each tile's rows" },
     ],
@@ -81,6 +82,40 @@ pub const INFO: PassInfo = PassInfo {
         })
     },
 };
+
+/// Register budgets (producer, consumer) a pipeline that gives none gets:
+/// 40 and 232, except where two consumers each hold more than
+/// [`WIDE_ACCUMULATORS`] accumulator registers a thread (block-scaled
+/// FP8's 128x176 tiles: 88 running and 88 partial): there the producer
+/// takes 32, with which ptxas allocated the kernel without spilling (8
+/// bytes spilled with 40 and 232, 12 with 24 and 240 or 24 and 232,
+/// 2026-11-25). Three warpgroups start with 168 registers a thread, and
+/// what the consumers gain the producer gives up.
+fn default_register_budgets(consumers: i64, accumulators: i64) -> (i64, i64) {
+    if consumers == 2 && accumulators > WIDE_ACCUMULATORS {
+        (32, 232)
+    } else {
+        (40, 232)
+    }
+}
+
+/// Accumulator registers a thread above which two consumers need 240.
+const WIDE_ACCUMULATORS: i64 = 160;
+
+/// The most accumulator registers a consumer thread holds for a dot of
+/// `k_loop` with `rows` of its tile: the running result and, for a
+/// block-scaled dot, the partial product of the m64 block being promoted.
+fn consumer_accumulator_registers(body: &Body, k_loop: For, rows: i64) -> i64 {
+    dots(body, loop_block(body, k_loop))
+        .iter()
+        .map(|&dot| {
+            let cols = body.value_type(dot.acc(body)).as_tile().map_or(0, |t| t.shape[1]);
+            let precision = if dot.scales(body).is_some() { Precision::Fp8BlockScaled } else { Precision::Bf16 };
+            precision.accumulator_registers(rows, cols, 1).total
+        })
+        .max()
+        .unwrap_or(0)
+}
 
 /// The `tile-warp-specialize` pass with its options resolved.
 pub struct WarpSpecialize {
@@ -155,6 +190,23 @@ impl Release {
     }
 }
 
+impl WarpSpecialize {
+    /// A register budget option's value, or `default` where it was not given (0).
+    fn given_or(&self, option: i64, default: i64) -> i64 {
+        if option > 0 {
+            option
+        } else {
+            default
+        }
+    }
+
+    /// Errors at the function (`at`) when the budgets do not fit.
+    fn check_budgets(&self, at: &Location, producer: i64, consumer: i64) -> Result<(), Diagnostic> {
+        tilec_dialects::nv::roles::check_register_budgets(producer, consumer, self.consumers)
+            .map_err(|m| Diagnostic::error(at.clone(), format!("tile-warp-specialize: {m}")))
+    }
+}
+
 impl Pass for WarpSpecialize {
     fn name(&self) -> &'static str {
         INFO.name
@@ -162,8 +214,10 @@ impl Pass for WarpSpecialize {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         self.apply_config(func)?;
-        tilec_dialects::nv::roles::check_register_budgets(self.producer_regs, self.consumer_regs, self.consumers)
-            .map_err(|m| Diagnostic::error(func.loc.clone(), format!("tile-warp-specialize: {m}")))?;
+        // The budgets the pipeline gave are checked before anything else.
+        let (producer, consumer) = default_register_budgets(self.consumers, 0);
+        let at = func.loc.clone();
+        self.check_budgets(&at, self.given_or(self.producer_regs, producer), self.given_or(self.consumer_regs, consumer))?;
         let copy_scales = copies_scales(func, self.scales)?;
         let region = func.region;
         let body = &mut func.body;
@@ -178,6 +232,11 @@ impl Pass for WarpSpecialize {
         // Each consumer's rows: all of the tile's when the consumers take turns.
         let sharing = if pingpong { 1 } else { self.consumers };
         let block_m = check_split(body, k_loop, &dots(body, loop_block(body, k_loop)), sharing)?;
+        let accumulators = consumer_accumulator_registers(body, k_loop, block_m / sharing);
+        let (producer, consumer) = default_register_budgets(self.consumers, accumulators);
+        self.producer_regs = self.given_or(self.producer_regs, producer);
+        self.consumer_regs = self.given_or(self.consumer_regs, consumer);
+        self.check_budgets(&at, self.producer_regs, self.consumer_regs)?;
         // Consumers keep one group in flight, as a pipelined loop does.
         let schedule = Schedule::of_loop(body, k_loop, self.stages, 1);
 
