@@ -236,19 +236,18 @@ pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, row
         ColumnBlocks::FromStart => promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[(col / SCALE_BLOCK_N) as usize].clone()),
         ColumnBlocks::Known(offset) => promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(offset + col, last)].clone()),
         ColumnBlocks::Dynamic { offset, step } => {
-            // A case fixes each 8-column group's block, which takes an
-            // offset that is a multiple of 8.
-            let grain = gcd(*step, SCALE_BLOCK_N);
-            let cases: Vec<i64> = if grain % 8 == 0 { (0..SCALE_BLOCK_N).step_by(grain as usize).collect() } else { Vec::new() };
+            // A case fixes each 8-column group's block: the offsets are
+            // multiples of gcd(N, 128), which is one of 8 (the fragment's
+            // N is a multiple of 8).
+            let cases: Vec<i64> = (0..SCALE_BLOCK_N).step_by(gcd(*step, SCALE_BLOCK_N) as usize).collect();
             // Where every offset the grid gives maps each group to the same
             // block (a tile as wide as a divisor of 128 never leaves its
             // block), the switch would choose between equal cases.
             let groups: Vec<i64> = (0..acc.geom.cols).step_by(8).collect();
             let blocks_of = |known: i64| groups.iter().map(|&col| block_at(known + col, last)).collect::<Vec<_>>();
-            if let Some(&first) = cases.first() {
-                if cases.iter().all(|&known| blocks_of(known) == blocks_of(first)) {
-                    return promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(first + col, last)].clone());
-                }
+            if cases.iter().all(|&known| blocks_of(known) == blocks_of(0)) {
+                trap_unless_case(em, offset, gcd(*step, SCALE_BLOCK_N));
+                return promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(col, last)].clone());
             }
             let ty = acc.chunk_type(em);
             let n = acc.chunks.len();
@@ -271,6 +270,21 @@ pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, row
             Frag { geom: acc.geom.clone(), elem: acc.elem, chunks: (0..n).map(|i| format!("{name}#{i}")).collect() }
         }
     }
+}
+
+/// Traps unless `offset` (i32) is a multiple of `grain` below 128, as the
+/// switch's default does for the offsets it has no case for.
+fn trap_unless_case(em: &mut Emitter, offset: &str, grain: i64) {
+    let g = em.i32(grain);
+    let rem = em.binop("offset_rem", "arith.remui", offset, &g, "i32");
+    let zero = em.i32(0);
+    let off_grid = em.assign("off_grid", format!("arith.cmpi ne, {rem}, {zero} : i32"));
+    let width = em.i32(SCALE_BLOCK_N);
+    let past = em.assign("past_block", format!("arith.cmpi uge, {offset}, {width} : i32"));
+    let bad = em.binop("bad_offset", "arith.ori", &off_grid, &past, "i1");
+    em.open(format!("scf.if {bad} {{"));
+    em.line("llvm.intr.trap");
+    em.close("}");
 }
 
 /// The block of column `at` counted from the first block's first column,
