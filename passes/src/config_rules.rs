@@ -240,7 +240,8 @@ pub struct Problem {
     pub varying_k: bool,
     /// Rows of the tile of B's block scales a block-scaled dot reads when
     /// its tiles need not start a scale block (the dot takes the offset
-    /// into the first); `None` when they do, one per 128 of the tile's rows.
+    /// into the first, and block N is not a multiple of 128); `None` when
+    /// they do, one per 128 of the tile's rows.
     pub b_scale_rows: Option<i64>,
 }
 
@@ -526,7 +527,12 @@ fn ceil_div(a: i64, b: i64) -> i64 {
 /// an empty one too when a producer warpgroup feeds consumers, and the
 /// ping-pong consumers' turns.
 pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64), stages: i64, epilogue: Epilogue, scales: Scales, schedule: Schedule, splits: i64) -> i64 {
-    let b_scale_rows = problem.b_scale_rows.unwrap_or(ceil_div(block_n, SCALE_BLOCK_N));
+    // A tile that starts a scale block reads only the blocks it covers
+    // (tile-canonicalize narrows the program's window to them).
+    let b_scale_rows = match problem.b_scale_rows {
+        Some(rows) if block_n % SCALE_BLOCK_N != 0 => rows,
+        _ => ceil_div(block_n, SCALE_BLOCK_N),
+    };
     let scale_bytes = if scales == Scales::Staged { 4 * (block_m + b_scale_rows) } else { 0 };
     let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);
     let (output_tiles, barriers) = match schedule {

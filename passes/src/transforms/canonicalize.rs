@@ -1,7 +1,9 @@
 //! `tile-canonicalize`: folds constants and identities, hoists constants to
 //! the top of the function and merges equal ones, drops loop iteration
-//! arguments that are passed through unchanged, then removes ops whose
-//! results nothing uses and that have no effect, until nothing changes.
+//! arguments that are passed through unchanged and a block-scaled dot's
+//! offset of 0 into its scale blocks (with the scales it no longer reads),
+//! then removes ops whose results nothing uses and that have no effect,
+//! until nothing changes.
 //!
 //! Each round is linear in the number of ops (times the nesting depth for
 //! dead-code removal): replacements are collected and applied in one walk,
@@ -13,9 +15,10 @@ use crate::phase::PhaseRule;
 use crate::registry::PassInfo;
 use crate::{Pass, Statistic};
 use std::collections::HashMap;
-use tilec_dialects::ir::{Attributes, Block, Body, EntityRef, Op, Region, Value, ValueDef};
+use tilec_dialects::ir::{Attributes, Block, Body, EntityRef, Op, Region, Type, Value, ValueDef};
 use tilec_dialects::registry::{Folded, Opcode};
-use tilec_dialects::tile::{For, Yield};
+use tilec_dialects::tile::dot::SCALE_BLOCK_N;
+use tilec_dialects::tile::{DotScaled, For, Load, Yield};
 use tilec_dialects::{Diagnostic, Function};
 
 /// `tile-canonicalize`'s registration: name, options, phases and constructor.
@@ -50,8 +53,9 @@ impl Pass for Canonicalize {
             let folded = fold_all(&mut func.body, func.region);
             let merged = hoist_and_merge_constants(&mut func.body, func.region);
             let dropped = drop_passthrough_iter_args(&mut func.body, func.region);
+            let narrowed = narrow_scales_of_aligned_tiles(&mut func.body, func.region);
             let removed = remove_dead_ops(&mut func.body, func.region);
-            if !folded && !merged && !dropped && !removed {
+            if !folded && !merged && !dropped && !narrowed && !removed {
                 break;
             }
         }
@@ -258,6 +262,35 @@ fn renumber_definitions(body: &mut Body, op: Op, block: tilec_dialects::Block) {
 /// else: pure ops, and ops with regions holding only pure ops and
 /// terminators. A worklist: removing an op releases its operands' definers
 /// and may make the op around it removable.
+/// A block-scaled dot whose offset into B's first scale block folded to 0
+/// (its tiles start a block: block N a multiple of 128) reads only the
+/// blocks its rows cover: the offset goes, and the tile-level load of the
+/// scales it alone reads narrows to ceil(N / 128) rows (one copy and one
+/// read a K step instead of three).
+fn narrow_scales_of_aligned_tiles(body: &mut Body, region: Region) -> bool {
+    let mut changed = false;
+    let uses = body.use_counts(region);
+    for op in body.walk_region(region) {
+        let Some(dot) = DotScaled::of(body, op) else { continue };
+        let Some(offset) = dot.rhs_scale_offset(body) else { continue };
+        if constant_of(body, offset).and_then(|c| c.as_int()) != Some(0) {
+            continue;
+        }
+        let scales = dot.rhs_scale(body);
+        let loaded = body.defining_op(scales).is_some_and(|def| Load::of(body, def).is_some());
+        let rows = body.value_type(dot.rhs(body)).as_tile().map(|b| if dot.transpose_b(body) { b.shape[0] } else { b.shape[1] });
+        let (Some(rows), Some(mut tile)) = (rows, body.value_type(scales).as_tile().cloned()) else { continue };
+        if !loaded || tile.layout.is_some() || uses[scales.index()] != 1 {
+            continue;
+        }
+        tile.shape[0] = (rows + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N;
+        body.values[scales].ty = Type::Tile(tile);
+        body.ops[op].operands.remove(4);
+        changed = true;
+    }
+    changed
+}
+
 fn remove_dead_ops(body: &mut Body, region: Region) -> bool {
     let ops = body.walk_region(region);
     let mut uses = body.use_counts(region);
