@@ -129,14 +129,15 @@ pub(super) fn fold_int_binary(body: &Body, op: Op, consts: &[Option<Attribute>])
         (TileMuli | TileDivsi | TileCeildivsi, _, Some(1)) => Some(Folded::Value(lhs)),
         (TileMuli, Some(1), _) => Some(Folded::Value(rhs)),
         (TileMuli, Some(0), _) | (TileMuli, _, Some(0)) => Some(Folded::Constant(Attribute::Int(0, *elem))),
-        (TileRemsi, _, Some(d)) if d != 0 && product_with_multiple_of(body, lhs, d) => Some(Folded::Constant(Attribute::Int(0, *elem))),
+        (TileRemsi, _, Some(d)) if d > 0 && d & (d - 1) == 0 && product_with_multiple_of(body, lhs, d) => Some(Folded::Constant(Attribute::Int(0, *elem))),
         _ => None,
     }
 }
 
 /// Whether `v` is a `tile.muli` one of whose operands is a constant
 /// multiple of `d` (a tile's first row times a tile height that a scale
-/// block divides: `(pid * 256) % 128` is 0).
+/// block divides: `(pid * 256) % 128` is 0). The fold above asks for a
+/// power of two `d`, which divides the product even where it wraps.
 fn product_with_multiple_of(body: &Body, v: Value, d: i64) -> bool {
     let Some(product) = body.defining_op(v).and_then(|def| Muli::of(body, def)) else { return false };
     [product.lhs(body), product.rhs(body)].into_iter().any(|factor| {
