@@ -257,11 +257,6 @@ fn renumber_definitions(body: &mut Body, op: Op, block: tilec_dialects::Block) {
     }
 }
 
-
-/// Removes ops whose results are unused and whose removal changes nothing
-/// else: pure ops, and ops with regions holding only pure ops and
-/// terminators. A worklist: removing an op releases its operands' definers
-/// and may make the op around it removable.
 /// A block-scaled dot whose offset into B's first scale block folded to 0
 /// (its tiles start a block: block N a multiple of 128) reads only the
 /// blocks its rows cover: the offset goes, and the tile-level load of the
@@ -291,6 +286,10 @@ fn narrow_scales_of_aligned_tiles(body: &mut Body, region: Region) -> bool {
     changed
 }
 
+/// Removes ops whose results are unused and whose removal changes nothing
+/// else: pure ops, and ops with regions holding only pure ops and
+/// terminators. A worklist: removing an op releases its operands' definers
+/// and may make the op around it removable.
 fn remove_dead_ops(body: &mut Body, region: Region) -> bool {
     let ops = body.walk_region(region);
     let mut uses = body.use_counts(region);

@@ -99,7 +99,8 @@ fn default_register_budgets(consumers: i64, accumulators: i64) -> (i64, i64) {
     }
 }
 
-/// Accumulator registers a thread above which two consumers need 240.
+/// Accumulator registers a consumer thread holds above which the producer
+/// beside two consumers drops to 32 registers.
 const WIDE_ACCUMULATORS: i64 = 160;
 
 /// The most accumulator registers a consumer thread holds for a dot of
@@ -190,16 +191,16 @@ impl Release {
     }
 }
 
-impl WarpSpecialize {
-    /// A register budget option's value, or `default` where it was not given (0).
-    fn given_or(&self, option: i64, default: i64) -> i64 {
-        if option > 0 {
-            option
-        } else {
-            default
-        }
+/// A register budget option's value, or `default` where it was not given (0).
+fn given_or(option: i64, default: i64) -> i64 {
+    if option > 0 {
+        option
+    } else {
+        default
     }
+}
 
+impl WarpSpecialize {
     /// Errors at the function (`at`) when the budgets do not fit.
     fn check_budgets(&self, at: &Location, producer: i64, consumer: i64) -> Result<(), Diagnostic> {
         tilec_dialects::nv::roles::check_register_budgets(producer, consumer, self.consumers)
@@ -217,7 +218,7 @@ impl Pass for WarpSpecialize {
         // The budgets the pipeline gave are checked before anything else.
         let (producer, consumer) = default_register_budgets(self.consumers, 0);
         let at = func.loc.clone();
-        self.check_budgets(&at, self.given_or(self.producer_regs, producer), self.given_or(self.consumer_regs, consumer))?;
+        self.check_budgets(&at, given_or(self.producer_regs, producer), given_or(self.consumer_regs, consumer))?;
         let copy_scales = copies_scales(func, self.scales)?;
         let region = func.region;
         let body = &mut func.body;
@@ -234,8 +235,8 @@ impl Pass for WarpSpecialize {
         let block_m = check_split(body, k_loop, &dots(body, loop_block(body, k_loop)), sharing)?;
         let accumulators = consumer_accumulator_registers(body, k_loop, block_m / sharing);
         let (producer, consumer) = default_register_budgets(self.consumers, accumulators);
-        self.producer_regs = self.given_or(self.producer_regs, producer);
-        self.consumer_regs = self.given_or(self.consumer_regs, consumer);
+        self.producer_regs = given_or(self.producer_regs, producer);
+        self.consumer_regs = given_or(self.consumer_regs, consumer);
         self.check_budgets(&at, self.producer_regs, self.consumer_regs)?;
         // Consumers keep one group in flight, as a pipelined loop does.
         let schedule = Schedule::of_loop(body, k_loop, self.stages, 1);
