@@ -64,6 +64,13 @@ impl Emitter {
         self.out.push('\n');
     }
 
+    /// Writes `text` as it is, with no location of its own: the head of an
+    /// op whose regions follow (`scf.index_switch %i -> T`, then its cases);
+    /// the location goes after the last region, if anywhere.
+    pub fn head(&mut self, text: impl AsRef<str>) {
+        self.raw_line(text.as_ref());
+    }
+
     /// Writes `text` and indents what follows (`scf.if %c {`).
     pub fn open(&mut self, text: impl AsRef<str>) {
         self.raw_line(text.as_ref());

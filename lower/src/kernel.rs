@@ -127,6 +127,9 @@ pub(crate) struct Lowerer<'a> {
     /// Registers a thread of the current role may hold: the hardware's 255,
     /// or the consumers' `setmaxnreg` budget in a warp-specialised kernel.
     reg_budget: i64,
+    /// Column offsets of block-scaled promotions fixed by the case of a
+    /// loop lowered once per offset ([`Lowerer::lower_for`]).
+    known_offsets: HashMap<Value, i64>,
 }
 
 /// Registers per thread a kernel needs beside its register tiles (addresses,
@@ -180,6 +183,7 @@ impl<'a> Lowerer<'a> {
             store_helpers: BTreeMap::new(),
             role: Role::Cta,
             reg_budget: MAX_REGS,
+            known_offsets: HashMap::new(),
         }
     }
 
@@ -860,7 +864,7 @@ impl<'a> Lowerer<'a> {
         }
         let columns = match sacc.col_offset(&self.f.body) {
             None => ColumnBlocks::FromStart,
-            Some(offset) => match self.constant_int(offset) {
+            Some(offset) => match self.known_offsets.get(&offset).copied().or_else(|| self.constant_int(offset)) {
                 Some(known) if known % 8 == 0 && (0..SCALE_BLOCK_N).contains(&known) => ColumnBlocks::Known(known),
                 Some(known) => return Err(self.err(op, format!("the column offset {known} is not a multiple of 8 below {SCALE_BLOCK_N}"))),
                 None => ColumnBlocks::Dynamic { offset: self.scalar(op, offset)?, step: acc.geom.cols },
@@ -913,7 +917,79 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
+    /// A loop whose block-scaled promotions all take one column offset
+    /// that the loop does not change (a tile's offset into its first scale
+    /// block, the same for the whole K loop) is lowered once per offset the
+    /// tile grid gives, inside one `scf.index_switch` on it (a default that
+    /// traps): each copy's promotions have their blocks fixed, and the
+    /// switch runs once per loop instead of once per K step.
     fn lower_for(&mut self, op: Op) -> Result<(), Diagnostic> {
+        match self.loop_invariant_offset(op) {
+            Some((offset, cases)) => self.lower_for_per_offset(op, offset, &cases),
+            None => self.lower_for_once(op),
+        }
+    }
+
+    /// The column offset every promotion in loop `op` takes, defined
+    /// outside it and not yet fixed, with the offsets to lower it for.
+    fn loop_invariant_offset(&self, op: Op) -> Option<(Value, Vec<i64>)> {
+        let body = &self.f.body;
+        let region = tile::For::of(body, op)?.region(body);
+        let promotions: Vec<nv::ScaleAccumulate> = body.walk_region(region).into_iter().filter_map(|o| nv::ScaleAccumulate::of(body, o)).collect();
+        let offset = promotions.first()?.col_offset(body)?;
+        let invariant = !body.defined_within(offset, op) && !self.known_offsets.contains_key(&offset) && self.constant_int(offset).is_none();
+        if !invariant || promotions.iter().any(|p| p.col_offset(body) != Some(offset)) {
+            return None;
+        }
+        let cols = |p: &nv::ScaleAccumulate| body.value_type(p.acc(body)).as_tile().map(|t| t.shape[1]);
+        let width = cols(&promotions[0])?;
+        let blocks = body.value_type(promotions[0].col_scale(body)).as_tile()?.shape[0];
+        if promotions.iter().any(|p| cols(p) != Some(width)) {
+            return None;
+        }
+        scales::offset_cases(width, blocks).map(|cases| (offset, cases))
+    }
+
+    fn lower_for_per_offset(&mut self, op: Op, offset: Value, cases: &[i64]) -> Result<(), Diagnostic> {
+        let for_op = self.view(op, tile::For::of)?;
+        let body = &self.f.body;
+        let (init_values, results) = (for_op.inits(body).to_vec(), for_op.results(body).to_vec());
+        let inits: Vec<Lv> = init_values.iter().map(|&v| self.lv(op, v).cloned()).collect::<Result<_, _>>()?;
+        let pieces: Vec<(String, String)> = inits.iter().flat_map(|lv| self.flatten(lv)).collect();
+        let types = pieces.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(", ");
+        let yield_line = |names: &[String]| if names.is_empty() { "scf.yield".to_string() } else { format!("scf.yield {} : {types}", names.join(", ")) };
+        let off = self.scalar(op, offset)?;
+        let index = self.em.assign("offset_index", format!("arith.index_cast {off} : i32 to index"));
+        let name = self.em.fresh("per_offset");
+        if pieces.is_empty() {
+            self.em.head(format!("scf.index_switch {index}"));
+        } else {
+            self.em.head(format!("{name}:{} = scf.index_switch {index} -> {types}", pieces.len()));
+        }
+        for &case in cases {
+            self.em.open(format!("case {case} {{"));
+            self.known_offsets.insert(offset, case);
+            let lowered = self.lower_for_once(op);
+            self.known_offsets.remove(&offset);
+            lowered?;
+            let outs: Vec<Lv> = results.iter().map(|&r| self.lv(op, r).cloned()).collect::<Result<_, _>>()?;
+            let names: Vec<String> = outs.iter().flat_map(|lv| self.flatten(lv)).map(|(n, _)| n).collect();
+            self.em.line(yield_line(&names));
+            self.em.close("}");
+        }
+        // Any other offset breaks the promotion's contract.
+        self.em.open("default {");
+        self.em.line("llvm.intr.trap");
+        self.em.line(yield_line(&pieces.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()));
+        self.em.close("}");
+        let mut names = (0..pieces.len()).map(|k| format!("{name}#{k}"));
+        for (&r, init) in results.iter().zip(&inits) {
+            self.vals.insert(r, Self::rebuild(init, &mut names));
+        }
+        Ok(())
+    }
+
+    fn lower_for_once(&mut self, op: Op) -> Result<(), Diagnostic> {
         let for_op = self.view(op, tile::For::of)?;
         let body = &self.f.body;
         let (init_values, results, region) = (for_op.inits(body).to_vec(), for_op.results(body).to_vec(), for_op.region(body));

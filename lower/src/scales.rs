@@ -236,25 +236,16 @@ pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, row
         ColumnBlocks::FromStart => promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[(col / SCALE_BLOCK_N) as usize].clone()),
         ColumnBlocks::Known(offset) => promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(offset + col, last)].clone()),
         ColumnBlocks::Dynamic { offset, step } => {
-            // A case fixes each 8-column group's block: the offsets are
-            // multiples of gcd(N, 128), which is one of 8 (the fragment's
-            // N is a multiple of 8).
-            let cases: Vec<i64> = (0..SCALE_BLOCK_N).step_by(gcd(*step, SCALE_BLOCK_N) as usize).collect();
-            // Where every offset the grid gives maps each group to the same
-            // block (a tile as wide as a divisor of 128 never leaves its
-            // block), the switch would choose between equal cases.
-            let groups: Vec<i64> = (0..acc.geom.cols).step_by(8).collect();
-            let blocks_of = |known: i64| groups.iter().map(|&col| block_at(known + col, last)).collect::<Vec<_>>();
-            if cases.iter().all(|&known| blocks_of(known) == blocks_of(0)) {
+            let Some(cases) = offset_cases(*step, blocks.len() as i64) else {
                 trap_unless_case(em, offset, gcd(*step, SCALE_BLOCK_N));
                 return promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(col, last)].clone());
-            }
+            };
             let ty = acc.chunk_type(em);
             let n = acc.chunks.len();
             let types = vec![ty.clone(); n].join(", ");
             let name = em.fresh("promoted");
             let index = em.assign("offset_index", format!("arith.index_cast {offset} : i32 to index"));
-            em.open(format!("{name}:{n} = scf.index_switch {index} -> {types}"));
+            em.head(format!("{name}:{n} = scf.index_switch {index} -> {types}"));
             for known in cases {
                 em.open(format!("case {known} {{"));
                 let done = promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(known + col, last)].clone());
@@ -270,6 +261,18 @@ pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, row
             Frag { geom: acc.geom.clone(), elem: acc.elem, chunks: (0..n).map(|i| format!("{name}#{i}")).collect() }
         }
     }
+}
+
+/// The offsets into the first of `blocks` scale blocks that a grid of
+/// tiles `cols` wide gives (the multiples of gcd(cols, 128) below 128,
+/// each a multiple of 8 since `cols` is), when they differ in which block
+/// an 8-column group of the tile takes; `None` when every one maps the
+/// groups alike (a tile as wide as a divisor of 128 never leaves its block).
+pub(crate) fn offset_cases(cols: i64, blocks: i64) -> Option<Vec<i64>> {
+    let last = blocks - 1;
+    let cases: Vec<i64> = (0..SCALE_BLOCK_N).step_by(gcd(cols, SCALE_BLOCK_N) as usize).collect();
+    let blocks_of = |known: i64| (0..cols).step_by(8).map(|col| block_at(known + col, last)).collect::<Vec<_>>();
+    cases.iter().any(|&known| blocks_of(known) != blocks_of(0)).then_some(cases)
 }
 
 /// Traps unless `offset` (i32) is a multiple of `grain` below 128, as the
