@@ -6,7 +6,7 @@
 //!
 //! The rules, in order:
 //! 1. Tile shapes. Block M is 64, 128 or 256; block N any multiple of 16 up
-//!    to 256; the FP32 accumulators fit two warpgroups''
+//!    to 256; the FP32 accumulators fit two warpgroups'
 //!    registers: the running result at most 128 a thread (BM * BN <= 2 *
 //!    128 * 128) and, with block-scaled FP8's partial product of the m64
 //!    row block being promoted (BN / 2 more), at most 176 (at 192 ptxas
@@ -25,7 +25,7 @@
 //!    block (the program gives it the offset into the first) takes block N
 //!    128 unless, over more than two waves, the best tile of another width
 //!    takes at least 1% less time by waves x tiles an SM runs at once x
-//!    tile area: its promotion then switches on the offset each K step. On
+//!    tile area: its K loop is then lowered once per offset. On
 //!    the H100 and H200 (2026-11-25) 128x176 against 128x128 was +18 to
 //!    +21% at 4096x2112x7168 (12 tiles across N instead of 16.5), +2.5 to
 //!    +6% at 4096x7168x16384 and 8192^3, level at 4096x7168x2048 and
@@ -202,7 +202,7 @@ impl AccumulatorRegisters {
     /// Within what a thread of a warpgroup that shares a tile may hold: a
     /// running result of at most 128 registers (the widest measured tiles,
     /// 128x256 and 256x128 over two warpgroups) and, with the partial, at
-    /// most 176 (of a consumer's 240, the rest for addresses, loop state
+    /// most 176 (of a consumer's 232, the rest for addresses, loop state
     /// and scales; at 192, 128x192 and 256x128 FP8 tiles over two
     /// consumers, ptxas spilled 48 to 124 bytes, 2026-11-25).
     pub fn fit_shared(self) -> bool {
