@@ -130,6 +130,21 @@ pub(super) fn fold_int_binary(body: &Body, op: Op, consts: &[Option<Attribute>])
         (TileMuli, Some(1), _) => Some(Folded::Value(rhs)),
         (TileMuli, Some(0), _) | (TileMuli, _, Some(0)) => Some(Folded::Constant(Attribute::Int(0, *elem))),
         (TileRemsi, _, Some(d)) if d > 0 && d & (d - 1) == 0 && product_with_multiple_of(body, lhs, d) => Some(Folded::Constant(Attribute::Int(0, *elem))),
+        (TileDivsi, _, Some(d)) if d > 0 => quotient_of_product(body, lhs, d),
+        _ => None,
+    }
+}
+
+/// `(x * c) / d` as `x` where c is d: a tile's first row over the scale
+/// block that the tile's height equals (`(pid * 128) / 128`). Element
+/// coordinates fit the kernels' 32-bit index arithmetic, so the product
+/// does not wrap. Other multiples are left to the lowering.
+fn quotient_of_product(body: &Body, v: Value, d: i64) -> Option<Folded> {
+    let product = Muli::of(body, body.defining_op(v)?)?;
+    let constant = |x: Value| body.defining_op(x).and_then(|def| Constant::of(body, def)).and_then(|c| body.ops[c.op()].attrs.get("value").and_then(Attribute::as_int));
+    match (constant(product.lhs(body)), constant(product.rhs(body))) {
+        (_, Some(c)) if c == d => Some(Folded::Value(product.lhs(body))),
+        (Some(c), _) if c == d => Some(Folded::Value(product.rhs(body))),
         _ => None,
     }
 }
