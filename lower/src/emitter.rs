@@ -64,11 +64,38 @@ impl Emitter {
         self.out.push('\n');
     }
 
-    /// Writes `text` as it is, with no location of its own: the head of an
-    /// op whose regions follow (`scf.index_switch %i -> T`, then its cases);
-    /// the location goes after the last region, if anywhere.
-    pub fn head(&mut self, text: impl AsRef<str>) {
-        self.raw_line(text.as_ref());
+    /// Starts `scf.index_switch` on the i32 `value`, its results typed
+    /// `types`; returns the names they will have. Its cases follow (`case
+    /// N {` ... [`Emitter::yield_values`] `}`), then
+    /// [`Emitter::trap_default`]. The head takes no location of its own:
+    /// MLIR reads one there as the end of the op, before its regions.
+    pub fn index_switch(&mut self, hint: &str, value: &str, types: &[String]) -> Vec<String> {
+        let index = self.assign("switch_index", format!("arith.index_cast {value} : i32 to index"));
+        let name = self.fresh(hint);
+        if types.is_empty() {
+            self.raw_line(&format!("scf.index_switch {index}"));
+        } else {
+            self.raw_line(&format!("{name}:{} = scf.index_switch {index} -> {}", types.len(), types.join(", ")));
+        }
+        (0..types.len()).map(|k| format!("{name}#{k}")).collect()
+    }
+
+    /// `scf.yield` of `names`, typed `types`.
+    pub fn yield_values(&mut self, names: &[String], types: &[String]) {
+        if names.is_empty() {
+            self.line("scf.yield");
+        } else {
+            self.line(format!("scf.yield {} : {}", names.join(", "), types.join(", ")));
+        }
+    }
+
+    /// The default of a switch whose cases are every value its operand may
+    /// take: it traps (yielding `names`, typed `types`, never reached).
+    pub fn trap_default(&mut self, names: &[String], types: &[String]) {
+        self.open("default {");
+        self.line("llvm.intr.trap");
+        self.yield_values(names, types);
+        self.close("}");
     }
 
     /// Writes `text` and indents what follows (`scf.if %c {`).

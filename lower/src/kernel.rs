@@ -864,7 +864,7 @@ impl<'a> Lowerer<'a> {
         }
         let columns = match sacc.col_offset(&self.f.body) {
             None => ColumnBlocks::FromStart,
-            Some(offset) => match self.known_offsets.get(&offset).copied().or_else(|| self.constant_int(offset)) {
+            Some(offset) => match self.known_offsets.get(&offset).copied().or_else(|| tile::arith::constant_int(&self.f.body, offset)) {
                 Some(known) if known % 8 == 0 && (0..SCALE_BLOCK_N).contains(&known) => ColumnBlocks::Known(known),
                 Some(known) => return Err(self.err(op, format!("the column offset {known} is not a multiple of 8 below {SCALE_BLOCK_N}"))),
                 None => ColumnBlocks::Dynamic { offset: self.scalar(op, offset)?, step: acc.geom.cols },
@@ -873,13 +873,6 @@ impl<'a> Lowerer<'a> {
         let promoted = scales::scale_accumulate(&mut self.em, &acc, &partial, &rows, &blocks, row_block, &columns);
         self.vals.insert(result, Lv::Frag(promoted));
         Ok(())
-    }
-
-    /// The integer `v` holds when a constant op defines it.
-    fn constant_int(&self, v: Value) -> Option<i64> {
-        let body = &self.f.body;
-        let constant = tile::Constant::of(body, body.defining_op(v)?)?;
-        body.ops[constant.op()].attrs.get("value").and_then(Attribute::as_int)
     }
 
     fn lower_constant(&mut self, op: Op, result: Value, value: Option<&Attribute>) -> Result<(), Diagnostic> {
@@ -937,7 +930,7 @@ impl<'a> Lowerer<'a> {
         let region = tile::For::of(body, op)?.region(body);
         let promotions: Vec<nv::ScaleAccumulate> = body.walk_region(region).into_iter().filter_map(|o| nv::ScaleAccumulate::of(body, o)).collect();
         let offset = promotions.first()?.col_offset(body)?;
-        let invariant = !body.defined_within(offset, op) && !self.known_offsets.contains_key(&offset) && self.constant_int(offset).is_none();
+        let invariant = !body.defined_within(offset, op) && !self.known_offsets.contains_key(&offset) && tile::arith::constant_int(&self.f.body, offset).is_none();
         if !invariant || promotions.iter().any(|p| p.col_offset(body) != Some(offset)) {
             return None;
         }
@@ -955,17 +948,9 @@ impl<'a> Lowerer<'a> {
         let body = &self.f.body;
         let (init_values, results) = (for_op.inits(body).to_vec(), for_op.results(body).to_vec());
         let inits: Vec<Lv> = init_values.iter().map(|&v| self.lv(op, v).cloned()).collect::<Result<_, _>>()?;
-        let pieces: Vec<(String, String)> = inits.iter().flat_map(|lv| self.flatten(lv)).collect();
-        let types = pieces.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(", ");
-        let yield_line = |names: &[String]| if names.is_empty() { "scf.yield".to_string() } else { format!("scf.yield {} : {types}", names.join(", ")) };
+        let (init_names, types): (Vec<String>, Vec<String>) = inits.iter().flat_map(|lv| self.flatten(lv)).unzip();
         let off = self.scalar(op, offset)?;
-        let index = self.em.assign("offset_index", format!("arith.index_cast {off} : i32 to index"));
-        let name = self.em.fresh("per_offset");
-        if pieces.is_empty() {
-            self.em.head(format!("scf.index_switch {index}"));
-        } else {
-            self.em.head(format!("{name}:{} = scf.index_switch {index} -> {types}", pieces.len()));
-        }
+        let switched = self.em.index_switch("per_offset", &off, &types);
         for &case in cases {
             self.em.open(format!("case {case} {{"));
             self.known_offsets.insert(offset, case);
@@ -974,15 +959,12 @@ impl<'a> Lowerer<'a> {
             lowered?;
             let outs: Vec<Lv> = results.iter().map(|&r| self.lv(op, r).cloned()).collect::<Result<_, _>>()?;
             let names: Vec<String> = outs.iter().flat_map(|lv| self.flatten(lv)).map(|(n, _)| n).collect();
-            self.em.line(yield_line(&names));
+            self.em.yield_values(&names, &types);
             self.em.close("}");
         }
         // Any other offset breaks the promotion's contract.
-        self.em.open("default {");
-        self.em.line("llvm.intr.trap");
-        self.em.line(yield_line(&pieces.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()));
-        self.em.close("}");
-        let mut names = (0..pieces.len()).map(|k| format!("{name}#{k}"));
+        self.em.trap_default(&init_names, &types);
+        let mut names = switched.into_iter();
         for (&r, init) in results.iter().zip(&inits) {
             self.vals.insert(r, Self::rebuild(init, &mut names));
         }

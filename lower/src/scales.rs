@@ -240,25 +240,18 @@ pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, row
                 trap_unless_case(em, offset, gcd(*step, SCALE_BLOCK_N));
                 return promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(col, last)].clone());
             };
-            let ty = acc.chunk_type(em);
-            let n = acc.chunks.len();
-            let types = vec![ty.clone(); n].join(", ");
-            let name = em.fresh("promoted");
-            let index = em.assign("offset_index", format!("arith.index_cast {offset} : i32 to index"));
-            em.head(format!("{name}:{n} = scf.index_switch {index} -> {types}"));
+            let types = vec![acc.chunk_type(em); acc.chunks.len()];
+            let promoted = em.index_switch("promoted", offset, &types);
             for known in cases {
                 em.open(format!("case {known} {{"));
                 let done = promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(known + col, last)].clone());
-                em.line(format!("scf.yield {} : {types}", done.chunks.join(", ")));
+                em.yield_values(&done.chunks, &types);
                 em.close("}");
             }
             // Any other offset breaks the op's contract: trap rather than
             // promote with the wrong scales.
-            em.open("default {");
-            em.line("llvm.intr.trap");
-            em.line(format!("scf.yield {} : {types}", acc.chunks.join(", ")));
-            em.close("}");
-            Frag { geom: acc.geom.clone(), elem: acc.elem, chunks: (0..n).map(|i| format!("{name}#{i}")).collect() }
+            em.trap_default(&acc.chunks, &types);
+            Frag { geom: acc.geom.clone(), elem: acc.elem, chunks: promoted }
         }
     }
 }

@@ -147,7 +147,7 @@
 //!     expert holds a few rows of tiles).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
-use tilec_dialects::tile::dot::SCALE_BLOCK_N;
+use tilec_dialects::tile::dot::{blocks_covering, SCALE_BLOCK_N};
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -531,7 +531,7 @@ pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64
     // (tile-canonicalize narrows the program's window to them).
     let b_scale_rows = match problem.b_scale_rows {
         Some(rows) if block_n % SCALE_BLOCK_N != 0 => rows,
-        _ => ceil_div(block_n, SCALE_BLOCK_N),
+        _ => blocks_covering(block_n),
     };
     let scale_bytes = if scales == Scales::Staged { 4 * (block_m + b_scale_rows) } else { 0 };
     let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);

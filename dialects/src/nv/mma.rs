@@ -4,7 +4,7 @@
 use super::fragment::check_a_fragment_layout;
 use super::{ScaleAccumulate, Wgmma, WgmmaWait};
 use crate::ir::Attribute;
-use crate::tile::dot::{blocks_from_any_offset, SCALE_BLOCK_N};
+use crate::tile::dot::{blocks_covering, blocks_from_any_offset, SCALE_BLOCK_N};
 use crate::tile::Constant;
 use crate::ir::{Body, ElemType, Layout, Op};
 
@@ -120,7 +120,7 @@ pub(super) fn verify_scale_accumulate(body: &Body, op: Op) -> Result<(), String>
     }
     match sacc.col_offset(body) {
         None => {
-            let blocks = (n + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N;
+            let blocks = blocks_covering(n);
             if cols.shape != [blocks, 1] {
                 return Err(format!("the column scales must be {blocks}x1, one per {SCALE_BLOCK_N} columns"));
             }

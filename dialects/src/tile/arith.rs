@@ -135,14 +135,19 @@ pub(super) fn fold_int_binary(body: &Body, op: Op, consts: &[Option<Attribute>])
     }
 }
 
+/// The integer `v` holds when a `tile.constant` defines it.
+pub fn constant_int(body: &Body, v: Value) -> Option<i64> {
+    let constant = Constant::of(body, body.defining_op(v)?)?;
+    body.ops[constant.op()].attrs.get("value").and_then(Attribute::as_int)
+}
+
 /// `(x * c) / d` as `x` where c is d: a tile's first row over the scale
 /// block that the tile's height equals (`(pid * 128) / 128`). Element
 /// coordinates fit the kernels' 32-bit index arithmetic, so the product
 /// does not wrap. Other multiples are left to the lowering.
 fn quotient_of_product(body: &Body, v: Value, d: i64) -> Option<Folded> {
     let product = Muli::of(body, body.defining_op(v)?)?;
-    let constant = |x: Value| body.defining_op(x).and_then(|def| Constant::of(body, def)).and_then(|c| body.ops[c.op()].attrs.get("value").and_then(Attribute::as_int));
-    match (constant(product.lhs(body)), constant(product.rhs(body))) {
+    match (constant_int(body, product.lhs(body)), constant_int(body, product.rhs(body))) {
         (_, Some(c)) if c == d => Some(Folded::Value(product.lhs(body))),
         (Some(c), _) if c == d => Some(Folded::Value(product.rhs(body))),
         _ => None,
@@ -155,12 +160,7 @@ fn quotient_of_product(body: &Body, v: Value, d: i64) -> Option<Folded> {
 /// power of two `d`, which divides the product even where it wraps.
 fn product_with_multiple_of(body: &Body, v: Value, d: i64) -> bool {
     let Some(product) = body.defining_op(v).and_then(|def| Muli::of(body, def)) else { return false };
-    [product.lhs(body), product.rhs(body)].into_iter().any(|factor| {
-        body.defining_op(factor)
-            .and_then(|def| Constant::of(body, def))
-            .and_then(|c| body.ops[c.op()].attrs.get("value").and_then(Attribute::as_int))
-            .is_some_and(|c| c % d == 0)
-    })
+    [product.lhs(body), product.rhs(body)].into_iter().any(|factor| constant_int(body, factor).is_some_and(|c| c % d == 0))
 }
 
 // ---- casts -----------------------------------------------------------------

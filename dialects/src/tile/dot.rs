@@ -58,6 +58,11 @@ pub(super) fn verify_dot(body: &Body, op: Op) -> Result<(), String> {
 
 /// FP8 e4m3 operands with f32 scales: one per row of A and 128 K elements,
 /// one per 128 x 128 block of B.
+/// Blocks of [`SCALE_BLOCK_N`] rows that `rows` rows starting a block cover.
+pub fn blocks_covering(rows: i64) -> i64 {
+    (rows + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N
+}
+
 /// The most blocks of [`SCALE_BLOCK_N`] rows that `rows` consecutive rows
 /// starting at any row of a block touch.
 pub fn blocks_from_any_offset(rows: i64) -> i64 {
@@ -93,7 +98,7 @@ pub(super) fn verify_dot_scaled(body: &Body, op: Op) -> Result<(), String> {
     }
     match dot.rhs_scale_offset(body) {
         None => {
-            let n_blocks = (n + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N;
+            let n_blocks = blocks_covering(n);
             if sb.shape != [n_blocks, k_blocks] {
                 return Err(format!(
                     "B's scales must be {n_blocks}x{k_blocks} (one per {SCALE_BLOCK_N}x{SCALE_BLOCK_K} block), found {}x{}",

@@ -17,7 +17,8 @@ use crate::{Pass, Statistic};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attributes, Block, Body, EntityRef, Op, Region, Type, Value, ValueDef};
 use tilec_dialects::registry::{Folded, Opcode};
-use tilec_dialects::tile::dot::SCALE_BLOCK_N;
+use tilec_dialects::tile::arith::constant_int;
+use tilec_dialects::tile::dot::blocks_covering;
 use tilec_dialects::tile::{DotScaled, For, Load, Yield};
 use tilec_dialects::{Diagnostic, Function};
 
@@ -268,7 +269,7 @@ fn narrow_scales_of_aligned_tiles(body: &mut Body, region: Region) -> bool {
     for op in body.walk_region(region) {
         let Some(dot) = DotScaled::of(body, op) else { continue };
         let Some(offset) = dot.rhs_scale_offset(body) else { continue };
-        if constant_of(body, offset).and_then(|c| c.as_int()) != Some(0) {
+        if constant_int(body, offset) != Some(0) {
             continue;
         }
         let scales = dot.rhs_scale(body);
@@ -278,7 +279,7 @@ fn narrow_scales_of_aligned_tiles(body: &mut Body, region: Region) -> bool {
         if !loaded || tile.layout.is_some() || uses[scales.index()] != 1 {
             continue;
         }
-        tile.shape[0] = (rows + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N;
+        tile.shape[0] = blocks_covering(rows);
         body.values[scales].ty = Type::Tile(tile);
         body.ops[op].operands.remove(4);
         changed = true;
