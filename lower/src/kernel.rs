@@ -6,7 +6,7 @@ use super::fragment::{self, Frag, FragGeom, ThreadCoords};
 use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
-use super::scales::{self, ColumnBlocks, Scales};
+use super::scales::{self, ColumnBlocks, Part, Scales};
 use super::{cluster, nvgpu, roles, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use tilec_dialects::ir::{Block, Body, Op};
@@ -858,9 +858,18 @@ impl<'a> Lowerer<'a> {
         if rows.len() as i64 != 2 * acc.geom.m_blocks {
             return Err(self.err(op, "the row scales do not cover the accumulator's rows"));
         }
-        let row_block = sacc.row_block(&self.f.body);
-        if partial.geom.m_blocks != row_block.map_or(acc.geom.m_blocks, |_| 1) {
-            return Err(self.err(op, "the partial does not cover the accumulator, or with 'row_block' one m64 block of it"));
+        let part = match (sacc.row_block(&self.f.body), sacc.col_block(&self.f.body)) {
+            (Some(r), _) => Part::RowBlock(r),
+            (None, Some(c)) => Part::ColBlock(c),
+            (None, None) => Part::Whole,
+        };
+        let (m_blocks, n_blocks) = match part {
+            Part::Whole => (acc.geom.m_blocks, acc.geom.n_blocks),
+            Part::RowBlock(_) => (1, acc.geom.n_blocks),
+            Part::ColBlock(_) => (acc.geom.m_blocks, 1),
+        };
+        if (partial.geom.m_blocks, partial.geom.n_blocks) != (m_blocks, n_blocks) {
+            return Err(self.err(op, "the partial does not cover the accumulator, or with 'row_block' one m64 block of it, or with 'col_block' one instruction's columns"));
         }
         let columns = match sacc.col_offset(&self.f.body) {
             None => ColumnBlocks::FromStart,
@@ -870,7 +879,7 @@ impl<'a> Lowerer<'a> {
                 None => ColumnBlocks::Dynamic { offset: self.scalar(op, offset)?, step: acc.geom.cols },
             },
         };
-        let promoted = scales::scale_accumulate(&mut self.em, &acc, &partial, &rows, &blocks, row_block, &columns);
+        let promoted = scales::scale_accumulate(&mut self.em, &acc, &partial, &rows, &blocks, part, &columns);
         self.vals.insert(result, Lv::Frag(promoted));
         Ok(())
     }

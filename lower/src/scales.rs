@@ -213,14 +213,27 @@ pub(crate) enum ColumnBlocks {
     Dynamic { offset: String, step: i64 },
 }
 
+/// Which part of the accumulator a promotion folds its partial into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// All of it.
+    Whole,
+    /// One m64 row block (`row_block`).
+    RowBlock(i64),
+    /// The columns of one wgmma instruction (`col_block`).
+    ColBlock(i64),
+}
+
 /// `acc + partial * rows[row] * blocks[block of col]`, element by element:
 /// one product of scales per (row, block) the thread holds, then one FMA
-/// per element. With `row_block` the partial is that m64 block of the
-/// accumulator alone; the other blocks pass through, and the promoted
-/// values are pinned where they stand by an empty side-effecting asm that
-/// reads them: LLVM would otherwise sink the FMAs past the next block's
-/// wgmma (they are pure), keeping two blocks' partials live, which at
-/// 128 rows by 128 columns a warpgroup spills.
+/// per element. With a row or column block the partial is that part of the
+/// accumulator alone; the rest passes through, and the promoted values are
+/// pinned where they stand by an empty side-effecting asm that reads them:
+/// LLVM would otherwise sink the FMAs past the next block's wgmma or wait
+/// (they are pure), keeping two blocks' partials live, which at 128 rows
+/// by 128 columns a warpgroup spills, or promoting a column block only
+/// after the wait for the next one, which is what its own commit group is
+/// there to avoid.
 ///
 /// With a dynamic offset, each column's block changes with the tile while
 /// the offset stays the same for the whole K loop; instead of choosing a
@@ -230,21 +243,21 @@ pub(crate) enum ColumnBlocks {
 /// default that chose per element kept its loop-invariant choices live
 /// across the K loop (LLVM hoists them), which spilled 88 bytes at 64x176
 /// a warpgroup.
-pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, rows: &[String], blocks: &[String], row_block: Option<i64>, columns: &ColumnBlocks) -> Frag {
+pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, rows: &[String], blocks: &[String], part: Part, columns: &ColumnBlocks) -> Frag {
     let last = blocks.len() as i64 - 1;
     match columns {
-        ColumnBlocks::FromStart => promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[(col / SCALE_BLOCK_N) as usize].clone()),
-        ColumnBlocks::Known(offset) => promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(offset + col, last)].clone()),
+        ColumnBlocks::FromStart => promote(em, acc, partial, rows, blocks, part, &|scales, col| scales[(col / SCALE_BLOCK_N) as usize].clone()),
+        ColumnBlocks::Known(offset) => promote(em, acc, partial, rows, blocks, part, &|scales, col| scales[block_at(offset + col, last)].clone()),
         ColumnBlocks::Dynamic { offset, step } => {
             let Some(cases) = offset_cases(*step, blocks.len() as i64) else {
                 trap_unless_case(em, offset, gcd(*step, SCALE_BLOCK_N));
-                return promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(col, last)].clone());
+                return promote(em, acc, partial, rows, blocks, part, &|scales, col| scales[block_at(col, last)].clone());
             };
             let types = vec![acc.chunk_type(em); acc.chunks.len()];
             let promoted = em.index_switch("promoted", offset, &types);
             for known in cases {
                 em.open(format!("case {known} {{"));
-                let done = promote(em, acc, partial, rows, blocks, row_block, &|scales, col| scales[block_at(known + col, last)].clone());
+                let done = promote(em, acc, partial, rows, blocks, part, &|scales, col| scales[block_at(known + col, last)].clone());
                 em.yield_values(&done.chunks, &types);
                 em.close("}");
             }
@@ -306,28 +319,30 @@ fn promote(
     partial: &Frag,
     rows: &[String],
     blocks: &[String],
-    row_block: Option<i64>,
+    part: Part,
     scale_of: &dyn Fn(&[String], i64) -> String,
 ) -> Frag {
     let g = &acc.geom;
     let ty = acc.chunk_type(em);
     let mut chunks = acc.chunks.clone();
-    let promoted_blocks = match row_block {
-        Some(r) => r..r + 1,
-        None => 0..g.m_blocks,
+    let (row_blocks, col_blocks) = match part {
+        Part::Whole => (0..g.m_blocks, 0..g.n_blocks),
+        Part::RowBlock(r) => (r..r + 1, 0..g.n_blocks),
+        Part::ColBlock(c) => (0..g.m_blocks, c..c + 1),
     };
-    for r in promoted_blocks {
+    let mut promoted = Vec::new();
+    for r in row_blocks {
         let mut factor: Vec<Vec<String>> = Vec::new();
         for half in 0..2 {
             let row = &rows[(2 * r + half) as usize];
             factor.push(blocks.iter().map(|b| em.binop("s", "arith.mulf", row, b, "f32")).collect());
         }
-        // The partial's own m block: r of the whole tile's, its only one of a row block's.
-        let partial_block = if row_block.is_some() { 0 } else { r };
-        let mut promoted = Vec::new();
-        for nb in 0..g.n_blocks {
+        for nb in col_blocks.clone() {
+            // The partial's own chunk: the whole tile's (r, nb), a block's only one along that axis.
+            let pr = if let Part::RowBlock(_) = part { 0 } else { r };
+            let pn = if let Part::ColBlock(_) = part { 0 } else { nb };
             let c = (r * g.n_blocks + nb) as usize;
-            let p_chunk = &partial.chunks[(partial_block * g.n_blocks + nb) as usize];
+            let p_chunk = &partial.chunks[(pr * partial.geom.n_blocks + pn) as usize];
             let mut out = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
             for i in 0..g.chunk_len() {
                 let half = (i / 2) % 2;
@@ -341,11 +356,11 @@ fn promote(
             }
             chunks[c] = out;
         }
-        if row_block.is_some() {
-            let constraints = vec!["f"; promoted.len()].join(",");
-            let types = vec!["f32"; promoted.len()].join(", ");
-            em.line(format!("llvm.inline_asm has_side_effects \"\", \"{constraints}\" {} : ({types}) -> ()", promoted.join(", ")));
-        }
+    }
+    if part != Part::Whole {
+        let constraints = vec!["f"; promoted.len()].join(",");
+        let types = vec!["f32"; promoted.len()].join(", ");
+        em.line(format!("llvm.inline_asm has_side_effects \"\", \"{constraints}\" {} : ({types}) -> ()", promoted.join(", ")));
     }
     Frag { geom: g.clone(), elem: acc.elem, chunks }
 }

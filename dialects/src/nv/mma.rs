@@ -84,6 +84,10 @@ fn is_zero_splat(body: &Body, v: crate::ir::Value) -> bool {
 /// rows `[R * 64 * W, (R + 1) * 64 * W)` over its W warpgroups) and only
 /// that block is promoted: a tile promoted block by block holds one
 /// block's partial at a time instead of a second copy of the whole tile.
+/// With `col_block` the partial is the columns one wgmma instruction of the
+/// layout covers (`[C * N_i, (C + 1) * N_i)` for instruction N `N_i`) and
+/// only those are promoted: the next instruction's wgmma can run while
+/// they are.
 pub(super) fn verify_scale_accumulate(body: &Body, op: Op) -> Result<(), String> {
     let sacc = ScaleAccumulate::of(body, op).ok_or("malformed 'nv.scale_accumulate'")?;
     let acc = body.value_type(sacc.acc(body)).as_tile().expect("checked by the definition");
@@ -97,10 +101,24 @@ pub(super) fn verify_scale_accumulate(body: &Body, op: Op) -> Result<(), String>
     }
     let [m, n] = acc.shape[..] else { return Err("the accumulator must be rank 2".into()) };
     let partial = body.value_type(sacc.partial(body)).as_tile().expect("checked by the definition");
-    match sacc.row_block(body) {
-        None if partial != acc => return Err("without 'row_block' the partial must have the accumulator's type".into()),
-        None => {}
-        Some(block) => {
+    match (sacc.row_block(body), sacc.col_block(body)) {
+        (None, None) if partial != acc => return Err("without 'row_block' or 'col_block' the partial must have the accumulator's type".into()),
+        (None, None) => {}
+        (Some(_), Some(_)) => return Err("'row_block' and 'col_block' are exclusive: a promotion covers one row block or one column block".into()),
+        (None, Some(block)) => {
+            let Layout::Mma { warps_per_cta, instr_shape, .. } = acc_layout else { unreachable!("matched above") };
+            let instr_n = i64::from(instr_shape.get(1).copied().unwrap_or(0));
+            if warps_per_cta.get(1) != Some(&1) || instr_n == 0 {
+                return Err("'col_block' needs an MMA layout whose warps all lie along M".into());
+            }
+            if partial.layout != acc.layout || partial.elem != acc.elem || partial.shape != [m, instr_n] {
+                return Err(format!("with 'col_block' the partial must be one wgmma instruction's columns of the accumulator: {m}x{instr_n} in its layout"));
+            }
+            if !(0..n / instr_n).contains(&block) {
+                return Err(format!("'col_block' {block} is not one of the accumulator's {} column blocks", n / instr_n));
+            }
+        }
+        (Some(block), None) => {
             let Layout::Mma { warps_per_cta, .. } = acc_layout else { unreachable!("matched above") };
             let block_rows = 16 * i64::from(warps_per_cta.first().copied().unwrap_or(0));
             if partial.layout != acc.layout || partial.elem != acc.elem || partial.shape != [block_rows, n] {
