@@ -145,6 +145,14 @@
 //!     Persistent kernels keep their own grouped loop; clustered and split
 //!     candidates their grid, and so does a masked grouped GEMM (each
 //!     expert holds a few rows of tiles).
+//! 14. Promotion in column halves: a block-scaled tile at least
+//!     [`COLUMN_HALVES_MIN_N`] columns wide whose warpgroups hold one m64
+//!     block of rows each takes a wgmma instruction half the tile wide
+//!     (`mma_n`), and each K block's two halves are issued as two commit
+//!     groups, the first promoted while the second's wgmma runs. On the
+//!     H100 (2026-11-26) that was +8.7% at 4096x7168x16384 (128x176, two
+//!     n88 halves) and -3.5% at 4096^3 (128x128: n64 halves re-read A
+//!     more than the overlap saves).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use tilec_dialects::tile::dot::{blocks_covering, SCALE_BLOCK_N};
@@ -430,7 +438,28 @@ pub struct Config {
     pub raster_group: i64,
 }
 
+/// Rule 14: the narrowest block-scaled tile promoted in column halves
+/// (n88 halves: measured; n64 halves of 128x128 ran 3.5% slower than
+/// whole, and 144 and 160 were not compared).
+pub const COLUMN_HALVES_MIN_N: i64 = 176;
+
+/// Rule 1: the share of its area a tile promoted in column halves counts
+/// at in [`promotion_work`], in percent.
+const COLUMN_HALVES_WORK_PERCENT: i64 = 92;
+
+/// Rule 1: the fewest K blocks over which [`promotion_work`] counts a tile
+/// promoted in column halves at less than its area.
+const COLUMN_HALVES_MIN_K_BLOCKS: i64 = 8;
+
 impl Config {
+    /// Rule 14: the wgmma instruction N where it is narrower than the tile
+    /// (a block-scaled tile promoted in column halves); `None` for the
+    /// widest that fits.
+    pub fn mma_n(&self) -> Option<i64> {
+        let halves = self.scales != Scales::None && !promotes_by_row_blocks(self) && self.block_n >= COLUMN_HALVES_MIN_N && (self.block_n / 2) % 8 == 0;
+        halves.then_some(self.block_n / 2)
+    }
+
     /// The warpgroups one tile's accumulators are spread over: all of the
     /// plain pipeline's, a warp-specialised kernel's consumers, one of
     /// ping-pong's (each holds whole tiles).
@@ -484,9 +513,10 @@ impl fmt::Display for Config {
         };
         let splits = if self.splits > 1 { format!(" splits={}", self.splits) } else { String::new() };
         let order = if self.raster_group > 0 { format!(" grouped={}", self.raster_group) } else { String::new() };
+        let mma_n = self.mma_n().map_or(String::new(), |n| format!(" mma_n={n}"));
         write!(
             f,
-            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{scales}{cluster}{splits}{order} sms={}",
+            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{scales}{mma_n}{cluster}{splits}{order} sms={}",
             self.block_m,
             self.block_n,
             self.block_k,
@@ -792,8 +822,8 @@ fn every_block_n() -> Vec<i64> {
 
 /// Rule 1's block N for a block-scaled dot whose tiles of B need not start
 /// a scale block: one scale block (128), unless over more than two waves
-/// the best tile of any width takes at least 1% less [`wave_work`] than the
-/// best 128 wide (or no 128-wide tile fits the pins).
+/// the best tile of any width takes at least 1% less [`promotion_work`]
+/// than the best 128 wide (or no 128-wide tile fits the pins).
 fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins, block_ms: &[i64], bk: i64) -> i64 {
     let best_of = |block_ns: &[i64]| {
         block_ms
@@ -804,10 +834,24 @@ fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins
             .min_by(compare)
     };
     match (best_of(&[SCALE_BLOCK_N]), best_of(&every_block_n())) {
-        (Some(aligned), Some(any)) if aligned.waves > 2 && 100 * wave_work(&any) < 99 * wave_work(&aligned) => any.config.block_n,
+        (Some(aligned), Some(any)) if aligned.waves > 2 && 100 * promotion_work(problem, &any) < 99 * promotion_work(problem, &aligned) => any.config.block_n,
         (None, Some(any)) => any.config.block_n,
         _ => SCALE_BLOCK_N,
     }
+}
+
+/// The time a block-scaled candidate's waves take, in hundredths of
+/// [`wave_work`]: a tile promoted in column halves (rule 14) over at least
+/// [`COLUMN_HALVES_MIN_K_BLOCKS`] K blocks counts
+/// [`COLUMN_HALVES_WORK_PERCENT`]% of its area. On the H100 (2026-11-26)
+/// 128x176 in halves ran 8-12% more elements a second than 128x128 at
+/// 4096^3, 4096x4096x7168 and 4096x24576x1536 (12 to 56 K blocks), and 2%
+/// fewer at 4096x32768x512 (4 K blocks, where each tile's prologue and
+/// epilogue weigh more than its promotions).
+fn promotion_work(problem: &Problem, c: &Candidate) -> i64 {
+    let k_blocks = ceil_div(problem.k, c.config.block_k);
+    let halves = c.config.mma_n().is_some() && k_blocks >= COLUMN_HALVES_MIN_K_BLOCKS;
+    wave_work(c) * if halves { COLUMN_HALVES_WORK_PERCENT } else { 100 }
 }
 
 /// The time rule 2's waves take, in elements of C an SM computes: waves
@@ -1205,10 +1249,27 @@ mod tests {
         // 2112 = 12 x 176: 384 tiles in 3 waves of 128x176 against 544 in 5
         // of 128x128, 18% less time by wave_work.
         assert_eq!(block_n(fp8(4096, 2112, 7168)), 176);
-        // 6 waves of 128x176 (768 tiles) take 3% longer than 8 of 128x128.
-        assert_eq!(block_n(fp8(4096, 4096, 4096)), 128);
+        // 6 waves of 128x176 (768 tiles) are 3% more area than 8 of
+        // 128x128, but promoted in column halves over 32 K blocks (rule 14)
+        // they count at 92%: 5% less time.
+        assert_eq!(block_n(fp8(4096, 4096, 4096)), 176);
+        // The same tiles over 4 K blocks count their whole area: 128 wide.
+        assert_eq!(block_n(fp8(4096, 4096, 512)), 128);
         // One wave either way: the 128-wide tile.
         assert_eq!(block_n(fp8(128, 7168, 16384)), 128);
+    }
+
+    #[test]
+    fn block_scaled_tiles_of_176_columns_promote_in_halves() {
+        let p = Problem { m: 4096, n: 7168, k: 16384, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3) };
+        let pick = |block_n| choose(&p, &Machine::H100, &Pins { block_n: Some(block_n), ..Pins::default() }).expect("a pick").config;
+        assert_eq!(pick(176).mma_n(), Some(88));
+        assert!(pick(176).to_string().contains(" mma_n=88 "));
+        // Narrower tiles, and tiles without scales, take the widest instruction.
+        assert_eq!(pick(160).mma_n(), None);
+        assert_eq!(pick(128).mma_n(), None);
+        let bf16 = choose(&Problem { precision: Precision::Bf16, b_scale_rows: None, ..p }, &Machine::H100, &Pins { block_n: Some(176), ..Pins::default() }).expect("a pick");
+        assert_eq!(bf16.config.mma_n(), None);
     }
 
     #[test]

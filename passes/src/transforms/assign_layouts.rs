@@ -27,19 +27,30 @@ use tilec_dialects::{Diagnostic, Function, Layout};
 pub const INFO: PassInfo = PassInfo {
     name: "tile-assign-layouts",
     summary: "Assign NVMMA shared layouts to dot operands and MMA v3 layouts to accumulators",
-    options: &[OptionSpec {
-        name: "num-warps",
-        kind: OptionKind::Enum(&["4", "8"]),
-        default: "4",
-        help: "warps of the consumer when the function has no num_warps attribute",
-    }],
+    options: &[
+        OptionSpec {
+            name: "num-warps",
+            kind: OptionKind::Enum(&["4", "8"]),
+            default: "4",
+            help: "warps of the consumer when the function has no num_warps attribute",
+        },
+        OptionSpec {
+            name: "mma-n",
+            kind: OptionKind::Int { min: 0, max: 256 },
+            default: "0",
+            help: "wgmma instruction N of the accumulators (a multiple of 8 dividing BLOCK_N); 0 takes tile.config's mma_n, else the widest that fits",
+        },
+    ],
     phases: PhaseRule { needs: Phase::Tile..=Phase::TileLayouts, leaves: Some(Phase::TileLayouts), reason: "layouts are chosen for tile IR, before its loops are scheduled or lowered" },
-    create: |options| Box::new(AssignLayouts { default_warps: options.word("num-warps").parse().expect("enum of numbers") }),
+    create: |options| Box::new(AssignLayouts { default_warps: options.word("num-warps").parse().expect("enum of numbers"), mma_n: options.int("mma-n") }),
 };
 
 /// The `tile-assign-layouts` pass with its options resolved.
 pub struct AssignLayouts {
     default_warps: u32,
+    /// The wgmma instruction N the accumulators take; 0 for tile.config's
+    /// `mma_n` or the widest that fits.
+    mma_n: i64,
 }
 
 impl Pass for AssignLayouts {
@@ -59,6 +70,10 @@ impl Pass for AssignLayouts {
             Some(w) => w as u32,
         };
         func.attrs.set("num_warps", Attribute::Int(i64::from(num_warps), ElemType::I64));
+        let mma_n = match self.mma_n {
+            0 => crate::config::config_int(func, "mma_n"),
+            n => Some(n),
+        };
         let body = &mut func.body;
         let classes = RegisterClasses::build(body, func.region);
         let mut class_layout: HashMap<Value, Layout> = HashMap::new();
@@ -66,7 +81,7 @@ impl Pass for AssignLayouts {
             let Some((a, b, acc)) = dot_operands(body, op) else { continue };
             let acc_ty = tile_type(body, acc);
             let elem_bits = tile_type(body, a).elem.bits();
-            let mma = choose_mma(body, op, &acc_ty, elem_bits, num_warps)?;
+            let mma = choose_mma(body, op, &acc_ty, elem_bits, num_warps, mma_n)?;
             if matches!(tile_type(body, a).layout, Some(Layout::DotOperand { .. })) {
                 assign_a_registers(body, func.region, op, a, &mma)?;
             } else {
@@ -222,7 +237,10 @@ fn assign_a_registers(body: &mut Body, region: tilec_dialects::Region, dot: Op, 
     }
 }
 
-fn choose_mma(body: &Body, dot: Op, acc: &TileType, elem_bits: u32, num_warps: u32) -> Result<Layout, Diagnostic> {
+/// The accumulator's MMA layout: the one pinned on it, else the widest
+/// instruction N that fits, or `mma_n` where given (a narrower one: a
+/// block-scaled dot then promotes an instruction's columns at a time).
+fn choose_mma(body: &Body, dot: Op, acc: &TileType, elem_bits: u32, num_warps: u32, mma_n: Option<i64>) -> Result<Layout, Diagnostic> {
     let (block_m, block_n) = (acc.shape[0], acc.shape[1]);
     if block_m % 64 != 0 {
         return Err(op_error(body, dot, format!("BLOCK_M ({block_m}) must be a multiple of 64, one warpgroup's wgmma")));
@@ -241,8 +259,15 @@ fn choose_mma(body: &Body, dot: Op, acc: &TileType, elem_bits: u32, num_warps: u
         }
         return Ok(pinned.clone());
     }
-    let n = instr_shape_n(block_m, block_n, num_warps)
+    let widest = instr_shape_n(block_m, block_n, num_warps)
         .ok_or_else(|| op_error(body, dot, format!("no wgmma instruction N divides BLOCK_N ({block_n})")))?;
+    let n = match mma_n {
+        None => widest,
+        Some(n) if n > 0 && n % 8 == 0 && i64::from(widest) % n == 0 => n as u32,
+        Some(n) => {
+            return Err(op_error(body, dot, format!("the wgmma instruction N {n} (mma_n) must be a multiple of 8 dividing {widest}, the widest that fits BLOCK_N ({block_n}) over the warps")));
+        }
+    };
     Ok(Layout::Mma { version: 3, warps_per_cta: warps_per_cta(block_m, num_warps).to_vec(), instr_shape: vec![16, n, k] })
 }
 

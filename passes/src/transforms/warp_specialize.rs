@@ -46,7 +46,7 @@ use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, Schedule};
 use crate::hopper::staging::{copies_scales, outermost_ancestor, scales_option, StagedBuffers, SCALES_OPTION};
-use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_row_blocks, replace_dot};
+use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
@@ -524,12 +524,14 @@ impl Roles<'_> {
 
     /// The consumer's tiles shrink to its rows (and, with several
     /// consumers sharing a tile, move to them; a block-scaled dot over more
-    /// than 64 of them promotes them an m64 block at a time), the register loads its
+    /// than 64 of them promotes them an m64 block at a time, one whose
+    /// columns take several wgmma instructions an instruction's columns at
+    /// a time), the register loads its
     /// stages do not carry run one iteration ahead, and consumers that take
     /// turns at tiles take them.
     fn finish_consumer(&self, body: &mut Body, k_loop: For, role_region: Region, half: i64, split: bool, c: Value) -> Result<(), Diagnostic> {
         self.retype_consumer(body, role_region, half);
-        promote_by_row_blocks(body, role_region);
+        promote_by_blocks(body, role_region);
         if split {
             self.offset_row_tiles(body, role_region, c);
         }
