@@ -6,11 +6,14 @@ use tilec_dialects::ir::Attribute;
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, Function};
 
-/// An integer of the function's `tile.config` (`stages`, `consumers`).
-pub fn config_int(func: &Function, key: &str) -> Option<i64> {
-    match func.attrs.get("tile.config") {
-        Some(Attribute::Dict(d)) => d.get_int(key),
-        _ => None,
+/// An integer of the function's `tile.config` (`stages`, `consumers`);
+/// `None` without the entry. Any other value is an error located at the
+/// function, as in [`config_word`].
+pub fn config_int(func: &Function, key: &str) -> Result<Option<i64>, Diagnostic> {
+    let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return Ok(None) };
+    match d.get(key) {
+        None => Ok(None),
+        Some(_) => d.get_int(key).map(Some).ok_or_else(|| Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' must be an integer"))),
     }
 }
 

@@ -71,7 +71,7 @@ impl Pass for AssignLayouts {
         };
         func.attrs.set("num_warps", Attribute::Int(i64::from(num_warps), ElemType::I64));
         let mma_n = match self.mma_n {
-            0 => crate::config::config_int(func, "mma_n"),
+            0 => crate::config::config_int(func, "mma_n")?,
             n => Some(n),
         };
         let body = &mut func.body;

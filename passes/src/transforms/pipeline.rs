@@ -67,11 +67,12 @@ pub struct Pipeline {
 impl Pipeline {
     /// The stages config selection chose, when the pipeline gave none; one
     /// stage leaves no group in flight.
-    fn apply_config(&mut self, func: &Function) {
-        if let Some(stages) = crate::config::config_int(func, "stages").filter(|_| self.from_config) {
+    fn apply_config(&mut self, func: &Function) -> Result<(), Diagnostic> {
+        if let Some(stages) = crate::config::config_int(func, "stages")?.filter(|_| self.from_config) {
             self.stages = stages;
             self.wait_depth = self.wait_depth.min(stages - 1);
         }
+        Ok(())
     }
 }
 
@@ -81,7 +82,7 @@ impl Pass for Pipeline {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        self.apply_config(func);
+        self.apply_config(func)?;
         let copy_scales = copies_scales(func, self.scales)?;
         let loops: Vec<For> = func.body.walk_region(func.region).into_iter().filter_map(|op| staged_loop(&func.body, op)).collect();
         for for_op in loops {

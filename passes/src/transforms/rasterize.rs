@@ -52,7 +52,7 @@ impl Pass for Rasterize {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        let group = if self.group > 0 { self.group } else { config_int(func, "raster_group").unwrap_or(0) };
+        let group = if self.group > 0 { self.group } else { config_int(func, "raster_group")?.unwrap_or(0) };
         if !(0..=MAX_GROUP).contains(&group) {
             return Err(Diagnostic::error(func.loc.clone(), format!("tile.config's 'raster_group' must be from 0 to {MAX_GROUP}, found {group}")));
         }

@@ -110,14 +110,14 @@ impl SelectConfig {
         };
         let mut pins = self.pins;
         for (name, from_program, from_file) in [
-            ("BLOCK_M", program.block_m, file_pin(func, "block_m")),
-            ("BLOCK_N", program.block_n, file_pin(func, "block_n")),
-            ("BLOCK_K", program.block_k, file_pin(func, "block_k")),
+            ("BLOCK_M", program.block_m, config_int(func, "block_m")?),
+            ("BLOCK_N", program.block_n, config_int(func, "block_n")?),
+            ("BLOCK_K", program.block_k, config_int(func, "block_k")?),
         ] {
             merge_pin(func, name, pin_of(&mut pins, name), from_program.or(from_file))?;
         }
         if pins.stages.is_none() {
-            pins.stages = file_pin(func, "stages");
+            pins.stages = config_int(func, "stages")?;
         }
         let (m, n, k) = self.shape.unwrap_or(DEFAULT_SHAPE);
         let machine = Machine { sms: self.sms, ..Machine::H100 };
@@ -164,10 +164,6 @@ fn merge_pin(func: &Function, name: &str, option: &mut Option<i64>, fixed: Optio
         }
         _ => Ok(()),
     }
-}
-
-fn file_pin(func: &Function, key: &str) -> Option<i64> {
-    config_int(func, key)
 }
 
 /// The precision of the function's dot, the block sizes its types spell

@@ -61,7 +61,7 @@ impl Pass for SplitK {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         if self.from_config {
-            self.splits = config_int(func, "splits").unwrap_or(1);
+            self.splits = config_int(func, "splits")?.unwrap_or(1);
         }
         if self.splits == 1 {
             return Ok(());

@@ -145,7 +145,7 @@ impl WarpSpecialize {
             self.pingpong = Some(schedule == Some(Chosen::PingPong.word()));
         }
         for (key, take) in self.from_config {
-            match crate::config::config_int(func, key).filter(|_| take) {
+            match crate::config::config_int(func, key)?.filter(|_| take) {
                 Some(v) if key == "consumers" => self.consumers = v,
                 Some(v) => self.stages = v,
                 None => {}
