@@ -576,7 +576,9 @@ pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64
         Epilogue::Global => 0,
     };
     let buffers = [partial, output].into_iter().filter(|&bytes| bytes > 0).fold(staged, |end, bytes| ceil_div(end, BUFFER_ALIGN) * BUFFER_ALIGN + bytes);
-    buffers + barriers * MBARRIER_BYTES
+    // The barriers start on an 8-byte boundary: after an odd number of
+    // staged block scales (3 a stage) the lowering pads 4 bytes.
+    ceil_div(buffers, MBARRIER_BYTES) * MBARRIER_BYTES + barriers * MBARRIER_BYTES
 }
 
 /// Rule 6: the most stages that fit (the pinned count, if it fits), or
