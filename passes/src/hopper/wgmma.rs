@@ -104,77 +104,127 @@ pub fn completing_wait(body: &Body, done: Value) -> Option<Op> {
 /// blocks, by rows where a warpgroup's accumulator holds more than one m64
 /// row block, else by columns where more than one wgmma instruction covers
 /// them. Run it once the accumulators have their final layouts (a
-/// consumer's, after it takes its rows).
+/// consumer's, after it takes its rows). A dot that reads A in registers
+/// keeps its whole-tile promotion.
+///
+/// By rows: one wgmma, wait and promotion (`row_block`) per block, in row
+/// order. A thread then holds one block's partial product (N / 2
+/// registers) beside the running result instead of a second copy of all of
+/// it: 192 registers rather than 256 at 128 rows by 128 columns a
+/// warpgroup, which ptxas could only spill. Each block's wgmma reads its
+/// rows of A through an `nv.smem_rows` window; a stage released after the
+/// wait (a warp-specialised consumer's arrive) is released after the last
+/// block's promotion.
+///
+/// By columns: one wgmma and commit group per instruction's columns, all
+/// issued before the first wait, then per block a wait that leaves the
+/// later blocks in flight and its promotion (`col_block`): each block is
+/// promoted while the next block's wgmma still runs, where a whole-tile
+/// promotion left the warpgroup's tensor cores idle (+8.7% at 128x176, two
+/// n88 blocks, on the H100). The partials together hold what the whole
+/// tile's did. Each block's wgmma reads its rows of B (N x K) through an
+/// `nv.smem_rows` window; a stage released after the wait is released
+/// after the last block's.
 pub fn promote_by_blocks(body: &mut Body, region: Region) {
-    promote_by_row_blocks(body, region);
-    promote_by_column_blocks(body, region);
-}
-
-/// Splits each whole-tile promotion of a block-scaled dot in `region` whose
-/// accumulator holds more than one m64 row block a warpgroup (a consumer
-/// with 128 rows, or 256 rows over two warpgroups) into one wgmma, wait and
-/// promotion (`row_block`) per row block, in row order. A thread then holds
-/// one block's partial product (N / 2 registers) beside the running result
-/// instead of a second copy of all of it: 192 registers rather than 256 at
-/// 128 rows by 128 columns a warpgroup, which ptxas could only spill. Each
-/// block's wgmma reads its rows of A through an `nv.smem_rows` window; a
-/// stage released after the wait (a warp-specialised consumer's arrive)
-/// is released after the last block's promotion. A dot that reads A in
-/// registers keeps its whole-tile promotion.
-fn promote_by_row_blocks(body: &mut Body, region: Region) {
-    for op in body.walk_region(region) {
-        let Some(promotion) = ScaleAccumulate::of(body, op).filter(|p| p.row_block(body).is_none()) else { continue };
-        let Some(split) = RowBlockSplit::of(body, promotion) else { continue };
-        split.apply(body, promotion);
+    for axis in [Axis::Rows, Axis::Columns] {
+        for op in body.walk_region(region) {
+            let Some(promotion) = ScaleAccumulate::of(body, op).filter(|p| p.row_block(body).is_none() && p.col_block(body).is_none()) else { continue };
+            let Some(split) = BlockSplit::of(body, promotion, axis) else { continue };
+            split.apply(body, promotion);
+        }
     }
 }
 
-/// A whole-tile promotion that [`promote_by_row_blocks`] splits: the
-/// wgmma and wait that made its partial, and the row blocks.
-struct RowBlockSplit {
+/// Which way [`promote_by_blocks`] splits a promotion.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Axis {
+    /// m64 row blocks (`row_block`).
+    Rows,
+    /// One wgmma instruction's columns (`col_block`).
+    Columns,
+}
+
+impl Axis {
+    /// The accumulator dimension split.
+    fn dim(self) -> usize {
+        match self {
+            Axis::Rows => 0,
+            Axis::Columns => 1,
+        }
+    }
+
+    /// The promotion attribute that names a block.
+    fn attr(self) -> &'static str {
+        match self {
+            Axis::Rows => "row_block",
+            Axis::Columns => "col_block",
+        }
+    }
+}
+
+/// A whole-tile promotion that [`promote_by_blocks`] splits: the wgmma and
+/// wait that made its partial, and the blocks.
+struct BlockSplit {
+    axis: Axis,
     wgmma: Wgmma,
     wait: WgmmaWait,
-    /// Rows of one m64 block over the layout's warpgroups.
-    block_rows: i64,
+    /// Rows (of an m64 block over the layout's warpgroups) or columns (of
+    /// the MMA instruction) in one block.
+    block_size: i64,
     blocks: i64,
-    /// The partial product of one block: the accumulator type, `block_rows` rows.
+    /// The partial product of one block: the accumulator type, `block_size` along the axis.
     partial_type: Type,
 }
 
-impl RowBlockSplit {
-    fn of(body: &Body, promotion: ScaleAccumulate) -> Option<RowBlockSplit> {
+impl BlockSplit {
+    fn of(body: &Body, promotion: ScaleAccumulate, axis: Axis) -> Option<BlockSplit> {
         let acc = body.value_type(promotion.acc(body)).as_tile()?;
-        let Some(Layout::Mma { warps_per_cta, .. }) = &acc.layout else { return None };
-        let block_rows = 16 * i64::from(*warps_per_cta.first()?);
-        let blocks = acc.shape[0] / block_rows;
+        let Some(Layout::Mma { warps_per_cta, instr_shape, .. }) = &acc.layout else { return None };
+        let block_size = match axis {
+            Axis::Rows => 16 * i64::from(*warps_per_cta.first()?),
+            Axis::Columns => i64::from(*instr_shape.get(1)?),
+        };
+        let blocks = acc.shape[axis.dim()] / block_size;
         let wait = WgmmaWait::of(body, body.defining_op(promotion.partial(body))?)?;
         let wgmma = Wgmma::of(body, body.defining_op(wait.values(body).first().copied()?)?)?;
-        // The earlier blocks' promotions go right after the wait, so the
-        // scales must be there already (read after the stage's wait, or
-        // carried in from the last iteration).
+        // The earlier blocks' promotions go before the last block's wait,
+        // so the scales must be there already (read after the stage's wait,
+        // or carried in from the last iteration).
         let in_time = DotScales::of_promotion(body, promotion).values().all(|s| !defined_after(body, s, wait.op()));
-        let splits = blocks > 1 && wait.values(body).len() == 1 && wgmma.a_stage(body).is_some() && wgmma.zero_init(body) && in_time;
+        // Column blocks read windows of B's rows (B is N x K) and all go
+        // out before one wait for everything in flight.
+        let axis_allows = match axis {
+            Axis::Rows => true,
+            Axis::Columns => warps_per_cta.get(1) == Some(&1) && wgmma.transpose_b(body) && wait.pending(body) == 0,
+        };
+        let splits = blocks > 1 && axis_allows && wait.values(body).len() == 1 && wgmma.a_stage(body).is_some() && wgmma.zero_init(body) && in_time;
         let mut shape = acc.shape.clone();
-        shape[0] = block_rows;
+        shape[axis.dim()] = block_size;
         let partial_type = Type::Tile(TileType { shape, elem: acc.elem, layout: acc.layout.clone() });
-        splits.then_some(RowBlockSplit { wgmma, wait, block_rows, blocks, partial_type })
+        splits.then_some(BlockSplit { axis, wgmma, wait, block_size, blocks, partial_type })
+    }
+
+    fn apply(self, body: &mut Body, promotion: ScaleAccumulate) {
+        match self.axis {
+            Axis::Rows => self.apply_rows(body, promotion),
+            Axis::Columns => self.apply_columns(body, promotion),
+        }
     }
 
     /// Block 0 takes the whole tile's wgmma and wait; blocks 1.. follow the
     /// wait, each promoted before the next one's wgmma; the promotion
     /// itself becomes the last block's.
-    fn apply(self, body: &mut Body, promotion: ScaleAccumulate) {
+    fn apply_rows(self, body: &mut Body, promotion: ScaleAccumulate) {
         let loc = body.ops[self.wgmma.op()].loc.clone();
         let (a, a_stage) = (self.wgmma.a(body), self.wgmma.a_stage(body).expect("checked: A in shared memory"));
         let (b_buffer, b_stage) = (self.wgmma.b(body), self.wgmma.b_stage(body));
         let attrs = body.ops[self.wgmma.op()].attrs.clone();
         let scales = DotScales::of_promotion(body, promotion);
-
         let zero = block_zero(body, self.wgmma, self.partial_type.clone());
 
         // Block 0's window goes before the fence that opens its wgmma.
         let mut b = Builder::new(body, InsertPoint::Before(opening_fence(body, self.wgmma)), loc.clone());
-        let window = rows_window(&mut b, a, self.block_rows, 0, "a_block");
+        let window = rows_window(&mut b, a, self.block_size, 0, "a_block");
         self.wgmma.set_a(body, window);
         for v in [self.wgmma.result(body), self.wait.results(body)[0]] {
             body.values[v].ty = self.partial_type.clone();
@@ -185,8 +235,8 @@ impl RowBlockSplit {
         let mut running = promotion.acc(b.body);
         let mut partial = self.wait.results(b.body)[0];
         for block in 1..self.blocks {
-            running = promote_part(&mut b, running, partial, scales, "row_block", block - 1);
-            let window = rows_window(&mut b, a, self.block_rows, block, "a_block");
+            running = promote_part(&mut b, running, partial, scales, self.axis, block - 1);
+            let window = rows_window(&mut b, a, self.block_size, block, "a_block");
             WgmmaFence::build(&mut b, Attributes::new());
             let d = Wgmma::build(&mut b, window, Some(a_stage), b_buffer, b_stage, zero, attrs.clone()).result(b.body);
             WgmmaCommit::build(&mut b, Attributes::new());
@@ -195,7 +245,7 @@ impl RowBlockSplit {
         }
         promotion.set_acc(body, running);
         promotion.set_partial(body, partial);
-        body.ops[promotion.op()].attrs.set("row_block", Attribute::Int(self.blocks - 1, ElemType::I64));
+        body.ops[promotion.op()].attrs.set(self.axis.attr(), Attribute::Int(self.blocks - 1, ElemType::I64));
         // A stage released right after the wait is released after the last
         // promotion instead: every block's scales, read from the stage, are
         // then consumed before the producer may refill it.
@@ -207,72 +257,12 @@ impl RowBlockSplit {
             body.insert_op_before(after, release);
         }
     }
-}
-
-/// Splits each whole-tile promotion of a block-scaled dot in `region` whose
-/// accumulator layout covers its columns with more than one wgmma
-/// instruction (an MMA instruction N below the tile's N) into one wgmma and
-/// commit group per instruction's columns, all issued before the first
-/// wait, then per block a wait that leaves the later blocks in flight and
-/// its promotion (`col_block`): each block is promoted while the next
-/// block's wgmma still runs, where a whole-tile promotion left the
-/// warpgroup's tensor cores idle (+8.7% at 128x176, two n88 blocks, on the
-/// H100). The partials together hold what the whole tile's did. Each
-/// block's wgmma reads its rows of B (N x K) through an `nv.smem_rows`
-/// window; a stage released after the wait is released after the last
-/// block's. Row-block promotions and a dot that reads A in registers keep
-/// theirs.
-fn promote_by_column_blocks(body: &mut Body, region: Region) {
-    for op in body.walk_region(region) {
-        let Some(promotion) = ScaleAccumulate::of(body, op).filter(|p| p.row_block(body).is_none() && p.col_block(body).is_none()) else { continue };
-        let Some(split) = ColumnBlockSplit::of(body, promotion) else { continue };
-        split.apply(body, promotion);
-    }
-}
-
-/// A whole-tile promotion that [`promote_by_column_blocks`] splits: the
-/// wgmma and wait that made its partial, and the column blocks.
-struct ColumnBlockSplit {
-    wgmma: Wgmma,
-    wait: WgmmaWait,
-    /// Columns of one block: the MMA instruction's N.
-    block_cols: i64,
-    blocks: i64,
-    /// The partial product of one block: the accumulator type, `block_cols` columns.
-    partial_type: Type,
-}
-
-impl ColumnBlockSplit {
-    fn of(body: &Body, promotion: ScaleAccumulate) -> Option<ColumnBlockSplit> {
-        let acc = body.value_type(promotion.acc(body)).as_tile()?;
-        let Some(Layout::Mma { warps_per_cta, instr_shape, .. }) = &acc.layout else { return None };
-        let block_cols = i64::from(*instr_shape.get(1)?);
-        let blocks = acc.shape[1] / block_cols;
-        let wait = WgmmaWait::of(body, body.defining_op(promotion.partial(body))?)?;
-        let wgmma = Wgmma::of(body, body.defining_op(wait.values(body).first().copied()?)?)?;
-        // The blocks but the last are promoted before the tile's wait, so
-        // the scales must be there already.
-        let in_time = DotScales::of_promotion(body, promotion).values().all(|s| !defined_after(body, s, wait.op()));
-        let b_rows_are_n = wgmma.transpose_b(body) && body.value_type(wgmma.b(body)).as_smem().is_some();
-        let splits = blocks > 1
-            && warps_per_cta.get(1) == Some(&1)
-            && wait.values(body).len() == 1
-            && wait.pending(body) == 0
-            && wgmma.a_stage(body).is_some()
-            && wgmma.zero_init(body)
-            && b_rows_are_n
-            && in_time;
-        let mut shape = acc.shape.clone();
-        shape[1] = block_cols;
-        let partial_type = Type::Tile(TileType { shape, elem: acc.elem, layout: acc.layout.clone() });
-        splits.then_some(ColumnBlockSplit { wgmma, wait, block_cols, blocks, partial_type })
-    }
 
     /// Block 0 takes the whole tile's wgmma; blocks 1.. follow its commit,
     /// each in a group of its own. The waits for blocks 0.. but the last,
     /// each with its promotion, go before the tile's wait, which becomes the
     /// last block's, as the promotion itself does.
-    fn apply(self, body: &mut Body, promotion: ScaleAccumulate) {
+    fn apply_columns(self, body: &mut Body, promotion: ScaleAccumulate) {
         let loc = body.ops[self.wgmma.op()].loc.clone();
         let (a, a_stage) = (self.wgmma.a(body), self.wgmma.a_stage(body).expect("checked: A in shared memory"));
         let (b_buffer, b_stage) = (self.wgmma.b(body), self.wgmma.b_stage(body));
@@ -282,7 +272,7 @@ impl ColumnBlockSplit {
 
         // The windows go before the fence that opens block 0's wgmma.
         let mut b = Builder::new(body, InsertPoint::Before(opening_fence(body, self.wgmma)), loc.clone());
-        let windows: Vec<Value> = (0..self.blocks).map(|block| rows_window(&mut b, b_buffer, self.block_cols, block, "b_block")).collect();
+        let windows: Vec<Value> = (0..self.blocks).map(|block| rows_window(&mut b, b_buffer, self.block_size, block, "b_block")).collect();
         self.wgmma.set_b(body, windows[0]);
         let first = self.wgmma.result(body);
         body.values[first].ty = self.partial_type.clone();
@@ -301,22 +291,20 @@ impl ColumnBlockSplit {
             let block = block as i64;
             let partial = WgmmaWait::build(&mut b, &[d], self.blocks - 1 - block, Attributes::new()).results(b.body)[0];
             let partial = b.name(partial, "partial");
-            running = promote_part(&mut b, running, partial, scales, "col_block", block);
+            running = promote_part(&mut b, running, partial, scales, self.axis, block);
         }
         body.ops[self.wait.op()].operands[0] = *issued.last().expect("blocks > 1");
         let last = self.wait.results(body)[0];
         body.values[last].ty = self.partial_type.clone();
         promotion.set_acc(body, running);
-        body.ops[promotion.op()].attrs.set("col_block", Attribute::Int(self.blocks - 1, ElemType::I64));
+        body.ops[promotion.op()].attrs.set(self.axis.attr(), Attribute::Int(self.blocks - 1, ElemType::I64));
     }
 }
 
-/// `running` with block `block` promoted from `partial`; `part` is the
-/// attribute that says which axis the blocks split (`row_block`,
-/// `col_block`).
-fn promote_part(b: &mut Builder<'_>, running: Value, partial: Value, scales: DotScales, part: &str, block: i64) -> Value {
+/// `running` with block `block` along `axis` promoted from `partial`.
+fn promote_part(b: &mut Builder<'_>, running: Value, partial: Value, scales: DotScales, axis: Axis, block: i64) -> Value {
     let mut attrs = Attributes::new();
-    attrs.set(part, Attribute::Int(block, ElemType::I64));
+    attrs.set(axis.attr(), Attribute::Int(block, ElemType::I64));
     let promoted = ScaleAccumulate::build(b, running, partial, scales.rows, scales.blocks, scales.offset, attrs).result(b.body);
     b.name(promoted, "acc_block")
 }
