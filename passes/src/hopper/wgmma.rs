@@ -7,7 +7,7 @@
 use super::dot::{DotScales, StagedDot};
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
 use tilec_dialects::nv::{LoadFragment, MbarrierArrive, ScaleAccumulate, SmemRows, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
-use tilec_dialects::Layout;
+use tilec_dialects::{Layout, Location};
 use tilec_dialects::tile::{Constant, ConvertLayout};
 
 /// How a dot reads A: `staged` is the loaded tile (what the buffers are
@@ -205,22 +205,28 @@ impl BlockSplit {
     }
 
     fn apply(self, body: &mut Body, promotion: ScaleAccumulate) {
+        let w = self.wgmma;
+        let operands = BlockOperands {
+            loc: body.ops[w.op()].loc.clone(),
+            a: w.a(body),
+            a_stage: w.a_stage(body).expect("checked: A in shared memory"),
+            b: w.b(body),
+            b_stage: w.b_stage(body),
+            attrs: body.ops[w.op()].attrs.clone(),
+            scales: DotScales::of_promotion(body, promotion),
+            zero: block_zero(body, w, self.partial_type.clone()),
+        };
         match self.axis {
-            Axis::Rows => self.apply_rows(body, promotion),
-            Axis::Columns => self.apply_columns(body, promotion),
+            Axis::Rows => self.apply_rows(body, promotion, operands),
+            Axis::Columns => self.apply_columns(body, promotion, operands),
         }
     }
 
     /// Block 0 takes the whole tile's wgmma and wait; blocks 1.. follow the
     /// wait, each promoted before the next one's wgmma; the promotion
     /// itself becomes the last block's.
-    fn apply_rows(self, body: &mut Body, promotion: ScaleAccumulate) {
-        let loc = body.ops[self.wgmma.op()].loc.clone();
-        let (a, a_stage) = (self.wgmma.a(body), self.wgmma.a_stage(body).expect("checked: A in shared memory"));
-        let (b_buffer, b_stage) = (self.wgmma.b(body), self.wgmma.b_stage(body));
-        let attrs = body.ops[self.wgmma.op()].attrs.clone();
-        let scales = DotScales::of_promotion(body, promotion);
-        let zero = block_zero(body, self.wgmma, self.partial_type.clone());
+    fn apply_rows(self, body: &mut Body, promotion: ScaleAccumulate, o: BlockOperands) {
+        let BlockOperands { loc, a, a_stage, b: b_buffer, b_stage, attrs, scales, zero } = o;
 
         // Block 0's window goes before the fence that opens its wgmma.
         let mut b = Builder::new(body, InsertPoint::Before(opening_fence(body, self.wgmma)), loc.clone());
@@ -262,13 +268,8 @@ impl BlockSplit {
     /// each in a group of its own. The waits for blocks 0.. but the last,
     /// each with its promotion, go before the tile's wait, which becomes the
     /// last block's, as the promotion itself does.
-    fn apply_columns(self, body: &mut Body, promotion: ScaleAccumulate) {
-        let loc = body.ops[self.wgmma.op()].loc.clone();
-        let (a, a_stage) = (self.wgmma.a(body), self.wgmma.a_stage(body).expect("checked: A in shared memory"));
-        let (b_buffer, b_stage) = (self.wgmma.b(body), self.wgmma.b_stage(body));
-        let attrs = body.ops[self.wgmma.op()].attrs.clone();
-        let scales = DotScales::of_promotion(body, promotion);
-        let zero = block_zero(body, self.wgmma, self.partial_type.clone());
+    fn apply_columns(self, body: &mut Body, promotion: ScaleAccumulate, o: BlockOperands) {
+        let BlockOperands { loc, a, a_stage, b: b_buffer, b_stage, attrs, scales, zero } = o;
 
         // The windows go before the fence that opens block 0's wgmma.
         let mut b = Builder::new(body, InsertPoint::Before(opening_fence(body, self.wgmma)), loc.clone());
@@ -299,6 +300,19 @@ impl BlockSplit {
         promotion.set_acc(body, running);
         body.ops[promotion.op()].attrs.set(self.axis.attr(), Attribute::Int(self.blocks - 1, ElemType::I64));
     }
+}
+
+/// What every block's wgmma and promotion take from the whole tile's.
+struct BlockOperands {
+    loc: Location,
+    a: Value,
+    a_stage: Value,
+    b: Value,
+    b_stage: Value,
+    attrs: Attributes,
+    scales: DotScales,
+    /// A zero splat of one block's partial type.
+    zero: Value,
 }
 
 /// `running` with block `block` along `axis` promoted from `partial`.
