@@ -1,6 +1,6 @@
 //! The layout rules of DESIGN.md section 2, as pure functions: NVMMA shared
-//! swizzles and padding (seed 001), and the MMA v3 register layout's warp
-//! arrangement and instruction shape (seed 003).
+//! swizzles and padding, and the MMA v3 register layout's warp arrangement
+//! and instruction shape.
 
 /// Rows over which a swizzle pattern repeats; fewer rows cannot be swizzled.
 pub const SWIZZLE_ROWS: i64 = 8;
@@ -17,7 +17,7 @@ pub fn swizzle_bytes(contiguous_elems: i64, elem_bits: u32, outer_rows: i64) -> 
 }
 
 /// Elements to pad each row of an unswizzled tile with, so that consecutive
-/// rows start 4 banks apart modulo 8 (seed 001's rule for the output tile).
+/// rows start 4 banks apart modulo 8.
 pub fn padding_elems(contiguous_elems: i64, elem_bits: u32) -> u32 {
     let elem_bytes = i64::from(elem_bits / 8).max(1);
     let bank_stride = contiguous_elems * elem_bytes / 4;

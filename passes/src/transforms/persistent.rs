@@ -1,5 +1,5 @@
-//! `tile-persistent{group=G}`: one CTA per SM loops over the output tiles
-//! (seed 002's step 6). The kernel body becomes the body of
+//! `tile-persistent{group=G}`: one CTA per SM loops over the output tiles.
+//! The kernel body becomes the body of
 //! `tile.for %t = block_id to num_tiles step num_blocks`, and the tile's
 //! coordinates come from grouped rasterisation: G tiles down M, then across
 //! N, so consecutive CTAs share A rows and B columns in L2 (the order CUTLASS
