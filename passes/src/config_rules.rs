@@ -59,12 +59,18 @@
 //!    for before its promotion and a second, independent consumer keeps the
 //!    tensor cores busy meanwhile (on the H100, 2026-11-23, it was the
 //!    fastest candidate on all 11 such shapes, by 5-20%), and so is it
-//!    with at least 12 blocks of K over more than 2 waves of tiles, where
-//!    the persistent producer hides each tile's prologue behind the last
-//!    one's work (with its scales staged, 2026-11-25: +18.7% at
-//!    4096x24576x1536 and +12.9% at 4096x7168x2048; with 4 K blocks,
-//!    4096x32768x512, -9.7%, and over 1 or 2 waves, M = 64 and 128, -6% to
-//!    -20%), unless the K loop's trip count is data (a masked
+//!    over more than 2 waves of tiles, where the persistent producer hides
+//!    each tile's prologue behind the last one's work (with its scales
+//!    staged, 2026-11-25: +18.7% at 4096x24576x1536 and +12.9% at
+//!    4096x7168x2048; over 1 or 2 waves, M = 64 and 128, -6% to -20%). A
+//!    64-row pick over more than 2 waves grows to 128 rows over two
+//!    consumers: at 4096x32768x512 (4 K blocks) the one-consumer 64x128
+//!    kernel ran 9.7-12% below the 64x128 pipeline (two CTAs an SM) and the
+//!    two-consumer 128x128 one 31% above it (2026-11-26: 809 against 616
+//!    TFLOP/s, level with cuBLASLt block-scaled). Over exactly 2 waves a
+//!    tile of 128 rows goes to two consumers too (+8.4% at 128x24576x1536,
+//!    +10% at 128x32768x512), a 64-row one stays pipelined (one consumer:
+//!    -0.4% and -3% at M = 64), unless the K loop's trip count is data (a masked
 //!    grouped GEMM, whose tiles past an expert's rows run no K step) over
 //!    more than 4 waves of tiles: a persistent CTA's static share of many
 //!    tiles then holds data-dependent work, which the tiles grid balances
@@ -783,13 +789,22 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
             ranked.insert(1, pingpong);
         }
         for consumers in [2, 1] {
-            if let Some(ws) = warp_specialized(problem, machine, pins, &best, consumers) {
+            let tile = if consumers == 2 { two_consumer_tile(problem, machine, pins, &best) } else { Some(best.clone()) };
+            if let Some(ws) = tile.and_then(|tile| warp_specialized(problem, machine, pins, &tile, consumers)) {
                 ranked.insert(1, ws);
             }
         }
     }
-    if ranked.first().is_some_and(|best| prefers_warp_specialized(problem, best)) && ranked.get(1).is_some_and(|c| c.config.schedule != Schedule::Pipeline) {
-        ranked.swap(0, 1);
+    if ranked.first().is_some_and(|best| prefers_warp_specialized(problem, best)) {
+        // Block-scaled FP8 takes two consumers where there are two (each
+        // promotes beside the other's wgmma); otherwise the alternative
+        // right after the pick.
+        let fp8 = problem.precision == Precision::Fp8BlockScaled;
+        let two = ranked.iter().position(|c| fp8 && c.config.schedule == Schedule::WarpSpecialized { consumers: 2 });
+        if let Some(i) = two.or_else(|| ranked.get(1).filter(|c| c.config.schedule != Schedule::Pipeline).map(|_| 1)) {
+            let specialised = ranked.remove(i);
+            ranked.insert(0, specialised);
+        }
     }
     if let Some(split) = ranked.iter().find(|c| c.config.schedule == Schedule::Pipeline).and_then(|narrow| split_k(problem, machine, pins, narrow)) {
         ranked.insert(0, split);
@@ -901,15 +916,17 @@ fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along 
 /// Rule 7's exceptions, with the same K loop for every tile or at most
 /// [`FEW_WAVES`] waves of tiles: over at least 32 blocks of K, block-scaled
 /// FP8 or a tile at most 32 columns wide; over more than
-/// [`PERSISTENT_WAVES`] waves, block-scaled FP8 with at least
-/// [`FP8_PERSISTENT_K_BLOCKS`] blocks and BF16 with at most
-/// [`BF16_PERSISTENT_K_BLOCKS`].
+/// [`PERSISTENT_WAVES`] waves (from two with a tile of at least 128 rows),
+/// block-scaled FP8, and BF16 with at most [`BF16_PERSISTENT_K_BLOCKS`].
 fn prefers_warp_specialized(problem: &Problem, best: &Candidate) -> bool {
     let k_blocks = ceil_div(problem.k, problem.precision.block_k());
     let fp8 = problem.precision == Precision::Fp8BlockScaled;
     let balanced = !problem.varying_k || best.waves <= FEW_WAVES;
     let long_k = k_blocks >= LONG_K_BLOCKS && (fp8 || best.config.block_n <= NARROW_BLOCK_N);
-    let many_fp8_tiles = fp8 && k_blocks >= FP8_PERSISTENT_K_BLOCKS && best.waves > PERSISTENT_WAVES;
+    // Over exactly two waves only a tile two consumers split gains (a
+    // one-consumer 64-row tile lost up to 3%).
+    let two_consumer_waves = if best.config.block_m >= 128 { PERSISTENT_WAVES - 1 } else { PERSISTENT_WAVES };
+    let many_fp8_tiles = fp8 && best.waves > two_consumer_waves;
     let many_short_bf16_tiles = !fp8 && k_blocks <= BF16_PERSISTENT_K_BLOCKS && best.waves > PERSISTENT_WAVES;
     balanced && (long_k || many_fp8_tiles || many_short_bf16_tiles)
 }
@@ -918,11 +935,6 @@ fn prefers_warp_specialized(problem: &Problem, best: &Candidate) -> bool {
 /// warp-specialised kernel to hide each tile's prologue and epilogue
 /// behind its neighbours' work.
 const PERSISTENT_WAVES: i64 = 2;
-
-/// Rule 7: the fewest K blocks at which the persistent warp-specialised
-/// kernel overtakes the pipeline for block-scaled FP8 with a shorter K
-/// over many waves.
-const FP8_PERSISTENT_K_BLOCKS: i64 = 12;
 
 /// Rule 7: the most K blocks at which the persistent warp-specialised
 /// kernel with a TMA-store epilogue overtakes the pipeline for BF16 over
@@ -999,6 +1011,21 @@ fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candi
         return None;
     }
     rescheduled(problem, machine, pins, best, c.schedule, c.num_warps, Epilogue::Global)
+}
+
+/// Rule 7: the tile two consumers split, the pick's; for block-scaled FP8
+/// over more than two waves, a pick of 64 rows grows to 128 (where M has
+/// them), so that each of two consumers promotes beside the other's wgmma:
+/// on the H100 (2026-11-26) 128x128 over two consumers ran 809 TFLOP/s at
+/// 4096x32768x512 where the 64x128 pick (two CTAs an SM, pipelined) ran
+/// 616 and its one-consumer form 542.
+fn two_consumer_tile(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
+    let c = best.config;
+    let grow = problem.precision == Precision::Fp8BlockScaled && best.waves > PERSISTENT_WAVES && c.block_m == 64 && problem.m >= 128 && pins.block_m.is_none();
+    if !grow {
+        return Some(best.clone());
+    }
+    tile_candidate(problem, machine, pins, (128, c.block_n, c.block_k), c.splits)
 }
 
 /// Rule 7's alternative: the best tile split over `consumers` warpgroups fed
@@ -1217,12 +1244,15 @@ mod tests {
         let pins = Pins { block_n: Some(128), ..Pins::default() };
         // 64x128 tiles with 4 stages (K is 4 blocks) take 114720 bytes and
         // 168 registers a thread: two to an SM, 16384 of them in 63 waves,
-        // as many as 8192 128x128 tiles one to an SM; rule 5 takes the
-        // narrower M.
-        let pick = choose(&fp8(4096), &Machine::H100, &pins).expect("a pick");
-        assert_eq!((pick.config.block_m, pick.config.num_warps, pick.config.stages, pick.waves, pick.last_wave), (64, 4, 4, 63, 8));
-        assert_eq!(Machine::H100.ctas_per_sm(pick.smem_bytes), 2);
-        assert!(pick.reason.starts_with("picked: fewest waves (63 of 2 CTAs an SM)"), "{}", pick.reason);
+        // as many as 8192 128x128 tiles one to an SM; rule 5 ranks the
+        // narrower M first, and rule 7 then grows it to 128 rows over two
+        // consumers (block-scaled FP8 over many waves).
+        let ranked = rank(&fp8(4096), &Machine::H100, &pins);
+        let pipelined = ranked.iter().find(|c| c.config.schedule == Schedule::Pipeline).expect("the pipelined tile");
+        assert_eq!((pipelined.config.block_m, pipelined.config.num_warps, pipelined.config.stages, pipelined.waves, pipelined.last_wave), (64, 4, 4, 63, 8));
+        assert_eq!(Machine::H100.ctas_per_sm(pipelined.smem_bytes), 2);
+        let pick = &ranked[0];
+        assert_eq!((pick.config.block_m, pick.config.schedule, pick.waves), (128, Schedule::WarpSpecialized { consumers: 2 }, 63));
         // Over two waves or fewer the tiles count one to an SM.
         let two_waves = choose(&fp8(128), &Machine::H100, &pins).expect("a pick");
         assert_eq!((two_waves.config.block_m, two_waves.waves), (128, 2));
@@ -1468,10 +1498,10 @@ mod tests {
         // With K = 4096 (32 scale blocks) the warp-specialised tile is the pick
         // (rule 7's exception): two consumers, the output tile (rule 8) and
         // its scales staged (rule 11): 5 stages of 32776 + 516 bytes and
-        // 32768 for the output (6 would need 232520). With K = 2048 (16 blocks) over 8 waves it is
-        // too; with K = 512 (4 blocks), or over 2 waves (M = 128), the
-        // pipeline stays, its scales prefetched where staging them would
-        // cost its sixth stage.
+        // 32768 for the output (6 would need 232520). With K = 2048 (16
+        // blocks) or 512 (4) over 8 or more waves it is too; over 2 waves
+        // (M = 128) the pipeline stays, its scales prefetched where staging
+        // them would cost its sixth stage.
         let c = choose(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 5));
         assert_eq!((c.config.schedule, c.config.scales), (Schedule::WarpSpecialized { consumers: 2 }, Scales::Staged));
@@ -1481,13 +1511,18 @@ mod tests {
         let pick = |p: Problem| choose(&p, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         let shorter = pick(Problem { k: 2048, ..fp8 });
         assert_eq!((shorter.config.schedule, shorter.waves), (Schedule::WarpSpecialized { consumers: 2 }, 8));
-        // A short K over many tiles: 64x128 tiles, two to an SM (rule 2),
-        // whose scales in the stage would leave room for one (rule 11).
+        // A short K over many tiles: 128x128 over two consumers too (rule
+        // 7), rather than the 64x128 pipeline two to an SM that ranks first
+        // by rule 2.
         let shortest = pick(Problem { k: 512, ..fp8 });
-        assert_eq!((shortest.config.block_m, shortest.config.schedule, shortest.config.stages, shortest.config.scales), (64, Schedule::Pipeline, 4, Scales::Prefetched));
+        assert_eq!((shortest.config.block_m, shortest.config.schedule, shortest.config.stages, shortest.config.scales), (128, Schedule::WarpSpecialized { consumers: 2 }, 4, Scales::Staged));
+        // Two waves of 128x128 go to two consumers as well; two waves of
+        // 64x128 (M = 64), whose warp-specialised form has one consumer,
+        // keep the pipeline.
         let few_tiles = pick(Problem { m: 128, n: 24576, k: 1536, ..fp8 });
-        assert_eq!((few_tiles.config.schedule, few_tiles.waves), (Schedule::Pipeline, 2));
-        assert_eq!((few_tiles.config.stages, few_tiles.config.num_warps, few_tiles.config.scales), (6, 8, Scales::Prefetched));
+        assert_eq!((few_tiles.config.schedule, few_tiles.waves, few_tiles.config.stages), (Schedule::WarpSpecialized { consumers: 2 }, 2, 5));
+        let few_short_tiles = pick(Problem { m: 64, n: 32768, k: 512, ..fp8 });
+        assert_eq!((few_short_tiles.config.block_m, few_short_tiles.config.schedule, few_short_tiles.waves), (64, Schedule::Pipeline, 2));
         // A K loop whose trip count is data over more than four waves (8
         // here) keeps the pipeline, and ranks the warp-specialised tile
         // second; over four waves (8 experts of 256 rows) it is warp-specialised.
