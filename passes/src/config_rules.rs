@@ -1499,9 +1499,8 @@ mod tests {
         // (rule 7's exception): two consumers, the output tile (rule 8) and
         // its scales staged (rule 11): 5 stages of 32776 + 516 bytes and
         // 32768 for the output (6 would need 232520). With K = 2048 (16
-        // blocks) or 512 (4) over 8 or more waves it is too; over 2 waves
-        // (M = 128) the pipeline stays, its scales prefetched where staging
-        // them would cost its sixth stage.
+        // blocks) or 512 (4) over 8 or more waves it is too, and so it is
+        // over 2 waves (M = 128).
         let c = choose(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 5));
         assert_eq!((c.config.schedule, c.config.scales), (Schedule::WarpSpecialized { consumers: 2 }, Scales::Staged));
