@@ -107,7 +107,11 @@
 //!     half a pair idle. The pick with clusters is ranked as an alternative,
 //!     not picked: on the H100 it measured 3% slower to 0.8% faster than
 //!     the same kernel without on the shapes of more than one wave
-//!     (2026-11-25, docs/gpu-notes.md).
+//!     (2026-11-25, docs/gpu-notes.md), except a BF16 pick that rule 7
+//!     warp-specialises for a short K over many waves, which takes its
+//!     clusters: in two runs on the H100 (2026-11-25 and -26) they were
+//!     0.7-2.1% faster at 4096x24576x1536, 4096x32768x512 and
+//!     4096x7168x2048 every time.
 //! 11. Scales (block-scaled FP8): copied into shared memory with their
 //!     stage and read from there after its wait, unless in the plain
 //!     pipeline that costs a stage or a CTA an SM holds at once; then each
@@ -696,7 +700,7 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
     };
     let cluster = match best.config.cluster {
         Along::None => String::new(),
-        along => format!("; in 2-CTA clusters along {} (pinned)", along.word()),
+        along => format!("; in 2-CTA clusters along {}", along.word()),
     };
     let splits = match best.config.splits {
         1 => String::new(),
@@ -741,6 +745,8 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
         format!("unsplit alternative of the pick: one CTA runs the whole K loop of a {}x{} tile", c.config.block_m, c.config.block_n)
     } else if c.config == (Config { cluster: c.config.cluster, raster_group: c.config.raster_group, ..best.config }) && c.config.cluster != Along::None {
         format!("the pick in 2-CTA clusters along {}, multicasting {}", c.config.cluster.word(), if c.config.cluster == Along::M { "B" } else { "A" })
+    } else if c.config == (Config { cluster: Along::None, ..best.config }) && best.config.cluster != Along::None {
+        "the pick without clusters (rule 10 clusters a BF16 kernel warp-specialised for a short K)".to_string()
     } else if c.config.schedule == Schedule::PingPong {
         format!("ping-pong alternative: two consumers take turns at whole {}x{} tiles", c.config.block_m, c.config.block_n)
     } else if c.config.schedule != Schedule::Pipeline {
@@ -815,7 +821,8 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
         let cluster = cluster_for(problem, machine, best);
         if cluster != Along::None {
             let clustered = Candidate { config: Config { cluster, ..best.config }, ..best.clone() };
-            ranked.insert(1, clustered);
+            let at = if prefers_clusters(problem, best) { 0 } else { 1 };
+            ranked.insert(at, clustered);
         }
     }
     if let Some(tall) = row_blocked.first().and_then(|tile| warp_specialized(problem, machine, pins, tile, 2)) {
@@ -911,6 +918,13 @@ fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along 
         (_, true) => Along::N,
         _ => Along::None,
     }
+}
+
+/// Rule 10's exception: a BF16 pick warp-specialised for a short K over
+/// many waves (rule 7) takes its clusters.
+fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
+    let k_blocks = ceil_div(problem.k, problem.precision.block_k());
+    problem.precision == Precision::Bf16 && matches!(best.config.schedule, Schedule::WarpSpecialized { .. }) && k_blocks <= BF16_PERSISTENT_K_BLOCKS
 }
 
 /// Rule 7's exceptions, with the same K loop for every tile or at most
@@ -1329,13 +1343,18 @@ mod tests {
     fn short_bf16_k_over_many_waves_is_warp_specialized_with_tma_stores() {
         let pick_of = |m, n, k| pick(m, n, k).config;
         // At most 32 K blocks over more than 2 waves: two consumers,
-        // persistent, and the TMA-store epilogue with its 3 stages.
+        // persistent, the TMA-store epilogue with its 3 stages, and pairs
+        // along M multicasting B (rule 10's exception); the same kernel
+        // without clusters ranks second.
         for (n, k) in [(24576, 1536), (32768, 512), (7168, 2048)] {
             let c = pick_of(4096, n, k);
-            assert_eq!((c.schedule, c.epilogue, c.stages), (Schedule::WarpSpecialized { consumers: 2 }, Tma, 3), "4096x{n}x{k}");
+            assert_eq!((c.schedule, c.epilogue, c.stages, c.cluster), (Schedule::WarpSpecialized { consumers: 2 }, Tma, 3, Along::M), "4096x{n}x{k}");
+            let problem = Problem { m: 4096, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+            let second = &rank(&problem, &Machine::H100, &Pins::default())[1];
+            assert_eq!(second.config, Config { cluster: Along::None, ..c });
         }
-        // A longer K, or a single wave, keeps the pipeline.
-        assert_eq!(pick_of(4096, 4096, 4096).schedule, Schedule::Pipeline);
+        // A longer K, or a single wave, keeps the pipeline, and no clusters.
+        assert_eq!((pick_of(4096, 4096, 4096).schedule, pick_of(4096, 4096, 4096).cluster), (Schedule::Pipeline, Along::None));
         assert_eq!(pick_of(4096, 7168, 16384).schedule, Schedule::Pipeline);
         assert_eq!(pick_of(128, 24576, 1536).schedule, Schedule::Pipeline);
         // C rows that TMA cannot store (N * 2 bytes not a multiple of 16)
@@ -1426,7 +1445,7 @@ mod tests {
         let unpinned: Vec<Candidate> = rank(&p, &Machine::H100, &Pins::default()).into_iter().filter(|c| c.config.splits == 1).collect();
         assert_eq!(pinned.len(), unpinned.len());
         assert!(pinned.iter().zip(&unpinned).all(|(c, u)| c.config == Config { cluster: Along::N, ..u.config }));
-        assert!(pinned[0].reason.ends_with("; in 2-CTA clusters along n (pinned)"));
+        assert!(pinned[0].reason.ends_with("; in 2-CTA clusters along n"));
         // Pinning none removes rule 10's alternative.
         let q = Problem { m: 4096, n: 4096, ..p };
         assert!(rank(&q, &Machine::H100, &Pins { cluster: Some(Along::None), ..Pins::default() }).iter().all(|c| c.config.cluster == Along::None));
