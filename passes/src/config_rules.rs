@@ -90,6 +90,12 @@
 //!    slower). Ping-pong consumers (two taking turns at whole tiles of the
 //!    best tile one warpgroup holds) are ranked as an alternative: on the
 //!    H100 (2026-11-25) they ran 6-16% below the pick at 4096^3 and 8192^3.
+//!    Block-scaled FP8 at most 128 rows tall with at least 12 K blocks,
+//!    whose pick is warp-specialised, takes them instead: in two runs on
+//!    the H100 (2026-11-26) +9.0 and +9.6% at 128x24576x1536 (against two
+//!    consumers), +4.0 and +5.0% at 128x7168x16384 and +0.6 and +3% at
+//!    64x7168x16384 (against one); with 4 K blocks (128x32768x512) -2.5 and
+//!    -5%.
 //! 8. Epilogue: the TMA store (8.5% faster at 4096^3 on the H100; 11% in
 //!    the warp-specialised 128x256 tile, 2026-11-25) when C's rows are
 //!    16-byte aligned (N * 2 bytes a multiple of 16), except in a
@@ -812,6 +818,12 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
             ranked.insert(0, specialised);
         }
     }
+    if ranked.first().is_some_and(|best| prefers_ping_pong(problem, best)) {
+        if let Some(i) = ranked.iter().position(|c| c.config.schedule == Schedule::PingPong) {
+            let pingpong = ranked.remove(i);
+            ranked.insert(0, pingpong);
+        }
+    }
     if let Some(split) = ranked.iter().find(|c| c.config.schedule == Schedule::Pipeline).and_then(|narrow| split_k(problem, machine, pins, narrow)) {
         ranked.insert(0, split);
     }
@@ -919,6 +931,21 @@ fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along 
         _ => Along::None,
     }
 }
+
+/// Rule 7's ping-pong exception: block-scaled FP8 at most 128 rows tall
+/// with at least [`FP8_PING_PONG_K_BLOCKS`] K blocks, where the pick is
+/// warp-specialised, takes the ping-pong consumers (64-row tiles in turn).
+fn prefers_ping_pong(problem: &Problem, best: &Candidate) -> bool {
+    let k_blocks = ceil_div(problem.k, problem.precision.block_k());
+    problem.precision == Precision::Fp8BlockScaled
+        && problem.m <= 128
+        && k_blocks >= FP8_PING_PONG_K_BLOCKS
+        && matches!(best.config.schedule, Schedule::WarpSpecialized { .. })
+}
+
+/// Rule 7: the fewest K blocks over which block-scaled FP8's ping-pong
+/// consumers beat the warp-specialised pick at M <= 128.
+const FP8_PING_PONG_K_BLOCKS: i64 = 12;
 
 /// Rule 10's exception: a BF16 pick warp-specialised for a short K over
 /// many waves (rule 7) takes its clusters.
@@ -1534,11 +1561,14 @@ mod tests {
         // by rule 2.
         let shortest = pick(Problem { k: 512, ..fp8 });
         assert_eq!((shortest.config.block_m, shortest.config.schedule, shortest.config.stages, shortest.config.scales), (128, Schedule::WarpSpecialized { consumers: 2 }, 4, Scales::Staged));
-        // Two waves of 128x128 go to two consumers as well; two waves of
-        // 64x128 (M = 64), whose warp-specialised form has one consumer,
-        // keep the pipeline.
+        // Two waves of 128x128 go to two consumers as well, and with 4 K
+        // blocks stay there; with 12 (M = 128) the ping-pong consumers take
+        // 64-row tiles in turn. Two waves of 64x128 (M = 64), whose
+        // warp-specialised form has one consumer, keep the pipeline.
+        let two_waves = pick(Problem { m: 128, n: 32768, k: 512, ..fp8 });
+        assert_eq!((two_waves.config.schedule, two_waves.waves, two_waves.config.stages), (Schedule::WarpSpecialized { consumers: 2 }, 2, 4));
         let few_tiles = pick(Problem { m: 128, n: 24576, k: 1536, ..fp8 });
-        assert_eq!((few_tiles.config.schedule, few_tiles.waves, few_tiles.config.stages), (Schedule::WarpSpecialized { consumers: 2 }, 2, 5));
+        assert_eq!((few_tiles.config.block_m, few_tiles.config.schedule), (64, Schedule::PingPong));
         let few_short_tiles = pick(Problem { m: 64, n: 32768, k: 512, ..fp8 });
         assert_eq!((few_short_tiles.config.block_m, few_short_tiles.config.schedule, few_short_tiles.waves), (64, Schedule::Pipeline, 2));
         // A K loop whose trip count is data over more than four waves (8
