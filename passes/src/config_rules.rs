@@ -269,6 +269,13 @@ pub struct Problem {
     pub b_scale_rows: Option<i64>,
 }
 
+impl Problem {
+    /// K blocks of the precision's block K (rule 1's, when not pinned).
+    fn k_blocks(&self) -> i64 {
+        ceil_div(self.k, self.precision.block_k())
+    }
+}
+
 /// What the kernel may use of the GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Machine {
@@ -936,7 +943,7 @@ fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along 
 /// with at least [`FP8_PING_PONG_K_BLOCKS`] K blocks, where the pick is
 /// warp-specialised, takes the ping-pong consumers (64-row tiles in turn).
 fn prefers_ping_pong(problem: &Problem, best: &Candidate) -> bool {
-    let k_blocks = ceil_div(problem.k, problem.precision.block_k());
+    let k_blocks = problem.k_blocks();
     problem.precision == Precision::Fp8BlockScaled
         && problem.m <= 128
         && k_blocks >= FP8_PING_PONG_K_BLOCKS
@@ -950,7 +957,7 @@ const FP8_PING_PONG_K_BLOCKS: i64 = 12;
 /// Rule 10's exception: a BF16 pick warp-specialised for a short K over
 /// many waves (rule 7) takes its clusters.
 fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
-    let k_blocks = ceil_div(problem.k, problem.precision.block_k());
+    let k_blocks = problem.k_blocks();
     problem.precision == Precision::Bf16 && matches!(best.config.schedule, Schedule::WarpSpecialized { .. }) && k_blocks <= BF16_PERSISTENT_K_BLOCKS
 }
 
@@ -960,7 +967,7 @@ fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
 /// [`PERSISTENT_WAVES`] waves (from two with a tile of at least 128 rows),
 /// block-scaled FP8, and BF16 with at most [`BF16_PERSISTENT_K_BLOCKS`].
 fn prefers_warp_specialized(problem: &Problem, best: &Candidate) -> bool {
-    let k_blocks = ceil_div(problem.k, problem.precision.block_k());
+    let k_blocks = problem.k_blocks();
     let fp8 = problem.precision == Precision::Fp8BlockScaled;
     let balanced = !problem.varying_k || best.waves <= FEW_WAVES;
     let long_k = k_blocks >= LONG_K_BLOCKS && (fp8 || best.config.block_n <= NARROW_BLOCK_N);

@@ -101,32 +101,33 @@ pub(super) fn verify_scale_accumulate(body: &Body, op: Op) -> Result<(), String>
     }
     let [m, n] = acc.shape[..] else { return Err("the accumulator must be rank 2".into()) };
     let partial = body.value_type(sacc.partial(body)).as_tile().expect("checked by the definition");
-    match (sacc.row_block(body), sacc.col_block(body)) {
+    // A promotion of one block: which, how many the accumulator holds, the
+    // partial's shape, and how the errors name them.
+    let block = match (sacc.row_block(body), sacc.col_block(body)) {
         (None, None) if partial != acc => return Err("without 'row_block' or 'col_block' the partial must have the accumulator's type".into()),
-        (None, None) => {}
+        (None, None) => None,
         (Some(_), Some(_)) => return Err("'row_block' and 'col_block' are exclusive: a promotion covers one row block or one column block".into()),
+        (Some(block), None) => {
+            let Layout::Mma { warps_per_cta, .. } = acc_layout else { unreachable!("matched above") };
+            let block_rows = 16 * i64::from(warps_per_cta.first().copied().unwrap_or(0));
+            let blocks = if block_rows == 0 { 0 } else { m / block_rows };
+            Some((block, blocks, [block_rows, n], "row_block", format!("one m64 row block of the accumulator: {block_rows}x{n}"), "row"))
+        }
         (None, Some(block)) => {
             let Layout::Mma { warps_per_cta, instr_shape, .. } = acc_layout else { unreachable!("matched above") };
             let instr_n = i64::from(instr_shape.get(1).copied().unwrap_or(0));
             if warps_per_cta.get(1) != Some(&1) || instr_n == 0 {
                 return Err("'col_block' needs an MMA layout whose warps all lie along M".into());
             }
-            if partial.layout != acc.layout || partial.elem != acc.elem || partial.shape != [m, instr_n] {
-                return Err(format!("with 'col_block' the partial must be one wgmma instruction's columns of the accumulator: {m}x{instr_n} in its layout"));
-            }
-            if !(0..n / instr_n).contains(&block) {
-                return Err(format!("'col_block' {block} is not one of the accumulator's {} column blocks", n / instr_n));
-            }
+            Some((block, n / instr_n, [m, instr_n], "col_block", format!("one wgmma instruction's columns of the accumulator: {m}x{instr_n}"), "column"))
         }
-        (Some(block), None) => {
-            let Layout::Mma { warps_per_cta, .. } = acc_layout else { unreachable!("matched above") };
-            let block_rows = 16 * i64::from(warps_per_cta.first().copied().unwrap_or(0));
-            if partial.layout != acc.layout || partial.elem != acc.elem || partial.shape != [block_rows, n] {
-                return Err(format!("with 'row_block' the partial must be one m64 row block of the accumulator: {block_rows}x{n} in its layout"));
-            }
-            if block_rows == 0 || !(0..m / block_rows).contains(&block) {
-                return Err(format!("'row_block' {block} is not one of the accumulator's {} row blocks", if block_rows == 0 { 0 } else { m / block_rows }));
-            }
+    };
+    if let Some((block, blocks, shape, attr, what, axis)) = block {
+        if partial.layout != acc.layout || partial.elem != acc.elem || partial.shape != shape {
+            return Err(format!("with '{attr}' the partial must be {what} in its layout"));
+        }
+        if !(0..blocks).contains(&block) {
+            return Err(format!("'{attr}' {block} is not one of the accumulator's {blocks} {axis} blocks"));
         }
     }
     if rows.shape != [m, 1] {

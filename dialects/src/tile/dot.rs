@@ -56,8 +56,6 @@ pub(super) fn verify_dot(body: &Body, op: Op) -> Result<(), String> {
     check_dot_shapes(body, op, a, b, c).map(|_| ())
 }
 
-/// FP8 e4m3 operands with f32 scales: one per row of A and 128 K elements,
-/// one per 128 x 128 block of B.
 /// Blocks of [`SCALE_BLOCK_N`] rows that `rows` rows starting a block cover.
 pub fn blocks_covering(rows: i64) -> i64 {
     (rows + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N
@@ -69,6 +67,8 @@ pub fn blocks_from_any_offset(rows: i64) -> i64 {
     (rows + 2 * SCALE_BLOCK_N - 2) / SCALE_BLOCK_N
 }
 
+/// FP8 e4m3 operands with f32 scales: one per row of A and 128 K elements,
+/// one per 128 x 128 block of B.
 pub(super) fn verify_dot_scaled(body: &Body, op: Op) -> Result<(), String> {
     let dot = DotScaled::of(body, op).ok_or("malformed 'tile.dot_scaled'")?;
     let a = tile_of(body, dot.lhs(body), "A")?;

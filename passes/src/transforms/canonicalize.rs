@@ -281,7 +281,7 @@ fn narrow_scales_of_aligned_tiles(body: &mut Body, region: Region) -> bool {
         }
         tile.shape[0] = blocks_covering(rows);
         body.values[scales].ty = Type::Tile(tile);
-        body.ops[op].operands.remove(4);
+        body.ops[op].operands.retain(|&v| v != offset);
         changed = true;
     }
     changed
