@@ -158,20 +158,40 @@ fn verify_dot_dims(func: &Function, errors: &mut Vec<Diagnostic>) {
 }
 
 /// `tile.dims` names each dimension of a tensor argument (`["M", "K"]`);
-/// the names become the run-time sizes the launcher binds.
+/// the names become the run-time sizes the launcher binds. A tensor is
+/// row-major unless `tile.contiguous` names its second-last dimension
+/// (`{tile.dims = ["M", "KB"], tile.contiguous = "M"}`: stored KB x M).
 fn verify_arg_attrs(func: &Function) -> Result<(), Diagnostic> {
     if func.arg_attrs.len() != func.args().len() {
         return Err(Diagnostic::error(func.loc.clone(), "function has a different number of argument attribute sets and arguments"));
     }
     for (i, (attrs, &arg)) in func.arg_attrs.iter().zip(func.args()).enumerate() {
-        let Some(dims) = attrs.get("tile.dims") else { continue };
         let err = |m: String| Diagnostic::error(func.loc.clone(), format!("argument #{i} of '@{}': {m}", func.name));
+        let contiguous = attrs.get("tile.contiguous");
+        let Some(dims) = attrs.get("tile.dims") else {
+            if contiguous.is_some() {
+                return Err(err("'tile.contiguous' names one of the dimensions 'tile.dims' names, and there is no 'tile.dims'".into()));
+            }
+            continue;
+        };
         let Some(rank) = func.body.value_type(arg).as_ref_type().map(|r| r.shape.len()) else {
             return Err(err("'tile.dims' is only for tensor arguments".into()));
         };
-        match dims.as_strings() {
-            Some(names) if names.len() == rank && names.iter().all(|n| !n.is_empty()) => {}
+        let names = match dims.as_strings() {
+            Some(names) if names.len() == rank && names.iter().all(|n| !n.is_empty()) => names,
             _ => return Err(err(format!("'tile.dims' must name each of the {rank} dimensions, like [\"M\", \"K\"]"))),
+        };
+        if let Some(contiguous) = contiguous {
+            let inner = &names[rank.saturating_sub(2)..];
+            match contiguous.as_str() {
+                Some(name) if rank >= 2 && inner.contains(&name) => {}
+                _ => {
+                    return Err(err(format!(
+                        "'tile.contiguous' must name one of the last two dimensions of a tensor of rank 2 or more ({})",
+                        inner.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(" or ")
+                    )))
+                }
+            }
         }
     }
     Ok(())

@@ -100,12 +100,13 @@ struct Matrix {
     col0: String,
     rows: String,
     cols: String,
+    column_major: bool,
 }
 
 impl Matrix {
     /// The matrix as the scale reads and copies take it.
     fn tile(&self) -> scales::GlobalTile<'_> {
-        scales::GlobalTile { ptr: &self.ptr, row0: &self.row0, col0: &self.col0, rows: &self.rows, cols: &self.cols }
+        scales::GlobalTile { ptr: &self.ptr, row0: &self.row0, col0: &self.col0, rows: &self.rows, cols: &self.cols, column_major: self.column_major }
     }
 }
 
@@ -396,7 +397,7 @@ impl<'a> Lowerer<'a> {
             let no_rows = self.em.i32(0);
             rows = self.em.assign("rows", format!("arith.select {inside}, {rows}, {no_rows} : i32"));
         }
-        Ok(Matrix { ptr, row0, col0, rows, cols })
+        Ok(Matrix { ptr, row0, col0, rows, cols, column_major: self.plan.tensors[t].column_major })
     }
 
     /// The row-major element index (i64) of `coords` in the leading

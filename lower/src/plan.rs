@@ -168,6 +168,23 @@ pub(crate) struct Tensor {
     pub stored: bool,
     /// Stored by `nv.store_global`: the kernel takes its pointer.
     pub ptr: bool,
+    /// Its last two dimensions are stored swapped, the second-last
+    /// contiguous (`tile.contiguous` names it): the manifest declares it
+    /// with those two dimensions swapped, row-major.
+    pub column_major: bool,
+}
+
+impl Tensor {
+    /// Its dimensions in memory order, outermost first: the last two
+    /// swapped where it is column-major.
+    pub fn stored_dims(&self) -> impl Iterator<Item = &DimSrc> {
+        let mut order: Vec<usize> = (0..self.dims.len()).collect();
+        if self.column_major {
+            let n = order.len();
+            order.swap(n - 2, n - 1);
+        }
+        order.into_iter().map(|d| &self.dims[d])
+    }
 }
 
 /// One TMA descriptor parameter: a tensor, a box (outer to inner; extent 1
@@ -271,8 +288,17 @@ impl Plan {
                 }
                 dims.push(dim);
             }
+            let contiguous = f.arg_attrs.get(i).and_then(|a| a.get("tile.contiguous")).and_then(|a| a.as_str());
+            let column_major = match (contiguous, &given) {
+                (None, _) => false,
+                (Some(c), Some(g)) if g.len() >= 2 && g[g.len() - 2] == c => true,
+                (Some(c), Some(g)) if g.last() == Some(&c) => false,
+                (Some(_), _) => {
+                    return Err(Diagnostic::error(f.loc.clone(), format!("argument %{name}: tile.contiguous must name one of the last two of its tile.dims")));
+                }
+            };
             tensor_of_arg.insert(arg, tensors.len());
-            tensors.push(Tensor { name, elem: r.elem, dims, stored: false, ptr: false });
+            tensors.push(Tensor { name, elem: r.elem, dims, stored: false, ptr: false, column_major });
         }
 
         let mut plan = Plan {
@@ -333,6 +359,7 @@ impl Plan {
                     if !(2..=3).contains(&o.coords(body).len()) {
                         return Err(error(&data.loc, name, "only rank-2 and rank-3 TMA loads are supported by the lowering"));
                     }
+                    plan.row_major(tensor, &data.loc, name)?;
                     plan.add_tma(tensor, &geom, o.coords(body).len());
                 }
                 Opcode::NvWarpSpecialize => {
@@ -352,6 +379,7 @@ impl Plan {
                         .tensor_of_arg
                         .get(&st.tensor(body))
                         .ok_or_else(|| error(&data.loc, name, "the destination must be a kernel argument"))?;
+                    plan.row_major(tensor, &data.loc, name)?;
                     plan.tensors[tensor].stored = true;
                     plan.tensors[tensor].ptr = true;
                     let tile = body.value_type(st.value(body)).as_tile().expect("verified");
@@ -392,6 +420,7 @@ impl Plan {
                     if !(2..=3).contains(&st.coords(body).len()) {
                         return Err(error(&data.loc, name, "only rank-2 and rank-3 TMA stores are supported by the lowering"));
                     }
+                    plan.row_major(tensor, &data.loc, name)?;
                     plan.tensors[tensor].stored = true;
                     plan.add_tma(tensor, &geom, st.coords(body).len());
                     let shape = [geom.rows, geom.cols];
@@ -434,6 +463,21 @@ impl Plan {
         Ok(())
     }
 
+    /// TMA copies and fragment stores address row-major tensors only; a
+    /// tensor stored with its second-last dimension contiguous is read
+    /// element by element (scales).
+    fn row_major(&self, tensor: usize, loc: &Location, op: &str) -> Result<(), Diagnostic> {
+        let t = &self.tensors[tensor];
+        if t.column_major {
+            return Err(error(
+                loc,
+                op,
+                format!("tensor %{} is stored with its second-last dimension contiguous (tile.contiguous): whole tiles are copied and stored to row-major tensors only; only tiles read element by element, like scales, may come from it", t.name),
+            ));
+        }
+        Ok(())
+    }
+
     fn add_tma(&mut self, tensor: usize, geom: &SmemGeom, rank: usize) {
         let desc = TmaDesc { tensor, box_dims: tma_box(geom.rows, geom, rank), swizzle: geom.swizzle, geom_swizzle: geom.manifest_swizzle() };
         if !self.tma.contains(&desc) {
@@ -454,14 +498,10 @@ impl Plan {
                 dtype: dtype(t.elem).ok_or_else(|| {
                     Diagnostic::error(f.loc.clone(), format!("tensor %{}: '{}' tensors have no manifest type", t.name, t.elem.mnemonic()))
                 })?,
-                shape: t
-                    .dims
-                    .iter()
-                    .map(|d| match d {
-                        DimSrc::Const(c) => Dim::Const(*c as u64),
-                        DimSrc::Sym(s) => Dim::Sym(s.clone()),
-                    })
-                    .collect(),
+                shape: t.stored_dims().map(|d| match d {
+                    DimSrc::Const(c) => Dim::Const(*c as u64),
+                    DimSrc::Sym(s) => Dim::Sym(s.clone()),
+                }).collect(),
                 role: if t.stored { Role::Output } else { Role::Input },
             });
         }

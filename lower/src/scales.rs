@@ -56,36 +56,47 @@ pub(crate) fn scale_layout(tile: &TileType, warps: i64) -> Result<Option<i64>, S
     }
 }
 
-/// The element at (`row`, `col`) of a row-major `rows x cols` tensor at
-/// `ptr`, or zero outside it (the address is clamped to element 0, so the
-/// load is always in bounds and needs no branch).
-#[allow(clippy::too_many_arguments)]
-fn load_checked(em: &mut Emitter, ptr: &str, row: &str, col: &str, rows: &str, cols: &str, elem: ElemType) -> String {
-    let t = mlir_type(elem);
-    let row_ok = em.assign("row_ok", format!("arith.cmpi ult, {row}, {rows} : i32"));
-    let col_ok = em.assign("col_ok", format!("arith.cmpi ult, {col}, {cols} : i32"));
-    let ok = em.binop("in_bounds", "arith.andi", &row_ok, &col_ok, "i1");
-    let row64 = em.assign("row64", format!("arith.extui {row} : i32 to i64"));
-    let col64 = em.assign("col64", format!("arith.extui {col} : i32 to i64"));
-    let cols64 = em.assign("cols64", format!("arith.extui {cols} : i32 to i64"));
-    let off = em.binop("off", "arith.muli", &row64, &cols64, "i64");
-    let idx = em.binop("idx", "arith.addi", &off, &col64, "i64");
-    let zero_idx = em.assign("c0", "arith.constant 0 : i64");
-    let idx = em.assign("idx", format!("arith.select {ok}, {idx}, {zero_idx} : i64"));
-    let p = em.assign("sp", format!("llvm.getelementptr {ptr}[{idx}] : (!llvm.ptr, i64) -> !llvm.ptr, {t}"));
-    let v = em.assign("scale", format!("llvm.load {p} : !llvm.ptr -> {t}"));
-    let zero = em.assign("zero", format!("arith.constant 0.0 : {t}"));
-    em.assign("scale", format!("arith.select {ok}, {v}, {zero} : {t}"))
-}
-
-/// A tile of a row-major `rows x cols` tensor at `ptr` (`i32` values), its
-/// origin at (`row0`, `col0`).
+/// A tile of a `rows x cols` tensor at `ptr` (`i32` values), its origin at
+/// (`row0`, `col0`); the tensor is row-major, or column-major where
+/// `column_major` (its rows contiguous: `tile.contiguous`).
 pub(crate) struct GlobalTile<'a> {
     pub ptr: &'a str,
     pub row0: &'a str,
     pub col0: &'a str,
     pub rows: &'a str,
     pub cols: &'a str,
+    pub column_major: bool,
+}
+
+impl GlobalTile<'_> {
+    /// The element index (i64) of (`row`, `col`) of the tensor, and whether
+    /// it lies inside the tensor (i1); outside, the index is 0, so an access
+    /// through it is always in bounds and needs no branch.
+    fn element_index(&self, em: &mut Emitter, row: &str, col: &str) -> (String, String) {
+        let row_ok = em.assign("row_ok", format!("arith.cmpi ult, {row}, {} : i32", self.rows));
+        let col_ok = em.assign("col_ok", format!("arith.cmpi ult, {col}, {} : i32", self.cols));
+        let ok = em.binop("in_bounds", "arith.andi", &row_ok, &col_ok, "i1");
+        let row64 = em.assign("row64", format!("arith.extui {row} : i32 to i64"));
+        let col64 = em.assign("col64", format!("arith.extui {col} : i32 to i64"));
+        let (outer, inner, inner_dim) = if self.column_major { (col64, row64, self.rows) } else { (row64, col64, self.cols) };
+        let extent64 = em.assign("extent64", format!("arith.extui {inner_dim} : i32 to i64"));
+        let off = em.binop("off", "arith.muli", &outer, &extent64, "i64");
+        let idx = em.binop("idx", "arith.addi", &off, &inner, "i64");
+        let zero = em.i64(0);
+        let idx = em.assign("idx", format!("arith.select {ok}, {idx}, {zero} : i64"));
+        (idx, ok)
+    }
+}
+
+/// The element at (`row`, `col`) of `tensor` (its origin ignored), or zero
+/// outside it.
+fn load_checked(em: &mut Emitter, tensor: &GlobalTile<'_>, row: &str, col: &str, elem: ElemType) -> String {
+    let t = mlir_type(elem);
+    let (idx, ok) = tensor.element_index(em, row, col);
+    let p = em.assign("sp", format!("llvm.getelementptr {}[{idx}] : (!llvm.ptr, i64) -> !llvm.ptr, {t}", tensor.ptr));
+    let v = em.assign("scale", format!("llvm.load {p} : !llvm.ptr -> {t}"));
+    let zero = em.assign("zero", format!("arith.constant 0.0 : {t}"));
+    em.assign("scale", format!("arith.select {ok}, {v}, {zero} : {t}"))
 }
 
 /// `nv.copy_async` for lane `lane` of the first warp: it copies elements
@@ -110,16 +121,7 @@ pub(crate) fn copy(em: &mut Emitter, src: &GlobalTile<'_>, dst: &str, shape: [i6
         let col = em.binop("col", "arith.remui", &e, &c, "i32");
         let row = em.binop("row", "arith.addi", src.row0, &row, "i32");
         let col = em.binop("col", "arith.addi", src.col0, &col, "i32");
-        let row_ok = em.assign("row_ok", format!("arith.cmpi ult, {row}, {} : i32", src.rows));
-        let col_ok = em.assign("col_ok", format!("arith.cmpi ult, {col}, {} : i32", src.cols));
-        let ok = em.binop("in_bounds", "arith.andi", &row_ok, &col_ok, "i1");
-        let row64 = em.assign("row64", format!("arith.extui {row} : i32 to i64"));
-        let col64 = em.assign("col64", format!("arith.extui {col} : i32 to i64"));
-        let cols64 = em.assign("cols64", format!("arith.extui {} : i32 to i64", src.cols));
-        let off = em.binop("off", "arith.muli", &row64, &cols64, "i64");
-        let idx = em.binop("idx", "arith.addi", &off, &col64, "i64");
-        let zero64 = em.i64(0);
-        let idx = em.assign("idx", format!("arith.select {ok}, {idx}, {zero64} : i64"));
+        let (idx, ok) = src.element_index(em, &row, &col);
         let p = em.assign("src", format!("llvm.getelementptr {}[{idx}] : (!llvm.ptr, i64) -> !llvm.ptr, f32", src.ptr));
         let p = em.assign("src", format!("llvm.addrspacecast {p} : !llvm.ptr to !llvm.ptr<1>"));
         let d = em.assign("dst", format!("llvm.getelementptr {dst}[{e}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32"));
@@ -150,7 +152,7 @@ impl Source<'_> {
             Source::Global(g) => {
                 let row = em.binop("row", "arith.addi", g.row0, row, "i32");
                 let col = em.binop("col", "arith.addi", g.col0, col, "i32");
-                load_checked(em, g.ptr, &row, &col, g.rows, g.cols, elem)
+                load_checked(em, g, &row, &col, elem)
             }
             Source::Shared { ptr, cols } => {
                 let c = em.i32(*cols);
