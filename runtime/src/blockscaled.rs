@@ -1,6 +1,6 @@
 //! The GPU correctness check of a block-scaled FP8 GEMM artifact
-//! (`A[M,K]`, `SA[M,KB]`, `B[N,K]`, `SB[NB,KB]` -> bf16 `C[M,N]`; see
-//! [`crate::check::BlockScales`]).
+//! (`A[M,K]`, `SA[M,KB]` or M-major `SA[KB,M]`, `B[N,K]`, `SB[NB,KB]` ->
+//! bf16 `C[M,N]`; see [`crate::check::BlockScales`]).
 //!
 //! Each call draws fresh e4m3 inputs and power-of-two scales log-uniform
 //! over 2^-10..2^10 (a scale applied to the wrong block is off by up to
@@ -24,7 +24,7 @@
 use crate::check::*;
 use crate::cuda::Gpu;
 use crate::error::{DriverCtx, Result, RuntimeError};
-use crate::gemm::{Gemm, GemmBuffers, GemmSize, Scales};
+use crate::gemm::{Gemm, GemmBuffers, GemmSize, SaLayout, Scales};
 use crate::lt::{LtGemm, LtHandle, LtInput};
 use crate::Cublas;
 use half::bf16;
@@ -58,7 +58,7 @@ pub fn check_block_scaled(
     threshold: f64,
 ) -> Result<BlockScaledCheck> {
     if gemm.spec().scales != Scales::Block {
-        return Err(RuntimeError::GemmArgs("not a block-scaled FP8 GEMM (want SA[M,KB] and SB[NB,KB])".into()));
+        return Err(RuntimeError::GemmArgs("not a block-scaled FP8 GEMM (want SA[M,KB] or SA[KB,M], and SB[NB,KB])".into()));
     }
     let seed = seed_from_time();
     let mut rng = Rng::new(seed);
@@ -80,7 +80,7 @@ pub fn check_block_scaled(
         a: gpu.bind("A", &a),
         b: gpu.bind("B", &b),
         c: gpu.bind("C", &c),
-        scales: Some((gpu.bind("SA", &sa), gpu.bind("SB", &sb))),
+        scales: Some((gpu.bind("SA", if gemm.spec().sa_layout == SaLayout::MMajor { &sa_t } else { &sa }), gpu.bind("SB", &sb))),
     };
     gemm.bind_raw(size, buffers)?.launch_checked()?;
     let out = bf16_to_f64(&s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?);

@@ -289,8 +289,7 @@ impl BlockScales {
     /// SA transposed to M-major (`SA_t[kb * M + i] = SA[i * KB + kb]`), the
     /// layout cuBLASLt's 1x128 scale mode reads (see [`crate::lt`]).
     pub fn sa_m_major(&self, sa: &[f32]) -> Vec<f32> {
-        let kb = self.kb();
-        (0..self.sa_len()).map(|x| sa[(x % self.m) * kb + x / self.m]).collect()
+        crate::gemm::SaLayout::MMajor.arrange(sa, self.m, self.kb())
     }
     /// FP64 reference of the block-scaled product, all `M x N` elements.
     pub fn cpu_reference(&self, a: &[u8], sa: &[f32], b: &[u8], sb: &[f32]) -> Vec<f64> {

@@ -79,8 +79,8 @@ pub struct GemmBuffers {
     /// C, `M x N`, written.
     pub c: TensorBinding,
     /// A's and B's scales, for an FP8 kernel that takes them: one f32 each
-    /// ([`Scales::PerTensor`]), or `SA[M,KB]` and `SB[NB,KB]`
-    /// ([`Scales::Block`]).
+    /// ([`Scales::PerTensor`]), or `SA` (laid out as the kernel's
+    /// [`SaLayout`] says) and `SB[NB,KB]` ([`Scales::Block`]).
     pub scales: Option<(TensorBinding, TensorBinding)>,
 }
 
@@ -91,10 +91,47 @@ pub enum Scales {
     None,
     /// f32 `scale_a[1]` and `scale_b[1]`: `C = sa * sb * (A B^T)`.
     PerTensor,
-    /// f32 `SA[M,KB]` (one per row of A and 128 of K) and `SB[NB,KB]` (one
-    /// per 128x128 block of B), `KB = ceil(K/128)`, `NB = ceil(N/128)`:
+    /// f32 `SA` (one per row of A and 128 of K, laid out as [`SaLayout`]
+    /// says) and `SB[NB,KB]` (one per 128x128 block of B), `KB = ceil(K/128)`, `NB = ceil(N/128)`:
     /// `C = (A*SA)(B*SB)^T` (see [`crate::check::BlockScales`]).
     Block,
+}
+
+/// How a block-scaled kernel stores A's scales (one per row of A and 128
+/// elements of K), as its manifest declares them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SaLayout {
+    /// `SA[M,KB]` row-major: a row's scales adjacent (K-major).
+    #[default]
+    KMajor,
+    /// `SA[KB,M]` row-major: a K block's scales of consecutive rows
+    /// adjacent (M-major), as cuBLASLt and DeepGEMM take them.
+    MMajor,
+}
+
+impl SaLayout {
+    /// SA's dims, outermost first, for `rows` rows of A (`M`, or a grouped
+    /// GEMM's `SM` or `MM`).
+    pub fn dims(self, rows: &str) -> [&str; 2] {
+        match self {
+            SaLayout::KMajor => [rows, "KB"],
+            SaLayout::MMajor => ["KB", rows],
+        }
+    }
+
+    /// The layout of a tensor declared `lead ++ dims(rows)`, if either.
+    pub fn of(t: &TensorDecl, lead: &[&str], rows: &str) -> Option<SaLayout> {
+        [SaLayout::KMajor, SaLayout::MMajor].into_iter().find(|l| sym_shape(t, &[lead, &l.dims(rows)[..]].concat()))
+    }
+
+    /// `sa`, the scales of `rows` rows of A row-major (`rows x kb`), in
+    /// this layout.
+    pub fn arrange(self, sa: &[f32], rows: usize, kb: usize) -> Vec<f32> {
+        match self {
+            SaLayout::KMajor => sa[..rows * kb].to_vec(),
+            SaLayout::MMajor => (0..rows * kb).map(|x| sa[(x % rows) * kb + x / rows]).collect(),
+        }
+    }
 }
 
 /// What a GEMM artifact computes: `A[M,K]` and `B` inputs of one element
@@ -108,6 +145,8 @@ pub struct GemmSpec {
     pub b_layout: BLayout,
     /// The scales an FP8 kernel takes, if any.
     pub scales: Scales,
+    /// How block scales of A are stored (K-major where the kernel takes none).
+    pub sa_layout: SaLayout,
 }
 
 fn sym_shape(t: &TensorDecl, dims: &[&str]) -> bool {
@@ -118,8 +157,6 @@ fn not_gemm(why: String) -> RuntimeError {
     RuntimeError::NotGemm(why)
 }
 
-/// Names and symbolic dims of the block scales in a manifest.
-const BLOCK_SCALES: [(&str, [&str; 2]); 2] = [("SA", ["M", "KB"]), ("SB", ["NB", "KB"])];
 
 impl GemmSpec {
     /// Reads the spec from a manifest; says why when it is not a GEMM this
@@ -145,49 +182,48 @@ impl GemmSpec {
         if a.dtype != b.dtype || !matches!(a.dtype, DType::Bf16 | DType::F8e4m3) {
             return Err(not_gemm(format!("A is {}, B is {}: want both bf16 or both f8e4m3", a.dtype, b.dtype)));
         }
-        let scales = Self::scales_of(m, a.dtype)?;
+        let (scales, sa_layout) = Self::scales_of(m, a.dtype)?;
         if scales == Scales::Block && b_layout != BLayout::Nk {
             return Err(not_gemm("a block-scaled GEMM takes B[N,K] (K-major, as FP8 wgmma needs)".into()));
         }
-        Ok(GemmSpec { input: a.dtype, b_layout, scales })
+        Ok(GemmSpec { input: a.dtype, b_layout, scales, sa_layout })
     }
 
-    /// Which scales the tensors besides A, B and C are, if any.
-    fn scales_of(m: &Manifest, input: DType) -> Result<Scales> {
+    /// Which scales the tensors besides A, B and C are, if any, and how
+    /// A's block scales are stored.
+    fn scales_of(m: &Manifest, input: DType) -> Result<(Scales, SaLayout)> {
         let extra: Vec<&TensorDecl> = m.tensors.iter().filter(|t| !["A", "B", "C"].contains(&t.name.as_str())).collect();
         if extra.is_empty() {
-            return Ok(Scales::None);
+            return Ok((Scales::None, SaLayout::KMajor));
         }
         let names: Vec<&str> = extra.iter().map(|t| t.name.as_str()).collect();
         let f32_input = |t: &TensorDecl| t.dtype == DType::F32 && t.role == Role::Input;
         let per_tensor = names.len() == 2
             && ["scale_a", "scale_b"].iter().all(|n| names.contains(n))
             && extra.iter().all(|t| f32_input(t) && t.shape.iter().all(|d| matches!(d, Dim::Const(1))));
-        let block = names.len() == 2 && BLOCK_SCALES.iter().all(|(n, _)| names.contains(n));
+        let block = names.len() == 2 && ["SA", "SB"].iter().all(|n| names.contains(n));
         if !(per_tensor || block) {
             return Err(not_gemm(format!(
-                "unexpected extra tensors {names:?}: an fp8 GEMM may take f32[1] scale_a and scale_b, or f32 SA[M,KB] and SB[NB,KB]"
+                "unexpected extra tensors {names:?}: an fp8 GEMM may take f32[1] scale_a and scale_b, or f32 SA[M,KB] (or SA[KB,M], M-major) and SB[NB,KB]"
             )));
         }
         if input != DType::F8e4m3 {
             return Err(not_gemm(format!("scales {names:?} on a {input} GEMM: only an f8e4m3 GEMM takes scales")));
         }
         if per_tensor {
-            return Ok(Scales::PerTensor);
+            return Ok((Scales::PerTensor, SaLayout::KMajor));
         }
-        for (name, dims) in BLOCK_SCALES {
-            let t = m.tensor(name).expect("checked above");
-            if !f32_input(t) || !sym_shape(t, &dims) {
+        let (sa, sb) = (m.tensor("SA").expect("checked above"), m.tensor("SB").expect("checked above"));
+        let sa_layout = SaLayout::of(sa, &[], "M").filter(|_| f32_input(sa));
+        for (t, dims, ok) in [(sa, "M,KB] or [KB,M", sa_layout.is_some()), (sb, "NB,KB", f32_input(sb) && sym_shape(sb, &["NB", "KB"]))] {
+            if !ok {
                 return Err(not_gemm(format!(
-                    "block scale {name} must be an f32 input of shape [{}] (got {} {:?}, {:?})",
-                    dims.join(","),
-                    t.dtype,
-                    t.shape,
-                    t.role
+                    "block scale {} must be an f32 input of shape [{dims}] (got {} {:?}, {:?})",
+                    t.name, t.dtype, t.shape, t.role
                 )));
             }
         }
-        Ok(Scales::Block)
+        Ok((Scales::Block, sa_layout.expect("checked above")))
     }
 
     /// The symbols a call of `size` binds: M, N, K, and for block scales
@@ -219,7 +255,13 @@ impl GemmSpec {
         match self.scales {
             Scales::None => None,
             Scales::PerTensor => Some([("scale_a", [1, 1]), ("scale_b", [1, 1])]),
-            Scales::Block => Some([("SA", [size.m, kb]), ("SB", [nb, kb])]),
+            Scales::Block => {
+                let sa = match self.sa_layout {
+                    SaLayout::KMajor => [size.m, kb],
+                    SaLayout::MMajor => [kb, size.m],
+                };
+                Some([("SA", sa), ("SB", [nb, kb])])
+            }
         }
     }
 

@@ -21,11 +21,13 @@
 //!   between replays and the shapes do not.
 //!
 //! A and B are bf16, or f8e4m3 with f32 block scales: `SA` one per row and
-//! 128 of K over A's rows (`SA[SM, KB]`, or `SA[G, MM, KB]`) and
+//! 128 of K over A's rows (`SA[SM, KB]`, or `SA[G, MM, KB]`; M-major as
+//! `SA[KB, SM]` or `SA[G, KB, MM]`, see [`SaLayout`]) and
 //! `SB[G, NB, KB]` one per 128x128 block of each expert's B.
 
 use crate::check::{Rng, SCALE_BLOCK};
 use crate::error::{Result, RuntimeError};
+use crate::gemm::SaLayout;
 use crate::plan::Problem;
 use std::fmt;
 use tilec_artifact::{DType, Dim, Manifest, Role, TensorDecl};
@@ -255,6 +257,9 @@ pub struct GroupedSpec {
     pub kind: GroupedKind,
     /// Element type of A and B (bf16 or f8e4m3; f8e4m3 takes block scales).
     pub input: DType,
+    /// How an FP8 kernel stores A's scales: over the buffer's rows
+    /// (contiguous form), or each expert's (masked form).
+    pub sa_layout: SaLayout,
 }
 
 fn not_grouped(why: String) -> RuntimeError {
@@ -294,12 +299,14 @@ impl GroupedSpec {
                 ("C", DType::Bf16, vec!["G", "MM", "N"], Role::Output),
             ],
         };
+        let mut sa_layout = SaLayout::KMajor;
         if input == DType::F8e4m3 {
-            let sa = match kind {
-                GroupedKind::Contiguous => vec!["SM", "KB"],
-                GroupedKind::Masked => vec!["G", "MM", "KB"],
+            let (lead, rows) = match kind {
+                GroupedKind::Contiguous => (&[][..], "SM"),
+                GroupedKind::Masked => (&["G"][..], "MM"),
             };
-            want.push(("SA", DType::F32, sa, Role::Input));
+            sa_layout = m.tensor("SA").and_then(|t| SaLayout::of(t, lead, rows)).unwrap_or_default();
+            want.push(("SA", DType::F32, [lead, &sa_layout.dims(rows)[..]].concat(), Role::Input));
             want.push(("SB", DType::F32, vec!["G", "NB", "KB"], Role::Input));
         }
         for (name, dtype, dims, role) in &want {
@@ -311,7 +318,7 @@ impl GroupedSpec {
         if let Some(t) = m.tensors.iter().find(|t| !want.iter().any(|w| w.0 == t.name)) {
             return Err(not_grouped(format!("unexpected tensor {}", t.name)));
         }
-        Ok(GroupedSpec { kind, input })
+        Ok(GroupedSpec { kind, input, sa_layout })
     }
 
     /// The symbols of a call on `p`'s layout.

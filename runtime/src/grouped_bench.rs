@@ -34,6 +34,7 @@ use crate::check::*;
 use crate::cuda::Gpu;
 use crate::error::{DriverCtx, Result, RuntimeError};
 use crate::cuda::Kernel;
+use crate::gemm::SaLayout;
 use crate::grouped::{label, GroupedForm, GroupedKind, GroupedProblem, GroupedSpec};
 use tilec_artifact::{Artifact, DType};
 use crate::lt::{LtGemm, LtHandle, LtInput};
@@ -308,7 +309,11 @@ impl OurGrouped {
         if self.fp8() {
             let (mut a, mut b) = (gpu.bind("A", &inputs.a8), gpu.bind("B", &inputs.b8));
             (a.dtype, b.dtype) = (DType::F8e4m3, DType::F8e4m3);
-            tensors.extend([a, b, gpu.bind("SA", &inputs.sa), gpu.bind("SB", &inputs.sb)]);
+            let sa = match self.spec.sa_layout {
+                SaLayout::KMajor => &inputs.sa,
+                SaLayout::MMajor => &inputs.sa_m_major,
+            };
+            tensors.extend([a, b, gpu.bind("SA", sa), gpu.bind("SB", &inputs.sb)]);
         } else {
             tensors.extend([gpu.bind("A", &inputs.a), gpu.bind("B", &inputs.b)]);
         }
@@ -332,8 +337,11 @@ struct GroupedInputs {
     sb_h: Vec<f32>,
     a8: CudaSlice<u8>,
     b8: CudaSlice<u8>,
-    /// SA row-major over the layout's rows (`[rows, KB]`), as our kernels read it.
+    /// SA row-major over the layout's rows (`[rows, KB]`), as K-major kernels read it.
     sa: CudaSlice<f32>,
+    /// SA as M-major kernels read it: `[KB, rows]` (contiguous form), each
+    /// expert's `[KB, MM]` (masked form).
+    sa_m_major: CudaSlice<f32>,
     /// SA M-major within each cuBLASLt call's rows, as cuBLASLt reads it.
     sa_t: CudaSlice<f32>,
     sb: CudaSlice<f32>,
@@ -366,6 +374,10 @@ impl GroupedInputs {
             let (o, len) = (off as usize * kb, r as usize * kb);
             sa_t_h[o..o + len].copy_from_slice(&part.sa_m_major(&sa_h[o..o + len]));
         }
+        let sa_m_major_h = match p.form {
+            GroupedForm::Contiguous { .. } => SaLayout::MMajor.arrange(&sa_h, rows, kb),
+            GroupedForm::Masked { m_max } => sa_h.chunks((m_max as usize * kb).max(1)).flat_map(|e| SaLayout::MMajor.arrange(e, m_max as usize, kb)).collect(),
+        };
         // An empty problem still binds a one-element tensor.
         let routing_h: Vec<i32> = match p.form {
             GroupedForm::Contiguous { .. } => p.expert_of_block().filter(|e| !e.is_empty()).unwrap_or(vec![0]),
@@ -377,6 +389,7 @@ impl GroupedInputs {
             a8: s.clone_htod(&a8_h).ctx("cuMemcpyHtoD(A8)")?,
             b8: s.clone_htod(&b8_h).ctx("cuMemcpyHtoD(B8)")?,
             sa: s.clone_htod(&sa_h).ctx("cuMemcpyHtoD(SA)")?,
+            sa_m_major: s.clone_htod(&sa_m_major_h).ctx("cuMemcpyHtoD(SA M-major)")?,
             sa_t: s.clone_htod(&sa_t_h).ctx("cuMemcpyHtoD(SA_t)")?,
             sb: s.clone_htod(&sb_h).ctx("cuMemcpyHtoD(SB)")?,
             routing: s.clone_htod(&routing_h).ctx("cuMemcpyHtoD(routing)")?,

@@ -1,6 +1,7 @@
 //! Unit tests of the grouped-GEMM problem description (no GPU).
 
 use crate::check::Rng;
+use crate::gemm::SaLayout;
 use crate::grouped::*;
 
 #[test]
@@ -131,9 +132,11 @@ const MASKED_BF16: &str = r#"
 fn grouped_spec_reads_both_signatures() {
     use tilec_artifact::DType;
     let c = GroupedSpec::from_manifest(&grouped_manifest(CONTIGUOUS_FP8)).unwrap();
-    assert_eq!(c, GroupedSpec { kind: GroupedKind::Contiguous, input: DType::F8e4m3 });
+    assert_eq!(c, GroupedSpec { kind: GroupedKind::Contiguous, input: DType::F8e4m3, sa_layout: SaLayout::KMajor });
+    let m_major = GroupedSpec::from_manifest(&grouped_manifest(&CONTIGUOUS_FP8.replace(r#"["SM", "KB"]"#, r#"["KB", "SM"]"#))).unwrap();
+    assert_eq!(m_major.sa_layout, SaLayout::MMajor);
     let m = GroupedSpec::from_manifest(&grouped_manifest(MASKED_BF16)).unwrap();
-    assert_eq!(m, GroupedSpec { kind: GroupedKind::Masked, input: DType::Bf16 });
+    assert_eq!(m, GroupedSpec { kind: GroupedKind::Masked, input: DType::Bf16, sa_layout: SaLayout::KMajor });
     let err = |t: &str| GroupedSpec::from_manifest(&grouped_manifest(t)).unwrap_err().to_string();
     assert_eq!(
         err(&MASKED_BF16.replace(r#"["G", "MM", "N"]"#, r#"["MM", "N"]"#)),

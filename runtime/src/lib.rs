@@ -34,7 +34,7 @@ pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
 pub use cuda::{cuda_available, encode_tma, ensure_cuda, Element, Gpu, Kernel, Prepared};
 pub use dispatch::select_kernel;
 pub use error::{Result, RuntimeError};
-pub use gemm::{BLayout, BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec, Scales};
+pub use gemm::{BLayout, BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec, SaLayout, Scales};
 pub use plan::{compute_grid, plan_launch, tma_encode_args, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
 pub use tilec_artifact as artifact;
 pub use timing::Timer;

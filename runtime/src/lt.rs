@@ -23,8 +23,8 @@
 //! and the scale pointers likewise. The scale tensors it reads, in our
 //! operand order (`KB = ceil(K/128)`, `NB = ceil(N/128)`):
 //! - our A's scales M-major: scale of row `i`, K block `kb` at `kb * M + i`
-//!   (the transpose of the kernel's row-major `SA[M,KB]`; see
-//!   [`crate::check::BlockScales::sa_m_major`]);
+//!   (`SA[KB,M]`, as an M-major kernel takes it; the transpose of a
+//!   K-major kernel's `SA[M,KB]`, see [`crate::check::BlockScales::sa_m_major`]);
 //! - our B's scales `SB[NB,KB]` row-major, as the kernel takes them: block
 //!   `(nb, kb)` at `nb * KB + kb`.
 //!

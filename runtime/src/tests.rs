@@ -263,11 +263,11 @@ const SCALES: &str = r#",
 #[test]
 fn gemm_spec_from_manifest() {
     let nk = GemmSpec::from_manifest(&gemm_manifest()).unwrap();
-    assert_eq!(nk, GemmSpec { input: DType::Bf16, b_layout: BLayout::Nk, scales: Scales::None });
+    assert_eq!(nk, GemmSpec { input: DType::Bf16, b_layout: BLayout::Nk, scales: Scales::None, sa_layout: SaLayout::KMajor });
     let kn = GemmSpec::from_manifest(&gemm_manifest_with("bf16", "bf16", r#"["K", "N"]"#, "")).unwrap();
     assert_eq!(kn.b_layout, BLayout::Kn);
     let fp8 = GemmSpec::from_manifest(&gemm_manifest_with("f8e4m3", "f8e4m3", r#"["N", "K"]"#, SCALES)).unwrap();
-    assert_eq!(fp8, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor });
+    assert_eq!(fp8, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor });
     let err = |m: Manifest| GemmSpec::from_manifest(&m).unwrap_err().to_string();
     assert_eq!(
         err(gemm_manifest_with("bf16", "f8e4m3", r#"["N", "K"]"#, "")),
@@ -330,7 +330,7 @@ fn gemm_bind_names_sizes_and_checks() {
     let kn = GemmSpec { b_layout: BLayout::Kn, ..spec };
     assert!(err(kn.bind(size, bufs(&a, &buf(DType::Bf16, 0x2000, 256 * 511 * 2), &c, None))).contains("B is 512x256"));
     // FP8: raw bytes stand for e4m3, and the scales are required.
-    let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor };
+    let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor };
     let (a8, b8) = (buf(DType::U8, 0x1000, 64 * 512), buf(DType::U8, 0x2000, 256 * 512));
     let bound = fp8.bind(size, bufs(&a8, &b8, &c, Some(s.clone()))).unwrap();
     assert_eq!(bound.iter().map(|t| (t.name.as_str(), t.dtype)).collect::<Vec<_>>(), [
@@ -354,15 +354,18 @@ const BLOCK_SCALES: &str = r#",
 fn block_scaled_spec_from_manifest() {
     let fp8 = |b_shape: &str, extra: &str| gemm_manifest_with("f8e4m3", "f8e4m3", b_shape, extra);
     let spec = GemmSpec::from_manifest(&fp8(r#"["N", "K"]"#, BLOCK_SCALES)).unwrap();
-    assert_eq!(spec, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::Block });
+    assert_eq!(spec, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::Block, sa_layout: SaLayout::KMajor });
+    // SA declared [KB, M] is A's scales M-major.
+    let m_major = BLOCK_SCALES.replace(r#"["M", "KB"]"#, r#"["KB", "M"]"#);
+    assert_eq!(GemmSpec::from_manifest(&fp8(r#"["N", "K"]"#, &m_major)).unwrap().sa_layout, SaLayout::MMajor);
     let err = |m: Manifest| GemmSpec::from_manifest(&m).unwrap_err().to_string();
     assert!(err(fp8(r#"["K", "N"]"#, BLOCK_SCALES)).contains("block-scaled GEMM takes B[N,K]"));
     assert!(err(gemm_manifest_with("bf16", "bf16", r#"["N", "K"]"#, BLOCK_SCALES)).contains("only an f8e4m3 GEMM"));
-    // SA given as [KB, M] (a transposed layout) is refused, naming the tensor.
-    let swapped = BLOCK_SCALES.replace(r#"["M", "KB"]"#, r#"["KB", "M"]"#);
+    // SA over other dims is refused, naming the tensor and both layouts.
+    let wrong = BLOCK_SCALES.replace(r#"["M", "KB"]"#, r#"["M", "NB"]"#);
     assert_eq!(
-        err(fp8(r#"["N", "K"]"#, &swapped)),
-        r#"not a GEMM artifact: block scale SA must be an f32 input of shape [M,KB] (got f32 [Sym("KB"), Sym("M")], Input)"#
+        err(fp8(r#"["N", "K"]"#, &wrong)),
+        r#"not a GEMM artifact: block scale SA must be an f32 input of shape [M,KB] or [KB,M] (got f32 [Sym("M"), Sym("NB")], Input)"#
     );
     let bf16_sb = BLOCK_SCALES.replace(r#""name": "SB", "dtype": "f32""#, r#""name": "SB", "dtype": "bf16""#);
     assert!(err(fp8(r#"["N", "K"]"#, &bf16_sb)).contains("block scale SB must be an f32 input"));
@@ -404,6 +407,22 @@ fn block_scaled_bind_and_plan() {
     // A BF16 problem binds no KB/NB (the plan would call them unused).
     let bf16 = GemmSpec::from_manifest(&gemm_manifest()).unwrap();
     assert!(bf16.problem(size).get("KB").is_err());
+    // M-major SA is KB x M: the same bytes, named in that order.
+    let m_major = GemmSpec { sa_layout: SaLayout::MMajor, ..spec };
+    assert_eq!(
+        err(m_major.bind(size, bufs(&buf(DType::F32, 0x4000, 4 * 64), &sb))),
+        "GEMM arguments: SA is 3x65 f32 for M=65 N=200 K=300: 780 bytes, the buffer has 256"
+    );
+    let m_major_manifest = gemm_manifest_with("f8e4m3", "f8e4m3", r#"["N", "K"]"#, &BLOCK_SCALES.replace(r#"["M", "KB"]"#, r#"["KB", "M"]"#));
+    plan_launch(&m_major_manifest, &problem, &m_major.bind(size, bufs(&sa, &sb)).unwrap(), 132).unwrap();
+}
+
+#[test]
+fn tensor_parallel_gemms_refuse_m_major_and_per_tensor_scales() {
+    let spec = |scales, sa_layout| GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales, sa_layout };
+    assert_eq!(tp::unsupported(&spec(Scales::Block, SaLayout::KMajor)), None);
+    assert!(tp::unsupported(&spec(Scales::Block, SaLayout::MMajor)).unwrap().contains("SA[M,KB]"));
+    assert!(tp::unsupported(&spec(Scales::PerTensor, SaLayout::KMajor)).unwrap().contains("per-tensor"));
 }
 
 #[test]
@@ -436,6 +455,8 @@ fn block_scale_indexing_straddles_n_and_k() {
     let a = s.dequant_a(&vec![one; 3 * 300], &sa);
     assert_eq!((a[0], a[299], a[300 + 128], a[2 * 300 + 299]), (1.0, 3.0, 5.0, 9.0));
     assert_eq!(s.sa_m_major(&sa), [1.0, 4.0, 7.0, 2.0, 5.0, 8.0, 3.0, 6.0, 9.0]);
+    assert_eq!(SaLayout::KMajor.arrange(&sa, 3, 3), sa);
+    assert_eq!(SaLayout::MMajor.arrange(&sa[..6], 2, 3), [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
 }
 
 #[test]

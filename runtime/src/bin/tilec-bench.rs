@@ -720,6 +720,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 // Unscaled FP8 kernels are checked with the per-tensor family (scale 1).
                 for &ci in &ours {
                     let scales = cands[ci].spec.map_or(Scales::None, |k| k.scales);
+                    let sa = if cands[ci].spec.is_some_and(|k| k.sa_layout == SaLayout::MMajor) { &block.1 } else { &block.0 };
                     if (scales == Scales::Block) != (family == Scales::Block) {
                         continue;
                     }
@@ -730,7 +731,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                         scales: match scales {
                             Scales::None => None,
                             Scales::PerTensor => Some((gpu.bind("scale_a", &cx.scale_a), gpu.bind("scale_b", &cx.scale_b))),
-                            Scales::Block => Some((gpu.bind("SA", &block.0), gpu.bind("SB", &block.2))),
+                            Scales::Block => Some((gpu.bind("SA", sa), gpu.bind("SB", &block.2))),
                         },
                     };
                     let sc = if scales == Scales::PerTensor { per_tensor_scale } else { 1.0 };

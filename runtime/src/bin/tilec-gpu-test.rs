@@ -5,7 +5,7 @@
 //! - GEMM: bf16 tensors `A[M,K]`, `B[N,K]` inputs and `C[M,N]` output (C = A*B^T):
 //!   compared with cuBLAS (and cuBLASLt), and with an FP64 CPU reference when
 //!   M*N*K <= 2^27; PASS when every relative Frobenius error <= threshold.
-//! - FP8 block-scaled GEMM: f8e4m3 `A[M,K]`, f32 `SA[M,KB]`, f8e4m3 `B[N,K]`,
+//! - FP8 block-scaled GEMM: f8e4m3 `A[M,K]`, f32 `SA[M,KB]` or `SA[KB,M]`, f8e4m3 `B[N,K]`,
 //!   f32 `SB[NB,KB]` -> bf16 `C[M,N]`: compared with the dequantised product
 //!   (`tilec_runtime::blockscaled`), cuBLASLt block-scaled as a second opinion.
 //! - copy: bf16 `X[M,N]` input, `Y[M,N]` output (Y = X): bit-exact comparison.
@@ -132,7 +132,7 @@ fn detect_mode(m: &Manifest) -> Result<Mode, String> {
     if m.tensors.len() == 2 && has(m, "X", &["M", "N"], Role::Input) && has(m, "Y", &["M", "N"], Role::Output) {
         Ok(Mode::Copy)
     } else {
-        Err("artifact is neither a bf16 GEMM (A[M,K], B[N,K] or B[K,N] -> C[M,N]), a block-scaled fp8 GEMM (A[M,K], SA[M,KB], B[N,K], SB[NB,KB] -> C[M,N]) nor a copy (X[M,N] -> Y[M,N])".into())
+        Err("artifact is neither a bf16 GEMM (A[M,K], B[N,K] or B[K,N] -> C[M,N]), a block-scaled fp8 GEMM (A[M,K], SA[M,KB] or SA[KB,M], B[N,K], SB[NB,KB] -> C[M,N]) nor a copy (X[M,N] -> Y[M,N])".into())
     }
 }
 

@@ -37,7 +37,7 @@ use tilec_runtime::{ensure_cuda, Cublas, Gemm, Gpu, Result, RuntimeError, Timer}
                   NCCL: libnccl must load (LD_LIBRARY_PATH); NCCL_NVLS_ENABLE is set to 0 unless already set."
 )]
 struct Cli {
-    /// The GEMM artifact every rank runs (bf16, or FP8 with block scales SA (M x KB) and SB (NB x KB))
+    /// The GEMM artifact every rank runs (bf16, or FP8 with block scales SA (M x KB, K-major) and SB (NB x KB))
     #[arg(long, value_name = "DIR", required_unless_present = "completions")]
     kernel: Option<String>,
     /// ag: all-gather of A along M, then the GEMM (column parallel); rs: the GEMM, then a reduce-scatter of C along M (row parallel)
@@ -154,11 +154,13 @@ fn main() -> ExitCode {
         }
     };
     let spec = match GemmSpec::from_manifest(&artifact.manifest) {
-        Ok(s) if s.scales != Scales::PerTensor => s,
-        Ok(_) => {
-            eprintln!("tilec-tp: {}: per-tensor FP8 scales are not supported; use a bf16 or block-scaled kernel", cli.kernel);
-            return ExitCode::from(EXIT_ERROR);
-        }
+        Ok(s) => match unsupported(&s) {
+            None => s,
+            Some(why) => {
+                eprintln!("tilec-tp: {}: {why}", cli.kernel);
+                return ExitCode::from(EXIT_ERROR);
+            }
+        },
         Err(e) => {
             eprintln!("tilec-tp: {}: {e}", cli.kernel);
             return ExitCode::from(EXIT_ERROR);

@@ -14,7 +14,7 @@ pub mod schedule;
 pub mod shards;
 pub mod world;
 
-pub use ops::{TpElement, TpRank};
+pub use ops::{unsupported, TpElement, TpRank};
 pub use schedule::{Mode, TpGemm};
 pub use shards::{gather_c, Inputs, Matrix};
 pub use world::{ensure_nccl, run_world, Rank};

@@ -18,7 +18,7 @@ use super::world::Rank;
 use crate::check::{POISON_BF16, SCALE_BLOCK};
 use crate::cuda::Element;
 use crate::error::{DriverCtx, Result, RuntimeError};
-use crate::gemm::{BoundGemm, Gemm, GemmBuffers, GemmSize, Scales};
+use crate::gemm::{BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec, SaLayout, Scales};
 use crate::plan::TensorBinding;
 use cudarc::driver::{sys, CudaEvent, CudaSlice};
 use cudarc::nccl::{NcclType, ReduceOp};
@@ -115,6 +115,21 @@ impl<T: TpElement> Buffers<T> {
     }
 }
 
+/// Why a kernel that computes `spec` cannot serve a tensor-parallel GEMM,
+/// if it cannot: one with per-tensor scales, or with A's block scales
+/// M-major (the ranks split and gather SA by rows with A).
+pub fn unsupported(spec: &GemmSpec) -> Option<String> {
+    match (spec.scales, spec.sa_layout) {
+        (Scales::PerTensor, _) => Some("per-tensor FP8 scales are not supported; use a bf16 or block-scaled kernel".into()),
+        (Scales::Block, SaLayout::MMajor) => Some(
+            "A's block scales are M-major (SA[KB,M]); the ranks split and gather SA by rows with A, so it must be SA[M,KB] \
+             (examples/gemm_fp8_blockscaled_sa_k_major.tile)"
+                .into(),
+        ),
+        (Scales::None | Scales::Block, _) => None,
+    }
+}
+
 /// A rank's part of a tensor-parallel GEMM, ready to run.
 pub struct TpRank<'r, T: TpElement> {
     rank: &'r Rank,
@@ -140,8 +155,11 @@ impl<'r, T: TpElement> TpRank<'r, T> {
     /// grid is unaffected: its CTAs take free SMs as they come.)
     pub fn new(rank: &'r Rank, gemm: &Gemm, tp: TpGemm, inputs: &Inputs<T>, comm_sms: u32) -> Result<Self> {
         tp.validate().map_err(RuntimeError::TpArgs)?;
+        if let Some(why) = unsupported(gemm.spec()) {
+            return Err(RuntimeError::TpArgs(why));
+        }
         let scales = gemm.spec().scales;
-        if (scales == Scales::Block) != inputs.scales.is_some() || scales == Scales::PerTensor {
+        if (scales == Scales::Block) != inputs.scales.is_some() {
             return Err(RuntimeError::TpArgs(format!(
                 "the kernel takes {scales:?} scales and the inputs {} block scales: a tensor-parallel GEMM is bf16, or FP8 with block scales on both sides",
                 if inputs.scales.is_some() { "have" } else { "have no" }
