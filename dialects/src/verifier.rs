@@ -184,6 +184,9 @@ fn verify_arg_attrs(func: &Function) -> Result<(), Diagnostic> {
         if let Some(contiguous) = contiguous {
             let inner = &names[rank.saturating_sub(2)..];
             match contiguous.as_str() {
+                Some(name) if rank >= 2 && inner[0] == inner[1] && inner[0] == name => {
+                    return Err(err(format!("'tile.contiguous' names \"{name}\", which both of the last two dimensions are called")));
+                }
                 Some(name) if rank >= 2 && inner.contains(&name) => {}
                 _ => {
                     return Err(err(format!(

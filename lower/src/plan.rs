@@ -288,15 +288,9 @@ impl Plan {
                 }
                 dims.push(dim);
             }
+            // The verifier holds tile.contiguous to one of the last two names.
             let contiguous = f.arg_attrs.get(i).and_then(|a| a.get("tile.contiguous")).and_then(|a| a.as_str());
-            let column_major = match (contiguous, &given) {
-                (None, _) => false,
-                (Some(c), Some(g)) if g.len() >= 2 && g[g.len() - 2] == c => true,
-                (Some(c), Some(g)) if g.last() == Some(&c) => false,
-                (Some(_), _) => {
-                    return Err(Diagnostic::error(f.loc.clone(), format!("argument %{name}: tile.contiguous must name one of the last two of its tile.dims")));
-                }
-            };
+            let column_major = contiguous.zip(given.as_ref()).is_some_and(|(c, g)| g.len() >= 2 && g[g.len() - 2] == c);
             tensor_of_arg.insert(arg, tensors.len());
             tensors.push(Tensor { name, elem: r.elem, dims, stored: false, ptr: false, column_major });
         }

@@ -110,18 +110,19 @@ pub enum SaLayout {
 }
 
 impl SaLayout {
-    /// SA's dims, outermost first, for `rows` rows of A (`M`, or a grouped
-    /// GEMM's `SM` or `MM`).
-    pub fn dims(self, rows: &str) -> [&str; 2] {
+    /// SA's two dims, outermost first, from A's rows and the K blocks
+    /// (their names, `M` or a grouped GEMM's `SM` or `MM` and `KB`, or
+    /// their sizes).
+    pub fn order<T>(self, rows: T, k_blocks: T) -> [T; 2] {
         match self {
-            SaLayout::KMajor => [rows, "KB"],
-            SaLayout::MMajor => ["KB", rows],
+            SaLayout::KMajor => [rows, k_blocks],
+            SaLayout::MMajor => [k_blocks, rows],
         }
     }
 
-    /// The layout of a tensor declared `lead ++ dims(rows)`, if either.
+    /// The layout of a tensor declared `lead ++ order(rows, "KB")`, if either.
     pub fn of(t: &TensorDecl, lead: &[&str], rows: &str) -> Option<SaLayout> {
-        [SaLayout::KMajor, SaLayout::MMajor].into_iter().find(|l| sym_shape(t, &[lead, &l.dims(rows)[..]].concat()))
+        [SaLayout::KMajor, SaLayout::MMajor].into_iter().find(|l| sym_shape(t, &[lead, &l.order(rows, "KB")[..]].concat()))
     }
 
     /// `sa`, the scales of `rows` rows of A row-major (`rows x kb`), in
@@ -156,7 +157,6 @@ fn sym_shape(t: &TensorDecl, dims: &[&str]) -> bool {
 fn not_gemm(why: String) -> RuntimeError {
     RuntimeError::NotGemm(why)
 }
-
 
 impl GemmSpec {
     /// Reads the spec from a manifest; says why when it is not a GEMM this
@@ -255,13 +255,7 @@ impl GemmSpec {
         match self.scales {
             Scales::None => None,
             Scales::PerTensor => Some([("scale_a", [1, 1]), ("scale_b", [1, 1])]),
-            Scales::Block => {
-                let sa = match self.sa_layout {
-                    SaLayout::KMajor => [size.m, kb],
-                    SaLayout::MMajor => [kb, size.m],
-                };
-                Some([("SA", sa), ("SB", [nb, kb])])
-            }
+            Scales::Block => Some([("SA", self.sa_layout.order(size.m, kb)), ("SB", [nb, kb])]),
         }
     }
 

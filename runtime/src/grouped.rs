@@ -306,7 +306,7 @@ impl GroupedSpec {
                 GroupedKind::Masked => (&["G"][..], "MM"),
             };
             sa_layout = m.tensor("SA").and_then(|t| SaLayout::of(t, lead, rows)).unwrap_or_default();
-            want.push(("SA", DType::F32, [lead, &sa_layout.dims(rows)[..]].concat(), Role::Input));
+            want.push(("SA", DType::F32, [lead, &sa_layout.order(rows, "KB")[..]].concat(), Role::Input));
             want.push(("SB", DType::F32, vec!["G", "NB", "KB"], Role::Input));
         }
         for (name, dtype, dims, role) in &want {
