@@ -15,6 +15,10 @@
 //! expands the same schedule across a producer and consumer roles with the
 //! same counting; `tile-lower-to-nv` stages one iteration at a time.
 
+/// Warps in a warpgroup, the unit a wgmma runs on and a consumer role is
+/// made of.
+pub const WARPS_PER_WARPGROUP: i64 = 4;
+
 pub mod counting;
 pub mod dot;
 pub mod expand;

@@ -31,12 +31,13 @@
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::hopper::wgmma::next_op;
+use crate::hopper::WARPS_PER_WARPGROUP;
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::{op_error, Pass};
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op, Region, Type, Value};
-use tilec_dialects::nv::{self, AllocMbarriers, Barrier, ClusterBarrier, ClusterRank, LoadFragment, MbarrierArrive, MbarrierArriveRemote, SmemRows, TmaLoad, Wgmma};
+use tilec_dialects::nv::{self, AllocMbarriers, Barrier, ClusterBarrier, ClusterRank, LoadFragment, MbarrierArrive, MbarrierArriveRemote, MbarrierWait, SmemRows, TmaLoad, Wgmma};
 use tilec_dialects::tile::{Addi, BlockId, Muli, Subi};
 use tilec_dialects::{Diagnostic, Function};
 
@@ -221,14 +222,21 @@ fn multicast_loads(body: &mut Body, buffer: Value, half: i64, rank: Value, loads
 }
 
 /// Warp-specialised: each consumer warp also releases the stage to the
-/// peer's producer, whose empty barrier waits for those arrivals too.
+/// peer's producer, whose empty barrier waits for those arrivals too. Only
+/// the barriers the producer waits on are the pair's; ping-pong consumers'
+/// turn barrier stays the CTA's own.
 fn release_to_peer(body: &mut Body, ws: nv::WarpSpecialize, peer: Value) {
-    let consumers = ws.consumers(body);
-    let consumer = ws.consumer(body);
+    // The consumers that release one stage: all of them, or in ping-pong
+    // the one whose turn it is.
+    let sharing = if ws.alternate(body) { 1 } else { ws.consumers(body) };
+    let producer_waits: Vec<Value> = body.walk_region(ws.producer(body)).into_iter().filter_map(|op| MbarrierWait::of(body, op).map(|w| w.barrier(body))).collect();
     let mut groups = Vec::new();
-    for op in body.walk_region(consumer) {
+    for op in body.walk_region(ws.consumer(body)) {
         let Some(arrive) = MbarrierArrive::of(body, op) else { continue };
         let (barrier, stage) = (arrive.barrier(body), arrive.stage(body));
+        if !producer_waits.contains(&barrier) {
+            continue;
+        }
         let mut b = Builder::new(body, InsertPoint::Before(next_op(body, op)), body.ops[op].loc.clone());
         MbarrierArriveRemote::build(&mut b, barrier, stage, peer, Attributes::new());
         if !groups.contains(&barrier) {
@@ -238,8 +246,8 @@ fn release_to_peer(body: &mut Body, ws: nv::WarpSpecialize, peer: Value) {
     for barrier in groups {
         let alloc = body.defining_op(barrier).expect("barriers are allocated");
         let arrivals = AllocMbarriers::of(body, alloc).expect("an mbarrier group").arrivals(body);
-        // One remote arrival per consumer warp of the peer.
-        body.ops[alloc].attrs.set("arrivals", Attribute::Int(arrivals + 4 * consumers, ElemType::I64));
+        // One remote arrival per warp of the peer's releasing consumers.
+        body.ops[alloc].attrs.set("arrivals", Attribute::Int(arrivals + WARPS_PER_WARPGROUP * sharing, ElemType::I64));
     }
 }
 

@@ -44,6 +44,7 @@ use crate::config_rules::Precision;
 use crate::hopper::counting::{enclosing_loop, loop_iteration, parity, Counting};
 use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
+use crate::hopper::WARPS_PER_WARPGROUP;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, Schedule};
 use crate::hopper::staging::{copies_scales, outermost_ancestor, scales_option, StagedBuffers, SCALES_OPTION};
 use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, replace_dot};
@@ -155,14 +156,11 @@ impl WarpSpecialize {
     }
 }
 
-/// Warps in a warpgroup: lane 0 of every consumer warp arrives on `empty`
+/// How a consumer warpgroup releases a stage to the producer (or its turn
+/// to the other consumer): lane 0 of every consumer warp arrives on `empty`
 /// for its warp, once the warp's `wgmma.wait_group` has returned (the
 /// warp's wgmma reads of the stage are then complete), unless the threads
 /// read the stage themselves (staged scales), [`Release::PerThread`].
-const WARPS_PER_WARPGROUP: i64 = 4;
-
-/// How a consumer warpgroup releases a stage to the producer (or its turn
-/// to the other consumer).
 #[derive(Clone, Copy)]
 enum Release {
     /// Lane 0 of each warp arrives for it, after the warp's wgmma wait.
