@@ -196,3 +196,16 @@ fn every_kernel_takes_every_position_of_a_round_equally_often() {
     }
     assert!(at.iter().flatten().all(|&n| n == 3), "{at:?}");
 }
+
+#[test]
+fn kernels_do_not_always_follow_the_same_kernel() {
+    let kernels = 5;
+    let mut before = vec![std::collections::BTreeSet::new(); kernels];
+    for round in 0..8 * kernels {
+        let order: Vec<usize> = round_order(round, kernels).collect();
+        for pair in order.windows(2) {
+            before[pair[1]].insert(pair[0]);
+        }
+    }
+    assert!(before.iter().all(|b| b.len() >= 3), "each kernel's predecessors over 8 blocks of rounds: {before:?}");
+}

@@ -6,10 +6,16 @@
 //! starts one kernel further on (A B C, B C A, C A B, ...), so every kernel
 //! runs in every position of a round equally often: on the H100 the same
 //! kernel timed twice in one fixed order came out up to 3.3% faster in the
-//! later position (2026-11-25). While a batch
+//! later position (2026-11-25). And every block of as many rounds as there
+//! are kernels rotates a different shuffle of them, so no kernel always
+//! follows the same one: with rotation alone, the kernel listed right after
+//! cuBLASLt's block-scaled FP8 GEMM ran 5.5% slower than two copies of it
+//! listed later, whichever kernel it was (128x7168x16384, H100,
+//! 2026-11-26). While a batch
 //! of rounds is enqueued, a one-thread spin kernel holds the stream, so the
 //! host's launch overhead does not leak into the events.
 
+use crate::check::Rng;
 use crate::cuda::Gpu;
 use crate::error::{DriverCtx, Result};
 use cudarc::driver::{sys, CudaEvent, CudaFunction};
@@ -52,10 +58,19 @@ pub fn rounds_within(asked: usize, kernels: usize, round_ms: f64, budget_ms: f64
     asked.min(fit.max(MIN_ROUNDS))
 }
 
-/// The order of `kernels` kernels in round `round`: all of them, starting
-/// at `round mod kernels`.
+/// The order of `kernels` kernels in round `round`: a shuffle of them drawn
+/// for each block of `kernels` rounds (the first block keeps the listed
+/// order), started at `round mod kernels`.
 pub fn round_order(round: usize, kernels: usize) -> impl Iterator<Item = usize> {
-    (0..kernels).map(move |j| (round + j) % kernels)
+    let mut shuffle: Vec<usize> = (0..kernels).collect();
+    let block = round / kernels.max(1);
+    if block > 0 {
+        let mut rng = Rng::new(block as u64);
+        for i in (1..kernels).rev() {
+            shuffle.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+    }
+    (0..kernels).map(move |j| shuffle[(round + j) % kernels])
 }
 
 /// Times kernels on one GPU's stream.
