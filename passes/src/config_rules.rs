@@ -815,7 +815,7 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
             ranked.insert(1, pingpong);
         }
         for consumers in [2, 1] {
-            let tile = if consumers == 2 { two_consumer_tile(problem, machine, pins, &best) } else { Some(best.clone()) };
+            let tile = if consumers == 2 { two_consumer_tile(problem, machine, pins, &best) } else { one_consumer_tile(problem, machine, pins, &best) };
             if let Some(ws) = tile.and_then(|tile| warp_specialized(problem, machine, pins, &tile, consumers)) {
                 ranked.insert(1, ws);
             }
@@ -1083,6 +1083,30 @@ fn two_consumer_tile(problem: &Problem, machine: &Machine, pins: &Pins, best: &C
     tile_candidate(problem, machine, pins, (128, c.block_n, c.block_k), c.splits)
 }
 
+/// Rule 7: the tile one consumer holds, the pick's; for BF16 over at most
+/// [`BF16_SHORT_K_BLOCKS`] K blocks, a pick 128 rows tall and wider than
+/// 128 columns narrows to 128x128, which one warpgroup holds. On the H100
+/// (2026-11-26, in clusters along M as rule 10 then pairs it) 128x128 with
+/// one consumer ran 3.8-5.3% faster than 128x256 over two at
+/// 4096x32768x512 (four runs), 7% at 4096x8192x256 and 2-3% at
+/// 8192x32768x512, while at 4096x7168x2048 (32 K blocks) it lost 4-7%.
+fn one_consumer_tile(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
+    let c = best.config;
+    let narrow = problem.precision == Precision::Bf16
+        && problem.k_blocks() <= BF16_SHORT_K_BLOCKS
+        && c.block_m == 128
+        && c.block_n > 128
+        && pins.block_n.is_none();
+    if !narrow {
+        return Some(best.clone());
+    }
+    tile_candidate(problem, machine, pins, (128, 128, c.block_k), c.splits)
+}
+
+/// Rule 7: the most K blocks at which a BF16 tile one consumer holds
+/// (128x128) beats a wider one over two.
+const BF16_SHORT_K_BLOCKS: i64 = 8;
+
 /// Rule 7's alternative: the best tile split over `consumers` warpgroups fed
 /// by a producer, persistent over the fewest SMs that keep the waves.
 fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate, consumers: i64) -> Option<Candidate> {
@@ -1228,7 +1252,7 @@ mod tests {
             // BM*BN >= 33156.
             ((4096, 24576, 1536), (128, 256, 3, Tma, 24, 36)),
             // 32*128 = 4096 tiles, 32 waves, last 4; 31 waves needs BM*BN >= 32800.
-            ((4096, 32768, 512), (128, 256, 3, Tma, 32, 4)),
+            ((4096, 32768, 512), (128, 128, 6, Tma, 63, 8)),
             // 32*28 = 896 tiles, 7 waves, last 104; 128x240 and 128x224 take 8 waves.
             ((4096, 7168, 16384), (128, 256, 3, Tma, 7, 104)),
             ((4096, 4096, 7168), (128, 256, 3, Tma, 4, 116)),
@@ -1384,17 +1408,23 @@ mod tests {
     #[test]
     fn short_bf16_k_over_many_waves_is_warp_specialized_with_tma_stores() {
         let pick_of = |m, n, k| pick(m, n, k).config;
-        // At most 32 K blocks over more than 2 waves: two consumers,
-        // persistent, the TMA-store epilogue with its 3 stages, and pairs
-        // along M multicasting B (rule 10's exception); the same kernel
-        // without clusters ranks second.
-        for (n, k) in [(24576, 1536), (32768, 512), (7168, 2048)] {
+        // At most 32 K blocks over more than 2 waves: persistent, the
+        // TMA-store epilogue, and pairs along M multicasting B (rule 10's
+        // exception); the same kernel without clusters ranks second. Over
+        // 12 and 32 blocks, 128x256 over two consumers with 3 stages; over
+        // 8 (K = 512), 128x128 with one consumer and 6.
+        for (n, k, block_n, consumers, stages) in [(24576, 1536, 256, 2, 3), (7168, 2048, 256, 2, 3), (32768, 512, 128, 1, 6)] {
             let c = pick_of(4096, n, k);
-            assert_eq!((c.schedule, c.epilogue, c.stages, c.cluster), (Schedule::WarpSpecialized { consumers: 2 }, Tma, 3, Along::M), "4096x{n}x{k}");
+            let got = (c.block_n, c.schedule, c.epilogue, c.stages, c.cluster);
+            assert_eq!(got, (block_n, Schedule::WarpSpecialized { consumers }, Tma, stages, Along::M), "4096x{n}x{k}");
             let problem = Problem { m: 4096, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
             let second = &rank(&problem, &Machine::H100, &Pins::default())[1];
             assert_eq!(second.config, Config { cluster: Along::None, ..c });
         }
+        // A pinned block N keeps the pick's width.
+        let pinned = Problem { m: 4096, n: 32768, k: 512, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let wide = choose(&pinned, &Machine::H100, &Pins { block_n: Some(256), ..Pins::default() }).unwrap().config;
+        assert_eq!((wide.block_n, wide.schedule), (256, Schedule::WarpSpecialized { consumers: 2 }));
         // A longer K, or a single wave, keeps the pipeline, and no clusters.
         assert_eq!((pick_of(4096, 4096, 4096).schedule, pick_of(4096, 4096, 4096).cluster), (Schedule::Pipeline, Along::None));
         assert_eq!(pick_of(4096, 7168, 16384).schedule, Schedule::Pipeline);
@@ -1544,7 +1574,7 @@ mod tests {
         assert_eq!(order(1024, 8192, 65536), 0);
         // Persistent (warp-specialised) picks order their own loop; split
         // picks keep their grid.
-        assert_eq!((pick(4096, 32768, 512).config.schedule, order(4096, 32768, 512)), (Schedule::WarpSpecialized { consumers: 2 }, 0));
+        assert_eq!((pick(4096, 32768, 512).config.schedule, order(4096, 32768, 512)), (Schedule::WarpSpecialized { consumers: 1 }, 0));
         assert_eq!((pick(64, 2112, 7168).config.splits, order(64, 2112, 7168)), (2, 0));
     }
 
