@@ -948,12 +948,18 @@ fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along 
 
 /// Rule 7's ping-pong exception: block-scaled FP8 at most 128 rows tall
 /// with at least [`FP8_PING_PONG_K_BLOCKS`] K blocks, where the pick is
-/// warp-specialised, takes the ping-pong consumers (64-row tiles in turn).
+/// warp-specialised over at least [`PERSISTENT_WAVES`] waves, takes the
+/// ping-pong consumers (64-row tiles in turn). Over one wave a CTA has one
+/// tile and the second consumer nothing to take turns at: on the H100
+/// (2026-11-26, rounds in shuffled order) ping-pong ran 0.5% behind one
+/// consumer at 128x7168x16384 and 64x7168x16384, and 8% ahead of two at
+/// 128x24576x1536 (two waves).
 fn prefers_ping_pong(problem: &Problem, best: &Candidate) -> bool {
     let k_blocks = problem.k_blocks();
     problem.precision == Precision::Fp8BlockScaled
         && problem.m <= 128
         && k_blocks >= FP8_PING_PONG_K_BLOCKS
+        && best.waves >= PERSISTENT_WAVES
         && matches!(best.config.schedule, Schedule::WarpSpecialized { .. })
 }
 
@@ -1614,6 +1620,9 @@ mod tests {
         assert_eq!((two_waves.config.schedule, two_waves.waves, two_waves.config.stages), (Schedule::WarpSpecialized { consumers: 2 }, 2, 4));
         let few_tiles = pick(Problem { m: 128, n: 24576, k: 1536, ..fp8 });
         assert_eq!((few_tiles.config.block_m, few_tiles.config.schedule), (64, Schedule::PingPong));
+        // Over one wave a CTA has one tile: one consumer, not ping-pong.
+        let one_wave = pick(Problem { m: 128, n: 7168, k: 16384, ..fp8 });
+        assert_eq!((one_wave.config.block_m, one_wave.config.schedule, one_wave.waves), (64, Schedule::WarpSpecialized { consumers: 1 }, 1));
         let few_short_tiles = pick(Problem { m: 64, n: 32768, k: 512, ..fp8 });
         assert_eq!((few_short_tiles.config.block_m, few_short_tiles.config.schedule, few_short_tiles.waves), (64, Schedule::Pipeline, 2));
         // A K loop whose trip count is data over more than four waves (8
