@@ -178,12 +178,12 @@ impl Tensor {
     /// Its dimensions in memory order, outermost first: the last two
     /// swapped where it is column-major.
     pub fn stored_dims(&self) -> impl Iterator<Item = &DimSrc> {
-        let mut order: Vec<usize> = (0..self.dims.len()).collect();
+        let mut dims: Vec<&DimSrc> = self.dims.iter().collect();
         if self.column_major {
-            let n = order.len();
-            order.swap(n - 2, n - 1);
+            let n = dims.len();
+            dims.swap(n - 2, n - 1);
         }
-        order.into_iter().map(|d| &self.dims[d])
+        dims.into_iter()
     }
 }
 

@@ -81,7 +81,10 @@
 //!    than 2 waves is another, since its TMA-store epilogue overlaps the
 //!    next tile's main loop (on the H100, 2026-11-25: +7.3% at
 //!    4096x24576x1536, +3.7% at 4096x32768x512 and 4096x7168x2048; with
-//!    longer K -0.3% to -3.5%). A tile at most 32 columns wide with a
+//!    longer K -0.3% to -3.5%); over at most 8 K blocks a 128-row pick
+//!    wider than 128 columns narrows to 128x128 with one consumer (+3.8 to
+//!    +4.8% at 4096x32768x512, 2026-11-26; -4 to -7% at 32 K blocks). A
+//!    tile at most 32 columns wide with a
 //!    long K is the last exception: each K step's wgmma (64x16 or 64x32)
 //!    is too short for one warpgroup that both waits on it and issues the
 //!    next loads, and a dedicated producer hides the issue (on the H100,
@@ -91,11 +94,11 @@
 //!    best tile one warpgroup holds) are ranked as an alternative: on the
 //!    H100 (2026-11-25) they ran 6-16% below the pick at 4096^3 and 8192^3.
 //!    Block-scaled FP8 at most 128 rows tall with at least 12 K blocks,
-//!    whose pick is warp-specialised, takes them instead: in two runs on
-//!    the H100 (2026-11-26) +9.0 and +9.6% at 128x24576x1536 (against two
-//!    consumers), +4.0 and +5.0% at 128x7168x16384 and +0.6 and +3% at
-//!    64x7168x16384 (against one); with 4 K blocks (128x32768x512) -2.5 and
-//!    -5%.
+//!    whose pick is warp-specialised over at least 2 waves, takes them
+//!    instead: on the H100 (2026-11-26) +8 to +9.6% at 128x24576x1536
+//!    (against two consumers); with 4 K blocks (128x32768x512) -2.5 and
+//!    -5%; over one wave, where a CTA has one tile, 0.5-2% behind one
+//!    consumer (128x7168x16384 and 64x7168x16384, rounds shuffled).
 //! 8. Epilogue: the TMA store (8.5% faster at 4096^3 on the H100; 11% in
 //!    the warp-specialised 128x256 tile, 2026-11-25) when C's rows are
 //!    16-byte aligned (N * 2 bytes a multiple of 16), except in a
@@ -120,12 +123,16 @@
 //!     4096x7168x2048 every time.
 //! 11. Scales (block-scaled FP8): copied into shared memory with their
 //!     stage and read from there after its wait, unless in the plain
-//!     pipeline that costs a stage or a CTA an SM holds at once; then each
-//!     thread loads its scales from global memory one K step ahead. On the
-//!     H100 (2026-11-25) staging was 2.6-10% faster in every
-//!     warp-specialised pick and up to 12% in pipelined ones with room for
-//!     it, and 5% and 10% slower where it cost a pipeline a stage
-//!     (4096x7168x2048, 6 to 5) or an SM its second CTA (64x32768x512).
+//!     pipeline that costs more than one stage or a CTA an SM holds at
+//!     once; then each thread loads its scales from global memory one K
+//!     step ahead. On the H100 (2026-11-25, A's scales K-major) staging was
+//!     2.6-10% faster in every warp-specialised pick and up to 12% in
+//!     pipelined ones with room for it, and 5% and 10% slower where it cost
+//!     a pipeline a stage (4096x7168x2048, 6 to 5) or an SM its second CTA
+//!     (64x32768x512). With A's scales M-major (2026-11-26) a prefetched
+//!     load misses L1 every K block, and giving up one stage won: +4.5% at
+//!     64x32768x512 (3 staged against 4 prefetched), +8 to +23% on the
+//!     masked grouped picks (5 against 6).
 //! 12. Split-K: where rule 7 would run a tile at most 32 columns wide over
 //!     a long K in a single wave, two CTAs of a cluster share a tile twice
 //!     as large instead, each running half the K loop in the plain
@@ -828,14 +835,12 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
         let fp8 = problem.precision == Precision::Fp8BlockScaled;
         let two = ranked.iter().position(|c| fp8 && c.config.schedule == Schedule::WarpSpecialized { consumers: 2 });
         if let Some(i) = two.or_else(|| ranked.get(1).filter(|c| c.config.schedule != Schedule::Pipeline).map(|_| 1)) {
-            let specialised = ranked.remove(i);
-            ranked.insert(0, specialised);
+            ranked[..=i].rotate_right(1);
         }
     }
     if ranked.first().is_some_and(|best| prefers_ping_pong(problem, best)) {
         if let Some(i) = ranked.iter().position(|c| c.config.schedule == Schedule::PingPong) {
-            let pingpong = ranked.remove(i);
-            ranked.insert(0, pingpong);
+            ranked[..=i].rotate_right(1);
         }
     }
     if let Some(split) = ranked.iter().find(|c| c.config.schedule == Schedule::Pipeline).and_then(|narrow| split_k(problem, machine, pins, narrow)) {

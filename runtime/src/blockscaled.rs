@@ -24,7 +24,7 @@
 use crate::check::*;
 use crate::cuda::Gpu;
 use crate::error::{DriverCtx, Result, RuntimeError};
-use crate::gemm::{Gemm, GemmBuffers, GemmSize, SaLayout, Scales};
+use crate::gemm::{Gemm, GemmBuffers, GemmSize, Scales};
 use crate::lt::{LtGemm, LtHandle, LtInput};
 use crate::Cublas;
 use half::bf16;
@@ -80,7 +80,7 @@ pub fn check_block_scaled(
         a: gpu.bind("A", &a),
         b: gpu.bind("B", &b),
         c: gpu.bind("C", &c),
-        scales: Some((gpu.bind("SA", if gemm.spec().sa_layout == SaLayout::MMajor { &sa_t } else { &sa }), gpu.bind("SB", &sb))),
+        scales: Some((gpu.bind("SA", gemm.spec().sa_layout.choose(&sa, &sa_t)), gpu.bind("SB", &sb))),
     };
     gemm.bind_raw(size, buffers)?.launch_checked()?;
     let out = bf16_to_f64(&s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?);

@@ -125,6 +125,14 @@ impl SaLayout {
         [SaLayout::KMajor, SaLayout::MMajor].into_iter().find(|l| sym_shape(t, &[lead, &l.order(rows, "KB")[..]].concat()))
     }
 
+    /// Of scales held both ways, the ones in this layout.
+    pub fn choose<'a, T: ?Sized>(self, k_major: &'a T, m_major: &'a T) -> &'a T {
+        match self {
+            SaLayout::KMajor => k_major,
+            SaLayout::MMajor => m_major,
+        }
+    }
+
     /// `sa`, the scales of `rows` rows of A row-major (`rows x kb`), in
     /// this layout.
     pub fn arrange(self, sa: &[f32], rows: usize, kb: usize) -> Vec<f32> {

@@ -309,10 +309,7 @@ impl OurGrouped {
         if self.fp8() {
             let (mut a, mut b) = (gpu.bind("A", &inputs.a8), gpu.bind("B", &inputs.b8));
             (a.dtype, b.dtype) = (DType::F8e4m3, DType::F8e4m3);
-            let sa = match self.spec.sa_layout {
-                SaLayout::KMajor => &inputs.sa,
-                SaLayout::MMajor => &inputs.sa_m_major,
-            };
+            let sa = self.spec.sa_layout.choose(&inputs.sa, &inputs.sa_m_major);
             tensors.extend([a, b, gpu.bind("SA", sa), gpu.bind("SB", &inputs.sb)]);
         } else {
             tensors.extend([gpu.bind("A", &inputs.a), gpu.bind("B", &inputs.b)]);

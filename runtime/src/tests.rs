@@ -457,6 +457,7 @@ fn block_scale_indexing_straddles_n_and_k() {
     assert_eq!(s.sa_m_major(&sa), [1.0, 4.0, 7.0, 2.0, 5.0, 8.0, 3.0, 6.0, 9.0]);
     assert_eq!(SaLayout::KMajor.arrange(&sa, 3, 3), sa);
     assert_eq!(SaLayout::MMajor.arrange(&sa[..6], 2, 3), [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    assert_eq!((SaLayout::KMajor.choose("rows", "blocks"), SaLayout::MMajor.choose("rows", "blocks")), ("rows", "blocks"));
 }
 
 #[test]

@@ -720,7 +720,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 // Unscaled FP8 kernels are checked with the per-tensor family (scale 1).
                 for &ci in &ours {
                     let scales = cands[ci].spec.map_or(Scales::None, |k| k.scales);
-                    let sa = if cands[ci].spec.is_some_and(|k| k.sa_layout == SaLayout::MMajor) { &block.1 } else { &block.0 };
+                    let sa = cands[ci].spec.map_or(SaLayout::KMajor, |k| k.sa_layout).choose(&block.0, &block.1);
                     if (scales == Scales::Block) != (family == Scales::Block) {
                         continue;
                     }
