@@ -155,19 +155,42 @@ pub(crate) fn run_tile_passes(
     let select = request.select_pass(None);
     match pipeline {
         Some(p) if p.contains("tile-select-config") || !(request.is_given() || config_select::is_parametric(module)) => {
+            dump_pipeline(flags, p)?;
             run_passes(module, p, flags, name, text)
         }
-        Some(p) => run_passes(module, &format!("{select},{p}"), flags, name, text),
+        Some(p) => {
+            let full = format!("{select},{p}");
+            dump_pipeline(flags, &full)?;
+            run_passes(module, &full, flags, name, text)
+        }
         None => {
             run_passes(module, &select, flags, name, text)?;
-            run_passes_after_config(module, flags, name, text)
+            let rest = pipeline_after_config(module)?;
+            if flags.dump_pass_pipeline {
+                eprint!("{}", crate::cli::describe_config_pipeline(&select, &rest)?);
+            }
+            run_passes(module, &rest, flags, name, text)
         }
     }
 }
 
+/// `--dump-pass-pipeline`: the pipeline that runs, config selection
+/// included where it is put in front.
+fn dump_pipeline(flags: &PassFlags, pipeline: &str) -> Result<(), String> {
+    if flags.dump_pass_pipeline {
+        eprint!("{}", crate::cli::describe_pipeline(pipeline)?);
+    }
+    Ok(())
+}
+
 /// The passes the `tile.config` config selection wrote asks for.
+fn pipeline_after_config(module: &Module) -> Result<String, String> {
+    config_select::pipeline_after_config(module, DEFAULT_PIPELINE).map_err(|e| format!("tilec: {e}"))
+}
+
+/// Runs the passes the `tile.config` config selection wrote asks for.
 pub(crate) fn run_passes_after_config(module: &mut Module, flags: &PassFlags, name: &str, text: &str) -> Result<(), String> {
-    let rest = config_select::pipeline_after_config(module, DEFAULT_PIPELINE).map_err(|e| format!("tilec: {e}"))?;
+    let rest = pipeline_after_config(module)?;
     run_passes(module, &rest, flags, name, text)
 }
 

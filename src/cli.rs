@@ -114,8 +114,24 @@ fn option_value(options: &PassOptions, name: &str, kind: OptionKind) -> String {
 /// `--dump-pass-pipeline`: the pipeline with every option spelled out, as
 /// mlir-opt prints it.
 pub fn describe_pipeline(pipeline: &str) -> Result<String, String> {
+    let passes = spell_out(pipeline)?;
+    Ok(format!("Pass Manager with {} passes:\nbuiltin.module({})\n", passes.len(), passes.join(",")))
+}
+
+/// `--dump-pass-pipeline` for a pipeline config selection completes: the
+/// selection pass spelled out, then the passes its pick asks for as they
+/// run, without options, since each reads the ones it is not given from
+/// the function's `tile.config` (default values would misstate them).
+pub fn describe_config_pipeline(select: &str, rest: &str) -> Result<String, String> {
+    let mut passes = spell_out(select)?;
+    passes.extend(parse_pipeline(rest).map_err(|e| format!("invalid pass pipeline: {e}"))?.iter().map(|e| e.info.name.to_string()));
+    Ok(format!("Pass Manager with {} passes (options left out come from tile.config):\nbuiltin.module({})\n", passes.len(), passes.join(",")))
+}
+
+/// Each pass of `pipeline` with every option spelled out.
+fn spell_out(pipeline: &str) -> Result<Vec<String>, String> {
     let entries = parse_pipeline(pipeline).map_err(|e| format!("invalid pass pipeline: {e}"))?;
-    let passes: Vec<String> = entries
+    Ok(entries
         .iter()
         .map(|e| {
             let options: Vec<String> =
@@ -126,8 +142,7 @@ pub fn describe_pipeline(pipeline: &str) -> Result<String, String> {
                 format!("{}{{{}}}", e.info.name, options.join(" "))
             }
         })
-        .collect();
-    Ok(format!("Pass Manager with {} passes:\nbuiltin.module({})\n", entries.len(), passes.join(",")))
+        .collect())
 }
 
 /// The located error of a failed pass, if it has one.

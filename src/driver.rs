@@ -209,11 +209,6 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     if args.config.explain {
         eprint!("{}", explain_config(&module, &request)?);
     }
-    if args.passes.dump_pass_pipeline {
-        if let Some(p) = &args.passes.pass_pipeline {
-            eprint!("{}", crate::cli::describe_pipeline(p)?);
-        }
-    }
     let pipeline = args.passes.pass_pipeline.as_deref();
     timer.time("tile/nv passes", || run_tile_passes(&mut module, pipeline, &request, &args.passes, &input, &text))?;
     if args.output.is_none() && args.emit.is_none() && !args.verify_ptx {
