@@ -286,8 +286,11 @@ pub(crate) fn store(
 /// line's row bits, `off ^ (((off >> 7) & (span/16 - 1)) << 4)`, as TMA and
 /// the hardware do (valid because stages and column blocks start on 8-row
 /// atoms, 1024-byte aligned). Each adjacent column pair lies inside one
-/// 16-byte chunk, so it is one `2 * eb`-byte store.
-pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords, base: &str, smem: &super::plan::SmemGeom) {
+/// 16-byte chunk, so it is one `2 * eb`-byte store. A stage narrower than
+/// the fragment takes its columns from `column_offset` on (a chunk of a
+/// chunked epilogue): the fragment's 8-column groups inside that window,
+/// which the verifier keeps aligned to them.
+pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords, base: &str, smem: &super::plan::SmemGeom, column_offset: i64) {
     let g = &frag.geom;
     let ty = frag.chunk_type(em);
     let t = mlir_type(frag.elem);
@@ -316,7 +319,11 @@ pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords,
             for nb in 0..g.n_blocks {
                 let chunk = &frag.chunks[(r * g.n_blocks + nb) as usize];
                 for j in 0..g.instr_n / 8 {
-                    let byte = em.add_const("sbyte", &col_bytes, (nb * g.instr_n + 8 * j) * eb, "i32");
+                    let column = nb * g.instr_n + 8 * j - column_offset;
+                    if !(0..smem.cols).contains(&column) {
+                        continue;
+                    }
+                    let byte = em.add_const("sbyte", &col_bytes, column * eb, "i32");
                     let blk = em.binop("sblk", "arith.divui", &byte, &c_span, "i32");
                     let within = em.binop("sin", "arith.remui", &byte, &c_span, "i32");
                     let blk_off = em.binop("sblk_off", "arith.muli", &blk, &c_block, "i32");

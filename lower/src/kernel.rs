@@ -1182,7 +1182,7 @@ impl<'a> Lowerer<'a> {
         let (tid, smem) = (t.tid.clone(), t.smem.clone());
         let base = tma::smem_ptr(&mut self.em, &smem, buf.offset, &stage, buf.geom.stage_bytes(), "c_stage");
         let coords = thread_coords(&mut self.em, &tid, frag.geom.warpgroups);
-        fragment::store_shared(&mut self.em, &frag, &coords, &base, &buf.geom);
+        fragment::store_shared(&mut self.em, &frag, &coords, &base, &buf.geom, store.column_offset(&self.f.body).unwrap_or(0));
         Ok(())
     }
 

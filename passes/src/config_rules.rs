@@ -83,7 +83,9 @@
 //!    4096x24576x1536, +3.7% at 4096x32768x512 and 4096x7168x2048; with
 //!    longer K -0.3% to -3.5%); over at most 8 K blocks a 128-row pick
 //!    wider than 128 columns narrows to 128x128 with one consumer (+3.8 to
-//!    +4.8% at 4096x32768x512, 2026-11-26; -4 to -7% at 32 K blocks). A
+//!    +4.8% at 4096x32768x512, 2026-11-26; -4 to -7% at 32 K blocks); so
+//!    is BF16 over at most 64 K blocks where rule 8's chunks give the
+//!    warp-specialised tile a stage more (+1.8% at 4096^3, 2026-11-26). A
 //!    tile at most 32 columns wide with a
 //!    long K is the last exception: each K step's wgmma (64x16 or 64x32)
 //!    is too short for one warpgroup that both waits on it and issues the
@@ -106,7 +108,9 @@
 //!    few kilobytes is no work to hide and its round trip through shared
 //!    memory cost 2.7-5.5% (2026-11-25); direct global stores otherwise.
 //!    The pick with direct stores and the stage its output tile took is
-//!    ranked as an alternative.
+//!    ranked as an alternative. A BF16 warp-specialised tile whose output,
+//!    stored through a buffer half as wide in two chunks, leaves room for
+//!    one more stage takes it (+1.8 to +2.3% for 128x256, 2026-11-26).
 //! 9. SMs: the fewest that keep the wave count, ceil(tiles / waves).
 //! 10. Clusters: pairs of CTAs that share an operand tile and load it once
 //!     (TMA multicast), only where it is legal and there is more than one
@@ -392,8 +396,13 @@ impl Schedule {
 pub enum Epilogue {
     /// Each thread stores its accumulator elements to global memory, bounds-checked.
     Global,
-    /// Through a swizzled shared buffer and a TMA store (C's rows 16-byte aligned).
-    Tma,
+    /// Through a swizzled shared buffer and a TMA store (C's rows 16-byte
+    /// aligned).
+    Tma {
+        /// The buffer's columns: the tile's, or a chunk of them the tile
+        /// goes through one after another (rule 8).
+        columns: i64,
+    },
 }
 
 impl Epilogue {
@@ -401,7 +410,7 @@ impl Epilogue {
     pub fn word(self) -> &'static str {
         match self {
             Epilogue::Global => "global",
-            Epilogue::Tma => "tma",
+            Epilogue::Tma { .. } => "tma",
         }
     }
 }
@@ -482,6 +491,15 @@ const COLUMN_HALVES_WORK_PERCENT: i64 = 92;
 const COLUMN_HALVES_MIN_K_BLOCKS: i64 = 8;
 
 impl Config {
+    /// Rule 8: the TMA epilogue's buffer columns where the tile goes
+    /// through it in chunks; `None` for a buffer of the whole tile.
+    pub fn epilogue_chunk(&self) -> Option<i64> {
+        match self.epilogue {
+            Epilogue::Tma { columns } if columns < self.block_n => Some(columns),
+            _ => None,
+        }
+    }
+
     /// Rule 14: the wgmma instruction N where it is narrower than the tile
     /// (a block-scaled tile promoted in column halves); `None` for the
     /// widest that fits.
@@ -544,9 +562,10 @@ impl fmt::Display for Config {
         let splits = if self.splits > 1 { format!(" splits={}", self.splits) } else { String::new() };
         let order = if self.raster_group > 0 { format!(" grouped={}", self.raster_group) } else { String::new() };
         let mma_n = self.mma_n().map_or(String::new(), |n| format!(" mma_n={n}"));
+        let chunks = self.epilogue_chunk().map_or(String::new(), |n| format!(" epilogue_cols={n}"));
         write!(
             f,
-            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{scales}{mma_n}{cluster}{splits}{order} sms={}",
+            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{chunks}{scales}{mma_n}{cluster}{splits}{order} sms={}",
             self.block_m,
             self.block_n,
             self.block_k,
@@ -602,7 +621,7 @@ pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64
     };
     let partial = if splits > 1 { block_m * block_n * 4 } else { 0 };
     let output = match epilogue {
-        Epilogue::Tma => output_tiles * block_m * block_n * 2,
+        Epilogue::Tma { columns } => output_tiles * block_m * columns * 2,
         Epilogue::Global => 0,
     };
     let buffers = [partial, output].into_iter().filter(|&bytes| bytes > 0).fold(staged, |end, bytes| ceil_div(end, BUFFER_ALIGN) * BUFFER_ALIGN + bytes);
@@ -652,7 +671,7 @@ fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i
 fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) -> Epilogue {
     let narrow_specialised = schedule != Schedule::Pipeline && block_n <= NARROW_BLOCK_N;
     if !problem.any_n && (problem.n * 2) % 16 == 0 && !narrow_specialised {
-        Epilogue::Tma
+        Epilogue::Tma { columns: block_n }
     } else {
         Epilogue::Global
     }
@@ -737,6 +756,7 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
         0 => String::new(),
         group => format!("; tiles in groups of {group} rows"),
     };
+    let chunks = best.config.epilogue_chunk().map_or(String::new(), |n| format!("; the output stored {n} columns at a time (a stage more)"));
     let scales = match best.config.scales {
         Scales::None => "",
         Scales::Staged => "; scales staged with their stage",
@@ -748,7 +768,7 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
         r => format!(" of {r} CTAs an SM"),
     };
     format!(
-        "picked: fewest waves ({}{together}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){scales}{schedule}{cluster}{splits}{order}",
+        "picked: fewest waves ({}{together}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){chunks}{scales}{schedule}{cluster}{splits}{order}",
         best.waves, best.last_wave, machine.sms, best.config.stages
     )
 }
@@ -828,7 +848,7 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
             }
         }
     }
-    if ranked.first().is_some_and(|best| prefers_warp_specialized(problem, best)) {
+    if ranked.first().is_some_and(|best| prefers_warp_specialized(problem, best, ranked.get(1))) {
         // Block-scaled FP8 takes two consumers where there are two (each
         // promotes beside the other's wgmma); otherwise the alternative
         // right after the pick.
@@ -972,8 +992,9 @@ fn prefers_ping_pong(problem: &Problem, best: &Candidate) -> bool {
 /// consumers beat the warp-specialised pick at M <= 128.
 const FP8_PING_PONG_K_BLOCKS: i64 = 12;
 
-/// Rule 10's exception: a BF16 pick warp-specialised for a short K over
-/// many waves (rule 7) takes its clusters.
+/// Rule 10's exception: a BF16 pick warp-specialised for a short K (at
+/// most [`BF16_PERSISTENT_K_BLOCKS`]) over many waves (rule 7) takes its
+/// clusters.
 fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
     let k_blocks = problem.k_blocks();
     problem.precision == Precision::Bf16 && matches!(best.config.schedule, Schedule::WarpSpecialized { .. }) && k_blocks <= BF16_PERSISTENT_K_BLOCKS
@@ -983,8 +1004,10 @@ fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
 /// [`FEW_WAVES`] waves of tiles: over at least 32 blocks of K, block-scaled
 /// FP8 or a tile at most 32 columns wide; over more than
 /// [`PERSISTENT_WAVES`] waves (from two with a tile of at least 128 rows),
-/// block-scaled FP8, and BF16 with at most [`BF16_PERSISTENT_K_BLOCKS`].
-fn prefers_warp_specialized(problem: &Problem, best: &Candidate) -> bool {
+/// block-scaled FP8, and BF16 with at most [`BF16_PERSISTENT_K_BLOCKS`], or
+/// [`BF16_CHUNKED_PERSISTENT_K_BLOCKS`] where the warp-specialised
+/// `alternative` has the extra stage of a chunked epilogue (rule 8).
+fn prefers_warp_specialized(problem: &Problem, best: &Candidate, alternative: Option<&Candidate>) -> bool {
     let k_blocks = problem.k_blocks();
     let fp8 = problem.precision == Precision::Fp8BlockScaled;
     let balanced = !problem.varying_k || best.waves <= FEW_WAVES;
@@ -993,7 +1016,9 @@ fn prefers_warp_specialized(problem: &Problem, best: &Candidate) -> bool {
     // one-consumer 64-row tile lost up to 3%).
     let two_consumer_waves = if best.config.block_m >= 128 { PERSISTENT_WAVES - 1 } else { PERSISTENT_WAVES };
     let many_fp8_tiles = fp8 && best.waves > two_consumer_waves;
-    let many_short_bf16_tiles = !fp8 && k_blocks <= BF16_PERSISTENT_K_BLOCKS && best.waves > PERSISTENT_WAVES;
+    let chunked = alternative.is_some_and(|c| c.config.epilogue_chunk().is_some());
+    let short_bf16_k_blocks = if chunked { BF16_CHUNKED_PERSISTENT_K_BLOCKS } else { BF16_PERSISTENT_K_BLOCKS };
+    let many_short_bf16_tiles = !fp8 && k_blocks <= short_bf16_k_blocks && best.waves > PERSISTENT_WAVES;
     balanced && (long_k || many_fp8_tiles || many_short_bf16_tiles)
 }
 
@@ -1007,6 +1032,13 @@ const PERSISTENT_WAVES: i64 = 2;
 /// many waves (with a longer K the pipeline's tiles amortise their
 /// prologue and epilogue themselves).
 const BF16_PERSISTENT_K_BLOCKS: i64 = 32;
+
+/// Rule 7: the same with the warp-specialised kernel's extra stage from a
+/// chunked epilogue (rule 8). On the H100 (2026-11-26) 128x256 over two
+/// consumers with four stages against the three-stage pipeline: +1.8% at
+/// 4096^3 (64 K blocks), -0.5% at 4096x4096x7168 (112), level at 8192^3
+/// (128), -1.3 to -1.6% at 4096x4096x16384 and 4096x7168x16384 (256).
+const BF16_CHUNKED_PERSISTENT_K_BLOCKS: i64 = 64;
 
 /// Rule 7: the most waves of tiles whose K loops are data (a masked grouped
 /// GEMM) that a persistent CTA's static share still balances.
@@ -1073,7 +1105,7 @@ fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) 
 /// tile's shared memory for more stages (128x256: 4 stages instead of 3).
 fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = best.config;
-    if c.epilogue != Epilogue::Tma {
+    if !matches!(c.epilogue, Epilogue::Tma { .. }) {
         return None;
     }
     rescheduled(problem, machine, pins, best, c.schedule, c.num_warps, Epilogue::Global)
@@ -1133,8 +1165,42 @@ fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
     }
     let schedule = Schedule::WarpSpecialized { consumers };
     let specialised = rescheduled(problem, machine, pins, best, schedule, 4 * (consumers + 1), epilogue_for(problem, c.block_n, schedule))?;
+    let specialised = chunked_epilogue(problem, machine, pins, specialised);
     Some(specialised).filter(|s| s.config.stages >= 2)
 }
+
+/// Rule 8's chunks: a BF16 warp-specialised tile whose TMA epilogue, stored
+/// through a buffer half the tile wide (a chunk of whole 128-byte swizzle
+/// rows), leaves room for one more stage takes that stage (block-scaled
+/// FP8 was not measured with chunks and keeps its whole buffer). Its consumers
+/// wait for data when only two stages run ahead of them: on the H100
+/// (2026-11-26) 128x256 over two consumers with four stages and 128-column
+/// chunks ran 2.0-2.3% faster than with three stages and the whole tile at
+/// 4096x24576x1536 and 4096x7168x2048, and 128x192 with four stages 3-9%
+/// faster than with three at 4096^3, 8192^3 and 4096x4096x16384.
+fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, c: Candidate) -> Candidate {
+    let Epilogue::Tma { columns } = c.config.epilogue else {
+        return c;
+    };
+    if problem.precision != Precision::Bf16 {
+        return c;
+    }
+    let half = columns / 2;
+    if half * OUTPUT_ELEM_BYTES % SWIZZLE_ROW_BYTES != 0 {
+        return c;
+    }
+    match rescheduled(problem, machine, pins, &c, c.config.schedule, c.config.num_warps, Epilogue::Tma { columns: half }) {
+        Some(chunked) if chunked.config.stages > c.config.stages => chunked,
+        _ => c,
+    }
+}
+
+/// Bytes of an element of C (BF16).
+const OUTPUT_ELEM_BYTES: i64 = 2;
+
+/// Bytes of a row of the 128-byte swizzle: a chunk of the output buffer is
+/// a whole number of them.
+const SWIZZLE_ROW_BYTES: i64 = 128;
 
 /// Rule 7's ping-pong alternative: the best-ranked tile whose accumulators
 /// one consumer warpgroup holds, split over two consumers that take turns at
@@ -1205,69 +1271,73 @@ mod tests {
     }
 
     /// (block_m, block_n, stages, epilogue, waves, last wave) of the pick.
-    fn summary(c: &Candidate) -> (i64, i64, i64, Epilogue, i64, i64) {
-        (c.config.block_m, c.config.block_n, c.config.stages, c.config.epilogue, c.waves, c.last_wave)
+    fn summary(c: &Candidate) -> (i64, i64, i64, &'static str, i64, i64) {
+        (c.config.block_m, c.config.block_n, c.config.stages, c.config.epilogue.word(), c.waves, c.last_wave)
     }
 
-    use Epilogue::{Global, Tma};
+    /// Rule 8's epilogues as `summary` names them.
+    const TMA: &str = "tma";
+    const GLOBAL: &str = "global";
 
     // Shared memory per stage is (BM + BN) * 64 * 2 bytes + an 8-byte barrier;
     // the TMA epilogue adds BM * BN * 2 bytes; the budget is 232448 bytes.
     #[test]
     fn benchmark_shapes() {
-        let table: &[((i64, i64, i64), (i64, i64, i64, Epilogue, i64, i64))] = &[
+        let table: &[((i64, i64, i64), (i64, i64, i64, &str, i64, i64))] = &[
             // 128x256: 32*16 = 512 tiles, 4 waves (3*132 = 396, last 116). Three waves
             // would need BM*BN >= 4096^2/396 = 42366 > 32768 (rule 1's largest tile).
             // 256x128 ties on waves, last wave and padding; wider N wins.
-            // Stages: 3*49160 + 65536 = 213016 fits, 4 would be 262176.
-            ((4096, 4096, 4096), (128, 256, 3, Tma, 4, 116)),
+            // Stages: 3*49160 + 65536 = 213016 fits, 4 would be 262176; over
+            // 64 K blocks the warp-specialised tile is picked (rule 7), whose
+            // output in 128-column chunks (32768 bytes) leaves room for 4.
+            ((4096, 4096, 4096), (128, 256, 4, TMA, 4, 116)),
             // 64*32 = 2048 tiles, 16 waves, last 2048 - 15*132 = 68; 15 waves needs
             // BM*BN >= 8192^2/1980 = 33893. Same stages as above.
-            ((8192, 8192, 8192), (128, 256, 3, Tma, 16, 68)),
+            ((8192, 8192, 8192), (128, 256, 3, TMA, 16, 68)),
             // BM 64 pads M least; BN 16 gives ceil(2112/16) = 132 tiles, one full wave.
             // A 16-column tile over 112 K blocks is split (rule 12): 64x32 tiles,
             // 66 of them, two CTAs each (132). Stages capped at 8: 8*12296, the
             // partial tile on a 1024-byte boundary (8192) and the output (4096).
-            ((64, 2112, 7168), (64, 32, 8, Tma, 1, 132)),
+            ((64, 2112, 7168), (64, 32, 8, TMA, 1, 132)),
             // One wave needs ceil(24576/BN) <= 132, BN >= 187: BN 192 gives 128 tiles
             // (208: 119, 224: 110, 256: 96). 6*32776 + 24576 = 221232; 7 stages do not fit.
-            ((64, 24576, 1536), (64, 192, 6, Tma, 1, 128)),
+            ((64, 24576, 1536), (64, 192, 6, TMA, 1, 128)),
             // ceil(32768/BN) <= 132 needs BN 256: 128 tiles. 4*40968 + 32768 = 196640.
-            ((64, 32768, 512), (64, 256, 4, Tma, 1, 128)),
+            ((64, 32768, 512), (64, 256, 4, TMA, 1, 128)),
             // BN 64: 112 tiles (48 would be 150 tiles, two waves; 80 gives 90).
             // 8*16392 + 8192 = 139328.
-            ((64, 7168, 16384), (64, 64, 8, Tma, 1, 112)),
+            ((64, 7168, 16384), (64, 64, 8, TMA, 1, 112)),
             // BN 32: 128 tiles (16 would be 256, two waves); narrow: split into
             // 64 tiles of 64x64, two CTAs each.
-            ((64, 4096, 7168), (64, 64, 8, Tma, 1, 128)),
-            ((64, 7168, 2048), (64, 64, 8, Tma, 1, 112)),
+            ((64, 4096, 7168), (64, 64, 8, TMA, 1, 128)),
+            ((64, 7168, 2048), (64, 64, 8, TMA, 1, 112)),
             // 64x32: 2*66 = 132 tiles; 128x16: 1*132, same padding (270336 elements);
             // wider N wins; narrow: split into 66 tiles of 128x32, two CTAs each.
-            ((128, 2112, 7168), (128, 32, 8, Tma, 1, 132)),
+            ((128, 2112, 7168), (128, 32, 8, TMA, 1, 132)),
             // BM 128: BN 192 gives 128 tiles; BM 64 would need ceil(24576/BN) <= 66.
             // 4*40968 + 49152 = 213024; 5 stages do not fit.
-            ((128, 24576, 1536), (128, 192, 4, Tma, 1, 128)),
+            ((128, 24576, 1536), (128, 192, 4, TMA, 1, 128)),
             // 128x256: 128 tiles. 3*49160 + 65536 = 213016.
-            ((128, 32768, 512), (128, 256, 3, Tma, 1, 128)),
+            ((128, 32768, 512), (128, 256, 3, TMA, 1, 128)),
             // BM 64: ceil(7168/BN) <= 66 needs BN 112, 2*64 = 128 tiles; BM 128, BN 64
             // gives 112. 8*22536 + 14336 = 194624.
-            ((128, 7168, 16384), (64, 112, 8, Tma, 1, 128)),
+            ((128, 7168, 16384), (64, 112, 8, TMA, 1, 128)),
             // 64x64 and 128x32 both give 128 tiles and 524288 padded elements; wider N.
-            ((128, 4096, 7168), (64, 64, 8, Tma, 1, 128)),
-            ((128, 7168, 2048), (64, 112, 8, Tma, 1, 128)),
+            ((128, 4096, 7168), (64, 64, 8, TMA, 1, 128)),
+            ((128, 7168, 2048), (64, 112, 8, TMA, 1, 128)),
             // 128x176: 32*12 = 384 tiles, 3 waves, last 120. Two waves would need
             // <= 264 tiles (128x256 gives 288); 128x192 gives 352 (last 88), 128x160
             // 448 (4 waves). 4*38920 + 45056 = 200736; 5 stages do not fit.
-            ((4096, 2112, 7168), (128, 176, 4, Tma, 3, 120)),
+            ((4096, 2112, 7168), (128, 176, 4, TMA, 3, 120)),
             // 32*96 = 3072 tiles, 24 waves, last 3072 - 23*132 = 36; 23 waves needs
             // BM*BN >= 33156.
-            ((4096, 24576, 1536), (128, 256, 3, Tma, 24, 36)),
+            ((4096, 24576, 1536), (128, 256, 4, TMA, 24, 36)),
             // 32*128 = 4096 tiles, 32 waves, last 4; 31 waves needs BM*BN >= 32800.
-            ((4096, 32768, 512), (128, 128, 6, Tma, 63, 8)),
+            ((4096, 32768, 512), (128, 128, 6, TMA, 63, 8)),
             // 32*28 = 896 tiles, 7 waves, last 104; 128x240 and 128x224 take 8 waves.
-            ((4096, 7168, 16384), (128, 256, 3, Tma, 7, 104)),
-            ((4096, 4096, 7168), (128, 256, 3, Tma, 4, 116)),
-            ((4096, 7168, 2048), (128, 256, 3, Tma, 7, 104)),
+            ((4096, 7168, 16384), (128, 256, 3, TMA, 7, 104)),
+            ((4096, 4096, 7168), (128, 256, 3, TMA, 4, 116)),
+            ((4096, 7168, 2048), (128, 256, 4, TMA, 7, 104)),
         ];
         assert_eq!(table.len(), 20);
         for &((m, n, k), expected) in table {
@@ -1404,7 +1474,7 @@ mod tests {
         // by rule 5), with an output tile per consumer: 4 stages of 40960
         // bytes, 2 * 32768 for the outputs, 10 barriers.
         let pingpong = ranked.iter().find(|c| c.config.schedule == Schedule::PingPong).expect("a ping-pong alternative");
-        assert_eq!((pingpong.config.block_m, pingpong.config.block_n, pingpong.config.stages, pingpong.config.epilogue), (64, 256, 4, Tma));
+        assert_eq!((pingpong.config.block_m, pingpong.config.block_n, pingpong.config.stages, pingpong.config.epilogue.word()), (64, 256, 4, TMA));
         assert_eq!(pingpong.smem_bytes, 4 * 40960 + 2 * 32768 + 10 * 8);
         assert_eq!(pingpong.reason, "ping-pong alternative: two consumers take turns at whole 64x256 tiles");
         // Block-scaled FP8 adds its partial product: 64x128 (64 + 64 registers).
@@ -1422,12 +1492,15 @@ mod tests {
         // At most 32 K blocks over more than 2 waves: persistent, the
         // TMA-store epilogue, and pairs along M multicasting B (rule 10's
         // exception); the same kernel without clusters ranks second. Over
-        // 12 and 32 blocks, 128x256 over two consumers with 3 stages; over
-        // 8 (K = 512), 128x128 with one consumer and 6.
-        for (n, k, block_n, consumers, stages) in [(24576, 1536, 256, 2, 3), (7168, 2048, 256, 2, 3), (32768, 512, 128, 1, 6)] {
+        // 12 and 32 blocks, 128x256 over two consumers with 4 stages, its
+        // output stored 128 columns at a time (rule 8: 4*49160 + 2*64*128*2
+        // = 229408 bytes, 3 with the whole tile); over 8 (K = 512), 128x128
+        // with one consumer and 6, whose half-wide buffer frees too little
+        // for a seventh.
+        for (n, k, block_n, consumers, stages, chunk) in [(24576, 1536, 256, 2, 4, Some(128)), (7168, 2048, 256, 2, 4, Some(128)), (32768, 512, 128, 1, 6, None)] {
             let c = pick_of(4096, n, k);
-            let got = (c.block_n, c.schedule, c.epilogue, c.stages, c.cluster);
-            assert_eq!(got, (block_n, Schedule::WarpSpecialized { consumers }, Tma, stages, Along::M), "4096x{n}x{k}");
+            let got = (c.block_n, c.schedule, c.epilogue.word(), c.epilogue_chunk(), c.stages, c.cluster);
+            assert_eq!(got, (block_n, Schedule::WarpSpecialized { consumers }, TMA, chunk, stages, Along::M), "4096x{n}x{k}");
             let problem = Problem { m: 4096, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
             let second = &rank(&problem, &Machine::H100, &Pins::default())[1];
             assert_eq!(second.config, Config { cluster: Along::None, ..c });
@@ -1436,29 +1509,33 @@ mod tests {
         let pinned = Problem { m: 4096, n: 32768, k: 512, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
         let wide = choose(&pinned, &Machine::H100, &Pins { block_n: Some(256), ..Pins::default() }).unwrap().config;
         assert_eq!((wide.block_n, wide.schedule), (256, Schedule::WarpSpecialized { consumers: 2 }));
+        // Up to 64 K blocks where the chunked epilogue adds a stage, still
+        // warp-specialised, without clusters past 32 blocks.
+        let square = pick_of(4096, 4096, 4096);
+        assert_eq!((square.schedule, square.stages, square.epilogue_chunk(), square.cluster), (Schedule::WarpSpecialized { consumers: 2 }, 4, Some(128), Along::None));
         // A longer K, or a single wave, keeps the pipeline, and no clusters.
-        assert_eq!((pick_of(4096, 4096, 4096).schedule, pick_of(4096, 4096, 4096).cluster), (Schedule::Pipeline, Along::None));
+        assert_eq!((pick_of(4096, 4096, 7168).schedule, pick_of(4096, 4096, 7168).cluster), (Schedule::Pipeline, Along::None));
         assert_eq!(pick_of(4096, 7168, 16384).schedule, Schedule::Pipeline);
         assert_eq!(pick_of(128, 24576, 1536).schedule, Schedule::Pipeline);
         // C rows that TMA cannot store (N * 2 bytes not a multiple of 16)
         // take direct stores in the warp-specialised tile too.
-        assert_eq!(pick_of(4096, 24572, 1536).epilogue, Global);
+        assert_eq!(pick_of(4096, 24572, 1536).epilogue.word(), GLOBAL);
     }
 
     #[test]
     fn edge_cases() {
         // M = 1: BM 64 pads least; BN 32 gives 128 tiles (16 would be 256, two
         // waves); a narrow tile over 64 K blocks is split: 64 tiles of 64x64.
-        assert_eq!(summary(&pick(1, 4096, 4096)), (64, 64, 8, Tma, 1, 128));
+        assert_eq!(summary(&pick(1, 4096, 4096)), (64, 64, 8, TMA, 1, 128));
         // N = 4100: rows of 8200 bytes are not 16-byte aligned, so no TMA store.
         // 256x128: 16*33 = 528 tiles, four full waves; 128x256 gives 544 (5 waves).
         // 4*49160 = 196640; 5 stages would be 245800.
-        assert_eq!(summary(&pick(4096, 4100, 4096)), (256, 128, 4, Global, 4, 132));
+        assert_eq!(summary(&pick(4096, 4100, 4096)), (256, 128, 4, GLOBAL, 4, 132));
         // K = 32, less than one 64-wide block: one K block, so one stage,
         // and three 128x112 tiles an SM (rule 2): 1184 in 3 waves.
-        assert_eq!(summary(&pick(4096, 4096, 32)), (128, 112, 1, Tma, 3, 131));
+        assert_eq!(summary(&pick(4096, 4096, 32)), (128, 112, 1, TMA, 3, 131));
         // The smallest problem: one 64x16 tile.
-        assert_eq!(summary(&pick(1, 8, 8)), (64, 16, 1, Tma, 1, 1));
+        assert_eq!(summary(&pick(1, 8, 8)), (64, 16, 1, TMA, 1, 1));
     }
 
     #[test]
@@ -1471,27 +1548,28 @@ mod tests {
 
     #[test]
     fn accumulators_beyond_one_warpgroup_take_eight_warps() {
-        assert_eq!(pick(4096, 4096, 4096).config.num_warps, 8); // 128x256
+        assert_eq!(pick(8192, 8192, 8192).config.num_warps, 8); // 128x256
         assert_eq!(pick(64, 7168, 2048).config.num_warps, 4); // 64x64
     }
 
     #[test]
     fn the_ranking_names_why_each_alternative_lost() {
-        let ranked = rank(&Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None }, &Machine::H100, &Pins::default());
+        let ranked = rank(&Problem { m: 4096, n: 4096, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None }, &Machine::H100, &Pins::default());
         assert!(ranked[0].reason.starts_with("picked"));
         assert_eq!(ranked[0].config.cluster, Along::None);
         // Rule 10: 32 x 16 tiles over 4 waves; pairs along M share B's
         // 256-row tile, larger than A's 128.
-        assert_eq!(ranked[1].config, Config { cluster: Along::M, ..ranked[0].config });
+        // (in the grid's order: clustered candidates keep it, rule 13).
+        assert_eq!(ranked[1].config, Config { cluster: Along::M, raster_group: 0, ..ranked[0].config });
         assert_eq!(ranked[1].reason, "the pick in 2-CTA clusters along m, multicasting B");
         // Rule 7: the warp-specialised alternative of the pick's tile comes next,
-        // with the pick's TMA epilogue (rule 8) and so its stage count.
+        // with the pick's TMA epilogue in 128-column chunks and a stage more (rule 8).
         assert_eq!(ranked[2].config.schedule, Schedule::WarpSpecialized { consumers: 2 });
-        assert_eq!((ranked[2].config.stages, ranked[2].config.epilogue), (3, Tma));
+        assert_eq!((ranked[2].config.stages, ranked[2].config.epilogue.word(), ranked[2].config.epilogue_chunk()), (4, TMA, Some(128)));
         // Then the ping-pong alternative, and rule 8's: the pick with direct
         // stores and the stage the output tile took.
         assert_eq!(ranked[3].config.schedule, Schedule::PingPong);
-        assert_eq!((ranked[4].config.schedule, ranked[4].config.stages, ranked[4].config.epilogue), (Schedule::Pipeline, 4, Global));
+        assert_eq!((ranked[4].config.schedule, ranked[4].config.stages, ranked[4].config.epilogue.word()), (Schedule::Pipeline, 4, GLOBAL));
         assert_eq!(ranked[4].reason, "direct-store alternative of the pick (4 stages without the output tile)");
         assert_eq!(ranked[5].reason, "narrower N (128 < 256)");
         assert!(ranked.iter().skip(6).any(|c| c.reason.starts_with("more waves")));
@@ -1679,7 +1757,7 @@ mod tests {
         // A kernel for any N keeps direct stores, and the stage its output
         // tile would take: 4*49160 = 196640.
         let general = choose(&Problem { any_n: true, ..p }, &Machine::H100, &Pins::default()).unwrap();
-        assert_eq!((general.config.epilogue, general.config.stages), (Global, 4));
+        assert_eq!((general.config.epilogue.word(), general.config.stages), (GLOBAL, 4));
         assert!(choose(&Problem { m: 0, ..p }, &Machine::H100, &Pins::default()).unwrap_err().contains("must be positive"));
     }
 }

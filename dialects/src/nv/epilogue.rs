@@ -18,11 +18,28 @@ pub(super) fn verify_store_shared(body: &Body, op: Op) -> Result<(), String> {
     if !matches!(tile.layout, Some(Layout::Mma { .. })) {
         return Err("the stored tile needs a '#tile.mma' register layout".into());
     }
-    if tile.shape != smem.tile.shape || tile.elem != smem.tile.elem {
-        return Err("the tile must have the buffer stage's shape and element type".into());
+    if tile.elem != smem.tile.elem {
+        return Err("the tile must have the buffer stage's element type".into());
+    }
+    let Some(offset) = store.column_offset(body) else {
+        return if tile.shape == smem.tile.shape { Ok(()) } else { Err("the tile must have the buffer stage's shape (or a 'column_offset' to store one chunk of its columns)".into()) };
+    };
+    let (&[rows, cols], &[stage_rows, stage_cols]) = (&tile.shape[..], &smem.tile.shape[..]) else {
+        return Err("'column_offset' stores a chunk of a rank-2 tile into a rank-2 stage".into());
+    };
+    if rows != stage_rows || stage_cols > cols || cols % stage_cols != 0 {
+        return Err(format!("'column_offset' needs a stage of the tile's {rows} rows whose columns divide its {cols} (the stage is {stage_rows}x{stage_cols})"));
+    }
+    // Each thread's fragment holds groups of 8 adjacent columns.
+    if stage_cols % FRAGMENT_COLUMNS != 0 || offset < 0 || offset % stage_cols != 0 || offset >= cols {
+        return Err(format!("'column_offset' {offset} must be a multiple of the stage's {stage_cols} columns (themselves a multiple of {FRAGMENT_COLUMNS}) below the tile's {cols}"));
     }
     Ok(())
 }
+
+/// The columns a thread's MMA fragment holds side by side: a chunk of a
+/// chunked store starts and ends on such a group.
+const FRAGMENT_COLUMNS: i64 = 8;
 
 /// The stage goes to the tensor at element coordinates, clipping what lies
 /// outside it.

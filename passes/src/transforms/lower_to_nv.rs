@@ -30,8 +30,8 @@ use crate::hopper::wgmma::{dot_a, emit_wgmma, next_op, replace_dot};
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, InsertPoint, Op, SmemType, TileType, Type, Value};
 use tilec_dialects::nv::{AllocSmem, Barrier, ClusterBarrier, ClusterSum, FenceAsyncShared, LoadGlobal, MbarrierWait, StoreGlobal, StoreShared, TmaStore, TmaStoreWait, WarpSpecialize};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::tile::{For, Load, Store, SumSplits};
-use tilec_dialects::{Diagnostic, Function, Layout};
+use tilec_dialects::tile::{Addi, For, Load, Store, SumSplits};
+use tilec_dialects::{Diagnostic, ElemType, Function, Layout};
 
 /// The epilogues: the `epilogue` option's words and `tile.config`'s.
 const EPILOGUES: &[&str] = &["global", "tma"];
@@ -40,14 +40,29 @@ const EPILOGUES: &[&str] = &["global", "tma"];
 pub const INFO: PassInfo = PassInfo {
     name: "tile-lower-to-nv",
     summary: "Lower tile loads, dots and stores to TMA, mbarriers, wgmma and global stores (one stage)",
-    options: &[OptionSpec {
-        name: "epilogue",
-        kind: OptionKind::Enum(EPILOGUES),
-        default: "global",
-        help: "store output tiles directly (global) or through a swizzled shared buffer and a TMA store (tma)",
-    }],
+    options: &[
+        OptionSpec {
+            name: "epilogue",
+            kind: OptionKind::Enum(EPILOGUES),
+            default: "global",
+            help: "store output tiles directly (global) or through a swizzled shared buffer and a TMA store (tma)",
+        },
+        OptionSpec {
+            name: "epilogue-columns",
+            kind: OptionKind::Int { min: 0, max: 256 },
+            default: "0",
+            help: "with epilogue=tma, store a tile through a buffer this many columns wide, one chunk of columns after another (0: the whole tile; default: tile.config's epilogue_cols)",
+        },
+    ],
     phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileScheduled, leaves: Some(Phase::Nv), reason: "it lowers tiles by their layouts (run it after tile-assign-layouts and the K loop's schedule, once)" },
-    create: |options| Box::new(LowerToNv { tma_epilogue: options.word("epilogue") == "tma", from_config: !options.given("epilogue") }),
+    create: |options| {
+        Box::new(LowerToNv {
+            tma_epilogue: options.word("epilogue") == "tma",
+            from_config: !options.given("epilogue"),
+            chunk_columns: options.int("epilogue-columns"),
+            chunk_from_config: !options.given("epilogue-columns"),
+        })
+    },
 };
 
 /// The `tile-lower-to-nv` pass with its options resolved.
@@ -56,6 +71,10 @@ pub struct LowerToNv {
     tma_epilogue: bool,
     /// Take the epilogue from the function's `tile.config` (none given).
     from_config: bool,
+    /// The TMA epilogue's buffer columns; 0 for the whole tile.
+    chunk_columns: i64,
+    /// Take the buffer columns from `tile.config` (none given).
+    chunk_from_config: bool,
 }
 
 impl LowerToNv {
@@ -63,6 +82,9 @@ impl LowerToNv {
     fn apply_config(&mut self, func: &Function) -> Result<(), Diagnostic> {
         if let Some(epilogue) = crate::config::config_word(func, "epilogue", EPILOGUES)?.filter(|_| self.from_config) {
             self.tma_epilogue = epilogue == "tma";
+        }
+        if let Some(columns) = crate::config::config_int(func, "epilogue_cols")?.filter(|_| self.chunk_from_config) {
+            self.chunk_columns = columns;
         }
         Ok(())
     }
@@ -92,7 +114,7 @@ impl Pass for LowerToNv {
         let mut sums_splits = false;
         for op in body.walk_region(func.region) {
             match body.opcode(op) {
-                Opcode::TileStore if self.tma_epilogue => lower_store_tma(body, Store::of(body, op).expect("verified"))?,
+                Opcode::TileStore if self.tma_epilogue => lower_store_tma(body, Store::of(body, op).expect("verified"), self.chunk_columns)?,
                 Opcode::TileStore => lower_store(body, Store::of(body, op).expect("verified"))?,
                 Opcode::TileLoad => lower_load(body, func.region, Load::of(body, op).expect("verified"))?,
                 Opcode::TileSumSplits => {
@@ -226,7 +248,12 @@ fn lower_store(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
 /// stores its own rows: the buffer has a stage per consumer, the consumer
 /// index picks it, the barriers are the warpgroup's own, and the elected
 /// ops are issued by each warpgroup's first thread.
-fn lower_store_tma(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
+///
+/// With `chunk_columns` narrower than the tile the buffer is that wide and
+/// the tile goes through it a chunk of columns at a time, each chunk
+/// waiting for the last one's store to have read the buffer: less shared
+/// memory (a pipeline stage more) for a short wait per chunk.
+fn lower_store_tma(body: &mut Body, store: Store, chunk_columns: i64) -> Result<(), Diagnostic> {
     let (value, tensor) = (store.value(body), store.tensor(body));
     let tile = body.value_type(value).as_tile().cloned().expect("verified");
     if !matches!(tile.layout, Some(Layout::Mma { .. })) {
@@ -239,8 +266,12 @@ fn lower_store_tma(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
     if rows > 256 {
         return Err(op_error(body, store.op(), format!("epilogue=tma: {rows} rows exceed a TMA box (256)")));
     }
-    let swizzle = crate::layout_rules::swizzle_bytes(cols, tile.elem.bits(), rows);
-    let shared = TileType { shape: tile.shape.clone(), elem: tile.elem, layout: Some(Layout::NvmmaShared { swizzle_bytes: swizzle, transposed: false, padding_elems: 0 }) };
+    let chunk = if chunk_columns == 0 { cols } else { chunk_columns.min(cols) };
+    if cols % chunk != 0 {
+        return Err(op_error(body, store.op(), format!("epilogue=tma: chunks of {chunk} columns do not divide the tile's {cols}")));
+    }
+    let swizzle = crate::layout_rules::swizzle_bytes(chunk, tile.elem.bits(), rows);
+    let shared = TileType { shape: vec![rows, chunk], elem: tile.elem, layout: Some(Layout::NvmmaShared { swizzle_bytes: swizzle, transposed: false, padding_elems: 0 }) };
     let loc = body.ops[store.op()].loc.clone();
     let anchor = outermost_ancestor(body, store.op());
     let mut b = Builder::new(body, InsertPoint::Before(anchor), loc.clone());
@@ -260,16 +291,27 @@ fn lower_store_tma(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
         }
         Barrier::build(b, attrs);
     };
-    if place.outermost_loop.is_some() {
-        TmaStoreWait::build(&mut b, Attributes::new());
-        barrier(&mut b);
-    }
-    StoreShared::build(&mut b, value, buf, stage, Attributes::new());
-    FenceAsyncShared::build(&mut b, Attributes::new());
-    barrier(&mut b);
     let indices = store.indices(b.body).to_vec();
-    let coords = element_coords(&mut b, &indices, &tile.shape);
-    TmaStore::build(&mut b, buf, stage, tensor, &coords, Attributes::new());
+    for first_column in (0..cols).step_by(chunk as usize) {
+        if first_column > 0 || place.outermost_loop.is_some() {
+            TmaStoreWait::build(&mut b, Attributes::new());
+            barrier(&mut b);
+        }
+        let mut attrs = Attributes::new();
+        if chunk < cols {
+            attrs.set("column_offset", Attribute::Int(first_column, ElemType::I64));
+        }
+        StoreShared::build(&mut b, value, buf, stage, attrs);
+        FenceAsyncShared::build(&mut b, Attributes::new());
+        barrier(&mut b);
+        let mut chunk_coords = element_coords(&mut b, &indices, &tile.shape);
+        if first_column > 0 {
+            let last = chunk_coords.last_mut().expect("rank-2 tile");
+            let offset = b.index(first_column);
+            *last = Addi::build(&mut b, *last, offset, Attributes::new()).result(b.body);
+        }
+        TmaStore::build(&mut b, buf, stage, tensor, &chunk_coords, Attributes::new());
+    }
     let last = place.outermost_loop.unwrap_or(store.op());
     TmaStoreWait::build(&mut Builder::new(body, InsertPoint::Before(next_op(body, last)), loc), Attributes::new());
     body.remove_op(store.op());

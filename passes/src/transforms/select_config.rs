@@ -285,6 +285,9 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
         d.set("raster_group", int(c.raster_group));
     }
     d.set("epilogue", Attribute::String(c.epilogue.word().into()));
+    if let Some(columns) = c.epilogue_chunk() {
+        d.set("epilogue_cols", int(columns));
+    }
     if c.scales != Scales::None {
         d.set("scales", Attribute::String(c.scales.word().into()));
     }
