@@ -621,7 +621,7 @@ pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64
     };
     let partial = if splits > 1 { block_m * block_n * 4 } else { 0 };
     let output = match epilogue {
-        Epilogue::Tma { columns } => output_tiles * block_m * columns * 2,
+        Epilogue::Tma { columns } => output_tiles * block_m * columns * i64::from(OUTPUT_ELEM_BITS / 8),
         Epilogue::Global => 0,
     };
     let buffers = [partial, output].into_iter().filter(|&bytes| bytes > 0).fold(staged, |end, bytes| ceil_div(end, BUFFER_ALIGN) * BUFFER_ALIGN + bytes);
@@ -1170,14 +1170,17 @@ fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
 }
 
 /// Rule 8's chunks: a BF16 warp-specialised tile whose TMA epilogue, stored
-/// through a buffer half the tile wide (a chunk of whole 128-byte swizzle
-/// rows), leaves room for one more stage takes that stage (block-scaled
-/// FP8 was not measured with chunks and keeps its whole buffer). Its consumers
+/// through a buffer half the tile wide that keeps the tile's swizzle,
+/// leaves room for one more stage takes that stage (block-scaled FP8 keeps
+/// its whole buffer: six stages of 128x128 gained at most 1.9% and 128x176
+/// has no such half, 2026-11-26). Its consumers
 /// wait for data when only two stages run ahead of them: on the H100
 /// (2026-11-26) 128x256 over two consumers with four stages and 128-column
 /// chunks ran 2.0-2.3% faster than with three stages and the whole tile at
 /// 4096x24576x1536 and 4096x7168x2048, and 128x192 with four stages 3-9%
-/// faster than with three at 4096^3, 8192^3 and 4096x4096x16384.
+/// faster than with three at 4096^3, 8192^3 and 4096x4096x16384. With 88-column
+/// chunks of 128x176, whose 176-byte rows no swizzle divides, the epilogue's
+/// bank conflicts made five stages 7-25% slower than four.
 fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, c: Candidate) -> Candidate {
     let Epilogue::Tma { columns } = c.config.epilogue else {
         return c;
@@ -1186,7 +1189,8 @@ fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, c: Candid
         return c;
     }
     let half = columns / 2;
-    if half * OUTPUT_ELEM_BYTES % SWIZZLE_ROW_BYTES != 0 {
+    let swizzle = |columns| crate::layout_rules::swizzle_bytes(columns, OUTPUT_ELEM_BITS, c.config.block_m);
+    if half % BLOCK_N_STEP != 0 || swizzle(half) < swizzle(columns) {
         return c;
     }
     match rescheduled(problem, machine, pins, &c, c.config.schedule, c.config.num_warps, Epilogue::Tma { columns: half }) {
@@ -1195,12 +1199,8 @@ fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, c: Candid
     }
 }
 
-/// Bytes of an element of C (BF16).
-const OUTPUT_ELEM_BYTES: i64 = 2;
-
-/// Bytes of a row of the 128-byte swizzle: a chunk of the output buffer is
-/// a whole number of them.
-const SWIZZLE_ROW_BYTES: i64 = 128;
+/// Bits of an element of C (BF16).
+const OUTPUT_ELEM_BITS: u32 = 16;
 
 /// Rule 7's ping-pong alternative: the best-ranked tile whose accumulators
 /// one consumer warpgroup holds, split over two consumers that take turns at
@@ -1493,8 +1493,8 @@ mod tests {
         // TMA-store epilogue, and pairs along M multicasting B (rule 10's
         // exception); the same kernel without clusters ranks second. Over
         // 12 and 32 blocks, 128x256 over two consumers with 4 stages, its
-        // output stored 128 columns at a time (rule 8: 4*49160 + 2*64*128*2
-        // = 229408 bytes, 3 with the whole tile); over 8 (K = 512), 128x128
+        // output stored 128 columns at a time (rule 8: 4*(384*64*2) +
+        // 2*64*128*2 + 8 mbarriers = 229440 bytes; 3 with the whole tile); over 8 (K = 512), 128x128
         // with one consumer and 6, whose half-wide buffer frees too little
         // for a seventh.
         for (n, k, block_n, consumers, stages, chunk) in [(24576, 1536, 256, 2, 4, Some(128)), (7168, 2048, 256, 2, 4, Some(128)), (32768, 512, 128, 1, 6, None)] {
@@ -1520,6 +1520,21 @@ mod tests {
         // C rows that TMA cannot store (N * 2 bytes not a multiple of 16)
         // take direct stores in the warp-specialised tile too.
         assert_eq!(pick_of(4096, 24572, 1536).epilogue.word(), GLOBAL);
+    }
+
+    #[test]
+    fn chunked_epilogues_keep_the_swizzle() {
+        let problem = |precision| Problem { m: 4096, n: 24576, k: 1536, precision, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let pinned = |precision, block_n| choose(&problem(precision), &Machine::H100, &Pins { block_n: Some(block_n), ..Pins::default() }).unwrap().config;
+        // 128x256 over two consumers: 128-column halves keep the 128-byte
+        // swizzle and free 32768 bytes, a fourth stage.
+        let wide = pinned(Precision::Bf16, 256);
+        assert_eq!((wide.schedule, wide.stages, wide.epilogue_chunk()), (Schedule::WarpSpecialized { consumers: 2 }, 4, Some(128)));
+        assert_eq!(smem_bytes(&problem(Precision::Bf16), (128, 256, 64), 4, wide.epilogue, Scales::None, wide.schedule, 1), 229440);
+        // 128x176: 352-byte rows take the 32-byte swizzle, 88-column halves
+        // (176 bytes) none, so the whole buffer stays.
+        let narrow = pinned(Precision::Bf16, 176);
+        assert_eq!((narrow.schedule, narrow.epilogue_chunk()), (Schedule::WarpSpecialized { consumers: 2 }, None));
     }
 
     #[test]
