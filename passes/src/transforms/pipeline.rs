@@ -22,6 +22,7 @@
 use crate::hopper::expand::expand;
 use crate::hopper::schedule::{staged_loop, Schedule};
 use crate::hopper::staging::{copies_scales, scales_option, SCALES_OPTION};
+use crate::config_rules::Schedule as ConfigSchedule;
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
@@ -68,6 +69,16 @@ impl Pipeline {
     /// The stages config selection chose, when the pipeline gave none; one
     /// stage leaves no group in flight.
     fn apply_config(&mut self, func: &Function) -> Result<(), Diagnostic> {
+        // Stages counted for another schedule's shared memory (a
+        // warp-specialised tile's output chunks, its empty barriers) need
+        // not fit or suit the plain pipeline.
+        let schedule = crate::config::config_word(func, "schedule", ConfigSchedule::WORDS)?;
+        if let Some(other) = schedule.filter(|&s| self.from_config && s != ConfigSchedule::Pipeline.word()) {
+            return Err(Diagnostic::error(
+                func.loc.clone(),
+                format!("tile.config chose the '{other}' schedule, which tile-persistent and tile-warp-specialize run, not tile-pipeline (run the passes the config asks for, see --dump-pass-pipeline, or give tile-pipeline its stages)"),
+            ));
+        }
         if let Some(stages) = crate::config::config_int(func, "stages")?.filter(|_| self.from_config) {
             self.stages = stages;
             self.wait_depth = self.wait_depth.min(stages - 1);
