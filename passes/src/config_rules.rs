@@ -1173,14 +1173,14 @@ fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
 /// through a buffer half the tile wide that keeps the tile's swizzle,
 /// leaves room for one more stage takes that stage (block-scaled FP8 keeps
 /// its whole buffer: six stages of 128x128 gained at most 1.9% and 128x176
-/// has no such half, 2026-11-26). Its consumers
-/// wait for data when only two stages run ahead of them: on the H100
-/// (2026-11-26) 128x256 over two consumers with four stages and 128-column
-/// chunks ran 2.0-2.3% faster than with three stages and the whole tile at
-/// 4096x24576x1536 and 4096x7168x2048, and 128x192 with four stages 3-9%
-/// faster than with three at 4096^3, 8192^3 and 4096x4096x16384. With 88-column
-/// chunks of 128x176, whose 176-byte rows no swizzle divides, the epilogue's
-/// bank conflicts made five stages 7-25% slower than four.
+/// has no such half, 2026-11-26). Its consumers wait for data when only
+/// two stages run ahead of them: on the H100 (2026-11-26) 128x256 over two
+/// consumers with four stages and 128-column chunks ran 2.0-2.3% faster
+/// than with three stages and the whole tile at 4096x24576x1536 and
+/// 4096x7168x2048, and 128x192 with four stages 3-9% faster than with three
+/// at 4096^3, 8192^3 and 4096x4096x16384. With 88-column chunks of 128x176,
+/// whose 176-byte rows no swizzle divides, five stages ran 7-25% slower
+/// than four.
 fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, c: Candidate) -> Candidate {
     let Epilogue::Tma { columns } = c.config.epilogue else {
         return c;
