@@ -15,7 +15,7 @@ use tilec_cli::PassFlags;
 
 /// The `tile.config` entries that make one kernel differ from another (the
 /// shape and the wave figures do not change the code).
-const KERNEL_KEYS: [&str; 10] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "scales", "splits", "raster_group"];
+const KERNEL_KEYS: [&str; 12] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "epilogue_cols", "scales", "cluster", "splits", "raster_group"];
 
 /// What tells kernels apart: the config's code-changing entries, as text.
 fn kernel_key(module: &Module) -> String {
@@ -30,15 +30,16 @@ fn kernel_key(module: &Module) -> String {
         Some(Attribute::String(s)) => s.clone(),
         _ => "-".into(),
     };
-    let [bm, bn, bk, stages, schedule, consumers, epilogue, scales, splits, group] = KERNEL_KEYS.map(value);
+    let [bm, bn, bk, stages, schedule, consumers, epilogue, chunk, scales, cluster, splits, group] = KERNEL_KEYS.map(value);
     let schedule = match Schedule::from_word(&schedule, consumers.parse().unwrap_or(0)) {
         Some(Schedule::WarpSpecialized { consumers }) => format!("ws{consumers}"),
         _ => schedule,
     };
     // Entries only some configs have, as ` name=value` where present.
     let tag = |name: &str, value: &str| if value == "-" { String::new() } else { format!(" {name}={value}") };
-    let (scales, splits, order) = (tag("scales", &scales), tag("splits", &splits), tag("grouped", &group));
-    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{scales}{splits}{order}")
+    let cluster = if cluster == "none" { String::new() } else { tag("cluster", &cluster) };
+    let (chunk, scales, splits, order) = (tag("epilogue_cols", &chunk), tag("scales", &scales), tag("splits", &splits), tag("grouped", &group));
+    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{chunk}{scales}{cluster}{splits}{order}")
 }
 
 /// The dispatch rows for `picks` (shape, kernel name): per (N, K), the shapes

@@ -48,8 +48,10 @@
 //! 4. Least padded work: tiles * BM * BN, the elements computed including
 //!    those past M and N.
 //! 5. Widest N, then narrowest M: a wider tile re-reads A fewer times.
-//! 6. Stages: the most that fit the shared-memory budget, at most 8 and at
-//!    most the number of K blocks (more buffers than K blocks never fill).
+//! 6. Stages: the most that fit the shared-memory budget, at most 8 (16
+//!    under rule 15) and at most the number of K blocks (more buffers than
+//!    K blocks never fill). More than 8 in general measured +4% to -3% at
+//!    the eight M = 64 and 128 picks they would change (H100, 2026-11-26).
 //! 7. Schedule: the plain software pipeline; warp specialisation (one or two
 //!    consumers, persistent, grouped tile order) is ranked as an alternative,
 //!    since on the H100 it measured below the plain pipeline with the same
@@ -180,6 +182,13 @@
 //!     H100 (2026-11-26) that was +8.7% at 4096x7168x16384 (128x176, two
 //!     n88 halves) and -3.5% at 4096^3 (128x128: n64 halves re-read A
 //!     more than the overlap saves).
+//! 15. Deep pairs: a BF16 pick of one wave over exactly two rows of 64-row
+//!     tiles at most 64 columns wide, over at least 64 K blocks, runs
+//!     warp-specialised with one consumer, both rows of tiles in 2-CTA
+//!     clusters along M (each B tile loaded once for the pair) and the most
+//!     stages that fit, past rule 6's 8 up to [`STAGES_LIMIT`]: cuBLAS's
+//!     form for such shapes. On the H100 (2026-11-26) +3.2 to +3.6% at
+//!     128x4096x7168 (64x64, 13 stages); level or slower with 64x112 tiles.
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use tilec_dialects::tile::dot::{blocks_covering, SCALE_BLOCK_N};
@@ -584,8 +593,10 @@ pub const MAX_BLOCK_N: i64 = 256;
 /// wgmma's N step for BF16/FP8 operands with an FP32 accumulator, and the
 /// granularity that keeps a row of C 32-byte aligned.
 pub const BLOCK_N_STEP: i64 = 16;
-/// The most stages considered.
+/// The most stages considered (rule 6), except by rule 15.
 pub const MAX_STAGES: i64 = 8;
+/// The most stages the passes build, and rule 15 considers.
+pub const STAGES_LIMIT: i64 = 16;
 /// Bytes of one mbarrier.
 const MBARRIER_BYTES: i64 = 8;
 
@@ -741,6 +752,7 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
     let schedule = match best.config.schedule {
         Schedule::Pipeline => "",
         Schedule::WarpSpecialized { .. } if best.config.block_n <= NARROW_BLOCK_N => "; warp-specialised (a narrow tile with a long K)",
+        Schedule::WarpSpecialized { .. } if best.config.stages > MAX_STAGES => "; warp-specialised with the most stages that fit (rule 15: a narrow tile over a long K, both rows of tiles sharing B)",
         Schedule::WarpSpecialized { .. } => "; warp-specialised (block-scaled FP8 with a long K, or many waves of tiles)",
         Schedule::PingPong => "; ping-pong consumers",
     };
@@ -799,7 +811,7 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
     } else if c.config.schedule != Schedule::Pipeline {
         format!("warp-specialised alternative of the pick's tile ({} consumer(s))", c.config.num_warps / 4 - 1)
     } else if same_tile && best.config.schedule != Schedule::Pipeline {
-        "pipelined alternative of the pick's tile (block-scaled FP8 with a long K, or many waves of tiles, prefers warp specialisation)".to_string()
+        "pipelined alternative of the pick's tile (rules 7 and 15 prefer warp specialisation here)".to_string()
     } else if same_tile && c.config.epilogue != best.config.epilogue {
         format!("direct-store alternative of the pick ({} stages without the output tile)", c.config.stages)
     } else if c.waves > best.waves {
@@ -875,6 +887,9 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
             let at = if prefers_clusters(problem, best) { 0 } else { 1 };
             ranked.insert(at, clustered);
         }
+    }
+    if let Some(deep) = ranked.first().and_then(|best| deep_paired_rows(problem, machine, pins, best)) {
+        ranked.insert(0, deep);
     }
     if let Some(tall) = row_blocked.first().and_then(|tile| warp_specialized(problem, machine, pins, tile, 2)) {
         ranked.push(tall);
@@ -1050,6 +1065,50 @@ const NARROW_BLOCK_N: i64 = 32;
 
 /// Rules 7 and 12: the fewest K blocks that make a long K.
 const LONG_K_BLOCKS: i64 = 32;
+
+/// Rule 15: a BF16 pick of one wave over exactly two rows of 64-row tiles at
+/// most [`DEEP_PAIR_MAX_BLOCK_N`] wide, over at least
+/// [`DEEP_PAIR_K_BLOCKS`] K blocks, runs warp-specialised with one
+/// consumer, its two rows of tiles in 2-CTA clusters along M (each B tile
+/// loaded once for both) and the most stages that fit, up to
+/// [`STAGES_LIMIT`]: B is nearly all the bytes, and a narrow tile's K steps
+/// are too short for fewer stages to cover the memory's latency. cuBLAS
+/// runs this shape so (`nvjet_sm90_tst_64x64_64x13_2x1`: 64x64, 13 stages,
+/// 2x1 clusters). On the H100 (2026-11-26) at 128x4096x7168 (64x64, 112 K
+/// blocks, 13 stages) +3.2 to +3.6% over the pipelined pick in four runs;
+/// the same kernel with 8 stages ran 4% slower than the pick, and the
+/// pipeline with 13 stages level with it; with 64x112 tiles (9 stages) it
+/// was level at 256 K blocks and 6.5% slower at 32.
+fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
+    let c = &best.config;
+    let applies = problem.precision == Precision::Bf16
+        && problem.clusterable
+        && !problem.varying_k
+        && pins.cluster.is_none()
+        && pins.stages.is_none()
+        && c.schedule == Schedule::Pipeline
+        && c.splits == 1
+        && best.waves == 1
+        && c.block_m == 64
+        && ceil_div(problem.m, c.block_m) == CLUSTER_SIZE
+        && c.block_n <= DEEP_PAIR_MAX_BLOCK_N
+        && problem.k_blocks() >= DEEP_PAIR_K_BLOCKS;
+    if !applies {
+        return None;
+    }
+    let ws = warp_specialized(problem, machine, pins, best, 1)?;
+    let tile = (c.block_m, c.block_n, c.block_k);
+    let fits = |s: &i64| smem_bytes(problem, tile, *s, ws.config.epilogue, ws.config.scales, ws.config.schedule, 1) <= machine.smem_bytes;
+    let stages = (ws.config.stages..=STAGES_LIMIT.min(problem.k_blocks())).rev().find(fits)?;
+    let config = Config { stages, cluster: Along::M, ..ws.config };
+    Some(Candidate { config, smem_bytes: smem_bytes(problem, tile, stages, config.epilogue, config.scales, config.schedule, 1), ..ws })
+}
+
+/// Rule 15: the widest tile that takes the deep clustered schedule.
+const DEEP_PAIR_MAX_BLOCK_N: i64 = 64;
+
+/// Rule 15: the fewest K blocks for it (measured at 112).
+const DEEP_PAIR_K_BLOCKS: i64 = 64;
 
 /// Rule 12: the CTAs that share a narrow tile's doubled K loop.
 const SPLITS: i64 = 2;
@@ -1254,8 +1313,8 @@ pub fn check_pins(problem: &Problem, pins: &Pins) -> Result<(), String> {
     if let Some(k) = pins.block_k.filter(|k| ![16, 32, 64, 128].contains(k)) {
         return Err(format!("BLOCK_K must be 16, 32, 64 or 128, found {k}"));
     }
-    if let Some(s) = pins.stages.filter(|s| !(1..=MAX_STAGES).contains(s)) {
-        return Err(format!("stages must be from 1 to {MAX_STAGES}, found {s}"));
+    if let Some(s) = pins.stages.filter(|s| !(1..=STAGES_LIMIT).contains(s)) {
+        return Err(format!("stages must be from 1 to {STAGES_LIMIT}, found {s}"));
     }
     if pins.cluster.is_some_and(|along| along != Along::None) && !problem.clusterable {
         return Err("a cluster needs CTAs whose tiles share an operand tile; scalar loads or a batch over grid z rule clusters out".to_string());
@@ -1323,7 +1382,9 @@ mod tests {
             // gives 112. 8*22536 + 14336 = 194624.
             ((128, 7168, 16384), (64, 112, 8, TMA, 1, 128)),
             // 64x64 and 128x32 both give 128 tiles and 524288 padded elements; wider N.
-            ((128, 4096, 7168), (64, 64, 8, TMA, 1, 128)),
+            // Its two rows of 64x64 tiles over 112 K blocks take rule 15: one
+            // consumer, clusters along M, 13*16384 + 8192 + 26 mbarriers = 221392.
+            ((128, 4096, 7168), (64, 64, 13, TMA, 1, 128)),
             ((128, 7168, 2048), (64, 112, 8, TMA, 1, 128)),
             // 128x176: 32*12 = 384 tiles, 3 waves, last 120. Two waves would need
             // <= 264 tiles (128x256 gives 288); 128x192 gives 352 (last 88), 128x160
@@ -1365,10 +1426,10 @@ mod tests {
         // The partial f32 tile counts: 8 stages of (64 + 32) * 128 bytes and
         // 8 barriers, then 64*32*4 and the 64*32*2 output tile.
         assert_eq!(c.smem_bytes, 8 * 12288 + 8192 + 4096 + 8 * 8);
-        // 64-column tiles, or K under 32 blocks, keep one CTA per tile and the pipeline.
+        // 64-column tiles, or K under 32 blocks, keep one CTA per tile (and
+        // at 128x4096x7168 take rule 15's schedule).
         for (m, n, k) in [(128, 4096, 7168), (64, 2112, 1024)] {
-            let c = pick(m, n, k).config;
-            assert_eq!((c.splits, c.schedule), (1, Schedule::Pipeline), "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k).config.splits, 1, "{m}x{n}x{k}");
         }
         // Operands chosen by data or batched (grouped, masked): never split;
         // nor with N or a cluster pinned.
@@ -1520,6 +1581,33 @@ mod tests {
         // C rows that TMA cannot store (N * 2 bytes not a multiple of 16)
         // take direct stores in the warp-specialised tile too.
         assert_eq!(pick_of(4096, 24572, 1536).epilogue.word(), GLOBAL);
+    }
+
+    #[test]
+    fn two_rows_of_narrow_tiles_pair_up_with_deep_pipelines() {
+        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        // Rule 15: one wave of 64x64 tiles over two rows (M = 128) and 112 K
+        // blocks: one consumer, pairs along M sharing B, the most stages that
+        // fit (13 of 16: 14 do not). The pipelined tile follows.
+        let ranked = rank(&bf16(128, 4096, 7168), &Machine::H100, &Pins::default());
+        let deep = &ranked[0];
+        assert_eq!((deep.config.schedule, deep.config.cluster, deep.config.stages), (Schedule::WarpSpecialized { consumers: 1 }, Along::M, 13));
+        assert!(deep.reason.contains("rule 15"), "{}", deep.reason);
+        assert_eq!((ranked[1].config.schedule, ranked[1].config.stages), (Schedule::Pipeline, 8));
+        // Not for wider tiles (64x112), one row of tiles (M = 64), a short K,
+        // data-chosen operands, or pinned stages or clusters.
+        for (p, pins) in [
+            (bf16(128, 7168, 16384), Pins::default()),
+            (bf16(64, 4096, 7168), Pins::default()),
+            (bf16(128, 4096, 2048), Pins::default()),
+            (Problem { clusterable: false, ..bf16(128, 4096, 7168) }, Pins::default()),
+            (bf16(128, 4096, 7168), Pins { stages: Some(8), ..Pins::default() }),
+            (bf16(128, 4096, 7168), Pins { cluster: Some(Along::None), ..Pins::default() }),
+        ] {
+            let c = choose(&p, &Machine::H100, &pins).unwrap().config;
+            let deep = c.schedule == Schedule::WarpSpecialized { consumers: 1 } && c.cluster == Along::M && c.stages > MAX_STAGES;
+            assert!(!deep, "{}x{}x{} {pins}", p.m, p.n, p.k);
+        }
     }
 
     #[test]

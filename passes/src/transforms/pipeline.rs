@@ -35,7 +35,7 @@ pub const INFO: PassInfo = PassInfo {
     name: "tile-pipeline",
     summary: "Multi-buffer dot operands and overlap TMA loads with asynchronous wgmma",
     options: &[
-        OptionSpec { name: "stages", kind: OptionKind::Int { min: 1, max: 8 }, default: "3", help: "shared-memory buffers per operand" },
+        OptionSpec { name: "stages", kind: OptionKind::Int { min: 1, max: crate::config_rules::STAGES_LIMIT }, default: "3", help: "shared-memory buffers per operand" },
         OptionSpec {
             name: "wait-depth",
             kind: OptionKind::Int { min: 0, max: 7 },

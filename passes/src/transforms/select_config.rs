@@ -42,7 +42,7 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "block-m", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "pin BLOCK_M (0: choose)" },
         OptionSpec { name: "block-n", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "pin BLOCK_N (0: choose)" },
         OptionSpec { name: "block-k", kind: OptionKind::Int { min: 0, max: 128 }, default: "0", help: "pin BLOCK_K (0: choose)" },
-        OptionSpec { name: "stages", kind: OptionKind::Int { min: 0, max: 8 }, default: "0", help: "pin the pipeline stages (0: the most that fit)" },
+        OptionSpec { name: "stages", kind: OptionKind::Int { min: 0, max: crate::config_rules::STAGES_LIMIT }, default: "0", help: "pin the pipeline stages (0: the most that fit)" },
         OptionSpec {
             name: "cluster",
             kind: OptionKind::Enum(&["auto", "m", "n", "none"]),

@@ -64,7 +64,7 @@ pub const INFO: PassInfo = PassInfo {
     summary: "Split the K loop into a TMA producer warpgroup and wgmma consumer warpgroups",
     options: &[
         OptionSpec { name: "consumers", kind: OptionKind::Int { min: 1, max: 2 }, default: "2", help: "consumer warpgroups" },
-        OptionSpec { name: "stages", kind: OptionKind::Int { min: 2, max: 8 }, default: "4", help: "shared-memory stages" },
+        OptionSpec { name: "stages", kind: OptionKind::Int { min: 2, max: crate::config_rules::STAGES_LIMIT }, default: "4", help: "shared-memory stages" },
         OptionSpec { name: "producer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per producer thread (0: 40, or 32 beside two consumers with wide block-scaled accumulators)" },
         OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per consumer thread (0: 232)" },
         SCALES_OPTION,
