@@ -183,12 +183,13 @@
 //!     n88 halves) and -3.5% at 4096^3 (128x128: n64 halves re-read A
 //!     more than the overlap saves).
 //! 15. Deep pairs: a BF16 pick of one wave over exactly two rows of 64-row
-//!     tiles at most 64 columns wide, over at least 64 K blocks, runs
+//!     tiles at most 64 columns wide, over at least 112 K blocks, runs
 //!     warp-specialised with one consumer, both rows of tiles in 2-CTA
 //!     clusters along M (each B tile loaded once for the pair) and the most
 //!     stages that fit, past rule 6's 8 up to [`STAGES_LIMIT`]: cuBLAS's
-//!     form for such shapes. On the H100 (2026-11-26) +3.2 to +3.6% at
-//!     128x4096x7168 (64x64, 13 stages); level or slower with 64x112 tiles.
+//!     form for such shapes. On the H100 (2026-11-26) +3.2 to +4% at
+//!     128x4096x7168 (64x64, 13 stages, 112 K blocks), -0.8% at
+//!     128x4096x4096 (64 K blocks); level or slower with 64x112 tiles.
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use tilec_dialects::tile::dot::{blocks_covering, SCALE_BLOCK_N};
@@ -1075,7 +1076,7 @@ const LONG_K_BLOCKS: i64 = 32;
 /// are too short for fewer stages to cover the memory's latency. cuBLAS
 /// runs this shape so (`nvjet_sm90_tst_64x64_64x13_2x1`: 64x64, 13 stages,
 /// 2x1 clusters). On the H100 (2026-11-26) at 128x4096x7168 (64x64, 112 K
-/// blocks, 13 stages) +3.2 to +3.6% over the pipelined pick in four runs;
+/// blocks, 13 stages) +3.2 to +4% over the pipelined pick in five runs;
 /// the same kernel with 8 stages ran 4% slower than the pick, and the
 /// pipeline with 13 stages level with it; with 64x112 tiles (9 stages) it
 /// was level at 256 K blocks and 6.5% slower at 32.
@@ -1107,8 +1108,10 @@ fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
 /// Rule 15: the widest tile that takes the deep clustered schedule.
 const DEEP_PAIR_MAX_BLOCK_N: i64 = 64;
 
-/// Rule 15: the fewest K blocks for it (measured at 112).
-const DEEP_PAIR_K_BLOCKS: i64 = 64;
+/// Rule 15: the fewest K blocks for it: at 128x4096x7168 (112) it gained
+/// 3.2-4%, at 128x4096x4096 (64) it lost 0.8% (H100, 2026-11-26); between
+/// them not measured.
+const DEEP_PAIR_K_BLOCKS: i64 = 112;
 
 /// Rule 12: the CTAs that share a narrow tile's doubled K loop.
 const SPLITS: i64 = 2;
@@ -1594,12 +1597,12 @@ mod tests {
         assert_eq!((deep.config.schedule, deep.config.cluster, deep.config.stages), (Schedule::WarpSpecialized { consumers: 1 }, Along::M, 13));
         assert!(deep.reason.contains("rule 15"), "{}", deep.reason);
         assert_eq!((ranked[1].config.schedule, ranked[1].config.stages), (Schedule::Pipeline, 8));
-        // Not for wider tiles (64x112), one row of tiles (M = 64), a short K,
-        // data-chosen operands, or pinned stages or clusters.
+        // Not for wider tiles (64x112), one row of tiles (M = 64), 64 K
+        // blocks, data-chosen operands, or pinned stages or clusters.
         for (p, pins) in [
             (bf16(128, 7168, 16384), Pins::default()),
             (bf16(64, 4096, 7168), Pins::default()),
-            (bf16(128, 4096, 2048), Pins::default()),
+            (bf16(128, 4096, 4096), Pins::default()),
             (Problem { clusterable: false, ..bf16(128, 4096, 7168) }, Pins::default()),
             (bf16(128, 4096, 7168), Pins { stages: Some(8), ..Pins::default() }),
             (bf16(128, 4096, 7168), Pins { cluster: Some(Along::None), ..Pins::default() }),
