@@ -133,6 +133,38 @@ fn compile_kernel(module: &mut Module, input: &str, text: &str) -> Result<Compil
 mod tests {
     use super::*;
 
+    /// `tile.config` entries that follow from [`KERNEL_KEYS`] (the schedule
+    /// makes a kernel persistent and orders its tiles; block N and the
+    /// scales give the wgmma's N).
+    const FOLLOWING: [&str; 3] = ["persistent", "tile_order", "mma_n"];
+    /// The problem and the figures config selection ranked by: the same
+    /// kernel serves other shapes.
+    const FIGURES: [&str; 7] = ["m", "n", "k", "sms", "waves", "last_wave", "smem_bytes"];
+
+    /// Every entry config selection writes either tells kernels apart or is
+    /// accounted for, so a new entry cannot make two picks share a kernel
+    /// unnoticed (as the cluster once did).
+    #[test]
+    fn every_config_entry_tells_kernels_apart_or_follows() {
+        let examples = ["examples/gemm_bf16.tile", "examples/gemm_fp8_blockscaled.tile"];
+        // Picks with a chunked epilogue and clusters, split K, grouped order,
+        // staged scales and column halves.
+        let shapes: [Shape; 4] = [(4096, 24576, 1536), (64, 2112, 7168), (8192, 8192, 8192), (4096, 7168, 16384)];
+        let request = ConfigRequest::default();
+        for path in examples {
+            let text = std::fs::read_to_string(path).expect("example");
+            for shape in shapes {
+                let mut module = parse_and_verify(&text, path).expect("parses");
+                run_passes(&mut module, &request.select_pass(Some(shape)), &PassFlags::default(), path, &text).expect("selects");
+                let Some(Attribute::Dict(d)) = module.functions[0].attrs.get("tile.config") else { panic!("no tile.config") };
+                for (key, _) in d.iter() {
+                    let known = KERNEL_KEYS.contains(&key) || FOLLOWING.contains(&key) || FIGURES.contains(&key);
+                    assert!(known, "{path} at {shape:?}: tile.config's '{key}' is in no list");
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_m_axis_is_split_at_the_shapes() {
         let picks = vec![

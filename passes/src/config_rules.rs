@@ -645,11 +645,17 @@ pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64
 /// Rule 6: the most stages that fit (the pinned count, if it fits), or
 /// `None` when not even one does.
 fn most_stages(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), epilogue: Epilogue, scales: Scales, schedule: Schedule, splits: i64) -> Option<i64> {
-    let fits = |s: &i64| smem_bytes(problem, tile, *s, epilogue, scales, schedule, splits) <= machine.smem_bytes;
     match pins.stages {
-        Some(s) => Some(s).filter(fits),
-        None => (1..=ceil_div(problem.k, tile.2).clamp(1, MAX_STAGES)).rev().find(fits),
+        Some(s) => Some(s).filter(|&s| smem_bytes(problem, tile, s, epilogue, scales, schedule, splits) <= machine.smem_bytes),
+        None => stages_that_fit(problem, machine, tile, epilogue, scales, schedule, splits, MAX_STAGES),
     }
+}
+
+/// The most stages, at most `most` and at most the K blocks (more buffers
+/// than K blocks never fill), whose shared memory fits.
+#[allow(clippy::too_many_arguments)]
+fn stages_that_fit(problem: &Problem, machine: &Machine, tile: (i64, i64, i64), epilogue: Epilogue, scales: Scales, schedule: Schedule, splits: i64, most: i64) -> Option<i64> {
+    (1..=ceil_div(problem.k, tile.2).clamp(1, most)).rev().find(|&s| smem_bytes(problem, tile, s, epilogue, scales, schedule, splits) <= machine.smem_bytes)
 }
 
 /// Rules 6 and 11: the stages, and where block-scaled FP8's scales wait.
@@ -1098,11 +1104,10 @@ fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
         return None;
     }
     let ws = warp_specialized(problem, machine, pins, best, 1)?;
-    let tile = (c.block_m, c.block_n, c.block_k);
-    let fits = |s: &i64| smem_bytes(problem, tile, *s, ws.config.epilogue, ws.config.scales, ws.config.schedule, 1) <= machine.smem_bytes;
-    let stages = (ws.config.stages..=STAGES_LIMIT.min(problem.k_blocks())).rev().find(fits)?;
-    let config = Config { stages, cluster: Along::M, ..ws.config };
-    Some(Candidate { config, smem_bytes: smem_bytes(problem, tile, stages, config.epilogue, config.scales, config.schedule, 1), ..ws })
+    let (tile, w) = ((c.block_m, c.block_n, c.block_k), ws.config);
+    let stages = stages_that_fit(problem, machine, tile, w.epilogue, w.scales, w.schedule, w.splits, STAGES_LIMIT)?;
+    let config = Config { stages, cluster: Along::M, ..w };
+    Some(Candidate { config, smem_bytes: smem_bytes(problem, tile, stages, w.epilogue, w.scales, w.schedule, w.splits), ..ws })
 }
 
 /// Rule 15: the widest tile that takes the deep clustered schedule.
