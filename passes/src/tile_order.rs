@@ -3,7 +3,9 @@
 //! CTA of a 1-D grid): the output tile store that gives the tile counts,
 //! and grouped rasterisation, G tiles down M, then across N, so that the
 //! CTAs running at once share rows of A and columns of B in L2 (the order
-//! CUTLASS, Triton and TIRx use).
+//! CUTLASS, Triton and TIRx use), optionally as a snake: every other group
+//! walks N backwards, so a group starts on the columns of B the last one
+//! ended on.
 
 use crate::op_error;
 use tilec_dialects::ir::{Attributes, Block, Body, Builder, Op, Value};
@@ -102,9 +104,40 @@ fn tile_count(b: &mut Builder<'_>, tensor: Value, dim: i64, extent: i64, name: &
     b.name(count, name)
 }
 
+/// The order of the tiles within grouped rasterisation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TileOrder {
+    /// Every group walks N from its first column.
+    Grouped,
+    /// Odd groups walk N from its last column back.
+    Snake,
+}
+
+impl TileOrder {
+    /// The option and `tile.config` words, in variant order.
+    pub const WORDS: &'static [&'static str] = &["grouped", "snake"];
+
+    /// The word naming this order.
+    pub fn word(self) -> &'static str {
+        match self {
+            TileOrder::Grouped => "grouped",
+            TileOrder::Snake => "snake",
+        }
+    }
+
+    /// The order a word of [`Self::WORDS`] names.
+    pub fn parse(word: &str) -> TileOrder {
+        if word == "snake" {
+            TileOrder::Snake
+        } else {
+            TileOrder::Grouped
+        }
+    }
+}
+
 /// Tile `t`'s (m, n) in grouped order: groups of `group` tile rows; within a
-/// group, down M first, then across N.
-pub fn grouped_coords(b: &mut Builder<'_>, t: Value, tiles_m: Value, tiles_n: Value, group: i64) -> (Value, Value) {
+/// group, down M first, then across N (backwards in odd groups of a snake).
+pub fn grouped_coords(b: &mut Builder<'_>, t: Value, tiles_m: Value, tiles_n: Value, group: i64, order: TileOrder) -> (Value, Value) {
     let g = b.index(group);
     let in_group = Muli::build(b, g, tiles_n, Attributes::new()).result(b.body);
     let group_id = Divsi::build(b, t, in_group, Attributes::new()).result(b.body);
@@ -114,6 +147,17 @@ pub fn grouped_coords(b: &mut Builder<'_>, t: Value, tiles_m: Value, tiles_n: Va
     let within = Remsi::build(b, t, in_group, Attributes::new()).result(b.body);
     let dm = Remsi::build(b, within, group_m, Attributes::new()).result(b.body);
     let m = Addi::build(b, first_m, dm, Attributes::new()).result(b.body);
-    let n = Divsi::build(b, within, group_m, Attributes::new()).result(b.body);
+    let mut n = Divsi::build(b, within, group_m, Attributes::new()).result(b.body);
+    if order == TileOrder::Snake {
+        // n + (group_id % 2) * (tiles_n - 1 - 2n): n in even groups, its mirror in odd ones.
+        let one = b.index(1);
+        let two = b.index(2);
+        let odd = Remsi::build(b, group_id, two, Attributes::new()).result(b.body);
+        let last = Subi::build(b, tiles_n, one, Attributes::new()).result(b.body);
+        let mirror = Subi::build(b, last, n, Attributes::new()).result(b.body);
+        let shift = Subi::build(b, mirror, n, Attributes::new()).result(b.body);
+        let shift = Muli::build(b, odd, shift, Attributes::new()).result(b.body);
+        n = Addi::build(b, n, shift, Attributes::new()).result(b.body);
+    }
     (b.name(m, "pid_m"), b.name(n, "pid_n"))
 }

@@ -1,9 +1,10 @@
-//! `tile-persistent{group=G}`: one CTA per SM loops over the output tiles.
-//! The kernel body becomes the body of
+//! `tile-persistent{group=G order=O}`: one CTA per SM loops over the output
+//! tiles. The kernel body becomes the body of
 //! `tile.for %t = block_id to num_tiles step num_blocks`, and the tile's
 //! coordinates come from grouped rasterisation: G tiles down M, then across
 //! N, so consecutive CTAs share A rows and B columns in L2 (the order CUTLASS
-//! and TIRx use). The function gets `grid = "sms"`: the launcher starts one
+//! and TIRx use); with `order=snake` every other group walks N backwards
+//! (`crate::tile_order`). The function gets `grid = "sms"`: the launcher starts one
 //! CTA per SM. A kernel whose output has a leading batch dimension indexed
 //! by `tile.block_id z` (a grouped GEMM's expert) walks every batch's tiles
 //! in turn, batch-major.
@@ -20,7 +21,7 @@ use crate::options::{OptionKind, OptionSpec};
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::tile_order::{grouped_coords, OutputTiles};
+use crate::tile_order::{grouped_coords, OutputTiles, TileOrder};
 use crate::{op_error, Pass};
 use tilec_dialects::ir::{Attribute, Attributes, Builder, InsertPoint, Op, Type, Value};
 use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, For, Muli, NumBlocks, Remsi, Yield};
@@ -33,6 +34,12 @@ pub const INFO: PassInfo = PassInfo {
     options: &[
         OptionSpec { name: "group", kind: OptionKind::Int { min: 1, max: 64 }, default: "8", help: "tiles along M in one rasterisation group" },
         OptionSpec {
+            name: "order",
+            kind: OptionKind::Enum(TileOrder::WORDS),
+            default: "grouped",
+            help: "walk N forwards in every group (grouped) or backwards in every other one (snake) (default: tile.config's tile_order)",
+        },
+        OptionSpec {
             name: "cluster-pairs",
             kind: OptionKind::Enum(Along::WORDS),
             default: "none",
@@ -41,13 +48,22 @@ pub const INFO: PassInfo = PassInfo {
     ],
     phases: PhaseRule { needs: Phase::Tile..=Phase::TileLayouts, leaves: None, reason: "pipelined and warp-specialised K loops count their barrier phases from the kernel's start, so the loop over tiles must exist before they are scheduled (run tile-persistent before tile-pipeline and tile-warp-specialize)" },
     create: |options| {
-        Box::new(Persistent { group: options.int("group"), pairs: Along::parse(options.word("cluster-pairs")), pairs_from_config: !options.given("cluster-pairs") })
+        Box::new(Persistent {
+            group: options.int("group"),
+            order: TileOrder::parse(options.word("order")),
+            order_from_config: !options.given("order"),
+            pairs: Along::parse(options.word("cluster-pairs")),
+            pairs_from_config: !options.given("cluster-pairs"),
+        })
     },
 };
 
 /// The `tile-persistent` pass with its options resolved.
 pub struct Persistent {
     group: i64,
+    order: TileOrder,
+    /// Whether `order` was left out, so `tile.config`'s `tile_order` decides.
+    order_from_config: bool,
     pairs: Along,
     /// Whether `cluster-pairs` was left out, so `tile.config`'s `cluster` decides.
     pairs_from_config: bool,
@@ -67,6 +83,12 @@ impl Pass for Persistent {
         // grid z is not a batch of problems.
         if func.attrs.get("cluster_dims").is_some() {
             return Err(Diagnostic::error(func.loc.clone(), "tile-persistent needs a kernel without 'cluster_dims': a split-K kernel (tile-split-k) keeps one CTA per split of a tile, and tile-cluster-split runs after this pass"));
+        }
+        if self.order_from_config {
+            // A plain kernel's tile.config says "grid", which keeps the default.
+            if let Some(word) = crate::config::config_word(func, "tile_order", &["grid", "grouped", "snake"])? {
+                self.order = TileOrder::parse(word);
+            }
         }
         if self.pairs_from_config {
             if let Some(word) = crate::config::config_word(func, "cluster", Along::WORDS)? {
@@ -132,7 +154,7 @@ impl Pass for Persistent {
             None => (None, t),
         };
         let group = if self.pairs == Along::M { (self.group / CLUSTER_SIZE).max(1) } else { self.group };
-        let (m, n) = grouped_coords(&mut lb, t, grid_m, grid_n, group);
+        let (m, n) = grouped_coords(&mut lb, t, grid_m, grid_n, group, self.order);
         let (m, n) = match (self.pairs, rank) {
             (Along::M, Some(rank)) => {
                 let pair = lb.name(m, "pair_m");

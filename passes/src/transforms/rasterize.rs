@@ -18,7 +18,7 @@ use crate::config::config_int;
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
-use crate::tile_order::{grouped_coords, OutputTiles};
+use crate::tile_order::{grouped_coords, OutputTiles, TileOrder};
 use crate::Pass;
 use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint};
 use tilec_dialects::tile::BlockId;
@@ -72,7 +72,7 @@ impl Pass for Rasterize {
         let tile = BlockId::build(&mut b, 0, Attributes::new()).result(b.body);
         let tile = b.name(tile, "tile");
         let (tiles_m, tiles_n) = tiles.counts(&mut b);
-        let (m, n) = grouped_coords(&mut b, tile, tiles_m, tiles_n, group);
+        let (m, n) = grouped_coords(&mut b, tile, tiles_m, tiles_n, group, TileOrder::Grouped);
         body.replace_all_uses(func.region, pid_m, m);
         body.replace_all_uses(func.region, pid_n, n);
         body.remove_op(bid_m);
