@@ -312,7 +312,11 @@ impl Plan {
         };
         let mut cursor = 0i64;
         let mut bar_order = Vec::new();
+        // The output tile's shape, which sets the grid: the tile stored
+        // directly, or the tile written into a TMA store's buffer (a chunked
+        // epilogue's box is narrower than the tile it stores).
         let mut store = None;
+        let mut store_box = None;
         let mut consumers = 1;
         for op in body.walk_region(f.region) {
             let data = &body.ops[op];
@@ -417,7 +421,15 @@ impl Plan {
                     plan.row_major(tensor, &data.loc, name)?;
                     plan.tensors[tensor].stored = true;
                     plan.add_tma(tensor, &geom, st.coords(body).len());
-                    let shape = [geom.rows, geom.cols];
+                    store_box.get_or_insert([geom.rows, geom.cols]);
+                }
+                Opcode::NvStoreShared => {
+                    let st = nv::StoreShared::of(body, op).ok_or_else(malformed)?;
+                    let tile = body.value_type(st.value(body)).as_tile().ok_or_else(malformed)?;
+                    let &[rows, cols] = &tile.shape[..] else {
+                        return Err(error(&data.loc, name, "only rank-2 tiles are stored into shared memory by the lowering"));
+                    };
+                    let shape = [rows, cols];
                     if store.is_some_and(|s| s != shape) {
                         return Err(error(&data.loc, name, "all stores must have one tile shape (it sets the grid)"));
                     }
@@ -439,7 +451,7 @@ impl Plan {
                 format!("the kernel needs {} bytes of shared memory, more than sm_90's {}", plan.smem_bytes, tilec_artifact::MAX_DYNAMIC_SMEM_SM90),
             ));
         }
-        let [rows, cols] = store.ok_or_else(|| {
+        let [rows, cols] = store.or(store_box).ok_or_else(|| {
             Diagnostic::error(f.loc.clone(), "the lowering needs an 'nv.store_global' or 'nv.tma_store' of the output tile (it sets the grid)")
         })?;
         // Consumer warpgroups split the CTA's tile along M, each storing its rows.
