@@ -83,11 +83,13 @@
 //!    than 2 waves is another, since its TMA-store epilogue overlaps the
 //!    next tile's main loop (on the H100, 2026-11-25: +7.3% at
 //!    4096x24576x1536, +3.7% at 4096x32768x512 and 4096x7168x2048; with
-//!    longer K -0.3% to -3.5%); over at most 8 K blocks a 128-row pick
-//!    wider than 128 columns narrows to 128x128 with one consumer (+3.8 to
-//!    +4.8% at 4096x32768x512, 2026-11-26; -4 to -7% at 32 K blocks); so
-//!    is BF16 over at most 64 K blocks where rule 8's chunks give the
-//!    warp-specialised tile a stage more (+1.8% at 4096^3, 2026-11-26). A
+//!    longer K -0.3% to -3.5%); so is BF16 over at most 64 K blocks where
+//!    rule 8's chunks give the warp-specialised tile a stage more (+1.8% at
+//!    4096^3, 2026-11-26). Over at most 8 K blocks the 128x256 tile stays
+//!    whole: with rule 8's fourth stage and rule 10's clusters it ran 4-9.5%
+//!    faster than 128x128 with one consumer at 2048, 4096 and 8192 x 32768
+//!    x 512, 4096x16384x512 and 4096x8192x256 (H100, 2026-11-26; before
+//!    the fourth stage 128x128 had been 3.8-4.8% faster at 4096x32768x512). A
 //!    tile at most 32 columns wide with a
 //!    long K is the last exception: each K step's wgmma (64x16 or 64x32)
 //!    is too short for one warpgroup that both waits on it and issues the
@@ -861,7 +863,7 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
             ranked.insert(1, pingpong);
         }
         for consumers in [2, 1] {
-            let tile = if consumers == 2 { two_consumer_tile(problem, machine, pins, &best) } else { one_consumer_tile(problem, machine, pins, &best) };
+            let tile = if consumers == 2 { two_consumer_tile(problem, machine, pins, &best) } else { Some(best.clone()) };
             if let Some(ws) = tile.and_then(|tile| warp_specialized(problem, machine, pins, &tile, consumers)) {
                 ranked.insert(1, ws);
             }
@@ -1193,30 +1195,6 @@ fn two_consumer_tile(problem: &Problem, machine: &Machine, pins: &Pins, best: &C
     tile_candidate(problem, machine, pins, (128, c.block_n, c.block_k), c.splits)
 }
 
-/// Rule 7: the tile one consumer holds, the pick's; for BF16 over at most
-/// [`BF16_SHORT_K_BLOCKS`] K blocks, a pick 128 rows tall and wider than
-/// 128 columns narrows to 128x128, which one warpgroup holds. On the H100
-/// (2026-11-26, in clusters along M as rule 10 then pairs it) 128x128 with
-/// one consumer ran 3.8-5.3% faster than 128x256 over two at
-/// 4096x32768x512 (four runs), 7% at 4096x8192x256 and 2-3% at
-/// 8192x32768x512, while at 4096x7168x2048 (32 K blocks) it lost 4-7%.
-fn one_consumer_tile(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
-    let c = best.config;
-    let narrow = problem.precision == Precision::Bf16
-        && problem.k_blocks() <= BF16_SHORT_K_BLOCKS
-        && c.block_m == 128
-        && c.block_n > 128
-        && pins.block_n.is_none();
-    if !narrow {
-        return Some(best.clone());
-    }
-    tile_candidate(problem, machine, pins, (128, 128, c.block_k), c.splits)
-}
-
-/// Rule 7: the most K blocks at which a BF16 tile one consumer holds
-/// (128x128) beats a wider one over two.
-const BF16_SHORT_K_BLOCKS: i64 = 8;
-
 /// Rule 7's alternative: the best tile split over `consumers` warpgroups fed
 /// by a producer, persistent over the fewest SMs that keep the waves.
 fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate, consumers: i64) -> Option<Candidate> {
@@ -1402,7 +1380,9 @@ mod tests {
             // BM*BN >= 33156.
             ((4096, 24576, 1536), (128, 256, 4, TMA, 24, 36)),
             // 32*128 = 4096 tiles, 32 waves, last 4; 31 waves needs BM*BN >= 32800.
-            ((4096, 32768, 512), (128, 128, 6, TMA, 63, 8)),
+            // Warp-specialised (rule 7) with its output in 128-column chunks
+            // (rule 8): 4*49152 + 2*64*128*2 + 8 mbarriers = 229440.
+            ((4096, 32768, 512), (128, 256, 4, TMA, 32, 4)),
             // 32*28 = 896 tiles, 7 waves, last 104; 128x240 and 128x224 take 8 waves.
             ((4096, 7168, 16384), (128, 256, 3, TMA, 7, 104)),
             ((4096, 4096, 7168), (128, 256, 3, TMA, 4, 116)),
@@ -1561,12 +1541,10 @@ mod tests {
         // At most 32 K blocks over more than 2 waves: persistent, the
         // TMA-store epilogue, and pairs along M multicasting B (rule 10's
         // exception); the same kernel without clusters ranks second. Over
-        // 12 and 32 blocks, 128x256 over two consumers with 4 stages, its
+        // 8, 12 and 32 blocks, 128x256 over two consumers with 4 stages, its
         // output stored 128 columns at a time (rule 8: 4*(384*64*2) +
-        // 2*64*128*2 + 8 mbarriers = 229440 bytes; 3 with the whole tile); over 8 (K = 512), 128x128
-        // with one consumer and 6, whose half-wide buffer frees too little
-        // for a seventh.
-        for (n, k, block_n, consumers, stages, chunk) in [(24576, 1536, 256, 2, 4, Some(128)), (7168, 2048, 256, 2, 4, Some(128)), (32768, 512, 128, 1, 6, None)] {
+        // 2*64*128*2 + 8 mbarriers = 229440 bytes; 3 with the whole tile).
+        for (n, k, block_n, consumers, stages, chunk) in [(24576, 1536, 256, 2, 4, Some(128)), (7168, 2048, 256, 2, 4, Some(128)), (32768, 512, 256, 2, 4, Some(128))] {
             let c = pick_of(4096, n, k);
             let got = (c.block_n, c.schedule, c.epilogue.word(), c.epilogue_chunk(), c.stages, c.cluster);
             assert_eq!(got, (block_n, Schedule::WarpSpecialized { consumers }, TMA, chunk, stages, Along::M), "4096x{n}x{k}");
@@ -1574,10 +1552,6 @@ mod tests {
             let second = &rank(&problem, &Machine::H100, &Pins::default())[1];
             assert_eq!(second.config, Config { cluster: Along::None, ..c });
         }
-        // A pinned block N keeps the pick's width.
-        let pinned = Problem { m: 4096, n: 32768, k: 512, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
-        let wide = choose(&pinned, &Machine::H100, &Pins { block_n: Some(256), ..Pins::default() }).unwrap().config;
-        assert_eq!((wide.block_n, wide.schedule), (256, Schedule::WarpSpecialized { consumers: 2 }));
         // Up to 64 K blocks where the chunked epilogue adds a stage, still
         // warp-specialised, without clusters past 32 blocks.
         let square = pick_of(4096, 4096, 4096);
@@ -1774,7 +1748,7 @@ mod tests {
         assert_eq!(order(1024, 8192, 65536), 0);
         // Persistent (warp-specialised) picks order their own loop; split
         // picks keep their grid.
-        assert_eq!((pick(4096, 32768, 512).config.schedule, order(4096, 32768, 512)), (Schedule::WarpSpecialized { consumers: 1 }, 0));
+        assert_eq!((pick(4096, 32768, 512).config.schedule, order(4096, 32768, 512)), (Schedule::WarpSpecialized { consumers: 2 }, 0));
         assert_eq!((pick(64, 2112, 7168).config.splits, order(64, 2112, 7168)), (2, 0));
     }
 
