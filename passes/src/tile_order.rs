@@ -117,14 +117,6 @@ impl TileOrder {
     /// The option and `tile.config` words, in variant order.
     pub const WORDS: &'static [&'static str] = &["grouped", "snake"];
 
-    /// The word naming this order.
-    pub fn word(self) -> &'static str {
-        match self {
-            TileOrder::Grouped => "grouped",
-            TileOrder::Snake => "snake",
-        }
-    }
-
     /// The order a word of [`Self::WORDS`] names.
     pub fn parse(word: &str) -> TileOrder {
         if word == "snake" {
