@@ -165,11 +165,10 @@ pub(crate) fn run_tile_passes(
         }
         None => {
             run_passes(module, &select, flags, name, text)?;
-            let rest = pipeline_after_config(module)?;
             if flags.dump_pass_pipeline {
-                eprint!("{}", crate::cli::describe_config_pipeline(&select, &rest)?);
+                eprint!("{}", crate::cli::describe_config_pipeline(&select, &pipeline_after_config(module)?)?);
             }
-            run_passes(module, &rest, flags, name, text)
+            run_passes_after_config(module, flags, name, text)
         }
     }
 }
