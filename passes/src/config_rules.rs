@@ -85,7 +85,11 @@
 //!    4096x24576x1536, +3.7% at 4096x32768x512 and 4096x7168x2048; with
 //!    longer K -0.3% to -3.5%); so is BF16 over at most 64 K blocks where
 //!    rule 8's chunks give the warp-specialised tile a stage more (+1.8% at
-//!    4096^3, 2026-11-26). Over at most 8 K blocks the 128x256 tile stays
+//!    4096^3, 2026-11-26), and whatever K where two consumers share the
+//!    tile and store it by TMA: they leave no wgmma group in flight, so the
+//!    producer gets each stage back an iteration sooner (+1.8% at 8192^3,
+//!    +2.2% at 4096x4096x7168, +1% at 4096x7168x16384 and 4096x2112x7168,
+//!    2026-11-26). Over at most 8 K blocks the 128x256 tile stays
 //!    whole: with rule 8's fourth stage and rule 10's clusters it ran 4-9.5%
 //!    faster than 128x128 with one consumer at 2048, 4096 and 8192 x 32768
 //!    x 512, 4096x16384x512 and 4096x8192x256 (H100, 2026-11-26; before
@@ -819,6 +823,8 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
         format!("ping-pong alternative: two consumers take turns at whole {}x{} tiles", c.config.block_m, c.config.block_n)
     } else if c.config.schedule != Schedule::Pipeline {
         format!("warp-specialised alternative of the pick's tile ({} consumer(s))", c.config.num_warps / 4 - 1)
+    } else if same_tile && best.config.schedule != Schedule::Pipeline && c.config.epilogue.word() != best.config.epilogue.word() {
+        format!("pipelined direct-store alternative of the pick's tile ({} stages without the output tile)", c.config.stages)
     } else if same_tile && best.config.schedule != Schedule::Pipeline {
         "pipelined alternative of the pick's tile (rules 7 and 15 prefer warp specialisation here)".to_string()
     } else if same_tile && c.config.epilogue != best.config.epilogue {
@@ -1028,9 +1034,17 @@ fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
 /// [`FEW_WAVES`] waves of tiles: over at least 32 blocks of K, block-scaled
 /// FP8 or a tile at most 32 columns wide; over more than
 /// [`PERSISTENT_WAVES`] waves (from two with a tile of at least 128 rows),
-/// block-scaled FP8, and BF16 with at most [`BF16_PERSISTENT_K_BLOCKS`], or
-/// [`BF16_CHUNKED_PERSISTENT_K_BLOCKS`] where the warp-specialised
-/// `alternative` has the extra stage of a chunked epilogue (rule 8).
+/// block-scaled FP8, and BF16 where the warp-specialised `alternative` has
+/// two consumers sharing each tile and a TMA-store epilogue, at any K (they
+/// wait with no wgmma group in flight, which runs each stage's loads an
+/// iteration further ahead: on the H100, 2026-11-26, 128x256 over two
+/// consumers ran 1.8% ahead of the three-stage pipeline at 8192^3, 2.2% at
+/// 4096x4096x7168 and 1% at 4096x7168x16384, and 128x176 1% ahead at
+/// 4096x2112x7168; with direct stores, whose epilogue the consumers wait
+/// for, it was within 2% either way of the pipeline, 2% behind at 2048^3),
+/// or otherwise over at most [`BF16_PERSISTENT_K_BLOCKS`] K blocks, or
+/// [`BF16_CHUNKED_PERSISTENT_K_BLOCKS`] with the extra stage of a chunked
+/// epilogue (rule 8).
 fn prefers_warp_specialized(problem: &Problem, best: &Candidate, alternative: Option<&Candidate>) -> bool {
     let k_blocks = problem.k_blocks();
     let fp8 = problem.precision == Precision::Fp8BlockScaled;
@@ -1041,9 +1055,10 @@ fn prefers_warp_specialized(problem: &Problem, best: &Candidate, alternative: Op
     let two_consumer_waves = if best.config.block_m >= 128 { PERSISTENT_WAVES - 1 } else { PERSISTENT_WAVES };
     let many_fp8_tiles = fp8 && best.waves > two_consumer_waves;
     let chunked = alternative.is_some_and(|c| c.config.epilogue_chunk().is_some());
+    let two_consumers_storing_by_tma = alternative.is_some_and(|c| c.config.schedule == Schedule::WarpSpecialized { consumers: 2 } && matches!(c.config.epilogue, Epilogue::Tma { .. }));
     let short_bf16_k_blocks = if chunked { BF16_CHUNKED_PERSISTENT_K_BLOCKS } else { BF16_PERSISTENT_K_BLOCKS };
-    let many_short_bf16_tiles = !fp8 && k_blocks <= short_bf16_k_blocks && best.waves > PERSISTENT_WAVES;
-    balanced && (long_k || many_fp8_tiles || many_short_bf16_tiles)
+    let many_bf16_tiles = !fp8 && (two_consumers_storing_by_tma || k_blocks <= short_bf16_k_blocks) && best.waves > PERSISTENT_WAVES;
+    balanced && (long_k || many_fp8_tiles || many_bf16_tiles)
 }
 
 /// Rule 7: the waves of tiles to exceed for the persistent
@@ -1058,10 +1073,12 @@ const PERSISTENT_WAVES: i64 = 2;
 const BF16_PERSISTENT_K_BLOCKS: i64 = 32;
 
 /// Rule 7: the same with the warp-specialised kernel's extra stage from a
-/// chunked epilogue (rule 8). On the H100 (2026-11-26) 128x256 over two
-/// consumers with four stages against the three-stage pipeline: +1.8% at
-/// 4096^3 (64 K blocks), -0.5% at 4096x4096x7168 (112), level at 8192^3
-/// (128), -1.3 to -1.6% at 4096x4096x16384 and 4096x7168x16384 (256).
+/// chunked epilogue (rule 8), for a tile two consumers do not share. On the
+/// H100 (2026-11-26) 128x256 over two consumers with four stages and one
+/// wgmma group in flight against the three-stage pipeline: +1.8% at 4096^3
+/// (64 K blocks), -0.5% at 4096x4096x7168 (112), level at 8192^3 (128),
+/// -1.3 to -1.6% at 4096x4096x16384 and 4096x7168x16384 (256); two
+/// consumers now keep none in flight and take any K.
 const BF16_CHUNKED_PERSISTENT_K_BLOCKS: i64 = 64;
 
 /// Rule 7: the most waves of tiles whose K loops are data (a masked grouped
@@ -1333,12 +1350,12 @@ mod tests {
             // would need BM*BN >= 4096^2/396 = 42366 > 32768 (rule 1's largest tile).
             // 256x128 ties on waves, last wave and padding; wider N wins.
             // Stages: 3*49160 + 65536 = 213016 fits, 4 would be 262176; over
-            // 64 K blocks the warp-specialised tile is picked (rule 7), whose
-            // output in 128-column chunks (32768 bytes) leaves room for 4.
+            // more than 2 waves the tile over two consumers is picked (rule 7),
+            // whose output in 128-column chunks (32768 bytes) leaves room for 4.
             ((4096, 4096, 4096), (128, 256, 4, TMA, 4, 116)),
             // 64*32 = 2048 tiles, 16 waves, last 2048 - 15*132 = 68; 15 waves needs
-            // BM*BN >= 8192^2/1980 = 33893. Same stages as above.
-            ((8192, 8192, 8192), (128, 256, 3, TMA, 16, 68)),
+            // BM*BN >= 8192^2/1980 = 33893. Same schedule and stages as above.
+            ((8192, 8192, 8192), (128, 256, 4, TMA, 16, 68)),
             // BM 64 pads M least; BN 16 gives ceil(2112/16) = 132 tiles, one full wave.
             // A 16-column tile over 112 K blocks is split (rule 12): 64x32 tiles,
             // 66 of them, two CTAs each (132). Stages capped at 8: 8*12296, the
@@ -1374,7 +1391,8 @@ mod tests {
             ((128, 7168, 2048), (64, 112, 8, TMA, 1, 128)),
             // 128x176: 32*12 = 384 tiles, 3 waves, last 120. Two waves would need
             // <= 264 tiles (128x256 gives 288); 128x192 gives 352 (last 88), 128x160
-            // 448 (4 waves). 4*38920 + 45056 = 200736; 5 stages do not fit.
+            // 448 (4 waves). Two consumers (rule 7): 4*38920 + 45056 + 8
+            // mbarriers = 200768; 5 stages do not fit.
             ((4096, 2112, 7168), (128, 176, 4, TMA, 3, 120)),
             // 32*96 = 3072 tiles, 24 waves, last 3072 - 23*132 = 36; 23 waves needs
             // BM*BN >= 33156.
@@ -1383,9 +1401,10 @@ mod tests {
             // Warp-specialised (rule 7) with its output in 128-column chunks
             // (rule 8): 4*49152 + 2*64*128*2 + 8 mbarriers = 229440.
             ((4096, 32768, 512), (128, 256, 4, TMA, 32, 4)),
-            // 32*28 = 896 tiles, 7 waves, last 104; 128x240 and 128x224 take 8 waves.
-            ((4096, 7168, 16384), (128, 256, 3, TMA, 7, 104)),
-            ((4096, 4096, 7168), (128, 256, 3, TMA, 4, 116)),
+            // 32*28 = 896 tiles, 7 waves, last 104; 128x240 and 128x224 take 8
+            // waves. Two consumers and chunks as at 4096^3.
+            ((4096, 7168, 16384), (128, 256, 4, TMA, 7, 104)),
+            ((4096, 4096, 7168), (128, 256, 4, TMA, 4, 116)),
             ((4096, 7168, 2048), (128, 256, 4, TMA, 7, 104)),
         ];
         assert_eq!(table.len(), 20);
@@ -1536,7 +1555,7 @@ mod tests {
     }
 
     #[test]
-    fn short_bf16_k_over_many_waves_is_warp_specialized_with_tma_stores() {
+    fn bf16_over_many_waves_is_warp_specialized_with_tma_stores() {
         let pick_of = |m, n, k| pick(m, n, k).config;
         // At most 32 K blocks over more than 2 waves: persistent, the
         // TMA-store epilogue, and pairs along M multicasting B (rule 10's
@@ -1552,14 +1571,19 @@ mod tests {
             let second = &rank(&problem, &Machine::H100, &Pins::default())[1];
             assert_eq!(second.config, Config { cluster: Along::None, ..c });
         }
-        // Up to 64 K blocks where the chunked epilogue adds a stage, still
-        // warp-specialised, without clusters past 32 blocks.
-        let square = pick_of(4096, 4096, 4096);
-        assert_eq!((square.schedule, square.stages, square.epilogue_chunk(), square.cluster), (Schedule::WarpSpecialized { consumers: 2 }, 4, Some(128), Along::None));
-        // A longer K, or a single wave, keeps the pipeline, and no clusters.
-        assert_eq!((pick_of(4096, 4096, 7168).schedule, pick_of(4096, 4096, 7168).cluster), (Schedule::Pipeline, Along::None));
-        assert_eq!(pick_of(4096, 7168, 16384).schedule, Schedule::Pipeline);
+        // A longer K over more than 2 waves is still warp-specialised where
+        // two consumers share the tile (with a stage more from the chunks),
+        // without clusters past 32 blocks: 64, 112 and 256 K blocks.
+        for (n, k) in [(4096, 4096), (4096, 7168), (7168, 16384)] {
+            let c = pick_of(4096, n, k);
+            assert_eq!((c.schedule, c.stages, c.epilogue_chunk(), c.cluster), (Schedule::WarpSpecialized { consumers: 2 }, 4, Some(128), Along::None), "4096x{n}x{k}");
+        }
+        // So is 128x176, whose whole output tile leaves room for 4 stages.
+        let narrow = pick_of(4096, 2112, 7168);
+        assert_eq!((narrow.block_n, narrow.schedule, narrow.stages, narrow.epilogue_chunk()), (176, Schedule::WarpSpecialized { consumers: 2 }, 4, None));
+        // One or two waves keep the pipeline.
         assert_eq!(pick_of(128, 24576, 1536).schedule, Schedule::Pipeline);
+        assert_eq!(pick_of(2048, 4096, 7168).schedule, Schedule::Pipeline);
         // C rows that TMA cannot store (N * 2 bytes not a multiple of 16)
         // take direct stores in the warp-specialised tile too.
         assert_eq!(pick_of(4096, 24572, 1536).epilogue.word(), GLOBAL);
@@ -1633,18 +1657,18 @@ mod tests {
 
     #[test]
     fn accumulators_beyond_one_warpgroup_take_eight_warps() {
-        assert_eq!(pick(8192, 8192, 8192).config.num_warps, 8); // 128x256
+        assert_eq!(pick(128, 32768, 512).config.num_warps, 8); // 128x256
         assert_eq!(pick(64, 7168, 2048).config.num_warps, 4); // 64x64
     }
 
     #[test]
     fn the_ranking_names_why_each_alternative_lost() {
-        let ranked = rank(&Problem { m: 4096, n: 4096, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None }, &Machine::H100, &Pins::default());
+        let ranked = rank(&Problem { m: 2048, n: 4096, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None }, &Machine::H100, &Pins::default());
         assert!(ranked[0].reason.starts_with("picked"));
         assert_eq!(ranked[0].config.cluster, Along::None);
-        // Rule 10: 32 x 16 tiles over 4 waves; pairs along M share B's
-        // 256-row tile, larger than A's 128.
-        // (in the grid's order: clustered candidates keep it, rule 13).
+        // Rule 10: 16 x 16 tiles over 2 waves; pairs along M share B's
+        // 256-row tile, larger than A's 128 (in the grid's order).
+
         assert_eq!(ranked[1].config, Config { cluster: Along::M, raster_group: 0, ..ranked[0].config });
         assert_eq!(ranked[1].reason, "the pick in 2-CTA clusters along m, multicasting B");
         // Rule 7: the warp-specialised alternative of the pick's tile comes next,
@@ -1737,10 +1761,10 @@ mod tests {
     #[test]
     fn a_plain_pipeline_over_several_waves_takes_tiles_in_groups() {
         let order = |m, n, k| pick(m, n, k).config.raster_group;
-        // 64 and 32 rows of 128x256 tiles over 16 and 7 waves, A of 128 MiB
-        // and 128 MiB: groups of 8 rows.
-        assert_eq!(order(8192, 8192, 8192), 8);
-        assert_eq!(order(4096, 7168, 16384), 8);
+        // 16 rows of 128x256 tiles over 2 waves, A of 64 and 128 MiB: groups
+        // of 8 rows.
+        assert_eq!(order(2048, 4096, 16384), 8);
+        assert_eq!(order(2048, 4096, 32768), 8);
         // A of 32 MiB, which L2 holds; one wave; no more tile rows than a
         // group: the grid's order.
         assert_eq!(order(4096, 4096, 4096), 0);
@@ -1749,6 +1773,7 @@ mod tests {
         // Persistent (warp-specialised) picks order their own loop; split
         // picks keep their grid.
         assert_eq!((pick(4096, 32768, 512).config.schedule, order(4096, 32768, 512)), (Schedule::WarpSpecialized { consumers: 2 }, 0));
+        assert_eq!((pick(8192, 8192, 8192).config.schedule, order(8192, 8192, 8192)), (Schedule::WarpSpecialized { consumers: 2 }, 0));
         assert_eq!((pick(64, 2112, 7168).config.splits, order(64, 2112, 7168)), (2, 0));
     }
 
