@@ -24,6 +24,16 @@ pub fn launch_registers(threads: i64) -> i64 {
     REGISTER_FILE / threads / 8 * 8
 }
 
+/// The most registers each of `consumers` consumer warpgroups can take
+/// beside a producer warpgroup of `producer_regs`: what the CTA starts with
+/// less the producer's, shared out in allocation units of 8, at most
+/// `setmaxnreg`'s 256.
+pub fn most_consumer_registers(producer_regs: i64, consumers: i64) -> i64 {
+    let threads = 128 * (1 + consumers);
+    let left = threads * launch_registers(threads) - 128 * producer_regs;
+    (left / (128 * consumers) / 8 * 8).min(256)
+}
+
 /// The register budgets of a warp-specialised CTA that ptxas and the SM
 /// accept: each a `setmaxnreg` value; the consumers' no smaller than the
 /// producer's (setmaxnreg raises the consumers and lowers the producer from
@@ -139,3 +149,21 @@ pub(super) fn verify_smem_rows(body: &Body, op: Op) -> Result<(), String> {
     Ok(())
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consumers_take_what_the_producer_leaves() {
+        // 384 threads start with 168 registers each: 2 x 232 beside 40 (or
+        // 32, 236 rounded down to 232); 256 threads start with 256.
+        assert_eq!(most_consumer_registers(40, 2), 232);
+        assert_eq!(most_consumer_registers(32, 2), 232);
+        assert_eq!(most_consumer_registers(40, 1), 256);
+        for (producer, consumers) in [(40, 2), (32, 2), (24, 2), (40, 1)] {
+            assert_eq!(check_register_budgets(producer, most_consumer_registers(producer, consumers), consumers), Ok(()));
+        }
+        assert!(check_register_budgets(40, most_consumer_registers(40, 2) + 8, 2).is_err());
+    }
+}

@@ -55,6 +55,7 @@ use crate::registry::PassInfo;
 use crate::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
+use tilec_dialects::nv::roles::most_consumer_registers;
 use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait, SmemRows};
 use tilec_dialects::tile::{Addi, Cmpi, Divsi, For, If, Load, Muli, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function, Layout, Location};
@@ -73,7 +74,7 @@ pub const INFO: PassInfo = PassInfo {
             help: "wgmma groups a consumer leaves in flight each iteration (auto: 0 where two consumers share each tile, else 1)",
         },
         OptionSpec { name: "producer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per producer thread (0: 40, or 32 beside two consumers with wide block-scaled accumulators)" },
-        OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per consumer thread (0: 232)" },
+        OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per consumer thread (0: what the producer leaves, 232 beside two consumers, 256 for one)" },
         SCALES_OPTION,
         OptionSpec { name: "pingpong", kind: OptionKind::Bool, default: "false", help: "two consumers take turns at whole tiles of a persistent loop instead of sharing each tile's rows" },
     ],
@@ -93,19 +94,17 @@ pub const INFO: PassInfo = PassInfo {
 };
 
 /// Register budgets (producer, consumer) a pipeline that gives none gets:
-/// 40 and 232, except where two consumers each hold more than
+/// the producer 40, except 32 where two consumers each hold more than
 /// [`WIDE_ACCUMULATORS`] accumulator registers a thread (block-scaled
-/// FP8's 128x176 tiles: 88 running and 88 partial): there the producer
-/// takes 32, with which ptxas allocated the kernel without spilling (8
-/// bytes spilled with 40 and 232, 12 with 24 and 240 or 24 and 232,
-/// 2026-11-25). Three warpgroups start with 168 registers a thread, and
-/// what the consumers gain the producer gives up.
+/// FP8's 128x176 tiles: 88 running and 88 partial), with which ptxas
+/// allocated the kernel without spilling (8 bytes spilled with 40 and 232,
+/// 12 with 24 and 240 or 24 and 232, 2026-11-25); the consumers take what
+/// the producer leaves ([`most_consumer_registers`]): 232 each beside
+/// two consumers, 256 for one (with 232 the A-in-registers 128x128 tile
+/// spilled 24 bytes, 2026-11-26).
 fn default_register_budgets(consumers: i64, accumulators: i64) -> (i64, i64) {
-    if consumers == 2 && accumulators > WIDE_ACCUMULATORS {
-        (32, 232)
-    } else {
-        (40, 232)
-    }
+    let producer = if consumers == 2 && accumulators > WIDE_ACCUMULATORS { 32 } else { 40 };
+    (producer, most_consumer_registers(producer, consumers))
 }
 
 /// The wgmma groups a consumer leaves in flight where the pipeline gives no
