@@ -294,6 +294,10 @@ pub struct Problem {
     /// into the first, and block N is not a multiple of 128); `None` when
     /// they do, one per 128 of the tile's rows.
     pub b_scale_rows: Option<i64>,
+    /// The dot reads A from registers (loaded there a K step ahead), which
+    /// a consumer holds beside its accumulators: no split (rule 12) or
+    /// ping-pong (rule 7) tile, whose extra registers those would spill.
+    pub a_in_registers: bool,
 }
 
 impl Problem {
@@ -1162,11 +1166,14 @@ fn split_capacity(machine: &Machine, splits: i64) -> i64 {
 /// most half the SMs, the same tile shared by the most CTAs (2 to 4) that
 /// fit, each with fewer than 32 K blocks. Pipelined either way. `None` where the program's tensors are chosen
 /// by data or batched (a grouped or masked GEMM), where a cluster (or, to
-/// grow the tile, the tile) is pinned, or where nothing fits.
+/// grow the tile, the tile) is pinned, where the dot reads A from
+/// registers (the sum across the cluster needs registers its fragments
+/// hold: 128x128 split in four spilled 304 bytes, 2026-11-26), or where
+/// nothing fits.
 fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = best.config;
     let long_k = ceil_div(problem.k, c.block_k) >= LONG_K_BLOCKS;
-    if !problem.clusterable || problem.varying_k || pins.cluster.is_some_and(|along| along != Along::None) || best.waves != 1 || !long_k {
+    if !problem.clusterable || problem.varying_k || problem.a_in_registers || pins.cluster.is_some_and(|along| along != Along::None) || best.waves != 1 || !long_k {
         return None;
     }
     let tile_pinned = pins.block_m.is_some() || pins.block_n.is_some();
@@ -1267,9 +1274,12 @@ const OUTPUT_ELEM_BITS: u32 = 16;
 /// Rule 7's ping-pong alternative: the best-ranked tile whose accumulators
 /// one consumer warpgroup holds, split over two consumers that take turns at
 /// whole tiles, persistent. None where the K loop's trip count is data (a
-/// masked grouped GEMM: a consumer could not count the other's K steps).
+/// masked grouped GEMM: a consumer could not count the other's K steps), or
+/// where the dot reads A from registers: a consumer of two holds a whole
+/// tile's accumulators and A's fragments in 232 registers (128x128 spilled,
+/// 2026-11-26).
 fn ping_pong(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candidate]) -> Option<Candidate> {
-    if problem.varying_k {
+    if problem.varying_k || problem.a_in_registers {
         return None;
     }
     let fits_one_warpgroup = |c: &&Candidate| problem.precision.accumulator_registers(c.config.block_m, c.config.block_n, 1).fit_alone();
@@ -1329,7 +1339,7 @@ mod tests {
     use super::*;
 
     fn pick(m: i64, n: i64, k: i64) -> Candidate {
-        choose(&Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None }, &Machine::H100, &Pins::default()).unwrap()
+        choose(&Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }, &Machine::H100, &Pins::default()).unwrap()
     }
 
     /// (block_m, block_n, stages, epilogue, waves, last wave) of the pick.
@@ -1414,8 +1424,24 @@ mod tests {
     }
 
     #[test]
+    fn a_in_registers_is_neither_split_nor_taken_in_turns() {
+        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
+        let tile = Pins { block_m: Some(128), block_n: Some(128), ..Pins::default() };
+        // A 128x128 tile (the A-in-registers example's) is split over a long
+        // K in one wave, and has a ping-pong alternative over many waves...
+        assert_eq!(choose(&bf16(64, 2112, 7168), &Machine::H100, &tile).expect("a pick").config.splits, 4);
+        assert!(rank(&bf16(4096, 4096, 4096), &Machine::H100, &tile).iter().any(|c| c.config.schedule == Schedule::PingPong));
+        // ...but not when the dot reads A from registers.
+        for p in [bf16(64, 2112, 7168), bf16(4096, 4096, 4096), bf16(4096, 32768, 512)] {
+            let ranked = rank(&Problem { a_in_registers: true, ..p }, &Machine::H100, &tile);
+            assert!(!ranked.is_empty());
+            assert!(ranked.iter().all(|c| c.config.splits == 1 && c.config.schedule != Schedule::PingPong), "{}x{}x{}", p.m, p.n, p.k);
+        }
+    }
+
+    #[test]
     fn narrow_tiles_with_a_long_k_split_k_in_two() {
-        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         // 64x16, 64x32 and 64x32 tiles over 112 K blocks in one wave: tiles
         // twice as large, two CTAs each, pipelined; taller where M holds two
         // rows of the narrow tiles (128x2112), wider where a taller tile
@@ -1468,7 +1494,7 @@ mod tests {
 
     #[test]
     fn co_resident_ctas_make_a_wave_over_many_tiles() {
-        let fp8 = |m| Problem { m, n: 32768, k: 512, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let fp8 = |m| Problem { m, n: 32768, k: 512, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let pins = Pins { block_n: Some(128), ..Pins::default() };
         // 64x128 tiles with 3 stages and staged scales (K is 4 blocks; rule
         // 11) take 91160 bytes and 168 registers a thread: two to an SM,
@@ -1491,7 +1517,7 @@ mod tests {
 
     #[test]
     fn fp8_row_block_tiles_are_ranked_last_unless_pinned() {
-        let p = Problem { m: 4096, n: 7168, k: 2048, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3) };
+        let p = Problem { m: 4096, n: 7168, k: 2048, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3), a_in_registers: false };
         let pins = Pins { block_n: Some(112), ..Pins::default() };
         let ranked = rank(&p, &Machine::H100, &pins);
         assert_eq!((ranked[0].config.block_m, ranked[0].config.block_n), (128, 112));
@@ -1505,7 +1531,7 @@ mod tests {
 
     #[test]
     fn block_n_crosses_scale_blocks_only_where_it_saves_time() {
-        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3) };
+        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3), a_in_registers: false };
         let block_n = |p: Problem| choose(&p, &Machine::H100, &Pins::default()).expect("a pick").config.block_n;
         // 2112 = 12 x 176: 384 tiles in 3 waves of 128x176 against 544 in 5
         // of 128x128, 18% less time by wave_work.
@@ -1522,7 +1548,7 @@ mod tests {
 
     #[test]
     fn block_scaled_tiles_of_176_columns_promote_in_halves() {
-        let p = Problem { m: 4096, n: 7168, k: 16384, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3) };
+        let p = Problem { m: 4096, n: 7168, k: 16384, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3), a_in_registers: false };
         let pick = |block_n| choose(&p, &Machine::H100, &Pins { block_n: Some(block_n), ..Pins::default() }).expect("a pick").config;
         assert_eq!(pick(176).mma_n(), Some(88));
         assert!(pick(176).to_string().contains(" mma_n=88 "));
@@ -1535,7 +1561,7 @@ mod tests {
 
     #[test]
     fn ping_pong_is_ranked_not_picked() {
-        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let ranked = rank(&p, &Machine::H100, &Pins::default());
         assert_ne!(ranked[0].config.schedule, Schedule::PingPong);
         // The best tile one warpgroup's registers hold (64x256 before 128x128
@@ -1567,7 +1593,7 @@ mod tests {
             let c = pick_of(4096, n, k);
             let got = (c.block_n, c.schedule, c.epilogue.word(), c.epilogue_chunk(), c.stages, c.cluster);
             assert_eq!(got, (block_n, Schedule::WarpSpecialized { consumers }, TMA, chunk, stages, Along::M), "4096x{n}x{k}");
-            let problem = Problem { m: 4096, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+            let problem = Problem { m: 4096, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
             let second = &rank(&problem, &Machine::H100, &Pins::default())[1];
             assert_eq!(second.config, Config { cluster: Along::None, ..c });
         }
@@ -1591,7 +1617,7 @@ mod tests {
 
     #[test]
     fn two_rows_of_narrow_tiles_pair_up_with_deep_pipelines() {
-        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         // Rule 15: one wave of 64x64 tiles over two rows (M = 128) and 112 K
         // blocks: one consumer, pairs along M sharing B, the most stages that
         // fit (13 of 16: 14 do not). The pipelined tile follows.
@@ -1618,7 +1644,7 @@ mod tests {
 
     #[test]
     fn chunked_epilogues_keep_the_swizzle() {
-        let problem = |precision| Problem { m: 4096, n: 24576, k: 1536, precision, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let problem = |precision| Problem { m: 4096, n: 24576, k: 1536, precision, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let pinned = |precision, block_n| choose(&problem(precision), &Machine::H100, &Pins { block_n: Some(block_n), ..Pins::default() }).unwrap().config;
         // 128x256 over two consumers: 128-column halves keep the 128-byte
         // swizzle and free 32768 bytes, a fourth stage.
@@ -1663,7 +1689,7 @@ mod tests {
 
     #[test]
     fn the_ranking_names_why_each_alternative_lost() {
-        let ranked = rank(&Problem { m: 2048, n: 4096, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None }, &Machine::H100, &Pins::default());
+        let ranked = rank(&Problem { m: 2048, n: 4096, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }, &Machine::H100, &Pins::default());
         assert!(ranked[0].reason.starts_with("picked"));
         assert_eq!(ranked[0].config.cluster, Along::None);
         // Rule 10: 16 x 16 tiles over 2 waves; pairs along M share B's
@@ -1688,7 +1714,7 @@ mod tests {
 
     #[test]
     fn clusters_pair_even_tiles_of_more_than_one_wave() {
-        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let tile = Pins { block_m: Some(128), block_n: Some(256), ..Pins::default() };
         let cluster_of = |p: Problem, pins: &Pins| rank(&p, &Machine::H100, pins)[1].config.cluster;
         // 128x256 tiles: 32 x 16, B's tile the larger: along M.
@@ -1708,7 +1734,7 @@ mod tests {
 
     #[test]
     fn a_cluster_pin_applies_to_every_candidate() {
-        let p = Problem { m: 128, n: 2112, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let p = Problem { m: 128, n: 2112, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         // A single wave: rule 10 ranks no cluster, but a pin pairs every candidate.
         // The split pick (rule 12) is its own cluster: a pin leaves it out.
         let pinned = rank(&p, &Machine::H100, &Pins { cluster: Some(Along::N), ..Pins::default() });
@@ -1725,7 +1751,7 @@ mod tests {
 
     #[test]
     fn few_tiles_share_their_k_loop_over_a_cluster() {
-        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let pins = Pins { block_n: Some(128), ..Pins::default() };
         let split = |m, n, k| {
             let c = choose(&fp8(m, n, k), &Machine::H100, &pins).unwrap().config;
@@ -1779,7 +1805,7 @@ mod tests {
 
     #[test]
     fn pins_restrict_the_choice() {
-        let fp8 = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let fp8 = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         // FP8 with B's scales per 128x128 block: the program pins BN = 128.
         // 256x128 would hold 2 * 256 * 128 accumulators (the result and the
         // block being promoted), over two warpgroups' registers; 128x128
@@ -1833,7 +1859,7 @@ mod tests {
 
     #[test]
     fn scales_are_staged_unless_a_pipeline_loses_two_stages_or_a_resident_cta() {
-        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let pinned = Pins { block_n: Some(128), ..Pins::default() };
         let scales = |p: Problem| {
             let c = choose(&p, &Machine::H100, &pinned).unwrap().config;
@@ -1858,7 +1884,7 @@ mod tests {
 
     #[test]
     fn impossible_requests_are_errors() {
-        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None };
+        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let err = |pins: Pins| choose(&p, &Machine::H100, &pins).unwrap_err();
         assert!(err(Pins { block_n: Some(100), ..Pins::default() }).contains("BLOCK_N must be a multiple of 16"));
         assert!(err(Pins { block_m: Some(96), ..Pins::default() }).contains("BLOCK_M must be 64, 128 or 256"));

@@ -26,7 +26,7 @@ use crate::{op_error, Pass, PassOptions};
 use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint, Param, Type};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::{self, BlockId, For};
-use tilec_dialects::{Diagnostic, Function};
+use tilec_dialects::{Diagnostic, Function, Layout};
 
 const DIM: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
 
@@ -105,7 +105,7 @@ impl SelectConfig {
     /// The problem and pins for `func`, or `None` when it has no dot to
     /// configure (an nv-level kernel).
     pub fn problem(&self, func: &Function) -> Result<Option<(Problem, Pins, Machine)>, Diagnostic> {
-        let Some((precision, program, b_scale_rows)) = program_pins(func)? else {
+        let Some(ProgramDot { precision, pins: program, b_scale_rows, a_in_registers }) = program_dot(func)? else {
             return Ok(None);
         };
         let mut pins = self.pins;
@@ -130,6 +130,7 @@ impl SelectConfig {
             clusterable: tiles_share_operands(func),
             varying_k: k_trip_count_is_data(func),
             b_scale_rows,
+            a_in_registers,
         };
         Ok(Some((problem, pins, machine)))
     }
@@ -166,11 +167,21 @@ fn merge_pin(func: &Function, name: &str, option: &mut Option<i64>, fixed: Optio
     }
 }
 
-/// The precision of the function's dot, the block sizes its types spell
-/// as numbers (A is BLOCK_M x BLOCK_K and the accumulator BLOCK_M x
-/// BLOCK_N), and the rows of B's scale tile when a block-scaled dot takes
-/// the offset of its tiles into the first scale block.
-fn program_pins(func: &Function) -> Result<Option<(Precision, Pins, Option<i64>)>, Diagnostic> {
+/// What the function's dot fixes for config selection.
+struct ProgramDot {
+    precision: Precision,
+    /// The block sizes its types spell as numbers (A is BLOCK_M x BLOCK_K
+    /// and the accumulator BLOCK_M x BLOCK_N).
+    pins: Pins,
+    /// The rows of B's scale tile when a block-scaled dot takes the offset
+    /// of its tiles into the first scale block.
+    b_scale_rows: Option<i64>,
+    /// A reaches the dot in registers (a dot-operand layout).
+    a_in_registers: bool,
+}
+
+/// The function's one dot, `None` without one.
+fn program_dot(func: &Function) -> Result<Option<ProgramDot>, Diagnostic> {
     let body = &func.body;
     let dots: Vec<_> = body
         .walk_region(func.region)
@@ -193,7 +204,8 @@ fn program_pins(func: &Function) -> Result<Option<(Precision, Pins, Option<i64>)
     let (bm, bk) = if body.ops[dot].attrs.has("transpose_a") { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
     let fixed = |d: i64| Some(d).filter(|&d| Param::from_extent(d).is_none());
     let pins = Pins { block_m: fixed(bm), block_n: fixed(acc.shape[1]), block_k: fixed(bk), stages: None, cluster: None };
-    Ok(Some((precision, pins, b_scale_rows)))
+    let a_in_registers = matches!(a.layout, Some(Layout::DotOperand { .. }));
+    Ok(Some(ProgramDot { precision, pins, b_scale_rows, a_in_registers }))
 }
 
 impl Pass for SelectConfig {
