@@ -294,9 +294,9 @@ pub struct Problem {
     /// into the first, and block N is not a multiple of 128); `None` when
     /// they do, one per 128 of the tile's rows.
     pub b_scale_rows: Option<i64>,
-    /// The dot reads A from registers (loaded there a K step ahead), which
-    /// a consumer holds beside its accumulators: no split (rule 12) or
-    /// ping-pong (rule 7) tile, whose extra registers those would spill.
+    /// The dot reads A from registers, which a consumer holds beside its
+    /// accumulators: no ping-pong consumers (rule 7), each of which would
+    /// hold a whole tile's.
     pub a_in_registers: bool,
 }
 
@@ -1166,14 +1166,11 @@ fn split_capacity(machine: &Machine, splits: i64) -> i64 {
 /// most half the SMs, the same tile shared by the most CTAs (2 to 4) that
 /// fit, each with fewer than 32 K blocks. Pipelined either way. `None` where the program's tensors are chosen
 /// by data or batched (a grouped or masked GEMM), where a cluster (or, to
-/// grow the tile, the tile) is pinned, where the dot reads A from
-/// registers (the sum across the cluster needs registers its fragments
-/// hold: 128x128 split in four spilled 304 bytes, 2026-11-26), or where
-/// nothing fits.
+/// grow the tile, the tile) is pinned, or where nothing fits.
 fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = best.config;
     let long_k = ceil_div(problem.k, c.block_k) >= LONG_K_BLOCKS;
-    if !problem.clusterable || problem.varying_k || problem.a_in_registers || pins.cluster.is_some_and(|along| along != Along::None) || best.waves != 1 || !long_k {
+    if !problem.clusterable || problem.varying_k || pins.cluster.is_some_and(|along| along != Along::None) || best.waves != 1 || !long_k {
         return None;
     }
     let tile_pinned = pins.block_m.is_some() || pins.block_n.is_some();
@@ -1424,19 +1421,15 @@ mod tests {
     }
 
     #[test]
-    fn a_in_registers_is_neither_split_nor_taken_in_turns() {
+    fn a_in_registers_takes_no_ping_pong_consumers() {
         let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let tile = Pins { block_m: Some(128), block_n: Some(128), ..Pins::default() };
-        // A 128x128 tile (the A-in-registers example's) is split over a long
-        // K in one wave, and has a ping-pong alternative over many waves...
-        assert_eq!(choose(&bf16(64, 2112, 7168), &Machine::H100, &tile).expect("a pick").config.splits, 4);
-        assert!(rank(&bf16(4096, 4096, 4096), &Machine::H100, &tile).iter().any(|c| c.config.schedule == Schedule::PingPong));
-        // ...but not when the dot reads A from registers.
-        for p in [bf16(64, 2112, 7168), bf16(4096, 4096, 4096), bf16(4096, 32768, 512)] {
-            let ranked = rank(&Problem { a_in_registers: true, ..p }, &Machine::H100, &tile);
-            assert!(!ranked.is_empty());
-            assert!(ranked.iter().all(|c| c.config.splits == 1 && c.config.schedule != Schedule::PingPong), "{}x{}x{}", p.m, p.n, p.k);
-        }
+        // A 128x128 tile (the A-in-registers example's) over many waves has a
+        // ping-pong alternative, but not when the dot reads A from registers.
+        let has_ping_pong = |p: Problem| rank(&p, &Machine::H100, &tile).iter().any(|c| c.config.schedule == Schedule::PingPong);
+        assert!(has_ping_pong(bf16(4096, 4096, 4096)));
+        assert!(!has_ping_pong(Problem { a_in_registers: true, ..bf16(4096, 4096, 4096) }));
+        assert!(!rank(&Problem { a_in_registers: true, ..bf16(4096, 4096, 4096) }, &Machine::H100, &tile).is_empty());
     }
 
     #[test]

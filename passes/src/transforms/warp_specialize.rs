@@ -74,7 +74,7 @@ pub const INFO: PassInfo = PassInfo {
             help: "wgmma groups a consumer leaves in flight each iteration (auto: 0 where two consumers share each tile, else 1)",
         },
         OptionSpec { name: "producer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per producer thread (0: 40, or 32 beside two consumers with wide block-scaled accumulators)" },
-        OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per consumer thread (0: what the producer leaves, 232 beside two consumers, 256 for one)" },
+        OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per consumer thread (0: 232, or 256 for one consumer reading A from registers)" },
         SCALES_OPTION,
         OptionSpec { name: "pingpong", kind: OptionKind::Bool, default: "false", help: "two consumers take turns at whole tiles of a persistent loop instead of sharing each tile's rows" },
     ],
@@ -94,18 +94,31 @@ pub const INFO: PassInfo = PassInfo {
 };
 
 /// Register budgets (producer, consumer) a pipeline that gives none gets:
-/// the producer 40, except 32 where two consumers each hold more than
-/// [`WIDE_ACCUMULATORS`] accumulator registers a thread (block-scaled
-/// FP8's 128x176 tiles: 88 running and 88 partial), with which ptxas
-/// allocated the kernel without spilling (8 bytes spilled with 40 and 232,
-/// 12 with 24 and 240 or 24 and 232, 2026-11-25); the consumers take what
-/// the producer leaves ([`most_consumer_registers`]): 232 each beside
-/// two consumers, 256 for one (with 232 the A-in-registers 128x128 tile
-/// spilled 24 bytes, 2026-11-26).
-fn default_register_budgets(consumers: i64, accumulators: i64) -> (i64, i64) {
-    let producer = if consumers == 2 && accumulators > WIDE_ACCUMULATORS { 32 } else { 40 };
-    (producer, most_consumer_registers(producer, consumers))
+/// 40 and [`CONSUMER_REGS`], except where two consumers each hold more
+/// than [`WIDE_ACCUMULATORS`] accumulator registers a thread (block-scaled
+/// FP8's 128x176 tiles: 88 running and 88 partial): there the producer
+/// takes 32, with which ptxas allocated the kernel without spilling (8
+/// bytes spilled with 40 and 232, 12 with 24 and 240 or 24 and 232,
+/// 2026-11-25). Three warpgroups start with 168 registers a thread, and
+/// what the consumers gain the producer gives up. A lone consumer that
+/// reads A from registers takes every register the producer leaves
+/// ([`most_consumer_registers`]: 256): the A-in-registers 128x128 tile
+/// spilled 24 bytes with 232 and none with 256. Other lone consumers keep
+/// 232: with 256 block-scaled FP8's 64x128 pick ran 1% slower at
+/// 128x7168x16384 and level at 64x7168x16384 (H100, 2026-11-26).
+fn default_register_budgets(consumers: i64, accumulators: i64, a_in_registers: bool) -> (i64, i64) {
+    if consumers == 2 && accumulators > WIDE_ACCUMULATORS {
+        (32, CONSUMER_REGS)
+    } else if consumers == 1 && a_in_registers {
+        (40, most_consumer_registers(40, 1))
+    } else {
+        (40, CONSUMER_REGS)
+    }
 }
+
+/// A consumer's registers a thread where the pipeline gives none and no
+/// exception of [`default_register_budgets`] applies.
+const CONSUMER_REGS: i64 = 232;
 
 /// The wgmma groups a consumer leaves in flight where the pipeline gives no
 /// `wait-depth`, with `sharing` consumers on each tile. Two consumers
@@ -245,7 +258,7 @@ impl Pass for WarpSpecialize {
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         self.apply_config(func)?;
         // The budgets the pipeline gave are checked before anything else.
-        let (producer, consumer) = default_register_budgets(self.consumers, 0);
+        let (producer, consumer) = default_register_budgets(self.consumers, 0, false);
         let at = func.loc.clone();
         self.check_budgets(&at, given_or(self.producer_regs, producer), given_or(self.consumer_regs, consumer))?;
         let copy_scales = copies_scales(func, self.scales)?;
@@ -263,7 +276,8 @@ impl Pass for WarpSpecialize {
         let sharing = if pingpong { 1 } else { self.consumers };
         let block_m = check_split(body, k_loop, &dots(body, loop_block(body, k_loop)), sharing)?;
         let accumulators = consumer_accumulator_registers(body, k_loop, block_m / sharing);
-        let (producer, consumer) = default_register_budgets(self.consumers, accumulators);
+        let a_in_registers = dots(body, loop_block(body, k_loop)).iter().any(|&dot| dot_a(body, dot).to_registers.is_some());
+        let (producer, consumer) = default_register_budgets(self.consumers, accumulators, a_in_registers);
         self.producer_regs = given_or(self.producer_regs, producer);
         self.consumer_regs = given_or(self.consumer_regs, consumer);
         self.check_budgets(&at, self.producer_regs, self.consumer_regs)?;
