@@ -85,10 +85,11 @@
 //!    4096x24576x1536, +3.7% at 4096x32768x512 and 4096x7168x2048; with
 //!    longer K -0.3% to -3.5%); so is BF16 over at most 64 K blocks where
 //!    rule 8's chunks give the warp-specialised tile a stage more (+1.8% at
-//!    4096^3, 2026-11-26), and whatever K where two consumers share the
-//!    tile and store it by TMA: they leave no wgmma group in flight, so the
-//!    producer gets each stage back an iteration sooner (+1.8% at 8192^3,
-//!    +2.2% at 4096x4096x7168, +1% at 4096x7168x16384 and 4096x2112x7168,
+//!    4096^3, 2026-11-26), and whatever K, from 2 waves on, where two
+//!    consumers share the tile and store it by TMA: they leave no wgmma
+//!    group in flight, so the producer gets each stage back an iteration
+//!    sooner (+1.8% at 8192^3, +2.2% at 4096x4096x7168, +1% at
+//!    4096x7168x16384 and 4096x2112x7168, +0.6-1.6% over two waves,
 //!    2026-11-26). Over at most 8 K blocks the 128x256 tile stays
 //!    whole: with rule 8's fourth stage and rule 10's clusters it ran 4-9.5%
 //!    faster than 128x128 with one consumer at 2048, 4096 and 8192 x 32768
@@ -1043,10 +1044,13 @@ fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
 /// wait with no wgmma group in flight, which runs each stage's loads an
 /// iteration further ahead: on the H100, 2026-11-26, 128x256 over two
 /// consumers ran 1.8% ahead of the three-stage pipeline at 8192^3, 2.2% at
-/// 4096x4096x7168 and 1% at 4096x7168x16384, and 128x176 1% ahead at
-/// 4096x2112x7168; with direct stores, whose epilogue the consumers wait
+/// 4096x4096x7168 and 1% at 4096x7168x16384, over two waves 0.6-1.3% at
+/// 2048x4096x7168 and 1024x8192x8192, and 128x176 1% ahead at
+/// 4096x2112x7168; over one wave 1.5-2.5% behind at 128x24576x1536 and
+/// 128x32768x512; with direct stores, whose epilogue the consumers wait
 /// for, it was within 2% either way of the pipeline, 2% behind at 2048^3),
-/// or otherwise over at most [`BF16_PERSISTENT_K_BLOCKS`] K blocks, or
+/// and over more than [`PERSISTENT_WAVES`] waves BF16 with at most
+/// [`BF16_PERSISTENT_K_BLOCKS`] K blocks, or
 /// [`BF16_CHUNKED_PERSISTENT_K_BLOCKS`] with the extra stage of a chunked
 /// epilogue (rule 8).
 fn prefers_warp_specialized(problem: &Problem, best: &Candidate, alternative: Option<&Candidate>) -> bool {
@@ -1061,8 +1065,9 @@ fn prefers_warp_specialized(problem: &Problem, best: &Candidate, alternative: Op
     let chunked = alternative.is_some_and(|c| c.config.epilogue_chunk().is_some());
     let two_consumers_storing_by_tma = alternative.is_some_and(|c| c.config.schedule == Schedule::WarpSpecialized { consumers: 2 } && matches!(c.config.epilogue, Epilogue::Tma { .. }));
     let short_bf16_k_blocks = if chunked { BF16_CHUNKED_PERSISTENT_K_BLOCKS } else { BF16_PERSISTENT_K_BLOCKS };
-    let many_bf16_tiles = !fp8 && (two_consumers_storing_by_tma || k_blocks <= short_bf16_k_blocks) && best.waves > PERSISTENT_WAVES;
-    balanced && (long_k || many_fp8_tiles || many_bf16_tiles)
+    let shared_bf16_tiles = !fp8 && two_consumers_storing_by_tma && best.waves > two_consumer_waves;
+    let many_short_bf16_tiles = !fp8 && k_blocks <= short_bf16_k_blocks && best.waves > PERSISTENT_WAVES;
+    balanced && (long_k || many_fp8_tiles || shared_bf16_tiles || many_short_bf16_tiles)
 }
 
 /// Rule 7: the waves of tiles to exceed for the persistent
@@ -1590,7 +1595,7 @@ mod tests {
             let second = &rank(&problem, &Machine::H100, &Pins::default())[1];
             assert_eq!(second.config, Config { cluster: Along::None, ..c });
         }
-        // A longer K over more than 2 waves is still warp-specialised where
+        // A longer K over more than 2 waves is warp-specialised too where
         // two consumers share the tile (with a stage more from the chunks),
         // without clusters past 32 blocks: 64, 112 and 256 K blocks.
         for (n, k) in [(4096, 4096), (4096, 7168), (7168, 16384)] {
@@ -1600,9 +1605,9 @@ mod tests {
         // So is 128x176, whose whole output tile leaves room for 4 stages.
         let narrow = pick_of(4096, 2112, 7168);
         assert_eq!((narrow.block_n, narrow.schedule, narrow.stages, narrow.epilogue_chunk()), (176, Schedule::WarpSpecialized { consumers: 2 }, 4, None));
-        // One or two waves keep the pipeline.
+        // Two waves too; one keeps the pipeline.
+        assert_eq!(pick_of(2048, 4096, 7168).schedule, Schedule::WarpSpecialized { consumers: 2 });
         assert_eq!(pick_of(128, 24576, 1536).schedule, Schedule::Pipeline);
-        assert_eq!(pick_of(2048, 4096, 7168).schedule, Schedule::Pipeline);
         // C rows that TMA cannot store (N * 2 bytes not a multiple of 16)
         // take direct stores in the warp-specialised tile too.
         assert_eq!(pick_of(4096, 24572, 1536).epilogue.word(), GLOBAL);
@@ -1683,22 +1688,23 @@ mod tests {
     #[test]
     fn the_ranking_names_why_each_alternative_lost() {
         let ranked = rank(&Problem { m: 2048, n: 4096, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }, &Machine::H100, &Pins::default());
+        // Rule 7: two consumers share the 128x256 tile over 2 waves, its TMA
+        // epilogue in 128-column chunks and a stage more (rule 8).
         assert!(ranked[0].reason.starts_with("picked"));
-        assert_eq!(ranked[0].config.cluster, Along::None);
+        assert_eq!((ranked[0].config.schedule, ranked[0].config.cluster), (Schedule::WarpSpecialized { consumers: 2 }, Along::None));
+        assert_eq!((ranked[0].config.stages, ranked[0].config.epilogue.word(), ranked[0].config.epilogue_chunk()), (4, TMA, Some(128)));
         // Rule 10: 16 x 16 tiles over 2 waves; pairs along M share B's
-        // 256-row tile, larger than A's 128 (in the grid's order).
-
-        assert_eq!(ranked[1].config, Config { cluster: Along::M, raster_group: 0, ..ranked[0].config });
+        // 256-row tile, larger than A's 128.
+        assert_eq!(ranked[1].config, Config { cluster: Along::M, ..ranked[0].config });
         assert_eq!(ranked[1].reason, "the pick in 2-CTA clusters along m, multicasting B");
-        // Rule 7: the warp-specialised alternative of the pick's tile comes next,
-        // with the pick's TMA epilogue in 128-column chunks and a stage more (rule 8).
-        assert_eq!(ranked[2].config.schedule, Schedule::WarpSpecialized { consumers: 2 });
-        assert_eq!((ranked[2].config.stages, ranked[2].config.epilogue.word(), ranked[2].config.epilogue_chunk()), (4, TMA, Some(128)));
-        // Then the ping-pong alternative, and rule 8's: the pick with direct
+        // The pipelined tile (the whole output tile, three stages), the
+        // ping-pong alternative, and rule 8's: the pipeline with direct
         // stores and the stage the output tile took.
+        assert_eq!((ranked[2].config.schedule, ranked[2].config.stages), (Schedule::Pipeline, 3));
+        assert_eq!(ranked[2].reason, "pipelined alternative of the pick's tile (rules 7 and 15 prefer warp specialisation here)");
         assert_eq!(ranked[3].config.schedule, Schedule::PingPong);
         assert_eq!((ranked[4].config.schedule, ranked[4].config.stages, ranked[4].config.epilogue.word()), (Schedule::Pipeline, 4, GLOBAL));
-        assert_eq!(ranked[4].reason, "direct-store alternative of the pick (4 stages without the output tile)");
+        assert_eq!(ranked[4].reason, "pipelined direct-store alternative of the pick's tile (4 stages without the output tile)");
         assert_eq!(ranked[5].reason, "narrower N (128 < 256)");
         assert!(ranked.iter().skip(6).any(|c| c.reason.starts_with("more waves")));
         // No tile that breaks rule 1 (both sides over 128) is weighed.
@@ -1780,10 +1786,11 @@ mod tests {
     #[test]
     fn a_plain_pipeline_over_several_waves_takes_tiles_in_groups() {
         let order = |m, n, k| pick(m, n, k).config.raster_group;
-        // 16 rows of 128x256 tiles over 2 waves, A of 64 and 128 MiB: groups
-        // of 8 rows.
-        assert_eq!(order(2048, 4096, 16384), 8);
-        assert_eq!(order(2048, 4096, 32768), 8);
+        // Pipelined for their direct stores (rows of C not 16-byte aligned,
+        // rule 8): 16 rows of 256x128 tiles over 4 waves and 64 rows of
+        // 128x256 over 16, A of 128 MiB: groups of 8 rows.
+        assert_eq!(order(4096, 4100, 16384), 8);
+        assert_eq!(order(8192, 8196, 8192), 8);
         // A of 32 MiB, which L2 holds; one wave; no more tile rows than a
         // group: the grid's order.
         assert_eq!(order(4096, 4096, 4096), 0);
