@@ -1,4 +1,4 @@
-//! The expansion of a K loop's [`Schedule`] for one warpgroup
+//! The expansion of a K loop's [`LoopSchedule`] for one warpgroup
 //! (`tile-pipeline`): multi-buffered shared memory with one mbarrier per
 //! stage, a prologue that loads the first N - W iterations, and a loop body
 //! that waits on its stage, issues its wgmma asynchronously, waits until W
@@ -10,7 +10,7 @@
 use crate::analysis::dependence::BlockDependences;
 use crate::hopper::counting::{enclosing_loop, iterations_before, parity, trip_count, Counting};
 use crate::hopper::prefetch::prefetch_register_loads;
-use crate::hopper::schedule::{dots, loop_block, staged_loads, Schedule};
+use crate::hopper::schedule::{dots, loop_block, staged_loads, LoopSchedule};
 use crate::hopper::staging::{outermost_ancestor, remove_staged_loads, StagedBuffers};
 use crate::hopper::wgmma::{dot_a, drain_after, emit_wgmma, promote_by_blocks, replace_dot};
 use crate::op_error;
@@ -35,7 +35,7 @@ struct LoopParts {
 /// with parity (i / N) mod 2, and after a CTA barrier refills the stage the
 /// retired group read with iteration i + N - W, if there is one; after the
 /// loop one wait drains the last groups.
-pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &Schedule, copy_scales: bool) -> Result<(), Diagnostic> {
+pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSchedule, copy_scales: bool) -> Result<(), Diagnostic> {
     let parts = analyse(body, for_op, copy_scales)?;
     let stages = schedule.stages;
     let loc = body.ops[for_op.op()].loc.clone();

@@ -40,19 +40,19 @@ pub fn dots(body: &Body, block: Block) -> Vec<StagedDot> {
 /// wgmma groups left running each iteration, which frees the stage read
 /// that many iterations ago.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Schedule {
+pub struct LoopSchedule {
     /// Buffers per staged operand.
     pub stages: i64,
     /// wgmma groups left running past each iteration.
     pub in_flight: i64,
 }
 
-impl Schedule {
+impl LoopSchedule {
     /// The schedule of `k_loop` over `stages` stages with at most `wanted`
     /// groups in flight: none where a dot reads A in registers.
-    pub fn of_loop(body: &Body, k_loop: For, stages: i64, wanted: i64) -> Schedule {
+    pub fn of_loop(body: &Body, k_loop: For, stages: i64, wanted: i64) -> LoopSchedule {
         let in_flight = dots(body, loop_block(body, k_loop)).into_iter().map(|dot| groups_in_flight(body, dot, wanted)).min().unwrap_or(wanted);
-        Schedule { stages, in_flight }
+        LoopSchedule { stages, in_flight }
     }
 
     /// How many iterations ahead of its wgmma a stage is loaded: N - W.

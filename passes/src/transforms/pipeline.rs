@@ -20,9 +20,9 @@
 //! loops and checks its options.
 
 use crate::hopper::expand::expand;
-use crate::hopper::schedule::{staged_loop, Schedule};
+use crate::hopper::schedule::{staged_loop, LoopSchedule};
 use crate::hopper::staging::{copies_scales, scales_option, SCALES_OPTION};
-use crate::config_rules::Schedule as ConfigSchedule;
+use crate::config_rules::Schedule;
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
@@ -72,8 +72,8 @@ impl Pipeline {
         // Stages counted for another schedule's shared memory (a
         // warp-specialised tile's output chunks, its empty barriers) need
         // not fit or suit the plain pipeline.
-        let schedule = crate::config::config_word(func, "schedule", ConfigSchedule::WORDS)?;
-        if let Some(other) = schedule.filter(|&s| self.from_config && s != ConfigSchedule::Pipeline.word()) {
+        let schedule = crate::config::config_word(func, "schedule", Schedule::WORDS)?;
+        if let Some(other) = schedule.filter(|&s| self.from_config && s != Schedule::Pipeline.word()) {
             return Err(Diagnostic::error(
                 func.loc.clone(),
                 format!("tile.config chose the '{other}' schedule, which tile-persistent and tile-warp-specialize run, not tile-pipeline (run the passes the config asks for, see --dump-pass-pipeline, or give tile-pipeline its stages)"),
@@ -104,7 +104,7 @@ impl Pass for Pipeline {
                     format!("cannot keep {} wgmma group(s) in flight with {} stage(s): wait-depth must be less than stages", self.wait_depth, self.stages),
                 ));
             }
-            let schedule = Schedule::of_loop(&func.body, for_op, self.stages, self.wait_depth);
+            let schedule = LoopSchedule::of_loop(&func.body, for_op, self.stages, self.wait_depth);
             expand(&mut func.body, func.region, for_op, &schedule, copy_scales)?;
         }
         Ok(())

@@ -41,12 +41,12 @@
 //! phase of the barrier's state: without them a consumer could wait for a
 //! round two phases ahead, whose parity is that of the round just done.
 
-use crate::config_rules::Precision;
+use crate::config_rules::{Precision, Schedule};
 use crate::hopper::counting::{enclosing_loop, loop_iteration, parity, Counting};
 use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::WARPS_PER_WARPGROUP;
-use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, Schedule};
+use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, LoopSchedule};
 use crate::hopper::staging::{copies_scales, outermost_ancestor, scales_option, StagedBuffers, SCALES_OPTION};
 use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
@@ -181,13 +181,12 @@ impl WarpSpecialize {
     /// The consumers and stages config selection chose for a warp-specialised
     /// schedule, where the pipeline gave none.
     fn apply_config(&mut self, func: &Function) -> Result<(), Diagnostic> {
-        use crate::config_rules::Schedule as Chosen;
-        let schedule = crate::config::config_word(func, "schedule", Chosen::WORDS)?;
-        if schedule.is_none_or(|s| s == Chosen::Pipeline.word()) {
+        let schedule = crate::config::config_word(func, "schedule", Schedule::WORDS)?;
+        if schedule.is_none_or(|s| s == Schedule::Pipeline.word()) {
             return Ok(());
         }
         if self.pingpong.is_none() {
-            self.pingpong = Some(schedule == Some(Chosen::PingPong.word()));
+            self.pingpong = Some(schedule == Some(Schedule::PingPong.word()));
         }
         for (key, take) in self.from_config {
             match crate::config::config_int(func, key)?.filter(|_| take) {
@@ -282,7 +281,7 @@ impl Pass for WarpSpecialize {
         self.consumer_regs = given_or(self.consumer_regs, consumer);
         self.check_budgets(&at, self.producer_regs, self.consumer_regs)?;
         let wait_depth = self.wait_depth.unwrap_or_else(|| auto_wait_depth(sharing));
-        let schedule = Schedule::of_loop(body, k_loop, self.stages, wait_depth);
+        let schedule = LoopSchedule::of_loop(body, k_loop, self.stages, wait_depth);
 
         // Buffers and barriers before the work; then the roles.
         let root = outermost_ancestor(body, k_loop.op());
@@ -403,7 +402,7 @@ fn loop_clone(body: &Body, map: &HashMap<Value, Value>, k_loop: For, role: Block
 }
 
 struct Roles<'a> {
-    schedule: Schedule,
+    schedule: LoopSchedule,
     /// Consumers sharing each tile's rows: all of them, or one when they
     /// take turns at whole tiles.
     sharing: i64,
