@@ -512,6 +512,11 @@ const COLUMN_HALVES_WORK_PERCENT: i64 = 92;
 const COLUMN_HALVES_MIN_K_BLOCKS: i64 = 8;
 
 impl Config {
+    /// What the configuration lays out in shared memory besides its stages.
+    pub fn smem_layout(&self) -> SmemLayout {
+        SmemLayout { tile: (self.block_m, self.block_n, self.block_k), epilogue: self.epilogue, scales: self.scales, schedule: self.schedule, splits: self.splits }
+    }
+
     /// Rule 8: the TMA epilogue's buffer columns where the tile goes
     /// through it in chunks; `None` for a buffer of the whole tile.
     pub fn epilogue_chunk(&self) -> Option<i64> {
@@ -620,53 +625,75 @@ fn ceil_div(a: i64, b: i64) -> i64 {
     (a + b - 1) / b
 }
 
-/// Shared memory of one configuration, laid out as the lowering lays it
-/// out: the staged operand tiles (and staged scales: A's per row and B's
-/// per 128 columns, 4 bytes each, in small buffers packed after them),
-/// split-K's f32 partial tile and the TMA epilogue's output tile (one per
-/// consumer when ping-pong consumers each hold a whole tile), each on the
-/// next 1024-byte boundary, then the mbarriers: a full barrier per stage,
-/// an empty one too when a producer warpgroup feeds consumers, and the
-/// ping-pong consumers' turns.
-pub fn smem_bytes(problem: &Problem, (block_m, block_n, block_k): (i64, i64, i64), stages: i64, epilogue: Epilogue, scales: Scales, schedule: Schedule, splits: i64) -> i64 {
-    // A tile that starts a scale block reads only the blocks it covers
-    // (tile-canonicalize narrows the program's window to them).
-    let b_scale_rows = match problem.b_scale_rows {
-        Some(rows) if block_n % SCALE_BLOCK_N != 0 => rows,
-        _ => blocks_covering(block_n),
-    };
-    let scale_bytes = if scales == Scales::Staged { 4 * (block_m + b_scale_rows) } else { 0 };
-    let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);
-    let (output_tiles, barriers) = match schedule {
-        Schedule::Pipeline => (1, stages),
-        Schedule::WarpSpecialized { .. } => (1, 2 * stages),
-        Schedule::PingPong => (2, 2 * stages + 2),
-    };
-    let partial = if splits > 1 { block_m * block_n * 4 } else { 0 };
-    let output = match epilogue {
-        Epilogue::Tma { columns } => output_tiles * block_m * columns * i64::from(OUTPUT_ELEM_BITS / 8),
-        Epilogue::Global => 0,
-    };
-    let buffers = [partial, output].into_iter().filter(|&bytes| bytes > 0).fold(staged, |end, bytes| ceil_div(end, BUFFER_ALIGN) * BUFFER_ALIGN + bytes);
-    // The barriers start on an 8-byte boundary: after an odd number of
-    // staged block scales (3 a stage) the lowering pads 4 bytes.
-    ceil_div(buffers, MBARRIER_BYTES) * MBARRIER_BYTES + barriers * MBARRIER_BYTES
+/// What a configuration lays out in shared memory besides its stage count.
+#[derive(Clone, Copy, Debug)]
+pub struct SmemLayout {
+    /// BLOCK_M, BLOCK_N and BLOCK_K.
+    pub tile: (i64, i64, i64),
+    /// The output tile's buffer, if any (rule 8).
+    pub epilogue: Epilogue,
+    /// Where block-scaled FP8's scales wait (rule 11).
+    pub scales: Scales,
+    /// The barriers a stage takes, and the output tiles (rule 7).
+    pub schedule: Schedule,
+    /// The CTAs that share a tile's K loop, and so its f32 partial (rule 12).
+    pub splits: i64,
 }
 
-/// Rule 6: the most stages that fit (the pinned count, if it fits), or
-/// `None` when not even one does.
-fn most_stages(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), epilogue: Epilogue, scales: Scales, schedule: Schedule, splits: i64) -> Option<i64> {
-    match pins.stages {
-        Some(s) => Some(s).filter(|&s| smem_bytes(problem, tile, s, epilogue, scales, schedule, splits) <= machine.smem_bytes),
-        None => stages_that_fit(problem, machine, tile, epilogue, scales, schedule, splits, MAX_STAGES),
+impl SmemLayout {
+    /// Shared memory with `stages` stages, laid out as the lowering lays it
+    /// out: the staged operand tiles (and staged scales: A's per row and B's
+    /// per 128 columns, 4 bytes each, in small buffers packed after them),
+    /// split-K's f32 partial tile and the TMA epilogue's output tile (one per
+    /// consumer when ping-pong consumers each hold a whole tile), each on the
+    /// next 1024-byte boundary, then the mbarriers: a full barrier per stage,
+    /// an empty one too when a producer warpgroup feeds consumers, and the
+    /// ping-pong consumers' turns.
+    pub fn smem_bytes(&self, problem: &Problem, stages: i64) -> i64 {
+        let SmemLayout { tile: (block_m, block_n, block_k), epilogue, scales, schedule, splits } = *self;
+        // A tile that starts a scale block reads only the blocks it covers
+        // (tile-canonicalize narrows the program's window to them).
+        let b_scale_rows = match problem.b_scale_rows {
+            Some(rows) if block_n % SCALE_BLOCK_N != 0 => rows,
+            _ => blocks_covering(block_n),
+        };
+        let scale_bytes = if scales == Scales::Staged { 4 * (block_m + b_scale_rows) } else { 0 };
+        let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);
+        let (output_tiles, barriers) = match schedule {
+            Schedule::Pipeline => (1, stages),
+            Schedule::WarpSpecialized { .. } => (1, 2 * stages),
+            Schedule::PingPong => (2, 2 * stages + 2),
+        };
+        let partial = if splits > 1 { block_m * block_n * 4 } else { 0 };
+        let output = match epilogue {
+            Epilogue::Tma { columns } => output_tiles * block_m * columns * i64::from(OUTPUT_ELEM_BITS / 8),
+            Epilogue::Global => 0,
+        };
+        let buffers = [partial, output].into_iter().filter(|&bytes| bytes > 0).fold(staged, |end, bytes| ceil_div(end, BUFFER_ALIGN) * BUFFER_ALIGN + bytes);
+        // The barriers start on an 8-byte boundary: after an odd number of
+        // staged block scales (3 a stage) the lowering pads 4 bytes.
+        ceil_div(buffers, MBARRIER_BYTES) * MBARRIER_BYTES + barriers * MBARRIER_BYTES
     }
-}
 
-/// The most stages, at most `most` and at most the K blocks (more buffers
-/// than K blocks never fill), whose shared memory fits.
-#[allow(clippy::too_many_arguments)]
-fn stages_that_fit(problem: &Problem, machine: &Machine, tile: (i64, i64, i64), epilogue: Epilogue, scales: Scales, schedule: Schedule, splits: i64, most: i64) -> Option<i64> {
-    (1..=ceil_div(problem.k, tile.2).clamp(1, most)).rev().find(|&s| smem_bytes(problem, tile, s, epilogue, scales, schedule, splits) <= machine.smem_bytes)
+    /// Rule 6: the most stages that fit (the pinned count, if it fits), or
+    /// `None` when not even one does.
+    fn most_stages(&self, problem: &Problem, machine: &Machine, pins: &Pins) -> Option<i64> {
+        match pins.stages {
+            Some(s) => Some(s).filter(|&s| self.smem_bytes(problem, s) <= machine.smem_bytes),
+            None => self.stages_that_fit(problem, machine, MAX_STAGES),
+        }
+    }
+
+    /// The most stages, at most `most` and at most the K blocks (more
+    /// buffers than K blocks never fill), whose shared memory fits.
+    fn stages_that_fit(&self, problem: &Problem, machine: &Machine, most: i64) -> Option<i64> {
+        (1..=ceil_div(problem.k, self.tile.2).clamp(1, most)).rev().find(|&s| self.smem_bytes(problem, s) <= machine.smem_bytes)
+    }
+
+    /// The same layout with the scales waiting in `scales`.
+    fn with_scales(self, scales: Scales) -> SmemLayout {
+        SmemLayout { scales, ..self }
+    }
 }
 
 /// Rules 6 and 11: the stages, and where block-scaled FP8's scales wait.
@@ -677,16 +704,16 @@ fn stages_that_fit(problem: &Problem, machine: &Machine, tile: (i64, i64, i64), 
 /// another): at 64x32768x512 on the H100 (2026-11-26) the 64x128 tile ran
 /// 4.5% faster with 3 stages and staged scales than with 4 and prefetched
 /// ones, both two CTAs an SM, and as fast as K-major scales prefetched.
-fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), epilogue: Epilogue, schedule: Schedule, splits: i64) -> Option<(i64, Scales)> {
+fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, layout: SmemLayout) -> Option<(i64, Scales)> {
     if problem.precision != Precision::Fp8BlockScaled {
-        return most_stages(problem, machine, pins, tile, epilogue, Scales::None, schedule, splits).map(|s| (s, Scales::None));
+        return layout.with_scales(Scales::None).most_stages(problem, machine, pins).map(|s| (s, Scales::None));
     }
-    let staged = most_stages(problem, machine, pins, tile, epilogue, Scales::Staged, schedule, splits);
-    if schedule != Schedule::Pipeline {
+    let staged = layout.with_scales(Scales::Staged).most_stages(problem, machine, pins);
+    if layout.schedule != Schedule::Pipeline {
         return staged.map(|s| (s, Scales::Staged));
     }
-    let prefetched = most_stages(problem, machine, pins, tile, epilogue, Scales::Prefetched, schedule, splits)?;
-    let resident = |stages: i64, scales: Scales| machine.ctas_per_sm(smem_bytes(problem, tile, stages, epilogue, scales, schedule, splits));
+    let prefetched = layout.with_scales(Scales::Prefetched).most_stages(problem, machine, pins)?;
+    let resident = |stages: i64, scales: Scales| machine.ctas_per_sm(layout.with_scales(scales).smem_bytes(problem, stages));
     let keeps_residency = |s: &i64| resident(*s, Scales::Staged) >= resident(prefetched, Scales::Prefetched);
     let fewest = if pins.stages.is_some() { prefetched } else { (prefetched - 1).max(1) };
     match staged.and_then(|most| (fewest..=most.min(prefetched)).rev().find(keeps_residency)) {
@@ -720,8 +747,9 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
     let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
     let schedule = Schedule::Pipeline;
     let epilogue = epilogue_for(problem, bn, schedule);
-    let (stages, scales) = stages_and_scales(problem, machine, pins, (bm, bn, bk), epilogue, schedule, splits)?;
-    let smem = smem_bytes(problem, (bm, bn, bk), stages, epilogue, scales, schedule, splits);
+    let layout = SmemLayout { tile: (bm, bn, bk), epilogue, scales: Scales::None, schedule, splits };
+    let (stages, scales) = stages_and_scales(problem, machine, pins, layout)?;
+    let smem = layout.with_scales(scales).smem_bytes(problem, stages);
     let num_warps = 4 * warpgroups;
     let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: 0, cluster: Along::None, splits, raster_group: 0 };
     Some(with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, smem_bytes: smem, reason: String::new() }))
@@ -1132,10 +1160,10 @@ fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
         return None;
     }
     let ws = warp_specialized(problem, machine, pins, best, 1)?;
-    let (tile, w) = ((c.block_m, c.block_n, c.block_k), ws.config);
-    let stages = stages_that_fit(problem, machine, tile, w.epilogue, w.scales, w.schedule, w.splits, STAGES_LIMIT)?;
-    let config = Config { stages, cluster: Along::M, ..w };
-    Some(Candidate { config, smem_bytes: smem_bytes(problem, tile, stages, w.epilogue, w.scales, w.schedule, w.splits), ..ws })
+    let layout = ws.config.smem_layout();
+    let stages = layout.stages_that_fit(problem, machine, STAGES_LIMIT)?;
+    let config = Config { stages, cluster: Along::M, ..ws.config };
+    Some(Candidate { config, smem_bytes: layout.smem_bytes(problem, stages), ..ws })
 }
 
 /// Rule 15: the widest tile that takes the deep clustered schedule.
@@ -1297,9 +1325,10 @@ fn ping_pong(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candid
 fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candidate, schedule: Schedule, num_warps: i64, epilogue: Epilogue) -> Option<Candidate> {
     let c = from.config;
     let tile = (c.block_m, c.block_n, c.block_k);
-    let (stages, scales) = stages_and_scales(problem, machine, pins, tile, epilogue, schedule, c.splits)?;
+    let layout = SmemLayout { tile, epilogue, scales: Scales::None, schedule, splits: c.splits };
+    let (stages, scales) = stages_and_scales(problem, machine, pins, layout)?;
     let config = Config { stages, num_warps, schedule, epilogue, scales, ..c };
-    let rescheduled = Candidate { config, smem_bytes: smem_bytes(problem, tile, stages, epilogue, scales, schedule, c.splits), reason: String::new(), ..from.clone() };
+    let rescheduled = Candidate { config, smem_bytes: layout.with_scales(scales).smem_bytes(problem, stages), reason: String::new(), ..from.clone() };
     Some(with_waves(problem, machine, rescheduled))
 }
 
@@ -1648,7 +1677,7 @@ mod tests {
         // swizzle and free 32768 bytes, a fourth stage.
         let wide = pinned(Precision::Bf16, 256);
         assert_eq!((wide.schedule, wide.stages, wide.epilogue_chunk()), (Schedule::WarpSpecialized { consumers: 2 }, 4, Some(128)));
-        assert_eq!(smem_bytes(&problem(Precision::Bf16), (128, 256, 64), 4, wide.epilogue, Scales::None, wide.schedule, 1), 229440);
+        assert_eq!(wide.smem_layout().smem_bytes(&problem(Precision::Bf16), 4), 229440);
         // 128x176: 352-byte rows take the 32-byte swizzle, 88-column halves
         // (176 bytes) none, so the whole buffer stays.
         let narrow = pinned(Precision::Bf16, 176);
