@@ -114,8 +114,12 @@ pub enum TileOrder {
 }
 
 impl TileOrder {
-    /// The option and `tile.config` words, in variant order.
+    /// The option words, in variant order.
     pub const WORDS: &'static [&'static str] = &["grouped", "snake"];
+
+    /// `tile.config`'s `tile_order` words: [`Self::WORDS`] and "grid", a
+    /// plain kernel's order (its grid's), which names no `TileOrder`.
+    pub const CONFIG_WORDS: &'static [&'static str] = &["grid", "grouped", "snake"];
 
     /// The order a word of [`Self::WORDS`] names.
     pub fn parse(word: &str) -> TileOrder {

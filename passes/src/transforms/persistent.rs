@@ -86,7 +86,7 @@ impl Pass for Persistent {
         }
         if self.order_from_config {
             // A plain kernel's tile.config says "grid", which keeps the default.
-            if let Some(word) = crate::config::config_word(func, "tile_order", &["grid", "grouped", "snake"])? {
+            if let Some(word) = crate::config::config_word(func, "tile_order", TileOrder::CONFIG_WORDS)? {
                 self.order = TileOrder::parse(word);
             }
         }
