@@ -149,7 +149,6 @@ pub(super) fn verify_smem_rows(body: &Body, op: Op) -> Result<(), String> {
     Ok(())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

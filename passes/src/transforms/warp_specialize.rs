@@ -15,15 +15,15 @@
 //!   (`scales=staged`, the default); the dots and the epilogue go;
 //! - each consumer, with a large budget, waits until a stage is full, runs
 //!   its wgmma with `wait-depth` groups in flight ([`auto_wait_depth`]: none
-//!   where two consumers share each tile, one otherwise; none for a block-scaled dot, whose
-//!   product is promoted at once, with its scales read from the stage, or
-//!   with `scales=prefetched` loaded one iteration ahead), releases the
-//!   stage the retired group read (lane 0 of each warp for it, or every
-//!   thread when the stage carries scales the threads read themselves),
-//!   drains, releases the last stage, and
-//!   runs the epilogue. With two consumers each owns half of the M tile (a
-//!   row window of A's buffer and of the row scales' buffer) and stores its
-//!   half.
+//!   where two consumers share each tile, one otherwise; always none for a
+//!   block-scaled dot, whose product is promoted at once, with its scales
+//!   read from the stage, or with `scales=prefetched` loaded one iteration
+//!   ahead), releases the stage the retired group read (the stage just read
+//!   when none stays in flight; lane 0 of each warp for it, or every thread
+//!   when the stage carries scales the threads read themselves), drains,
+//!   releases the last stage, and runs the epilogue. With two consumers
+//!   each owns half of the M tile (a row window of A's buffer and of the
+//!   row scales' buffer) and stores its half.
 //!
 //! Stages and phases count iterations from the kernel's start, so a
 //! persistent loop keeps them in step across tiles and the producer runs
