@@ -14,7 +14,7 @@
 //!   the TMA loads, and the copies of a block-scaled dot's scales
 //!   (`scales=staged`, the default); the dots and the epilogue go;
 //! - each consumer, with a large budget, waits until a stage is full, runs
-//!   its wgmma with `wait-depth` groups in flight ([`auto_wait_depth`]: none
+//!   its wgmma with `wait-depth` groups in flight (`auto_wait_depth`: none
 //!   where two consumers share each tile, one otherwise; always none for a
 //!   block-scaled dot, whose product is promoted at once, with its scales
 //!   read from the stage, or with `scales=prefetched` loaded one iteration
