@@ -143,11 +143,12 @@ fn custom_pass() -> Result<(), String> {
     let source = std::fs::read_to_string(GEMM).map_err(|e| format!("{GEMM}: {e}"))?;
     // Config selection goes in front of a given pipeline, since the program has
     // parameters; `tile-pipeline` takes its stages from the config it chose,
-    // the plain pipeline at 8192^3 (at 4096^3 it picks a warp-specialised
-    // kernel, which tile-warp-specialize runs instead).
+    // the plain pipeline for one wave of 128x256 tiles at 128x32768x512 (over
+    // more waves it picks a warp-specialised kernel, which tile-persistent
+    // and tile-warp-specialize run instead).
     let pipeline = "example-count-dots,tile-canonicalize,tile-assign-layouts,tile-pipeline,tile-lower-to-nv,tile-canonicalize".to_string();
     println!("pipeline: tile-select-config,{pipeline}");
-    let options = Options { shape: Some((8192, 8192, 8192)), pipeline: Some(pipeline), ..Options::default() };
+    let options = Options { shape: Some((128, 32768, 512)), pipeline: Some(pipeline), ..Options::default() };
     let kernel = compile(&source, "gemm_bf16.tile", &options).map_err(|e| e.to_string())?;
     let header = kernel.nv.lines().find(|l| l.contains("example.dots")).ok_or("the registered pass did not run")?;
     println!("{header}");
