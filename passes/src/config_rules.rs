@@ -799,7 +799,7 @@ fn pick_reason(best: &Candidate, machine: &Machine) -> String {
         Schedule::Pipeline => "",
         Schedule::WarpSpecialized { .. } if best.config.block_n <= NARROW_BLOCK_N => "; warp-specialised (a narrow tile with a long K)",
         Schedule::WarpSpecialized { .. } if best.config.stages > MAX_STAGES => "; warp-specialised with the most stages that fit (rule 15: a narrow tile over a long K, both rows of tiles sharing B)",
-        Schedule::WarpSpecialized { .. } => "; warp-specialised (block-scaled FP8 with a long K, or many waves of tiles)",
+        Schedule::WarpSpecialized { .. } => "; warp-specialised (rule 7: block-scaled FP8 with a long K, or two waves of tiles or more)",
         Schedule::PingPong => "; ping-pong consumers",
     };
     let cluster = match best.config.cluster {
@@ -1722,6 +1722,7 @@ mod tests {
         assert!(ranked[0].reason.starts_with("picked"));
         assert_eq!((ranked[0].config.schedule, ranked[0].config.cluster), (Schedule::WarpSpecialized { consumers: 2 }, Along::None));
         assert_eq!((ranked[0].config.stages, ranked[0].config.epilogue.word(), ranked[0].config.epilogue_chunk()), (4, TMA, Some(128)));
+        assert!(ranked[0].reason.ends_with("; warp-specialised (rule 7: block-scaled FP8 with a long K, or two waves of tiles or more)"), "{}", ranked[0].reason);
         // Rule 10: 16 x 16 tiles over 2 waves; pairs along M share B's
         // 256-row tile, larger than A's 128.
         assert_eq!(ranked[1].config, Config { cluster: Along::M, ..ranked[0].config });
