@@ -704,6 +704,7 @@ impl SmemLayout {
 /// another): at 64x32768x512 on the H100 (2026-11-26) the 64x128 tile ran
 /// 4.5% faster with 3 stages and staged scales than with 4 and prefetched
 /// ones, both two CTAs an SM, and as fast as K-major scales prefetched.
+/// `layout`'s own scales are not read: they are what this chooses.
 fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, layout: SmemLayout) -> Option<(i64, Scales)> {
     if problem.precision != Precision::Fp8BlockScaled {
         return layout.with_scales(Scales::None).most_stages(problem, machine, pins).map(|s| (s, Scales::None));
