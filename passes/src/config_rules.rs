@@ -197,6 +197,14 @@
 //!     form for such shapes. On the H100 (2026-11-26) +3.2 to +4% at
 //!     128x4096x7168 (64x64, 13 stages, 112 K blocks), -0.8% at
 //!     128x4096x4096 (64 K blocks); level or slower with 64x112 tiles.
+//! 16. Tall shared tiles: a BF16 128x256 pick over at least 6 waves that
+//!     two consumers share is shared as 256x128 instead, each consumer
+//!     holding 128x128 (cuBLAS's tile for such shapes), where that tile
+//!     takes as many waves; rule 10 then pairs its CTAs along N, which
+//!     multicasts A's 256 rows. On the H100 (2026-11-26) +3% at
+//!     4096x32768x512 and +1.2% at 4096x24576x1536 (in clusters), +0.5% at
+//!     4096x7168x2048, +0.4% at 8192^3, +0.2% at 4096x7168x16384; level
+//!     over 4 waves, 0.7% behind over 2.
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use tilec_dialects::tile::dot::{blocks_covering, SCALE_BLOCK_N};
@@ -1241,14 +1249,33 @@ fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candi
 /// on the H100 (2026-11-26) 128x128 over two consumers ran 809 TFLOP/s at
 /// 4096x32768x512 where the 64x128 pick (two CTAs an SM, pipelined) ran
 /// 616 and its one-consumer form 542.
+///
+/// Rule 16: a BF16 128x256 pick over at least [`TALL_SHARED_WAVES`] waves
+/// is shared as 256x128 (each consumer 128x128) where that tile takes as
+/// many waves.
 fn two_consumer_tile(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = best.config;
+    let tall = problem.precision == Precision::Bf16 && (c.block_m, c.block_n) == (128, 256) && best.waves >= TALL_SHARED_WAVES && pins.block_m.is_none() && pins.block_n.is_none();
+    if let Some(turned) = tall.then(|| tile_candidate(problem, machine, pins, (256, 128, c.block_k), c.splits)).flatten().filter(|t| t.waves == best.waves) {
+        return Some(turned);
+    }
     let grow = problem.precision == Precision::Fp8BlockScaled && best.waves > PERSISTENT_WAVES && c.block_m == 64 && problem.m >= 128 && pins.block_m.is_none();
     if !grow {
         return Some(best.clone());
     }
     tile_candidate(problem, machine, pins, (128, c.block_n, c.block_k), c.splits)
 }
+
+/// Rule 16: the fewest waves of 128x256 tiles over which two consumers
+/// share 256x128 ones instead. On the H100 (2026-11-26, ratio to cuBLAS,
+/// two runs each, as picked) 256x128 ran 0.997 against 0.992-0.994 at
+/// 8192^3 (16 waves), in clusters along N 1.020-1.023 against 0.990-0.994
+/// at 4096x32768x512 (32 waves), 0.992-0.997 against 0.980-0.984 at
+/// 4096x24576x1536 (24) and 0.981-0.982 against 0.977 at 4096x7168x2048
+/// (7), and 0.971-0.973 against 0.969-0.972 at 4096x7168x16384 (7); level
+/// at 4096^3 and 4096x4096x7168 (4 waves), 0.7% behind at 2048x4096x7168
+/// (2 waves).
+const TALL_SHARED_WAVES: i64 = 6;
 
 /// Rule 7's alternative: the best tile split over `consumers` warpgroups fed
 /// by a producer, persistent over the fewest SMs that keep the waves.
@@ -1396,8 +1423,10 @@ mod tests {
             // whose output in 128-column chunks (32768 bytes) leaves room for 4.
             ((4096, 4096, 4096), (128, 256, 4, TMA, 4, 116)),
             // 64*32 = 2048 tiles, 16 waves, last 2048 - 15*132 = 68; 15 waves needs
-            // BM*BN >= 8192^2/1980 = 33893. Same schedule and stages as above.
-            ((8192, 8192, 8192), (128, 256, 4, TMA, 16, 68)),
+            // BM*BN >= 8192^2/1980 = 33893. Over at least 6 waves the two
+            // consumers share the tile as 256x128 (rule 16), with the output in
+            // 64-column chunks: 4*49152 + 2*128*64*2 + 8 mbarriers = 229440.
+            ((8192, 8192, 8192), (256, 128, 4, TMA, 16, 68)),
             // BM 64 pads M least; BN 16 gives ceil(2112/16) = 132 tiles, one full wave.
             // A 16-column tile over 112 K blocks is split (rule 12): 64x32 tiles,
             // 66 of them, two CTAs each (132). Stages capped at 8: 8*12296, the
@@ -1437,17 +1466,17 @@ mod tests {
             // mbarriers = 200768; 5 stages do not fit.
             ((4096, 2112, 7168), (128, 176, 4, TMA, 3, 120)),
             // 32*96 = 3072 tiles, 24 waves, last 3072 - 23*132 = 36; 23 waves needs
-            // BM*BN >= 33156.
-            ((4096, 24576, 1536), (128, 256, 4, TMA, 24, 36)),
+            // BM*BN >= 33156. Shared as 256x128 as at 8192^3.
+            ((4096, 24576, 1536), (256, 128, 4, TMA, 24, 36)),
             // 32*128 = 4096 tiles, 32 waves, last 4; 31 waves needs BM*BN >= 32800.
-            // Warp-specialised (rule 7) with its output in 128-column chunks
-            // (rule 8): 4*49152 + 2*64*128*2 + 8 mbarriers = 229440.
-            ((4096, 32768, 512), (128, 256, 4, TMA, 32, 4)),
+            // Warp-specialised (rule 7), shared as 256x128 (rule 16).
+            ((4096, 32768, 512), (256, 128, 4, TMA, 32, 4)),
             // 32*28 = 896 tiles, 7 waves, last 104; 128x240 and 128x224 take 8
-            // waves. Two consumers and chunks as at 4096^3.
-            ((4096, 7168, 16384), (128, 256, 4, TMA, 7, 104)),
+            // waves. Two consumers share 256x128 tiles (7 waves: rule 16).
+            ((4096, 7168, 16384), (256, 128, 4, TMA, 7, 104)),
+            // 4 waves: two consumers share the 128x256 tile itself, as at 4096^3.
             ((4096, 4096, 7168), (128, 256, 4, TMA, 4, 116)),
-            ((4096, 7168, 2048), (128, 256, 4, TMA, 7, 104)),
+            ((4096, 7168, 2048), (256, 128, 4, TMA, 7, 104)),
         ];
         assert_eq!(table.len(), 20);
         for &((m, n, k), expected) in table {
@@ -1612,26 +1641,32 @@ mod tests {
     fn bf16_over_many_waves_is_warp_specialized_with_tma_stores() {
         let pick_of = |m, n, k| pick(m, n, k).config;
         // At most 32 K blocks over more than 2 waves: persistent, the
-        // TMA-store epilogue, and pairs along M multicasting B (rule 10's
-        // exception); the same kernel without clusters ranks second. Over
-        // 8, 12 and 32 blocks, 128x256 over two consumers with 4 stages, its
-        // output stored 128 columns at a time (rule 8: 4*(384*64*2) +
-        // 2*64*128*2 + 8 mbarriers = 229440 bytes; 3 with the whole tile).
-        for (n, k, block_n, consumers, stages, chunk) in [(24576, 1536, 256, 2, 4, Some(128)), (7168, 2048, 256, 2, 4, Some(128)), (32768, 512, 256, 2, 4, Some(128))] {
+        // TMA-store epilogue, and pairs in clusters (rule 10's exception);
+        // the same kernel without clusters ranks second. Over 8, 12 and 32
+        // blocks (7 waves or more), 256x128 over two consumers (rule 16)
+        // with 4 stages, its output stored 64 columns at a time (rule 8:
+        // 4*(384*64*2) + 2*128*64*2 + 8 mbarriers = 229440 bytes), paired
+        // along N to multicast A's 256 rows.
+        for (n, k) in [(24576, 1536), (7168, 2048), (32768, 512)] {
             let c = pick_of(4096, n, k);
-            let got = (c.block_n, c.schedule, c.epilogue.word(), c.epilogue_chunk(), c.stages, c.cluster);
-            assert_eq!(got, (block_n, Schedule::WarpSpecialized { consumers }, TMA, chunk, stages, Along::M), "4096x{n}x{k}");
+            let got = ((c.block_m, c.block_n), c.schedule, c.epilogue.word(), c.epilogue_chunk(), c.stages, c.cluster);
+            assert_eq!(got, ((256, 128), Schedule::WarpSpecialized { consumers: 2 }, TMA, Some(64), 4, Along::N), "4096x{n}x{k}");
             let problem = Problem { m: 4096, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
             let second = &rank(&problem, &Machine::H100, &Pins::default())[1];
             assert_eq!(second.config, Config { cluster: Along::None, ..c });
         }
         // A longer K over more than 2 waves is warp-specialised too where
         // two consumers share the tile (with a stage more from the chunks),
-        // without clusters past 32 blocks: 64, 112 and 256 K blocks.
-        for (n, k) in [(4096, 4096), (4096, 7168), (7168, 16384)] {
+        // without clusters past 32 blocks: 64, 112 and 256 K blocks; the
+        // 128x256 tile itself over 4 waves, 256x128 over 7 (rule 16).
+        for (n, k, tile, chunk) in [(4096, 4096, (128, 256), 128), (4096, 7168, (128, 256), 128), (7168, 16384, (256, 128), 64)] {
             let c = pick_of(4096, n, k);
-            assert_eq!((c.schedule, c.stages, c.epilogue_chunk(), c.cluster), (Schedule::WarpSpecialized { consumers: 2 }, 4, Some(128), Along::None), "4096x{n}x{k}");
+            let got = ((c.block_m, c.block_n), c.schedule, c.stages, c.epilogue_chunk(), c.cluster);
+            assert_eq!(got, (tile, Schedule::WarpSpecialized { consumers: 2 }, 4, Some(chunk), Along::None), "4096x{n}x{k}");
         }
+        // Pinning the tile keeps it: 128x256 over two consumers at 8192^3.
+        let pinned = choose(&Problem { m: 8192, n: 8192, k: 8192, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }, &Machine::H100, &Pins { block_n: Some(256), ..Pins::default() }).unwrap();
+        assert_eq!((pinned.config.block_m, pinned.config.block_n, pinned.config.schedule), (128, 256, Schedule::WarpSpecialized { consumers: 2 }));
         // So is 128x176, whose whole output tile leaves room for 4 stages.
         let narrow = pick_of(4096, 2112, 7168);
         assert_eq!((narrow.block_n, narrow.schedule, narrow.stages, narrow.epilogue_chunk()), (176, Schedule::WarpSpecialized { consumers: 2 }, 4, None));
