@@ -803,8 +803,9 @@ fn compare(a: &Candidate, b: &Candidate) -> Ordering {
 }
 
 /// What made the pick win.
-fn pick_reason(best: &Candidate, machine: &Machine) -> String {
+fn pick_reason(best: &Candidate, machine: &Machine, tall: bool) -> String {
     let schedule = match best.config.schedule {
+        Schedule::WarpSpecialized { .. } if tall => "; warp-specialised (rule 7), two consumers sharing 256x128 rather than 128x256 over 6 waves or more (rule 16)",
         Schedule::Pipeline => "",
         Schedule::WarpSpecialized { .. } if best.config.block_n <= NARROW_BLOCK_N => "; warp-specialised (a narrow tile with a long K)",
         Schedule::WarpSpecialized { .. } if best.config.stages > MAX_STAGES => "; warp-specialised with the most stages that fit (rule 15: a narrow tile over a long K, both rows of tiles sharing B)",
@@ -846,8 +847,9 @@ fn promotes_by_row_blocks(c: &Config) -> bool {
     c.scales != Scales::None && c.block_m > 64 * c.tile_warpgroups()
 }
 
-/// The first rule on which `c` loses to `best`.
-fn loss_reason(c: &Candidate, best: &Candidate) -> String {
+/// The first rule on which `c` loses to `best`; `tall` where rule 16 made
+/// the pick's tile 256x128.
+fn loss_reason(c: &Candidate, best: &Candidate, tall: bool) -> String {
     let padded = |c: &Candidate| c.tiles * c.config.block_m * c.config.block_n;
     let same_tile = (c.config.block_m, c.config.block_n) == (best.config.block_m, best.config.block_n);
     // The tile the split pick shares, or the narrow one it grew from.
@@ -871,6 +873,8 @@ fn loss_reason(c: &Candidate, best: &Candidate) -> String {
         "pipelined alternative of the pick's tile (rules 7 and 15 prefer warp specialisation here)".to_string()
     } else if same_tile && c.config.epilogue != best.config.epilogue {
         format!("direct-store alternative of the pick ({} stages without the output tile)", c.config.stages)
+    } else if tall && (c.config.block_m, c.config.block_n) == (best.config.block_n, best.config.block_m) {
+        format!("the {}x{} tile, which two consumers share as {}x{} over 6 waves or more (rule 16)", c.config.block_m, c.config.block_n, best.config.block_m, best.config.block_n)
     } else if c.waves > best.waves {
         format!("more waves ({} > {})", c.waves, best.waves)
     } else if c.last_wave < best.last_wave {
@@ -955,8 +959,9 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
         c.config.raster_group = raster_group_for(problem, machine, c);
     }
     if let Some(best) = ranked.first().cloned() {
+        let tall = shares_tall_tile(problem, pins, &best);
         for (i, c) in ranked.iter_mut().enumerate() {
-            c.reason = if i == 0 { pick_reason(&best, machine) } else { loss_reason(c, &best) };
+            c.reason = if i == 0 { pick_reason(&best, machine, tall) } else { loss_reason(c, &best, tall) };
         }
     }
     ranked
@@ -1255,7 +1260,7 @@ fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candi
 /// many waves.
 fn two_consumer_tile(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = best.config;
-    let tall = problem.precision == Precision::Bf16 && (c.block_m, c.block_n) == (128, 256) && best.waves >= TALL_SHARED_WAVES && pins.block_m.is_none() && pins.block_n.is_none();
+    let tall = problem.precision == Precision::Bf16 && (c.block_m, c.block_n) == (128, 256) && best.waves >= TALL_SHARED_WAVES && unpinned_tile(pins);
     if let Some(turned) = tall.then(|| tile_candidate(problem, machine, pins, (256, 128, c.block_k), c.splits)).flatten().filter(|t| t.waves == best.waves) {
         return Some(turned);
     }
@@ -1264,6 +1269,17 @@ fn two_consumer_tile(problem: &Problem, machine: &Machine, pins: &Pins, best: &C
         return Some(best.clone());
     }
     tile_candidate(problem, machine, pins, (128, c.block_n, c.block_k), c.splits)
+}
+
+/// Whether the pins leave rule 16 the tile's shape.
+fn unpinned_tile(pins: &Pins) -> bool {
+    pins.block_m.is_none() && pins.block_n.is_none()
+}
+
+/// Whether rule 16 made `c` (a pick) two consumers sharing 256x128.
+fn shares_tall_tile(problem: &Problem, pins: &Pins, c: &Candidate) -> bool {
+    let shape = (c.config.block_m, c.config.block_n) == (256, 128);
+    problem.precision == Precision::Bf16 && shape && c.config.schedule == (Schedule::WarpSpecialized { consumers: 2 }) && c.waves >= TALL_SHARED_WAVES && unpinned_tile(pins)
 }
 
 /// Rule 16: the fewest waves of 128x256 tiles over which two consumers
@@ -1667,6 +1683,12 @@ mod tests {
         // Pinning the tile keeps it: 128x256 over two consumers at 8192^3.
         let pinned = choose(&Problem { m: 8192, n: 8192, k: 8192, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }, &Machine::H100, &Pins { block_n: Some(256), ..Pins::default() }).unwrap();
         assert_eq!((pinned.config.block_m, pinned.config.block_n, pinned.config.schedule), (128, 256, Schedule::WarpSpecialized { consumers: 2 }));
+        assert!(!pinned.reason.contains("rule 16"), "{}", pinned.reason);
+        // Unpinned, --explain says why 256x128 and why not 128x256.
+        let ranked = rank(&Problem { m: 8192, n: 8192, k: 8192, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }, &Machine::H100, &Pins::default());
+        assert!(ranked[0].reason.ends_with("over 6 waves or more (rule 16)"), "{}", ranked[0].reason);
+        let wide = ranked.iter().find(|c| (c.config.block_m, c.config.block_n) == (128, 256)).expect("128x256 ranked");
+        assert_eq!(wide.reason, "the 128x256 tile, which two consumers share as 256x128 over 6 waves or more (rule 16)");
         // So is 128x176, whose whole output tile leaves room for 4 stages.
         let narrow = pick_of(4096, 2112, 7168);
         assert_eq!((narrow.block_n, narrow.schedule, narrow.stages, narrow.epilogue_chunk()), (176, Schedule::WarpSpecialized { consumers: 2 }, 4, None));
