@@ -1413,8 +1413,19 @@ pub fn check_pins(problem: &Problem, pins: &Pins) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// A plain BF16 program's problem: A staged, tiles sharing operands, a
+    /// K loop of fixed length.
+    fn bf16(m: i64, n: i64, k: i64) -> Problem {
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }
+    }
+
+    /// The same for block-scaled FP8, its tiles of B starting scale blocks.
+    fn fp8(m: i64, n: i64, k: i64) -> Problem {
+        Problem { precision: Precision::Fp8BlockScaled, ..bf16(m, n, k) }
+    }
+
     fn pick(m: i64, n: i64, k: i64) -> Candidate {
-        choose(&Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }, &Machine::H100, &Pins::default()).unwrap()
+        choose(&bf16(m, n, k), &Machine::H100, &Pins::default()).unwrap()
     }
 
     /// (block_m, block_n, stages, epilogue, waves, last wave) of the pick.
@@ -1502,7 +1513,6 @@ mod tests {
 
     #[test]
     fn a_in_registers_takes_no_ping_pong_consumers() {
-        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let tile = Pins { block_m: Some(128), block_n: Some(128), ..Pins::default() };
         // A 128x128 tile (the A-in-registers example's) over many waves has a
         // ping-pong alternative, but not when the dot reads A from registers.
@@ -1514,7 +1524,6 @@ mod tests {
 
     #[test]
     fn narrow_tiles_with_a_long_k_split_k_in_two() {
-        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         // 64x16, 64x32 and 64x32 tiles over 112 K blocks in one wave: tiles
         // twice as large, two CTAs each, pipelined; taller where M holds two
         // rows of the narrow tiles (128x2112), wider where a taller tile
@@ -1567,7 +1576,6 @@ mod tests {
 
     #[test]
     fn co_resident_ctas_make_a_wave_over_many_tiles() {
-        let fp8 = |m| Problem { m, n: 32768, k: 512, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let pins = Pins { block_n: Some(128), ..Pins::default() };
         // 64x128 tiles with 3 stages and staged scales (K is 4 blocks; rule
         // 11) take 91160 bytes and 168 registers a thread: two to an SM,
@@ -1575,14 +1583,14 @@ mod tests {
         // as many as 8192 128x128 tiles one to an SM; rule 5 ranks the
         // narrower M first, and rule 7 then grows it to 128 rows over two
         // consumers (block-scaled FP8 over many waves).
-        let ranked = rank(&fp8(4096), &Machine::H100, &pins);
+        let ranked = rank(&fp8(4096, 32768, 512), &Machine::H100, &pins);
         let pipelined = ranked.iter().find(|c| c.config.schedule == Schedule::Pipeline).expect("the pipelined tile");
         assert_eq!((pipelined.config.block_m, pipelined.config.num_warps, pipelined.config.stages, pipelined.waves, pipelined.last_wave), (64, 4, 3, 63, 8));
         assert_eq!(Machine::H100.ctas_per_sm(pipelined.smem_bytes), 2);
         let pick = &ranked[0];
         assert_eq!((pick.config.block_m, pick.config.schedule, pick.waves), (128, Schedule::WarpSpecialized { consumers: 2 }, 63));
         // Over two waves or fewer the tiles count one to an SM.
-        let two_waves = choose(&fp8(128), &Machine::H100, &pins).expect("a pick");
+        let two_waves = choose(&fp8(128, 32768, 512), &Machine::H100, &pins).expect("a pick");
         assert_eq!((two_waves.config.block_m, two_waves.waves), (128, 2));
         assert_eq!(Machine::H100.ctas_per_sm_by_registers(8, 128), 1);
         assert_eq!(Machine::H100.ctas_per_sm_by_registers(4, 128), 3);
@@ -1590,7 +1598,7 @@ mod tests {
 
     #[test]
     fn fp8_row_block_tiles_are_ranked_last_unless_pinned() {
-        let p = Problem { m: 4096, n: 7168, k: 2048, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3), a_in_registers: false };
+        let p = Problem { b_scale_rows: Some(3), ..fp8(4096, 7168, 2048) };
         let pins = Pins { block_n: Some(112), ..Pins::default() };
         let ranked = rank(&p, &Machine::H100, &pins);
         assert_eq!((ranked[0].config.block_m, ranked[0].config.block_n), (128, 112));
@@ -1604,24 +1612,24 @@ mod tests {
 
     #[test]
     fn block_n_crosses_scale_blocks_only_where_it_saves_time() {
-        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3), a_in_registers: false };
+        let scaled = |m, n, k| Problem { b_scale_rows: Some(3), ..fp8(m, n, k) };
         let block_n = |p: Problem| choose(&p, &Machine::H100, &Pins::default()).expect("a pick").config.block_n;
         // 2112 = 12 x 176: 384 tiles in 3 waves of 128x176 against 544 in 5
         // of 128x128, 18% less time by wave_work.
-        assert_eq!(block_n(fp8(4096, 2112, 7168)), 176);
+        assert_eq!(block_n(scaled(4096, 2112, 7168)), 176);
         // 6 waves of 128x176 (768 tiles) are 3% more area than 8 of
         // 128x128, but promoted in column halves over 32 K blocks (rule 14)
         // they count at 92%: 5% less time.
-        assert_eq!(block_n(fp8(4096, 4096, 4096)), 176);
+        assert_eq!(block_n(scaled(4096, 4096, 4096)), 176);
         // The same tiles over 4 K blocks count their whole area: 128 wide.
-        assert_eq!(block_n(fp8(4096, 4096, 512)), 128);
+        assert_eq!(block_n(scaled(4096, 4096, 512)), 128);
         // One wave either way: the 128-wide tile.
-        assert_eq!(block_n(fp8(128, 7168, 16384)), 128);
+        assert_eq!(block_n(scaled(128, 7168, 16384)), 128);
     }
 
     #[test]
     fn block_scaled_tiles_of_176_columns_promote_in_halves() {
-        let p = Problem { m: 4096, n: 7168, k: 16384, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: Some(3), a_in_registers: false };
+        let p = Problem { b_scale_rows: Some(3), ..fp8(4096, 7168, 16384) };
         let pick = |block_n| choose(&p, &Machine::H100, &Pins { block_n: Some(block_n), ..Pins::default() }).expect("a pick").config;
         assert_eq!(pick(176).mma_n(), Some(88));
         assert!(pick(176).to_string().contains(" mma_n=88 "));
@@ -1634,7 +1642,7 @@ mod tests {
 
     #[test]
     fn ping_pong_is_ranked_not_picked() {
-        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
+        let p = bf16(4096, 4096, 4096);
         let ranked = rank(&p, &Machine::H100, &Pins::default());
         assert_ne!(ranked[0].config.schedule, Schedule::PingPong);
         // The best tile one warpgroup's registers hold (64x256 before 128x128
@@ -1667,7 +1675,7 @@ mod tests {
             let c = pick_of(4096, n, k);
             let got = ((c.block_m, c.block_n), c.schedule, c.epilogue.word(), c.epilogue_chunk(), c.stages, c.cluster);
             assert_eq!(got, ((256, 128), Schedule::WarpSpecialized { consumers: 2 }, TMA, Some(64), 4, Along::N), "4096x{n}x{k}");
-            let problem = Problem { m: 4096, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
+            let problem = bf16(4096, n, k);
             let second = &rank(&problem, &Machine::H100, &Pins::default())[1];
             assert_eq!(second.config, Config { cluster: Along::None, ..c });
         }
@@ -1681,11 +1689,11 @@ mod tests {
             assert_eq!(got, (tile, Schedule::WarpSpecialized { consumers: 2 }, 4, Some(chunk), Along::None), "4096x{n}x{k}");
         }
         // Pinning the tile keeps it: 128x256 over two consumers at 8192^3.
-        let pinned = choose(&Problem { m: 8192, n: 8192, k: 8192, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }, &Machine::H100, &Pins { block_n: Some(256), ..Pins::default() }).unwrap();
+        let pinned = choose(&bf16(8192, 8192, 8192), &Machine::H100, &Pins { block_n: Some(256), ..Pins::default() }).unwrap();
         assert_eq!((pinned.config.block_m, pinned.config.block_n, pinned.config.schedule), (128, 256, Schedule::WarpSpecialized { consumers: 2 }));
         assert!(!pinned.reason.contains("rule 16"), "{}", pinned.reason);
         // Unpinned, --explain says why 256x128 and why not 128x256.
-        let ranked = rank(&Problem { m: 8192, n: 8192, k: 8192, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }, &Machine::H100, &Pins::default());
+        let ranked = rank(&bf16(8192, 8192, 8192), &Machine::H100, &Pins::default());
         assert!(ranked[0].reason.ends_with("over 6 waves or more (rule 16)"), "{}", ranked[0].reason);
         let wide = ranked.iter().find(|c| (c.config.block_m, c.config.block_n) == (128, 256)).expect("128x256 ranked");
         assert_eq!(wide.reason, "the 128x256 tile, which two consumers share as 256x128 over 6 waves or more (rule 16)");
@@ -1702,7 +1710,6 @@ mod tests {
 
     #[test]
     fn two_rows_of_narrow_tiles_pair_up_with_deep_pipelines() {
-        let bf16 = |m, n, k| Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         // Rule 15: one wave of 64x64 tiles over two rows (M = 128) and 112 K
         // blocks: one consumer, pairs along M sharing B, the most stages that
         // fit (13 of 16: 14 do not). The pipelined tile follows.
@@ -1729,7 +1736,7 @@ mod tests {
 
     #[test]
     fn chunked_epilogues_keep_the_swizzle() {
-        let problem = |precision| Problem { m: 4096, n: 24576, k: 1536, precision, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
+        let problem = |precision| Problem { precision, ..bf16(4096, 24576, 1536) };
         let pinned = |precision, block_n| choose(&problem(precision), &Machine::H100, &Pins { block_n: Some(block_n), ..Pins::default() }).unwrap().config;
         // 128x256 over two consumers: 128-column halves keep the 128-byte
         // swizzle and free 32768 bytes, a fourth stage.
@@ -1774,7 +1781,7 @@ mod tests {
 
     #[test]
     fn the_ranking_names_why_each_alternative_lost() {
-        let ranked = rank(&Problem { m: 2048, n: 4096, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }, &Machine::H100, &Pins::default());
+        let ranked = rank(&bf16(2048, 4096, 7168), &Machine::H100, &Pins::default());
         // Rule 7: two consumers share the 128x256 tile over 2 waves, its TMA
         // epilogue in 128-column chunks and a stage more (rule 8).
         assert!(ranked[0].reason.starts_with("picked"));
@@ -1801,7 +1808,7 @@ mod tests {
 
     #[test]
     fn clusters_pair_even_tiles_of_more_than_one_wave() {
-        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
+        let p = bf16(4096, 4096, 4096);
         let tile = Pins { block_m: Some(128), block_n: Some(256), ..Pins::default() };
         let cluster_of = |p: Problem, pins: &Pins| rank(&p, &Machine::H100, pins)[1].config.cluster;
         // 128x256 tiles: 32 x 16, B's tile the larger: along M.
@@ -1821,7 +1828,7 @@ mod tests {
 
     #[test]
     fn a_cluster_pin_applies_to_every_candidate() {
-        let p = Problem { m: 128, n: 2112, k: 7168, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
+        let p = bf16(128, 2112, 7168);
         // A single wave: rule 10 ranks no cluster, but a pin pairs every candidate.
         // The split pick (rule 12) is its own cluster: a pin leaves it out.
         let pinned = rank(&p, &Machine::H100, &Pins { cluster: Some(Along::N), ..Pins::default() });
@@ -1838,7 +1845,6 @@ mod tests {
 
     #[test]
     fn few_tiles_share_their_k_loop_over_a_cluster() {
-        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let pins = Pins { block_n: Some(128), ..Pins::default() };
         let split = |m, n, k| {
             let c = choose(&fp8(m, n, k), &Machine::H100, &pins).unwrap().config;
@@ -1893,7 +1899,7 @@ mod tests {
 
     #[test]
     fn pins_restrict_the_choice() {
-        let fp8 = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
+        let square = fp8(4096, 4096, 4096);
         // FP8 with B's scales per 128x128 block: the program pins BN = 128.
         // 256x128 would hold 2 * 256 * 128 accumulators (the result and the
         // block being promoted), over two warpgroups' registers; 128x128
@@ -1905,49 +1911,48 @@ mod tests {
         // 32768 for the output (6 would need 232520). With K = 2048 (16
         // blocks) or 512 (4) over 8 or more waves it is too, and so it is
         // over 2 waves (M = 128).
-        let c = choose(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
+        let c = choose(&square, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 5));
         assert_eq!((c.config.schedule, c.config.scales), (Schedule::WarpSpecialized { consumers: 2 }, Scales::Staged));
-        let ranked = rank(&fp8, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
+        let ranked = rank(&square, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
         assert_eq!(ranked[1].config, Config { cluster: Along::M, ..c.config });
         assert!(ranked[2].reason.starts_with("pipelined alternative of the pick's tile"));
         let pick = |p: Problem| choose(&p, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
-        let shorter = pick(Problem { k: 2048, ..fp8 });
+        let shorter = pick(Problem { k: 2048, ..square });
         assert_eq!((shorter.config.schedule, shorter.waves), (Schedule::WarpSpecialized { consumers: 2 }, 8));
         // A short K over many tiles: 128x128 over two consumers too (rule
         // 7), rather than the 64x128 pipeline two to an SM that ranks first
         // by rule 2.
-        let shortest = pick(Problem { k: 512, ..fp8 });
+        let shortest = pick(Problem { k: 512, ..square });
         assert_eq!((shortest.config.block_m, shortest.config.schedule, shortest.config.stages, shortest.config.scales), (128, Schedule::WarpSpecialized { consumers: 2 }, 4, Scales::Staged));
         // Two waves of 128x128 go to two consumers as well, and with 4 K
         // blocks stay there; with 12 (M = 128) the ping-pong consumers take
         // 64-row tiles in turn. Two waves of 64x128 (M = 64), whose
         // warp-specialised form has one consumer, keep the pipeline.
-        let two_waves = pick(Problem { m: 128, n: 32768, k: 512, ..fp8 });
+        let two_waves = pick(Problem { m: 128, n: 32768, k: 512, ..square });
         assert_eq!((two_waves.config.schedule, two_waves.waves, two_waves.config.stages), (Schedule::WarpSpecialized { consumers: 2 }, 2, 4));
-        let few_tiles = pick(Problem { m: 128, n: 24576, k: 1536, ..fp8 });
+        let few_tiles = pick(Problem { m: 128, n: 24576, k: 1536, ..square });
         assert_eq!((few_tiles.config.block_m, few_tiles.config.schedule), (64, Schedule::PingPong));
         // Over one wave a CTA has one tile: one consumer, not ping-pong.
-        let one_wave = pick(Problem { m: 128, n: 7168, k: 16384, ..fp8 });
+        let one_wave = pick(Problem { m: 128, n: 7168, k: 16384, ..square });
         assert_eq!((one_wave.config.block_m, one_wave.config.schedule, one_wave.waves), (64, Schedule::WarpSpecialized { consumers: 1 }, 1));
-        let few_short_tiles = pick(Problem { m: 64, n: 32768, k: 512, ..fp8 });
+        let few_short_tiles = pick(Problem { m: 64, n: 32768, k: 512, ..square });
         assert_eq!((few_short_tiles.config.block_m, few_short_tiles.config.schedule, few_short_tiles.waves), (64, Schedule::Pipeline, 2));
         // A K loop whose trip count is data over more than four waves (8
         // here) keeps the pipeline (its scales staged at the cost of one of
         // 6 stages, rule 11), and ranks the warp-specialised tile second;
         // over four waves (8 experts of 256 rows) it is warp-specialised.
-        let masked = rank(&Problem { varying_k: true, clusterable: false, ..fp8 }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
+        let masked = rank(&Problem { varying_k: true, clusterable: false, ..square }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
         assert_eq!((masked[0].config.schedule, masked[0].config.stages, masked[0].config.scales, masked[0].waves), (Schedule::Pipeline, 5, Scales::Staged, 8));
         assert_eq!(masked[1].config.schedule, Schedule::WarpSpecialized { consumers: 2 });
-        let few = choose(&Problem { m: 2048, k: 7168, varying_k: true, clusterable: false, ..fp8 }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
+        let few = choose(&Problem { m: 2048, k: 7168, varying_k: true, clusterable: false, ..square }, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         assert_eq!((few.config.schedule, few.waves), (Schedule::WarpSpecialized { consumers: 2 }, 4));
-        let c = choose(&Problem { precision: Precision::Bf16, ..fp8 }, &Machine::H100, &Pins { block_n: Some(192), stages: Some(2), ..Pins::default() }).unwrap();
+        let c = choose(&Problem { precision: Precision::Bf16, ..square }, &Machine::H100, &Pins { block_n: Some(192), stages: Some(2), ..Pins::default() }).unwrap();
         assert_eq!((c.config.block_n, c.config.stages), (192, 2));
     }
 
     #[test]
     fn scales_are_staged_unless_a_pipeline_loses_two_stages_or_a_resident_cta() {
-        let fp8 = |m, n, k| Problem { m, n, k, precision: Precision::Fp8BlockScaled, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
         let pinned = Pins { block_n: Some(128), ..Pins::default() };
         let scales = |p: Problem| {
             let c = choose(&p, &Machine::H100, &pinned).unwrap().config;
@@ -1972,7 +1977,7 @@ mod tests {
 
     #[test]
     fn impossible_requests_are_errors() {
-        let p = Problem { m: 4096, n: 4096, k: 4096, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false };
+        let p = bf16(4096, 4096, 4096);
         let err = |pins: Pins| choose(&p, &Machine::H100, &pins).unwrap_err();
         assert!(err(Pins { block_n: Some(100), ..Pins::default() }).contains("BLOCK_N must be a multiple of 16"));
         assert!(err(Pins { block_m: Some(96), ..Pins::default() }).contains("BLOCK_M must be 64, 128 or 256"));
