@@ -804,8 +804,9 @@ fn compare(a: &Candidate, b: &Candidate) -> Ordering {
 
 /// What made the pick win.
 fn pick_reason(best: &Candidate, machine: &Machine, tall: bool) -> String {
+    let shared_tall = format!("; warp-specialised (rule 7), two consumers sharing 256x128 rather than 128x256 over {TALL_SHARED_WAVES} waves or more (rule 16)");
     let schedule = match best.config.schedule {
-        Schedule::WarpSpecialized { .. } if tall => "; warp-specialised (rule 7), two consumers sharing 256x128 rather than 128x256 over 6 waves or more (rule 16)",
+        Schedule::WarpSpecialized { .. } if tall => &shared_tall,
         Schedule::Pipeline => "",
         Schedule::WarpSpecialized { .. } if best.config.block_n <= NARROW_BLOCK_N => "; warp-specialised (a narrow tile with a long K)",
         Schedule::WarpSpecialized { .. } if best.config.stages > MAX_STAGES => "; warp-specialised with the most stages that fit (rule 15: a narrow tile over a long K, both rows of tiles sharing B)",
@@ -874,7 +875,7 @@ fn loss_reason(c: &Candidate, best: &Candidate, tall: bool) -> String {
     } else if same_tile && c.config.epilogue != best.config.epilogue {
         format!("direct-store alternative of the pick ({} stages without the output tile)", c.config.stages)
     } else if tall && (c.config.block_m, c.config.block_n) == (best.config.block_n, best.config.block_m) {
-        format!("the {}x{} tile, which two consumers share as {}x{} over 6 waves or more (rule 16)", c.config.block_m, c.config.block_n, best.config.block_m, best.config.block_n)
+        format!("the {}x{} tile, which two consumers share as {}x{} over {TALL_SHARED_WAVES} waves or more (rule 16)", c.config.block_m, c.config.block_n, best.config.block_m, best.config.block_n)
     } else if c.waves > best.waves {
         format!("more waves ({} > {})", c.waves, best.waves)
     } else if c.last_wave < best.last_wave {
@@ -1260,7 +1261,7 @@ fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candi
 /// many waves.
 fn two_consumer_tile(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = best.config;
-    let tall = problem.precision == Precision::Bf16 && (c.block_m, c.block_n) == (128, 256) && best.waves >= TALL_SHARED_WAVES && unpinned_tile(pins);
+    let tall = (c.block_m, c.block_n) == (128, 256) && tall_sharing_applies(problem, pins, best.waves);
     if let Some(turned) = tall.then(|| tile_candidate(problem, machine, pins, (256, 128, c.block_k), c.splits)).flatten().filter(|t| t.waves == best.waves) {
         return Some(turned);
     }
@@ -1271,15 +1272,16 @@ fn two_consumer_tile(problem: &Problem, machine: &Machine, pins: &Pins, best: &C
     tile_candidate(problem, machine, pins, (128, c.block_n, c.block_k), c.splits)
 }
 
-/// Whether the pins leave rule 16 the tile's shape.
-fn unpinned_tile(pins: &Pins) -> bool {
-    pins.block_m.is_none() && pins.block_n.is_none()
+/// Rule 16's conditions besides the tile: BF16, at least
+/// [`TALL_SHARED_WAVES`] waves, and pins that leave the tile's shape.
+fn tall_sharing_applies(problem: &Problem, pins: &Pins, waves: i64) -> bool {
+    problem.precision == Precision::Bf16 && waves >= TALL_SHARED_WAVES && pins.block_m.is_none() && pins.block_n.is_none()
 }
 
 /// Whether rule 16 made `c` (a pick) two consumers sharing 256x128.
 fn shares_tall_tile(problem: &Problem, pins: &Pins, c: &Candidate) -> bool {
-    let shape = (c.config.block_m, c.config.block_n) == (256, 128);
-    problem.precision == Precision::Bf16 && shape && c.config.schedule == (Schedule::WarpSpecialized { consumers: 2 }) && c.waves >= TALL_SHARED_WAVES && unpinned_tile(pins)
+    let shared = (c.config.block_m, c.config.block_n) == (256, 128) && c.config.schedule == (Schedule::WarpSpecialized { consumers: 2 });
+    shared && tall_sharing_applies(problem, pins, c.waves)
 }
 
 /// Rule 16: the fewest waves of 128x256 tiles over which two consumers
