@@ -7,7 +7,7 @@ use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
 use super::scales::{self, ColumnBlocks, Part, Scales};
-use super::{cluster, nvgpu, roles, tma, wgmma};
+use super::{cluster, nvgpu, roles, stream_k, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
@@ -90,6 +90,8 @@ pub(crate) struct KernelText {
     pub emitter_types: std::collections::BTreeSet<(&'static str, usize)>,
     /// Element types needing the store helper.
     pub store_helpers: Vec<ElemType>,
+    /// The bytes of a stream-K workspace slot, where the kernel hands partial tiles over.
+    pub parked_slot_bytes: Option<i64>,
 }
 
 /// A row-major matrix in global memory and a tile origin in it, as the
@@ -131,6 +133,11 @@ pub(crate) struct Lowerer<'a> {
     /// Column offsets of block-scaled promotions fixed by the case of a
     /// loop lowered once per offset ([`Lowerer::lower_for`]).
     known_offsets: HashMap<Value, i64>,
+    /// The consumers of the `nv.warp_specialize` being lowered take turns
+    /// at whole tiles (`alternate`) instead of sharing each tile's rows.
+    alternating: bool,
+    /// The largest stream-K workspace slot the kernel parks or adds, in bytes.
+    parked_slot_bytes: Option<i64>,
 }
 
 /// Registers per thread a kernel needs beside its register tiles (addresses,
@@ -185,6 +192,8 @@ impl<'a> Lowerer<'a> {
             role: Role::Cta,
             reg_budget: MAX_REGS,
             known_offsets: HashMap::new(),
+            alternating: false,
+            parked_slot_bytes: None,
         }
     }
 
@@ -271,7 +280,7 @@ impl<'a> Lowerer<'a> {
         let types = self.em.struct_types.clone();
         func.push_str(&self.em.finish());
         func.push_str("    }\n");
-        Ok(KernelText { func, emitter_types: types, store_helpers })
+        Ok(KernelText { func, emitter_types: types, store_helpers, parked_slot_bytes: self.parked_slot_bytes })
     }
 
     fn lower_block(&mut self, block: Block) -> Result<(), Diagnostic> {
@@ -577,6 +586,21 @@ impl<'a> Lowerer<'a> {
                 self.em.close("}");
                 Ok(())
             }
+            Opcode::TileSelect => {
+                let select = self.view(op, tile::Select::of)?;
+                let body = &self.f.body;
+                let (cond, yes, no, result) = (select.condition(body), select.true_value(body), select.false_value(body), select.result(body));
+                let Type::Scalar(elem) = *body.value_type(result) else {
+                    return Err(self.err(op, "selects between scalars only"));
+                };
+                let (cond, yes, no) = (self.scalar(op, cond)?, self.scalar(op, yes)?, self.scalar(op, no)?);
+                let hint = self.hint(result);
+                let r = self.em.assign(&hint, format!("arith.select {cond}, {yes}, {no} : {}", mlir_type(elem)));
+                self.vals.insert(result, Lv::Scalar { name: r, elem });
+                Ok(())
+            }
+            Opcode::TileParkPartial => self.lower_park(op),
+            Opcode::TileAddParked => self.lower_add_parked(op),
             Opcode::TileCmpi => {
                 let cmpi = self.view(op, tile::Cmpi::of)?;
                 let (lhs, rhs, result) = (cmpi.lhs(&self.f.body), cmpi.rhs(&self.f.body), cmpi.result(&self.f.body));
@@ -1245,6 +1269,67 @@ impl<'a> Lowerer<'a> {
         Err(self.err(op, "waits for every thread of the CTA and cannot run inside one role of 'nv.warp_specialize'"))
     }
 
+    /// The threads holding the register tiles of the current role, for
+    /// stream-K's workspace: the CTA's, or all consumers' sharing each tile.
+    fn holders(&mut self, op: Op) -> Result<stream_k::Holders, Diagnostic> {
+        let tid = self.thread().tid.clone();
+        match self.role {
+            Role::Cta => {
+                let group = self.em.i32(0);
+                Ok(stream_k::Holders { index: tid, count: self.plan.num_warps * 32, group, barrier_wg: None })
+            }
+            Role::Consumer if self.alternating => Err(self.err(op, "hands a partial tile over between CTAs, which consumers taking turns at whole tiles cannot share")),
+            Role::Consumer => {
+                let consumers = self.plan.num_warps / 4 - 1;
+                if consumers > stream_k::MAX_GROUPS {
+                    return Err(self.err(op, format!("hands partial tiles over for {consumers} consumers; the workspace has flags for {}", stream_k::MAX_GROUPS)));
+                }
+                let wg = self.thread().wg.clone().expect("plan checked: a specialised kernel has several warpgroups");
+                let c128 = self.em.i32(128);
+                let index = self.em.binop("holder", "arith.subi", &tid, &c128, "i32");
+                let c1 = self.em.i32(1);
+                let group = self.em.binop("group", "arith.subi", &wg, &c1, "i32");
+                Ok(stream_k::Holders { index, count: 128 * consumers, group, barrier_wg: Some(wg) })
+            }
+            Role::Producer => Err(self.err(op, "hands a partial tile over in the producer, which holds no tile (it belongs in the consumers)")),
+        }
+    }
+
+    /// The holders of `value`'s tile and the bytes of a slot, recorded for the workspace.
+    fn parked(&mut self, op: Op, value: Value) -> Result<(Frag, stream_k::Holders, i64), Diagnostic> {
+        let frag = self.frag(op, value)?;
+        if frag.elem != ElemType::F32 {
+            return Err(self.err(op, "hands over f32 register tiles only"));
+        }
+        let holders = self.holders(op)?;
+        let bytes = stream_k::slot_bytes(&frag, &holders);
+        if self.parked_slot_bytes.is_some_and(|b| b != bytes) {
+            return Err(self.err(op, "hands over a tile of another size than the kernel's other stream-K hand-overs; the workspace has slots of one size"));
+        }
+        self.parked_slot_bytes = Some(bytes);
+        Ok((frag, holders, bytes))
+    }
+
+    fn lower_park(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let park = self.view(op, tile::ParkPartial::of)?;
+        let (value, slot) = (park.value(&self.f.body), park.slot(&self.f.body));
+        let (frag, holders, bytes) = self.parked(op, value)?;
+        let slot = self.scalar(op, slot)?;
+        stream_k::park(&mut self.em, &frag, &slot, &holders, bytes);
+        Ok(())
+    }
+
+    fn lower_add_parked(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let add = self.view(op, tile::AddParked::of)?;
+        let body = &self.f.body;
+        let (value, slot, result) = (add.value(body), add.slot(body), add.result(body));
+        let (frag, holders, bytes) = self.parked(op, value)?;
+        let slot = self.scalar(op, slot)?;
+        let summed = stream_k::add(&mut self.em, &frag, &slot, &holders, bytes);
+        self.vals.insert(result, Lv::Frag(summed));
+        Ok(())
+    }
+
     fn lower_warp_specialize(&mut self, op: Op) -> Result<(), Diagnostic> {
         if self.role != Role::Cta {
             return Err(self.err(op, "nested warp specialisation is not supported by the lowering"));
@@ -1256,6 +1341,7 @@ impl<'a> Lowerer<'a> {
         let c_arg = self.f.body.blocks[consumer].args[0];
         let wg = self.thread().wg.clone().expect("plan checked: a specialised kernel has several warpgroups");
 
+        self.alternating = body.ops[op].attrs.get("alternate").is_some();
         roles::open_producer(&mut self.em, &wg, &budgets);
         self.role = Role::Producer;
         self.lower_block(producer)?;

@@ -28,6 +28,7 @@ mod plan;
 mod roles;
 mod scales;
 mod smem_rows;
+mod stream_k;
 mod tma;
 mod wgmma;
 
@@ -63,6 +64,9 @@ pub fn lower_function(f: &Function) -> Result<LoweredKernel, Diagnostic> {
         "    llvm.mlir.global external @{DYN_SMEM_SYMBOL}() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>\n"
     ));
     mlir.push_str(&kernel.func);
+    if let Some(slot_bytes) = kernel.parked_slot_bytes {
+        mlir.push_str(&stream_k::globals(slot_bytes));
+    }
     for elem in kernel.store_helpers {
         mlir.push_str(&fragment::store_pair_helper(elem));
     }

@@ -79,7 +79,7 @@ pub(crate) fn open_warpgroup_leader(em: &mut Emitter, tid: &str) {
 /// Threads per warp.
 const WARP_THREADS: i64 = 32;
 /// Threads per warpgroup: a warpgroup barrier's thread count.
-const WARPGROUP_THREADS: i64 = 128;
+pub(crate) const WARPGROUP_THREADS: i64 = 128;
 
 /// Opens `scf.if` on `tid % group == 0` (`group` a power of two), naming
 /// the thread's index in its group and the condition `names`.

@@ -1,7 +1,7 @@
 //! Constants, index and element-wise arithmetic, casts, and the grid queries
 //! (`block_id`, `num_blocks`, `dim`).
 
-use super::{Cast, Cmpi, Constant, Dim, FloatBinary, IntBinary, Muli};
+use super::{Cast, Cmpi, Constant, Dim, FloatBinary, IntBinary, Muli, Select};
 use crate::diagnostic::Diagnostic;
 use crate::ir::{Attribute, Attributes, Body, ElemType, Op, Type, Value};
 use crate::registry::{Folded, Opcode, ParsedOp};
@@ -235,6 +235,23 @@ pub(super) fn verify_cmpi(body: &Body, op: Op) -> Result<(), String> {
         return Err("compares two integer or index scalars of one type".into());
     }
     Ok(())
+}
+
+/// `tile.select` chooses between two integer or index scalars (MLIR's
+/// `arith.select` on scalars).
+pub(super) fn verify_select(body: &Body, op: Op) -> Result<(), String> {
+    let select = Select::of(body, op).ok_or("malformed 'tile.select'")?;
+    if !matches!(body.value_type(select.result(body)), Type::Scalar(e) if e.is_integer()) {
+        return Err("chooses between two integer or index scalars".into());
+    }
+    Ok(())
+}
+
+/// A select on a constant condition is the value it chooses.
+pub(super) fn fold_select(body: &Body, op: Op, consts: &[Option<Attribute>]) -> Option<Folded> {
+    let select = Select::of(body, op)?;
+    let condition = consts[0].as_ref()?.as_int()?;
+    Some(Folded::Value(if condition != 0 { select.true_value(body) } else { select.false_value(body) }))
 }
 
 /// Evaluates `predicate` on two integers.

@@ -1,13 +1,19 @@
-//! Split-K's reduction across program instances: `tile.sum_splits` adds the
-//! partial accumulators of the instances that computed one output tile over
-//! different ranges of K.
+//! Reductions across program instances of partial accumulators computed
+//! over different ranges of one output tile's K: split-K's
+//! `tile.sum_splits`, and stream-K's hand-over through a workspace,
+//! `tile.park_partial` and `tile.add_parked`.
 
-use super::SumSplits;
+use super::{AddParked, ParkPartial, SumSplits};
 use crate::ir::{Body, ElemType, Op};
 
 /// The most program instances one sum can span: a cluster's portable size,
 /// which is how the lowering reduces them.
 pub const MAX_SPLITS: i64 = 8;
+
+/// Slots of stream-K's workspace, one per CTA of a persistent grid: enough
+/// for every Hopper GPU's SMs (132 on the H100 and H200); a wider grid runs
+/// every tile whole (`tile-stream-k`).
+pub const PARK_SLOTS: i64 = 144;
 
 /// An f32 tile summed over 2 to [`MAX_SPLITS`] instances.
 pub(super) fn verify_sum_splits(body: &Body, op: Op) -> Result<(), String> {
@@ -21,4 +27,25 @@ pub(super) fn verify_sum_splits(body: &Body, op: Op) -> Result<(), String> {
         return Err(format!("'splits' must be from 2 to {MAX_SPLITS}, found {splits}"));
     }
     Ok(())
+}
+
+/// Whether the tile stream-K hands over (a tile, as the op's definition
+/// checks) holds f32 accumulators.
+fn f32_tile(body: &Body, value: crate::ir::Value) -> Result<(), String> {
+    match body.value_type(value).as_tile() {
+        Some(tile) if tile.elem != ElemType::F32 => Err(format!("hands over f32 accumulators, found '{}'", tile.elem.mnemonic())),
+        _ => Ok(()),
+    }
+}
+
+/// An f32 tile parked in a slot.
+pub(super) fn verify_park_partial(body: &Body, op: Op) -> Result<(), String> {
+    let park = ParkPartial::of(body, op).ok_or("malformed 'tile.park_partial'")?;
+    f32_tile(body, park.value(body))
+}
+
+/// An f32 tile added to the one parked in a slot.
+pub(super) fn verify_add_parked(body: &Body, op: Op) -> Result<(), String> {
+    let add = AddParked::of(body, op).ok_or("malformed 'tile.add_parked'")?;
+    f32_tile(body, add.value(body))
 }

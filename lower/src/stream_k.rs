@@ -1,0 +1,180 @@
+//! Stream-K's hand-over of partial tiles (`tile.park_partial`,
+//! `tile.add_parked`) through a workspace in global memory that the
+//! module declares itself, so that a launch needs no buffer beyond the
+//! kernel's tensors: `.global` variables start zeroed when the module
+//! loads, and every launch leaves them as it found them (each slot is
+//! filled once and emptied once).
+//!
+//! Slot s holds one f32 tile in the order of the threads' fragments: with
+//! `count` threads holding the tile (a CTA's, or the consumer warpgroups'
+//! of a warp-specialised kernel), thread p's j-th group of four values is
+//! at byte `s * slot_bytes + (j * count + p) * 16`, so a warp's vector
+//! stores and loads are 512 contiguous bytes. Each holder warpgroup (or
+//! the whole CTA outside warp specialisation) marks its part full with
+//! its own flag: its threads store, fence, meet at their barrier, and the
+//! first of them releases the flag; the adding side's first thread
+//! acquires the flag and clears it, the group meets, and every thread
+//! reads its values through L2.
+
+use super::emitter::Emitter;
+use super::fragment::Frag;
+use super::roles::WARPGROUP_THREADS;
+use tilec_dialects::tile::reduce::PARK_SLOTS;
+
+/// The workspace: `PARK_SLOTS` slots of partial tiles.
+pub(crate) const PARKED_SYMBOL: &str = "__tilec_stream_k_parked";
+/// One i32 flag per slot and holder group: nonzero while the slot is full.
+pub(crate) const FULL_SYMBOL: &str = "__tilec_stream_k_full";
+/// Holder groups a slot has flags for: the consumer warpgroups of a
+/// warp-specialised kernel (at most two), or the one CTA-wide group.
+pub(crate) const MAX_GROUPS: i64 = 2;
+
+/// The threads that hold a tile, as one thread sees them.
+pub(crate) struct Holders {
+    /// This thread's index among them (i32).
+    pub index: String,
+    /// How many threads hold the tile.
+    pub count: i64,
+    /// This thread's holder group (i32): its warpgroup among the consumers, or 0.
+    pub group: String,
+    /// The warpgroup whose named barrier the group meets at, or `None` for the CTA's barrier.
+    pub barrier_wg: Option<String>,
+}
+
+/// The module-level declarations of the workspace for slots of
+/// `slot_bytes`.
+pub(crate) fn globals(slot_bytes: i64) -> String {
+    let zero = |name: &str, bytes: i64| {
+        format!(
+            "    llvm.mlir.global internal @{name}() {{addr_space = 1 : i32, alignment = 16 : i64}} : !llvm.array<{bytes} x i8> {{\n      %0 = llvm.mlir.zero : !llvm.array<{bytes} x i8>\n      llvm.return %0 : !llvm.array<{bytes} x i8>\n    }}\n"
+        )
+    };
+    zero(PARKED_SYMBOL, PARK_SLOTS * slot_bytes) + &zero(FULL_SYMBOL, PARK_SLOTS * MAX_GROUPS * 4)
+}
+
+/// The bytes of one slot: the whole tile in f32, every holder's fragment.
+pub(crate) fn slot_bytes(frag: &Frag, holders: &Holders) -> i64 {
+    frag.geom.values_per_thread() * holders.count * 4
+}
+
+/// The global address (i64) of `symbol` plus `offset` (i64).
+fn address(em: &mut Emitter, symbol: &str, offset: &str) -> String {
+    let base = em.assign("ws", format!("llvm.mlir.addressof @{symbol} : !llvm.ptr<1>"));
+    let base = em.assign("ws_addr", format!("llvm.ptrtoint {base} : !llvm.ptr<1> to i64"));
+    em.binop("ws_addr", "arith.addi", &base, offset, "i64")
+}
+
+/// The address of this thread's first vector in `slot` (an index value).
+fn thread_slot(em: &mut Emitter, slot: &str, slot_bytes: i64, h: &Holders) -> String {
+    let slot = em.assign("slot", format!("arith.extsi {slot} : i32 to i64"));
+    let bytes = em.i64(slot_bytes);
+    let at = em.binop("slot_at", "arith.muli", &slot, &bytes, "i64");
+    let p = em.assign("holder", format!("arith.extui {} : i32 to i64", h.index));
+    let c16 = em.i64(16);
+    let mine = em.binop("holder_at", "arith.muli", &p, &c16, "i64");
+    let offset = em.binop("slot_at", "arith.addi", &at, &mine, "i64");
+    address(em, PARKED_SYMBOL, &offset)
+}
+
+/// The address of this group's flag of `slot`.
+fn flag(em: &mut Emitter, slot: &str, h: &Holders) -> String {
+    let slot = em.assign("slot", format!("arith.extsi {slot} : i32 to i64"));
+    let groups = em.i64(MAX_GROUPS);
+    let row = em.binop("flag", "arith.muli", &slot, &groups, "i64");
+    let group = em.assign("group", format!("arith.extui {} : i32 to i64", h.group));
+    let index = em.binop("flag", "arith.addi", &row, &group, "i64");
+    let c4 = em.i64(4);
+    let offset = em.binop("flag_at", "arith.muli", &index, &c4, "i64");
+    address(em, FULL_SYMBOL, &offset)
+}
+
+/// The group's threads meet.
+fn meet(em: &mut Emitter, h: &Holders) {
+    match &h.barrier_wg {
+        Some(wg) => super::roles::warpgroup_barrier(em, Some(wg)),
+        None => em.line("gpu.barrier"),
+    }
+}
+
+/// Opens a region the group's first thread runs: the first of its
+/// warpgroup, or of the CTA.
+fn open_first(em: &mut Emitter, h: &Holders) {
+    let within = match h.barrier_wg {
+        Some(_) => {
+            let mask = em.i32(WARPGROUP_THREADS - 1);
+            em.binop("within", "arith.andi", &h.index, &mask, "i32")
+        }
+        None => h.index.clone(),
+    };
+    let c0 = em.i32(0);
+    let first = em.assign("group_first", format!("arith.cmpi eq, {within}, {c0} : i32"));
+    em.open(format!("scf.if {first} {{"));
+}
+
+/// One side-effecting PTX statement with the given operands.
+fn asm(em: &mut Emitter, text: &str, constraints: &str, operands: &[String], types: &[&str]) {
+    em.line(format!(
+        "llvm.inline_asm has_side_effects asm_dialect = att \"{text}\", \"{constraints}\" {} : ({}) -> ()",
+        operands.join(", "),
+        types.join(", ")
+    ));
+}
+
+/// Vector j's four values of `frag`: chunk and first position.
+fn vectors(frag: &Frag) -> impl Iterator<Item = (usize, usize)> {
+    let per_chunk = frag.geom.chunk_len() / 4;
+    (0..frag.chunks.len()).flat_map(move |c| (0..per_chunk).map(move |v| (c, 4 * v)))
+}
+
+/// `tile.park_partial`: this thread's values into `slot`, then the group's flag.
+pub(crate) fn park(em: &mut Emitter, frag: &Frag, slot: &str, h: &Holders, slot_bytes: i64) {
+    em.line("// stream-K: park the partial tile, then mark the slot full.");
+    let at = thread_slot(em, slot, slot_bytes, h);
+    let ty = frag.chunk_type(em);
+    for (j, (c, first)) in vectors(frag).enumerate() {
+        let offset = em.i64(j as i64 * h.count * 16);
+        let addr = em.binop("park_at", "arith.addi", &at, &offset, "i64");
+        let mut operands = vec![addr];
+        for i in first..first + 4 {
+            operands.push(em.assign("e", format!("llvm.extractvalue {}[{i}] : {ty}", frag.chunks[c])));
+        }
+        asm(em, "st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f", &operands, &["i64", "f32", "f32", "f32", "f32"]);
+    }
+    asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
+    meet(em, h);
+    let flag = flag(em, slot, h);
+    open_first(em, h);
+    asm(em, "st.release.gpu.global.b32 [$0], 1;", "l", &[flag], &["i64"]);
+    em.close("}");
+}
+
+/// `tile.add_parked`: waits for the group's flag of `slot`, empties it,
+/// and adds the parked values to `frag`'s.
+pub(crate) fn add(em: &mut Emitter, frag: &Frag, slot: &str, h: &Holders, slot_bytes: i64) -> Frag {
+    let ty = frag.chunk_type(em);
+    em.line("// stream-K: add the tile a later CTA parked, once its slot is full.");
+    let flag = flag(em, slot, h);
+    open_first(em, h);
+    let wait = "{\\0A.reg .pred p;\\0A.reg .b32 f;\\0ASK_WAIT:\\0Ald.acquire.gpu.global.b32 f, [$0];\\0Asetp.ne.b32 p, f, 0;\\0A@p bra SK_FULL;\\0Ananosleep.u32 64;\\0Abra SK_WAIT;\\0ASK_FULL:\\0Ast.relaxed.gpu.global.b32 [$0], 0;\\0A}\\0A";
+    asm(em, wait, "l", &[flag], &["i64"]);
+    em.close("}");
+    meet(em, h);
+    asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
+    let at = thread_slot(em, slot, slot_bytes, h);
+    let mut chunks = frag.chunks.clone();
+    for (j, (c, first)) in vectors(frag).enumerate() {
+        let offset = em.i64(j as i64 * h.count * 16);
+        let addr = em.binop("parked_at", "arith.addi", &at, &offset, "i64");
+        let parked = em.assign(
+            "parked",
+            format!("llvm.inline_asm has_side_effects asm_dialect = att \"ld.global.cg.v4.f32 {{$0, $1, $2, $3}}, [$4];\", \"=f,=f,=f,=f,l\" {addr} : (i64) -> !llvm.struct<(f32, f32, f32, f32)>"),
+        );
+        for i in 0..4 {
+            let p = em.assign("p", format!("llvm.extractvalue {parked}[{i}] : !llvm.struct<(f32, f32, f32, f32)>"));
+            let mine = em.assign("e", format!("llvm.extractvalue {}[{}] : {ty}", chunks[c], first + i));
+            let sum = em.binop("e", "arith.addf", &mine, &p, "f32");
+            chunks[c] = em.assign("frag", format!("llvm.insertvalue {sum}, {}[{}] : {ty}", chunks[c], first + i));
+        }
+    }
+    Frag { geom: frag.geom.clone(), elem: frag.elem, chunks }
+}
