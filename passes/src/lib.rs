@@ -14,6 +14,7 @@ pub mod cluster;
 pub mod config;
 pub mod config_rules;
 pub mod hopper;
+pub mod k_range;
 pub mod layout_rules;
 pub mod manager;
 pub mod options;

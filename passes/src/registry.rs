@@ -4,7 +4,7 @@
 use crate::analysis::barriers;
 use crate::options::OptionSpec;
 use crate::phase::PhaseRule;
-use crate::transforms::{assign_layouts, canonicalize, cluster_split, licm, lower_to_nv, persistent, pipeline, rasterize, select_config, split_k, warp_specialize};
+use crate::transforms::{assign_layouts, canonicalize, cluster_split, licm, lower_to_nv, persistent, pipeline, rasterize, select_config, split_k, stream_k, warp_specialize};
 use crate::{Pass, PassOptions};
 use std::sync::{Mutex, PoisonError};
 
@@ -30,6 +30,7 @@ pub static PASSES: &[PassInfo] = &[
     assign_layouts::INFO,
     split_k::INFO,
     persistent::INFO,
+    stream_k::INFO,
     rasterize::INFO,
     warp_specialize::INFO,
     pipeline::INFO,

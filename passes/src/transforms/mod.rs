@@ -10,4 +10,5 @@ pub mod pipeline;
 pub mod rasterize;
 pub mod select_config;
 pub mod split_k;
+pub mod stream_k;
 pub mod warp_specialize;

@@ -17,16 +17,15 @@
 
 use crate::config::config_int;
 use crate::hopper::counting::trip_count;
-use crate::hopper::schedule::loop_block;
 use crate::hopper::wgmma::next_op;
+use crate::k_range::{find_k_loop, guard_stores, restrict_k_loop, top_level_stores};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::{op_error, Pass};
-use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op};
-use tilec_dialects::registry::Opcode;
+use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint};
 use tilec_dialects::tile::reduce::MAX_SPLITS;
-use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Cmpi, For, If, Maxsi, Minsi, Muli, Store, Subi, SumSplits, Yield};
+use tilec_dialects::tile::{BlockId, Ceildivsi, Cmpi, Maxsi, Minsi, Muli, Subi, SumSplits};
 use tilec_dialects::{Diagnostic, Function};
 
 /// `tile-split-k`'s registration: name, options, phases and constructor.
@@ -79,22 +78,18 @@ impl Pass for SplitK {
         if let Some(z) = body.walk_region(region).into_iter().find(|&o| BlockId::of(body, o).is_some_and(|b| b.dim(body) == 2)) {
             return Err(op_error(body, z, "indexes a batch of problems (grid z), which tile-split-k needs for the splits".into()));
         }
-        let k_loop = k_loop(body, &body.blocks[entry].ops, func.loc.clone())?;
+        let k_loop = find_k_loop(body, entry, func.loc.clone(), INFO.name)?;
         for &result in &body.ops[k_loop.op()].results {
             if body.value_type(result).as_tile().is_none_or(|t| t.elem != ElemType::F32) {
                 return Err(op_error(body, k_loop.op(), "carries a value other than an f32 accumulator tile; tile-split-k sums every result of the K loop".into()));
             }
         }
-        let stores: Vec<Op> = body.walk_region(region).into_iter().filter(|&o| Store::of(body, o).is_some()).collect();
-        if let Some(&nested) = stores.iter().find(|&&store| body.ops[store].parent != Some(entry)) {
-            return Err(op_error(body, nested, "stores inside a loop or branch; tile-split-k guards the kernel's top-level stores of the summed tile".into()));
-        }
+        let stores = top_level_stores(body, entry, INFO.name)?;
 
         let loc = body.ops[k_loop.op()].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(k_loop.op()), loc.clone());
         let split = BlockId::build(&mut b, 2, Attributes::new()).result(b.body);
         let split = b.name(split, "split");
-        let (lb, step) = (k_loop.lower_bound(b.body), k_loop.step(b.body));
         let trip = trip_count(&mut b, k_loop);
         let splits = b.index(self.splits);
         let per = Ceildivsi::build(&mut b, trip, splits, Attributes::new()).result(b.body);
@@ -105,21 +100,7 @@ impl Pass for SplitK {
         let zero = b.index(0);
         let mine = Maxsi::build(&mut b, mine, zero, Attributes::new()).result(b.body);
         let mine = b.name(mine, "k_iterations");
-        let span = Muli::build(&mut b, mine, step, Attributes::new()).result(b.body);
-        let end = Addi::build(&mut b, lb, span, Attributes::new()).result(b.body);
-        let skipped = Muli::build(&mut b, done, step, Attributes::new()).result(b.body);
-        let skipped = b.name(skipped, "k_skipped");
-        k_loop.set_upper_bound(body, end);
-        // The loop keeps its lower bound, so that its iterations still count
-        // from a constant (the pipeline's stage arithmetic, and the barrier
-        // verifier's reading of it, rest on that); its body shifts K instead.
-        let iv = body.blocks[loop_block(body, k_loop)].args[0];
-        let first = body.blocks[loop_block(body, k_loop)].ops[0];
-        let mut b = Builder::new(body, InsertPoint::Before(first), loc.clone());
-        let shifted = Addi::build(&mut b, iv, skipped, Attributes::new());
-        let kt = shifted.result(b.body);
-        let kt = b.name(kt, "kt_split");
-        body.replace_uses_except(k_loop.region(body), iv, kt, shifted.op());
+        restrict_k_loop(body, k_loop, done, mine, "kt_split");
 
         let after = next_op(body, k_loop.op());
         for result in body.ops[k_loop.op()].results.clone() {
@@ -130,31 +111,14 @@ impl Pass for SplitK {
             body.replace_uses_except(region, result, total, sum.op());
         }
 
-        for store in stores {
-            let mut b = Builder::new(body, InsertPoint::Before(store), body.ops[store].loc.clone());
+        if let Some(&first_store) = stores.first() {
+            let mut b = Builder::new(body, InsertPoint::Before(first_store), loc);
             let zero = b.index(0);
             let first_split = Cmpi::build(&mut b, split, zero, "eq", Attributes::new()).result(b.body);
             let first_split = b.name(first_split, "is_split0");
-            let guard = If::build(&mut b, first_split, Attributes::new()).op();
-            let (_, guarded) = b.body.add_region(guard, &[]);
-            let end = Yield::build(&mut Builder::new(body, InsertPoint::End(guarded), loc.clone()), &[], Attributes::new()).op();
-            body.remove_op(store);
-            body.insert_op_before(end, store);
+            guard_stores(body, &stores, first_split);
         }
         func.attrs.set("cluster_dims", Attribute::Array([1, 1, self.splits].iter().map(|&d| Attribute::Int(d, ElemType::I64)).collect()));
         Ok(())
     }
 }
-
-/// The one `tile.for` among `ops` (the kernel's top level) whose body holds
-/// a dot: the K loop.
-fn k_loop(body: &Body, ops: &[Op], loc: tilec_dialects::Location) -> Result<For, Diagnostic> {
-    let holds_dot = |o: Op| body.walk_region(body.ops[o].regions[0]).into_iter().any(|i| matches!(body.opcode(i), Opcode::TileDot | Opcode::TileDotScaled));
-    let loops: Vec<For> = ops.iter().filter_map(|&o| For::of(body, o)).filter(|l| holds_dot(l.op())).collect();
-    match loops[..] {
-        [k_loop] => Ok(k_loop),
-        [] => Err(Diagnostic::error(loc, "tile-split-k needs a K loop (a top-level tile.for holding a dot)")),
-        [_, second, ..] => Err(op_error(body, second.op(), "is a second K loop; tile-split-k splits one".into())),
-    }
-}
-

@@ -57,7 +57,7 @@ use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
 use tilec_dialects::nv::roles::most_consumer_registers;
 use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait, SmemRows};
-use tilec_dialects::tile::{Addi, Cmpi, Divsi, For, If, Load, Muli, Store, Subi, Yield};
+use tilec_dialects::tile::{AddParked, Addi, Cmpi, Divsi, For, If, Load, Muli, ParkPartial, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function, Layout, Location};
 
 /// `tile-warp-specialize`'s registration: name, options, phases and constructor.
@@ -451,9 +451,15 @@ impl Roles<'_> {
             body.remove_op(load);
         }
         remove_unused_loads(body, loop_block(body, k_loop));
+        // The epilogue goes: stores, and stream-K's hand-over of partial tiles.
         let role = body.ops[k_loop.op()].parent.map(|b| outer_role_block(body, b)).expect("attached");
-        for op in body.walk_region(body.blocks[role].parent.expect("in a region")) {
-            if Store::of(body, op).is_some() {
+        let role_region = body.blocks[role].parent.expect("in a region");
+        for op in body.walk_region(role_region) {
+            if let Some(add) = AddParked::of(body, op) {
+                let (result, value) = (add.result(body), add.value(body));
+                body.replace_all_uses(role_region, result, value);
+                body.remove_op(op);
+            } else if Store::of(body, op).is_some() || ParkPartial::of(body, op).is_some() {
                 body.remove_op(op);
             }
         }
