@@ -102,8 +102,9 @@ fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
 /// module's function asks: the plain pipeline (none for one stage), with
 /// `tile-rasterize` for a grouped tile order and `tile-split-k` when it
 /// splits K, or the persistent warp-specialised
-/// schedule, with `tile-cluster-split` when it names a cluster; the passes
-/// read their stages, consumers, epilogue, cluster, splits and tile order from
+/// schedule, with `tile-stream-k` when it shares the last wave by K
+/// iterations and `tile-cluster-split` when it names a cluster; the passes
+/// read their stages, consumers, epilogue, cluster, splits, piece order and tile order from
 /// `tile.config`; `fallback` for input without one (an nv-level kernel).
 pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, String> {
     let configs: Vec<_> = module.functions.iter().filter_map(config_of).collect();
@@ -125,9 +126,10 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
             let order = if config.get_int("raster_group").is_some_and(|g| g > 0) { "tile-rasterize," } else { "" };
             format!("tile-canonicalize,tile-assign-layouts,{order}{split}{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
         }
-        Some(Schedule::WarpSpecialized { .. } | Schedule::PingPong) => format!(
-            "tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,tile-warp-specialize,{cluster}tile-lower-to-nv,tile-canonicalize,tile-licm"
-        ),
+        Some(Schedule::WarpSpecialized { .. } | Schedule::PingPong) => {
+            let stream_k = if config.get("stream_k").is_some() { "tile-stream-k," } else { "" };
+            format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,tile-canonicalize,tile-licm")
+        }
         None => return Err(format!("tile.config has an unknown schedule '{schedule}'")),
     })
 }

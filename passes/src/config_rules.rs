@@ -205,8 +205,16 @@
 //!     4096x32768x512 and +1.2% at 4096x24576x1536 (in clusters), +0.5% at
 //!     4096x7168x2048, +0.4% at 8192^3, +0.2% at 4096x7168x16384; level
 //!     over 4 waves, 0.7% behind over 2.
+//! 17. Stream-K: a BF16 pick that two consumers share, persistent and
+//!     unclustered, whose last wave keeps at most 60% of the SMs busy, over
+//!     at least 64 K blocks, shares that wave's tiles between all SMs by K
+//!     iterations (`tile-stream-k`, pieces in order), each tile's pieces
+//!     summed by the CTA that runs its first. On the H100 (2026-11-26)
+//!     +1.3% at 8192^3 (a 52% full last wave; three runs); slower at every
+//!     fuller last wave or shorter K measured (see [`stream_k_for`]).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
+use crate::k_range::PieceOrder;
 use tilec_dialects::tile::dot::{blocks_covering, SCALE_BLOCK_N};
 use std::cmp::Ordering;
 use std::fmt;
@@ -504,6 +512,9 @@ pub struct Config {
     /// Tile rows per group of the plain pipeline's grouped tile order
     /// (rule 13); 0 for the grid's order.
     pub raster_group: i64,
+    /// The persistent loop shares its partial last wave between the CTAs by
+    /// K iterations, its pieces run in this order (stream-K, rule 17).
+    pub stream_k: Option<PieceOrder>,
 }
 
 /// Rule 14: the narrowest block-scaled tile promoted in column halves
@@ -596,10 +607,11 @@ impl fmt::Display for Config {
         let splits = if self.splits > 1 { format!(" splits={}", self.splits) } else { String::new() };
         let order = if self.raster_group > 0 { format!(" grouped={}", self.raster_group) } else { String::new() };
         let mma_n = self.mma_n().map_or(String::new(), |n| format!(" mma_n={n}"));
+        let stream_k = self.stream_k.map_or(String::new(), |order| format!(" stream_k={}", order.word()));
         let chunks = self.epilogue_chunk().map_or(String::new(), |n| format!(" epilogue_cols={n}"));
         write!(
             f,
-            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{chunks}{scales}{mma_n}{cluster}{splits}{order} sms={}",
+            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{chunks}{scales}{mma_n}{cluster}{splits}{order}{stream_k} sms={}",
             self.block_m,
             self.block_n,
             self.block_k,
@@ -760,7 +772,7 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
     let (stages, scales) = stages_and_scales(problem, machine, pins, layout)?;
     let smem = layout.with_scales(scales).smem_bytes(problem, stages);
     let num_warps = 4 * warpgroups;
-    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: 0, cluster: Along::None, splits, raster_group: 0 };
+    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: 0, cluster: Along::None, splits, raster_group: 0, stream_k: None };
     Some(with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, smem_bytes: smem, reason: String::new() }))
 }
 
@@ -831,13 +843,17 @@ fn pick_reason(best: &Candidate, machine: &Machine, tall: bool) -> String {
         Scales::Staged => "; scales staged with their stage",
         Scales::Prefetched => "; scales prefetched into registers (staging them would cost a stage or a co-resident CTA)",
     };
+    let stream_k = match best.config.stream_k {
+        None => String::new(),
+        Some(order) => format!("; the last wave's tiles shared by K iterations over every SM, pieces {} (rule 17: a last wave at most {STREAM_K_LAST_WAVE_PERCENT}% full over {STREAM_K_MIN_K_BLOCKS} K blocks or more)", order.word()),
+    };
     let ctas = best.tiles * best.config.splits;
     let together = match ceil_div(ctas, best.waves * machine.sms) {
         1 => String::new(),
         r => format!(" of {r} CTAs an SM"),
     };
     format!(
-        "picked: fewest waves ({}{together}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){chunks}{scales}{schedule}{cluster}{splits}{order}",
+        "picked: fewest waves ({}{together}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){chunks}{scales}{schedule}{cluster}{splits}{order}{stream_k}",
         best.waves, best.last_wave, machine.sms, best.config.stages
     )
 }
@@ -864,6 +880,8 @@ fn loss_reason(c: &Candidate, best: &Candidate, tall: bool) -> String {
         format!("the pick in 2-CTA clusters along {}, multicasting {}", c.config.cluster.word(), if c.config.cluster == Along::M { "B" } else { "A" })
     } else if c.config == (Config { cluster: Along::None, ..best.config }) && best.config.cluster != Along::None {
         "the pick without clusters (rule 10 clusters a BF16 kernel warp-specialised for a short K)".to_string()
+    } else if c.config == (Config { stream_k: None, sms: c.config.sms, ..best.config }) && best.config.stream_k.is_some() {
+        "the pick without stream-K: its last wave's tiles whole, on fewer SMs (rule 17)".to_string()
     } else if c.config.schedule == Schedule::PingPong {
         format!("ping-pong alternative: two consumers take turns at whole {}x{} tiles", c.config.block_m, c.config.block_n)
     } else if c.config.schedule != Schedule::Pipeline {
@@ -958,6 +976,10 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     }
     for c in &mut ranked {
         c.config.raster_group = raster_group_for(problem, machine, c);
+    }
+    if let Some(order) = ranked.first().and_then(|best| stream_k_for(problem, machine, best)) {
+        let shared = Candidate { config: Config { stream_k: Some(order), sms: machine.sms, ..ranked[0].config }, ..ranked[0].clone() };
+        ranked.insert(0, shared);
     }
     if let Some(best) = ranked.first().cloned() {
         let tall = shares_tall_tile(problem, pins, &best);
@@ -1294,6 +1316,40 @@ fn shares_tall_tile(problem: &Problem, pins: &Pins, c: &Candidate) -> bool {
 /// at 4096^3 and 4096x4096x7168 (4 waves), 0.7% behind at 2048x4096x7168
 /// (2 waves).
 const TALL_SHARED_WAVES: i64 = 6;
+
+/// Rule 17: stream-K (`tile-stream-k`, pieces in order) for a BF16 pick
+/// that two consumers share, persistent and unclustered, over a full wave
+/// or more whose last wave keeps at most [`STREAM_K_LAST_WAVE_PERCENT`]% of
+/// the SMs busy, over at least [`STREAM_K_MIN_K_BLOCKS`] K blocks; one GEMM
+/// with a shape given (a batch's or a grouped GEMM's tiles are not one
+/// range of iterations). On the H100 (2026-11-26, three runs, against the
+/// same kernel without it) 8192^3 (a 52% full last wave, 128 K blocks) ran
+/// 1.3% faster; five shapes with last waves 79-91% full ran 0.8-25% slower
+/// in order and up to 5% slower reversed, and 4096x24576x1536 (27% full,
+/// 24 K blocks) 3.5% slower: the hand-over of each CTA's pieces costs more
+/// than a fuller last wave or a short K saves. Block-scaled FP8's 128x176
+/// consumers spill with the pass's index arithmetic, so it stays BF16.
+fn stream_k_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Option<PieceOrder> {
+    let c = &best.config;
+    let shared = c.schedule == (Schedule::WarpSpecialized { consumers: 2 }) && c.cluster == Along::None && c.splits == 1;
+    let one_gemm = problem.clusterable && !problem.varying_k && !problem.any_n;
+    let left = best.tiles % machine.sms;
+    let k_blocks = ceil_div(problem.k, c.block_k);
+    let applies = problem.precision == Precision::Bf16
+        && shared
+        && one_gemm
+        && best.tiles > machine.sms
+        && left > 0
+        && 100 * left <= STREAM_K_LAST_WAVE_PERCENT * machine.sms
+        && k_blocks >= STREAM_K_MIN_K_BLOCKS;
+    applies.then_some(PieceOrder::InOrder)
+}
+
+/// Rule 17: the fullest last wave, in percent of the SMs, that stream-K shares.
+const STREAM_K_LAST_WAVE_PERCENT: i64 = 60;
+
+/// Rule 17: the fewest K blocks over which stream-K pays for its hand-over.
+const STREAM_K_MIN_K_BLOCKS: i64 = 64;
 
 /// Rule 7's alternative: the best tile split over `consumers` warpgroups fed
 /// by a producer, persistent over the fewest SMs that keep the waves.
@@ -1696,7 +1752,7 @@ mod tests {
         assert!(!pinned.reason.contains("rule 16"), "{}", pinned.reason);
         // Unpinned, --explain says why 256x128 and why not 128x256.
         let ranked = rank(&bf16(8192, 8192, 8192), &Machine::H100, &Pins::default());
-        assert!(ranked[0].reason.ends_with("over 6 waves or more (rule 16)"), "{}", ranked[0].reason);
+        assert!(ranked[0].reason.contains("over 6 waves or more (rule 16)"), "{}", ranked[0].reason);
         let wide = ranked.iter().find(|c| (c.config.block_m, c.config.block_n) == (128, 256)).expect("128x256 ranked");
         assert_eq!(wide.reason, "the 128x256 tile, which two consumers share as 256x128 over 6 waves or more (rule 16)");
         // So is 128x176, whose whole output tile leaves room for 4 stages.
@@ -1708,6 +1764,32 @@ mod tests {
         // C rows that TMA cannot store (N * 2 bytes not a multiple of 16)
         // take direct stores in the warp-specialised tile too.
         assert_eq!(pick_of(4096, 24572, 1536).epilogue.word(), GLOBAL);
+    }
+
+    #[test]
+    fn a_sparse_last_wave_over_a_long_k_is_shared_by_stream_k() {
+        // 8192^3: 2048 tiles of 256x128 over 132 SMs leave 68 (52%) in the
+        // last wave, over 128 K blocks: its tiles go by K iterations to
+        // every SM, and the same kernel without it ranks next.
+        let ranked = rank(&bf16(8192, 8192, 8192), &Machine::H100, &Pins::default());
+        let (shared, next) = (&ranked[0], &ranked[1]);
+        assert_eq!((shared.config.stream_k, shared.config.sms, shared.last_wave), (Some(PieceOrder::InOrder), 132, 68));
+        assert!(shared.reason.ends_with("pieces in-order (rule 17: a last wave at most 60% full over 64 K blocks or more)"), "{}", shared.reason);
+        assert_eq!(next.config, Config { stream_k: None, sms: next.config.sms, ..shared.config });
+        assert_eq!(next.reason, "the pick without stream-K: its last wave's tiles whole, on fewer SMs (rule 17)");
+        assert!(shared.config.to_string().contains(" stream_k=in-order "), "{}", shared.config);
+        // Fuller last waves (116, 120 and 104 of 132) and a short K (24
+        // blocks under a 27% full last wave) keep whole tiles.
+        for (m, n, k) in [(4096, 4096, 4096), (4096, 2112, 7168), (4096, 7168, 16384), (4096, 24576, 1536)] {
+            assert_eq!(pick(m, n, k).config.stream_k, None, "{m}x{n}x{k}");
+        }
+        // So do block-scaled FP8, pinned clusters, a batch or grouped GEMM
+        // and a kernel for any N.
+        let whole = |problem: Problem, pins: Pins| choose(&problem, &Machine::H100, &pins).unwrap().config.stream_k;
+        assert_eq!(whole(fp8(8192, 8192, 8192), Pins::default()), None);
+        assert_eq!(whole(bf16(8192, 8192, 8192), Pins { cluster: Some(Along::N), ..Pins::default() }), None);
+        assert_eq!(whole(Problem { clusterable: false, ..bf16(8192, 8192, 8192) }, Pins::default()), None);
+        assert_eq!(whole(Problem { any_n: true, ..bf16(8192, 8192, 8192) }, Pins::default()), None);
     }
 
     #[test]

@@ -310,6 +310,9 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     if c.splits > 1 {
         d.set("splits", int(c.splits));
     }
+    if let Some(order) = c.stream_k {
+        d.set("stream_k", Attribute::String(order.word().into()));
+    }
     d.set("sms", int(c.sms));
     d.set("waves", int(pick.waves));
     d.set("last_wave", int(pick.last_wave));
