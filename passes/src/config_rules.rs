@@ -210,8 +210,9 @@
 //!     at least 64 K blocks, shares that wave's tiles between all SMs by K
 //!     iterations (`tile-stream-k`, pieces in order), each tile's pieces
 //!     summed by the CTA that runs its first. On the H100 (2026-11-26)
-//!     +1.3% at 8192^3 (a 52% full last wave; three runs); slower at every
-//!     fuller last wave or shorter K measured (see [`stream_k_for`]).
+//!     +1.3 to +1.6% at 8192^3 (a 52% full last wave; seven runs), ratio
+//!     to cuBLAS 1.011-1.014; in order, slower at every fuller last wave or
+//!     shorter K measured (`stream_k_for` has the figures).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::k_range::PieceOrder;
@@ -1324,10 +1325,11 @@ const TALL_SHARED_WAVES: i64 = 6;
 /// with a shape given (a batch's or a grouped GEMM's tiles are not one
 /// range of iterations). On the H100 (2026-11-26, three runs, against the
 /// same kernel without it) 8192^3 (a 52% full last wave, 128 K blocks) ran
-/// 1.3% faster; five shapes with last waves 79-91% full ran 0.8-25% slower
-/// in order and up to 5% slower reversed, and 4096x24576x1536 (27% full,
-/// 24 K blocks) 3.5% slower: the hand-over of each CTA's pieces costs more
-/// than a fuller last wave or a short K saves. Block-scaled FP8's 128x176
+/// 1.3% faster; in order, five shapes with last waves 79-91% full ran
+/// 5-26% slower and 4096x24576x1536 (27% full, 24 K blocks) 0.8% slower;
+/// reversed, those six ran from 5% slower to 1.9% faster: the hand-over
+/// of each CTA's pieces costs about what a fuller last wave or a short K
+/// saves. Block-scaled FP8's 128x176
 /// consumers spill with the pass's index arithmetic, so it stays BF16.
 fn stream_k_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Option<PieceOrder> {
     let c = &best.config;

@@ -25,12 +25,12 @@
 //! being resident at once, as a persistent grid of one CTA per SM is.
 //!
 //! On the H100 (2026-11-26, BF16, against the same kernel without the pass):
-//! reversed ran 1% slower at 8192^3 and 0.8-3% slower at five M = 4096
-//! shapes whose last wave is 79-91% full; in order ran 1.3% faster at
-//! 8192^3 (a 52% full last wave, three runs), but 21-25% slower at
-//! 4096x4096x7168 and 4096x2112x7168, whose pieces' spread K offsets halved
-//! the L2 hits on the shared operands (config selection's rule 17 says when
-//! it takes the pass).
+//! in order ran 1.3% faster at 8192^3 (a 52% full last wave, three runs)
+//! but 5-26% slower at five M = 4096 shapes whose last wave is 79-91%
+//! full, where the pieces' spread K offsets halved the L2 hits on the
+//! shared operands; reversed kept the L2 hits but ran from 5% slower to
+//! 1.9% faster at six M = 4096 shapes and 1.1% slower at 8192^3 (config
+//! selection's rule 17 says when it takes the pass).
 //!
 //! The loop over tiles becomes a loop over the CTA's work units: its
 //! whole tiles, then its pieces, each a tile and a range of its K loop
