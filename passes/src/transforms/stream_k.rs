@@ -118,10 +118,10 @@ impl Pass for StreamK {
             return Err(op_error(body, batched, "stores into a batch of problems (a rank-3 output); tile-stream-k shares the tiles of one GEMM".into()));
         }
 
-        let plan = Shares::build(body, tile_loop, k_loop);
-        let unit = Unit::build(body, tile_loop, &plan, self.order);
+        let shares = Shares::build(body, tile_loop, k_loop);
+        let unit = Unit::build(body, tile_loop, &shares, self.order);
         restrict_k_loop(body, k_loop, unit.first, unit.iterations, "kt_piece");
-        hand_over(body, k_loop, &plan, &unit);
+        hand_over(body, k_loop, &shares, &unit);
         guard_stores(body, &stores, unit.owns);
         Ok(())
     }
