@@ -219,7 +219,7 @@ impl Shares {
 /// its tile (which the body's uses of the old loop variable now read), its
 /// range of the tile's K iterations, and its part in the hand-over.
 struct Unit {
-    /// The first K iteration it runs (0 for a whole tile or a head).
+    /// The first K iteration it runs (0 for a whole tile or a tile's first piece).
     first: Value,
     /// The K iterations it runs.
     iterations: Value,
@@ -307,10 +307,10 @@ impl Unit {
     }
 }
 
-/// After the K loop: a piece that stops short of its tile's end parks
-/// the accumulator in slot c; the tile's owner adds the pieces the CTAs
-/// before it parked, from its first partner's up to its own index, in
-/// order.
+/// After the K loop: a piece that does not own its tile parks the
+/// accumulator in slot c; the tile's owner adds the pieces its partners
+/// parked, in the order of their index, and the sum replaces the
+/// accumulator in what follows (the stores).
 fn hand_over(body: &mut Body, k_loop: For, s: &Shares, unit: &Unit) {
     let loc = body.ops[k_loop.op()].loc.clone();
     let tiles_region = body.blocks[body.ops[k_loop.op()].parent.expect("attached")].parent.expect("in a region");
