@@ -312,6 +312,8 @@ impl GemmSpec {
 pub struct Gemm {
     spec: GemmSpec,
     kernel: Kernel,
+    /// SMs a persistent kernel's grid covers, where not all the device's.
+    grid_sms: Option<u32>,
 }
 
 impl Gemm {
@@ -323,7 +325,15 @@ impl Gemm {
     /// Loads an artifact already read.
     pub fn from_artifact(gpu: &Gpu, artifact: &Artifact) -> Result<Gemm> {
         let spec = GemmSpec::from_manifest(&artifact.manifest)?;
-        Ok(Gemm { spec, kernel: gpu.load(artifact)? })
+        Ok(Gemm { spec, kernel: gpu.load(artifact)?, grid_sms: None })
+    }
+
+    /// The same GEMM with a persistent kernel's grid over `sms` SMs instead
+    /// of all the device's (at most all, at least one): how a test runs a
+    /// kernel whose division of work depends on the grid (stream-K) over
+    /// other grids than the device's.
+    pub fn on_sms(self, sms: u32) -> Gemm {
+        Gemm { grid_sms: Some(sms), ..self }
     }
 
     /// What the loaded kernel computes.
@@ -356,9 +366,10 @@ impl Gemm {
     }
 
     /// Binds buffers given as addresses and sizes (FP8 operands as bytes,
-    /// scales where the kernel takes them).
+    /// scales where the kernel takes them), a persistent kernel's grid over
+    /// the SMs [`Gemm::on_sms`] gave or all the device's.
     pub fn bind_raw(&self, size: GemmSize, buffers: GemmBuffers) -> Result<BoundGemm> {
-        let sms = self.kernel_for(size).num_sms;
+        let sms = self.grid_sms.unwrap_or(self.kernel_for(size).num_sms);
         self.bind_raw_on(size, buffers, sms)
     }
 

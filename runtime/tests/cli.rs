@@ -50,6 +50,9 @@ fn usage_errors_exit_2_and_name_the_bad_argument() {
     let o = run(GPU_TEST, &["dir", "--threshold", "x"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--threshold"), "{}", stderr(&o));
+    let o = run(GPU_TEST, &["dir", "--sms", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--sms"), "{}", stderr(&o));
     let o = run(TP, &["--kernel", GEMM, "--mode", "x", "--shape", "8x8x8"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("want ag or rs, found `x`"), "{}", stderr(&o));
@@ -71,6 +74,11 @@ fn unusable_inputs_exit_1() {
     let o = run(GPU_TEST, &[missing]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no-such-artifact"), "{}", stderr(&o));
+    // --sms sets a GEMM's persistent grid: a copy kernel has none.
+    let copy = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tma_copy");
+    let o = run(GPU_TEST, &[copy, "--sms", "4"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--sms sets a GEMM kernel's persistent grid; this artifact is not a GEMM"), "{}", stderr(&o));
     let o = run(BENCH, &["--artifact", missing]);
     assert_eq!(o.status.code(), Some(1));
     let o = run(BENCH, &["--from-json", missing]);

@@ -64,6 +64,9 @@ struct Cli {
     /// Largest relative Frobenius error that passes
     #[arg(long, default_value_t = 1e-2)]
     threshold: f64,
+    /// Run a persistent GEMM kernel's grid over N SMs instead of all the device's (at most all): a stream-K kernel then divides its work another way
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    sms: Option<u32>,
     /// Problems a grouped GEMM runs on (those of its form), `contiguous:NxK:ROWS,...` or `masked/M_MAX:NxK:COUNTS,...` separated by `;`
     #[arg(long, default_value = DEFAULT_GROUPED, value_parser = parse_grouped)]
     grouped_problems: GroupedProblems,
@@ -142,7 +145,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let dir = cli.artifact.expect("clap requires the artifact unless --completions is given");
-    let (shapes, threshold) = (cli.shapes.0, cli.threshold);
+    let (shapes, threshold, sms) = (cli.shapes.0, cli.threshold, cli.sms);
     // The artifact is checked even where there is no GPU.
     let artifact = match Artifact::load(&dir) {
         Ok(a) => a,
@@ -158,6 +161,10 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
+    if sms.is_some() && matches!(mode, Mode::Grouped | Mode::Copy) {
+        eprintln!("tilec-gpu-test: {dir}: --sms sets a GEMM kernel's persistent grid; this artifact is not a GEMM");
+        return ExitCode::from(EXIT_ERROR);
+    }
     if let Err(e) = ensure_cuda() {
         println!("tilec-gpu-test: {e}");
         println!("tilec-gpu-test: SKIPPED (no libcuda): artifact {dir} is valid, nothing was run");
@@ -165,7 +172,7 @@ fn main() -> ExitCode {
     }
     let problems = cli.grouped_problems.0;
     let count = if mode == Mode::Grouped { problems.len() } else { shapes.len() };
-    match run(&dir, &artifact, mode, &shapes, &problems, threshold) {
+    match run(&dir, &artifact, mode, &shapes, &problems, threshold, sms) {
         Ok(0) => {
             println!("tilec-gpu-test: all {count} shapes PASS");
             ExitCode::SUCCESS
@@ -220,7 +227,15 @@ fn bench(gpu: &Gpu, kernels: &mut [tilec_runtime::timing::Launch]) -> Result<Vec
     Ok(rounds.iter().map(|r| Stats::from_samples(r).map_or(f64::NAN, |s| s.median_ms)).collect())
 }
 
-fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], problems: &[grouped::GroupedProblem], threshold: f64) -> Result<usize> {
+/// `gemm` with its persistent grid over `sms` SMs, where given.
+fn on_sms(gemm: Gemm, sms: Option<u32>) -> Gemm {
+    match sms {
+        Some(n) => gemm.on_sms(n),
+        None => gemm,
+    }
+}
+
+fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], problems: &[grouped::GroupedProblem], threshold: f64, sms: Option<u32>) -> Result<usize> {
     let gpu = Gpu::new(0)?;
     println!(
         "device: {} (sm_{}{}, {} SMs, driver {}.{}), LD_LIBRARY_PATH={}",
@@ -243,7 +258,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
     match mode {
         Mode::Grouped => failed = run_grouped(&gpu, dir, artifact, problems, threshold)?,
         Mode::Gemm { b_kn } => {
-            let gemm = Gemm::from_artifact(&gpu, artifact)?;
+            let gemm = on_sms(Gemm::from_artifact(&gpu, artifact)?, sms);
             gemm.kernels().iter().for_each(print_kernel);
             let blas = Cublas::new(gpu.stream.clone())?;
             let lt = CublasLt::new(gpu.stream.clone())?;
@@ -263,7 +278,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
             }
         }
         Mode::Fp8Block => {
-            let gemm = Gemm::from_artifact(&gpu, artifact)?;
+            let gemm = on_sms(Gemm::from_artifact(&gpu, artifact)?, sms);
             gemm.kernels().iter().for_each(print_kernel);
             let blas = Cublas::new(gpu.stream.clone())?;
             let lt = tilec_runtime::lt::LtHandle::new(gpu.stream.clone())?;
