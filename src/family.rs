@@ -15,7 +15,7 @@ use tilec_cli::PassFlags;
 
 /// The `tile.config` entries that make one kernel differ from another (the
 /// shape and the wave figures do not change the code).
-const KERNEL_KEYS: [&str; 12] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "epilogue_cols", "scales", "cluster", "splits", "raster_group"];
+const KERNEL_KEYS: [&str; 13] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "epilogue_cols", "scales", "cluster", "splits", "raster_group", "stream_k"];
 
 /// What tells kernels apart: the config's code-changing entries, as text.
 fn kernel_key(module: &Module) -> String {
@@ -30,7 +30,7 @@ fn kernel_key(module: &Module) -> String {
         Some(Attribute::String(s)) => s.clone(),
         _ => "-".into(),
     };
-    let [bm, bn, bk, stages, schedule, consumers, epilogue, chunk, scales, cluster, splits, group] = KERNEL_KEYS.map(value);
+    let [bm, bn, bk, stages, schedule, consumers, epilogue, chunk, scales, cluster, splits, group, stream_k] = KERNEL_KEYS.map(value);
     let schedule = match Schedule::from_word(&schedule, consumers.parse().unwrap_or(0)) {
         Some(Schedule::WarpSpecialized { consumers }) => format!("ws{consumers}"),
         _ => schedule,
@@ -39,7 +39,8 @@ fn kernel_key(module: &Module) -> String {
     let tag = |name: &str, value: &str| if value == "-" { String::new() } else { format!(" {name}={value}") };
     let cluster = if cluster == "none" { String::new() } else { tag("cluster", &cluster) };
     let (chunk, scales, splits, order) = (tag("epilogue_cols", &chunk), tag("scales", &scales), tag("splits", &splits), tag("grouped", &group));
-    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{chunk}{scales}{cluster}{splits}{order}")
+    let stream_k = tag("stream_k", &stream_k);
+    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{chunk}{scales}{cluster}{splits}{order}{stream_k}")
 }
 
 /// The dispatch rows for `picks` (shape, kernel name): per (N, K), the shapes
@@ -149,8 +150,8 @@ mod tests {
         let examples = ["examples/gemm_bf16.tile", "examples/gemm_fp8_blockscaled.tile"];
         // Picks with a chunked epilogue and clusters, split K, grouped order
         // (a plain pipeline, for its direct stores of rows TMA cannot store),
-        // staged scales and column halves.
-        let shapes: [Shape; 4] = [(4096, 24576, 1536), (64, 2112, 7168), (8192, 8196, 8192), (4096, 7168, 16384)];
+        // stream-K, staged scales and column halves.
+        let shapes: [Shape; 5] = [(4096, 24576, 1536), (64, 2112, 7168), (8192, 8196, 8192), (8192, 8192, 8192), (4096, 7168, 16384)];
         let request = ConfigRequest::default();
         for path in examples {
             let text = std::fs::read_to_string(path).expect("example");
@@ -162,6 +163,9 @@ mod tests {
                     let known = KERNEL_KEYS.contains(&key) || FOLLOWING.contains(&key) || FIGURES.contains(&key);
                     assert!(known, "{path} at {shape:?}: tile.config's '{key}' is in no list");
                 }
+                // The stream-K pick is another kernel than the same tile without it.
+                let shares_by_k = d.get("stream_k").is_some();
+                assert_eq!(kernel_key(&module).ends_with(" stream_k=in-order"), shares_by_k, "{path} at {shape:?}: {}", kernel_key(&module));
             }
         }
     }
