@@ -136,8 +136,10 @@ pub(crate) struct Lowerer<'a> {
     /// The consumers of the `nv.warp_specialize` being lowered take turns
     /// at whole tiles (`alternate`) instead of sharing each tile's rows.
     alternating: bool,
-    /// The largest stream-K workspace slot the kernel parks or adds, in bytes.
+    /// The bytes of the stream-K workspace slot the kernel parks and adds (one size for all its hand-overs).
     parked_slot_bytes: Option<i64>,
+    /// The consumer index (`wg - 1`, i32) while a consumer region is lowered.
+    consumer: Option<String>,
 }
 
 /// Registers per thread a kernel needs beside its register tiles (addresses,
@@ -194,6 +196,7 @@ impl<'a> Lowerer<'a> {
             known_offsets: HashMap::new(),
             alternating: false,
             parked_slot_bytes: None,
+            consumer: None,
         }
     }
 
@@ -1272,11 +1275,12 @@ impl<'a> Lowerer<'a> {
     /// The threads holding the register tiles of the current role, for
     /// stream-K's workspace: the CTA's, or all consumers' sharing each tile.
     fn holders(&mut self, op: Op) -> Result<stream_k::Holders, Diagnostic> {
-        let tid = self.thread().tid.clone();
+        let Thread { tid, is_leader, wg, .. } = self.thread();
+        let (tid, is_leader, wg) = (tid.clone(), is_leader.clone(), wg.clone());
         match self.role {
             Role::Cta => {
                 let group = self.em.i32(0);
-                Ok(stream_k::Holders { index: tid, count: self.plan.num_warps * 32, group, barrier_wg: None })
+                Ok(stream_k::Holders { index: tid, count: self.plan.num_warps * 32, group, scope: stream_k::Scope::Cta { is_leader } })
             }
             Role::Consumer if self.alternating => Err(self.err(op, "hands a partial tile over between CTAs, which consumers taking turns at whole tiles cannot share")),
             Role::Consumer => {
@@ -1284,12 +1288,12 @@ impl<'a> Lowerer<'a> {
                 if consumers > stream_k::MAX_GROUPS {
                     return Err(self.err(op, format!("hands partial tiles over for {consumers} consumers; the workspace has flags for {}", stream_k::MAX_GROUPS)));
                 }
-                let wg = self.thread().wg.clone().expect("plan checked: a specialised kernel has several warpgroups");
-                let c128 = self.em.i32(128);
-                let index = self.em.binop("holder", "arith.subi", &tid, &c128, "i32");
-                let c1 = self.em.i32(1);
-                let group = self.em.binop("group", "arith.subi", &wg, &c1, "i32");
-                Ok(stream_k::Holders { index, count: 128 * consumers, group, barrier_wg: Some(wg) })
+                let wg = wg.expect("plan checked: a specialised kernel has several warpgroups");
+                let group = self.consumer.clone().expect("set while a consumer region is lowered");
+                // The producer warpgroup comes first.
+                let producer = self.em.i32(roles::WARPGROUP_THREADS);
+                let index = self.em.binop("holder", "arith.subi", &tid, &producer, "i32");
+                Ok(stream_k::Holders { index, count: roles::WARPGROUP_THREADS * consumers, group, scope: stream_k::Scope::Warpgroup { wg, tid } })
             }
             Role::Producer => Err(self.err(op, "hands a partial tile over in the producer, which holds no tile (it belongs in the consumers)")),
         }
@@ -1346,12 +1350,14 @@ impl<'a> Lowerer<'a> {
         self.role = Role::Producer;
         self.lower_block(producer)?;
         let c = roles::open_consumer(&mut self.em, &wg, &budgets);
-        self.vals.insert(c_arg, Lv::Scalar { name: c, elem: ElemType::Index });
+        self.vals.insert(c_arg, Lv::Scalar { name: c.clone(), elem: ElemType::Index });
+        self.consumer = Some(c);
         self.role = Role::Consumer;
         self.reg_budget = budgets.consumer_regs;
         self.lower_block(consumer)?;
         roles::close(&mut self.em);
         self.role = Role::Cta;
+        self.consumer = None;
         self.reg_budget = MAX_REGS;
         Ok(())
     }

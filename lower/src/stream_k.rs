@@ -18,7 +18,7 @@
 
 use super::emitter::Emitter;
 use super::fragment::Frag;
-use super::roles::WARPGROUP_THREADS;
+use super::roles;
 use tilec_dialects::tile::reduce::PARK_SLOTS;
 
 /// The workspace: `PARK_SLOTS` slots of partial tiles.
@@ -37,8 +37,16 @@ pub(crate) struct Holders {
     pub count: i64,
     /// This thread's holder group (i32): its warpgroup among the consumers, or 0.
     pub group: String,
-    /// The warpgroup whose named barrier the group meets at, or `None` for the CTA's barrier.
-    pub barrier_wg: Option<String>,
+    /// Where the group meets and who acts for it.
+    pub scope: Scope,
+}
+
+/// A holder group: the whole CTA, or one consumer warpgroup.
+pub(crate) enum Scope {
+    /// Every thread of the CTA; `is_leader` is thread 0's condition.
+    Cta { is_leader: String },
+    /// The warpgroup `wg` (CTA-wide index) of thread `tid`.
+    Warpgroup { wg: String, tid: String },
 }
 
 /// The module-level declarations of the workspace for slots of
@@ -90,25 +98,18 @@ fn flag(em: &mut Emitter, slot: &str, h: &Holders) -> String {
 
 /// The group's threads meet.
 fn meet(em: &mut Emitter, h: &Holders) {
-    match &h.barrier_wg {
-        Some(wg) => super::roles::warpgroup_barrier(em, Some(wg)),
-        None => em.line("gpu.barrier"),
+    match &h.scope {
+        Scope::Cta { .. } => em.line("gpu.barrier"),
+        Scope::Warpgroup { wg, .. } => roles::warpgroup_barrier(em, Some(wg)),
     }
 }
 
-/// Opens a region the group's first thread runs: the first of its
-/// warpgroup, or of the CTA.
+/// Opens a region the group's first thread runs (closed with `em.close`).
 fn open_first(em: &mut Emitter, h: &Holders) {
-    let within = match h.barrier_wg {
-        Some(_) => {
-            let mask = em.i32(WARPGROUP_THREADS - 1);
-            em.binop("within", "arith.andi", &h.index, &mask, "i32")
-        }
-        None => h.index.clone(),
-    };
-    let c0 = em.i32(0);
-    let first = em.assign("group_first", format!("arith.cmpi eq, {within}, {c0} : i32"));
-    em.open(format!("scf.if {first} {{"));
+    match &h.scope {
+        Scope::Cta { is_leader } => em.open(format!("scf.if {is_leader} {{")),
+        Scope::Warpgroup { tid, .. } => roles::open_warpgroup_leader(em, tid),
+    }
 }
 
 /// One side-effecting PTX statement with the given operands.
