@@ -361,7 +361,7 @@ fn check_turns(body: &Body, k_loop: For, consumers: i64) -> Result<(), Diagnosti
     };
     let bounds = [k_loop.lower_bound(body), k_loop.upper_bound(body), k_loop.step(body)];
     if bounds.iter().any(|&v| body.defined_within(v, tiles.op())) {
-        return Err(op_error(body, k_loop.op(), "pingpong=true needs the same K loop for every tile; this one's trip count changes with the tile (a masked grouped GEMM)".into()));
+        return Err(op_error(body, k_loop.op(), "pingpong=true needs the same K loop for every tile; this one's bounds change with the tile (a masked grouped GEMM's row count, or a stream-K piece's K range)".into()));
     }
     Ok(())
 }
