@@ -128,7 +128,8 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
         }
         Some(Schedule::WarpSpecialized { .. } | Schedule::PingPong) => {
             let stream_k = if config.get("stream_k").is_some() { "tile-stream-k," } else { "" };
-            format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,tile-canonicalize,tile-licm")
+            let deferred = if config.get("epilogue_deferred").is_some() { "tile-defer-epilogue," } else { "" };
+            format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-canonicalize,tile-licm")
         }
         None => return Err(format!("tile.config has an unknown schedule '{schedule}'")),
     })

@@ -15,7 +15,7 @@ use tilec_cli::PassFlags;
 
 /// The `tile.config` entries that make one kernel differ from another (the
 /// shape and the wave figures do not change the code).
-const KERNEL_KEYS: [&str; 13] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "epilogue_cols", "scales", "cluster", "splits", "raster_group", "stream_k"];
+const KERNEL_KEYS: [&str; 14] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "epilogue_cols", "epilogue_deferred", "scales", "cluster", "splits", "raster_group", "stream_k"];
 
 /// What tells kernels apart: the config's code-changing entries, as text.
 fn kernel_key(module: &Module) -> String {
@@ -28,9 +28,10 @@ fn kernel_key(module: &Module) -> String {
     let value = |key: &str| match d.get(key) {
         Some(Attribute::Int(v, _)) => v.to_string(),
         Some(Attribute::String(s)) => s.clone(),
+        Some(Attribute::Bool(b)) => b.to_string(),
         _ => "-".into(),
     };
-    let [bm, bn, bk, stages, schedule, consumers, epilogue, chunk, scales, cluster, splits, group, stream_k] = KERNEL_KEYS.map(value);
+    let [bm, bn, bk, stages, schedule, consumers, epilogue, chunk, deferred, scales, cluster, splits, group, stream_k] = KERNEL_KEYS.map(value);
     let schedule = match Schedule::from_word(&schedule, consumers.parse().unwrap_or(0)) {
         Some(Schedule::WarpSpecialized { consumers }) => format!("ws{consumers}"),
         _ => schedule,
@@ -40,7 +41,8 @@ fn kernel_key(module: &Module) -> String {
     let cluster = if cluster == "none" { String::new() } else { tag("cluster", &cluster) };
     let (chunk, scales, splits, order) = (tag("epilogue_cols", &chunk), tag("scales", &scales), tag("splits", &splits), tag("grouped", &group));
     let stream_k = tag("stream_k", &stream_k);
-    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{chunk}{scales}{cluster}{splits}{order}{stream_k}")
+    let deferred = if deferred == "true" { " epilogue_deferred" } else { "" };
+    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{chunk}{deferred}{scales}{cluster}{splits}{order}{stream_k}")
 }
 
 /// The dispatch rows for `picks` (shape, kernel name): per (N, K), the shapes

@@ -2,6 +2,7 @@
 
 pub mod assign_layouts;
 pub mod canonicalize;
+pub mod defer_epilogue;
 pub mod cluster_split;
 pub mod licm;
 pub mod lower_to_nv;

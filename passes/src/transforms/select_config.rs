@@ -313,6 +313,9 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     if let Some(order) = c.stream_k {
         d.set("stream_k", Attribute::String(order.word().into()));
     }
+    if c.deferred_epilogue {
+        d.set("epilogue_deferred", Attribute::Bool(true));
+    }
     d.set("sms", int(c.sms));
     d.set("waves", int(pick.waves));
     d.set("last_wave", int(pick.last_wave));
