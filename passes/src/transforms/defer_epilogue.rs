@@ -150,23 +150,10 @@ fn find_tile_loop(body: &Body, ws_op: Op, consumer: Block) -> Result<TileLoop, D
     Ok(TileLoop { tiles, k_loop, commit, drain, chunks })
 }
 
-/// Ops without effects, which a chunk copies from the chunks before it.
+/// Ops without effects (the index arithmetic of the stores' coordinates),
+/// which a chunk copies from the chunks before it.
 fn is_pure(body: &Body, op: Op) -> bool {
-    matches!(
-        body.opcode(op),
-        Opcode::TileConstant
-            | Opcode::TileAddi
-            | Opcode::TileSubi
-            | Opcode::TileMuli
-            | Opcode::TileDivsi
-            | Opcode::TileRemsi
-            | Opcode::TileCeildivsi
-            | Opcode::TileMinsi
-            | Opcode::TileMaxsi
-            | Opcode::TileCmpi
-            | Opcode::TileSelect
-            | Opcode::TileIndexCast
-    )
+    body.ops[op].def.traits.pure && body.ops[op].regions.is_empty()
 }
 
 /// The values of a tile that its epilogue reads and the loop over tiles
@@ -235,20 +222,11 @@ fn rewrite(body: &mut Body, found: &TileLoop, carried: &[Value]) -> Result<(), D
     let k_block = body.entry_block(found.k_loop.region(body));
     let kt = body.blocks[k_block].args[0];
     let mut at = Builder::new(body, InsertPoint::Before(next_op(body, found.commit)), loc.clone());
-    for j in 0..found.chunks.len() {
-        let step_j = nth_step(&mut at, k_lb, k_step, j);
-        let now = Cmpi::build(&mut at, kt, step_j, "eq", Attributes::new()).result(at.body);
-        let now = at.name(now, &format!("stores_chunk{j}"));
-        guarded_chunks(&mut at, &[pending, now], found, j..=j, &previous_map);
-    }
+    let steps = StepChunks { found, map: &previous_map, pending, lb: k_lb, step: k_step };
+    steps.store(&mut at, "stores_chunk", |b, step_j| Cmpi::build(b, kt, step_j, "eq", Attributes::new()).result(b.body));
     // After it: the chunks a short K loop had no step for.
     let mut at = Builder::new(body, InsertPoint::Before(next_op(body, found.drain)), loc.clone());
-    for j in 0..found.chunks.len() {
-        let step_j = nth_step(&mut at, k_lb, k_step, j);
-        let missed = Cmpi::build(&mut at, step_j, k_ub, "sge", Attributes::new()).result(at.body);
-        let missed = at.name(missed, &format!("no_step{j}"));
-        guarded_chunks(&mut at, &[pending, missed], found, j..=j, &previous_map);
-    }
+    steps.store(&mut at, "no_step", |b, step_j| Cmpi::build(b, step_j, k_ub, "sge", Attributes::new()).result(b.body));
     let mut end = Builder::new(body, InsertPoint::End(block), loc.clone());
     let one = end.index(1);
     let mut yielded = carried.to_vec();
@@ -268,11 +246,30 @@ fn rewrite(body: &mut Body, found: &TileLoop, carried: &[Value]) -> Result<(), D
     Ok(())
 }
 
-/// `lb + j * step`: the induction value of the K loop's step j.
-fn nth_step(b: &mut Builder, lb: Value, step: Value, j: usize) -> Value {
-    let j = b.index(j as i64);
-    let offset = Muli::build(b, j, step, Attributes::new()).result(b.body);
-    Addi::build(b, lb, offset, Attributes::new()).result(b.body)
+/// The previous tile's chunks, each tied to a step of the K loop (lower
+/// bound `lb`, step `step`).
+struct StepChunks<'a> {
+    found: &'a TileLoop,
+    map: &'a HashMap<Value, Value>,
+    /// Whether a previous tile waits for its stores.
+    pending: Value,
+    lb: Value,
+    step: Value,
+}
+
+impl StepChunks<'_> {
+    /// Chunk j where a tile is pending and `condition` (given the K loop's
+    /// `lb + j * step`, named `hint` j) holds.
+    fn store(&self, b: &mut Builder, hint: &str, condition: impl Fn(&mut Builder, Value) -> Value) {
+        for j in 0..self.found.chunks.len() {
+            let index = b.index(j as i64);
+            let offset = Muli::build(b, index, self.step, Attributes::new()).result(b.body);
+            let step_j = Addi::build(b, self.lb, offset, Attributes::new()).result(b.body);
+            let holds = condition(b, step_j);
+            let holds = b.name(holds, &format!("{hint}{j}"));
+            guarded_chunks(b, &[self.pending, holds], self.found, j..=j, self.map);
+        }
+    }
 }
 
 /// Chunks `range` of the epilogue, copied with the carried values renamed
