@@ -214,12 +214,13 @@
 //!     to cuBLAS 1.011-1.014; in order, slower at every fuller last wave or
 //!     shorter K measured (`stream_k_for` has the figures).
 //! 18. Deferred epilogue: a BF16 pick that two consumers share, persistent,
-//!     unclustered and without stream-K, its output stored in two or more
-//!     chunks, over at least 4 waves and 64 K blocks, stores each tile
-//!     during the next tile's first K steps (`tile-defer-epilogue`). On the
-//!     H100 (2026-11-26) +1.1% at 4096^3, +0.8% at 4096x4096x7168, +0.3% at
-//!     4096x7168x16384; slower with one chunk or in clusters over a short
-//!     K (`defers_epilogue` has the figures).
+//!     unclustered and without stream-K, at least 128 columns wide, over at
+//!     least 4 waves and 64 K blocks, stores each tile during the next
+//!     tile's first K steps, 64 columns a step (`tile-defer-epilogue`). On
+//!     the H100 (2026-11-26) 4096^3 went from 0.977-0.990 to 0.994-0.995 of
+//!     cuBLAS, +0.5 to +1% at 4096x4096x7168, level to +0.3% at
+//!     4096x7168x16384; slower with one chunk or in clusters over a short K
+//!     (`deferred_epilogue` has the figures).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::k_range::PieceOrder;
@@ -860,7 +861,7 @@ fn pick_reason(best: &Candidate, machine: &Machine, tall: bool) -> String {
         Some(order) => format!("; the last wave's tiles shared by K iterations over every SM, pieces {} (rule 17: a last wave at most {STREAM_K_LAST_WAVE_PERCENT}% full over {STREAM_K_MIN_K_BLOCKS} K blocks or more)", order.word()),
     };
     let deferred = if best.config.deferred_epilogue {
-        format!("; each tile stored during the next one's first K steps (rule 18: two consumers, unclustered, the output in chunks, {DEFERRED_EPILOGUE_MIN_WAVES} waves and {DEFERRED_EPILOGUE_MIN_K_BLOCKS} K blocks or more)")
+        format!("; each tile stored during the next one's first K steps, {DEFERRED_EPILOGUE_COLUMNS} columns a step (rule 18: two consumers, unclustered, {DEFERRED_EPILOGUE_MIN_WAVES} waves and {DEFERRED_EPILOGUE_MIN_K_BLOCKS} K blocks or more)")
     } else {
         String::new()
     };
@@ -897,7 +898,7 @@ fn loss_reason(c: &Candidate, best: &Candidate, tall: bool) -> String {
         format!("the pick in 2-CTA clusters along {}, multicasting {}", c.config.cluster.word(), if c.config.cluster == Along::M { "B" } else { "A" })
     } else if c.config == (Config { cluster: Along::None, ..best.config }) && best.config.cluster != Along::None {
         "the pick without clusters (rule 10 clusters a BF16 kernel warp-specialised for a short K)".to_string()
-    } else if c.config == (Config { deferred_epilogue: false, ..best.config }) && best.config.deferred_epilogue {
+    } else if best.config.deferred_epilogue && c.config == (Config { deferred_epilogue: false, epilogue: c.config.epilogue, stages: c.config.stages, ..best.config }) {
         "the pick with each tile stored between its K loop and the next tile's (rule 18)".to_string()
     } else if c.config == (Config { stream_k: None, sms: c.config.sms, ..best.config }) && best.config.stream_k.is_some() {
         "the pick without stream-K: its last wave's tiles whole, on fewer SMs (rule 17)".to_string()
@@ -1000,8 +1001,7 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
         let shared = Candidate { config: Config { stream_k: Some(order), sms: machine.sms, ..ranked[0].config }, ..ranked[0].clone() };
         ranked.insert(0, shared);
     }
-    if ranked.first().is_some_and(|best| defers_epilogue(problem, best)) {
-        let deferred = Candidate { config: Config { deferred_epilogue: true, ..ranked[0].config }, ..ranked[0].clone() };
+    if let Some(deferred) = ranked.first().and_then(|best| deferred_epilogue(problem, machine, pins, best)) {
         ranked.insert(0, deferred);
     }
     if let Some(best) = ranked.first().cloned() {
@@ -1377,28 +1377,42 @@ const STREAM_K_MIN_K_BLOCKS: i64 = 64;
 
 /// Rule 18: the deferred epilogue (`tile-defer-epilogue`) for a BF16 pick
 /// that two consumers share, persistent, unclustered and without stream-K,
-/// its output stored in two or more chunks, over at least
-/// [`DEFERRED_EPILOGUE_MIN_WAVES`] waves and
-/// [`DEFERRED_EPILOGUE_MIN_K_BLOCKS`] K blocks. On the H100 (2026-11-26,
-/// two runs, against the same kernel storing between tiles) 4096^3 ran
-/// 0.988 against 0.977-0.978, 4096x4096x7168 0.982 against 0.973-0.974 and
-/// 4096x7168x16384 0.975 against 0.972; where the pick's output is one
-/// chunk (128x176 at 4096x2112x7168, -0.9%) or its CTAs form clusters over
-/// 8 to 32 K blocks (4096x32768x512 -2%, 4096x7168x2048 -0.3%,
-/// 4096x24576x1536 level) it did not pay. A stream-K loop over tiles
-/// carries its pieces' state, which the pass does not take.
-fn defers_epilogue(problem: &Problem, best: &Candidate) -> bool {
+/// over at least [`DEFERRED_EPILOGUE_MIN_WAVES`] waves and
+/// [`DEFERRED_EPILOGUE_MIN_K_BLOCKS`] K blocks, its output stored through a
+/// buffer [`DEFERRED_EPILOGUE_COLUMNS`] wide, a chunk a K step. On the H100
+/// (2026-11-26, against the same kernel storing between tiles, two to four
+/// runs) 4096^3 ran 0.994-0.995 of cuBLAS against 0.977-0.990,
+/// 4096x4096x7168 0.986-0.987 against 0.973-0.983 and 4096x7168x16384
+/// 0.975 against 0.972-0.975; where the pick's output is one chunk (128x176
+/// at 4096x2112x7168, -0.9%) or its CTAs form clusters over 8 to 32 K
+/// blocks (4096x32768x512 -2%, 4096x7168x2048 -0.3%, 4096x24576x1536 level)
+/// it did not pay. A stream-K loop over tiles carries its pieces' state,
+/// which the pass does not take.
+fn deferred_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = &best.config;
-    let chunked = c.epilogue_chunk().is_some_and(|columns| c.block_n / columns >= 2);
-    problem.precision == Precision::Bf16
+    let Epilogue::Tma { columns } = c.epilogue else { return None };
+    let swizzle = |columns| crate::layout_rules::swizzle_bytes(columns, OUTPUT_ELEM_BITS, c.block_m);
+    let chunks = c.block_n % DEFERRED_EPILOGUE_COLUMNS == 0 && c.block_n >= 2 * DEFERRED_EPILOGUE_COLUMNS;
+    let applies = problem.precision == Precision::Bf16
         && c.schedule == (Schedule::WarpSpecialized { consumers: 2 })
         && c.cluster == Along::None
         && c.splits == 1
         && c.stream_k.is_none()
-        && chunked
+        && chunks
+        && swizzle(DEFERRED_EPILOGUE_COLUMNS) >= swizzle(columns)
         && best.waves >= DEFERRED_EPILOGUE_MIN_WAVES
-        && ceil_div(problem.k, c.block_k) >= DEFERRED_EPILOGUE_MIN_K_BLOCKS
+        && ceil_div(problem.k, c.block_k) >= DEFERRED_EPILOGUE_MIN_K_BLOCKS;
+    if !applies {
+        return None;
+    }
+    let chunked = rescheduled(problem, machine, pins, best, c.schedule, c.num_warps, Epilogue::Tma { columns: DEFERRED_EPILOGUE_COLUMNS })?;
+    Some(Candidate { config: Config { deferred_epilogue: true, ..chunked.config }, ..chunked })
 }
+
+/// Rule 18: the deferred output buffer's columns, one 128-byte swizzle row
+/// of BF16. At 4096^3 (128x256, four chunks) it ran 0.994-0.995 of cuBLAS
+/// against 128 columns' 0.987-0.990 and 32 columns' 0.985-0.988.
+const DEFERRED_EPILOGUE_COLUMNS: i64 = 64;
 
 /// Rule 18: the fewest K blocks over which the deferred epilogue measured
 /// faster (4096^3's 64).
@@ -1798,8 +1812,9 @@ mod tests {
         // A longer K over more than 2 waves is warp-specialised too where
         // two consumers share the tile (with a stage more from the chunks),
         // without clusters past 32 blocks: 64, 112 and 256 K blocks; the
-        // 128x256 tile itself over 4 waves, 256x128 over 7 (rule 16).
-        for (n, k, tile, chunk) in [(4096, 4096, (128, 256), 128), (4096, 7168, (128, 256), 128), (7168, 16384, (256, 128), 64)] {
+        // 128x256 tile itself over 4 waves, 256x128 over 7 (rule 16), all
+        // three stored 64 columns a K step of the next tile (rule 18).
+        for (n, k, tile, chunk) in [(4096, 4096, (128, 256), 64), (4096, 7168, (128, 256), 64), (7168, 16384, (256, 128), 64)] {
             let c = pick_of(4096, n, k);
             let got = ((c.block_m, c.block_n), c.schedule, c.stages, c.epilogue_chunk(), c.cluster);
             assert_eq!(got, (tile, Schedule::WarpSpecialized { consumers: 2 }, 4, Some(chunk), Along::None), "4096x{n}x{k}");
@@ -1853,14 +1868,15 @@ mod tests {
     #[test]
     fn chunked_outputs_over_many_waves_and_a_long_k_defer_their_epilogue() {
         // 4096^3: 512 tiles of 128x256 over 4 waves and 64 K blocks, the
-        // output in two 128-column chunks; the same kernel storing between
-        // tiles ranks next.
+        // output in four 64-column chunks, one a K step; the same kernel
+        // storing two 128-column chunks between tiles ranks next.
         let ranked = rank(&bf16(4096, 4096, 4096), &Machine::H100, &Pins::default());
         let (deferred, next) = (&ranked[0], &ranked[1]);
-        assert!(deferred.config.deferred_epilogue && deferred.config.epilogue_chunk() == Some(128));
-        assert!(deferred.reason.contains("; each tile stored during the next one's first K steps (rule 18"), "{}", deferred.reason);
-        assert!(deferred.config.to_string().contains(" epilogue_deferred "), "{}", deferred.config);
-        assert_eq!(next.config, Config { deferred_epilogue: false, ..deferred.config });
+        assert!(deferred.config.deferred_epilogue && deferred.config.epilogue_chunk() == Some(64));
+        assert_eq!((deferred.config.stages, deferred.smem_bytes), (4, 213056));
+        assert!(deferred.reason.contains("; each tile stored during the next one's first K steps, 64 columns a step (rule 18"), "{}", deferred.reason);
+        assert!(deferred.config.to_string().contains(" epilogue_cols=64 epilogue_deferred "), "{}", deferred.config);
+        assert_eq!(next.config, Config { deferred_epilogue: false, epilogue: Epilogue::Tma { columns: 128 }, ..deferred.config });
         assert_eq!(next.reason, "the pick with each tile stored between its K loop and the next tile's (rule 18)");
         for (m, n, k) in [(4096, 4096, 7168), (4096, 7168, 16384)] {
             assert!(pick(m, n, k).config.deferred_epilogue, "{m}x{n}x{k}");

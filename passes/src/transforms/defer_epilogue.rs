@@ -125,11 +125,15 @@ fn find_tile_loop(body: &Body, ws_op: Op, consumer: Block) -> Result<TileLoop, D
         return Err(op_error(body, k_loop.op(), "tile-defer-epilogue needs the K loop's wgmma committed in its body (nv.wgmma_commit)".into()));
     };
     let drain = ops.get(k_pos + 1).copied().filter(|&op| WgmmaWait::of(body, op).is_some());
-    let convert = ops.get(k_pos + 2).copied().filter(|&op| body.opcode(op) == Opcode::TileTruncf);
-    let (Some(drain), Some(convert)) = (drain, convert) else {
-        return Err(op_error(body, k_loop.op(), "tile-defer-epilogue needs the K loop followed by its drain (nv.wgmma_wait) and the conversion of the result (tile.truncf)".into()));
+    // The conversion of the drained accumulator, after the release of the
+    // last stage where a wgmma group stays in flight.
+    let drained = drain.map(|op| body.ops[op].results[0]);
+    let convert = ops[k_pos + 1..].iter().position(|&op| body.opcode(op) == Opcode::TileTruncf && Some(body.ops[op].operands[0]) == drained);
+    let (Some(drain), Some(convert)) = (drain, convert.map(|p| k_pos + 1 + p)) else {
+        return Err(op_error(body, k_loop.op(), "tile-defer-epilogue needs the K loop followed by its drain (nv.wgmma_wait) and the conversion of the drained result (tile.truncf)".into()));
     };
-    let epilogue = &ops[k_pos + 3..ops.len() - 1];
+    let epilogue = &ops[convert + 1..ops.len() - 1];
+    let convert = ops[convert];
     let mut chunks = vec![Vec::new()];
     for &op in epilogue {
         if !body.ops[op].regions.is_empty() {
