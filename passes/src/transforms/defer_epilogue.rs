@@ -17,10 +17,11 @@
 //! (down to `setmaxnreg`'s least, 24) to the consumers. The BF16 128x256
 //! tile over two consumers needs 240 (at 232 ptxas spilled 28 bytes).
 //!
-//! On the H100 (2026-11-26, hand-edited PTX of the 4096^3 pick, 128-column
-//! chunks): 0.988 of cuBLAS against the pick's 0.974 (three runs each);
-//! within 1% either way over K = 7168 and 16384. Without any epilogue the
-//! kernel ran 1.01, so the stores cost about 3% when not overlapped.
+//! On the H100 (2026-11-26) the 4096^3 pick stored between tiles ran
+//! 0.977-0.990 of cuBLAS; with this pass 0.988 in 128-column chunks and
+//! 0.994-0.995 in 64-column ones (config selection's rule 18). Without any
+//! epilogue (a timing-only edit) it ran 1.01: the stores cost about 3% when
+//! not overlapped, and the last tile's stay so.
 
 use crate::hopper::wgmma::next_op;
 use crate::phase::{Phase, PhaseRule};
