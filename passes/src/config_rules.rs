@@ -217,8 +217,9 @@
 //!     unclustered and without stream-K, at least 128 columns wide, over at
 //!     least 4 waves and 64 K blocks, stores each tile during the next
 //!     tile's first K steps, 64 columns a step (`tile-defer-epilogue`). On
-//!     the H100 (2026-11-26) 4096^3 went from 0.977-0.990 to 0.994-0.995 of
-//!     cuBLAS, +0.5 to +1% at 4096x4096x7168, level to +0.3% at
+//!     the H100 (2026-11-26) about +1.7% at 4096^3 (0.977-0.978 of cuBLAS
+//!     stored between tiles, 0.994-0.995 deferred; each step measured in
+//!     the same runs), about +1.3% at 4096x4096x7168, +0.3% at
 //!     4096x7168x16384; slower with one chunk or in clusters over a short K
 //!     (`deferred_epilogue` has the figures).
 
@@ -1380,10 +1381,12 @@ const STREAM_K_MIN_K_BLOCKS: i64 = 64;
 /// over at least [`DEFERRED_EPILOGUE_MIN_WAVES`] waves and
 /// [`DEFERRED_EPILOGUE_MIN_K_BLOCKS`] K blocks, its output stored through a
 /// buffer [`DEFERRED_EPILOGUE_COLUMNS`] wide, a chunk a K step. On the H100
-/// (2026-11-26, against the same kernel storing between tiles, two to four
-/// runs) 4096^3 ran 0.994-0.995 of cuBLAS against 0.977-0.990,
-/// 4096x4096x7168 0.986-0.987 against 0.973-0.983 and 4096x7168x16384
-/// 0.975 against 0.972-0.975; where the pick's output is one chunk (128x176
+/// (2026-11-26, ratio to cuBLAS, two runs each) the kernel storing between
+/// tiles ran 0.977-0.978 at 4096^3 against 0.988 deferred in 128-column
+/// chunks, and those 0.982-0.990 against 0.994-0.995 in 64-column ones;
+/// 4096x4096x7168 0.973-0.974 against 0.982, and 0.979-0.983 against
+/// 0.986-0.987; 4096x7168x16384 (already 64-column) 0.972 against 0.975.
+/// Where the pick's output is one chunk (128x176
 /// at 4096x2112x7168, -0.9%) or its CTAs form clusters over 8 to 32 K
 /// blocks (4096x32768x512 -2%, 4096x7168x2048 -0.3%, 4096x24576x1536 level)
 /// it did not pay. A stream-K loop over tiles carries its pieces' state,

@@ -18,8 +18,9 @@
 //! tile over two consumers needs 240 (at 232 ptxas spilled 28 bytes).
 //!
 //! On the H100 (2026-11-26) the 4096^3 pick stored between tiles ran
-//! 0.977-0.990 of cuBLAS; with this pass 0.988 in 128-column chunks and
-//! 0.994-0.995 in 64-column ones (config selection's rule 18). Without any
+//! 0.977-0.978 of cuBLAS against 0.988 with this pass in 128-column chunks
+//! (same runs), and 64-column chunks (config selection's rule 18) ran
+//! 0.994-0.995 against 128-column ones' 0.982-0.990. Without any
 //! epilogue (a timing-only edit) it ran 1.01: the stores cost about 3% when
 //! not overlapped, and the last tile's stay so.
 
