@@ -103,8 +103,9 @@ fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
 /// `tile-rasterize` for a grouped tile order and `tile-split-k` when it
 /// splits K, or the persistent warp-specialised
 /// schedule, with `tile-stream-k` when it shares the last wave by K
-/// iterations and `tile-cluster-split` when it names a cluster; the passes
-/// read their stages, consumers, epilogue, cluster, splits, piece order and tile order from
+/// iterations, `tile-cluster-split` when it names a cluster and
+/// `tile-defer-epilogue` when it defers the epilogue; the passes read their
+/// stages, consumers, epilogue, cluster, splits, piece order and tile order from
 /// `tile.config`; `fallback` for input without one (an nv-level kernel).
 pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, String> {
     let configs: Vec<_> = module.functions.iter().filter_map(config_of).collect();

@@ -1394,7 +1394,6 @@ const STREAM_K_MIN_K_BLOCKS: i64 = 64;
 fn deferred_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = &best.config;
     let Epilogue::Tma { columns } = c.epilogue else { return None };
-    let swizzle = |columns| crate::layout_rules::swizzle_bytes(columns, OUTPUT_ELEM_BITS, c.block_m);
     let chunks = c.block_n % DEFERRED_EPILOGUE_COLUMNS == 0 && c.block_n >= 2 * DEFERRED_EPILOGUE_COLUMNS;
     let applies = problem.precision == Precision::Bf16
         && c.schedule == (Schedule::WarpSpecialized { consumers: 2 })
@@ -1402,7 +1401,7 @@ fn deferred_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, best: &C
         && c.splits == 1
         && c.stream_k.is_none()
         && chunks
-        && swizzle(DEFERRED_EPILOGUE_COLUMNS) >= swizzle(columns)
+        && keeps_output_swizzle(c, columns, DEFERRED_EPILOGUE_COLUMNS)
         && best.waves >= DEFERRED_EPILOGUE_MIN_WAVES
         && ceil_div(problem.k, c.block_k) >= DEFERRED_EPILOGUE_MIN_K_BLOCKS;
     if !applies {
@@ -1465,8 +1464,7 @@ fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, c: Candid
         return c;
     }
     let half = columns / 2;
-    let swizzle = |columns| crate::layout_rules::swizzle_bytes(columns, OUTPUT_ELEM_BITS, c.config.block_m);
-    if half % BLOCK_N_STEP != 0 || swizzle(half) < swizzle(columns) {
+    if half % BLOCK_N_STEP != 0 || !keeps_output_swizzle(&c.config, columns, half) {
         return c;
     }
     match rescheduled(problem, machine, pins, &c, c.config.schedule, c.config.num_warps, Epilogue::Tma { columns: half }) {
@@ -1477,6 +1475,13 @@ fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, c: Candid
 
 /// Bits of an element of C (BF16).
 const OUTPUT_ELEM_BITS: u32 = 16;
+
+/// Whether an output buffer `chunk` columns wide swizzles C's rows as widely
+/// as one `columns` wide does for `c`'s tile (rules 8 and 18 chunk only so).
+fn keeps_output_swizzle(c: &Config, columns: i64, chunk: i64) -> bool {
+    let swizzle = |columns| crate::layout_rules::swizzle_bytes(columns, OUTPUT_ELEM_BITS, c.block_m);
+    swizzle(chunk) >= swizzle(columns)
+}
 
 /// Rule 7's ping-pong alternative: the best-ranked tile whose accumulators
 /// one consumer warpgroup holds, split over two consumers that take turns at
