@@ -9,7 +9,8 @@
 //!   with `group_m`, a 1-D grid of ceil(M/block_m) * ceil(N/block_n) CTAs
 //!   whose rasterisation the kernel does itself. Grid rule `sms`: a 1-D grid
 //!   of `ctas_per_sm * num_SMs` CTAs rounded down to a multiple of the cluster
-//!   size. Either way, each grid dimension is then rounded up to a multiple
+//!   size, or, with `wave_tile`, the fewest whole clusters that keep the
+//!   number of waves over its units. Either way, each grid dimension is then rounded up to a multiple
 //!   of the cluster dimension; the kernel must tolerate CTAs past the last tile.
 
 use serde::{Deserialize, Serialize};
@@ -94,6 +95,17 @@ pub enum GridRule {
         /// down to whole clusters, at least one cluster. At least 1.
         #[serde(default = "one")]
         ctas_per_sm: u32,
+        /// The rows and columns of the output one cluster takes a turn of
+        /// the kernel's loop over tiles, when every turn takes whole tiles
+        /// (JSON `wave_tile`, optional). The grid is then the fewest whole
+        /// clusters that keep the number of turns the busiest cluster runs
+        /// over the `ceil(R / rows) * ceil(C / cols) * B` units (`R x C` the
+        /// output's last two dimensions, `B` the product of the others):
+        /// every cluster runs as many turns as the busiest, instead of a
+        /// few running one turn fewer. Without it the grid is the whole
+        /// device's (stream-K divides its last wave by the grid).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wave_tile: Option<[u32; 2]>,
     },
 }
 

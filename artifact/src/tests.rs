@@ -72,8 +72,17 @@ fn sms_grid_rule_and_default_cluster() {
         .replace(r#""cluster": [2, 1, 1],"#, "");
     let m = Manifest::from_json_str(&text).unwrap();
     m.validate().unwrap();
-    assert_eq!(m.grid, GridRule::Sms { ctas_per_sm: 1 });
+    assert_eq!(m.grid, GridRule::Sms { ctas_per_sm: 1, wave_tile: None });
     assert_eq!(m.cluster, [1, 1, 1]);
+    // The wave tile round-trips, and a zero in it is named.
+    let with_tile = text.replace(r#"{ "rule": "sms" }"#, r#"{ "rule": "sms", "wave_tile": [128, 256] }"#);
+    let m = Manifest::from_json_str(&with_tile).unwrap();
+    m.validate().unwrap();
+    assert_eq!(m.grid, GridRule::Sms { ctas_per_sm: 1, wave_tile: Some([128, 256]) });
+    assert_eq!(Manifest::from_json_str(&m.to_json_string()).unwrap(), m);
+    let zero = text.replace(r#"{ "rule": "sms" }"#, r#"{ "rule": "sms", "wave_tile": [0, 256] }"#);
+    let err = Manifest::from_json_str(&zero).unwrap().validate().unwrap_err();
+    assert_eq!(err.field, "grid.wave_tile[0]");
 }
 
 #[test]

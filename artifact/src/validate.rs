@@ -244,9 +244,12 @@ impl Manifest {
                     return Err(bad("grid.group_m", ValidationError::ZeroDim(0)));
                 }
             }
-            GridRule::Sms { ctas_per_sm } => {
+            GridRule::Sms { ctas_per_sm, wave_tile } => {
                 if ctas_per_sm == 0 {
                     return Err(bad("grid.ctas_per_sm", ValidationError::ZeroDim(0)));
+                }
+                if let Some(i) = wave_tile.and_then(|t| t.iter().position(|&d| d == 0)) {
+                    return Err(bad(format!("grid.wave_tile[{i}]"), ValidationError::ZeroDim(0)));
                 }
             }
         }

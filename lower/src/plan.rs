@@ -10,7 +10,6 @@ use tilec_artifact::{
 use tilec_dialects::nv::memory::MIN_TMA_ROW_BYTES;
 use tilec_dialects::{nv, tile};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::ir::Attribute;
 use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Value};
 
 /// Alignment of every shared buffer: the 128-byte swizzle pattern repeats
@@ -213,6 +212,10 @@ pub(crate) struct Plan {
     pub store_tile: [i64; 2],
     /// The function has `grid = "sms"`: one CTA per SM, looping over tiles.
     pub persistent: bool,
+    /// The output a cluster takes each turn of the persistent loop
+    /// (`wave_tile`, from `tile-persistent`), for a launch on the fewest
+    /// CTAs that keep the number of turns; `None` launches one CTA per SM.
+    pub wave_tile: Option<[i64; 2]>,
     /// The function holds an `nv.warp_specialize`.
     pub warp_specialized: bool,
     /// CTAs per cluster along x, y, z (`cluster_dims`; `[1, 1, 1]` without).
@@ -246,6 +249,13 @@ impl Plan {
             },
         };
 
+        let wave_tile = match f.attrs.get("wave_tile") {
+            None => None,
+            Some(a) => match a.as_ints().as_deref() {
+                Some(&[rows, cols]) if rows > 0 && cols > 0 && persistent => Some([rows, cols]),
+                _ => return Err(Diagnostic::error(f.loc.clone(), "'wave_tile' must be two positive integers, in a kernel with grid = \"sms\"")),
+            },
+        };
         let cluster = cluster_dims(f)?;
         let raster_group = match f.attrs.get("raster_group") {
             None => None,
@@ -306,6 +316,7 @@ impl Plan {
             symbols,
             store_tile: [0, 0],
             persistent,
+            wave_tile,
             warp_specialized: false,
             cluster,
             raster_group,
@@ -538,7 +549,7 @@ impl Plan {
             block: [self.threads() as u32, 1, 1],
             cluster: self.cluster.map(|d| d as u32),
             grid: if self.persistent {
-                GridRule::Sms { ctas_per_sm: 1 }
+                GridRule::Sms { ctas_per_sm: 1, wave_tile: self.wave_tile.map(|t| t.map(|d| d as u32)) }
             } else {
                 GridRule::Tiles { block_m: self.store_tile[0] as u32, block_n: self.store_tile[1] as u32, group_m: self.raster_group.map(|g| g as u32) }
             },
@@ -554,8 +565,7 @@ impl Plan {
 fn cluster_dims(f: &Function) -> Result<[i64; 3], Diagnostic> {
     let Some(attr) = f.attrs.get("cluster_dims") else { return Ok([1, 1, 1]) };
     let bad = || Diagnostic::error(f.loc.clone(), "'cluster_dims' must be three positive integers with a product of at most 8");
-    let Attribute::Array(items) = attr else { return Err(bad()) };
-    let dims: Vec<i64> = items.iter().map(Attribute::as_int).collect::<Option<_>>().ok_or_else(bad)?;
+    let dims = attr.as_ints().ok_or_else(bad)?;
     match dims[..] {
         [x, y, z] if x > 0 && y > 0 && z > 0 && x * y * z <= 8 => Ok([x, y, z]),
         _ => Err(bad()),

@@ -143,9 +143,14 @@ pub fn compute_grid(m: &Manifest, problem: &Problem, num_sms: u32) -> Result<[u3
             let base = if group_m.is_some() { [tm * tn, batch, 1] } else { [tm, tn, batch] };
             [round_up(base[0], c[0]), round_up(base[1], c[1]), round_up(base[2], c[2])]
         }
-        GridRule::Sms { ctas_per_sm } => {
+        GridRule::Sms { ctas_per_sm, wave_tile } => {
             let total = num_sms as u64 * ctas_per_sm as u64;
-            let clusters = (total / (c[0] * c[1] * c[2])).max(1);
+            let mut clusters = (total / (c[0] * c[1] * c[2])).max(1);
+            if let Some([rows, cols]) = wave_tile {
+                let [r, n, batch] = output_extent(m, problem)?;
+                let units = ceil_div(r, rows as u64) * ceil_div(n, cols as u64) * batch;
+                clusters = fewest_keeping_waves(units, clusters);
+            }
             [clusters * c[0], c[1], c[2]]
         }
     };
@@ -153,6 +158,13 @@ pub fn compute_grid(m: &Manifest, problem: &Problem, num_sms: u32) -> Result<[u3
         return Err(RuntimeError::GridTooLarge { grid: g });
     }
     Ok(g.map(|d| d as u32))
+}
+
+/// The fewest of `workers` that run `units` in as many turns as all of
+/// them would: `ceil(units / turns)`, `turns` the busiest worker's.
+fn fewest_keeping_waves(units: u64, workers: u64) -> u64 {
+    let turns = ceil_div(units, workers).max(1);
+    ceil_div(units, turns).clamp(1, workers)
 }
 
 /// Rows, columns and the product of any leading dimensions of the output

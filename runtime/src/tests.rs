@@ -95,7 +95,7 @@ fn tiles_grid_grouping_and_sms_rule() {
     assert_eq!(compute_grid(&m, &p, 132).unwrap(), [4, 1, 1]);
     m.cluster = [1, 1, 1];
     assert_eq!(compute_grid(&m, &Problem::gemm(129, 1, 1), 132).unwrap(), [2, 1, 1]);
-    m.grid = GridRule::Sms { ctas_per_sm: 1 };
+    m.grid = GridRule::Sms { ctas_per_sm: 1, wave_tile: None };
     assert_eq!(compute_grid(&m, &p, 132).unwrap(), [132, 1, 1]);
     m.cluster = [2, 1, 1];
     assert_eq!(compute_grid(&m, &p, 133).unwrap(), [132, 1, 1]);
@@ -104,6 +104,31 @@ fn tiles_grid_grouping_and_sms_rule() {
     m.grid = GridRule::Tiles { block_m: 1, block_n: 1, group_m: None };
     m.cluster = [1, 1, 1];
     assert!(matches!(compute_grid(&m, &Problem::gemm(1, 70000, 1), 132), Err(RuntimeError::GridTooLarge { .. })));
+}
+
+#[test]
+fn sms_grid_with_a_wave_tile_keeps_the_waves_on_the_fewest_ctas() {
+    let mut m = gemm_manifest();
+    m.cluster = [1, 1, 1];
+    m.grid = GridRule::Sms { ctas_per_sm: 1, wave_tile: Some([128, 256]) };
+    // 512 tiles take 4 turns on 132 CTAs, and on 128.
+    assert_eq!(compute_grid(&m, &Problem::gemm(4096, 4096, 64), 132).unwrap(), [128, 1, 1]);
+    // 528 tiles fill 4 turns of all 132; 544 need 5 turns, which 109 CTAs
+    // take (108 would need 6).
+    assert_eq!(compute_grid(&m, &Problem::gemm(4224, 4096, 64), 132).unwrap(), [132, 1, 1]);
+    assert_eq!(compute_grid(&m, &Problem::gemm(4225, 4096, 64), 132).unwrap(), [109, 1, 1]);
+    // Fewer tiles than SMs: one CTA a tile; partial tiles count.
+    assert_eq!(compute_grid(&m, &Problem::gemm(129, 257, 64), 132).unwrap(), [4, 1, 1]);
+    // Over the SMs a test asks for (Gemm::on_sms).
+    assert_eq!(compute_grid(&m, &Problem::gemm(4096, 4096, 64), 7).unwrap(), [7, 1, 1]);
+    // A cluster takes a wave tile a turn: 256 pairs of 128x256 tiles take 4
+    // turns on 66 clusters, and on 64.
+    m.cluster = [2, 1, 1];
+    m.grid = GridRule::Sms { ctas_per_sm: 1, wave_tile: Some([256, 256]) };
+    assert_eq!(compute_grid(&m, &Problem::gemm(4096, 4096, 64), 132).unwrap(), [128, 1, 1]);
+    // A zero-sized tile is refused before any launch.
+    m.grid = GridRule::Sms { ctas_per_sm: 1, wave_tile: Some([128, 0]) };
+    assert!(m.validate().unwrap_err().to_string().contains("grid.wave_tile[1]"));
 }
 
 #[test]

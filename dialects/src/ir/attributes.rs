@@ -32,6 +32,14 @@ impl Attribute {
         }
     }
 
+    /// The integers of an array attribute such as `[2, 1, 1]`.
+    pub fn as_ints(&self) -> Option<Vec<i64>> {
+        match self {
+            Attribute::Array(items) => items.iter().map(Attribute::as_int).collect(),
+            _ => None,
+        }
+    }
+
     /// The strings of an array attribute such as `["M", "K"]`.
     pub fn as_strings(&self) -> Option<Vec<&str>> {
         match self {
