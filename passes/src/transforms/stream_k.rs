@@ -32,6 +32,9 @@
 //! 1.9% faster at six M = 4096 shapes and 1.1% slower at 8192^3 (config
 //! selection's rule 17 says when it takes the pass).
 //!
+//! The pass drops `tile-persistent`'s `wave_tile`, so the launcher starts
+//! a CTA on every SM: the shares are even over the whole device.
+//!
 //! The loop over tiles becomes a loop over the CTA's work units: its
 //! whole tiles, then its pieces, each a tile and a range of its K loop
 //! (`crate::k_range`). A grid wider than the workspace's [`PARK_SLOTS`]
@@ -123,6 +126,9 @@ impl Pass for StreamK {
         restrict_k_loop(body, k_loop, unit.first, unit.iterations, "kt_piece");
         hand_over(body, k_loop, &shares, &unit);
         guard_stores(body, &stores, unit.owns);
+        // The last wave is shared by every CTA of the grid: the launcher
+        // must start them all, not the fewest that keep whole tiles' waves.
+        func.attrs.remove("wave_tile");
         Ok(())
     }
 }
