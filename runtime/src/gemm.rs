@@ -329,11 +329,12 @@ impl Gemm {
     }
 
     /// The same GEMM with a persistent kernel's grid over `sms` SMs instead
-    /// of all the device's (at most all, at least one): how a test runs a
-    /// kernel whose division of work depends on the grid (stream-K) over
-    /// other grids than the device's.
-    pub fn on_sms(self, sms: u32) -> Gemm {
-        Gemm { grid_sms: Some(sms), ..self }
+    /// of all the device's (at most all, at least one; `None`: all): how a
+    /// test runs a kernel whose division of work depends on the grid
+    /// (stream-K, the balanced grid of `wave_tile`) over other grids than
+    /// the device's.
+    pub fn on_sms(self, sms: Option<u32>) -> Gemm {
+        Gemm { grid_sms: sms, ..self }
     }
 
     /// What the loaded kernel computes.

@@ -227,14 +227,6 @@ fn bench(gpu: &Gpu, kernels: &mut [tilec_runtime::timing::Launch]) -> Result<Vec
     Ok(rounds.iter().map(|r| Stats::from_samples(r).map_or(f64::NAN, |s| s.median_ms)).collect())
 }
 
-/// `gemm` with its persistent grid over `sms` SMs, where given.
-fn on_sms(gemm: Gemm, sms: Option<u32>) -> Gemm {
-    match sms {
-        Some(n) => gemm.on_sms(n),
-        None => gemm,
-    }
-}
-
 fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], problems: &[grouped::GroupedProblem], threshold: f64, sms: Option<u32>) -> Result<usize> {
     let gpu = Gpu::new(0)?;
     println!(
@@ -258,7 +250,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
     match mode {
         Mode::Grouped => failed = run_grouped(&gpu, dir, artifact, problems, threshold)?,
         Mode::Gemm { b_kn } => {
-            let gemm = on_sms(Gemm::from_artifact(&gpu, artifact)?, sms);
+            let gemm = Gemm::from_artifact(&gpu, artifact)?.on_sms(sms);
             gemm.kernels().iter().for_each(print_kernel);
             let blas = Cublas::new(gpu.stream.clone())?;
             let lt = CublasLt::new(gpu.stream.clone())?;
@@ -278,7 +270,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
             }
         }
         Mode::Fp8Block => {
-            let gemm = on_sms(Gemm::from_artifact(&gpu, artifact)?, sms);
+            let gemm = Gemm::from_artifact(&gpu, artifact)?.on_sms(sms);
             gemm.kernels().iter().for_each(print_kernel);
             let blas = Cublas::new(gpu.stream.clone())?;
             let lt = tilec_runtime::lt::LtHandle::new(gpu.stream.clone())?;
