@@ -9,15 +9,18 @@
 //! by `tile.block_id z` (a grouped GEMM's expert) walks every batch's tiles
 //! in turn, batch-major.
 //!
-//! Over one problem the function also gets `wave_tile = [R, C]`, the output
-//! a cluster (or a lone CTA) takes each turn of the loop: the launcher then
+//! Over one GEMM (no batch of outputs, every operand a matrix) the function
+//! also gets `wave_tile = [R, C]`, the output a cluster (or a lone CTA)
+//! takes each turn of the loop: the launcher then
 //! starts the fewest CTAs that keep the busiest one's number of turns
 //! (128 for 512 tiles on 132 SMs), so every CTA runs as many tiles as the
 //! busiest. The makespan in turns is the same, yet on the H100 (2026-11-26)
 //! the BF16 4096^3 pick ran 1.1% faster on 128 CTAs than on 132 of which 16
 //! run a tile fewer, and 11 of the 17 BF16 and FP8 picks whose grid this
-//! changes ran faster, two slower (`docs/ir.md`). `balanced-grid=false`
-//! keeps one CTA per SM.
+//! changes ran faster, two slower (`docs/ir.md`). A grouped GEMM's
+//! experts' weights make its tiles wait on memory: the contiguous BF16 one
+//! ran 8-14% slower on the smaller grid over 32 experts and 4096 rows, so
+//! it keeps one CTA per SM, as `balanced-grid=false` does.
 //!
 //! With `cluster-pairs=m` (or `n`) the loop hands out pairs of tiles that
 //! neighbour along M (or N), for clusters of two CTAs that share the other
@@ -202,7 +205,11 @@ impl Pass for Persistent {
         if self.pairs != Along::None {
             func.attrs.set("cluster_pairs", Attribute::String(self.pairs.word().into()));
         }
-        if self.balanced_grid && pid_z.is_none() {
+        // One GEMM: no batch of outputs, and no operand with more than two
+        // dimensions (a grouped GEMM's experts' weights), whose tiles read
+        // memory at a rate a smaller grid does not sustain.
+        let one_gemm = pid_z.is_none() && func.args().iter().all(|&a| func.body.value_type(a).as_ref_type().is_none_or(|r| r.shape.len() <= 2));
+        if self.balanced_grid && one_gemm {
             let [rows, cols] = [tiles.tile_shape[0], tiles.tile_shape[1]];
             let wave_tile = match self.pairs {
                 Along::M => [rows * CLUSTER_SIZE, cols],
