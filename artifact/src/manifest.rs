@@ -10,8 +10,9 @@
 //!   whose rasterisation the kernel does itself. Grid rule `sms`: a 1-D grid
 //!   of `ctas_per_sm * num_SMs` CTAs rounded down to a multiple of the cluster
 //!   size, or, with `wave_tile`, the fewest whole clusters that keep the
-//!   number of waves over its units. Either way, each grid dimension is then rounded up to a multiple
-//!   of the cluster dimension; the kernel must tolerate CTAs past the last tile.
+//!   number of waves over its units. Either way, each grid dimension is then
+//!   rounded up to a multiple of the cluster dimension; the kernel must
+//!   tolerate CTAs past the last tile.
 
 use serde::{Deserialize, Serialize};
 

@@ -11,10 +11,9 @@
 //!
 //! Over one GEMM (no batch of outputs, every operand a matrix) the function
 //! also gets `wave_tile = [R, C]`, the output a cluster (or a lone CTA)
-//! takes each turn of the loop: the launcher then
-//! starts the fewest CTAs that keep the busiest one's number of turns
-//! (128 for 512 tiles on 132 SMs), so every CTA runs as many tiles as the
-//! busiest. The makespan in turns is the same, yet on the H100 (2026-11-26)
+//! takes each turn of the loop: the launcher then starts the fewest CTAs
+//! that keep the busiest one's number of turns (128 for 512 tiles on 132
+//! SMs), so every CTA runs as many tiles as the busiest. The makespan in turns is the same, yet on the H100 (2026-11-26)
 //! the BF16 4096^3 pick ran 1.1% faster on 128 CTAs than on 132 of which 16
 //! run a tile fewer, and 11 of the 17 BF16 and FP8 picks whose grid this
 //! changes ran faster, two slower (`docs/ir.md`). A grouped GEMM's
@@ -56,7 +55,7 @@ pub const INFO: PassInfo = PassInfo {
             name: "balanced-grid",
             kind: OptionKind::Bool,
             default: "true",
-            help: "over one problem, give the launcher the output a cluster takes a turn (wave_tile), so it starts the fewest CTAs that keep the busiest one's turns; false starts one CTA per SM",
+            help: "over one GEMM, give the launcher the output a cluster takes a turn (wave_tile), so it starts the fewest CTAs that keep the busiest one's turns; false starts one CTA per SM",
         },
         OptionSpec {
             name: "cluster-pairs",
@@ -84,7 +83,7 @@ pub struct Persistent {
     order: TileOrder,
     /// Whether `order` was left out, so `tile.config`'s `tile_order` decides.
     order_from_config: bool,
-    /// Whether a loop over one problem gets `wave_tile`.
+    /// Whether a loop over one GEMM gets `wave_tile`.
     balanced_grid: bool,
     pairs: Along,
     /// Whether `cluster-pairs` was left out, so `tile.config`'s `cluster` decides.
