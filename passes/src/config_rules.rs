@@ -997,6 +997,9 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     }
     for c in &mut ranked {
         c.config.raster_group = raster_group_for(problem, machine, c);
+        if c.config.schedule != Schedule::Pipeline {
+            c.config.sms = persistent_sms(problem, machine, &c.config);
+        }
     }
     if let Some(order) = ranked.first().and_then(|best| stream_k_for(problem, machine, best)) {
         let shared = Candidate { config: Config { stream_k: Some(order), sms: machine.sms, ..ranked[0].config }, ..ranked[0].clone() };
@@ -1076,6 +1079,23 @@ fn raster_group_for(problem: &Problem, machine: &Machine, c: &Candidate) -> i64 
     } else {
         0
     }
+}
+
+/// The CTAs the launcher starts for a persistent candidate: the fewest
+/// whole clusters that keep the busiest one's turns over the tiles, or the
+/// pairs of tiles 2-CTA clusters walk (the manifest's `wave_tile`). Over
+/// single tiles that is [`with_waves`]' count; over pairs that count can
+/// be odd.
+fn persistent_sms(problem: &Problem, machine: &Machine, c: &Config) -> i64 {
+    let (pair_m, pair_n) = match c.cluster {
+        Along::M => (CLUSTER_SIZE, 1),
+        Along::N => (1, CLUSTER_SIZE),
+        Along::None => (1, 1),
+    };
+    let units = ceil_div(ceil_div(problem.m, c.block_m), pair_m) * ceil_div(ceil_div(problem.n, c.block_n), pair_n);
+    let cluster = pair_m * pair_n;
+    let turns = ceil_div(units, machine.sms / cluster);
+    cluster * ceil_div(units, turns)
 }
 
 /// Rule 10's alternative: the pair along M when the tiles along M are even and B's tile is
