@@ -7,8 +7,8 @@
 mod api;
 #[path = "backend/cli.rs"]
 mod cli;
-#[path = "backend/smem.rs"]
-mod smem;
+#[path = "backend/explain.rs"]
+mod explain;
 // The pipeline's fuzzing lowers to MLIR and PTX, so it lives in this binary.
 #[path = "robustness/mod.rs"]
 mod robustness;
