@@ -120,7 +120,9 @@
 //!    ranked as an alternative. A BF16 warp-specialised tile whose output,
 //!    stored through a buffer half as wide in two chunks, leaves room for
 //!    one more stage takes it (+1.8 to +2.3% for 128x256, 2026-11-26).
-//! 9. SMs: the fewest that keep the wave count, ceil(tiles / waves).
+//! 9. SMs: the fewest that keep the wave count, ceil(tiles / waves); for a
+//!    persistent candidate in 2-CTA clusters, counted in tile pairs, since
+//!    the launcher starts whole clusters (the manifest's `wave_tile`).
 //! 10. Clusters: pairs of CTAs that share an operand tile and load it once
 //!     (TMA multicast), only where it is legal and there is more than one
 //!     wave, as DeepGEMM does: along M (sharing B) when the tiles along M
@@ -511,7 +513,8 @@ pub struct Config {
     pub epilogue: Epilogue,
     /// Where block-scaled FP8's scales wait for their K step.
     pub scales: Scales,
-    /// SMs the grid needs: the fewest that keep the wave count.
+    /// SMs the grid needs: the fewest that keep the wave count; for a
+    /// persistent candidate, the CTAs the launcher starts (`persistent_sms`).
     pub sms: i64,
     /// The dimension along which two CTAs form a cluster and multicast the
     /// operand tile they share.
