@@ -227,6 +227,7 @@
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::k_range::PieceOrder;
+use tilec_artifact::fewest_keeping_turns;
 use tilec_dialects::tile::dot::{blocks_covering, SCALE_BLOCK_N};
 use std::cmp::Ordering;
 use std::fmt;
@@ -1097,8 +1098,7 @@ fn persistent_sms(problem: &Problem, machine: &Machine, c: &Config) -> i64 {
     };
     let units = ceil_div(ceil_div(problem.m, c.block_m), pair_m) * ceil_div(ceil_div(problem.n, c.block_n), pair_n);
     let cluster = pair_m * pair_n;
-    let turns = ceil_div(units, machine.sms / cluster);
-    cluster * ceil_div(units, turns)
+    cluster * fewest_keeping_turns(units as u64, (machine.sms / cluster) as u64) as i64
 }
 
 /// Rule 10's alternative: the pair along M when the tiles along M are even and B's tile is

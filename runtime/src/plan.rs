@@ -149,7 +149,7 @@ pub fn compute_grid(m: &Manifest, problem: &Problem, num_sms: u32) -> Result<[u3
             if let Some([rows, cols]) = wave_tile {
                 let [r, n, batch] = output_extent(m, problem)?;
                 let units = ceil_div(r, rows as u64) * ceil_div(n, cols as u64) * batch;
-                clusters = fewest_keeping_waves(units, clusters);
+                clusters = fewest_keeping_turns(units, clusters);
             }
             [clusters * c[0], c[1], c[2]]
         }
@@ -158,13 +158,6 @@ pub fn compute_grid(m: &Manifest, problem: &Problem, num_sms: u32) -> Result<[u3
         return Err(RuntimeError::GridTooLarge { grid: g });
     }
     Ok(g.map(|d| d as u32))
-}
-
-/// The fewest of `workers` that run `units` in as many turns as all of
-/// them would: `ceil(units / turns)`, `turns` the busiest worker's.
-fn fewest_keeping_waves(units: u64, workers: u64) -> u64 {
-    let turns = ceil_div(units, workers).max(1);
-    ceil_div(units, turns).clamp(1, workers)
 }
 
 /// Rows, columns and the product of any leading dimensions of the output
