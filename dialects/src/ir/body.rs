@@ -188,6 +188,12 @@ impl Body {
         self.ops[op].def.opcode
     }
 
+    /// Whether `op` has no effects and no regions: it can be moved, copied
+    /// or dropped on its own, its result depending only on its operands.
+    pub fn is_pure_leaf(&self, op: Op) -> bool {
+        self.ops[op].def.traits.pure && self.ops[op].regions.is_empty()
+    }
+
     /// The type of `v`.
     pub fn value_type(&self, v: Value) -> &Type {
         &self.values[v].ty

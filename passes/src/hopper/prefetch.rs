@@ -60,7 +60,7 @@ fn index_slice(body: &Body, block: Block, load: Op, iv: Value) -> Option<Vec<Op>
             return None;
         }
         let Some(def) = body.defining_op(v).filter(|&d| body.ops[d].parent == Some(block)) else { continue };
-        if !body.ops[def].def.traits.pure || !body.ops[def].regions.is_empty() {
+        if !body.is_pure_leaf(def) {
             return None;
         }
         if slice.insert(def) {

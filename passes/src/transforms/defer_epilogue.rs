@@ -150,16 +150,10 @@ fn find_tile_loop(body: &Body, ws_op: Op, consumer: Block) -> Result<TileLoop, D
     if chunks.is_empty() {
         return Err(op_error(body, convert, "tile-defer-epilogue needs the TMA epilogue after the conversion (tile-lower-to-nv{epilogue=tma})".into()));
     }
-    if let Some(&op) = rest.iter().find(|&&op| !is_pure(body, op)) {
+    if let Some(&op) = rest.iter().find(|&&op| !body.is_pure_leaf(op)) {
         return Err(op_error(body, op, "tile-defer-epilogue needs the epilogue to end with its last nv.tma_store".into()));
     }
     Ok(TileLoop { tiles, k_loop, commit, drain, chunks })
-}
-
-/// Ops without effects (the index arithmetic of the stores' coordinates),
-/// which a chunk copies from the chunks before it.
-fn is_pure(body: &Body, op: Op) -> bool {
-    body.ops[op].def.traits.pure && body.ops[op].regions.is_empty()
 }
 
 /// The values of a tile that its epilogue reads and the loop over tiles
@@ -299,7 +293,7 @@ fn guarded_chunks(b: &mut Builder, conditions: &[Value], found: &TileLoop, range
         let last = *range.end();
         for (j, chunk) in found.chunks.iter().enumerate().take(last + 1) {
             for &op in chunk {
-                if range.contains(&j) || is_pure(inside.body, op) {
+                if range.contains(&j) || inside.body.is_pure_leaf(op) {
                     inside.clone_op(op, &mut map);
                 }
             }

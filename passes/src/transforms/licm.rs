@@ -48,8 +48,7 @@ fn find_invariant(body: &Body, region: tilec_dialects::Region) -> Option<(Op, Op
         let inner = for_op.region(body);
         let direct = &body.blocks[body.entry_block(inner)].ops;
         let candidate = direct.iter().copied().find(|&op| {
-            let data = &body.ops[op];
-            data.def.traits.pure && data.regions.is_empty() && data.operands.iter().all(|&v| !body.defined_within(v, loop_op))
+            body.is_pure_leaf(op) && body.ops[op].operands.iter().all(|&v| !body.defined_within(v, loop_op))
         });
         if let Some(op) = candidate {
             return Some((op, loop_op));
