@@ -57,10 +57,18 @@ enum Role {
     Consumer,
 }
 
-/// `tid / 128`, the warpgroup of thread `tid`.
+/// `tid / 128`, the warpgroup of thread `tid`, read from the warp's lane 0.
+/// The shuffle makes the index warp-uniform for ptxas: what it feeds (the
+/// wgmma descriptors, shared-memory offsets, the role branch) then lives in
+/// uniform registers instead of being recomputed per thread and moved over
+/// with `R2UR` before every wgmma (docs/gpu-notes.md, 2026-11-26 18:00).
 fn warpgroup(em: &mut Emitter, tid: &str) -> String {
     let c7 = em.i32(7);
-    em.binop("wg", "arith.shrui", tid, &c7, "i32")
+    let per_thread = em.binop("tid_wg", "arith.shrui", tid, &c7, "i32");
+    let all_lanes = em.i32(-1);
+    let lane0 = em.i32(0);
+    let clamp = em.i32(31);
+    em.assign("wg", format!("nvvm.shfl.sync idx {all_lanes}, {per_thread}, {lane0}, {clamp} : i32 -> i32"))
 }
 
 /// The thread's first row and column in each wgmma accumulator fragment of
