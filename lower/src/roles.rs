@@ -1,7 +1,7 @@
 //! `nv.warp_specialize`: the role split of a warp-specialised kernel.
 //!
 //! ```text
-//! %is_producer = arith.cmpi eq, %wg, 0        // %wg = tid / 128
+//! %is_producer = arith.cmpi eq, %wg, 0        // %wg = tid / 128, from lane 0
 //! scf.if %is_producer {
 //!   nvvm.setmaxregister decrease <producer_regs>
 //!   <producer>
