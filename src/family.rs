@@ -8,41 +8,27 @@ use crate::api::{finish, parse_and_verify, run_passes, run_passes_after_config, 
 use crate::config_select::{ConfigRequest, Shape};
 use std::collections::BTreeMap;
 use tilec_artifact::{DispatchEntry, FamilyKernel, FamilyManifest, FAMILY_FORMAT_VERSION};
-use tilec_dialects::ir::Attribute;
+use tilec_dialects::ir::{Attribute, Attributes};
+use tilec_dialects::syntax::attribute_to_string;
 use tilec_dialects::Module;
-use tilec_passes::config_rules::Schedule;
 use tilec_cli::PassFlags;
 
-/// The `tile.config` entries that make one kernel differ from another (the
-/// shape and the wave figures do not change the code).
-const KERNEL_KEYS: [&str; 14] = ["block_m", "block_n", "block_k", "stages", "schedule", "consumers", "epilogue", "epilogue_cols", "epilogue_deferred", "scales", "cluster", "splits", "raster_group", "stream_k"];
+/// The `tile.config` entries that do not change the code: the problem and the
+/// figures config selection ranked by (the same kernel serves other shapes).
+const FIGURES: [&str; 7] = ["m", "n", "k", "sms", "waves", "last_wave", "smem_bytes"];
 
-/// What tells kernels apart: the config's code-changing entries, as text.
+/// What tells kernels apart: the function's `tile.config` without the
+/// [`FIGURES`], as the IR spells it. Every other entry counts, so an entry
+/// added to the config can never make two different kernels share one.
 fn kernel_key(module: &Module) -> String {
-    let Some(f) = module.functions.first() else {
+    let Some(Attribute::Dict(config)) = module.functions.first().and_then(|f| f.attrs.get("tile.config")) else {
         return String::new();
     };
-    let Some(Attribute::Dict(d)) = f.attrs.get("tile.config") else {
-        return String::new();
-    };
-    let value = |key: &str| match d.get(key) {
-        Some(Attribute::Int(v, _)) => v.to_string(),
-        Some(Attribute::String(s)) => s.clone(),
-        Some(Attribute::Bool(b)) => b.to_string(),
-        _ => "-".into(),
-    };
-    let [bm, bn, bk, stages, schedule, consumers, epilogue, chunk, deferred, scales, cluster, splits, group, stream_k] = KERNEL_KEYS.map(value);
-    let schedule = match Schedule::from_word(&schedule, consumers.parse().unwrap_or(0)) {
-        Some(Schedule::WarpSpecialized { consumers }) => format!("ws{consumers}"),
-        _ => schedule,
-    };
-    // Entries only some configs have, as ` name=value` where present.
-    let tag = |name: &str, value: &str| if value == "-" { String::new() } else { format!(" {name}={value}") };
-    let cluster = if cluster == "none" { String::new() } else { tag("cluster", &cluster) };
-    let (chunk, scales, splits, order) = (tag("epilogue_cols", &chunk), tag("scales", &scales), tag("splits", &splits), tag("grouped", &group));
-    let stream_k = tag("stream_k", &stream_k);
-    let deferred = if deferred == "true" { " epilogue_deferred" } else { "" };
-    format!("{bm}x{bn}x{bk} stages={stages} {schedule} epilogue={epilogue}{chunk}{deferred}{scales}{cluster}{splits}{order}{stream_k}")
+    let mut code = Attributes::new();
+    for (key, value) in config.iter().filter(|(key, _)| !FIGURES.contains(key)) {
+        code.set(key, value.clone());
+    }
+    attribute_to_string(&Attribute::Dict(code))
 }
 
 /// The dispatch rows for `picks` (shape, kernel name): per (N, K), the shapes
@@ -136,40 +122,26 @@ fn compile_kernel(module: &mut Module, input: &str, text: &str) -> Result<Compil
 mod tests {
     use super::*;
 
-    /// `tile.config` entries that follow from [`KERNEL_KEYS`] (the schedule
-    /// makes a kernel persistent and orders its tiles; block N and the
-    /// scales give the wgmma's N).
-    const FOLLOWING: [&str; 3] = ["persistent", "tile_order", "mma_n"];
-    /// The problem and the figures config selection ranked by: the same
-    /// kernel serves other shapes.
-    const FIGURES: [&str; 7] = ["m", "n", "k", "sms", "waves", "last_wave", "smem_bytes"];
-
-    /// Every entry config selection writes either tells kernels apart or is
-    /// accounted for, so a new entry cannot make two picks share a kernel
-    /// unnoticed (as the cluster once did).
+    /// Shapes whose picks share one kernel get one key, and the figures
+    /// config selection ranked by are not part of it; a pick with stream-K
+    /// is another kernel than the same tile without it.
     #[test]
-    fn every_config_entry_tells_kernels_apart_or_follows() {
-        let examples = ["examples/gemm_bf16.tile", "examples/gemm_fp8_blockscaled.tile"];
-        // Picks with a chunked epilogue and clusters, split K, grouped order
-        // (a plain pipeline, for its direct stores of rows TMA cannot store),
-        // stream-K, staged scales and column halves.
-        let shapes: [Shape; 5] = [(4096, 24576, 1536), (64, 2112, 7168), (8192, 8196, 8192), (8192, 8192, 8192), (4096, 7168, 16384)];
+    fn the_key_is_the_config_without_the_figures() {
+        let text = std::fs::read_to_string("examples/gemm_bf16.tile").expect("example");
         let request = ConfigRequest::default();
-        for path in examples {
-            let text = std::fs::read_to_string(path).expect("example");
-            for shape in shapes {
-                let mut module = parse_and_verify(&text, path).expect("parses");
-                run_passes(&mut module, &request.select_pass(Some(shape)), &PassFlags::default(), path, &text).expect("selects");
-                let Some(Attribute::Dict(d)) = module.functions[0].attrs.get("tile.config") else { panic!("no tile.config") };
-                for (key, _) in d.iter() {
-                    let known = KERNEL_KEYS.contains(&key) || FOLLOWING.contains(&key) || FIGURES.contains(&key);
-                    assert!(known, "{path} at {shape:?}: tile.config's '{key}' is in no list");
-                }
-                // The stream-K pick is another kernel than the same tile without it.
-                let shares_by_k = d.get("stream_k").is_some();
-                assert_eq!(kernel_key(&module).ends_with(" stream_k=in-order"), shares_by_k, "{path} at {shape:?}: {}", kernel_key(&module));
-            }
-        }
+        let key_at = |shape: Shape| {
+            let mut module = parse_and_verify(&text, "gemm_bf16.tile").expect("parses");
+            run_passes(&mut module, &request.select_pass(Some(shape)), &PassFlags::default(), "gemm_bf16.tile", &text).expect("selects");
+            kernel_key(&module)
+        };
+        let (small, large) = (key_at((4096, 4096, 4096)), key_at((4096, 4096, 7168)));
+        assert_eq!(small, large, "4096^3 and 4096x4096x7168 pick one kernel");
+        let keys: Vec<&str> = small.trim_matches(['{', '}']).split(", ").filter_map(|entry| entry.split(" = ").next()).collect();
+        assert!(FIGURES.iter().all(|figure| !keys.contains(figure)), "{small} shows a figure");
+        assert!(small.starts_with("{block_m = 128, block_n = 256, block_k = 64, stages = 4, schedule = \"warp_specialized\""), "{small}");
+        let (plain, stream_k) = (key_at((8192, 8196, 8192)), key_at((8192, 8192, 8192)));
+        assert!(stream_k.contains("stream_k = \"in-order\""), "{stream_k}");
+        assert!(!plain.contains("stream_k"), "{plain}");
     }
 
     #[test]
