@@ -121,25 +121,34 @@ fn compile_kernel(module: &mut Module, input: &str, text: &str) -> Result<Compil
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tilec_dialects::ir::ElemType;
 
-    /// Shapes whose picks share one kernel get one key, and the figures
-    /// config selection ranked by are not part of it; a pick with stream-K
-    /// is another kernel than the same tile without it.
+    /// The figures config selection ranked by do not tell kernels apart;
+    /// every other entry does, a stream-K pick's among them.
     #[test]
     fn the_key_is_the_config_without_the_figures() {
         let text = std::fs::read_to_string("examples/gemm_bf16.tile").expect("example");
         let request = ConfigRequest::default();
-        let key_at = |shape: Shape| {
+        let picked = |shape: Shape| {
             let mut module = parse_and_verify(&text, "gemm_bf16.tile").expect("parses");
             run_passes(&mut module, &request.select_pass(Some(shape)), &PassFlags::default(), "gemm_bf16.tile", &text).expect("selects");
-            kernel_key(&module)
+            module
         };
-        let (small, large) = (key_at((4096, 4096, 4096)), key_at((4096, 4096, 7168)));
-        assert_eq!(small, large, "4096^3 and 4096x4096x7168 pick one kernel");
-        let keys: Vec<&str> = small.trim_matches(['{', '}']).split(", ").filter_map(|entry| entry.split(" = ").next()).collect();
-        assert!(FIGURES.iter().all(|figure| !keys.contains(figure)), "{small} shows a figure");
-        assert!(small.starts_with("{block_m = 128, block_n = 256, block_k = 64, stages = 4, schedule = \"warp_specialized\""), "{small}");
-        let (plain, stream_k) = (key_at((8192, 8196, 8192)), key_at((8192, 8192, 8192)));
+        let with_entry = |module: &Module, key: &str, value: Attribute| {
+            let mut module = module.clone();
+            let Some(Attribute::Dict(mut config)) = module.functions[0].attrs.get("tile.config").cloned() else { panic!("no tile.config") };
+            config.set(key, value);
+            module.functions[0].attrs.set("tile.config", Attribute::Dict(config));
+            module
+        };
+        let pick = picked((4096, 4096, 4096));
+        let key = kernel_key(&pick);
+        for figure in FIGURES {
+            assert_eq!(kernel_key(&with_entry(&pick, figure, Attribute::Int(7, ElemType::I64))), key, "'{figure}' changed the key");
+        }
+        assert_ne!(kernel_key(&with_entry(&pick, "stages", Attribute::Int(7, ElemType::I64))), key, "stages did not change the key");
+        assert_ne!(kernel_key(&with_entry(&pick, "epilogue_deferred", Attribute::Bool(false))), key, "an entry's value did not change the key");
+        let (plain, stream_k) = (kernel_key(&picked((8192, 8196, 8192))), kernel_key(&picked((8192, 8192, 8192))));
         assert!(stream_k.contains("stream_k = \"in-order\""), "{stream_k}");
         assert!(!plain.contains("stream_k"), "{plain}");
     }
