@@ -153,7 +153,7 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
                 out,
                 "  {:>4} {:<56} {:>6} {:>5} {:>8.0}% {:>7}  {}",
                 i + 1,
-                c.config.to_string(),
+                format!("{} sms={}", c.config, c.sms),
                 c.tiles,
                 c.waves,
                 100.0 * c.last_wave_utilisation(&machine),

@@ -514,9 +514,6 @@ pub struct Config {
     pub epilogue: Epilogue,
     /// Where block-scaled FP8's scales wait for their K step.
     pub scales: Scales,
-    /// SMs the grid needs: the fewest that keep the wave count; for a
-    /// persistent candidate, the CTAs the launcher starts (`persistent_sms`).
-    pub sms: i64,
     /// The dimension along which two CTAs form a cluster and multicast the
     /// operand tile they share.
     pub cluster: Along,
@@ -593,6 +590,10 @@ pub struct Candidate {
     pub waves: i64,
     /// CTAs in the last wave (the machine's SM count when it is full).
     pub last_wave: i64,
+    /// SMs the grid needs: the fewest that keep the wave count; for a
+    /// persistent candidate, the CTAs the launcher starts (`persistent_sms`);
+    /// every SM for stream-K.
+    pub sms: i64,
     /// Shared memory the configuration uses, in bytes.
     pub smem_bytes: i64,
     /// Why it ranks where it does (the pick's reason, or the first rule it lost on).
@@ -629,14 +630,13 @@ impl fmt::Display for Config {
         let deferred = if self.deferred_epilogue { " epilogue_deferred" } else { "" };
         write!(
             f,
-            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{chunks}{deferred}{scales}{mma_n}{cluster}{splits}{order}{stream_k} sms={}",
+            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{chunks}{deferred}{scales}{mma_n}{cluster}{splits}{order}{stream_k}",
             self.block_m,
             self.block_n,
             self.block_k,
             self.stages,
             self.num_warps,
             self.epilogue.word(),
-            self.sms
         )
     }
 }
@@ -790,8 +790,8 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
     let (stages, scales) = stages_and_scales(problem, machine, pins, layout)?;
     let smem = layout.with_scales(scales).smem_bytes(problem, stages);
     let num_warps = 4 * warpgroups;
-    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, sms: 0, cluster: Along::None, splits, raster_group: 0, stream_k: None, deferred_epilogue: false };
-    Some(with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, smem_bytes: smem, reason: String::new() }))
+    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, cluster: Along::None, splits, raster_group: 0, stream_k: None, deferred_epilogue: false };
+    Some(with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes: smem, reason: String::new() }))
 }
 
 /// Rules 2, 3 and 9 for `c`: its waves, the SMs its last wave keeps busy,
@@ -817,7 +817,7 @@ fn with_waves(problem: &Problem, machine: &Machine, mut c: Candidate) -> Candida
     let at_once = machine.sms * resident;
     c.waves = ceil_div(ctas, at_once);
     c.last_wave = ceil_div(ctas - (c.waves - 1) * at_once, resident);
-    c.config.sms = ceil_div(ctas, c.waves * resident);
+    c.sms = ceil_div(ctas, c.waves * resident);
     c
 }
 
@@ -905,7 +905,7 @@ fn loss_reason(c: &Candidate, best: &Candidate, tall: bool) -> String {
         "the pick without clusters (rule 10 clusters a BF16 kernel warp-specialised for a short K)".to_string()
     } else if best.config.deferred_epilogue && c.config == (Config { deferred_epilogue: false, epilogue: c.config.epilogue, stages: c.config.stages, ..best.config }) {
         "the pick with each tile stored between its K loop and the next tile's (rule 18)".to_string()
-    } else if c.config == (Config { stream_k: None, sms: c.config.sms, ..best.config }) && best.config.stream_k.is_some() {
+    } else if c.config == (Config { stream_k: None, ..best.config }) && best.config.stream_k.is_some() {
         "the pick without stream-K: its last wave's tiles whole, on fewer SMs (rule 17)".to_string()
     } else if c.config.schedule == Schedule::PingPong {
         format!("ping-pong alternative: two consumers take turns at whole {}x{} tiles", c.config.block_m, c.config.block_n)
@@ -1002,11 +1002,11 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     for c in &mut ranked {
         c.config.raster_group = raster_group_for(problem, machine, c);
         if c.config.schedule != Schedule::Pipeline {
-            c.config.sms = persistent_sms(problem, machine, &c.config);
+            c.sms = persistent_sms(problem, machine, &c.config);
         }
     }
     if let Some(order) = ranked.first().and_then(|best| stream_k_for(problem, machine, best)) {
-        let shared = Candidate { config: Config { stream_k: Some(order), sms: machine.sms, ..ranked[0].config }, ..ranked[0].clone() };
+        let shared = Candidate { config: Config { stream_k: Some(order), ..ranked[0].config }, sms: machine.sms, ..ranked[0].clone() };
         ranked.insert(0, shared);
     }
     if let Some(deferred) = ranked.first().and_then(|best| deferred_epilogue(problem, machine, pins, best)) {
@@ -1064,7 +1064,7 @@ fn promotion_work(problem: &Problem, c: &Candidate) -> i64 {
 /// times the tiles an SM runs at once times their area (fewer waves of
 /// wider tiles are not less work).
 fn wave_work(c: &Candidate) -> i64 {
-    let resident = ceil_div(c.tiles * c.config.splits, c.waves * c.config.sms);
+    let resident = ceil_div(c.tiles * c.config.splits, c.waves * c.sms);
     c.waves * resident * c.config.block_m * c.config.block_n
 }
 
@@ -1695,7 +1695,7 @@ mod tests {
             let (split, unsplit) = (ranked[0].config, ranked[1].config);
             assert_eq!((split.block_m, split.block_n, split.splits, split.schedule), (split_tile.0, split_tile.1, 2, Schedule::Pipeline), "{m}x{n}x7168");
             assert_eq!((unsplit.block_m, unsplit.block_n, unsplit.splits, unsplit.schedule), (64, narrow, 1, Schedule::WarpSpecialized { consumers: 1 }), "{m}x{n}x7168");
-            assert_eq!(ranked[0].tiles * 2, split.sms);
+            assert_eq!(ranked[0].tiles * 2, ranked[0].sms);
         }
         let c = pick(64, 2112, 7168);
         assert!(c.reason.ends_with("; K split over 2 CTAs of a cluster (a long K in one wave of narrow or few tiles)"), "{}", c.reason);
@@ -1793,7 +1793,7 @@ mod tests {
         let p = Problem { b_scale_rows: Some(3), ..fp8(4096, 7168, 16384) };
         let pick = |block_n| choose(&p, &Machine::H100, &Pins { block_n: Some(block_n), ..Pins::default() }).expect("a pick").config;
         assert_eq!(pick(176).mma_n(), Some(88));
-        assert!(pick(176).to_string().contains(" mma_n=88 "));
+        assert!(pick(176).to_string().ends_with(" mma_n=88"), "{}", pick(176));
         // Narrower tiles, and tiles without scales, take the widest instruction.
         assert_eq!(pick(160).mma_n(), None);
         assert_eq!(pick(128).mma_n(), None);
@@ -1877,11 +1877,11 @@ mod tests {
         // every SM, and the same kernel without it ranks next.
         let ranked = rank(&bf16(8192, 8192, 8192), &Machine::H100, &Pins::default());
         let (shared, next) = (&ranked[0], &ranked[1]);
-        assert_eq!((shared.config.stream_k, shared.config.sms, shared.last_wave), (Some(PieceOrder::InOrder), 132, 68));
+        assert_eq!((shared.config.stream_k, shared.sms, shared.last_wave), (Some(PieceOrder::InOrder), 132, 68));
         assert!(shared.reason.ends_with("pieces in-order (rule 17: a last wave at most 60% full over 64 K blocks or more)"), "{}", shared.reason);
-        assert_eq!(next.config, Config { stream_k: None, sms: next.config.sms, ..shared.config });
+        assert_eq!(next.config, Config { stream_k: None, ..shared.config });
         assert_eq!(next.reason, "the pick without stream-K: its last wave's tiles whole, on fewer SMs (rule 17)");
-        assert!(shared.config.to_string().contains(" stream_k=in-order "), "{}", shared.config);
+        assert!(shared.config.to_string().ends_with(" stream_k=in-order"), "{}", shared.config);
         // Fuller last waves (116, 120 and 104 of 132) and a short K (24
         // blocks under a 27% full last wave) keep whole tiles.
         for (m, n, k) in [(4096, 4096, 4096), (4096, 2112, 7168), (4096, 7168, 16384), (4096, 24576, 1536)] {
@@ -1906,7 +1906,7 @@ mod tests {
         assert!(deferred.config.deferred_epilogue && deferred.config.epilogue_chunk() == Some(64));
         assert_eq!((deferred.config.stages, deferred.smem_bytes), (4, 213056));
         assert!(deferred.reason.contains("; each tile stored during the next one's first K steps, 64 columns a step (rule 18"), "{}", deferred.reason);
-        assert!(deferred.config.to_string().contains(" epilogue_cols=64 epilogue_deferred "), "{}", deferred.config);
+        assert!(deferred.config.to_string().ends_with(" epilogue_cols=64 epilogue_deferred"), "{}", deferred.config);
         assert_eq!(next.config, Config { deferred_epilogue: false, epilogue: Epilogue::Tma { columns: 128 }, ..deferred.config });
         assert_eq!(next.reason, "the pick with each tile stored between its K loop and the next tile's (rule 18)");
         for (m, n, k) in [(4096, 4096, 7168), (4096, 7168, 16384)] {
@@ -1981,9 +1981,9 @@ mod tests {
     #[test]
     fn fewest_sms_that_keep_the_waves() {
         // 512 tiles in 4 waves need ceil(512/4) = 128 SMs, not 132.
-        assert_eq!(pick(4096, 4096, 4096).config.sms, 128);
+        assert_eq!(pick(4096, 4096, 4096).sms, 128);
         // 128 tiles in one wave: 128 SMs.
-        assert_eq!(pick(64, 24576, 1536).config.sms, 128);
+        assert_eq!(pick(64, 24576, 1536).sms, 128);
     }
 
     #[test]
@@ -2061,8 +2061,9 @@ mod tests {
     fn few_tiles_share_their_k_loop_over_a_cluster() {
         let pins = Pins { block_n: Some(128), ..Pins::default() };
         let split = |m, n, k| {
-            let c = choose(&fp8(m, n, k), &Machine::H100, &pins).unwrap().config;
-            (c.block_m, c.block_n, c.splits, c.schedule, c.sms)
+            let pick = choose(&fp8(m, n, k), &Machine::H100, &pins).unwrap();
+            let c = pick.config;
+            (c.block_m, c.block_n, c.splits, c.schedule, pick.sms)
         };
         // 64x128 tiles over 56 K blocks: 17 tiles take 4 CTAs each (68);
         // 34 and 32 take 3 (102 and 96: four would pass 4/5 of the SMs);

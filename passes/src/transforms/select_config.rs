@@ -316,7 +316,7 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     if c.deferred_epilogue {
         d.set("epilogue_deferred", Attribute::Bool(true));
     }
-    d.set("sms", int(c.sms));
+    d.set("sms", int(pick.sms));
     d.set("waves", int(pick.waves));
     d.set("last_wave", int(pick.last_wave));
     d.set("smem_bytes", int(pick.smem_bytes));
