@@ -1788,6 +1788,19 @@ mod tests {
         assert_eq!(block_n(scaled(128, 7168, 16384)), 128);
     }
 
+    /// A persistent pick's clustered twin launches whole pairs of tiles, so
+    /// its SM count differs from the pick's; its reason still names the
+    /// cluster (the SM count is a figure, not part of the config).
+    #[test]
+    fn the_clustered_twin_of_a_pick_is_named_so() {
+        let p = Problem { b_scale_rows: Some(3), ..fp8(4096, 32768, 512) };
+        let ranked = rank(&p, &Machine::H100, &Pins::default());
+        let (pick, twin) = (&ranked[0], &ranked[1]);
+        assert_eq!(twin.config, Config { cluster: Along::M, ..pick.config });
+        assert_eq!((pick.sms, twin.sms), (131, 132));
+        assert_eq!(twin.reason, "the pick in 2-CTA clusters along m, multicasting B");
+    }
+
     #[test]
     fn block_scaled_tiles_of_176_columns_promote_in_halves() {
         let p = Problem { b_scale_rows: Some(3), ..fp8(4096, 7168, 16384) };
