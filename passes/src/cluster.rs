@@ -31,6 +31,16 @@ impl Along {
         }
     }
 
+    /// The tiles along M and along N a cluster takes each turn of the loop
+    /// over tiles: a pair along the clustered dimension, one tile without.
+    pub fn tiles(self) -> [i64; 2] {
+        match self {
+            Along::M => [CLUSTER_SIZE, 1],
+            Along::N => [1, CLUSTER_SIZE],
+            Along::None => [1, 1],
+        }
+    }
+
     /// The option word.
     pub fn word(self) -> &'static str {
         match self {

@@ -1091,11 +1091,7 @@ fn raster_group_for(problem: &Problem, machine: &Machine, c: &Candidate) -> i64 
 /// single tiles that is [`with_waves`]' count; over pairs that count can
 /// be odd.
 fn persistent_sms(problem: &Problem, machine: &Machine, c: &Config) -> i64 {
-    let (pair_m, pair_n) = match c.cluster {
-        Along::M => (CLUSTER_SIZE, 1),
-        Along::N => (1, CLUSTER_SIZE),
-        Along::None => (1, 1),
-    };
+    let [pair_m, pair_n] = c.cluster.tiles();
     let units = ceil_div(ceil_div(problem.m, c.block_m), pair_m) * ceil_div(ceil_div(problem.n, c.block_n), pair_n);
     let cluster = pair_m * pair_n;
     cluster * fewest_keeping_turns(units as u64, (machine.sms / cluster) as u64) as i64

@@ -23,6 +23,12 @@ fn tilec(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
 }
 
+/// The manifest of the artifact compiled into `dir`.
+fn artifact_manifest(dir: &std::path::Path) -> Manifest {
+    let text = std::fs::read_to_string(dir.join("manifest.json")).expect("the artifact has a manifest");
+    Manifest::from_json_str(&text).expect("the manifest parses")
+}
+
 /// The first `count` ranked candidates' rows of `--explain`.
 fn ranked_rows(program: &str, shape: &str, count: usize) -> Vec<String> {
     let explain = tilec(&["compile", program, "--shape", shape, "--explain"]);
@@ -49,9 +55,8 @@ fn the_estimate_is_the_allocation() {
             let candidate = (rank + 1).to_string();
             let out = dir.join(&candidate);
             tilec(&["compile", program, "--shape", shape, "--candidate", &candidate, "-o", out.to_str().unwrap()]);
-            let manifest = std::fs::read_to_string(out.join("manifest.json")).expect("the artifact has a manifest");
-            let allocated = manifest.split("\"dynamic_smem_bytes\":").nth(1).and_then(|t| t.split([',', '}']).next()).and_then(|v| v.trim().parse::<i64>().ok());
-            assert_eq!(allocated, Some(estimate), "{program} at {shape}, candidate {candidate}");
+            let allocated = artifact_manifest(&out).dynamic_smem_bytes as i64;
+            assert_eq!(allocated, estimate, "{program} at {shape}, candidate {candidate}");
         }
     }
     std::fs::remove_dir_all(&dir).ok();
@@ -76,7 +81,7 @@ fn a_persistent_candidates_sms_are_its_launch_grid() {
             let candidate = (rank + 1).to_string();
             let out = dir.join(format!("{shape}-{candidate}"));
             tilec(&["compile", program, "--shape", shape, "--candidate", &candidate, "-o", out.to_str().unwrap()]);
-            let manifest = Manifest::from_json_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+            let manifest = artifact_manifest(&out);
             if !matches!(manifest.grid, GridRule::Sms { .. }) {
                 continue;
             }

@@ -32,6 +32,11 @@ impl Attribute {
         }
     }
 
+    /// An array attribute of i64 integers such as `[2, 1, 1]`.
+    pub fn ints(values: &[i64]) -> Attribute {
+        Attribute::Array(values.iter().map(|&v| Attribute::Int(v, ElemType::I64)).collect())
+    }
+
     /// The integers of an array attribute such as `[2, 1, 1]`.
     pub fn as_ints(&self) -> Option<Vec<i64>> {
         match self {

@@ -139,7 +139,7 @@ impl Pass for ClusterSplit {
             (false, Along::N) => [1, CLUSTER_SIZE, 1],
             _ => [CLUSTER_SIZE, 1, 1],
         };
-        func.attrs.set("cluster_dims", Attribute::Array(dims.iter().map(|&d| Attribute::Int(d, ElemType::I64)).collect()));
+        func.attrs.set("cluster_dims", Attribute::ints(&dims));
         Ok(())
     }
 }

@@ -13,13 +13,14 @@
 //! also gets `wave_tile = [R, C]`, the output a cluster (or a lone CTA)
 //! takes each turn of the loop: the launcher then starts the fewest CTAs
 //! that keep the busiest one's number of turns (128 for 512 tiles on 132
-//! SMs), so every CTA runs as many tiles as the busiest. The makespan in turns is the same, yet on the H100 (2026-11-26)
-//! the BF16 4096^3 pick ran 1.1% faster on 128 CTAs than on 132 of which 16
-//! run a tile fewer, and 11 of the 17 BF16 and FP8 picks whose grid this
-//! changes ran faster, two slower (`docs/ir.md`). A grouped GEMM's
-//! experts' weights make its tiles wait on memory: the contiguous BF16 one
-//! ran 8-14% slower on the smaller grid over 32 experts and 4096 rows, so
-//! it keeps one CTA per SM, as `balanced-grid=false` does.
+//! SMs), so every CTA runs as many tiles as the busiest. The makespan in
+//! turns is the same, yet on the H100 (2026-11-26) the BF16 4096^3 pick ran
+//! 1.1% faster on 128 CTAs than on 132 of which 16 run a tile fewer, and 11
+//! of the 17 BF16 and FP8 picks whose grid this changes ran faster, two
+//! slower (`docs/ir.md`). A grouped GEMM's experts' weights make its tiles
+//! wait on memory: the contiguous BF16 one ran 8-14% slower on the smaller
+//! grid over 32 experts and 4096 rows, so it keeps one CTA per SM, as
+//! `balanced-grid=false` does.
 //!
 //! With `cluster-pairs=m` (or `n`) the loop hands out pairs of tiles that
 //! neighbour along M (or N), for clusters of two CTAs that share the other
@@ -35,7 +36,7 @@ use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
 use crate::tile_order::{grouped_coords, OutputTiles, TileOrder};
 use crate::{op_error, Pass};
-use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint, Op, Type, Value};
+use tilec_dialects::ir::{Attribute, Attributes, Builder, InsertPoint, Op, Type, Value};
 use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, For, Muli, NumBlocks, Remsi, Yield};
 use tilec_dialects::{Diagnostic, Function};
 
@@ -209,13 +210,8 @@ impl Pass for Persistent {
         // memory at a rate a smaller grid does not sustain.
         let one_gemm = pid_z.is_none() && func.args().iter().all(|&a| func.body.value_type(a).as_ref_type().is_none_or(|r| r.shape.len() <= 2));
         if self.balanced_grid && one_gemm {
-            let [rows, cols] = [tiles.tile_shape[0], tiles.tile_shape[1]];
-            let wave_tile = match self.pairs {
-                Along::M => [rows * CLUSTER_SIZE, cols],
-                Along::N => [rows, cols * CLUSTER_SIZE],
-                Along::None => [rows, cols],
-            };
-            func.attrs.set("wave_tile", Attribute::Array(wave_tile.iter().map(|&d| Attribute::Int(d, ElemType::I64)).collect()));
+            let [pair_m, pair_n] = self.pairs.tiles();
+            func.attrs.set("wave_tile", Attribute::ints(&[tiles.tile_shape[0] * pair_m, tiles.tile_shape[1] * pair_n]));
         }
         Ok(())
     }

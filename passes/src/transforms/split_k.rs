@@ -118,7 +118,7 @@ impl Pass for SplitK {
             let first_split = b.name(first_split, "is_split0");
             guard_stores(body, &stores, first_split);
         }
-        func.attrs.set("cluster_dims", Attribute::Array([1, 1, self.splits].iter().map(|&d| Attribute::Int(d, ElemType::I64)).collect()));
+        func.attrs.set("cluster_dims", Attribute::ints(&[1, 1, self.splits]));
         Ok(())
     }
 }
