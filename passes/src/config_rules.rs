@@ -183,14 +183,17 @@
 //!     Persistent kernels keep their own grouped loop; clustered and split
 //!     candidates their grid, and so does a masked grouped GEMM (each
 //!     expert holds a few rows of tiles).
-//! 14. Promotion in column halves: a block-scaled tile at least
-//!     [`COLUMN_HALVES_MIN_N`] columns wide whose warpgroups hold one m64
-//!     block of rows each takes a wgmma instruction half the tile wide
-//!     (`mma_n`), and each K block's two halves are issued as two commit
-//!     groups, the first promoted while the second's wgmma runs. On the
-//!     H100 (2026-11-26) that was +8.7% at 4096x7168x16384 (128x176, two
-//!     n88 halves) and -3.5% at 4096^3 (128x128: n64 halves re-read A
-//!     more than the overlap saves).
+//! 14. Whole-width promotion: a block-scaled tile's K block goes out as one
+//!     wgmma group as wide as the tile, promoted once it completes; the
+//!     other consumer's group keeps the tensor cores busy meanwhile.
+//!     Column halves (`mma_n`: two commit groups, the first promoted while
+//!     the second runs) stay a knob of `tile.config` and
+//!     `tile-assign-layouts`, not a pick: on the H100 (2026-11-26, since
+//!     the warpgroup index became warp-uniform) whole-width 128x176 ran 3
+//!     to 7% faster than in n88 halves at all seven 128x176 picks (two
+//!     runs each: 4096x7168x16384 +5.5 to +6%, 4096^3 +3%, 8192^3 +4 to
+//!     +5%, 4096x4096x7168 +5 to +7%), where the halves had been +8.7%
+//!     when first measured.
 //! 15. Deep pairs: a BF16 pick of one wave over exactly two rows of 64-row
 //!     tiles at most 64 columns wide, over at least 112 K blocks, runs
 //!     warp-specialised with one consumer, both rows of tiles in 2-CTA
@@ -531,18 +534,17 @@ pub struct Config {
     pub deferred_epilogue: bool,
 }
 
-/// Rule 14: the narrowest block-scaled tile promoted in column halves
-/// (n88 halves: measured; n64 halves of 128x128 ran 3.5% slower than
-/// whole, and 144 and 160 were not compared).
-pub const COLUMN_HALVES_MIN_N: i64 = 176;
+/// Rule 1: the narrowest block-scaled tile [`promotion_work`] counts at
+/// less than its area.
+const WIDE_TILE_MIN_N: i64 = 176;
 
-/// Rule 1: the share of its area a tile promoted in column halves counts
-/// at in [`promotion_work`], in percent.
-const COLUMN_HALVES_WORK_PERCENT: i64 = 92;
+/// Rule 1: the share of its area a wide block-scaled tile counts at in
+/// [`promotion_work`], in percent.
+const WIDE_TILE_WORK_PERCENT: i64 = 92;
 
-/// Rule 1: the fewest K blocks over which [`promotion_work`] counts a tile
-/// promoted in column halves at less than its area.
-const COLUMN_HALVES_MIN_K_BLOCKS: i64 = 8;
+/// Rule 1: the fewest K blocks over which [`promotion_work`] counts a wide
+/// tile at less than its area.
+const WIDE_TILE_MIN_K_BLOCKS: i64 = 8;
 
 impl Config {
     /// What the configuration lays out in shared memory besides its stages.
@@ -557,14 +559,6 @@ impl Config {
             Epilogue::Tma { columns } if columns < self.block_n => Some(columns),
             _ => None,
         }
-    }
-
-    /// Rule 14: the wgmma instruction N where it is narrower than the tile
-    /// (a block-scaled tile promoted in column halves); `None` for the
-    /// widest that fits.
-    pub fn mma_n(&self) -> Option<i64> {
-        let halves = self.scales != Scales::None && !promotes_by_row_blocks(self) && self.block_n >= COLUMN_HALVES_MIN_N && (self.block_n / 2) % 8 == 0;
-        halves.then_some(self.block_n / 2)
     }
 
     /// The warpgroups one tile's accumulators are spread over: all of the
@@ -624,13 +618,12 @@ impl fmt::Display for Config {
         };
         let splits = if self.splits > 1 { format!(" splits={}", self.splits) } else { String::new() };
         let order = if self.raster_group > 0 { format!(" grouped={}", self.raster_group) } else { String::new() };
-        let mma_n = self.mma_n().map_or(String::new(), |n| format!(" mma_n={n}"));
         let stream_k = self.stream_k.map_or(String::new(), |order| format!(" stream_k={}", order.word()));
         let chunks = self.epilogue_chunk().map_or(String::new(), |n| format!(" epilogue_cols={n}"));
         let deferred = if self.deferred_epilogue { " epilogue_deferred" } else { "" };
         write!(
             f,
-            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{chunks}{deferred}{scales}{mma_n}{cluster}{splits}{order}{stream_k}",
+            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{chunks}{deferred}{scales}{cluster}{splits}{order}{stream_k}",
             self.block_m,
             self.block_n,
             self.block_k,
@@ -1047,17 +1040,20 @@ fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins
 }
 
 /// The time a block-scaled candidate's waves take, in hundredths of
-/// [`wave_work`]: a tile promoted in column halves (rule 14) over at least
-/// [`COLUMN_HALVES_MIN_K_BLOCKS`] K blocks counts
-/// [`COLUMN_HALVES_WORK_PERCENT`]% of its area. On the H100 (2026-11-26)
-/// 128x176 in halves ran 8-12% more elements a second than 128x128 at
-/// 4096^3, 4096x4096x7168 and 4096x24576x1536 (12 to 56 K blocks), and 2%
-/// fewer at 4096x32768x512 (4 K blocks, where each tile's prologue and
-/// epilogue weigh more than its promotions).
+/// [`wave_work`]: a tile at least [`WIDE_TILE_MIN_N`] columns wide whose
+/// warpgroups each promote one m64 block of rows, over at least
+/// [`WIDE_TILE_MIN_K_BLOCKS`] K blocks, counts [`WIDE_TILE_WORK_PERCENT`]%
+/// of its area: each promotion covers more of the tensor cores' work. On
+/// the H100 (2026-11-26) 128x176 promoted in column halves ran 8-12% more
+/// elements a second than 128x128 at 4096^3, 4096x4096x7168 and
+/// 4096x24576x1536 (12 to 56 K blocks), and whole-width 128x176 3-7% more
+/// than in halves (rule 14); in halves it ran 2% fewer at 4096x32768x512
+/// (4 K blocks, where each tile's prologue and epilogue weigh more than
+/// its promotions).
 fn promotion_work(problem: &Problem, c: &Candidate) -> i64 {
     let k_blocks = ceil_div(problem.k, c.config.block_k);
-    let halves = c.config.mma_n().is_some() && k_blocks >= COLUMN_HALVES_MIN_K_BLOCKS;
-    wave_work(c) * if halves { COLUMN_HALVES_WORK_PERCENT } else { 100 }
+    let wide = c.config.block_n >= WIDE_TILE_MIN_N && !promotes_by_row_blocks(&c.config) && k_blocks >= WIDE_TILE_MIN_K_BLOCKS;
+    wave_work(c) * if wide { WIDE_TILE_WORK_PERCENT } else { 100 }
 }
 
 /// The time rule 2's waves take, in elements of C an SM computes: waves
@@ -1775,8 +1771,8 @@ mod tests {
         // of 128x128, 18% less time by wave_work.
         assert_eq!(block_n(scaled(4096, 2112, 7168)), 176);
         // 6 waves of 128x176 (768 tiles) are 3% more area than 8 of
-        // 128x128, but promoted in column halves over 32 K blocks (rule 14)
-        // they count at 92%: 5% less time.
+        // 128x128, but a tile that wide over 32 K blocks counts at 92%: 5%
+        // less time.
         assert_eq!(block_n(scaled(4096, 4096, 4096)), 176);
         // The same tiles over 4 K blocks count their whole area: 128 wide.
         assert_eq!(block_n(scaled(4096, 4096, 512)), 128);
@@ -1795,19 +1791,6 @@ mod tests {
         assert_eq!(twin.config, Config { cluster: Along::M, ..pick.config });
         assert_eq!((pick.sms, twin.sms), (131, 132));
         assert_eq!(twin.reason, "the pick in 2-CTA clusters along m, multicasting B");
-    }
-
-    #[test]
-    fn block_scaled_tiles_of_176_columns_promote_in_halves() {
-        let p = Problem { b_scale_rows: Some(3), ..fp8(4096, 7168, 16384) };
-        let pick = |block_n| choose(&p, &Machine::H100, &Pins { block_n: Some(block_n), ..Pins::default() }).expect("a pick").config;
-        assert_eq!(pick(176).mma_n(), Some(88));
-        assert!(pick(176).to_string().ends_with(" mma_n=88"), "{}", pick(176));
-        // Narrower tiles, and tiles without scales, take the widest instruction.
-        assert_eq!(pick(160).mma_n(), None);
-        assert_eq!(pick(128).mma_n(), None);
-        let bf16 = choose(&Problem { precision: Precision::Bf16, b_scale_rows: None, ..p }, &Machine::H100, &Pins { block_n: Some(176), ..Pins::default() }).expect("a pick");
-        assert_eq!(bf16.config.mma_n(), None);
     }
 
     #[test]

@@ -303,9 +303,6 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     if c.scales != Scales::None {
         d.set("scales", Attribute::String(c.scales.word().into()));
     }
-    if let Some(n) = c.mma_n() {
-        d.set("mma_n", int(n));
-    }
     d.set("cluster", Attribute::String(c.cluster.word().into()));
     if c.splits > 1 {
         d.set("splits", int(c.splits));
