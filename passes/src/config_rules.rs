@@ -32,7 +32,14 @@
 //!    4096x24576x1536, -1.5 to -5% at 4096^3; at M = 64 and 128 (one or two
 //!    waves) the narrower tiles that filled more SMs ran 4-15% slower than
 //!    the 128-wide ones at four of ten shapes (64x112 at 128x7168x16384:
-//!    -11 to -15%) and 3-20% faster at four.
+//!    -11 to -15%) and 3-20% faster at four. Where the best 128-wide tile
+//!    runs in one wave and tiles half a scale block wide (64 columns,
+//!    never across two blocks) would too, with more of them, block N is
+//!    64: more CTAs stream B at once. On the H100 (2026-11-26, each tile
+//!    with its rule 12 splits) 64x64 against 64x128 was +18% at
+//!    64x4096x7168, +13% at 64x7168x2048, +10% at 64x2112x7168, +3% at
+//!    128x2112x7168 and +2% at 128x4096x7168; at 128x7168x2048 it would
+//!    take two waves (-30%).
 //! 2. Fewest waves: ceil(tiles / SMs), where tiles = ceil(M/BM) * ceil(N/BN);
 //!    in the plain pipeline, ceil(tiles / (SMs * R)) where R CTAs of the
 //!    tile fit one SM's shared memory and registers and make more than two
@@ -1022,7 +1029,9 @@ fn every_block_n() -> Vec<i64> {
 /// Rule 1's block N for a block-scaled dot whose tiles of B need not start
 /// a scale block: one scale block (128), unless over more than two waves
 /// the best tile of any width takes at least 1% less [`promotion_work`]
-/// than the best 128 wide (or no 128-wide tile fits the pins).
+/// than the best 128 wide, or the best 128 wide runs in one wave and more
+/// tiles half a scale block wide would too (or no 128-wide tile fits the
+/// pins).
 fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins, block_ms: &[i64], bk: i64) -> i64 {
     let best_of = |block_ns: &[i64]| {
         block_ms
@@ -1032,8 +1041,10 @@ fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins
             .filter(|c| pins.block_m.is_some() || !promotes_by_row_blocks(&c.config))
             .min_by(compare)
     };
+    let half_block = SCALE_BLOCK_N / 2;
     match (best_of(&[SCALE_BLOCK_N]), best_of(&every_block_n())) {
         (Some(aligned), Some(any)) if aligned.waves > 2 && 100 * promotion_work(problem, &any) < 99 * promotion_work(problem, &aligned) => any.config.block_n,
+        (Some(aligned), _) if aligned.waves == 1 && best_of(&[half_block]).is_some_and(|half| half.waves == 1 && half.tiles > aligned.tiles) => half_block,
         (None, Some(any)) => any.config.block_n,
         _ => SCALE_BLOCK_N,
     }
@@ -1776,8 +1787,12 @@ mod tests {
         assert_eq!(block_n(scaled(4096, 4096, 4096)), 176);
         // The same tiles over 4 K blocks count their whole area: 128 wide.
         assert_eq!(block_n(scaled(4096, 4096, 512)), 128);
-        // One wave either way: the 128-wide tile.
+        // One wave of 128-wide tiles, and 64-wide ones would take two: 128.
         assert_eq!(block_n(scaled(128, 7168, 16384)), 128);
+        assert_eq!(block_n(scaled(128, 7168, 2048)), 128);
+        // One wave either way, twice the tiles at 64 columns: 64.
+        assert_eq!(block_n(scaled(64, 4096, 7168)), 64);
+        assert_eq!(block_n(scaled(128, 2112, 7168)), 64);
     }
 
     /// A persistent pick's clustered twin launches whole pairs of tiles, so
