@@ -320,8 +320,15 @@ pub struct TmaParam {
     pub tensor: String,
     /// Must equal the tensor's dtype (checked).
     pub dtype: DType,
-    /// Box extents, outer-to-inner (same order as the tensor's shape).
+    /// Box extents, outer-to-inner (same order as the tensor's shape); one
+    /// extent when `flat`.
     pub box_dims: Vec<u32>,
+    /// The descriptor addresses the tensor as one dimension of all its
+    /// elements in memory order, each box a run of them (JSON default
+    /// `false`, left out when false): how a kernel loads a column of a
+    /// column-major tensor, such as a K block's row scales stored M-major.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub flat: bool,
     /// Shared-memory swizzle of the box (JSON default `none`).
     #[serde(default)]
     pub swizzle: Swizzle,
@@ -455,4 +462,9 @@ impl Manifest {
     pub fn to_json_string(&self) -> String {
         serde_json::to_string_pretty(self).expect("manifest serialises")
     }
+}
+
+/// Serde's test for leaving a `false` flag out of the JSON.
+fn is_false(b: &bool) -> bool {
+    !*b
 }

@@ -153,6 +153,16 @@ fn validation_errors() {
     m.entry = "9bad".into();
     assert_eq!(err_of(&m).field, "entry");
 
+    // A flat descriptor's box is one unswizzled run.
+    let mut m = example();
+    tma_mut(&mut m, 0).flat = true;
+    let swizzle = tma_mut(&mut m, 0).swizzle;
+    let rank = tma_mut(&mut m, 0).box_dims.len();
+    assert_eq!(err_of(&m).error, ValidationError::FlatBoxNotOneRun { box_rank: rank, swizzle });
+    tma_mut(&mut m, 0).box_dims = vec![64];
+    tma_mut(&mut m, 0).swizzle = Swizzle::None;
+    m.validate().unwrap();
+
     let mut m = example();
     m.block = [1024, 2, 1];
     assert_eq!(err_of(&m).error, ValidationError::TooManyThreads { threads: 2048 });

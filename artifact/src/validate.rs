@@ -99,6 +99,14 @@ pub enum ValidationError {
         /// The swizzle span in bytes.
         span: u32,
     },
+    /// A flat descriptor's box is not one unswizzled run of elements.
+    #[error("a flat descriptor's box is one unswizzled run of elements: {box_rank} box dim(s), swizzle {swizzle:?}")]
+    FlatBoxNotOneRun {
+        /// Length of `box_dims`.
+        box_rank: usize,
+        /// The swizzle asked for.
+        swizzle: Swizzle,
+    },
     /// NaN out-of-bounds fill was asked for an integer tensor.
     #[error("NaN out-of-bounds fill needs a floating-point tensor, `{tensor}` is {dtype}")]
     NanFillOnInteger {
@@ -367,7 +375,13 @@ fn validate_tma(f: &str, tma: &TmaParam, t: &TensorDecl) -> Result<(), Invalid> 
             ValidationError::DtypeMismatch { tensor: t.name.clone(), param: tma.dtype, declared: t.dtype },
         ));
     }
-    if tma.box_dims.len() != t.shape.len() {
+    if tma.flat && (tma.box_dims.len() != 1 || tma.swizzle != Swizzle::None) {
+        return Err(bad(
+            format!("{f}.box_dims"),
+            ValidationError::FlatBoxNotOneRun { box_rank: tma.box_dims.len(), swizzle: tma.swizzle },
+        ));
+    }
+    if !tma.flat && tma.box_dims.len() != t.shape.len() {
         return Err(bad(
             format!("{f}.box_dims"),
             ValidationError::BoxRankMismatch {

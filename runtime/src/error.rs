@@ -139,6 +139,15 @@ pub enum RuntimeError {
         /// The value bound.
         value: u64,
     },
+    /// A tensor loaded through a flat descriptor has more elements than the
+    /// kernel's signed 32-bit element index reaches.
+    #[error("tensor `{tensor}` has {elements} elements, over the 2^31 - 1 a flat TMA descriptor's index reaches")]
+    FlatTooLarge {
+        /// The tensor's name in the manifest.
+        tensor: String,
+        /// Its element count.
+        elements: u64,
+    },
     /// A buffer's element type differs from the manifest's.
     #[error("tensor `{tensor}` is {expected} in the manifest but the buffer holds {got}")]
     DtypeMismatch {

@@ -194,14 +194,25 @@ pub fn resolve_shape(t: &TensorDecl, problem: &Problem) -> Result<Vec<u64>> {
 }
 
 /// The `cuTensorMapEncodeTiled` arguments for a TMA parameter over a dense
-/// row-major tensor of `shape` (outer-to-inner) at `addr`.
+/// row-major tensor of `shape` (outer-to-inner) at `addr`; a flat one
+/// addresses all its elements as one dimension.
 pub fn tma_encode_args(tma: &TmaParam, shape: &[u64], addr: u64) -> Result<TmaEncode> {
     let name = &tma.tensor;
-    let rank = shape.len();
     let elem = tma.dtype.size_bytes() as u64;
     if !addr.is_multiple_of(16) {
         return Err(RuntimeError::Misaligned { tensor: name.clone(), addr, align: 16 });
     }
+    let flat_elements = [shape.iter().product::<u64>()];
+    let shape = if tma.flat {
+        // The kernel addresses an element by its signed 32-bit index.
+        if flat_elements[0] > i32::MAX as u64 {
+            return Err(RuntimeError::FlatTooLarge { tensor: name.clone(), elements: flat_elements[0] });
+        }
+        &flat_elements[..]
+    } else {
+        shape
+    };
+    let rank = shape.len();
     let mut global_dim = [1u64; 5];
     let mut global_strides = [0u64; 4];
     let mut box_dim = [1u32; 5];

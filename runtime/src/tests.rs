@@ -77,6 +77,7 @@ fn tma_args_rank3_and_fp8() {
         l2_promotion: L2Promotion::B256,
         oob_fill: OobFill::Zero,
         interleave: Interleave::None,
+        flat: false,
     };
     let a = tma_encode_args(&tma, &[4, 512, 1024], 0x100).unwrap();
     assert_eq!(a.data_type, sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8);
@@ -84,6 +85,29 @@ fn tma_args_rank3_and_fp8() {
     assert_eq!(&a.global_strides[..2], &[1024, 512 * 1024]);
     assert_eq!(&a.box_dim[..3], &[128, 64, 2]);
     assert_eq!(a.l2_promotion, sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+}
+
+#[test]
+fn tma_args_flat_cover_every_element_as_one_dimension() {
+    // A K block's row scales stored M-major (SA as KB x M): one run each,
+    // addressed by its memory-order index however odd M is.
+    let tma = TmaParam {
+        tensor: "SA".into(),
+        dtype: DType::F32,
+        box_dims: vec![160],
+        swizzle: Swizzle::None,
+        l2_promotion: L2Promotion::B128,
+        oob_fill: OobFill::Zero,
+        interleave: Interleave::None,
+        flat: true,
+    };
+    let a = tma_encode_args(&tma, &[3, 129], 0x100).unwrap();
+    assert_eq!(a.rank, 1);
+    assert_eq!(&a.global_dim[..2], &[387, 1]);
+    assert_eq!(&a.box_dim[..2], &[160, 1]);
+    let too_many = tma_encode_args(&tma, &[1 << 16, 1 << 15], 0x100).unwrap_err();
+    assert!(matches!(too_many, RuntimeError::FlatTooLarge { elements, .. } if elements == 1 << 31), "{too_many}");
+    assert!(matches!(tma_encode_args(&tma, &[3, 129], 0x104), Err(RuntimeError::Misaligned { align: 16, .. })));
 }
 
 #[test]
