@@ -11,6 +11,7 @@ use super::{cluster, nvgpu, roles, stream_k, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
+use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 use tilec_dialects::{nv, tile};
 use tilec_dialects::{Attribute, Diagnostic, ElemType, Function, Type, Value};
@@ -787,6 +788,14 @@ impl<'a> Lowerer<'a> {
             }
             Opcode::NvLoadGlobal => self.lower_load_global(op),
             Opcode::NvLoadShared => self.lower_load_shared(op),
+            Opcode::NvRunOffset => {
+                let run = self.view(op, nv::RunOffset::of)?;
+                let (tensor, coords, result) = (run.tensor(&self.f.body), run.coords(&self.f.body).to_vec(), run.result(&self.f.body));
+                let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
+                let (_, offset) = self.run_box_start(op, t, &coords)?;
+                self.vals.insert(result, Lv::Scalar { name: offset, elem: ElemType::Index });
+                Ok(())
+            }
             Opcode::NvCopyAsync => self.lower_copy_async(op),
             Opcode::NvScaleAccumulate => self.lower_scale_accumulate(op),
         }
@@ -1093,6 +1102,31 @@ impl<'a> Lowerer<'a> {
         Ok((col, inner_first))
     }
 
+    /// Where the flat box holding the element at `coords` of column-major
+    /// tensor `t` starts, and the element's place in it (`i32`s): the
+    /// element's memory-order index rounded down to TMA's 16-byte
+    /// alignment, and the rest. The runtime holds a tensor with a flat
+    /// descriptor under 2^31 elements.
+    fn run_box_start(&mut self, op: Op, t: usize, coords: &[Value]) -> Result<(String, String), Diagnostic> {
+        let rank = coords.len();
+        if rank < 2 || !self.plan.tensors[t].column_major {
+            return Err(self.err(op, "a flat box holds a column of a column-major tensor (tile.contiguous names its second-last dimension)"));
+        }
+        // Memory order: the leading dimensions, the columns, then the rows.
+        let mut order = (0..rank - 2).chain([rank - 1, rank - 2]);
+        let mut index = self.scalar(op, coords[order.next().expect("rank 2 or more")])?;
+        for d in order {
+            let (c, extent) = (self.scalar(op, coords[d])?, self.dim_value(t, d));
+            let scaled = self.em.binop("run", "arith.muli", &index, &extent, "i32");
+            index = self.em.binop("run", "arith.addi", &scaled, &c, "i32");
+        }
+        let per_unit = TMA_GLOBAL_ALIGN / i64::from(self.plan.tensors[t].elem.bits() / 8);
+        let (low, high) = (self.em.i32(per_unit - 1), self.em.i32(-per_unit));
+        let start = self.em.binop("run_box", "arith.andi", &index, &high, "i32");
+        let offset = self.em.binop("run_offset", "arith.andi", &index, &low, "i32");
+        Ok((start, offset))
+    }
+
     fn lower_tma_load(&mut self, op: Op) -> Result<(), Diagnostic> {
         let o = self.view(op, nv::TmaLoad::of)?;
         let body = &self.f.body;
@@ -1101,9 +1135,10 @@ impl<'a> Lowerer<'a> {
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let Lv::Smem(dst) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         let buf = self.plan.buffers[&dst.buffer].clone();
-        let box_dims = tma_box(dst.rows, &buf.geom, coords.len());
-        let desc_idx = self.plan.tma.iter().position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == buf.geom.swizzle).expect("planned");
-        let (col, outer) = self.tma_coords(op, &coords)?;
+        let flat = buf.geom.is_narrow();
+        let box_dims = if flat { vec![dst.rows] } else { tma_box(dst.rows, &buf.geom, coords.len()) };
+        let desc_idx = self.plan.tma.iter().position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == buf.geom.swizzle && d.flat == flat).expect("planned");
+        let (col, outer) = if flat { (self.run_box_start(op, t, &coords)?.0, Vec::new()) } else { self.tma_coords(op, &coords)? };
         let stage = self.scalar(op, stage)?;
         let bar = self.barrier_ref(op, barrier, bstage)?;
         let smem = self.thread().smem.clone();

@@ -2,12 +2,12 @@
 //! carve-up, the global tensors and their dimension symbols, the TMA
 //! descriptors, and from these the kernel's parameters and its manifest.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use tilec_artifact::{
     DType, Dim, GridRule, Interleave, L2Promotion, Manifest, OobFill, Param, Role, ScalarSource, ScalarType,
     Swizzle, TensorDecl, TmaParam, FORMAT_VERSION,
 };
-use tilec_dialects::nv::memory::MIN_TMA_ROW_BYTES;
+use tilec_dialects::nv::memory::{flat_box_fault, MIN_TMA_ROW_BYTES, TMA_SHARED_ALIGN};
 use tilec_dialects::{nv, tile};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Value};
@@ -15,8 +15,9 @@ use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Val
 /// Alignment of every shared buffer: the 128-byte swizzle pattern repeats
 /// every 1024 bytes, and TMA and wgmma derive it from absolute addresses.
 pub(crate) const BUFFER_ALIGN: i64 = 1024;
-/// Alignment of a narrow buffer (scales): no swizzle to line up, and 16
-/// bytes covers every copy and read of it.
+/// Alignment of a narrow buffer (scales) that threads copy: no swizzle to
+/// line up, and 16 bytes covers every copy and read of it. One TMA fills
+/// starts at [`TMA_SHARED_ALIGN`].
 const NARROW_ALIGN: i64 = 16;
 /// Bytes of one mbarrier.
 pub(crate) const MBARRIER_BYTES: i64 = 8;
@@ -188,12 +189,16 @@ impl Tensor {
 
 /// One TMA descriptor parameter: a tensor, a box (outer to inner; extent 1
 /// in the leading dimensions of a tensor of rank above 2) and a swizzle.
+/// A `flat` one addresses the tensor as one dimension of all its elements
+/// in memory order, its box one run of them (a column of a column-major
+/// tensor).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct TmaDesc {
     pub tensor: usize,
     pub box_dims: Vec<i64>,
     pub swizzle: i64,
     pub geom_swizzle: Swizzle,
+    pub flat: bool,
 }
 
 pub(crate) struct Plan {
@@ -298,9 +303,7 @@ impl Plan {
                 }
                 dims.push(dim);
             }
-            // The verifier holds tile.contiguous to one of the last two names.
-            let contiguous = f.arg_attrs.get(i).and_then(|a| a.get("tile.contiguous")).and_then(|a| a.as_str());
-            let column_major = contiguous.zip(given.as_ref()).is_some_and(|(c, g)| g.len() >= 2 && g[g.len() - 2] == c);
+            let column_major = f.is_column_major(i);
             tensor_of_arg.insert(arg, tensors.len());
             tensors.push(Tensor { name, elem: r.elem, dims, stored: false, ptr: false, column_major });
         }
@@ -329,6 +332,7 @@ impl Plan {
         let mut store = None;
         let mut store_box = None;
         let mut consumers = 1;
+        let tma_filled: HashSet<Value> = body.walk_region(f.region).into_iter().filter_map(|op| nv::TmaLoad::of(body, op)).map(|l| l.buffer(body)).collect();
         for op in body.walk_region(f.region) {
             let data = &body.ops[op];
             let name = data.def.name;
@@ -346,7 +350,12 @@ impl Plan {
                     let ty = body.value_type(result);
                     let geom = SmemGeom::from_type(ty, &data.loc, name)?;
                     let stages = ty.as_smem().map_or(1, |s| s.stages);
-                    let offset = align(cursor, if geom.is_narrow() { NARROW_ALIGN } else { BUFFER_ALIGN });
+                    let alignment = match (geom.is_narrow(), tma_filled.contains(&result)) {
+                        (false, _) => BUFFER_ALIGN,
+                        (true, true) => TMA_SHARED_ALIGN,
+                        (true, false) => NARROW_ALIGN,
+                    };
+                    let offset = align(cursor, alignment);
                     cursor = offset + stages * geom.stage_bytes();
                     plan.buffers.insert(result, Buffer { offset, stages, geom });
                 }
@@ -361,15 +370,21 @@ impl Plan {
                 }
                 Opcode::NvTmaLoad => {
                     let o = nv::TmaLoad::of(body, op).ok_or_else(malformed)?;
-                    let geom = tma_geom(body.value_type(o.buffer(body)), &data.loc, name)?;
                     let tensor = *plan.tensor_of_arg.get(&o.tensor(body)).ok_or_else(|| {
                         error(&data.loc, name, "the source must be a kernel argument")
                     })?;
                     if !(2..=3).contains(&o.coords(body).len()) {
                         return Err(error(&data.loc, name, "only rank-2 and rank-3 TMA loads are supported by the lowering"));
                     }
-                    plan.row_major(tensor, &data.loc, name)?;
-                    plan.add_tma(tensor, &geom, o.coords(body).len());
+                    let ty = body.value_type(o.buffer(body));
+                    if SmemGeom::from_type(ty, &data.loc, name)?.is_narrow() {
+                        let rows = plan.column_run(tensor, ty, &data.loc, name)?;
+                        plan.add_flat_tma(tensor, rows);
+                    } else {
+                        let geom = tma_geom(ty, &data.loc, name)?;
+                        plan.row_major(tensor, &data.loc, name)?;
+                        plan.add_tma(tensor, &geom, o.coords(body).len());
+                    }
                 }
                 Opcode::NvWarpSpecialize => {
                     consumers = nv::WarpSpecialize::of(body, op).ok_or_else(malformed)?.consumers(body);
@@ -496,7 +511,31 @@ impl Plan {
     }
 
     fn add_tma(&mut self, tensor: usize, geom: &SmemGeom, rank: usize) {
-        let desc = TmaDesc { tensor, box_dims: tma_box(geom.rows, geom, rank), swizzle: geom.swizzle, geom_swizzle: geom.manifest_swizzle() };
+        let desc = TmaDesc { tensor, box_dims: tma_box(geom.rows, geom, rank), swizzle: geom.swizzle, geom_swizzle: geom.manifest_swizzle(), flat: false };
+        if !self.tma.contains(&desc) {
+            self.tma.push(desc);
+        }
+    }
+
+    /// The rows of the narrow buffer of type `ty` that a TMA load fills
+    /// from `tensor`: one flat box, so `tensor` must be column-major and
+    /// the buffer's tile a box [`flat_box_fault`] accepts.
+    fn column_run(&self, tensor: usize, ty: &Type, loc: &Location, op: &str) -> Result<i64, Diagnostic> {
+        let tile = &ty.as_smem().ok_or_else(|| error(loc, op, "expected a shared buffer"))?.tile;
+        let t = &self.tensors[tensor];
+        if !t.column_major {
+            let msg = format!("TMA copies rows of 16 bytes or more, or a column of a column-major tensor as one run, and %{} is row-major (copy narrow tiles with nv.copy_async)", t.name);
+            return Err(error(loc, op, msg));
+        }
+        if let Some(fault) = flat_box_fault(tile) {
+            return Err(error(loc, op, format!("the narrow buffer is not one run of %{}: {fault}", t.name)));
+        }
+        Ok(tile.shape[0])
+    }
+
+    /// The flat descriptor of `tensor` whose box is a run of `rows` elements.
+    fn add_flat_tma(&mut self, tensor: usize, rows: i64) {
+        let desc = TmaDesc { tensor, box_dims: vec![rows], swizzle: 0, geom_swizzle: Swizzle::None, flat: true };
         if !self.tma.contains(&desc) {
             self.tma.push(desc);
         }
@@ -529,6 +568,7 @@ impl Plan {
                 tensor: t.name.clone(),
                 dtype: t.dtype,
                 box_dims: d.box_dims.iter().map(|&b| b as u32).collect(),
+                flat: d.flat,
                 swizzle: d.geom_swizzle,
                 l2_promotion: L2Promotion::B128,
                 oob_fill: OobFill::Zero,

@@ -48,8 +48,9 @@ pub(crate) fn window(
     (row, row_name): (Value, String),
     rows: i64,
 ) -> Result<SmemRef, Diagnostic> {
+    // A narrow buffer is stored densely, unswizzled: any row starts a window.
     let m = known_multiple(body, row);
-    if m != 0 && m % ATOM_ROWS != 0 {
+    if m != 0 && m % ATOM_ROWS != 0 && !buffer.geom.is_narrow() {
         let data = &body.ops[op];
         return Err(error(
             &data.loc,

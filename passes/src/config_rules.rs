@@ -238,6 +238,8 @@
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::k_range::PieceOrder;
 use tilec_artifact::fewest_keeping_turns;
+use tilec_dialects::ir::{ElemType, TileType};
+use tilec_dialects::nv::memory::{column_run_fault, flat_box_rows};
 use tilec_dialects::tile::dot::{blocks_covering, SCALE_BLOCK_N};
 use std::cmp::Ordering;
 use std::fmt;
@@ -338,6 +340,10 @@ pub struct Problem {
     /// accumulators: no ping-pong consumers (rule 7), each of which would
     /// hold a whole tile's.
     pub a_in_registers: bool,
+    /// A's row scales are a column of a column-major tensor (stored
+    /// M-major): staged, each stage's is one flat TMA box, which holds
+    /// [`flat_box_rows`] rows where it can.
+    pub a_scales_by_run: bool,
 }
 
 impl Problem {
@@ -695,7 +701,14 @@ impl SmemLayout {
             Some(rows) if block_n % SCALE_BLOCK_N != 0 => rows,
             _ => blocks_covering(block_n),
         };
-        let scale_bytes = if scales == Scales::Staged { 4 * (block_m + b_scale_rows) } else { 0 };
+        let a_scale_rows = match problem.a_scales_by_run {
+            true => {
+                let column = TileType { shape: vec![block_m, 1], elem: ElemType::F32, layout: None };
+                if column_run_fault(&column).is_none() { flat_box_rows(&column) } else { block_m }
+            }
+            false => block_m,
+        };
+        let scale_bytes = if scales == Scales::Staged { 4 * (a_scale_rows + b_scale_rows) } else { 0 };
         let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);
         let (output_tiles, barriers) = match schedule {
             Schedule::Pipeline => (1, stages),
@@ -1580,7 +1593,7 @@ mod tests {
     /// A plain BF16 program's problem: A staged, tiles sharing operands, a
     /// K loop of fixed length.
     fn bf16(m: i64, n: i64, k: i64) -> Problem {
-        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false }
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false }
     }
 
     /// The same for block-scaled FP8, its tiles of B starting scale blocks.

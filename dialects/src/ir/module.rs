@@ -42,6 +42,16 @@ impl Function {
     pub fn args(&self) -> &[Value] {
         &self.body.blocks[self.entry_block()].args
     }
+
+    /// Whether argument `i` is a tensor stored with its last two dimensions
+    /// swapped: `tile.contiguous` names its second-last dimension (the
+    /// verifier holds it to one of the last two names), so a column of it
+    /// is one run of memory.
+    pub fn is_column_major(&self, i: usize) -> bool {
+        let contiguous = self.arg_attrs.get(i).and_then(|a| a.get("tile.contiguous")).and_then(|a| a.as_str());
+        let dims = self.arg_attrs.get(i).and_then(|a| a.get("tile.dims")).and_then(|a| a.as_strings());
+        contiguous.zip(dims).is_some_and(|(c, d)| d.len() >= 2 && d[d.len() - 2] == c)
+    }
 }
 
 /// A parsed `.tile` file: its functions in order.

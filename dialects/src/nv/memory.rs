@@ -1,7 +1,7 @@
 //! Shared-memory buffers, mbarriers, TMA loads, CTA barriers and global
 //! stores: the checks their definitions (ops.ods) cannot state.
 
-use super::{AllocMbarriers, AllocSmem, CopyAsync, LoadGlobal, LoadShared, MbarrierExpectTx, StoreGlobal, TmaLoad};
+use super::{AllocMbarriers, AllocSmem, CopyAsync, LoadGlobal, LoadShared, MbarrierExpectTx, RunOffset, StoreGlobal, TmaLoad};
 use crate::ir::{Body, Layout, Op, RefType, TileType, Value};
 
 pub(super) fn verify_alloc_smem(body: &Body, op: Op) -> Result<(), String> {
@@ -54,8 +54,8 @@ pub(super) fn verify_tma_load(body: &Body, op: Op) -> Result<(), String> {
     if buf.shape.len() > tensor.shape.len() {
         return Err("the buffer's tile has a higher rank than the tensor".into());
     }
-    if buf.shape.iter().any(|&d| d > 256) {
-        return Err("a TMA box dimension is at most 256 elements".into());
+    if buf.shape.iter().any(|&d| d > MAX_TMA_BOX) {
+        return Err(format!("a TMA box dimension is at most {MAX_TMA_BOX} elements"));
     }
     Ok(())
 }
@@ -99,6 +99,63 @@ pub fn copy_async_fault(tile: &TileType) -> Option<String> {
         return Some(format!("copies at most {MAX_COPIED_ELEMENTS} elements (the first warp copies them one by one), not {}", tile.num_elements()));
     }
     None
+}
+
+/// The alignment TMA needs of the shared memory a box lands in.
+pub const TMA_SHARED_ALIGN: i64 = 128;
+
+/// The alignment TMA needs of where a box starts in global memory along
+/// the tensor's contiguous dimension.
+pub const TMA_GLOBAL_ALIGN: i64 = 16;
+
+/// The most elements of a TMA box along one dimension.
+pub const MAX_TMA_BOX: i64 = 256;
+
+/// Why TMA cannot fill a narrow buffer with one flat box holding the tile
+/// `tile` of a column of a column-major tensor (a block-scaled dot's row
+/// scales stored M-major, each K block's one run of memory), or `None`
+/// when it can: a tile [`copy_async_fault`] accepts whose box of
+/// [`flat_box_rows`] passes [`flat_box_fault`].
+pub fn column_run_fault(tile: &TileType) -> Option<String> {
+    copy_async_fault(tile).or_else(|| {
+        let mut boxed = tile.clone();
+        boxed.shape[0] = flat_box_rows(tile);
+        flat_box_fault(&boxed)
+    })
+}
+
+/// Why `boxed` is not a flat TMA box a narrow buffer's stage can take, or
+/// `None` when it is: one column of a whole number of [`TMA_SHARED_ALIGN`]
+/// bytes (so that every stage starts aligned), at most [`MAX_TMA_BOX`] rows.
+pub fn flat_box_fault(boxed: &TileType) -> Option<String> {
+    let bytes = boxed.shape.first().copied().unwrap_or(0) * i64::from(boxed.elem.bits() / 8);
+    if boxed.shape.len() != 2 || boxed.shape[1] != 1 || bytes % TMA_SHARED_ALIGN != 0 || boxed.shape[0] > MAX_TMA_BOX {
+        return Some(format!(
+            "a flat TMA box is one column of a multiple of {TMA_SHARED_ALIGN} bytes and at most {MAX_TMA_BOX} rows, not {:?} {}",
+            boxed.shape,
+            boxed.elem.mnemonic()
+        ));
+    }
+    None
+}
+
+/// The rows of the flat box (and narrow buffer) that hold the column tile
+/// `tile` (R x 1): the box starts at the [`TMA_GLOBAL_ALIGN`] boundary at
+/// or before the column's first element, up to 16 bytes early, and R plus
+/// [`TMA_SHARED_ALIGN`] bytes keep every stage of the buffer aligned.
+pub fn flat_box_rows(tile: &TileType) -> i64 {
+    tile.shape[0] + TMA_SHARED_ALIGN / i64::from(tile.elem.bits() / 8)
+}
+
+/// One coordinate per tensor dimension (rank 2 or more, whose last two
+/// dimensions the kernel takes column-major).
+pub(super) fn verify_run_offset(body: &Body, op: Op) -> Result<(), String> {
+    let run = RunOffset::of(body, op).ok_or("malformed 'nv.run_offset'")?;
+    let tensor = body.value_type(run.tensor(body)).as_ref_type().ok_or("the source must be a global tensor reference")?;
+    if tensor.shape.len() < 2 || run.coords(body).len() != tensor.shape.len() {
+        return Err("expects a tensor of rank 2 or more and one coordinate per dimension".into());
+    }
+    Ok(())
 }
 
 /// The arrivals one `nv.copy_async` makes on its barrier stage: one per

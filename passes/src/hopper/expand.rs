@@ -35,7 +35,7 @@ struct LoopParts {
 /// with parity (i / N) mod 2, and after a CTA barrier refills the stage the
 /// retired group read with iteration i + N - W, if there is one; after the
 /// loop one wait drains the last groups.
-pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSchedule, copy_scales: bool) -> Result<(), Diagnostic> {
+pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSchedule, copy_scales: bool, column_major: &HashSet<Value>) -> Result<(), Diagnostic> {
     let parts = analyse(body, for_op, copy_scales)?;
     let stages = schedule.stages;
     let loc = body.ops[for_op.op()].loc.clone();
@@ -43,7 +43,7 @@ pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSched
     // Before the loop: buffers, barriers, trip count and the prologue.
     let anchor = outermost_ancestor(body, for_op.op());
     let mut b = Builder::new(body, InsertPoint::Before(anchor), loc.clone());
-    let staged = StagedBuffers::allocate(&mut b, &parts.loads, stages);
+    let staged = StagedBuffers::allocate(&mut b, &parts.loads, stages, column_major);
     staged.check_budget(body, for_op.op(), stages, 1)?;
     let mut b = Builder::new(body, InsertPoint::Before(for_op.op()), loc.clone());
     let trip = trip_count(&mut b, for_op);
@@ -113,9 +113,9 @@ pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSched
     issue_iteration(&mut rb, &parts, &staged, next_iv, next_stage);
     Yield::build(&mut rb, &[], Attributes::new());
 
-    let tma_loads: Vec<Op> = parts.loads.iter().copied().filter(|&l| !staged.copied.contains(&body.result(l, 0))).collect();
-    staged.read_copies(body, region, &parts.loads, stage, &HashMap::new());
-    remove_staged_loads(body, region, &tma_loads)?;
+    let wide_loads: Vec<Op> = parts.loads.iter().copied().filter(|&l| !staged.narrow.contains(&body.result(l, 0))).collect();
+    staged.read_narrow(body, region, &parts.loads, stage, &HashMap::new());
+    remove_staged_loads(body, region, &wide_loads)?;
     remove_dead_slice(body, region, &parts);
     schedule.annotate(body, parts.block, &consumers, refill);
     promote_by_blocks(body, body.blocks[parts.block].parent.expect("in a region"));

@@ -27,6 +27,7 @@ use crate::hopper::counting::{loop_iteration, parity};
 use crate::hopper::schedule::dots;
 use crate::hopper::staging::{element_coords, is_staged_load, load_element_coords, outermost_ancestor, remove_staged_loads, StagedBuffers};
 use crate::hopper::wgmma::{dot_a, emit_wgmma, next_op, replace_dot};
+use std::collections::HashSet;
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, InsertPoint, Op, SmemType, TileType, Type, Value};
 use tilec_dialects::nv::{AllocSmem, Barrier, ClusterBarrier, ClusterSum, FenceAsyncShared, LoadGlobal, MbarrierWait, StoreGlobal, StoreShared, TmaStore, TmaStoreWait, WarpSpecialize};
 use tilec_dialects::registry::Opcode;
@@ -183,7 +184,8 @@ fn lower_staged_block(body: &mut Body, region: tilec_dialects::Region, block: Bl
     let anchor = outermost_ancestor(body, first);
     let mut b = Builder::new(body, InsertPoint::Before(anchor), loc.clone());
     let c0 = b.index(0);
-    let staged = StagedBuffers::allocate(&mut b, &loads, 1);
+    // Only staged (TMA) loads here: no narrow tile to place.
+    let staged = StagedBuffers::allocate(&mut b, &loads, 1, &HashSet::new());
 
     let mut b = Builder::new(body, InsertPoint::Before(first), loc);
     let coords: Vec<Vec<Value>> = loads.iter().map(|&l| Load::of(b.body, l).expect("staged loads are tile.load").indices(b.body).to_vec()).collect();

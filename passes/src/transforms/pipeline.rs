@@ -21,7 +21,7 @@
 
 use crate::hopper::expand::expand;
 use crate::hopper::schedule::{staged_loop, LoopSchedule};
-use crate::hopper::staging::{copies_scales, scales_option, SCALES_OPTION};
+use crate::hopper::staging::{column_major_tensors, copies_scales, scales_option, SCALES_OPTION};
 use crate::config_rules::Schedule;
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -95,6 +95,7 @@ impl Pass for Pipeline {
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         self.apply_config(func)?;
         let copy_scales = copies_scales(func, self.scales)?;
+        let column_major = column_major_tensors(func);
         let loops: Vec<For> = func.body.walk_region(func.region).into_iter().filter_map(|op| staged_loop(&func.body, op)).collect();
         for for_op in loops {
             if self.wait_depth >= self.stages {
@@ -105,7 +106,7 @@ impl Pass for Pipeline {
                 ));
             }
             let schedule = LoopSchedule::of_loop(&func.body, for_op, self.stages, self.wait_depth);
-            expand(&mut func.body, func.region, for_op, &schedule, copy_scales)?;
+            expand(&mut func.body, func.region, for_op, &schedule, copy_scales, &column_major)?;
         }
         Ok(())
     }

@@ -19,6 +19,7 @@
 use crate::cluster::Along;
 use crate::config::config_int;
 use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Scales, Schedule};
+use crate::hopper::staging::column_major_tensors;
 use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
 use crate::phase::{Phase, PhaseRule};
@@ -105,7 +106,7 @@ impl SelectConfig {
     /// The problem and pins for `func`, or `None` when it has no dot to
     /// configure (an nv-level kernel).
     pub fn problem(&self, func: &Function) -> Result<Option<(Problem, Pins, Machine)>, Diagnostic> {
-        let Some(ProgramDot { precision, pins: program, b_scale_rows, a_in_registers }) = program_dot(func)? else {
+        let Some(ProgramDot { precision, pins: program, b_scale_rows, a_in_registers, a_scales_by_run }) = program_dot(func)? else {
             return Ok(None);
         };
         let mut pins = self.pins;
@@ -131,6 +132,7 @@ impl SelectConfig {
             varying_k: k_trip_count_is_data(func),
             b_scale_rows,
             a_in_registers,
+            a_scales_by_run,
         };
         Ok(Some((problem, pins, machine)))
     }
@@ -178,6 +180,9 @@ struct ProgramDot {
     b_scale_rows: Option<i64>,
     /// A reaches the dot in registers (a dot-operand layout).
     a_in_registers: bool,
+    /// A block-scaled dot's row scales are loaded from a column-major
+    /// tensor (stored M-major).
+    a_scales_by_run: bool,
 }
 
 /// The function's one dot, `None` without one.
@@ -205,7 +210,12 @@ fn program_dot(func: &Function) -> Result<Option<ProgramDot>, Diagnostic> {
     let fixed = |d: i64| Some(d).filter(|&d| Param::from_extent(d).is_none());
     let pins = Pins { block_m: fixed(bm), block_n: fixed(acc.shape[1]), block_k: fixed(bk), stages: None, cluster: None };
     let a_in_registers = matches!(a.layout, Some(Layout::DotOperand { .. }));
-    Ok(Some(ProgramDot { precision, pins, b_scale_rows, a_in_registers }))
+    let column_major = column_major_tensors(func);
+    let a_scales_by_run = tile::DotScaled::of(body, dot).is_some_and(|d| {
+        let scales = body.defining_op(d.lhs_scale(body)).and_then(|op| tile::Load::of(body, op));
+        scales.is_some_and(|load| column_major.contains(&load.tensor(body)))
+    });
+    Ok(Some(ProgramDot { precision, pins, b_scale_rows, a_in_registers, a_scales_by_run }))
 }
 
 impl Pass for SelectConfig {

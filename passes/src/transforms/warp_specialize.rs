@@ -47,7 +47,7 @@ use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::WARPS_PER_WARPGROUP;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, LoopSchedule};
-use crate::hopper::staging::{copies_scales, outermost_ancestor, scales_option, StagedBuffers, SCALES_OPTION};
+use crate::hopper::staging::{column_major_tensors, copies_scales, outermost_ancestor, scales_option, StagedBuffers, SCALES_OPTION};
 use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -261,6 +261,7 @@ impl Pass for WarpSpecialize {
         let at = func.loc.clone();
         self.check_budgets(&at, given_or(self.producer_regs, producer), given_or(self.consumer_regs, consumer))?;
         let copy_scales = copies_scales(func, self.scales)?;
+        let column_major = column_major_tensors(func);
         let region = func.region;
         let body = &mut func.body;
         let Some(k_loop) = body.walk_region(region).into_iter().find_map(|op| staged_loop(body, op)) else {
@@ -288,7 +289,7 @@ impl Pass for WarpSpecialize {
         let entry = body.ops[root].parent.expect("attached");
         let loc = body.ops[k_loop.op()].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
-        let staged = StagedBuffers::allocate(&mut b, &loads, self.stages);
+        let staged = StagedBuffers::allocate(&mut b, &loads, self.stages, &column_major);
         // Two barriers per stage: full and empty.
         staged.check_budget(body, k_loop.op(), self.stages, 2)?;
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
@@ -296,7 +297,7 @@ impl Pass for WarpSpecialize {
         // plain loads: each thread releases what it read (a lane-0 arrive
         // for the warp left racecheck reporting the next round's copies
         // against those reads, H100, 2026-11-25).
-        let release = if staged.copied.is_empty() { Release::PerWarp } else { Release::PerThread };
+        let release = if staged.narrow.is_empty() { Release::PerWarp } else { Release::PerThread };
         let empty = AllocMbarriers::build(&mut b, Type::MBarrier(self.stages), release.arrivals() * sharing, Attributes::new()).result(b.body);
         b.name(empty, "empty");
         let order = pingpong.then(|| {
@@ -496,13 +497,13 @@ impl Roles<'_> {
             };
             a_view.insert(a, view);
         }
-        // And its rows of the row scales copied with each stage.
+        // And its rows of the row scales loaded with each stage.
         let mut scale_rows: HashMap<Value, Value> = HashMap::new();
         if let Some(row) = row {
-            let copied: Vec<Value> = clones.iter().map(|&l| b.body.result(l, 0)).filter(|r| staged.copied.contains(r)).collect();
-            for result in copied {
+            let narrow: Vec<Value> = clones.iter().map(|&l| b.body.result(l, 0)).filter(|r| staged.narrow.contains(r)).collect();
+            for result in narrow {
                 let buffer = staged.buffer_of[&result];
-                if b.body.value_type(buffer).as_smem().is_some_and(|s| s.tile.shape[0] == self.block_m) {
+                if b.body.value_type(result).as_tile().is_some_and(|t| t.shape[0] == self.block_m) {
                     scale_rows.insert(buffer, rows_window(&mut b, buffer, row, half, "scale_rows"));
                 }
             }
@@ -532,7 +533,7 @@ impl Roles<'_> {
                 self.release.arrive(&mut b, self.empty, stage);
             }
         }
-        staged.read_copies(body, self.region, &clones, stage, &scale_rows);
+        staged.read_narrow(body, self.region, &clones, stage, &scale_rows);
         for load in clones {
             body.remove_op(load);
         }
