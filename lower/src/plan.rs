@@ -16,8 +16,8 @@ use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Val
 /// every 1024 bytes, and TMA and wgmma derive it from absolute addresses.
 pub(crate) const BUFFER_ALIGN: i64 = 1024;
 /// Alignment of a narrow buffer (scales) that threads copy: no swizzle to
-/// line up, and 16 bytes covers every copy and read of it. One TMA fills
-/// starts at [`TMA_SHARED_ALIGN`].
+/// line up, and 16 bytes covers every copy and read of it. One that a TMA
+/// load fills starts at [`TMA_SHARED_ALIGN`] instead.
 const NARROW_ALIGN: i64 = 16;
 /// Bytes of one mbarrier.
 pub(crate) const MBARRIER_BYTES: i64 = 8;

@@ -701,13 +701,8 @@ impl SmemLayout {
             Some(rows) if block_n % SCALE_BLOCK_N != 0 => rows,
             _ => blocks_covering(block_n),
         };
-        let a_scale_rows = match problem.a_scales_by_run {
-            true => {
-                let column = TileType { shape: vec![block_m, 1], elem: ElemType::F32, layout: None };
-                if column_run_fault(&column).is_none() { flat_box_rows(&column) } else { block_m }
-            }
-            false => block_m,
-        };
+        let a_scales = TileType { shape: vec![block_m, 1], elem: ElemType::F32, layout: None };
+        let a_scale_rows = if problem.a_scales_by_run && column_run_fault(&a_scales).is_none() { flat_box_rows(&a_scales) } else { block_m };
         let scale_bytes = if scales == Scales::Staged { 4 * (a_scale_rows + b_scale_rows) } else { 0 };
         let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);
         let (output_tiles, barriers) = match schedule {
@@ -1964,6 +1959,19 @@ mod tests {
             let c = choose(&p, &Machine::H100, &pins).unwrap().config;
             let deep = c.schedule == Schedule::WarpSpecialized { consumers: 1 } && c.cluster == Along::M && c.stages > MAX_STAGES;
             assert!(!deep, "{}x{}x{} {pins}", p.m, p.n, p.k);
+        }
+    }
+
+    #[test]
+    fn flat_boxes_of_row_scales_take_a_spare_128_bytes_a_stage() {
+        // A's row scales stored M-major: each stage's 128 (or 64) rows are
+        // one flat TMA box of 32 rows more; stored K-major, threads copy
+        // the tile's rows alone. 256 rows would not fit a box.
+        let layout = |block_m| SmemLayout { tile: (block_m, 128, 128), epilogue: Epilogue::Global, scales: Scales::Staged, schedule: Schedule::Pipeline, splits: 1 };
+        let by_run = Problem { a_scales_by_run: true, ..fp8(4096, 4096, 4096) };
+        for (block_m, spare) in [(128, 4 * 128), (64, 4 * 128), (256, 0)] {
+            let (flat, copied) = (layout(block_m).smem_bytes(&by_run, 4), layout(block_m).smem_bytes(&fp8(4096, 4096, 4096), 4));
+            assert_eq!(flat - copied, spare, "BLOCK_M {block_m}");
         }
     }
 
