@@ -154,7 +154,9 @@
 //!     (64x32768x512). With A's scales M-major (2026-11-26) a prefetched
 //!     load misses L1 every K block, and giving up one stage won: +4.5% at
 //!     64x32768x512 (3 staged against 4 prefetched), +8 to +23% on the
-//!     masked grouped picks (5 against 6).
+//!     masked grouped picks (5 against 6). Staged M-major row scales are a
+//!     flat TMA box of 32 rows more than the tile's (128 bytes a stage),
+//!     which [`SmemLayout::smem_bytes`] counts.
 //! 12. Split-K: where rule 7 would run a tile at most 32 columns wide over
 //!     a long K in a single wave, two CTAs of a cluster share a tile twice
 //!     as large instead, each running half the K loop in the plain
