@@ -202,13 +202,15 @@ pub fn tma_encode_args(tma: &TmaParam, shape: &[u64], addr: u64) -> Result<TmaEn
     if !addr.is_multiple_of(16) {
         return Err(RuntimeError::Misaligned { tensor: name.clone(), addr, align: 16 });
     }
-    let flat_elements = [shape.iter().product::<u64>()];
+    let flat_dims;
     let shape = if tma.flat {
+        let elements = shape.iter().product::<u64>();
         // The kernel addresses an element by its signed 32-bit index.
-        if flat_elements[0] > i32::MAX as u64 {
-            return Err(RuntimeError::FlatTooLarge { tensor: name.clone(), elements: flat_elements[0] });
+        if elements > i32::MAX as u64 {
+            return Err(RuntimeError::FlatTooLarge { tensor: name.clone(), elements });
         }
-        &flat_elements[..]
+        flat_dims = [elements];
+        &flat_dims[..]
     } else {
         shape
     };

@@ -152,11 +152,11 @@ impl StagedBuffers {
             if is_narrow {
                 tile.layout = Some(dense_shared());
                 narrow.insert(result);
-            }
-            if by_threads {
-                copied.insert(result);
-            } else if is_narrow {
-                tile.shape[0] = flat_box_rows(&tile);
+                if by_threads {
+                    copied.insert(result);
+                } else {
+                    tile.shape[0] = flat_box_rows(&tile);
+                }
             }
             let smem = SmemType { stages, tile };
             *(if by_threads { &mut copied_bytes } else { &mut stage_bytes }) += smem.stage_bytes();
