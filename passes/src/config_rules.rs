@@ -49,7 +49,15 @@
 //!    (2026-11-25) block-scaled FP8 4096x32768x512 ran 16% faster as
 //!    64x128 tiles two to an SM than as 128x128 tiles one to an SM (the
 //!    same 63 waves); at 128x32768x512 (two waves) 64x128 was 2.3% slower,
-//!    hence the two waves.
+//!    hence the two waves. Block-scaled FP8 CTAs that are more than the SMs
+//!    make one wave where R to an SM hold them all; a pipelined pick over
+//!    two waves one to an SM that would make one wave two to an SM, each
+//!    with the stages that fit half an SM (at least 3), runs so (one GEMM,
+//!    not batched or grouped): on the H100 (2026-11-26) 64x128 at
+//!    64x24576x1536, 192 tiles, ran +4.6 to +5% with 3 stages two to an SM
+//!    (with 4 stages and prefetched scales level), where 64x192 tiles in
+//!    one wave (one warpgroup of 211 registers) ran +4%; at 128x24576x1536
+//!    and 128x32768x512 (two or more waves two to an SM) 7-12% slower.
 //! 3. Fullest last wave: the SMs the last wave keeps busy, tiles - (waves -
 //!    1) * SMs * R over R (all SMs when it divides).
 //! 4. Least padded work: tiles * BM * BN, the elements computed including
@@ -177,7 +185,17 @@
 //!     splits), +29% at 128x2112x7168 (3), +11% at 64x4096x7168 (3), +8%
 //!     at 128x4096x7168 (2); 64x7168x16384, whose halves would each run 64
 //!     K blocks, ran 6% slower split and is not. The unsplit pick is
-//!     ranked next.
+//!     ranked next. Block-scaled tiles over more than one row of tiles (so
+//!     that each tile of B serves several) are split into pairs instead:
+//!     the most CTAs that run at once two to an SM (twice the capacity
+//!     above), each with the stages that fit half an SM, where they are
+//!     more than the SMs: two CTAs' promotions then overlap on each SM. On
+//!     the H100 (2026-11-26) 64x64 with 5 stages was +8% at 128x2112x7168
+//!     (3 splits, 198 CTAs, against 2 with 8 stages), +6% at 128x4096x7168
+//!     (2 splits, 256 CTAs, against the unsplit one-consumer kernel) and
+//!     +5.6% at 256x2112x7168; with one row of tiles, 3 splits two to an SM
+//!     were 3.5% slower at 64x4096x7168, and 4 splits (clusters of four
+//!     past 4/5 of the SMs' pairs) 26-28% slower.
 //! 13. Tile order: the plain pipeline over more than one wave of tiles,
 //!     with more rows of tiles than a group and an A larger than the L2
 //!     cache, takes its tiles in grouped order (`tile-rasterize`: groups of
@@ -385,6 +403,13 @@ impl Machine {
     pub fn ctas_per_sm_by_registers(&self, warps: i64, accumulators: i64) -> i64 {
         let per_thread = (accumulators + THREAD_REGISTERS_BESIDES_ACCUMULATORS).min(MAX_THREAD_REGISTERS);
         SM_REGISTERS / (32 * warps * ceil_div(per_thread, 8) * 8)
+    }
+
+    /// The same machine with each CTA held to half an SM's shared memory,
+    /// so that two CTAs share each SM (rules 2 and 12's pairs): rule 6 then
+    /// fills that half.
+    pub fn paired(&self) -> Machine {
+        Machine { smem_bytes: self.sm_smem_bytes / 2 - CTA_RESERVED_SMEM_BYTES, ..*self }
     }
 }
 
@@ -804,19 +829,46 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
     Some(with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes: smem, reason: String::new() }))
 }
 
+/// Rules 2 and 12: the fewest stages each CTA of a pair keeps.
+const MIN_PAIRED_STAGES: i64 = 3;
+
+/// Rules 2 and 12's pairs: `tile` in the plain pipeline, shared by
+/// `splits` CTAs, with the stages that fit half an SM's shared memory
+/// (at least [`MIN_PAIRED_STAGES`]), in one wave; `None` otherwise. Only
+/// for one block-scaled GEMM (not batched or grouped), where they were
+/// measured.
+fn pairs(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), splits: i64) -> Option<Candidate> {
+    if problem.precision != Precision::Fp8BlockScaled || !problem.clusterable || problem.varying_k {
+        return None;
+    }
+    tile_candidate(problem, &machine.paired(), pins, tile, splits).filter(|pairs| pairs.waves == 1 && pairs.config.stages >= MIN_PAIRED_STAGES)
+}
+
+/// Rule 2's pairs: a pipelined `best` over two waves one to an SM, as one
+/// wave two to an SM.
+fn one_wave_of_pairs(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
+    let c = best.config;
+    if c.schedule != Schedule::Pipeline || best.waves != 2 {
+        return None;
+    }
+    pairs(problem, machine, pins, (c.block_m, c.block_n, c.block_k), c.splits)
+}
+
 /// Rules 2, 3 and 9 for `c`: its waves, the SMs its last wave keeps busy,
 /// and the fewest SMs that keep the waves. A wave is the CTAs the GPU runs
 /// at once: in the plain pipeline, R to an SM where its shared memory and
 /// registers let R share one and they make more than two such waves (rule
 /// 6 fills shared memory unless K is short, so most tiles run one to an
-/// SM); a persistent kernel runs one CTA an SM.
+/// SM), or, block-scaled, where they are more than the SMs and R to an SM
+/// runs them all at once; a persistent kernel runs one CTA an SM.
 fn with_waves(problem: &Problem, machine: &Machine, mut c: Candidate) -> Candidate {
     let ctas = c.tiles * c.config.splits;
     let resident = match c.config.schedule {
         Schedule::Pipeline => {
             let accumulators = problem.precision.accumulator_registers(c.config.block_m, c.config.block_n, c.config.tile_warpgroups()).total;
             let fit = machine.ctas_per_sm(c.smem_bytes).min(machine.ctas_per_sm_by_registers(c.config.num_warps, accumulators));
-            if fit > 1 && ctas > 2 * machine.sms * fit {
+            let one_wave_of_pairs = problem.precision == Precision::Fp8BlockScaled && ctas > machine.sms && ctas <= machine.sms * fit;
+            if fit > 1 && (ctas > 2 * machine.sms * fit || one_wave_of_pairs) {
                 fit
             } else {
                 1
@@ -881,12 +933,12 @@ fn pick_reason(best: &Candidate, machine: &Machine, tall: bool) -> String {
         String::new()
     };
     let ctas = best.tiles * best.config.splits;
-    let together = match ceil_div(ctas, best.waves * machine.sms) {
-        1 => String::new(),
-        r => format!(" of {r} CTAs an SM"),
+    let (together, share) = match ceil_div(ctas, best.waves * machine.sms) {
+        1 => (String::new(), String::new()),
+        r => (format!(" of {r} CTAs an SM"), format!(", in 1/{r} of an SM")),
     };
     format!(
-        "picked: fewest waves ({}{together}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}){chunks}{deferred}{scales}{schedule}{cluster}{splits}{order}{stream_k}",
+        "picked: fewest waves ({}{together}), fullest last wave ({}/{} SMs), least padding; the most stages that fit ({}{share}){chunks}{deferred}{scales}{schedule}{cluster}{splits}{order}{stream_k}",
         best.waves, best.last_wave, machine.sms, best.config.stages
     )
 }
@@ -961,6 +1013,9 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
         .partition(|c| pins.block_m.is_none() && promotes_by_row_blocks(&c.config));
     ranked.sort_by(compare);
     row_blocked.sort_by(compare);
+    if let Some(pairs) = ranked.first().and_then(|best| one_wave_of_pairs(problem, machine, pins, best)) {
+        ranked.insert(0, pairs);
+    }
     if let Some(best) = ranked.first().cloned() {
         if let Some(direct) = direct_stores(problem, machine, pins, &best) {
             ranked.insert(1, direct);
@@ -1294,7 +1349,8 @@ fn split_capacity(machine: &Machine, splits: i64) -> i64 {
 /// tile twice as tall (where that adds no padding along M) or else twice as
 /// wide whose K loop two CTAs of a cluster share; where its tiles fill at
 /// most half the SMs, the same tile shared by the most CTAs (2 to 4) that
-/// fit, each with fewer than 32 K blocks. Pipelined either way. `None` where the program's tensors are chosen
+/// fit, each with fewer than 32 K blocks, two to an SM where that suits
+/// ([`paired_split_k`]). Pipelined either way. `None` where the program's tensors are chosen
 /// by data or batched (a grouped or masked GEMM), where a cluster (or, to
 /// grow the tile, the tile) is pinned, or where nothing fits.
 fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
@@ -1314,11 +1370,29 @@ fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) 
         // one keeps the one-consumer kernel (FP8 64x7168x16384 split in two
         // over 64 K blocks each ran 6% slower, 2026-11-25).
         let k_blocks = ceil_div(problem.k, c.block_k);
-        let fits = |s: i64| best.tiles * s <= split_capacity(machine, s) && ceil_div(k_blocks, s) < LONG_K_BLOCKS;
+        let short = |s: i64| ceil_div(k_blocks, s) < LONG_K_BLOCKS;
+        if let Some(pairs) = paired_split_k(problem, machine, pins, best, short) {
+            return Some(pairs);
+        }
+        let fits = |s: i64| best.tiles * s <= split_capacity(machine, s) && short(s);
         let splits = (2..=MAX_SPLITS).rev().find(|&s| fits(s))?;
         ((c.block_m, c.block_n), splits)
     };
     tile_candidate(problem, machine, pins, (block_m, block_n, c.block_k), splits).filter(|split| split.last_wave <= split_capacity(machine, splits) && split.waves == 1)
+}
+
+/// Rule 12's pairs: `best`, whose tiles of B serve more than one row of
+/// tiles, split over the most CTAs (2 to 4) that run at once two to an SM,
+/// each split's K loop `short`, where that is more CTAs than SMs; `None`
+/// otherwise.
+fn paired_split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate, short: impl Fn(i64) -> bool) -> Option<Candidate> {
+    let c = best.config;
+    if ceil_div(problem.m, c.block_m) < 2 {
+        return None;
+    }
+    let fits = |s: i64| best.tiles * s > machine.sms && best.tiles * s <= 2 * split_capacity(machine, s) && short(s);
+    let splits = (2..=MAX_SPLITS).rev().find(|&s| fits(s))?;
+    pairs(problem, machine, pins, (c.block_m, c.block_n, c.block_k), splits)
 }
 
 /// Rule 8's alternative: the pick with direct stores, which frees the output
@@ -2114,6 +2188,36 @@ mod tests {
     }
 
     #[test]
+    fn block_scaled_ctas_pair_up_on_an_sm_where_that_makes_one_wave() {
+        // The benchmark program's problem: tiles of B at any offset into a scale block.
+        let scaled = |m, n, k| Problem { b_scale_rows: Some(3), ..fp8(m, n, k) };
+        let pick = |m, n, k| choose(&scaled(m, n, k), &Machine::H100, &Pins::default()).unwrap();
+        let form = |c: &Candidate| (c.config.block_m, c.config.block_n, c.config.splits, c.config.stages, c.config.schedule, c.waves);
+        // Two rows of 64x64 tiles over 56 K blocks: split over the most CTAs
+        // that run two to an SM (3 a tile, 198, in clusters of three on 4/5
+        // of the SMs; 2 a tile, 256), each with the 5 stages that fit half.
+        assert_eq!(form(&pick(128, 2112, 7168)), (64, 64, 3, 5, Schedule::Pipeline, 1));
+        assert_eq!(form(&pick(128, 4096, 7168)), (64, 64, 2, 5, Schedule::Pipeline, 1));
+        let pairs = pick(128, 4096, 7168);
+        assert!(pairs.smem_bytes <= Machine::H100.paired().smem_bytes && Machine::H100.ctas_per_sm(pairs.smem_bytes) == 2);
+        // One row of tiles (each B tile read once) keeps one CTA an SM and 8 stages.
+        assert_eq!(form(&pick(64, 4096, 7168)), (64, 64, 2, 8, Schedule::Pipeline, 1));
+        // 192 tiles of 64x128: two waves one to an SM, one wave two to an SM
+        // with 3 stages each; the unpaired tile stays ranked, behind.
+        let ranked = rank(&scaled(64, 24576, 1536), &Machine::H100, &Pins::default());
+        assert_eq!(form(&ranked[0]), (64, 128, 1, 3, Schedule::Pipeline, 1));
+        assert!(ranked[0].reason.starts_with("picked: fewest waves (1 of 2 CTAs an SM)") && ranked[0].reason.contains("the most stages that fit (3, in 1/2 of an SM)"), "{}", ranked[0].reason);
+        let unpaired = ranked.iter().find(|c| form(c) == (64, 128, 1, 8, Schedule::Pipeline, 2) && c.config.epilogue == ranked[0].config.epilogue);
+        assert_eq!(unpaired.map(|c| c.reason.as_str()), Some("more waves (2 > 1)"));
+        // Pairs that would keep 2 stages each are not made (192x4096x4096:
+        // 64x128 split in two), nor for BF16, batched or grouped GEMMs.
+        assert_eq!(pick(192, 4096, 4096).config.splits, 1);
+        assert_eq!(choose(&Problem { precision: Precision::Bf16, ..scaled(128, 4096, 7168) }, &Machine::H100, &Pins::default()).unwrap().config.splits, 1);
+        let grouped = Problem { clusterable: false, varying_k: true, ..scaled(64, 24576, 1536) };
+        assert_eq!(choose(&grouped, &Machine::H100, &Pins::default()).unwrap().waves, 2);
+    }
+
+    #[test]
     fn schedule_words_read_back() {
         for &word in Schedule::WORDS {
             assert_eq!(Schedule::from_word(word, 2).map(Schedule::word), Some(word));
@@ -2172,8 +2276,9 @@ mod tests {
         assert_eq!((shortest.config.block_m, shortest.config.schedule, shortest.config.stages, shortest.config.scales), (128, Schedule::WarpSpecialized { consumers: 2 }, 4, Scales::Staged));
         // Two waves of 128x128 go to two consumers as well, and with 4 K
         // blocks stay there; with 12 (M = 128) the ping-pong consumers take
-        // 64-row tiles in turn. Two waves of 64x128 (M = 64), whose
-        // warp-specialised form has one consumer, keep the pipeline.
+        // 64-row tiles in turn. 64x128 (M = 64), whose warp-specialised form
+        // has one consumer, keeps the pipeline, two CTAs to an SM in one
+        // wave (rule 2).
         let two_waves = pick(Problem { m: 128, n: 32768, k: 512, ..square });
         assert_eq!((two_waves.config.schedule, two_waves.waves, two_waves.config.stages), (Schedule::WarpSpecialized { consumers: 2 }, 2, 4));
         let few_tiles = pick(Problem { m: 128, n: 24576, k: 1536, ..square });
@@ -2182,7 +2287,7 @@ mod tests {
         let one_wave = pick(Problem { m: 128, n: 7168, k: 16384, ..square });
         assert_eq!((one_wave.config.block_m, one_wave.config.schedule, one_wave.waves), (64, Schedule::WarpSpecialized { consumers: 1 }, 1));
         let few_short_tiles = pick(Problem { m: 64, n: 32768, k: 512, ..square });
-        assert_eq!((few_short_tiles.config.block_m, few_short_tiles.config.schedule, few_short_tiles.waves), (64, Schedule::Pipeline, 2));
+        assert_eq!((few_short_tiles.config.block_m, few_short_tiles.config.schedule, few_short_tiles.waves), (64, Schedule::Pipeline, 1));
         // A K loop whose trip count is data over more than four waves (8
         // here) keeps the pipeline (its scales staged at the cost of one of
         // 6 stages, rule 11), and ranks the warp-specialised tile second;
