@@ -837,7 +837,7 @@ const MIN_PAIRED_STAGES: i64 = 3;
 /// (at least [`MIN_PAIRED_STAGES`]), in one wave; `None` otherwise. Only
 /// for one block-scaled GEMM (not batched or grouped), where they were
 /// measured.
-fn pairs(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), splits: i64) -> Option<Candidate> {
+fn paired_candidate(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), splits: i64) -> Option<Candidate> {
     if problem.precision != Precision::Fp8BlockScaled || !problem.clusterable || problem.varying_k {
         return None;
     }
@@ -851,7 +851,7 @@ fn one_wave_of_pairs(problem: &Problem, machine: &Machine, pins: &Pins, best: &C
     if c.schedule != Schedule::Pipeline || best.waves != 2 {
         return None;
     }
-    pairs(problem, machine, pins, (c.block_m, c.block_n, c.block_k), c.splits)
+    paired_candidate(problem, machine, pins, (c.block_m, c.block_n, c.block_k), c.splits)
 }
 
 /// Rules 2, 3 and 9 for `c`: its waves, the SMs its last wave keeps busy,
@@ -867,8 +867,8 @@ fn with_waves(problem: &Problem, machine: &Machine, mut c: Candidate) -> Candida
         Schedule::Pipeline => {
             let accumulators = problem.precision.accumulator_registers(c.config.block_m, c.config.block_n, c.config.tile_warpgroups()).total;
             let fit = machine.ctas_per_sm(c.smem_bytes).min(machine.ctas_per_sm_by_registers(c.config.num_warps, accumulators));
-            let one_wave_of_pairs = problem.precision == Precision::Fp8BlockScaled && ctas > machine.sms && ctas <= machine.sms * fit;
-            if fit > 1 && (ctas > 2 * machine.sms * fit || one_wave_of_pairs) {
+            let held_at_once = problem.precision == Precision::Fp8BlockScaled && ctas > machine.sms && ctas <= machine.sms * fit;
+            if fit > 1 && (ctas > 2 * machine.sms * fit || held_at_once) {
                 fit
             } else {
                 1
@@ -1392,7 +1392,7 @@ fn paired_split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Cand
     }
     let fits = |s: i64| best.tiles * s > machine.sms && best.tiles * s <= 2 * split_capacity(machine, s) && short(s);
     let splits = (2..=MAX_SPLITS).rev().find(|&s| fits(s))?;
-    pairs(problem, machine, pins, (c.block_m, c.block_n, c.block_k), splits)
+    paired_candidate(problem, machine, pins, (c.block_m, c.block_n, c.block_k), splits)
 }
 
 /// Rule 8's alternative: the pick with direct stores, which frees the output
