@@ -150,7 +150,13 @@
 //!     warp-specialises for a short K over many waves, which takes its
 //!     clusters: in two runs on the H100 (2026-11-25 and -26) they were
 //!     0.7-2.1% faster at 4096x24576x1536, 4096x32768x512 and
-//!     4096x7168x2048 every time.
+//!     4096x7168x2048 every time. So does a block-scaled FP8 pick that two
+//!     consumers share over at least 32 K blocks and 4 waves (clusters
+//!     along M, B multicast): in three runs on the H100 (2026-11-26) +2.4
+//!     to +3.1% at 4096^3, +0.4 to +8.1% at 8192^3, -0.1 to +2.6% at
+//!     4096x4096x7168 and -1.2 to +1.7% at 4096x7168x16384; over 3 waves
+//!     (4096x2112x7168) -0.5 to 0%, and with 16 K blocks or fewer
+//!     (4096x24576x1536, 4096x32768x512, 4096x7168x2048) -0.9 to -2%.
 //! 11. Scales (block-scaled FP8): copied into shared memory with their
 //!     stage and read from there after its wait, unless in the plain
 //!     pipeline that costs more than one stage or a CTA an SM holds at
@@ -964,7 +970,7 @@ fn loss_reason(c: &Candidate, best: &Candidate, tall: bool) -> String {
     } else if c.config == (Config { cluster: c.config.cluster, raster_group: c.config.raster_group, ..best.config }) && c.config.cluster != Along::None {
         format!("the pick in 2-CTA clusters along {}, multicasting {}", c.config.cluster.word(), if c.config.cluster == Along::M { "B" } else { "A" })
     } else if c.config == (Config { cluster: Along::None, ..best.config }) && best.config.cluster != Along::None {
-        "the pick without clusters (rule 10 clusters a BF16 kernel warp-specialised for a short K)".to_string()
+        "the pick without clusters (rule 10 clusters it here)".to_string()
     } else if best.config.deferred_epilogue && c.config == (Config { deferred_epilogue: false, epilogue: c.config.epilogue, stages: c.config.stages, ..best.config }) {
         "the pick with each tile stored between its K loop and the next tile's (rule 18)".to_string()
     } else if c.config == (Config { stream_k: None, ..best.config }) && best.config.stream_k.is_some() {
@@ -1207,13 +1213,22 @@ fn prefers_ping_pong(problem: &Problem, best: &Candidate) -> bool {
 /// consumers beat the warp-specialised pick at M <= 128.
 const FP8_PING_PONG_K_BLOCKS: i64 = 12;
 
-/// Rule 10's exception: a BF16 pick warp-specialised for a short K (at
-/// most [`BF16_PERSISTENT_K_BLOCKS`]) over many waves (rule 7) takes its
-/// clusters.
+/// Rule 10's exceptions, which take their clusters: a BF16 pick
+/// warp-specialised for a short K (at most [`BF16_PERSISTENT_K_BLOCKS`])
+/// over many waves (rule 7), and a block-scaled pick that two consumers
+/// share over a long K (at least [`LONG_K_BLOCKS`]) and at least
+/// [`FP8_CLUSTER_WAVES`] waves.
 fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
     let k_blocks = problem.k_blocks();
-    problem.precision == Precision::Bf16 && matches!(best.config.schedule, Schedule::WarpSpecialized { .. }) && k_blocks <= BF16_PERSISTENT_K_BLOCKS
+    let c = &best.config;
+    let bf16_short = problem.precision == Precision::Bf16 && matches!(c.schedule, Schedule::WarpSpecialized { .. }) && k_blocks <= BF16_PERSISTENT_K_BLOCKS;
+    let fp8_long = problem.precision == Precision::Fp8BlockScaled && c.schedule == (Schedule::WarpSpecialized { consumers: 2 }) && k_blocks >= LONG_K_BLOCKS && best.waves >= FP8_CLUSTER_WAVES;
+    bf16_short || fp8_long
 }
+
+/// Rule 10: the fewest waves over which a block-scaled pick that two
+/// consumers share takes its clusters.
+const FP8_CLUSTER_WAVES: i64 = 4;
 
 /// Rule 7's exceptions, with the same K loop for every tile or at most
 /// [`FEW_WAVES`] waves of tiles: over at least 32 blocks of K, block-scaled
@@ -2218,6 +2233,22 @@ mod tests {
     }
 
     #[test]
+    fn block_scaled_two_consumer_picks_cluster_over_a_long_k_and_many_waves() {
+        let scaled = |m, n, k| Problem { b_scale_rows: Some(3), ..fp8(m, n, k) };
+        let cluster = |m, n, k| choose(&scaled(m, n, k), &Machine::H100, &Pins::default()).unwrap().config.cluster;
+        // 128x176 over two consumers: 32 K blocks and 6 waves, 64 and 23.
+        assert_eq!(cluster(4096, 4096, 4096), Along::M);
+        assert_eq!(cluster(8192, 8192, 8192), Along::M);
+        // 3 waves (4096x2112x7168), or 16 K blocks and fewer: none.
+        for (m, n, k) in [(4096, 2112, 7168), (4096, 7168, 2048), (4096, 24576, 1536), (4096, 32768, 512)] {
+            assert_eq!(cluster(m, n, k), Along::None, "{m}x{n}x{k}");
+        }
+        // Nor where the operands are chosen by data.
+        let grouped = Problem { clusterable: false, ..scaled(4096, 4096, 4096) };
+        assert_eq!(choose(&grouped, &Machine::H100, &Pins::default()).unwrap().config.cluster, Along::None);
+    }
+
+    #[test]
     fn schedule_words_read_back() {
         for &word in Schedule::WORDS {
             assert_eq!(Schedule::from_word(word, 2).map(Schedule::word), Some(word));
@@ -2259,12 +2290,14 @@ mod tests {
         // its scales staged (rule 11): 5 stages of 32776 + 516 bytes and
         // 32768 for the output (6 would need 232520). With K = 2048 (16
         // blocks) or 512 (4) over 8 or more waves it is too, and so it is
-        // over 2 waves (M = 128).
+        // over 2 waves (M = 128). Over 32 K blocks and 8 waves it takes its
+        // clusters along M (rule 10), ranking the unclustered kernel next.
         let c = choose(&square, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 5));
-        assert_eq!((c.config.schedule, c.config.scales), (Schedule::WarpSpecialized { consumers: 2 }, Scales::Staged));
+        assert_eq!((c.config.schedule, c.config.scales, c.config.cluster), (Schedule::WarpSpecialized { consumers: 2 }, Scales::Staged, Along::M));
         let ranked = rank(&square, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
-        assert_eq!(ranked[1].config, Config { cluster: Along::M, ..c.config });
+        assert_eq!(ranked[1].config, Config { cluster: Along::None, ..c.config });
+        assert_eq!(ranked[1].reason, "the pick without clusters (rule 10 clusters it here)");
         assert!(ranked[2].reason.starts_with("pipelined alternative of the pick's tile"));
         let pick = |p: Problem| choose(&p, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         let shorter = pick(Problem { k: 2048, ..square });
