@@ -152,11 +152,12 @@
 //!     0.7-2.1% faster at 4096x24576x1536, 4096x32768x512 and
 //!     4096x7168x2048 every time. So does a block-scaled FP8 pick that two
 //!     consumers share over at least 32 K blocks and 4 waves (clusters
-//!     along M, B multicast): in three runs on the H100 (2026-11-26) +2.4
-//!     to +3.1% at 4096^3, +0.4 to +8.1% at 8192^3, -0.1 to +2.6% at
-//!     4096x4096x7168 and -1.2 to +1.7% at 4096x7168x16384; over 3 waves
-//!     (4096x2112x7168) -0.5 to 0%, and with 16 K blocks or fewer
-//!     (4096x24576x1536, 4096x32768x512, 4096x7168x2048) -0.9 to -2%.
+//!     along M, B multicast): in four runs on the H100 (2026-11-26) 0 to
+//!     +3.1% at 4096^3 (mean +2.1%), +0.4 to +8.1% at 8192^3 (+4.2%), -0.6
+//!     to +2.6% at 4096x4096x7168 (+1%) and -1.2 to +1.7% at
+//!     4096x7168x16384 (0%); over 3 waves (4096x2112x7168) -0.5 to 0%, and
+//!     with 16 K blocks or fewer (4096x24576x1536, 4096x32768x512,
+//!     4096x7168x2048) -0.9 to -2%.
 //! 11. Scales (block-scaled FP8): copied into shared memory with their
 //!     stage and read from there after its wait, unless in the plain
 //!     pipeline that costs more than one stage or a CTA an SM holds at
