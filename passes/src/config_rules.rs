@@ -266,7 +266,7 @@ use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::k_range::PieceOrder;
 use tilec_artifact::fewest_keeping_turns;
 use tilec_dialects::ir::{ElemType, TileType};
-use tilec_dialects::nv::memory::{column_run_fault, flat_box_rows};
+use tilec_dialects::nv::memory::flat_box_rows_of;
 use tilec_dialects::tile::dot::{blocks_covering, SCALE_BLOCK_N};
 use std::cmp::Ordering;
 use std::fmt;
@@ -369,7 +369,7 @@ pub struct Problem {
     pub a_in_registers: bool,
     /// A's row scales are a column of a column-major tensor (stored
     /// M-major): staged, each stage's is one flat TMA box, which holds
-    /// [`flat_box_rows`] rows where it can.
+    /// [`flat_box_rows_of`] rows where it can.
     pub a_scales_by_run: bool,
 }
 
@@ -736,7 +736,7 @@ impl SmemLayout {
             _ => blocks_covering(block_n),
         };
         let a_scales = TileType { shape: vec![block_m, 1], elem: ElemType::F32, layout: None };
-        let a_scale_rows = if problem.a_scales_by_run && column_run_fault(&a_scales).is_none() { flat_box_rows(&a_scales) } else { block_m };
+        let a_scale_rows = flat_box_rows_of(&a_scales, problem.a_scales_by_run).unwrap_or(block_m);
         let scale_bytes = if scales == Scales::Staged { 4 * (a_scale_rows + b_scale_rows) } else { 0 };
         let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);
         let (output_tiles, barriers) = match schedule {

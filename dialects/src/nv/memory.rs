@@ -111,17 +111,17 @@ pub const TMA_GLOBAL_ALIGN: i64 = 16;
 /// The most elements of a TMA box along one dimension.
 pub const MAX_TMA_BOX: i64 = 256;
 
-/// Why TMA cannot fill a narrow buffer with one flat box holding the tile
-/// `tile` of a column of a column-major tensor (a block-scaled dot's row
-/// scales stored M-major, each K block's one run of memory), or `None`
-/// when it can: a tile [`copy_async_fault`] accepts whose box of
-/// [`flat_box_rows`] passes [`flat_box_fault`].
-pub fn column_run_fault(tile: &TileType) -> Option<String> {
-    copy_async_fault(tile).or_else(|| {
-        let mut boxed = tile.clone();
-        boxed.shape[0] = flat_box_rows(tile);
-        flat_box_fault(&boxed)
-    })
+/// The rows of the narrow buffer that holds the tile `tile` when TMA fills
+/// it with one flat box: where `tile` is a column of a `column_major`
+/// tensor (a block-scaled dot's row scales stored M-major, each K block's
+/// one run of memory) that [`copy_async_fault`] accepts and whose box of
+/// [`flat_box_rows`] passes [`flat_box_fault`]; `None` where threads copy
+/// it instead.
+pub fn flat_box_rows_of(tile: &TileType, column_major: bool) -> Option<i64> {
+    let mut boxed = tile.clone();
+    boxed.shape[0] = flat_box_rows(tile);
+    let fits = column_major && copy_async_fault(tile).is_none() && flat_box_fault(&boxed).is_none();
+    fits.then_some(boxed.shape[0])
 }
 
 /// Why `boxed` is not a flat TMA box a narrow buffer's stage can take, or
@@ -143,7 +143,7 @@ pub fn flat_box_fault(boxed: &TileType) -> Option<String> {
 /// `tile` (R x 1): the box starts at the [`TMA_GLOBAL_ALIGN`] boundary at
 /// or before the column's first element, up to 16 bytes early, and R plus
 /// [`TMA_SHARED_ALIGN`] bytes keep every stage of the buffer aligned.
-pub fn flat_box_rows(tile: &TileType) -> i64 {
+fn flat_box_rows(tile: &TileType) -> i64 {
     tile.shape[0] + TMA_SHARED_ALIGN / i64::from(tile.elem.bits() / 8)
 }
 

@@ -11,7 +11,7 @@
 //! the stage's other boxes, its bytes in the stage's one `expect_tx`. The
 //! box starts at the 16-byte boundary at or before the column (TMA's
 //! alignment; a column of a tensor whose rows are not a multiple of four
-//! starts between two), so it holds [`flat_box_rows`] rows, and the read
+//! starts between two), so it holds [`flat_box_rows_of`] rows, and the read
 //! takes the tile from `nv.run_offset` rows in. Any other narrow tile is
 //! copied by the first warp's `cp.async`, each lane arriving on the same
 //! barrier. On the H100 (2026-11-26) a stage's 128
@@ -22,7 +22,7 @@ use crate::op_error;
 use crate::options::{OptionKind, OptionSpec, PassOptions};
 use std::collections::{HashMap, HashSet};
 use tilec_dialects::ir::{Attributes, Body, Builder, EntityRef, InsertPoint, Op, Region, SmemType, Type, Value};
-use tilec_dialects::nv::memory::{column_run_fault, copy_async_fault, flat_box_rows, COPY_ARRIVALS};
+use tilec_dialects::nv::memory::{copy_async_fault, flat_box_rows_of, COPY_ARRIVALS};
 use tilec_dialects::nv::{AllocMbarriers, AllocSmem, CopyAsync, LoadShared, MbarrierExpectTx, RunOffset, SmemRows, TmaLoad};
 use tilec_dialects::tile::{Addi, Load, Muli};
 use tilec_dialects::{Diagnostic, Function, Layout};
@@ -148,14 +148,16 @@ impl StagedBuffers {
             let result = b.body.result(load, 0);
             let mut tile = b.body.value_type(result).as_tile().cloned().expect("staged loads are tiles");
             let tensor = Load::of(b.body, load).expect("staged loads are tile.load").tensor(b.body);
-            let by_threads = is_narrow && !(column_major.contains(&tensor) && column_run_fault(&tile).is_none());
+            let flat_rows = if is_narrow { flat_box_rows_of(&tile, column_major.contains(&tensor)) } else { None };
+            let by_threads = is_narrow && flat_rows.is_none();
             if is_narrow {
                 tile.layout = Some(dense_shared());
                 narrow.insert(result);
-                if by_threads {
-                    copied.insert(result);
-                } else {
-                    tile.shape[0] = flat_box_rows(&tile);
+                match flat_rows {
+                    Some(rows) => tile.shape[0] = rows,
+                    None => {
+                        copied.insert(result);
+                    }
                 }
             }
             let smem = SmemType { stages, tile };
