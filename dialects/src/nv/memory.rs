@@ -114,9 +114,9 @@ pub const MAX_TMA_BOX: i64 = 256;
 /// The rows of the narrow buffer that holds the tile `tile` when TMA fills
 /// it with one flat box: where `tile` is a column of a `column_major`
 /// tensor (a block-scaled dot's row scales stored M-major, each K block's
-/// one run of memory) that [`copy_async_fault`] accepts and whose box of
-/// [`flat_box_rows`] passes [`flat_box_fault`]; `None` where threads copy
-/// it instead.
+/// one run of memory) that [`copy_async_fault`] accepts and whose box (its
+/// rows and [`TMA_SHARED_ALIGN`] bytes more) passes [`flat_box_fault`];
+/// `None` where threads copy it instead.
 pub fn flat_box_rows_of(tile: &TileType, column_major: bool) -> Option<i64> {
     let mut boxed = tile.clone();
     boxed.shape[0] = flat_box_rows(tile);
