@@ -143,7 +143,9 @@ pub(crate) fn run_passes(module: &mut Module, pipeline: &str, flags: &PassFlags,
 
 /// The tile/nv passes: the user's pipeline (behind `tile-select-config` when
 /// the program has parameters or the flags ask for a config), or config
-/// selection followed by the passes the chosen config names.
+/// selection followed by the passes the chosen config names; a file whose
+/// `tile.config` already decides everything skips the selection unless the
+/// flags ask for one.
 pub(crate) fn run_tile_passes(
     module: &mut Module,
     pipeline: Option<&str>,
@@ -163,10 +165,16 @@ pub(crate) fn run_tile_passes(
             dump_pipeline(flags, &full)?;
             run_passes(module, &full, flags, name, text)
         }
+        None if !request.is_given() && config_select::is_decided(module) => {
+            if flags.dump_pass_pipeline {
+                eprint!("{}", crate::cli::describe_config_pipeline(None, &pipeline_after_config(module)?)?);
+            }
+            run_passes_after_config(module, flags, name, text)
+        }
         None => {
             run_passes(module, &select, flags, name, text)?;
             if flags.dump_pass_pipeline {
-                eprint!("{}", crate::cli::describe_config_pipeline(&select, &pipeline_after_config(module)?)?);
+                eprint!("{}", crate::cli::describe_config_pipeline(Some(&select), &pipeline_after_config(module)?)?);
             }
             run_passes_after_config(module, flags, name, text)
         }

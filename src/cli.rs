@@ -118,12 +118,16 @@ pub fn describe_pipeline(pipeline: &str) -> Result<String, String> {
     Ok(format!("Pass Manager with {} passes:\nbuiltin.module({})\n", passes.len(), passes.join(",")))
 }
 
-/// `--dump-pass-pipeline` for a pipeline config selection completes: the
-/// selection pass spelled out, then the passes its pick asks for as they
-/// run, without options, since each reads the ones it is not given from
-/// the function's `tile.config` (default values would misstate them).
-pub fn describe_config_pipeline(select: &str, rest: &str) -> Result<String, String> {
-    let mut passes = spell_out(select)?;
+/// `--dump-pass-pipeline` for the passes a `tile.config` asks for: the
+/// selection pass spelled out where it runs (none for a file that already
+/// holds a decision), then the passes the config names as they run, without
+/// options, since each reads the ones it is not given from the function's
+/// `tile.config` (default values would misstate them).
+pub fn describe_config_pipeline(select: Option<&str>, rest: &str) -> Result<String, String> {
+    let mut passes = match select {
+        Some(select) => spell_out(select)?,
+        None => Vec::new(),
+    };
     passes.extend(parse_pipeline(rest).map_err(|e| format!("invalid pass pipeline: {e}"))?.iter().map(|e| e.info.name.to_string()));
     Ok(format!("Pass Manager with {} passes (options left out come from tile.config):\nbuiltin.module({})\n", passes.len(), passes.join(",")))
 }

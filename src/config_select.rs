@@ -90,6 +90,17 @@ pub fn is_parametric(module: &Module) -> bool {
     module.functions.iter().any(tilec_passes::config::has_unbound_parameters)
 }
 
+/// Whether the file already holds a whole decision: no parameter is left to
+/// bind and every function's `tile.config` names its schedule (as
+/// `tile-select-config` writes it, or a hand-edited copy of that). Such a
+/// file compiles as written unless config flags ask for a new selection,
+/// which would keep only its block sizes and stages.
+pub fn is_decided(module: &Module) -> bool {
+    !module.functions.is_empty()
+        && !is_parametric(module)
+        && module.functions.iter().all(|f| config_of(f).is_some_and(|c| c.get("schedule").is_some()))
+}
+
 /// The `tile.config` a function carries, as a dictionary.
 fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
     match func.attrs.get("tile.config") {

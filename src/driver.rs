@@ -37,7 +37,8 @@ struct Cli {
 enum Command {
     /// Compile a tile program to a PTX artifact, or print one of its stages
     #[command(after_help = "Without --pass-pipeline, tile-select-config runs first and the passes the config it \
-chose asks for follow; a given pipeline gets tile-select-config in front when the program has parameters or \
+chose asks for follow (a file whose tile.config already names a schedule compiles as written, unless \
+--shape, --param, --candidate or --cluster ask for a new selection); a given pipeline gets tile-select-config in front when the program has parameters or \
 config flags are given. The IR printing flags also name upstream MLIR passes (--mlir-print-ir-after=convert-nvgpu-to-nvvm); --mlir-print-ir-after-all prints after \
 every tile/nv and every upstream pass.")]
     Compile(CompileArgs),
@@ -168,8 +169,17 @@ impl Timer {
     }
 }
 
-/// `--explain`: the candidates config selection weighs for the request.
+/// `--explain`: the candidates config selection weighs for the request, or
+/// for a file that already holds a decision and no config flag, that it
+/// compiles as written.
 fn explain_config(module: &Module, request: &ConfigRequest) -> Result<String, String> {
+    if !request.is_given() && config_select::is_decided(module) {
+        return Ok(module
+            .functions
+            .iter()
+            .map(|f| format!("config of @{}: its tile.config names a schedule, so it compiles as written (--shape, --param, --candidate or --cluster select again, keeping only its block sizes and stages)\n", f.name))
+            .collect());
+    }
     let entries = tilec_passes::parse_pipeline(&request.select_pass(None)).map_err(|e| format!("tilec: {e}"))?;
     let select = tilec_passes::transforms::select_config::SelectConfig::from_options(&entries[0].options);
     config_select::explain(module, &select, 12)

@@ -12,6 +12,10 @@
 //! `num_warps` when the program did not fix it), which the driver reads to
 //! build the rest of the pipeline.
 //!
+//! The pass itself always selects; the `tilec` driver leaves it out for a
+//! file whose `tile.config` already names a schedule (a whole decision)
+//! unless config flags ask for a new one.
+//!
 //! Without a shape (m, n, k of 0) the pass picks for a 4096^3 problem and
 //! keeps direct global stores, since the kernel must then serve any N
 //! (a TMA store needs 16-byte aligned rows of C).
