@@ -114,7 +114,7 @@ pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSched
     Yield::build(&mut rb, &[], Attributes::new());
 
     let wide_loads: Vec<Op> = parts.loads.iter().copied().filter(|&l| !staged.narrow.contains(&body.result(l, 0))).collect();
-    staged.read_narrow(body, region, &parts.loads, stage, &HashMap::new());
+    staged.read_narrow(body, region, &parts.loads, stage, None);
     remove_staged_loads(body, region, &wide_loads)?;
     remove_dead_slice(body, region, &parts);
     schedule.annotate(body, parts.block, &consumers, refill);

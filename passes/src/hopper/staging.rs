@@ -226,11 +226,11 @@ impl StagedBuffers {
     }
 
     /// Replaces each narrow load among `loads` (in `region`) by a read of
-    /// `stage` of its buffer, or of the buffer's view in `views` (a
-    /// consumer's rows, as many as the tile's); the read comes where the
-    /// load was, after the stage's wait. A flat box's tile is read from
+    /// `stage` of its buffer; a tile `share.of` rows tall is read only in
+    /// the consumer's `share` of its rows. The read comes where the load
+    /// was, after the stage's wait. A flat box's tile is read from
     /// `nv.run_offset` rows into it.
-    pub fn read_narrow(&self, body: &mut Body, region: Region, loads: &[Op], stage: Value, views: &HashMap<Value, Value>) {
+    pub fn read_narrow(&self, body: &mut Body, region: Region, loads: &[Op], stage: Value, share: Option<RowShare>) {
         for &load in loads {
             let result = body.result(load, 0);
             if !self.narrow.contains(&result) {
@@ -238,11 +238,13 @@ impl StagedBuffers {
             }
             let mut b = Builder::new(body, InsertPoint::Before(load), body.ops[load].loc.clone());
             let whole = self.buffer_of[&result];
-            let mut buffer = views.get(&whole).copied().unwrap_or(whole);
-            if !self.copied.contains(&result) {
-                buffer = run_window(&mut b, load, whole, buffer);
-            }
-            let mut ty = b.body.value_type(result).as_tile().cloned().expect("copied loads are tiles");
+            let mut ty = b.body.value_type(result).as_tile().cloned().expect("narrow loads are tiles");
+            let share = share.filter(|s| s.of == ty.shape[0]);
+            let buffer = if self.copied.contains(&result) {
+                share.map_or(whole, |s| rows_window(&mut b, whole, s.first, s.rows, "scale_rows"))
+            } else {
+                run_window(&mut b, load, whole, share)
+            };
             ty.shape = b.body.value_type(buffer).as_smem().expect("a buffer").tile.shape.clone();
             let read = LoadShared::build(&mut b, buffer, stage, Type::Tile(ty), Attributes::new()).result(b.body);
             body.values[read].name_hint = body.values[result].name_hint.clone();
@@ -252,24 +254,38 @@ impl StagedBuffers {
     }
 }
 
+/// A consumer's share of the tiles as tall as the CTA's: `rows` rows from
+/// row `first` (each of two consumers sharing a tile reads its half).
+#[derive(Clone, Copy, Debug)]
+pub struct RowShare {
+    /// The share's first row (computed from the consumer's index).
+    pub first: Value,
+    /// Rows in the share.
+    pub rows: i64,
+    /// The height of the tiles that are shared: the CTA tile's BLOCK_M.
+    pub of: i64,
+}
+
+/// Rows `[row, row + rows)` of every stage of `buffer`, named `name`.
+pub fn rows_window(b: &mut Builder<'_>, buffer: Value, row: Value, rows: i64, name: &str) -> Value {
+    let mut smem = b.body.value_type(buffer).as_smem().expect("a buffer").clone();
+    smem.tile.shape[0] = rows;
+    let window = SmemRows::build(b, buffer, row, Type::Smem(smem), Attributes::new()).result(b.body);
+    b.name(window, name)
+}
+
 /// The rows of flat-box buffer `whole` that hold the tile `load` reads, or
-/// its part `view` (a window of `whole`) covers: the view's rows, moved
-/// `nv.run_offset` rows in.
-fn run_window(b: &mut Builder<'_>, load: Op, whole: Value, view: Value) -> Value {
+/// the consumer's `share` of them: `nv.run_offset` rows in.
+fn run_window(b: &mut Builder<'_>, load: Op, whole: Value, share: Option<RowShare>) -> Value {
     let load_op = Load::of(b.body, load).expect("staged loads are tile.load");
     let (tensor, indices) = (load_op.tensor(b.body), load_op.indices(b.body).to_vec());
     let coords = load_element_coords(b, load_op, &indices);
-    let mut row = RunOffset::build(b, tensor, &coords, Attributes::new()).result(b.body);
-    let mut smem = b.body.value_type(whole).as_smem().expect("a buffer").clone();
-    smem.tile.shape[0] = b.body.value_type(load_op.result(b.body)).as_tile().expect("a tile").shape[0];
-    if view != whole {
-        let rows = SmemRows::of(b.body, b.body.defining_op(view).expect("a window")).expect("views are nv.smem_rows");
-        let first = rows.row(b.body);
-        smem.tile.shape[0] = b.body.value_type(view).as_smem().expect("a buffer").tile.shape[0];
-        row = Addi::build(b, first, row, Attributes::new()).result(b.body);
-    }
-    let window = SmemRows::build(b, whole, row, Type::Smem(smem), Attributes::new()).result(b.body);
-    b.name(window, "run_rows")
+    let offset = RunOffset::build(b, tensor, &coords, Attributes::new()).result(b.body);
+    let (row, rows) = match share {
+        Some(s) => (Addi::build(b, s.first, offset, Attributes::new()).result(b.body), s.rows),
+        None => (offset, b.body.value_type(load_op.result(b.body)).as_tile().expect("a tile").shape[0]),
+    };
+    rows_window(b, whole, row, rows, "run_rows")
 }
 
 /// Removes loads whose tiles now come from buffers; a tile still used by

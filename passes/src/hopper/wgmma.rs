@@ -5,8 +5,9 @@
 //! flight, and the drain after the loop.
 
 use super::dot::{DotScales, StagedDot};
+use super::staging::rows_window;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
-use tilec_dialects::nv::{LoadFragment, MbarrierArrive, ScaleAccumulate, SmemRows, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
+use tilec_dialects::nv::{LoadFragment, MbarrierArrive, ScaleAccumulate, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
 use tilec_dialects::{Layout, Location};
 use tilec_dialects::tile::{Constant, ConvertLayout};
 
@@ -230,7 +231,7 @@ impl BlockSplit {
 
         // Block 0's window goes before the fence that opens its wgmma.
         let mut b = Builder::new(body, InsertPoint::Before(opening_fence(body, self.wgmma)), loc.clone());
-        let window = rows_window(&mut b, a, self.block_size, 0, "a_block");
+        let window = block_window(&mut b, a, self.block_size, 0, "a_block");
         self.wgmma.set_a(body, window);
         for v in [self.wgmma.result(body), self.wait.results(body)[0]] {
             body.values[v].ty = self.partial_type.clone();
@@ -242,7 +243,7 @@ impl BlockSplit {
         let mut partial = self.wait.results(b.body)[0];
         for block in 1..self.blocks {
             running = promote_part(&mut b, running, partial, scales, self.axis, block - 1);
-            let window = rows_window(&mut b, a, self.block_size, block, "a_block");
+            let window = block_window(&mut b, a, self.block_size, block, "a_block");
             WgmmaFence::build(&mut b, Attributes::new());
             let d = Wgmma::build(&mut b, window, Some(a_stage), b_buffer, b_stage, zero, attrs.clone()).result(b.body);
             WgmmaCommit::build(&mut b, Attributes::new());
@@ -273,7 +274,7 @@ impl BlockSplit {
 
         // The windows go before the fence that opens block 0's wgmma.
         let mut b = Builder::new(body, InsertPoint::Before(opening_fence(body, self.wgmma)), loc.clone());
-        let windows: Vec<Value> = (0..self.blocks).map(|block| rows_window(&mut b, b_buffer, self.block_size, block, "b_block")).collect();
+        let windows: Vec<Value> = (0..self.blocks).map(|block| block_window(&mut b, b_buffer, self.block_size, block, "b_block")).collect();
         self.wgmma.set_b(body, windows[0]);
         let first = self.wgmma.result(body);
         body.values[first].ty = self.partial_type.clone();
@@ -324,12 +325,9 @@ fn promote_part(b: &mut Builder<'_>, running: Value, partial: Value, scales: Dot
 }
 
 /// Rows `[block * rows, (block + 1) * rows)` of `buffer` (or window).
-fn rows_window(b: &mut Builder<'_>, buffer: Value, rows: i64, block: i64, name: &str) -> Value {
-    let mut smem = b.body.value_type(buffer).as_smem().expect("checked: a buffer in shared memory").clone();
-    smem.tile.shape[0] = rows;
+fn block_window(b: &mut Builder<'_>, buffer: Value, rows: i64, block: i64, name: &str) -> Value {
     let row = b.index(block * rows);
-    let window = SmemRows::build(b, buffer, row, Type::Smem(smem), Attributes::new()).result(b.body);
-    b.name(window, name)
+    rows_window(b, buffer, row, rows, name)
 }
 
 /// Gives `wgmma` a zero splat of one block's partial type, made where the

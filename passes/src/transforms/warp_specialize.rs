@@ -47,7 +47,7 @@ use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::WARPS_PER_WARPGROUP;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, LoopSchedule};
-use crate::hopper::staging::{column_major_tensors, copies_scales, outermost_ancestor, scales_option, StagedBuffers, SCALES_OPTION};
+use crate::hopper::staging::{column_major_tensors, copies_scales, outermost_ancestor, rows_window, scales_option, RowShare, StagedBuffers, SCALES_OPTION};
 use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -56,7 +56,7 @@ use crate::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
 use tilec_dialects::nv::roles::most_consumer_registers;
-use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait, SmemRows};
+use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait};
 use tilec_dialects::tile::{AddParked, Addi, Cmpi, Divsi, For, If, Load, Muli, ParkPartial, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function, Layout, Location};
 
@@ -498,16 +498,7 @@ impl Roles<'_> {
             a_view.insert(a, view);
         }
         // And its rows of the row scales loaded with each stage.
-        let mut scale_rows: HashMap<Value, Value> = HashMap::new();
-        if let Some(row) = row {
-            let narrow: Vec<Value> = clones.iter().map(|&l| b.body.result(l, 0)).filter(|r| staged.narrow.contains(r)).collect();
-            for result in narrow {
-                let buffer = staged.buffer_of[&result];
-                if b.body.value_type(result).as_tile().is_some_and(|t| t.shape[0] == self.block_m) {
-                    scale_rows.insert(buffer, rows_window(&mut b, buffer, row, half, "scale_rows"));
-                }
-            }
-        }
+        let share = row.map(|first| RowShare { first, rows: half, of: self.block_m });
 
         // The loop: wait full, wgmma, release the previous stage.
         let count = self.counting(body, k_loop);
@@ -533,7 +524,7 @@ impl Roles<'_> {
                 self.release.arrive(&mut b, self.empty, stage);
             }
         }
-        staged.read_narrow(body, self.region, &clones, stage, &scale_rows);
+        staged.read_narrow(body, self.region, &clones, stage, share);
         for load in clones {
             body.remove_op(load);
         }
@@ -714,15 +705,6 @@ fn remove_unused_loads(body: &mut Body, block: Block) {
             body.remove_op(op);
         }
     }
-}
-
-/// Rows `[row, row + rows)` of every stage of `buffer` (a consumer's share),
-/// named `name`.
-fn rows_window(b: &mut Builder<'_>, buffer: Value, row: Value, rows: i64, name: &str) -> Value {
-    let mut smem = b.body.value_type(buffer).as_smem().expect("a buffer").clone();
-    smem.tile.shape[0] = rows;
-    let window = SmemRows::build(b, buffer, row, Type::Smem(smem), Attributes::new()).result(b.body);
-    b.name(window, name)
 }
 
 /// An MMA layout held by one warpgroup (a consumer's).
