@@ -166,15 +166,18 @@ pub(crate) fn run_tile_passes(
             run_passes(module, &full, flags, name, text)
         }
         None if !request.is_given() && config_select::is_decided(module) => {
+            for func in &module.functions {
+                tilec_passes::transforms::select_config::check_decided(func).map_err(|d| d.render(name, text))?;
+            }
             if flags.dump_pass_pipeline {
-                eprint!("{}", crate::cli::describe_config_pipeline(None, &pipeline_after_config(module)?)?);
+                eprint!("{}", crate::cli::describe_config_pipeline(None, &pipeline_after_config(module, name, text)?)?);
             }
             run_passes_after_config(module, flags, name, text)
         }
         None => {
             run_passes(module, &select, flags, name, text)?;
             if flags.dump_pass_pipeline {
-                eprint!("{}", crate::cli::describe_config_pipeline(Some(&select), &pipeline_after_config(module)?)?);
+                eprint!("{}", crate::cli::describe_config_pipeline(Some(&select), &pipeline_after_config(module, name, text)?)?);
             }
             run_passes_after_config(module, flags, name, text)
         }
@@ -190,14 +193,15 @@ fn dump_pipeline(flags: &PassFlags, pipeline: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The passes the `tile.config` config selection wrote asks for.
-fn pipeline_after_config(module: &Module) -> Result<String, String> {
-    config_select::pipeline_after_config(module, DEFAULT_PIPELINE).map_err(|e| format!("tilec: {e}"))
+/// The passes the `tile.config` config selection wrote asks for; an entry
+/// it cannot read is shown at its function in `text` (named `name`).
+fn pipeline_after_config(module: &Module, name: &str, text: &str) -> Result<String, String> {
+    config_select::pipeline_after_config(module, DEFAULT_PIPELINE).map_err(|d| d.render(name, text))
 }
 
 /// Runs the passes the `tile.config` config selection wrote asks for.
 pub(crate) fn run_passes_after_config(module: &mut Module, flags: &PassFlags, name: &str, text: &str) -> Result<(), String> {
-    let rest = pipeline_after_config(module)?;
+    let rest = pipeline_after_config(module, name, text)?;
     run_passes(module, &rest, flags, name, text)
 }
 

@@ -5,6 +5,9 @@
 use std::fmt::Write;
 use tilec_dialects::ir::{Attribute, Param};
 use tilec_dialects::{Function, Module};
+use tilec_dialects::Diagnostic;
+use tilec_passes::cluster::Along;
+use tilec_passes::config::{config_int, config_word};
 use tilec_passes::config_rules::{Machine, Schedule};
 use tilec_passes::transforms::select_config::SelectConfig;
 
@@ -118,24 +121,28 @@ fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
 /// `tile-defer-epilogue` when it defers the epilogue; the passes read their
 /// stages, consumers, epilogue, cluster, splits, piece order and tile order from
 /// `tile.config`; `fallback` for input without one (an nv-level kernel).
-pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, String> {
-    let configs: Vec<_> = module.functions.iter().filter_map(config_of).collect();
-    let Some(config) = configs.first() else {
+/// A word or number it cannot read is an error located at the function; a
+/// split count or group other than the neutral one brings its pass, which
+/// checks the value.
+pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, Diagnostic> {
+    let Some(func) = module.functions.iter().find(|f| config_of(f).is_some()) else {
         return Ok(fallback.to_string());
     };
-    let int = |key: &str| config.get_int(key).ok_or_else(|| format!("tile.config has no integer '{key}'"));
-    let word = |key: &str| config.get(key).and_then(Attribute::as_str).ok_or_else(|| format!("tile.config has no string '{key}'"));
-    // The passes read stages, consumers, the epilogue and the cluster from tile.config.
-    let cluster = match config.get("cluster").and_then(Attribute::as_str) {
+    let schedules = [Schedule::Pipeline, Schedule::WarpSpecialized { consumers: 0 }, Schedule::PingPong].map(Schedule::word);
+    let Some(schedule) = config_word(func, "schedule", &schedules)? else {
+        return Err(Diagnostic::error(func.loc.clone(), "tile.config names no 'schedule': give one, or the program with parameters for config selection"));
+    };
+    let cluster = match config_word(func, "cluster", &[Along::M.word(), Along::N.word(), Along::None.word()])? {
         None | Some("none") => "",
         Some(_) => "tile-cluster-split,",
     };
-    let schedule = word("schedule")?;
-    Ok(match Schedule::from_word(schedule, config.get_int("consumers").unwrap_or(0)) {
+    let config = config_of(func).expect("found with a config");
+    Ok(match Schedule::from_word(schedule, config_int(func, "consumers")?.unwrap_or(0)) {
         Some(Schedule::Pipeline) => {
-            let pipeline = if int("stages")? > 1 { "tile-pipeline," } else { "" };
-            let split = if config.get_int("splits").is_some_and(|s| s > 1) { "tile-split-k," } else { "" };
-            let order = if config.get_int("raster_group").is_some_and(|g| g > 0) { "tile-rasterize," } else { "" };
+            let stages = config_int(func, "stages")?.ok_or_else(|| Diagnostic::error(func.loc.clone(), "tile.config has no 'stages'"))?;
+            let pipeline = if stages != 1 { "tile-pipeline," } else { "" };
+            let split = if config_int(func, "splits")?.is_some_and(|s| s != 1) { "tile-split-k," } else { "" };
+            let order = if config_int(func, "raster_group")?.is_some_and(|g| g != 0) { "tile-rasterize," } else { "" };
             format!("tile-canonicalize,tile-assign-layouts,{order}{split}{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
         }
         Some(Schedule::WarpSpecialized { .. } | Schedule::PingPong) => {
@@ -143,7 +150,7 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
             let deferred = if config.get("epilogue_deferred").is_some() { "tile-defer-epilogue," } else { "" };
             format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-canonicalize,tile-licm")
         }
-        None => return Err(format!("tile.config has an unknown schedule '{schedule}'")),
+        None => unreachable!("config_word checked the schedule"),
     })
 }
 

@@ -114,11 +114,7 @@ impl SelectConfig {
             return Ok(None);
         };
         let mut pins = self.pins;
-        for (name, from_program, from_file) in [
-            ("BLOCK_M", program.block_m, config_int(func, "block_m")?),
-            ("BLOCK_N", program.block_n, config_int(func, "block_n")?),
-            ("BLOCK_K", program.block_k, config_int(func, "block_k")?),
-        ] {
+        for (name, from_program, from_file) in block_sizes_fixed(func, &program)? {
             merge_pin(func, name, pin_of(&mut pins, name), from_program.or(from_file))?;
         }
         if pins.stages.is_none() {
@@ -156,6 +152,40 @@ fn pin_of<'a>(pins: &'a mut Pins, name: &str) -> &'a mut Option<i64> {
         "BLOCK_M" => &mut pins.block_m,
         "BLOCK_N" => &mut pins.block_n,
         _ => &mut pins.block_k,
+    }
+}
+
+/// Each block size as the program's types fix it and as its `tile.config`
+/// does; where both do they must agree, since the types are what the passes
+/// build (a hand-edited `block_n` in a bound program would otherwise be
+/// ignored).
+fn block_sizes_fixed(func: &Function, program: &Pins) -> Result<[(&'static str, Option<i64>, Option<i64>); 3], Diagnostic> {
+    let fixed = [
+        ("BLOCK_M", program.block_m, config_int(func, "block_m")?),
+        ("BLOCK_N", program.block_n, config_int(func, "block_n")?),
+        ("BLOCK_K", program.block_k, config_int(func, "block_k")?),
+    ];
+    for (name, from_program, from_file) in fixed {
+        if let (Some(p), Some(f)) = (from_program, from_file) {
+            if p != f {
+                let key = name.to_ascii_lowercase();
+                return Err(Diagnostic::error(
+                    func.loc.clone(),
+                    format!("tile.config's '{key}' is {f}, but '@{}' fixes {name} to {p} in its types (a bound program keeps its block sizes: select again from the program with parameters, --param {name}={f})", func.name),
+                ));
+            }
+        }
+    }
+    Ok(fixed)
+}
+
+/// Checks a function that already holds a whole decision, for the driver
+/// that compiles it as written: its `tile.config`'s block sizes must be the
+/// ones its types are bound to.
+pub fn check_decided(func: &Function) -> Result<(), Diagnostic> {
+    match program_dot(func)? {
+        Some(program) => block_sizes_fixed(func, &program.pins).map(|_| ()),
+        None => Ok(()),
     }
 }
 
