@@ -65,8 +65,11 @@
 //! 5. Widest N, then narrowest M: a wider tile re-reads A fewer times.
 //! 6. Stages: the most that fit the shared-memory budget, at most 8 (16
 //!    under rule 15) and at most the number of K blocks (more buffers than
-//!    K blocks never fill). More than 8 in general measured +4% to -3% at
-//!    the eight M = 64 and 128 picks they would change (H100, 2026-11-26).
+//!    K blocks never fill), except in a persistent kernel over more than 2
+//!    waves of tiles of several K blocks, whose producer fills them with
+//!    the next tile's (`buffers_filled`). More than 8 in general measured
+//!    +4% to -3% at the eight M = 64 and 128 picks they would change (H100,
+//!    2026-11-26).
 //! 7. Schedule: the plain software pipeline; warp specialisation (one or two
 //!    consumers, persistent, grouped tile order) is ranked as an alternative,
 //!    since on the H100 it measured below the plain pipeline with the same
@@ -755,19 +758,20 @@ impl SmemLayout {
         ceil_div(buffers, MBARRIER_BYTES) * MBARRIER_BYTES + barriers * MBARRIER_BYTES
     }
 
-    /// Rule 6: the most stages that fit (the pinned count, if it fits), or
-    /// `None` when not even one does.
-    fn most_stages(&self, problem: &Problem, machine: &Machine, pins: &Pins) -> Option<i64> {
+    /// Rule 6: the most stages that fit, at most `filled` (the pinned
+    /// count, if it fits), or `None` when not even one does.
+    fn most_stages(&self, problem: &Problem, machine: &Machine, pins: &Pins, filled: i64) -> Option<i64> {
         match pins.stages {
             Some(s) => Some(s).filter(|&s| self.smem_bytes(problem, s) <= machine.smem_bytes),
-            None => self.stages_that_fit(problem, machine, MAX_STAGES),
+            None => self.stages_that_fit(problem, machine, MAX_STAGES, filled),
         }
     }
 
-    /// The most stages, at most `most` and at most the K blocks (more
-    /// buffers than K blocks never fill), whose shared memory fits.
-    fn stages_that_fit(&self, problem: &Problem, machine: &Machine, most: i64) -> Option<i64> {
-        (1..=ceil_div(problem.k, self.tile.2).clamp(1, most)).rev().find(|&s| self.smem_bytes(problem, s) <= machine.smem_bytes)
+    /// The most stages, at most `most` and at most the `filled` buffers a
+    /// producer ever fills at once ([`buffers_filled`]), whose shared
+    /// memory fits.
+    fn stages_that_fit(&self, problem: &Problem, machine: &Machine, most: i64, filled: i64) -> Option<i64> {
+        (1..=filled.clamp(1, most)).rev().find(|&s| self.smem_bytes(problem, s) <= machine.smem_bytes)
     }
 
     /// The same layout with the scales waiting in `scales`.
@@ -785,15 +789,15 @@ impl SmemLayout {
 /// 4.5% faster with 3 stages and staged scales than with 4 and prefetched
 /// ones, both two CTAs an SM, and as fast as K-major scales prefetched.
 /// `layout`'s own scales are not read: they are what this chooses.
-fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, layout: SmemLayout) -> Option<(i64, Scales)> {
+fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, layout: SmemLayout, filled: i64) -> Option<(i64, Scales)> {
     if problem.precision != Precision::Fp8BlockScaled {
-        return layout.with_scales(Scales::None).most_stages(problem, machine, pins).map(|s| (s, Scales::None));
+        return layout.with_scales(Scales::None).most_stages(problem, machine, pins, filled).map(|s| (s, Scales::None));
     }
-    let staged = layout.with_scales(Scales::Staged).most_stages(problem, machine, pins);
+    let staged = layout.with_scales(Scales::Staged).most_stages(problem, machine, pins, filled);
     if layout.schedule != Schedule::Pipeline {
         return staged.map(|s| (s, Scales::Staged));
     }
-    let prefetched = layout.with_scales(Scales::Prefetched).most_stages(problem, machine, pins)?;
+    let prefetched = layout.with_scales(Scales::Prefetched).most_stages(problem, machine, pins, filled)?;
     let resident = |stages: i64, scales: Scales| machine.ctas_per_sm(layout.with_scales(scales).smem_bytes(problem, stages));
     let keeps_residency = |s: &i64| resident(*s, Scales::Staged) >= resident(prefetched, Scales::Prefetched);
     let fewest = if pins.stages.is_some() { prefetched } else { (prefetched - 1).max(1) };
@@ -802,6 +806,30 @@ fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, layout: 
         None => Some((prefetched, Scales::Prefetched)),
     }
 }
+
+/// Rule 6's cap: the stage buffers a producer ever fills at once. In the
+/// plain pipeline, and in a persistent kernel whose CTAs take at most
+/// [`RUN_AHEAD_MIN_WAVES`] waves of tiles or whose tiles take one K block,
+/// a tile's K blocks; otherwise the persistent producer runs on into the
+/// next tile's K blocks and fills any number. On the H100 (2026-11-26)
+/// block-scaled FP8 128x128 over two consumers ran 2.1-2.4% faster with 5
+/// stages than with 4 at 4096x32768x512 (4 K blocks, 63 waves), but 1%
+/// slower at 128x32768x512 (2 waves), and BF16 128x112 at 4096x4096x32 (one
+/// K block) 2.5% slower warp-specialised with 6 stages than pipelined with
+/// one.
+fn buffers_filled(problem: &Problem, machine: &Machine, c: &Config, tiles: i64, schedule: Schedule) -> i64 {
+    let k_blocks = ceil_div(problem.k, c.block_k);
+    let runs_ahead = schedule != Schedule::Pipeline && k_blocks > 1 && tiles * c.splits > RUN_AHEAD_MIN_WAVES * machine.sms;
+    if runs_ahead {
+        STAGES_LIMIT
+    } else {
+        k_blocks
+    }
+}
+
+/// Rule 6: the waves of tiles a persistent kernel's CTAs take past which
+/// its producer's stages run ahead into the next tile.
+const RUN_AHEAD_MIN_WAVES: i64 = 2;
 
 /// Rule 8: TMA stores need 16-byte aligned rows of C (BF16); a
 /// warp-specialised narrow tile stores directly.
@@ -829,7 +857,7 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
     let schedule = Schedule::Pipeline;
     let epilogue = epilogue_for(problem, bn, schedule);
     let layout = SmemLayout { tile: (bm, bn, bk), epilogue, scales: Scales::None, schedule, splits };
-    let (stages, scales) = stages_and_scales(problem, machine, pins, layout)?;
+    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, ceil_div(problem.k, bk))?;
     let smem = layout.with_scales(scales).smem_bytes(problem, stages);
     let num_warps = 4 * warpgroups;
     let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, cluster: Along::None, splits, raster_group: 0, stream_k: None, deferred_epilogue: false };
@@ -1329,7 +1357,7 @@ fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
     }
     let ws = warp_specialized(problem, machine, pins, best, 1)?;
     let layout = ws.config.smem_layout();
-    let stages = layout.stages_that_fit(problem, machine, STAGES_LIMIT)?;
+    let stages = layout.stages_that_fit(problem, machine, STAGES_LIMIT, ceil_div(problem.k, ws.config.block_k))?;
     let config = Config { stages, cluster: Along::M, ..ws.config };
     Some(Candidate { config, smem_bytes: layout.smem_bytes(problem, stages), ..ws })
 }
@@ -1634,7 +1662,7 @@ fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candida
     let c = from.config;
     let tile = (c.block_m, c.block_n, c.block_k);
     let layout = SmemLayout { tile, epilogue, scales: Scales::None, schedule, splits: c.splits };
-    let (stages, scales) = stages_and_scales(problem, machine, pins, layout)?;
+    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, buffers_filled(problem, machine, &c, from.tiles, schedule))?;
     let config = Config { stages, num_warps, schedule, epilogue, scales, ..c };
     let rescheduled = Candidate { config, smem_bytes: layout.with_scales(scales).smem_bytes(problem, stages), reason: String::new(), ..from.clone() };
     Some(with_waves(problem, machine, rescheduled))
@@ -2305,11 +2333,13 @@ mod tests {
         assert_eq!((shorter.config.schedule, shorter.waves), (Schedule::WarpSpecialized { consumers: 2 }, 8));
         // A short K over many tiles: 128x128 over two consumers too (rule
         // 7), rather than the 64x128 pipeline two to an SM that ranks first
-        // by rule 2.
+        // by rule 2, with 5 stages for 4 K blocks: over 8 waves the producer
+        // fills the fifth with the next tile's first K block (rule 6).
         let shortest = pick(Problem { k: 512, ..square });
-        assert_eq!((shortest.config.block_m, shortest.config.schedule, shortest.config.stages, shortest.config.scales), (128, Schedule::WarpSpecialized { consumers: 2 }, 4, Scales::Staged));
+        assert_eq!((shortest.config.block_m, shortest.config.schedule, shortest.config.stages, shortest.config.scales), (128, Schedule::WarpSpecialized { consumers: 2 }, 5, Scales::Staged));
         // Two waves of 128x128 go to two consumers as well, and with 4 K
-        // blocks stay there; with 12 (M = 128) the ping-pong consumers take
+        // blocks stay there, with as many stages as K blocks (a CTA's two
+        // tiles leave little to run ahead into); with 12 (M = 128) the ping-pong consumers take
         // 64-row tiles in turn. 64x128 (M = 64), whose warp-specialised form
         // has one consumer, keeps the pipeline, two CTAs to an SM in one
         // wave (rule 2).
