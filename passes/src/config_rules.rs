@@ -2339,10 +2339,10 @@ mod tests {
         assert_eq!((shortest.config.block_m, shortest.config.schedule, shortest.config.stages, shortest.config.scales), (128, Schedule::WarpSpecialized { consumers: 2 }, 5, Scales::Staged));
         // Two waves of 128x128 go to two consumers as well, and with 4 K
         // blocks stay there, with as many stages as K blocks (a CTA's two
-        // tiles leave little to run ahead into); with 12 (M = 128) the ping-pong consumers take
-        // 64-row tiles in turn. 64x128 (M = 64), whose warp-specialised form
-        // has one consumer, keeps the pipeline, two CTAs to an SM in one
-        // wave (rule 2).
+        // tiles leave little to run ahead into); with 12 (M = 128) the
+        // ping-pong consumers take 64-row tiles in turn. 64x128 (M = 64),
+        // whose warp-specialised form has one consumer, keeps the pipeline,
+        // two CTAs to an SM in one wave (rule 2).
         let two_waves = pick(Problem { m: 128, n: 32768, k: 512, ..square });
         assert_eq!((two_waves.config.schedule, two_waves.waves, two_waves.config.stages), (Schedule::WarpSpecialized { consumers: 2 }, 2, 4));
         let few_tiles = pick(Problem { m: 128, n: 24576, k: 1536, ..square });
