@@ -7,7 +7,7 @@ use tilec_dialects::ir::{Attribute, Param};
 use tilec_dialects::{Function, Module};
 use tilec_dialects::Diagnostic;
 use tilec_passes::cluster::Along;
-use tilec_passes::config::{config_int, config_word};
+use tilec_passes::config::{config_bool, config_int, config_word};
 use tilec_passes::config_rules::{Machine, Schedule};
 use tilec_passes::transforms::select_config::SelectConfig;
 
@@ -123,7 +123,9 @@ fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
 /// `tile.config`; `fallback` for input without one (an nv-level kernel).
 /// A word or number it cannot read is an error located at the function; a
 /// split count or group other than the neutral one brings its pass, which
-/// checks the value.
+/// checks the value; so is an entry only the other schedule's passes read
+/// (split K or a raster group in a persistent kernel, stream-K or a
+/// deferred epilogue in the plain pipeline), which would go unbuilt.
 pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, Diagnostic> {
     let Some(func) = module.functions.iter().find(|f| config_of(f).is_some()) else {
         return Ok(fallback.to_string());
@@ -136,21 +138,26 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
         None | Some("none") => "",
         Some(_) => "tile-cluster-split,",
     };
-    let config = config_of(func).expect("found with a config");
-    Ok(match Schedule::from_word(schedule, config_int(func, "consumers")?.unwrap_or(0)) {
-        Some(Schedule::Pipeline) => {
-            let stages = config_int(func, "stages")?.ok_or_else(|| Diagnostic::error(func.loc.clone(), "tile.config has no 'stages'"))?;
-            let pipeline = if stages != 1 { "tile-pipeline," } else { "" };
-            let split = if config_int(func, "splits")?.is_some_and(|s| s != 1) { "tile-split-k," } else { "" };
-            let order = if config_int(func, "raster_group")?.is_some_and(|g| g != 0) { "tile-rasterize," } else { "" };
-            format!("tile-canonicalize,tile-assign-layouts,{order}{split}{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
-        }
-        Some(Schedule::WarpSpecialized { .. } | Schedule::PingPong) => {
-            let stream_k = if config.get("stream_k").is_some() { "tile-stream-k," } else { "" };
-            let deferred = if config.get("epilogue_deferred").is_some() { "tile-defer-epilogue," } else { "" };
-            format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-canonicalize,tile-licm")
-        }
-        None => unreachable!("config_word checked the schedule"),
+    let split = config_int(func, "splits")?.is_some_and(|s| s != 1);
+    let order = config_int(func, "raster_group")?.is_some_and(|g| g != 0);
+    let stream_k = config_of(func).expect("found with a config").get("stream_k").is_some();
+    let deferred = config_bool(func, "epilogue_deferred")?.unwrap_or(false);
+    let pipelined = schedule == Schedule::Pipeline.word();
+    let foreign = if pipelined { [("stream_k", stream_k), ("epilogue_deferred", deferred)] } else { [("splits", split), ("raster_group", order)] };
+    if let Some((key, _)) = foreign.iter().find(|(_, set)| *set) {
+        let needs = if pipelined { "a persistent schedule" } else { "the plain pipeline" };
+        return Err(Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' needs {needs}, not schedule \"{schedule}\"")));
+    }
+    Ok(if pipelined {
+        let stages = config_int(func, "stages")?.ok_or_else(|| Diagnostic::error(func.loc.clone(), "tile.config has no 'stages'"))?;
+        let pipeline = if stages != 1 { "tile-pipeline," } else { "" };
+        let split = if split { "tile-split-k," } else { "" };
+        let order = if order { "tile-rasterize," } else { "" };
+        format!("tile-canonicalize,tile-assign-layouts,{order}{split}{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
+    } else {
+        let stream_k = if stream_k { "tile-stream-k," } else { "" };
+        let deferred = if deferred { "tile-defer-epilogue," } else { "" };
+        format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-canonicalize,tile-licm")
     })
 }
 

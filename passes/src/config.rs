@@ -17,6 +17,30 @@ pub fn config_int(func: &Function, key: &str) -> Result<Option<i64>, Diagnostic>
     }
 }
 
+/// A flag of the function's `tile.config` (`epilogue_deferred`); `None`
+/// without the entry. Any other value is an error located at the function.
+pub fn config_bool(func: &Function, key: &str) -> Result<Option<bool>, Diagnostic> {
+    let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return Ok(None) };
+    match d.get(key) {
+        None => Ok(None),
+        Some(Attribute::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' must be true or false"))),
+    }
+}
+
+/// An integer of the function's `tile.config` within `range` (what the
+/// pass option of the same name accepts); `None` without the entry. Any
+/// other value is an error located at the function, as in [`config_int`].
+pub fn config_int_in(func: &Function, key: &str, range: std::ops::RangeInclusive<i64>) -> Result<Option<i64>, Diagnostic> {
+    match config_int(func, key)? {
+        Some(v) if !range.contains(&v) => Err(Diagnostic::error(
+            func.loc.clone(),
+            format!("tile.config's '{key}' must be from {} to {}, found {v}", range.start(), range.end()),
+        )),
+        v => Ok(v),
+    }
+}
+
 /// A word of the function's `tile.config` (`schedule`, `epilogue`), one of
 /// `allowed`; `None` without the entry. Any other value is an error located
 /// at the function: a hand-written config must not quietly mean something
