@@ -130,11 +130,11 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
     let Some(func) = module.functions.iter().find(|f| config_of(f).is_some()) else {
         return Ok(fallback.to_string());
     };
-    let schedules = [Schedule::Pipeline, Schedule::WarpSpecialized { consumers: 0 }, Schedule::PingPong].map(Schedule::word);
-    let Some(schedule) = config_word(func, "schedule", &schedules)? else {
+    let Some(word) = config_word(func, "schedule", Schedule::WORDS)? else {
         return Err(Diagnostic::error(func.loc.clone(), "tile.config names no 'schedule': give one, or the program with parameters for config selection"));
     };
-    let cluster = match config_word(func, "cluster", &[Along::M.word(), Along::N.word(), Along::None.word()])? {
+    let schedule = Schedule::from_word(word, config_int(func, "consumers")?.unwrap_or(0)).expect("config_word checked the word");
+    let cluster = match config_word(func, "cluster", Along::WORDS)? {
         None | Some("none") => "",
         Some(_) => "tile-cluster-split,",
     };
@@ -142,11 +142,11 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
     let order = config_int(func, "raster_group")?.is_some_and(|g| g != 0);
     let stream_k = config_of(func).expect("found with a config").get("stream_k").is_some();
     let deferred = config_bool(func, "epilogue_deferred")?.unwrap_or(false);
-    let pipelined = schedule == Schedule::Pipeline.word();
+    let pipelined = schedule == Schedule::Pipeline;
     let foreign = if pipelined { [("stream_k", stream_k), ("epilogue_deferred", deferred)] } else { [("splits", split), ("raster_group", order)] };
     if let Some((key, _)) = foreign.iter().find(|(_, set)| *set) {
         let needs = if pipelined { "a persistent schedule" } else { "the plain pipeline" };
-        return Err(Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' needs {needs}, not schedule \"{schedule}\"")));
+        return Err(Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' needs {needs}, not schedule \"{word}\"")));
     }
     Ok(if pipelined {
         let stages = config_int(func, "stages")?.ok_or_else(|| Diagnostic::error(func.loc.clone(), "tile.config has no 'stages'"))?;
