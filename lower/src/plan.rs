@@ -652,3 +652,13 @@ fn dtype(e: ElemType) -> Option<DType> {
         ElemType::I1 | ElemType::Index => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    /// The box limit the IR verifier keeps is the one the runtime checks a
+    /// manifest's TMA descriptors against.
+    #[test]
+    fn tma_box_limits_agree() {
+        assert_eq!(tilec_dialects::nv::memory::MAX_TMA_BOX, i64::from(tilec_artifact::MAX_TMA_BOX_DIM));
+    }
+}

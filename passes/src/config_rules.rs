@@ -398,7 +398,7 @@ pub struct Machine {
 
 impl Machine {
     /// The H100 SXM: 132 SMs, 227 KiB of shared memory per block (opt-in).
-    pub const H100: Machine = Machine { sms: 132, smem_bytes: 232_448, sm_smem_bytes: 233_472, l2_bytes: 50 << 20 };
+    pub const H100: Machine = Machine { sms: 132, smem_bytes: crate::hopper::staging::SMEM_BUDGET_BYTES, sm_smem_bytes: 233_472, l2_bytes: 50 << 20 };
 
     /// CTAs using `smem_bytes` each that one SM holds at once (the hardware
     /// keeps 1 KiB of each CTA's shared memory for itself).
@@ -2402,5 +2402,11 @@ mod tests {
         let general = choose(&Problem { any_n: true, ..p }, &Machine::H100, &Pins::default()).unwrap();
         assert_eq!((general.config.epilogue.word(), general.config.stages), (GLOBAL, 4));
         assert!(choose(&Problem { m: 0, ..p }, &Machine::H100, &Pins::default()).unwrap_err().contains("must be positive"));
+    }
+
+    #[test]
+    fn config_selection_assumes_the_machine_model_by_default() {
+        let sms = crate::transforms::select_config::INFO.options.iter().find(|o| o.name == "sms").expect("an sms option");
+        assert_eq!(sms.default, Machine::H100.sms.to_string());
     }
 }
