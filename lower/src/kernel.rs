@@ -946,6 +946,8 @@ impl<'a> Lowerer<'a> {
         };
         let hint = self.hint(result);
         let lv = match &ty {
+            // `true` and `false` are i1 literals already: MLIR takes no type after them.
+            Type::Scalar(ElemType::I1) => Lv::Scalar { name: self.em.assign(&hint, format!("arith.constant {literal}")), elem },
             Type::Scalar(_) => {
                 Lv::Scalar { name: self.em.assign(&hint, format!("arith.constant {literal} : {}", mlir_type(elem))), elem }
             }
