@@ -165,7 +165,7 @@ pub(crate) fn run_tile_passes(
             dump_pipeline(flags, &full)?;
             run_passes(module, &full, flags, name, text)
         }
-        None if !request.is_given() && config_select::is_decided(module) => {
+        None if config_select::compiles_as_written(module, request) => {
             for func in &module.functions {
                 tilec_passes::transforms::select_config::check_decided(func).map_err(|d| d.render(name, text))?;
             }

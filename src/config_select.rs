@@ -104,6 +104,12 @@ pub fn is_decided(module: &Module) -> bool {
         && module.functions.iter().all(|f| config_of(f).is_some_and(|c| c.get("schedule").is_some()))
 }
 
+/// Whether `module` compiles with the config it holds: it [`is_decided`]
+/// and `request` asks for no new selection.
+pub fn compiles_as_written(module: &Module, request: &ConfigRequest) -> bool {
+    !request.is_given() && is_decided(module)
+}
+
 /// The `tile.config` a function carries, as a dictionary.
 fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
     match func.attrs.get("tile.config") {

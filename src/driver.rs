@@ -173,7 +173,7 @@ impl Timer {
 /// for a file that already holds a decision and no config flag, that it
 /// compiles as written.
 fn explain_config(module: &Module, request: &ConfigRequest) -> Result<String, String> {
-    if !request.is_given() && config_select::is_decided(module) {
+    if config_select::compiles_as_written(module, request) {
         return Ok(module
             .functions
             .iter()

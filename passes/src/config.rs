@@ -2,6 +2,8 @@
 //! function, read by the passes after it for the options their pipeline does
 //! not give, and whether a function still has block-size parameters to bind.
 
+use crate::options::OptionKind;
+use crate::registry::PassInfo;
 use tilec_dialects::ir::Attribute;
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, Function};
@@ -28,15 +30,16 @@ pub fn config_bool(func: &Function, key: &str) -> Result<Option<bool>, Diagnosti
     }
 }
 
-/// An integer of the function's `tile.config` within `range` (what the
-/// pass option of the same name accepts); `None` without the entry. Any
-/// other value is an error located at the function, as in [`config_int`].
-pub fn config_int_in(func: &Function, key: &str, range: std::ops::RangeInclusive<i64>) -> Result<Option<i64>, Diagnostic> {
+/// An integer of the function's `tile.config` that `pass` also takes as
+/// the integer option of the same name, within that option's range;
+/// `None` without the entry. Any other value is an error located at the
+/// function, as in [`config_int`].
+pub fn config_option(func: &Function, pass: &PassInfo, key: &str) -> Result<Option<i64>, Diagnostic> {
+    let Some(OptionKind::Int { min, max }) = pass.options.iter().find(|o| o.name == key).map(|o| o.kind) else {
+        unreachable!("'{key}' is an integer option of {}", pass.name)
+    };
     match config_int(func, key)? {
-        Some(v) if !range.contains(&v) => Err(Diagnostic::error(
-            func.loc.clone(),
-            format!("tile.config's '{key}' must be from {} to {}, found {v}", range.start(), range.end()),
-        )),
+        Some(v) if !(min..=max).contains(&v) => Err(Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' must be from {min} to {max}, found {v}"))),
         v => Ok(v),
     }
 }

@@ -817,9 +817,9 @@ fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, layout: 
 /// slower at 128x32768x512 (2 waves), and BF16 128x112 at 4096x4096x32 (one
 /// K block) 2.5% slower warp-specialised with 6 stages than pipelined with
 /// one.
-fn buffers_filled(problem: &Problem, machine: &Machine, c: &Config, tiles: i64, schedule: Schedule) -> i64 {
-    let k_blocks = ceil_div(problem.k, c.block_k);
-    let runs_ahead = schedule != Schedule::Pipeline && k_blocks > 1 && tiles * c.splits > RUN_AHEAD_MIN_WAVES * machine.sms;
+fn buffers_filled(problem: &Problem, machine: &Machine, schedule: Schedule, block_k: i64, tiles: i64, splits: i64) -> i64 {
+    let k_blocks = ceil_div(problem.k, block_k);
+    let runs_ahead = schedule != Schedule::Pipeline && k_blocks > 1 && tiles * splits > RUN_AHEAD_MIN_WAVES * machine.sms;
     if runs_ahead {
         STAGES_LIMIT
     } else {
@@ -857,7 +857,7 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
     let schedule = Schedule::Pipeline;
     let epilogue = epilogue_for(problem, bn, schedule);
     let layout = SmemLayout { tile: (bm, bn, bk), epilogue, scales: Scales::None, schedule, splits };
-    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, ceil_div(problem.k, bk))?;
+    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, buffers_filled(problem, machine, schedule, bk, tiles, splits))?;
     let smem = layout.with_scales(scales).smem_bytes(problem, stages);
     let num_warps = 4 * warpgroups;
     let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, cluster: Along::None, splits, raster_group: 0, stream_k: None, deferred_epilogue: false };
@@ -1357,7 +1357,7 @@ fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
     }
     let ws = warp_specialized(problem, machine, pins, best, 1)?;
     let layout = ws.config.smem_layout();
-    let stages = layout.stages_that_fit(problem, machine, STAGES_LIMIT, ceil_div(problem.k, ws.config.block_k))?;
+    let stages = layout.stages_that_fit(problem, machine, STAGES_LIMIT, buffers_filled(problem, machine, ws.config.schedule, ws.config.block_k, ws.tiles, ws.config.splits))?;
     let config = Config { stages, cluster: Along::M, ..ws.config };
     Some(Candidate { config, smem_bytes: layout.smem_bytes(problem, stages), ..ws })
 }
@@ -1662,7 +1662,7 @@ fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candida
     let c = from.config;
     let tile = (c.block_m, c.block_n, c.block_k);
     let layout = SmemLayout { tile, epilogue, scales: Scales::None, schedule, splits: c.splits };
-    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, buffers_filled(problem, machine, &c, from.tiles, schedule))?;
+    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, buffers_filled(problem, machine, schedule, c.block_k, from.tiles, c.splits))?;
     let config = Config { stages, num_warps, schedule, epilogue, scales, ..c };
     let rescheduled = Candidate { config, smem_bytes: layout.with_scales(scales).smem_bytes(problem, stages), reason: String::new(), ..from.clone() };
     Some(with_waves(problem, machine, rescheduled))

@@ -189,22 +189,13 @@ impl WarpSpecialize {
             self.pingpong = Some(schedule == Some(Schedule::PingPong.word()));
         }
         for (key, take) in self.from_config {
-            match crate::config::config_int_in(func, key, option_range(key))?.filter(|_| take) {
+            match crate::config::config_option(func, &INFO, key)?.filter(|_| take) {
                 Some(v) if key == "consumers" => self.consumers = v,
                 Some(v) => self.stages = v,
                 None => {}
             }
         }
         Ok(())
-    }
-}
-
-/// The values the integer option `name` accepts, which its `tile.config`
-/// entry must keep to as well.
-fn option_range(name: &str) -> std::ops::RangeInclusive<i64> {
-    match INFO.options.iter().find(|o| o.name == name).map(|o| o.kind) {
-        Some(OptionKind::Int { min, max }) => min..=max,
-        _ => unreachable!("'{name}' is an integer option of tile-warp-specialize"),
     }
 }
 
