@@ -15,7 +15,7 @@
 //! kt = j + s * per * st. The last splits may run fewer iterations, or none
 //! (K shorter than S blocks), and then contribute zeros.
 
-use crate::config::config_int;
+use crate::config::config_option;
 use crate::hopper::counting::trip_count;
 use crate::hopper::wgmma::next_op;
 use crate::k_range::{find_k_loop, guard_stores, restrict_k_loop, top_level_stores};
@@ -60,13 +60,10 @@ impl Pass for SplitK {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         if self.from_config {
-            self.splits = config_int(func, "splits")?.unwrap_or(1);
+            self.splits = config_option(func, &INFO, "splits")?.unwrap_or(1);
         }
         if self.splits == 1 {
             return Ok(());
-        }
-        if !(2..=MAX_SPLITS).contains(&self.splits) {
-            return Err(Diagnostic::error(func.loc.clone(), format!("tile.config's 'splits' must be from 1 to {MAX_SPLITS}, found {}", self.splits)));
         }
         for (attr, why) in [("grid", "a persistent kernel walks tiles itself"), ("cluster_dims", "the splits of a tile form the cluster")] {
             if func.attrs.get(attr).is_some() {
