@@ -1,13 +1,13 @@
 //! wgmma emission, for every pass that turns a dot on staged tiles into
 //! Hopper's asynchronous warpgroup MMA: how the dot reads A, the fence /
 //! wgmma / commit / wait sequence (and for a block-scaled dot, the
-//! promotion of each block's product), how many groups a loop may leave in
-//! flight, and the drain after the loop.
+//! promotion of each block's product and where its scales are read), how
+//! many groups a loop may leave in flight, and the drain after the loop.
 
 use super::dot::{DotScales, StagedDot};
 use super::staging::rows_window;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
-use tilec_dialects::nv::{LoadFragment, MbarrierArrive, ScaleAccumulate, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
+use tilec_dialects::nv::{LoadFragment, LoadShared, MbarrierArrive, ScaleAccumulate, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
 use tilec_dialects::{Layout, Location};
 use tilec_dialects::tile::{Constant, ConvertLayout};
 
@@ -134,6 +134,46 @@ pub fn promote_by_blocks(body: &mut Body, region: Region) {
             split.apply(body, promotion);
         }
     }
+}
+
+/// Moves each block-scaled dot's reads of its scales from the stage in
+/// `region` from before its wgmma to just before the wait for it, so that
+/// the reads' latency passes while the tensor cores work. Read before the
+/// fence, the scales' first use (their product, which ptxas places among
+/// the wgmma instructions) held back the issue of the rest of the group
+/// until the reads returned: moving them gained 1.1-1.9% at the 128x176
+/// block-scaled picks on the H100. The stage stays held: its release
+/// follows the wait.
+pub fn read_scales_behind_wgmma(body: &mut Body, region: Region) {
+    for op in body.walk_region(region) {
+        let Some(promotion) = ScaleAccumulate::of(body, op) else { continue };
+        for scale in [promotion.row_scale(body), promotion.col_scale(body)] {
+            let Some(read) = body.defining_op(scale).filter(|&d| LoadShared::of(body, d).is_some()) else { continue };
+            if let Some(wait) = wait_behind(body, read) {
+                body.remove_op(read);
+                body.insert_op_before(wait, read);
+            }
+        }
+    }
+}
+
+/// The first `nv.wgmma_wait` after `read` in its block, where only the
+/// fence, wgmma and commit that issue a group, other reads of a stage, and
+/// pure ops that do not use what `read` reads stand between them.
+fn wait_behind(body: &Body, read: Op) -> Option<Op> {
+    let block = body.ops[read].parent?;
+    let value = body.result(read, 0);
+    for &op in &body.blocks[block].ops[body.position_in_block(read) + 1..] {
+        if WgmmaWait::of(body, op).is_some() {
+            return Some(op);
+        }
+        let issues = WgmmaFence::of(body, op).is_some() || Wgmma::of(body, op).is_some() || WgmmaCommit::of(body, op).is_some();
+        let passable = issues || LoadShared::of(body, op).is_some() || body.is_pure_leaf(op);
+        if !passable || body.ops[op].operands.contains(&value) {
+            return None;
+        }
+    }
+    None
 }
 
 /// Which way [`promote_by_blocks`] splits a promotion.

@@ -48,7 +48,7 @@ use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::WARPS_PER_WARPGROUP;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, LoopSchedule};
 use crate::hopper::staging::{column_major_tensors, copies_scales, outermost_ancestor, rows_window, scales_option, RowShare, StagedBuffers, SCALES_OPTION};
-use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, replace_dot};
+use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, read_scales_behind_wgmma, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
@@ -572,6 +572,7 @@ impl Roles<'_> {
     fn finish_consumer(&self, body: &mut Body, k_loop: For, role_region: Region, half: i64, split: bool, c: Value) -> Result<(), Diagnostic> {
         self.retype_consumer(body, role_region, half);
         promote_by_blocks(body, role_region);
+        read_scales_behind_wgmma(body, role_region);
         if split {
             self.offset_row_tiles(body, role_region, c);
         }
