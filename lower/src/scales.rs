@@ -168,15 +168,18 @@ impl Source<'_> {
 
 /// Loads a tile of scales; `warpgroups` is what [`scale_layout`] gave.
 ///
-/// Reads of a stage are pinned where they stand (see [`pin`]): a
-/// block-scaled dot reads its scales between its wgmma's commit and the
-/// wait for it, and LLVM would otherwise sink the loads past the wait, to
-/// the promotion that uses them, putting their latency in front of it.
+/// Reads of a stage stay where they stand: an empty asm with side effects
+/// that may touch memory follows them, which LLVM keeps in order with the
+/// wgmma instructions and waits and does not move a load past. A
+/// warp-specialised consumer reads its scales between its wgmma's commit
+/// and the wait for it, and LLVM would otherwise sink the loads past the
+/// wait (an intrinsic that touches no memory) to the promotion that uses
+/// them, putting their latency in front of it. Loads nothing uses are
+/// still dropped.
 pub(crate) fn load(em: &mut Emitter, tile: &TileType, warpgroups: Option<i64>, thread: &ThreadCoords, src: &Source<'_>) -> Scales {
     let scales = read(em, tile, warpgroups, thread, src);
     if let Source::Shared { .. } = src {
-        let (Scales::Rows(values) | Scales::Whole(values)) = &scales;
-        pin(em, values);
+        em.line("llvm.inline_asm has_side_effects \"\", \"~{memory}\" : () -> ()");
     }
     scales
 }
@@ -327,16 +330,6 @@ fn gcd(a: i64, b: i64) -> i64 {
     }
 }
 
-/// Holds the f32 `values` computed at this point of the program: an empty
-/// asm with side effects that reads them, which LLVM keeps in order with
-/// the wgmma instructions and waits around it, as it cannot move a pure op
-/// past a use.
-fn pin(em: &mut Emitter, values: &[String]) {
-    let constraints = vec!["f"; values.len()].join(",");
-    let types = vec!["f32"; values.len()].join(", ");
-    em.line(format!("llvm.inline_asm has_side_effects \"\", \"{constraints}\" {} : ({types}) -> ()", values.join(", ")));
-}
-
 /// The promotion with each element's scale chosen by `scale_of(scales,
 /// col)` from one row's products with every block scale, `col` the first
 /// column of the element's 8-column group.
@@ -385,7 +378,9 @@ fn promote(
         }
     }
     if part != Part::Whole {
-        pin(em, &promoted);
+        let constraints = vec!["f"; promoted.len()].join(",");
+        let types = vec!["f32"; promoted.len()].join(", ");
+        em.line(format!("llvm.inline_asm has_side_effects \"\", \"{constraints}\" {} : ({types}) -> ()", promoted.join(", ")));
     }
     Frag { geom: g.clone(), elem: acc.elem, chunks }
 }
