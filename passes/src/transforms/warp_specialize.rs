@@ -17,8 +17,8 @@
 //!   its wgmma with `wait-depth` groups in flight (`auto_wait_depth`: none
 //!   where two consumers share each tile, one otherwise; always none for a
 //!   block-scaled dot, whose product is promoted at once, with its scales
-//!   read from the stage, or with `scales=prefetched` loaded one iteration
-//!   ahead), releases the stage the retired group read (the stage just read
+//!   read from the stage while its wgmma runs, or with `scales=prefetched`
+//!   loaded one iteration ahead), releases the stage the retired group read (the stage just read
 //!   when none stays in flight; lane 0 of each warp for it, or every thread
 //!   when the stage carries scales the threads read themselves), drains,
 //!   releases the last stage, and runs the epilogue. With two consumers
@@ -566,9 +566,9 @@ impl Roles<'_> {
     /// consumers sharing a tile, move to them; a block-scaled dot over more
     /// than 64 of them promotes them an m64 block at a time, one whose
     /// columns take several wgmma instructions an instruction's columns at
-    /// a time), the register loads its
-    /// stages do not carry run one iteration ahead, and consumers that take
-    /// turns at tiles take them.
+    /// a time, and reads its scales from the stage while its wgmma runs),
+    /// the register loads its stages do not carry run one iteration ahead,
+    /// and consumers that take turns at tiles take them.
     fn finish_consumer(&self, body: &mut Body, k_loop: For, role_region: Region, half: i64, split: bool, c: Value) -> Result<(), Diagnostic> {
         self.retype_consumer(body, role_region, half);
         promote_by_blocks(body, role_region);
