@@ -458,3 +458,79 @@ pub fn next_op(body: &Body, op: Op) -> Op {
     let block = body.ops[op].parent.expect("attached");
     body.blocks[block].ops[body.position_in_block(op) + 1]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilec_dialects::parse_module;
+
+    /// A consumer's K step over one stage, with `between` after its scale
+    /// reads and before the fence.
+    fn k_step(between: &str) -> String {
+        let mma = "#tile.mma<version = 3, warps_per_cta = [4, 1], instr_shape = [16, 128, 32]>";
+        let rows = format!("tensor<64x1xf32, #tile.slice<dim = 1, parent = {mma}>>");
+        let blocks = "tensor<1x1xf32, #tile.blocked<size_per_thread = [1, 1], threads_per_warp = [1, 32], warps_per_cta = [1, 4], order = [1, 0]>>";
+        let acc = format!("tensor<64x128xf32, {mma}>");
+        let fp8 = "!nv.smem<2x64x128xf8E4M3FN, #tile.nvmma_shared<swizzle = 128>>";
+        let b = "!nv.smem<2x128x128xf8E4M3FN, #tile.nvmma_shared<swizzle = 128>>";
+        format!(
+            r#"
+tile.func @f(%n: index) {{
+  %c0 = tile.constant 0 : index
+  %c1 = tile.constant 1 : index
+  %zero = tile.constant 0.0 : {acc}
+  %a_smem = nv.alloc_smem : {fp8}
+  %b_smem = nv.alloc_smem : {b}
+  %sa_smem = nv.alloc_smem : !nv.smem<2x64x1xf32, #tile.nvmma_shared<swizzle = 0>>
+  %sb_smem = nv.alloc_smem : !nv.smem<2x1x1xf32, #tile.nvmma_shared<swizzle = 0>>
+  %full = nv.alloc_mbarriers {{arrivals = 1}} : !nv.mbarrier<2>
+  %empty = nv.alloc_mbarriers {{arrivals = 128}} : !nv.mbarrier<2>
+  %r = tile.for %kt = %c0 to %n step %c1 iter_args(%acc_in = %zero) -> ({acc}) {{
+    %stage = tile.remsi %kt, %c1 : index
+    nv.mbarrier_wait %full[%stage], %c0 : !nv.mbarrier<2>
+    %sa = nv.load_shared %sa_smem[%stage] : !nv.smem<2x64x1xf32, #tile.nvmma_shared<swizzle = 0>> -> {rows}
+    %sb = nv.load_shared %sb_smem[%stage] : !nv.smem<2x1x1xf32, #tile.nvmma_shared<swizzle = 0>> -> {blocks}
+    {between}
+    nv.wgmma_fence
+    %d = nv.wgmma %a_smem[%stage], %b_smem[%stage], %zero {{transpose_b, zero_init}} : {fp8}, {b} -> {acc}
+    nv.wgmma_commit
+    %partial = nv.wgmma_wait 0, %d : {acc}
+    nv.mbarrier_arrive %empty[%stage] : !nv.mbarrier<2>
+    %acc_out = nv.scale_accumulate %acc_in, %partial, %sa, %sb : {acc}, {rows}, {blocks} -> {acc}
+    tile.yield %acc_out : {acc}
+  }}
+  tile.return
+}}
+"#
+        )
+    }
+
+    /// The opcodes of the K loop's body after [`read_scales_behind_wgmma`].
+    fn step_after_move(between: &str) -> Vec<&'static str> {
+        let mut module = parse_module(&k_step(between), "t.tile").unwrap();
+        let f = &mut module.functions[0];
+        read_scales_behind_wgmma(&mut f.body, f.region);
+        tilec_dialects::verifier::verify_function(f).unwrap();
+        let k_loop = f.body.walk_region(f.region).into_iter().find(|&o| f.body.opcode(o).name() == "tile.for").unwrap();
+        let block = f.body.entry_block(f.body.ops[k_loop].regions[0]);
+        f.body.blocks[block].ops.iter().map(|&o| f.body.opcode(o).name()).collect()
+    }
+
+    #[test]
+    fn scale_reads_move_between_the_commit_and_the_wait() {
+        let ops = step_after_move("");
+        let at = |name: &str| ops.iter().position(|&o| o == name).unwrap();
+        assert!(at("nv.wgmma_commit") < at("nv.load_shared"), "{ops:?}");
+        assert_eq!(&ops[at("nv.load_shared")..at("nv.wgmma_wait")], ["nv.load_shared", "nv.load_shared"]);
+    }
+
+    #[test]
+    fn scale_reads_stay_before_an_op_with_effects() {
+        // An arrive between the reads and the wgmma may release the stage:
+        // the reads must not pass it.
+        let ops = step_after_move("nv.mbarrier_arrive %empty[%stage] : !nv.mbarrier<2>");
+        let at = |name: &str| ops.iter().position(|&o| o == name).unwrap();
+        assert!(at("nv.load_shared") < at("nv.mbarrier_arrive"), "{ops:?}");
+        assert!(at("nv.load_shared") < at("nv.wgmma_fence"), "{ops:?}");
+    }
+}
