@@ -31,12 +31,12 @@ pub fn config_bool(func: &Function, key: &str) -> Result<Option<bool>, Diagnosti
 }
 
 /// An integer of the function's `tile.config` that `pass` also takes as
-/// the integer option of the same name, within that option's range;
-/// `None` without the entry. Any other value is an error located at the
-/// function, as in [`config_int`].
-pub fn config_option(func: &Function, pass: &PassInfo, key: &str) -> Result<Option<i64>, Diagnostic> {
-    let Some(OptionKind::Int { min, max }) = pass.options.iter().find(|o| o.name == key).map(|o| o.kind) else {
-        unreachable!("'{key}' is an integer option of {}", pass.name)
+/// its integer option `option` (mostly of the same name), within that
+/// option's range; `None` without the entry. Any other value is an error
+/// located at the function, as in [`config_int`].
+pub fn config_option(func: &Function, pass: &PassInfo, option: &str, key: &str) -> Result<Option<i64>, Diagnostic> {
+    let Some(OptionKind::Int { min, max }) = pass.options.iter().find(|o| o.name == option).map(|o| o.kind) else {
+        unreachable!("'{option}' is an integer option of {}", pass.name)
     };
     match config_int(func, key)? {
         Some(v) if !(min..=max).contains(&v) => Err(Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' must be from {min} to {max}, found {v}"))),

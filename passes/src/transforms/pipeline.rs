@@ -79,7 +79,7 @@ impl Pipeline {
                 format!("tile.config chose the '{other}' schedule, which tile-persistent and tile-warp-specialize run, not tile-pipeline (run the passes the config asks for, see --dump-pass-pipeline, or give tile-pipeline its stages)"),
             ));
         }
-        if let Some(stages) = crate::config::config_option(func, &INFO, "stages")?.filter(|_| self.from_config) {
+        if let Some(stages) = crate::config::config_option(func, &INFO, "stages", "stages")?.filter(|_| self.from_config) {
             self.stages = stages;
             self.wait_depth = self.wait_depth.min(stages - 1);
         }

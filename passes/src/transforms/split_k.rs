@@ -60,7 +60,7 @@ impl Pass for SplitK {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         if self.from_config {
-            self.splits = config_option(func, &INFO, "splits")?.unwrap_or(1);
+            self.splits = config_option(func, &INFO, "splits", "splits")?.unwrap_or(1);
         }
         if self.splits == 1 {
             return Ok(());

@@ -18,12 +18,12 @@
 //!   where two consumers share each tile, one otherwise; always none for a
 //!   block-scaled dot, whose product is promoted at once, with its scales
 //!   read from the stage while its wgmma runs, or with `scales=prefetched`
-//!   loaded one iteration ahead), releases the stage the retired group read (the stage just read
-//!   when none stays in flight; lane 0 of each warp for it, or every thread
-//!   when the stage carries scales the threads read themselves), drains,
-//!   releases the last stage, and runs the epilogue. With two consumers
-//!   each owns half of the M tile (a row window of A's buffer and of the
-//!   row scales' buffer) and stores its half.
+//!   loaded one iteration ahead), releases the stage the retired group read
+//!   (the stage just read when none stays in flight; lane 0 of each warp for
+//!   it, or every thread when the stage carries scales the threads read
+//!   themselves), drains, releases the last stage, and runs the epilogue.
+//!   With two consumers each owns half of the M tile (a row window of A's
+//!   buffer and of the row scales' buffer) and stores its half.
 //!
 //! Stages and phases count iterations from the kernel's start, so a
 //! persistent loop keeps them in step across tiles and the producer runs
@@ -189,7 +189,7 @@ impl WarpSpecialize {
             self.pingpong = Some(schedule == Some(Schedule::PingPong.word()));
         }
         for (key, take) in self.from_config {
-            match crate::config::config_option(func, &INFO, key)?.filter(|_| take) {
+            match crate::config::config_option(func, &INFO, key, key)?.filter(|_| take) {
                 Some(v) if key == "consumers" => self.consumers = v,
                 Some(v) => self.stages = v,
                 None => {}
