@@ -708,10 +708,16 @@ fn remove_unused_loads(body: &mut Body, block: Block) {
     }
 }
 
-/// An MMA layout held by one warpgroup (a consumer's).
+/// An MMA layout held by one warpgroup (a consumer's). Layouts assigned for
+/// warpgroups side by side along N (`num_warps = 8` over 64 rows) gave each
+/// a part of BLOCK_N; the one warpgroup covers them all, so its instruction
+/// N widens by as much, or each K step would issue narrower wgmma that
+/// ptxas serialises.
 fn one_warpgroup(mma: &Layout) -> Layout {
-    let Layout::Mma { version, instr_shape, .. } = mma else { unreachable!("callers match an MMA layout") };
-    Layout::Mma { version: *version, warps_per_cta: vec![4, 1], instr_shape: instr_shape.clone() }
+    let Layout::Mma { version, instr_shape, warps_per_cta } = mma else { unreachable!("callers match an MMA layout") };
+    let mut instr_shape = instr_shape.clone();
+    instr_shape[1] *= warps_per_cta[1];
+    Layout::Mma { version: *version, warps_per_cta: vec![4, 1], instr_shape }
 }
 
 fn cmp(b: &mut Builder<'_>, predicate: &str, lhs: Value, rhs: Value) -> Value {
