@@ -290,6 +290,14 @@ pub(crate) fn store(
 /// the fragment takes its columns from `column_offset` on (a chunk of a
 /// chunked epilogue): the fragment's 8-column groups inside that window,
 /// which the verifier keeps aligned to them.
+///
+/// A swizzled address is built as `(group ^ x) + y + c`: `x` and `y` are
+/// the thread's (its row's swizzle bits and chunk, its row and byte in the
+/// chunk), `group` an 8-column group's byte in its span and `c` a constant
+/// (the column block and the fragment row). XORing the whole offset instead
+/// left LLVM one loop-invariant address per stored pair, which it hoisted
+/// out of a persistent kernel's tile loop: at 128x192 a warpgroup they
+/// stayed live through the K loop and spilled.
 pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords, base: &str, smem: &super::plan::SmemGeom, column_offset: i64) {
     let g = &frag.geom;
     let ty = frag.chunk_type(em);
@@ -306,16 +314,13 @@ pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords,
     let col_bytes = em.binop("col_b", "arith.muli", &thread.col, &c_eb, "i32");
     let c_span = em.i32(span);
     let c_block = em.i32(smem.block_bytes());
-    let c7 = em.i32(7);
-    let c4 = em.i32(4);
-    let c_mask = em.i32(span / 16 - 1);
+    let swizzled = (smem.swizzle != 0).then(|| swizzle_terms(em, &row_base, &col_bytes, span));
     let pair = format!("vector<2x{t}>");
     let i0 = em.i32(0);
     let i1 = em.i32(1);
     for r in 0..g.m_blocks {
         for half in 0..2 {
-            let row = em.add_const("srow", &row_base, g.block_row(r) + 8 * half, "i32");
-            let row_off = em.binop("srow_off", "arith.muli", &row, &c_span, "i32");
+            let row_shift = g.block_row(r) + 8 * half;
             for nb in 0..g.n_blocks {
                 let chunk = &frag.chunks[(r * g.n_blocks + nb) as usize];
                 for j in 0..g.instr_n / 8 {
@@ -323,18 +328,24 @@ pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords,
                     if !(0..smem.cols).contains(&column) {
                         continue;
                     }
-                    let byte = em.add_const("sbyte", &col_bytes, column * eb, "i32");
-                    let blk = em.binop("sblk", "arith.divui", &byte, &c_span, "i32");
-                    let within = em.binop("sin", "arith.remui", &byte, &c_span, "i32");
-                    let blk_off = em.binop("sblk_off", "arith.muli", &blk, &c_block, "i32");
-                    let off = em.binop("soff", "arith.addi", &blk_off, &row_off, "i32");
-                    let mut off = em.binop("soff", "arith.addi", &off, &within, "i32");
-                    if smem.swizzle != 0 {
-                        let line = em.binop("sline", "arith.shrui", &off, &c7, "i32");
-                        let bits = em.binop("sbits", "arith.andi", &line, &c_mask, "i32");
-                        let xor = em.binop("sxor", "arith.shli", &bits, &c4, "i32");
-                        off = em.binop("soff", "arith.xori", &off, &xor, "i32");
-                    }
+                    let off = match &swizzled {
+                        Some(terms) => {
+                            let group = em.i32(column * eb % span);
+                            let chunk_off = em.binop("schunk", "arith.xori", &group, &terms.row_bits, "i32");
+                            let off = em.binop("soff", "arith.addi", &chunk_off, &terms.row_and_byte, "i32");
+                            em.add_const("soff", &off, column * eb / span * smem.block_bytes() + row_shift * span, "i32")
+                        }
+                        None => {
+                            let row = em.add_const("srow", &row_base, row_shift, "i32");
+                            let row_off = em.binop("srow_off", "arith.muli", &row, &c_span, "i32");
+                            let byte = em.add_const("sbyte", &col_bytes, column * eb, "i32");
+                            let blk = em.binop("sblk", "arith.divui", &byte, &c_span, "i32");
+                            let within = em.binop("sin", "arith.remui", &byte, &c_span, "i32");
+                            let blk_off = em.binop("sblk_off", "arith.muli", &blk, &c_block, "i32");
+                            let off = em.binop("soff", "arith.addi", &blk_off, &row_off, "i32");
+                            em.binop("soff", "arith.addi", &off, &within, "i32")
+                        }
+                    };
                     let p = em.assign("sp", format!("llvm.getelementptr {base}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"));
                     let i = 4 * j + 2 * half;
                     let v0 = em.assign("v", format!("llvm.extractvalue {chunk}[{i}] : {ty}"));
@@ -347,4 +358,38 @@ pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords,
             }
         }
     }
+}
+
+/// A thread's share of its swizzled shared-memory addresses (`store_shared`).
+struct SwizzleTerms {
+    /// The row's swizzle bits, already XORed with the thread's 16-byte chunk
+    /// within its 8-column group: `((row * span >> 7) & (span/16 - 1)) << 4
+    /// ^ (byte & ~15)`.
+    row_bits: String,
+    /// `row * span + (byte & 15)`.
+    row_and_byte: String,
+}
+
+/// The terms of a thread's swizzled addresses, from its first row and its
+/// byte within an 8-column group. Rows 8 apart share the swizzle bits (the
+/// pattern repeats every 8 rows of 128 bytes), so every row the thread
+/// stores takes its first row's; and a group's bytes (a multiple of its
+/// 8 * eb bytes, at most the span) never carry into the thread's, so the
+/// XOR and the sums commute with the chunk's place in the span.
+fn swizzle_terms(em: &mut Emitter, row_base: &str, col_bytes: &str, span: i64) -> SwizzleTerms {
+    let c_span = em.i32(span);
+    let c7 = em.i32(7);
+    let c4 = em.i32(4);
+    let c_mask = em.i32(span / 16 - 1);
+    let c_chunk = em.i32(!15);
+    let c_byte = em.i32(15);
+    let row_off = em.binop("srow_off", "arith.muli", row_base, &c_span, "i32");
+    let line = em.binop("sline", "arith.shrui", &row_off, &c7, "i32");
+    let bits = em.binop("sbits", "arith.andi", &line, &c_mask, "i32");
+    let xor = em.binop("sxor", "arith.shli", &bits, &c4, "i32");
+    let thread_chunk = em.binop("schunk_t", "arith.andi", col_bytes, &c_chunk, "i32");
+    let row_bits = em.binop("sxor_t", "arith.xori", &xor, &thread_chunk, "i32");
+    let byte = em.binop("sbyte_t", "arith.andi", col_bytes, &c_byte, "i32");
+    let row_and_byte = em.binop("srow_b", "arith.addi", &row_off, &byte, "i32");
+    SwizzleTerms { row_bits, row_and_byte }
 }
