@@ -393,3 +393,97 @@ fn swizzle_terms(em: &mut Emitter, row_base: &str, col_bytes: &str, span: i64) -
     let row_and_byte = em.binop("srow_b", "arith.addi", &row_off, &byte, "i32");
     SwizzleTerms { row_bits, row_and_byte }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::SmemGeom;
+    use std::collections::HashMap;
+
+    /// Evaluates the i32 `arith` ops `store_shared` emits, for one thread,
+    /// and returns the byte offset of each `llvm.getelementptr`, in order.
+    fn emitted_offsets(text: &str, inputs: &[(&str, i64)]) -> Vec<i64> {
+        let mut env: HashMap<String, i64> = inputs.iter().map(|&(n, v)| (n.to_string(), v)).collect();
+        let mut offsets = Vec::new();
+        for line in text.lines().map(str::trim) {
+            let Some((name, rhs)) = line.split_once(" = ") else { continue };
+            let mut words = rhs.split_whitespace();
+            let op = words.next().unwrap_or_default();
+            if op == "llvm.getelementptr" {
+                let index = rhs.split_once('[').and_then(|(_, r)| r.split_once(']')).map(|(i, _)| i).expect("an index");
+                offsets.push(env[index]);
+                continue;
+            }
+            let operands: Vec<&str> = words.take_while(|w| *w != ":").map(|w| w.trim_end_matches(',')).collect();
+            let value = |i: usize| env[operands[i]];
+            let result = match op {
+                "arith.constant" => operands[0].parse().expect("an integer constant"),
+                "arith.addi" => value(0) + value(1),
+                "arith.muli" => value(0) * value(1),
+                "arith.xori" => value(0) ^ value(1),
+                "arith.andi" => value(0) & value(1),
+                "arith.shrui" => value(0) >> value(1),
+                "arith.shli" => value(0) << value(1),
+                "arith.divui" => value(0) / value(1),
+                "arith.remui" => value(0) % value(1),
+                _ => continue,
+            };
+            env.insert(name.to_string(), result);
+        }
+        offsets
+    }
+
+    /// The offset TMA reads (row, byte) of a stage at: the column block,
+    /// the row in it, and the 16-byte chunk XORed with the line's row bits.
+    fn tma_offset(smem: &SmemGeom, row: i64, byte: i64) -> i64 {
+        let span = smem.span();
+        let off = byte / span * smem.block_bytes() + row * span + byte % span;
+        if smem.swizzle == 0 {
+            return off;
+        }
+        off ^ (((off >> 7) & (span / 16 - 1)) << 4)
+    }
+
+    #[test]
+    fn store_shared_writes_where_tma_reads() {
+        // (element, columns, swizzle, wgmma N, first column stored)
+        let cases = [
+            (ElemType::BF16, 192, 128, 192, 0),
+            (ElemType::BF16, 176, 32, 176, 0),
+            (ElemType::BF16, 160, 64, 160, 0),
+            (ElemType::BF16, 64, 128, 128, 64),
+            (ElemType::BF16, 128, 0, 64, 0),
+            (ElemType::F32, 64, 128, 64, 0),
+            (ElemType::F32, 32, 0, 32, 0),
+        ];
+        for (elem, cols, swizzle, instr_n, column_offset) in cases {
+            let smem = SmemGeom { rows: 128, cols, elem, swizzle };
+            let frag_cols = cols + column_offset;
+            let geom = FragGeom { rows: 128, cols: frag_cols, warpgroups: 1, m_blocks: 2, instr_n, n_blocks: frag_cols / instr_n, instr_k: 16 };
+            let frag = Frag { chunks: (0..geom.m_blocks * geom.n_blocks).map(|i| format!("%chunk{i}")).collect(), geom, elem };
+            let thread = ThreadCoords { wg: None, row: "%row".into(), col: "%col".into() };
+            let mut em = Emitter::new(0);
+            store_shared(&mut em, &frag, &thread, "%base", &smem, column_offset);
+            let text = em.finish();
+            for lane in 0..128 {
+                let (row, col) = (16 * (lane / 32) + lane % 32 / 4, 2 * (lane % 4));
+                let mut expected = Vec::new();
+                for r in 0..frag.geom.m_blocks {
+                    for half in 0..2 {
+                        for nb in 0..frag.geom.n_blocks {
+                            for j in 0..instr_n / 8 {
+                                let column = nb * instr_n + 8 * j - column_offset;
+                                if (0..cols).contains(&column) {
+                                    let bytes = (col + column) * smem.elem_bytes();
+                                    expected.push(tma_offset(&smem, row + frag.geom.block_row(r) + 8 * half, bytes));
+                                }
+                            }
+                        }
+                    }
+                }
+                let got = emitted_offsets(&text, &[("%row", row), ("%col", col)]);
+                assert_eq!(got, expected, "{elem:?} {cols} columns, {swizzle}-byte swizzle, lane {lane}");
+            }
+        }
+    }
+}
