@@ -10,7 +10,7 @@
 
 use super::emitter::{mlir_type, Emitter};
 use super::fragment::{Frag, ThreadCoords};
-use tilec_dialects::tile::dot::SCALE_BLOCK_N;
+use tilec_dialects::tile::dot::{grid_offset_grain, SCALE_BLOCK_N};
 use tilec_dialects::{ElemType, Layout, TileType};
 
 /// A register tile of scales as the lowering holds it.
@@ -270,7 +270,7 @@ pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, row
         ColumnBlocks::Known(offset) => promote(em, acc, partial, rows, blocks, part, &|scales, col| scales[block_at(offset + col, last)].clone()),
         ColumnBlocks::Dynamic { offset, step } => {
             let Some(cases) = offset_cases(*step, blocks.len() as i64) else {
-                trap_unless_case(em, offset, gcd(*step, SCALE_BLOCK_N));
+                trap_unless_case(em, offset, grid_offset_grain(*step));
                 return promote(em, acc, partial, rows, blocks, part, &|scales, col| scales[block_at(col, last)].clone());
             };
             let types = vec![acc.chunk_type(em); acc.chunks.len()];
@@ -296,7 +296,7 @@ pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, row
 /// groups alike (a tile as wide as a divisor of 128 never leaves its block).
 pub(crate) fn offset_cases(cols: i64, blocks: i64) -> Option<Vec<i64>> {
     let last = blocks - 1;
-    let cases: Vec<i64> = (0..SCALE_BLOCK_N).step_by(gcd(cols, SCALE_BLOCK_N) as usize).collect();
+    let cases: Vec<i64> = (0..SCALE_BLOCK_N).step_by(grid_offset_grain(cols) as usize).collect();
     let blocks_of = |known: i64| (0..cols).step_by(8).map(|col| block_at(known + col, last)).collect::<Vec<_>>();
     cases.iter().any(|&known| blocks_of(known) != blocks_of(0)).then_some(cases)
 }
@@ -320,14 +320,6 @@ fn trap_unless_case(em: &mut Emitter, offset: &str, grain: i64) {
 /// at most `last`.
 fn block_at(at: i64, last: i64) -> usize {
     (at / SCALE_BLOCK_N).clamp(0, last) as usize
-}
-
-fn gcd(a: i64, b: i64) -> i64 {
-    if b == 0 {
-        a.abs()
-    } else {
-        gcd(b, a % b)
-    }
 }
 
 /// The promotion with each element's scale chosen by `scale_of(scales,

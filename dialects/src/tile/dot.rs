@@ -61,6 +61,24 @@ pub fn blocks_covering(rows: i64) -> i64 {
     (rows + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N
 }
 
+/// The offsets into a block of [`SCALE_BLOCK_N`] rows at which a grid of
+/// tiles `rows` wide starts its tiles are the multiples of this,
+/// gcd(rows, [`SCALE_BLOCK_N`]).
+pub fn grid_offset_grain(rows: i64) -> i64 {
+    let (mut a, mut b) = (rows.abs(), SCALE_BLOCK_N);
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// The most blocks of [`SCALE_BLOCK_N`] rows one tile of a grid of tiles
+/// `rows` wide touches: 2 for 160 or 192 rows, 3 for 176 (a tile starting
+/// 112 rows into a block).
+pub fn blocks_from_grid_offsets(rows: i64) -> i64 {
+    blocks_covering(SCALE_BLOCK_N - grid_offset_grain(rows) + rows)
+}
+
 /// The most blocks of [`SCALE_BLOCK_N`] rows that `rows` consecutive rows
 /// starting at any row of a block touch.
 pub fn blocks_from_any_offset(rows: i64) -> i64 {
@@ -128,4 +146,18 @@ pub(super) fn verify_convert_layout(body: &Body, op: Op) -> Result<(), String> {
         return Err("input and result must differ only in layout".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grid_of_tiles_starts_them_at_multiples_of_the_grain() {
+        // (tile rows, grain, blocks one tile touches)
+        let table = [(64, 64, 1), (112, 16, 2), (128, 128, 1), (160, 32, 2), (176, 16, 3), (192, 64, 2), (208, 16, 3), (256, 128, 2)];
+        for (rows, grain, blocks) in table {
+            assert_eq!((grid_offset_grain(rows), blocks_from_grid_offsets(rows)), (grain, blocks), "{rows} rows");
+        }
+    }
 }
