@@ -312,9 +312,11 @@ pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords,
     }
     let c_eb = em.i32(eb);
     let col_bytes = em.binop("col_b", "arith.muli", &thread.col, &c_eb, "i32");
-    let c_span = em.i32(span);
-    let c_block = em.i32(smem.block_bytes());
-    let swizzled = (smem.swizzle != 0).then(|| swizzle_terms(em, &row_base, &col_bytes, span));
+    let addressing = if smem.swizzle != 0 {
+        Addressing::Swizzled(swizzle_terms(em, &row_base, &col_bytes, span))
+    } else {
+        Addressing::Plain { span: em.i32(span), block: em.i32(smem.block_bytes()) }
+    };
     let pair = format!("vector<2x{t}>");
     let i0 = em.i32(0);
     let i1 = em.i32(1);
@@ -328,20 +330,20 @@ pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords,
                     if !(0..smem.cols).contains(&column) {
                         continue;
                     }
-                    let off = match &swizzled {
-                        Some(terms) => {
+                    let off = match &addressing {
+                        Addressing::Swizzled(terms) => {
                             let group = em.i32(column * eb % span);
                             let chunk_off = em.binop("schunk", "arith.xori", &group, &terms.row_bits, "i32");
                             let off = em.binop("soff", "arith.addi", &chunk_off, &terms.row_and_byte, "i32");
                             em.add_const("soff", &off, column * eb / span * smem.block_bytes() + row_shift * span, "i32")
                         }
-                        None => {
+                        Addressing::Plain { span: c_span, block: c_block } => {
                             let row = em.add_const("srow", &row_base, row_shift, "i32");
-                            let row_off = em.binop("srow_off", "arith.muli", &row, &c_span, "i32");
+                            let row_off = em.binop("srow_off", "arith.muli", &row, c_span, "i32");
                             let byte = em.add_const("sbyte", &col_bytes, column * eb, "i32");
-                            let blk = em.binop("sblk", "arith.divui", &byte, &c_span, "i32");
-                            let within = em.binop("sin", "arith.remui", &byte, &c_span, "i32");
-                            let blk_off = em.binop("sblk_off", "arith.muli", &blk, &c_block, "i32");
+                            let blk = em.binop("sblk", "arith.divui", &byte, c_span, "i32");
+                            let within = em.binop("sin", "arith.remui", &byte, c_span, "i32");
+                            let blk_off = em.binop("sblk_off", "arith.muli", &blk, c_block, "i32");
                             let off = em.binop("soff", "arith.addi", &blk_off, &row_off, "i32");
                             em.binop("soff", "arith.addi", &off, &within, "i32")
                         }
@@ -358,6 +360,14 @@ pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords,
             }
         }
     }
+}
+
+/// How `store_shared` computes a stored pair's offset in the stage.
+enum Addressing {
+    /// The thread's terms of a swizzled address.
+    Swizzled(SwizzleTerms),
+    /// Unswizzled: the span's and a column block's bytes, as constants.
+    Plain { span: String, block: String },
 }
 
 /// A thread's share of its swizzled shared-memory addresses (`store_shared`).
