@@ -17,6 +17,7 @@
 //! `G * r + wg`, as in Triton's MMA v3 layout.
 
 use super::emitter::{mlir_type, Emitter};
+use super::swizzle;
 use tilec_dialects::{ElemType, Layout, TileType};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -388,15 +389,10 @@ struct SwizzleTerms {
 /// XOR and the sums commute with the chunk's place in the span.
 fn swizzle_terms(em: &mut Emitter, row_base: &str, col_bytes: &str, span: i64) -> SwizzleTerms {
     let c_span = em.i32(span);
-    let c7 = em.i32(7);
-    let c4 = em.i32(4);
-    let c_mask = em.i32(span / 16 - 1);
     let c_chunk = em.i32(!15);
     let c_byte = em.i32(15);
     let row_off = em.binop("srow_off", "arith.muli", row_base, &c_span, "i32");
-    let line = em.binop("sline", "arith.shrui", &row_off, &c7, "i32");
-    let bits = em.binop("sbits", "arith.andi", &line, &c_mask, "i32");
-    let xor = em.binop("sxor", "arith.shli", &bits, &c4, "i32");
+    let xor = swizzle::bits(em, &row_off, span);
     let thread_chunk = em.binop("schunk_t", "arith.andi", col_bytes, &c_chunk, "i32");
     let row_bits = em.binop("sxor_t", "arith.xori", &xor, &thread_chunk, "i32");
     let byte = em.binop("sbyte_t", "arith.andi", col_bytes, &c_byte, "i32");
@@ -443,17 +439,6 @@ mod tests {
         offsets
     }
 
-    /// The offset TMA reads (row, byte) of a stage at: the column block,
-    /// the row in it, and the 16-byte chunk XORed with the line's row bits.
-    fn tma_offset(smem: &SmemGeom, row: i64, byte: i64) -> i64 {
-        let span = smem.span();
-        let off = byte / span * smem.block_bytes() + row * span + byte % span;
-        if smem.swizzle == 0 {
-            return off;
-        }
-        off ^ (((off >> 7) & (span / 16 - 1)) << 4)
-    }
-
     #[test]
     fn store_shared_writes_where_tma_reads() {
         // (element, columns, swizzle, wgmma N, first column stored)
@@ -484,8 +469,8 @@ mod tests {
                             for j in 0..instr_n / 8 {
                                 let column = nb * instr_n + 8 * j - column_offset;
                                 if (0..cols).contains(&column) {
-                                    let bytes = (col + column) * smem.elem_bytes();
-                                    expected.push(tma_offset(&smem, row + frag.geom.block_row(r) + 8 * half, bytes));
+                                    let logical = smem.offset_of(row + frag.geom.block_row(r) + 8 * half, col + column);
+                                    expected.push(swizzle::swizzled(logical, smem.swizzle));
                                 }
                             }
                         }

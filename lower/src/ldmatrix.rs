@@ -18,14 +18,11 @@
 //! chunk of one row, contiguous in every NVMMA layout.
 //!
 //! The chunk's address in a stage is the buffer layout's (see
-//! [`SmemGeom::offset_of`]) with the swizzle applied: the 128/64/32-byte
-//! swizzles XOR the 16-byte chunk index (address bits [4:6], [4:5], [4])
-//! with bits [7:9], [7:8], [7] (the row within the 8-row atom; every
-//! buffer, stage, column block and row window starts on an atom, so the
-//! offset in the stage swizzles like the absolute address).
+//! [`SmemGeom::offset_of`]) with the swizzle applied ([`swizzle::apply`]).
 
 use super::emitter::Emitter;
 use super::plan::Buffer;
+use super::swizzle;
 use tilec_dialects::{ElemType, Layout, TileType};
 
 /// The geometry of an A tile in registers.
@@ -99,21 +96,6 @@ pub(crate) struct Source<'a> {
     pub smem: &'a str,
 }
 
-/// `off ^ (((off >> 7) & (span / 16 - 1)) << 4)`: the swizzled offset of a
-/// 16-byte chunk (unchanged without swizzle).
-fn swizzle(em: &mut Emitter, off: &str, swizzle: i64) -> String {
-    if swizzle == 0 {
-        return off.to_string();
-    }
-    let c7 = em.i32(7);
-    let row = em.binop("atom_row", "arith.shrui", off, &c7, "i32");
-    let mask = em.i32(swizzle / 16 - 1);
-    let phase = em.binop("phase", "arith.andi", &row, &mask, "i32");
-    let c4 = em.i32(4);
-    let bits = em.binop("phase", "arith.shli", &phase, &c4, "i32");
-    em.binop("swz", "arith.xori", off, &bits, "i32")
-}
-
 /// Emits the `ldmatrix` of every m64 block and k step of a `rows x K`
 /// A tile. `tid` is the CTA thread index (`i32`) and `wg`, with several
 /// warpgroups sharing the tile, the warpgroup index.
@@ -161,7 +143,7 @@ pub(crate) fn load(em: &mut Emitter, geom: &AFragGeom, elem: ElemType, src: &Sou
     for r in 0..geom.m_blocks {
         for ks in 0..geom.k_steps {
             let logical = em.add_const("lm_off", &base, g.offset_of(64 * geom.warpgroups * r, ks * geom.instr_k), "i32");
-            let physical = swizzle(em, &logical, g.swizzle);
+            let physical = swizzle::apply(em, &logical, g.swizzle);
             let off = em.binop("lm_addr", "arith.addi", &stage_base, &physical, "i32");
             let ptr = em.assign("lm_ptr", format!("llvm.getelementptr {}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8", src.smem));
             chunks.push(em.assign(
@@ -174,47 +156,4 @@ pub(crate) fn load(em: &mut Emitter, geom: &AFragGeom, elem: ElemType, src: &Sou
         }
     }
     AFrag { geom: geom.clone(), elem, chunks }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::plan::SmemGeom;
-    use tilec_dialects::ElemType;
-
-    /// The swizzle of `ldmatrix::swizzle` on constants: chunk XOR atom row.
-    fn swizzled(off: i64, swizzle: i64) -> i64 {
-        if swizzle == 0 {
-            off
-        } else {
-            off ^ (((off >> 7) & (swizzle / 16 - 1)) << 4)
-        }
-    }
-
-    #[test]
-    fn swizzle_xors_the_chunk_with_the_row_in_the_atom() {
-        // 128 B: row r, chunk c -> chunk c ^ (r % 8).
-        let g = SmemGeom { rows: 128, cols: 64, elem: ElemType::BF16, swizzle: 128 };
-        for row in 0..16 {
-            for chunk in 0..8 {
-                let off = g.offset_of(row, 8 * chunk);
-                assert_eq!(swizzled(off, 128), row * 128 + 16 * (chunk ^ (row % 8)));
-            }
-        }
-        // 64 B: 64-byte rows, two per 128 bytes: chunk c ^ ((r / 2) % 4).
-        let g = SmemGeom { rows: 128, cols: 32, elem: ElemType::BF16, swizzle: 64 };
-        for row in 0..16 {
-            for chunk in 0..4 {
-                let off = g.offset_of(row, 8 * chunk);
-                assert_eq!(swizzled(off, 64), row * 64 + 16 * (chunk ^ ((row / 2) % 4)));
-            }
-        }
-        // 32 B: chunk c ^ ((r / 4) % 2).
-        let g = SmemGeom { rows: 128, cols: 16, elem: ElemType::BF16, swizzle: 32 };
-        for row in 0..16 {
-            for chunk in 0..2 {
-                let off = g.offset_of(row, 8 * chunk);
-                assert_eq!(swizzled(off, 32), row * 32 + 16 * (chunk ^ ((row / 4) % 2)));
-            }
-        }
-    }
 }

@@ -29,6 +29,7 @@ mod roles;
 mod scales;
 mod smem_rows;
 mod stream_k;
+mod swizzle;
 mod tma;
 mod wgmma;
 
