@@ -26,7 +26,10 @@
 //!    block (the program gives it the offset into the first) takes block N
 //!    128 unless, over more than two waves, the best tile of another width
 //!    takes at least 1% less time by waves x tiles an SM runs at once x
-//!    tile area: its K loop is then lowered once per offset. On
+//!    tile area: its K loop is then lowered once per offset. Over fewer
+//!    than 32 K blocks a width whose tiles span three scale blocks (176,
+//!    eight loop copies) is left out: 128x192 ran 1.8-6.8% faster than
+//!    128x176 at twelve shapes of 8 to 24 K blocks (H100, 2026-11-27). On
 //!    the H100 and H200 (2026-11-25) 128x176 against 128x128 was +18 to
 //!    +21% at 4096x2112x7168 (12 tiles across N instead of 16.5), +2.5 to
 //!    +6% at 4096x7168x16384 and 8192^3, level at 4096x7168x2048 and
@@ -600,10 +603,9 @@ const WIDE_TILE_MIN_N: i64 = 176;
 /// [`promotion_work`], in percent.
 const WIDE_TILE_WORK_PERCENT: i64 = 92;
 
-/// Rule 1: the fewest K blocks over which [`promotion_work`] counts a wide
-/// tile at less than its area when some of its tiles span three of B's
-/// scale blocks (block N 176).
-const WIDE_TILE_MIN_K_BLOCKS: i64 = 8;
+/// Rule 1: the fewest K blocks over which a block-scaled width whose tiles
+/// span three of B's scale blocks (block N 176) is a candidate.
+const THREE_BLOCK_SPAN_MIN_K_BLOCKS: i64 = 32;
 
 impl Config {
     /// What the configuration lays out in shared memory besides its stages.
@@ -1137,8 +1139,8 @@ fn every_block_n() -> Vec<i64> {
 
 /// Rule 1's block N for a block-scaled dot whose tiles of B need not start
 /// a scale block: one scale block (128), unless over more than two waves
-/// the best tile of any width takes at least 1% less [`promotion_work`]
-/// than the best 128 wide, or the best 128 wide runs in one wave and more
+/// the best tile of any width [`spans_few_scale_blocks`] allows takes at
+/// least 1% less [`promotion_work`] than the best 128 wide, or the best 128 wide runs in one wave and more
 /// tiles half a scale block wide would too (or no 128-wide tile fits the
 /// pins).
 fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins, block_ms: &[i64], bk: i64) -> i64 {
@@ -1151,8 +1153,10 @@ fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins
             .min_by(compare)
     };
     let half_block = SCALE_BLOCK_N / 2;
-    match (best_of(&[SCALE_BLOCK_N]), best_of(&every_block_n())) {
-        (Some(aligned), Some(any)) if aligned.waves > 2 && 100 * promotion_work(problem, &any) < 99 * promotion_work(problem, &aligned) => any.config.block_n,
+    let k_blocks = ceil_div(problem.k, bk);
+    let widths: Vec<i64> = every_block_n().into_iter().filter(|&bn| spans_few_scale_blocks(bn, k_blocks)).collect();
+    match (best_of(&[SCALE_BLOCK_N]), best_of(&widths)) {
+        (Some(aligned), Some(any)) if aligned.waves > 2 && 100 * promotion_work(&any) < 99 * promotion_work(&aligned) => any.config.block_n,
         (Some(aligned), _) if aligned.waves == 1 && best_of(&[half_block]).is_some_and(|half| half.waves == 1 && half.tiles > aligned.tiles) => half_block,
         (None, Some(any)) => any.config.block_n,
         _ => SCALE_BLOCK_N,
@@ -1161,9 +1165,9 @@ fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins
 
 /// The time a block-scaled candidate's waves take, in hundredths of
 /// [`wave_work`]: a tile at least [`WIDE_TILE_MIN_N`] columns wide whose
-/// warpgroups each promote one m64 block of rows, over at least
-/// [`WIDE_TILE_MIN_K_BLOCKS`] K blocks, counts [`WIDE_TILE_WORK_PERCENT`]%
-/// of its area: each promotion covers more of the tensor cores' work. On
+/// warpgroups each promote one m64 block of rows counts
+/// [`WIDE_TILE_WORK_PERCENT`]% of its area: each promotion covers more of
+/// the tensor cores' work. On
 /// the H100 (2026-11-26) 128x176 promoted in column halves ran 8-12% more
 /// elements a second than 128x128 at 4096^3, 4096x4096x7168 and
 /// 4096x24576x1536 (12 to 56 K blocks), and whole-width 128x176 3-7% more
@@ -1172,13 +1176,27 @@ fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins
 /// its promotions). Over 4 K blocks (2026-11-27) whole-width 128x176 ran
 /// 4-6% fewer than 128x128 at 4096x32768x512, 8192x16384x512,
 /// 4096x16384x512 and 2048x32768x512, and 128x192, whose tiles span at
-/// most two of B's scale blocks where 176's span three, 8-11% more: a
-/// tile spanning two counts as wide over any K.
-fn promotion_work(problem: &Problem, c: &Candidate) -> i64 {
-    let k_blocks = ceil_div(problem.k, c.config.block_k);
-    let long_enough = k_blocks >= WIDE_TILE_MIN_K_BLOCKS || blocks_from_grid_offsets(c.config.block_n) <= 2;
-    let wide = c.config.block_n >= WIDE_TILE_MIN_N && !promotes_by_row_blocks(&c.config) && long_enough;
+/// most two of B's scale blocks where 176's span three, 8-11% more: over
+/// fewer than [`THREE_BLOCK_SPAN_MIN_K_BLOCKS`] K blocks 176 is no
+/// candidate ([`spans_few_scale_blocks`]), and the wide tiles left count
+/// as wide over any K.
+fn promotion_work(c: &Candidate) -> i64 {
+    let wide = c.config.block_n >= WIDE_TILE_MIN_N && !promotes_by_row_blocks(&c.config);
     wave_work(c) * if wide { WIDE_TILE_WORK_PERCENT } else { 100 }
+}
+
+/// Whether block N `block_n` is a block-scaled candidate over `k_blocks`
+/// K blocks: its tiles span at most two of B's scale blocks, or the K loop
+/// is long enough ([`THREE_BLOCK_SPAN_MIN_K_BLOCKS`]) for a tile spanning
+/// three (176: eight K-loop copies, one per offset into a scale block) to
+/// pay. On the H100 (2026-11-27, two runs each) 128x192 ran faster than
+/// 128x176 at all twelve shapes of 8 to 24 K blocks measured, +1.8% at
+/// 2048x7168x3072 to +6.8% at 8192x2112x1024 (4096x7168x2048 +3.0%,
+/// 4096x7168x1024 +5.6%, 2048x7168x2048 +2.7%); over 32 K blocks and more
+/// 128x176 ran 4-7% ahead of 128x192 at 4096^3, 4096x4096x7168 and
+/// 4096x7168x16384 (2026-11-27, 04:01 UTC).
+fn spans_few_scale_blocks(block_n: i64, k_blocks: i64) -> bool {
+    blocks_from_grid_offsets(block_n) <= 2 || k_blocks >= THREE_BLOCK_SPAN_MIN_K_BLOCKS
 }
 
 /// The time rule 2's waves take, in elements of C an SM computes: waves
@@ -1929,8 +1947,15 @@ mod tests {
         // 128x128, but a tile that wide over 32 K blocks counts at 92%: 5%
         // less time.
         assert_eq!(block_n(scaled(4096, 4096, 4096)), 176);
-        // The same tiles over 4 K blocks count their whole area: 128 wide.
+        // Over 4 K blocks 176 is no candidate (its tiles span three scale
+        // blocks), and 6 waves of 128x192 take 3% more time than 8 of
+        // 128x128: 128 wide.
         assert_eq!(block_n(scaled(4096, 4096, 512)), 128);
+        // 10 waves of 128x176 or of 128x192 at N = 7168: 176 from 32 K
+        // blocks, 192 below.
+        assert_eq!(block_n(scaled(4096, 7168, 4096)), 176);
+        assert_eq!(block_n(scaled(4096, 7168, 31 * 128)), 192);
+        assert_eq!(block_n(scaled(4096, 7168, 2048)), 192);
         // 128x192's tiles span at most two scale blocks (128x176's three),
         // so they count as wide over 4 K blocks too: 42 waves of them take
         // 8% less time than 63 of 128x128.
@@ -1941,6 +1966,15 @@ mod tests {
         // One wave either way, twice the tiles at 64 columns: 64.
         assert_eq!(block_n(scaled(64, 4096, 7168)), 64);
         assert_eq!(block_n(scaled(128, 2112, 7168)), 64);
+    }
+
+    #[test]
+    fn only_a_long_k_takes_tiles_spanning_three_scale_blocks() {
+        assert!(!spans_few_scale_blocks(176, THREE_BLOCK_SPAN_MIN_K_BLOCKS - 1));
+        assert!(spans_few_scale_blocks(176, THREE_BLOCK_SPAN_MIN_K_BLOCKS));
+        for block_n in [64, 128, 144, 160, 192] {
+            assert!(spans_few_scale_blocks(block_n, 1), "{block_n}");
+        }
     }
 
     /// A persistent pick's clustered twin launches whole pairs of tiles, so
