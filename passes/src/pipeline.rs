@@ -17,11 +17,12 @@ pub struct PipelineEntry {
     pub options: PassOptions,
 }
 
-/// Parses and checks a pipeline string; errors name the offending pass or
-/// option.
+/// Parses and checks a pipeline string, bare or in the `builtin.module(...)`
+/// anchor that `--dump-pass-pipeline` prints (as mlir-opt takes back what it
+/// prints); errors name the offending pass or option.
 pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineEntry>, String> {
     let mut entries = Vec::new();
-    for item in split_top_level(text)? {
+    for item in split_top_level(without_module_anchor(text)?)? {
         let item = item.trim();
         if item.is_empty() {
             return Err(format!("empty pass name in pipeline '{text}'"));
@@ -48,6 +49,15 @@ pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineEntry>, String> {
 /// Creates the passes of a parsed pipeline.
 pub fn create_passes(entries: &[PipelineEntry]) -> Vec<Box<dyn Pass>> {
     entries.iter().map(|e| (e.info.create)(&e.options)).collect()
+}
+
+/// The passes inside `builtin.module(...)`, or `text` when it has no anchor:
+/// every tile and nv pass runs on the module, so that is the one anchor.
+fn without_module_anchor(text: &str) -> Result<&str, String> {
+    match text.trim().strip_prefix("builtin.module(") {
+        Some(inner) => inner.strip_suffix(')').ok_or_else(|| format!("'builtin.module(' is not closed by the pipeline's last character in '{text}'")),
+        None => Ok(text),
+    }
 }
 
 /// Splits on commas that are not inside `{...}`.
@@ -137,5 +147,16 @@ mod tests {
         assert!(err("tile-canonicalize{max-iterations=x}").contains("expects an integer from 1 to 1000, found 'x'"));
         assert!(err("tile-canonicalize{max-iterations=2 max-iterations=3}").contains("given twice"));
         assert!(err("tile-canonicalize{max-iterations=2").contains("unbalanced"));
+        assert!(err("builtin.module(tile-canonicalize").contains("'builtin.module(' is not closed"));
+        assert!(err("gpu.module(tile-canonicalize)").contains("unknown pass 'gpu.module(tile-canonicalize)'"));
+    }
+
+    #[test]
+    fn the_module_anchor_the_dump_prints_is_taken_back() {
+        let anchored = parse_pipeline(" builtin.module(tile-canonicalize{max-iterations=3},tile-licm) ").unwrap();
+        let names: Vec<&str> = anchored.iter().map(|e| e.info.name).collect();
+        assert_eq!(names, ["tile-canonicalize", "tile-licm"]);
+        assert_eq!(anchored[0].options.int("max-iterations"), 3);
+        assert!(parse_pipeline("builtin.module()").unwrap().is_empty());
     }
 }
