@@ -24,9 +24,12 @@ use tilec_dialects::{parse_module, verify_module, Diagnostic};
 use tilec_passes::{Instrumentation, PassError, PassManager};
 
 /// Per input. The slowest of 30,045 inputs took 0.21 s optimised and about
-/// 7 s unoptimised (the barrier verifier's simulation): the bound catches a
-/// blow-up, not a slow build.
-const TIME_BOUND: Duration = Duration::from_secs(if cfg!(debug_assertions) { 30 } else { 2 });
+/// 7 s unoptimised (the barrier verifier's simulation, 2026-11-24); since the
+/// block-scaled kernels grew, one that goes on to PTX takes up to 1.7 s
+/// optimised on a quiet two-core machine (CI's seed, 2026-11-27, 128x176 with
+/// eight K-loop copies) and up to 2.8 s with the cores busy. The bound
+/// catches a blow-up, not a slow build or a busy machine.
+const TIME_BOUND: Duration = Duration::from_secs(if cfg!(debug_assertions) { 30 } else { 5 });
 /// The stack of the tools' main thread.
 const STACK: usize = 8 << 20;
 const FILE: &str = "fuzz.tile";
@@ -97,7 +100,8 @@ struct Figures {
     compiled: u64,
     rejected: u64,
     ptx: u64,
-    slowest: Duration,
+    /// The longest an input took, and its name.
+    slowest: (Duration, String),
     failures: Vec<String>,
 }
 
@@ -113,7 +117,9 @@ impl Figures {
         });
         let (outcome, bytes, pipeline) = worker.expect("spawn").join().expect("the worker catches panics");
         let took = start.elapsed();
-        self.slowest = self.slowest.max(took);
+        if took > self.slowest.0 {
+            self.slowest = (took, name.to_string());
+        }
         let failure = match outcome {
             Outcome::Compiled => {
                 self.compiled += 1;
@@ -170,13 +176,14 @@ fn robustness() {
         figures.run(&format!("input {i} ({name})"), bytes, pipeline, i % 20 == 0);
     }
     println!(
-        "robustness: {} inputs (seed {seed:#x}): {} compiled ({} to PTX), {} rejected with a located error, {} failures; slowest {:?}",
+        "robustness: {} inputs (seed {seed:#x}): {} compiled ({} to PTX), {} rejected with a located error, {} failures; slowest {:?} ({})",
         figures.inputs,
         figures.compiled,
         figures.ptx,
         figures.rejected,
         figures.failures.len(),
-        figures.slowest
+        figures.slowest.0,
+        figures.slowest.1
     );
     assert!(figures.compiled > 0 && figures.rejected > 0, "the generator must produce both valid and invalid programs");
     assert!(figures.failures.is_empty(), "{} failure(s):\n{}", figures.failures.len(), figures.failures[..figures.failures.len().min(5)].join("\n"));
