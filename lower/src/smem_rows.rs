@@ -83,27 +83,7 @@ fn known_multiple(body: &Body, v: Value) -> i64 {
     let (lhs, rhs) = (known_multiple(body, bin.lhs(body)), known_multiple(body, bin.rhs(body)));
     match bin.opcode(body) {
         Opcode::TileMuli => lhs.saturating_mul(rhs),
-        Opcode::TileAddi | Opcode::TileSubi => gcd(lhs, rhs),
+        Opcode::TileAddi | Opcode::TileSubi => tile::arith::gcd(lhs, rhs),
         _ => 1,
-    }
-}
-
-fn gcd(a: i64, b: i64) -> i64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::gcd;
-
-    #[test]
-    fn gcd_treats_zero_as_a_multiple_of_everything() {
-        assert_eq!(gcd(0, 64), 64);
-        assert_eq!(gcd(64, 0), 64);
-        assert_eq!(gcd(64, 24), 8);
     }
 }

@@ -111,6 +111,17 @@ pub fn binary_int_fold(opcode: Opcode, a: i64, b: i64) -> Option<i64> {
     }
 }
 
+/// The greatest common divisor of `a` and `b` (of their magnitudes): the
+/// largest number both are known multiples of, so 0 (a multiple of
+/// everything) leaves the other.
+pub fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// Folds integer arithmetic on scalars: both operands constant, or an
 /// identity (`x + 0`, `x - 0`, `x * 1`, `x / 1`, `x * 0`).
 pub(super) fn fold_int_binary(body: &Body, op: Op, consts: &[Option<Attribute>]) -> Option<Folded> {
@@ -271,4 +282,17 @@ pub(super) fn fold_cmpi(body: &Body, op: Op, consts: &[Option<Attribute>]) -> Op
     let (a, b) = (consts[0].as_ref()?.as_int()?, consts[1].as_ref()?.as_int()?);
     let predicate = Cmpi::of(body, op)?.predicate(body);
     compare(predicate, a, b).map(|r| Folded::Constant(Attribute::Int(i64::from(r), ElemType::I1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gcd;
+
+    #[test]
+    fn gcd_treats_zero_as_a_multiple_of_everything() {
+        assert_eq!(gcd(0, 64), 64);
+        assert_eq!(gcd(64, 0), 64);
+        assert_eq!(gcd(64, 24), 8);
+        assert_eq!(gcd(-176, 128), 16);
+    }
 }

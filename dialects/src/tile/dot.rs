@@ -65,11 +65,7 @@ pub fn blocks_covering(rows: i64) -> i64 {
 /// tiles `rows` wide starts its tiles are the multiples of this,
 /// gcd(rows, [`SCALE_BLOCK_N`]).
 pub fn grid_offset_grain(rows: i64) -> i64 {
-    let (mut a, mut b) = (rows.abs(), SCALE_BLOCK_N);
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
+    super::arith::gcd(rows, SCALE_BLOCK_N)
 }
 
 /// The most blocks of [`SCALE_BLOCK_N`] rows one tile of a grid of tiles
