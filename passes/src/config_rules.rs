@@ -1140,9 +1140,9 @@ fn every_block_n() -> Vec<i64> {
 /// Rule 1's block N for a block-scaled dot whose tiles of B need not start
 /// a scale block: one scale block (128), unless over more than two waves
 /// the best tile of any width [`spans_few_scale_blocks`] allows takes at
-/// least 1% less [`promotion_work`] than the best 128 wide, or the best 128 wide runs in one wave and more
-/// tiles half a scale block wide would too (or no 128-wide tile fits the
-/// pins).
+/// least 1% less [`promotion_work`] than the best 128 wide, or the best
+/// 128 wide runs in one wave and more tiles half a scale block wide would
+/// too (or no 128-wide tile fits the pins).
 fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins, block_ms: &[i64], bk: i64) -> i64 {
     let best_of = |block_ns: &[i64]| {
         block_ms
@@ -1194,7 +1194,8 @@ fn promotion_work(c: &Candidate) -> i64 {
 /// 2048x7168x3072 to +6.8% at 8192x2112x1024 (4096x7168x2048 +3.0%,
 /// 4096x7168x1024 +5.6%, 2048x7168x2048 +2.7%); over 32 K blocks and more
 /// 128x176 ran 4-7% ahead of 128x192 at 4096^3, 4096x4096x7168 and
-/// 4096x7168x16384 (2026-11-27, 04:01 UTC).
+/// 4096x7168x16384 (2026-11-27, 04:01 UTC, when 128x192 still spilled 28
+/// bytes outside its K loop).
 fn spans_few_scale_blocks(block_n: i64, k_blocks: i64) -> bool {
     blocks_from_grid_offsets(block_n) <= 2 || k_blocks >= THREE_BLOCK_SPAN_MIN_K_BLOCKS
 }
