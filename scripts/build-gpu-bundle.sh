@@ -15,7 +15,7 @@
 #                                              scripts/gpu-variants-cluster.txt against their twins
 #
 # usage: scripts/build-gpu-bundle.sh [VARIANTS_FILE]
-#        scripts/build-gpu-bundle.sh --sweep [CANDIDATES [PROGRAM]]
+#        scripts/build-gpu-bundle.sh --sweep [CANDIDATES [PROGRAM [SHAPES_FILE]]]
 #        scripts/build-gpu-bundle.sh --sweep-clusters [PROGRAM]
 #   --sweep compiles, for each of the 20 benchmark shapes, the config selection's pick and
 #   the next CANDIDATES-1 configurations of its ranking (default 8 in all; `tilec compile
@@ -24,7 +24,8 @@
 #   one tilec-bench run and prints the pick's regret (its time over the fastest
 #   candidate's) and every candidate's ratio to the faster baseline. PROGRAM is
 #   examples/gemm_bf16.tile (default) or the block-scaled FP8
-#   examples/gemm_fp8_blockscaled.tile, timed against the FP8 baselines.
+#   examples/gemm_fp8_blockscaled.tile, timed against the FP8 baselines. SHAPES_FILE lists
+#   other shapes, MxNxK a line (scripts/draw-shapes.py draws them), instead of the 20.
 #   --sweep-clusters does the same for three kernels a shape: the pick (`S_r1`) and the pick
 #   with its CTAs pinned into 2-CTA clusters along M (`S_m`, multicasting B) and along N
 #   (`S_n`, multicasting A), `tilec compile --cluster m|n`.
@@ -34,6 +35,9 @@
 #   selection first, when PIPELINE is `-`); FLAGS pin the block sizes of a parametric program
 #   (`--param BLOCK_N=256`) or give the shape (`--shape MxNxK`); `#` starts a comment.
 #   TILEC_BUNDLE_PROFILE=debug uses debug builds (faster to build; the kernels are the same).
+#   TILEC_SWEEP_FLAGS='--ranking rules' adds tilec flags to every kernel of a sweep.
+#   TILEC_BUNDLE_DIR=DIR builds the bundle in DIR instead of .device/bundle, so that several
+#   bundles (a BF16 and an FP8 sweep, say) travel in one GPU call.
 #   A kernel whose PTX ptxas rejects, or that spills, serialises wgmma (C7519/C7517) or has its
 #   setmaxnreg ignored (C7508), fails the build; C7514 (wgmma serialised by accumulator reads)
 #   is reported.
@@ -41,7 +45,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 profile=${TILEC_BUNDLE_PROFILE:-release}
-out=.device/bundle
+out=${TILEC_BUNDLE_DIR:-.device/bundle}
 sweep=0
 benchmark_shapes() {
   printf '4096x4096x4096\n8192x8192x8192\n'
@@ -56,9 +60,10 @@ if [ "${1:-}" = --sweep ] || [ "${1:-}" = --sweep-clusters ]; then
   if [ "$1" = --sweep ]; then
     candidates=${2:-8}
     program=${3:-examples/gemm_bf16.tile}
-    benchmark_shapes | while read -r shape; do
+    shapes_file=${4:-}
+    if [ -n "$shapes_file" ]; then grep -v '^#' "$shapes_file"; else benchmark_shapes; fi | while read -r shape; do
       for r in $(seq 1 "$candidates"); do
-        echo "${shape}_r$r $program - --shape $shape --candidate $r"
+        echo "${shape}_r$r $program - --shape $shape --candidate $r ${TILEC_SWEEP_FLAGS:-}"
       done
     done >"$variants"
   else

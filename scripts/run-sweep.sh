@@ -6,6 +6,10 @@
 # run per shape, then prints the config selection's regret per shape (sweep-regret.py).
 # Logs and JSON go to $OUT. Every GPU command runs under `timeout`: a kernel that hangs
 # costs minutes of the lease, not the whole call (rc 124 in the log).
+# SWEEP_CHECKS=0 leaves out the odd-shape checks (tilec-bench still checks every kernel at its
+# shape), SWEEP_REPS=N times N rounds instead of tilec-bench's default, and SWEEP_NAME=NAME
+# names the files in $OUT (NAME-regret.txt, NAME-logs.tgz; default sweep), so that several
+# bundles' sweeps can run in one call.
 # usage: OUT=/tmp/out bash run-sweep.sh
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -14,6 +18,10 @@ cd "$(dirname "$0")"
 work=$(mktemp -d)
 
 dtype=$(cat sweep-dtype.txt)
+name=${SWEEP_NAME:-sweep}
+reps=()
+[ -n "${SWEEP_REPS:-}" ] && reps=(--reps "$SWEEP_REPS")
+[ "${SWEEP_CHECKS:-1}" = 0 ] || {
 echo "== the $dtype picks (and pinned variants) on odd shapes (M = 1, odd M; M, N and K not multiples of the tile)"
 for a in $(awk '$2 ~ /_r1$/ || $2 !~ /_r[0-9]+$/ { print $2 }' sweep.txt); do
   # FP8 rows of A and B are K bytes: TMA needs K to be a multiple of 16 there.
@@ -21,14 +29,15 @@ for a in $(awk '$2 ~ /_r1$/ || $2 !~ /_r[0-9]+$/ { print $2 }' sweep.txt); do
   timeout 180 bin/tilec-gpu-test "artifacts/$a" --shapes "$shapes" >"$work/check-$a.log" 2>&1
   echo "$a rc=$? $(grep -cw PASS "$work/check-$a.log") PASS $(grep -cw FAIL "$work/check-$a.log") FAIL"
 done
+}
 
 echo "== sweep"
 for shape in $(cut -d' ' -f1 sweep.txt | uniq); do
   arts=()
   for a in $(awk -v s="$shape" '$1 == s { print $2 }' sweep.txt); do arts+=(--artifact "artifacts/$a"); done
-  timeout 300 bin/tilec-bench "${arts[@]}" --shapes "$shape" --dtypes "$dtype" --json "$work/sweep-$shape.json" >"$work/sweep-$shape.log" 2>&1
+  timeout 300 bin/tilec-bench "${arts[@]}" --shapes "$shape" --dtypes "$dtype" "${reps[@]}" --json "$work/sweep-$shape.json" >"$work/sweep-$shape.log" 2>&1
   echo "$shape: bench rc=$?"
 done
-python3 sweep-regret.py sweep.txt "$work"/sweep-*.json | tee "$out/regret.txt"
+python3 sweep-regret.py sweep.txt "$work"/sweep-*.json | tee "$out/$name-regret.txt"
 # Only a few files come back from a GPU run: the logs and JSON travel as one archive.
-tar czf "$out/sweep-logs.tgz" -C "$work" .
+tar czf "$out/$name-logs.tgz" -C "$work" .
