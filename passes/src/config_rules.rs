@@ -277,6 +277,7 @@ use tilec_artifact::fewest_keeping_turns;
 use tilec_dialects::ir::{ElemType, TileType};
 use tilec_dialects::nv::memory::flat_box_rows_of;
 use tilec_dialects::tile::dot::{blocks_covering, blocks_from_grid_offsets, SCALE_BLOCK_N};
+use tilec_dialects::tile::reduce::MAX_SPLITS as SUM_SPLITS;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -692,6 +693,65 @@ impl fmt::Display for Config {
             self.num_warps,
             self.epilogue.word(),
         )
+    }
+}
+
+impl std::str::FromStr for Config {
+    type Err = String;
+
+    /// The configuration [`Config`]'s `Display` writes (and `--explain`
+    /// lists, with its ` sms=N` column, which is not part of it):
+    /// `128x256x64 stages=4 warps=12 ws2 persistent epilogue=tma epilogue_cols=64`.
+    fn from_str(text: &str) -> Result<Config, String> {
+        let bad = |what: &str| format!("config '{text}': {what}");
+        let mut words = text.split_whitespace();
+        let tile: Vec<i64> = words.next().unwrap_or_default().split('x').map(|d| d.parse().map_err(|_| bad("expected BMxBNxBK first"))).collect::<Result<_, _>>()?;
+        let [block_m, block_n, block_k] = tile[..] else { return Err(bad("expected BMxBNxBK first")) };
+        let mut config = Config {
+            block_m,
+            block_n,
+            block_k,
+            stages: 0,
+            num_warps: 0,
+            schedule: Schedule::Pipeline,
+            epilogue: Epilogue::Global,
+            scales: Scales::None,
+            cluster: Along::None,
+            splits: 1,
+            raster_group: 0,
+            stream_k: None,
+            deferred_epilogue: false,
+        };
+        let mut tma = false;
+        let mut columns = None;
+        for word in words {
+            let (key, value) = word.split_once('=').unwrap_or((word, ""));
+            let int = || value.parse::<i64>().map_err(|_| bad(&format!("'{key}' takes a number, found '{value}'")));
+            match key {
+                "stages" => config.stages = int()?,
+                "warps" => config.num_warps = int()?,
+                "pipeline" | "persistent" | "sms" => {}
+                "pingpong" => config.schedule = Schedule::PingPong,
+                "ws1" | "ws2" => config.schedule = Schedule::WarpSpecialized { consumers: if key == "ws1" { 1 } else { 2 } },
+                "epilogue" if value == "tma" || value == "global" => tma = value == "tma",
+                "epilogue_cols" => columns = Some(int()?),
+                "epilogue_deferred" => config.deferred_epilogue = true,
+                "scales" if value == "staged" => config.scales = Scales::Staged,
+                "scales" if value == "prefetched" => config.scales = Scales::Prefetched,
+                "cluster" if Along::WORDS.contains(&value) => config.cluster = Along::parse(value),
+                "splits" => config.splits = int()?,
+                "grouped" => config.raster_group = int()?,
+                "stream_k" if PieceOrder::WORDS.contains(&value) => config.stream_k = Some(PieceOrder::parse(value)),
+                _ => return Err(bad(&format!("unknown word '{word}'"))),
+            }
+        }
+        if config.stages < 1 || config.num_warps < 1 {
+            return Err(bad("needs stages=N and warps=N"));
+        }
+        if tma {
+            config.epilogue = Epilogue::Tma { columns: columns.unwrap_or(block_n) };
+        }
+        Ok(config)
     }
 }
 
@@ -1701,6 +1761,80 @@ fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candida
     Some(with_waves(problem, machine, rescheduled))
 }
 
+/// The configurations the cost model weighs besides [`rank`]'s, which the
+/// passes apply to any tile: each tile's K loop split over 2 to
+/// [`SUM_SPLITS`] CTAs of a cluster (as many as `tile.sum_splits` adds up)
+/// where they run in one wave, and, for one BF16 GEMM, each 128-row tile
+/// over two consumers with its last wave's tiles shared by K iterations
+/// over every SM (stream-K), which spreads a K loop over more CTAs than
+/// there are tiles. Those already in `ranked` are left out, and so are the
+/// stream-K widths whose consumers spill ([`STREAM_K_SPILLING_BLOCK_NS`]).
+pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candidate]) -> Vec<Candidate> {
+    let bk = pins.block_k.unwrap_or(problem.precision.block_k());
+    let k_blocks = ceil_div(problem.k, bk);
+    let block_ms: Vec<i64> = pins.block_m.map_or(BLOCK_MS.to_vec(), |m| vec![m]);
+    let block_ns: Vec<i64> = match pins.block_n {
+        Some(n) => vec![n],
+        None if problem.b_scale_rows.is_some() => Vec::new(),
+        None => every_block_n(),
+    };
+    let tiles = || block_ms.iter().flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn, bk)));
+    let unclustered = pins.cluster.is_none_or(|along| along == Along::None);
+    let mut found = Vec::new();
+    if problem.clusterable && !problem.varying_k && pins.cluster.is_none() {
+        for splits in 2..=SUM_SPLITS {
+            found.extend(
+                tiles()
+                    .filter(|_| k_blocks >= 2 * splits)
+                    .filter_map(|tile| tile_candidate(problem, machine, pins, tile, splits))
+                    .filter(|c| c.waves == 1 && c.tiles * splits <= split_capacity(machine, splits)),
+            );
+        }
+    }
+    let one_gemm = problem.clusterable && !problem.varying_k && !problem.any_n;
+    if problem.precision == Precision::Bf16 && one_gemm && unclustered {
+        for tile in tiles().filter(|&(bm, bn, _)| bm == 128 && !STREAM_K_SPILLING_BLOCK_NS.contains(&bn)) {
+            let Some(ws) = tile_candidate(problem, machine, pins, tile, 1).and_then(|c| warp_specialized(problem, machine, pins, &c, 2)) else {
+                continue;
+            };
+            if ws.tiles % machine.sms == 0 {
+                continue;
+            }
+            found.push(Candidate { config: Config { stream_k: Some(PieceOrder::InOrder), ..ws.config }, sms: machine.sms, ..ws });
+        }
+    }
+    let mut fresh: Vec<Candidate> = Vec::new();
+    for mut c in found {
+        c.config.raster_group = raster_group_for(problem, machine, &c);
+        if ranked.iter().chain(&fresh).all(|r| r.config != c.config) {
+            c.reason = "an alternative the rules do not rank: weighed by the cost model".to_string();
+            fresh.push(c);
+        }
+    }
+    fresh
+}
+
+/// Block N of the 128-row BF16 tiles whose two consumers spill registers
+/// under `tile-stream-k`'s index arithmetic, as `ptxas -v` reports it (32
+/// and 52 bytes; docs/cost-model.md): a kernel that spills is not a
+/// candidate.
+const STREAM_K_SPILLING_BLOCK_NS: [i64; 2] = [208, 240];
+
+/// `config`'s figures for `problem` (tiles, waves, the SMs it runs on,
+/// shared memory), as [`rank`] lists them: what the cost model reads of a
+/// configuration taken from elsewhere (a measurement, a tuning file).
+pub fn figures(problem: &Problem, machine: &Machine, config: Config) -> Candidate {
+    let tiles = ceil_div(problem.m, config.block_m) * ceil_div(problem.n, config.block_n);
+    let smem_bytes = config.smem_layout().smem_bytes(problem, config.stages);
+    let mut c = with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes, reason: String::new() });
+    if config.stream_k.is_some() {
+        c.sms = machine.sms;
+    } else if config.schedule != Schedule::Pipeline {
+        c.sms = persistent_sms(problem, machine, &config);
+    }
+    c
+}
+
 /// The pick: the first of [`rank`], or why there is none.
 pub fn choose(problem: &Problem, machine: &Machine, pins: &Pins) -> Result<Candidate, String> {
     check_pins(problem, pins)?;
@@ -1764,6 +1898,20 @@ mod tests {
 
     // Shared memory per stage is (BM + BN) * 64 * 2 bytes + an 8-byte barrier;
     // the TMA epilogue adds BM * BN * 2 bytes; the budget is 232448 bytes.
+    #[test]
+    fn a_config_reads_back_as_it_prints() {
+        for p in [bf16(4096, 4096, 4096), bf16(512, 512, 65536), bf16(64, 2112, 7168), fp8(4096, 7168, 16384), bf16(8192, 8192, 8192)] {
+            let ranked = rank(&p, &Machine::H100, &Pins::default());
+            for c in ranked.iter().chain(&alternatives(&p, &Machine::H100, &Pins::default(), &ranked)) {
+                let text = format!("{} sms={}", c.config, c.sms);
+                assert_eq!(text.parse::<Config>(), Ok(c.config), "{text}");
+            }
+        }
+        assert!("128x128 stages=4 warps=4".parse::<Config>().unwrap_err().contains("BMxBNxBK"));
+        assert!("128x128x64 stages=4 warps=4 pipeline fast".parse::<Config>().unwrap_err().contains("unknown word 'fast'"));
+        assert!("128x128x64 pipeline".parse::<Config>().unwrap_err().contains("stages"));
+    }
+
     #[test]
     fn benchmark_shapes() {
         let table: &[((i64, i64, i64), (i64, i64, i64, &str, i64, i64))] = &[

@@ -13,6 +13,7 @@ pub mod analysis;
 pub mod cluster;
 pub mod config;
 pub mod config_rules;
+pub mod cost_model;
 pub mod hopper;
 pub mod k_range;
 pub mod layout_rules;

@@ -23,6 +23,7 @@
 use crate::cluster::Along;
 use crate::config::config_int;
 use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Scales, Schedule};
+use crate::cost_model::{self, Prediction};
 use crate::hopper::staging::column_major_tensors;
 use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
@@ -53,6 +54,12 @@ pub const INFO: PassInfo = PassInfo {
             kind: OptionKind::Enum(&["auto", "m", "n", "none"]),
             default: "auto",
             help: "pin 2-CTA clusters along m or n, or none (auto: rule 10 ranks the pick in clusters as an alternative)",
+        },
+        OptionSpec {
+            name: "ranking",
+            kind: OptionKind::Enum(Ranking::WORDS),
+            default: "model",
+            help: "order the candidates by the cost model's predicted time (model), or by the numbered rules with the model's extra alternatives after them (rules)",
         },
         OptionSpec {
             name: "candidate",
@@ -86,6 +93,41 @@ pub struct SelectConfig {
     pub pins: Pins,
     /// The rank taken, 1 for the pick.
     pub candidate: usize,
+    /// How the candidates are ordered.
+    pub ranking: Ranking,
+}
+
+/// How `tile-select-config` orders the candidates it weighs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Ranking {
+    /// By the cost model's predicted time on the target.
+    #[default]
+    Model,
+    /// By the numbered rules (config_rules.rs), then the alternatives only
+    /// the model weighs: the order the rules' measurements were taken in.
+    Rules,
+}
+
+impl Ranking {
+    /// The option's words.
+    pub const WORDS: &'static [&'static str] = &["model", "rules"];
+
+    fn parse(word: &str) -> Ranking {
+        if word == "rules" {
+            Ranking::Rules
+        } else {
+            Ranking::Model
+        }
+    }
+}
+
+/// A candidate and the cost model's prediction for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Weighed {
+    /// The configuration with the figures that ranked it.
+    pub candidate: Candidate,
+    /// Its predicted time and what bounds it.
+    pub prediction: Prediction,
 }
 
 impl SelectConfig {
@@ -104,7 +146,18 @@ impl SelectConfig {
                 cluster: Some(o.word("cluster")).filter(|&w| w != "auto").map(Along::parse),
             },
             candidate: usize::try_from(o.int("candidate")).expect("option range"),
+            ranking: Ranking::parse(o.word("ranking")),
         }
+    }
+
+    /// The pass with its options' defaults.
+    pub fn default_for_target() -> SelectConfig {
+        SelectConfig { shape: None, sms: Machine::H100.sms, pins: Pins::default(), candidate: 1, ranking: Ranking::Model }
+    }
+
+    /// The GPU the configuration is chosen for.
+    pub fn machine(&self) -> Machine {
+        Machine { sms: self.sms, ..Machine::H100 }
     }
 
     /// The problem and pins for `func`, or `None` when it has no dot to
@@ -121,7 +174,7 @@ impl SelectConfig {
             pins.stages = config_int(func, "stages")?;
         }
         let (m, n, k) = self.shape.unwrap_or(DEFAULT_SHAPE);
-        let machine = Machine { sms: self.sms, ..Machine::H100 };
+        let machine = self.machine();
         let problem = Problem {
             m,
             n,
@@ -137,13 +190,36 @@ impl SelectConfig {
         Ok(Some((problem, pins, machine)))
     }
 
-    /// Every candidate weighed for `func`, best first (for `--explain`).
-    pub fn weigh(&self, func: &Function) -> Result<Vec<Candidate>, Diagnostic> {
+    /// Every candidate weighed for `func` with its predicted time, best
+    /// first in the pass's [`Ranking`] (for `--explain`).
+    pub fn weigh(&self, func: &Function) -> Result<Vec<Weighed>, Diagnostic> {
         let Some((problem, pins, machine)) = self.problem(func)? else {
             return Ok(Vec::new());
         };
         config_rules::check_pins(&problem, &pins).map_err(|e| Diagnostic::error(func.loc.clone(), e))?;
-        Ok(config_rules::rank(&problem, &machine, &pins))
+        let mut ranked = config_rules::rank(&problem, &machine, &pins);
+        let alternatives = config_rules::alternatives(&problem, &machine, &pins, &ranked);
+        ranked.extend(alternatives);
+        let (throughput, calibration) = cost_model::H200;
+        let mut weighed: Vec<Weighed> = ranked
+            .into_iter()
+            .map(|candidate| {
+                let prediction = cost_model::predict(&problem, &machine, &throughput, &calibration, &candidate);
+                Weighed { candidate, prediction }
+            })
+            .collect();
+        if self.ranking == Ranking::Model {
+            weighed.sort_by(|a, b| a.prediction.seconds.total_cmp(&b.prediction.seconds));
+            let best = weighed.first().map(|w| w.prediction.seconds).unwrap_or_default();
+            for (i, w) in weighed.iter_mut().enumerate() {
+                w.candidate.reason = if i == 0 {
+                    format!("picked: least predicted time, bound by {}", w.prediction.bound.word())
+                } else {
+                    format!("predicted {:+.1}% over the pick, bound by {}", 100.0 * (w.prediction.seconds / best - 1.0), w.prediction.bound.word())
+                };
+            }
+        }
+        Ok(weighed)
     }
 }
 
@@ -272,7 +348,7 @@ impl Pass for SelectConfig {
             ));
         }
         let count = ranked.len();
-        let Some(pick) = ranked.into_iter().nth(self.candidate - 1) else {
+        let Some(Weighed { candidate: pick, .. }) = ranked.into_iter().nth(self.candidate - 1) else {
             return Err(Diagnostic::error(func.loc.clone(), format!("candidate {} asked for, but only {count} configuration(s) were weighed", self.candidate)));
         };
         bind(func, &pick);

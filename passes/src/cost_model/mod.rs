@@ -1,0 +1,515 @@
+//! The cost model config selection ranks candidates by: a prediction of a
+//! candidate's time on the target from the problem shape and the
+//! configuration alone, with a handful of constants ([`Calibration`])
+//! fitted to GPU measurements (`tilec calibrate`, docs/cost-model.md).
+//!
+//! A kernel runs its CTAs in waves over the SMs. In each wave an SM runs
+//! its CTAs' K loops; a K block costs the larger of its MMA time (the
+//! tile's FLOPs over the SM's share of the tensor-core peak, at the
+//! schedule's efficiency, plus block-scaled FP8's promotion on the CUDA
+//! cores and a fixed issue cost) and the time its loads take to arrive
+//! with the stages in flight (latency over stages: Little's law). The wave
+//! cannot run faster than its operand bytes allow, either: the bytes all
+//! CTAs stage from L2, and the bytes L2 misses and HBM delivers, which
+//! depend on the tiles the wave covers (its footprint in the tile order) and
+//! on whether A and B stay in L2 between waves. Each tile adds its
+//! pipeline's fill and drain and its epilogue's stores (hidden by ping-pong
+//! consumers and the deferred epilogue), split-K adds the reduction of its
+//! partial tiles, stream-K the hand-over of its pieces, and every launch a
+//! fixed cost. The largest term of the main loop names what bounds the
+//! candidate.
+
+use crate::cluster::Along;
+use crate::config_rules::{Candidate, Machine, Precision, Problem, Schedule};
+use std::fmt;
+
+/// The model's fitted constants for one target. Each is positive; the fit
+/// (`tilec calibrate`) searches their logarithms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// Fraction of the tensor-core peak a K block's wgmma reaches in the
+    /// plain pipeline, where the same warps issue loads and MMAs.
+    pub mma_efficiency_pipeline: f64,
+    /// The same with a producer warpgroup and one consumer.
+    pub mma_efficiency_one_consumer: f64,
+    /// The same with two consumers sharing a tile.
+    pub mma_efficiency_two_consumers: f64,
+    /// The same with two consumers taking turns at whole tiles.
+    pub mma_efficiency_ping_pong: f64,
+    /// The factor block-scaled FP8's wgmma (k = 32, scales read beside
+    /// it) reaches of BF16's efficiency under the same schedule.
+    pub fp8_mma_efficiency: f64,
+    /// Seconds each K block costs a CTA besides its MMAs: barrier waits,
+    /// TMA issue, the loop's own instructions.
+    pub k_block_overhead_s: f64,
+    /// Block-scaled FP8's promotion, in FFMA issue slots per accumulator
+    /// element and K block, where one warpgroup both promotes and waits
+    /// for its wgmma.
+    pub promotion_serial: f64,
+    /// The same where a second consumer's wgmma runs meanwhile.
+    pub promotion_overlapped: f64,
+    /// Seconds from a TMA load's issue to its data in shared memory.
+    pub load_latency_s: f64,
+    /// Bytes per second all SMs together stage from L2.
+    pub l2_bytes_per_s: f64,
+    /// Fraction of the HBM bandwidth a GEMM's streaming reads reach.
+    pub hbm_efficiency: f64,
+    /// Seconds of a tile's pipeline fill and drain.
+    pub tile_overhead_s: f64,
+    /// Bytes per second one SM's epilogue stores.
+    pub store_bytes_per_s: f64,
+    /// Bytes per second one SM writes and reads partial f32 tiles (split-K
+    /// and stream-K's hand-over).
+    pub partial_bytes_per_s: f64,
+    /// The share of stream-K's operand reads that miss L2: its CTAs start
+    /// their pieces at spread K offsets, so the CTAs that read the same
+    /// rows of A or B seldom read them at the same time.
+    pub stream_k_miss_share: f64,
+    /// The p of the p-norm that combines times bounded by different
+    /// resources (MMA, load latency, L2, HBM): large where they overlap
+    /// perfectly, 1 where they add.
+    pub overlap_exponent: f64,
+    /// Seconds a launch costs before the first CTA runs.
+    pub launch_s: f64,
+}
+
+impl Calibration {
+    /// Starting values for a fit, from datasheets and microbenchmarks
+    /// published for Hopper; a target's fitted constants replace them.
+    pub const PRIOR: Calibration = Calibration {
+        mma_efficiency_pipeline: 0.75,
+        mma_efficiency_one_consumer: 0.8,
+        mma_efficiency_two_consumers: 0.85,
+        mma_efficiency_ping_pong: 0.85,
+        fp8_mma_efficiency: 0.9,
+        k_block_overhead_s: 30e-9,
+        promotion_serial: 1.0,
+        promotion_overlapped: 0.3,
+        load_latency_s: 1.0e-6,
+        l2_bytes_per_s: 10e12,
+        hbm_efficiency: 0.85,
+        tile_overhead_s: 1.5e-6,
+        store_bytes_per_s: 40e9,
+        partial_bytes_per_s: 40e9,
+        stream_k_miss_share: 0.5,
+        overlap_exponent: 4.0,
+        launch_s: 4e-6,
+    };
+
+    /// The constants as a vector, in [`Calibration::NAMES`]' order (the fit's search space).
+    pub fn to_vec(&self) -> Vec<f64> {
+        vec![
+            self.mma_efficiency_pipeline,
+            self.mma_efficiency_one_consumer,
+            self.mma_efficiency_two_consumers,
+            self.mma_efficiency_ping_pong,
+            self.fp8_mma_efficiency,
+            self.k_block_overhead_s,
+            self.promotion_serial,
+            self.promotion_overlapped,
+            self.load_latency_s,
+            self.l2_bytes_per_s,
+            self.hbm_efficiency,
+            self.tile_overhead_s,
+            self.store_bytes_per_s,
+            self.partial_bytes_per_s,
+            self.stream_k_miss_share,
+            self.overlap_exponent,
+            self.launch_s,
+        ]
+    }
+
+    /// The constants from a vector in [`Calibration::NAMES`]' order.
+    pub fn from_slice(v: &[f64]) -> Calibration {
+        Calibration {
+            mma_efficiency_pipeline: v[0],
+            mma_efficiency_one_consumer: v[1],
+            mma_efficiency_two_consumers: v[2],
+            mma_efficiency_ping_pong: v[3],
+            fp8_mma_efficiency: v[4],
+            k_block_overhead_s: v[5],
+            promotion_serial: v[6],
+            promotion_overlapped: v[7],
+            load_latency_s: v[8],
+            l2_bytes_per_s: v[9],
+            hbm_efficiency: v[10],
+            tile_overhead_s: v[11],
+            store_bytes_per_s: v[12],
+            partial_bytes_per_s: v[13],
+            stream_k_miss_share: v[14],
+            overlap_exponent: v[15],
+            launch_s: v[16],
+        }
+    }
+
+    /// The constants' names, as the calibration file spells them.
+    pub const NAMES: [&'static str; 17] = [
+        "mma_efficiency_pipeline",
+        "mma_efficiency_one_consumer",
+        "mma_efficiency_two_consumers",
+        "mma_efficiency_ping_pong",
+        "fp8_mma_efficiency",
+        "k_block_overhead_s",
+        "promotion_serial",
+        "promotion_overlapped",
+        "load_latency_s",
+        "l2_bytes_per_s",
+        "hbm_efficiency",
+        "tile_overhead_s",
+        "store_bytes_per_s",
+        "partial_bytes_per_s",
+        "stream_k_miss_share",
+        "overlap_exponent",
+        "launch_s",
+    ];
+}
+
+/// What limits a candidate most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// The tensor cores (and FP8's promotion): the K loop's arithmetic.
+    Mma,
+    /// Operand loads arriving too slowly for the stages in flight.
+    Latency,
+    /// Bytes staged from L2 into shared memory.
+    L2,
+    /// Bytes read from HBM.
+    Hbm,
+    /// SMs left idle: a partial last wave or too few CTAs for the SMs.
+    Waves,
+    /// Split-K's or stream-K's partial tiles.
+    Reduction,
+    /// Fixed costs: launch, pipeline fill, epilogue.
+    Overhead,
+}
+
+impl Bound {
+    /// The word `--explain` prints.
+    pub fn word(self) -> &'static str {
+        match self {
+            Bound::Mma => "mma",
+            Bound::Latency => "latency",
+            Bound::L2 => "l2",
+            Bound::Hbm => "hbm",
+            Bound::Waves => "waves",
+            Bound::Reduction => "reduction",
+            Bound::Overhead => "overhead",
+        }
+    }
+}
+
+/// A candidate's predicted time and its parts, in seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Prediction {
+    /// The whole kernel.
+    pub seconds: f64,
+    /// The main loops' MMA (and promotion) time, summed over waves.
+    pub mma: f64,
+    /// The main loops' load-latency bound, summed over waves.
+    pub latency: f64,
+    /// The L2 staging bound, summed over waves.
+    pub l2: f64,
+    /// The HBM bound, summed over waves.
+    pub hbm: f64,
+    /// Time the SMs would idle for lack of CTAs, within the main-loop time.
+    pub idle: f64,
+    /// Split-K's reduction or stream-K's hand-over.
+    pub reduction: f64,
+    /// Launch, fill and drain, and the exposed epilogue.
+    pub overhead: f64,
+    /// What bounds it.
+    pub bound: Bound,
+}
+
+impl fmt::Display for Prediction {
+    /// `123.4us hbm`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.1}us {}", self.seconds * 1e6, self.bound.word())
+    }
+}
+
+/// The GPU facts the model reads besides [`Machine`]'s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Throughput {
+    /// Dense BF16 tensor-core peak, FLOP/s.
+    pub bf16_flops: f64,
+    /// Dense FP8 tensor-core peak, FLOP/s.
+    pub fp8_flops: f64,
+    /// HBM bandwidth, bytes/s.
+    pub hbm_bytes_per_s: f64,
+    /// SM clock at which the peaks hold, Hz.
+    pub clock_hz: f64,
+}
+
+impl Throughput {
+    /// The tensor-core peak for `precision`.
+    fn peak(&self, precision: Precision) -> f64 {
+        match precision {
+            Precision::Bf16 => self.bf16_flops,
+            Precision::Fp8BlockScaled => self.fp8_flops,
+        }
+    }
+}
+
+impl Throughput {
+    /// The H100 SXM's datasheet figures.
+    pub const H100: Throughput = Throughput { bf16_flops: 989e12, fp8_flops: 1979e12, hbm_bytes_per_s: 3.35e12, clock_hz: 1.98e9 };
+    /// The H200's: the H100's SMs and clocks with HBM3e.
+    pub const H200: Throughput = Throughput { hbm_bytes_per_s: 4.8e12, ..Throughput::H100 };
+}
+
+mod calibration;
+pub mod fit;
+
+/// The H200's throughput and the constants fitted on it.
+pub const H200: (Throughput, Calibration) = (Throughput::H200, calibration::H200);
+
+/// CUDA-core lanes of one SM (FFMA issue slots a cycle).
+const SM_LANES: f64 = 128.0;
+
+/// Bytes of an element of C (BF16) and of a partial f32 accumulator.
+const OUTPUT_BYTES: f64 = 2.0;
+const PARTIAL_BYTES: f64 = 4.0;
+
+/// The share of L2 that A and B may fill and still be read once from HBM
+/// whatever the tile order: the rest holds C's lines and other traffic.
+const L2_RESIDENT_SHARE: f64 = 0.5;
+
+/// Tile rows per group of a persistent kernel's grouped order
+/// (`tile-persistent`'s default `group`).
+const PERSISTENT_GROUP_ROWS: i64 = 8;
+
+/// The time of work limited by several resources at once: their times'
+/// p-norm, which is their maximum where one dominates and more than it
+/// where two are close (neither overlaps the other perfectly).
+fn overlapped(times: &[f64], p: f64) -> f64 {
+    let top = times.iter().copied().fold(0.0, f64::max);
+    if top == 0.0 {
+        return 0.0;
+    }
+    top * times.iter().map(|t| (t / top).powf(p)).sum::<f64>().powf(1.0 / p)
+}
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    (a + b - 1) / b
+}
+
+/// The tiles one wave of `active` consecutive tiles covers in the tile
+/// order: (rows of tiles, columns of tiles). The grid runs down M first;
+/// a grouped order down `group` rows, then across N.
+fn footprint(tiles_m: i64, active: i64, group: i64) -> (f64, f64) {
+    let rows = if group > 0 { group.min(tiles_m) } else { tiles_m };
+    let covered_rows = rows.min(active) as f64;
+    // A wave that does not start on a column boundary straddles one more.
+    let columns = active as f64 / rows as f64 + if active % rows == 0 { 0.0 } else { 1.0 };
+    (covered_rows, columns.max(1.0))
+}
+
+/// Predicts `candidate`'s time for `problem` on `machine`.
+pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, cal: &Calibration, candidate: &Candidate) -> Prediction {
+    let c = &candidate.config;
+    let (m, n, k) = (problem.m, problem.n, problem.k);
+    let el = problem.precision.operand_bytes() as f64;
+    let sms = machine.sms as f64;
+    let (bm, bn, bk) = (c.block_m as f64, c.block_n as f64, c.block_k as f64);
+    let tiles_m = ceil_div(m, c.block_m);
+    let tiles = candidate.tiles;
+    let k_blocks = ceil_div(k, c.block_k);
+    let splits = c.splits.max(1);
+    let k_blocks_cta = ceil_div(k_blocks, splits);
+
+    // One K block on one SM.
+    let (efficiency, promotion) = match c.schedule {
+        Schedule::Pipeline if c.num_warps > 4 => (cal.mma_efficiency_pipeline, cal.promotion_overlapped),
+        Schedule::Pipeline => (cal.mma_efficiency_pipeline, cal.promotion_serial),
+        Schedule::WarpSpecialized { consumers: 1 } => (cal.mma_efficiency_one_consumer, cal.promotion_serial),
+        Schedule::WarpSpecialized { .. } => (cal.mma_efficiency_two_consumers, cal.promotion_overlapped),
+        Schedule::PingPong => (cal.mma_efficiency_ping_pong, cal.promotion_overlapped),
+    };
+    let efficiency = match problem.precision {
+        Precision::Bf16 => efficiency,
+        Precision::Fp8BlockScaled => efficiency * cal.fp8_mma_efficiency,
+    };
+    let sm_flops = throughput.peak(problem.precision) / sms;
+    let mma_kb = 2.0 * bm * bn * bk / (sm_flops * efficiency.min(1.0));
+    let promotion_kb = match problem.precision {
+        Precision::Bf16 => 0.0,
+        Precision::Fp8BlockScaled => promotion * bm * bn / (SM_LANES * throughput.clock_hz),
+    };
+    let compute_kb = mma_kb + promotion_kb + cal.k_block_overhead_s;
+    let in_flight = (c.stages - 1).max(1) as f64;
+    let latency_kb = cal.load_latency_s / in_flight;
+    let stage_bytes = (bm + bn) * bk * el;
+    // A cluster's pair loads the operand tile it shares once, multicast.
+    let staged_bytes_kb = match c.cluster {
+        Along::M => bm * bk * el + bn * bk * el / 2.0,
+        Along::N => bm * bk * el / 2.0 + bn * bk * el,
+        Along::None => stage_bytes,
+    };
+
+    // Waves: a persistent kernel runs one CTA an SM over its tiles; the
+    // plain pipeline as many CTAs an SM as fit (the candidate's waves).
+    let ctas = tiles * splits;
+    let (stream_k_tiles, whole_tiles) = match c.stream_k {
+        Some(_) => (tiles % machine.sms, tiles - tiles % machine.sms),
+        None => (0, tiles),
+    };
+    let whole_ctas = whole_tiles * splits;
+    let resident = match c.schedule {
+        Schedule::Pipeline => ceil_div(ctas, candidate.waves.max(1) * machine.sms).max(1),
+        _ => 1,
+    };
+    let slots = if c.stream_k.is_some() { machine.sms } else { candidate.sms.max(1) } * resident;
+    let group = match c.schedule {
+        Schedule::Pipeline => c.raster_group,
+        _ => PERSISTENT_GROUP_ROWS,
+    };
+
+    let a_bytes = (m * k) as f64 * el;
+    let b_bytes = (n * k) as f64 * el;
+    let operands_resident = a_bytes + b_bytes <= L2_RESIDENT_SHARE * machine.l2_bytes as f64;
+    let hbm_rate = throughput.hbm_bytes_per_s * cal.hbm_efficiency.min(1.0);
+
+    let mut mma = 0.0;
+    let mut latency = 0.0;
+    let mut l2 = 0.0;
+    let mut hbm = 0.0;
+    let mut idle = 0.0;
+    let mut main_loop = 0.0;
+    let mut footprints = Vec::new();
+    // Whole waves of the same size cost the same: time one and count it.
+    let full_waves = whole_ctas / slots;
+    let last = whole_ctas % slots;
+    for (active, count) in [(slots, full_waves), (last, i64::from(last > 0))] {
+        if count == 0 {
+            continue;
+        }
+        let per_sm = ceil_div(active, machine.sms) as f64;
+        let wave_mma = per_sm * k_blocks_cta as f64 * compute_kb;
+        let wave_latency = k_blocks_cta as f64 * latency_kb;
+        let wave_l2 = active as f64 * k_blocks_cta as f64 * staged_bytes_kb / cal.l2_bytes_per_s;
+        let (rows, cols) = footprint(tiles_m, ceil_div(active, splits), group);
+        let wave_hbm_bytes = (rows * bm + cols * bn) * k as f64 * el;
+        footprints.push((wave_hbm_bytes, count));
+        let wave = overlapped(&[wave_mma, wave_latency, wave_l2], cal.overlap_exponent);
+        // The busiest SM's MMA time against all SMs': what idles.
+        let busy = active as f64 * k_blocks_cta as f64 * compute_kb / sms;
+        mma += count as f64 * wave_mma;
+        latency += count as f64 * wave_latency;
+        l2 += count as f64 * wave_l2;
+        idle += count as f64 * (wave_mma - busy).max(0.0);
+        main_loop += count as f64 * wave;
+    }
+    // HBM: each wave's footprint, unless A and B stay in L2 across waves.
+    let footprint_bytes: f64 = footprints.iter().map(|(b, count)| b * *count as f64).sum();
+    let operand_bytes = if operands_resident { a_bytes + b_bytes } else { footprint_bytes.max(a_bytes + b_bytes) };
+    let output_bytes = (m * n) as f64 * OUTPUT_BYTES;
+    hbm += (operand_bytes + output_bytes) / hbm_rate;
+
+    // Stream-K: the last wave's tiles' K blocks spread over every SM.
+    let mut reduction = 0.0;
+    if stream_k_tiles > 0 {
+        let iterations = (stream_k_tiles * k_blocks) as f64;
+        let share = (iterations / sms).ceil();
+        let piece = share.max(1.0);
+        let pieces_per_tile = (k_blocks as f64 / piece).ceil().max(1.0);
+        mma += share * compute_kb;
+        latency += share * latency_kb;
+        l2 += iterations * stage_bytes / cal.l2_bytes_per_s;
+        // Each tile's operand panels, read by its pieces' CTAs at spread K
+        // offsets: the share that misses L2 comes from HBM again.
+        let panels = stream_k_tiles as f64 * (bm + bn) * k as f64 * el;
+        let stream_k_hbm = (panels * cal.stream_k_miss_share.min(1.0)) / hbm_rate;
+        hbm += stream_k_hbm;
+        main_loop += overlapped(&[share * compute_kb, share * latency_kb, iterations * stage_bytes / cal.l2_bytes_per_s, stream_k_hbm], cal.overlap_exponent);
+        // Each owner adds its tile's other pieces, parked as f32 tiles.
+        reduction += (pieces_per_tile - 1.0) * bm * bn * PARTIAL_BYTES * 2.0 / cal.partial_bytes_per_s;
+    }
+    // Split-K: each CTA but one hands its partial tile over, the last adds them.
+    if splits > 1 {
+        reduction += (splits - 1) as f64 * bm * bn * PARTIAL_BYTES * 2.0 / cal.partial_bytes_per_s;
+    }
+
+    // Per tile on the busiest SM: fill and drain, and its stores unless
+    // hidden behind the next tile's main loop.
+    let tiles_per_sm = ceil_div(tiles, (slots / resident).max(1)) as f64;
+    let store = bm * bn * OUTPUT_BYTES / cal.store_bytes_per_s;
+    let hidden = c.schedule == Schedule::PingPong || c.deferred_epilogue;
+    let exposed_stores = if hidden { 1.0 } else { tiles_per_sm };
+    let overhead = cal.launch_s + tiles_per_sm * cal.tile_overhead_s + exposed_stores * store;
+
+    let body = overlapped(&[main_loop, hbm], cal.overlap_exponent);
+    let seconds = body + reduction + overhead;
+    let bound = if reduction > body.max(overhead) {
+        Bound::Reduction
+    } else if overhead > body {
+        Bound::Overhead
+    } else if hbm >= main_loop {
+        Bound::Hbm
+    } else if idle > 0.5 * mma && mma >= latency.max(l2) {
+        Bound::Waves
+    } else if mma >= latency && mma >= l2 {
+        Bound::Mma
+    } else if latency >= l2 {
+        Bound::Latency
+    } else {
+        Bound::L2
+    };
+    Prediction { seconds, mma, latency, l2, hbm, idle, reduction, overhead, bound }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config_rules::{figures, rank, Pins};
+
+    const H200: Throughput = Throughput::H200;
+
+    fn bf16(m: i64, n: i64, k: i64) -> Problem {
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false }
+    }
+
+    fn predictions(p: &Problem) -> Vec<(Candidate, Prediction)> {
+        rank(p, &Machine::H100, &Pins::default()).into_iter().map(|c| {
+            let pred = predict(p, &Machine::H100, &H200, &Calibration::PRIOR, &c);
+            (c, pred)
+        }).collect()
+    }
+
+    #[test]
+    fn no_candidate_beats_the_roofline() {
+        for (m, n, k) in [(4096, 4096, 4096), (1, 4096, 4096), (512, 512, 65536), (64, 2112, 7168), (3000, 5000, 2000)] {
+            let p = bf16(m, n, k);
+            let flops = 2.0 * (m * n * k) as f64;
+            let bytes = ((m * k + n * k) * 2 + m * n * 2) as f64;
+            let floor = (flops / H200.bf16_flops).max(bytes / H200.hbm_bytes_per_s);
+            for (c, pred) in predictions(&p) {
+                assert!(pred.seconds >= floor, "{m}x{n}x{k} {}: {} under the roofline {floor}", c.config, pred.seconds);
+            }
+        }
+    }
+
+    #[test]
+    fn small_m_is_bound_by_memory_and_large_squares_by_the_tensor_cores() {
+        let best = |p: Problem| predictions(&p).into_iter().map(|(_, pred)| pred).min_by(|a, b| a.seconds.total_cmp(&b.seconds)).unwrap();
+        assert!(matches!(best(bf16(1, 8192, 8192)).bound, Bound::Hbm | Bound::Latency), "{:?}", best(bf16(1, 8192, 8192)));
+        assert_eq!(best(bf16(8192, 8192, 8192)).bound, Bound::Mma);
+    }
+
+    #[test]
+    fn more_work_never_takes_less_time() {
+        // A shape one K block, one tile row or one tile column larger: the
+        // same candidate is predicted no faster, and slower by no more than
+        // the work added allows (a new wave at most doubles it).
+        for (m, n, k) in [(4096, 4096, 4096), (128, 4096, 7104), (512, 512, 65536), (1000, 3000, 2000)] {
+            let p = bf16(m, n, k);
+            for (c, before) in predictions(&p).into_iter().take(6) {
+                for grown in [bf16(m, n, k + c.config.block_k), bf16(m + c.config.block_m, n, k), bf16(m, n + c.config.block_n, k)] {
+                    let same = figures(&grown, &Machine::H100, c.config);
+                    let after = predict(&grown, &Machine::H100, &H200, &Calibration::PRIOR, &same);
+                    assert!(after.seconds >= before.seconds * 0.999, "{} at {m}x{n}x{k} grown: {after} < {before}", c.config);
+                }
+            }
+        }
+    }
+}
