@@ -29,7 +29,7 @@ pub struct Options {
 
 impl Options {
     fn request(&self) -> ConfigRequest {
-        ConfigRequest { shape: self.shape, params: self.params.clone(), candidate: None, cluster: None }
+        ConfigRequest { shape: self.shape, params: self.params.clone(), candidate: None, cluster: None, ranking: None }
     }
 }
 

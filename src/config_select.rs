@@ -26,12 +26,15 @@ pub struct ConfigRequest {
     /// `--cluster m|n|none`: pin 2-CTA clusters along M or N, or none (the
     /// `cluster` option of `tile-select-config`, which checks the word).
     pub cluster: Option<String>,
+    /// `--ranking model|rules`: how the candidates are ordered (the
+    /// `ranking` option of `tile-select-config`).
+    pub ranking: Option<String>,
 }
 
 impl ConfigRequest {
     /// Whether the user pinned or shaped anything.
     pub fn is_given(&self) -> bool {
-        self.shape.is_some() || !self.params.is_empty() || self.candidate.is_some() || self.cluster.is_some()
+        self.shape.is_some() || !self.params.is_empty() || self.candidate.is_some() || self.cluster.is_some() || self.ranking.is_some()
     }
 
     /// The `tile-select-config{...}` pass for this request (for `shape`
@@ -46,6 +49,9 @@ impl ConfigRequest {
         }
         if let Some(cluster) = &self.cluster {
             options.push(format!("cluster={cluster}"));
+        }
+        if let Some(ranking) = &self.ranking {
+            options.push(format!("ranking={ranking}"));
         }
         if let Some(rank) = self.candidate {
             options.push(format!("candidate={rank}"));
@@ -178,17 +184,20 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
         };
         let shape_note = if select.shape.is_none() { " (no --shape: the default shape policy, any N)" } else { "" };
         writeln!(out, "config candidates for @{} at {}x{}x{}{shape_note}, {} SMs, {} bytes of shared memory:", func.name, problem.m, problem.n, problem.k, machine.sms, machine.smem_bytes).expect("String");
-        writeln!(out, "  {:>4} {:<56} {:>6} {:>5} {:>9} {:>7}  reason", "rank", "config", "tiles", "waves", "last wave", "smem").expect("String");
-        for (i, c) in ranked.iter().take(limit).enumerate() {
+        writeln!(out, "  {:>4} {:<56} {:>6} {:>5} {:>9} {:>7} {:>10} {:>9}  reason", "rank", "config", "tiles", "waves", "last wave", "smem", "predicted", "bound").expect("String");
+        for (i, w) in ranked.iter().take(limit).enumerate() {
+            let c = &w.candidate;
             writeln!(
                 out,
-                "  {:>4} {:<56} {:>6} {:>5} {:>8.0}% {:>7}  {}",
+                "  {:>4} {:<56} {:>6} {:>5} {:>8.0}% {:>7} {:>8.1}us {:>9}  {}",
                 i + 1,
                 format!("{} sms={}", c.config, c.sms),
                 c.tiles,
                 c.waves,
                 100.0 * c.last_wave_utilisation(&machine),
                 c.smem_bytes,
+                w.prediction.seconds * 1e6,
+                w.prediction.bound.word(),
                 c.reason
             )
             .expect("String");
@@ -218,7 +227,7 @@ mod tests {
 
     #[test]
     fn the_select_pass_carries_shape_and_pins() {
-        let r = ConfigRequest { shape: Some((1, 2, 3)), params: vec![("BLOCK_N".into(), 192), ("STAGES".into(), 2)], candidate: Some(3), cluster: Some("n".into()) };
+        let r = ConfigRequest { shape: Some((1, 2, 3)), params: vec![("BLOCK_N".into(), 192), ("STAGES".into(), 2)], candidate: Some(3), cluster: Some("n".into()), ranking: None };
         assert_eq!(r.select_pass(None), "tile-select-config{m=1 n=2 k=3 block-n=192 stages=2 cluster=n candidate=3}");
         assert_eq!(r.select_pass(Some((4, 5, 6))), "tile-select-config{m=4 n=5 k=6 block-n=192 stages=2 cluster=n candidate=3}");
         assert_eq!(ConfigRequest::default().select_pass(None), "tile-select-config");

@@ -38,12 +38,14 @@ enum Command {
     /// Compile a tile program to a PTX artifact, or print one of its stages
     #[command(after_help = "Without --pass-pipeline, tile-select-config runs first and the passes the config it \
 chose asks for follow (a file whose tile.config already names a schedule compiles as written, unless \
---shape, --param, --candidate or --cluster ask for a new selection); a given pipeline gets tile-select-config in front when the program has parameters or \
+--shape, --param, --candidate, --cluster or --ranking ask for a new selection); a given pipeline gets tile-select-config in front when the program has parameters or \
 config flags are given. The IR printing flags also name upstream MLIR passes (--mlir-print-ir-after=convert-nvgpu-to-nvvm); --mlir-print-ir-after-all prints after \
 every tile/nv and every upstream pass.")]
     Compile(CompileArgs),
     /// Measure compile time, stage by stage
     BenchCompile(crate::bench_compile::Args),
+    /// Judge the cost model against measured kernels, or fit its constants to them
+    Calibrate(crate::calibrate::Args),
 }
 
 #[derive(Args, Debug)]
@@ -90,6 +92,10 @@ struct ConfigArgs {
     /// Pin 2-CTA clusters along M (sharing B) or N (sharing A), or none
     #[arg(long, value_name = "AXIS", value_parser = ["m", "n", "none"])]
     cluster: Option<String>,
+    /// Order the candidates by the cost model's predicted time (model), or by the numbered rules
+    /// with the model's alternatives after them (rules), for comparing the two
+    #[arg(long, value_name = "ORDER", value_parser = ["model", "rules"])]
+    ranking: Option<String>,
     /// Build a kernel family into -o DIR: the distinct kernels config selection picks for these shapes,
     /// compiled in parallel, and DIR/family.json, the runtime's dispatch table
     #[arg(long, value_name = "MxNxK,...", value_parser = parse_shape_list, conflicts_with_all = ["shape", "emit"])]
@@ -106,7 +112,7 @@ fn parse_shape_list(text: &str) -> Result<ShapeList, String> {
 
 impl ConfigArgs {
     fn request(&self) -> ConfigRequest {
-        ConfigRequest { shape: self.shape, params: self.param.clone(), candidate: self.candidate, cluster: self.cluster.clone() }
+        ConfigRequest { shape: self.shape, params: self.param.clone(), candidate: self.candidate, cluster: self.cluster.clone(), ranking: self.ranking.clone() }
     }
 }
 
@@ -138,7 +144,8 @@ pub fn main() -> ExitCode {
     let result = match &cli.command {
         Some(Command::Compile(args)) => compile(args),
         Some(Command::BenchCompile(args)) => crate::bench_compile::run(args),
-        None => Cli::command().error(clap::error::ErrorKind::MissingSubcommand, "a command is required: 'compile' or 'bench-compile'").exit(),
+        Some(Command::Calibrate(args)) => crate::calibrate::run(args),
+        None => Cli::command().error(clap::error::ErrorKind::MissingSubcommand, "a command is required: 'compile', 'bench-compile' or 'calibrate'").exit(),
     };
     exit_code("tilec", result)
 }

@@ -15,6 +15,7 @@ pub mod api;
 pub mod backend;
 pub mod cli;
 pub mod bench_compile;
+pub mod calibrate;
 pub mod config_select;
 pub mod driver;
 pub mod family;

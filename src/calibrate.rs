@@ -1,0 +1,190 @@
+//! `tilec calibrate MEASUREMENTS.json... [--fit] [--write FILE] [--report OUT.json]`:
+//! the cost model against measured kernels. Each measurements file
+//! (schema tilec-measurements/1, `scripts/collect-measurements.py`) holds
+//! kernels timed on the GPU with their shape, dtype and config. Without
+//! `--fit` the model's current constants are judged on them; with it, the
+//! constants are fitted to them first and `--write` puts the fitted ones
+//! into the calibration source the model reads
+//! (`passes/src/cost_model/calibration.rs`). Either way the error, overall
+//! and per kernel, is printed and written to `--report`.
+//!
+//! The problem each kernel solved comes from the example program of its
+//! dtype (`--bf16-program`, `--fp8-program`), as config selection derives
+//! it, so that the figures (stages, shared memory, waves) match those the
+//! kernel was chosen with.
+
+use crate::api::parse_and_verify;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use tilec_cli::Failure;
+use tilec_passes::config_rules::{figures, Config};
+use tilec_passes::cost_model::fit::{self, Sample};
+use tilec_passes::cost_model::{self, predict, Calibration};
+use tilec_passes::transforms::select_config::SelectConfig;
+
+/// Schema name of a measurements file.
+pub const MEASUREMENTS_SCHEMA: &str = "tilec-measurements/1";
+/// Schema name of the `--report` file.
+pub const REPORT_SCHEMA: &str = "tilec-calibration/1";
+
+/// The margin within which a pick counts as the fastest measured.
+const PICK_MARGIN: f64 = 0.05;
+
+/// `tilec calibrate`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Measurements files (schema tilec-measurements/1)
+    #[arg(required = true, value_name = "MEASUREMENTS")]
+    inputs: Vec<String>,
+    /// Fit the constants to the measurements (else judge the current ones)
+    #[arg(long)]
+    fit: bool,
+    /// With --fit: write the fitted constants as the calibration source for the target
+    #[arg(long, value_name = "FILE", requires = "fit")]
+    write: Option<String>,
+    /// Write every kernel's prediction and error as JSON (schema tilec-calibration/1)
+    #[arg(long, value_name = "OUT")]
+    report: Option<String>,
+    /// The BF16 program the BF16 kernels were compiled from
+    #[arg(long, value_name = "FILE", default_value = "examples/gemm_bf16.tile")]
+    bf16_program: String,
+    /// The block-scaled FP8 program the FP8 kernels were compiled from
+    #[arg(long, value_name = "FILE", default_value = "examples/gemm_fp8_blockscaled.tile")]
+    fp8_program: String,
+    /// Evaluations of the fit's objective
+    #[arg(long, default_value_t = 40_000)]
+    evaluations: usize,
+}
+
+/// One measured kernel, as the measurements file holds it.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+struct Record {
+    dtype: String,
+    m: i64,
+    n: i64,
+    k: i64,
+    artifact: String,
+    config: String,
+    median_ms: f64,
+    vendor_ms: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct Measurements {
+    schema: String,
+    records: Vec<Record>,
+}
+
+#[derive(Serialize)]
+struct Row<'a> {
+    #[serde(flatten)]
+    record: &'a Record,
+    predicted_ms: f64,
+    bound: &'static str,
+    relative_error: f64,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    schema: &'static str,
+    inputs: &'a [String],
+    fitted: bool,
+    constants: Vec<(&'static str, f64)>,
+    kernels: usize,
+    median_relative_error: f64,
+    p90_relative_error: f64,
+    problems: usize,
+    picks_within_5_percent: usize,
+    pick_over_fastest_geomean: f64,
+    rows: Vec<Row<'a>>,
+}
+
+/// Runs `tilec calibrate`.
+pub fn run(args: &Args) -> Result<(), Failure> {
+    let mut records = Vec::new();
+    for path in &args.inputs {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("tilec calibrate: cannot read '{path}': {e}"))?;
+        let file: Measurements = serde_json::from_str(&text).map_err(|e| format!("{path}: not a measurements file: {e}"))?;
+        if file.schema != MEASUREMENTS_SCHEMA {
+            return Err(format!("{path}: schema '{}' is not {MEASUREMENTS_SCHEMA}", file.schema).into());
+        }
+        records.extend(file.records);
+    }
+    let (throughput, current) = cost_model::H200;
+    let mut samples = Vec::with_capacity(records.len());
+    for r in &records {
+        let program = match r.dtype.as_str() {
+            "bf16" => &args.bf16_program,
+            "fp8" => &args.fp8_program,
+            other => return Err(format!("kernel '{}': unknown dtype '{other}' (bf16 or fp8)", r.artifact).into()),
+        };
+        let text = std::fs::read_to_string(program).map_err(|e| format!("tilec calibrate: cannot read '{program}': {e}"))?;
+        let module = parse_and_verify(&text, program)?;
+        let func = module.functions.first().ok_or_else(|| format!("{program}: no function"))?;
+        let select = SelectConfig { shape: Some((r.m, r.n, r.k)), ..SelectConfig::default_for_target() };
+        let (problem, _, machine) = select.problem(func).map_err(|d| d.to_string())?.ok_or_else(|| format!("{program}: no dot to configure"))?;
+        let config: Config = r.config.parse().map_err(|e| format!("kernel '{}': {e}", r.artifact))?;
+        samples.push(Sample { problem, candidate: figures(&problem, &machine, config), seconds: r.median_ms * 1e-3 });
+    }
+    let machine = SelectConfig::default_for_target().machine();
+    let calibration = if args.fit { fit::fit(&samples, &machine, &throughput, &current, args.evaluations) } else { current };
+    let error = fit::error(&samples, &machine, &throughput, &calibration);
+    let mut out = String::new();
+    let (within, problems, regret) = fit::pick_quality(&samples, &machine, &throughput, &calibration, PICK_MARGIN);
+    writeln!(out, "{} kernels; median |predicted/measured - 1| {:.3}, 90th percentile {:.3}", samples.len(), error.median, error.p90).expect("String");
+    writeln!(
+        out,
+        "{problems} problems: the candidate predicted fastest is within {:.0}% of the fastest measured on {within}; its time over the fastest's, geometric mean {regret:.3}",
+        100.0 * PICK_MARGIN
+    )
+    .expect("String");
+    for (name, value) in Calibration::NAMES.iter().zip(calibration.to_vec()) {
+        writeln!(out, "  {name:<30} {value:.4e}").expect("String");
+    }
+    print!("{out}");
+    if let Some(path) = &args.write {
+        std::fs::write(path, calibration_source(&calibration, &args.inputs)).map_err(|e| format!("tilec calibrate: cannot write '{path}': {e}"))?;
+    }
+    if let Some(path) = &args.report {
+        let relative = fit::relative_errors(&samples, &machine, &throughput, &calibration);
+        let rows = records
+            .iter()
+            .zip(&samples)
+            .zip(relative)
+            .map(|((record, s), relative_error)| {
+                let p = predict(&s.problem, &machine, &throughput, &calibration, &s.candidate);
+                Row { record, predicted_ms: p.seconds * 1e3, bound: p.bound.word(), relative_error }
+            })
+            .collect();
+        let report = Report {
+            schema: REPORT_SCHEMA,
+            inputs: &args.inputs,
+            fitted: args.fit,
+            constants: Calibration::NAMES.iter().copied().zip(calibration.to_vec()).collect(),
+            kernels: samples.len(),
+            median_relative_error: error.median,
+            p90_relative_error: error.p90,
+            problems,
+            picks_within_5_percent: within,
+            pick_over_fastest_geomean: regret,
+            rows,
+        };
+        let json = serde_json::to_string_pretty(&report).expect("serialisable");
+        std::fs::write(path, json).map_err(|e| format!("tilec calibrate: cannot write '{path}': {e}"))?;
+    }
+    Ok(())
+}
+
+/// The calibration source file with `cal` as the H200's constants.
+fn calibration_source(cal: &Calibration, inputs: &[String]) -> String {
+    let mut s = String::from("//! The cost model's constants as fitted on each target. Generated by\n//! `tilec calibrate --fit --write` (docs/cost-model.md) from:\n");
+    for input in inputs {
+        writeln!(s, "//! - `{input}`").expect("String");
+    }
+    s.push_str("\nuse super::Calibration;\n\n/// Fitted on the H200.\npub const H200: Calibration = Calibration {\n");
+    for (name, value) in Calibration::NAMES.iter().zip(cal.to_vec()) {
+        writeln!(s, "    {name}: {value:e},").expect("String");
+    }
+    s.push_str("};\n");
+    s
+}
