@@ -34,6 +34,8 @@
 #   selection first, when PIPELINE is `-`); FLAGS pin the block sizes of a parametric program
 #   (`--param BLOCK_N=256`) or give the shape (`--shape MxNxK`); `#` starts a comment.
 #   TILEC_BUNDLE_PROFILE=debug uses debug builds (faster to build; the kernels are the same).
+#   TILEC_TARGET=h100 compiles every kernel for that GPU (`tilec compile --target`; default
+#   tilec's default target): the runtime refuses a kernel compiled for another GPU it knows.
 #   A kernel whose PTX ptxas rejects, or that spills, serialises wgmma (C7519/C7517) or has its
 #   setmaxnreg ignored (C7508), fails the build; C7514 (wgmma serialised by accumulator reads)
 #   is reported.
@@ -101,6 +103,7 @@ while read -r name file pipeline flags; do
   case "$name" in ''|'#'*) continue ;; esac
   dir="$out/artifacts/$name"
   args=(compile "$file" -o "$dir")
+  [ -n "${TILEC_TARGET:-}" ] && args+=(--target "$TILEC_TARGET")
   [ -n "$pipeline" ] && [ "$pipeline" != - ] && args+=("--pass-pipeline=$pipeline")
   # shellcheck disable=SC2206 # FLAGS are words by design
   [ -n "$flags" ] && args+=($flags)
