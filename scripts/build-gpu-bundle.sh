@@ -38,6 +38,8 @@
 #   TILEC_SWEEP_FLAGS='--ranking rules' adds tilec flags to every kernel of a sweep.
 #   TILEC_BUNDLE_DIR=DIR builds the bundle in DIR instead of .device/bundle, so that several
 #   bundles (a BF16 and an FP8 sweep, say) travel in one GPU call.
+#   TILEC_TARGET=h100 compiles every kernel for that GPU (`tilec compile --target`; default
+#   tilec's default target): the runtime refuses a kernel compiled for another GPU it knows.
 #   A kernel whose PTX ptxas rejects, or that spills, serialises wgmma (C7519/C7517) or has its
 #   setmaxnreg ignored (C7508), fails the build; C7514 (wgmma serialised by accumulator reads)
 #   is reported.
@@ -106,6 +108,7 @@ while read -r name file pipeline flags; do
   case "$name" in ''|'#'*) continue ;; esac
   dir="$out/artifacts/$name"
   args=(compile "$file" -o "$dir")
+  [ -n "${TILEC_TARGET:-}" ] && args+=(--target "$TILEC_TARGET")
   [ -n "$pipeline" ] && [ "$pipeline" != - ] && args+=("--pass-pipeline=$pipeline")
   # shellcheck disable=SC2206 # FLAGS are words by design
   [ -n "$flags" ] && args+=($flags)

@@ -13,6 +13,7 @@ use tilec_dialects::syntax::attribute_to_string;
 use tilec_dialects::{parse_module, print_module, verify_module, Module, PrintOptions};
 use tilec_lower::LoweredKernel;
 use tilec_passes::DEFAULT_PIPELINE;
+use tilec_target::Target;
 
 /// What to compile for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,11 +26,15 @@ pub struct Options {
     /// The tile/nv pass pipeline, as `tilec compile --pass-pipeline` takes it
     /// (none: config selection, then the passes the chosen config asks for).
     pub pipeline: Option<String>,
+    /// The GPU to compile for (default [`Target::DEFAULT`]), as `tilec
+    /// compile --target` names it: config selection chooses for it, and the
+    /// manifest names it, so that the runtime refuses the kernel on another.
+    pub target: &'static Target,
 }
 
 impl Options {
     fn request(&self) -> ConfigRequest {
-        ConfigRequest { shape: self.shape, params: self.params.clone(), candidate: None, cluster: None, ranking: None }
+        ConfigRequest { shape: self.shape, params: self.params.clone(), candidate: None, cluster: None, ranking: None, target: self.target }
     }
 }
 
@@ -92,7 +97,7 @@ impl From<Error> for String {
 pub fn compile(source: &str, name: &str, options: &Options) -> Result<Compiled, Error> {
     let mut module = parse_and_verify(source, name)?;
     run_tile_passes(&mut module, options.pipeline.as_deref(), &options.request(), &PassFlags::default(), name, source)?;
-    finish(&module, source, name)
+    finish(&module, source, name, options.target)
 }
 
 /// Compiles the kernels config selection picks for `shapes`, each distinct
@@ -106,10 +111,10 @@ pub fn compile_family(source: &str, name: &str, shapes: &[Shape], options: &Opti
     crate::family::build(source, name, shapes, &options.request())
 }
 
-/// The nv IR of `module` (after its passes), lowered to MLIR and PTX.
-pub(crate) fn finish(module: &Module, source: &str, name: &str) -> Result<Compiled, Error> {
-    let kernel = lower(module, source, name)?;
-    let ptx = backend::mlir_to_ptx(&kernel.mlir, &backend_options(name)).map_err(|e| backend_error(name, &e))?;
+/// The nv IR of `module` (after its passes), lowered to MLIR and PTX for `target`.
+pub(crate) fn finish(module: &Module, source: &str, name: &str, target: &Target) -> Result<Compiled, Error> {
+    let kernel = lower(module, source, name, target)?;
+    let ptx = backend::mlir_to_ptx(&kernel.mlir, &backend_options(name, target)).map_err(|e| backend_error(name, &e))?;
     Ok(Compiled {
         nv: print_module(module, PrintOptions::default()),
         config: chosen_config(module),
@@ -205,14 +210,14 @@ pub(crate) fn run_passes_after_config(module: &mut Module, flags: &PassFlags, na
     run_passes(module, &rest, flags, name, text)
 }
 
-/// The nv IR of `module` lowered to MLIR, with its manifest.
-pub(crate) fn lower(module: &Module, text: &str, name: &str) -> Result<LoweredKernel, String> {
-    tilec_lower::lower_module(module).map_err(|d| d.render(name, text))
+/// The nv IR of `module` lowered to MLIR, with its manifest for `target`.
+pub(crate) fn lower(module: &Module, text: &str, name: &str, target: &Target) -> Result<LoweredKernel, String> {
+    tilec_lower::lower_module(module, target).map_err(|d| d.render(name, text))
 }
 
-/// The back end's options for a kernel from the source `name`.
-pub(crate) fn backend_options(name: &str) -> BackendOptions {
-    BackendOptions { source_name: format!("{name} (generated MLIR)"), ..BackendOptions::default() }
+/// The back end's options for a kernel from the source `name`, compiled for `target`.
+pub(crate) fn backend_options(name: &str, target: &Target) -> BackendOptions {
+    BackendOptions { source_name: format!("{name} (generated MLIR)"), chip: target.sm.into(), ..BackendOptions::default() }
 }
 
 /// A back-end failure: the generated MLIR was rejected, which is tilec's fault, not the input's.

@@ -7,10 +7,9 @@
 //! pays one-time registration (passes, translations, LLVM targets) that no later compile
 //! does, so it is reported as "first run" against the later runs.
 
-use crate::backend::{self, BackendContext, BackendOptions, Timings};
+use crate::backend::{self, BackendContext, Timings};
 use crate::config_select::ConfigRequest;
-use crate::api::{parse_and_verify, run_tile_passes};
-use tilec_lower as lower;
+use crate::api::{backend_error, backend_options, lower, parse_and_verify, run_tile_passes};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tilec_cli::{Failure, PassFlags};
@@ -53,20 +52,21 @@ struct Sample {
     ptx_bytes: usize,
 }
 
-/// Compiles `text` once in `ctx`. The total is the wall time of the whole compile, so it
-/// includes the glue between stages that no stage owns.
+/// Compiles `text` once in `ctx`, for the default target. The total is the wall time of
+/// the whole compile, so it includes the glue between stages that no stage owns.
 fn compile_once(ctx: &BackendContext, text: &str, name: &str, pipeline: Option<&str>) -> Result<Sample, String> {
+    let request = ConfigRequest::default();
     let start = Instant::now();
     let mut module = parse_and_verify(text, name)?;
     let parsed = Instant::now();
-    run_tile_passes(&mut module, pipeline, &ConfigRequest::default(), &PassFlags::default(), name, text)?;
+    run_tile_passes(&mut module, pipeline, &request, &PassFlags::default(), name, text)?;
     let passed = Instant::now();
-    let kernel = lower::lower_module(&module).map_err(|d| d.render(name, text))?;
+    let kernel = lower(&module, text, name, request.target)?;
     let lowered = Instant::now();
-    let opts = BackendOptions { source_name: format!("{name} (generated MLIR)"), ..BackendOptions::default() };
+    let opts = backend_options(name, request.target);
     let mut t = Timings::default();
     let ptx = backend::mlir_to_ptx_in(ctx, &kernel.mlir, &opts, &mut t)
-        .map_err(|e| format!("{name}: error: the back end rejected the generated MLIR (a tilec bug):\n{e}"))?;
+        .map_err(|e| backend_error(name, &e))?;
     let total = start.elapsed();
     Ok(Sample {
         stages: [

@@ -1,5 +1,5 @@
-//! Config selection in the driver: the `--shape`, `--param` and `--explain`
-//! flags of `tilec compile`, and the pipeline that follows
+//! Config selection in the driver: the `--shape`, `--param`, `--target` and
+//! `--explain` flags of `tilec compile`, and the pipeline that follows
 //! `tile-select-config`, built from the `tile.config` it writes.
 
 use std::fmt::Write;
@@ -8,8 +8,9 @@ use tilec_dialects::{Function, Module};
 use tilec_dialects::Diagnostic;
 use tilec_passes::cluster::Along;
 use tilec_passes::config::{config_bool, config_int, config_word};
-use tilec_passes::config_rules::{Machine, Schedule};
+use tilec_passes::config_rules::Schedule;
 use tilec_passes::transforms::select_config::SelectConfig;
+use tilec_target::Target;
 
 /// A problem shape `MxNxK`.
 pub type Shape = (i64, i64, i64);
@@ -29,10 +30,14 @@ pub struct ConfigRequest {
     /// `--ranking model|rules`: how the candidates are ordered (the
     /// `ranking` option of `tile-select-config`).
     pub ranking: Option<String>,
+    /// `--target`: the GPU to choose for and compile for (the `target`
+    /// option of `tile-select-config`). It asks for no new selection: a file
+    /// that holds a decision compiles as written, for this target.
+    pub target: &'static Target,
 }
 
 impl ConfigRequest {
-    /// Whether the user pinned or shaped anything.
+    /// Whether the user pinned or shaped anything (the target aside).
     pub fn is_given(&self) -> bool {
         self.shape.is_some() || !self.params.is_empty() || self.candidate.is_some() || self.cluster.is_some() || self.ranking.is_some()
     }
@@ -44,6 +49,7 @@ impl ConfigRequest {
         if let Some((m, n, k)) = shape.or(self.shape) {
             options.push(format!("m={m} n={n} k={k}"));
         }
+        options.push(format!("target={}", self.target.name));
         for (name, value) in &self.params {
             options.push(format!("{}={value}", name.to_ascii_lowercase().replace('_', "-")));
         }
@@ -56,11 +62,7 @@ impl ConfigRequest {
         if let Some(rank) = self.candidate {
             options.push(format!("candidate={rank}"));
         }
-        if options.is_empty() {
-            "tile-select-config".into()
-        } else {
-            format!("tile-select-config{{{}}}", options.join(" "))
-        }
+        format!("tile-select-config{{{}}}", options.join(" "))
     }
 }
 
@@ -175,7 +177,7 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
 
 /// `--explain`: the candidates weighed for each function, best first.
 pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<String, String> {
-    let machine = Machine { sms: select.sms, ..Machine::H100 };
+    let machine = select.machine();
     let mut out = String::new();
     for func in &module.functions {
         let ranked = select.weigh(func).map_err(|d| d.to_string())?;
@@ -183,7 +185,7 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
             continue;
         };
         let shape_note = if select.shape.is_none() { " (no --shape: the default shape policy, any N)" } else { "" };
-        writeln!(out, "config candidates for @{} at {}x{}x{}{shape_note}, {} SMs, {} bytes of shared memory:", func.name, problem.m, problem.n, problem.k, machine.sms, machine.smem_bytes).expect("String");
+        writeln!(out, "config candidates for @{} at {}x{}x{}{shape_note}, {}: {} SMs, {} bytes of shared memory:", func.name, problem.m, problem.n, problem.k, select.target.name, machine.sms, machine.smem_bytes).expect("String");
         writeln!(out, "  {:>4} {:<56} {:>6} {:>5} {:>9} {:>7} {:>10} {:>9}  reason", "rank", "config", "tiles", "waves", "last wave", "smem", "predicted", "bound").expect("String");
         for (i, w) in ranked.iter().take(limit).enumerate() {
             let c = &w.candidate;
@@ -227,9 +229,17 @@ mod tests {
 
     #[test]
     fn the_select_pass_carries_shape_and_pins() {
-        let r = ConfigRequest { shape: Some((1, 2, 3)), params: vec![("BLOCK_N".into(), 192), ("STAGES".into(), 2)], candidate: Some(3), cluster: Some("n".into()), ranking: None };
-        assert_eq!(r.select_pass(None), "tile-select-config{m=1 n=2 k=3 block-n=192 stages=2 cluster=n candidate=3}");
-        assert_eq!(r.select_pass(Some((4, 5, 6))), "tile-select-config{m=4 n=5 k=6 block-n=192 stages=2 cluster=n candidate=3}");
-        assert_eq!(ConfigRequest::default().select_pass(None), "tile-select-config");
+        let r = ConfigRequest {
+            shape: Some((1, 2, 3)),
+            params: vec![("BLOCK_N".into(), 192), ("STAGES".into(), 2)],
+            candidate: Some(3),
+            cluster: Some("n".into()),
+            target: &Target::H100,
+            ranking: None,
+        };
+        assert_eq!(r.select_pass(None), "tile-select-config{m=1 n=2 k=3 target=h100 block-n=192 stages=2 cluster=n candidate=3}");
+        assert_eq!(r.select_pass(Some((4, 5, 6))), "tile-select-config{m=4 n=5 k=6 target=h100 block-n=192 stages=2 cluster=n candidate=3}");
+        assert_eq!(ConfigRequest::default().select_pass(None), "tile-select-config{target=h200}");
+        assert!(!ConfigRequest::default().is_given(), "the default target asks for no selection");
     }
 }

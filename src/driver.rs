@@ -9,12 +9,14 @@ use crate::api::{backend_error, backend_options, lower, parse_and_verify, run_ti
 use crate::backend::{self, BackendOptions};
 use crate::cli::read_source;
 use crate::config_select::{self, parse_candidate, parse_param, parse_shape, ConfigRequest};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tilec_cli::{exit_code, CompletionArgs, Failure, PassFlags};
 use tilec_dialects::{print_module, Module, PrintOptions};
+use tilec_target::Target;
 
 pub use tilec_passes::DEFAULT_PIPELINE;
 
@@ -96,10 +98,19 @@ struct ConfigArgs {
     /// with the model's alternatives after them (rules), for comparing the two
     #[arg(long, value_name = "ORDER", value_parser = ["model", "rules"])]
     ranking: Option<String>,
+    /// The GPU to compile for: config selection chooses for it, and the artifact's manifest names
+    /// it, so that the runtime refuses the kernel on another GPU
+    #[arg(long, value_name = "GPU", default_value = Target::DEFAULT.name, value_parser = target_parser())]
+    target: &'static Target,
     /// Build a kernel family into -o DIR: the distinct kernels config selection picks for these shapes,
     /// compiled in parallel, and DIR/family.json, the runtime's dispatch table
     #[arg(long, value_name = "MxNxK,...", value_parser = parse_shape_list, conflicts_with_all = ["shape", "emit"])]
     shapes: Option<ShapeList>,
+}
+
+/// `--target`'s values, listed in `--help` and in the error for any other.
+pub(crate) fn target_parser() -> impl clap::builder::TypedValueParser<Value = &'static Target> {
+    PossibleValuesParser::new(Target::NAMES).try_map(|name| Target::from_name(&name))
 }
 
 /// The shapes of `--shapes`, one value on the command line.
@@ -112,7 +123,14 @@ fn parse_shape_list(text: &str) -> Result<ShapeList, String> {
 
 impl ConfigArgs {
     fn request(&self) -> ConfigRequest {
-        ConfigRequest { shape: self.shape, params: self.param.clone(), candidate: self.candidate, cluster: self.cluster.clone(), ranking: self.ranking.clone() }
+        ConfigRequest {
+            shape: self.shape,
+            params: self.param.clone(),
+            candidate: self.candidate,
+            cluster: self.cluster.clone(),
+            target: self.target,
+            ranking: self.ranking.clone(),
+        }
     }
 }
 
@@ -241,12 +259,12 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
         return Ok(());
     }
 
-    let kernel = timer.time("lower nv -> MLIR", || lower(&module, &text, &input))?;
+    let kernel = timer.time("lower nv -> MLIR", || lower(&module, &text, &input, request.target))?;
     let opts = BackendOptions {
         pipeline: args.upstream_pipeline.clone(),
         print_ir_after_all: args.passes.print_ir_after_all,
         print_ir_after: args.passes.print_ir_after.clone(),
-        ..backend_options(&input)
+        ..backend_options(&input, request.target)
     };
     match args.emit {
         Some(Emit::Mlir) => print_stdout(&kernel.mlir)?,
@@ -270,7 +288,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     if want_ptx {
         let ptx = timer.time("MLIR -> PTX", || backend::mlir_to_ptx(&kernel.mlir, &opts)).map_err(backend_err)?;
         if args.verify_ptx {
-            timer.time("ptxas", || backend::verify_ptx(&ptx.text)).map_err(|e| format!("{input}: error: --verify-ptx: {e}"))?;
+            timer.time("ptxas", || backend::verify_ptx(&ptx.text, &opts.chip)).map_err(|e| format!("{input}: error: --verify-ptx: {e}"))?;
         }
         if args.emit == Some(Emit::Ptx) {
             print_stdout(&ptx.text)?;

@@ -12,6 +12,7 @@ use tilec_dialects::ir::{Attribute, Attributes};
 use tilec_dialects::syntax::attribute_to_string;
 use tilec_dialects::Module;
 use tilec_cli::PassFlags;
+use tilec_target::Target;
 
 /// The `tile.config` entries that do not change the code: the problem and the
 /// figures config selection ranked by (the same kernel serves other shapes).
@@ -100,7 +101,7 @@ pub(crate) fn build(text: &str, input: &str, shapes: &[Shape], request: &ConfigR
         picks.push((shape, format!("k{index}")));
     }
     let compiled = std::thread::scope(|scope| {
-        let jobs: Vec<_> = kernels.iter_mut().map(|(_, module)| scope.spawn(move || compile_kernel(module, input, text))).collect();
+        let jobs: Vec<_> = kernels.iter_mut().map(|(_, module)| scope.spawn(move || compile_kernel(module, input, text, request.target))).collect();
         jobs.into_iter().map(|j| j.join().expect("a kernel's compile thread panicked")).collect::<Result<Vec<Compiled>, Error>>()
     })?;
     let manifest = FamilyManifest {
@@ -112,10 +113,10 @@ pub(crate) fn build(text: &str, input: &str, shapes: &[Shape], request: &ConfigR
     Ok(Family { kernels, manifest })
 }
 
-/// The passes after config selection, lowering and PTX.
-fn compile_kernel(module: &mut Module, input: &str, text: &str) -> Result<Compiled, Error> {
+/// The passes after config selection, lowering and PTX for `target`.
+fn compile_kernel(module: &mut Module, input: &str, text: &str, target: &Target) -> Result<Compiled, Error> {
     run_passes_after_config(module, &PassFlags::default(), input, text)?;
-    finish(module, text, input)
+    finish(module, text, input, target)
 }
 
 #[cfg(test)]

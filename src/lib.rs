@@ -6,8 +6,9 @@
 //! [`compile`] is the front door: tile IR text in, nv IR, MLIR, PTX, manifest
 //! and chosen config out; [`compile_family`] compiles the kernels several
 //! shapes pick. The crates underneath are re-exported ([`dialects`],
-//! [`passes`], [`artifact`], [`lower`]) so one dependency is enough; a pass of
-//! your own joins pipeline strings through [`passes::register_pass`].
+//! [`passes`], [`artifact`], [`lower`], [`target`]) so one dependency is
+//! enough; a pass of your own joins pipeline strings through
+//! [`passes::register_pass`].
 
 #![warn(missing_docs)]
 
@@ -32,4 +33,5 @@ pub use tilec_artifact as artifact;
 pub use tilec_dialects as dialects;
 pub use tilec_lower as lower;
 pub use tilec_passes as passes;
+pub use tilec_target as target;
 pub use tilec_passes::{register_pass, Pass, PassInfo, PassManager, DEFAULT_PIPELINE};

@@ -15,14 +15,17 @@
 //!   tolerate CTAs past the last tile.
 
 use serde::{Deserialize, Serialize};
+use tilec_target::Target;
 
 /// The manifest format this crate reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
 
-/// Upper bound of dynamic shared memory per block on sm_90 (227 KiB).
-pub const MAX_DYNAMIC_SMEM_SM90: u32 = 232_448;
-/// Largest portable cluster size (more needs a non-portable opt-in).
-pub const MAX_PORTABLE_CLUSTER_SIZE: u32 = 8;
+/// Upper bound of dynamic shared memory per block on sm_90 (227 KiB): every
+/// target's [`Target::smem_per_cta_bytes`] (a test checks that they agree).
+pub const MAX_DYNAMIC_SMEM_SM90: u32 = Target::DEFAULT.smem_per_cta_bytes;
+/// Largest portable cluster size (more needs a non-portable opt-in): every
+/// target's [`Target::max_cluster_size`] (a test checks that they agree).
+pub const MAX_PORTABLE_CLUSTER_SIZE: u32 = Target::DEFAULT.max_cluster_size;
 /// Largest TMA box extent in any dimension.
 pub const MAX_TMA_BOX_DIM: u32 = 256;
 /// Largest tensor rank a tiled TMA descriptor accepts (without interleave).
@@ -44,6 +47,13 @@ pub struct Manifest {
     pub entry: String,
     /// PTX target the kernel was compiled for, e.g. "sm_90a".
     pub target: String,
+    /// The GPU the kernel was compiled for, a [`Target`] name (e.g. "h200")
+    /// whose PTX target is `target`: the runtime refuses to load the kernel
+    /// on another GPU tilec knows. Absent (JSON default) in manifests
+    /// written before the GPU was recorded, which the runtime loads on any
+    /// device their `target` runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
     /// Threads per CTA, [x, y, z].
     pub block: [u32; 3],
     /// CTAs per cluster, [x, y, z]; [1, 1, 1] means no cluster launch.

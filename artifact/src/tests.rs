@@ -280,3 +280,38 @@ fn entry_matching_is_exact() {
     assert!(!ptx_has_entry(ptx, "foo"));
     assert!(ptx_has_entry(".entry  k (", "k"));
 }
+
+#[test]
+fn a_manifest_without_a_gpu_loads_and_stays_without() {
+    let m = example();
+    assert_eq!(m.gpu, None);
+    assert!(!m.to_json_string().contains("\"gpu\""));
+}
+
+#[test]
+fn the_gpu_is_a_known_target_that_runs_the_manifests_target() {
+    let text = EXAMPLE.replace(r#""target": "sm_90a","#, r#""target": "sm_90a", "gpu": "h100","#);
+    let m = Manifest::from_json_str(&text).unwrap();
+    m.validate().unwrap();
+    assert_eq!(m.gpu.as_deref(), Some("h100"));
+    assert_eq!(Manifest::from_json_str(&m.to_json_string()).unwrap(), m);
+
+    let mut unknown = m.clone();
+    unknown.gpu = Some("h300".into());
+    let err = err_of(&unknown);
+    assert_eq!((err.field.as_str(), &err.error), ("gpu", &ValidationError::UnknownGpu("h300".into())));
+    assert_eq!(err.to_string(), "gpu: unknown GPU `h300` (known targets: h100, h200)");
+
+    let mut other = m;
+    other.target = "sm_80".into();
+    let err = err_of(&other);
+    assert_eq!(err.field, "gpu");
+    assert_eq!(err.to_string(), "gpu: GPU `h100` runs sm_90a code, not the manifest's target sm_80");
+}
+
+#[test]
+fn the_sm90_limits_are_every_targets() {
+    for t in tilec_target::Target::ALL {
+        assert_eq!((t.smem_per_cta_bytes, t.max_cluster_size), (MAX_DYNAMIC_SMEM_SM90, MAX_PORTABLE_CLUSTER_SIZE), "{}", t.name);
+    }
+}

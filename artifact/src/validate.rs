@@ -3,6 +3,7 @@
 
 use crate::manifest::*;
 use std::collections::HashSet;
+use tilec_target::Target;
 
 /// What is wrong, without where (see [`Invalid`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -18,6 +19,19 @@ pub enum ValidationError {
     /// A required string (`kernel_name`, `target`) is empty.
     #[error("must not be empty")]
     Empty,
+    /// `gpu` names no known [`Target`] (the name given).
+    #[error("unknown GPU `{0}` (known targets: {known})", known = Target::NAMES.join(", "))]
+    UnknownGpu(String),
+    /// `gpu` names a target whose PTX target is not the manifest's `target`.
+    #[error("GPU `{gpu}` runs {sm} code, not the manifest's target {target}")]
+    GpuRunsOtherTarget {
+        /// The manifest's `gpu`.
+        gpu: String,
+        /// That GPU's [`Target::sm`].
+        sm: &'static str,
+        /// The manifest's `target`.
+        target: String,
+    },
     /// A name that must be an identifier (see [`is_identifier`]) is not.
     #[error("`{0}` is not a valid identifier ([A-Za-z_$][A-Za-z0-9_$]*)")]
     BadIdentifier(String),
@@ -183,7 +197,8 @@ fn is_float(d: DType) -> bool {
 impl Manifest {
     /// Checks the manifest on its own (not against the PTX; see `Artifact`).
     ///
-    /// Checks, in order: the format version, names, block (at most 1024
+    /// Checks, in order: the format version, names, the GPU (a known
+    /// target whose PTX target is `target`), block (at most 1024
     /// threads) and cluster (at most [`MAX_PORTABLE_CLUSTER_SIZE`] CTAs) sizes,
     /// the grid rule, shared memory, tensors (unique identifiers, rank 1..=5,
     /// an output), each parameter (known tensor or symbol, TMA dtype and box
@@ -218,6 +233,15 @@ impl Manifest {
         }
         if self.target.is_empty() {
             return Err(bad("target", ValidationError::Empty));
+        }
+        if let Some(gpu) = &self.gpu {
+            let known = Target::from_name(gpu).map_err(|_| bad("gpu", ValidationError::UnknownGpu(gpu.clone())))?;
+            if known.sm != self.target {
+                return Err(bad(
+                    "gpu",
+                    ValidationError::GpuRunsOtherTarget { gpu: gpu.clone(), sm: known.sm, target: self.target.clone() },
+                ));
+            }
         }
         for (i, &d) in self.block.iter().enumerate() {
             if d == 0 {

@@ -11,6 +11,7 @@ use tilec_dialects::nv::memory::{flat_box_fault, MIN_TMA_ROW_BYTES, TMA_SHARED_A
 use tilec_dialects::{nv, tile};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Value};
+use tilec_target::Target;
 
 /// Alignment of every shared buffer: the 128-byte swizzle pattern repeats
 /// every 1024 bytes, and TMA and wgmma derive it from absolute addresses.
@@ -545,8 +546,8 @@ impl Plan {
         32 * self.num_warps
     }
 
-    /// The manifest describing the kernel the lowering writes.
-    pub fn manifest(&self, f: &Function) -> Result<Manifest, Diagnostic> {
+    /// The manifest describing the kernel the lowering writes for `target`.
+    pub fn manifest(&self, f: &Function, target: &Target) -> Result<Manifest, Diagnostic> {
         let mut tensors = Vec::new();
         for t in &self.tensors {
             tensors.push(TensorDecl {
@@ -585,7 +586,8 @@ impl Plan {
             format_version: FORMAT_VERSION,
             kernel_name: f.name.clone(),
             entry: f.name.clone(),
-            target: "sm_90a".into(),
+            target: target.sm.into(),
+            gpu: Some(target.name.into()),
             block: [self.threads() as u32, 1, 1],
             cluster: self.cluster.map(|d| d as u32),
             grid: if self.persistent {

@@ -3,8 +3,10 @@
 //! hands out tile pairs) and `tile-cluster-split` (which multicasts the
 //! operand the pair shares) and written as `tile.config`'s `cluster`.
 
-/// CTAs per cluster.
-pub const CLUSTER_SIZE: i64 = 2;
+/// CTAs per cluster. The passes after config selection do not know the
+/// target, so they take the default's: every target clusters alike (a test
+/// checks).
+pub const CLUSTER_SIZE: i64 = tilec_target::Target::DEFAULT.cluster_size as i64;
 
 /// The tile dimension along which the CTAs of a cluster neighbour each other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,3 +53,14 @@ impl Along {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::CLUSTER_SIZE;
+    use tilec_target::Target;
+
+    #[test]
+    fn every_target_clusters_alike() {
+        assert!(Target::ALL.iter().all(|t| i64::from(t.cluster_size) == CLUSTER_SIZE));
+    }
+}

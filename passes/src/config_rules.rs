@@ -278,6 +278,7 @@ use tilec_dialects::ir::{ElemType, TileType};
 use tilec_dialects::nv::memory::flat_box_rows_of;
 use tilec_dialects::tile::dot::{blocks_covering, blocks_from_grid_offsets, SCALE_BLOCK_N};
 use tilec_dialects::tile::reduce::MAX_SPLITS as SUM_SPLITS;
+use tilec_target::Target;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -406,11 +407,27 @@ pub struct Machine {
     pub sm_smem_bytes: i64,
     /// The L2 cache, in bytes.
     pub l2_bytes: i64,
+    /// 32-bit registers of one SM.
+    pub sm_registers: i64,
+    /// The most registers a thread may hold.
+    pub max_thread_registers: i64,
 }
 
 impl Machine {
-    /// The H100 SXM: 132 SMs, 227 KiB of shared memory per block (opt-in).
-    pub const H100: Machine = Machine { sms: 132, smem_bytes: crate::hopper::staging::SMEM_BUDGET_BYTES, sm_smem_bytes: 233_472, l2_bytes: 50 << 20 };
+    /// The H100 SXM's ([`Target::H100`]).
+    pub const H100: Machine = Machine::of(&Target::H100);
+
+    /// What a kernel may use of `target`.
+    pub const fn of(target: &Target) -> Machine {
+        Machine {
+            sms: target.sms as i64,
+            smem_bytes: target.smem_per_cta_bytes as i64,
+            sm_smem_bytes: target.smem_per_sm_bytes as i64,
+            l2_bytes: target.l2_bytes as i64,
+            sm_registers: target.registers_per_sm as i64,
+            max_thread_registers: target.max_registers_per_thread as i64,
+        }
+    }
 
     /// CTAs using `smem_bytes` each that one SM holds at once (the hardware
     /// keeps 1 KiB of each CTA's shared memory for itself).
@@ -418,13 +435,13 @@ impl Machine {
         self.sm_smem_bytes / (smem_bytes + CTA_RESERVED_SMEM_BYTES)
     }
 
-    /// CTAs of `warps` warps that one SM's 64K registers hold at once, each
+    /// CTAs of `warps` warps that one SM's registers hold at once, each
     /// thread holding `accumulators` registers of accumulators and about
     /// 40 more (addresses, loop state, scales; ptxas gave 153-168 in all
     /// to the 128-register FP8 tiles, 2026-11-25).
     pub fn ctas_per_sm_by_registers(&self, warps: i64, accumulators: i64) -> i64 {
-        let per_thread = (accumulators + THREAD_REGISTERS_BESIDES_ACCUMULATORS).min(MAX_THREAD_REGISTERS);
-        SM_REGISTERS / (32 * warps * ceil_div(per_thread, 8) * 8)
+        let per_thread = (accumulators + THREAD_REGISTERS_BESIDES_ACCUMULATORS).min(self.max_thread_registers);
+        self.sm_registers / (32 * warps * ceil_div(per_thread, 8) * 8)
     }
 
     /// The same machine with each CTA held to half an SM's shared memory,
@@ -434,12 +451,6 @@ impl Machine {
         Machine { smem_bytes: self.sm_smem_bytes / 2 - CTA_RESERVED_SMEM_BYTES, ..*self }
     }
 }
-
-/// Registers of one SM on sm_90.
-const SM_REGISTERS: i64 = 65_536;
-
-/// The most registers a thread may hold.
-const MAX_THREAD_REGISTERS: i64 = 255;
 
 /// Registers a thread holds besides its accumulators (rule 2's estimate).
 const THREAD_REGISTERS_BESIDES_ACCUMULATORS: i64 = 40;
@@ -2607,11 +2618,5 @@ mod tests {
         let general = choose(&Problem { any_n: true, ..p }, &Machine::H100, &Pins::default()).unwrap();
         assert_eq!((general.config.epilogue.word(), general.config.stages), (GLOBAL, 4));
         assert!(choose(&Problem { m: 0, ..p }, &Machine::H100, &Pins::default()).unwrap_err().contains("must be positive"));
-    }
-
-    #[test]
-    fn config_selection_assumes_the_machine_model_by_default() {
-        let sms = crate::transforms::select_config::INFO.options.iter().find(|o| o.name == "sms").expect("an sms option");
-        assert_eq!(sms.default, Machine::H100.sms.to_string());
     }
 }

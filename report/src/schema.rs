@@ -5,6 +5,7 @@
 //! times, no commit, no kernel configs) still load.
 
 use serde::{Deserialize, Serialize};
+use tilec_target::Target;
 
 /// Version tag written into every report.
 pub const SCHEMA: &str = "tilec-bench/2";
@@ -215,10 +216,14 @@ pub struct Peaks {
 }
 
 impl Peaks {
-    /// NVIDIA H100 SXM5 datasheet: 989 dense BF16 TFLOP/s, 1979 dense FP8
-    /// TFLOP/s, 3.35 TB/s HBM3.
-    pub fn h100_sxm() -> Peaks {
-        Peaks { part: "H100 SXM (datasheet, dense)".into(), bf16_tflops: 989.0, fp8_tflops: 1979.0, hbm_gbps: 3350.0 }
+    /// The datasheet peaks of `target`.
+    pub fn of(target: &Target) -> Peaks {
+        Peaks {
+            part: format!("{} (datasheet, dense)", target.part),
+            bf16_tflops: target.bf16_flops as f64 / 1e12,
+            fp8_tflops: target.fp8_flops as f64 / 1e12,
+            hbm_gbps: target.hbm_bytes_per_s as f64 / 1e9,
+        }
     }
     /// The peak TFLOP/s of `dtype`.
     pub fn tflops(&self, dtype: BenchDtype) -> f64 {
@@ -229,9 +234,11 @@ impl Peaks {
     }
 }
 
+/// The H100's, which reports from before the peaks were recorded were
+/// summarised with.
 impl Default for Peaks {
     fn default() -> Self {
-        Peaks::h100_sxm()
+        Peaks::of(&Target::H100)
     }
 }
 
@@ -265,10 +272,15 @@ pub struct Report {
 }
 
 /// The GPU and library versions of a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// The device name the driver reports (e.g. `NVIDIA H100 80GB HBM3`).
     pub name: String,
+    /// The tilec target the device is (`h100`, `h200`; see
+    /// `Target::matches_device`), or `unknown`: none, or a report from
+    /// before the target was recorded.
+    #[serde(default = "unknown_target")]
+    pub target: String,
     /// Compute capability as `sm_XY` (e.g. `sm_90`).
     pub sm: String,
     /// Streaming multiprocessors on the device.
@@ -283,6 +295,13 @@ pub struct DeviceInfo {
     pub cublas_version: Option<i64>,
     /// `cublasLtGetVersion`'s number.
     pub cublaslt_version: Option<u64>,
+}
+
+/// [`DeviceInfo::target`] when no target matches, or in older reports.
+pub const UNKNOWN_TARGET: &str = "unknown";
+
+fn unknown_target() -> String {
+    UNKNOWN_TARGET.into()
 }
 
 /// The options a run was made with.

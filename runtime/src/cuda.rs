@@ -3,6 +3,7 @@
 
 use crate::error::{ld_library_path, DriverCtx, Result, RuntimeError};
 use crate::plan::{plan_launch, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
+use crate::target_check::check_target;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr};
 use std::ffi::c_void;
@@ -72,6 +73,9 @@ pub struct Gpu {
     pub num_sms: u32,
     /// The most shared memory a block may opt in to, in bytes.
     pub smem_optin: u32,
+    /// Total device memory, in bytes (`cuDeviceTotalMem`): with the name,
+    /// what tells which target the device is.
+    pub total_mem: u64,
     /// The CUDA driver version (`12040` for 12.4).
     pub driver_version: i32,
 }
@@ -91,9 +95,10 @@ impl Gpu {
         let smem_optin = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .ctx("cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)")? as u32;
+        let total_mem = ctx.total_mem().ctx("cuDeviceTotalMem")? as u64;
         let mut driver_version = 0;
         unsafe { sys::cuDriverGetVersion(&mut driver_version) }.result().ctx("cuDriverGetVersion")?;
-        Ok(Gpu { ctx, stream, name, cc, num_sms, smem_optin, driver_version })
+        Ok(Gpu { ctx, stream, name, cc, num_sms, smem_optin, total_mem, driver_version })
     }
 
     /// Synchronises the stream, reporting a kernel fault as `KernelFailed`.
@@ -134,8 +139,9 @@ impl Gpu {
         unsafe { sys::cuMemsetD8Async(addr, byte, bytes, self.stream.cu_stream()) }.result().ctx("cuMemsetD8Async")
     }
 
-    /// Loads an artifact: checks the target, JIT-compiles the PTX, finds the
-    /// entry, and raises the dynamic shared-memory limit where needed.
+    /// Loads an artifact: checks the PTX target and the GPU it was compiled
+    /// for ([`check_target`]), JIT-compiles the PTX, finds the entry, and
+    /// raises the dynamic shared-memory limit where needed.
     pub fn load(&self, artifact: &Artifact) -> Result<Kernel> {
         let m = &artifact.manifest;
         if let Some(sm) = m.target.strip_prefix("sm_") {
@@ -154,6 +160,7 @@ impl Gpu {
                 }
             }
         }
+        check_target(m, &self.name, self.total_mem)?;
         let t0 = Instant::now();
         let module = self.load_module(&artifact.ptx, &m.entry)?;
         let jit_ms = t0.elapsed().as_secs_f64() * 1e3;

@@ -59,6 +59,19 @@ pub enum RuntimeError {
         /// The device's compute capability, minor.
         minor: i32,
     },
+    /// The kernel was compiled for another GPU tilec knows than the device
+    /// (see [`check_target`](crate::check_target)).
+    #[error("kernel `{entry}`: artifact compiled for {compiled_for}, device is {device} ({device_target}): recompile with --target {device_target}")]
+    TargetMismatch {
+        /// The kernel's entry point.
+        entry: String,
+        /// The manifest's `gpu`.
+        compiled_for: String,
+        /// The device name the driver reports.
+        device: String,
+        /// The target the device is.
+        device_target: &'static str,
+    },
     /// The driver's JIT rejected the PTX.
     #[error("loading the PTX of `{entry}` failed: {err}\n{log}")]
     ModuleLoad {

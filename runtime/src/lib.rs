@@ -5,7 +5,8 @@
 //!
 //! Layout: [`gemm`] is the GEMM handle a user calls (load, bind, launch,
 //! time); [`plan`] is pure (binding, validation, grid, TMA arguments) and is
-//! unit-tested without a GPU; [`cuda`] makes the CUDA calls; [`timing`]
+//! unit-tested without a GPU, as is [`target_check`] (whether a kernel
+//! compiled for one GPU may load on the device); [`cuda`] makes the CUDA calls; [`timing`]
 //! times kernels in interleaved rounds; [`blas`] holds the baselines ([`lt`]:
 //! cached cuBLASLt plans, BF16 and FP8); [`check`] the correctness helpers
 //! ([`blockscaled`]: the GPU check of a block-scaled FP8 GEMM); [`tp`]
@@ -27,6 +28,7 @@ pub mod grouped;
 pub mod grouped_bench;
 pub mod lt;
 pub mod plan;
+pub mod target_check;
 pub mod timing;
 pub mod tp;
 
@@ -36,7 +38,9 @@ pub use dispatch::select_kernel;
 pub use error::{Result, RuntimeError};
 pub use gemm::{BLayout, BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec, SaLayout, Scales};
 pub use plan::{compute_grid, plan_launch, tma_encode_args, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
+pub use target_check::check_target;
 pub use tilec_artifact as artifact;
+pub use tilec_target as target;
 pub use timing::Timer;
 
 #[cfg(test)]

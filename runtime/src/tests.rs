@@ -580,3 +580,33 @@ fn cublaslt_scales_go_crosswise() {
         (0xA, Mode::CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F)
     ]);
 }
+
+/// The devices as the driver reports them (docs/benchmarks' reports).
+const H100: (&str, u64) = ("NVIDIA H100 80GB HBM3", 85_017_493_504);
+const H200: (&str, u64) = ("NVIDIA H200", 150_109_880_320);
+
+fn compiled_for(gpu: Option<&str>) -> Manifest {
+    Manifest { gpu: gpu.map(String::from), ..gemm_manifest() }
+}
+
+#[test]
+fn a_kernel_loads_on_the_gpu_it_was_compiled_for() {
+    assert!(check_target(&compiled_for(Some("h100")), H100.0, H100.1).is_ok());
+    assert!(check_target(&compiled_for(Some("h200")), H200.0, H200.1).is_ok());
+}
+
+#[test]
+fn a_kernel_compiled_for_another_known_gpu_is_refused() {
+    let err = check_target(&compiled_for(Some("h100")), H200.0, H200.1).unwrap_err();
+    assert!(matches!(&err, RuntimeError::TargetMismatch { device_target: "h200", .. }), "{err:?}");
+    assert_eq!(err.to_string(), "kernel `g`: artifact compiled for h100, device is NVIDIA H200 (h200): recompile with --target h200");
+    let err = check_target(&compiled_for(Some("h200")), H100.0, H100.1).unwrap_err();
+    assert!(err.to_string().ends_with("device is NVIDIA H100 80GB HBM3 (h100): recompile with --target h100"), "{err}");
+}
+
+#[test]
+fn a_kernel_without_a_gpu_or_on_an_unknown_device_is_not_checked() {
+    assert!(check_target(&compiled_for(None), H200.0, H200.1).is_ok(), "an older manifest loads anywhere");
+    assert!(check_target(&compiled_for(Some("h100")), "NVIDIA H100 NVL", 99_857_989_632).is_ok(), "no target to recompile for");
+    assert!(check_target(&compiled_for(Some("h200")), "NVIDIA GH200 480GB", 102_005_473_280).is_ok());
+}

@@ -36,7 +36,8 @@ use std::time::{Duration, Instant};
 /// Options of the back end. `Default` is the verified Hopper configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendOptions {
-    /// GPU architecture: NVPTX cpu and `#nvvm.target` chip. Default `sm_90a` (wgmma needs `a`).
+    /// GPU architecture: NVPTX cpu and `#nvvm.target` chip. Default the default target's
+    /// ([`tilec_target::Target::sm`], `sm_90a`: wgmma needs `a`).
     pub chip: String,
     /// NVPTX features / `#nvvm.target` features. Default `+ptx80`.
     pub features: String,
@@ -58,7 +59,7 @@ pub struct BackendOptions {
 impl Default for BackendOptions {
     fn default() -> Self {
         Self {
-            chip: "sm_90a".into(),
+            chip: tilec_target::Target::DEFAULT.sm.into(),
             features: "+ptx80".into(),
             opt_level: 3,
             source_name: "<mlir>".into(),

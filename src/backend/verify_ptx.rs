@@ -1,5 +1,5 @@
 //! `tilec compile --verify-ptx`: assembles the PTX with a real `ptxas` for
-//! sm_90a and turns what would make the kernel unusable or slow into
+//! the target's chip and turns what would make the kernel unusable or slow into
 //! errors: ptxas rejecting it, register spills, and wgmma serialised by
 //! ptxas (warnings C7509-C7520: "wgmma ... serialized", "warpgroup.arrive /
 //! wait injected"), which cost the pipelining the passes built.
@@ -24,15 +24,15 @@ pub fn find_ptxas() -> Option<PathBuf> {
     std::env::var_os("PATH")?.to_str()?.split(':').map(|d| PathBuf::from(d).join("ptxas")).find(|p| p.is_file())
 }
 
-/// Assembles `ptx` and checks ptxas's report; the error says what ptxas
-/// found, with its own words.
-pub fn verify_ptx(ptx: &str) -> Result<PtxasReport, String> {
+/// Assembles `ptx` for `chip` (`sm_90a`) and checks ptxas's report; the
+/// error says what ptxas found, with its own words.
+pub fn verify_ptx(ptx: &str, chip: &str) -> Result<PtxasReport, String> {
     let ptxas = find_ptxas().ok_or("--verify-ptx needs ptxas: set TILEC_PTXAS or put ptxas on PATH")?;
     let dir = std::env::temp_dir().join(format!("tilec-verify-ptx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let (input, output) = (dir.join("kernel.ptx"), dir.join("kernel.cubin"));
     std::fs::write(&input, ptx).map_err(|e| format!("cannot write {}: {e}", input.display()))?;
-    let run = Command::new(&ptxas).args(["--gpu-name", "sm_90a", "-v"]).arg(&input).arg("-o").arg(&output).output();
+    let run = Command::new(&ptxas).args(["--gpu-name", chip, "-v"]).arg(&input).arg("-o").arg(&output).output();
     let _ = std::fs::remove_dir_all(&dir);
     let run = run.map_err(|e| format!("cannot run {}: {e}", ptxas.display()))?;
     let log = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));

@@ -1,6 +1,7 @@
 //! The front door, `tilec::compile` and `tilec::compile_family`: the same
 //! steps as `tilec compile`, every stage returned.
 
+use tilec::target::Target;
 use tilec::{compile, compile_family, Options};
 
 fn gemm() -> String {
@@ -10,7 +11,7 @@ fn gemm() -> String {
 
 #[test]
 fn compile_returns_every_stage_of_the_pinned_config() {
-    let options = Options { shape: Some((4096, 4096, 4096)), params: vec![("BLOCK_N".into(), 128)], pipeline: None };
+    let options = Options { shape: Some((4096, 4096, 4096)), params: vec![("BLOCK_N".into(), 128)], ..Options::default() };
     let kernel = compile(&gemm(), "gemm_bf16.tile", &options).unwrap_or_else(|e| panic!("{e}"));
     let config = kernel.config.expect("config selection ran");
     assert!(config.contains("block_n = 128"), "the pinned BLOCK_N must be in the chosen config: {config}");
@@ -18,6 +19,14 @@ fn compile_returns_every_stage_of_the_pinned_config() {
     assert!(kernel.mlir.contains("gpu.module"), "{}", kernel.mlir);
     assert!(kernel.ptx.contains(&format!(".entry {}", kernel.manifest.entry)), "the PTX defines the manifest's entry");
     assert!(kernel.ptx.contains("wgmma.mma_async"), "a Hopper GEMM issues wgmma");
+}
+
+#[test]
+fn the_manifest_names_the_target_compiled_for() {
+    let compiled_for = |options: &Options| compile(&gemm(), "gemm_bf16.tile", options).unwrap_or_else(|e| panic!("{e}")).manifest;
+    let h100 = compiled_for(&Options { target: &Target::H100, ..Options::default() });
+    assert_eq!((h100.gpu.as_deref(), h100.target.as_str()), (Some("h100"), "sm_90a"));
+    assert_eq!(compiled_for(&Options::default()).gpu.as_deref(), Some(Target::DEFAULT.name));
 }
 
 #[test]

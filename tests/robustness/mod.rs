@@ -75,7 +75,7 @@ fn compile(bytes: &[u8], pipeline: &str, ptx: bool) -> Outcome {
     if module.functions.is_empty() {
         return Outcome::Compiled;
     }
-    let kernel = match lower_module(&module) {
+    let kernel = match lower_module(&module, &tilec::target::Target::DEFAULT) {
         Ok(k) => k,
         Err(d) => return Outcome::Rejected(vec![d]),
     };

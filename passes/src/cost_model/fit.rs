@@ -211,13 +211,13 @@ mod tests {
                 rank(&problem, &machine, &Pins::default()).into_iter().take(6).map(move |candidate| (problem, candidate))
             })
             .map(|(problem, candidate)| {
-                let seconds = predict(&problem, &machine, &Throughput::H200, &truth, &candidate).seconds;
+                let seconds = predict(&problem, &machine, &Throughput::of(&tilec_target::Target::H200), &truth, &candidate).seconds;
                 Sample { problem, candidate, seconds }
             })
             .collect();
-        let fitted = fit(&samples, &machine, &Throughput::H200, &Calibration::PRIOR, 20_000);
-        let before = error(&samples, &machine, &Throughput::H200, &Calibration::PRIOR);
-        let after = error(&samples, &machine, &Throughput::H200, &fitted);
+        let fitted = fit(&samples, &machine, &Throughput::of(&tilec_target::Target::H200), &Calibration::PRIOR, 20_000);
+        let before = error(&samples, &machine, &Throughput::of(&tilec_target::Target::H200), &Calibration::PRIOR);
+        let after = error(&samples, &machine, &Throughput::of(&tilec_target::Target::H200), &fitted);
         assert!(after.median < 0.01 && after.mean_squared_log < before.mean_squared_log, "before {before:?}, after {after:?}");
     }
 }

@@ -1,5 +1,6 @@
-//! `tile-select-config{m=M n=N k=K sms=S block-m=.. block-n=.. block-k=.. stages=.. cluster=.. candidate=R}`:
-//! chooses a GEMM's configuration (config_rules.rs) and binds it into the IR;
+//! `tile-select-config{m=M n=N k=K target=T sms=S block-m=.. block-n=.. block-k=.. stages=.. cluster=.. candidate=R}`:
+//! chooses a GEMM's configuration (config_rules.rs) for the GPU `target`
+//! (tilec-target; `sms` overrides its SM count) and binds it into the IR;
 //! `candidate` takes the R-th ranked configuration instead of the pick, so
 //! that alternatives can be measured against it.
 //!
@@ -23,7 +24,7 @@
 use crate::cluster::Along;
 use crate::config::config_int;
 use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Scales, Schedule};
-use crate::cost_model::{self, Prediction};
+use crate::cost_model::{self, Weighed};
 use crate::hopper::staging::column_major_tensors;
 use crate::options::{OptionKind, OptionSpec};
 use crate::registry::PassInfo;
@@ -33,6 +34,7 @@ use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint, 
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::{self, BlockId, For};
 use tilec_dialects::{Diagnostic, Function, Layout};
+use tilec_target::Target;
 
 const DIM: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
 
@@ -44,7 +46,8 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "m", kind: DIM, default: "0", help: "rows of A and C (0: the default shape policy)" },
         OptionSpec { name: "n", kind: DIM, default: "0", help: "columns of C (0: the default shape policy)" },
         OptionSpec { name: "k", kind: DIM, default: "0", help: "the reduction length (0: the default shape policy)" },
-        OptionSpec { name: "sms", kind: OptionKind::Int { min: 1, max: 1024 }, default: "132", help: "SMs of the target GPU" },
+        OptionSpec { name: "target", kind: OptionKind::Enum(Target::NAMES), default: Target::DEFAULT.name, help: "the GPU to choose for" },
+        OptionSpec { name: "sms", kind: OptionKind::Int { min: 0, max: 1024 }, default: "0", help: "SMs to choose for (0: the target's)" },
         OptionSpec { name: "block-m", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "pin BLOCK_M (0: choose)" },
         OptionSpec { name: "block-n", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "pin BLOCK_N (0: choose)" },
         OptionSpec { name: "block-k", kind: OptionKind::Int { min: 0, max: 128 }, default: "0", help: "pin BLOCK_K (0: choose)" },
@@ -87,8 +90,10 @@ pub const DEFAULT_SHAPE: (i64, i64, i64) = (4096, 4096, 4096);
 pub struct SelectConfig {
     /// (m, n, k), or `None` for the default shape policy.
     pub shape: Option<(i64, i64, i64)>,
-    /// SMs of the GPU the configuration is chosen for.
-    pub sms: i64,
+    /// The GPU the configuration is chosen for.
+    pub target: &'static Target,
+    /// SMs to choose for instead of the target's.
+    pub sms: Option<i64>,
     /// Values fixed by options.
     pub pins: Pins,
     /// The rank taken, 1 for the pick.
@@ -100,7 +105,9 @@ pub struct SelectConfig {
 /// How `tile-select-config` orders the candidates it weighs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Ranking {
-    /// By the cost model's predicted time on the target.
+    /// By the cost model's predicted time on the target, the rules' pick
+    /// kept first unless beaten by more than the model's margin
+    /// ([`cost_model::order`]).
     #[default]
     Model,
     /// By the numbered rules (config_rules.rs), then the alternatives only
@@ -121,15 +128,6 @@ impl Ranking {
     }
 }
 
-/// A candidate and the cost model's prediction for it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Weighed {
-    /// The configuration with the figures that ranked it.
-    pub candidate: Candidate,
-    /// Its predicted time and what bounds it.
-    pub prediction: Prediction,
-}
-
 impl SelectConfig {
     /// The pass configured by its pipeline options.
     pub fn from_options(o: &PassOptions) -> SelectConfig {
@@ -137,7 +135,8 @@ impl SelectConfig {
         let (m, n, k) = (o.int("m"), o.int("n"), o.int("k"));
         SelectConfig {
             shape: (m > 0 && n > 0 && k > 0).then_some((m, n, k)),
-            sms: o.int("sms"),
+            target: Target::from_name(o.word("target")).expect("the option's words are the targets' names"),
+            sms: Some(o.int("sms")).filter(|&s| s > 0),
             pins: Pins {
                 block_m: pin("block-m"),
                 block_n: pin("block-n"),
@@ -148,16 +147,6 @@ impl SelectConfig {
             candidate: usize::try_from(o.int("candidate")).expect("option range"),
             ranking: Ranking::parse(o.word("ranking")),
         }
-    }
-
-    /// The pass with its options' defaults.
-    pub fn default_for_target() -> SelectConfig {
-        SelectConfig { shape: None, sms: Machine::H100.sms, pins: Pins::default(), candidate: 1, ranking: Ranking::Model }
-    }
-
-    /// The GPU the configuration is chosen for.
-    pub fn machine(&self) -> Machine {
-        Machine { sms: self.sms, ..Machine::H100 }
     }
 
     /// The problem and pins for `func`, or `None` when it has no dot to
@@ -190,6 +179,13 @@ impl SelectConfig {
         Ok(Some((problem, pins, machine)))
     }
 
+    /// What the configuration may use: the target's machine, with `sms`
+    /// SMs where given.
+    pub fn machine(&self) -> Machine {
+        let machine = Machine::of(self.target);
+        Machine { sms: self.sms.unwrap_or(machine.sms), ..machine }
+    }
+
     /// Every candidate weighed for `func` with its predicted time, best
     /// first in the pass's [`Ranking`] (for `--explain`).
     pub fn weigh(&self, func: &Function) -> Result<Vec<Weighed>, Diagnostic> {
@@ -200,7 +196,7 @@ impl SelectConfig {
         let mut ranked = config_rules::rank(&problem, &machine, &pins);
         let alternatives = config_rules::alternatives(&problem, &machine, &pins, &ranked);
         ranked.extend(alternatives);
-        let (throughput, calibration) = cost_model::H200;
+        let (throughput, calibration) = cost_model::for_target(self.target);
         let mut weighed: Vec<Weighed> = ranked
             .into_iter()
             .map(|candidate| {
@@ -209,15 +205,7 @@ impl SelectConfig {
             })
             .collect();
         if self.ranking == Ranking::Model {
-            weighed.sort_by(|a, b| a.prediction.seconds.total_cmp(&b.prediction.seconds));
-            let best = weighed.first().map(|w| w.prediction.seconds).unwrap_or_default();
-            for (i, w) in weighed.iter_mut().enumerate() {
-                w.candidate.reason = if i == 0 {
-                    format!("picked: least predicted time, bound by {}", w.prediction.bound.word())
-                } else {
-                    format!("predicted {:+.1}% over the pick, bound by {}", 100.0 * (w.prediction.seconds / best - 1.0), w.prediction.bound.word())
-                };
-            }
+            weighed = cost_model::order(weighed);
         }
         Ok(weighed)
     }
@@ -469,4 +457,30 @@ fn tiles_share_operands(func: &Function) -> bool {
         Opcode::TileBlockId => BlockId::of(body, op).is_some_and(|b| b.dim(body) == 2),
         _ => false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn configured(options: &[(&str, &str)]) -> SelectConfig {
+        let given: Vec<(String, String)> = options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        SelectConfig::from_options(&PassOptions::resolve(INFO.name, INFO.options, &given).expect("valid options"))
+    }
+
+    #[test]
+    fn config_selection_assumes_the_default_target() {
+        let select = configured(&[]);
+        assert_eq!(select.target, &Target::DEFAULT);
+        assert_eq!(select.machine(), Machine::of(&Target::DEFAULT));
+    }
+
+    #[test]
+    fn the_target_gives_the_machine_and_sms_overrides_its_sms() {
+        assert_eq!(configured(&[("target", "h100")]).machine(), Machine::of(&Target::H100));
+        let fewer = configured(&[("target", "h100"), ("sms", "114")]).machine();
+        assert_eq!(fewer, Machine { sms: 114, ..Machine::of(&Target::H100) });
+        let err = PassOptions::resolve(INFO.name, INFO.options, &[("target".into(), "h300".into())]).unwrap_err();
+        assert!(err.contains("one of h100, h200"), "{err}");
+    }
 }

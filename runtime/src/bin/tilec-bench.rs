@@ -23,6 +23,7 @@ use tilec_runtime::bench::*;
 use tilec_runtime::check::*;
 use tilec_runtime::lt::{LtGemm, LtHandle, LtInput};
 use tilec_cli::{CompletionArgs, EXIT_ERROR};
+use tilec_runtime::target::Target;
 use tilec_runtime::timing::Launch;
 use tilec_runtime::*;
 use tilec_runtime::error::DriverCtx;
@@ -389,8 +390,10 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
     let (mut free, mut total) = (0usize, 0usize);
     unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }.result().ctx("cuMemGetInfo")?;
     let seed = args.seed.unwrap_or_else(seed_from_time);
+    let target = Target::of_device(&gpu.name, gpu.total_mem);
+    let target_name = target.map_or(UNKNOWN_TARGET, |t| t.name);
     println!(
-        "device: {} (sm_{}{}, {} SMs, L2 {} MiB, {} GiB, driver {}.{}); seed {seed:#x}; LD_LIBRARY_PATH={}",
+        "device: {} (target {target_name}, sm_{}{}, {} SMs, L2 {} MiB, {} GiB, driver {}.{}); seed {seed:#x}; LD_LIBRARY_PATH={}",
         gpu.name,
         gpu.cc.0,
         gpu.cc.1,
@@ -428,6 +431,7 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
     let lt = LtHandle::new(gpu.stream.clone())?;
     let device = DeviceInfo {
         name: gpu.name.clone(),
+        target: target_name.into(),
         sm: format!("sm_{}{}", gpu.cc.0, gpu.cc.1),
         num_sms: gpu.num_sms,
         l2_bytes: l2,
@@ -477,7 +481,7 @@ fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Rep
             fp8_scale_b: FP8_SCALE_B as f64,
             seed,
         },
-        peaks: Peaks::h100_sxm(),
+        peaks: target.map_or_else(Peaks::default, Peaks::of),
         artifacts: Vec::new(),
         results: Vec::new(),
     };

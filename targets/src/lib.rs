@@ -1,0 +1,21 @@
+#![warn(missing_docs)]
+//! The GPUs tilec compiles for. A [`Target`] holds the hardware facts of one
+//! GPU that config selection, the lowering, the runtime and the benchmark
+//! read, so that each fact is written once: SMs, shared memory, registers,
+//! L2, HBM, tensor-core peaks, clusters, and the PTX target.
+//!
+//! A target is named on the command line (`tilec compile --target h100`),
+//! in a pass pipeline (`tile-select-config{target=h100}`) and in an
+//! artifact's manifest (`"gpu": "h100"`); the runtime recognises the device
+//! it runs on from the name and memory size the driver reports
+//! ([`Target::matches_device`]) and refuses an artifact compiled for another
+//! target. `docs/targets.md` says where each fact comes from and how to add
+//! a target.
+
+mod known;
+mod target;
+
+pub use target::Target;
+
+#[cfg(test)]
+mod tests;
