@@ -5,7 +5,8 @@ Each SWEEP argument is DTYPE:SWEEP_TXT:LOGS, where SWEEP_TXT is a bundle's sweep
 artifact, config a line; scripts/build-gpu-bundle.sh --sweep writes it) and LOGS the folder or
 .tgz of tilec-bench JSON reports run-sweep.sh left (NAME-logs.tgz). A kernel that failed its
 check or did not run is left out. The output (schema tilec-measurements/1) holds, per kernel,
-the shape, dtype, config, median time and the faster vendor baseline's median in the same run.
+the shape, dtype, config, median time, each vendor baseline's median in the same run (those that ran
+and passed their check) and the fastest of them.
 usage: collect-measurements.py --gpu GPU_TXT --set NAME -o OUT.json SWEEP..."""
 import argparse
 import io
@@ -38,7 +39,8 @@ def collect(dtype, sweep_txt, logs):
     for _, report in reports(logs):
         for result in report["results"]:
             ok = lambda run: run.get("stats") and not run.get("error") and (run.get("check") or {}).get("pass", True)
-            vendor = [run["stats"]["median_ms"] for run in result["runs"] if run["kind"].lower() != "ours" and "reference" not in run["name"] and ok(run)]
+            baselines = {run["name"]: run["stats"]["median_ms"] for run in result["runs"] if run["kind"].lower() != "ours" and "reference" not in run["name"] and ok(run)}
+            vendor = list(baselines.values())
             for run in result["runs"]:
                 if run["kind"].lower() != "ours" or not ok(run):
                     continue
@@ -52,6 +54,7 @@ def collect(dtype, sweep_txt, logs):
                     "config": configs[artifact],
                     "median_ms": run["stats"]["median_ms"],
                     "vendor_ms": min(vendor) if vendor else None,
+                    "baselines": baselines,
                 })
     return records
 

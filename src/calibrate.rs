@@ -3,7 +3,9 @@
 //! (schema tilec-measurements/1, `scripts/collect-measurements.py`) holds
 //! kernels timed on the GPU with their shape, dtype and config. Without
 //! `--fit` the model's current constants are judged on them; with it, the
-//! constants are fitted to them first and `--write` puts the fitted ones
+//! constants are fitted to them first, from the prior
+//! ([`Calibration::PRIOR`], so that the same measurements always give the
+//! same constants) and `--write` puts the fitted ones
 //! into the calibration source the model reads
 //! (`passes/src/cost_model/calibration.rs`). Either way the error, overall
 //! and per kernel, is printed and written to `--report`.
@@ -52,6 +54,9 @@ pub struct Args {
     /// The block-scaled FP8 program the FP8 kernels were compiled from
     #[arg(long, value_name = "FILE", default_value = "examples/gemm_fp8_blockscaled.tile")]
     fp8_program: String,
+    /// Keep only the kernels of the shapes this file lists (MxNxK a line), e.g. the validation set
+    #[arg(long, value_name = "FILE")]
+    only: Option<String>,
     /// The GPU the kernels ran on
     #[arg(long, value_name = "GPU", default_value = Target::DEFAULT.name, value_parser = crate::driver::target_parser())]
     target: &'static Target,
@@ -114,6 +119,11 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         }
         records.extend(file.records);
     }
+    if let Some(path) = &args.only {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("tilec calibrate: cannot read '{path}': {e}"))?;
+        let shapes: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+        records.retain(|r| shapes.contains(&format!("{}x{}x{}", r.m, r.n, r.k).as_str()));
+    }
     let (throughput, current) = cost_model::for_target(args.target);
     let mut samples = Vec::with_capacity(records.len());
     for r in &records {
@@ -131,7 +141,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         samples.push(Sample { problem, candidate: figures(&problem, &machine, config), seconds: r.median_ms * 1e-3 });
     }
     let machine = SelectConfig { target: args.target, ..SelectConfig::default() }.machine();
-    let calibration = if args.fit { fit::fit(&samples, &machine, &throughput, &current, args.evaluations) } else { current };
+    let calibration = if args.fit { fit::fit(&samples, &machine, &throughput, &Calibration::PRIOR, args.evaluations) } else { current };
     let error = fit::error(&samples, &machine, &throughput, &calibration);
     let mut out = String::new();
     let (within, problems, regret) = fit::pick_quality(&samples, &machine, &throughput, &calibration, PICK_MARGIN);

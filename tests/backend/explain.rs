@@ -41,7 +41,8 @@ fn ranked_smem(program: &str, shape: &str, count: usize) -> Vec<i64> {
         .iter()
         .map(|row| {
             let fields: Vec<&str> = row.split("  ").map(str::trim).filter(|f| !f.is_empty()).collect();
-            let smem = fields.len().checked_sub(2).map(|i| fields[i]).expect("a smem column before the reason");
+            // The columns end smem, predicted time, bound, reason.
+            let smem = fields.len().checked_sub(4).map(|i| fields[i]).expect("a smem column before the prediction and the reason");
             smem.parse().unwrap_or_else(|e| panic!("smem in `{row}`: {e}"))
         })
         .collect()
