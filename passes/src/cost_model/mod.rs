@@ -576,14 +576,19 @@ mod tests {
     fn more_work_never_takes_less_time() {
         // A shape one K block, one tile row or one tile column larger: the
         // same candidate is predicted no faster, and slower by no more than
-        // the work added allows (a new wave at most doubles it).
-        for (m, n, k) in [(4096, 4096, 4096), (128, 4096, 7104), (512, 512, 65536), (1000, 3000, 2000)] {
+        // the work it adds, counted in the turns each launched CTA takes
+        // (a tile row that opens a new turn costs that turn) and K blocks.
+        for (m, n, k) in [(4096, 4096, 4096), (128, 4096, 7104), (512, 512, 65536), (1000, 3000, 2000), (64, 2112, 7168)] {
             let p = bf16(m, n, k);
-            for (c, before) in predictions(&p).into_iter().take(6) {
+            for (c, before) in predictions(&p).into_iter().take(8) {
+                let k_blocks = |k: i64| ceil_div(k, c.config.block_k) as f64;
                 for grown in [bf16(m, n, k + c.config.block_k), bf16(m + c.config.block_m, n, k), bf16(m, n + c.config.block_n, k)] {
                     let same = figures(&grown, &Machine::H100, c.config);
                     let after = predict(&grown, &Machine::H100, &h200(), &Calibration::PRIOR, &same);
                     assert!(after.seconds >= before.seconds * 0.999, "{} at {m}x{n}x{k} grown: {after} < {before}", c.config);
+                    let turns = |c: &Candidate| ceil_div(c.tiles * c.config.splits, c.sms) as f64;
+                    let work = (turns(&same) / turns(&c)).max(same.tiles as f64 / c.tiles as f64) * k_blocks(grown.k) / k_blocks(k);
+                    assert!(after.seconds <= before.seconds * work * 1.01, "{} at {m}x{n}x{k} grown to {}x{}x{}: {after} over {before} x {work:.3}", c.config, grown.m, grown.n, grown.k);
                 }
             }
         }
