@@ -8,7 +8,7 @@ use tilec_dialects::{Function, Module};
 use tilec_dialects::Diagnostic;
 use tilec_passes::cluster::Along;
 use tilec_passes::config::{config_bool, config_int, config_word};
-use tilec_passes::config_rules::Schedule;
+use tilec_passes::config_rules::{check_pin, check_shape, Schedule};
 use tilec_passes::transforms::select_config::SelectConfig;
 use tilec_target::Target;
 
@@ -70,7 +70,7 @@ impl ConfigRequest {
 pub fn parse_shape(text: &str) -> Result<Shape, String> {
     let dims: Vec<Option<i64>> = text.split('x').map(|d| d.parse::<i64>().ok().filter(|&d| d > 0)).collect();
     match dims[..] {
-        [Some(m), Some(n), Some(k)] => Ok((m, n, k)),
+        [Some(m), Some(n), Some(k)] => check_shape(m, n, k).map(|()| (m, n, k)).map_err(|e| format!("--shape {text}: {e}")),
         _ => Err(format!("--shape expects MxNxK with three positive integers, found '{text}'")),
     }
 }
@@ -88,6 +88,7 @@ pub fn parse_param(text: &str) -> Result<(String, i64), String> {
     if Param::from_name(name).is_none() && name != "STAGES" {
         return Err(bad());
     }
+    check_pin(name, value).map_err(|e| format!("--param {text}: {e}"))?;
     Ok((name.to_string(), value))
 }
 
@@ -225,6 +226,8 @@ mod tests {
         assert!(parse_param("BLOCK_Q=1").is_err());
         assert!(parse_param("BLOCK_N").is_err());
         assert!(parse_param("BLOCK_N=-3").is_err());
+        assert!(parse_param("BLOCK_N=272").unwrap_err().contains("--param BLOCK_N=272: BLOCK_N must be a multiple of 16"));
+        assert!(parse_shape("274877906944x274877906944x8").unwrap_err().contains("larger than 2147483647"));
     }
 
     #[test]

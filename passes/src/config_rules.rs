@@ -1774,12 +1774,12 @@ fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candida
 
 /// The configurations the cost model weighs besides [`rank`]'s, which the
 /// passes apply to any tile: each tile's K loop split over 2 to
-/// [`SUM_SPLITS`] CTAs of a cluster (as many as `tile.sum_splits` adds up)
+/// 8 CTAs of a cluster (as many as `tile.sum_splits` adds up)
 /// where they run in one wave, and, for one BF16 GEMM, each 128-row tile
 /// over two consumers with its last wave's tiles shared by K iterations
 /// over every SM (stream-K), which spreads a K loop over more CTAs than
 /// there are tiles. Those already in `ranked` are left out, and so are the
-/// stream-K widths whose consumers spill ([`STREAM_K_SPILLING_BLOCK_NS`]).
+/// stream-K widths whose consumers spill (128x208 and 128x240).
 pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candidate]) -> Vec<Candidate> {
     let bk = pins.block_k.unwrap_or(problem.precision.block_k());
     let k_blocks = ceil_div(problem.k, bk);
@@ -1859,25 +1859,48 @@ pub fn choose(problem: &Problem, machine: &Machine, pins: &Pins) -> Result<Candi
 
 /// Rejects shapes and pins the rules cannot build.
 pub fn check_pins(problem: &Problem, pins: &Pins) -> Result<(), String> {
-    if problem.m < 1 || problem.n < 1 || problem.k < 1 {
-        return Err(format!("problem shape {}x{}x{} must be positive", problem.m, problem.n, problem.k));
-    }
-    if let Some(m) = pins.block_m.filter(|m| !BLOCK_MS.contains(m)) {
-        return Err(format!("BLOCK_M must be 64, 128 or 256, found {m}"));
-    }
-    if let Some(n) = pins.block_n.filter(|n| *n < BLOCK_N_STEP || *n > MAX_BLOCK_N || n % BLOCK_N_STEP != 0) {
-        return Err(format!("BLOCK_N must be a multiple of {BLOCK_N_STEP} from {BLOCK_N_STEP} to {MAX_BLOCK_N}, found {n}"));
-    }
-    if let Some(k) = pins.block_k.filter(|k| ![16, 32, 64, 128].contains(k)) {
-        return Err(format!("BLOCK_K must be 16, 32, 64 or 128, found {k}"));
-    }
-    if let Some(s) = pins.stages.filter(|s| !(1..=STAGES_LIMIT).contains(s)) {
-        return Err(format!("stages must be from 1 to {STAGES_LIMIT}, found {s}"));
+    check_shape(problem.m, problem.n, problem.k)?;
+    let pinned = [("BLOCK_M", pins.block_m), ("BLOCK_N", pins.block_n), ("BLOCK_K", pins.block_k), ("STAGES", pins.stages)];
+    for (name, value) in pinned {
+        value.map_or(Ok(()), |v| check_pin(name, v))?;
     }
     if pins.cluster.is_some_and(|along| along != Along::None) && !problem.clusterable {
         return Err("a cluster needs CTAs whose tiles share an operand tile; scalar loads or a batch over grid z rule clusters out".to_string());
     }
     Ok(())
+}
+
+/// Rejects a problem shape no kernel can take: each of M, N and K must be
+/// positive and fit the kernel's i32 scalar parameters.
+pub fn check_shape(m: i64, n: i64, k: i64) -> Result<(), String> {
+    if m < 1 || n < 1 || k < 1 {
+        return Err(format!("problem shape {m}x{n}x{k} must be positive"));
+    }
+    if let Some(dim) = [m, n, k].into_iter().find(|&d| d > i64::from(i32::MAX)) {
+        return Err(format!("problem shape {m}x{n}x{k}: {dim} is larger than {}, the most a kernel's i32 M, N and K parameters hold", i32::MAX));
+    }
+    Ok(())
+}
+
+/// Rejects a value the passes cannot build for the block size or stage
+/// count `name` (`BLOCK_M`, `BLOCK_N`, `BLOCK_K` or `STAGES`).
+pub fn check_pin(name: &str, value: i64) -> Result<(), String> {
+    let ok = match name {
+        "BLOCK_M" => BLOCK_MS.contains(&value),
+        "BLOCK_N" => (BLOCK_N_STEP..=MAX_BLOCK_N).contains(&value) && value % BLOCK_N_STEP == 0,
+        "BLOCK_K" => [16, 32, 64, 128].contains(&value),
+        "STAGES" => (1..=STAGES_LIMIT).contains(&value),
+        _ => return Err(format!("'{name}' is not a block size or the stage count (BLOCK_M, BLOCK_N, BLOCK_K, STAGES)")),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(match name {
+        "BLOCK_M" => format!("BLOCK_M must be 64, 128 or 256, found {value}"),
+        "BLOCK_N" => format!("BLOCK_N must be a multiple of {BLOCK_N_STEP} from {BLOCK_N_STEP} to {MAX_BLOCK_N}, found {value}"),
+        "BLOCK_K" => format!("BLOCK_K must be 16, 32, 64 or 128, found {value}"),
+        _ => format!("stages must be from 1 to {STAGES_LIMIT}, found {value}"),
+    })
 }
 #[cfg(test)]
 mod tests {
@@ -1909,6 +1932,18 @@ mod tests {
 
     // Shared memory per stage is (BM + BN) * 64 * 2 bytes + an 8-byte barrier;
     // the TMA epilogue adds BM * BN * 2 bytes; the budget is 232448 bytes.
+    #[test]
+    fn shapes_and_pins_the_passes_cannot_build_are_refused() {
+        assert!(check_shape(274_877_906_944, 274_877_906_944, 8).unwrap_err().contains("274877906944 is larger than 2147483647"));
+        assert!(check_shape(0, 8, 8).unwrap_err().contains("must be positive"));
+        assert_eq!(check_shape(i64::from(i32::MAX), 1, 1), Ok(()));
+        assert!(check_pin("BLOCK_N", 272).unwrap_err().contains("multiple of 16 from 16 to 256, found 272"));
+        assert!(check_pin("BLOCK_M", 96).unwrap_err().contains("64, 128 or 256"));
+        assert!(check_pin("STAGES", 17).unwrap_err().contains("from 1 to 16"));
+        assert!(check_pin("BLOCK_Q", 1).is_err());
+        assert_eq!(check_pin("BLOCK_K", 64), Ok(()));
+    }
+
     #[test]
     fn a_config_reads_back_as_it_prints() {
         for p in [bf16(4096, 4096, 4096), bf16(512, 512, 65536), bf16(64, 2112, 7168), fp8(4096, 7168, 16384), bf16(8192, 8192, 8192)] {
