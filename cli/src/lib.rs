@@ -144,9 +144,9 @@ pub struct PassFlags {
     /// Print the IR after a pass only when the pass changed it
     #[arg(long = "mlir-print-ir-after-change", conflicts_with = "timing")]
     pub print_ir_after_change: bool,
-    /// Print the IR to stderr after a pass that fails
-    #[arg(long = "mlir-print-ir-after-failure", value_name = "BOOL", require_equals = true, default_value_t = true,
-          action = clap::ArgAction::Set)]
+    /// Print the IR to stderr after a pass that fails (off unless asked, as in mlir-opt)
+    #[arg(long = "mlir-print-ir-after-failure", value_name = "BOOL", require_equals = true, num_args = 0..=1, default_value_t = false,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
     pub print_ir_after_failure: bool,
     /// Print each pass's wall time to stderr
     #[arg(long = "mlir-timing")]
@@ -171,7 +171,7 @@ impl Default for PassFlags {
             print_ir_before_all: false,
             print_ir_before: Vec::new(),
             print_ir_after_change: false,
-            print_ir_after_failure: true,
+            print_ir_after_failure: false,
             timing: false,
             statistics: false,
             verify_each: true,
@@ -207,7 +207,9 @@ mod tests {
         let t = Tool::try_parse_from(["t", "--pass-pipeline=a,b{x=1}", "--mlir-print-ir-after=a", "--mlir-timing", "f"]).unwrap();
         assert_eq!(t.passes.pass_pipeline.as_deref(), Some("a,b{x=1}"));
         assert_eq!(t.passes.print_ir_after, ["a"]);
-        assert!(t.passes.timing && t.passes.verify_each && t.passes.print_ir_after_failure);
+        assert!(t.passes.timing && t.passes.verify_each && !t.passes.print_ir_after_failure, "no IR dump on failure unless asked");
+        assert!(Tool::try_parse_from(["t", "--mlir-print-ir-after-failure"]).unwrap().passes.print_ir_after_failure);
+        assert!(!Tool::try_parse_from(["t", "--mlir-print-ir-after-failure=false"]).unwrap().passes.print_ir_after_failure);
         assert_eq!(t.input.as_deref(), Some("f"));
         let t = Tool::try_parse_from(["t", "--verify-each=false"]).unwrap();
         assert!(!t.passes.verify_each);
