@@ -126,21 +126,30 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     }
     let (throughput, current) = cost_model::for_target(args.target);
     let mut samples = Vec::with_capacity(records.len());
-    for r in &records {
-        let program = match r.dtype.as_str() {
-            "bf16" => &args.bf16_program,
-            "fp8" => &args.fp8_program,
-            other => return Err(format!("kernel '{}': unknown dtype '{other}' (bf16 or fp8)", r.artifact).into()),
-        };
+    let read = |program: &str| -> Result<tilec_dialects::Module, Failure> {
         let text = std::fs::read_to_string(program).map_err(|e| format!("tilec calibrate: cannot read '{program}': {e}"))?;
-        let module = parse_and_verify(&text, program)?;
+        Ok(parse_and_verify(&text, program)?)
+    };
+    // Each program read once, and only for a dtype the measurements hold.
+    let mut programs: Vec<(&str, &String, tilec_dialects::Module)> = Vec::new();
+    for dtype in ["bf16", "fp8"] {
+        let program = if dtype == "bf16" { &args.bf16_program } else { &args.fp8_program };
+        if records.iter().any(|r| r.dtype == dtype) {
+            programs.push((dtype, program, read(program)?));
+        }
+    }
+    let base = SelectConfig { target: args.target, ..SelectConfig::default() };
+    for r in &records {
+        let Some((_, program, module)) = programs.iter().find(|(dtype, _, _)| *dtype == r.dtype) else {
+            return Err(format!("kernel '{}': unknown dtype '{}' (bf16 or fp8)", r.artifact, r.dtype).into());
+        };
         let func = module.functions.first().ok_or_else(|| format!("{program}: no function"))?;
-        let select = SelectConfig { shape: Some((r.m, r.n, r.k)), ..SelectConfig { target: args.target, ..SelectConfig::default() } };
+        let select = SelectConfig { shape: Some((r.m, r.n, r.k)), ..base };
         let (problem, _, machine) = select.problem(func).map_err(|d| d.to_string())?.ok_or_else(|| format!("{program}: no dot to configure"))?;
         let config: Config = r.config.parse().map_err(|e| format!("kernel '{}': {e}", r.artifact))?;
         samples.push(Sample { problem, candidate: figures(&problem, &machine, config), seconds: r.median_ms * 1e-3 });
     }
-    let machine = SelectConfig { target: args.target, ..SelectConfig::default() }.machine();
+    let machine = base.machine();
     let calibration = if args.fit { fit::fit(&samples, &machine, &throughput, &Calibration::PRIOR, args.evaluations) } else { current };
     let error = fit::error(&samples, &machine, &throughput, &calibration);
     let mut out = String::new();
