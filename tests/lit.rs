@@ -6,12 +6,14 @@ use tilec_filecheck::{run_lit, LitConfig};
 
 const LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
 
-/// `ptxas` from `TILEC_PTXAS` or PATH: tests that assemble PTX need it.
-fn find_ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TILEC_PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("ptxas")).find(|p| p.is_file())
+/// `ptxas`, where `scripts/find-ptxas.sh` finds it (`TILEC_PTXAS`, PATH, or
+/// the `.venv-tools/` that `scripts/setup.sh` installs it in): tests that
+/// assemble PTX need it.
+fn find_ptxas(root: &Path) -> Option<PathBuf> {
+    let out = std::process::Command::new("bash").arg(root.join("scripts/find-ptxas.sh")).output().ok()?;
+    let path = String::from_utf8(out.stdout).ok()?;
+    let path = PathBuf::from(path.trim());
+    (out.status.success() && path.is_file()).then_some(path)
 }
 
 fn main() -> ExitCode {
@@ -29,8 +31,12 @@ fn main() -> ExitCode {
         .substitution("%mlir-opt", Path::new(LLVM_BIN).join("mlir-opt"))
         .substitution("%expect-error", root.join("tests/expect-error.sh"))
         .substitution("%expect-usage-error", format!("{} --usage", root.join("tests/expect-error.sh").display()));
-    if let Some(ptxas) = find_ptxas() {
-        config = config.substitution("%ptxas", ptxas).feature("ptxas");
+    match find_ptxas(root) {
+        Some(ptxas) => {
+            eprintln!("lit: ptxas: {}", ptxas.display());
+            config = config.substitution("%ptxas", ptxas).feature("ptxas");
+        }
+        None => eprintln!("lit: no ptxas (scripts/find-ptxas.sh found none; scripts/setup.sh installs it): the tests that REQUIRE it are skipped"),
     }
     config.temp_root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lit");
     run_lit(config)
