@@ -235,7 +235,13 @@ impl<'a> Lexer<'a> {
             return Err(Diagnostic::error(loc.clone(), "expected a digit after '-'"));
         }
         if is_float {
-            text.parse().map(Token::Float).map_err(|_| Diagnostic::error(loc.clone(), format!("invalid float literal '{text}'")))
+            // A literal's digits never spell an infinity: one that parses to
+            // one overflowed f64, which would otherwise become inf unseen.
+            match text.parse::<f64>() {
+                Ok(v) if v.is_finite() => Ok(Token::Float(v)),
+                Ok(_) => Err(Diagnostic::error(loc.clone(), format!("float literal '{text}' does not fit in 64 bits"))),
+                Err(_) => Err(Diagnostic::error(loc.clone(), format!("invalid float literal '{text}'"))),
+            }
         } else {
             text.parse().map(Token::Int).map_err(|_| Diagnostic::error(loc.clone(), format!("integer literal '{text}' does not fit in 64 bits")))
         }
