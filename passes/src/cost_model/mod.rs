@@ -283,7 +283,7 @@ pub struct Weighed {
 }
 
 /// How much faster than the rules' pick the model must predict another
-/// candidate to pick it instead. The model's median error is about 8%
+/// candidate to pick it instead. The model's median error is about 9%
 /// (docs/cost-model.md), and the rules' picks were measured and tuned on
 /// the benchmark shapes: a gain predicted within the model's error is not
 /// taken. Of the margins tried on the training set (0 to 50%), 5% gave
