@@ -522,7 +522,7 @@ mod tests {
     }
 
     fn bf16(m: i64, n: i64, k: i64) -> Problem {
-        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false }
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, epilogue_ops: false }
     }
 
     fn predictions(p: &Problem) -> Vec<(Candidate, Prediction)> {

@@ -152,7 +152,7 @@ impl SelectConfig {
     /// The problem and pins for `func`, or `None` when it has no dot to
     /// configure (an nv-level kernel).
     pub fn problem(&self, func: &Function) -> Result<Option<(Problem, Pins, Machine)>, Diagnostic> {
-        let Some(ProgramDot { precision, pins: program, b_scale_rows, a_in_registers, a_scales_by_run }) = program_dot(func)? else {
+        let Some(ProgramDot { precision, pins: program, b_scale_rows, a_in_registers, a_scales_by_run, epilogue_ops }) = program_dot(func)? else {
             return Ok(None);
         };
         let mut pins = self.pins;
@@ -175,6 +175,7 @@ impl SelectConfig {
             b_scale_rows,
             a_in_registers,
             a_scales_by_run,
+            epilogue_ops,
         };
         Ok(Some((problem, pins, machine)))
     }
@@ -281,6 +282,9 @@ struct ProgramDot {
     /// A block-scaled dot's row scales are loaded from a column-major
     /// tensor (stored M-major).
     a_scales_by_run: bool,
+    /// Elementwise ops take the accumulator between the K loop and its
+    /// conversion.
+    epilogue_ops: bool,
 }
 
 /// The function's one dot, `None` without one.
@@ -313,7 +317,14 @@ fn program_dot(func: &Function) -> Result<Option<ProgramDot>, Diagnostic> {
         let scales = body.defining_op(d.lhs_scale(body)).and_then(|op| tile::Load::of(body, op));
         scales.is_some_and(|load| column_major.contains(&load.tensor(body)))
     });
-    Ok(Some(ProgramDot { precision, pins, b_scale_rows, a_in_registers, a_scales_by_run }))
+    // tile-defer-epilogue converts the accumulator as it leaves the K loop
+    // and stores it during the next tile's K steps: an elementwise op in
+    // between (a bias, an activation) leaves it nothing to defer.
+    let epilogue_ops = body.parent_op(dot).is_none_or(|k_loop| {
+        let result = body.ops[k_loop].results.first().copied();
+        !body.walk_region(func.region).into_iter().any(|op| body.opcode(op) == Opcode::TileTruncf && Some(body.ops[op].operands[0]) == result)
+    });
+    Ok(Some(ProgramDot { precision, pins, b_scale_rows, a_in_registers, a_scales_by_run, epilogue_ops }))
 }
 
 impl Pass for SelectConfig {
