@@ -788,7 +788,8 @@ const MBARRIER_BYTES: i64 = 8;
 /// boundary (where a 128-byte swizzle pattern repeats).
 const BUFFER_ALIGN: i64 = 1024;
 
-fn ceil_div(a: i64, b: i64) -> i64 {
+/// ceil(a / b) for positive b (shared with the cost model).
+pub(crate) fn ceil_div(a: i64, b: i64) -> i64 {
     (a + b - 1) / b
 }
 

@@ -20,7 +20,7 @@
 //! candidate.
 
 use crate::cluster::Along;
-use crate::config_rules::{Candidate, Machine, Precision, Problem, Schedule};
+use crate::config_rules::{ceil_div, Candidate, Machine, Precision, Problem, Schedule};
 use std::fmt;
 use tilec_target::Target;
 
@@ -342,10 +342,6 @@ fn overlapped(times: &[f64], p: f64) -> f64 {
         return 0.0;
     }
     top * times.iter().map(|t| (t / top).powf(p)).sum::<f64>().powf(1.0 / p)
-}
-
-fn ceil_div(a: i64, b: i64) -> i64 {
-    (a + b - 1) / b
 }
 
 /// The tiles one wave of `active` consecutive tiles covers in the tile
