@@ -1,14 +1,34 @@
 //! Reductions across program instances of partial accumulators computed
 //! over different ranges of one output tile's K: split-K's
-//! `tile.sum_splits`, and stream-K's hand-over through a workspace,
-//! `tile.park_partial` and `tile.add_parked`.
+//! `tile.sum_splits` through a cluster's shared memory and
+//! `tile.reduce_splits` through a global workspace, and stream-K's
+//! hand-over through a workspace, `tile.park_partial` and
+//! `tile.add_parked`.
 
-use super::{AddParked, ParkPartial, SumSplits};
+use super::{AddParked, ParkPartial, ReduceSplits, SumSplits};
 use crate::ir::{Body, ElemType, Op};
 
 /// The most program instances one sum can span: a cluster's portable size,
 /// which is how the lowering reduces them.
 pub const MAX_SPLITS: i64 = 8;
+
+/// The most program instances `tile.reduce_splits` adds up: each parks a
+/// whole f32 tile in the workspace, and the last reads them all back, so
+/// more would cost more than the K loop they share.
+pub const MAX_WORKSPACE_SPLITS: i64 = 64;
+
+/// The most f32 values a thread of `tile.reduce_splits`' last split reads
+/// from the workspace at once: it reads its splits' slots in groups, as
+/// many as keep this many values in flight, and adds a group once it has
+/// arrived, so the reduction waits for L2 once a group, not once a slot.
+pub const MAX_VALUES_IN_FLIGHT: i64 = 64;
+
+/// The slots of `splits` that `tile.reduce_splits` reads at once, with
+/// `values` f32 values a thread a slot: the largest divisor of `splits`
+/// whose slots hold at most [`MAX_VALUES_IN_FLIGHT`], and at least one.
+pub fn slots_in_flight(values: i64, splits: i64) -> i64 {
+    (1..=splits).rev().find(|&g| splits % g == 0 && g * values <= MAX_VALUES_IN_FLIGHT).unwrap_or(1)
+}
 
 /// Slots of stream-K's workspace, one per CTA of a persistent grid: enough
 /// for every Hopper GPU's SMs (132 on the H100 and H200); a wider grid runs
@@ -25,6 +45,20 @@ pub(super) fn verify_sum_splits(body: &Body, op: Op) -> Result<(), String> {
     let splits = sum.splits(body);
     if !(2..=MAX_SPLITS).contains(&splits) {
         return Err(format!("'splits' must be from 2 to {MAX_SPLITS}, found {splits}"));
+    }
+    Ok(())
+}
+
+/// An f32 tile summed over 2 to [`MAX_WORKSPACE_SPLITS`] instances.
+pub(super) fn verify_reduce_splits(body: &Body, op: Op) -> Result<(), String> {
+    let reduce = ReduceSplits::of(body, op).ok_or("malformed 'tile.reduce_splits'")?;
+    let tile = body.value_type(reduce.value(body)).as_tile().ok_or("the summed value must be a tile")?;
+    if tile.elem != ElemType::F32 {
+        return Err(format!("sums f32 accumulators, found '{}'", tile.elem.mnemonic()));
+    }
+    let splits = reduce.splits(body);
+    if !(2..=MAX_WORKSPACE_SPLITS).contains(&splits) {
+        return Err(format!("'splits' must be from 2 to {MAX_WORKSPACE_SPLITS}, found {splits}"));
     }
     Ok(())
 }
@@ -48,4 +82,19 @@ pub(super) fn verify_park_partial(body: &Body, op: Op) -> Result<(), String> {
 pub(super) fn verify_add_parked(body: &Body, op: Op) -> Result<(), String> {
     let add = AddParked::of(body, op).ok_or("malformed 'tile.add_parked'")?;
     f32_tile(body, add.value(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slots_in_flight;
+
+    #[test]
+    fn slots_in_flight_divide_the_splits_within_the_budget() {
+        assert_eq!(slots_in_flight(128, 8), 1);
+        assert_eq!(slots_in_flight(16, 8), 4);
+        assert_eq!(slots_in_flight(16, 6), 3);
+        assert_eq!(slots_in_flight(8, 7), 7);
+        assert_eq!(slots_in_flight(8, 64), 8);
+        assert_eq!(slots_in_flight(32, 3), 1);
+    }
 }
