@@ -99,6 +99,12 @@ pub enum GridRule {
         /// runtime uses only its presence.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         group_m: Option<u32>,
+        /// CTAs that share each output tile along grid z (split-K's splits,
+        /// which the kernel tells apart by block id z); absent for one. At
+        /// least 2 when present; the grid's z extent is the product of the
+        /// output's leading dimensions times it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        splits: Option<u32>,
     },
     /// Persistent: `ctas_per_sm` CTAs per SM, SM count read at run time.
     Sms {
@@ -390,7 +396,7 @@ pub enum ScalarSource {
 }
 
 /// One kernel parameter, listed in PTX order; JSON is an object tagged by
-/// `kind` (`tma`, `ptr` or `scalar`).
+/// `kind` (`tma`, `ptr`, `scalar` or `workspace`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Param {
@@ -410,6 +416,16 @@ pub enum Param {
         #[serde(flatten)]
         source: ScalarSource,
     },
+    /// A global pointer (u64) to scratch memory the runtime allocates,
+    /// zeroed, for the launches of one bound call, and which the kernel
+    /// leaves zeroed again: `bytes_per_tile` bytes for each CTA position
+    /// (x, y) of the grid, that is each output tile, whatever the grid's z
+    /// extent (JSON `{"kind": "workspace", "bytes_per_tile": N}`). At most
+    /// one, with at least 1 byte a tile.
+    Workspace {
+        /// Bytes for each (x, y) position of the grid.
+        bytes_per_tile: u64,
+    },
 }
 
 impl Param {
@@ -417,7 +433,7 @@ impl Param {
     pub fn size_align(&self) -> (usize, usize) {
         match self {
             Param::Tma(_) => (128, 64),
-            Param::Ptr { .. } => (8, 8),
+            Param::Ptr { .. } | Param::Workspace { .. } => (8, 8),
             Param::Scalar { ty, .. } => (ty.size_bytes(), ty.size_bytes()),
         }
     }

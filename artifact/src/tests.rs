@@ -40,7 +40,7 @@ fn err_of(m: &Manifest) -> Invalid {
 fn parses_example_with_defaults() {
     let m = example();
     assert_eq!(m.cluster_size(), 2);
-    assert_eq!(m.grid, GridRule::Tiles { block_m: 128, block_n: 128, group_m: Some(8) });
+    assert_eq!(m.grid, GridRule::Tiles { block_m: 128, block_n: 128, group_m: Some(8), splits: None });
     match &m.params[1] {
         Param::Tma(t) => {
             assert_eq!(t.l2_promotion, L2Promotion::B128);
@@ -180,8 +180,21 @@ fn validation_errors() {
     assert_eq!(err_of(&m).field, "dynamic_smem_bytes");
 
     let mut m = example();
-    m.grid = GridRule::Tiles { block_m: 0, block_n: 128, group_m: None };
+    m.grid = GridRule::Tiles { block_m: 0, block_n: 128, group_m: None, splits: None };
     assert_eq!(err_of(&m).field, "grid.block_m");
+
+    let mut m = example();
+    m.grid = GridRule::Tiles { block_m: 128, block_n: 128, group_m: None, splits: Some(1) };
+    assert_eq!((err_of(&m).field.as_str(), err_of(&m).error), ("grid.splits", ValidationError::TooFewSplits(1)));
+
+    let mut m = example();
+    m.params.push(Param::Workspace { bytes_per_tile: 0 });
+    assert_eq!(err_of(&m).error, ValidationError::BadWorkspace);
+    m.params.pop();
+    m.params.push(Param::Workspace { bytes_per_tile: 16 });
+    m.validate().expect("one workspace of 16 bytes a tile");
+    m.params.push(Param::Workspace { bytes_per_tile: 16 });
+    assert_eq!(err_of(&m).error, ValidationError::BadWorkspace);
 
     let mut m = example();
     m.tensors[1].name = "A".into();

@@ -60,6 +60,12 @@ pub enum ValidationError {
         /// [`MAX_DYNAMIC_SMEM_SM90`].
         max: u32,
     },
+    /// A tiles grid's `splits` is present but below 2 (the value found).
+    #[error("splits must be at least 2 when present (leave it out for one CTA a tile), got {0}")]
+    TooFewSplits(u32),
+    /// A second workspace parameter, or one of 0 bytes a tile.
+    #[error("a kernel takes at most one workspace, of at least 1 byte a tile")]
+    BadWorkspace,
     /// Two tensors share this name.
     #[error("duplicate tensor name `{0}`")]
     DuplicateTensor(String),
@@ -265,7 +271,10 @@ impl Manifest {
             ));
         }
         match self.grid {
-            GridRule::Tiles { block_m, block_n, group_m } => {
+            GridRule::Tiles { block_m, block_n, group_m, splits } => {
+                if let Some(s @ (0 | 1)) = splits {
+                    return Err(bad("grid.splits", ValidationError::TooFewSplits(s)));
+                }
                 if block_m == 0 {
                     return Err(bad("grid.block_m", ValidationError::ZeroDim(0)));
                 }
@@ -320,6 +329,7 @@ impl Manifest {
 
         let symbols = self.symbols();
         let mut used = HashSet::new();
+        let mut workspaces = 0;
         for (i, p) in self.params.iter().enumerate() {
             let f = format!("params[{i}]");
             match p {
@@ -335,6 +345,12 @@ impl Manifest {
                         .ok_or_else(|| bad(format!("{f}.tensor"), ValidationError::UnknownTensor(tma.tensor.clone())))?;
                     used.insert(tma.tensor.as_str());
                     validate_tma(&f, tma, t)?;
+                }
+                Param::Workspace { bytes_per_tile } => {
+                    workspaces += 1;
+                    if workspaces > 1 || *bytes_per_tile == 0 {
+                        return Err(bad(f, ValidationError::BadWorkspace));
+                    }
                 }
                 Param::Scalar { ty, source } => match source {
                     ScalarSource::Symbol(s) => {

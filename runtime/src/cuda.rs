@@ -316,6 +316,15 @@ enum Slot {
     Bytes(Box<[u64; 1]>),
 }
 
+/// The scratch memory the launches on one stream use (the manifest's
+/// `workspace`): allocated zeroed on that stream, and left zeroed by each
+/// launch, so the stream's launches, which run one after another, can all
+/// use it, while another stream's run at the same time with their own.
+struct Workspace {
+    stream: sys::CUstream,
+    buffer: CudaSlice<u8>,
+}
+
 /// A launch with encoded descriptors, ready to be issued (repeatedly).
 pub struct Prepared {
     /// Grid, block, cluster, shared memory and parameters of the launch.
@@ -324,6 +333,10 @@ pub struct Prepared {
     func: sys::CUfunction,
     stream: Arc<CudaStream>,
     slots: Vec<Slot>,
+    /// The parameter that takes a workspace, and its bytes.
+    workspace_param: Option<(usize, u64)>,
+    /// A workspace for each stream launched on.
+    workspaces: Vec<Workspace>,
 }
 
 /// Encodes one TMA descriptor from pure arguments.
@@ -361,7 +374,8 @@ impl Kernel {
     pub fn prepare_on(&self, problem: &Problem, tensors: &[TensorBinding], sms: u32) -> Result<Prepared> {
         let plan = plan_launch(&self.manifest, problem, tensors, sms.clamp(1, self.num_sms))?;
         let mut slots = Vec::with_capacity(plan.params.len());
-        for p in &plan.params {
+        let mut workspace_param = None;
+        for (i, p) in plan.params.iter().enumerate() {
             slots.push(match p {
                 ParamValue::Tma(a) => Slot::Tma(Box::new(encode_tma(a)?)),
                 ParamValue::Ptr(v) | ParamValue::U64(v) => Slot::Bytes(Box::new([*v])),
@@ -370,6 +384,11 @@ impl Kernel {
                 ParamValue::I32(v) => Slot::Bytes(Box::new([*v as u32 as u64])),
                 ParamValue::U32(v) => Slot::Bytes(Box::new([*v as u64])),
                 ParamValue::F32(v) => Slot::Bytes(Box::new([v.to_bits() as u64])),
+                // The stream's workspace is filled in at launch.
+                ParamValue::Workspace(bytes) => {
+                    workspace_param = Some((i, *bytes));
+                    Slot::Bytes(Box::new([0]))
+                }
             });
         }
         Ok(Prepared {
@@ -378,6 +397,8 @@ impl Kernel {
             func: self.func.cu_function(),
             stream: self.stream.clone(),
             slots,
+            workspace_param,
+            workspaces: Vec::new(),
         })
     }
 }
@@ -390,8 +411,29 @@ impl Prepared {
         self.launch_on(&stream)
     }
 
-    /// Issues the kernel on `stream` (asynchronous).
-    pub fn launch_on(&mut self, stream: &CudaStream) -> Result<()> {
+    /// The address of `stream`'s workspace, allocated on its first launch there.
+    fn workspace_on(&mut self, stream: &Arc<CudaStream>, bytes: u64) -> Result<u64> {
+        let handle = stream.cu_stream();
+        let at = match self.workspaces.iter().position(|w| w.stream == handle) {
+            Some(at) => at,
+            None => {
+                let buffer = stream.alloc_zeros::<u8>(bytes as usize).map_err(|err| RuntimeError::WorkspaceAlloc { bytes, err })?;
+                self.workspaces.push(Workspace { stream: handle, buffer });
+                self.workspaces.len() - 1
+            }
+        };
+        let (addr, _sync) = self.workspaces[at].buffer.device_ptr(stream);
+        Ok(addr)
+    }
+
+    /// Issues the kernel on `stream` (asynchronous). A kernel that takes a
+    /// workspace uses the stream's own, so launches on several streams may
+    /// run at once.
+    pub fn launch_on(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        if let Some((slot, bytes)) = self.workspace_param {
+            let addr = self.workspace_on(stream, bytes)?;
+            self.slots[slot] = Slot::Bytes(Box::new([addr]));
+        }
         let mut args: Vec<*mut c_void> = self
             .slots
             .iter_mut()

@@ -239,6 +239,14 @@ pub enum RuntimeError {
         /// The arguments passed.
         args: String,
     },
+    /// The workspace a kernel takes could not be allocated.
+    #[error("cannot allocate the kernel's {bytes}-byte workspace: {err}")]
+    WorkspaceAlloc {
+        /// The bytes asked for.
+        bytes: u64,
+        /// The library's error.
+        err: cudarc::driver::DriverError,
+    },
     /// A launch or the kernel itself failed.
     #[error("kernel `{entry}` failed: {err}")]
     KernelFailed {

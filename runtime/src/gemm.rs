@@ -34,6 +34,7 @@ use crate::plan::{Problem, TensorBinding};
 use crate::timing::Timer;
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::path::Path;
+use std::sync::Arc;
 use tilec_artifact::{Artifact, DType, Dim, Manifest, Role, TensorDecl};
 
 /// M, N, K of one GEMM call: `C[M,N] = A[M,K] * B^T`.
@@ -390,7 +391,7 @@ pub struct BoundGemm {
 
 impl BoundGemm {
     /// Issues the kernel on `stream` (asynchronous).
-    pub fn launch(&mut self, stream: &CudaStream) -> Result<()> {
+    pub fn launch(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
         self.prepared.launch_on(stream)
     }
 

@@ -91,6 +91,9 @@ pub enum ParamValue {
     U64(u64),
     /// A 32-bit float.
     F32(f32),
+    /// A zeroed device buffer of this many bytes that the launch allocates
+    /// (the manifest's `workspace`).
+    Workspace(u64),
 }
 
 /// Everything one launch needs, computed without a GPU.
@@ -136,11 +139,12 @@ fn round_up(a: u64, b: u64) -> u64 {
 pub fn compute_grid(m: &Manifest, problem: &Problem, num_sms: u32) -> Result<[u32; 3]> {
     let c = m.cluster.map(|d| d as u64);
     let g: [u64; 3] = match m.grid {
-        GridRule::Tiles { block_m, block_n, group_m } => {
+        GridRule::Tiles { block_m, block_n, group_m, splits } => {
             let [rows, cols, batch] = output_extent(m, problem)?;
             let tm = ceil_div(rows, block_m as u64).max(1);
             let tn = ceil_div(cols, block_n as u64).max(1);
-            let base = if group_m.is_some() { [tm * tn, batch, 1] } else { [tm, tn, batch] };
+            let splits = splits.unwrap_or(1) as u64;
+            let base = if group_m.is_some() { [tm * tn, batch, splits] } else { [tm, tn, batch * splits] };
             [round_up(base[0], c[0]), round_up(base[1], c[1]), round_up(base[2], c[2])]
         }
         GridRule::Sms { ctas_per_sm, wave_tile } => {
@@ -344,6 +348,7 @@ pub fn plan_launch(m: &Manifest, problem: &Problem, tensors: &[TensorBinding], n
             }
             Param::Ptr { tensor } => ParamValue::Ptr(shapes[tensor.as_str()].1),
             Param::Scalar { ty, source } => scalar_value(i, *ty, source, problem)?,
+            Param::Workspace { bytes_per_tile } => ParamValue::Workspace(grid[0] as u64 * grid[1] as u64 * bytes_per_tile),
         });
     }
     Ok(LaunchPlan { grid, block: m.block, cluster: m.cluster, dynamic_smem_bytes: m.dynamic_smem_bytes, params })

@@ -115,7 +115,7 @@ fn tiles_grid_grouping_and_sms_rule() {
     let mut m = gemm_manifest();
     let p = Problem::gemm(129, 257, 192);
     assert_eq!(compute_grid(&m, &p, 132).unwrap(), [2, 2, 1]);
-    m.grid = GridRule::Tiles { block_m: 128, block_n: 256, group_m: Some(8) };
+    m.grid = GridRule::Tiles { block_m: 128, block_n: 256, group_m: Some(8), splits: None };
     assert_eq!(compute_grid(&m, &p, 132).unwrap(), [4, 1, 1]);
     m.cluster = [1, 1, 1];
     assert_eq!(compute_grid(&m, &Problem::gemm(129, 1, 1), 132).unwrap(), [2, 1, 1]);
@@ -125,9 +125,23 @@ fn tiles_grid_grouping_and_sms_rule() {
     assert_eq!(compute_grid(&m, &p, 133).unwrap(), [132, 1, 1]);
     m.cluster = [1, 2, 1];
     assert_eq!(compute_grid(&m, &p, 133).unwrap(), [66, 2, 1]);
-    m.grid = GridRule::Tiles { block_m: 1, block_n: 1, group_m: None };
+    m.grid = GridRule::Tiles { block_m: 1, block_n: 1, group_m: None, splits: None };
     m.cluster = [1, 1, 1];
     assert!(matches!(compute_grid(&m, &Problem::gemm(1, 70000, 1), 132), Err(RuntimeError::GridTooLarge { .. })));
+}
+
+#[test]
+fn split_tiles_grid_and_its_workspace() {
+    let mut m = gemm_manifest();
+    m.cluster = [1, 1, 1];
+    m.grid = GridRule::Tiles { block_m: 128, block_n: 256, group_m: None, splits: Some(12) };
+    m.params.push(Param::Workspace { bytes_per_tile: 16 + 12 * 128 * 256 * 4 });
+    // 3 x 2 tiles, each split over 12 CTAs along z; a region per tile.
+    let plan = plan_launch(&m, &Problem::gemm(300, 400, 8192), &bindings(300, 400, 8192), 132).unwrap();
+    assert_eq!(plan.grid, [3, 2, 12]);
+    assert_eq!(plan.params.last(), Some(&ParamValue::Workspace(6 * (16 + 12 * 128 * 256 * 4))));
+    m.grid = GridRule::Tiles { block_m: 128, block_n: 256, group_m: Some(8), splits: Some(12) };
+    assert_eq!(compute_grid(&m, &Problem::gemm(300, 400, 8192), 132).unwrap(), [6, 1, 12]);
 }
 
 #[test]
