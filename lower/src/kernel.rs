@@ -7,7 +7,7 @@ use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
 use super::scales::{self, ColumnBlocks, Part, Scales};
-use super::{cluster, nvgpu, roles, stream_k, tma, wgmma};
+use super::{cluster, nvgpu, roles, split_k, stream_k, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
@@ -149,6 +149,8 @@ pub(crate) struct Lowerer<'a> {
     parked_slot_bytes: Option<i64>,
     /// The consumer index (`wg - 1`, i32) while a consumer region is lowered.
     consumer: Option<String>,
+    /// The workspace parameter, when the kernel takes one (`tile.reduce_splits`).
+    workspace_arg: Option<String>,
 }
 
 /// Registers per thread a kernel needs beside its register tiles (addresses,
@@ -206,6 +208,7 @@ impl<'a> Lowerer<'a> {
             alternating: false,
             parked_slot_bytes: None,
             consumer: None,
+            workspace_arg: None,
         }
     }
 
@@ -228,6 +231,11 @@ impl<'a> Lowerer<'a> {
             let name = self.em.fresh(&format!("dim_{s}"));
             params.push(format!("{name}: i32"));
             self.dim_args.insert(s.clone(), name);
+        }
+        if self.plan.workspace_region_bytes.is_some() {
+            let name = self.em.fresh("workspace");
+            params.push(format!("{name}: !llvm.ptr {{llvm.noalias}}"));
+            self.workspace_arg = Some(name);
         }
         let mut attrs = format!("known_block_size = array<i32: {}, 1, 1>", self.plan.threads());
         if self.plan.warp_specialized {
@@ -611,6 +619,7 @@ impl<'a> Lowerer<'a> {
                 self.vals.insert(result, Lv::Scalar { name: r, elem });
                 Ok(())
             }
+            Opcode::TileReduceSplits => self.lower_reduce_splits(op),
             Opcode::TileParkPartial => self.lower_park(op),
             Opcode::TileAddParked => self.lower_add_parked(op),
             Opcode::TileCmpi => {
@@ -1376,6 +1385,30 @@ impl<'a> Lowerer<'a> {
         let slot = self.scalar(op, slot)?;
         let summed = stream_k::add(&mut self.em, &frag, &slot, &holders, bytes);
         self.vals.insert(result, Lv::Frag(summed));
+        Ok(())
+    }
+
+    fn lower_reduce_splits(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let reduce = self.view(op, tile::ReduceSplits::of)?;
+        let body = &self.f.body;
+        let (value, result, last, splits) = (reduce.value(body), reduce.result(body), reduce.last(body), reduce.splits(body));
+        self.check_cta_wide(op)?;
+        let frag = self.frag(op, value)?;
+        if frag.elem != ElemType::F32 {
+            return Err(self.err(op, "sums f32 register tiles only"));
+        }
+        let slot_bytes = frag.geom.values_per_thread() * self.plan.threads() * 4;
+        let planned = self.plan.workspace_region_bytes.expect("planned with the op");
+        if split_k::region_bytes(splits, slot_bytes) != planned {
+            return Err(self.err(op, "holds its tile in other threads than the CTA's, each value once; the workspace's slots are the tile's size"));
+        }
+        let Thread { tid, is_leader, .. } = self.thread();
+        let (tid, is_leader) = (tid.clone(), is_leader.clone());
+        let workspace = self.workspace_arg.clone().expect("a parameter when planned");
+        let reduction = split_k::Reduction { workspace: &workspace, tid: &tid, is_leader: &is_leader, threads: self.plan.threads(), splits };
+        let (summed, is_last) = split_k::reduce(&mut self.em, &frag, slot_bytes, &reduction);
+        self.vals.insert(result, Lv::Frag(summed));
+        self.vals.insert(last, Lv::Scalar { name: is_last, elem: ElemType::I1 });
         Ok(())
     }
 

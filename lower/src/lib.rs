@@ -12,6 +12,8 @@
 //!  ldmatrix.rs  nv.load_fragment -> ldmatrix.x4 into wgmma's A register fragment
 //!  fragment.rs  MMA-layout register tiles: splats, element-wise ops, bounds-checked stores
 //!  scales.rs    FP8 block scales: per-thread loads (nv.load_global) and the promotion (nv.scale_accumulate)
+//!  split_k.rs   split-K's sum through a global workspace (tile.reduce_splits)
+//!  stream_k.rs  stream-K's hand-over of partial tiles (tile.park_partial, tile.add_parked)
 //!  emitter.rs   MLIR text writer
 //! ```
 //!
@@ -28,6 +30,7 @@ mod plan;
 mod roles;
 mod scales;
 mod smem_rows;
+mod split_k;
 mod stream_k;
 mod swizzle;
 mod tma;

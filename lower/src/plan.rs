@@ -8,6 +8,7 @@ use tilec_artifact::{
     Swizzle, TensorDecl, TmaParam, FORMAT_VERSION,
 };
 use tilec_dialects::nv::memory::{flat_box_fault, MIN_TMA_ROW_BYTES, TMA_SHARED_ALIGN};
+use super::split_k;
 use tilec_dialects::{nv, tile};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Value};
@@ -230,6 +231,13 @@ pub(crate) struct Plan {
     /// of one CTA per tile, which the kernel maps to tiles in groups of G
     /// tile rows.
     pub raster_group: Option<i64>,
+    /// CTAs along grid z for each output tile (`grid_z`, split-K's splits
+    /// with a workspace reduction); 1 without.
+    pub grid_z: i64,
+    /// The bytes of each output tile's region of the workspace that
+    /// `tile.reduce_splits` adds the splits through, which the runtime
+    /// allocates; `None` when the kernel takes no workspace.
+    pub workspace_region_bytes: Option<i64>,
 }
 
 impl Plan {
@@ -268,6 +276,13 @@ impl Plan {
             Some(a) => match a.as_int() {
                 Some(g) if g >= 1 && !persistent => Some(g),
                 _ => return Err(Diagnostic::error(f.loc.clone(), "'raster_group' must be a positive integer, in a kernel with one CTA per tile (no grid = \"sms\")")),
+            },
+        };
+        let grid_z = match f.attrs.get("grid_z") {
+            None => 1,
+            Some(a) => match a.as_int() {
+                Some(z) if (1..=65535).contains(&z) && !persistent && cluster[2] == 1 => z,
+                _ => return Err(Diagnostic::error(f.loc.clone(), "'grid_z' must be an integer from 1 to 65535, in a kernel with one CTA per tile and no cluster along z")),
             },
         };
         let mut tensors = Vec::new();
@@ -324,6 +339,8 @@ impl Plan {
             warp_specialized: false,
             cluster,
             raster_group,
+            grid_z,
+            workspace_region_bytes: None,
         };
         let mut cursor = 0i64;
         let mut bar_order = Vec::new();
@@ -386,6 +403,19 @@ impl Plan {
                         plan.row_major(tensor, &data.loc, name)?;
                         plan.add_tma(tensor, &geom, o.coords(body).len());
                     }
+                }
+                Opcode::TileReduceSplits => {
+                    let reduce = tile::ReduceSplits::of(body, op).ok_or_else(malformed)?;
+                    let splits = reduce.splits(body);
+                    if splits != grid_z {
+                        return Err(error(&data.loc, name, format!("adds {splits} splits, but the grid has {grid_z} CTAs along z ('grid_z')")));
+                    }
+                    let tile = body.value_type(reduce.value(body)).as_tile().expect("verified");
+                    let region = split_k::region_bytes(splits, tile.shape.iter().product::<i64>() * 4);
+                    if plan.workspace_region_bytes.is_some() {
+                        return Err(error(&data.loc, name, "is a second split-K reduction; the workspace has one region per tile"));
+                    }
+                    plan.workspace_region_bytes = Some(region);
                 }
                 Opcode::NvWarpSpecialize => {
                     consumers = nv::WarpSpecialize::of(body, op).ok_or_else(malformed)?.consumers(body);
@@ -582,6 +612,9 @@ impl Plan {
         for s in &self.symbols {
             params.push(Param::Scalar { ty: ScalarType::I32, source: ScalarSource::Symbol(s.clone()) });
         }
+        if let Some(bytes) = self.workspace_region_bytes {
+            params.push(Param::Workspace { bytes_per_tile: bytes as u64 });
+        }
         Ok(Manifest {
             format_version: FORMAT_VERSION,
             kernel_name: f.name.clone(),
@@ -593,7 +626,12 @@ impl Plan {
             grid: if self.persistent {
                 GridRule::Sms { ctas_per_sm: 1, wave_tile: self.wave_tile.map(|t| t.map(|d| d as u32)) }
             } else {
-                GridRule::Tiles { block_m: self.store_tile[0] as u32, block_n: self.store_tile[1] as u32, group_m: self.raster_group.map(|g| g as u32) }
+                GridRule::Tiles {
+                    block_m: self.store_tile[0] as u32,
+                    block_n: self.store_tile[1] as u32,
+                    group_m: self.raster_group.map(|g| g as u32),
+                    splits: (self.grid_z > 1).then_some(self.grid_z as u32),
+                }
             },
             dynamic_smem_bytes: self.smem_bytes as u32,
             tensors,

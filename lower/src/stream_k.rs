@@ -113,7 +113,7 @@ fn open_first(em: &mut Emitter, h: &Holders) {
 }
 
 /// One side-effecting PTX statement with the given operands.
-fn asm(em: &mut Emitter, text: &str, constraints: &str, operands: &[String], types: &[&str]) {
+pub(crate) fn asm(em: &mut Emitter, text: &str, constraints: &str, operands: &[String], types: &[&str]) {
     em.line(format!(
         "llvm.inline_asm has_side_effects asm_dialect = att \"{text}\", \"{constraints}\" {} : ({}) -> ()",
         operands.join(", "),
@@ -122,7 +122,7 @@ fn asm(em: &mut Emitter, text: &str, constraints: &str, operands: &[String], typ
 }
 
 /// Vector j's four values of `frag`: chunk and first position.
-fn vectors(frag: &Frag) -> impl Iterator<Item = (usize, usize)> {
+pub(crate) fn vectors(frag: &Frag) -> impl Iterator<Item = (usize, usize)> {
     let per_chunk = frag.geom.chunk_len() / 4;
     (0..frag.chunks.len()).flat_map(move |c| (0..per_chunk).map(move |v| (c, 4 * v)))
 }

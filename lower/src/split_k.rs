@@ -1,0 +1,212 @@
+//! Split-K's reduction through a global workspace (`tile.reduce_splits`):
+//! the runtime allocates the workspace, zeroed, and passes it as the
+//! kernel's last parameter (the manifest's `workspace` parameter), so two
+//! launches with their own workspaces never share one, and a launch needs
+//! no CTA to wait for another.
+//!
+//! Each output tile (x, y) of the grid has a region of
+//! `16 + splits * slot_bytes` bytes at `(x + y * grid_x) * region_bytes`:
+//! an arrival counter (u32, padded to 16 bytes), then one slot per split
+//! holding its f32 tile in the order of the threads' fragments (thread p's
+//! j-th group of four values at `(j * threads + p) * 16`, so a warp's
+//! vector stores and loads are 512 contiguous bytes). Every split stores
+//! its tile in its slot, fences, meets its CTA, and its first thread adds
+//! one to the counter (acquire-release): the split that sees
+//! `splits - 1` arrived last, when every other slot is full. It sets the
+//! counter back to zero for the next launch, and adds the slots in the
+//! order of the splits (its own too, read back), so the sum does not depend
+//! on which split came last. It reads the slots in groups
+//! ([`slots_in_flight`]), so that it waits for L2 once a group.
+
+use super::emitter::Emitter;
+use super::fragment::Frag;
+use super::stream_k::{asm, vectors};
+use tilec_dialects::tile::reduce::slots_in_flight;
+
+/// Bytes before a region's slots: the counter, padded so that the slots'
+/// vector accesses stay 16-byte aligned.
+pub(crate) const COUNTER_BYTES: i64 = 16;
+
+/// The bytes of a tile's region for `splits` slots of `slot_bytes`.
+pub(crate) fn region_bytes(splits: i64, slot_bytes: i64) -> i64 {
+    COUNTER_BYTES + splits * slot_bytes
+}
+
+/// What the reduction needs of the kernel, as emitted values.
+pub(crate) struct Reduction<'a> {
+    /// The workspace parameter (`!llvm.ptr`).
+    pub workspace: &'a str,
+    /// The thread's index in the CTA (i32).
+    pub tid: &'a str,
+    /// Thread 0's condition (i1).
+    pub is_leader: &'a str,
+    /// The CTA's threads, which together hold the tile.
+    pub threads: i64,
+    /// The splits that share each tile.
+    pub splits: i64,
+}
+
+/// A tile's region of the workspace: its global address (i64) and the
+/// bytes of each of its slots.
+struct Region {
+    at: String,
+    slot_bytes: i64,
+}
+
+/// The global address (i64) of this CTA's tile region.
+fn region_at(em: &mut Emitter, r: &Reduction, region_bytes: i64) -> String {
+    let ws = em.assign("ws", format!("llvm.addrspacecast {} : !llvm.ptr to !llvm.ptr<1>", r.workspace));
+    let ws = em.assign("ws_addr", format!("llvm.ptrtoint {ws} : !llvm.ptr<1> to i64"));
+    let [x, y, nx] = ["gpu.block_id x", "gpu.block_id y", "gpu.grid_dim x"].map(|q| {
+        let i = em.assign("tile_id", q);
+        em.assign("tile_id", format!("arith.index_cast {i} : index to i64"))
+    });
+    let row = em.binop("tile_index", "arith.muli", &y, &nx, "i64");
+    let tile = em.binop("tile_index", "arith.addi", &x, &row, "i64");
+    let bytes = em.i64(region_bytes);
+    let at = em.binop("region_at", "arith.muli", &tile, &bytes, "i64");
+    em.binop("region", "arith.addi", &ws, &at, "i64")
+}
+
+/// The address (i64) of this thread's first vector in slot `split` (i64).
+fn thread_slot(em: &mut Emitter, region: &Region, split: &str, r: &Reduction) -> String {
+    let bytes = em.i64(region.slot_bytes);
+    let at = em.binop("slot_at", "arith.muli", split, &bytes, "i64");
+    let at = em.add_const("slot_at", &at, COUNTER_BYTES, "i64");
+    let p = em.assign("holder", format!("arith.extui {} : i32 to i64", r.tid));
+    let c16 = em.i64(16);
+    let mine = em.binop("holder_at", "arith.muli", &p, &c16, "i64");
+    let at = em.binop("slot_at", "arith.addi", &at, &mine, "i64");
+    em.binop("slot_at", "arith.addi", &region.at, &at, "i64")
+}
+
+/// Slot `split`'s values of this thread, in `frag`'s chunks.
+fn load_slot(em: &mut Emitter, frag: &Frag, at: &str, r: &Reduction) -> Vec<String> {
+    let ty = frag.chunk_type(em);
+    let mut chunks: Vec<String> = frag.chunks.iter().map(|_| em.assign("slot_tile", format!("llvm.mlir.undef : {ty}"))).collect();
+    for (j, (c, first)) in vectors(frag).enumerate() {
+        let offset = em.i64(j as i64 * r.threads * 16);
+        let addr = em.binop("slot_v", "arith.addi", at, &offset, "i64");
+        let v = em.assign(
+            "slot_v",
+            format!("llvm.inline_asm has_side_effects asm_dialect = att \"ld.global.cg.v4.f32 {{$0, $1, $2, $3}}, [$4];\", \"=f,=f,=f,=f,l\" {addr} : (i64) -> !llvm.struct<(f32, f32, f32, f32)>"),
+        );
+        for i in 0..4 {
+            let x = em.assign("slot_x", format!("llvm.extractvalue {v}[{i}] : !llvm.struct<(f32, f32, f32, f32)>"));
+            chunks[c] = em.assign("slot_tile", format!("llvm.insertvalue {x}, {}[{}] : {ty}", chunks[c], first + i));
+        }
+    }
+    chunks
+}
+
+/// Reads the `group` slots from `first` (i64) on, all before adding any,
+/// and adds them in order to `acc` (the first of them, without one).
+fn add_group(em: &mut Emitter, frag: &Frag, region: &Region, first: &str, group: i64, acc: Option<&[String]>, r: &Reduction) -> Vec<String> {
+    let ty = frag.chunk_type(em);
+    let slots: Vec<Vec<String>> = (0..group)
+        .map(|g| {
+            let s = em.add_const("split", first, g, "i64");
+            let at = thread_slot(em, region, &s, r);
+            load_slot(em, frag, &at, r)
+        })
+        .collect();
+    let mut slots = slots.into_iter();
+    let mut sum: Vec<String> = match acc {
+        Some(acc) => acc.to_vec(),
+        None => slots.next().expect("a group holds a slot"),
+    };
+    for theirs in slots {
+        for (chunk, theirs) in sum.iter_mut().zip(&theirs) {
+            let mut next = chunk.clone();
+            for i in 0..frag.geom.chunk_len() {
+                let a = em.assign("e", format!("llvm.extractvalue {chunk}[{i}] : {ty}"));
+                let b = em.assign("e", format!("llvm.extractvalue {theirs}[{i}] : {ty}"));
+                let x = em.binop("e", "arith.addf", &a, &b, "f32");
+                next = em.assign("sum", format!("llvm.insertvalue {x}, {next}[{i}] : {ty}"));
+            }
+            *chunk = next;
+        }
+    }
+    sum
+}
+
+/// `tile.reduce_splits`: parks `frag` in this split's slot and, in the
+/// split that arrives last, gives the sum of every slot (elsewhere `frag`
+/// itself) and an i1 that is true there.
+pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reduction) -> (Frag, String) {
+    let ty = frag.chunk_type(em);
+    em.line("// split-K: park the partial tile in this split's slot of the workspace.");
+    let at = region_at(em, r, region_bytes(r.splits, slot_bytes));
+    let region = Region { at, slot_bytes };
+    let z = em.assign("split", "gpu.block_id z");
+    let z = em.assign("split", format!("arith.index_cast {z} : index to i64"));
+    let mine = thread_slot(em, &region, &z, r);
+    for (j, (c, first)) in vectors(frag).enumerate() {
+        let offset = em.i64(j as i64 * r.threads * 16);
+        let addr = em.binop("park_at", "arith.addi", &mine, &offset, "i64");
+        let mut operands = vec![addr];
+        for i in first..first + 4 {
+            operands.push(em.assign("e", format!("llvm.extractvalue {}[{i}] : {ty}", frag.chunks[c])));
+        }
+        asm(em, "st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f", &operands, &["i64", "f32", "f32", "f32", "f32"]);
+    }
+    asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
+    em.line("gpu.barrier");
+
+    em.line("// The first thread counts the CTA in; the last split resets the count for the next launch.");
+    let arrived = em.fresh("arrived_last");
+    em.open(format!("{arrived} = scf.if {} -> (i32) {{", r.is_leader));
+    let before = em.assign(
+        "arrived",
+        format!("llvm.inline_asm has_side_effects asm_dialect = att \"atom.add.acq_rel.gpu.global.u32 $0, [$1], 1;\", \"=r,l\" {} : (i64) -> i32", region.at),
+    );
+    let all_but_one = em.i32(r.splits - 1);
+    let last = em.assign("is_last", format!("arith.cmpi eq, {before}, {all_but_one} : i32"));
+    em.open(format!("scf.if {last} {{"));
+    asm(em, "st.relaxed.gpu.global.u32 [$0], 0;", "l", std::slice::from_ref(&region.at), &["i64"]);
+    em.close("}");
+    let flag = em.assign("is_last", format!("arith.extui {last} : i1 to i32"));
+    em.line(format!("scf.yield {flag} : i32"));
+    em.middle("} else {");
+    let zero = em.i32(0);
+    em.line(format!("scf.yield {zero} : i32"));
+    em.close("}");
+    // The barrier's OR hands thread 0's verdict to every thread.
+    let any = em.assign(
+        "last_split",
+        format!("llvm.inline_asm has_side_effects asm_dialect = att \"{{\\0A.reg .pred q, p;\\0Asetp.ne.u32 q, $1, 0;\\0Abar.red.or.pred p, 0, q;\\0Aselp.u32 $0, 1, 0, p;\\0A}}\", \"=r,r\" {arrived} : (i32) -> i32"),
+    );
+    let zero = em.i32(0);
+    let is_last = em.assign("is_last_split", format!("arith.cmpi ne, {any}, {zero} : i32"));
+
+    em.line("// The last split adds every slot in the order of the splits, reading a group of slots at once.");
+    let n = frag.chunks.len();
+    let types = vec![ty.clone(); n].join(", ");
+    let group = slots_in_flight(frag.geom.values_per_thread(), r.splits);
+    let summed = em.fresh("split_sum");
+    em.open(format!("{summed}:{n} = scf.if {is_last} -> ({types}) {{"));
+    asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
+    let first = em.i64(0);
+    let init = add_group(em, frag, &region, &first, group, None, r);
+    let total = if group == r.splits {
+        init
+    } else {
+        let (lb, ub, step) = (em.i32(group), em.i32(r.splits), em.i32(group));
+        let looped = em.fresh("split_acc");
+        let iv = em.fresh("s");
+        let args: Vec<String> = (0..n).map(|_| em.fresh("acc")).collect();
+        let iter: Vec<String> = args.iter().zip(&init).map(|(a, i)| format!("{a} = {i}")).collect();
+        em.open(format!("{looped}:{n} = scf.for {iv} = {lb} to {ub} step {step} iter_args({}) -> ({types}) : i32 {{", iter.join(", ")));
+        let s = em.assign("split", format!("arith.extui {iv} : i32 to i64"));
+        let next = add_group(em, frag, &region, &s, group, Some(&args), r);
+        em.line(format!("scf.yield {} : {types}", next.join(", ")));
+        em.close("}");
+        (0..n).map(|i| format!("{looped}#{i}")).collect()
+    };
+    em.line(format!("scf.yield {} : {types}", total.join(", ")));
+    em.middle("} else {");
+    em.line(format!("scf.yield {} : {types}", frag.chunks.join(", ")));
+    em.close("}");
+    let chunks = (0..n).map(|i| format!("{summed}#{i}")).collect();
+    (Frag { geom: frag.geom.clone(), elem: frag.elem, chunks }, is_last)
+}
