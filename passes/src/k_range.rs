@@ -2,8 +2,8 @@
 //! a program instance and combine the parts (`tile-split-k`,
 //! `tile-stream-k`): finding the K loop, narrowing it to a range of its
 //! iterations, and guarding the stores of the tile so that only the
-//! instance that combines the parts writes it; and the order in which a
-//! stream-K CTA runs its pieces.
+//! instance that combines the parts writes it; where split-K adds its
+//! parts; and the order in which a stream-K CTA runs its pieces.
 
 use crate::hopper::schedule::loop_block;
 use crate::op_error;
@@ -71,6 +71,39 @@ pub fn guard_stores(body: &mut Body, stores: &[Op], condition: Value) {
         let end = Yield::build(&mut Builder::new(body, InsertPoint::End(guarded), loc), &[], Attributes::new()).op();
         body.remove_op(store);
         body.insert_op_before(end, store);
+    }
+}
+
+/// How split-K (`tile-split-k`) adds the partial tiles of a tile's splits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitReduce {
+    /// The splits of a tile form a cluster and add their partial tiles
+    /// through its shared memory (`tile.sum_splits`): at most a cluster's
+    /// CTAs, all resident at once.
+    Cluster,
+    /// Each split parks its partial tile in a global workspace and the last
+    /// to arrive adds them all (`tile.reduce_splits`): any number of CTAs,
+    /// in any number of waves, for the price of the partial tiles' trips
+    /// through L2.
+    Workspace,
+}
+
+impl SplitReduce {
+    /// The option and `tile.config` words, in variant order.
+    pub const WORDS: &'static [&'static str] = &["cluster", "workspace"];
+
+    /// The reduction a word of [`Self::WORDS`] names.
+    pub fn parse(word: &str) -> SplitReduce {
+        if word == "workspace" {
+            SplitReduce::Workspace
+        } else {
+            SplitReduce::Cluster
+        }
+    }
+
+    /// Its word.
+    pub fn word(self) -> &'static str {
+        Self::WORDS[self as usize]
     }
 }
 
