@@ -15,6 +15,8 @@ for dir in artifacts/*/; do
   case "$name" in
     b_kn*) shapes=(--shapes 128x128x64,128x128x4096,4096x4096x4096,1000x1000x2000,136x264x192) ;;
     ws*) shapes=(--shapes 128x128x64,128x128x4096,4096x4096x4096,1000x1000x2000,129x257x192,8192x8192x8192) ;;
+    # Deep K (each split's range), a K shorter than the splits (empty ranges), odd M.
+    splitk*) shapes=(--shapes 128x128x64,1000x1000x2000,129x264x192,512x512x65536,300x520x65528) ;;
   esac
   echo "===== $name" >>"$out/correctness.log"
   timeout 300 bin/tilec-gpu-test "$dir" "${shapes[@]}" >>"$out/correctness.log" 2>&1; echo "rc=$?" >>"$out/correctness.log"
@@ -38,6 +40,16 @@ for tool in racecheck synccheck memcheck; do
     rc=$?
     cat /tmp/sanitize.log >>"$out/sanitize.log"
     echo "$tool $a: rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/sanitize.log | tr '\n' ' ')"
+  done
+done
+
+# A workspace is per stream: the same split-K kernel on 2 and 4 streams at once, every result
+# checked against cuBLAS and bit for bit against the others.
+echo "== split-K workspace on several streams at once"
+for a in ${STREAMS_ARTIFACTS:-splitk_ws_512 splitk_ws_64x64}; do
+  for s in 2 4; do
+    timeout 300 bin/tilec-gpu-test "artifacts/$a" --streams "$s" --rounds 1000 --shapes 512x512x8192,300x520x4096 >>"$out/streams.log" 2>&1
+    echo "$a on $s streams: rc=$?"
   done
 done
 

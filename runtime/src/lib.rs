@@ -19,6 +19,7 @@ pub mod bench;
 pub mod blas;
 pub mod blockscaled;
 pub mod check;
+pub mod concurrent;
 pub mod cuda;
 pub mod dispatch;
 /// The runtime's errors, each naming what failed.

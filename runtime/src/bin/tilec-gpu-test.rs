@@ -14,6 +14,10 @@
 //!   problem of its form (uneven experts, some empty), checked in FP64 on the
 //!   first and last valid row of every expert.
 //!
+//! With `--streams N` a BF16 GEMM runs on N streams at once, `--rounds R`
+//! times, every result checked against cuBLAS and against the others bit
+//! for bit (`tilec_runtime::concurrent`): launches that share state fail.
+//!
 //! Prints our and the baseline's TFLOP/s (median of event-timed runs after
 //! warm-up, for information). Exit status: 0 all pass (or skipped: no
 //! libcuda), 1 a shape failed or the artifact is not usable, 2 a usage error.
@@ -67,6 +71,12 @@ struct Cli {
     /// Run a persistent GEMM kernel's grid over N SMs instead of all the device's (at most all): a stream-K kernel then divides its work another way
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     sms: Option<u32>,
+    /// Run a BF16 GEMM on N streams at once instead (each shape, `--rounds` times), checking every result
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
+    streams: Option<u32>,
+    /// Rounds of `--streams`
+    #[arg(long, default_value_t = 100, requires = "streams", value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
     /// Problems a grouped GEMM runs on (those of its form), `contiguous:NxK:ROWS,...` or `masked/M_MAX:NxK:COUNTS,...` separated by `;`
     #[arg(long, default_value = DEFAULT_GROUPED, value_parser = parse_grouped)]
     grouped_problems: GroupedProblems,
@@ -161,6 +171,10 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
+    if cli.streams.is_some() && mode != (Mode::Gemm { b_kn: false }) {
+        eprintln!("tilec-gpu-test: {dir}: --streams runs a BF16 GEMM with B stored N x K; this artifact is not one");
+        return ExitCode::from(EXIT_ERROR);
+    }
     if sms.is_some() && matches!(mode, Mode::Grouped | Mode::Copy) {
         eprintln!("tilec-gpu-test: {dir}: --sms sets a GEMM kernel's persistent grid; this artifact is not a GEMM");
         return ExitCode::from(EXIT_ERROR);
@@ -172,7 +186,11 @@ fn main() -> ExitCode {
     }
     let problems = cli.grouped_problems.0;
     let count = if mode == Mode::Grouped { problems.len() } else { shapes.len() };
-    match run(&dir, &artifact, mode, &shapes, &problems, threshold, sms) {
+    let outcome = match cli.streams {
+        Some(streams) => run_concurrent(&artifact, &shapes, streams as usize, cli.rounds as usize, threshold),
+        None => run(&dir, &artifact, mode, &shapes, &problems, threshold, sms),
+    };
+    match outcome {
         Ok(0) => {
             println!("tilec-gpu-test: all {count} shapes PASS");
             ExitCode::SUCCESS
@@ -186,6 +204,30 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// Runs the GEMM on `streams` streams at once on each shape; returns how many failed.
+fn run_concurrent(artifact: &Artifact, shapes: &[(u64, u64, u64)], streams: usize, rounds: usize, threshold: f64) -> Result<usize> {
+    let gpu = Gpu::new(0)?;
+    let gemm = Gemm::from_artifact(&gpu, artifact)?;
+    let blas = Cublas::new(gpu.stream.clone())?;
+    println!("{:>16} {:>8} {:>6} {:>10} {:>10} {:>6}  seed", "MxNxK", "results", "wrong", "differing", "worst_err", "result");
+    let mut failed = 0;
+    for &(m, n, k) in shapes {
+        let c = concurrent::check_concurrent(&gpu, &gemm, &blas, GemmSize::new(m, n, k), streams, rounds, threshold)?;
+        failed += usize::from(!c.pass());
+        println!(
+            "{:>16} {:>8} {:>6} {:>10} {:>10.3e} {:>6}  {:#x}",
+            format!("{m}x{n}x{k}"),
+            c.results,
+            c.wrong,
+            c.differing,
+            c.worst_err,
+            if c.pass() { "PASS" } else { "FAIL" },
+            c.seed
+        );
+    }
+    Ok(failed)
 }
 
 /// Runs a grouped GEMM on each problem with fresh inputs; returns how many failed.
