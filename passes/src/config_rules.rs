@@ -272,7 +272,7 @@
 //!     (`deferred_epilogue` has the figures).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
-use crate::k_range::PieceOrder;
+use crate::k_range::{PieceOrder, SplitReduce};
 use tilec_artifact::fewest_keeping_turns;
 use tilec_dialects::ir::{ElemType, TileType};
 use tilec_dialects::nv::memory::flat_box_rows_of;
@@ -600,6 +600,9 @@ pub struct Config {
     /// CTAs that share each output tile's K loop (split-K, rule 12); 1
     /// without.
     pub splits: i64,
+    /// How the splits add their partial tiles (through a cluster, or a
+    /// global workspace for any number of them).
+    pub split_reduce: SplitReduce,
     /// Tile rows per group of the plain pipeline's grouped tile order
     /// (rule 13); 0 for the grid's order.
     pub raster_group: i64,
@@ -626,7 +629,11 @@ const THREE_BLOCK_SPAN_MIN_K_BLOCKS: i64 = 32;
 impl Config {
     /// What the configuration lays out in shared memory besides its stages.
     pub fn smem_layout(&self) -> SmemLayout {
-        SmemLayout { tile: (self.block_m, self.block_n, self.block_k), epilogue: self.epilogue, scales: self.scales, schedule: self.schedule, splits: self.splits }
+        let splits = match self.split_reduce {
+            SplitReduce::Cluster => self.splits,
+            SplitReduce::Workspace => 1,
+        };
+        SmemLayout { tile: (self.block_m, self.block_n, self.block_k), epilogue: self.epilogue, scales: self.scales, schedule: self.schedule, splits }
     }
 
     /// Rule 8: the TMA epilogue's buffer columns where the tile goes
@@ -693,7 +700,11 @@ impl fmt::Display for Config {
             Scales::None => String::new(),
             scales => format!(" scales={}", scales.word()),
         };
-        let splits = if self.splits > 1 { format!(" splits={}", self.splits) } else { String::new() };
+        let splits = match (self.splits, self.split_reduce) {
+            (1, _) => String::new(),
+            (splits, SplitReduce::Cluster) => format!(" splits={splits}"),
+            (splits, reduce) => format!(" splits={splits} split_reduce={}", reduce.word()),
+        };
         let order = if self.raster_group > 0 { format!(" grouped={}", self.raster_group) } else { String::new() };
         let stream_k = self.stream_k.map_or(String::new(), |order| format!(" stream_k={}", order.word()));
         let chunks = self.epilogue_chunk().map_or(String::new(), |n| format!(" epilogue_cols={n}"));
@@ -733,6 +744,7 @@ impl std::str::FromStr for Config {
             scales: Scales::None,
             cluster: Along::None,
             splits: 1,
+            split_reduce: SplitReduce::Cluster,
             raster_group: 0,
             stream_k: None,
             deferred_epilogue: false,
@@ -755,6 +767,7 @@ impl std::str::FromStr for Config {
                 "scales" if value == "prefetched" => config.scales = Scales::Prefetched,
                 "cluster" if Along::WORDS.contains(&value) => config.cluster = Along::parse(value),
                 "splits" => config.splits = int()?,
+                "split_reduce" if SplitReduce::WORDS.contains(&value) => config.split_reduce = SplitReduce::parse(value),
                 "grouped" => config.raster_group = int()?,
                 "stream_k" if PieceOrder::WORDS.contains(&value) => config.stream_k = Some(PieceOrder::parse(value)),
                 _ => return Err(bad(&format!("unknown word '{word}'"))),
@@ -930,9 +943,10 @@ fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) -> Epilogue
 }
 
 /// Rules 1-6, 9 and 11 for one tile shape with the plain pipeline, each tile's
-/// K loop shared by `splits` CTAs (rule 12; 1 without); `None` when it
-/// breaks rule 1 or no stage fits.
-fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), splits: i64) -> Option<Candidate> {
+/// K loop shared by `splits` CTAs (rule 12; 1 without) that add their
+/// partial tiles as `reduce` says; `None` when it breaks rule 1 or no
+/// stage fits.
+fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), splits: i64, reduce: SplitReduce) -> Option<Candidate> {
     let registers = |warpgroups| problem.precision.accumulator_registers(bm, bn, warpgroups);
     let warpgroups = if registers(1).fit_alone() { 1 } else { 2 };
     // Two warpgroups split a tile by rows (MMA layouts hold whole
@@ -943,11 +957,17 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
     let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
     let schedule = Schedule::Pipeline;
     let epilogue = epilogue_for(problem, bn, schedule);
-    let layout = SmemLayout { tile: (bm, bn, bk), epilogue, scales: Scales::None, schedule, splits };
-    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, buffers_filled(problem, machine, schedule, bk, tiles, splits))?;
+    // Only a cluster's splits add their partial tiles in shared memory;
+    // a workspace split fills no more stages than its share of K blocks.
+    let (layout_splits, filled) = match reduce {
+        SplitReduce::Cluster => (splits, buffers_filled(problem, machine, schedule, bk, tiles, splits)),
+        SplitReduce::Workspace => (1, ceil_div(ceil_div(problem.k, bk), splits)),
+    };
+    let layout = SmemLayout { tile: (bm, bn, bk), epilogue, scales: Scales::None, schedule, splits: layout_splits };
+    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, filled)?;
     let smem = layout.with_scales(scales).smem_bytes(problem, stages);
     let num_warps = 4 * warpgroups;
-    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, cluster: Along::None, splits, raster_group: 0, stream_k: None, deferred_epilogue: false };
+    let config = Config { block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, cluster: Along::None, splits, split_reduce: reduce, raster_group: 0, stream_k: None, deferred_epilogue: false };
     Some(with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes: smem, reason: String::new() }))
 }
 
@@ -963,7 +983,7 @@ fn paired_candidate(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i6
     if problem.precision != Precision::Fp8BlockScaled || !problem.clusterable || problem.varying_k {
         return None;
     }
-    tile_candidate(problem, &machine.paired(), pins, tile, splits).filter(|pairs| pairs.waves == 1 && pairs.config.stages >= MIN_PAIRED_STAGES)
+    tile_candidate(problem, &machine.paired(), pins, tile, splits, SplitReduce::Cluster).filter(|pairs| pairs.waves == 1 && pairs.config.stages >= MIN_PAIRED_STAGES)
 }
 
 /// Rule 2's pairs: a pipelined `best` over two waves one to an SM, as one
@@ -1131,7 +1151,7 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     let (mut row_blocked, mut ranked): (Vec<Candidate>, Vec<Candidate>) = block_ms
         .iter()
         .flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn)))
-        .filter_map(|(bm, bn)| tile_candidate(problem, machine, pins, (bm, bn, bk), 1))
+        .filter_map(|(bm, bn)| tile_candidate(problem, machine, pins, (bm, bn, bk), 1, SplitReduce::Cluster))
         .partition(|c| pins.block_m.is_none() && promotes_by_row_blocks(&c.config));
     ranked.sort_by(compare);
     row_blocked.sort_by(compare);
@@ -1224,7 +1244,7 @@ fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins
         block_ms
             .iter()
             .flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn)))
-            .filter_map(|(bm, bn)| tile_candidate(problem, machine, pins, (bm, bn, bk), 1))
+            .filter_map(|(bm, bn)| tile_candidate(problem, machine, pins, (bm, bn, bk), 1, SplitReduce::Cluster))
             .filter(|c| pins.block_m.is_some() || !promotes_by_row_blocks(&c.config))
             .min_by(compare)
     };
@@ -1531,7 +1551,7 @@ fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) 
         let splits = (2..=MAX_SPLITS).rev().find(|&s| fits(s))?;
         ((c.block_m, c.block_n), splits)
     };
-    tile_candidate(problem, machine, pins, (block_m, block_n, c.block_k), splits).filter(|split| split.last_wave <= split_capacity(machine, splits) && split.waves == 1)
+    tile_candidate(problem, machine, pins, (block_m, block_n, c.block_k), splits, SplitReduce::Cluster).filter(|split| split.last_wave <= split_capacity(machine, splits) && split.waves == 1)
 }
 
 /// Rule 12's pairs: `best`, whose tiles of B serve more than one row of
@@ -1571,14 +1591,14 @@ fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candi
 fn two_consumer_tile(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = best.config;
     let tall = (c.block_m, c.block_n) == (128, 256) && tall_sharing_applies(problem, pins, best.waves);
-    if let Some(turned) = tall.then(|| tile_candidate(problem, machine, pins, (256, 128, c.block_k), c.splits)).flatten().filter(|t| t.waves == best.waves) {
+    if let Some(turned) = tall.then(|| tile_candidate(problem, machine, pins, (256, 128, c.block_k), c.splits, c.split_reduce)).flatten().filter(|t| t.waves == best.waves) {
         return Some(turned);
     }
     let grow = problem.precision == Precision::Fp8BlockScaled && best.waves > PERSISTENT_WAVES && c.block_m == 64 && problem.m >= 128 && pins.block_m.is_none();
     if !grow {
         return Some(best.clone());
     }
-    tile_candidate(problem, machine, pins, (128, c.block_n, c.block_k), c.splits)
+    tile_candidate(problem, machine, pins, (128, c.block_n, c.block_k), c.splits, c.split_reduce)
 }
 
 /// Rule 16's conditions besides the tile: BF16, at least
@@ -1781,7 +1801,10 @@ fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candida
 /// The configurations the cost model weighs besides [`rank`]'s, which the
 /// passes apply to any tile: each tile's K loop split over 2 to
 /// 8 CTAs of a cluster (as many as `tile.sum_splits` adds up)
-/// where they run in one wave, and, for one BF16 GEMM, each 128-row tile
+/// where they run in one wave; split over [`WORKSPACE_SPLITS`] CTAs that
+/// add their partial tiles through a global workspace, where there are
+/// fewer tiles than SMs and the CTAs run in one wave; and, for one BF16
+/// GEMM, each 128-row tile
 /// over two consumers with its last wave's tiles shared by K iterations
 /// over every SM (stream-K), which spreads a K loop over more CTAs than
 /// there are tiles. Those already in `ranked` are left out, and so are the
@@ -1790,12 +1813,15 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
     let bk = pins.block_k.unwrap_or(problem.precision.block_k());
     let k_blocks = ceil_div(problem.k, bk);
     let block_ms: Vec<i64> = pins.block_m.map_or(BLOCK_MS.to_vec(), |m| vec![m]);
-    let block_ns: Vec<i64> = match pins.block_n {
-        Some(n) => vec![n],
-        None if problem.b_scale_rows.is_some() => Vec::new(),
-        None => every_block_n(),
+    let block_ns: Vec<i64> = pins.block_n.map_or_else(every_block_n, |n| vec![n]);
+    // A program whose B scales come in a fixed number of rows takes only
+    // the widths the rules found it can: those of their candidates.
+    let mut shapes: Vec<(i64, i64, i64)> = match problem.b_scale_rows {
+        Some(_) => ranked.iter().map(|c| (c.config.block_m, c.config.block_n, bk)).collect(),
+        None => block_ms.iter().flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn, bk))).collect(),
     };
-    let tiles = || block_ms.iter().flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn, bk)));
+    shapes.dedup();
+    let tiles = || shapes.iter().copied();
     let unclustered = pins.cluster.is_none_or(|along| along == Along::None);
     let mut found = Vec::new();
     if problem.clusterable && !problem.varying_k && pins.cluster.is_none() {
@@ -1803,15 +1829,26 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
             found.extend(
                 tiles()
                     .filter(|_| k_blocks >= 2 * splits)
-                    .filter_map(|tile| tile_candidate(problem, machine, pins, tile, splits))
+                    .filter_map(|tile| tile_candidate(problem, machine, pins, tile, splits, SplitReduce::Cluster))
                     .filter(|c| c.waves == 1 && c.tiles * splits <= split_capacity(machine, splits)),
+            );
+        }
+    }
+    if problem.clusterable && !problem.varying_k && unclustered {
+        for splits in WORKSPACE_SPLITS {
+            found.extend(
+                tiles()
+                    .filter(|&(bm, bn, _)| ceil_div(problem.m, bm) * ceil_div(problem.n, bn) < machine.sms)
+                    .filter(|_| k_blocks >= MIN_K_BLOCKS_PER_SPLIT * splits)
+                    .filter_map(|tile| tile_candidate(problem, machine, pins, tile, splits, SplitReduce::Workspace))
+                    .filter(|c| c.waves == 1),
             );
         }
     }
     let one_gemm = problem.clusterable && !problem.varying_k && !problem.any_n;
     if problem.precision == Precision::Bf16 && one_gemm && unclustered {
         for tile in tiles().filter(|&(bm, bn, _)| bm == 128 && !STREAM_K_SPILLING_BLOCK_NS.contains(&bn)) {
-            let Some(ws) = tile_candidate(problem, machine, pins, tile, 1).and_then(|c| warp_specialized(problem, machine, pins, &c, 2)) else {
+            let Some(ws) = tile_candidate(problem, machine, pins, tile, 1, SplitReduce::Cluster).and_then(|c| warp_specialized(problem, machine, pins, &c, 2)) else {
                 continue;
             };
             if ws.tiles % machine.sms == 0 {
@@ -1830,6 +1867,16 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
     }
     fresh
 }
+
+/// The split counts weighed for a K loop shared through a global
+/// workspace: steps that grow by about half, so that some count fills the
+/// SMs with any number of tiles, up to the most `tile.reduce_splits` adds.
+const WORKSPACE_SPLITS: [i64; 11] = [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
+
+/// The fewest K blocks a workspace split runs: fewer leave its pipeline
+/// mostly fill and drain, and its partial tile's trip through L2 costs
+/// more than the K steps it takes off the others.
+const MIN_K_BLOCKS_PER_SPLIT: i64 = 4;
 
 /// Block N of the 128-row BF16 tiles whose two consumers spill registers
 /// under `tile-stream-k`'s index arithmetic, as `ptxas -v` reports it (32
@@ -1971,6 +2018,26 @@ mod tests {
         assert!("128x128 stages=4 warps=4".parse::<Config>().unwrap_err().contains("BMxBNxBK"));
         assert!("128x128x64 stages=4 warps=4 pipeline fast".parse::<Config>().unwrap_err().contains("unknown word 'fast'"));
         assert!("128x128x64 pipeline".parse::<Config>().unwrap_err().contains("stages"));
+    }
+
+    #[test]
+    fn workspace_splits_are_weighed_where_tiles_are_fewer_than_the_sms() {
+        let workspace = |p: &Problem| {
+            let ranked = rank(p, &Machine::H100, &Pins::default());
+            alternatives(p, &Machine::H100, &Pins::default(), &ranked).into_iter().filter(|c| c.config.split_reduce == SplitReduce::Workspace).collect::<Vec<_>>()
+        };
+        let deep = workspace(&bf16(512, 512, 65536));
+        assert!(deep.iter().any(|c| c.config.splits > MAX_SPLITS * 2), "splits past a cluster's");
+        for c in &deep {
+            assert!(c.tiles < Machine::H100.sms && c.waves == 1, "{}", c.config);
+            assert!(ceil_div(65536, c.config.block_k) >= MIN_K_BLOCKS_PER_SPLIT * c.config.splits, "{}", c.config);
+            // No partial tile in shared memory: the workspace holds them.
+            assert_eq!(c.smem_bytes, SmemLayout { splits: 1, ..c.config.smem_layout() }.smem_bytes(&bf16(512, 512, 65536), c.config.stages));
+        }
+        assert!(workspace(&bf16(4096, 4096, 4096)).is_empty(), "as many tiles as SMs need no split");
+        assert!(workspace(&bf16(512, 512, 128)).is_empty(), "two K blocks are too few to share");
+        assert!(!workspace(&fp8(256, 512, 16384)).is_empty(), "block-scaled FP8 takes its ranked widths");
+        assert!(WORKSPACE_SPLITS.iter().all(|&s| (2..=tilec_dialects::tile::reduce::MAX_WORKSPACE_SPLITS).contains(&s)));
     }
 
     #[test]

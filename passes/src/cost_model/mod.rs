@@ -21,6 +21,8 @@
 
 use crate::cluster::Along;
 use crate::config_rules::{ceil_div, Candidate, Machine, Precision, Problem, Schedule};
+use crate::k_range::SplitReduce;
+use tilec_dialects::tile::reduce::slots_in_flight;
 use std::fmt;
 use tilec_target::Target;
 
@@ -62,6 +64,9 @@ pub struct Calibration {
     /// Bytes per second one SM writes and reads partial f32 tiles (split-K
     /// and stream-K's hand-over).
     pub partial_bytes_per_s: f64,
+    /// Seconds of one wait of split-K's workspace reduction for L2: the
+    /// arrival count's atomic, or a group of parked slots read back.
+    pub workspace_round_trip_s: f64,
     /// The share of stream-K's operand reads that miss L2: its CTAs start
     /// their pieces at spread K offsets, so the CTAs that read the same
     /// rows of A or B seldom read them at the same time.
@@ -92,6 +97,7 @@ impl Calibration {
         tile_overhead_s: 1.5e-6,
         store_bytes_per_s: 40e9,
         partial_bytes_per_s: 40e9,
+        workspace_round_trip_s: 0.7e-6,
         stream_k_miss_share: 0.5,
         overlap_exponent: 4.0,
         launch_s: 4e-6,
@@ -114,6 +120,7 @@ impl Calibration {
             self.tile_overhead_s,
             self.store_bytes_per_s,
             self.partial_bytes_per_s,
+            self.workspace_round_trip_s,
             self.stream_k_miss_share,
             self.overlap_exponent,
             self.launch_s,
@@ -137,14 +144,15 @@ impl Calibration {
             tile_overhead_s: v[11],
             store_bytes_per_s: v[12],
             partial_bytes_per_s: v[13],
-            stream_k_miss_share: v[14],
-            overlap_exponent: v[15],
-            launch_s: v[16],
+            workspace_round_trip_s: v[14],
+            stream_k_miss_share: v[15],
+            overlap_exponent: v[16],
+            launch_s: v[17],
         }
     }
 
     /// The constants' names, as the calibration file spells them.
-    pub const NAMES: [&'static str; 17] = [
+    pub const NAMES: [&'static str; 18] = [
         "mma_efficiency_pipeline",
         "mma_efficiency_one_consumer",
         "mma_efficiency_two_consumers",
@@ -159,6 +167,7 @@ impl Calibration {
         "tile_overhead_s",
         "store_bytes_per_s",
         "partial_bytes_per_s",
+        "workspace_round_trip_s",
         "stream_k_miss_share",
         "overlap_exponent",
         "launch_s",
@@ -475,9 +484,19 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         // Each owner adds its tile's other pieces, parked as f32 tiles.
         reduction += (pieces_per_tile - 1.0) * bm * bn * PARTIAL_BYTES * 2.0 / cal.partial_bytes_per_s;
     }
-    // Split-K: each CTA but one hands its partial tile over, the last adds them.
+    // Split-K: through a cluster, each CTA but one hands its partial tile
+    // over and the first adds them; through a workspace, each CTA parks its
+    // tile and the last reads them all back.
     if splits > 1 {
-        reduction += (splits - 1) as f64 * bm * bn * PARTIAL_BYTES * 2.0 / cal.partial_bytes_per_s;
+        let (tiles_moved, round_trips) = match c.split_reduce {
+            SplitReduce::Cluster => (2.0 * (splits - 1) as f64, 0),
+            SplitReduce::Workspace => {
+                // The count's atomic, then the slots a group at a time.
+                let values = c.block_m * c.block_n / (32 * c.num_warps);
+                ((splits + 1) as f64, 1 + splits / slots_in_flight(values, splits))
+            }
+        };
+        reduction += tiles_moved * bm * bn * PARTIAL_BYTES / cal.partial_bytes_per_s + round_trips as f64 * cal.workspace_round_trip_s;
     }
 
     // Per tile on the busiest SM: fill and drain, and its stores unless

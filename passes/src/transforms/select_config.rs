@@ -425,6 +425,7 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     d.set("cluster", Attribute::String(c.cluster.word().into()));
     if c.splits > 1 {
         d.set("splits", int(c.splits));
+        d.set("split_reduce", Attribute::String(c.split_reduce.word().into()));
     }
     if let Some(order) = c.stream_k {
         d.set("stream_k", Attribute::String(order.word().into()));
