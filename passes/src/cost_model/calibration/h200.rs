@@ -3,26 +3,28 @@
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-prior-model.json`
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-rules.json`
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-rules.json`
+//! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-workspace.json`
 
 use crate::cost_model::Calibration;
 
 /// Fitted on the NVIDIA H200.
 pub const H200: Calibration = Calibration {
-    mma_efficiency_pipeline: 7.948563074340382e-1,
-    mma_efficiency_one_consumer: 1.2457751237366415e0,
-    mma_efficiency_two_consumers: 1.5735375324851337e0,
-    mma_efficiency_ping_pong: 8.433145419478892e-1,
-    fp8_mma_efficiency: 5.654621277408624e-1,
-    k_block_overhead_s: 9.314790152365811e-8,
-    promotion_serial: 1.5655831576308818e0,
-    promotion_overlapped: 2.745923636805686e-1,
-    load_latency_s: 1.1161447379276103e-6,
-    l2_bytes_per_s: 9.953027382941395e12,
-    hbm_efficiency: 9.685647408279332e-1,
-    tile_overhead_s: 5.76907800574171e-7,
-    store_bytes_per_s: 7.059260321961331e10,
-    partial_bytes_per_s: 7.741544088415744e10,
-    stream_k_miss_share: 7.174155911563924e-1,
-    overlap_exponent: 5.995254564576169e0,
-    launch_s: 5.161946907044308e-6,
+    mma_efficiency_pipeline: 7.611255029572663e-1,
+    mma_efficiency_one_consumer: 1.2244982834766716e0,
+    mma_efficiency_two_consumers: 1.5191977351996322e0,
+    mma_efficiency_ping_pong: 8.387391131098505e-1,
+    fp8_mma_efficiency: 5.680559993452046e-1,
+    k_block_overhead_s: 7.74950597444403e-8,
+    promotion_serial: 1.493308544185842e0,
+    promotion_overlapped: 2.764326205225557e-1,
+    load_latency_s: 1.2277198404076017e-6,
+    l2_bytes_per_s: 1.0539034963383545e13,
+    hbm_efficiency: 9.860374114673846e-1,
+    tile_overhead_s: 5.897014692615172e-7,
+    store_bytes_per_s: 6.781986830439843e10,
+    partial_bytes_per_s: 8.48426616495725e10,
+    workspace_round_trip_s: 4.3284813818380513e-7,
+    stream_k_miss_share: 6.223551595374717e-1,
+    overlap_exponent: 5.487891230912835e0,
+    launch_s: 5.134331986004612e-6,
 };
