@@ -75,11 +75,15 @@ pub const INFO: PassInfo = PassInfo {
     summary: "Check mbarrier arrival counts, transaction bytes, stage/phase arithmetic, deadlock freedom and, over every round, the ordering of each buffer stage's reads and refills (changes nothing)",
     options: &[],
     phases: crate::phase::PhaseRule::ANY,
-    create: |_| Box::new(VerifyBarriers),
+    create: |_| Box::new(VerifyBarriers { warnings: Vec::new() }),
 };
 
-/// The barrier verifier as a pass, for pipelines that name it (the pass manager also runs it after every pass).
-pub struct VerifyBarriers;
+/// The barrier verifier as a pass, for pipelines that name it (the pass
+/// manager also runs it after every pass). It keeps the warnings of its
+/// runs until the pass manager takes them.
+pub struct VerifyBarriers {
+    warnings: Vec<Diagnostic>,
+}
 
 impl Pass for VerifyBarriers {
     fn name(&self) -> &'static str {
@@ -87,13 +91,19 @@ impl Pass for VerifyBarriers {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        verify_barriers(func)
+        self.warnings.extend(verify_barriers(func)?);
+        Ok(())
+    }
+
+    fn take_warnings(&mut self) -> Vec<Diagnostic> {
+        std::mem::take(&mut self.warnings)
     }
 }
 
 /// Checks every mbarrier of `func`; the first problem found is the error,
-/// located at the op at fault.
-pub fn verify_barriers(func: &Function) -> Result<(), Diagnostic> {
+/// located at the op at fault. What it could not check is returned as
+/// warnings, each located at the op that stopped it.
+pub fn verify_barriers(func: &Function) -> Result<Vec<Diagnostic>, Diagnostic> {
     let body = &func.body;
     cluster::check_cluster_scope(func)?;
     let model = Model::build(func)?;
@@ -102,7 +112,7 @@ pub fn verify_barriers(func: &Function) -> Result<(), Diagnostic> {
     counts::check_transaction_bytes(body, &model)?;
     let timings = phases::derive_timings(body, &model)?;
     happens_before::check_deadlock(body, &model, &timings)?;
-    simulate::check_every_round(func)
+    Ok(simulate::check_every_round(func)?.into_iter().collect())
 }
 
 
