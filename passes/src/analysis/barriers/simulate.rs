@@ -32,23 +32,46 @@ use crate::{op_error, op_warning};
 use std::collections::{HashMap, VecDeque};
 use tilec_dialects::ir::{Body, Op, Value};
 use tilec_dialects::nv::memory::COPY_ARRIVALS;
-use tilec_dialects::{Diagnostic, Function};
+use tilec_dialects::{Diagnostic, Function, Type};
 
-/// The sizes each function is simulated for: K from one K tile to enough
-/// for over 2 x 6 + 1 rounds at any K tile width, and several output tiles
-/// per CTA for a persistent kernel on a grid of 2; then, for a kernel not
-/// launched in clusters, the last CTA of grids of 3 and 4, whose tile
-/// counts leave stream-K pieces (whose hand-over the last CTA parks). A
-/// function that reads data is traced at both ends of its data's ranges.
+/// The sizes each function is simulated for, as (M, N, K, grid, CTA): K
+/// from none (the paths of a tile with no K iteration, which grouped
+/// GEMM's empty experts take) and one K tile to enough for over 2 x 6 + 1
+/// rounds at any K tile width, or for 2 x S + 1 rounds of the function's
+/// deepest barrier at K tiles of 128 split over every CTA of a cluster;
+/// several output tiles per CTA for a persistent kernel on a grid of 2,
+/// and with a larger M and N three or more (so a tile's deferred
+/// epilogue follows another's). A kernel not launched in clusters is also
+/// traced at the last CTA of grids of 3 and 4, whose tile counts leave
+/// stream-K pieces (whose hand-over the last CTA parks). A function that
+/// reads data is traced at both ends of its data's ranges.
 fn configs(func: &Function) -> Vec<Config> {
     let data: &[Option<Data>] = if reads_data(func) { &[Some(Data::Low), Some(Data::High)] } else { &[None] };
-    let mut grids = vec![(64, 2, 0), (192, 2, 0), (448, 2, 0), (1000, 2, 0)];
-    if cluster_size(func) == 1 {
-        grids.extend([(448, 3, 2), (448, 4, 3)]);
+    let deepest = func.body.values.keys().filter_map(|v| match func.body.value_type(v) {
+        Type::MBarrier(stages) => Some(*stages),
+        _ => None,
+    });
+    let deep_k = (2 * deepest.max().unwrap_or(1) + 2) * DEEP_K_TILE * cluster_size(func);
+    let mut sizes = vec![(384, 256, 0, 2, 0), (384, 256, 64, 2, 0), (384, 256, 192, 2, 0), (384, 256, 448, 2, 0), (384, 256, 1000, 2, 0)];
+    if deep_k > 1000 {
+        sizes.push((384, 256, deep_k, 2, 0));
     }
-    let sizes = grids.into_iter().map(|(k, grid, cta)| Config { dims: vec![("M", 384), ("N", 256), ("K", k)], default: 256, grid, cta, data: None });
-    sizes.flat_map(|config| data.iter().map(move |&data| Config { data, ..config.clone() })).collect()
+    sizes.extend([(768, 512, 0, 2, 0), (768, 512, 448, 2, 0)]);
+    if cluster_size(func) == 1 {
+        sizes.extend([(384, 256, 448, 3, 2), (384, 256, 448, 4, 3)]);
+    }
+    // Grouped GEMM names its rows SM (the experts' rows end to end) or MM
+    // (each expert's buffer); only the names the function uses are given,
+    // so that messages name what the user wrote.
+    let named: Vec<&str> = func.arg_attrs.iter().filter_map(|a| a.get("tile.dims")?.as_strings()).flatten().collect();
+    let dims = move |m, n, k| [("M", m), ("SM", m), ("MM", m), ("N", n), ("K", k)].into_iter().filter(|(d, _)| named.contains(d)).collect();
+    let configs = sizes.into_iter().map(|(m, n, k, grid, cta)| Config { dims: dims(m, n, k), default: 256, grid, cta, data: None });
+    configs.flat_map(|config| data.iter().map(move |&data| Config { data, ..config.clone() })).collect()
 }
+
+/// The widest K tile config selection picks (FP8's): the deep K above
+/// gives every kernel at least as many rounds as it counts on.
+const DEEP_K_TILE: i64 = 128;
 
 /// Simulates `func` for each size; the first problem found is the error.
 /// Where a trace cannot be taken for some size, the rounds the simulation

@@ -505,13 +505,17 @@ impl Tracer<'_> {
                 // A CTA or cluster barrier inside one role is the lowering's
                 // error; a cluster barrier orders the peer (mirrored) as this
                 // CTA's warps. Split-K's cluster sum meets the cluster after
-                // parking its tile.
-                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum if self.role.is_some() => {
+                // parking its tile, and so does `tile.sum_splits`, which
+                // tile-lower-to-nv makes a cluster sum.
+                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileSumSplits if self.role.is_some() => {
                     return Err(untraceable(op, "meets the whole CTA inside one role of a warp-specialised region, which the lowering rejects"));
                 }
-                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileParkPartial | Opcode::TileAddParked => {
-                    self.push(op, StepKind::CtaBarrier)?;
-                }
+                Opcode::NvBarrier
+                | Opcode::NvClusterBarrier
+                | Opcode::NvClusterSum
+                | Opcode::TileSumSplits
+                | Opcode::TileParkPartial
+                | Opcode::TileAddParked => self.push(op, StepKind::CtaBarrier)?,
                 _ => self.unmodelled(op)?,
             }
         }
