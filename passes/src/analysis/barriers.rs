@@ -33,14 +33,22 @@
 //!    missing arrive or wait hangs).
 //!
 //! A clustered kernel is checked as CTA 0 with its peer as its mirror
-//! image: the peer's remote arrivals and multicast halves are this CTA's
-//! own, and a cluster barrier orders like a CTA barrier.
+//! image: the peer runs this CTA's code, its remote arrivals and multicast
+//! halves mirror this CTA's, but only remote arrivals and cluster barriers
+//! order the two (the peer may run ahead), so an early release of either
+//! CTA's stage is seen.
 //!
-//! What it cannot see: the trace check runs CTA 0 for fixed sizes (M = 384,
-//! N = 256, K of 64 to 1000 on a grid of 2), so a bug that needs other sizes
-//! or another CTA is missed, and a function whose loop bounds or indices do
-//! not follow from those sizes (or whose warp count does not match its
-//! roles) is not traced; it runs one fair interleaving of the warps, so it
+//! Data-dependent values (a loaded scalar such as a grouped GEMM's expert
+//! or row count, a run offset) are symbolic: each trace takes them at one
+//! end of their range. Where the trace still cannot be taken (a loop bound
+//! or index that does not follow from the sizes, an op it does not model,
+//! a warp count that does not match the roles, a trace too long), the
+//! verifier returns a warning located at that op: the rounds it would have
+//! checked are unproven, and it never passes them silently.
+//!
+//! What it cannot see: the trace check runs a few CTAs for fixed sizes
+//! (`simulate::configs`), so a bug that needs other sizes or another CTA is
+//! missed; it runs one fair interleaving of the warps, so it
 //! sees every missing order but a hang only where that interleaving meets
 //! it; warps are the unit (warp 0 issues the elected ops, a warp's arrive
 //! is 32), so a race between the threads of one warp is not modelled; an

@@ -109,7 +109,9 @@ pub enum StepKind {
     /// the mirror of this warp's `nv.mbarrier_arrive_remote`.
     RemoteArrive { barrier: Slot },
     ExpectTx { barrier: Slot, bytes: i64 },
-    TmaLoad { buffer: Window, barrier: Slot, bytes: i64 },
+    /// A TMA load into `buffer`; with `peer`, the mirror of the peer CTA's
+    /// multicast of its half, issued once the peer's barrier lets it.
+    TmaLoad { buffer: Window, barrier: Slot, bytes: i64, peer: bool },
     /// `nv.copy_async` (warp 0): writes the stage, then its 32 lanes arrive.
     CopyAsync { buffer: Window, barrier: Slot },
     /// `nv.load_shared`: a synchronous read of scales into registers.
@@ -127,6 +129,8 @@ pub enum StepKind {
     TmaStore { buffer: Window },
     TmaStoreWait,
     CtaBarrier,
+    /// Every warp of the CTA and of its (mirrored) peer meet.
+    ClusterBarrier,
     /// `nv.barrier {warpgroup}`: the `warps` warps from `first_warp` meet.
     WarpgroupBarrier { first_warp: usize, warps: usize },
 }
@@ -439,11 +443,11 @@ impl Tracer<'_> {
                         let barrier = self.slot(op, load.barrier(body), load.barrier_stage(body))?;
                         let smem = body.value_type(load.buffer(body)).as_smem().ok_or_else(|| untraceable(op, "its buffer is not a shared buffer"))?;
                         let bytes = smem.tile.num_elements() * i64::from(smem.tile.elem.bits()) / 8;
-                        self.push(op, StepKind::TmaLoad { buffer, barrier, bytes })?;
+                        self.push(op, StepKind::TmaLoad { buffer, barrier, bytes, peer: false })?;
                         if load.multicast(body) {
                             // The peer's multicast of the other half, mirrored.
                             let peer = self.peer_half(op, load.buffer(body), buffer)?;
-                            self.push(op, StepKind::TmaLoad { buffer: peer, barrier, bytes })?;
+                            self.push(op, StepKind::TmaLoad { buffer: peer, barrier, bytes, peer: true })?;
                         }
                     }
                 }
@@ -510,12 +514,8 @@ impl Tracer<'_> {
                 Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileSumSplits if self.role.is_some() => {
                     return Err(untraceable(op, "meets the whole CTA inside one role of a warp-specialised region, which the lowering rejects"));
                 }
-                Opcode::NvBarrier
-                | Opcode::NvClusterBarrier
-                | Opcode::NvClusterSum
-                | Opcode::TileSumSplits
-                | Opcode::TileParkPartial
-                | Opcode::TileAddParked => self.push(op, StepKind::CtaBarrier)?,
+                Opcode::NvBarrier | Opcode::TileParkPartial | Opcode::TileAddParked => self.push(op, StepKind::CtaBarrier)?,
+                Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileSumSplits => self.push(op, StepKind::ClusterBarrier)?,
                 _ => self.unmodelled(op)?,
             }
         }
