@@ -141,9 +141,15 @@ pub(crate) fn parse_and_verify(text: &str, name: &str) -> Result<Module, String>
 }
 
 /// Runs the textual tile/nv `pipeline` on `module` (parsed from `text`, named
-/// `name`) with the instrumentation `flags` ask for; its output goes to stderr.
+/// `name`) with the instrumentation `flags` ask for; its output, and the
+/// passes' warnings with their source lines, go to stderr.
 pub(crate) fn run_passes(module: &mut Module, pipeline: &str, flags: &PassFlags, name: &str, text: &str) -> Result<(), String> {
-    run_pipeline(module, pipeline, flags, PrintOptions::default(), pipeline == DEFAULT_PIPELINE, &mut std::io::stderr()).map_err(|e| render_pass_error(&e, name, text))
+    let mut warnings = Vec::new();
+    let ran = run_pipeline(module, pipeline, flags, PrintOptions::default(), pipeline == DEFAULT_PIPELINE, &mut std::io::stderr(), &mut warnings);
+    for warning in &warnings {
+        eprintln!("{}", warning.render(name, text));
+    }
+    ran.map_err(|e| render_pass_error(&e, name, text))
 }
 
 /// The tile/nv passes: the user's pipeline (behind `tile-select-config` when

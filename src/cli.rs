@@ -5,6 +5,7 @@
 use std::io::Write;
 use tilec_cli::{read_input, Failure, PassFlags};
 use tilec_dialects::{print_module, Diagnostic, Module, PrintOptions};
+use tilec_passes::manager::add_warnings;
 use tilec_passes::{parse_pipeline, Instrumentation, OptionKind, PassError, PassManager, PassOptions, PASSES};
 
 /// The input named on the command line as source text: a byte that is not
@@ -29,10 +30,12 @@ pub fn instrumentation(flags: &PassFlags, print: PrintOptions) -> Instrumentatio
 }
 
 /// Runs the tile/nv `pipeline` on `module` with the instrumentation `flags`
-/// ask for; IR dumps and timing go to `log`. Printing before a pass, or only
-/// after a change, runs one pass manager per pass, printing around each.
-/// With `start_at_input_phase`, each function skips the passes its input is
-/// already past (the default pipeline takes nv-level input too).
+/// ask for; IR dumps and timing go to `log`, the passes' warnings (each
+/// once) to `warnings`, also when the pipeline fails. Printing before a
+/// pass, or only after a change, runs one pass manager per pass, printing
+/// around each. With `start_at_input_phase`, each function skips the
+/// passes its input is already past (the default pipeline takes nv-level
+/// input too).
 pub fn run_pipeline(
     module: &mut Module,
     pipeline: &str,
@@ -40,6 +43,7 @@ pub fn run_pipeline(
     print: PrintOptions,
     start_at_input_phase: bool,
     log: &mut dyn Write,
+    warnings: &mut Vec<Diagnostic>,
 ) -> Result<(), PassError> {
     let instrumentation = instrumentation(flags, print);
     let mut whole = PassManager::from_pipeline(pipeline, instrumentation.clone())?;
@@ -47,7 +51,9 @@ pub fn run_pipeline(
         whole.start_at_input_phase();
     }
     if !flags.steps_passes() {
-        return whole.run(module, log);
+        let ran = whole.run(module, log);
+        add_warnings(warnings, whole.take_warnings());
+        return ran;
     }
     // Stepping runs one manager per pass: the order is checked as a whole first.
     whole.check_order(module)?;
@@ -63,7 +69,9 @@ pub fn run_pipeline(
         if start_at_input_phase {
             pm.start_at_input_phase();
         }
-        pm.run(module, log)?;
+        let ran = pm.run(module, log);
+        add_warnings(warnings, pm.take_warnings());
+        ran?;
         if flags.print_ir_after_all || flags.print_ir_after.iter().any(|p| p == name) {
             let after = print_module(module, print);
             if !flags.print_ir_after_change || after != before {

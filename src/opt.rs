@@ -10,7 +10,7 @@ use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser};
 use std::io::Write;
 use std::process::ExitCode;
 use tilec_cli::{exit_code, CompletionArgs, Failure, PassFlags};
-use tilec_dialects::{parse_module, print_module, verify_module, Diagnostics, PrintOptions};
+use tilec_dialects::{parse_module, print_module, verify_module, Diagnostic, Diagnostics, PrintOptions};
 use tilec_passes::PASSES;
 
 /// The tile IR optimizer driver: parse, verify, run passes, print.
@@ -81,7 +81,7 @@ pub fn main() -> ExitCode {
     exit_code("tile-opt", run(&cli, &matches))
 }
 
-/// What one chunk of input came to.
+/// What one chunk of input came to, besides its warnings.
 enum Outcome {
     Output(String),
     /// A located error (with the rendered text for when it is printed).
@@ -107,19 +107,22 @@ fn run(cli: &Cli, matches: &ArgMatches) -> Result<(), Failure> {
     let mut outputs = Vec::new();
     let mut failed = false;
     for chunk in &chunks {
-        let emitted = match run_chunk(cli, &pipeline, chunk, &name)? {
-            Outcome::Output(out) => {
-                outputs.push(out);
-                Vec::new()
-            }
-            Outcome::Diagnostic(emitted, rendered) => {
+        let mut warnings = Vec::new();
+        let outcome = run_chunk(cli, &pipeline, chunk, &name, &mut warnings)?;
+        let mut emitted: Vec<Emitted> = warnings.iter().flat_map(Emitted::from_diagnostic).collect();
+        if !cli.verify_diagnostics {
+            warnings.iter().for_each(|w| eprintln!("{}", w.render(&name, chunk)));
+        }
+        match outcome {
+            Outcome::Output(out) => outputs.push(out),
+            Outcome::Diagnostic(errors, rendered) => {
                 if !cli.verify_diagnostics {
                     eprintln!("{rendered}");
                     failed = true;
                 }
-                emitted
+                emitted.extend(errors);
             }
-        };
+        }
         if cli.verify_diagnostics {
             // Every chunk is checked: one that compiled must not expect a diagnostic either.
             let problems = verify(&name, chunk, &emitted);
@@ -134,7 +137,9 @@ fn run(cli: &Cli, matches: &ArgMatches) -> Result<(), Failure> {
     Ok(())
 }
 
-fn run_chunk(cli: &Cli, pipeline: &str, text: &str, name: &str) -> Result<Outcome, Failure> {
+/// Parses, verifies and runs the pipeline on one chunk; the passes'
+/// warnings go to `warnings`.
+fn run_chunk(cli: &Cli, pipeline: &str, text: &str, name: &str, warnings: &mut Vec<Diagnostic>) -> Result<Outcome, Failure> {
     let parsed = parse_module(text, name).map_err(Diagnostics::from);
     let mut module = match parsed.and_then(|m| verify_module(&m).map(|()| m)) {
         Ok(m) => m,
@@ -147,7 +152,7 @@ fn run_chunk(cli: &Cli, pipeline: &str, text: &str, name: &str) -> Result<Outcom
     let mut flags = cli.passes.clone();
     // An expected failure is checked, not shown: no IR dump for it.
     flags.print_ir_after_failure &= !cli.verify_diagnostics;
-    if let Err(e) = run_pipeline(&mut module, pipeline, &flags, print, false, &mut std::io::stderr()) {
+    if let Err(e) = run_pipeline(&mut module, pipeline, &flags, print, false, &mut std::io::stderr(), warnings) {
         let rendered = render_pass_error(&e, name, text);
         return Ok(match pass_diagnostic(&e) {
             Some(d) => Outcome::Diagnostic(Emitted::from_diagnostic(d), rendered),

@@ -52,7 +52,7 @@ pub struct Emitted {
 }
 
 impl Emitted {
-    /// The error and each of its notes.
+    /// The error or warning and each of its notes.
     pub fn from_diagnostic(d: &Diagnostic) -> Vec<Emitted> {
         let one = |severity, loc: &tilec_dialects::Location, message: &str| Emitted {
             severity,
@@ -61,7 +61,11 @@ impl Emitted {
             col: loc.col,
             message: message.to_string(),
         };
-        let mut all = vec![one(Severity::Error, &d.loc, &d.message)];
+        let severity = match d.severity {
+            tilec_dialects::Severity::Error => Severity::Error,
+            tilec_dialects::Severity::Warning => Severity::Warning,
+        };
+        let mut all = vec![one(severity, &d.loc, &d.message)];
         all.extend(d.notes.iter().map(|(loc, note)| one(Severity::Note, loc, note)));
         all
     }

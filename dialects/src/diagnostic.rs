@@ -1,4 +1,5 @@
-//! Errors the user can cause, each pointing at a place in the input.
+//! Errors the user can cause, each pointing at a place in the input, and
+//! warnings: what a check could not decide, where it could not.
 
 use std::fmt;
 use std::sync::Arc;
@@ -32,9 +33,30 @@ impl fmt::Display for Location {
     }
 }
 
-/// One error with its location, plus notes that point elsewhere.
+/// How serious a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Severity {
+    /// The input is wrong: the tool fails.
+    Error,
+    /// The tool goes on, but something is unproven or suspect.
+    Warning,
+}
+
+impl Severity {
+    /// The word the diagnostic is printed with: `error`, `warning`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// One error or warning with its location, plus notes that point elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
     /// Where the error is.
     pub loc: Location,
     /// What is wrong, without the location.
@@ -46,7 +68,12 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// An error at `loc`.
     pub fn error(loc: Location, message: impl Into<String>) -> Self {
-        Diagnostic { loc, message: message.into(), notes: Vec::new() }
+        Diagnostic { severity: Severity::Error, loc, message: message.into(), notes: Vec::new() }
+    }
+
+    /// A warning at `loc`.
+    pub fn warning(loc: Location, message: impl Into<String>) -> Self {
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(loc, message) }
     }
 
     /// The diagnostic with a note at `loc` added.
@@ -62,7 +89,7 @@ impl Diagnostic {
     /// MLIR's source manager prints them. `text` is `file`'s contents;
     /// locations elsewhere, or past its end, are written without a line.
     pub fn render(&self, file: &str, text: &str) -> String {
-        let mut out = format!("{}: error: {}", self.loc, self.message);
+        let mut out = format!("{}: {}: {}", self.loc, self.severity.name(), self.message);
         push_source_line(&mut out, &self.loc, file, text);
         for (loc, note) in &self.notes {
             out.push_str(&format!("\n{loc}: note: {note}"));
@@ -85,7 +112,7 @@ fn push_source_line(out: &mut String, loc: &Location, file: &str, text: &str) {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: error: {}", self.loc, self.message)?;
+        write!(f, "{}: {}: {}", self.loc, self.severity.name(), self.message)?;
         for (loc, note) in &self.notes {
             write!(f, "\n{loc}: note: {note}")?;
         }
@@ -145,5 +172,12 @@ mod tests {
         let d = Diagnostic::error(Location::new(Arc::from("a.tile"), 9, 1), "eof");
         assert_eq!(d.render("a.tile", "x\n"), "a.tile:9:1: error: eof");
         assert_eq!(Diagnostic::error(Location::unknown(), "u").render("a.tile", "x\n"), "<unknown>:0:0: error: u");
+    }
+
+    #[test]
+    fn a_warning_says_so() {
+        let w = Diagnostic::warning(Location::new(Arc::from("a.tile"), 1, 2), "unproven");
+        assert_eq!(w.render("a.tile", "xy\n"), "a.tile:1:2: warning: unproven\nxy\n ^");
+        assert_eq!(w.to_string(), "a.tile:1:2: warning: unproven");
     }
 }

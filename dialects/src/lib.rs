@@ -16,7 +16,7 @@ pub mod syntax;
 pub mod tile;
 pub mod verifier;
 
-pub use diagnostic::{Diagnostic, Diagnostics, Location};
+pub use diagnostic::{Diagnostic, Diagnostics, Location, Severity};
 pub use ir::{
     Attribute, Block, Body, ElemType, Function, Layout, Module, Op, RefType, Region, TileType,
     Type, Value,

@@ -39,12 +39,22 @@ pub fn op_error(body: &Body, op: Op, message: String) -> Diagnostic {
     Diagnostic::error(body.ops[op].loc.clone(), format!("'{}' op {message}", body.ops[op].def.name))
 }
 
+/// A warning at `op`, worded as [`op_error`] words errors.
+pub fn op_warning(body: &Body, op: Op, message: String) -> Diagnostic {
+    Diagnostic::warning(body.ops[op].loc.clone(), format!("'{}' op {message}", body.ops[op].def.name))
+}
+
 /// One transformation or analysis over a function.
 pub trait Pass {
     /// The registered name, as written in pipelines (`tile-canonicalize`).
     fn name(&self) -> &'static str;
     /// Transforms or checks `func`; an error is located where the IR is at fault.
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic>;
+    /// The warnings the runs since the last call reported, each located
+    /// (none by default); the pass manager collects them after each run.
+    fn take_warnings(&mut self) -> Vec<Diagnostic> {
+        Vec::new()
+    }
     /// What the pass counted over all the functions it ran on, for
     /// `--mlir-pass-statistics` (none by default).
     fn statistics(&self) -> Vec<Statistic> {

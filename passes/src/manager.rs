@@ -2,7 +2,9 @@
 //! after each pass (the IR verifier, then the barrier verifier), print IR
 //! after all or named passes (and after a failing one), and time each pass.
 //! Before running anything it checks the pipeline's order against each
-//! pass's [`PhaseRule`], from the phase each function is in.
+//! pass's [`PhaseRule`], from the phase each function is in. Warnings of
+//! the passes and of the barrier verifier are kept, each once, for the
+//! tool to print (or check) whether or not the pipeline fails.
 
 use crate::analysis::barriers::verify_barriers;
 use crate::phase::{Phase, PhaseRule};
@@ -83,12 +85,21 @@ pub struct PassManager {
     start_at_input_phase: bool,
     /// What it does around each pass.
     pub instrumentation: Instrumentation,
+    /// The warnings so far, each once (the barrier verifier runs after
+    /// every pass and finds the same ones again).
+    warnings: Vec<Diagnostic>,
 }
 
 impl PassManager {
     /// An empty pipeline.
     pub fn new(instrumentation: Instrumentation) -> Self {
-        PassManager { passes: Vec::new(), start_at_input_phase: false, instrumentation }
+        PassManager { passes: Vec::new(), start_at_input_phase: false, instrumentation, warnings: Vec::new() }
+    }
+
+    /// The warnings reported so far, in the order first reported; taking
+    /// them leaves none.
+    pub fn take_warnings(&mut self) -> Vec<Diagnostic> {
+        std::mem::take(&mut self.warnings)
     }
 
     /// A manager running `pipeline` (e.g. `tile-canonicalize`).
@@ -156,7 +167,9 @@ impl PassManager {
                 if !plan[i] {
                     continue;
                 }
-                if let Err(diagnostic) = pass.run(func) {
+                let ran = pass.run(func);
+                add_warnings(&mut self.warnings, pass.take_warnings());
+                if let Err(diagnostic) = ran {
                     if instr.print_after_failure {
                         dump(log, &format!("IR Dump After {name} Failed"), module, instr.print);
                     }
@@ -166,11 +179,14 @@ impl PassManager {
             times.push((name, start.elapsed()));
             if instr.verify_each {
                 for func in &module.functions {
-                    if let Err(diagnostic) = verify_function(func).and_then(|()| verify_barriers(func)) {
-                        if instr.print_after_failure {
-                            dump(log, &format!("IR Dump After {name} Failed Verification"), module, instr.print);
+                    match verify_function(func).and_then(|()| verify_barriers(func)) {
+                        Ok(warnings) => add_warnings(&mut self.warnings, warnings),
+                        Err(diagnostic) => {
+                            if instr.print_after_failure {
+                                dump(log, &format!("IR Dump After {name} Failed Verification"), module, instr.print);
+                            }
+                            return Err(PassError::VerificationFailed { pass: name, diagnostic });
                         }
-                        return Err(PassError::VerificationFailed { pass: name, diagnostic });
                     }
                 }
             }
@@ -185,6 +201,16 @@ impl PassManager {
             report_statistics(log, &self.passes);
         }
         Ok(())
+    }
+}
+
+/// Adds the warnings of `new` not already in `all` (for a tool that runs
+/// several pass managers).
+pub fn add_warnings(all: &mut Vec<Diagnostic>, new: Vec<Diagnostic>) {
+    for warning in new {
+        if !all.contains(&warning) {
+            all.push(warning);
+        }
     }
 }
 

@@ -1,10 +1,11 @@
 //! No false positives: the barrier verifier accepts every kernel the
 //! repository's pipelines produce (each artifact of scripts/gpu-variants.txt,
 //! after every pass of its pipeline), and still rejects a broken one, so the
-//! run below cannot pass by not verifying.
+//! run below cannot pass by not verifying. Nor by not tracing: a warning
+//! (a kernel the trace check could not follow) fails it too.
 
 use std::path::{Path, PathBuf};
-use tilec_dialects::parse_module;
+use tilec_dialects::{parse_module, Diagnostic};
 use tilec_passes::analysis::barriers::verify_barriers;
 use tilec_passes::{Instrumentation, PassManager};
 
@@ -47,8 +48,19 @@ fn compile(file: &str, pipeline: Option<&str>) -> Result<(), String> {
         let instrumentation = Instrumentation { verify_each: true, ..Instrumentation::default() };
         let mut pm = PassManager::from_pipeline(pipeline, instrumentation).map_err(|e| e.to_string())?;
         pm.run(&mut module, &mut std::io::sink()).map_err(|e| e.to_string())?;
+        unwarned(pm.take_warnings())?;
     }
-    module.functions.iter().try_for_each(verify_barriers).map_err(|d| d.to_string())
+    for func in &module.functions {
+        unwarned(verify_barriers(func).map_err(|d| d.to_string())?)?;
+    }
+    Ok(())
+}
+
+fn unwarned(warnings: Vec<Diagnostic>) -> Result<(), String> {
+    match warnings.first() {
+        Some(w) => Err(w.to_string()),
+        None => Ok(()),
+    }
 }
 
 #[test]

@@ -33,14 +33,22 @@
 //!    missing arrive or wait hangs).
 //!
 //! A clustered kernel is checked as CTA 0 with its peer as its mirror
-//! image: the peer's remote arrivals and multicast halves are this CTA's
-//! own, and a cluster barrier orders like a CTA barrier.
+//! image: the peer runs this CTA's code, its remote arrivals and multicast
+//! halves mirror this CTA's, but only remote arrivals and cluster barriers
+//! order the two (the peer may run ahead), so an early release of either
+//! CTA's stage is seen.
 //!
-//! What it cannot see: the trace check runs CTA 0 for fixed sizes (M = 384,
-//! N = 256, K of 64 to 1000 on a grid of 2), so a bug that needs other sizes
-//! or another CTA is missed, and a function whose loop bounds or indices do
-//! not follow from those sizes (or whose warp count does not match its
-//! roles) is not traced; it runs one fair interleaving of the warps, so it
+//! Data-dependent values (a loaded scalar such as a grouped GEMM's expert
+//! or row count, a run offset) are symbolic: each trace takes them at one
+//! end of their range. Where the trace still cannot be taken (a loop bound
+//! or index that does not follow from the sizes, an op it does not model,
+//! a warp count that does not match the roles, a trace too long), the
+//! verifier returns a warning located at that op: the rounds it would have
+//! checked are unproven, and it never passes them silently.
+//!
+//! What it cannot see: the trace check runs a few CTAs for fixed sizes
+//! (`simulate::configs`), so a bug that needs other sizes or another CTA is
+//! missed; it runs one fair interleaving of the warps, so it
 //! sees every missing order but a hang only where that interleaving meets
 //! it; warps are the unit (warp 0 issues the elected ops, a warp's arrive
 //! is 32), so a race between the threads of one warp is not modelled; an
@@ -75,11 +83,15 @@ pub const INFO: PassInfo = PassInfo {
     summary: "Check mbarrier arrival counts, transaction bytes, stage/phase arithmetic, deadlock freedom and, over every round, the ordering of each buffer stage's reads and refills (changes nothing)",
     options: &[],
     phases: crate::phase::PhaseRule::ANY,
-    create: |_| Box::new(VerifyBarriers),
+    create: |_| Box::new(VerifyBarriers { warnings: Vec::new() }),
 };
 
-/// The barrier verifier as a pass, for pipelines that name it (the pass manager also runs it after every pass).
-pub struct VerifyBarriers;
+/// The barrier verifier as a pass, for pipelines that name it (the pass
+/// manager also runs it after every pass). It keeps the warnings of its
+/// runs until the pass manager takes them.
+pub struct VerifyBarriers {
+    warnings: Vec<Diagnostic>,
+}
 
 impl Pass for VerifyBarriers {
     fn name(&self) -> &'static str {
@@ -87,13 +99,19 @@ impl Pass for VerifyBarriers {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        verify_barriers(func)
+        self.warnings.extend(verify_barriers(func)?);
+        Ok(())
+    }
+
+    fn take_warnings(&mut self) -> Vec<Diagnostic> {
+        std::mem::take(&mut self.warnings)
     }
 }
 
 /// Checks every mbarrier of `func`; the first problem found is the error,
-/// located at the op at fault.
-pub fn verify_barriers(func: &Function) -> Result<(), Diagnostic> {
+/// located at the op at fault. What it could not check is returned as
+/// warnings, each located at the op that stopped it.
+pub fn verify_barriers(func: &Function) -> Result<Vec<Diagnostic>, Diagnostic> {
     let body = &func.body;
     cluster::check_cluster_scope(func)?;
     let model = Model::build(func)?;
@@ -102,7 +120,7 @@ pub fn verify_barriers(func: &Function) -> Result<(), Diagnostic> {
     counts::check_transaction_bytes(body, &model)?;
     let timings = phases::derive_timings(body, &model)?;
     happens_before::check_deadlock(body, &model, &timings)?;
-    simulate::check_every_round(func)
+    Ok(simulate::check_every_round(func)?.into_iter().collect())
 }
 
 

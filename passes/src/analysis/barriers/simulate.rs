@@ -26,36 +26,78 @@
 //! a phase that restarts with each persistent tile). Each trace is run for
 //! a few tensor sizes so loops take 1 to over 2 x stages + 1 rounds.
 
-use super::trace::{trace, Config, Slot, Step, StepKind, Window};
-use crate::op_error;
+use super::model::cluster_size;
+use super::trace::{reads_data, trace, Config, Data, Slot, Step, StepKind, Untraceable, Window};
+use crate::{op_error, op_warning};
 use std::collections::{HashMap, VecDeque};
 use tilec_dialects::ir::{Body, Op, Value};
 use tilec_dialects::nv::memory::COPY_ARRIVALS;
-use tilec_dialects::{Diagnostic, Function};
+use tilec_dialects::{Diagnostic, Function, Type};
 
-/// The sizes each function is simulated for: K from one K tile to enough
-/// for over 2 x 6 + 1 rounds at any K tile width, and several output tiles
-/// per CTA for a persistent kernel on a grid of 2.
-fn configs() -> Vec<Config> {
-    [64, 192, 448, 1000]
-        .into_iter()
-        .map(|k| Config { dims: vec![("M", 384), ("N", 256), ("K", k)], default: 256, grid: 2 })
-        .collect()
+/// The sizes each function is simulated for, as (M, N, K, grid, CTA): K
+/// from one K tile to enough for over 2 x 6 + 1 rounds at any K tile
+/// width, none (the paths of a tile with no K iteration, which grouped
+/// GEMM's empty experts take), or for 2 x S + 1 rounds of the function's
+/// deepest barrier at K tiles of 128 split over every CTA of a cluster;
+/// several output tiles per CTA for a persistent kernel on a grid of 2,
+/// and with a larger M and N three or more (so a tile's deferred
+/// epilogue follows another's). A kernel not launched in clusters is also
+/// traced at the last CTA of grids of 3 and 4, whose tile counts leave
+/// stream-K pieces (whose hand-over the last CTA parks). A function that
+/// reads data is traced at both ends of its data's ranges.
+fn configs(func: &Function) -> Vec<Config> {
+    let data: &[Option<Data>] = if reads_data(func) { &[Some(Data::Low), Some(Data::High)] } else { &[None] };
+    let deepest = func.body.values.keys().filter_map(|v| match func.body.value_type(v) {
+        Type::MBarrier(stages) => Some(*stages),
+        _ => None,
+    });
+    let deep_k = (2 * deepest.max().unwrap_or(1) + 2) * DEEP_K_TILE * cluster_size(func);
+    let mut sizes = vec![(384, 256, 64, 2, 0), (384, 256, 192, 2, 0), (384, 256, 448, 2, 0), (384, 256, 1000, 2, 0), (384, 256, 0, 2, 0)];
+    if deep_k > 1000 {
+        sizes.push((384, 256, deep_k, 2, 0));
+    }
+    sizes.extend([(768, 512, 0, 2, 0), (768, 512, 448, 2, 0)]);
+    if cluster_size(func) == 1 {
+        sizes.extend([(384, 256, 448, 3, 2), (384, 256, 448, 4, 3)]);
+    }
+    // Grouped GEMM names its rows SM (the experts' rows end to end) or MM
+    // (each expert's buffer) and its experts G, two of them so that a
+    // persistent kernel's tiles span both; only the names the function
+    // uses are given, so that messages name what the user wrote.
+    let named: Vec<&str> = func.arg_attrs.iter().filter_map(|a| a.get("tile.dims")?.as_strings()).flatten().collect();
+    let dims = move |m, n, k| [("G", 2), ("M", m), ("SM", m), ("MM", m), ("N", n), ("K", k)].into_iter().filter(|(d, _)| named.contains(d)).collect();
+    let configs = sizes.into_iter().map(|(m, n, k, grid, cta)| Config { dims: dims(m, n, k), default: 256, grid, cta, data: None });
+    configs.flat_map(|config| data.iter().map(move |&data| Config { data, ..config.clone() })).collect()
 }
 
+/// The widest K tile config selection picks (FP8's): the deep K above
+/// gives every kernel at least as many rounds as it counts on.
+const DEEP_K_TILE: i64 = 128;
+
 /// Simulates `func` for each size; the first problem found is the error.
-/// A function whose loop bounds or indices are not computable from the
-/// sizes is not simulated.
-pub fn check_every_round(func: &Function) -> Result<(), Diagnostic> {
+/// Where a trace cannot be taken for some size, the rounds the simulation
+/// would check are unproven: the warning says at which op and why.
+pub fn check_every_round(func: &Function) -> Result<Option<Diagnostic>, Diagnostic> {
     let body = &func.body;
     if !body.ops.keys().any(|op| tilec_dialects::nv::OPS.iter().any(|def| def.opcode == body.opcode(op))) {
-        return Ok(());
+        return Ok(None);
     }
-    for config in configs() {
-        let Ok(traces) = trace(func, &config)? else { return Ok(()) };
-        Sim::new(body, &config, traces).run()?;
+    let mut unproven = None;
+    for config in configs(func) {
+        match trace(func, &config)? {
+            Ok(traces) => Sim::new(body, &config, traces).run()?,
+            Err(Untraceable { op, reason }) => {
+                if unproven.is_none() {
+                    let msg = format!(
+                        "stops the barrier verifier's trace: {reason} ({}); the ordering of every round's buffer reads and refills, the TMA store waits and the wgmma fences are unproven",
+                        config.describe()
+                    );
+                    unproven = Some(op_warning(body, op, msg));
+                }
+            }
+        }
     }
-    Ok(())
+    Ok(unproven)
 }
 
 type Clock = Vec<u32>;
@@ -123,6 +165,11 @@ struct BarrierState {
     tx: i64,
     arrived: Clock,
     last_phase: Clock,
+    /// The same for the peer CTA's barrier at this slot, as the mirror
+    /// sees it: this CTA's remote arrivals, the peer's own (mirrored)
+    /// arrivals with what the peer knows of this CTA.
+    peer_arrived: Clock,
+    peer_last_phase: Clock,
     /// TMA writes that land when the current phase completes.
     landing: Vec<usize>,
 }
@@ -139,17 +186,23 @@ struct Warp {
     barrier_wait: Option<u64>,
     /// Its TMA stores no `nv.tma_store_wait` has waited for yet.
     unwaited_stores: Vec<usize>,
+    /// What the peer CTA's copy of this warp is ordered after, in this
+    /// CTA's events: only remote arrivals and cluster barriers order the
+    /// two CTAs, however alike their code (the peer may run ahead).
+    peer_clock: Clock,
 }
 
-/// The warps meeting at a CTA or warpgroup barrier: the first and how many.
-type Meeting = (usize, usize);
+/// The warps meeting at a CTA, warpgroup or cluster barrier: the first,
+/// how many, and whether the peer CTA's warps meet them too.
+type Meeting = (usize, usize, bool);
 
-/// A CTA or warpgroup barrier: the warps arrived in the current generation
-/// and their joined clocks.
+/// A CTA, warpgroup or cluster barrier: the warps arrived in the current
+/// generation and their joined clocks.
 #[derive(Default)]
 struct MeetingState {
     arrived: usize,
     clock: Clock,
+    peer_clock: Clock,
     generation: u64,
 }
 
@@ -172,7 +225,7 @@ enum Outcome {
 impl<'a> Sim<'a> {
     fn new(body: &'a Body, config: &'a Config, traces: Vec<Vec<Step>>) -> Self {
         let n = traces.len();
-        let warps = (0..n).map(|_| Warp { clock: vec![0; n], ..Warp::default() }).collect();
+        let warps = (0..n).map(|_| Warp { clock: vec![0; n], peer_clock: vec![0; n], ..Warp::default() }).collect();
         Sim {
             body,
             config,
@@ -233,6 +286,8 @@ impl<'a> Sim<'a> {
             tx: 0,
             arrived: vec![0; n],
             last_phase: vec![0; n],
+            peer_arrived: vec![0; n],
+            peer_last_phase: vec![0; n],
             landing: Vec::new(),
         })
     }
@@ -243,13 +298,17 @@ impl<'a> Sim<'a> {
     }
 
     /// Adds `count` arrivals and `tx` bytes (completed when negative) from
-    /// warp `w` to `slot`, completing its phase when all are in.
-    fn arrive(&mut self, w: usize, op: Op, slot: Slot, count: i64, tx: i64) -> Result<(), Diagnostic> {
-        let clock = self.warps[w].clock.clone();
+    /// warp `w` to `slot`, completing its phase when all are in. A remote
+    /// arrival is the peer's on this CTA's barrier (ordered after what the
+    /// peer knows) and this warp's on the peer's.
+    fn arrive(&mut self, w: usize, op: Op, slot: Slot, count: i64, tx: i64, remote: bool) -> Result<(), Diagnostic> {
+        let (mine, peers) = (self.warps[w].clock.clone(), self.warps[w].peer_clock.clone());
+        let (clock, peer) = if remote { (peers, mine) } else { (mine, peers) };
         let state = self.barrier(slot);
         state.missing -= count;
         state.tx += tx;
         join(&mut state.arrived, &clock);
+        join(&mut state.peer_arrived, &peer);
         if state.missing < 0 {
             let arrivals = state.arrivals;
             let msg = format!("arrives on {} more often in one phase than the {arrivals} arrival(s) it is initialised for", self.slot_name(slot));
@@ -259,6 +318,7 @@ impl<'a> Sim<'a> {
             state.completed += 1;
             state.missing = state.arrivals;
             state.last_phase = std::mem::replace(&mut state.arrived, vec![0; clock.len()]);
+            state.peer_last_phase = std::mem::replace(&mut state.peer_arrived, vec![0; clock.len()]);
             let landed = state.last_phase.clone();
             for id in std::mem::take(&mut state.landing) {
                 self.accesses[id].done = Some(landed.clone());
@@ -276,9 +336,11 @@ impl<'a> Sim<'a> {
 
     fn step(&mut self, w: usize) -> Result<Outcome, Diagnostic> {
         let Step { op, kind } = self.traces[w][self.warps[w].pc].clone();
+        let n = self.warps.len();
         match kind {
-            StepKind::CtaBarrier => return Ok(self.meet(w, (0, self.warps.len()))),
-            StepKind::WarpgroupBarrier { first_warp, warps } => return Ok(self.meet(w, (first_warp, warps))),
+            StepKind::CtaBarrier => return Ok(self.meet(w, (0, n, false))),
+            StepKind::ClusterBarrier => return Ok(self.meet(w, (0, n, true))),
+            StepKind::WarpgroupBarrier { first_warp, warps } => return Ok(self.meet(w, (first_warp, warps, false))),
             _ => {}
         }
         if let StepKind::Wait { barrier, parity } = kind {
@@ -286,26 +348,30 @@ impl<'a> Sim<'a> {
             if state.completed % 2 == parity.rem_euclid(2) {
                 return Ok(Outcome::Blocked);
             }
-            let phase = state.last_phase.clone();
+            let (phase, peer_phase) = (state.last_phase.clone(), state.peer_last_phase.clone());
             join(&mut self.warps[w].clock, &phase);
+            join(&mut self.warps[w].peer_clock, &peer_phase);
         }
         self.warps[w].clock[w] += 1;
         match kind {
-            StepKind::Wait { .. } | StepKind::CtaBarrier | StepKind::WarpgroupBarrier { .. } => {}
-            StepKind::Arrive { barrier, arrivals } => self.arrive(w, op, barrier, arrivals, 0)?,
-            StepKind::RemoteArrive { barrier } => self.arrive(w, op, barrier, 1, 0)?,
-            StepKind::ExpectTx { barrier, bytes } => self.arrive(w, op, barrier, 1, bytes)?,
-            StepKind::TmaLoad { buffer, barrier, bytes } => {
+            StepKind::Wait { .. } | StepKind::CtaBarrier | StepKind::ClusterBarrier | StepKind::WarpgroupBarrier { .. } => {}
+            StepKind::Arrive { barrier, arrivals } => self.arrive(w, op, barrier, arrivals, 0, false)?,
+            StepKind::RemoteArrive { barrier } => self.arrive(w, op, barrier, 1, 0, true)?,
+            StepKind::ExpectTx { barrier, bytes } => self.arrive(w, op, barrier, 1, bytes, false)?,
+            StepKind::TmaLoad { buffer, barrier, bytes, peer } => {
                 let id = self.access(w, op, AccessKind::TmaWrite);
-                self.write(w, buffer, id)?;
+                // The peer's multicast into this CTA is ordered by what the
+                // peer's producer knows, not by this producer's wait.
+                let now = if peer { self.warps[w].peer_clock.clone() } else { self.warps[w].clock.clone() };
+                self.write(now, buffer, id)?;
                 self.barrier(barrier).landing.push(id);
-                self.arrive(w, op, barrier, 0, -bytes)?;
+                self.arrive(w, op, barrier, 0, -bytes, false)?;
             }
             StepKind::CopyAsync { buffer, barrier } => {
                 let id = self.access(w, op, AccessKind::CopyWrite);
-                self.write(w, buffer, id)?;
+                self.write(self.warps[w].clock.clone(), buffer, id)?;
                 self.barrier(barrier).landing.push(id);
-                self.arrive(w, op, barrier, COPY_ARRIVALS, 0)?;
+                self.arrive(w, op, barrier, COPY_ARRIVALS, 0, false)?;
             }
             StepKind::LoadShared { buffer } => {
                 let id = self.access(w, op, AccessKind::GenericRead);
@@ -344,7 +410,7 @@ impl<'a> Sim<'a> {
             }
             StepKind::StoreShared { buffer } => {
                 let id = self.access(w, op, AccessKind::GenericWrite);
-                self.write(w, buffer, id)?;
+                self.write(self.warps[w].clock.clone(), buffer, id)?;
                 self.warps[w].unfenced_writes.push(id);
             }
             StepKind::FenceProxy => {
@@ -368,12 +434,13 @@ impl<'a> Sim<'a> {
         Ok(Outcome::Done)
     }
 
-    /// `nv.barrier` (the whole CTA) or `nv.barrier {warpgroup}`: a warp
-    /// waits until every warp of the meeting has arrived, then continues
-    /// ordered after all of them.
+    /// `nv.barrier` (the whole CTA), `nv.barrier {warpgroup}` or a
+    /// cluster barrier: a warp waits until every warp of the meeting has
+    /// arrived, then continues ordered after all of them (and at a cluster
+    /// barrier after the peer's too; the peer's warps meet in the mirror).
     fn meet(&mut self, w: usize, meeting: Meeting) -> Outcome {
         let n = self.warps.len();
-        let state = self.meetings.entry(meeting).or_insert_with(|| MeetingState { clock: vec![0; n], ..MeetingState::default() });
+        let state = self.meetings.entry(meeting).or_insert_with(|| MeetingState { clock: vec![0; n], peer_clock: vec![0; n], ..MeetingState::default() });
         let generation = match self.warps[w].barrier_wait {
             Some(g) => g,
             None => {
@@ -381,13 +448,20 @@ impl<'a> Sim<'a> {
                 self.warps[w].barrier_wait = Some(g);
                 self.warps[w].clock[w] += 1;
                 join(&mut state.clock, &self.warps[w].clock);
+                join(&mut state.peer_clock, &self.warps[w].peer_clock);
                 state.arrived += 1;
                 if state.arrived == meeting.1 {
                     state.arrived = 0;
                     state.generation += 1;
-                    let released = std::mem::replace(&mut state.clock, vec![0; n]);
+                    let mut released = std::mem::replace(&mut state.clock, vec![0; n]);
+                    let mut peer_released = std::mem::replace(&mut state.peer_clock, vec![0; n]);
+                    if meeting.2 {
+                        join(&mut released, &peer_released);
+                        peer_released = released.clone();
+                    }
                     for warp in &mut self.warps[meeting.0..meeting.0 + meeting.1] {
                         join(&mut warp.clock, &released);
+                        join(&mut warp.peer_clock, &peer_released);
                     }
                 }
                 g
@@ -470,27 +544,35 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    /// Warp `w` writes buffer stage `slot` (access `id`): every read of the
-    /// contents it replaces must be over and ordered before it, and a TMA
-    /// load must not replace contents nothing has read.
-    fn write(&mut self, w: usize, window: Window, id: usize) -> Result<(), Diagnostic> {
+    /// A warp at `now` writes buffer stage `slot` (access `id`): every read
+    /// of the contents it replaces must be over and ordered before it, and a TMA
+    /// load must not replace contents nothing has read (some of its rows,
+    /// such as a flat box's padding, may never be read).
+    fn write(&mut self, now: Clock, window: Window, id: usize) -> Result<(), Diagnostic> {
+        let (op, kind) = (self.accesses[id].op, self.accesses[id].kind);
+        if matches!(kind, AccessKind::TmaWrite | AccessKind::CopyWrite) {
+            let states: Vec<&StageState> = granules(window).filter_map(|g| self.stages.get(&g)).collect();
+            let previous = states.iter().flat_map(|s| &s.writes).find(|&&p| self.accesses[p].kind == kind);
+            if let (Some(&prev), true) = (previous, states.iter().all(|s| s.reads.is_empty())) {
+                let msg = format!("refills {} before anything has read what the previous load put there", self.slot_name(window.slot));
+                return Err(self.error(op, msg).with_note(self.body.ops[self.accesses[prev].op].loc.clone(), "the previous load is here"));
+            }
+        }
         for granule in granules(window) {
-            self.write_granule(w, window.slot, granule, id)?;
+            self.write_granule(&now, window.slot, granule, id)?;
         }
         Ok(())
     }
 
-    fn write_granule(&mut self, w: usize, slot: Slot, granule: Granule, id: usize) -> Result<(), Diagnostic> {
-        let now = self.warps[w].clock.clone();
+    fn write_granule(&mut self, now: &Clock, slot: Slot, granule: Granule, id: usize) -> Result<(), Diagnostic> {
         let (op, kind) = (self.accesses[id].op, self.accesses[id].kind);
         let state = self.stages.entry(granule).or_default();
         let asynchronous = matches!(kind, AccessKind::TmaWrite | AccessKind::CopyWrite);
         let replaces = asynchronous || !state.reads.is_empty() || state.writes.is_empty();
         let earlier_reads = if replaces { state.reads.clone() } else { state.previous_reads.clone() };
-        let (nothing_read, writes) = (state.reads.is_empty(), state.writes.clone());
         for rid in earlier_reads {
             let read = &self.accesses[rid];
-            if read.done.as_ref().is_none_or(|d| !before(d, &now)) {
+            if read.done.as_ref().is_none_or(|d| !before(d, now)) {
                 let what = match read.kind {
                     AccessKind::WgmmaRead => "the 'nv.wgmma' reading its previous contents is known to be done: nothing orders its retirement (an 'nv.wgmma_wait' deep enough, then a release on the empty barrier or a CTA barrier) before this write",
                     AccessKind::TmaStoreRead => "the TMA store reading its previous contents is known to be done: no 'nv.tma_store_wait' of the storing thread, then a barrier, orders it before this write",
@@ -498,12 +580,6 @@ impl<'a> Sim<'a> {
                 };
                 let msg = format!("overwrites {} before {what}", self.slot_name(slot));
                 return Err(self.error(op, msg).with_note(self.body.ops[read.op].loc.clone(), "the read is here"));
-            }
-        }
-        if asynchronous && nothing_read {
-            if let Some(&prev) = writes.iter().find(|&&p| self.accesses[p].kind == kind) {
-                let msg = format!("refills {} before anything has read what the previous load put there", self.slot_name(slot));
-                return Err(self.error(op, msg).with_note(self.body.ops[self.accesses[prev].op].loc.clone(), "the previous load is here"));
             }
         }
         let state = self.stages.get_mut(&granule).expect("entered");

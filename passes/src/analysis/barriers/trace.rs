@@ -9,14 +9,27 @@
 //! (`expect_tx`, TMA loads and stores and their waits), or in a consumer
 //! region the first warp of each consumer warpgroup, warp 0 alone copies
 //! scales (`nv.copy_async`), and a warp's `arrive` is 32 arrivals.
+//!
+//! Every op on the way is evaluated or classified: integer arithmetic,
+//! comparisons and selects are computed; a value that depends on the data
+//! (a scalar loaded from a tensor, a run offset that depends on a tensor's
+//! strides) is symbolic, taken at the end of its range that
+//! [`Config::data`] names, so that the simulation sees both ends (an
+//! expert with no rows and one with all of them, a scale run at the start
+//! and at the end of its 16-byte window); ops that compute tensors only
+//! matter through the buffers and barriers they name. An op the trace
+//! cannot follow (a synchronising op it does not model, a loop bound that
+//! is not computable) stops it with the op and the reason, which the
+//! verifier reports as a warning rather than passing the function.
 
 use crate::op_error;
-use tilec_dialects::ir::{Block, Body, Op, Value};
-use tilec_dialects::registry::Opcode;
-use tilec_dialects::{nv, tile};
-use tilec_dialects::tile::arith::{binary_int_fold, compare};
-use tilec_dialects::{Diagnostic, Function, Type};
 use std::collections::HashMap;
+use tilec_dialects::ir::{Block, Body, Op, Value};
+use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::tile::arith::{binary_int_fold, compare};
+use tilec_dialects::{nv, tile};
+use tilec_dialects::{Diagnostic, Function, Type};
 
 /// Threads per warp: a warp's `arrive` counts this many arrivals.
 pub const WARP: i64 = 32;
@@ -26,7 +39,7 @@ const WARPS_PER_GROUP: i64 = 4;
 /// picks keep real kernels far below it).
 const MAX_STEPS: usize = 200_000;
 
-/// Tensor sizes and grid the trace is taken for.
+/// Tensor sizes, grid, CTA and data the trace is taken for.
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Size of each named dimension (`tile.dims`); unnamed ones take `default`.
@@ -34,12 +47,46 @@ pub struct Config {
     pub default: i64,
     /// Number of CTAs along x (a persistent kernel's grid).
     pub grid: i64,
+    /// The CTA traced: its block id along x.
+    pub cta: i64,
+    /// Where in their ranges the data-dependent values lie; `None` for a
+    /// function that computes nothing from its data.
+    pub data: Option<Data>,
+}
+
+/// The end of its range each data-dependent value takes in one trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Data {
+    /// Loaded scalars 0 (an expert with no rows), run offsets 0.
+    Low,
+    /// Loaded scalars the largest size (an expert with every row), run
+    /// offsets the last element before the next 16-byte boundary.
+    High,
 }
 
 impl Config {
     pub fn describe(&self) -> String {
         let dims: Vec<String> = self.dims.iter().map(|(n, v)| format!("{n} = {v}")).collect();
-        format!("{}, {} CTA(s) on x, CTA 0", dims.join(", "), self.grid)
+        let data = match self.data {
+            None => "",
+            Some(Data::Low) => ", loaded scalars and run offsets 0",
+            Some(Data::High) => ", loaded scalars the largest size, run offsets the largest",
+        };
+        format!("{}, {} CTA(s) on x, CTA {}{data}", dims.join(", "), self.grid, self.cta)
+    }
+
+    /// The end of its range a data-dependent value takes (a function with
+    /// no such value asks for none).
+    fn data(&self) -> Data {
+        self.data.unwrap_or(Data::Low)
+    }
+
+    /// What a scalar loaded from a tensor stands for in this trace.
+    fn loaded_scalar(&self) -> i64 {
+        match self.data() {
+            Data::Low => 0,
+            Data::High => self.dims.iter().map(|&(_, v)| v).chain([self.default]).max().unwrap_or(self.default),
+        }
     }
 }
 
@@ -62,7 +109,9 @@ pub enum StepKind {
     /// the mirror of this warp's `nv.mbarrier_arrive_remote`.
     RemoteArrive { barrier: Slot },
     ExpectTx { barrier: Slot, bytes: i64 },
-    TmaLoad { buffer: Window, barrier: Slot, bytes: i64 },
+    /// A TMA load into `buffer`; with `peer`, the mirror of the peer CTA's
+    /// multicast of its half, issued once the peer's barrier lets it.
+    TmaLoad { buffer: Window, barrier: Slot, bytes: i64, peer: bool },
     /// `nv.copy_async` (warp 0): writes the stage, then its 32 lanes arrive.
     CopyAsync { buffer: Window, barrier: Slot },
     /// `nv.load_shared`: a synchronous read of scales into registers.
@@ -80,6 +129,8 @@ pub enum StepKind {
     TmaStore { buffer: Window },
     TmaStoreWait,
     CtaBarrier,
+    /// Every warp of the CTA and of its (mirrored) peer meet.
+    ClusterBarrier,
     /// `nv.barrier {warpgroup}`: the `warps` warps from `first_warp` meet.
     WarpgroupBarrier { first_warp: usize, warps: usize },
 }
@@ -90,13 +141,16 @@ pub struct Step {
     pub kind: StepKind,
 }
 
-/// Why a function has no trace: something it needs is not a concrete value.
-pub struct Untraceable;
+/// Why a function has no trace: the op the trace could not follow, and why.
+pub struct Untraceable {
+    pub op: Op,
+    pub reason: String,
+}
 
 /// The steps of every warp of the CTA, or `Untraceable` where a loop bound,
-/// branch condition or index is not computable from the sizes (or the
-/// trace would be too long). Stage indices outside their allocation are
-/// errors, located at the op.
+/// branch condition or index is not computable from the sizes, an op is
+/// one the trace does not model, or the trace would be too long. Stage
+/// indices outside their allocation are errors, located at the op.
 pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, Untraceable>, Diagnostic> {
     let warps = func.attrs.get_int("num_warps").unwrap_or(4);
     let mut traces = Vec::new();
@@ -104,16 +158,27 @@ pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, 
         let mut tracer = Tracer { func, body: &func.body, config, warp, env: HashMap::new(), steps: Vec::new(), role: None, budget: MAX_STEPS };
         match tracer.block(func.entry_block()) {
             Ok(_) => traces.push(tracer.steps),
-            Err(Stop::Untraceable) => return Ok(Err(Untraceable)),
+            Err(Stop::Untraceable(why)) => return Ok(Err(why)),
             Err(Stop::Error(d)) => return Err(d),
         }
     }
     Ok(Ok(traces))
 }
 
+/// Whether `func` computes something from its data (a loaded scalar, a run
+/// offset): its traces are then taken at both ends of those values' ranges.
+pub fn reads_data(func: &Function) -> bool {
+    let body = &func.body;
+    body.ops.keys().any(|op| matches!(body.opcode(op), Opcode::TileLoadScalar | Opcode::NvRunOffset))
+}
+
 enum Stop {
-    Untraceable,
+    Untraceable(Untraceable),
     Error(Diagnostic),
+}
+
+fn untraceable(op: Op, reason: impl Into<String>) -> Stop {
+    Stop::Untraceable(Untraceable { op, reason: reason.into() })
 }
 
 /// The roles of an `nv.warp_specialize`.
@@ -137,17 +202,22 @@ struct Tracer<'a> {
 }
 
 impl Tracer<'_> {
-    fn get(&self, v: Value) -> Result<i64, Stop> {
-        self.env.get(&v).copied().ok_or(Stop::Untraceable)
+    /// The concrete value of `v`, which `op` needs as its `what`.
+    fn get(&self, op: Op, v: Value, what: &str) -> Result<i64, Stop> {
+        self.env.get(&v).copied().ok_or_else(|| {
+            let value = self.body.values[v].name_hint.as_deref().map_or(String::new(), |n| format!(" '%{n}'"));
+            untraceable(op, format!("its {what}{value} is not computable from the tensor sizes, the grid and the data's ranges"))
+        })
     }
 
     /// The allocation behind `v` (through `nv.smem_rows` views, adding up
     /// their row offsets) and the row offset of `v` in it.
-    fn root(&self, v: Value) -> Result<(Value, i64), Stop> {
+    fn root(&self, op: Op, v: Value) -> Result<(Value, i64), Stop> {
         let body = self.body;
         let (mut root, mut offset) = (v, 0i64);
         while let Some(rows) = body.defining_op(root).and_then(|d| nv::SmemRows::of(body, d)) {
-            offset = offset.checked_add(self.get(rows.row(body))?).ok_or(Stop::Untraceable)?;
+            let row = self.get(op, rows.row(body), "row offset")?;
+            offset = offset.checked_add(row).ok_or_else(|| untraceable(op, "its row offset overflows"))?;
             root = rows.buffer(body);
         }
         Ok((root, offset))
@@ -156,8 +226,8 @@ impl Tracer<'_> {
     /// The rows of a cluster pair's multicast buffer that the peer CTA
     /// loads: the half of the allocation behind `v` that `mine` leaves.
     fn peer_half(&self, op: Op, v: Value, mine: Window) -> Result<Window, Stop> {
-        let (root, _) = self.root(v)?;
-        let rows = self.body.value_type(root).as_smem().ok_or(Stop::Untraceable)?.tile.shape[0];
+        let (root, _) = self.root(op, v)?;
+        let rows = self.rows(op, root)?;
         let half = mine.rows.1 - mine.rows.0;
         if 2 * half != rows {
             let msg = format!("multicasts {half} of the buffer's {rows} rows: each CTA of a pair must load one half");
@@ -167,15 +237,22 @@ impl Tracer<'_> {
         Ok(Window { slot: mine.slot, rows: (start, start + half) })
     }
 
+    /// The rows of the shared buffer `v` (the verifier has checked that
+    /// buffer operands are buffers).
+    fn rows(&self, op: Op, v: Value) -> Result<i64, Stop> {
+        let shape = self.body.value_type(v).as_smem().map(|s| &s.tile.shape);
+        shape.and_then(|s| s.first().copied()).ok_or_else(|| untraceable(op, "a buffer operand is not a shared buffer with rows"))
+    }
+
     /// Stage `stage` of the allocation behind `v`, checked against its stages.
     fn slot(&self, op: Op, v: Value, stage: Value) -> Result<Slot, Stop> {
         let body = self.body;
-        let (root, _) = self.root(v)?;
+        let (root, _) = self.root(op, v)?;
         let stages = match body.value_type(root) {
             Type::MBarrier(s) => *s,
             ty => ty.as_smem().map_or(1, |s| s.stages),
         };
-        let index = self.get(stage)?;
+        let index = self.get(op, stage, "stage index")?;
         if !(0..stages).contains(&index) {
             let msg = format!("uses stage {index} of {}, which has {stages} stage(s) ({})", self.name(root), self.config.describe());
             return Err(Stop::Error(op_error(body, op, msg)));
@@ -184,17 +261,14 @@ impl Tracer<'_> {
     }
 
     /// The rows of a buffer stage that `v` (a buffer or a row window of
-    /// one) covers, checked against the buffer's rows.
+    /// one) covers, checked against the buffer's rows. A window need not
+    /// start on a granule: a scale run starts where its run offset puts it.
     fn window(&self, op: Op, v: Value, stage: Value) -> Result<Window, Stop> {
         let body = self.body;
         let slot = self.slot(op, v, stage)?;
-        let (_, start) = self.root(v)?;
-        let rows = |x: Value| body.value_type(x).as_smem().and_then(|s| s.tile.shape.first().copied()).ok_or(Stop::Untraceable);
-        // A window not on a multiple of 8 rows is the lowering's error.
-        if start % 8 != 0 {
-            return Err(Stop::Untraceable);
-        }
-        let (end, total) = (start.checked_add(rows(v)?).ok_or(Stop::Untraceable)?, rows(slot.0)?);
+        let (_, start) = self.root(op, v)?;
+        let end = start.checked_add(self.rows(op, v)?).ok_or_else(|| untraceable(op, "its row window overflows"))?;
+        let total = self.rows(op, slot.0)?;
         if start < 0 || end > total {
             let msg = format!("uses rows [{start}, {end}) of {}, which has {total} row(s) ({})", self.name(slot.0), self.config.describe());
             return Err(Stop::Error(op_error(body, op, msg)));
@@ -208,10 +282,18 @@ impl Tracer<'_> {
 
     fn push(&mut self, op: Op, kind: StepKind) -> Result<(), Stop> {
         if self.steps.len() >= MAX_STEPS {
-            return Err(Stop::Untraceable);
+            return Err(untraceable(op, format!("a warp's trace grows past {MAX_STEPS} steps here")));
         }
         self.steps.push(Step { op, kind });
         Ok(())
+    }
+
+    /// Binds `result` to `value` where it is known.
+    fn set(&mut self, result: Value, value: Option<i64>) {
+        match value {
+            Some(c) => self.env.insert(result, c),
+            None => self.env.remove(&result),
+        };
     }
 
     /// Runs `block`; returns what its `tile.yield` yields (`None` for a
@@ -232,30 +314,48 @@ impl Tracer<'_> {
                     return Ok(values.iter().map(|v| self.env.get(v).copied()).collect());
                 }
                 Opcode::TileConstant => {
-                    if let Some(c) = data.attrs.get_int("value") {
-                        self.env.insert(data.results[0], c);
-                    }
+                    let value = data.attrs.get_int("value");
+                    self.set(data.results[0], value);
                 }
                 Opcode::TileIndexCast => {
                     let cast = tile::IndexCast::of(body, op).expect("matched");
-                    if let Some(&c) = self.env.get(&cast.input(body)) {
-                        self.env.insert(cast.result(body), c);
-                    }
+                    let value = self.env.get(&cast.input(body)).copied();
+                    self.set(cast.result(body), value);
                 }
                 Opcode::TileCmpi => {
                     let cmp = tile::Cmpi::of(body, op).expect("matched");
-                    if let (Some(&a), Some(&b)) = (self.env.get(&cmp.lhs(body)), self.env.get(&cmp.rhs(body))) {
-                        if let Some(r) = compare(cmp.predicate(body), a, b) {
-                            self.env.insert(cmp.result(body), i64::from(r));
+                    let (a, b) = (self.env.get(&cmp.lhs(body)).copied(), self.env.get(&cmp.rhs(body)).copied());
+                    let value = a.zip(b).and_then(|(a, b)| compare(cmp.predicate(body), a, b)).map(i64::from);
+                    self.set(cmp.result(body), value);
+                }
+                Opcode::TileSelect => {
+                    let select = tile::Select::of(body, op).expect("matched");
+                    let chosen = self.env.get(&select.condition(body)).map(|&c| if c != 0 { select.true_value(body) } else { select.false_value(body) });
+                    let value = chosen.and_then(|v| self.env.get(&v).copied());
+                    self.set(select.result(body), value);
+                }
+                Opcode::TileLoadScalar => {
+                    let value = self.config.loaded_scalar();
+                    self.set(data.results[0], Some(value));
+                }
+                Opcode::NvRunOffset => {
+                    let run = nv::RunOffset::of(body, op).expect("matched");
+                    let value = match self.config.data() {
+                        Data::Low => 0,
+                        Data::High => {
+                            let bytes = i64::from(body.value_type(run.tensor(body)).elem().bits() / 8).max(1);
+                            TMA_GLOBAL_ALIGN / bytes - 1
                         }
-                    }
+                    };
+                    self.set(run.result(body), Some(value));
                 }
                 Opcode::TileBlockId => {
-                    self.env.insert(data.results[0], 0);
+                    let cta = if data.attrs.get_int("dim") == Some(0) { self.config.cta } else { 0 };
+                    self.set(data.results[0], Some(cta));
                 }
                 Opcode::TileNumBlocks => {
                     let grid = if data.attrs.get_int("dim") == Some(0) { self.config.grid } else { 1 };
-                    self.env.insert(data.results[0], grid);
+                    self.set(data.results[0], Some(grid));
                 }
                 Opcode::TileDim => {
                     let dim = tile::Dim::of(body, op).expect("matched");
@@ -268,21 +368,35 @@ impl Tracer<'_> {
                     let size = name
                         .and_then(|n| self.config.dims.iter().find(|(d, _)| *d == n).map(|&(_, v)| v))
                         .unwrap_or(self.config.default);
-                    self.env.insert(dim.result(body), size);
+                    self.set(dim.result(body), Some(size));
+                }
+                Opcode::TileAddi
+                | Opcode::TileSubi
+                | Opcode::TileMuli
+                | Opcode::TileDivsi
+                | Opcode::TileRemsi
+                | Opcode::TileCeildivsi
+                | Opcode::TileMinsi
+                | Opcode::TileMaxsi => {
+                    let binary = tile::IntBinary::of(body, op).expect("matched");
+                    let (a, b) = (self.env.get(&binary.lhs(body)).copied(), self.env.get(&binary.rhs(body)).copied());
+                    let value = a.zip(b).and_then(|(a, b)| binary_int_fold(body.opcode(op), a, b));
+                    self.set(binary.result(body), value);
                 }
                 Opcode::TileFor => self.for_loop(op)?,
                 Opcode::TileIf => {
                     let cond = tile::If::of(body, op).expect("matched").condition(body);
-                    if self.get(cond)? != 0 {
+                    if self.get(op, cond, "condition")? != 0 {
                         self.block(body.entry_block(data.regions[0]))?;
                     }
                 }
                 Opcode::NvWarpSpecialize => {
-                    // A warp count that does not match the roles is the
-                    // lowering's error to report.
                     let consumers = nv::WarpSpecialize::of(body, op).expect("matched").consumers(body);
-                    if self.func.attrs.get_int("num_warps") != Some(WARPS_PER_GROUP * (1 + consumers)) {
-                        return Err(Stop::Untraceable);
+                    let warps = self.func.attrs.get_int("num_warps");
+                    if warps != Some(WARPS_PER_GROUP * (1 + consumers)) {
+                        let have = warps.map_or("no 'num_warps'".to_string(), |w| format!("{w} warps"));
+                        let msg = format!("its roles need {} warps (a producer and {consumers} consumer warpgroup(s)) but the function has {have}", WARPS_PER_GROUP * (1 + consumers));
+                        return Err(untraceable(op, msg));
                     }
                     let consumer = self.warp / WARPS_PER_GROUP - 1;
                     let region = if consumer < 0 { data.regions[0] } else { data.regions[1] };
@@ -297,7 +411,7 @@ impl Tracer<'_> {
                 Opcode::NvMbarrierWait => {
                     let wait = nv::MbarrierWait::of(body, op).expect("matched");
                     let barrier = self.slot(op, wait.barrier(body), wait.stage(body))?;
-                    let parity = self.get(wait.phase(body))?;
+                    let parity = self.get(op, wait.phase(body), "phase")?;
                     self.push(op, StepKind::Wait { barrier, parity })?;
                 }
                 Opcode::NvMbarrierArrive => {
@@ -311,32 +425,39 @@ impl Tracer<'_> {
                     let barrier = self.slot(op, arrive.barrier(body), arrive.stage(body))?;
                     self.push(op, StepKind::RemoteArrive { barrier })?;
                 }
-                Opcode::NvClusterRank => {
-                    self.env.insert(body.result(op, 0), 0);
-                }
-                Opcode::NvMbarrierExpectTx if elected => {
-                    let expect = nv::MbarrierExpectTx::of(body, op).expect("matched");
-                    let barrier = self.slot(op, expect.barrier(body), expect.stage(body))?;
-                    self.push(op, StepKind::ExpectTx { barrier, bytes: expect.bytes(body) })?;
-                }
-                Opcode::NvTmaLoad if elected => {
-                    let load = nv::TmaLoad::of(body, op).expect("matched");
-                    let buffer = self.window(op, load.buffer(body), load.stage(body))?;
-                    let barrier = self.slot(op, load.barrier(body), load.barrier_stage(body))?;
-                    let tile = &body.value_type(load.buffer(body)).as_smem().ok_or(Stop::Untraceable)?.tile;
-                    let bytes = tile.num_elements() * i64::from(tile.elem.bits()) / 8;
-                    self.push(op, StepKind::TmaLoad { buffer, barrier, bytes })?;
-                    if load.multicast(body) {
-                        // The peer's multicast of the other half, mirrored.
-                        let peer = self.peer_half(op, load.buffer(body), buffer)?;
-                        self.push(op, StepKind::TmaLoad { buffer: peer, barrier, bytes })?;
+                Opcode::NvClusterRank => self.set(data.results[0], Some(0)),
+                // Barriers start fresh in the simulation, and a row window
+                // is resolved where an op uses it (`root`).
+                Opcode::NvAllocMbarriers | Opcode::NvSmemRows => {}
+                Opcode::NvMbarrierExpectTx => {
+                    if elected {
+                        let expect = nv::MbarrierExpectTx::of(body, op).expect("matched");
+                        let barrier = self.slot(op, expect.barrier(body), expect.stage(body))?;
+                        self.push(op, StepKind::ExpectTx { barrier, bytes: expect.bytes(body) })?;
                     }
                 }
-                Opcode::NvCopyAsync if self.warp == 0 => {
-                    let copy = nv::CopyAsync::of(body, op).expect("matched");
-                    let buffer = self.window(op, copy.buffer(body), copy.stage(body))?;
-                    let barrier = self.slot(op, copy.barrier(body), copy.barrier_stage(body))?;
-                    self.push(op, StepKind::CopyAsync { buffer, barrier })?;
+                Opcode::NvTmaLoad => {
+                    if elected {
+                        let load = nv::TmaLoad::of(body, op).expect("matched");
+                        let buffer = self.window(op, load.buffer(body), load.stage(body))?;
+                        let barrier = self.slot(op, load.barrier(body), load.barrier_stage(body))?;
+                        let smem = body.value_type(load.buffer(body)).as_smem().ok_or_else(|| untraceable(op, "its buffer is not a shared buffer"))?;
+                        let bytes = smem.tile.num_elements() * i64::from(smem.tile.elem.bits()) / 8;
+                        self.push(op, StepKind::TmaLoad { buffer, barrier, bytes, peer: false })?;
+                        if load.multicast(body) {
+                            // The peer's multicast of the other half, mirrored.
+                            let peer = self.peer_half(op, load.buffer(body), buffer)?;
+                            self.push(op, StepKind::TmaLoad { buffer: peer, barrier, bytes, peer: true })?;
+                        }
+                    }
+                }
+                Opcode::NvCopyAsync => {
+                    if self.warp == 0 {
+                        let copy = nv::CopyAsync::of(body, op).expect("matched");
+                        let buffer = self.window(op, copy.buffer(body), copy.stage(body))?;
+                        let barrier = self.slot(op, copy.barrier(body), copy.barrier_stage(body))?;
+                        self.push(op, StepKind::CopyAsync { buffer, barrier })?;
+                    }
                 }
                 Opcode::NvLoadShared => {
                     let load = nv::LoadShared::of(body, op).expect("matched");
@@ -355,7 +476,7 @@ impl Tracer<'_> {
                 Opcode::NvWgmmaFence => self.push(op, StepKind::WgmmaFence)?,
                 Opcode::NvWgmmaCommit => self.push(op, StepKind::WgmmaCommit)?,
                 Opcode::NvWgmmaWait => {
-                    let depth = data.attrs.get_int("pending").unwrap_or(0);
+                    let depth = nv::WgmmaWait::of(body, op).expect("matched").pending(body);
                     self.push(op, StepKind::WgmmaWait { depth })?;
                 }
                 Opcode::NvLoadFragment => {
@@ -369,55 +490,88 @@ impl Tracer<'_> {
                     self.push(op, StepKind::StoreShared { buffer })?;
                 }
                 Opcode::NvFenceAsyncShared => self.push(op, StepKind::FenceProxy)?,
-                Opcode::NvTmaStore if elected => {
-                    let store = nv::TmaStore::of(body, op).expect("matched");
-                    let buffer = self.window(op, store.buffer(body), store.stage(body))?;
-                    self.push(op, StepKind::TmaStore { buffer })?;
+                Opcode::NvTmaStore => {
+                    if elected {
+                        let store = nv::TmaStore::of(body, op).expect("matched");
+                        let buffer = self.window(op, store.buffer(body), store.stage(body))?;
+                        self.push(op, StepKind::TmaStore { buffer })?;
+                    }
                 }
-                Opcode::NvTmaStoreWait if elected => self.push(op, StepKind::TmaStoreWait)?,
-                Opcode::NvBarrier if nv::Barrier::of(body, op).expect("matched").warpgroup(body) => {
-                    let first_warp = usize::try_from(self.warp - self.warp % WARPS_PER_GROUP).map_err(|_| Stop::Untraceable)?;
-                    self.push(op, StepKind::WarpgroupBarrier { first_warp, warps: WARPS_PER_GROUP as usize })?;
+                Opcode::NvTmaStoreWait => {
+                    if elected {
+                        self.push(op, StepKind::TmaStoreWait)?;
+                    }
                 }
+                Opcode::NvBarrier if nv::Barrier::of(body, op).expect("matched").warpgroup(body) => self.warpgroup_barrier(op)?,
+                // Stream-K's hand-over meets its holder group around the
+                // workspace: a consumer warpgroup, or the whole CTA.
+                Opcode::TileParkPartial | Opcode::TileAddParked if self.role.is_some() => self.warpgroup_barrier(op)?,
                 // A CTA or cluster barrier inside one role is the lowering's
                 // error; a cluster barrier orders the peer (mirrored) as this
                 // CTA's warps. Split-K's cluster sum meets the cluster after
-                // parking its tile.
-                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum if self.role.is_some() => return Err(Stop::Untraceable),
-                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum => self.push(op, StepKind::CtaBarrier)?,
-                _ => {
-                    let Some(binary) = tile::IntBinary::of(body, op) else { continue };
-                    if let (Some(&a), Some(&b)) = (self.env.get(&binary.lhs(body)), self.env.get(&binary.rhs(body))) {
-                        if let Some(r) = binary_int_fold(body.opcode(op), a, b) {
-                            self.env.insert(binary.result(body), r);
-                        }
-                    }
+                // parking its tile, and so does `tile.sum_splits`, which
+                // tile-lower-to-nv makes a cluster sum.
+                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileSumSplits if self.role.is_some() => {
+                    return Err(untraceable(op, "meets the whole CTA inside one role of a warp-specialised region, which the lowering rejects"));
                 }
+                Opcode::NvBarrier | Opcode::TileParkPartial | Opcode::TileAddParked => self.push(op, StepKind::CtaBarrier)?,
+                Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileSumSplits => self.push(op, StepKind::ClusterBarrier)?,
+                _ => self.unmodelled(op)?,
             }
         }
         Ok(Vec::new())
+    }
+
+    /// `nv.barrier {warpgroup}` or a hand-over in a consumer region: the
+    /// warps of the executing warp's warpgroup meet.
+    fn warpgroup_barrier(&mut self, op: Op) -> Result<(), Stop> {
+        let first_warp = usize::try_from(self.warp - self.warp % WARPS_PER_GROUP).map_err(|_| untraceable(op, "runs in a warp before the first"))?;
+        self.push(op, StepKind::WarpgroupBarrier { first_warp, warps: WARPS_PER_GROUP as usize })
+    }
+
+    /// An op the arms above do not model, judged by its traits and
+    /// operands: one that synchronises, has regions, or names a shared
+    /// buffer or a barrier could change what the trace sees, so it stops
+    /// the trace; any other computes values (tensors, addresses) that no
+    /// barrier or buffer stage depends on, and its results stay unknown.
+    fn unmodelled(&mut self, op: Op) -> Result<(), Stop> {
+        let body = self.body;
+        let data = &body.ops[op];
+        let touches_shared = data.operands.iter().any(|&v| matches!(body.value_type(v), Type::Smem(_) | Type::MBarrier(_)));
+        let why = if data.def.traits.synchronising {
+            "synchronises in a way the barrier verifier does not model"
+        } else if !data.regions.is_empty() {
+            "has regions the barrier verifier does not model"
+        } else if touches_shared {
+            "uses a shared buffer or barrier in a way the barrier verifier does not model"
+        } else {
+            for &result in &data.results {
+                self.env.remove(&result);
+            }
+            return Ok(());
+        };
+        Err(untraceable(op, why))
     }
 
     fn for_loop(&mut self, op: Op) -> Result<(), Stop> {
         let body = self.body;
         let data = &body.ops[op];
         let for_op = tile::For::of(body, op).expect("called on tile.for");
-        let (lb, ub, step) = (self.get(for_op.lower_bound(body))?, self.get(for_op.upper_bound(body))?, self.get(for_op.step(body))?);
+        let lb = self.get(op, for_op.lower_bound(body), "lower bound")?;
+        let ub = self.get(op, for_op.upper_bound(body), "upper bound")?;
+        let step = self.get(op, for_op.step(body), "step")?;
         if step <= 0 {
-            return Err(Stop::Untraceable);
+            return Err(untraceable(op, format!("its step is {step}, so the loop does not end")));
         }
         let entry = body.entry_block(data.regions[0]);
         let args = &body.blocks[entry].args;
         let mut carried: Vec<Option<i64>> = for_op.inits(body).iter().map(|v| self.env.get(v).copied()).collect();
         let mut iv = lb;
         while iv < ub {
-            self.budget = self.budget.checked_sub(1).ok_or(Stop::Untraceable)?;
+            self.budget = self.budget.checked_sub(1).ok_or_else(|| untraceable(op, format!("the loops run past {MAX_STEPS} iterations in all")))?;
             self.env.insert(args[0], iv);
             for (&arg, value) in args[1..].iter().zip(&carried) {
-                match value {
-                    Some(c) => self.env.insert(arg, *c),
-                    None => self.env.remove(&arg),
-                };
+                self.set(arg, *value);
             }
             carried = self.block(entry)?;
             // A trip past i64 ends the loop where the kernel's 32-bit indices
@@ -426,9 +580,7 @@ impl Tracer<'_> {
             iv = next;
         }
         for (&result, value) in data.results.iter().zip(&carried) {
-            if let Some(c) = value {
-                self.env.insert(result, *c);
-            }
+            self.set(result, *value);
         }
         Ok(())
     }
