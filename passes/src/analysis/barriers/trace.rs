@@ -57,10 +57,12 @@ pub struct Config {
 /// The end of its range each data-dependent value takes in one trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Data {
-    /// Loaded scalars 0 (an expert with no rows), run offsets 0.
+    /// Loaded scalars 0 (an expert with no rows), run offsets 0, a split
+    /// that does not arrive last.
     Low,
     /// Loaded scalars the largest size (an expert with every row), run
-    /// offsets the last element before the next 16-byte boundary.
+    /// offsets the last element before the next 16-byte boundary, the split
+    /// that arrives last.
     High,
 }
 
@@ -69,8 +71,8 @@ impl Config {
         let dims: Vec<String> = self.dims.iter().map(|(n, v)| format!("{n} = {v}")).collect();
         let data = match self.data {
             None => "",
-            Some(Data::Low) => ", loaded scalars and run offsets 0",
-            Some(Data::High) => ", loaded scalars the largest size, run offsets the largest",
+            Some(Data::Low) => ", loaded scalars and run offsets 0, a split that does not arrive last",
+            Some(Data::High) => ", loaded scalars the largest size, run offsets the largest, the split that arrives last",
         };
         format!("{}, {} CTA(s) on x, CTA {}{data}", dims.join(", "), self.grid, self.cta)
     }
@@ -166,10 +168,11 @@ pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, 
 }
 
 /// Whether `func` computes something from its data (a loaded scalar, a run
-/// offset): its traces are then taken at both ends of those values' ranges.
+/// offset) or its run (the split that arrives last): its traces are then
+/// taken at both ends of those values' ranges.
 pub fn reads_data(func: &Function) -> bool {
     let body = &func.body;
-    body.ops.keys().any(|op| matches!(body.opcode(op), Opcode::TileLoadScalar | Opcode::NvRunOffset))
+    body.ops.keys().any(|op| matches!(body.opcode(op), Opcode::TileLoadScalar | Opcode::NvRunOffset | Opcode::TileReduceSplits))
 }
 
 enum Stop {
@@ -510,9 +513,19 @@ impl Tracer<'_> {
                 // error; a cluster barrier orders the peer (mirrored) as this
                 // CTA's warps. Split-K's cluster sum meets the cluster after
                 // parking its tile, and so does `tile.sum_splits`, which
-                // tile-lower-to-nv makes a cluster sum.
-                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileSumSplits if self.role.is_some() => {
+                // tile-lower-to-nv makes a cluster sum. Split-K's sum through
+                // the workspace meets the CTA after parking its tile, and
+                // again to hand every thread the last split's verdict.
+                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileSumSplits | Opcode::TileReduceSplits if self.role.is_some() => {
                     return Err(untraceable(op, "meets the whole CTA inside one role of a warp-specialised region, which the lowering rejects"));
+                }
+                // Which split arrives last depends on the run: the low end
+                // of the data's range is a split that parks and leaves, the
+                // high end the one that adds and stores.
+                Opcode::TileReduceSplits => {
+                    let last = tile::ReduceSplits::of(body, op).expect("matched").last(body);
+                    self.set(last, Some(i64::from(self.config.data() == Data::High)));
+                    self.push(op, StepKind::CtaBarrier)?;
                 }
                 Opcode::NvBarrier | Opcode::TileParkPartial | Opcode::TileAddParked => self.push(op, StepKind::CtaBarrier)?,
                 Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileSumSplits => self.push(op, StepKind::ClusterBarrier)?,
