@@ -9,10 +9,12 @@
 
 mod family;
 mod manifest;
+mod tuning;
 mod validate;
 
 pub use family::*;
 pub use manifest::*;
+pub use tuning::*;
 pub use validate::{is_identifier, literal_fits, Invalid, ValidationError};
 
 use std::path::{Path, PathBuf};

@@ -54,6 +54,11 @@ pub struct Manifest {
     /// device their `target` runs on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
+    /// The configuration config selection chose, as `tilec compile
+    /// --explain` prints it (without its `sms=` column); absent where no
+    /// config selection decided the kernel. What a tuning run records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
     /// Threads per CTA, [x, y, z].
     pub block: [u32; 3],
     /// CTAs per cluster, [x, y, z]; [1, 1, 1] means no cluster launch.

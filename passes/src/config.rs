@@ -2,6 +2,9 @@
 //! function, read by the passes after it for the options their pipeline does
 //! not give, and whether a function still has block-size parameters to bind.
 
+use crate::cluster::Along;
+use crate::config_rules::{Config, Epilogue, Scales, Schedule};
+use crate::k_range::{PieceOrder, SplitReduce};
 use crate::options::OptionKind;
 use crate::registry::PassInfo;
 use tilec_dialects::ir::Attribute;
@@ -58,6 +61,49 @@ pub fn config_word<'a>(func: &'a Function, key: &str, allowed: &[&str]) -> Resul
             format!("tile.config's '{key}' must be one of \"{}\"", allowed.join("\", \"")),
         )),
     }
+}
+
+/// The configuration the function's `tile.config` decides, as config
+/// selection's [`Config`] (its `Display` is what `--explain` prints); `None`
+/// where `tile.config` names no schedule. Any entry that cannot be read is
+/// an error located at the function, as in [`config_word`].
+pub fn decided_config(func: &Function) -> Result<Option<Config>, Diagnostic> {
+    let Some(word) = config_word(func, "schedule", Schedule::WORDS)? else { return Ok(None) };
+    let missing = |key: &str| Diagnostic::error(func.loc.clone(), format!("tile.config decides a schedule but has no '{key}'"));
+    let int = |key: &str| config_int(func, key)?.ok_or_else(|| missing(key));
+    let (block_m, block_n, block_k, stages) = (int("block_m")?, int("block_n")?, int("block_k")?, int("stages")?);
+    let consumers = config_int(func, "consumers")?.unwrap_or(0);
+    let schedule = Schedule::from_word(word, consumers).expect("a word of Schedule::WORDS");
+    let num_warps = match schedule {
+        Schedule::Pipeline => func.attrs.get_int("num_warps").unwrap_or(4),
+        Schedule::WarpSpecialized { consumers } => 4 * (1 + consumers),
+        Schedule::PingPong => 12,
+    };
+    let epilogue = match config_word(func, "epilogue", &["global", "tma"])? {
+        Some("tma") => Epilogue::Tma { columns: config_int(func, "epilogue_cols")?.unwrap_or(block_n) },
+        _ => Epilogue::Global,
+    };
+    let scales = match config_word(func, "scales", &["none", "staged", "prefetched"])? {
+        Some("staged") => Scales::Staged,
+        Some("prefetched") => Scales::Prefetched,
+        _ => Scales::None,
+    };
+    Ok(Some(Config {
+        block_m,
+        block_n,
+        block_k,
+        stages,
+        num_warps,
+        schedule,
+        epilogue,
+        scales,
+        cluster: config_word(func, "cluster", Along::WORDS)?.map_or(Along::None, Along::parse),
+        splits: config_int(func, "splits")?.unwrap_or(1),
+        split_reduce: config_word(func, "split_reduce", SplitReduce::WORDS)?.map_or(SplitReduce::Cluster, SplitReduce::parse),
+        raster_group: config_int(func, "raster_group")?.unwrap_or(0),
+        stream_k: config_word(func, "stream_k", PieceOrder::WORDS)?.map(PieceOrder::parse),
+        deferred_epilogue: config_bool(func, "epilogue_deferred")?.unwrap_or(false),
+    }))
 }
 
 /// Whether a block size is still a parameter: in a value's type, or as a

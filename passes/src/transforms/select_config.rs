@@ -481,6 +481,34 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_decision_reads_back_as_its_config() {
+        let text = include_str!("../../../examples/gemm_bf16.tile");
+        let module = tilec_dialects::parse_module(text, "gemm_bf16.tile").expect("the example parses");
+        let machine = Machine::of(&Target::DEFAULT);
+        for (m, n, k) in [(512, 512, 65536), (4096, 4096, 4096), (64, 2112, 7168), (8192, 8192, 8192), (1000, 1000, 2000)] {
+            let problem = Problem {
+                m,
+                n,
+                k,
+                precision: config_rules::Precision::Bf16,
+                any_n: false,
+                clusterable: true,
+                varying_k: false,
+                b_scale_rows: None,
+                a_in_registers: false,
+                a_scales_by_run: false,
+                epilogue_ops: false,
+            };
+            let ranked = config_rules::rank(&problem, &machine, &Pins::default());
+            for c in ranked.iter().chain(&config_rules::alternatives(&problem, &machine, &Pins::default(), &ranked)) {
+                let mut func = module.functions[0].clone();
+                record(&mut func, &problem, c, true);
+                assert_eq!(crate::config::decided_config(&func).expect("readable"), Some(c.config), "{}", c.config);
+            }
+        }
+    }
+
+    #[test]
     fn config_selection_assumes_the_default_target() {
         let select = configured(&[]);
         assert_eq!(select.target, &Target::DEFAULT);
