@@ -9,7 +9,9 @@
 # SWEEP_CHECKS=0 leaves out the odd-shape checks (tilec-bench still checks every kernel at its
 # shape), SWEEP_REPS=N times N rounds instead of tilec-bench's default, and SWEEP_NAME=NAME
 # names the files in $OUT (NAME-regret.txt, NAME-logs.tgz; default sweep), so that several
-# bundles' sweeps can run in one call.
+# bundles' sweeps can run in one call. SWEEP_TUNING=1 also records each shape's fastest checked
+# candidate in $OUT/NAME-tuning.json (`tilec-bench --tuning`), the tuning file `tilec compile
+# --tuning` reads.
 # usage: OUT=/tmp/out bash run-sweep.sh
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -21,6 +23,8 @@ dtype=$(cat sweep-dtype.txt)
 name=${SWEEP_NAME:-sweep}
 reps=()
 [ -n "${SWEEP_REPS:-}" ] && reps=(--reps "$SWEEP_REPS")
+tuning=()
+[ "${SWEEP_TUNING:-0}" = 1 ] && tuning=(--tuning "$out/$name-tuning.json")
 [ "${SWEEP_CHECKS:-1}" = 0 ] || {
 echo "== the $dtype picks (and pinned variants) on odd shapes (M = 1, odd M; M, N and K not multiples of the tile)"
 for a in $(awk '$2 ~ /_r1$/ || $2 !~ /_r[0-9]+$/ { print $2 }' sweep.txt); do
@@ -35,7 +39,7 @@ echo "== sweep"
 for shape in $(cut -d' ' -f1 sweep.txt | uniq); do
   arts=()
   for a in $(awk -v s="$shape" '$1 == s { print $2 }' sweep.txt); do arts+=(--artifact "artifacts/$a"); done
-  timeout 300 bin/tilec-bench "${arts[@]}" --shapes "$shape" --dtypes "$dtype" "${reps[@]}" --json "$work/sweep-$shape.json" >"$work/sweep-$shape.log" 2>&1
+  timeout 300 bin/tilec-bench "${arts[@]}" --shapes "$shape" --dtypes "$dtype" "${reps[@]}" --json "$work/sweep-$shape.json" "${tuning[@]}" >"$work/sweep-$shape.log" 2>&1
   echo "$shape: bench rc=$?"
 done
 python3 sweep-regret.py sweep.txt "$work"/sweep-*.json | tee "$out/$name-regret.txt"

@@ -137,6 +137,9 @@ pub struct BenchArgs {
     pub reps: usize,
     /// Where to write the JSON report.
     pub json: Option<String>,
+    /// A tuning file to record each problem's fastest checked kernel in
+    /// (`crate::tuning`), created where missing.
+    pub tuning: Option<String>,
     /// Time the vendor baselines only.
     pub baseline_only: bool,
     /// Largest relative error that passes a check.
@@ -170,6 +173,7 @@ impl Default for BenchArgs {
             warmup: 10,
             reps: 100,
             json: None,
+            tuning: None,
             baseline_only: false,
             threshold: 1e-2,
             l2_factor: 4.0,

@@ -32,6 +32,7 @@ pub mod plan;
 pub mod target_check;
 pub mod timing;
 pub mod tp;
+pub mod tuning;
 
 pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
 pub use cuda::{cuda_available, encode_tma, ensure_cuda, Element, Gpu, Kernel, Prepared};

@@ -18,7 +18,7 @@ use clap::Parser;
 use half::bf16;
 use std::process::ExitCode;
 use std::time::Instant;
-use tilec_runtime::artifact::{Artifact, DType};
+use tilec_runtime::artifact::{Artifact, DType, Tuning};
 use tilec_runtime::bench::*;
 use tilec_runtime::check::*;
 use tilec_runtime::lt::{LtGemm, LtHandle, LtInput};
@@ -62,6 +62,11 @@ struct Cli {
     /// Write the full report (schema tilec-bench/2; draw it with tilec-report)
     #[arg(long, value_name = "OUT")]
     json: Option<String>,
+    /// Record each problem's fastest kernel that passed its check in this tuning file (created if
+    /// missing, entries for the same problems replaced), by the config its manifest names; `tilec
+    /// compile --tuning FILE` takes it for the shape
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["baseline_only", "grouped"])]
+    tuning: Option<String>,
     /// Time the vendor baselines only (artifacts are ignored)
     #[arg(long)]
     baseline_only: bool,
@@ -152,6 +157,7 @@ impl Cli {
             warmup: self.warmup,
             reps: self.reps as usize,
             json: self.json,
+            tuning: self.tuning,
             baseline_only: self.baseline_only,
             grouped: self.grouped,
             grouped_problems: self.grouped_problems.map(|p| p.0),
@@ -219,6 +225,12 @@ fn main() -> ExitCode {
     }
     match run(&argv, &args, &mut cands) {
         Ok(report) => {
+            if let Some(path) = &args.tuning {
+                if let Err(e) = record_tuning(path, &report, &cands) {
+                    eprintln!("tilec-bench: error: {e}");
+                    return ExitCode::from(EXIT_ERROR);
+                }
+            }
             let failed = report.results.iter().filter(|r| r.any_check_failed() || r.error.is_some()).count();
             if failed > 0 {
                 println!("tilec-bench: {failed} shape(s) had a failed check or an error");
@@ -232,6 +244,18 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// `--tuning FILE`: the run's fastest checked kernels, by the configs their
+/// manifests name, added to the tuning file of the GPU it ran on.
+fn record_tuning(path: &str, report: &Report, cands: &[Candidate]) -> std::result::Result<(), String> {
+    let target = Target::from_name(&report.device.target).map_err(|e| format!("--tuning: {e}"))?;
+    let configs = cands.iter().filter_map(|c| Some((c.info.dir.clone(), c.artifact.manifest.config.clone()?))).collect();
+    let mut tuning = Tuning::load_or_new(path, target).map_err(|e| e.to_string())?;
+    let added = tilec_runtime::tuning::record(&mut tuning, &report.results, &configs);
+    tuning.save(path).map_err(|e| e.to_string())?;
+    println!("tilec-bench: {added} problem(s) recorded in {path} ({} in all)", tuning.entries.len());
+    Ok(())
 }
 
 /// `--grouped`: the grouped-GEMM baselines (`tilec_runtime::grouped_bench`).
