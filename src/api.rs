@@ -16,7 +16,7 @@ use tilec_passes::DEFAULT_PIPELINE;
 use tilec_target::Target;
 
 /// What to compile for.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Options {
     /// The problem shape `(M, N, K)` config selection picks a kernel for
     /// (none: 4096^3 with direct stores, a kernel that serves any N).
@@ -30,11 +30,15 @@ pub struct Options {
     /// compile --target` names it: config selection chooses for it, and the
     /// manifest names it, so that the runtime refuses the kernel on another.
     pub target: &'static Target,
+    /// Configurations measured fastest ([`tilec_artifact::Tuning`], written
+    /// by `tilec-bench --tuning`), taken for the shapes they were measured
+    /// at instead of the cost model's pick; `tilec compile --tuning`.
+    pub tuning: Option<std::sync::Arc<tilec_artifact::Tuning>>,
 }
 
 impl Options {
     fn request(&self) -> ConfigRequest {
-        ConfigRequest { shape: self.shape, params: self.params.clone(), candidate: None, cluster: None, ranking: None, target: self.target }
+        ConfigRequest { shape: self.shape, params: self.params.clone(), candidate: None, cluster: None, ranking: None, target: self.target, tuning: self.tuning.clone() }
     }
 }
 
@@ -165,7 +169,7 @@ pub(crate) fn run_tile_passes(
     name: &str,
     text: &str,
 ) -> Result<(), String> {
-    let select = request.select_pass(None);
+    let select = request.tuned(module, None)?.select_pass(None);
     match pipeline {
         Some(p) if p.contains("tile-select-config") || !(request.is_given() || config_select::is_parametric(module)) => {
             dump_pipeline(flags, p)?;
@@ -216,9 +220,14 @@ pub(crate) fn run_passes_after_config(module: &mut Module, flags: &PassFlags, na
     run_passes(module, &rest, flags, name, text)
 }
 
-/// The nv IR of `module` lowered to MLIR, with its manifest for `target`.
+/// The nv IR of `module` lowered to MLIR, with its manifest for `target`;
+/// the manifest names the configuration config selection decided.
 pub(crate) fn lower(module: &Module, text: &str, name: &str, target: &Target) -> Result<LoweredKernel, String> {
-    tilec_lower::lower_module(module, target).map_err(|d| d.render(name, text))
+    let mut kernel = tilec_lower::lower_module(module, target).map_err(|d| d.render(name, text))?;
+    if let Some(func) = module.functions.first() {
+        kernel.manifest.config = tilec_passes::config::decided_config(func).map_err(|d| d.render(name, text))?.map(|c| c.to_string());
+    }
+    Ok(kernel)
 }
 
 /// The back end's options for a kernel from the source `name`, compiled for `target`.

@@ -3,12 +3,14 @@
 //! `tile-select-config`, built from the `tile.config` it writes.
 
 use std::fmt::Write;
+use std::sync::Arc;
+use tilec_artifact::Tuning;
 use tilec_dialects::ir::{Attribute, Param};
 use tilec_dialects::{Function, Module};
 use tilec_dialects::Diagnostic;
 use tilec_passes::cluster::Along;
 use tilec_passes::config::{config_bool, config_int, config_word};
-use tilec_passes::config_rules::{check_pin, check_shape, Schedule};
+use tilec_passes::config_rules::{check_pin, check_shape, Config, Precision, Schedule};
 use tilec_passes::transforms::select_config::SelectConfig;
 use tilec_target::Target;
 
@@ -16,7 +18,7 @@ use tilec_target::Target;
 pub type Shape = (i64, i64, i64);
 
 /// What the user asked of config selection.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConfigRequest {
     /// `--shape MxNxK`: the problem to choose the config for.
     pub shape: Option<Shape>,
@@ -34,6 +36,9 @@ pub struct ConfigRequest {
     /// option of `tile-select-config`). It asks for no new selection: a file
     /// that holds a decision compiles as written, for this target.
     pub target: &'static Target,
+    /// `--tuning FILE`: the configurations measured fastest, taken for the
+    /// shapes the file has instead of the cost model's pick.
+    pub tuning: Option<Arc<Tuning>>,
 }
 
 impl ConfigRequest {
@@ -64,6 +69,54 @@ impl ConfigRequest {
         }
         format!("tile-select-config{{{}}}", options.join(" "))
     }
+}
+
+impl ConfigRequest {
+    /// The request with the tuning file's measured best for `module`'s
+    /// kernel at `shape` (or the request's own shape) as its candidate,
+    /// where the file has that problem and no `--candidate` was given. A
+    /// tuned config no longer among the candidates (the ranking changed
+    /// since the tuning run) is said on stderr, and the model picks.
+    pub fn tuned(&self, module: &Module, shape: Option<Shape>) -> Result<ConfigRequest, String> {
+        let (Some(tuning), None) = (&self.tuning, self.candidate) else { return Ok(self.clone()) };
+        let Some(func) = module.functions.first() else { return Ok(self.clone()) };
+        let entries = tilec_passes::parse_pipeline(&self.select_pass(shape)).map_err(|e| format!("tilec: {e}"))?;
+        let select = SelectConfig::from_options(&entries[0].options);
+        let Some((problem, _, _)) = select.problem(func).map_err(|d| d.to_string())? else { return Ok(self.clone()) };
+        if select.shape.is_none() {
+            return Ok(self.clone());
+        }
+        let dtype = match problem.precision {
+            Precision::Bf16 => "bf16",
+            Precision::Fp8BlockScaled => "fp8",
+        };
+        let size = |d: i64| u64::try_from(d).expect("a checked shape is positive");
+        let Some(entry) = tuning.lookup(dtype, size(problem.m), size(problem.n), size(problem.k)) else { return Ok(self.clone()) };
+        let tuned: Config = entry.config.parse().map_err(|e| format!("tilec: the tuning file's {dtype} {}x{}x{}: {e}", entry.m, entry.n, entry.k))?;
+        let ranked = select.weigh(func).map_err(|d| d.to_string())?;
+        match ranked.iter().position(|w| w.candidate.config == tuned) {
+            Some(rank) => Ok(ConfigRequest { candidate: Some(rank as i64 + 1), ..self.clone() }),
+            None => {
+                eprintln!(
+                    "tilec: warning: the tuning file's config for {dtype} {}x{}x{} ({tuned}) is not among the {} candidates config selection weighs now (they changed since the tuning run): the cost model's pick is used",
+                    entry.m,
+                    entry.n,
+                    entry.k,
+                    ranked.len()
+                );
+                Ok(self.clone())
+            }
+        }
+    }
+}
+
+/// `--tuning FILE`: the file, which must have been measured on `target`.
+pub fn load_tuning(path: &str, target: &Target) -> Result<Arc<Tuning>, String> {
+    let tuning = Tuning::load(path).map_err(|e| format!("tilec: {e}"))?;
+    if tuning.target != target.name {
+        return Err(format!("tilec: {path}: the tuning file was measured on `{}`, but the kernel is compiled for `{}` (--target)", tuning.target, target.name));
+    }
+    Ok(Arc::new(tuning))
 }
 
 /// `4096x2112x7168`.
@@ -239,6 +292,7 @@ mod tests {
             cluster: Some("n".into()),
             target: &Target::H100,
             ranking: None,
+            tuning: None,
         };
         assert_eq!(r.select_pass(None), "tile-select-config{m=1 n=2 k=3 target=h100 block-n=192 stages=2 cluster=n candidate=3}");
         assert_eq!(r.select_pass(Some((4, 5, 6))), "tile-select-config{m=4 n=5 k=6 target=h100 block-n=192 stages=2 cluster=n candidate=3}");

@@ -102,6 +102,10 @@ struct ConfigArgs {
     /// it, so that the runtime refuses the kernel on another GPU
     #[arg(long, value_name = "GPU", default_value = Target::DEFAULT.name, value_parser = target_parser())]
     target: &'static Target,
+    /// Take the configuration a tuning file (tilec-bench --tuning) measured fastest for the shape, where
+    /// it has the shape; the cost model's pick elsewhere
+    #[arg(long, value_name = "FILE")]
+    tuning: Option<String>,
     /// Build a kernel family into -o DIR: the distinct kernels config selection picks for these shapes,
     /// compiled in parallel, and DIR/family.json, the runtime's dispatch table
     #[arg(long, value_name = "MxNxK,...", value_parser = parse_shape_list, conflicts_with_all = ["shape", "emit"])]
@@ -122,15 +126,17 @@ fn parse_shape_list(text: &str) -> Result<ShapeList, String> {
 }
 
 impl ConfigArgs {
-    fn request(&self) -> ConfigRequest {
-        ConfigRequest {
+    fn request(&self) -> Result<ConfigRequest, String> {
+        let tuning = self.tuning.as_deref().map(|path| config_select::load_tuning(path, self.target)).transpose()?;
+        Ok(ConfigRequest {
             shape: self.shape,
             params: self.param.clone(),
             candidate: self.candidate,
             cluster: self.cluster.clone(),
             target: self.target,
             ranking: self.ranking.clone(),
-        }
+            tuning,
+        })
     }
 }
 
@@ -234,7 +240,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     }
     let mut timer = Timer { on: args.passes.timing, phases: Vec::new() };
     let (text, input) = read_source(args.input.as_deref())?;
-    let request = args.config.request();
+    let request = args.config.request()?;
     if let (Some(shapes), Some(dir)) = (&args.config.shapes, &args.output) {
         timer.time("kernel family", || crate::family::compile_family(&text, &input, &shapes.0, &request, dir))?;
         timer.report();

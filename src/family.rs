@@ -89,7 +89,8 @@ pub(crate) fn build(text: &str, input: &str, shapes: &[Shape], request: &ConfigR
     let mut picks: Vec<(Shape, String)> = Vec::new();
     for &shape in shapes {
         let mut module = parse_and_verify(text, input)?;
-        run_passes(&mut module, &request.select_pass(Some(shape)), &PassFlags::default(), input, text)?;
+        let select = request.tuned(&module, Some(shape))?.select_pass(Some(shape));
+        run_passes(&mut module, &select, &PassFlags::default(), input, text)?;
         let key = kernel_key(&module);
         let index = match kernels.iter().position(|(k, _)| *k == key) {
             Some(i) => i,
