@@ -621,6 +621,7 @@ impl Plan {
             entry: f.name.clone(),
             target: target.sm.into(),
             gpu: Some(target.name.into()),
+            config: None,
             block: [self.threads() as u32, 1, 1],
             cluster: self.cluster.map(|d| d as u32),
             grid: if self.persistent {
