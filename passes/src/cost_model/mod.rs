@@ -407,18 +407,23 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     };
 
     // Waves: a persistent kernel runs one CTA an SM over its tiles; the
-    // plain pipeline as many CTAs an SM as fit (the candidate's waves).
+    // plain pipeline's grid as many CTAs an SM as its shared memory and
+    // registers let the hardware hold, and no more than there are.
     let ctas = tiles * splits;
     let (stream_k_tiles, whole_tiles) = match c.stream_k {
         Some(_) => (tiles % machine.sms, tiles - tiles % machine.sms),
         None => (0, tiles),
     };
     let whole_ctas = whole_tiles * splits;
-    let resident = match c.schedule {
-        Schedule::Pipeline => ceil_div(ctas, candidate.waves.max(1) * machine.sms).max(1),
-        _ => 1,
+    let (resident, grid_sms) = match c.schedule {
+        Schedule::Pipeline => {
+            let accumulators = problem.precision.accumulator_registers(c.block_m, c.block_n, c.tile_warpgroups()).total;
+            let fit = machine.ctas_per_sm(candidate.smem_bytes).min(machine.ctas_per_sm_by_registers(c.num_warps, accumulators)).max(1);
+            (fit.min(ceil_div(ctas, machine.sms)).max(1), machine.sms)
+        }
+        _ => (1, if c.stream_k.is_some() { machine.sms } else { candidate.sms.max(1) }),
     };
-    let slots = if c.stream_k.is_some() { machine.sms } else { candidate.sms.max(1) } * resident;
+    let slots = grid_sms * resident;
     let group = match c.schedule {
         Schedule::Pipeline => c.raster_group,
         _ => PERSISTENT_GROUP_ROWS,
@@ -471,7 +476,10 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         let iterations = (stream_k_tiles * k_blocks) as f64;
         let share = (iterations / sms).ceil();
         let piece = share.max(1.0);
-        let pieces_per_tile = (k_blocks as f64 / piece).ceil().max(1.0);
+        // Ranges of `piece` iterations cut a tile's `k_blocks` at offsets
+        // that shift from tile to tile: on average 1 + (k_blocks - 1) / piece
+        // pieces a tile.
+        let pieces_per_tile = 1.0 + (k_blocks - 1).max(0) as f64 / piece;
         mma += share * compute_kb;
         latency += share * latency_kb;
         l2 += iterations * stage_bytes / cal.l2_bytes_per_s;
@@ -545,6 +553,75 @@ mod tests {
             let pred = predict(p, &Machine::H100, &h200(), &Calibration::PRIOR, &c);
             (c, pred)
         }).collect()
+    }
+
+    /// Shapes drawn as a user brings them (M from 1, N and K from 256,
+    /// log-uniform up to 16384), from a fixed seed.
+    fn drawn_shapes(count: usize) -> Vec<(i64, i64, i64)> {
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |lo: f64, hi: f64, step: i64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+            let x = (lo.ln() + u * (hi.ln() - lo.ln())).exp() as i64;
+            (x / step).max(1) * step
+        };
+        (0..count).map(|_| (next(1.0, 16384.0, 1), next(256.0, 16384.0, 8), next(256.0, 16384.0, 16))).collect()
+    }
+
+    /// Every candidate of `p`, the rules' and the alternatives, as figured
+    /// for `at` (the same configuration on a neighbouring shape).
+    fn candidates_at(p: &Problem, at: &Problem) -> Vec<(Candidate, Candidate)> {
+        let machine = Machine::of(&Target::H200);
+        let ranked = rank(p, &machine, &Pins::default());
+        let alternatives = crate::config_rules::alternatives(p, &machine, &Pins::default(), &ranked);
+        ranked.into_iter().chain(alternatives).map(|c| (c.clone(), figures(at, &machine, c.config))).collect()
+    }
+
+    /// One K block more costs a configuration at most the share of work it
+    /// adds to the busiest CTA's K loop (its split's, or its stream-K
+    /// share), and never makes it faster but under stream-K, whose pieces
+    /// are whole K blocks: one more can lengthen every CTA's share and cut
+    /// each tile into fewer pieces to hand over. No threshold of the model
+    /// jumps at a K of its own.
+    #[test]
+    fn one_more_k_block_costs_at_most_the_work_it_adds() {
+        let (machine, cal) = (Machine::of(&Target::H200), crate::cost_model::calibration::H200);
+        for (m, n, k) in drawn_shapes(60) {
+            let p = bf16(m, n, k);
+            for (c, _) in candidates_at(&p, &p) {
+                let bk = c.config.block_k;
+                let deeper = Problem { k: k + bk, ..p };
+                let more = figures(&deeper, &machine, c.config);
+                let (t0, t1) = (predict(&p, &machine, &h200(), &cal, &c).seconds, predict(&deeper, &machine, &h200(), &cal, &more).seconds);
+                let stream_k_tiles = if c.config.stream_k.is_some() { c.tiles % machine.sms } else { 0 };
+                let per_cta = |k: i64| {
+                    let k_blocks = ceil_div(k, bk);
+                    ceil_div(k_blocks, c.config.splits.max(1)).max(ceil_div(stream_k_tiles * k_blocks, machine.sms)) as f64
+                };
+                let bound = t0 * (per_cta(k + bk) / per_cta(k)).max((k + bk) as f64 / k as f64);
+                if stream_k_tiles == 0 {
+                    assert!(t1 >= t0 * (1.0 - 1e-9), "{m}x{n}x{k} {}: {t1} faster than {t0} with one more K block", c.config);
+                }
+                assert!(t1 <= bound * (1.0 + 1e-9), "{m}x{n}x{k} {}: {t1} over {bound}, the work one more K block adds", c.config);
+            }
+        }
+    }
+
+    /// One more row or column of tiles never makes a configuration faster
+    /// (but under stream-K, whose pieces grow with the tiles shared).
+    #[test]
+    fn one_more_tile_row_or_column_never_predicts_faster() {
+        let (machine, cal) = (Machine::of(&Target::H200), crate::cost_model::calibration::H200);
+        for (m, n, k) in drawn_shapes(40) {
+            let p = bf16(m, n, k);
+            for (c, _) in candidates_at(&p, &p).into_iter().filter(|(c, _)| c.config.stream_k.is_none()) {
+                for grown in [Problem { m: m + c.config.block_m, ..p }, Problem { n: n + c.config.block_n, ..p }] {
+                    let more = figures(&grown, &machine, c.config);
+                    let (t0, t1) = (predict(&p, &machine, &h200(), &cal, &c).seconds, predict(&grown, &machine, &h200(), &cal, &more).seconds);
+                    assert!(t1 >= t0 * (1.0 - 1e-9), "{m}x{n}x{k} -> {}x{}: {} predicted faster with more tiles ({t1} < {t0})", grown.m, grown.n, c.config);
+                }
+            }
+        }
     }
 
     #[test]
