@@ -20,7 +20,7 @@
 
 use super::emitter::Emitter;
 use super::fragment::Frag;
-use super::stream_k::{asm, vectors};
+use super::stream_k::{asm, store_vectors, vectors};
 use tilec_dialects::tile::reduce::slots_in_flight;
 
 /// Bytes before a region's slots: the counter, padded so that the slots'
@@ -141,15 +141,7 @@ pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reducti
     let z = em.assign("split", "gpu.block_id z");
     let z = em.assign("split", format!("arith.index_cast {z} : index to i64"));
     let mine = thread_slot(em, &region, &z, r);
-    for (j, (c, first)) in vectors(frag).enumerate() {
-        let offset = em.i64(j as i64 * r.threads * 16);
-        let addr = em.binop("park_at", "arith.addi", &mine, &offset, "i64");
-        let mut operands = vec![addr];
-        for i in first..first + 4 {
-            operands.push(em.assign("e", format!("llvm.extractvalue {}[{i}] : {ty}", frag.chunks[c])));
-        }
-        asm(em, "st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f", &operands, &["i64", "f32", "f32", "f32", "f32"]);
-    }
+    store_vectors(em, frag, &mine, r.threads);
     asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
     em.line("gpu.barrier");
 

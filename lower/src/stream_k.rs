@@ -127,20 +127,27 @@ pub(crate) fn vectors(frag: &Frag) -> impl Iterator<Item = (usize, usize)> {
     (0..frag.chunks.len()).flat_map(move |c| (0..per_chunk).map(move |v| (c, 4 * v)))
 }
 
-/// `tile.park_partial`: this thread's values into `slot`, then the group's flag.
-pub(crate) fn park(em: &mut Emitter, frag: &Frag, slot: &str, h: &Holders, slot_bytes: i64) {
-    em.line("// stream-K: park the partial tile, then mark the slot full.");
-    let at = thread_slot(em, slot, slot_bytes, h);
+/// Stores this thread's values of `frag` as vectors of four from the
+/// global address `at` (i64) on, vector j at `at + j * count * 16`: with
+/// `count` threads storing side by side, a warp's stores are contiguous.
+pub(crate) fn store_vectors(em: &mut Emitter, frag: &Frag, at: &str, count: i64) {
     let ty = frag.chunk_type(em);
     for (j, (c, first)) in vectors(frag).enumerate() {
-        let offset = em.i64(j as i64 * h.count * 16);
-        let addr = em.binop("park_at", "arith.addi", &at, &offset, "i64");
+        let offset = em.i64(j as i64 * count * 16);
+        let addr = em.binop("park_at", "arith.addi", at, &offset, "i64");
         let mut operands = vec![addr];
         for i in first..first + 4 {
             operands.push(em.assign("e", format!("llvm.extractvalue {}[{i}] : {ty}", frag.chunks[c])));
         }
         asm(em, "st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f", &operands, &["i64", "f32", "f32", "f32", "f32"]);
     }
+}
+
+/// `tile.park_partial`: this thread's values into `slot`, then the group's flag.
+pub(crate) fn park(em: &mut Emitter, frag: &Frag, slot: &str, h: &Holders, slot_bytes: i64) {
+    em.line("// stream-K: park the partial tile, then mark the slot full.");
+    let at = thread_slot(em, slot, slot_bytes, h);
+    store_vectors(em, frag, &at, h.count);
     asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
     meet(em, h);
     let flag = flag(em, slot, h);

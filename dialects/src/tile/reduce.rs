@@ -35,32 +35,28 @@ pub fn slots_in_flight(values: i64, splits: i64) -> i64 {
 /// every tile whole (`tile-stream-k`).
 pub const PARK_SLOTS: i64 = 144;
 
-/// An f32 tile summed over 2 to [`MAX_SPLITS`] instances.
-pub(super) fn verify_sum_splits(body: &Body, op: Op) -> Result<(), String> {
-    let sum = SumSplits::of(body, op).ok_or("malformed 'tile.sum_splits'")?;
-    let tile = body.value_type(sum.value(body)).as_tile().ok_or("the summed value must be a tile")?;
+/// An f32 tile `value` summed over 2 to `most` program instances.
+fn verify_split_sum(body: &Body, value: crate::ir::Value, splits: i64, most: i64) -> Result<(), String> {
+    let tile = body.value_type(value).as_tile().ok_or("the summed value must be a tile")?;
     if tile.elem != ElemType::F32 {
         return Err(format!("sums f32 accumulators, found '{}'", tile.elem.mnemonic()));
     }
-    let splits = sum.splits(body);
-    if !(2..=MAX_SPLITS).contains(&splits) {
-        return Err(format!("'splits' must be from 2 to {MAX_SPLITS}, found {splits}"));
+    if !(2..=most).contains(&splits) {
+        return Err(format!("'splits' must be from 2 to {most}, found {splits}"));
     }
     Ok(())
+}
+
+/// An f32 tile summed over 2 to [`MAX_SPLITS`] instances.
+pub(super) fn verify_sum_splits(body: &Body, op: Op) -> Result<(), String> {
+    let sum = SumSplits::of(body, op).ok_or("malformed 'tile.sum_splits'")?;
+    verify_split_sum(body, sum.value(body), sum.splits(body), MAX_SPLITS)
 }
 
 /// An f32 tile summed over 2 to [`MAX_WORKSPACE_SPLITS`] instances.
 pub(super) fn verify_reduce_splits(body: &Body, op: Op) -> Result<(), String> {
     let reduce = ReduceSplits::of(body, op).ok_or("malformed 'tile.reduce_splits'")?;
-    let tile = body.value_type(reduce.value(body)).as_tile().ok_or("the summed value must be a tile")?;
-    if tile.elem != ElemType::F32 {
-        return Err(format!("sums f32 accumulators, found '{}'", tile.elem.mnemonic()));
-    }
-    let splits = reduce.splits(body);
-    if !(2..=MAX_WORKSPACE_SPLITS).contains(&splits) {
-        return Err(format!("'splits' must be from 2 to {MAX_WORKSPACE_SPLITS}, found {splits}"));
-    }
-    Ok(())
+    verify_split_sum(body, reduce.value(body), reduce.splits(body), MAX_WORKSPACE_SPLITS)
 }
 
 /// Whether the tile stream-K hands over (a tile, as the op's definition
