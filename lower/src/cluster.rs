@@ -23,8 +23,8 @@ pub(crate) fn rank(em: &mut Emitter, hint: &str) -> String {
 /// initialisation has its own fence, `fence.mbarrier_init`, and a stage's
 /// wgmma reads are complete before the barrier that frees it), and a
 /// releasing arrive costs a wait for this thread's outstanding writes every
-/// time: on the H100 a pipelined kernel with one per K step ran at 56% of
-/// its speed (2026-11-25, docs/gpu-notes.md).
+/// time, which slowed a pipelined kernel with one per K step by nearly half
+/// (measured: docs/evidence.md, lower/src/cluster.rs, barrier).
 pub(crate) fn barrier(em: &mut Emitter) {
     em.line("nvvm.cluster.arrive.relaxed {aligned}");
     em.line("nvvm.cluster.wait {aligned}");
@@ -36,7 +36,8 @@ pub(crate) fn barrier(em: &mut Emitter) {
 /// one arrival speaks for the warp and nothing needs releasing beyond the
 /// CTA (the default `.release.cta`, as CUTLASS's cluster barriers arrive):
 /// a `.release.cluster` arrive, which waits for the thread's outstanding
-/// writes, cut a warp-specialised kernel to 66% of its speed on the H100.
+/// writes, cost a warp-specialised kernel a third of its speed (measured:
+/// docs/evidence.md, lower/src/cluster.rs, arrive_remote).
 pub(crate) fn arrive_remote(em: &mut Emitter, tid: &str, bar: &str, cta: &str) {
     roles::open_first_lane(em, tid);
     let remote = em.assign("peer_bar", format!("nvvm.mapa {bar}, {cta} : !llvm.ptr<3> -> !llvm.ptr<7>"));

@@ -62,7 +62,8 @@ enum Role {
 /// The shuffle makes the index warp-uniform for ptxas: what it feeds (the
 /// wgmma descriptors, shared-memory offsets, the role branch) then lives in
 /// uniform registers instead of being recomputed per thread and moved over
-/// with `R2UR` before every wgmma (docs/gpu-notes.md, 2026-11-26 17:10).
+/// with `R2UR` before every wgmma (docs/evidence.md, lower/src/kernel.rs,
+/// warpgroup).
 fn warpgroup(em: &mut Emitter, tid: &str) -> String {
     let c7 = em.i32(7);
     let per_thread = em.binop("tid_wg", "arith.shrui", tid, &c7, "i32");

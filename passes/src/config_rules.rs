@@ -4,64 +4,51 @@
 //! stages) and the reason it stands where it does. `tile-select-config`
 //! (transforms/select_config.rs) binds the winner into the IR.
 //!
-//! The rules, in order:
+//! The rules, in order (the measurements behind each are in
+//! docs/evidence.md, under "config_rules.rs, rule N"):
 //! 1. Tile shapes. Block M is 64, 128 or 256; block N any multiple of 16 up
 //!    to 256; the FP32 accumulators fit two warpgroups'
 //!    registers: the running result at most 128 a thread (BM * BN <= 2 *
 //!    128 * 128) and, with block-scaled FP8's partial product of the m64
 //!    row block being promoted (BN / 2 more), at most 192 when each
 //!    warpgroup holds one m64 row block (128x192 over two), else 176 (at
-//!    192, 256x128 over two spilled 72 to 140 bytes). One warpgroup takes
+//!    192, 256x128 over two spilled). One warpgroup takes
 //!    the tile when all of it fits 128 a thread (4 warps, else 8, each
 //!    warpgroup an m64 block of rows or more). A
 //!    block-scaled tile whose warpgroups each hold more than one m64 block
 //!    (256x112 over two) is ranked last, as a warp-specialised
-//!    alternative, unless block M is pinned: on the H100 (2026-11-25)
-//!    256x128 was 7-10% slower than 128x128 over a long K (3 stages
-//!    instead of 5, -2.5 to -4.5% alone, and each consumer's two blocks in
-//!    series), 0.7-2.3% faster at 12 and 16 K blocks and 33% faster at 4
-//!    (4096x32768x512). Block K is 128 bytes of K (64 BF16, 128 FP8): one
-//!    row of the 128-byte swizzle, and FP8's scale granularity. A
+//!    alternative, unless block M is pinned: over a long K it has fewer
+//!    stages and each consumer promotes its two blocks in series; it gains
+//!    only over a short K. Block K is 128 bytes of K (64 BF16,
+//!    128 FP8): one row of the 128-byte swizzle, and FP8's scale
+//!    granularity. A
 //!    block-scaled dot whose tiles of B need not start a 128-row scale
 //!    block (the program gives it the offset into the first) takes block N
 //!    128 unless, over more than two waves, the best tile of another width
 //!    takes at least 1% less time by waves x tiles an SM runs at once x
 //!    tile area: its K loop is then lowered once per offset. Over fewer
 //!    than 32 K blocks a width whose tiles span three scale blocks (176,
-//!    eight loop copies) is left out: 128x192 ran 1.8-6.8% faster than
-//!    128x176 at twelve shapes of 8 to 24 K blocks (H100, 2026-11-27). On
-//!    the H100 and H200 (2026-11-25) 128x176 against 128x128 was +18 to
-//!    +21% at 4096x2112x7168 (12 tiles across N instead of 16.5), +2.5 to
-//!    +6% at 4096x7168x16384 and 8192^3, level at 4096x7168x2048 and
-//!    4096x24576x1536, -1.5 to -5% at 4096^3; at M = 64 and 128 (one or two
-//!    waves) the narrower tiles that filled more SMs ran 4-15% slower than
-//!    the 128-wide ones at four of ten shapes (64x112 at 128x7168x16384:
-//!    -11 to -15%) and 3-20% faster at four. Where the best 128-wide tile
+//!    eight loop copies) is left out: a short K loop does not pay for its
+//!    copies, and a width spanning two ran faster there. A wider tile
+//!    gains where it covers N in fewer tiles and loses where the narrower
+//!    tiles fill more SMs. Where the best 128-wide tile
 //!    runs in one wave and tiles half a scale block wide (64 columns,
 //!    never across two blocks) would too, with more of them, block N is
-//!    64: more CTAs stream B at once. On the H100 (2026-11-26, each tile
-//!    with its rule 12 splits) 64x64 against 64x128 was +18% at
-//!    64x4096x7168, +13% at 64x7168x2048, +10% at 64x2112x7168, +3% at
-//!    128x2112x7168 and +2% at 128x4096x7168; at 128x7168x2048 it would
-//!    take two waves (-30%).
+//!    64: more CTAs stream B at once (not where the narrower tile would
+//!    take a second wave).
 //! 2. Fewest waves: ceil(tiles / SMs), where tiles = ceil(M/BM) * ceil(N/BN);
 //!    in the plain pipeline, ceil(tiles / (SMs * R)) where R CTAs of the
 //!    tile fit one SM's shared memory and registers and make more than two
 //!    such waves. Rule 6 fills shared memory unless K is short, so R > 1
 //!    mostly means a short K over many tiles, where one CTA's prologue
-//!    and epilogue run beside the other's main loop: on the H100
-//!    (2026-11-25) block-scaled FP8 4096x32768x512 ran 16% faster as
-//!    64x128 tiles two to an SM than as 128x128 tiles one to an SM (the
-//!    same 63 waves); at 128x32768x512 (two waves) 64x128 was 2.3% slower,
-//!    hence the two waves. Block-scaled FP8 CTAs that are more than the SMs
+//!    and epilogue run beside the other's main loop; over two waves the
+//!    smaller tile measured slower, hence more than two waves.
+//!    Block-scaled FP8 CTAs that are more than the SMs
 //!    make one wave where R to an SM hold them all; a pipelined pick over
 //!    two waves one to an SM that would make one wave two to an SM, each
 //!    with the stages that fit half an SM (at least 3), runs so (one GEMM,
-//!    not batched or grouped): on the H100 (2026-11-26) 64x128 at
-//!    64x24576x1536, 192 tiles, ran +4.6 to +5% with 3 stages two to an SM
-//!    (with 4 stages and prefetched scales level), where 64x192 tiles in
-//!    one wave (one warpgroup of 211 registers) ran +4%; at 128x24576x1536
-//!    and 128x32768x512 (two or more waves two to an SM) 7-12% slower.
+//!    not batched or grouped): so it measured faster, and slower where the
+//!    pairs take two or more waves.
 //! 3. Fullest last wave: the SMs the last wave keeps busy, tiles - (waves -
 //!    1) * SMs * R over R (all SMs when it divides).
 //! 4. Least padded work: tiles * BM * BN, the elements computed including
@@ -71,77 +58,61 @@
 //!    under rule 15) and at most the number of K blocks (more buffers than
 //!    K blocks never fill), except in a persistent kernel over more than 2
 //!    waves of tiles of several K blocks, whose producer fills them with
-//!    the next tile's (`buffers_filled`). More than 8 in general measured
-//!    +4% to -3% at the eight M = 64 and 128 picks they would change (H100,
-//!    2026-11-26).
+//!    the next tile's (`buffers_filled`). More than 8 in general measured no
+//!    consistent gain at the picks they would change.
 //! 7. Schedule: the plain software pipeline; warp specialisation (one or two
 //!    consumers, persistent, grouped tile order) is ranked as an alternative,
-//!    since on the H100 it measured below the plain pipeline with the same
-//!    tile (0.68 against 0.70 of cuBLAS, 2026-11-23). Block-scaled FP8 with
+//!    since with the same tile it measured below the plain pipeline.
+//!    Block-scaled FP8 with
 //!    a long K (at least 4096, 32 scale blocks) is the exception: there the
 //!    warp-specialised tile is the pick, since each block's wgmma is waited
 //!    for before its promotion and a second, independent consumer keeps the
-//!    tensor cores busy meanwhile (on the H100, 2026-11-23, it was the
-//!    fastest candidate on all 11 such shapes, by 5-20%), and so is it
+//!    tensor cores busy meanwhile, and so is it
 //!    over more than 2 waves of tiles, where the persistent producer hides
-//!    each tile's prologue behind the last one's work (with its scales
-//!    staged, 2026-11-25: +18.7% at 4096x24576x1536 and +12.9% at
-//!    4096x7168x2048; over 1 or 2 waves, M = 64 and 128, -6% to -20%). A
+//!    each tile's prologue behind the last one's work (over 1 or 2 waves
+//!    there is too little to hide). A
 //!    64-row pick over more than 2 waves grows to 128 rows over two
-//!    consumers: at 4096x32768x512 (4 K blocks) the one-consumer 64x128
-//!    kernel ran 9.7-12% below the 64x128 pipeline (two CTAs an SM) and the
-//!    two-consumer 128x128 one 31% above it (2026-11-26: 809 against 616
-//!    TFLOP/s, level with cuBLASLt block-scaled). Over exactly 2 waves a
-//!    tile of 128 rows goes to two consumers too (+8.4% at 128x24576x1536,
-//!    +10% at 128x32768x512), a 64-row one stays pipelined (one consumer:
-//!    -0.4% and -3% at M = 64), unless the K loop's trip count is data (a masked
+//!    consumers, each promoting beside the other's wgmma. Over exactly 2
+//!    waves a tile of 128 rows goes to two consumers too, a 64-row one
+//!    stays pipelined (one consumer has no neighbour to overlap), unless
+//!    the K loop's trip count is data (a masked
 //!    grouped GEMM, whose tiles past an expert's rows run no K step) over
 //!    more than 4 waves of tiles: a persistent CTA's static share of many
 //!    tiles then holds data-dependent work, which the tiles grid balances
-//!    in hardware. On the H100 (2026-11-24 and -25) the pipeline was 9-22%
-//!    faster for 32 experts of 4096x7168 (16 waves), and the
-//!    warp-specialised kernel 4-31% faster for 8 experts (4 waves; 31%
-//!    with its scales staged). BF16 with at most 32 blocks of K over more
+//!    in hardware. BF16 with at most 32 blocks of K over more
 //!    than 2 waves is another, since its TMA-store epilogue overlaps the
-//!    next tile's main loop (on the H100, 2026-11-25: +7.3% at
-//!    4096x24576x1536, +3.7% at 4096x32768x512 and 4096x7168x2048; with
-//!    longer K -0.3% to -3.5%); so is BF16 over at most 64 K blocks where
-//!    rule 8's chunks give the warp-specialised tile a stage more (+1.8% at
-//!    4096^3, 2026-11-26), and whatever K, from 2 waves on, where two
+//!    next tile's main loop (with a longer K the pipeline's tiles amortise
+//!    their prologue and epilogue themselves); so is BF16 over at most 64
+//!    K blocks where rule 8's chunks give the warp-specialised tile a
+//!    stage more, and whatever K, from 2 waves on, where two
 //!    consumers share the tile and store it by TMA: they leave no wgmma
 //!    group in flight, so the producer gets each stage back an iteration
-//!    sooner (+1.8% at 8192^3, +2.2% at 4096x4096x7168, +1% at
-//!    4096x7168x16384 and 4096x2112x7168, +0.6-1.6% over two waves,
-//!    2026-11-26). Over at most 8 K blocks the 128x256 tile stays
-//!    whole: with rule 8's fourth stage and rule 10's clusters it ran 4-9.5%
-//!    faster than 128x128 with one consumer at 2048, 4096 and 8192 x 32768
-//!    x 512, 4096x16384x512 and 4096x8192x256 (H100, 2026-11-26; before
-//!    the fourth stage 128x128 had been 3.8-4.8% faster at 4096x32768x512). A
+//!    sooner. Over at most 8 K blocks the 128x256 tile stays
+//!    whole: with rule 8's fourth stage and rule 10's clusters it ran
+//!    faster than 128x128 with one consumer. A
 //!    tile at most 32 columns wide with a
 //!    long K is the last exception: each K step's wgmma (64x16 or 64x32)
 //!    is too short for one warpgroup that both waits on it and issues the
-//!    next loads, and a dedicated producer hides the issue (on the H100,
-//!    2026-11-23 and -25, one consumer was 8.5-13% faster at 64 and 128 x
-//!    2112 x 7168 and 2% at 64x4096x7168; with 64-column tiles it was 0.6-2%
-//!    slower). Ping-pong consumers (two taking turns at whole tiles of the
-//!    best tile one warpgroup holds) are ranked as an alternative: on the
-//!    H100 (2026-11-25) they ran 6-16% below the pick at 4096^3 and 8192^3.
+//!    next loads, and a dedicated producer hides the issue (64-column
+//!    tiles have no such need). Ping-pong consumers (two taking turns at
+//!    whole tiles of the best tile one warpgroup holds) are ranked as an
+//!    alternative: where a tile two warpgroups share fits, they measured
+//!    below it.
 //!    Block-scaled FP8 at most 128 rows tall with at least 12 K blocks,
 //!    whose pick is warp-specialised over at least 2 waves, takes them
-//!    instead: on the H100 (2026-11-26) +8 to +9.6% at 128x24576x1536
-//!    (against two consumers); with 4 K blocks (128x32768x512) -2.5 and
-//!    -5%; over one wave, where a CTA has one tile, 0.5-2% behind one
-//!    consumer (128x7168x16384 and 64x7168x16384, rounds shuffled).
-//! 8. Epilogue: the TMA store (8.5% faster at 4096^3 on the H100; 11% in
-//!    the warp-specialised 128x256 tile, 2026-11-25) when C's rows are
+//!    instead: one consumer's promotion overlaps the other's tile; with a
+//!    short K or over one wave, where a CTA has one tile, there is nothing
+//!    to take turns at.
+//! 8. Epilogue: the TMA store (measured faster in both schedules) when
+//!    C's rows are
 //!    16-byte aligned (N * 2 bytes a multiple of 16), except in a
 //!    warp-specialised tile at most 32 columns wide, where the store of a
 //!    few kilobytes is no work to hide and its round trip through shared
-//!    memory cost 2.7-5.5% (2026-11-25); direct global stores otherwise.
+//!    memory costs more than it saves; direct global stores otherwise.
 //!    The pick with direct stores and the stage its output tile took is
 //!    ranked as an alternative. A BF16 warp-specialised tile whose output,
 //!    stored through a buffer half as wide in two chunks, leaves room for
-//!    one more stage takes it (+1.8 to +2.3% for 128x256, 2026-11-26).
+//!    one more stage takes it: its consumers otherwise wait for data.
 //! 9. SMs: the fewest that keep the wave count, ceil(tiles / waves); for a
 //!    persistent candidate in 2-CTA clusters, counted in tile pairs, since
 //!    the launcher starts whole clusters (the manifest's `wave_tile`).
@@ -151,34 +122,23 @@
 //!     are even, else along N (sharing A) when those are, preferring the
 //!     pair that shares the larger operand tile; an odd count would leave
 //!     half a pair idle. The pick with clusters is ranked as an alternative,
-//!     not picked: on the H100 it measured 3% slower to 0.8% faster than
-//!     the same kernel without on the shapes of more than one wave
-//!     (2026-11-25, docs/gpu-notes.md), except a BF16 pick that rule 7
-//!     warp-specialises for a short K over many waves, which takes its
-//!     clusters: in two runs on the H100 (2026-11-25 and -26) they were
-//!     0.7-2.1% faster at 4096x24576x1536, 4096x32768x512 and
-//!     4096x7168x2048 every time. So does a block-scaled FP8 pick that two
+//!     not picked: on the shapes of more than one wave it measured no
+//!     better, on balance, than the same kernel without, except a BF16 pick
+//!     that rule 7 warp-specialises for a short K over many waves, which
+//!     takes its clusters (faster in every run), and
+//!     a block-scaled FP8 pick that two
 //!     consumers share over at least 32 K blocks and 3 waves (clusters
-//!     along M, B multicast): in four runs on the H100 (2026-11-26) 0 to
-//!     +3.1% at 4096^3 (mean +2.1%), +0.4 to +8.1% at 8192^3 (+4.2%), -0.6
-//!     to +2.6% at 4096x4096x7168 (+1%) and -1.2 to +1.7% at
-//!     4096x7168x16384 (0%); with 16 K blocks or fewer (4096x24576x1536,
-//!     4096x32768x512, 4096x7168x2048) -0.9 to -2%, and again -0.4 to
-//!     +0.3% and -1.7 to -1.9% (2026-11-27). Over 3 waves (4096x2112x7168)
-//!     they measured -0.5 to 0% on 2026-11-26, but +1.9 and +2.0% once the
-//!     consumers read their scales while their wgmma runs (2026-11-27).
+//!     along M, B multicast), which gained on average; with 16 K blocks or
+//!     fewer such clusters lost.
 //! 11. Scales (block-scaled FP8): copied into shared memory with their
 //!     stage and read from there after its wait, unless in the plain
 //!     pipeline that costs more than one stage or a CTA an SM holds at
 //!     once; then each thread loads its scales from global memory one K
-//!     step ahead. On the H100 (2026-11-25, A's scales K-major) staging was
-//!     2.6-10% faster in every warp-specialised pick and up to 12% in
-//!     pipelined ones with room for it, and 5% and 10% slower where it cost
-//!     a pipeline a stage (4096x7168x2048, 6 to 5) or an SM its second CTA
-//!     (64x32768x512). With A's scales M-major (2026-11-26) a prefetched
-//!     load misses L1 every K block, and giving up one stage won: +4.5% at
-//!     64x32768x512 (3 staged against 4 prefetched), +8 to +23% on the
-//!     masked grouped picks (5 against 6). Staged M-major row scales are a
+//!     step ahead. Staging was faster wherever it cost no stage, slower
+//!     where it cost a pipeline a stage or an SM its second CTA; with A's
+//!     scales M-major a prefetched load misses L1 every K block, so giving
+//!     up one stage for staging wins. Staged
+//!     M-major row scales are a
 //!     flat TMA box of 32 rows more than the tile's (128 bytes a stage),
 //!     which [`SmemLayout::smem_bytes`] counts.
 //! 12. Split-K: where rule 7 would run a tile at most 32 columns wide over
@@ -187,42 +147,28 @@
 //!     pipeline, and sum their partial tiles in shared memory
 //!     (`tile-split-k`): as many CTAs, each with half the K steps and twice
 //!     the work per step. The tile grows along M where the pick's tiles
-//!     cover M in more than one row without padding, else along N. On the
-//!     H100 (2026-11-25) that was 27% faster at 64x2112x7168 (64x32 split
-//!     in two against the one-consumer 64x16), 22% at 128x2112x7168 (64x64;
-//!     128x32 a further 4.5%) and 8% at 64x4096x7168; more splits of larger
-//!     tiles (3 to 8) ran slower than two, and so did splitting the 64x64
-//!     pick of 128x4096x7168 (-4%; 128x64 split in two level with it).
+//!     cover M in more than one row without padding, else along N. More
+//!     splits of larger tiles ran slower than two.
 //!     Where the best tile leaves more than half the SMs idle (block-scaled
 //!     FP8's 64x128 at M = 64 and 128), the same tile is split over the
 //!     most CTAs, 2 to 4, that fit (clusters of 3 and 4 on at most 4/5 of
 //!     the SMs: each cluster must fit one GPC) with each split's K loop
-//!     under 32 blocks: on the H100 (2026-11-25) +50% at 64x2112x7168 (4
-//!     splits), +29% at 128x2112x7168 (3), +11% at 64x4096x7168 (3), +8%
-//!     at 128x4096x7168 (2); 64x7168x16384, whose halves would each run 64
-//!     K blocks, ran 6% slower split and is not. The unsplit pick is
+//!     under 32 blocks (a longer one keeps the one-consumer kernel, which
+//!     beat the split). The unsplit pick is
 //!     ranked next. Block-scaled tiles over more than one row of tiles (so
 //!     that each tile of B serves several) are split into pairs instead:
 //!     the most CTAs that run at once two to an SM (twice the capacity
 //!     above), each with the stages that fit half an SM, where they are
-//!     more than the SMs: two CTAs' promotions then overlap on each SM. On
-//!     the H100 (2026-11-26) 64x64 with 5 stages was +8% at 128x2112x7168
-//!     (3 splits, 198 CTAs, against 2 with 8 stages), +6% at 128x4096x7168
-//!     (2 splits, 256 CTAs, against the unsplit one-consumer kernel) and
-//!     +5.6% at 256x2112x7168; with one row of tiles, 3 splits two to an SM
-//!     were 3.5% slower at 64x4096x7168, and 4 splits (clusters of four
-//!     past 4/5 of the SMs' pairs) 26-28% slower.
+//!     more than the SMs: two CTAs' promotions then overlap on each SM.
+//!     With one row of tiles such pairs lost.
 //! 13. Tile order: the plain pipeline over more than one wave of tiles,
 //!     with more rows of tiles than a group and an A larger than the L2
 //!     cache, takes its tiles in grouped order (`tile-rasterize`: groups of
 //!     8 tile rows, down M, then across N) instead of the grid's column by
 //!     column, in which the CTAs running at once cover every row of A and
-//!     so stream all of it from memory for each column of tiles. On the
-//!     H100 (2026-11-25) that was worth 28-36% to the contiguous grouped
-//!     GEMM at 32768 rows (pipelined 128x256 tiles, A of 470 MB), and -0.1%
-//!     to +1% on the five BF16 benchmark shapes the pipeline picks over
-//!     several waves; with an A that L2 holds (block-scaled FP8
-//!     4096x32768x512, 2 MB) the grouped order measured 12% slower.
+//!     so stream all of it from memory for each column of tiles. With an A
+//!     that L2 holds the column order already hits L2, and the grouped
+//!     order measured slower.
 //!     Persistent kernels keep their own grouped loop; clustered and split
 //!     candidates their grid, and so does a masked grouped GEMM (each
 //!     expert holds a few rows of tiles).
@@ -231,45 +177,34 @@
 //!     other consumer's group keeps the tensor cores busy meanwhile.
 //!     Column halves (`mma_n`: two commit groups, the first promoted while
 //!     the second runs) stay a knob of `tile.config` and
-//!     `tile-assign-layouts`, not a pick: on the H100 (2026-11-26, since
-//!     the warpgroup index became warp-uniform) whole-width 128x176 ran 3
-//!     to 7% faster than in n88 halves at all seven 128x176 picks (two
-//!     runs each: 4096x7168x16384 +5.5 to +6%, 4096^3 +3%, 8192^3 +4 to
-//!     +5%, 4096x4096x7168 +5 to +7%), where the halves had been +8.7%
-//!     when first measured.
+//!     `tile-assign-layouts`, not a pick: since the warpgroup index became
+//!     warp-uniform, whole width ran faster than halves at every pick
+//!     measured.
 //! 15. Deep pairs: a BF16 pick of one wave over exactly two rows of 64-row
 //!     tiles at most 64 columns wide, over at least 112 K blocks, runs
 //!     warp-specialised with one consumer, both rows of tiles in 2-CTA
 //!     clusters along M (each B tile loaded once for the pair) and the most
 //!     stages that fit, past rule 6's 8 up to [`STAGES_LIMIT`]: cuBLAS's
-//!     form for such shapes. On the H100 (2026-11-26) +3.2 to +4% at
-//!     128x4096x7168 (64x64, 13 stages, 112 K blocks), -0.8% at
-//!     128x4096x4096 (64 K blocks); level or slower with 64x112 tiles.
+//!     form for such shapes (`deep_paired_rows` says why).
 //! 16. Tall shared tiles: a BF16 128x256 pick over at least 6 waves that
 //!     two consumers share is shared as 256x128 instead, each consumer
 //!     holding 128x128 (cuBLAS's tile for such shapes), where that tile
 //!     takes as many waves; rule 10 then pairs its CTAs along N, which
-//!     multicasts A's 256 rows. On the H100 (2026-11-26) +3% at
-//!     4096x32768x512 and +1.2% at 4096x24576x1536 (in clusters), +0.5% at
-//!     4096x7168x2048, +0.4% at 8192^3, +0.2% at 4096x7168x16384; level
-//!     over 4 waves, 0.7% behind over 2.
+//!     multicasts A's 256 rows. Over fewer waves it gained nothing.
 //! 17. Stream-K: a BF16 pick that two consumers share, persistent and
 //!     unclustered, whose last wave keeps at most 60% of the SMs busy, over
 //!     at least 64 K blocks, shares that wave's tiles between all SMs by K
 //!     iterations (`tile-stream-k`, pieces in order), each tile's pieces
-//!     summed by the CTA that runs its first. On the H100 (2026-11-26)
-//!     +1.3 to +1.6% at 8192^3 (a 52% full last wave; seven runs), ratio
-//!     to cuBLAS 1.011-1.014; in order, slower at every fuller last wave or
-//!     shorter K measured (`stream_k_for` has the figures).
+//!     summed by the CTA that runs its first: the idle SMs of a thin last
+//!     wave take work; with a fuller last wave or a shorter K the hand-over
+//!     costs more than it saves (`stream_k_for`).
 //! 18. Deferred epilogue: a BF16 pick that two consumers share, persistent,
 //!     unclustered and without stream-K, at least 128 columns wide, over at
 //!     least 4 waves and 64 K blocks, stores each tile during the next
-//!     tile's first K steps, 64 columns a step (`tile-defer-epilogue`). On
-//!     the H100 (2026-11-26) about +1.7% at 4096^3 (0.977-0.978 of cuBLAS
-//!     stored between tiles, 0.994-0.995 deferred; each step measured in
-//!     the same runs), about +1.3% at 4096x4096x7168, +0.3% at
-//!     4096x7168x16384; slower with one chunk or in clusters over a short K
-//!     (`deferred_epilogue` has the figures).
+//!     tile's first K steps, 64 columns a step (`tile-defer-epilogue`), so
+//!     that the tensor cores no longer idle while the consumers store; with
+//!     one chunk or in clusters over a short K it does not pay
+//!     (`deferred_epilogue`).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::k_range::{PieceOrder, SplitReduce};
@@ -337,9 +272,9 @@ impl AccumulatorRegisters {
     /// block (its partial as large as its running result), else 176; the
     /// rest go to addresses, loop state and scales. 128x192 FP8 tiles over
     /// two consumers fit since the TMA epilogue's shared-memory addresses
-    /// stopped taking a register each (2026-11-27; 28 bytes spilled
-    /// before); 256x128 over two (128 running and 64 partial, two row
-    /// blocks to address) still spilled 72 to 140 bytes.
+    /// stopped taking a register each; 256x128 over two (128 running and 64
+    /// partial, two row blocks to address) spills, hence 176 there
+    /// (measured: docs/evidence.md, config_rules.rs, AccumulatorRegisters::fit_shared).
     pub fn fit_shared(self) -> bool {
         let one_row_block = self.total - self.running == self.running;
         self.running <= 128 && self.total <= if one_row_block { 192 } else { 176 }
@@ -441,8 +376,8 @@ impl Machine {
 
     /// CTAs of `warps` warps that one SM's registers hold at once, each
     /// thread holding `accumulators` registers of accumulators and about
-    /// 40 more (addresses, loop state, scales; ptxas gave 153-168 in all
-    /// to the 128-register FP8 tiles, 2026-11-25).
+    /// 40 more (addresses, loop state, scales; what ptxas allocated
+    /// besides the accumulators of the 128-register FP8 tiles).
     pub fn ctas_per_sm_by_registers(&self, warps: i64, accumulators: i64) -> i64 {
         let per_thread = (accumulators + THREAD_REGISTERS_BESIDES_ACCUMULATORS).min(self.max_thread_registers);
         self.sm_registers / (32 * warps * ceil_div(per_thread, 8) * 8)
@@ -885,9 +820,8 @@ impl SmemLayout {
 /// costs more than one stage or a CTA an SM holds at once; then
 /// prefetched. A thread's prefetched scale load misses L1 each K block
 /// when A's scales are M-major (a K block's are one line, the next block's
-/// another): at 64x32768x512 on the H100 (2026-11-26) the 64x128 tile ran
-/// 4.5% faster with 3 stages and staged scales than with 4 and prefetched
-/// ones, both two CTAs an SM, and as fast as K-major scales prefetched.
+/// another), which costs more than the one stage staging takes
+/// (measured: docs/evidence.md, config_rules.rs, stages_and_scales).
 /// `layout`'s own scales are not read: they are what this chooses.
 fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, layout: SmemLayout, filled: i64) -> Option<(i64, Scales)> {
     if problem.precision != Precision::Fp8BlockScaled {
@@ -911,12 +845,10 @@ fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, layout: 
 /// plain pipeline, and in a persistent kernel whose CTAs take at most
 /// [`RUN_AHEAD_MIN_WAVES`] waves of tiles or whose tiles take one K block,
 /// a tile's K blocks; otherwise the persistent producer runs on into the
-/// next tile's K blocks and fills any number. On the H100 (2026-11-26)
-/// block-scaled FP8 128x128 over two consumers ran 2.1-2.4% faster with 5
-/// stages than with 4 at 4096x32768x512 (4 K blocks, 63 waves), but 1%
-/// slower at 128x32768x512 (2 waves), and BF16 128x112 at 4096x4096x32 (one
-/// K block) 2.5% slower warp-specialised with 6 stages than pipelined with
-/// one.
+/// next tile's K blocks and fills any number. Running ahead pays over many
+/// waves of tiles of a few K blocks; over few waves, or with one K block a
+/// tile, the extra stages only cost
+/// (measured: docs/evidence.md, config_rules.rs, buffers_filled).
 fn buffers_filled(problem: &Problem, machine: &Machine, schedule: Schedule, block_k: i64, tiles: i64, splits: i64) -> i64 {
     let k_blocks = ceil_div(problem.k, block_k);
     let runs_ahead = schedule != Schedule::Pipeline && k_blocks > 1 && tiles * splits > RUN_AHEAD_MIN_WAVES * machine.sms;
@@ -1263,19 +1195,14 @@ fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins
 /// [`wave_work`]: a tile at least [`WIDE_TILE_MIN_N`] columns wide whose
 /// warpgroups each promote one m64 block of rows counts
 /// [`WIDE_TILE_WORK_PERCENT`]% of its area: each promotion covers more of
-/// the tensor cores' work. On
-/// the H100 (2026-11-26) 128x176 promoted in column halves ran 8-12% more
-/// elements a second than 128x128 at 4096^3, 4096x4096x7168 and
-/// 4096x24576x1536 (12 to 56 K blocks), and whole-width 128x176 3-7% more
-/// than in halves (rule 14); in halves it ran 2% fewer at 4096x32768x512
-/// (4 K blocks, where each tile's prologue and epilogue weigh more than
-/// its promotions). Over 4 K blocks (2026-11-27) whole-width 128x176 ran
-/// 4-6% fewer than 128x128 at 4096x32768x512, 8192x16384x512,
-/// 4096x16384x512 and 2048x32768x512, and 128x192, whose tiles span at
-/// most two of B's scale blocks where 176's span three, 8-11% more: over
-/// fewer than [`THREE_BLOCK_SPAN_MIN_K_BLOCKS`] K blocks 176 is no
-/// candidate ([`spans_few_scale_blocks`]), and the wide tiles left count
-/// as wide over any K.
+/// the tensor cores' work, and wide tiles ran more elements a second than
+/// 128x128 in proportion. Over a short K a tile spanning three of B's
+/// scale blocks (176) loses, since each tile's prologue, epilogue and K-loop
+/// copies weigh more than its promotions, while one spanning two (192)
+/// still gains: over fewer than [`THREE_BLOCK_SPAN_MIN_K_BLOCKS`] K blocks
+/// 176 is no candidate ([`spans_few_scale_blocks`]), and the wide tiles
+/// left count as wide over any K
+/// (measured: docs/evidence.md, config_rules.rs, promotion_work).
 fn promotion_work(c: &Candidate) -> i64 {
     let wide = c.config.block_n >= WIDE_TILE_MIN_N && !promotes_by_row_blocks(&c.config);
     wave_work(c) * if wide { WIDE_TILE_WORK_PERCENT } else { 100 }
@@ -1285,13 +1212,9 @@ fn promotion_work(c: &Candidate) -> i64 {
 /// K blocks: its tiles span at most two of B's scale blocks, or the K loop
 /// is long enough ([`THREE_BLOCK_SPAN_MIN_K_BLOCKS`]) for a tile spanning
 /// three (176: eight K-loop copies, one per offset into a scale block) to
-/// pay. On the H100 (2026-11-27, two runs each) 128x192 ran faster than
-/// 128x176 at all twelve shapes of 8 to 24 K blocks measured, +1.8% at
-/// 2048x7168x3072 to +6.8% at 8192x2112x1024 (4096x7168x2048 +3.0%,
-/// 4096x7168x1024 +5.6%, 2048x7168x2048 +2.7%); over 32 K blocks and more
-/// 128x176 ran 4-7% ahead of 128x192 at 4096^3, 4096x4096x7168 and
-/// 4096x7168x16384 (2026-11-27, 04:01 UTC, when 128x192 still spilled 28
-/// bytes outside its K loop).
+/// pay: over a shorter K the copies cost more than the narrower tile's
+/// fuller last wave saves
+/// (measured: docs/evidence.md, config_rules.rs, spans_few_scale_blocks).
 fn spans_few_scale_blocks(block_n: i64, k_blocks: i64) -> bool {
     blocks_from_grid_offsets(block_n) <= 2 || k_blocks >= THREE_BLOCK_SPAN_MIN_K_BLOCKS
 }
@@ -1354,10 +1277,8 @@ fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along 
 /// with at least [`FP8_PING_PONG_K_BLOCKS`] K blocks, where the pick is
 /// warp-specialised over at least [`PERSISTENT_WAVES`] waves, takes the
 /// ping-pong consumers (64-row tiles in turn). Over one wave a CTA has one
-/// tile and the second consumer nothing to take turns at: on the H100
-/// (2026-11-26, rounds in shuffled order) ping-pong ran 0.5% behind one
-/// consumer at 128x7168x16384 and 64x7168x16384, and 8% ahead of two at
-/// 128x24576x1536 (two waves).
+/// tile and the second consumer nothing to take turns at
+/// (measured: docs/evidence.md, config_rules.rs, prefers_ping_pong).
 fn prefers_ping_pong(problem: &Problem, best: &Candidate) -> bool {
     let k_blocks = problem.k_blocks();
     problem.precision == Precision::Fp8BlockScaled
@@ -1395,13 +1316,9 @@ const FP8_CLUSTER_WAVES: i64 = 3;
 /// block-scaled FP8, and BF16 where the warp-specialised `alternative` has
 /// two consumers sharing each tile and a TMA-store epilogue, at any K (they
 /// wait with no wgmma group in flight, which runs each stage's loads an
-/// iteration further ahead: on the H100, 2026-11-26, 128x256 over two
-/// consumers ran 1.8% ahead of the three-stage pipeline at 8192^3, 2.2% at
-/// 4096x4096x7168 and 1% at 4096x7168x16384, over two waves 0.6-1.3% at
-/// 2048x4096x7168 and 1024x8192x8192, and 128x176 1% ahead at
-/// 4096x2112x7168; over one wave 1.5-2.5% behind at 128x24576x1536 and
-/// 128x32768x512; with direct stores, whose epilogue the consumers wait
-/// for, it was within 2% either way of the pipeline, 2% behind at 2048^3),
+/// iteration further ahead; over one wave, or with direct stores whose
+/// epilogue the consumers wait for, that gains nothing
+/// (measured: docs/evidence.md, config_rules.rs, prefers_warp_specialized)),
 /// and over more than [`PERSISTENT_WAVES`] waves BF16 with at most
 /// [`BF16_PERSISTENT_K_BLOCKS`] K blocks, or
 /// [`BF16_CHUNKED_PERSISTENT_K_BLOCKS`] with the extra stage of a chunked
@@ -1412,7 +1329,7 @@ fn prefers_warp_specialized(problem: &Problem, best: &Candidate, alternative: Op
     let balanced = !problem.varying_k || best.waves <= FEW_WAVES;
     let long_k = k_blocks >= LONG_K_BLOCKS && (fp8 || best.config.block_n <= NARROW_BLOCK_N);
     // Over exactly two waves only a tile two consumers split gains (a
-    // one-consumer 64-row tile lost up to 3%).
+    // one-consumer 64-row tile has no neighbour to overlap).
     let two_consumer_waves = if best.config.block_m >= 128 { PERSISTENT_WAVES - 1 } else { PERSISTENT_WAVES };
     let many_fp8_tiles = fp8 && best.waves > two_consumer_waves;
     let chunked = alternative.is_some_and(|c| c.config.epilogue_chunk().is_some());
@@ -1435,12 +1352,11 @@ const PERSISTENT_WAVES: i64 = 2;
 const BF16_PERSISTENT_K_BLOCKS: i64 = 32;
 
 /// Rule 7: the same with the warp-specialised kernel's extra stage from a
-/// chunked epilogue (rule 8), for a tile two consumers do not share. On the
-/// H100 (2026-11-26) 128x256 over two consumers with four stages and one
-/// wgmma group in flight against the three-stage pipeline: +1.8% at 4096^3
-/// (64 K blocks), -0.5% at 4096x4096x7168 (112), level at 8192^3 (128),
-/// -1.3 to -1.6% at 4096x4096x16384 and 4096x7168x16384 (256); two
-/// consumers now keep none in flight and take any K.
+/// chunked epilogue (rule 8), for a tile two consumers do not share: the
+/// stage gains over a moderate K and is worth less than the pipeline's own
+/// amortisation over a longer one; two consumers keep no wgmma group in
+/// flight and take any K
+/// (measured: docs/evidence.md, config_rules.rs, BF16_CHUNKED_PERSISTENT_K_BLOCKS).
 const BF16_CHUNKED_PERSISTENT_K_BLOCKS: i64 = 64;
 
 /// Rule 7: the most waves of tiles whose K loops are data (a masked grouped
@@ -1462,11 +1378,9 @@ const LONG_K_BLOCKS: i64 = 32;
 /// [`STAGES_LIMIT`]: B is nearly all the bytes, and a narrow tile's K steps
 /// are too short for fewer stages to cover the memory's latency. cuBLAS
 /// runs this shape so (`nvjet_sm90_tst_64x64_64x13_2x1`: 64x64, 13 stages,
-/// 2x1 clusters). On the H100 (2026-11-26) at 128x4096x7168 (64x64, 112 K
-/// blocks, 13 stages) +3.2 to +4% over the pipelined pick in five runs;
-/// the same kernel with 8 stages ran 4% slower than the pick, and the
-/// pipeline with 13 stages level with it; with 64x112 tiles (9 stages) it
-/// was level at 256 K blocks and 6.5% slower at 32.
+/// 2x1 clusters). It needs all three: with fewer stages it loses, and the
+/// pipeline with as many stages gains nothing; wider tiles gain nothing
+/// (measured: docs/evidence.md, config_rules.rs, deep_paired_rows and DEEP_PAIR_K_BLOCKS).
 fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = &best.config;
     let applies = problem.precision == Precision::Bf16
@@ -1494,9 +1408,9 @@ fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
 /// Rule 15: the widest tile that takes the deep clustered schedule.
 const DEEP_PAIR_MAX_BLOCK_N: i64 = 64;
 
-/// Rule 15: the fewest K blocks for it: at 128x4096x7168 (112) it gained
-/// 3.2-4%, at 128x4096x4096 (64) it lost 0.8% (H100, 2026-11-26); between
-/// them not measured.
+/// Rule 15: the fewest K blocks for it, the fewest it measured faster
+/// over; half as many measured slower and between them is unmeasured
+/// (measured: docs/evidence.md, config_rules.rs, deep_paired_rows and DEEP_PAIR_K_BLOCKS).
 const DEEP_PAIR_K_BLOCKS: i64 = 112;
 
 /// Rule 12: the CTAs that share a narrow tile's doubled K loop.
@@ -1506,9 +1420,10 @@ const SPLITS: i64 = 2;
 const MAX_SPLITS: i64 = 4;
 
 /// Rule 12: the CTAs that `splits`-CTA clusters may occupy. Pairs fill
-/// every SM; larger clusters must each fit the SMs of one GPC, and on the
-/// H100 (2026-11-25) 34 clusters of three (102 CTAs) ran in one wave and 32
-/// clusters of four (128 CTAs) did not.
+/// every SM; larger clusters must each fit the SMs of one GPC, which
+/// leaves some SMs of each GPC out: 4/5 of the SMs held clusters of three
+/// and four in one wave where more did not
+/// (measured: docs/evidence.md, config_rules.rs, split_capacity).
 fn split_capacity(machine: &Machine, splits: i64) -> i64 {
     if splits <= 2 {
         machine.sms
@@ -1540,8 +1455,8 @@ fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) 
         (grown, SPLITS)
     } else {
         // Each split's K loop short enough that rule 7 pipelines it: a long
-        // one keeps the one-consumer kernel (FP8 64x7168x16384 split in two
-        // over 64 K blocks each ran 6% slower, 2026-11-25).
+        // one keeps the one-consumer kernel, which beat the split
+        // (measured: docs/evidence.md, config_rules.rs, split_k).
         let k_blocks = ceil_div(problem.k, c.block_k);
         let short = |s: i64| ceil_div(k_blocks, s) < LONG_K_BLOCKS;
         if let Some(pairs) = paired_split_k(problem, machine, pins, best, short) {
@@ -1580,10 +1495,8 @@ fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candi
 
 /// Rule 7: the tile two consumers split, the pick's; for block-scaled FP8
 /// over more than two waves, a pick of 64 rows grows to 128 (where M has
-/// them), so that each of two consumers promotes beside the other's wgmma:
-/// on the H100 (2026-11-26) 128x128 over two consumers ran 809 TFLOP/s at
-/// 4096x32768x512 where the 64x128 pick (two CTAs an SM, pipelined) ran
-/// 616 and its one-consumer form 542.
+/// them), so that each of two consumers promotes beside the other's wgmma
+/// (measured: docs/evidence.md, config_rules.rs, two_consumer_tile).
 ///
 /// Rule 16: a BF16 128x256 pick over at least [`TALL_SHARED_WAVES`] waves
 /// is shared as 256x128 (each consumer 128x128) where that tile takes as
@@ -1614,14 +1527,9 @@ fn shares_tall_tile(problem: &Problem, pins: &Pins, c: &Candidate) -> bool {
 }
 
 /// Rule 16: the fewest waves of 128x256 tiles over which two consumers
-/// share 256x128 ones instead. On the H100 (2026-11-26, ratio to cuBLAS,
-/// two runs each, as picked) 256x128 ran 0.997 against 0.992-0.994 at
-/// 8192^3 (16 waves), in clusters along N 1.020-1.023 against 0.990-0.994
-/// at 4096x32768x512 (32 waves), 0.992-0.997 against 0.980-0.984 at
-/// 4096x24576x1536 (24) and 0.981-0.982 against 0.977 at 4096x7168x2048
-/// (7), and 0.971-0.973 against 0.969-0.972 at 4096x7168x16384 (7); level
-/// at 4096^3 and 4096x4096x7168 (4 waves), 0.7% behind at 2048x4096x7168
-/// (2 waves).
+/// share 256x128 ones instead: the taller tile gained over many waves,
+/// nothing over four and less over two
+/// (measured: docs/evidence.md, config_rules.rs, TALL_SHARED_WAVES).
 const TALL_SHARED_WAVES: i64 = 6;
 
 /// Rule 17: stream-K (`tile-stream-k`, pieces in order) for a BF16 pick
@@ -1629,13 +1537,11 @@ const TALL_SHARED_WAVES: i64 = 6;
 /// or more whose last wave keeps at most [`STREAM_K_LAST_WAVE_PERCENT`]% of
 /// the SMs busy, over at least [`STREAM_K_MIN_K_BLOCKS`] K blocks; one GEMM
 /// with a shape given (a batch's or a grouped GEMM's tiles are not one
-/// range of iterations). On the H100 (2026-11-26, three runs, against the
-/// same kernel without it) 8192^3 (a 52% full last wave, 128 K blocks) ran
-/// 1.3% faster; in order, five shapes with last waves 79-91% full ran
-/// 5-26% slower and 4096x24576x1536 (27% full, 24 K blocks) 0.8% slower;
-/// reversed, those six ran from 5% slower to 1.9% faster: the hand-over
-/// of each CTA's pieces costs about what a fuller last wave or a short K
-/// saves. Block-scaled FP8's 128x176
+/// range of iterations). The hand-over of each CTA's pieces costs about
+/// what a fuller last wave or a short K saves, so only a thin last wave
+/// over a long K gains
+/// (measured: docs/evidence.md, config_rules.rs, stream_k_for).
+/// Block-scaled FP8's 128x176
 /// consumers spill with the pass's index arithmetic, so it stays BF16.
 fn stream_k_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Option<PieceOrder> {
     let c = &best.config;
@@ -1663,16 +1569,12 @@ const STREAM_K_MIN_K_BLOCKS: i64 = 64;
 /// that two consumers share, persistent, unclustered and without stream-K,
 /// over at least [`DEFERRED_EPILOGUE_MIN_WAVES`] waves and
 /// [`DEFERRED_EPILOGUE_MIN_K_BLOCKS`] K blocks, its output stored through a
-/// buffer [`DEFERRED_EPILOGUE_COLUMNS`] wide, a chunk a K step. On the H100
-/// (2026-11-26, ratio to cuBLAS, two runs each) the kernel storing between
-/// tiles ran 0.977-0.978 at 4096^3 against 0.988 deferred in 128-column
-/// chunks, and those 0.982-0.990 against 0.994-0.995 in 64-column ones;
-/// 4096x4096x7168 0.973-0.974 against 0.982, and 0.979-0.983 against
-/// 0.986-0.987; 4096x7168x16384 (already 64-column) 0.972 against 0.975.
-/// Where the pick's output is one chunk (128x176
-/// at 4096x2112x7168, -0.9%) or its CTAs form clusters over 8 to 32 K
-/// blocks (4096x32768x512 -2%, 4096x7168x2048 -0.3%, 4096x24576x1536 level)
-/// it did not pay. A stream-K loop over tiles carries its pieces' state,
+/// buffer [`DEFERRED_EPILOGUE_COLUMNS`] wide, a chunk a K step: the stores
+/// overlap the next tile's wgmma instead of idling the tensor cores. Where
+/// the pick's output is one chunk, or its CTAs form clusters over a short
+/// K, there is too little to overlap and it did not pay
+/// (measured: docs/evidence.md, config_rules.rs, deferred_epilogue and its
+/// constants). A stream-K loop over tiles carries its pieces' state,
 /// which the pass does not take.
 fn deferred_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = &best.config;
@@ -1696,17 +1598,19 @@ fn deferred_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, best: &C
 }
 
 /// Rule 18: the deferred output buffer's columns, one 128-byte swizzle row
-/// of BF16. At 4096^3 (128x256, four chunks) it ran 0.994-0.995 of cuBLAS
-/// against 128 columns' 0.987-0.990 and 32 columns' 0.985-0.988.
+/// of BF16: wider chunks leave fewer K steps to spread the stores over,
+/// narrower ones a narrower swizzle; 64 ran faster than 128 and 32
+/// (measured: docs/evidence.md, config_rules.rs, deferred_epilogue and its constants).
 const DEFERRED_EPILOGUE_COLUMNS: i64 = 64;
 
 /// Rule 18: the fewest K blocks over which the deferred epilogue measured
-/// faster (4096^3's 64).
+/// faster: a shorter K loop has fewer steps to hide the chunks in
+/// (measured: docs/evidence.md, config_rules.rs, deferred_epilogue and its constants).
 const DEFERRED_EPILOGUE_MIN_K_BLOCKS: i64 = 64;
 
-/// Rule 18: the fewest waves of tiles it measured faster over (4, at 4096^3
-/// and 4096x4096x7168): the last tile's stores stay exposed, a larger share
-/// of fewer tiles.
+/// Rule 18: the fewest waves of tiles it measured faster over: the last
+/// tile's stores stay exposed, a larger share of fewer tiles
+/// (measured: docs/evidence.md, config_rules.rs, deferred_epilogue and its constants).
 const DEFERRED_EPILOGUE_MIN_WAVES: i64 = 4;
 
 /// Rule 7's alternative: the best tile split over `consumers` warpgroups fed
@@ -1731,15 +1635,12 @@ fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
 /// Rule 8's chunks: a BF16 warp-specialised tile whose TMA epilogue, stored
 /// through a buffer half the tile wide that keeps the tile's swizzle,
 /// leaves room for one more stage takes that stage (block-scaled FP8 keeps
-/// its whole buffer: six stages of 128x128 gained at most 1.9% and 128x176
-/// has no such half, 2026-11-26). Its consumers wait for data when only
-/// two stages run ahead of them: on the H100 (2026-11-26) 128x256 over two
-/// consumers with four stages and 128-column chunks ran 2.0-2.3% faster
-/// than with three stages and the whole tile at 4096x24576x1536 and
-/// 4096x7168x2048, and 128x192 with four stages 3-9% faster than with three
-/// at 4096^3, 8192^3 and 4096x4096x16384. With 88-column chunks of 128x176,
-/// whose 176-byte rows no swizzle divides, five stages ran 7-25% slower
-/// than four.
+/// its whole buffer: the stage gained it little, and 128x176 has no such
+/// half). Its consumers wait for data when only two stages run ahead of
+/// them. A chunk must keep the tile's swizzle: 88-column chunks of
+/// 128x176, whose 176-byte rows no swizzle divides, ran slower with the
+/// extra stage than without
+/// (measured: docs/evidence.md, config_rules.rs, chunked_epilogue).
 fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, c: Candidate) -> Candidate {
     let Epilogue::Tma { columns } = c.config.epilogue else {
         return c;
@@ -1772,8 +1673,8 @@ fn keeps_output_swizzle(c: &Config, columns: i64, chunk: i64) -> bool {
 /// whole tiles, persistent. None where the K loop's trip count is data (a
 /// masked grouped GEMM: a consumer could not count the other's K steps), or
 /// where the dot reads A from registers: a consumer of two holds a whole
-/// tile's accumulators and A's fragments in 232 registers (128x128 spilled,
-/// 2026-11-26).
+/// tile's accumulators and A's fragments in 232 registers (128x128
+/// spilled).
 fn ping_pong(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candidate]) -> Option<Candidate> {
     if problem.varying_k || problem.a_in_registers {
         return None;

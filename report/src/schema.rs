@@ -331,9 +331,10 @@ pub struct BenchConfig {
     /// A spin kernel held the stream while each timed batch was enqueued.
     pub spin_kernel: bool,
     /// Every kernel of a shape ran once per round, in turn (A B C, then
-    /// B C A, ...: since 2026-11-25 each round starts one kernel further
-    /// on), so drift hits all alike; false in older reports (one kernel's
-    /// repetitions after another's).
+    /// B C A, ...: in reports since rotation came in, each round starts one
+    /// kernel further on; docs/evidence.md, timing.rs), so drift hits all
+    /// alike; false in older reports (one kernel's repetitions after
+    /// another's).
     #[serde(default)]
     pub interleaved: bool,
     /// Per-tensor scales the FP8 baseline runs with.

@@ -4,14 +4,13 @@
 //! ...), each launch between two CUDA events, so clock and thermal drift
 //! hit all of them alike and a per-round ratio is meaningful. Each round
 //! starts one kernel further on (A B C, B C A, C A B, ...), so every kernel
-//! runs in every position of a round equally often: on the H100 the same
-//! kernel timed twice in one fixed order came out up to 3.3% faster in the
-//! later position (2026-11-25). And every block of as many rounds as there
-//! are kernels rotates a different shuffle of them, so no kernel always
-//! follows the same one: with rotation alone, the kernel listed right after
-//! cuBLASLt's block-scaled FP8 GEMM ran 5.5% slower than two copies of it
-//! listed later, whichever kernel it was (128x7168x16384, H100,
-//! 2026-11-26). While a batch
+//! runs in every position of a round equally often: a kernel's position in
+//! a fixed order moved its time by a few percent. And every block of as
+//! many rounds as there are kernels rotates a different shuffle of them, so
+//! no kernel always follows the same one: with rotation alone, the kernel
+//! listed right after cuBLASLt's block-scaled FP8 GEMM ran slower, whichever
+//! kernel it was (measured: docs/evidence.md, timing.rs, module
+//! documentation). While a batch
 //! of rounds is enqueued, a one-thread spin kernel holds the stream, so the
 //! host's launch overhead does not leak into the events.
 

@@ -23,12 +23,9 @@ use tilec_dialects::syntax::decode_source;
 use tilec_dialects::{parse_module, verify_module, Diagnostic};
 use tilec_passes::{Instrumentation, PassError, PassManager};
 
-/// Per input. The slowest of 30,045 inputs took 0.21 s optimised and about
-/// 7 s unoptimised (the barrier verifier's simulation, 2026-11-24); since the
-/// block-scaled kernels grew, one that goes on to PTX takes up to 1.7 s
-/// optimised on a quiet two-core machine (CI's seed, 2026-11-27, 128x176 with
-/// eight K-loop copies) and up to 2.8 s with the cores busy. The bound
-/// catches a blow-up, not a slow build or a busy machine.
+/// Per input: above the slowest input measured, optimised and unoptimised,
+/// with the cores busy (docs/evidence.md, robustness/mod.rs, TIME_BOUND).
+/// The bound catches a blow-up, not a slow build or a busy machine.
 const TIME_BOUND: Duration = Duration::from_secs(if cfg!(debug_assertions) { 30 } else { 5 });
 /// The stack of the tools' main thread.
 const STACK: usize = 8 << 20;

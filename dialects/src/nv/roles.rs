@@ -40,8 +40,8 @@ pub fn most_consumer_registers(producer_regs: i64, consumers: i64) -> i64 {
 /// one launch budget, and ptxas rejects the reverse with C7406); and all
 /// warpgroups (128 threads each) within what the CTA starts with. Budgets
 /// past that pass ptxas, but the consumers' `setmaxnreg.inc` then waits
-/// forever for registers no warpgroup gave back (32 + 2 x 240 hung on the
-/// H100, 2026-11-25: 128 x 512 needs more than 384 x 168).
+/// forever for registers no warpgroup gave back (32 + 2 x 240 hangs:
+/// 128 x 512 needs more than 384 x 168).
 pub fn check_register_budgets(producer_regs: i64, consumer_regs: i64, consumers: i64) -> Result<(), String> {
     for (name, regs) in [("producer", producer_regs), ("consumer", consumer_regs)] {
         if !valid_register_budget(regs) {

@@ -54,8 +54,9 @@
 //! is 32), so a race between the threads of one warp is not modelled; an
 //! arrive counts when it is issued, whatever the warp still has in flight
 //! (ping-pong consumers that arrived on their turn barrier before draining
-//! their last wgmma group passed every check here and hung on the H100,
-//! 2026-11-25, cause not found; the pass now arrives after the drain); the
+//! their last wgmma group passed every check here and hung on the GPU,
+//! cause not found, docs/evidence.md, barriers.rs; the pass now arrives
+//! after the drain); the
 //! data a read expects is not known, so a load of the wrong coordinates
 //! into the right stage is accepted. The symbolic checks model one pass
 //! through each loop; `tile.if` bodies count as taken there; index

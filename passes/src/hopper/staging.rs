@@ -14,9 +14,9 @@
 //! starts between two), so it holds [`flat_box_rows_of`] rows, and the read
 //! takes the tile from `nv.run_offset` rows in. Any other narrow tile is
 //! copied by the first warp's `cp.async`, each lane arriving on the same
-//! barrier. On the H100 (2026-11-26) a stage's 128
-//! row scales by one copy instead of 32 lanes made the block-scaled FP8
-//! kernels at M = 4096 5.6-7.9% faster (hand-edited PTX).
+//! barrier. One copy of a stage's row scales, instead of 32 lanes' copies
+//! and arrivals, made the block-scaled FP8 kernels faster (measured:
+//! docs/evidence.md, hopper/staging.rs, module documentation).
 
 use crate::op_error;
 use crate::options::{OptionKind, OptionSpec, PassOptions};

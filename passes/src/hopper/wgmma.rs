@@ -121,8 +121,9 @@ pub fn completing_wait(body: &Body, done: Value) -> Option<Op> {
 /// issued before the first wait, then per block a wait that leaves the
 /// later blocks in flight and its promotion (`col_block`): each block is
 /// promoted while the next block's wgmma still runs, where a whole-tile
-/// promotion left the warpgroup's tensor cores idle (+8.7% at 128x176, two
-/// n88 blocks, on the H100). The partials together hold what the whole
+/// promotion left the warpgroup's tensor cores idle (measured:
+/// docs/evidence.md, hopper/wgmma.rs, promote_by_blocks). The partials
+/// together hold what the whole
 /// tile's did. Each block's wgmma reads its rows of B (N x K) through an
 /// `nv.smem_rows` window; a stage released after the wait is released
 /// after the last block's.
@@ -141,12 +142,12 @@ pub fn promote_by_blocks(body: &mut Body, region: Region) {
 /// the reads' latency passes while the tensor cores work. Read before the
 /// fence, the scales' first use (their product, which ptxas places among
 /// the wgmma instructions) held back the issue of the rest of the group
-/// until the reads returned. In warp-specialised consumers moving them
-/// gained 1.1-2.1% at the four clustered 128x176 block-scaled picks on the
-/// H100 and moved the eight other warp-specialised picks by -0.9 to +0.6%.
-/// The plain pipeline keeps its reads before the fence: its 64x64 split-K
-/// picks (one warpgroup, short wgmma groups) ran 2.5-4.7% slower with them
-/// moved. The stage stays held: its release follows the wait.
+/// until the reads returned. Warp-specialised consumers gain by moving
+/// them. The plain pipeline keeps its reads before the fence: with one
+/// warpgroup and short wgmma groups there is too little work to hide them
+/// behind, and its picks ran slower with them moved (measured:
+/// docs/evidence.md, hopper/wgmma.rs, read_scales_behind_wgmma). The stage
+/// stays held: its release follows the wait.
 pub fn read_scales_behind_wgmma(body: &mut Body, region: Region) {
     for op in body.walk_region(region) {
         let Some(promotion) = ScaleAccumulate::of(body, op) else { continue };

@@ -17,12 +17,11 @@
 //! (down to `setmaxnreg`'s least, 24) to the consumers. The BF16 128x256
 //! tile over two consumers needs 240 (at 232 ptxas spilled 28 bytes).
 //!
-//! On the H100 (2026-11-26) the 4096^3 pick stored between tiles ran
-//! 0.977-0.978 of cuBLAS against 0.988 with this pass in 128-column chunks
-//! (same runs), and 64-column chunks (config selection's rule 18) ran
-//! 0.994-0.995 against 128-column ones' 0.982-0.990. Without any
-//! epilogue (a timing-only edit) it ran 1.01: the stores cost about 3% when
-//! not overlapped, and the last tile's stay so.
+//! Stores between tiles cost a few percent of a long-K kernel's time when
+//! not overlapped; the pass hides all but the last tile's, and narrower
+//! chunks (config selection's rule 18 takes 64 columns) spread them over
+//! more K steps (measured: docs/evidence.md, defer_epilogue.rs, module
+//! documentation).
 
 use crate::hopper::wgmma::next_op;
 use crate::phase::{Phase, PhaseRule};
@@ -280,8 +279,8 @@ impl StepChunks<'_> {
 /// first thread's alone, and without the barrier LLVM's NVPTX back end
 /// copied the K step's `wgmma.wait_group.sync.aligned` that follows into
 /// that thread's branch: the warpgroup no longer ran it together, and the
-/// kernel hung (H100, 2026-11-26). After the barrier such a copy runs on
-/// the whole warpgroup.
+/// kernel hung. After the barrier such a copy runs on the whole
+/// warpgroup.
 fn guarded_chunks(b: &mut Builder, conditions: &[Value], found: &TileLoop, range: std::ops::RangeInclusive<usize>, map: &HashMap<Value, Value>) {
     let loc = b.loc.clone();
     let (&first, inner) = conditions.split_first().expect("a condition");

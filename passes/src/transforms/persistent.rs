@@ -14,13 +14,12 @@
 //! takes each turn of the loop: the launcher then starts the fewest CTAs
 //! that keep the busiest one's number of turns (128 for 512 tiles on 132
 //! SMs), so every CTA runs as many tiles as the busiest. The makespan in
-//! turns is the same, yet on the H100 (2026-11-26) the BF16 4096^3 pick ran
-//! 1.1% faster on 128 CTAs than on 132 of which 16 run a tile fewer, and 11
-//! of the 17 BF16 and FP8 picks whose grid this changes ran faster, two
-//! slower (`docs/ir.md`). A grouped GEMM's experts' weights make its tiles
-//! wait on memory: the contiguous BF16 one ran 8-14% slower on the smaller
-//! grid over 32 experts and 4096 rows, so it keeps one CTA per SM, as
-//! `balanced-grid=false` does.
+//! turns is the same, yet most picks whose grid this changes ran faster on
+//! the balanced grid than with every SM started and some CTAs a tile short
+//! (`docs/ir.md`). A grouped GEMM's experts' weights make its tiles wait on
+//! memory, where more CTAs in flight help more than a balanced grid, so it
+//! keeps one CTA per SM, as `balanced-grid=false` does (measured:
+//! docs/evidence.md, persistent.rs, module documentation).
 //!
 //! With `cluster-pairs=m` (or `n`) the loop hands out pairs of tiles that
 //! neighbour along M (or N), for clusters of two CTAs that share the other

@@ -9,8 +9,8 @@
 //! order, and CTA c runs the contiguous range [c * P, (c + 1) * P) of them,
 //! P = ceil(sk / G): every CTA ends at about the same time. (Spreading one
 //! more wave over the CTAs, as a range of P >= kt would, put twice a
-//! wave's operands in flight; at 4096x2112x7168 on the H100 those tiles ran
-//! at half speed, 2026-11-26.)
+//! wave's operands in flight, and those tiles ran far slower;
+//! measured: docs/evidence.md, stream_k.rs, module documentation.)
 //!
 //! A tile is then split between consecutive CTAs, each running one piece
 //! of it. Each CTA runs its pieces in the order `order` gives
@@ -24,12 +24,10 @@
 //! wait is for a piece its CTA ran first; it relies on every CTA of the grid
 //! being resident at once, as a persistent grid of one CTA per SM is.
 //!
-//! On the H100 (2026-11-26, BF16, against the same kernel without the pass):
-//! in order ran 1.3% faster at 8192^3 (a 52% full last wave, three runs)
-//! but 5-26% slower at five M = 4096 shapes whose last wave is 79-91%
-//! full, where the pieces' spread K offsets halved the L2 hits on the
-//! shared operands; reversed kept the L2 hits but ran from 5% slower to
-//! 1.9% faster at six M = 4096 shapes and 1.1% slower at 8192^3 (config
+//! The pass pays where the last wave is thin: where it is nearly full, the
+//! pieces' spread K offsets cut the L2 hits on the shared operands (in
+//! order), or the hand-over costs what the fuller wave saves (reversed)
+//! (measured: docs/evidence.md, stream_k.rs, module documentation; config
 //! selection's rule 17 says when it takes the pass).
 //!
 //! The pass drops `tile-persistent`'s `wave_tile`, so the launcher starts

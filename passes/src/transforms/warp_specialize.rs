@@ -97,15 +97,13 @@ pub const INFO: PassInfo = PassInfo {
 /// 40 and [`CONSUMER_REGS`], except where two consumers each hold more
 /// than [`WIDE_ACCUMULATORS`] accumulator registers a thread (block-scaled
 /// FP8's 128x176 tiles: 88 running and 88 partial): there the producer
-/// takes 32, with which ptxas allocated the kernel without spilling (8
-/// bytes spilled with 40 and 232, 12 with 24 and 240 or 24 and 232,
-/// 2026-11-25). Three warpgroups start with 168 registers a thread, and
-/// what the consumers gain the producer gives up. A lone consumer that
-/// reads A from registers takes every register the producer leaves
-/// ([`most_consumer_registers`]: 256): the A-in-registers 128x128 tile
-/// spilled 24 bytes with 232 and none with 256. Other lone consumers keep
-/// 232: with 256 block-scaled FP8's 64x128 pick ran 1% slower at
-/// 128x7168x16384 and level at 64x7168x16384 (H100, 2026-11-26).
+/// takes 32, with which ptxas allocated the kernel without spilling (the
+/// other budgets tried spilled). Three warpgroups start with 168 registers
+/// a thread, and what the consumers gain the producer gives up. A lone
+/// consumer that reads A from registers takes every register the producer
+/// leaves ([`most_consumer_registers`]: 256): with 232 the A-in-registers
+/// 128x128 tile spilled. Other lone consumers keep 232: more gained them
+/// nothing (measured: docs/evidence.md, warp_specialize.rs, default_register_budgets).
 fn default_register_budgets(consumers: i64, accumulators: i64, a_in_registers: bool) -> (i64, i64) {
     if consumers == 2 && accumulators > WIDE_ACCUMULATORS {
         (32, CONSUMER_REGS)
@@ -125,14 +123,9 @@ const CONSUMER_REGS: i64 = 232;
 /// sharing a tile wait for all of theirs and release the stage at once:
 /// while one waits, the other's wgmma keeps the tensor cores busy, and each
 /// stage goes back to the producer an iteration sooner, so the loads run an
-/// iteration further ahead. On the H100 (2026-11-26, two runs each, ratio to
-/// cuBLAS) that took 128x256 over two consumers from 0.958-0.966 to
-/// 0.976-0.979 at 4096^3, from 0.968-0.973 to 0.992-0.993 at 8192^3 and
-/// from 0.952 to 0.975 at 4096x4096x7168, and 128x176 from 0.926 to 0.950
-/// at 4096x2112x7168 (0.8% slower at 4096x32768x512, 8 K blocks). A lone
-/// consumer (or one taking turns at whole tiles) has no neighbour to fill
-/// its wait: one group stays in flight (with none, 64x64 over one consumer
-/// ran 2.3% slower at 128x4096x7168).
+/// iteration further ahead. A lone consumer (or one taking turns at whole
+/// tiles) has no neighbour to fill its wait: one group stays in flight
+/// (measured: docs/evidence.md, warp_specialize.rs, auto_wait_depth).
 fn auto_wait_depth(sharing: i64) -> i64 {
     if sharing == 2 {
         0
@@ -295,8 +288,8 @@ impl Pass for WarpSpecialize {
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
         // Scales copied into a stage are read by every consumer thread with
         // plain loads: each thread releases what it read (a lane-0 arrive
-        // for the warp left racecheck reporting the next round's copies
-        // against those reads, H100, 2026-11-25).
+        // for the warp does not order the other lanes' reads before the
+        // next round's copies, which racecheck reports).
         let release = if staged.narrow.is_empty() { Release::PerWarp } else { Release::PerThread };
         let empty = AllocMbarriers::build(&mut b, Type::MBarrier(self.stages), release.arrivals() * sharing, Attributes::new()).result(b.body);
         b.name(empty, "empty");
@@ -681,7 +674,7 @@ fn take_turns(body: &mut Body, k_loop: For, order: Value, c: Value) {
     MbarrierWait::build(&mut b, order, other, turn_phase, Attributes::new());
     // Its turn ends once its last wgmma group has retired (after the
     // drain): an arrive with groups still in flight hung the GPU
-    // (2026-11-25).
+    // (docs/evidence.md, warp_specialize.rs, ping-pong turn barrier).
     let drain = next_op(body, k_loop.op());
     let after = next_op(body, drain);
     Release::PerWarp.arrive(&mut Builder::new(body, InsertPoint::Before(after), loc.clone()), order, c);
