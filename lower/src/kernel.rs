@@ -4,7 +4,7 @@
 use super::emitter::{float_literal, mlir_type, Emitter};
 use super::fragment::{self, Frag, FragGeom, ThreadCoords};
 use super::ldmatrix::{self, AFrag, AFragGeom};
-use super::plan::{error, tma_box, DimSrc, Plan};
+use super::plan::{error, tma_box, DimSrc, Plan, Workspace};
 use super::smem_rows::{self, SmemRef};
 use super::scales::{self, ColumnBlocks, Part, Scales};
 use super::{cluster, nvgpu, roles, split_k, stream_k, tma, wgmma};
@@ -233,7 +233,7 @@ impl<'a> Lowerer<'a> {
             params.push(format!("{name}: i32"));
             self.dim_args.insert(s.clone(), name);
         }
-        if self.plan.workspace_region_bytes.is_some() {
+        if self.plan.workspace.is_some() {
             let name = self.em.fresh("workspace");
             params.push(format!("{name}: !llvm.ptr {{llvm.noalias}}"));
             self.workspace_arg = Some(name);
@@ -1374,7 +1374,8 @@ impl<'a> Lowerer<'a> {
         let (value, slot) = (park.value(&self.f.body), park.slot(&self.f.body));
         let (frag, holders, bytes) = self.parked(op, value)?;
         let slot = self.scalar(op, slot)?;
-        stream_k::park(&mut self.em, &frag, &slot, &holders, bytes);
+        let workspace = self.workspace_arg.clone().expect("a parameter when planned");
+        stream_k::park(&mut self.em, &frag, &slot, &holders, bytes, &workspace);
         Ok(())
     }
 
@@ -1384,7 +1385,8 @@ impl<'a> Lowerer<'a> {
         let (value, slot, result) = (add.value(body), add.slot(body), add.result(body));
         let (frag, holders, bytes) = self.parked(op, value)?;
         let slot = self.scalar(op, slot)?;
-        let summed = stream_k::add(&mut self.em, &frag, &slot, &holders, bytes);
+        let workspace = self.workspace_arg.clone().expect("a parameter when planned");
+        let summed = stream_k::add(&mut self.em, &frag, &slot, &holders, bytes, &workspace);
         self.vals.insert(result, Lv::Frag(summed));
         Ok(())
     }
@@ -1399,7 +1401,7 @@ impl<'a> Lowerer<'a> {
             return Err(self.err(op, "sums f32 register tiles only"));
         }
         let slot_bytes = frag.geom.values_per_thread() * self.plan.threads() * 4;
-        let planned = self.plan.workspace_region_bytes.expect("planned with the op");
+        let Some(Workspace::SplitK { region_bytes: planned }) = self.plan.workspace else { unreachable!("planned with the op") };
         if split_k::region_bytes(splits, slot_bytes) != planned {
             return Err(self.err(op, "holds its tile in other threads than the CTA's, each value once; the workspace's slots are the tile's size"));
         }

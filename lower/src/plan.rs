@@ -8,7 +8,7 @@ use tilec_artifact::{
     Swizzle, TensorDecl, TmaParam, FORMAT_VERSION,
 };
 use tilec_dialects::nv::memory::{flat_box_fault, MIN_TMA_ROW_BYTES, TMA_SHARED_ALIGN};
-use super::split_k;
+use super::{split_k, stream_k};
 use tilec_dialects::{nv, tile};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Value};
@@ -234,10 +234,18 @@ pub(crate) struct Plan {
     /// CTAs along grid z for each output tile (`grid_z`, split-K's splits
     /// with a workspace reduction); 1 without.
     pub grid_z: i64,
-    /// The bytes of each output tile's region of the workspace that
-    /// `tile.reduce_splits` adds the splits through, which the runtime
-    /// allocates; `None` when the kernel takes no workspace.
-    pub workspace_region_bytes: Option<i64>,
+    /// The workspace the runtime allocates for the kernel, if it takes one.
+    pub workspace: Option<Workspace>,
+}
+
+/// What a kernel's workspace (its last parameter) is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Workspace {
+    /// `tile.reduce_splits`: a region of this many bytes for each output tile.
+    SplitK { region_bytes: i64 },
+    /// Stream-K's hand-over: a region for each CTA of the persistent grid,
+    /// sized once the kernel's slots are lowered ([`Plan::manifest`]).
+    StreamK,
 }
 
 impl Plan {
@@ -340,7 +348,7 @@ impl Plan {
             cluster,
             raster_group,
             grid_z,
-            workspace_region_bytes: None,
+            workspace: None,
         };
         let mut cursor = 0i64;
         let mut bar_order = Vec::new();
@@ -412,10 +420,16 @@ impl Plan {
                     }
                     let tile = body.value_type(reduce.value(body)).as_tile().expect("verified");
                     let region = split_k::region_bytes(splits, tile.shape.iter().product::<i64>() * 4);
-                    if plan.workspace_region_bytes.is_some() {
-                        return Err(error(&data.loc, name, "is a second split-K reduction; the workspace has one region per tile"));
+                    if plan.workspace.is_some() {
+                        return Err(error(&data.loc, name, "is a second reduction through the workspace; it has one region per tile"));
                     }
-                    plan.workspace_region_bytes = Some(region);
+                    plan.workspace = Some(Workspace::SplitK { region_bytes: region });
+                }
+                Opcode::TileParkPartial | Opcode::TileAddParked => {
+                    if matches!(plan.workspace, Some(Workspace::SplitK { .. })) {
+                        return Err(error(&data.loc, name, "hands a stream-K piece over in a kernel whose workspace split-K uses"));
+                    }
+                    plan.workspace = Some(Workspace::StreamK);
                 }
                 Opcode::NvWarpSpecialize => {
                     consumers = nv::WarpSpecialize::of(body, op).ok_or_else(malformed)?.consumers(body);
@@ -576,8 +590,10 @@ impl Plan {
         32 * self.num_warps
     }
 
-    /// The manifest describing the kernel the lowering writes for `target`.
-    pub fn manifest(&self, f: &Function, target: &Target) -> Result<Manifest, Diagnostic> {
+    /// The manifest describing the kernel the lowering writes for `target`;
+    /// `parked_slot_bytes` is the size of the stream-K slot the kernel
+    /// lowered to, if it hands pieces over.
+    pub fn manifest(&self, f: &Function, target: &Target, parked_slot_bytes: Option<i64>) -> Result<Manifest, Diagnostic> {
         let mut tensors = Vec::new();
         for t in &self.tensors {
             tensors.push(TensorDecl {
@@ -612,7 +628,15 @@ impl Plan {
         for s in &self.symbols {
             params.push(Param::Scalar { ty: ScalarType::I32, source: ScalarSource::Symbol(s.clone()) });
         }
-        if let Some(bytes) = self.workspace_region_bytes {
+        let region_bytes = match (self.workspace, parked_slot_bytes) {
+            (Some(Workspace::SplitK { region_bytes }), _) => Some(region_bytes),
+            (Some(Workspace::StreamK), Some(slot_bytes)) => Some(stream_k::region_bytes(slot_bytes)),
+            (Some(Workspace::StreamK), None) => {
+                return Err(Diagnostic::error(f.loc.clone(), "the kernel hands stream-K pieces over but lowered no slot for them"))
+            }
+            (None, _) => None,
+        };
+        if let Some(bytes) = region_bytes {
             params.push(Param::Workspace { bytes_per_tile: bytes as u64 });
         }
         Ok(Manifest {

@@ -1,30 +1,26 @@
 //! Stream-K's hand-over of partial tiles (`tile.park_partial`,
-//! `tile.add_parked`) through a workspace in global memory that the
-//! module declares itself, so that a launch needs no buffer beyond the
-//! kernel's tensors: `.global` variables start zeroed when the module
-//! loads, and every launch leaves them as it found them (each slot is
-//! filled once and emptied once).
+//! `tile.add_parked`) through the workspace the runtime allocates, zeroed,
+//! for the launches on one stream (the kernel's last parameter, the
+//! manifest's `workspace`): every launch leaves it as it found it (each
+//! slot is filled once and emptied once), so the launches of one stream
+//! reuse it and another stream's launches run at once with their own.
 //!
-//! Slot s holds one f32 tile in the order of the threads' fragments: with
-//! `count` threads holding the tile (a CTA's, or the consumer warpgroups'
-//! of a warp-specialised kernel), thread p's j-th group of four values is
-//! at byte `s * slot_bytes + (j * count + p) * 16`, so a warp's vector
-//! stores and loads are 512 contiguous bytes. Each holder warpgroup (or
-//! the whole CTA outside warp specialisation) marks its part full with
-//! its own flag: its threads store, fence, meet at their barrier, and the
-//! first of them releases the flag; the adding side's first thread
-//! acquires the flag and clears it, the group meets, and every thread
-//! reads its values through L2.
+//! Slot s, the one CTA s parks in, is the region of [`region_bytes`] at
+//! `s * region_bytes`: one f32 tile in the order of the threads' fragments,
+//! then one i32 flag per holder group. With `count` threads holding the
+//! tile (a CTA's, or the consumer warpgroups' of a warp-specialised
+//! kernel), thread p's j-th group of four values is at `(j * count + p) *
+//! 16`, so a warp's vector stores and loads are 512 contiguous bytes. Each
+//! holder warpgroup (or the whole CTA outside warp specialisation) marks
+//! its part full with its own flag: its threads store, fence, meet at their
+//! barrier, and the first of them releases the flag; the adding side's
+//! first thread acquires the flag and clears it, the group meets, and every
+//! thread reads its values through L2.
 
 use super::emitter::Emitter;
 use super::fragment::Frag;
 use super::roles;
-use tilec_dialects::tile::reduce::PARK_SLOTS;
 
-/// The workspace: `PARK_SLOTS` slots of partial tiles.
-pub(crate) const PARKED_SYMBOL: &str = "__tilec_stream_k_parked";
-/// One i32 flag per slot and holder group: nonzero while the slot is full.
-pub(crate) const FULL_SYMBOL: &str = "__tilec_stream_k_full";
 /// Holder groups a slot has flags for: the consumer warpgroups of a
 /// warp-specialised kernel (at most two), or the one CTA-wide group.
 pub(crate) const MAX_GROUPS: i64 = 2;
@@ -49,15 +45,14 @@ pub(crate) enum Scope {
     Warpgroup { wg: String, tid: String },
 }
 
-/// The module-level declarations of the workspace for slots of
-/// `slot_bytes`.
-pub(crate) fn globals(slot_bytes: i64) -> String {
-    let zero = |name: &str, bytes: i64| {
-        format!(
-            "    llvm.mlir.global internal @{name}() {{addr_space = 1 : i32, alignment = 16 : i64}} : !llvm.array<{bytes} x i8> {{\n      %0 = llvm.mlir.zero : !llvm.array<{bytes} x i8>\n      llvm.return %0 : !llvm.array<{bytes} x i8>\n    }}\n"
-        )
-    };
-    zero(PARKED_SYMBOL, PARK_SLOTS * slot_bytes) + &zero(FULL_SYMBOL, PARK_SLOTS * MAX_GROUPS * 4)
+/// Bytes of a slot's flags: one i32 per holder group, padded so that the
+/// next slot's vectors stay 16-byte aligned.
+const FLAG_BYTES: i64 = 16;
+const _: () = assert!(MAX_GROUPS * 4 <= FLAG_BYTES);
+
+/// The bytes of the workspace's region for a CTA, for slots of `slot_bytes`.
+pub(crate) fn region_bytes(slot_bytes: i64) -> i64 {
+    slot_bytes + FLAG_BYTES
 }
 
 /// The bytes of one slot: the whole tile in f32, every holder's fragment.
@@ -65,35 +60,32 @@ pub(crate) fn slot_bytes(frag: &Frag, holders: &Holders) -> i64 {
     frag.geom.values_per_thread() * holders.count * 4
 }
 
-/// The global address (i64) of `symbol` plus `offset` (i64).
-fn address(em: &mut Emitter, symbol: &str, offset: &str) -> String {
-    let base = em.assign("ws", format!("llvm.mlir.addressof @{symbol} : !llvm.ptr<1>"));
-    let base = em.assign("ws_addr", format!("llvm.ptrtoint {base} : !llvm.ptr<1> to i64"));
-    em.binop("ws_addr", "arith.addi", &base, offset, "i64")
+/// The global address (i64) of `slot`'s region (an index value) in
+/// `workspace` (the kernel's parameter).
+fn region(em: &mut Emitter, workspace: &str, slot: &str, slot_bytes: i64) -> String {
+    let ws = em.assign("ws", format!("llvm.addrspacecast {workspace} : !llvm.ptr to !llvm.ptr<1>"));
+    let ws = em.assign("ws_addr", format!("llvm.ptrtoint {ws} : !llvm.ptr<1> to i64"));
+    let slot = em.assign("slot", format!("arith.extsi {slot} : i32 to i64"));
+    let bytes = em.i64(region_bytes(slot_bytes));
+    let at = em.binop("slot_at", "arith.muli", &slot, &bytes, "i64");
+    em.binop("slot_at", "arith.addi", &ws, &at, "i64")
 }
 
-/// The address of this thread's first vector in `slot` (an index value).
-fn thread_slot(em: &mut Emitter, slot: &str, slot_bytes: i64, h: &Holders) -> String {
-    let slot = em.assign("slot", format!("arith.extsi {slot} : i32 to i64"));
-    let bytes = em.i64(slot_bytes);
-    let at = em.binop("slot_at", "arith.muli", &slot, &bytes, "i64");
+/// The address of this thread's first vector in the slot at `region`.
+fn thread_slot(em: &mut Emitter, region: &str, h: &Holders) -> String {
     let p = em.assign("holder", format!("arith.extui {} : i32 to i64", h.index));
     let c16 = em.i64(16);
     let mine = em.binop("holder_at", "arith.muli", &p, &c16, "i64");
-    let offset = em.binop("slot_at", "arith.addi", &at, &mine, "i64");
-    address(em, PARKED_SYMBOL, &offset)
+    em.binop("slot_at", "arith.addi", region, &mine, "i64")
 }
 
-/// The address of this group's flag of `slot`.
-fn flag(em: &mut Emitter, slot: &str, h: &Holders) -> String {
-    let slot = em.assign("slot", format!("arith.extsi {slot} : i32 to i64"));
-    let groups = em.i64(MAX_GROUPS);
-    let row = em.binop("flag", "arith.muli", &slot, &groups, "i64");
+/// The address of this group's flag of the slot at `region`.
+fn flag(em: &mut Emitter, region: &str, slot_bytes: i64, h: &Holders) -> String {
     let group = em.assign("group", format!("arith.extui {} : i32 to i64", h.group));
-    let index = em.binop("flag", "arith.addi", &row, &group, "i64");
     let c4 = em.i64(4);
-    let offset = em.binop("flag_at", "arith.muli", &index, &c4, "i64");
-    address(em, FULL_SYMBOL, &offset)
+    let at = em.binop("flag_at", "arith.muli", &group, &c4, "i64");
+    let at = em.add_const("flag_at", &at, slot_bytes, "i64");
+    em.binop("flag_at", "arith.addi", region, &at, "i64")
 }
 
 /// The group's threads meet.
@@ -143,32 +135,35 @@ pub(crate) fn store_vectors(em: &mut Emitter, frag: &Frag, at: &str, count: i64)
     }
 }
 
-/// `tile.park_partial`: this thread's values into `slot`, then the group's flag.
-pub(crate) fn park(em: &mut Emitter, frag: &Frag, slot: &str, h: &Holders, slot_bytes: i64) {
+/// `tile.park_partial`: this thread's values into `slot` of `workspace`,
+/// then the group's flag.
+pub(crate) fn park(em: &mut Emitter, frag: &Frag, slot: &str, h: &Holders, slot_bytes: i64, workspace: &str) {
     em.line("// stream-K: park the partial tile, then mark the slot full.");
-    let at = thread_slot(em, slot, slot_bytes, h);
+    let region = region(em, workspace, slot, slot_bytes);
+    let at = thread_slot(em, &region, h);
     store_vectors(em, frag, &at, h.count);
     asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
     meet(em, h);
-    let flag = flag(em, slot, h);
+    let flag = flag(em, &region, slot_bytes, h);
     open_first(em, h);
     asm(em, "st.release.gpu.global.b32 [$0], 1;", "l", &[flag], &["i64"]);
     em.close("}");
 }
 
-/// `tile.add_parked`: waits for the group's flag of `slot`, empties it,
-/// and adds the parked values to `frag`'s.
-pub(crate) fn add(em: &mut Emitter, frag: &Frag, slot: &str, h: &Holders, slot_bytes: i64) -> Frag {
+/// `tile.add_parked`: waits for the group's flag of `slot` of `workspace`,
+/// empties it, and adds the parked values to `frag`'s.
+pub(crate) fn add(em: &mut Emitter, frag: &Frag, slot: &str, h: &Holders, slot_bytes: i64, workspace: &str) -> Frag {
     let ty = frag.chunk_type(em);
     em.line("// stream-K: add the tile a later CTA parked, once its slot is full.");
-    let flag = flag(em, slot, h);
+    let region = region(em, workspace, slot, slot_bytes);
+    let flag = flag(em, &region, slot_bytes, h);
     open_first(em, h);
     let wait = "{\\0A.reg .pred p;\\0A.reg .b32 f;\\0ASK_WAIT:\\0Ald.acquire.gpu.global.b32 f, [$0];\\0Asetp.ne.b32 p, f, 0;\\0A@p bra SK_FULL;\\0Ananosleep.u32 64;\\0Abra SK_WAIT;\\0ASK_FULL:\\0Ast.relaxed.gpu.global.b32 [$0], 0;\\0A}\\0A";
     asm(em, wait, "l", &[flag], &["i64"]);
     em.close("}");
     meet(em, h);
     asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
-    let at = thread_slot(em, slot, slot_bytes, h);
+    let at = thread_slot(em, &region, h);
     let mut chunks = frag.chunks.clone();
     for (j, (c, first)) in vectors(frag).enumerate() {
         let offset = em.i64(j as i64 * h.count * 16);

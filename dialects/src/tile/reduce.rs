@@ -30,9 +30,10 @@ pub fn slots_in_flight(values: i64, splits: i64) -> i64 {
     (1..=splits).rev().find(|&g| splits % g == 0 && g * values <= MAX_VALUES_IN_FLIGHT).unwrap_or(1)
 }
 
-/// Slots of stream-K's workspace, one per CTA of a persistent grid: enough
-/// for every Hopper GPU's SMs (132 on the H100 and H200); a wider grid runs
-/// every tile whole (`tile-stream-k`).
+/// The most CTAs of a persistent grid `tile-stream-k` numbers workspace
+/// slots for (the runtime allocates a slot for each CTA the grid has):
+/// more than every Hopper GPU's SMs (132 on the H100 and H200); a wider
+/// grid runs every tile whole.
 pub const PARK_SLOTS: i64 = 144;
 
 /// An f32 tile `value` summed over 2 to `most` program instances.
