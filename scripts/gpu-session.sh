@@ -43,10 +43,10 @@ for tool in racecheck synccheck memcheck; do
   done
 done
 
-# A workspace is per stream: the same split-K kernel on 2 and 4 streams at once, every result
+# A workspace is per stream: the same split-K or stream-K kernel on 2 and 4 streams at once, every result
 # checked against cuBLAS and bit for bit against the others.
 echo "== split-K workspace on several streams at once"
-for a in ${STREAMS_ARTIFACTS:-splitk_ws_512 splitk_ws_64x64}; do
+for a in ${STREAMS_ARTIFACTS:-splitk_ws_512 splitk_ws_64x64 streamk_8192}; do
   for s in 2 4; do
     timeout 300 bin/tilec-gpu-test "artifacts/$a" --streams "$s" --rounds 1000 --shapes 512x512x8192,300x520x4096 >>"$out/streams.log" 2>&1
     echo "$a on $s streams: rc=$?"
