@@ -128,7 +128,8 @@ fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
 }
 
 /// The passes after `tile-select-config`, as the `tile.config` of the
-/// module's function asks: the plain pipeline (none for one stage), with
+/// module's function asks: the plain pipeline (none for one stage unless
+/// clustered), with
 /// `tile-rasterize` for a grouped tile order and `tile-split-k` when it
 /// splits K, or the persistent warp-specialised
 /// schedule, with `tile-stream-k` when it shares the last wave by K
@@ -165,7 +166,9 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
     }
     Ok(if pipelined {
         let stages = config_int(func, "stages")?.ok_or_else(|| Diagnostic::error(func.loc.clone(), "tile.config has no 'stages'"))?;
-        let pipeline = if stages != 1 { "tile-pipeline," } else { "" };
+        // One stage needs no schedule, except that tile-cluster-split
+        // multicasts into the barriers tile-pipeline makes.
+        let pipeline = if stages != 1 || !cluster.is_empty() { "tile-pipeline," } else { "" };
         let split = if split { "tile-split-k," } else { "" };
         let order = if order { "tile-rasterize," } else { "" };
         format!("tile-canonicalize,tile-assign-layouts,{order}{split}{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
