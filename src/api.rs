@@ -97,7 +97,7 @@ impl From<Error> for String {
 pub fn compile(source: &str, name: &str, options: &Options) -> Result<Compiled, Error> {
     let mut module = parse_and_verify(source, name)?;
     run_tile_passes(&mut module, options.pipeline.as_deref(), &options.request(), &PassFlags::default(), name, source)?;
-    finish(&module, source, name, options.target)
+    finish(&module, source, name, options.target, options.shape.as_slice())
 }
 
 /// Compiles the kernels config selection picks for `shapes`, each distinct
@@ -111,9 +111,10 @@ pub fn compile_family(source: &str, name: &str, shapes: &[Shape], options: &Opti
     crate::family::build(source, name, shapes, &options.request())
 }
 
-/// The nv IR of `module` (after its passes), lowered to MLIR and PTX for `target`.
-pub(crate) fn finish(module: &Module, source: &str, name: &str, target: &Target) -> Result<Compiled, Error> {
-    let kernel = lower(module, source, name, target)?;
+/// The nv IR of `module` (after its passes), lowered to MLIR and PTX for
+/// `target`, to serve `shapes`.
+pub(crate) fn finish(module: &Module, source: &str, name: &str, target: &Target, shapes: &[Shape]) -> Result<Compiled, Error> {
+    let kernel = lower(module, source, name, target, shapes)?;
     let ptx = backend::mlir_to_ptx(&kernel.mlir, &backend_options(name, target)).map_err(|e| backend_error(name, &e))?;
     Ok(Compiled {
         nv: print_module(module, PrintOptions::default()),
@@ -216,9 +217,15 @@ pub(crate) fn run_passes_after_config(module: &mut Module, flags: &PassFlags, na
     run_passes(module, &rest, flags, name, text)
 }
 
-/// The nv IR of `module` lowered to MLIR, with its manifest for `target`.
-pub(crate) fn lower(module: &Module, text: &str, name: &str, target: &Target) -> Result<LoweredKernel, String> {
-    tilec_lower::lower_module(module, target).map_err(|d| d.render(name, text))
+/// The nv IR of `module` lowered to MLIR, with its manifest for `target`;
+/// each of `shapes` (those the kernel is compiled for) must be one its TMA
+/// descriptors can address (src/tma_rows.rs).
+pub(crate) fn lower(module: &Module, text: &str, name: &str, target: &Target, shapes: &[Shape]) -> Result<LoweredKernel, String> {
+    let kernel = tilec_lower::lower_module(module, target).map_err(|d| d.render(name, text))?;
+    for &shape in shapes {
+        crate::tma_rows::check(module, &kernel.manifest, shape).map_err(|d| d.render(name, text))?;
+    }
+    Ok(kernel)
 }
 
 /// The back end's options for a kernel from the source `name`, compiled for `target`.

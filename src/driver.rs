@@ -259,7 +259,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
         return Ok(());
     }
 
-    let kernel = timer.time("lower nv -> MLIR", || lower(&module, &text, &input, request.target))?;
+    let kernel = timer.time("lower nv -> MLIR", || lower(&module, &text, &input, request.target, request.shape.as_slice()))?;
     let opts = BackendOptions {
         pipeline: args.upstream_pipeline.clone(),
         print_ir_after_all: args.passes.print_ir_after_all,
