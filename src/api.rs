@@ -33,6 +33,11 @@ pub struct Options {
 }
 
 impl Options {
+    /// A parameter pinned twice is an error naming it.
+    fn check_params(&self, name: &str) -> Result<(), Error> {
+        config_select::repeated_param(&self.params).map_or(Ok(()), |message| Err(Error(format!("{name}: error: {message}"))))
+    }
+
     fn request(&self) -> ConfigRequest {
         ConfigRequest { shape: self.shape, params: self.params.clone(), candidate: None, cluster: None, ranking: None, target: self.target }
     }
@@ -95,6 +100,7 @@ impl From<Error> for String {
 /// println!("{}: {}", kernel.manifest.entry, kernel.config.unwrap_or_default());
 /// ```
 pub fn compile(source: &str, name: &str, options: &Options) -> Result<Compiled, Error> {
+    options.check_params(name)?;
     let mut module = parse_and_verify(source, name)?;
     run_tile_passes(&mut module, options.pipeline.as_deref(), &options.request(), &PassFlags::default(), name, source)?;
     finish(&module, source, name, options.target, options.shape.as_slice())
@@ -108,6 +114,7 @@ pub fn compile_family(source: &str, name: &str, shapes: &[Shape], options: &Opti
     if options.shape.is_some() || options.pipeline.is_some() {
         return Err(Error(format!("{name}: error: a kernel family takes its shapes and pipeline from config selection: set neither `shape` nor `pipeline`")));
     }
+    options.check_params(name)?;
     crate::family::build(source, name, shapes, &options.request())
 }
 

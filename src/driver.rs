@@ -232,6 +232,9 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     if args.config.shapes.is_some() && (args.output.is_none() || args.passes.pass_pipeline.is_some()) {
         return Err(Failure::Usage("--shapes builds a kernel family: give -o DIR and no --pass-pipeline".into()));
     }
+    if let Some(message) = config_select::repeated_param(&args.config.param) {
+        return Err(Failure::Usage(message));
+    }
     let mut timer = Timer { on: args.passes.timing, phases: Vec::new() };
     let (text, input) = read_source(args.input.as_deref())?;
     let request = args.config.request();

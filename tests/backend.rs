@@ -12,6 +12,9 @@ mod explain;
 // The pipeline's fuzzing lowers to MLIR and PTX, so it lives in this binary.
 #[path = "robustness/mod.rs"]
 mod robustness;
+// The command line under mutated inputs and flags, with the same generator.
+#[path = "backend/cli_robustness.rs"]
+mod cli_robustness;
 
 use std::{
     path::{Path, PathBuf},
