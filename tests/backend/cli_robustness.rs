@@ -25,8 +25,13 @@ const TIME_BOUND: Duration = Duration::from_secs(10);
 const KILL_AFTER: Duration = Duration::from_secs(60);
 const FILE: &str = "fuzz.tile";
 
+/// A number from the environment, decimal or `0x` hexadecimal.
 fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    let parse = |v: String| match v.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => v.parse().ok(),
+    };
+    std::env::var(name).ok().and_then(parse).unwrap_or(default)
 }
 
 /// Dimensions of every kind: aligned and not (rows of 60 BF16 or 100 FP8
@@ -88,6 +93,11 @@ enum Outcome {
     Compiled,
     Rejected,
     Usage,
+    /// `--verify-ptx` refused the PTX of an input that compiled (spills or
+    /// serialised wgmma): a finding about the code generated, counted and
+    /// listed apart, since the lit suite's ptxas tests are where the code a
+    /// config must get is asserted.
+    PtxasFinding,
     /// A panic, a crash, an unlocated error or any other exit status.
     Bug,
 }
@@ -98,6 +108,8 @@ struct Run {
     ptx: bool,
     took: Duration,
     why: Option<String>,
+    /// ptxas's first line, for a [`Outcome::PtxasFinding`].
+    ptxas_says: String,
 }
 
 /// Whether `line` is an error located inside an input of `lines` lines.
@@ -150,13 +162,15 @@ fn run(tilec: &Path, dir: &Path, bytes: &[u8], flags: &[String], ptx: bool, ptxa
         Some(None) => (Outcome::Bug, Some("ended by a signal".to_string())),
         Some(Some(0)) => (Outcome::Compiled, None),
         Some(Some(1)) if located(first, lines) => (Outcome::Rejected, None),
+        Some(Some(1)) if ptxas.is_some() && first.starts_with(&format!("{FILE}: error: --verify-ptx: ")) => (Outcome::PtxasFinding, None),
         Some(Some(1)) => (Outcome::Bug, Some("unlocated error".to_string())),
         Some(Some(2)) if first.starts_with("error: ") || first.starts_with("tilec: error: ") => (Outcome::Usage, None),
         Some(Some(code)) => (Outcome::Bug, Some(format!("exit status {code}"))),
     };
     let why = why.or_else(|| (took > TIME_BOUND).then(|| format!("took {took:?}"))).map(|w| format!("{w}:\n{stderr}"));
     let outcome = if why.is_some() { Outcome::Bug } else { outcome };
-    Run { outcome, ptx: ptx && outcome == Outcome::Compiled, took, why }
+    let ptxas_says = if outcome == Outcome::PtxasFinding { first.to_string() } else { String::new() };
+    Run { outcome, ptx: ptx && outcome == Outcome::Compiled, took, why, ptxas_says }
 }
 
 /// ptxas where scripts/find-ptxas.sh finds it.
@@ -181,6 +195,7 @@ struct Figures {
     usage: u64,
     ptx: u64,
     verified: u64,
+    ptxas_findings: Vec<String>,
     panics: u64,
     unlocated: u64,
     over_time: u64,
@@ -221,11 +236,14 @@ fn cli_robustness() {
                         Outcome::Compiled => f.compiled += 1,
                         Outcome::Rejected => f.rejected += 1,
                         Outcome::Usage => f.usage += 1,
-                        Outcome::Bug => {}
+                        Outcome::PtxasFinding | Outcome::Bug => {}
                     }
                     f.ptx += u64::from(r.ptx);
                     f.verified += u64::from(r.ptx && verify);
                     let label = format!("input {i} ({name}) with {}", flags.join(" "));
+                    if r.outcome == Outcome::PtxasFinding {
+                        f.ptxas_findings.push(format!("{label}: {}", r.ptxas_says));
+                    }
                     if r.took > f.slowest.0 {
                         f.slowest = (r.took, label.clone());
                     }
@@ -246,8 +264,8 @@ fn cli_robustness() {
     let f = figures.into_inner().expect("no worker panicked");
     let elapsed = started.elapsed();
     println!(
-        "cli robustness: {count} inputs (seed {seed:#x}): {} compiled ({} to an artifact, {} through ptxas), {} rejected with a located error, {} usage errors; {} panics, {} unlocated errors, {} over {TIME_BOUND:?}, {} other failures; slowest {:?} ({}); {:.0} s",
-        f.compiled, f.ptx, f.verified, f.rejected, f.usage, f.panics, f.unlocated, f.over_time, f.other, f.slowest.0, f.slowest.1, elapsed.as_secs_f64()
+        "cli robustness: {count} inputs (seed {seed:#x}): {} compiled ({} to an artifact, {} through ptxas), {} rejected with a located error, {} usage errors, {} refused by ptxas; {} panics, {} unlocated errors, {} over {TIME_BOUND:?}, {} other failures; slowest {:?} ({}); {:.0} s",
+        f.compiled, f.ptx, f.verified, f.rejected, f.usage, f.ptxas_findings.len(), f.panics, f.unlocated, f.over_time, f.other, f.slowest.0, f.slowest.1, elapsed.as_secs_f64()
     );
     if let Ok(path) = std::env::var("TILEC_CLI_FUZZ_JSON") {
         let json = serde_json::json!({
@@ -262,6 +280,8 @@ fn cli_robustness() {
             "assembled_by_ptxas": f.verified,
             "rejected_located": f.rejected,
             "usage_errors": f.usage,
+            "refused_by_ptxas": f.ptxas_findings.len(),
+            "ptxas_findings": f.ptxas_findings,
             "panics": f.panics,
             "unlocated_errors": f.unlocated,
             "over_time_bound": f.over_time,
@@ -272,6 +292,9 @@ fn cli_robustness() {
             "elapsed_s": elapsed.as_secs_f64(),
         });
         std::fs::write(&path, serde_json::to_string_pretty(&json).expect("JSON") + "\n").expect("write the figures");
+    }
+    for finding in &f.ptxas_findings {
+        println!("cli robustness: ptxas finding: {finding}");
     }
     assert!(f.compiled > 0 && f.rejected > 0, "the generator must produce inputs that compile and inputs that are rejected");
     assert!(f.failures.is_empty(), "{} failure(s):\n{}", f.failures.len(), f.failures[..f.failures.len().min(5)].join("\n"));
