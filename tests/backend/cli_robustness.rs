@@ -112,13 +112,29 @@ struct Run {
     ptxas_says: String,
 }
 
-/// Whether `line` is an error located inside an input of `lines` lines.
-fn located(line: &str, lines: usize) -> bool {
-    let Some(rest) = line.strip_prefix(&format!("{FILE}:")) else { return false };
+/// The severity of `line` when it is a diagnostic located inside an input
+/// of `lines` lines (`FILE:LINE:COL: error: ...`).
+fn located(line: &str, lines: usize) -> Option<&str> {
+    let rest = line.strip_prefix(&format!("{FILE}:"))?;
     let mut parts = rest.splitn(3, ':');
-    let (Some(l), Some(c), Some(tail)) = (parts.next(), parts.next(), parts.next()) else { return false };
-    let (Ok(l), Ok(c)) = (l.parse::<usize>(), c.parse::<usize>()) else { return false };
-    (1..=lines.max(1)).contains(&l) && c >= 1 && tail.starts_with(" error: ")
+    let (l, c, tail) = (parts.next()?.parse::<usize>().ok()?, parts.next()?.parse::<usize>().ok()?, parts.next()?);
+    let severity = ["error", "warning", "note"].into_iter().find(|s| tail.starts_with(&format!(" {s}: ")))?;
+    ((1..=lines.max(1)).contains(&l) && c >= 1).then_some(severity)
+}
+
+/// Whether a rejection says why only at places in the input: at least one
+/// located error, and no diagnostic without a place (the echoed source
+/// lines and carets between them aside).
+fn rejected_in_place(stderr: &str, lines: usize) -> bool {
+    let mut errors = 0;
+    for line in stderr.lines() {
+        match located(line, lines) {
+            Some(severity) => errors += usize::from(severity == "error"),
+            None if line.starts_with(FILE) || line.starts_with("error:") || line.starts_with("tilec:") => return false,
+            None => {}
+        }
+    }
+    errors > 0
 }
 
 /// Runs `tilec compile` on `bytes` in `dir` with `flags`.
@@ -161,7 +177,7 @@ fn run(tilec: &Path, dir: &Path, bytes: &[u8], flags: &[String], ptx: bool, ptxa
         None => (Outcome::Bug, Some(format!("killed after {KILL_AFTER:?}"))),
         Some(None) => (Outcome::Bug, Some("ended by a signal".to_string())),
         Some(Some(0)) => (Outcome::Compiled, None),
-        Some(Some(1)) if located(first, lines) => (Outcome::Rejected, None),
+        Some(Some(1)) if rejected_in_place(&stderr, lines) => (Outcome::Rejected, None),
         Some(Some(1)) if ptxas.is_some() && first.starts_with(&format!("{FILE}: error: --verify-ptx: ")) => (Outcome::PtxasFinding, None),
         Some(Some(1)) => (Outcome::Bug, Some("unlocated error".to_string())),
         Some(Some(2)) if first.starts_with("error: ") || first.starts_with("tilec: error: ") => (Outcome::Usage, None),
@@ -171,13 +187,6 @@ fn run(tilec: &Path, dir: &Path, bytes: &[u8], flags: &[String], ptx: bool, ptxa
     let outcome = if why.is_some() { Outcome::Bug } else { outcome };
     let ptxas_says = if outcome == Outcome::PtxasFinding { first.to_string() } else { String::new() };
     Run { outcome, ptx: ptx && outcome == Outcome::Compiled, took, why, ptxas_says }
-}
-
-/// ptxas where scripts/find-ptxas.sh finds it.
-fn find_ptxas(root: &Path) -> Option<String> {
-    let out = Command::new("bash").arg(root.join("scripts/find-ptxas.sh")).output().ok()?;
-    let path = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (out.status.success() && Path::new(&path).is_file()).then_some(path)
 }
 
 /// The per-input generator: the same inputs whichever worker runs them.
@@ -211,7 +220,8 @@ fn cli_robustness() {
     let count = env_or("TILEC_CLI_FUZZ_COUNT", 60);
     let seed = env_or("TILEC_CLI_FUZZ_SEED", 0xc11);
     let jobs = env_or("TILEC_CLI_FUZZ_JOBS", 2).max(1);
-    let ptxas = find_ptxas(root);
+    // Without ptxas the artifacts go unassembled, as the JSON's `ptxas` says.
+    let ptxas = crate::ptxas::find(root).unwrap_or_else(|e| panic!("{e}")).map(|p| p.display().to_string());
     let mutator = Mutator::new(root);
     let started = Instant::now();
     let figures = std::sync::Mutex::new(Figures::default());
