@@ -16,7 +16,7 @@ const ROW_ALIGN_BYTES: u64 = 16;
 
 /// Checks each tensor `manifest` copies with a (non-flat) TMA descriptor:
 /// where its contiguous dimension is M, N or K, a row of it at `shape`
-/// must be a multiple of [`ROW_ALIGN_BYTES`]. A dimension bound by another
+/// must be a multiple of 16 bytes. A dimension bound by another
 /// name (a grouped GEMM's rows, a scale tensor's blocks) is not fixed by
 /// `--shape`, and the runtime checks it at launch.
 pub fn check(module: &Module, manifest: &Manifest, shape: Shape) -> Result<(), Diagnostic> {

@@ -1801,7 +1801,7 @@ fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candida
 /// The configurations the cost model weighs besides [`rank`]'s, which the
 /// passes apply to any tile: each tile's K loop split over 2 to
 /// 8 CTAs of a cluster (as many as `tile.sum_splits` adds up)
-/// where they run in one wave; split over [`WORKSPACE_SPLITS`] CTAs that
+/// where they run in one wave; split over 2 to 64 CTAs that
 /// add their partial tiles through a global workspace, where there are
 /// fewer tiles than SMs and the CTAs run in one wave; and, for one BF16
 /// GEMM, each 128-row tile
