@@ -37,6 +37,11 @@ pub struct Options {
 }
 
 impl Options {
+    /// A parameter pinned twice is an error naming it.
+    fn check_params(&self, name: &str) -> Result<(), Error> {
+        config_select::repeated_param(&self.params).map_or(Ok(()), |message| Err(Error(format!("{name}: error: {message}"))))
+    }
+
     fn request(&self) -> ConfigRequest {
         ConfigRequest { shape: self.shape, params: self.params.clone(), candidate: None, cluster: None, ranking: None, target: self.target, tuning: self.tuning.clone() }
     }
@@ -99,9 +104,10 @@ impl From<Error> for String {
 /// println!("{}: {}", kernel.manifest.entry, kernel.config.unwrap_or_default());
 /// ```
 pub fn compile(source: &str, name: &str, options: &Options) -> Result<Compiled, Error> {
+    options.check_params(name)?;
     let mut module = parse_and_verify(source, name)?;
     run_tile_passes(&mut module, options.pipeline.as_deref(), &options.request(), &PassFlags::default(), name, source)?;
-    finish(&module, source, name, options.target)
+    finish(&module, source, name, options.target, options.shape.as_slice())
 }
 
 /// Compiles the kernels config selection picks for `shapes`, each distinct
@@ -112,12 +118,14 @@ pub fn compile_family(source: &str, name: &str, shapes: &[Shape], options: &Opti
     if options.shape.is_some() || options.pipeline.is_some() {
         return Err(Error(format!("{name}: error: a kernel family takes its shapes and pipeline from config selection: set neither `shape` nor `pipeline`")));
     }
+    options.check_params(name)?;
     crate::family::build(source, name, shapes, &options.request())
 }
 
-/// The nv IR of `module` (after its passes), lowered to MLIR and PTX for `target`.
-pub(crate) fn finish(module: &Module, source: &str, name: &str, target: &Target) -> Result<Compiled, Error> {
-    let kernel = lower(module, source, name, target)?;
+/// The nv IR of `module` (after its passes), lowered to MLIR and PTX for
+/// `target`, to serve `shapes`.
+pub(crate) fn finish(module: &Module, source: &str, name: &str, target: &Target, shapes: &[Shape]) -> Result<Compiled, Error> {
+    let kernel = lower(module, source, name, target, shapes)?;
     let ptx = backend::mlir_to_ptx(&kernel.mlir, &backend_options(name, target)).map_err(|e| backend_error(name, &e))?;
     Ok(Compiled {
         nv: print_module(module, PrintOptions::default()),
@@ -221,9 +229,14 @@ pub(crate) fn run_passes_after_config(module: &mut Module, flags: &PassFlags, na
 }
 
 /// The nv IR of `module` lowered to MLIR, with its manifest for `target`;
-/// the manifest names the configuration config selection decided.
-pub(crate) fn lower(module: &Module, text: &str, name: &str, target: &Target) -> Result<LoweredKernel, String> {
+/// each of `shapes` (those the kernel is compiled for) must be one its TMA
+/// descriptors can address (src/tma_rows.rs); the manifest names the
+/// configuration config selection decided.
+pub(crate) fn lower(module: &Module, text: &str, name: &str, target: &Target, shapes: &[Shape]) -> Result<LoweredKernel, String> {
     let mut kernel = tilec_lower::lower_module(module, target).map_err(|d| d.render(name, text))?;
+    for &shape in shapes {
+        crate::tma_rows::check(module, &kernel.manifest, shape).map_err(|d| d.render(name, text))?;
+    }
     if let Some(func) = module.functions.first() {
         kernel.manifest.config = tilec_passes::config::decided_config(func).map_err(|d| d.render(name, text))?.map(|c| c.to_string());
     }

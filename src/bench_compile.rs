@@ -61,7 +61,7 @@ fn compile_once(ctx: &BackendContext, text: &str, name: &str, pipeline: Option<&
     let parsed = Instant::now();
     run_tile_passes(&mut module, pipeline, &request, &PassFlags::default(), name, text)?;
     let passed = Instant::now();
-    let kernel = lower(&module, text, name, request.target)?;
+    let kernel = lower(&module, text, name, request.target, request.shape.as_slice())?;
     let lowered = Instant::now();
     let opts = backend_options(name, request.target);
     let mut t = Timings::default();

@@ -145,6 +145,15 @@ pub fn parse_param(text: &str) -> Result<(String, i64), String> {
     Ok((name.to_string(), value))
 }
 
+/// The first parameter pinned more than once, with its two values: each
+/// of BLOCK_M, BLOCK_N, BLOCK_K and STAGES takes one value.
+pub fn repeated_param(params: &[(String, i64)]) -> Option<String> {
+    params.iter().enumerate().find_map(|(i, (name, value))| {
+        let (_, again) = params[i + 1..].iter().find(|(other, _)| other == name)?;
+        Some(format!("--param {name} is given twice ({value} and {again}): pin each parameter once"))
+    })
+}
+
 /// `--candidate R`: a rank from 1.
 pub fn parse_candidate(text: &str) -> Result<i64, String> {
     text.parse().ok().filter(|&r| (1..=1000).contains(&r)).ok_or_else(|| format!("--candidate expects a rank from 1 to 1000, found '{text}'"))
@@ -181,7 +190,8 @@ fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
 }
 
 /// The passes after `tile-select-config`, as the `tile.config` of the
-/// module's function asks: the plain pipeline (none for one stage), with
+/// module's function asks: the plain pipeline (none for one stage unless
+/// clustered), with
 /// `tile-rasterize` for a grouped tile order and `tile-split-k` when it
 /// splits K, or the persistent warp-specialised
 /// schedule, with `tile-stream-k` when it shares the last wave by K
@@ -218,7 +228,9 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
     }
     Ok(if pipelined {
         let stages = config_int(func, "stages")?.ok_or_else(|| Diagnostic::error(func.loc.clone(), "tile.config has no 'stages'"))?;
-        let pipeline = if stages != 1 { "tile-pipeline," } else { "" };
+        // One stage needs no schedule, except that tile-cluster-split
+        // multicasts into the barriers tile-pipeline makes.
+        let pipeline = if stages != 1 || !cluster.is_empty() { "tile-pipeline," } else { "" };
         let split = if split { "tile-split-k," } else { "" };
         let order = if order { "tile-rasterize," } else { "" };
         format!("tile-canonicalize,tile-assign-layouts,{order}{split}{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
@@ -281,6 +293,9 @@ mod tests {
         assert!(parse_param("BLOCK_N=-3").is_err());
         assert!(parse_param("BLOCK_N=272").unwrap_err().contains("--param BLOCK_N=272: BLOCK_N must be a multiple of 16"));
         assert!(parse_shape("274877906944x274877906944x8").unwrap_err().contains("larger than 2147483647"));
+        let params = |list: &[(&str, i64)]| list.iter().map(|&(n, v)| (n.to_string(), v)).collect::<Vec<_>>();
+        assert_eq!(repeated_param(&params(&[("BLOCK_N", 64), ("STAGES", 2)])), None);
+        assert_eq!(repeated_param(&params(&[("STAGES", 8), ("BLOCK_N", 64), ("STAGES", 16)])).unwrap(), "--param STAGES is given twice (8 and 16): pin each parameter once");
     }
 
     #[test]

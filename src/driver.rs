@@ -238,6 +238,9 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     if args.config.shapes.is_some() && (args.output.is_none() || args.passes.pass_pipeline.is_some()) {
         return Err(Failure::Usage("--shapes builds a kernel family: give -o DIR and no --pass-pipeline".into()));
     }
+    if let Some(message) = config_select::repeated_param(&args.config.param) {
+        return Err(Failure::Usage(message));
+    }
     let mut timer = Timer { on: args.passes.timing, phases: Vec::new() };
     let (text, input) = read_source(args.input.as_deref())?;
     let request = args.config.request()?;
@@ -265,7 +268,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
         return Ok(());
     }
 
-    let kernel = timer.time("lower nv -> MLIR", || lower(&module, &text, &input, request.target))?;
+    let kernel = timer.time("lower nv -> MLIR", || lower(&module, &text, &input, request.target, request.shape.as_slice()))?;
     let opts = BackendOptions {
         pipeline: args.upstream_pipeline.clone(),
         print_ir_after_all: args.passes.print_ir_after_all,

@@ -102,7 +102,14 @@ pub(crate) fn build(text: &str, input: &str, shapes: &[Shape], request: &ConfigR
         picks.push((shape, format!("k{index}")));
     }
     let compiled = std::thread::scope(|scope| {
-        let jobs: Vec<_> = kernels.iter_mut().map(|(_, module)| scope.spawn(move || compile_kernel(module, input, text, request.target))).collect();
+        let jobs: Vec<_> = kernels
+            .iter_mut()
+            .enumerate()
+            .map(|(i, (_, module))| {
+                let served: Vec<Shape> = picks.iter().filter(|(_, k)| *k == format!("k{i}")).map(|(shape, _)| *shape).collect();
+                scope.spawn(move || compile_kernel(module, input, text, request.target, &served))
+            })
+            .collect();
         jobs.into_iter().map(|j| j.join().expect("a kernel's compile thread panicked")).collect::<Result<Vec<Compiled>, Error>>()
     })?;
     let manifest = FamilyManifest {
@@ -114,10 +121,11 @@ pub(crate) fn build(text: &str, input: &str, shapes: &[Shape], request: &ConfigR
     Ok(Family { kernels, manifest })
 }
 
-/// The passes after config selection, lowering and PTX for `target`.
-fn compile_kernel(module: &mut Module, input: &str, text: &str, target: &Target) -> Result<Compiled, Error> {
+/// The passes after config selection, lowering and PTX for `target`, to
+/// serve the shapes that picked the kernel.
+fn compile_kernel(module: &mut Module, input: &str, text: &str, target: &Target, shapes: &[Shape]) -> Result<Compiled, Error> {
     run_passes_after_config(module, &PassFlags::default(), input, text)?;
-    finish(module, text, input, target)
+    finish(module, text, input, target, shapes)
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod driver;
 pub mod family;
 pub mod opt;
 pub mod split_input;
+pub mod tma_rows;
 pub mod verify_diagnostics;
 
 pub use driver::default_pipeline;

@@ -12,9 +12,14 @@ mod explain;
 // The pipeline's fuzzing lowers to MLIR and PTX, so it lives in this binary.
 #[path = "robustness/mod.rs"]
 mod robustness;
+#[path = "support/ptxas.rs"]
+mod ptxas;
+// The command line under mutated inputs and flags, with the same generator.
+#[path = "backend/cli_robustness.rs"]
+mod cli_robustness;
 
 use std::{
-    path::{Path, PathBuf},
+    path::Path,
     process::Command,
 };
 use tilec::backend::{
@@ -160,19 +165,12 @@ fn say(msg: &str) {
     let _ = std::io::stderr().write_all(msg.as_bytes());
 }
 
-/// `TILEC_PTXAS`, else `ptxas` on PATH.
-fn find_ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TILEC_PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    std::env::var_os("PATH")
-        .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("ptxas")).find(|p| p.is_file()))
-}
-
+/// Assembles `ptx` where ptxas is installed (a counted skip where it is
+/// not; a failure where scripts/setup.sh installed it and it is not found).
 fn run_ptxas(ptx: &str) {
-    let Some(ptxas) = find_ptxas() else {
-        say("NOTE: ptxas step SKIPPED: no `ptxas` on PATH and TILEC_PTXAS unset \
-             (pip install nvidia-cuda-nvcc; see docs/build-deps.md)\n");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Some(ptxas) = ptxas::find(root).unwrap_or_else(|e| panic!("{e}")) else {
+        tilec_cli::report_skip("backend ptxas step", "no ptxas (scripts/setup.sh installs it; see docs/build-deps.md)");
         return;
     };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));

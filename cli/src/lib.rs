@@ -9,7 +9,9 @@
 //!   elvish or PowerShell;
 //! - an input file of `-`, or none, is read from stdin;
 //! - the flags that mirror `mlir-opt` ([`PassFlags`]), spelled as mlir-opt
-//!   spells them.
+//!   spells them;
+//! - a tool or test that cannot run here says so and is counted
+//!   ([`report_skip`]).
 //!
 //! This crate depends on clap only: the runtime's tools use it and must not
 //! link MLIR or LLVM.
@@ -19,6 +21,9 @@ use std::io::Read;
 use std::process::ExitCode;
 
 pub use clap_complete::Shell;
+
+mod skip;
+pub use skip::{report_skip, SKIP_LOG_ENV};
 
 /// Exit status of a successful run.
 pub const EXIT_SUCCESS: u8 = 0;

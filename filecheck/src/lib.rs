@@ -102,6 +102,9 @@ pub struct LitConfig {
     pub timeout: Duration,
     /// Folder under which each test's `%t` is placed.
     pub temp_root: PathBuf,
+    /// Told of each test ignored for a missing feature (its name and the
+    /// reason), so that the caller counts skips beyond libtest's summary.
+    pub on_skip: Option<fn(&str, &str)>,
 }
 
 impl LitConfig {
@@ -122,6 +125,7 @@ impl LitConfig {
             features: BTreeSet::new(),
             timeout: Duration::from_secs(60),
             temp_root: std::env::temp_dir().join(format!("tilec-lit-{}", std::process::id())),
+            on_skip: None,
         })
     }
 
@@ -135,6 +139,12 @@ impl LitConfig {
     /// Declares a feature available to `REQUIRES:`.
     pub fn feature(mut self, name: &str) -> Self {
         self.features.insert(name.to_string());
+        self
+    }
+
+    /// Calls `report` with each test ignored for a missing feature.
+    pub fn on_skip(mut self, report: fn(&str, &str)) -> Self {
+        self.on_skip = Some(report);
         self
     }
 }
@@ -370,10 +380,11 @@ fn run_file(config: &LitConfig, file: &Path) -> Result<Completion, Failed> {
         .map(String::as_str)
         .collect();
     if !missing.is_empty() {
-        return Ok(Completion::ignored_with(format!(
-            "requires {}",
-            missing.join(", ")
-        )));
+        let why = format!("requires {}", missing.join(", "));
+        if let Some(report) = config.on_skip {
+            report(&test_name(&config.root, file), &why);
+        }
+        return Ok(Completion::ignored_with(why));
     }
     if script.runs.is_empty() {
         return Err(format!("{}: no RUN: line, so this test cannot fail", file.display()).into());
@@ -670,6 +681,21 @@ mod tests {
             run_file(&config(root).feature("ptxas"), &file).is_err(),
             "with the feature it runs"
         );
+    }
+
+    #[test]
+    fn a_test_ignored_for_a_feature_is_reported_as_a_skip() {
+        static SKIPS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        fn record(test: &str, why: &str) {
+            SKIPS.lock().unwrap().push(format!("{test}: {why}"));
+        }
+        let scratch = scratch("on-skip");
+        let root = &scratch.0;
+        let file = root.join("a.tile");
+        std::fs::write(&file, "// REQUIRES: ptxas\n// RUN: false\n").unwrap();
+        let outcome = run_file(&config(root).on_skip(record), &file);
+        assert!(matches!(outcome, Ok(Completion::Ignored { .. })));
+        assert_eq!(*SKIPS.lock().unwrap(), ["a.tile: requires ptxas"]);
     }
 
     #[test]

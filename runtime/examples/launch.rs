@@ -51,7 +51,7 @@ fn run(dir: &str, shape: &str) -> Result<(), String> {
     let spec = GemmSpec::from_manifest(&artifact.manifest).map_err(|e| e.to_string())?;
     println!("{dir}: entry {}, A and B in {:?}", artifact.manifest.entry, spec.input);
     if !cuda_available() {
-        println!("SKIPPED: no CUDA driver on this machine");
+        tilec_cli::report_skip("tilec-runtime example launch", "no CUDA driver on this machine");
         return Ok(());
     }
     let gpu = Gpu::new(0).map_err(|e| e.to_string())?;

@@ -105,6 +105,19 @@ impl GroupedProblem {
         let GroupedForm::Contiguous { block_m } = self.form else { return None };
         Some(self.rows.iter().enumerate().flat_map(|(g, &r)| std::iter::repeat_n(g as i32, r.div_ceil(block_m) as usize)).collect())
     }
+    /// The routing table a kernel on this layout reads, as the host uploads
+    /// it: the contiguous form's expert of each row block (a lone 0 when
+    /// there are no rows, since a tensor binds at least one element), or the
+    /// masked form's count of each expert; checked by [`check_routing`].
+    pub fn routing(&self) -> Result<Vec<i32>> {
+        let table = match self.form {
+            GroupedForm::Contiguous { .. } => self.expert_of_block().filter(|e| !e.is_empty()).unwrap_or(vec![0]),
+            GroupedForm::Masked { .. } => self.rows.iter().map(|&r| i32::try_from(r).unwrap_or(i32::MAX)).collect(),
+        };
+        check_routing(self, &table)?;
+        Ok(table)
+    }
+
     /// Checks the description: at least one expert, N and K positive,
     /// masked counts within `m_max`.
     pub fn validate(&self) -> std::result::Result<(), String> {
@@ -143,6 +156,38 @@ impl GroupedProblem {
         p.validate()?;
         Ok(p)
     }
+}
+
+/// Checks a routing table for a launch on `p`'s layout while the host
+/// holds it: the contiguous form's one expert id per block of `block_m`
+/// rows, each below G (or -1, a block of padding only), the masked form's
+/// one count per expert, each from 0 to M_max. A kernel reads an expert's
+/// B and rows by TMA, which fills a box outside the tensor with zeros, so
+/// an id at or past G or a count past M_max would give a silent zero block
+/// instead of an error.
+pub fn check_routing(p: &GroupedProblem, table: &[i32]) -> Result<()> {
+    let groups = p.groups() as i64;
+    let bad = |why: String| Err(RuntimeError::GemmArgs(format!("{p}: {why}")));
+    match p.form {
+        GroupedForm::Contiguous { block_m } => {
+            let blocks = (p.buffer_rows() / block_m.max(1)).max(1) as usize;
+            if table.len() != blocks {
+                return bad(format!("the expert table has {} entries, want one per block of {block_m} rows ({blocks})", table.len()));
+            }
+            if let Some((block, &id)) = table.iter().enumerate().find(|(_, &id)| id < -1 || i64::from(id) >= groups) {
+                return bad(format!("row block {block} names expert {id}, want 0 to {} (G = {groups}) or -1 for padding", groups - 1));
+            }
+        }
+        GroupedForm::Masked { m_max } => {
+            if table.len() as i64 != groups {
+                return bad(format!("the counts table has {} entries, want one per expert ({groups})", table.len()));
+            }
+            if let Some((expert, &count)) = table.iter().enumerate().find(|(_, &c)| c < 0 || c as u64 > m_max) {
+                return bad(format!("expert {expert} has a count of {count} rows, want 0 to M_max = {m_max}"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Parses problems in [`GroupedProblem::parse`]'s form separated by `;`;

@@ -375,11 +375,7 @@ impl GroupedInputs {
             GroupedForm::Contiguous { .. } => SaLayout::MMajor.arrange(&sa_h, rows, kb),
             GroupedForm::Masked { m_max } => sa_h.chunks((m_max as usize * kb).max(1)).flat_map(|e| SaLayout::MMajor.arrange(e, m_max as usize, kb)).collect(),
         };
-        // An empty problem still binds a one-element tensor.
-        let routing_h: Vec<i32> = match p.form {
-            GroupedForm::Contiguous { .. } => p.expert_of_block().filter(|e| !e.is_empty()).unwrap_or(vec![0]),
-            GroupedForm::Masked { .. } => p.rows.iter().map(|&r| r as i32).collect(),
-        };
+        let routing_h = p.routing()?;
         Ok(GroupedInputs {
             a: s.clone_htod(&a_h).ctx("cuMemcpyHtoD(A)")?,
             b: s.clone_htod(&b_h).ctx("cuMemcpyHtoD(B)")?,

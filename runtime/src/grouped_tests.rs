@@ -181,3 +181,25 @@ fn the_tiles_grid_covers_the_grouped_output() {
     let sym = GroupedSpec::from_manifest(&masked).unwrap().problem(&p).unwrap();
     assert_eq!(crate::plan::compute_grid(&masked, &sym, 132).unwrap(), [2, 1, 3]);
 }
+
+#[test]
+fn a_routing_table_out_of_range_is_refused_before_launch() {
+    let contiguous = GroupedProblem { form: GroupedForm::Contiguous { block_m: 128 }, n: 256, k: 512, rows: vec![0, 1, 300] };
+    assert_eq!(contiguous.routing().unwrap(), [1, 2, 2, 2]);
+    assert!(check_routing(&contiguous, &[1, 2, -1, 0]).is_ok(), "-1 marks a block of padding");
+    let err = |p: &GroupedProblem, table: &[i32]| check_routing(p, table).unwrap_err().to_string();
+    assert!(err(&contiguous, &[1, 2, 3, 2]).contains("row block 2 names expert 3, want 0 to 2 (G = 3) or -1 for padding"));
+    assert!(err(&contiguous, &[1, 2, -2, 2]).contains("row block 2 names expert -2"));
+    assert!(err(&contiguous, &[1, 2, 2]).contains("the expert table has 3 entries, want one per block of 128 rows (4)"));
+    let empty = GroupedProblem { rows: vec![0, 0], ..contiguous.clone() };
+    assert_eq!(empty.routing().unwrap(), [0], "a problem without rows binds one element");
+
+    let masked = GroupedProblem { form: GroupedForm::Masked { m_max: 256 }, n: 64, k: 128, rows: vec![64, 256, 0] };
+    assert_eq!(masked.routing().unwrap(), [64, 256, 0]);
+    assert!(err(&masked, &[64, 257, 0]).contains("expert 1 has a count of 257 rows, want 0 to M_max = 256"));
+    assert!(err(&masked, &[64, -1, 0]).contains("expert 1 has a count of -1 rows"));
+    assert!(err(&masked, &[64, 256]).contains("the counts table has 2 entries, want one per expert (3)"));
+    // A problem built past its own validation still gets no table.
+    let over = GroupedProblem { rows: vec![64, 300, u64::MAX], ..masked };
+    assert!(over.routing().unwrap_err().to_string().contains("expert 1 has a count of 300 rows"));
+}

@@ -282,13 +282,15 @@ fn cpu_reference_small() {
     assert_eq!(cpu_gemm_tn(&a, &b, 2, 2, 3), vec![-2.0, 3.0, -2.0, 7.5]);
 }
 
+/// Opens the GPU where libcuda is found; elsewhere a counted skip.
 #[test]
-fn gpu_smoke_or_skip() {
+fn gpu_smoke() {
     if !cuda_available() {
-        eprintln!("SKIP gpu_smoke_or_skip: libcuda not found ({})", ensure_cuda().unwrap_err());
+        tilec_cli::report_skip("tilec-runtime gpu_smoke", &format!("libcuda not found ({})", ensure_cuda().unwrap_err()));
         return;
     }
     let gpu = Gpu::new(0).expect("CUDA present but device init failed");
+    assert!(gpu.num_sms > 0, "a device with no SMs");
     eprintln!("device: {} sm_{}{} with {} SMs", gpu.name, gpu.cc.0, gpu.cc.1, gpu.num_sms);
 }
 

@@ -11,7 +11,7 @@
 //! `TILEC_FUZZ_COUNT` and `TILEC_FUZZ_SEED` run more, e.g.
 //! `TILEC_FUZZ_COUNT=10000 cargo test --test backend robustness -- --nocapture`.
 
-mod mutate;
+pub mod mutate;
 
 use mutate::{Rng, Mutator};
 use std::panic::{catch_unwind, AssertUnwindSafe};

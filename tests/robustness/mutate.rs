@@ -89,6 +89,18 @@ impl Mutator {
 
     /// A name for the input, its bytes and its pipeline.
     pub fn generate(&self, rng: &mut Rng) -> (String, Vec<u8>, String) {
+        let (name, bytes) = self.mutated(rng);
+        (name, bytes, self.pipeline(rng))
+    }
+
+    /// A seed as it is: its name and bytes.
+    pub fn original(&self, rng: &mut Rng) -> (String, Vec<u8>) {
+        let (name, text) = rng.pick(&self.seeds);
+        (format!("{name}: as written"), text.clone().into_bytes())
+    }
+
+    /// A seed with one to three mutations: a name saying which, and its bytes.
+    pub fn mutated(&self, rng: &mut Rng) -> (String, Vec<u8>) {
         let (name, text) = rng.pick(&self.seeds);
         let mut text = text.clone();
         let mut applied = Vec::new();
@@ -108,7 +120,7 @@ impl Mutator {
             }
             applied.push("bytes");
         }
-        (format!("{name}: {}", applied.join(", ")), bytes, self.pipeline(rng))
+        (format!("{name}: {}", applied.join(", ")), bytes)
     }
 
     fn pipeline(&self, rng: &mut Rng) -> String {

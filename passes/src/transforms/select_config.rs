@@ -37,6 +37,10 @@ use tilec_dialects::{Diagnostic, Function, Layout};
 use tilec_target::Target;
 
 const DIM: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
+/// A pinned block size or stage count: any number reaches
+/// `config_rules::check_pins`, whose located error says what the passes can
+/// build, as for `--param` and a `tile.config` in the file.
+const PIN: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
 
 /// `tile-select-config`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
@@ -48,10 +52,10 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "k", kind: DIM, default: "0", help: "the reduction length (0: the default shape policy)" },
         OptionSpec { name: "target", kind: OptionKind::Enum(Target::NAMES), default: Target::DEFAULT.name, help: "the GPU to choose for" },
         OptionSpec { name: "sms", kind: OptionKind::Int { min: 0, max: 1024 }, default: "0", help: "SMs to choose for (0: the target's)" },
-        OptionSpec { name: "block-m", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "pin BLOCK_M (0: choose)" },
-        OptionSpec { name: "block-n", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "pin BLOCK_N (0: choose)" },
-        OptionSpec { name: "block-k", kind: OptionKind::Int { min: 0, max: 128 }, default: "0", help: "pin BLOCK_K (0: choose)" },
-        OptionSpec { name: "stages", kind: OptionKind::Int { min: 0, max: crate::config_rules::STAGES_LIMIT }, default: "0", help: "pin the pipeline stages (0: the most that fit)" },
+        OptionSpec { name: "block-m", kind: PIN, default: "0", help: "pin BLOCK_M (0: choose)" },
+        OptionSpec { name: "block-n", kind: PIN, default: "0", help: "pin BLOCK_N (0: choose)" },
+        OptionSpec { name: "block-k", kind: PIN, default: "0", help: "pin BLOCK_K (0: choose)" },
+        OptionSpec { name: "stages", kind: PIN, default: "0", help: "pin the pipeline stages (0: the most that fit)" },
         OptionSpec {
             name: "cluster",
             kind: OptionKind::Enum(&["auto", "m", "n", "none"]),

@@ -205,15 +205,16 @@ fn main() -> ExitCode {
     if let Err(e) = ensure_cuda() {
         println!("tilec-bench: {e}");
         if args.grouped {
-            println!("tilec-bench: SKIPPED (no libcuda): grouped baselines not run");
+            tilec_cli::report_skip("tilec-bench", "no libcuda: grouped baselines not run");
             return ExitCode::SUCCESS;
         }
-        println!(
-            "tilec-bench: SKIPPED (no libcuda): {} GEMM artifact(s) valid, {} shape(s) x {} dtype(s) not run",
+        let what = format!(
+            "no libcuda: {} GEMM artifact(s) valid, {} shape(s) x {} dtype(s) not run",
             cands.iter().filter(|c| c.spec.is_some()).count(),
             args.shapes.len(),
             args.dtypes.len()
         );
+        tilec_cli::report_skip("tilec-bench", &what);
         return ExitCode::SUCCESS;
     }
     if !args.jit_cache {

@@ -181,7 +181,7 @@ fn main() -> ExitCode {
     }
     if let Err(e) = ensure_cuda() {
         println!("tilec-gpu-test: {e}");
-        println!("tilec-gpu-test: SKIPPED (no libcuda): artifact {dir} is valid, nothing was run");
+        tilec_cli::report_skip("tilec-gpu-test", &format!("no libcuda: artifact {dir} is valid, nothing was run"));
         return ExitCode::SUCCESS;
     }
     let problems = cli.grouped_problems.0;

@@ -178,7 +178,7 @@ fn main() -> ExitCode {
     }
     if let Err(e) = ensure_cuda() {
         println!("tilec-tp: {e}");
-        println!("tilec-tp: SKIPPED (no libcuda): {} is a valid {} kernel; nothing run", cli.kernel, spec.input);
+        tilec_cli::report_skip("tilec-tp", &format!("no libcuda: {} is a valid {} kernel; nothing run", cli.kernel, spec.input));
         return ExitCode::SUCCESS;
     }
     if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {

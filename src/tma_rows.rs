@@ -1,0 +1,58 @@
+//! `--shape` against the kernel's TMA descriptors. TMA addresses a tensor
+//! only when each of its rows starts a multiple of 16 bytes after the one
+//! before, which `cuTensorMapEncodeTiled` checks when the runtime encodes
+//! the descriptor at launch. Config selection already stores C directly
+//! where its rows are unaligned; for a tensor still copied by TMA at the
+//! given shape (A and B, whose loads have no other path, or a C whose TMA
+//! store a pipeline pinned), this is the compile-time error, located at the
+//! function that takes it, instead of a kernel the runtime refuses.
+
+use crate::config_select::Shape;
+use tilec_artifact::{Dim, Manifest, Param, Role};
+use tilec_dialects::{Diagnostic, Location, Module};
+
+/// TMA's unit for a row's stride in global memory.
+const ROW_ALIGN_BYTES: u64 = 16;
+
+/// Checks each tensor `manifest` copies with a (non-flat) TMA descriptor:
+/// where its contiguous dimension is M, N or K, a row of it at `shape`
+/// must be a multiple of 16 bytes. A dimension bound by another
+/// name (a grouped GEMM's rows, a scale tensor's blocks) is not fixed by
+/// `--shape`, and the runtime checks it at launch.
+pub fn check(module: &Module, manifest: &Manifest, shape: Shape) -> Result<(), Diagnostic> {
+    let (m, n, k) = shape;
+    for param in &manifest.params {
+        let Param::Tma(tma) = param else { continue };
+        let Some(tensor) = manifest.tensors.iter().find(|t| t.name == tma.tensor) else { continue };
+        if tma.flat || tensor.shape.len() < 2 {
+            continue;
+        }
+        let Some(Dim::Sym(name)) = tensor.shape.last() else { continue };
+        let elements = match name.as_str() {
+            "M" => m,
+            "N" => n,
+            "K" => k,
+            _ => continue,
+        } as u64;
+        let elem = tensor.dtype.size_bytes() as u64;
+        let row_bytes = elements * elem;
+        if row_bytes % ROW_ALIGN_BYTES == 0 {
+            continue;
+        }
+        // Element sizes are powers of two up to 8 bytes.
+        let multiple = ROW_ALIGN_BYTES / elem;
+        let direct = if tensor.role == Role::Output { ", or store it directly (epilogue = global, as config selection does for such a shape)" } else { "" };
+        // At the function, whose signature declares the tensor: the copies
+        // the passes made have no one source line between them.
+        let func = module.functions.first().map_or(String::new(), |f| f.name.clone());
+        let loc = module.functions.first().map_or_else(Location::unknown, |f| f.loc.clone());
+        return Err(Diagnostic::error(
+            loc,
+            format!(
+                "for the shape {m}x{n}x{k}, a row of %{} in @{func} is {name} = {elements} {} elements ({row_bytes} bytes), but its TMA copies need rows of a multiple of {ROW_ALIGN_BYTES} bytes: pad {name} to a multiple of {multiple}{direct}",
+                tensor.name, tensor.dtype
+            ),
+        ));
+    }
+    Ok(())
+}
