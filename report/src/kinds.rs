@@ -192,23 +192,15 @@ impl std::fmt::Display for LoadError {
     }
 }
 
-/// Only the `schema` field; serde skips the rest without building it.
-#[derive(Deserialize)]
-struct Tag {
-    schema: Option<serde_json::Value>,
-}
-
 /// The `schema` field of a JSON document: `Ok(None)` when there is none
 /// (or the document is not an object), `Err` when it is not JSON at all.
 pub fn schema_of(s: &str) -> Result<Option<String>, LoadError> {
-    match serde_json::from_str::<Tag>(s) {
-        Ok(Tag { schema: Some(serde_json::Value::String(v)) }) => Ok(Some(v)),
-        Ok(Tag { schema: Some(other) }) => Ok(Some(other.to_string())),
-        Ok(Tag { schema: None }) => Ok(None),
-        // Valid JSON that is not an object: no schema field.
-        Err(e) if e.is_data() => Ok(None),
-        Err(e) => Err(LoadError::Unreadable(e.to_string())),
-    }
+    let doc: serde_json::Value = serde_json::from_str(s).map_err(|e| LoadError::Unreadable(e.to_string()))?;
+    Ok(match doc.get("schema") {
+        Some(serde_json::Value::String(v)) => Some(v.clone()),
+        Some(other) => Some(other.to_string()),
+        None => None,
+    })
 }
 
 impl AnyReport {

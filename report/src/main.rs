@@ -125,4 +125,27 @@ mod tests {
         assert!(matches!(e, LoadError::Unreadable(_)), "{e:?}");
         assert!(e.message().starts_with("/nonexistent/r.json: "), "{e}");
     }
+
+    /// A committed file under docs/benchmarks.
+    fn committed(name: &str) -> String {
+        format!("{}/../docs/benchmarks/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    #[test]
+    fn table_reads_every_kind_and_plot_only_gemm() {
+        let (gemm, grouped, tp) = (
+            committed("2026-11-23-h100-picks.json"),
+            committed("2026-11-24-h100-grouped-masked.json"),
+            committed("2026-11-24-h200x2-tp/w2-fp8-rs-up.json"),
+        );
+        for ok in [&gemm, &grouped, &tp] {
+            assert_eq!(run(Command::Table(ok.clone())), Ok(()), "{ok}");
+        }
+        // Exit 1: an unknown schema, and a grouped report given to compare.
+        let tuning = committed("tuning/2026-11-29-h200-bf16.json");
+        let e = run(Command::Table(tuning.clone())).unwrap_err();
+        assert!(matches!(&e, LoadError::UnknownSchema(m) if m.starts_with(&tuning) && m.contains("`tilec-tuning/1`")), "{e:?}");
+        let e = run(Command::Compare(gemm, grouped)).unwrap_err();
+        assert!(matches!(&e, LoadError::UnknownSchema(m) if m.contains("`tilec-bench-grouped/1`: plot and compare")), "{e:?}");
+    }
 }
