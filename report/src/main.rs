@@ -4,13 +4,20 @@
 //!   tilec-report plot RESULT.json -o chart.svg   the ratio chart (and the tables)
 //!   tilec-report compare A.json B.json           per-shape and geomean change from A to B
 //!
-//! Exit status: 0 done, 2 a usage error or an unreadable report.
+//! `table` reads the file's `schema` first: GEMM reports (`tilec-bench/2`,
+//! `tilec-bench/1`), grouped ones (`tilec-bench-grouped/1`) and
+//! tensor-parallel ones (`tilec-tp/1`); `plot` and `compare` read GEMM
+//! reports only.
+//!
+//! Exit status: 0 done, 1 a report of a schema the command does not read
+//! (or none), 2 a usage error or an unreadable report.
 
 use std::process::ExitCode;
 use tilec_report::chart::ratio_chart_svg;
 use tilec_report::compare::format_compare;
-use tilec_report::schema::Report;
-use tilec_report::table::format_report_tables;
+use tilec_report::kinds::{AnyReport, LoadError};
+use tilec_report::schema::{Report, OLDER_SCHEMAS, SCHEMA};
+use tilec_report::table::{format_any_tables, format_report_tables};
 
 const USAGE: &str = "\
 usage: tilec-report table RESULT.json
@@ -40,18 +47,31 @@ fn parse(args: &[String]) -> Result<Command, String> {
     }
 }
 
-fn run(cmd: Command) -> Result<(), String> {
+/// A GEMM report, for `plot` and `compare`; another kind is an unknown schema.
+fn load_gemm(path: &str) -> Result<Report, LoadError> {
+    match AnyReport::load(path)? {
+        AnyReport::Gemm(r) => Ok(*r),
+        other => {
+            let reads = [SCHEMA].into_iter().chain(OLDER_SCHEMAS).collect::<Vec<_>>().join(", ");
+            let schema = other.schema();
+            Err(LoadError::UnknownSchema(format!("{path}: schema `{schema}`: plot and compare read only GEMM reports ({reads})")))
+        }
+    }
+}
+
+fn run(cmd: Command) -> Result<(), LoadError> {
+    let other = LoadError::Unreadable;
     match cmd {
         Command::Help => println!("{USAGE}"),
-        Command::Table(input) => print!("{}", format_report_tables(&Report::load(&input)?.results)),
+        Command::Table(input) => print!("{}", format_any_tables(&AnyReport::load(&input)?)),
         Command::Plot { input, output } => {
-            let report = Report::load(&input)?;
-            let svg = ratio_chart_svg(&report)?;
-            std::fs::write(&output, svg).map_err(|e| format!("writing {output}: {e}"))?;
+            let report = load_gemm(&input)?;
+            let svg = ratio_chart_svg(&report).map_err(other)?;
+            std::fs::write(&output, svg).map_err(|e| other(format!("writing {output}: {e}")))?;
             print!("{}", format_report_tables(&report.results));
             println!("wrote {output}");
         }
-        Command::Compare(a, b) => print!("{}", format_compare(&Report::load(&a)?, &Report::load(&b)?)),
+        Command::Compare(a, b) => print!("{}", format_compare(&load_gemm(&a)?, &load_gemm(&b)?)),
     }
     Ok(())
 }
@@ -69,7 +89,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tilec-report: {e}");
-            ExitCode::from(2)
+            ExitCode::from(match e {
+                LoadError::UnknownSchema(_) => 1,
+                LoadError::Unreadable(_) => 2,
+            })
         }
     }
 }
@@ -99,6 +122,30 @@ mod tests {
     #[test]
     fn unreadable_reports_are_errors() {
         let e = run(Command::Table("/nonexistent/r.json".into())).unwrap_err();
-        assert!(e.starts_with("/nonexistent/r.json: "), "{e}");
+        assert!(matches!(e, LoadError::Unreadable(_)), "{e:?}");
+        assert!(e.message().starts_with("/nonexistent/r.json: "), "{e}");
+    }
+
+    /// A committed file under docs/benchmarks.
+    fn committed(name: &str) -> String {
+        format!("{}/../docs/benchmarks/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    #[test]
+    fn table_reads_every_kind_and_plot_only_gemm() {
+        let (gemm, grouped, tp) = (
+            committed("2026-11-23-h100-picks.json"),
+            committed("2026-11-24-h100-grouped-masked.json"),
+            committed("2026-11-24-h200x2-tp/w2-fp8-rs-up.json"),
+        );
+        for ok in [&gemm, &grouped, &tp] {
+            assert_eq!(run(Command::Table(ok.clone())), Ok(()), "{ok}");
+        }
+        // Exit 1: an unknown schema, and a grouped report given to compare.
+        let tuning = committed("tuning/2026-11-29-h200-bf16.json");
+        let e = run(Command::Table(tuning.clone())).unwrap_err();
+        assert!(matches!(&e, LoadError::UnknownSchema(m) if m.starts_with(&tuning) && m.contains("`tilec-tuning/1`")), "{e:?}");
+        let e = run(Command::Compare(gemm, grouped)).unwrap_err();
+        assert!(matches!(&e, LoadError::UnknownSchema(m) if m.contains("`tilec-bench-grouped/1`: plot and compare")), "{e:?}");
     }
 }

@@ -1,6 +1,8 @@
-//! The text tables: one run's results, and the geometric means.
+//! The text tables: one run's results, and the geometric means; the
+//! grouped and tensor-parallel reports' tables.
 
-use crate::schema::{RowCheck, ShapeResult};
+use crate::kinds::{AnyReport, GroupedReport, TpReport};
+use crate::schema::{RowCheck, ShapeResult, Stats};
 use crate::summary::{group_means, GroupMean};
 use std::fmt::Write as _;
 
@@ -104,4 +106,109 @@ pub fn format_means(means: &[GroupMean]) -> String {
 /// The results table followed by the geometric means.
 pub fn format_report_tables(results: &[ShapeResult]) -> String {
     format!("{}\n{}", format_table(results), format_means(&group_means(results)))
+}
+
+/// The grouped report's table, as `tilec-bench --grouped` prints it: per
+/// problem, each contender's median time and TFLOP/s, its ratio to the
+/// per-group cuBLAS loop (`vs loop`, above 1 is faster) and its check.
+pub fn format_grouped_table(report: &GroupedReport) -> String {
+    let mut s = format!("{} on {}, {}\n", report.schema, report.device, report.date_utc);
+    let names = report.results.iter().flat_map(|r| &r.runs).map(|run| short_name(&run.name).len());
+    let w = names.chain([26]).max().unwrap_or(26);
+    let _ = writeln!(s, "{:<44} {:<w$} {:>9} {:>8} {:>9} {:>9}", "problem", "contender", "ms", "TFLOP/s", "vs loop", "err");
+    for r in &report.results {
+        let base = r.runs.iter().find(|x| x.name == "cublas-loop").and_then(|x| x.stats.as_ref()).map(|s| s.median_ms);
+        for run in &r.runs {
+            let ms = run.stats.as_ref().map(|s| s.median_ms);
+            let ratio = base.zip(ms).map(|(b, m)| b / m);
+            let err = match (run.rel_err, &run.error) {
+                (_, Some(e)) => format!("ERROR {e}"),
+                (Some(e), None) => format!("{e:.2e}{}", if run.pass { "" } else { " FAIL" }),
+                (None, None) => "-".into(),
+            };
+            let _ = writeln!(
+                s,
+                "{:<44} {:<w$} {:>9} {:>8} {:>9} {:>9}",
+                r.label,
+                short_name(&run.name),
+                opt(ms, 3),
+                opt(run.tflops, 1),
+                opt(ratio, 3),
+                err
+            );
+        }
+        if let Some(e) = &r.error {
+            let _ = writeln!(s, "{:<44} ERROR {e}", r.label);
+        }
+    }
+    s
+}
+
+/// The median of `v`, ms (`None` if empty or not finite).
+fn median(v: &[f64]) -> Option<f64> {
+    Stats::from_samples(v).map(|s| s.median_ms)
+}
+
+/// The tensor-parallel report's table, as `tilec-tp` prints it: per chunk
+/// count, the median time of each way, the ideal overlap (the longer of
+/// communication and GEMM alone), how close the overlapped run comes to it
+/// (`ideal/ov`, the median over rounds), the gain over running them one
+/// after the other (`seq/ov`), TFLOP/s of the overlapped run and the check.
+pub fn format_tp_table(report: &TpReport) -> String {
+    let [m, n, k] = report.shape;
+    let mut s = format!(
+        "{}: {} GPUs, {} {m}x{n}x{k} {}, kernel {}, seed {:#x}\n",
+        report.schema,
+        report.gpus,
+        report.mode,
+        report.dtype,
+        short_name(&report.kernel),
+        report.seed
+    );
+    let _ = writeln!(
+        s,
+        "{:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>10}",
+        "chunks", "comm_sms", "overlap_ms", "comm_ms", "gemm_ms", "seq_ms", "ideal_ms", "ideal/ov", "seq/ov", "TFLOP/s", "error"
+    );
+    for r in &report.rows {
+        let (ov, comm, gemm, seq) = (report.way(r, "overlapped"), report.way(r, "comm alone"), report.way(r, "gemm alone"), report.way(r, "sequential"));
+        let med = |v: Option<&[f64]>| v.and_then(median);
+        let (ov_ms, comm_ms, gemm_ms, seq_ms) = (med(ov), med(comm), med(gemm), med(seq));
+        let ideal = comm_ms.zip(gemm_ms).map(|(c, g)| c.max(g));
+        // Per round: max(comm, gemm) over the overlapped time; the median of those.
+        let eff = match (ov, comm, gemm) {
+            (Some(o), Some(c), Some(g)) => {
+                median(&o.iter().zip(c).zip(g).map(|((o, c), g)| c.max(*g) / o).collect::<Vec<_>>())
+            }
+            _ => None,
+        };
+        let _ = writeln!(
+            s,
+            "{:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>10.2e} {}",
+            r.chunks,
+            r.comm_sms,
+            opt(ov_ms, 3),
+            opt(comm_ms, 3),
+            opt(gemm_ms, 3),
+            opt(seq_ms, 3),
+            opt(ideal, 3),
+            opt(eff, 3),
+            opt(seq_ms.zip(ov_ms).map(|(q, o)| q / o), 3),
+            opt(ov_ms.map(|o| report.flops() / o / 1e9), 0),
+            r.error,
+            if r.pass { "pass" } else { "FAIL" }
+        );
+    }
+    s
+}
+
+/// The tables of a report of any kind: for a GEMM report the results table
+/// and the geometric means ([`format_report_tables`]), for a grouped one
+/// [`format_grouped_table`], for a tensor-parallel one [`format_tp_table`].
+pub fn format_any_tables(report: &AnyReport) -> String {
+    match report {
+        AnyReport::Gemm(r) => format_report_tables(&r.results),
+        AnyReport::Grouped(r) => format_grouped_table(r),
+        AnyReport::Tp(r) => format_tp_table(r),
+    }
 }

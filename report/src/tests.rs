@@ -367,3 +367,134 @@ fn short_names() {
     assert_eq!(short_name("gemm"), "gemm");
 }
 
+
+const GROUPED_SNIPPET: &str = r#"{
+  "schema": "tilec-bench-grouped/1",
+  "device": "NVIDIA H100 80GB HBM3",
+  "date_utc": "2026-11-23 20:56:07",
+  "command_line": ["bin/tilec-bench", "--grouped"],
+  "seed": 7, "warmup": 10, "reps": 3, "threshold": 0.01,
+  "results": [{
+    "problem": "contig:8:4096:7168:512", "label": "contig G=8 4096x7168 rows=4096",
+    "groups": 8, "n": 4096, "k": 7168, "total_rows": 4096, "flops": 2.4e11, "seed": 7,
+    "runs": [
+      {"name": "cublas-loop", "rel_err": 0.00166, "pass": true, "round_ms": [1.0, 1.0, 1.0],
+       "stats": {"reps": 3, "median_ms": 1.0, "mean_ms": 1.0, "min_ms": 1.0, "p10_ms": 1.0,
+                 "p25_ms": 1.0, "p75_ms": 1.0, "p90_ms": 1.0, "max_ms": 1.0},
+       "tflops": 240.0, "error": null},
+      {"name": "artifacts/grouped_contig_bf16/", "rel_err": 0.00166, "pass": true, "round_ms": [0.8, 0.8, 0.8],
+       "stats": {"reps": 3, "median_ms": 0.8, "mean_ms": 0.8, "min_ms": 0.8, "p10_ms": 0.8,
+                 "p25_ms": 0.8, "p75_ms": 0.8, "p90_ms": 0.8, "max_ms": 0.8},
+       "tflops": 300.0, "error": null},
+      {"name": "bad", "rel_err": null, "pass": false, "round_ms": [], "stats": null,
+       "tflops": null, "error": "launch failed"}
+    ],
+    "error": null
+  }]
+}"#;
+
+const TP_SNIPPET: &str = r#"{
+  "dtype": "bf16", "gpus": 2, "kernel": "artifacts/tp_bf16_ag_down", "mode": "ag",
+  "rows": [{"chunks": 2, "comm_sms": 0, "error": 0.0, "pass": true,
+            "ms": [[4.0, 4.0, 4.0], [1.0, 1.0, 1.0], [3.0, 3.0, 3.0], [5.0, 5.0, 5.0]]}],
+  "schema": "tilec-tp/1", "seed": 1, "shape": [1024, 1024, 1024],
+  "ways": ["overlapped", "comm alone", "gemm alone", "sequential"]
+}"#;
+
+#[test]
+fn grouped_reports_dispatch_and_tabulate() {
+    let rep = match crate::kinds::AnyReport::from_json(GROUPED_SNIPPET).unwrap() {
+        crate::kinds::AnyReport::Grouped(g) => g,
+        other => panic!("not grouped: {other:?}"),
+    };
+    assert_eq!((rep.device.as_str(), rep.results[0].runs.len()), ("NVIDIA H100 80GB HBM3", 3));
+    let t = format_grouped_table(&rep);
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines[0], "tilec-bench-grouped/1 on NVIDIA H100 80GB HBM3, 2026-11-23 20:56:07");
+    assert!(lines[1].starts_with("problem"), "{t}");
+    // Ours at 0.8 ms against the loop's 1.0 ms: 1.25 times as fast.
+    let ours = lines.iter().find(|l| l.contains(" grouped_contig_bf16 ")).unwrap_or_else(|| panic!("{t}"));
+    assert!(ours.contains("0.800") && ours.contains("300.0") && ours.contains("1.250") && ours.contains("1.66e-3"), "{ours}");
+    assert!(lines.iter().any(|l| l.contains(" bad ") && l.ends_with("ERROR launch failed")), "{t}");
+}
+
+#[test]
+fn tp_reports_dispatch_and_tabulate() {
+    let rep = match crate::kinds::AnyReport::from_json(TP_SNIPPET).unwrap() {
+        crate::kinds::AnyReport::Tp(t) => t,
+        other => panic!("not tensor-parallel: {other:?}"),
+    };
+    assert_eq!(rep.way(&rep.rows[0], "gemm alone"), Some(&[3.0, 3.0, 3.0][..]));
+    assert_eq!(rep.way(&rep.rows[0], "nonsense"), None);
+    let t = format_tp_table(&rep);
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines[0], "tilec-tp/1: 2 GPUs, ag 1024x1024x1024 bf16, kernel tp_bf16_ag_down, seed 0x1");
+    // overlapped 4, comm 1, gemm 3, sequential 5: ideal 3, ideal/ov 0.75, seq/ov 1.25,
+    // 2*1024^3 flops in 4 ms is 0.537 TFLOP/s (rounds to 1).
+    let row: Vec<&str> = lines[2].split_whitespace().collect();
+    assert_eq!(row, ["2", "0", "4.000", "1.000", "3.000", "5.000", "3.000", "0.750", "1.250", "1", "0.00e0", "pass"]);
+}
+
+#[test]
+fn unknown_and_missing_schemas_are_one_line_errors() {
+    use crate::kinds::{AnyReport, LoadError};
+    let unknown = AnyReport::from_json(r#"{"schema": "tilec-tuning/1", "rows": []}"#).unwrap_err();
+    let LoadError::UnknownSchema(m) = &unknown else { panic!("{unknown:?}") };
+    assert!(m.contains("`tilec-tuning/1`") && !m.contains('\n'), "{m}");
+    for known in ["tilec-bench/2", "tilec-bench/1", "tilec-bench-grouped/1", "tilec-tp/1"] {
+        assert!(m.contains(known), "{m}");
+    }
+    for missing in [r#"{"created_unix": 1, "results": []}"#, "[1, 2]", "\"text\""] {
+        let e = AnyReport::from_json(missing).unwrap_err();
+        let LoadError::UnknownSchema(m) = &e else { panic!("{missing}: {e:?}") };
+        assert!(m.starts_with("no `schema` field") && m.contains("tilec-tp/1") && !m.contains('\n'), "{m}");
+    }
+    // A known schema whose body is wrong, or no JSON at all, is unreadable.
+    let bad = AnyReport::from_json(r#"{"schema": "tilec-tp/1"}"#).unwrap_err();
+    assert!(matches!(&bad, LoadError::Unreadable(m) if m.starts_with("tilec-tp/1 report: missing field")), "{bad:?}");
+    assert!(matches!(AnyReport::from_json("{\"schema\": "), Err(LoadError::Unreadable(_))));
+}
+
+#[test]
+fn gemm_reports_dispatch_to_the_gemm_report() {
+    let any = crate::kinds::AnyReport::from_json(H100_2026_11_22).unwrap();
+    assert_eq!(any, crate::kinds::AnyReport::Gemm(Box::new(Report::from_json(H100_2026_11_22).unwrap())));
+    assert_eq!(any.schema(), "tilec-bench/1");
+    assert_eq!(format_any_tables(&any), format_report_tables(&Report::from_json(H100_2026_11_22).unwrap().results));
+}
+
+/// Every JSON file under docs/benchmarks either loads, with a table, or is
+/// an unknown schema; the grouped and tensor-parallel ones all load.
+#[test]
+fn committed_json_loads_or_is_an_unknown_schema() {
+    use crate::kinds::{AnyReport, LoadError};
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/benchmarks"), &mut files);
+    let (mut gemm, mut grouped, mut tp) = (0, 0, 0);
+    for path in &files {
+        let p = path.to_str().unwrap();
+        match AnyReport::load(p) {
+            Ok(rep) => {
+                assert!(!format_any_tables(&rep).is_empty(), "{p}");
+                match rep {
+                    AnyReport::Gemm(_) => gemm += 1,
+                    AnyReport::Grouped(_) => grouped += 1,
+                    AnyReport::Tp(_) => tp += 1,
+                }
+            }
+            Err(LoadError::UnknownSchema(m)) => assert!(m.starts_with(p) && !m.contains('\n'), "{m}"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(gemm >= 8 && grouped >= 7 && tp >= 12, "gemm {gemm}, grouped {grouped}, tp {tp} of {} files", files.len());
+}
