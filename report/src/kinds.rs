@@ -70,6 +70,20 @@ pub struct GroupedResult {
     pub error: Option<String>,
 }
 
+impl GroupedRun {
+    /// A contender that has not run yet.
+    pub fn new(name: &str) -> Self {
+        GroupedRun { name: name.into(), rel_err: None, pass: false, round_ms: Vec::new(), stats: None, tflops: None, error: None }
+    }
+}
+
+impl GroupedResult {
+    /// True if a contender failed its check or hit an error.
+    pub fn failed(&self) -> bool {
+        self.error.is_some() || self.runs.iter().any(|r| !r.pass || r.error.is_some())
+    }
+}
+
 /// A grouped GEMM report ([`GROUPED_SCHEMA`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupedReport {

@@ -1,7 +1,7 @@
 //! The text tables: one run's results, and the geometric means; the
 //! grouped and tensor-parallel reports' tables.
 
-use crate::kinds::{AnyReport, GroupedReport, TpReport};
+use crate::kinds::{AnyReport, GroupedReport, GroupedResult, TpReport};
 use crate::schema::{RowCheck, ShapeResult, Stats};
 use crate::summary::{group_means, GroupMean};
 use std::fmt::Write as _;
@@ -108,15 +108,21 @@ pub fn format_report_tables(results: &[ShapeResult]) -> String {
     format!("{}\n{}", format_table(results), format_means(&group_means(results)))
 }
 
-/// The grouped report's table, as `tilec-bench --grouped` prints it: per
-/// problem, each contender's median time and TFLOP/s, its ratio to the
-/// per-group cuBLAS loop (`vs loop`, above 1 is faster) and its check.
+/// The grouped report's table, as `tilec-bench --grouped` prints it, under
+/// a line naming the run ([`format_grouped_rows`]).
 pub fn format_grouped_table(report: &GroupedReport) -> String {
-    let mut s = format!("{} on {}, {}\n", report.schema, report.device, report.date_utc);
-    let names = report.results.iter().flat_map(|r| &r.runs).map(|run| short_name(&run.name).len());
+    format!("{} on {}, {}\n{}", report.schema, report.device, report.date_utc, format_grouped_rows(&report.results))
+}
+
+/// Per grouped problem, each contender's median time and TFLOP/s, its
+/// ratio to the per-group cuBLAS loop (`vs loop`, above 1 is faster) and
+/// its check, under a header line.
+pub fn format_grouped_rows(results: &[GroupedResult]) -> String {
+    let mut s = String::new();
+    let names = results.iter().flat_map(|r| &r.runs).map(|run| short_name(&run.name).len());
     let w = names.chain([26]).max().unwrap_or(26);
     let _ = writeln!(s, "{:<44} {:<w$} {:>9} {:>8} {:>9} {:>9}", "problem", "contender", "ms", "TFLOP/s", "vs loop", "err");
-    for r in &report.results {
+    for r in results {
         let base = r.runs.iter().find(|x| x.name == "cublas-loop").and_then(|x| x.stats.as_ref()).map(|s| s.median_ms);
         for run in &r.runs {
             let ms = run.stats.as_ref().map(|s| s.median_ms);

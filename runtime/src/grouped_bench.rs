@@ -43,119 +43,11 @@ use crate::Cublas;
 use cudarc::cublas::sys as cb;
 use cudarc::driver::CudaSlice;
 use half::bf16;
-use serde::Serialize;
 use std::ffi::c_void;
 use tilec_report::schema::Stats;
 
-/// The JSON schema of a grouped report.
-pub const GROUPED_SCHEMA: &str = "tilec-bench-grouped/1";
-
-/// One contender's outcome on one problem.
-#[derive(Debug, Clone, Serialize)]
-pub struct GroupedRun {
-    /// The contender (`cublas-loop`, or our artifact's folder name).
-    pub name: String,
-    /// Relative Frobenius error on the checked rows, when it ran.
-    pub rel_err: Option<f64>,
-    /// It ran and its check passed.
-    pub pass: bool,
-    /// Time of each timed round, ms.
-    pub round_ms: Vec<f64>,
-    /// Median and spread of the rounds.
-    pub stats: Option<Stats>,
-    /// Useful TFLOP/s at the median.
-    pub tflops: Option<f64>,
-    /// Why it did not run or was not timed.
-    pub error: Option<String>,
-}
-
-/// One problem's results.
-#[derive(Debug, Clone, Serialize)]
-pub struct GroupedResult {
-    /// The problem in [`GroupedProblem::parse`]'s form.
-    pub problem: String,
-    /// A short description for the table (`contig G=8 4096x7168 rows=4096`).
-    pub label: String,
-    /// Experts.
-    pub groups: usize,
-    /// Columns of each expert's output.
-    pub n: u64,
-    /// The reduction dimension.
-    pub k: u64,
-    /// Valid rows over all experts.
-    pub total_rows: u64,
-    /// Useful floating-point operations (padding not counted).
-    pub flops: f64,
-    /// The seed of this problem's inputs.
-    pub seed: u64,
-    /// Each contender's outcome.
-    pub runs: Vec<GroupedRun>,
-    /// Why the problem could not be run at all.
-    pub error: Option<String>,
-}
-
-/// A grouped report (`tilec-bench --grouped --json`).
-#[derive(Debug, Clone, Serialize)]
-pub struct GroupedReport {
-    /// `tilec-bench-grouped/1`.
-    pub schema: String,
-    /// The GPU's name.
-    pub device: String,
-    /// When the run started (UTC).
-    pub date_utc: String,
-    /// The command line.
-    pub command_line: Vec<String>,
-    /// The run's seed.
-    pub seed: u64,
-    /// Untimed launches per contender.
-    pub warmup: usize,
-    /// Timed rounds.
-    pub reps: usize,
-    /// Largest relative error that passes.
-    pub threshold: f64,
-    /// One entry per problem.
-    pub results: Vec<GroupedResult>,
-}
-
-impl GroupedRun {
-    fn new(name: &str) -> Self {
-        GroupedRun { name: name.into(), rel_err: None, pass: false, round_ms: Vec::new(), stats: None, tflops: None, error: None }
-    }
-}
-
-impl GroupedResult {
-    /// True if a contender failed its check or hit an error.
-    pub fn failed(&self) -> bool {
-        self.error.is_some() || self.runs.iter().any(|r| !r.pass || r.error.is_some())
-    }
-}
-
-/// The table `tilec-bench --grouped` prints: per problem, each contender's
-/// median time and TFLOP/s, and its ratio to the per-group cuBLAS loop.
-pub fn format_grouped_table(results: &[GroupedResult]) -> String {
-    let mut out = format!("{:<44} {:<26} {:>9} {:>8} {:>9} {:>9}\n", "problem", "contender", "ms", "TFLOP/s", "vs loop", "err");
-    for r in results {
-        let base = r.runs.iter().find(|x| x.name == "cublas-loop").and_then(|x| x.stats.as_ref()).map(|s| s.median_ms);
-        for run in &r.runs {
-            let ms = run.stats.as_ref().map(|s| s.median_ms);
-            let f = |v: Option<f64>, p: usize| v.map_or("-".into(), |v| format!("{v:.p$}"));
-            let ratio = match (base, ms) {
-                (Some(b), Some(m)) => Some(b / m),
-                _ => None,
-            };
-            let err = match (run.rel_err, &run.error) {
-                (_, Some(e)) => format!("ERROR {e}"),
-                (Some(e), None) => format!("{e:.2e}{}", if run.pass { "" } else { " FAIL" }),
-                (None, None) => "-".into(),
-            };
-            out += &format!("{:<44} {:<26} {:>9} {:>8} {:>9} {:>9}\n", r.label, run.name, f(ms, 3), f(run.tflops, 1), f(ratio, 3), err);
-        }
-        if let Some(e) = &r.error {
-            out += &format!("{:<44} ERROR {e}\n", r.label);
-        }
-    }
-    out
-}
+pub use tilec_report::kinds::{GroupedReport, GroupedResult, GroupedRun, GROUPED_SCHEMA};
+use tilec_report::table::format_grouped_rows;
 
 /// The experts that have rows: (expert, first row, rows).
 fn live(p: &GroupedProblem) -> Vec<(usize, u64, u64)> {
@@ -651,12 +543,12 @@ pub fn run_grouped(args: &GroupedArgs) -> Result<GroupedReport> {
     for (i, p) in args.problems.iter().enumerate() {
         let seed = args.seed.wrapping_add((i as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
         let r = bench_grouped(&gpu, &timer, &blas, &lt, &ours, p, seed, (args.warmup, args.reps), args.threshold);
-        print!("[{}/{}] {}", i + 1, args.problems.len(), format_grouped_table(std::slice::from_ref(&r)).lines().skip(1).collect::<Vec<_>>().join("\n"));
+        print!("[{}/{}] {}", i + 1, args.problems.len(), format_grouped_rows(std::slice::from_ref(&r)).lines().skip(1).collect::<Vec<_>>().join("\n"));
         println!();
         report.results.push(r);
     }
     println!();
-    print!("{}", format_grouped_table(&report.results));
+    print!("{}", format_grouped_rows(&report.results));
     if let Some(path) = args.json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| RuntimeError::Other(format!("grouped report: {e}")))?;
         std::fs::write(path, text).map_err(|e| RuntimeError::Other(format!("writing {path}: {e}")))?;

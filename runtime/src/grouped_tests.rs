@@ -97,7 +97,7 @@ fn grouped_table_reports_ratio_to_the_loop_and_failures() {
         ],
         error: None,
     };
-    let t = format_grouped_table(std::slice::from_ref(&r));
+    let t = tilec_report::table::format_grouped_rows(std::slice::from_ref(&r));
     let line = |name: &str| t.lines().find(|l| l.contains(name)).unwrap().split_whitespace().collect::<Vec<_>>();
     assert_eq!(line("cublas-grouped")[5..9], ["1.000", "1000.0", "2.000", "2.00e-3"]);
     assert!(t.contains("ERROR check failed; not timed"));
