@@ -26,6 +26,7 @@ use tilec_runtime::gemm::{GemmSpec, GemmSize, Scales};
 use tilec_runtime::timing::Launch;
 use tilec_runtime::tp::*;
 use tilec_runtime::{ensure_cuda, Cublas, Gemm, Gpu, Result, RuntimeError, Timer};
+use tilec_report::kinds::{TpReport, TpRow, TP_SCHEMA};
 
 /// tilec-tp's command line.
 #[derive(Parser, Debug)]
@@ -122,15 +123,6 @@ fn parse_shape(s: &str) -> std::result::Result<GemmSize, String> {
 /// The four ways, in the order each round runs them.
 const WAYS: [&str; 4] = ["overlapped", "comm alone", "gemm alone", "sequential"];
 
-/// One chunk count's outcome.
-struct Row {
-    chunks: usize,
-    comm_sms: u32,
-    err: f64,
-    pass: bool,
-    /// Per way, per round: the slowest rank's time, ms.
-    times: Vec<Vec<f64>>,
-}
 
 /// The median of `v`, as the benchmark reports take it.
 fn median(v: &[f64]) -> f64 {
@@ -260,7 +252,7 @@ fn run(cli: &Args, artifact: &Artifact, spec: GemmSpec, mut tps: Vec<TpGemm>) ->
 }
 
 /// Every chunk count with every SM reservation.
-fn run_all<T: TpElement>(cli: &Args, artifact: &Artifact, tps: &[TpGemm], inputs: &Inputs<T>, reference: &[f64]) -> Result<Vec<Row>> {
+fn run_all<T: TpElement>(cli: &Args, artifact: &Artifact, tps: &[TpGemm], inputs: &Inputs<T>, reference: &[f64]) -> Result<Vec<TpRow>> {
     let mut rows = Vec::new();
     for tp in tps {
         for &sms in &cli.comm_sms {
@@ -278,7 +270,7 @@ fn run_one<T: TpElement>(
     inputs: &Inputs<T>,
     reference: &[f64],
     comm_sms: u32,
-) -> Result<Row> {
+) -> Result<TpRow> {
     let per_rank = run_world(tp.world, |rank| {
         let ready = (|| {
             let gemm = Gemm::from_artifact(&rank.gpu, artifact)?;
@@ -306,18 +298,18 @@ fn run_one<T: TpElement>(
     let times = (0..WAYS.len())
         .map(|w| (0..rounds).map(|r| per_rank.iter().map(|(_, t)| t[w][r]).fold(0.0, f64::max)).collect())
         .collect();
-    Ok(Row { chunks: tp.chunks, comm_sms, err, pass: passes(err, cli.threshold), times })
+    Ok(TpRow { chunks: tp.chunks, comm_sms, error: err, pass: passes(err, cli.threshold), ms: times })
 }
 
-fn print_rows(rows: &[Row], flops: f64) {
+fn print_rows(rows: &[TpRow], flops: f64) {
     println!(
         "{:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>10}",
         "chunks", "comm_sms", "overlap_ms", "comm_ms", "gemm_ms", "seq_ms", "ideal_ms", "ideal/ov", "seq/ov", "TFLOP/s", "error"
     );
     for r in rows {
-        let med: Vec<f64> = r.times.iter().map(|v| median(v)).collect();
+        let med: Vec<f64> = r.ms.iter().map(|v| median(v)).collect();
         // Per round: max(comm, gemm) over the overlapped time; the median of those.
-        let eff: Vec<f64> = (0..r.times[0].len()).map(|i| r.times[1][i].max(r.times[2][i]) / r.times[0][i]).collect();
+        let eff: Vec<f64> = (0..r.ms[0].len()).map(|i| r.ms[1][i].max(r.ms[2][i]) / r.ms[0][i]).collect();
         let ideal = med[1].max(med[2]);
         println!(
             "{:>6} {:>8} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>9.3} {:>9.3} {:>8.0} {:>10.2e} {}",
@@ -331,30 +323,24 @@ fn print_rows(rows: &[Row], flops: f64) {
             median(&eff),
             med[3] / med[0],
             flops / med[0] / 1e9,
-            r.err,
+            r.error,
             if r.pass { "pass" } else { "FAIL" }
         );
     }
 }
 
-fn write_json(path: &str, cli: &Args, spec: &GemmSpec, world: usize, seed: u64, rows: &[Row]) -> Result<()> {
-    let report = serde_json::json!({
-        "schema": "tilec-tp/1",
-        "gpus": world,
-        "mode": cli.mode.name(),
-        "shape": [cli.shape.m, cli.shape.n, cli.shape.k],
-        "dtype": spec.input.to_string(),
-        "kernel": cli.kernel,
-        "seed": seed,
-        "ways": WAYS,
-        "rows": rows.iter().map(|r| serde_json::json!({
-            "chunks": r.chunks,
-            "comm_sms": r.comm_sms,
-            "error": r.err,
-            "pass": r.pass,
-            "ms": r.times,
-        })).collect::<Vec<_>>(),
-    });
-    std::fs::write(path, serde_json::to_string_pretty(&report).expect("a JSON value serialises"))
+fn write_json(path: &str, cli: &Args, spec: &GemmSpec, world: usize, seed: u64, rows: &[TpRow]) -> Result<()> {
+    let report = TpReport {
+        schema: TP_SCHEMA.into(),
+        gpus: world,
+        mode: cli.mode.name().into(),
+        shape: [cli.shape.m, cli.shape.n, cli.shape.k],
+        dtype: spec.input.to_string(),
+        kernel: cli.kernel.clone(),
+        seed,
+        ways: WAYS.iter().map(|w| w.to_string()).collect(),
+        rows: rows.to_vec(),
+    };
+    std::fs::write(path, serde_json::to_string_pretty(&report).expect("a report serialises"))
         .map_err(|e| RuntimeError::Other(format!("writing {path}: {e}")))
 }
