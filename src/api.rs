@@ -240,6 +240,9 @@ pub(crate) fn lower(module: &Module, text: &str, name: &str, target: &Target, sh
     if let Some(func) = module.functions.first() {
         kernel.manifest.config = tilec_passes::config::decided_config(func).map_err(|d| d.render(name, text))?.map(|c| c.to_string());
     }
+    // The epilogue as the source says it, not as the passes left it.
+    let source = tilec_dialects::parse_module(text, name).map_err(|d| d.render(name, text))?;
+    kernel.manifest.epilogue = source.functions.first().and_then(tilec_lower::epilogue::describe);
     Ok(kernel)
 }
 

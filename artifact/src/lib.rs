@@ -7,11 +7,13 @@
 //! the grid rule, dynamic shared memory, the GEMM's logical tensors, and the
 //! kernel parameters in order. See `docs/artifact.md` for the format.
 
+mod epilogue;
 mod family;
 mod manifest;
 mod tuning;
 mod validate;
 
+pub use epilogue::*;
 pub use family::*;
 pub use manifest::*;
 pub use tuning::*;

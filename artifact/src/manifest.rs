@@ -59,6 +59,13 @@ pub struct Manifest {
     /// config selection decided the kernel. What a tuning run records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
+    /// What the kernel computes from a GEMM's accumulator before storing
+    /// its output (see [`Epilogue`]); absent where the program is not one
+    /// GEMM whose epilogue tilec can describe (a grouped GEMM's kernels,
+    /// hand-written nv IR), which the runtime's GEMM handle then refuses
+    /// unless the kernel's tensors are exactly a plain GEMM's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epilogue: Option<crate::Epilogue>,
     /// Threads per CTA, [x, y, z].
     pub block: [u32; 3],
     /// CTAs per cluster, [x, y, z]; [1, 1, 1] means no cluster launch.

@@ -25,6 +25,10 @@ pub struct OpTraits {
     pub reads_memory: bool,
     /// Writes memory (global or shared).
     pub writes_memory: bool,
+    /// Each result element is a function of the operands' elements at the
+    /// same position: layout assignment gives its tile operands and results
+    /// one layout, and the lowering applies it value by value.
+    pub elementwise: bool,
 }
 
 /// What folding an op gave: a constant to materialise, or an existing value

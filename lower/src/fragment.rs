@@ -179,6 +179,88 @@ pub(crate) struct ThreadCoords {
     pub col: String,
 }
 
+/// Which tile dimension a broadcast vector's elements run along.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Along {
+    /// Element (row, col) takes the vector's element `start + row`.
+    Rows,
+    /// Element (row, col) takes the vector's element `start + col`.
+    Cols,
+}
+
+/// A vector repeated over a fragment (`tile.load_broadcast`): the elements
+/// `start..` of the `len`-element vector at `ptr`, along `along`, zero at
+/// and past `len`. A thread loads each element it holds once, however many
+/// of its values repeat it (along columns, every chunk of one n block is
+/// the same struct; along rows, every chunk of one m64 block).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn load_broadcast(
+    em: &mut Emitter,
+    geom: &FragGeom,
+    elem: ElemType,
+    thread: &ThreadCoords,
+    ptr: &str,
+    start: &str,
+    len: &str,
+    along: Along,
+) -> Frag {
+    let ty = em.struct_type(elem, geom.chunk_len());
+    let t = mlir_type(elem);
+    let zero_index = em.i32(0);
+    let zero = em.assign("zero", format!("arith.constant {} : {t}", super::emitter::float_literal(0.0, elem)));
+    let element = |em: &mut Emitter, index: &str| {
+        let inside = em.assign("in", format!("arith.cmpi ult, {index}, {len} : i32"));
+        let at = em.assign("at", format!("arith.select {inside}, {index}, {zero_index} : i32"));
+        let p = em.assign("vp", format!("llvm.getelementptr {ptr}[{at}] : (!llvm.ptr, i32) -> !llvm.ptr, {t}"));
+        let v = em.assign("v", format!("llvm.load {p} : !llvm.ptr -> {t}"));
+        em.assign("bcast", format!("arith.select {inside}, {v}, {zero} : {t}"))
+    };
+    let mut chunks = Vec::with_capacity(geom.chunks());
+    match along {
+        Along::Cols => {
+            let col_base = em.binop("vcol", "arith.addi", start, &thread.col, "i32");
+            let mut per_n_block = Vec::new();
+            for nb in 0..geom.n_blocks {
+                let mut s = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
+                for j in 0..geom.instr_n / 8 {
+                    for e in 0..2 {
+                        let index = em.add_const("vi", &col_base, nb * geom.instr_n + 8 * j + e, "i32");
+                        let v = element(em, &index);
+                        for half in 0..2 {
+                            let i = 4 * j + 2 * half + e;
+                            s = em.assign("frag", format!("llvm.insertvalue {v}, {s}[{i}] : {ty}"));
+                        }
+                    }
+                }
+                per_n_block.push(s);
+            }
+            for _ in 0..geom.m_blocks {
+                chunks.extend(per_n_block.iter().cloned());
+            }
+        }
+        Along::Rows => {
+            let mut row_base = em.binop("vrow", "arith.addi", start, &thread.row, "i32");
+            if let Some(wg) = &thread.wg {
+                let c64 = em.i32(64);
+                let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
+                row_base = em.binop("vrow", "arith.addi", &row_base, &wg_rows, "i32");
+            }
+            for r in 0..geom.m_blocks {
+                let mut s = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
+                for half in 0..2 {
+                    let index = em.add_const("vi", &row_base, geom.block_row(r) + 8 * half, "i32");
+                    let v = element(em, &index);
+                    for i in (0..geom.chunk_len()).filter(|i| (i / 2) % 2 == half as usize) {
+                        s = em.assign("frag", format!("llvm.insertvalue {v}, {s}[{i}] : {ty}"));
+                    }
+                }
+                chunks.extend(std::iter::repeat_n(s, geom.n_blocks as usize));
+            }
+        }
+    }
+    Frag { geom: geom.clone(), elem, chunks }
+}
+
 /// The store helper for `elem`: `(ptr, row, col, v0, v1, rows, cols)` writes
 /// `v0` to (row, col) and `v1` to (row, col + 1) of a row-major
 /// `rows x cols` tensor, each only where inside it; both with one 2-element

@@ -7,7 +7,7 @@ use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan, Workspace};
 use super::smem_rows::{self, SmemRef};
 use super::scales::{self, ColumnBlocks, Part, Scales};
-use super::{cluster, nvgpu, roles, split_k, stream_k, tma, wgmma};
+use super::{cluster, math, nvgpu, roles, split_k, stream_k, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
@@ -543,6 +543,19 @@ impl<'a> Lowerer<'a> {
                 self.vals.insert(result, lv);
                 Ok(())
             }
+            Opcode::TileNegf | Opcode::TileAbsf | Opcode::TileExp | Opcode::TileTanh | Opcode::TileErf | Opcode::TileRsqrt => {
+                let unary = self.view(op, tile::FloatUnary::of)?;
+                let (input, result) = (unary.input(&self.f.body), unary.result(&self.f.body));
+                let elem = self.f.body.value_type(result).elem();
+                let lv = match self.lv(op, input)?.clone() {
+                    Lv::Scalar { name: a, .. } => Lv::Scalar { name: math::unary(&mut self.em, opcode, &a, elem), elem },
+                    Lv::Frag(a) => Lv::Frag(fragment::map(&mut self.em, &[&a], elem, |em, v| math::unary(em, opcode, &v[0], elem))),
+                    _ => return Err(self.err(op, "expected a scalar or a register tile")),
+                };
+                self.vals.insert(result, lv);
+                Ok(())
+            }
+            Opcode::TileLoadBroadcast => self.lower_load_broadcast(op),
             Opcode::TileTruncf | Opcode::TileExtf => {
                 let cast = self.view(op, tile::Cast::of)?;
                 let (input, result) = (cast.input(&self.f.body), cast.result(&self.f.body));
@@ -831,6 +844,27 @@ impl<'a> Lowerer<'a> {
         let hint = self.hint(result);
         let r = self.em.assign(&hint, format!("arith.select {inside}, {v}, {zero} : {ty}"));
         self.vals.insert(result, Lv::Scalar { name: r, elem });
+        Ok(())
+    }
+
+    /// Each thread loads the vector's elements its fragment holds, once each.
+    fn lower_load_broadcast(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let load = self.view(op, tile::LoadBroadcast::of)?;
+        let body = &self.f.body;
+        let (tensor, index, result) = (load.tensor(body), load.index(body), load.result(body));
+        let along = if load.along(body) == "rows" { fragment::Along::Rows } else { fragment::Along::Cols };
+        let ty = body.value_type(result).clone();
+        let geom = self.geom(op, &ty)?;
+        let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
+        let index = self.scalar(op, index)?;
+        let extent = self.em.i32(if along == fragment::Along::Rows { geom.rows } else { geom.cols });
+        let start = self.em.binop("vstart", "arith.muli", &index, &extent, "i32");
+        let len = self.dim_value(t, 0);
+        let ptr = self.ptr_args[&t].clone();
+        let tid = self.thread().tid.clone();
+        let coords = thread_coords(&mut self.em, &tid, geom.warpgroups);
+        let frag = fragment::load_broadcast(&mut self.em, &geom, ty.elem(), &coords, &ptr, &start, &len, along);
+        self.vals.insert(result, Lv::Frag(frag));
         Ok(())
     }
 

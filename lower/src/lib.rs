@@ -22,9 +22,11 @@
 
 mod cluster;
 mod emitter;
+pub mod epilogue;
 mod fragment;
 mod kernel;
 mod ldmatrix;
+mod math;
 mod nvgpu;
 mod plan;
 mod roles;

@@ -468,6 +468,10 @@ impl Plan {
                     }
                     plan.read_by_threads(load.tensor(body), &data.loc, name)?;
                 }
+                Opcode::TileLoadBroadcast => {
+                    let load = tile::LoadBroadcast::of(body, op).ok_or_else(malformed)?;
+                    plan.read_by_threads(load.tensor(body), &data.loc, name)?;
+                }
                 Opcode::NvLoadGlobal => {
                     let load = nv::LoadGlobal::of(body, op).ok_or_else(malformed)?;
                     if !(2..=3).contains(&load.coords(body).len()) {
@@ -646,6 +650,7 @@ impl Plan {
             target: target.sm.into(),
             gpu: Some(target.name.into()),
             config: None,
+            epilogue: None,
             block: [self.threads() as u32, 1, 1],
             cluster: self.cluster.map(|d| d as u32),
             grid: if self.persistent {
@@ -706,7 +711,7 @@ pub(crate) fn tma_box(rows: i64, geom: &SmemGeom, rank: usize) -> Vec<i64> {
     dims
 }
 
-fn dtype(e: ElemType) -> Option<DType> {
+pub(crate) fn dtype(e: ElemType) -> Option<DType> {
     Some(match e {
         ElemType::BF16 => DType::Bf16,
         ElemType::F16 => DType::F16,

@@ -135,6 +135,9 @@ pub struct Traits {
     pub reads: bool,
     /// Writes memory.
     pub writes: bool,
+    /// Each result element is a function of the operands' elements at the
+    /// same position: its tile operands and results share one layout.
+    pub elementwise: bool,
 }
 
 /// One op's declaration.
@@ -292,6 +295,7 @@ fn traits(s: &str) -> Result<Traits, String> {
             "synchronising" => t.synchronising = true,
             "reads" => t.reads = true,
             "writes" => t.writes = true,
+            "elementwise" => t.elementwise = true,
             _ => return Err(format!("unknown trait '{w}'")),
         }
     }

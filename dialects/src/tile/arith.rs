@@ -1,7 +1,7 @@
 //! Constants, index and element-wise arithmetic, casts, and the grid queries
 //! (`block_id`, `num_blocks`, `dim`).
 
-use super::{Cast, Cmpi, Constant, Dim, FloatBinary, IntBinary, Muli, Select};
+use super::{Cast, Cmpi, Constant, Dim, FloatBinary, FloatUnary, IntBinary, Muli, Select};
 use crate::diagnostic::Diagnostic;
 use crate::ir::{Attribute, Attributes, Body, ElemType, Op, Type, Value};
 use crate::registry::{Folded, Opcode, ParsedOp};
@@ -90,6 +90,20 @@ pub(super) fn verify_int_binary(body: &Body, op: Op) -> Result<(), String> {
 pub(super) fn verify_float_binary(body: &Body, op: Op) -> Result<(), String> {
     let binary = FloatBinary::of(body, op).ok_or("malformed float binary op")?;
     verify_binary(body.value_type(binary.result(body)), true)
+}
+
+/// A float function of one value: negation and absolute value of any float
+/// type; the transcendental functions (`exp`, `tanh`, `erf`, `rsqrt`) of
+/// f32 only, which their approximations are made for.
+pub(super) fn verify_float_unary(body: &Body, op: Op) -> Result<(), String> {
+    let unary = FloatUnary::of(body, op).ok_or("malformed float unary op")?;
+    let ty = body.value_type(unary.result(body));
+    verify_binary(ty, true)?;
+    let any_float = matches!(body.opcode(op), Opcode::TileNegf | Opcode::TileAbsf);
+    if !any_float && ty.elem() != ElemType::F32 {
+        return Err(format!("takes f32 (extend narrower floats with 'tile.extf' first), found '{}'", ty.elem().mnemonic()));
+    }
+    Ok(())
 }
 
 /// Evaluates an integer binary op on constants; `None` where the result is

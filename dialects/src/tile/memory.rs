@@ -8,8 +8,10 @@
 //! %b[%e, %n, %k] : !tile.ref<?x?x?xbf16> -> tensor<128x64xbf16>` reads
 //! rows `%n * 128..` of expert `%e`'s matrix. `tile.load_scalar` reads one
 //! element (an expert index, a row count) into a scalar.
+//! `tile.load_broadcast` reads a 1-D tile of a vector (a bias, a scale per
+//! row) and repeats it over a 2-D tile's rows or columns.
 
-use super::{Load, LoadScalar, Store};
+use super::{Load, LoadBroadcast, LoadScalar, Store};
 use crate::ir::{Body, Op, Type};
 
 /// Checks a tile against the tensor it is loaded from or stored to, and the
@@ -65,6 +67,28 @@ pub(super) fn verify_load_scalar(body: &Body, op: Op) -> Result<(), String> {
     }
     if *body.value_type(load.result(body)) != Type::Scalar(tensor.elem) {
         return Err(format!("the result must be the tensor's element type '{}'", tensor.elem.mnemonic()));
+    }
+    Ok(())
+}
+
+/// A vector's 1-D tile repeated over a 2-D tile: the tensor has rank 1 and
+/// the result's element type.
+pub(super) fn verify_load_broadcast(body: &Body, op: Op) -> Result<(), String> {
+    let load = LoadBroadcast::of(body, op).ok_or("malformed 'tile.load_broadcast'")?;
+    let tensor = body.value_type(load.tensor(body)).as_ref_type().ok_or("the memory operand must be a global tensor reference")?;
+    if tensor.shape.len() != 1 {
+        return Err(format!("reads a vector: the tensor must have rank 1, found rank {}", tensor.shape.len()));
+    }
+    let tile = body.value_type(load.result(body)).as_tile().ok_or("the result must be a tile")?;
+    if tile.shape.len() != 2 {
+        return Err(format!("the result must be a rank-2 tile, found rank {}", tile.shape.len()));
+    }
+    if tile.elem != tensor.elem {
+        return Err(format!(
+            "tile element type '{}' does not match tensor element type '{}'",
+            tile.elem.mnemonic(),
+            tensor.elem.mnemonic()
+        ));
     }
     Ok(())
 }

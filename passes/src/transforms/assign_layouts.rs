@@ -19,7 +19,7 @@ use crate::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, TileType, Type, Value};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::tile::{Cast, ConvertLayout, Dot, DotScaled, FloatBinary, For, Load};
+use tilec_dialects::tile::{ConvertLayout, Dot, DotScaled, For, Load};
 use tilec_dialects::syntax::layout_to_string;
 use tilec_dialects::{Diagnostic, Function, Layout};
 
@@ -296,10 +296,10 @@ impl RegisterClasses {
                         classes.union(y, result);
                     }
                 }
-            } else if let Some(cast) = Cast::of(body, op).filter(|c| c.opcode(body) != Opcode::TileIndexCast) {
-                classes.union_tiles(body, &[cast.input(body)], cast.result(body));
-            } else if let Some(binary) = FloatBinary::of(body, op) {
-                classes.union_tiles(body, &[binary.lhs(body), binary.rhs(body)], binary.result(body));
+            } else if body.ops[op].def.traits.elementwise {
+                for &result in &body.ops[op].results {
+                    classes.union_tiles(body, &body.ops[op].operands, result);
+                }
             }
         }
         classes

@@ -1,0 +1,115 @@
+//! The manifest's description of a GEMM program's epilogue
+//! ([`tilec_artifact::Epilogue`]): the element-wise ops from the K loop's
+//! accumulator to the stored tile, read from the program as written, before
+//! any pass, so that the runtime's reference checks what the program says
+//! rather than what the passes made of it.
+
+use super::plan::dtype;
+use std::collections::HashMap;
+use tilec_artifact::{Along, BinaryFn, Epilogue, EpilogueValue, UnaryFn};
+use tilec_dialects::ir::{Attribute, Body, Value};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::{tile, Function};
+
+/// The epilogue of `f`, a tile-level GEMM: one `tile.store` whose value is
+/// made by element-wise ops from the result of the loop around the one dot,
+/// from constants and from broadcast vectors. `None` for any other program
+/// (no dot, several stores, an op the description has no word for): the
+/// runtime's GEMM handle then refuses a kernel with extra tensors.
+pub fn describe(f: &Function) -> Option<Epilogue> {
+    let body = &f.body;
+    let ops = body.walk_region(f.region);
+    let dots: Vec<_> = ops.iter().copied().filter(|&o| matches!(body.opcode(o), Opcode::TileDot | Opcode::TileDotScaled)).collect();
+    let stores: Vec<_> = ops.iter().copied().filter(|&o| body.opcode(o) == Opcode::TileStore).collect();
+    let (&[dot], &[store]) = (&dots[..], &stores[..]) else { return None };
+    let k_loop = body.parent_op(dot)?;
+    let acc = *body.ops[k_loop].results.first()?;
+    let stored = tile::Store::of(body, store)?.value(body);
+    let mut reader = Reader { f, acc, values: Vec::new(), index: HashMap::new() };
+    reader.value(stored)?;
+    Some(Epilogue { values: reader.values })
+}
+
+struct Reader<'a> {
+    f: &'a Function,
+    acc: Value,
+    values: Vec<EpilogueValue>,
+    /// Each IR value already described, by its index in `values`.
+    index: HashMap<Value, usize>,
+}
+
+impl Reader<'_> {
+    /// The index of `v`'s description, describing it (and its operands)
+    /// first if needed.
+    fn value(&mut self, v: Value) -> Option<usize> {
+        if let Some(&i) = self.index.get(&v) {
+            return Some(i);
+        }
+        let described = self.describe(v)?;
+        let i = match described {
+            Described::New(value) => {
+                self.values.push(value);
+                self.values.len() - 1
+            }
+            Described::Same(i) => i,
+        };
+        self.index.insert(v, i);
+        Some(i)
+    }
+
+    fn describe(&mut self, v: Value) -> Option<Described> {
+        if v == self.acc {
+            return Some(Described::New(EpilogueValue::Acc));
+        }
+        let body: &Body = &self.f.body;
+        let op = body.defining_op(v)?;
+        let operands = body.ops[op].operands.clone();
+        let described = match body.opcode(op) {
+            Opcode::TileConstant => match body.ops[op].attrs.get("value")? {
+                Attribute::Float(value, _) => Described::New(EpilogueValue::Splat { value: *value }),
+                _ => return None,
+            },
+            Opcode::TileLoadBroadcast => {
+                let load = tile::LoadBroadcast::of(body, op)?;
+                let tensor = self.f.args().iter().position(|&a| a == load.tensor(body))?;
+                let name = body.values[self.f.args()[tensor]].name_hint.clone()?;
+                let along = if load.along(body) == "rows" { Along::Rows } else { Along::Cols };
+                Described::New(EpilogueValue::Vector { tensor: name, along })
+            }
+            Opcode::TileExtf => Described::Same(self.value(operands[0])?),
+            Opcode::TileTruncf => {
+                let to = dtype(body.value_type(v).elem())?;
+                Described::New(EpilogueValue::Convert { to, x: self.value(operands[0])? })
+            }
+            Opcode::TileNegf => return self.unary(UnaryFn::Neg, operands[0]),
+            Opcode::TileAbsf => return self.unary(UnaryFn::Abs, operands[0]),
+            Opcode::TileExp => return self.unary(UnaryFn::Exp, operands[0]),
+            Opcode::TileTanh => return self.unary(UnaryFn::Tanh, operands[0]),
+            Opcode::TileErf => return self.unary(UnaryFn::Erf, operands[0]),
+            Opcode::TileRsqrt => return self.unary(UnaryFn::Rsqrt, operands[0]),
+            Opcode::TileAddf => return self.binary(BinaryFn::Add, &operands),
+            Opcode::TileSubf => return self.binary(BinaryFn::Sub, &operands),
+            Opcode::TileMulf => return self.binary(BinaryFn::Mul, &operands),
+            Opcode::TileDivf => return self.binary(BinaryFn::Div, &operands),
+            Opcode::TileMaxf => return self.binary(BinaryFn::Max, &operands),
+            Opcode::TileMinf => return self.binary(BinaryFn::Min, &operands),
+            _ => return None,
+        };
+        Some(described)
+    }
+
+    fn unary(&mut self, f: UnaryFn, operand: Value) -> Option<Described> {
+        Some(Described::New(EpilogueValue::Unary { f, x: self.value(operand)? }))
+    }
+
+    fn binary(&mut self, f: BinaryFn, operands: &[Value]) -> Option<Described> {
+        Some(Described::New(EpilogueValue::Binary { f, lhs: self.value(operands[0])?, rhs: self.value(operands[1])? }))
+    }
+}
+
+/// A value's description: a new entry, or one it shares (a widening
+/// conversion is exact).
+enum Described {
+    New(EpilogueValue),
+    Same(usize),
+}
