@@ -98,6 +98,12 @@ impl Emitter {
         self.close("}");
     }
 
+    /// How deep in emitted regions the next line is: a value named at one
+    /// depth is visible at that depth and deeper until its region closes.
+    pub fn depth(&self) -> usize {
+        self.indent
+    }
+
     /// Writes `text` and indents what follows (`scf.if %c {`).
     pub fn open(&mut self, text: impl AsRef<str>) {
         self.raw_line(text.as_ref());

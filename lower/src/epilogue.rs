@@ -113,3 +113,39 @@ enum Described {
     New(EpilogueValue),
     Same(usize),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilec_artifact::DType;
+
+    fn describe_file(path: &str) -> Option<Epilogue> {
+        let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR"))).expect("example");
+        let module = tilec_dialects::parse_module(&text, path).expect("parses");
+        describe(&module.functions[0])
+    }
+
+    #[test]
+    fn a_plain_gemm_rounds_its_accumulator() {
+        assert_eq!(describe_file("examples/gemm_bf16.tile"), Some(Epilogue::plain(DType::Bf16)));
+    }
+
+    #[test]
+    fn bias_and_gelu_are_described_once_each() {
+        let e = describe_file("examples/gemm_bias_gelu.tile").expect("described");
+        assert_eq!(e.values[0], EpilogueValue::Acc);
+        assert_eq!(e.vector_tensors(), vec![("Bias", Along::Cols)]);
+        let tanh = e.values.iter().filter(|v| matches!(v, EpilogueValue::Unary { f: UnaryFn::Tanh, .. })).count();
+        assert_eq!(tanh, 1);
+        // The widening of the bias is exact and shares the bias's entry.
+        assert!(e.values.iter().all(|v| Epilogue::operands(v).iter().all(|&i| i < e.values.len())));
+        assert_eq!(e.values.last(), Some(&EpilogueValue::Convert { to: DType::Bf16, x: e.values.len() - 2 }));
+    }
+
+    #[test]
+    fn a_program_without_one_dot_has_no_description() {
+        let text = "tile.func @copy(%X: !tile.ref<?x?xbf16> {tile.dims = [\"M\", \"N\"]}, %Y: !tile.ref<?x?xbf16> {tile.dims = [\"M\", \"N\"]}) {\n  %i = tile.block_id x : index\n  %j = tile.block_id y : index\n  %t = tile.load %X[%i, %j] : !tile.ref<?x?xbf16> -> tensor<64x64xbf16>\n  tile.store %t, %Y[%i, %j] : tensor<64x64xbf16> -> !tile.ref<?x?xbf16>\n  tile.return\n}\n";
+        let module = tilec_dialects::parse_module(text, "copy.tile").expect("parses");
+        assert_eq!(describe(&module.functions[0]), None);
+    }
+}

@@ -16,6 +16,7 @@
 //! (`warps_per_cta = [4G, 1]`), warpgroup `wg` owns the m64 blocks
 //! `G * r + wg`, as in Triton's MMA v3 layout.
 
+use super::elementwise::Values;
 use super::emitter::{mlir_type, Emitter};
 use super::swizzle;
 use tilec_dialects::{ElemType, Layout, TileType};
@@ -193,6 +194,15 @@ pub(crate) enum Along {
 /// and past `len`. A thread loads each element it holds once, however many
 /// of its values repeat it (along columns, every chunk of one n block is
 /// the same struct; along rows, every chunk of one m64 block).
+///
+/// Along columns a thread holds 2 adjacent elements of every 8, a quarter
+/// of the tile's columns. Where the tile's columns lie inside the vector and
+/// the vector is aligned to a pair (the usual case: `start` and the
+/// thread's first column are even), each pair is one load at a constant
+/// offset from one address; elsewhere each element is loaded alone, masked.
+/// One address per element, with every load issued before the first use,
+/// kept 64 values and their 64-bit addresses live at once, which spilled an
+/// 8-warp 128x256 tile.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn load_broadcast(
     em: &mut Emitter,
@@ -205,38 +215,38 @@ pub(crate) fn load_broadcast(
     along: Along,
 ) -> Frag {
     let ty = em.struct_type(elem, geom.chunk_len());
-    let t = mlir_type(elem);
-    let zero_index = em.i32(0);
-    let zero = em.assign("zero", format!("arith.constant {} : {t}", super::emitter::float_literal(0.0, elem)));
-    let element = |em: &mut Emitter, index: &str| {
-        let inside = em.assign("in", format!("arith.cmpi ult, {index}, {len} : i32"));
-        let at = em.assign("at", format!("arith.select {inside}, {index}, {zero_index} : i32"));
-        let p = em.assign("vp", format!("llvm.getelementptr {ptr}[{at}] : (!llvm.ptr, i32) -> !llvm.ptr, {t}"));
-        let v = em.assign("v", format!("llvm.load {p} : !llvm.ptr -> {t}"));
-        em.assign("bcast", format!("arith.select {inside}, {v}, {zero} : {t}"))
-    };
-    let mut chunks = Vec::with_capacity(geom.chunks());
-    match along {
+    let chunks = match along {
         Along::Cols => {
             let col_base = em.binop("vcol", "arith.addi", start, &thread.col, "i32");
-            let mut per_n_block = Vec::new();
-            for nb in 0..geom.n_blocks {
-                let mut s = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
-                for j in 0..geom.instr_n / 8 {
-                    for e in 0..2 {
-                        let index = em.add_const("vi", &col_base, nb * geom.instr_n + 8 * j + e, "i32");
-                        let v = element(em, &index);
-                        for half in 0..2 {
-                            let i = 4 * j + 2 * half + e;
-                            s = em.assign("frag", format!("llvm.insertvalue {v}, {s}[{i}] : {ty}"));
-                        }
-                    }
-                }
-                per_n_block.push(s);
-            }
-            for _ in 0..geom.m_blocks {
-                chunks.extend(per_n_block.iter().cloned());
-            }
+            let end = em.add_const("vend", start, geom.cols, "i32");
+            let inside = em.assign("vinside", format!("arith.cmpi ule, {end}, {len} : i32"));
+            let pair_bytes = 2 * i64::from(elem.bits() / 8);
+            let address = em.assign("vaddr", format!("llvm.ptrtoint {ptr} : !llvm.ptr to i64"));
+            let mask = em.i64(pair_bytes - 1);
+            let misalignment = em.binop("vmis", "arith.andi", &address, &mask, "i64");
+            let zero = em.i64(0);
+            let aligned = em.assign("valigned", format!("arith.cmpi eq, {misalignment}, {zero} : i64"));
+            let whole = em.binop("vwhole", "arith.andi", &inside, &aligned, "i1");
+            // The if yields the thread's distinct elements, not the chunk
+            // structs that repeat each twice: a struct's copies, once merged,
+            // are no longer known to be equal and take a register each.
+            let t = mlir_type(elem);
+            let offsets: Vec<i64> = (0..geom.n_blocks).flat_map(|nb| (0..geom.instr_n / 8).map(move |j| nb * geom.instr_n + 8 * j)).collect();
+            let types = vec![t.to_string(); 2 * offsets.len()];
+            let name = em.fresh("vcols");
+            em.open(format!("{name}:{} = scf.if {whole} -> ({}) {{", types.len(), types.join(", ")));
+            let pairs: Vec<String> = offsets.iter().flat_map(|&offset| pair_at(em, ptr, &col_base, offset, elem)).collect();
+            em.yield_values(&pairs, &types);
+            em.middle("} else {");
+            let singles: Vec<String> = offsets
+                .iter()
+                .flat_map(|&offset| [masked_element(em, ptr, &col_base, offset, len, elem), masked_element(em, ptr, &col_base, offset + 1, len, elem)])
+                .collect();
+            em.yield_values(&singles, &types);
+            em.close("}");
+            let elements: Vec<String> = (0..types.len()).map(|k| format!("{name}#{k}")).collect();
+            let per_n_block = column_structs(em, geom, &ty, &elements);
+            (0..geom.m_blocks).flat_map(|_| per_n_block.iter().cloned()).collect()
         }
         Along::Rows => {
             let mut row_base = em.binop("vrow", "arith.addi", start, &thread.row, "i32");
@@ -245,20 +255,79 @@ pub(crate) fn load_broadcast(
                 let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
                 row_base = em.binop("vrow", "arith.addi", &row_base, &wg_rows, "i32");
             }
+            let mut chunks = Vec::with_capacity(geom.chunks());
             for r in 0..geom.m_blocks {
                 let mut s = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
                 for half in 0..2 {
-                    let index = em.add_const("vi", &row_base, geom.block_row(r) + 8 * half, "i32");
-                    let v = element(em, &index);
+                    let v = masked_element(em, ptr, &row_base, geom.block_row(r) + 8 * half, len, elem);
                     for i in (0..geom.chunk_len()).filter(|i| (i / 2) % 2 == half as usize) {
                         s = em.assign("frag", format!("llvm.insertvalue {v}, {s}[{i}] : {ty}"));
                     }
                 }
                 chunks.extend(std::iter::repeat_n(s, geom.n_blocks as usize));
             }
+            chunks
         }
-    }
+    };
     Frag { geom: geom.clone(), elem, chunks }
+}
+
+/// One struct per n block of a fragment whose value at column `col` is
+/// element `col` of a vector, from the thread's `elements`: the two at the
+/// thread's columns of each 8-column group, n block by n block.
+fn column_structs(em: &mut Emitter, geom: &FragGeom, ty: &str, elements: &[String]) -> Vec<String> {
+    let groups = (geom.instr_n / 8) as usize;
+    let mut structs = Vec::new();
+    for nb in 0..geom.n_blocks as usize {
+        let mut s = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
+        for j in 0..groups {
+            for e in 0..2 {
+                let v = &elements[2 * (nb * groups + j) + e];
+                for half in 0..2 {
+                    let i = 4 * j + 2 * half + e;
+                    s = em.assign("frag", format!("llvm.insertvalue {v}, {s}[{i}] : {ty}"));
+                }
+            }
+        }
+        structs.push(s);
+    }
+    structs
+}
+
+/// Elements `base + offset` and `base + offset + 1` of the vector at `ptr`,
+/// one aligned load of the pair.
+fn pair_at(em: &mut Emitter, ptr: &str, base: &str, offset: i64, elem: ElemType) -> [String; 2] {
+    let t = mlir_type(elem);
+    let index = em.add_const("vi", base, offset, "i32");
+    let p = em.assign("vp", format!("llvm.getelementptr {ptr}[{index}] : (!llvm.ptr, i32) -> !llvm.ptr, {t}"));
+    let pair = format!("vector<2x{t}>");
+    let v = em.assign("vpair", format!("llvm.load {p} {{alignment = {} : i64}} : !llvm.ptr -> {pair}", 2 * elem.bits() / 8));
+    let i0 = em.i32(0);
+    let i1 = em.i32(1);
+    let first = em.assign("v", format!("llvm.extractelement {v}[{i0} : i32] : {pair}"));
+    let second = em.assign("v", format!("llvm.extractelement {v}[{i1} : i32] : {pair}"));
+    [first, second]
+}
+
+/// Element `base + offset` of the `len`-element vector at `ptr`, zero at or
+/// past `len`: a load at a constant offset from the address of element
+/// `base`, under a branch (a predicated load), so that masked elements need
+/// no address of their own.
+fn masked_element(em: &mut Emitter, ptr: &str, base: &str, offset: i64, len: &str, elem: ElemType) -> String {
+    let t = mlir_type(elem);
+    let index = em.add_const("vi", base, offset, "i32");
+    let inside = em.assign("in", format!("arith.cmpi ult, {index}, {len} : i32"));
+    let name = em.fresh("bcast");
+    em.open(format!("{name} = scf.if {inside} -> ({t}) {{"));
+    let p = em.assign("vp", format!("llvm.getelementptr {ptr}[{base}] : (!llvm.ptr, i32) -> !llvm.ptr, {t}"));
+    let q = em.assign("vq", format!("llvm.getelementptr {p}[{offset}] : (!llvm.ptr) -> !llvm.ptr, {t}"));
+    let v = em.assign("v", format!("llvm.load {q} : !llvm.ptr -> {t}"));
+    em.line(format!("scf.yield {v} : {t}"));
+    em.middle("} else {");
+    let zero = em.assign("zero", format!("arith.constant {} : {t}", super::emitter::float_literal(0.0, elem)));
+    em.line(format!("scf.yield {zero} : {t}"));
+    em.close("}");
+    name
 }
 
 /// The store helper for `elem`: `(ptr, row, col, v0, v1, rows, cols)` writes
@@ -323,7 +392,7 @@ pub(crate) fn store_pair_helper(elem: ElemType) -> String {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn store(
     em: &mut Emitter,
-    frag: &Frag,
+    values: &Values<'_>,
     thread: &ThreadCoords,
     ptr: &str,
     row0: &str,
@@ -331,10 +400,9 @@ pub(crate) fn store(
     rows: &str,
     cols: &str,
 ) {
-    let g = &frag.geom;
-    let ty = frag.chunk_type(em);
-    let t = mlir_type(frag.elem);
-    let helper = store_pair_helper_name(frag.elem);
+    let g = values.geom();
+    let t = mlir_type(values.elem());
+    let helper = store_pair_helper_name(values.elem());
     // Thread's first row and column in the tile, then in the tensor.
     let mut row_base = em.binop("row_t", "arith.addi", row0, &thread.row, "i32");
     if let Some(wg) = &thread.wg {
@@ -347,12 +415,12 @@ pub(crate) fn store(
         for half in 0..2 {
             let row = em.add_const("row", &row_base, g.block_row(r) + 8 * half, "i32");
             for nb in 0..g.n_blocks {
-                let chunk = &frag.chunks[(r * g.n_blocks + nb) as usize];
+                let chunk = (r * g.n_blocks + nb) as usize;
                 for j in 0..g.instr_n / 8 {
                     let col = em.add_const("col", &col_base, nb * g.instr_n + 8 * j, "i32");
-                    let i = 4 * j + 2 * half;
-                    let v0 = em.assign("v", format!("llvm.extractvalue {chunk}[{i}] : {ty}"));
-                    let v1 = em.assign("v", format!("llvm.extractvalue {chunk}[{}] : {ty}", i + 1));
+                    let i = (4 * j + 2 * half) as usize;
+                    let v0 = values.at(em, chunk, i);
+                    let v1 = values.at(em, chunk, i + 1);
                     em.line(format!(
                         "func.call @{helper}({ptr}, {row}, {col}, {v0}, {v1}, {rows}, {cols}) : (!llvm.ptr, i32, i32, {t}, {t}, i32, i32) -> ()"
                     ));
@@ -381,10 +449,9 @@ pub(crate) fn store(
 /// left LLVM one loop-invariant address per stored pair, which it hoisted
 /// out of a persistent kernel's tile loop: at 128x192 a warpgroup they
 /// stayed live through the K loop and spilled.
-pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords, base: &str, smem: &super::plan::SmemGeom, column_offset: i64) {
-    let g = &frag.geom;
-    let ty = frag.chunk_type(em);
-    let t = mlir_type(frag.elem);
+pub(crate) fn store_shared(em: &mut Emitter, values: &Values<'_>, thread: &ThreadCoords, base: &str, smem: &super::plan::SmemGeom, column_offset: i64) {
+    let g = values.geom();
+    let t = mlir_type(values.elem());
     let eb = smem.elem_bytes();
     let span = smem.span();
     let mut row_base = thread.row.clone();
@@ -407,7 +474,7 @@ pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords,
         for half in 0..2 {
             let row_shift = g.block_row(r) + 8 * half;
             for nb in 0..g.n_blocks {
-                let chunk = &frag.chunks[(r * g.n_blocks + nb) as usize];
+                let chunk = (r * g.n_blocks + nb) as usize;
                 for j in 0..g.instr_n / 8 {
                     let column = nb * g.instr_n + 8 * j - column_offset;
                     if !(0..smem.cols).contains(&column) {
@@ -432,9 +499,9 @@ pub(crate) fn store_shared(em: &mut Emitter, frag: &Frag, thread: &ThreadCoords,
                         }
                     };
                     let p = em.assign("sp", format!("llvm.getelementptr {base}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"));
-                    let i = 4 * j + 2 * half;
-                    let v0 = em.assign("v", format!("llvm.extractvalue {chunk}[{i}] : {ty}"));
-                    let v1 = em.assign("v", format!("llvm.extractvalue {chunk}[{}] : {ty}", i + 1));
+                    let i = (4 * j + 2 * half) as usize;
+                    let v0 = values.at(em, chunk, i);
+                    let v1 = values.at(em, chunk, i + 1);
                     let u = em.assign("u", format!("llvm.mlir.undef : {pair}"));
                     let w0 = em.assign("w", format!("llvm.insertelement {v0}, {u}[{i0} : i32] : {pair}"));
                     let w1 = em.assign("w", format!("llvm.insertelement {v1}, {w0}[{i1} : i32] : {pair}"));
@@ -540,7 +607,7 @@ mod tests {
             let frag = Frag { chunks: (0..geom.m_blocks * geom.n_blocks).map(|i| format!("%chunk{i}")).collect(), geom, elem };
             let thread = ThreadCoords { wg: None, row: "%row".into(), col: "%col".into() };
             let mut em = Emitter::new(0);
-            store_shared(&mut em, &frag, &thread, "%base", &smem, column_offset);
+            store_shared(&mut em, &Values::Frag(&frag), &thread, "%base", &smem, column_offset);
             let text = em.finish();
             for lane in 0..128 {
                 let (row, col) = (16 * (lane / 32) + lane % 32 / 4, 2 * (lane % 4));

@@ -1,6 +1,7 @@
 //! The op-by-op walk: each tile/nv op of the function body becomes MLIR
 //! text (`arith`, `scf`, `gpu`, `llvm`, `nvvm`), in order.
 
+use super::elementwise::{self, Expr};
 use super::emitter::{float_literal, mlir_type, Emitter};
 use super::fragment::{self, Frag, FragGeom, ThreadCoords};
 use super::ldmatrix::{self, AFrag, AFragGeom};
@@ -9,6 +10,7 @@ use super::smem_rows::{self, SmemRef};
 use super::scales::{self, ColumnBlocks, Part, Scales};
 use super::{cluster, math, nvgpu, roles, split_k, stream_k, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
@@ -23,6 +25,10 @@ enum Lv {
     Scalar { name: String, elem: ElemType },
     /// A register tile with an MMA layout.
     Frag(Frag),
+    /// A register tile with an MMA layout that element-wise ops make, not
+    /// yet evaluated (`elementwise`): made a `Frag` where an op that is not
+    /// element-wise reads it.
+    Lazy(Lazy),
     /// A register tile of wgmma's A (`nv.load_fragment`).
     AFrag(AFrag),
     /// A kernel argument tensor (index into `Plan::tensors`).
@@ -33,6 +39,18 @@ enum Lv {
     Bars(Value),
     /// A block-scaled dot's row or block scales (`nv.load_global`).
     Scales(Scales),
+}
+
+/// An element-wise expression and where it was made: the block of the op
+/// that made it and the emitter's depth there. Evaluated where the same
+/// block reads it, at that depth, it replaces the expression for every
+/// later reader; evaluated deeper (inside a loop), only for that reader.
+#[derive(Clone, Debug)]
+struct Lazy {
+    expr: Rc<Expr>,
+    geom: FragGeom,
+    block: Option<Block>,
+    depth: usize,
 }
 
 /// Per-thread values computed once at kernel entry.
@@ -493,9 +511,51 @@ impl<'a> Lowerer<'a> {
     /// (nested ops carry their own, and the outer one's comes back after).
     fn lower_op(&mut self, op: Op) -> Result<(), Diagnostic> {
         let outer = std::mem::replace(&mut self.em.loc, mlir_loc(&self.f.body.ops[op].loc));
+        let restore = self.evaluate_operands(op);
         let lowered = self.lower_op_here(op);
+        for (v, lazy) in restore {
+            self.vals.insert(v, lazy);
+        }
         self.em.loc = outer;
         lowered
+    }
+
+    /// Evaluates the element-wise expressions an op that is not element-wise
+    /// reads; returns those evaluated for this op only, to put back after it.
+    fn evaluate_operands(&mut self, op: Op) -> Vec<(Value, Lv)> {
+        let data = &self.f.body.ops[op];
+        // Stores evaluate an expression position by position as they store.
+        if data.def.traits.elementwise || matches!(data.opcode(), Opcode::NvStoreGlobal | Opcode::NvStoreShared) {
+            return Vec::new();
+        }
+        let (operands, block) = (data.operands.clone(), data.parent);
+        let mut restore = Vec::new();
+        for v in operands {
+            let Some(Lv::Lazy(lazy)) = self.vals.get(&v).cloned() else { continue };
+            let frag = elementwise::evaluate(&mut self.em, &lazy.geom, &lazy.expr);
+            if lazy.block != block || lazy.depth != self.em.depth() {
+                restore.push((v, Lv::Lazy(lazy)));
+            }
+            self.vals.insert(v, Lv::Frag(frag));
+        }
+        restore
+    }
+
+    /// A register tile operand of an element-wise op as an expression.
+    fn expr(&self, op: Op, v: Value) -> Option<Rc<Expr>> {
+        match self.lv(op, v).ok()? {
+            Lv::Frag(f) => Some(Rc::new(Expr::Frag(f.clone()))),
+            Lv::Lazy(l) => Some(l.expr.clone()),
+            _ => None,
+        }
+    }
+
+    /// Records the result of an element-wise op, `expr`, unevaluated.
+    fn defer(&mut self, op: Op, result: Value, expr: Expr) -> Result<(), Diagnostic> {
+        let geom = self.geom(op, &self.f.body.value_type(result).clone())?;
+        let lazy = Lazy { expr: Rc::new(expr), geom, block: self.f.body.ops[op].parent, depth: self.em.depth() };
+        self.vals.insert(result, Lv::Lazy(lazy));
+        Ok(())
     }
 
     fn lower_op_here(&mut self, op: Op) -> Result<(), Diagnostic> {
@@ -531,13 +591,13 @@ impl<'a> Lowerer<'a> {
                 let mop = arith_op(opcode);
                 let elem = self.f.body.value_type(result).elem();
                 let hint = self.hint(result);
+                if let (Some(a), Some(b)) = (self.expr(op, lhs), self.expr(op, rhs)) {
+                    return self.defer(op, result, Expr::Binary { op: mop, lhs: a, rhs: b, elem });
+                }
                 let lv = match (self.lv(op, lhs)?.clone(), self.lv(op, rhs)?.clone()) {
                     (Lv::Scalar { name: a, .. }, Lv::Scalar { name: b, .. }) => {
                         Lv::Scalar { name: self.em.binop(&hint, mop, &a, &b, mlir_type(elem)), elem }
                     }
-                    (Lv::Frag(a), Lv::Frag(b)) => Lv::Frag(fragment::map(&mut self.em, &[&a, &b], elem, |em, v| {
-                        em.binop("e", mop, &v[0], &v[1], mlir_type(elem))
-                    })),
                     _ => return Err(self.err(op, "operands must both be scalars or both register tiles")),
                 };
                 self.vals.insert(result, lv);
@@ -547,9 +607,11 @@ impl<'a> Lowerer<'a> {
                 let unary = self.view(op, tile::FloatUnary::of)?;
                 let (input, result) = (unary.input(&self.f.body), unary.result(&self.f.body));
                 let elem = self.f.body.value_type(result).elem();
+                if let Some(x) = self.expr(op, input) {
+                    return self.defer(op, result, Expr::Unary { opcode, x, elem });
+                }
                 let lv = match self.lv(op, input)?.clone() {
                     Lv::Scalar { name: a, .. } => Lv::Scalar { name: math::unary(&mut self.em, opcode, &a, elem), elem },
-                    Lv::Frag(a) => Lv::Frag(fragment::map(&mut self.em, &[&a], elem, |em, v| math::unary(em, opcode, &v[0], elem))),
                     _ => return Err(self.err(op, "expected a scalar or a register tile")),
                 };
                 self.vals.insert(result, lv);
@@ -563,14 +625,14 @@ impl<'a> Lowerer<'a> {
                 let to = self.f.body.value_type(result).elem();
                 let mop = arith_op(opcode);
                 let (ft, tt) = (mlir_type(from), mlir_type(to));
+                if let Some(x) = self.expr(op, input) {
+                    return self.defer(op, result, Expr::Cast { op: mop, x, from, to });
+                }
                 let hint = self.hint(result);
                 let lv = match self.lv(op, input)?.clone() {
                     Lv::Scalar { name: a, .. } => {
                         Lv::Scalar { name: self.em.assign(&hint, format!("{mop} {a} : {ft} to {tt}")), elem: to }
                     }
-                    Lv::Frag(a) => Lv::Frag(fragment::map(&mut self.em, &[&a], to, |em, v| {
-                        em.assign("e", format!("{mop} {} : {ft} to {tt}", v[0]))
-                    })),
                     _ => return Err(self.err(op, "expected a scalar or a register tile")),
                 };
                 self.vals.insert(result, lv);
@@ -996,13 +1058,12 @@ impl<'a> Lowerer<'a> {
                 Lv::Scalar { name: self.em.assign(&hint, format!("arith.constant {literal} : {}", mlir_type(elem))), elem }
             }
             Type::Tile(_) => {
-                let geom = self.geom(op, &ty)?;
                 let bits = match value {
                     Some(Attribute::Float(v, _)) => (*v as f32).to_bits(),
                     Some(Attribute::Int(v, _)) => (*v as f32).to_bits(),
                     _ => 0,
                 };
-                Lv::Frag(fragment::splat(&mut self.em, &geom, elem, &literal, is_zero, bits))
+                return self.defer(op, result, Expr::Splat { literal, elem, is_zero, bits });
             }
             _ => return Err(self.err(op, "expected a scalar or tile result")),
         };
@@ -1273,21 +1334,33 @@ impl<'a> Lowerer<'a> {
         let (value, tensor) = (store.value(&self.f.body), store.tensor(&self.f.body));
         let coords = store.coords(&self.f.body).to_vec();
         self.check_storable(op, value)?;
-        let frag = self.frag(op, value)?;
+        let stored = self.lv(op, value)?.clone();
+        let values = self.values(op, &stored)?;
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let m = self.matrix_at(op, t, &coords)?;
-        self.store_helpers.insert(frag.elem.mnemonic(), frag.elem);
+        self.store_helpers.insert(values.elem().mnemonic(), values.elem());
         let tid = self.thread().tid.clone();
-        let coords = thread_coords(&mut self.em, &tid, frag.geom.warpgroups);
-        fragment::store(&mut self.em, &frag, &coords, &m.ptr, &m.row0, &m.col0, &m.rows, &m.cols);
+        let coords = thread_coords(&mut self.em, &tid, values.geom().warpgroups);
+        fragment::store(&mut self.em, &values, &coords, &m.ptr, &m.row0, &m.col0, &m.rows, &m.cols);
         Ok(())
+    }
+
+    /// A stored register tile's values: a fragment's, or an element-wise
+    /// expression's, evaluated as the store reaches each position.
+    fn values<'v>(&self, op: Op, stored: &'v Lv) -> Result<elementwise::Values<'v>, Diagnostic> {
+        match stored {
+            Lv::Frag(f) => Ok(elementwise::Values::Frag(f)),
+            Lv::Lazy(l) => Ok(elementwise::Values::Expr { expr: &l.expr, geom: &l.geom }),
+            _ => Err(self.err(op, "expected a register tile with a '#tile.mma' layout")),
+        }
     }
 
     fn lower_store_shared(&mut self, op: Op) -> Result<(), Diagnostic> {
         let store = self.view(op, nv::StoreShared::of)?;
         let (value, buffer, stage) = (store.value(&self.f.body), store.buffer(&self.f.body), store.stage(&self.f.body));
         self.check_storable(op, value)?;
-        let frag = self.frag(op, value)?;
+        let stored = self.lv(op, value)?.clone();
+        let values = self.values(op, &stored)?;
         let Lv::Smem(dst) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         if dst.row_offset.is_some() {
             return Err(self.err(op, "stores into row windows are not supported by the lowering"));
@@ -1297,8 +1370,8 @@ impl<'a> Lowerer<'a> {
         let t = self.thread();
         let (tid, smem) = (t.tid.clone(), t.smem.clone());
         let base = tma::smem_ptr(&mut self.em, &smem, buf.offset, &stage, buf.geom.stage_bytes(), "c_stage");
-        let coords = thread_coords(&mut self.em, &tid, frag.geom.warpgroups);
-        fragment::store_shared(&mut self.em, &frag, &coords, &base, &buf.geom, store.column_offset(&self.f.body).unwrap_or(0));
+        let coords = thread_coords(&mut self.em, &tid, values.geom().warpgroups);
+        fragment::store_shared(&mut self.em, &values, &coords, &base, &buf.geom, store.column_offset(&self.f.body).unwrap_or(0));
         Ok(())
     }
 

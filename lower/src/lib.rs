@@ -21,6 +21,7 @@
 //! `tilec::backend::mlir_to_ptx`.
 
 mod cluster;
+mod elementwise;
 mod emitter;
 pub mod epilogue;
 mod fragment;

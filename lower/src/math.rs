@@ -16,7 +16,7 @@ pub(crate) fn unary(em: &mut Emitter, opcode: Opcode, x: &str, elem: ElemType) -
     let t = mlir_type(elem);
     match opcode {
         Opcode::TileNegf => em.assign("neg", format!("arith.negf {x} : {t}")),
-        Opcode::TileAbsf => em.assign("abs", format!("llvm.intr.fabs({x}) : ({t}) -> {t}")),
+        Opcode::TileAbsf => abs(em, x, elem),
         Opcode::TileExp => exp(em, x),
         Opcode::TileTanh => ptx_f32(em, "tanh", "tanh.approx.f32", x),
         Opcode::TileRsqrt => ptx_f32(em, "rsqrt", "rsqrt.approx.ftz.f32", x),
@@ -28,6 +28,37 @@ pub(crate) fn unary(em: &mut Emitter, opcode: Opcode, x: &str, elem: ElemType) -
 /// One f32 PTX instruction of one operand.
 fn ptx_f32(em: &mut Emitter, hint: &str, instruction: &str, x: &str) -> String {
     em.assign(hint, format!("llvm.inline_asm asm_dialect = att \"{instruction} $0, $1;\", \"=f,f\" {x} : (f32) -> f32"))
+}
+
+/// The integer type of `elem`'s bits and its sign bit.
+fn sign_bit(elem: ElemType) -> (&'static str, i64) {
+    if elem.bits() == 16 {
+        ("i16", 0x8000)
+    } else {
+        ("i32", 0x8000_0000)
+    }
+}
+
+/// |x|: `x` with its sign bit cleared, as PTX's `abs` does (the GPU
+/// lowering takes LLVM's `fabs` for a libdevice call).
+fn abs(em: &mut Emitter, x: &str, elem: ElemType) -> String {
+    let t = mlir_type(elem);
+    let (int, sign) = sign_bit(elem);
+    let bits = em.assign("bits", format!("arith.bitcast {x} : {t} to {int}"));
+    let mask = em.const_int(!sign & ((sign << 1) - 1), int);
+    let cleared = em.binop("bits", "arith.andi", &bits, &mask, int);
+    em.assign("abs", format!("arith.bitcast {cleared} : {int} to {t}"))
+}
+
+/// `magnitude` (not negative) with the sign of the f32 `x`.
+fn with_sign_of(em: &mut Emitter, magnitude: &str, x: &str) -> String {
+    let (int, sign) = sign_bit(ElemType::F32);
+    let bits = em.assign("bits", format!("arith.bitcast {x} : f32 to {int}"));
+    let mask = em.const_int(sign, int);
+    let sign_of_x = em.binop("sign", "arith.andi", &bits, &mask, int);
+    let m = em.assign("bits", format!("arith.bitcast {magnitude} : f32 to {int}"));
+    let signed = em.binop("bits", "arith.ori", &m, &sign_of_x, int);
+    em.assign("signed", format!("arith.bitcast {signed} : {int} to f32"))
 }
 
 fn f32_const(em: &mut Emitter, value: f64) -> String {
@@ -50,7 +81,7 @@ const ERFC_FIT: [f64; 10] =
 /// erf(x) = sign(x) (1 - erfc(|x|)), with erfc from `ERFC_FIT`: an absolute
 /// error below 2e-6 with `ex2.approx` inside.
 fn erf(em: &mut Emitter, x: &str) -> String {
-    let z = em.assign("z", format!("llvm.intr.fabs({x}) : (f32) -> f32"));
+    let z = abs(em, x, ElemType::F32);
     let one = f32_const(em, 1.0);
     let half = f32_const(em, 0.5);
     let hz = em.binop("hz", "arith.mulf", &z, &half, "f32");
@@ -67,5 +98,5 @@ fn erf(em: &mut Emitter, x: &str) -> String {
     let e = exp(em, &power);
     let erfc = em.binop("erfc", "arith.mulf", &t, &e, "f32");
     let magnitude = em.binop("erf", "arith.subf", &one, &erfc, "f32");
-    em.assign("erf", format!("llvm.intr.copysign({magnitude}, {x}) : (f32, f32) -> f32"))
+    with_sign_of(em, &magnitude, x)
 }

@@ -129,9 +129,9 @@ fn find_tile_loop(body: &Body, ws_op: Op, consumer: Block) -> Result<TileLoop, D
     // The conversion of the drained accumulator, after the release of the
     // last stage where a wgmma group stays in flight.
     let drained = drain.map(|op| body.ops[op].results[0]);
-    let convert = ops[k_pos + 1..].iter().position(|&op| body.opcode(op) == Opcode::TileTruncf && Some(body.ops[op].operands[0]) == drained);
-    let (Some(drain), Some(convert)) = (drain, convert.map(|p| k_pos + 1 + p)) else {
-        return Err(op_error(body, k_loop.op(), "tile-defer-epilogue needs the K loop followed by its drain (nv.wgmma_wait) and the conversion of the drained result (tile.truncf)".into()));
+    let convert = drained.and_then(|drained| conversion_of(body, &ops[k_pos + 1..], drained)).map(|p| k_pos + 1 + p);
+    let (Some(drain), Some(convert)) = (drain, convert) else {
+        return Err(op_error(body, k_loop.op(), "tile-defer-epilogue needs the K loop followed by its drain (nv.wgmma_wait) and the conversion (tile.truncf) of the drained result or of element-wise ops on it".into()));
     };
     let epilogue = &ops[convert + 1..ops.len() - 1];
     let convert = ops[convert];
@@ -153,6 +153,28 @@ fn find_tile_loop(body: &Body, ws_op: Op, consumer: Block) -> Result<TileLoop, D
         return Err(op_error(body, op, "tile-defer-epilogue needs the epilogue to end with its last nv.tma_store".into()));
     }
     Ok(TileLoop { tiles, k_loop, commit, drain, chunks })
+}
+
+/// The position in `ops` of the `tile.truncf` that converts `drained`, the
+/// accumulator, or a value element-wise ops make from it (a bias, an
+/// activation): those ops stay where they are, before the conversion, and
+/// only the converted tile waits for the next tile's K steps.
+fn conversion_of(body: &Body, ops: &[Op], drained: Value) -> Option<usize> {
+    let mut derived = HashSet::from([drained]);
+    for (i, &op) in ops.iter().enumerate() {
+        let data = &body.ops[op];
+        if !data.operands.iter().any(|v| derived.contains(v)) {
+            continue;
+        }
+        if body.opcode(op) == Opcode::TileTruncf {
+            return Some(i);
+        }
+        if !data.def.traits.elementwise {
+            return None;
+        }
+        derived.extend(data.results.iter().copied());
+    }
+    None
 }
 
 /// The values of a tile that its epilogue reads and the loop over tiles

@@ -1,0 +1,142 @@
+//! Element-wise ops on register tiles, evaluated value by value.
+//!
+//! The lowering meets a tile's element-wise ops one at a time, but applying
+//! each to the whole tile before the next keeps every intermediate tile
+//! live at once: a bias and a GELU on a 64x256 warpgroup tile held the
+//! accumulator, the bias and two intermediates (over 400 values a thread)
+//! and spilled. So an element-wise op builds an [`Expr`] instead, and the
+//! op that needs the tile itself (a store, a loop's yield) evaluates the
+//! whole expression at one value position after another: the accumulator
+//! and a few scalars are live, whatever the epilogue's length. A tile
+//! constant stays a scalar constant in the expressions that read it; only
+//! where a tile of it is needed (an accumulator's initial value) is it
+//! made a fragment ([`fragment::splat`]).
+
+use super::emitter::{mlir_type, Emitter};
+use super::fragment::{self, Frag, FragGeom};
+use super::math;
+use std::collections::HashMap;
+use std::rc::Rc;
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::ElemType;
+
+/// An element-wise expression over register tiles of one geometry.
+#[derive(Clone, Debug)]
+pub(crate) enum Expr {
+    /// A lowered fragment.
+    Frag(Frag),
+    /// A constant at every position: `literal` spelled for `elem`, and its
+    /// f32 bit pattern (`fragment::splat` takes both).
+    Splat { literal: String, elem: ElemType, is_zero: bool, bits: u32 },
+    /// A float function of one value (`math::unary`).
+    Unary { opcode: Opcode, x: Rc<Expr>, elem: ElemType },
+    /// An `arith` op of two values of `elem`.
+    Binary { op: &'static str, lhs: Rc<Expr>, rhs: Rc<Expr>, elem: ElemType },
+    /// An `arith` conversion from `from` to `to`.
+    Cast { op: &'static str, x: Rc<Expr>, from: ElemType, to: ElemType },
+}
+
+impl Expr {
+    /// The element type of the expression's values.
+    pub fn elem(&self) -> ElemType {
+        match self {
+            Expr::Frag(f) => f.elem,
+            Expr::Splat { elem, .. } | Expr::Unary { elem, .. } | Expr::Binary { elem, .. } => *elem,
+            Expr::Cast { to, .. } => *to,
+        }
+    }
+}
+
+/// The fragment of `expr` over `geom`: a fragment as it is, a constant as
+/// [`fragment::splat`] makes it, anything else evaluated position by
+/// position, each position's chain of ops before the next position's.
+pub(crate) fn evaluate(em: &mut Emitter, geom: &FragGeom, expr: &Rc<Expr>) -> Frag {
+    match &**expr {
+        Expr::Frag(f) => return f.clone(),
+        Expr::Splat { literal, elem, is_zero, bits } => return fragment::splat(em, geom, *elem, literal, *is_zero, *bits),
+        _ => {}
+    }
+    let elem = expr.elem();
+    let ty = em.struct_type(elem, geom.chunk_len());
+    let mut chunks = Vec::with_capacity(geom.chunks());
+    for c in 0..geom.chunks() {
+        let mut s = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
+        for i in 0..geom.chunk_len() {
+            let mut seen = HashMap::new();
+            let v = value_at(em, expr, c, i, &mut seen);
+            s = em.assign("frag", format!("llvm.insertvalue {v}, {s}[{i}] : {ty}"));
+        }
+        chunks.push(s);
+    }
+    Frag { geom: geom.clone(), elem, chunks }
+}
+
+/// A register tile's values where a store reads them: a fragment's, or an
+/// expression's evaluated at each position as the store reaches it, so
+/// that no evaluated tile is held whole before it is stored.
+pub(crate) enum Values<'a> {
+    /// A lowered fragment.
+    Frag(&'a Frag),
+    /// An expression over fragments of `geom`.
+    Expr { expr: &'a Rc<Expr>, geom: &'a FragGeom },
+}
+
+impl Values<'_> {
+    /// The geometry of the tile.
+    pub fn geom(&self) -> &FragGeom {
+        match self {
+            Values::Frag(f) => &f.geom,
+            Values::Expr { geom, .. } => geom,
+        }
+    }
+
+    /// The element type of the tile.
+    pub fn elem(&self) -> ElemType {
+        match self {
+            Values::Frag(f) => f.elem,
+            Values::Expr { expr, .. } => expr.elem(),
+        }
+    }
+
+    /// Value `i` of chunk `c`.
+    pub fn at(&self, em: &mut Emitter, c: usize, i: usize) -> String {
+        match self {
+            Values::Frag(f) => {
+                let ty = f.chunk_type(em);
+                em.assign("v", format!("llvm.extractvalue {}[{i}] : {ty}", f.chunks[c]))
+            }
+            Values::Expr { expr, .. } => value_at(em, expr, c, i, &mut HashMap::new()),
+        }
+    }
+}
+
+/// `expr`'s value at value `i` of chunk `c`; `seen` holds the values of the
+/// sub-expressions already evaluated at this position (an expression may
+/// read one value twice, as `x * x`).
+fn value_at(em: &mut Emitter, expr: &Rc<Expr>, c: usize, i: usize, seen: &mut HashMap<*const Expr, String>) -> String {
+    if let Some(v) = seen.get(&Rc::as_ptr(expr)) {
+        return v.clone();
+    }
+    let v = match &**expr {
+        Expr::Frag(f) => {
+            let ty = f.chunk_type(em);
+            em.assign("e", format!("llvm.extractvalue {}[{i}] : {ty}", f.chunks[c]))
+        }
+        Expr::Splat { literal, elem, .. } => em.assign("k", format!("arith.constant {literal} : {}", mlir_type(*elem))),
+        Expr::Unary { opcode, x, elem } => {
+            let x = value_at(em, x, c, i, seen);
+            math::unary(em, *opcode, &x, *elem)
+        }
+        Expr::Binary { op, lhs, rhs, elem } => {
+            let a = value_at(em, lhs, c, i, seen);
+            let b = value_at(em, rhs, c, i, seen);
+            em.binop("e", op, &a, &b, mlir_type(*elem))
+        }
+        Expr::Cast { op, x, from, to } => {
+            let x = value_at(em, x, c, i, seen);
+            em.assign("e", format!("{op} {x} : {} to {}", mlir_type(*from), mlir_type(*to)))
+        }
+    };
+    seen.insert(Rc::as_ptr(expr), v.clone());
+    v
+}
