@@ -196,13 +196,13 @@ pub(crate) enum Along {
 /// the same struct; along rows, every chunk of one m64 block).
 ///
 /// Along columns a thread holds 2 adjacent elements of every 8, a quarter
-/// of the tile's columns. Where the tile's columns lie inside the vector and
-/// the vector is aligned to a pair (the usual case: `start` and the
-/// thread's first column are even), each pair is one load at a constant
-/// offset from one address; elsewhere each element is loaded alone, masked.
-/// One address per element, with every load issued before the first use,
-/// kept 64 values and their 64-bit addresses live at once, which spilled an
-/// 8-warp 128x256 tile.
+/// of the tile's columns. Where the tile's columns lie inside the vector
+/// and it is aligned to a pair (the usual case: `start` and the thread's
+/// first column are even), each pair is one load at a constant offset from
+/// the vector's start; elsewhere each element is loaded alone, masked.
+/// Either way a pair stays one vector until it is used, one register for
+/// two 16-bit elements: as separate elements, an 8-warp 128x256 tile's 64
+/// spilled beside its accumulators.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn load_broadcast(
     em: &mut Emitter,
@@ -227,24 +227,35 @@ pub(crate) fn load_broadcast(
             let zero = em.i64(0);
             let aligned = em.assign("valigned", format!("arith.cmpi eq, {misalignment}, {zero} : i64"));
             let whole = em.binop("vwhole", "arith.andi", &inside, &aligned, "i1");
-            // The if yields the thread's distinct elements, not the chunk
-            // structs that repeat each twice: a struct's copies, once merged,
-            // are no longer known to be equal and take a register each.
             let t = mlir_type(elem);
+            let pair_type = format!("vector<2x{t}>");
             let offsets: Vec<i64> = (0..geom.n_blocks).flat_map(|nb| (0..geom.instr_n / 8).map(move |j| nb * geom.instr_n + 8 * j)).collect();
-            let types = vec![t.to_string(); 2 * offsets.len()];
+            let types = vec![pair_type.clone(); offsets.len()];
             let name = em.fresh("vcols");
             em.open(format!("{name}:{} = scf.if {whole} -> ({}) {{", types.len(), types.join(", ")));
-            let pairs: Vec<String> = offsets.iter().flat_map(|&offset| pair_at(em, ptr, &col_base, offset, elem)).collect();
+            let pairs: Vec<String> = offsets.iter().map(|&offset| pair_at(em, ptr, &col_base, offset, elem)).collect();
             em.yield_values(&pairs, &types);
             em.middle("} else {");
-            let singles: Vec<String> = offsets
+            let masked: Vec<String> = offsets
                 .iter()
-                .flat_map(|&offset| [masked_element(em, ptr, &col_base, offset, len, elem), masked_element(em, ptr, &col_base, offset + 1, len, elem)])
+                .map(|&offset| {
+                    let first = masked_element(em, ptr, &col_base, offset, len, elem);
+                    let second = masked_element(em, ptr, &col_base, offset + 1, len, elem);
+                    let undef = em.assign("u", format!("llvm.mlir.undef : {pair_type}"));
+                    let (i0, i1) = (em.i32(0), em.i32(1));
+                    let with_first = em.assign("w", format!("llvm.insertelement {first}, {undef}[{i0} : i32] : {pair_type}"));
+                    em.assign("w", format!("llvm.insertelement {second}, {with_first}[{i1} : i32] : {pair_type}"))
+                })
                 .collect();
-            em.yield_values(&singles, &types);
+            em.yield_values(&masked, &types);
             em.close("}");
-            let elements: Vec<String> = (0..types.len()).map(|k| format!("{name}#{k}")).collect();
+            let (i0, i1) = (em.i32(0), em.i32(1));
+            let elements: Vec<String> = (0..types.len())
+                .flat_map(|k| {
+                    let pair = format!("{name}#{k}");
+                    [i0.clone(), i1.clone()].map(|i| em.assign("v", format!("llvm.extractelement {pair}[{i} : i32] : {pair_type}")))
+                })
+                .collect();
             let per_n_block = column_structs(em, geom, &ty, &elements);
             (0..geom.m_blocks).flat_map(|_| per_n_block.iter().cloned()).collect()
         }
@@ -296,17 +307,11 @@ fn column_structs(em: &mut Emitter, geom: &FragGeom, ty: &str, elements: &[Strin
 
 /// Elements `base + offset` and `base + offset + 1` of the vector at `ptr`,
 /// one aligned load of the pair.
-fn pair_at(em: &mut Emitter, ptr: &str, base: &str, offset: i64, elem: ElemType) -> [String; 2] {
+fn pair_at(em: &mut Emitter, ptr: &str, base: &str, offset: i64, elem: ElemType) -> String {
     let t = mlir_type(elem);
     let index = em.add_const("vi", base, offset, "i32");
     let p = em.assign("vp", format!("llvm.getelementptr {ptr}[{index}] : (!llvm.ptr, i32) -> !llvm.ptr, {t}"));
-    let pair = format!("vector<2x{t}>");
-    let v = em.assign("vpair", format!("llvm.load {p} {{alignment = {} : i64}} : !llvm.ptr -> {pair}", 2 * elem.bits() / 8));
-    let i0 = em.i32(0);
-    let i1 = em.i32(1);
-    let first = em.assign("v", format!("llvm.extractelement {v}[{i0} : i32] : {pair}"));
-    let second = em.assign("v", format!("llvm.extractelement {v}[{i1} : i32] : {pair}"));
-    [first, second]
+    em.assign("vpair", format!("llvm.load {p} {{alignment = {} : i64}} : !llvm.ptr -> vector<2x{t}>", 2 * elem.bits() / 8))
 }
 
 /// Element `base + offset` of the `len`-element vector at `ptr`, zero at or
@@ -411,14 +416,17 @@ pub(crate) fn store(
         row_base = em.binop("row_t", "arith.addi", &row_base, &wg_rows, "i32");
     }
     let col_base = em.binop("col_t", "arith.addi", col0, &thread.col, "i32");
+    // Both rows of a column pair one after the other: a value per column
+    // (a bias) is then read by consecutive stores, not held across the
+    // whole tile.
     for r in 0..g.m_blocks {
-        for half in 0..2 {
-            let row = em.add_const("row", &row_base, g.block_row(r) + 8 * half, "i32");
-            for nb in 0..g.n_blocks {
-                let chunk = (r * g.n_blocks + nb) as usize;
-                for j in 0..g.instr_n / 8 {
-                    let col = em.add_const("col", &col_base, nb * g.instr_n + 8 * j, "i32");
-                    let i = (4 * j + 2 * half) as usize;
+        let rows_of_block = [0, 1].map(|half| em.add_const("row", &row_base, g.block_row(r) + 8 * half, "i32"));
+        for nb in 0..g.n_blocks {
+            let chunk = (r * g.n_blocks + nb) as usize;
+            for j in 0..g.instr_n / 8 {
+                let col = em.add_const("col", &col_base, nb * g.instr_n + 8 * j, "i32");
+                for (half, row) in rows_of_block.iter().enumerate() {
+                    let i = 4 * j as usize + 2 * half;
                     let v0 = values.at(em, chunk, i);
                     let v1 = values.at(em, chunk, i + 1);
                     em.line(format!(
