@@ -322,10 +322,9 @@ pub struct Problem {
     /// M-major): staged, each stage's is one flat TMA box, which holds
     /// [`flat_box_rows_of`] rows where it can.
     pub a_scales_by_run: bool,
-    /// Elementwise ops (a bias, an activation) take the accumulator between
-    /// the K loop and its conversion to C's type: the deferred epilogue,
-    /// which converts it as it leaves the K loop, cannot take the program.
-    pub epilogue_ops: bool,
+    /// What the program's epilogue (a bias, an activation) adds to each
+    /// output element, which the cost model charges per tile.
+    pub epilogue: crate::cost_model::EpilogueWork,
 }
 
 impl Problem {
@@ -1581,7 +1580,6 @@ fn deferred_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, best: &C
     let Epilogue::Tma { columns } = c.epilogue else { return None };
     let chunks = c.block_n % DEFERRED_EPILOGUE_COLUMNS == 0 && c.block_n >= 2 * DEFERRED_EPILOGUE_COLUMNS;
     let applies = problem.precision == Precision::Bf16
-        && !problem.epilogue_ops
         && c.schedule == (Schedule::WarpSpecialized { consumers: 2 })
         && c.cluster == Along::None
         && c.splits == 1
@@ -1863,7 +1861,7 @@ mod tests {
     /// A plain BF16 program's problem: A staged, tiles sharing operands, a
     /// K loop of fixed length.
     fn bf16(m: i64, n: i64, k: i64) -> Problem {
-        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, epilogue_ops: false }
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, epilogue: crate::cost_model::EpilogueWork::default() }
     }
 
     /// The same for block-scaled FP8, its tiles of B starting scale blocks.
@@ -1886,15 +1884,6 @@ mod tests {
 
     // Shared memory per stage is (BM + BN) * 64 * 2 bytes + an 8-byte barrier;
     // the TMA epilogue adds BM * BN * 2 bytes; the budget is 232448 bytes.
-    #[test]
-    fn an_elementwise_epilogue_is_never_deferred() {
-        for (m, n, k) in [(4096, 4096, 4096), (4096, 4096, 7168), (8192, 8192, 8192), (4096, 7168, 16384)] {
-            let deferred = |p: Problem| rank(&p, &Machine::H100, &Pins::default()).iter().any(|c| c.config.deferred_epilogue);
-            assert!(!deferred(Problem { epilogue_ops: true, ..bf16(m, n, k) }), "{m}x{n}x{k}");
-        }
-        assert!(rank(&bf16(4096, 4096, 4096), &Machine::H100, &Pins::default())[0].config.deferred_epilogue, "the plain program still defers");
-    }
-
     #[test]
     fn shapes_and_pins_the_passes_cannot_build_are_refused() {
         assert!(check_shape(274_877_906_944, 274_877_906_944, 8).unwrap_err().contains("274877906944 is larger than 2147483647"));

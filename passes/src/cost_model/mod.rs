@@ -21,6 +21,7 @@
 
 use crate::cluster::Along;
 use crate::config_rules::{ceil_div, Candidate, Machine, Precision, Problem, Schedule};
+pub use epilogue::EpilogueWork;
 use crate::k_range::SplitReduce;
 use tilec_dialects::tile::reduce::slots_in_flight;
 use std::fmt;
@@ -272,6 +273,7 @@ impl Throughput {
 }
 
 pub mod calibration;
+pub mod epilogue;
 pub mod fit;
 
 /// `target`'s rates and the constants fitted for it. A target not yet
@@ -329,6 +331,11 @@ pub fn order(mut weighed: Vec<Weighed>) -> Vec<Weighed> {
 
 /// CUDA-core lanes of one SM (FFMA issue slots a cycle).
 const SM_LANES: f64 = 128.0;
+
+/// Special-function-unit results one SM gives a cycle (`ex2`, `tanh`,
+/// `rsqrt`: CUDA C Programming Guide, arithmetic instruction throughput,
+/// compute capability 9.0).
+const SFU_LANES: f64 = 16.0;
 
 /// Bytes of an element of C (BF16) and of a partial f32 accumulator.
 const OUTPUT_BYTES: f64 = 2.0;
@@ -513,7 +520,13 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     let store = bm * bn * OUTPUT_BYTES / cal.store_bytes_per_s;
     let hidden = c.schedule == Schedule::PingPong || c.deferred_epilogue;
     let exposed_stores = if hidden { 1.0 } else { tiles_per_sm };
-    let overhead = cal.launch_s + tiles_per_sm * cal.tile_overhead_s + exposed_stores * store;
+    // The epilogue's ops on the CUDA cores and SFUs, which the deferred
+    // epilogue does not hide (they run before the conversion it defers);
+    // ping-pong runs them beside the other consumer's K loop.
+    let work = problem.epilogue;
+    let epilogue = bm * bn * (work.lane_ops as f64 / SM_LANES + work.sfu_ops as f64 / SFU_LANES) / throughput.clock_hz;
+    let exposed_epilogues = if c.schedule == Schedule::PingPong { 1.0 } else { tiles_per_sm };
+    let overhead = cal.launch_s + tiles_per_sm * cal.tile_overhead_s + exposed_stores * store + exposed_epilogues * epilogue;
 
     let body = overlapped(&[main_loop, hbm], cal.overlap_exponent);
     let seconds = body + reduction + overhead;
@@ -545,7 +558,7 @@ mod tests {
     }
 
     fn bf16(m: i64, n: i64, k: i64) -> Problem {
-        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, epilogue_ops: false }
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, epilogue: EpilogueWork::default() }
     }
 
     fn predictions(p: &Problem) -> Vec<(Candidate, Prediction)> {
@@ -575,6 +588,31 @@ mod tests {
         let ranked = rank(p, &machine, &Pins::default());
         let alternatives = crate::config_rules::alternatives(p, &machine, &Pins::default(), &ranked);
         ranked.into_iter().chain(alternatives).map(|c| (c.clone(), figures(at, &machine, c.config))).collect()
+    }
+
+    /// An epilogue's work never predicts a candidate faster, and costs a
+    /// ping-pong kernel (which runs one consumer's epilogue beside the
+    /// other's K loop) at most one tile's worth, where it costs the other
+    /// schedules one a tile.
+    #[test]
+    fn an_epilogue_costs_its_exposed_tiles() {
+        let gelu = EpilogueWork { lane_ops: 10, sfu_ops: 1 };
+        for (m, n, k) in drawn_shapes(40) {
+            let plain = bf16(m, n, k);
+            let fused = Problem { epilogue: gelu, ..plain };
+            for (candidate, before) in predictions(&plain) {
+                let after = predict(&fused, &Machine::H100, &h200(), &Calibration::PRIOR, &candidate);
+                let c = &candidate.config;
+                let one_tile = (c.block_m * c.block_n) as f64 * (10.0 / SM_LANES + 1.0 / SFU_LANES) / h200().clock_hz;
+                let added = after.seconds - before.seconds;
+                assert!(added > 0.0, "{m}x{n}x{k} {c}: an epilogue predicted no slower");
+                if c.schedule == Schedule::PingPong {
+                    assert!((added - one_tile).abs() < 1e-12, "{m}x{n}x{k} {c}: ping-pong exposes one tile's epilogue, added {added}");
+                } else {
+                    assert!(added >= one_tile * (1.0 - 1e-9), "{m}x{n}x{k} {c}: each tile's epilogue is exposed");
+                }
+            }
+        }
     }
 
     /// One K block more costs a configuration at most the share of work it

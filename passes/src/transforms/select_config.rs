@@ -156,7 +156,7 @@ impl SelectConfig {
     /// The problem and pins for `func`, or `None` when it has no dot to
     /// configure (an nv-level kernel).
     pub fn problem(&self, func: &Function) -> Result<Option<(Problem, Pins, Machine)>, Diagnostic> {
-        let Some(ProgramDot { precision, pins: program, b_scale_rows, a_in_registers, a_scales_by_run, epilogue_ops }) = program_dot(func)? else {
+        let Some(ProgramDot { precision, pins: program, b_scale_rows, a_in_registers, a_scales_by_run, epilogue }) = program_dot(func)? else {
             return Ok(None);
         };
         let mut pins = self.pins;
@@ -179,7 +179,7 @@ impl SelectConfig {
             b_scale_rows,
             a_in_registers,
             a_scales_by_run,
-            epilogue_ops,
+            epilogue,
         };
         Ok(Some((problem, pins, machine)))
     }
@@ -286,9 +286,8 @@ struct ProgramDot {
     /// A block-scaled dot's row scales are loaded from a column-major
     /// tensor (stored M-major).
     a_scales_by_run: bool,
-    /// Elementwise ops take the accumulator between the K loop and its
-    /// conversion.
-    epilogue_ops: bool,
+    /// What the ops between the K loop and the store add per element.
+    epilogue: crate::cost_model::EpilogueWork,
 }
 
 /// The function's one dot, `None` without one.
@@ -321,14 +320,16 @@ fn program_dot(func: &Function) -> Result<Option<ProgramDot>, Diagnostic> {
         let scales = body.defining_op(d.lhs_scale(body)).and_then(|op| tile::Load::of(body, op));
         scales.is_some_and(|load| column_major.contains(&load.tensor(body)))
     });
-    // tile-defer-epilogue converts the accumulator as it leaves the K loop
-    // and stores it during the next tile's K steps: an elementwise op in
-    // between (a bias, an activation) leaves it nothing to defer.
-    let epilogue_ops = body.parent_op(dot).is_none_or(|k_loop| {
-        let result = body.ops[k_loop].results.first().copied();
-        !body.walk_region(func.region).into_iter().any(|op| body.opcode(op) == Opcode::TileTruncf && Some(body.ops[op].operands[0]) == result)
-    });
-    Ok(Some(ProgramDot { precision, pins, b_scale_rows, a_in_registers, a_scales_by_run, epilogue_ops }))
+    // The ops after the K loop, in its block: the epilogue.
+    let epilogue = match body.parent_op(dot).and_then(|k_loop| Some((k_loop, body.ops[k_loop].parent?))) {
+        Some((k_loop, block)) => {
+            let ops = &body.blocks[block].ops;
+            let after = ops.iter().position(|&o| o == k_loop).map_or(0, |p| p + 1);
+            crate::cost_model::epilogue::work(func, &ops[after..])
+        }
+        None => crate::cost_model::EpilogueWork::default(),
+    };
+    Ok(Some(ProgramDot { precision, pins, b_scale_rows, a_in_registers, a_scales_by_run, epilogue }))
 }
 
 impl Pass for SelectConfig {
@@ -501,7 +502,7 @@ mod tests {
                 b_scale_rows: None,
                 a_in_registers: false,
                 a_scales_by_run: false,
-                epilogue_ops: false,
+                epilogue: crate::cost_model::EpilogueWork::default(),
             };
             let ranked = config_rules::rank(&problem, &machine, &Pins::default());
             for c in ranked.iter().chain(&config_rules::alternatives(&problem, &machine, &Pins::default(), &ranked)) {

@@ -1,0 +1,62 @@
+//! The work an epilogue adds to each output element, beyond the plain
+//! GEMM's conversion to C's type: what config selection weighs for a
+//! program whose accumulator passes through element-wise ops (a bias, an
+//! activation) before its store.
+//!
+//! The counts follow the lowering (`lower/src/math.rs`): a transcendental
+//! function is one special-function-unit instruction (`ex2.approx`,
+//! `tanh.approx`, `rsqrt.approx`), erf a rational fit of some twenty
+//! CUDA-core ops around one, an IEEE division about eight.
+
+use tilec_dialects::ir::Body;
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::ir::Op;
+use tilec_dialects::Function;
+
+/// Per output element, what the epilogue's ops cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EpilogueWork {
+    /// CUDA-core instructions (adds, multiplies, conversions, selects).
+    pub lane_ops: i64,
+    /// Special-function-unit instructions.
+    pub sfu_ops: i64,
+}
+
+impl EpilogueWork {
+    /// No work beyond the conversion: a plain GEMM's.
+    pub fn is_plain(&self) -> bool {
+        *self == EpilogueWork::default()
+    }
+}
+
+/// The work of `ops`, the ops of `f` between its K loop and its store, on
+/// one output element; the one conversion that a plain GEMM has too (the
+/// accumulator's to C's type) is not counted.
+pub fn work(f: &Function, ops: &[Op]) -> EpilogueWork {
+    let body: &Body = &f.body;
+    let mut w = EpilogueWork::default();
+    let mut conversions = 0;
+    for &op in ops {
+        let on_tiles = body.ops[op].results.iter().any(|&r| body.value_type(r).as_tile().is_some());
+        if !on_tiles || !body.ops[op].def.traits.elementwise {
+            continue;
+        }
+        let (lane, sfu) = match body.opcode(op) {
+            Opcode::TileTruncf => {
+                conversions += 1;
+                (1, 0)
+            }
+            Opcode::TileExp => (1, 1),
+            Opcode::TileTanh | Opcode::TileRsqrt => (0, 1),
+            Opcode::TileErf => (20, 1),
+            Opcode::TileDivf => (8, 0),
+            _ => (1, 0),
+        };
+        w.lane_ops += lane;
+        w.sfu_ops += sfu;
+    }
+    if conversions > 0 {
+        w.lane_ops -= 1;
+    }
+    w
+}
