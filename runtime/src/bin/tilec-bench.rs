@@ -670,6 +670,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                     b: gpu.bind("B", &d.b[s]),
                     c: gpu.bind("C", &d.c[s]),
                     scales: None,
+                    vectors: Vec::new(),
                 };
                 let binds: Vec<_> = (0..sets).map(bind).collect();
                 ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, &refh, 1.0, r));
@@ -748,8 +749,8 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 lt_plans.push(check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], refh, r));
                 // Unscaled FP8 kernels are checked with the per-tensor family (scale 1).
                 for &ci in &ours {
-                    let scales = cands[ci].spec.map_or(Scales::None, |k| k.scales);
-                    let sa = cands[ci].spec.map_or(SaLayout::KMajor, |k| k.sa_layout).choose(&block.0, &block.1);
+                    let scales = cands[ci].spec.as_ref().map_or(Scales::None, |k| k.scales);
+                    let sa = cands[ci].spec.as_ref().map_or(SaLayout::KMajor, |k| k.sa_layout).choose(&block.0, &block.1);
                     if (scales == Scales::Block) != (family == Scales::Block) {
                         continue;
                     }
@@ -762,6 +763,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                             Scales::PerTensor => Some((gpu.bind("scale_a", &cx.scale_a), gpu.bind("scale_b", &cx.scale_b))),
                             Scales::Block => Some((gpu.bind("SA", sa), gpu.bind("SB", &block.2))),
                         },
+                        vectors: Vec::new(),
                     };
                     let sc = if scales == Scales::PerTensor { per_tensor_scale } else { 1.0 };
                     let binds: Vec<_> = (0..sets).map(bind).collect();
