@@ -461,3 +461,129 @@ impl ElementwiseKernel {
         .ctx("cuLaunchKernel(tilec_epilogue)")
     }
 }
+
+// ------------------------------------------------------------ checking a kernel
+
+/// Multiply-adds the FP64 CPU reference of a GEMM with an epilogue may
+/// spend per shape: every row up to `M*N*K` = 2^28, evenly spread rows beyond.
+pub const CPU_REFERENCE_BUDGET: u64 = 1 << 28;
+
+/// Rows `rows` of `C = epilogue(A * B^T)`: the FP64 CPU product (A `m x k`
+/// and B `n x k` row-major, as f32 values: bf16 inputs, or dequantised FP8
+/// ones) taken through the epilogue in f64. `rows.len() x n`.
+pub fn reference_rows(epilogue: &Epilogue, vectors: &[HostVector], a: &[f32], b: &[f32], n: usize, k: usize, rows: &[usize]) -> Result<Vec<f64>> {
+    let reference = EpilogueReference::new(epilogue, vectors)?;
+    let acc = crate::check::cpu_gemm_tn_rows(a, b, n, k, rows);
+    Ok(reference.rows(&acc, rows, n))
+}
+
+/// Rows `rows` of a row-major bf16 `C` with `n` columns, widened.
+pub fn take_rows(c: &[half::bf16], rows: &[usize], n: usize) -> Vec<f64> {
+    rows.iter().flat_map(|&i| c[i * n..(i + 1) * n].iter().map(|x| x.to_f64())).collect()
+}
+
+/// The outcome of one shape of a GEMM with an epilogue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpilogueCheck {
+    /// The seed the inputs (vectors too) were drawn from.
+    pub seed: u64,
+    /// `||out - ref||_F / ||ref||_F` over the checked rows.
+    pub err: f64,
+    /// Rows checked (all of C's when `M*N*K` is within [`CPU_REFERENCE_BUDGET`]).
+    pub rows: usize,
+    /// The error is within the threshold.
+    pub pass: bool,
+}
+
+/// A checked call, kept bound with its buffers so that it can be timed.
+pub struct EpilogueCall {
+    /// The check's outcome.
+    pub check: EpilogueCheck,
+    /// The kernel bound to the inputs it was checked on.
+    pub bound: crate::BoundGemm,
+    _buffers: Vec<CudaSlice<u8>>,
+    _c: CudaSlice<half::bf16>,
+}
+
+fn raw_binding(gpu: &Gpu, name: &str, dtype: DType, s: &CudaSlice<u8>) -> TensorBinding {
+    TensorBinding { name: name.into(), dtype, addr: gpu.addr(s), bytes: s.len() as u64 }
+}
+
+/// Runs `gemm` (a BF16 GEMM, B `[N,K]` or `[K,N]`, or a block-scaled FP8
+/// one) once on fresh random inputs of `size`, its epilogue's vectors
+/// filled with fresh random values, C poisoned with NaN first, and checks
+/// C against the FP64 CPU product on evenly spread rows (all rows within
+/// [`CPU_REFERENCE_BUDGET`]) taken through [`Epilogue::eval`]. FP8 inputs
+/// and power-of-two block scales are drawn as `crate::blockscaled` draws
+/// them. A manifest without an epilogue is checked as `[acc, convert bf16]`.
+pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, threshold: f64) -> Result<EpilogueCall> {
+    use crate::check::*;
+    use crate::gemm::{BLayout, GemmBuffers, Scales};
+    let spec = gemm.spec();
+    let plain = Epilogue::plain(DType::Bf16);
+    let epilogue = spec.epilogue.as_ref().unwrap_or(&plain);
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
+    let s = &gpu.stream;
+    let up = |bytes: &[u8], what: &'static str| s.clone_htod(bytes).ctx(what);
+    let bf16_bytes = |v: &[half::bf16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let f32_bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut keep = Vec::new();
+    let (a_f32, b_f32, buffers) = match (spec.input, spec.scales) {
+        (DType::Bf16, Scales::None) => {
+            let a_h = random_bf16(m * k, &mut rng);
+            let b_h = random_bf16(n * k, &mut rng);
+            let b_kernel = match spec.b_layout {
+                BLayout::Nk => b_h.clone(),
+                BLayout::Kn => (0..k * n).map(|x| b_h[(x % n) * k + x / n]).collect(),
+            };
+            let a = up(&bf16_bytes(&a_h), "cuMemcpyHtoD(A)")?;
+            let b = up(&bf16_bytes(&b_kernel), "cuMemcpyHtoD(B)")?;
+            let (ab, bb) = (raw_binding(gpu, "A", DType::Bf16, &a), raw_binding(gpu, "B", DType::Bf16, &b));
+            keep.extend([a, b]);
+            let to_f32 = |v: &[half::bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+            (to_f32(&a_h), to_f32(&b_h), (ab, bb, None))
+        }
+        (DType::F8e4m3, Scales::Block) => {
+            let bs = BlockScales::new(m, n, k);
+            let a_h = random_e4m3(m * k, &mut rng);
+            let b_h = random_e4m3(n * k, &mut rng);
+            let sa_h = random_pow2_scales(bs.sa_len(), &mut rng);
+            let sb_h = random_pow2_scales(bs.sb_len(), &mut rng);
+            let sa_kernel = spec.sa_layout.arrange(&sa_h, m, bs.kb());
+            let a = up(&a_h, "cuMemcpyHtoD(A)")?;
+            let b = up(&b_h, "cuMemcpyHtoD(B)")?;
+            let sa = up(&f32_bytes(&sa_kernel), "cuMemcpyHtoD(SA)")?;
+            let sb = up(&f32_bytes(&sb_h), "cuMemcpyHtoD(SB)")?;
+            let bind = (
+                raw_binding(gpu, "A", DType::F8e4m3, &a),
+                raw_binding(gpu, "B", DType::F8e4m3, &b),
+                Some((raw_binding(gpu, "SA", DType::F32, &sa), raw_binding(gpu, "SB", DType::F32, &sb))),
+            );
+            keep.extend([a, b, sa, sb]);
+            (bs.dequant_a(&a_h, &sa_h), bs.dequant_b(&b_h, &sb_h), bind)
+        }
+        (input, scales) => {
+            return Err(RuntimeError::GemmArgs(format!(
+                "the epilogue check runs BF16 GEMMs and block-scaled FP8 ones, not {input} with scales {scales:?}"
+            )))
+        }
+    };
+    let vectors = random_vectors(&spec.vectors, size, &mut rng);
+    let (vector_slices, vector_bindings) = upload_vectors(gpu, &vectors)?;
+    keep.extend(vector_slices);
+    let mut c = unsafe { s.alloc::<half::bf16>(m * n) }.ctx("cuMemAlloc(C)")?;
+    gpu.poison16(&mut c, POISON_BF16)?;
+    let (a, b, scales) = buffers;
+    let mut buffers = GemmBuffers::new(a, b, gpu.bind("C", &c)).with_vectors(vector_bindings);
+    buffers.scales = scales;
+    let mut bound = gemm.bind_raw(size, buffers)?;
+    bound.launch_checked()?;
+    let out = s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?;
+    let rows = sample_rows(m, n, k, CPU_REFERENCE_BUDGET);
+    let reference = reference_rows(epilogue, &vectors, &a_f32, &b_f32, n, k, &rows)?;
+    let err = rel_frobenius(&take_rows(&out, &rows, n), &reference);
+    let check = EpilogueCheck { seed, err, rows: rows.len(), pass: passes(err, threshold) };
+    Ok(EpilogueCall { check, bound, _buffers: keep, _c: c })
+}

@@ -259,3 +259,14 @@ fn generated_cuda_applies_the_program_in_f32() {
     assert!(cuda_source(&e, &[]).unwrap_err().contains("vector Bias"));
     assert!(cuda_source(&Epilogue { values: vec![] }, &[]).is_err());
 }
+
+#[test]
+fn reference_rows_take_the_product_through_the_epilogue() {
+    // A = [[1, 2], [3, 4], [5, 6]], B = [[1, 0], [0, 1]]: C = A; + bias [0.5, -0.5].
+    let e = epilogue(r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1}]"#);
+    let v = [HostVector::from_values(&bias(DType::Bf16, Along::Cols), &[0.5, -0.5])];
+    let got = reference_rows(&e, &v, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1.0, 0.0, 0.0, 1.0], 2, 2, &[0, 2]).unwrap();
+    assert_eq!(got, [1.5, 1.5, 5.5, 5.5]);
+    let c: Vec<half::bf16> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].iter().map(|&x| half::bf16::from_f32(x)).collect();
+    assert_eq!(take_rows(&c, &[0, 2], 2), [1.0, 2.0, 5.0, 6.0]);
+}
