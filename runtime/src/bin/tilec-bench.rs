@@ -59,7 +59,7 @@ struct Cli {
     /// Timed rounds (each round runs every kernel once, interleaved); median and spread over them
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     reps: u64,
-    /// Write the full report (schema tilec-bench/2; draw it with tilec-report)
+    /// Write the full report (schema tilec-bench/3; draw it with tilec-report)
     #[arg(long, value_name = "OUT")]
     json: Option<String>,
     /// Record each problem's fastest kernel that passed its check in this tuning file (created if
