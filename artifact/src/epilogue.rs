@@ -161,19 +161,27 @@ impl Epilogue {
         if index >= self.values.len() {
             return f64::NAN;
         }
-        let mut v: Vec<f64> = Vec::with_capacity(index + 1);
+        // Short programs (all tilec writes) evaluate without allocating: the
+        // runtime's reference calls this once per element of C.
+        let mut stack = [0.0f64; 64];
+        let mut heap = Vec::new();
+        let v: &mut [f64] = if index < stack.len() {
+            &mut stack[..=index]
+        } else {
+            heap.resize(index + 1, 0.0);
+            &mut heap
+        };
         // An operand that is not an earlier value (an unvalidated program) reads NaN.
-        let at = |v: &[f64], i: usize| v.get(i).copied().unwrap_or(f64::NAN);
+        let at = |v: &[f64], i: usize, me: usize| if i < me { v[i] } else { f64::NAN };
         for (i, value) in self.values[..=index].iter().enumerate() {
-            let x = match *value {
+            v[i] = match *value {
                 EpilogueValue::Acc => acc,
                 EpilogueValue::Splat { value } => value,
                 EpilogueValue::Vector { .. } => vector(i),
-                EpilogueValue::Unary { f, x } => f.apply(at(&v, x)),
-                EpilogueValue::Binary { f, lhs, rhs } => f.apply(at(&v, lhs), at(&v, rhs)),
-                EpilogueValue::Convert { to, x } => round_to(to, at(&v, x)),
+                EpilogueValue::Unary { f, x } => f.apply(at(v, x, i)),
+                EpilogueValue::Binary { f, lhs, rhs } => f.apply(at(v, lhs, i), at(v, rhs, i)),
+                EpilogueValue::Convert { to, x } => round_to(to, at(v, x, i)),
             };
-            v.push(x);
         }
         v[index]
     }

@@ -528,3 +528,13 @@ fn half_bf16(x: f32) -> f64 {
     let rounded = b.wrapping_add(0x7FFF + ((b >> 16) & 1)) & 0xFFFF_0000;
     f32::from_bits(rounded) as f64
 }
+
+#[test]
+fn long_epilogues_evaluate_too() {
+    // 100 additions of 1: past the evaluator's stack buffer.
+    let mut values = vec![EpilogueValue::Acc, EpilogueValue::Splat { value: 1.0 }];
+    for i in 0..100 {
+        values.push(EpilogueValue::Binary { f: BinaryFn::Add, lhs: if i == 0 { 0 } else { i + 1 }, rhs: 1 });
+    }
+    assert_eq!(Epilogue { values }.eval(0.5, |_| 0.0), 100.5);
+}
