@@ -79,7 +79,7 @@ pub fn upload_vectors(gpu: &Gpu, vectors: &[HostVector]) -> Result<(Vec<CudaSlic
     Ok((slices, bindings))
 }
 
-/// An epilogue with its vectors' values: what C[i][j] should be, given the
+/// An epilogue with its vectors' values: what `C[i][j]` should be, given the
 /// accumulator.
 pub struct EpilogueReference<'a> {
     epilogue: &'a Epilogue,
@@ -107,7 +107,7 @@ impl<'a> EpilogueReference<'a> {
         Ok(EpilogueReference { epilogue, slots, vectors })
     }
 
-    /// C[i][j] for accumulator `acc`, in f64.
+    /// `C[i][j]` for accumulator `acc`, in f64.
     pub fn at(&self, acc: f64, i: usize, j: usize) -> f64 {
         self.epilogue.eval(acc, |v| match self.slots[v] {
             Some((k, Along::Rows)) => self.vectors[k].values[i],
