@@ -65,7 +65,7 @@ pub enum BinaryFn {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum EpilogueValue {
-    /// The accumulator: sum over k of A[i][k] B[j][k] in f32 (with a
+    /// The accumulator: sum over k of `A[i][k] B[j][k]` in f32 (with a
     /// block-scaled GEMM's scales applied), all splits and pieces added.
     Acc,
     /// A constant.
@@ -133,4 +133,220 @@ impl Epilogue {
         }
         out
     }
+}
+
+impl Epilogue {
+    /// The value it stores for one output element, computed in f64:
+    /// `acc` is the accumulator, `vector(i)` the element that value `i` (a
+    /// [`EpilogueValue::Vector`]) reads for this output element (element
+    /// `i` of the row or `j` of the column, as its `along` says). `convert`
+    /// rounds to nearest even as [`round_to`] does. The epilogue must be
+    /// valid ([`crate::Manifest::validate`]); an empty one gives NaN.
+    ///
+    /// ```
+    /// use tilec_artifact::{DType, Epilogue};
+    /// let plain = Epilogue::plain(DType::Bf16);
+    /// assert_eq!(plain.eval(1.0 + 1.0 / 1024.0, |_| 0.0), 1.0);
+    /// ```
+    pub fn eval(&self, acc: f64, vector: impl Fn(usize) -> f64) -> f64 {
+        match self.values.len() {
+            0 => f64::NAN,
+            n => self.eval_value(n - 1, acc, vector),
+        }
+    }
+
+    /// Value `index` of the program (see [`Epilogue::eval`]), computing
+    /// only the values up to it; NaN for an index past the end.
+    pub fn eval_value(&self, index: usize, acc: f64, vector: impl Fn(usize) -> f64) -> f64 {
+        if index >= self.values.len() {
+            return f64::NAN;
+        }
+        // Short programs (all tilec writes) evaluate without allocating: the
+        // runtime's reference calls this once per element of C.
+        let mut stack = [0.0f64; 64];
+        let mut heap = Vec::new();
+        let v: &mut [f64] = if index < stack.len() {
+            &mut stack[..=index]
+        } else {
+            heap.resize(index + 1, 0.0);
+            &mut heap
+        };
+        // An operand that is not an earlier value (an unvalidated program) reads NaN.
+        let at = |v: &[f64], i: usize, me: usize| if i < me { v[i] } else { f64::NAN };
+        for (i, value) in self.values[..=index].iter().enumerate() {
+            v[i] = match *value {
+                EpilogueValue::Acc => acc,
+                EpilogueValue::Splat { value } => value,
+                EpilogueValue::Vector { .. } => vector(i),
+                EpilogueValue::Unary { f, x } => f.apply(at(v, x, i)),
+                EpilogueValue::Binary { f, lhs, rhs } => f.apply(at(v, lhs, i), at(v, rhs, i)),
+                EpilogueValue::Convert { to, x } => round_to(to, at(v, x, i)),
+            };
+        }
+        v[index]
+    }
+
+    /// True if it is a plain GEMM's: the accumulator, at most rounded once
+    /// (to any type), with no vectors or other values.
+    pub fn is_plain(&self) -> bool {
+        match &self.values[..] {
+            [EpilogueValue::Acc] => true,
+            [EpilogueValue::Acc, EpilogueValue::Convert { x: 0, .. }] => true,
+            _ => false,
+        }
+    }
+}
+
+impl UnaryFn {
+    /// The function's value at `x`, in f64.
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            UnaryFn::Neg => -x,
+            UnaryFn::Abs => x.abs(),
+            UnaryFn::Exp => x.exp(),
+            UnaryFn::Tanh => x.tanh(),
+            UnaryFn::Erf => erf(x),
+            UnaryFn::Rsqrt => 1.0 / x.sqrt(),
+        }
+    }
+}
+
+impl BinaryFn {
+    /// The function's value at `(lhs, rhs)`, in f64. `max` and `min` of a
+    /// NaN and a number are NaN, as the kernel's `maximumf`/`minimumf`.
+    pub fn apply(self, lhs: f64, rhs: f64) -> f64 {
+        match self {
+            BinaryFn::Add => lhs + rhs,
+            BinaryFn::Sub => lhs - rhs,
+            BinaryFn::Mul => lhs * rhs,
+            BinaryFn::Div => lhs / rhs,
+            BinaryFn::Max if lhs.is_nan() || rhs.is_nan() => f64::NAN,
+            BinaryFn::Min if lhs.is_nan() || rhs.is_nan() => f64::NAN,
+            BinaryFn::Max => lhs.max(rhs),
+            BinaryFn::Min => lhs.min(rhs),
+        }
+    }
+}
+
+/// The error function, accurate to a few units in the last place of f64
+/// (std has none). For |x| < 3 the series
+/// `erf(x) = 2/sqrt(pi) e^(-x^2) sum_n (2x^2)^n x / (2n+1)!!`, whose terms
+/// are all positive (no cancellation); beyond, `1 - erfc(x)` with erfc's
+/// continued fraction (Lentz), which converges fast there; 1 beyond 6,
+/// where erfc is below half an ulp of 1.
+///
+/// ```
+/// let e = tilec_artifact::erf(1.0);
+/// assert!((e - 0.8427007929497149).abs() < 1e-15);
+/// ```
+pub fn erf(x: f64) -> f64 {
+    if x.is_nan() {
+        return f64::NAN;
+    }
+    let a = x.abs();
+    let r = if a < 3.0 {
+        erf_series(a)
+    } else if a < 6.0 {
+        1.0 - erfc_continued_fraction(a)
+    } else {
+        1.0
+    };
+    r.copysign(x)
+}
+
+/// The complementary error function `1 - erf(x)`, accurate also where it is
+/// tiny (large x), by the continued fraction for x >= 3.
+pub fn erfc(x: f64) -> f64 {
+    if x.is_nan() {
+        return f64::NAN;
+    }
+    if x >= 3.0 {
+        erfc_continued_fraction(x)
+    } else {
+        1.0 - erf(x)
+    }
+}
+
+const TWO_OVER_SQRT_PI: f64 = 1.128_379_167_095_512_6;
+
+fn erf_series(a: f64) -> f64 {
+    let x2 = a * a;
+    let mut term = a;
+    let mut sum = a;
+    let mut n = 0.0;
+    while term > sum * 1e-17 {
+        n += 1.0;
+        term *= 2.0 * x2 / (2.0 * n + 1.0);
+        sum += term;
+        if n > 200.0 {
+            break;
+        }
+    }
+    TWO_OVER_SQRT_PI * (-x2).exp() * sum
+}
+
+/// erfc(x) for x >= 3: `e^(-x^2)/sqrt(pi) * 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))`,
+/// evaluated by the modified Lentz method.
+fn erfc_continued_fraction(x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    // f = b0 + a1/(b1 + a2/(b2 + ...)) with b_i = x, a_i = i/2.
+    let mut f = x;
+    let mut c = f;
+    let mut d = 0.0;
+    for i in 1..500 {
+        let an = i as f64 / 2.0;
+        d = x + an * d;
+        d = if d.abs() < TINY { TINY } else { d };
+        c = x + an / c;
+        c = if c.abs() < TINY { TINY } else { c };
+        d = 1.0 / d;
+        let delta = c * d;
+        f *= delta;
+        if (delta - 1.0).abs() < 1e-16 {
+            break;
+        }
+    }
+    (-x * x).exp() / (f * std::f64::consts::PI.sqrt())
+}
+
+/// `x` rounded to the nearest value of `to` (ties to even), as a narrowing
+/// conversion does: bf16 and f16 overflow to infinity; the 8-bit floats
+/// saturate to their largest finite value (as PTX's `cvt.rn.satfinite`,
+/// the only conversion to them it has); f64 (and any integer type) is
+/// returned unchanged. NaN stays NaN.
+///
+/// ```
+/// use tilec_artifact::{round_to, DType};
+/// assert_eq!(round_to(DType::Bf16, 1.0 + 1.0 / 256.0), 1.0); // a tie: to even
+/// assert_eq!(round_to(DType::Bf16, 1.0 + 3.0 / 256.0), 1.0 + 4.0 / 256.0);
+/// assert_eq!(round_to(DType::F16, 70000.0), f64::INFINITY);
+/// assert_eq!(round_to(DType::F8e4m3, 1000.0), 448.0);
+/// ```
+pub fn round_to(to: super::DType, x: f64) -> f64 {
+    use super::DType;
+    // (fraction bits, smallest normal exponent, largest finite, saturate)
+    let (p, emin, max, saturate) = match to {
+        DType::F32 => return x as f32 as f64,
+        DType::Bf16 => (7, -126, (2.0 - 2f64.powi(-7)) * 2f64.powi(127), false),
+        DType::F16 => (10, -14, 65504.0, false),
+        DType::F8e4m3 => (3, -6, 448.0, true),
+        DType::F8e5m2 => (2, -14, 57344.0, true),
+        _ => return x,
+    };
+    if !x.is_finite() {
+        return if saturate && x.is_infinite() { max.copysign(x) } else { x };
+    }
+    if x == 0.0 {
+        return x;
+    }
+    // The exponent of |x| (x is finite and nonzero; f64 subnormals are far
+    // below every format's own).
+    let e = ((x.abs().to_bits() >> 52) as i32 - 1023).max(emin);
+    let quantum = 2f64.powi(e - p);
+    // x / quantum is exact (a power-of-two scale) and below 2^53.
+    let r = (x / quantum).round_ties_even() * quantum;
+    if r.abs() > max {
+        return if saturate { max.copysign(x) } else { f64::INFINITY.copysign(x) };
+    }
+    r
 }

@@ -60,7 +60,7 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
     /// What the kernel computes from a GEMM's accumulator before storing
-    /// its output (see [`Epilogue`]); absent where the program is not one
+    /// its output (see [`crate::Epilogue`]); absent where the program is not one
     /// GEMM whose epilogue tilec can describe (a grouped GEMM's kernels,
     /// hand-written nv IR), which the runtime's GEMM handle then refuses
     /// unless the kernel's tensors are exactly a plain GEMM's.

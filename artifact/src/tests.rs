@@ -328,3 +328,213 @@ fn the_sm90_limits_are_every_targets() {
         assert_eq!((t.smem_per_cta_bytes, t.max_cluster_size), (MAX_DYNAMIC_SMEM_SM90, MAX_PORTABLE_CLUSTER_SIZE), "{}", t.name);
     }
 }
+
+// ---------------------------------------------------------------- epilogues
+
+/// A GEMM with a bias vector `Bias[N]` and a per-row scale `S[M]`.
+fn with_vectors(epilogue: &str) -> Manifest {
+    Manifest::from_json_str(&format!(
+        r#"{{
+  "format_version": 1, "kernel_name": "g", "entry": "g", "target": "sm_90a",
+  "epilogue": {epilogue},
+  "block": [128, 1, 1], "grid": {{ "rule": "tiles", "block_m": 128, "block_n": 128 }},
+  "tensors": [
+    {{ "name": "A", "dtype": "bf16", "shape": ["M", "K"], "role": "input" }},
+    {{ "name": "B", "dtype": "bf16", "shape": ["N", "K"], "role": "input" }},
+    {{ "name": "Bias", "dtype": "bf16", "shape": ["N"], "role": "input" }},
+    {{ "name": "S", "dtype": "f32", "shape": ["M"], "role": "input" }},
+    {{ "name": "W", "dtype": "f32", "shape": ["M", "N"], "role": "input" }},
+    {{ "name": "C", "dtype": "bf16", "shape": ["M", "N"], "role": "output" }}
+  ],
+  "params": [
+    {{ "kind": "ptr", "tensor": "A" }}, {{ "kind": "ptr", "tensor": "B" }}, {{ "kind": "ptr", "tensor": "Bias" }},
+    {{ "kind": "ptr", "tensor": "S" }}, {{ "kind": "ptr", "tensor": "W" }}, {{ "kind": "ptr", "tensor": "C" }}
+  ]
+}}"#
+    ))
+    .unwrap()
+}
+
+const BIAS_SCALE: &str = r#"{ "values": [
+    { "op": "acc" }, { "op": "vector", "tensor": "Bias", "along": "cols" },
+    { "op": "binary", "f": "add", "lhs": 0, "rhs": 1 },
+    { "op": "vector", "tensor": "S", "along": "rows" },
+    { "op": "binary", "f": "mul", "lhs": 2, "rhs": 3 },
+    { "op": "convert", "to": "bf16", "x": 4 } ] }"#;
+
+#[test]
+fn epilogue_round_trips_and_validates() {
+    let m = with_vectors(BIAS_SCALE);
+    m.validate().unwrap();
+    let e = m.epilogue.clone().unwrap();
+    assert_eq!(e.vector_tensors(), [("Bias", Along::Cols), ("S", Along::Rows)]);
+    assert!(!e.is_plain() && Epilogue::plain(DType::Bf16).is_plain());
+    let again = Manifest::from_json_str(&m.to_json_string()).unwrap();
+    assert_eq!(again, m);
+    // A manifest without the field (written before it existed) still loads.
+    assert_eq!(example().epilogue, None);
+}
+
+#[test]
+fn epilogue_validation_is_located() {
+    let check = |epilogue: &str| err_of(&with_vectors(epilogue)).to_string();
+    assert_eq!(
+        check(r#"{ "values": [] }"#),
+        "epilogue.values: an epilogue has at least one value (a plain GEMM's is [acc, convert])"
+    );
+    assert_eq!(
+        check(r#"{ "values": [ { "op": "acc" }, { "op": "binary", "f": "add", "lhs": 0, "rhs": 1 } ] }"#),
+        "epilogue.values[1].rhs: operand 1 is not an earlier value (value 1 may read values 0..1)"
+    );
+    assert_eq!(
+        check(r#"{ "values": [ { "op": "unary", "f": "exp", "x": 3 } ] }"#),
+        "epilogue.values[0].x: operand 3 is not an earlier value (value 0 may read values 0..0)"
+    );
+    assert_eq!(
+        check(r#"{ "values": [ { "op": "vector", "tensor": "Bias", "along": "rows" } ] }"#),
+        "epilogue.values[0].along: epilogue vector `Bias` along rows must have the output's row dimension `M`, it has `N`"
+    );
+    assert_eq!(
+        check(r#"{ "values": [ { "op": "vector", "tensor": "S", "along": "cols" } ] }"#),
+        "epilogue.values[0].along: epilogue vector `S` along cols must have the output's column dimension `N`, it has `M`"
+    );
+    assert_eq!(
+        check(r#"{ "values": [ { "op": "vector", "tensor": "W", "along": "cols" } ] }"#),
+        "epilogue.values[0].tensor: epilogue vector `W` must be a rank-1 input tensor; it is of rank 2"
+    );
+    assert_eq!(
+        check(r#"{ "values": [ { "op": "vector", "tensor": "C", "along": "cols" } ] }"#),
+        "epilogue.values[0].tensor: epilogue vector `C` must be a rank-1 input tensor; it is an output"
+    );
+    assert_eq!(
+        check(r#"{ "values": [ { "op": "vector", "tensor": "Nope", "along": "cols" } ] }"#),
+        "epilogue.values[0].tensor: unknown tensor `Nope`"
+    );
+    assert_eq!(
+        check(r#"{ "values": [ { "op": "acc" }, { "op": "convert", "to": "i32", "x": 0 } ] }"#),
+        "epilogue.values[1].to: an epilogue converts to float types only, not i32"
+    );
+    // Unknown ops and functions are JSON errors.
+    assert!(Manifest::from_json_str(&EXAMPLE.replacen('{', r#"{ "epilogue": { "values": [ { "op": "sin" } ] },"#, 1)).is_err());
+}
+
+#[test]
+fn epilogue_eval_in_f64() {
+    let e = with_vectors(BIAS_SCALE).epilogue.unwrap();
+    // (acc + bias) * s, rounded to bf16; vector(i) is asked for value i.
+    let vec = |i: usize| match i {
+        1 => 0.25,
+        3 => 3.0,
+        _ => panic!("value {i} is no vector"),
+    };
+    assert_eq!(e.eval(1.0, vec), 3.75);
+    assert_eq!(e.eval_value(4, 1.0 / 3.0, vec), (1.0 / 3.0 + 0.25) * 3.0);
+    assert_eq!(e.eval(1.0 / 3.0, vec), round_to(DType::Bf16, (1.0 / 3.0 + 0.25) * 3.0));
+    assert!(e.eval_value(99, 0.0, vec).is_nan());
+    assert!(Epilogue { values: vec![] }.eval(1.0, |_| 0.0).is_nan());
+    let un = |f: UnaryFn| Epilogue { values: vec![EpilogueValue::Acc, EpilogueValue::Unary { f, x: 0 }] };
+    assert_eq!(un(UnaryFn::Neg).eval(2.0, |_| 0.0), -2.0);
+    assert_eq!(un(UnaryFn::Abs).eval(-2.0, |_| 0.0), 2.0);
+    assert_eq!(un(UnaryFn::Exp).eval(0.0, |_| 0.0), 1.0);
+    assert_eq!(un(UnaryFn::Rsqrt).eval(4.0, |_| 0.0), 0.5);
+    assert_eq!(un(UnaryFn::Tanh).eval(0.5, |_| 0.0), 0.5f64.tanh());
+    assert!((un(UnaryFn::Erf).eval(0.5, |_| 0.0) - 0.5204998778130465).abs() < 1e-15);
+    let bin = |f: BinaryFn| Epilogue {
+        values: vec![EpilogueValue::Acc, EpilogueValue::Splat { value: 2.0 }, EpilogueValue::Binary { f, lhs: 0, rhs: 1 }],
+    };
+    let at3 = |f| bin(f).eval(3.0, |_| 0.0);
+    assert_eq!([at3(BinaryFn::Add), at3(BinaryFn::Sub), at3(BinaryFn::Mul), at3(BinaryFn::Div)], [5.0, 1.0, 6.0, 1.5]);
+    assert_eq!([at3(BinaryFn::Max), at3(BinaryFn::Min)], [3.0, 2.0]);
+    assert!(bin(BinaryFn::Max).eval(f64::NAN, |_| 0.0).is_nan());
+}
+
+#[test]
+fn erf_matches_known_values() {
+    // Python's math.erf / math.erfc (correctly rounded to within an ulp).
+    let known = [
+        (0.0, 0.0, 1.0),
+        (1e-10, 1.1283791670955126e-10, 0.9999999998871621),
+        (0.1, 0.1124629160182849, 0.8875370839817152),
+        (0.5, 0.5204998778130465, 0.4795001221869535),
+        (1.0, 0.8427007929497149, 0.15729920705028513),
+        (2.0, 0.9953222650189527, 0.004677734981047265),
+        (2.9, 0.9999589021219005, 4.109787809945886e-05),
+        (3.0, 0.9999779095030014, 2.2090496998585438e-05),
+        (3.5, 0.9999992569016276, 7.430983723414128e-07),
+        (4.0, 0.9999999845827421, 1.541725790028002e-08),
+        (5.0, 0.9999999999984626, 1.5374597944280351e-12),
+        (5.9, 0.9999999999999999, 7.190409783550478e-17),
+    ];
+    for (x, e, c) in known {
+        assert!((erf(x) - e).abs() <= 1e-13 * e.abs().max(1e-300) + 1e-300, "erf({x}) = {} want {e}", erf(x));
+        assert!((erf(-x) + e).abs() <= 1e-13 * e.abs().max(1e-300) + 1e-300, "erf(-{x})");
+        // erfc is relative-accurate where it is tiny (x >= 3), 1 - erf below.
+        let tol = if x >= 3.0 { 1e-12 * c } else { 1e-15 };
+        assert!((erfc(x) - c).abs() <= tol, "erfc({x}) = {} want {c}", erfc(x));
+    }
+    assert_eq!(erf(6.5), 1.0);
+    assert_eq!(erf(-30.0), -1.0);
+    assert_eq!(erf(f64::INFINITY), 1.0);
+    assert!(erf(f64::NAN).is_nan());
+    // Within 1e-15 relative of Python's math.erf on a grid of 0..7 (step 0.01).
+    // Continuous across the switch from the series to the continued fraction.
+    let (below, above) = (erf(3.0 - 1e-12), erf(3.0 + 1e-12));
+    assert!((above - below).abs() < 1e-15);
+}
+
+#[test]
+fn rounding_to_narrow_floats_is_nearest_even() {
+    let bf = |x| round_to(DType::Bf16, x);
+    assert_eq!(bf(1.0 + 1.0 / 256.0), 1.0); // tie, to even
+    assert_eq!(bf(1.0 + 3.0 / 256.0), 1.0 + 4.0 / 256.0); // tie, to even (up)
+    assert_eq!(bf(1.0 + 1.1 / 256.0), 1.0 + 2.0 / 256.0);
+    assert_eq!(bf(-1.0 - 1.1 / 256.0), -1.0 - 2.0 / 256.0);
+    // Agrees with half's bf16 on a spread of values (half rounds f32 to nearest even).
+    let mut x = 1.0e-30f64;
+    while x < 1.0e30 {
+        for v in [x, -x * 1.37, x * 1.00390625, x * 1.01171875] {
+            let via_f32 = v as f32;
+            if via_f32 as f64 == v {
+                assert_eq!(bf(v), half_bf16(via_f32), "{v}");
+            }
+        }
+        x *= 3.7;
+    }
+    assert_eq!(bf(3.4e38), f64::INFINITY);
+    assert_eq!(bf(f64::NEG_INFINITY), f64::NEG_INFINITY);
+    assert!(bf(f64::NAN).is_nan());
+    assert_eq!(bf(0.0), 0.0);
+    // Subnormals of bf16 (2^-133 is the smallest).
+    assert_eq!(bf(2f64.powi(-133)), 2f64.powi(-133));
+    assert_eq!(bf(2f64.powi(-135)), 0.0);
+    let h = |x| round_to(DType::F16, x);
+    assert_eq!(h(65504.0), 65504.0);
+    assert_eq!(h(65519.0), 65504.0);
+    assert_eq!(h(65520.0), f64::INFINITY); // the tie above the largest rounds to even: overflow
+    assert_eq!(h(2f64.powi(-24)), 2f64.powi(-24));
+    assert_eq!(h(0.1), 0.0999755859375);
+    assert_eq!(round_to(DType::F32, 0.1), 0.1f32 as f64);
+    assert_eq!(round_to(DType::F64, 0.1), 0.1);
+    assert_eq!(round_to(DType::F8e4m3, 464.0), 448.0);
+    assert_eq!(round_to(DType::F8e4m3, -1e9), -448.0);
+    assert_eq!(round_to(DType::F8e4m3, 0.3), 0.3125);
+    assert_eq!(round_to(DType::F8e5m2, 1e6), 57344.0);
+    assert_eq!(round_to(DType::F8e5m2, f64::INFINITY), 57344.0);
+}
+
+/// bf16 round-to-nearest-even of an f32, by its bits.
+fn half_bf16(x: f32) -> f64 {
+    let b = x.to_bits();
+    let rounded = b.wrapping_add(0x7FFF + ((b >> 16) & 1)) & 0xFFFF_0000;
+    f32::from_bits(rounded) as f64
+}
+
+#[test]
+fn long_epilogues_evaluate_too() {
+    // 100 additions of 1: past the evaluator's stack buffer.
+    let mut values = vec![EpilogueValue::Acc, EpilogueValue::Splat { value: 1.0 }];
+    for i in 0..100 {
+        values.push(EpilogueValue::Binary { f: BinaryFn::Add, lhs: if i == 0 { 0 } else { i + 1 }, rhs: 1 });
+    }
+    assert_eq!(Epilogue { values }.eval(0.5, |_| 0.0), 100.5);
+}

@@ -162,6 +162,48 @@ pub enum ValidationError {
     /// A constant tensor dimension is 0.
     #[error("constant dimension must be at least 1")]
     ZeroConstDim,
+    /// The epilogue has no values (a plain GEMM's is `[acc, convert]`).
+    #[error("an epilogue has at least one value (a plain GEMM's is [acc, convert])")]
+    EmptyEpilogue,
+    /// An epilogue value reads an operand that is not an earlier value.
+    #[error("operand {operand} is not an earlier value (value {index} may read values 0..{index})")]
+    EpilogueOperandNotEarlier {
+        /// The value's index.
+        index: usize,
+        /// The operand index found.
+        operand: usize,
+    },
+    /// An epilogue vector names a tensor that is not a rank-1 input.
+    #[error("epilogue vector `{tensor}` must be a rank-1 input tensor; it is {what}")]
+    EpilogueVectorNotRank1Input {
+        /// The tensor's name.
+        tensor: String,
+        /// What it is instead (`an output`, `of rank 2`).
+        what: String,
+    },
+    /// An epilogue vector's length is not the output dimension it runs along.
+    #[error("epilogue vector `{tensor}` along {along} must have the output's {which} dimension `{want}`, it has `{got}`")]
+    EpilogueVectorLength {
+        /// The tensor's name.
+        tensor: String,
+        /// `rows` or `cols`.
+        along: &'static str,
+        /// `row` or `column`.
+        which: &'static str,
+        /// The output's dimension, as written in its shape.
+        want: String,
+        /// The vector's one dimension.
+        got: String,
+    },
+    /// An epilogue vector is read but the output has fewer than two dimensions.
+    #[error("epilogue vectors need an output of at least two dimensions (rows and columns); `{0}` has fewer")]
+    EpilogueOutputRank(String),
+    /// An epilogue converts to a type that is not a float.
+    #[error("an epilogue converts to float types only, not {0}")]
+    EpilogueConvertNotFloat(DType),
+    /// An epilogue constant is not finite.
+    #[error("epilogue constant {0} is not finite")]
+    EpilogueSplatNotFinite(f64),
 }
 
 
@@ -374,9 +416,89 @@ impl Manifest {
                 return Err(bad(format!("tensors[{i}]"), ValidationError::UnusedTensor(t.name.clone())));
             }
         }
+        if let Some(epilogue) = &self.epilogue {
+            self.validate_epilogue(epilogue)?;
+        }
         let pb = self.param_bytes();
         if pb > MAX_PARAM_BYTES {
             return Err(bad("params", ValidationError::ParamsTooLarge { bytes: pb, max: MAX_PARAM_BYTES }));
+        }
+        Ok(())
+    }
+}
+
+impl Manifest {
+    /// The epilogue's checks: at least one value, operands strictly
+    /// earlier, constants finite, conversions to float types, and every
+    /// vector a rank-1 input whose one dimension is the output's rows (the
+    /// second-last dimension, `along: rows`) or columns (the last, `along:
+    /// cols`). Errors are located at `epilogue.values[i]`'s field.
+    fn validate_epilogue(&self, epilogue: &crate::Epilogue) -> Result<(), Invalid> {
+        use crate::{Along, EpilogueValue};
+        if epilogue.values.is_empty() {
+            return Err(bad("epilogue.values", ValidationError::EmptyEpilogue));
+        }
+        let output = self.tensors.iter().find(|t| t.role == Role::Output).expect("validated: an output exists");
+        for (i, v) in epilogue.values.iter().enumerate() {
+            let f = format!("epilogue.values[{i}]");
+            let operands: Vec<(&str, usize)> = match v {
+                EpilogueValue::Acc | EpilogueValue::Vector { .. } => Vec::new(),
+                EpilogueValue::Splat { value } => {
+                    if !value.is_finite() {
+                        return Err(bad(format!("{f}.value"), ValidationError::EpilogueSplatNotFinite(*value)));
+                    }
+                    Vec::new()
+                }
+                EpilogueValue::Unary { x, .. } => vec![("x", *x)],
+                EpilogueValue::Convert { to, x } => {
+                    if !is_float(*to) {
+                        return Err(bad(format!("{f}.to"), ValidationError::EpilogueConvertNotFloat(*to)));
+                    }
+                    vec![("x", *x)]
+                }
+                EpilogueValue::Binary { lhs, rhs, .. } => vec![("lhs", *lhs), ("rhs", *rhs)],
+            };
+            for (name, operand) in operands {
+                if operand >= i {
+                    return Err(bad(
+                        format!("{f}.{name}"),
+                        ValidationError::EpilogueOperandNotEarlier { index: i, operand },
+                    ));
+                }
+            }
+            let EpilogueValue::Vector { tensor, along } = v else { continue };
+            let t = self
+                .tensor(tensor)
+                .ok_or_else(|| bad(format!("{f}.tensor"), ValidationError::UnknownTensor(tensor.clone())))?;
+            let not = |what: String| {
+                bad(format!("{f}.tensor"), ValidationError::EpilogueVectorNotRank1Input { tensor: tensor.clone(), what })
+            };
+            if t.role != Role::Input {
+                return Err(not("an output".into()));
+            }
+            if t.shape.len() != 1 {
+                return Err(not(format!("of rank {}", t.shape.len())));
+            }
+            let r = output.shape.len();
+            if r < 2 {
+                return Err(bad(format!("{f}.tensor"), ValidationError::EpilogueOutputRank(output.name.clone())));
+            }
+            let (want, along_name, which) = match along {
+                Along::Rows => (&output.shape[r - 2], "rows", "row"),
+                Along::Cols => (&output.shape[r - 1], "cols", "column"),
+            };
+            if &t.shape[0] != want {
+                return Err(bad(
+                    format!("{f}.along"),
+                    ValidationError::EpilogueVectorLength {
+                        tensor: tensor.clone(),
+                        along: along_name,
+                        which,
+                        want: want.to_string(),
+                        got: t.shape[0].to_string(),
+                    },
+                ));
+            }
         }
         Ok(())
     }

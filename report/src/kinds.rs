@@ -1,6 +1,6 @@
 //! Every kind of report `tilec-report` reads, told apart by its `schema`
 //! field before anything else is parsed: the GEMM report ([`Report`],
-//! `tilec-bench/2` and `tilec-bench/1`), the grouped GEMM report
+//! `tilec-bench/3`, `/2` and `/1`), the grouped GEMM report
 //! ([`GroupedReport`], `tilec-bench-grouped/1`) and the tensor-parallel
 //! report ([`TpReport`], `tilec-tp/1`). Any other schema, or none, is a
 //! [`LoadError::UnknownSchema`] with a one-line message, not a serde error.
@@ -165,7 +165,7 @@ impl TpReport {
 /// A report of any kind `tilec-report` reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AnyReport {
-    /// `tilec-bench/2` or `tilec-bench/1`.
+    /// `tilec-bench/3`, `/2` or `/1`.
     Gemm(Box<Report>),
     /// `tilec-bench-grouped/1`.
     Grouped(GroupedReport),

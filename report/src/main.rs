@@ -4,7 +4,7 @@
 //!   tilec-report plot RESULT.json -o chart.svg   the ratio chart (and the tables)
 //!   tilec-report compare A.json B.json           per-shape and geomean change from A to B
 //!
-//! `table` reads the file's `schema` first: GEMM reports (`tilec-bench/2`,
+//! `table` reads the file's `schema` first: GEMM reports (`tilec-bench/3`, `/2`,
 //! `tilec-bench/1`), grouped ones (`tilec-bench-grouped/1`) and
 //! tensor-parallel ones (`tilec-tp/1`); `plot` and `compare` read GEMM
 //! reports only.

@@ -1,16 +1,17 @@
 //! The `tilec-bench` JSON report: what one run measured, per shape and
 //! dtype, per kernel (ours and the vendor baselines), with the derived
 //! figures (best kernels, ratio, percent of peak) that [`ShapeResult::summarize`]
-//! fills in. Reports of the previous schema (`tilec-bench/1`: no per-round
-//! times, no commit, no kernel configs) still load.
+//! fills in. Reports of the previous schemas still load: `tilec-bench/2`
+//! (no `epilogue`: every shape a plain GEMM) and `tilec-bench/1` (no
+//! per-round times, no commit, no kernel configs either).
 
 use serde::{Deserialize, Serialize};
 use tilec_target::Target;
 
 /// Version tag written into every report.
-pub const SCHEMA: &str = "tilec-bench/2";
+pub const SCHEMA: &str = "tilec-bench/3";
 /// Older tags [`Report::from_json`] still reads (the fields they lack are empty).
-pub const OLDER_SCHEMAS: [&str; 1] = ["tilec-bench/1"];
+pub const OLDER_SCHEMAS: [&str; 2] = ["tilec-bench/2", "tilec-bench/1"];
 
 /// Element type of the GEMM operands (the output is bf16 in both cases).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -538,8 +539,33 @@ pub struct ShapeResult {
     /// The ratio's median and spread.
     #[serde(default)]
     pub ratio_stats: Option<RatioStats>,
+    /// The fused epilogue our kernels compute on this shape and the
+    /// baseline that computed it too; absent for a plain GEMM (and in
+    /// reports before `tilec-bench/3`), whose baselines are the plain ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epilogue: Option<EpilogueBaseline>,
     /// A failure that stopped the whole shape (allocation, ...).
     pub error: Option<String>,
+}
+
+/// Which baseline ran for a shape whose kernels fuse an epilogue: the
+/// baselines compute the same epilogue, so the ratio compares like with like.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpilogueBaseline {
+    /// What the epilogue computes as far as a vendor kernel fuses it:
+    /// `bias`, `bias_gelu` (cuBLASLt's `CUBLASLT_EPILOGUE_BIAS`,
+    /// `CUBLASLT_EPILOGUE_GELU_BIAS`) or `other`.
+    pub kind: String,
+    /// The baseline runs that computed it (names in `runs`): a cuBLASLt
+    /// GEMM with the epilogue fused (`cublaslt-gelu-bias`, ...), or a
+    /// cuBLASLt GEMM writing bf16 followed by an element-wise kernel
+    /// generated from the epilogue (`...+nvrtc-epilogue`), timed together.
+    pub baselines: Vec<String>,
+    /// Whether the vendor fused it (false: GEMM then element-wise kernel).
+    pub fused: bool,
+    /// Why a fused baseline was not used, where one was tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl ShapeResult {
@@ -561,6 +587,7 @@ impl ShapeResult {
             best_baseline: None,
             ratio: None,
             ratio_stats: None,
+            epilogue: None,
             error: None,
         }
     }

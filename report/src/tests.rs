@@ -199,7 +199,7 @@ fn json_round_trip_and_older_schema() {
     assert_eq!(back, rep);
     // Field names other tools read.
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(v["schema"], "tilec-bench/2");
+    assert_eq!(v["schema"], "tilec-bench/3");
     assert_eq!(v["commit"], "0123456789abcdef0123456789abcdef01234567");
     assert_eq!(v["date_utc"], "1970-01-01 00:00:01");
     assert_eq!(v["peaks"]["bf16_tflops"], 989.0);
@@ -212,10 +212,31 @@ fn json_round_trip_and_older_schema() {
     assert!(v["results"][0]["runs"][1]["check"]["rel_err"].is_null(), "NaN error is written as null");
     assert_eq!(v["artifacts"][0]["config"]["grid"]["block_m"], 128);
     assert_eq!(v["results"][0]["ratio_stats"]["from"], "rounds");
-    // The previous schema still loads; an unknown one does not.
-    let old = text.replace("tilec-bench/2", "tilec-bench/1");
-    assert_eq!(Report::from_json(&old).unwrap().results, rep.results);
-    assert!(Report::from_json(&text.replace("tilec-bench/2", "tilec-bench/0")).is_err());
+    // A plain shape writes no epilogue.
+    assert!(v["results"][0].get("epilogue").is_none());
+    // The previous schemas still load; an unknown one does not.
+    for older in ["tilec-bench/2", "tilec-bench/1"] {
+        let old = text.replace("tilec-bench/3", older);
+        assert_eq!(Report::from_json(&old).unwrap().results, rep.results);
+    }
+    assert!(Report::from_json(&text.replace("tilec-bench/3", "tilec-bench/0")).is_err());
+}
+
+#[test]
+fn a_shape_names_its_epilogue_baseline() {
+    let mut rep = sample_report();
+    rep.results[0].epilogue = Some(EpilogueBaseline {
+        kind: "bias_gelu".into(),
+        baselines: vec!["cublaslt-gelu-bias".into()],
+        fused: true,
+        note: None,
+    });
+    let text = rep.to_json();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["results"][0]["epilogue"]["kind"], "bias_gelu");
+    assert_eq!(v["results"][0]["epilogue"]["baselines"][0], "cublaslt-gelu-bias");
+    assert!(v["results"][0]["epilogue"].get("note").is_none());
+    assert_eq!(Report::from_json(&text).unwrap(), rep);
 }
 
 const H100_2026_11_22: &str = include_str!("../../docs/benchmarks/2026-11-22-h100.json");
@@ -441,7 +462,7 @@ fn unknown_and_missing_schemas_are_one_line_errors() {
     let unknown = AnyReport::from_json(r#"{"schema": "tilec-tuning/1", "rows": []}"#).unwrap_err();
     let LoadError::UnknownSchema(m) = &unknown else { panic!("{unknown:?}") };
     assert!(m.contains("`tilec-tuning/1`") && !m.contains('\n'), "{m}");
-    for known in ["tilec-bench/2", "tilec-bench/1", "tilec-bench-grouped/1", "tilec-tp/1"] {
+    for known in ["tilec-bench/3", "tilec-bench/2", "tilec-bench/1", "tilec-bench-grouped/1", "tilec-tp/1"] {
         assert!(m.contains(known), "{m}");
     }
     for missing in [r#"{"created_unix": 1, "results": []}"#, "[1, 2]", "\"text\""] {

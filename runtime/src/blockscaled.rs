@@ -76,12 +76,8 @@ pub fn check_block_scaled(
     let sb = s.clone_htod(&sb_h).ctx("cuMemcpyHtoD(SB)")?;
     let mut c = unsafe { s.alloc::<bf16>(m * n) }.ctx("cuMemAlloc(C)")?;
     gpu.poison16(&mut c, POISON_BF16)?;
-    let buffers = GemmBuffers {
-        a: gpu.bind("A", &a),
-        b: gpu.bind("B", &b),
-        c: gpu.bind("C", &c),
-        scales: Some((gpu.bind("SA", gemm.spec().sa_layout.choose(&sa, &sa_t)), gpu.bind("SB", &sb))),
-    };
+    let buffers = GemmBuffers::new(gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("C", &c))
+        .with_scales(gpu.bind("SA", gemm.spec().sa_layout.choose(&sa, &sa_t)), gpu.bind("SB", &sb));
     gemm.bind_raw(size, buffers)?.launch_checked()?;
     let out = bf16_to_f64(&s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?);
     let (reference, ref_name) = if (m * n * k) as u64 <= CPU_REF_LIMIT {

@@ -2,11 +2,15 @@
 //! round, and checks every result: a kernel whose launches shared state
 //! (a workspace, a counter) would give wrong sums, or sums that differ
 //! between rounds, or hang. Each stream binds the kernel to its own output,
-//! so its launches take the stream's own workspace.
+//! so its launches take the stream's own workspace. A kernel with a fused
+//! epilogue gets fresh random vectors and is checked on sampled rows
+//! against the FP64 CPU product taken through the epilogue
+//! ([`crate::epilogue`]) instead of cuBLAS.
 
-use crate::check::{bf16_to_f64, passes, random_bf16, rel_frobenius, seed_from_time, Rng, POISON_BF16};
+use crate::check::{bf16_to_f64, passes, random_bf16, rel_frobenius, sample_rows, seed_from_time, Rng, POISON_BF16};
+use crate::epilogue::{random_vectors, reference_rows, take_rows, upload_vectors, CPU_REFERENCE_BUDGET};
 use crate::error::{DriverCtx, Result};
-use crate::{Cublas, Gemm, GemmSize, Gpu};
+use crate::{Cublas, Gemm, GemmBuffers, GemmSize, Gpu};
 use half::bf16;
 
 /// What [`check_concurrent`] saw.
@@ -14,7 +18,8 @@ use half::bf16;
 pub struct ConcurrentCheck {
     /// Results checked: streams times rounds.
     pub results: usize,
-    /// Results whose error against cuBLAS is above the threshold.
+    /// Results whose error against the reference (cuBLAS, or for a fused
+    /// epilogue the FP64 one on sampled rows) is above the threshold.
     pub wrong: usize,
     /// Results that differ in any bit from the first stream's first round
     /// (the kernel's sum is deterministic: every launch must agree).
@@ -40,14 +45,35 @@ pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, s
     let mut rng = Rng::new(seed);
     let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
     let s = &gpu.stream;
-    let a = s.clone_htod(&random_bf16(m * k, &mut rng)).ctx("cuMemcpyHtoD")?;
-    let b = s.clone_htod(&random_bf16(n * k, &mut rng)).ctx("cuMemcpyHtoD")?;
-    let mut reference = unsafe { s.alloc::<bf16>(m * n) }.ctx("cuMemAlloc")?;
-    blas.gemm_bf16_tn(size.m, size.n, size.k, &a, &b, &mut reference)?;
-    let reference = bf16_to_f64(&s.clone_dtoh(&reference).ctx("cuMemcpyDtoH")?);
+    let (a_h, b_h) = (random_bf16(m * k, &mut rng), random_bf16(n * k, &mut rng));
+    let a = s.clone_htod(&a_h).ctx("cuMemcpyHtoD")?;
+    let b = s.clone_htod(&b_h).ctx("cuMemcpyHtoD")?;
+    // Plain: cuBLAS on every row. With an epilogue: FP64 on sampled rows, through it.
+    let spec = gemm.spec();
+    let vectors = random_vectors(&spec.vectors, size, &mut rng);
+    let (_vector_slices, vector_bindings) = upload_vectors(gpu, &vectors)?;
+    let (rows, reference) = match spec.epilogue.as_ref().filter(|_| spec.has_epilogue()) {
+        Some(epilogue) => {
+            let rows = sample_rows(m, n, k, CPU_REFERENCE_BUDGET);
+            let to_f32 = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+            let reference = reference_rows(epilogue, &vectors, &to_f32(&a_h), &to_f32(&b_h), n, k, &rows)?;
+            (Some(rows), reference)
+        }
+        None => {
+            let mut reference = unsafe { s.alloc::<bf16>(m * n) }.ctx("cuMemAlloc")?;
+            blas.gemm_bf16_tn(size.m, size.n, size.k, &a, &b, &mut reference)?;
+            (None, bf16_to_f64(&s.clone_dtoh(&reference).ctx("cuMemcpyDtoH")?))
+        }
+    };
     let lanes = (0..streams).map(|_| gpu.ctx.new_stream().ctx("cuStreamCreate")).collect::<Result<Vec<_>>>()?;
     let mut outputs = (0..streams).map(|_| unsafe { s.alloc::<bf16>(m * n) }.ctx("cuMemAlloc")).collect::<Result<Vec<_>>>()?;
-    let mut bound = outputs.iter().map(|c| gemm.bind(gpu, size, &a, &b, c)).collect::<Result<Vec<_>>>()?;
+    let mut bound = outputs
+        .iter()
+        .map(|c| {
+            let buffers = GemmBuffers::new(gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("C", c)).with_vectors(vector_bindings.clone());
+            gemm.bind_raw(size, buffers)
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut check = ConcurrentCheck { results: 0, wrong: 0, differing: 0, worst_err: 0.0, seed };
     let mut first: Option<Vec<bf16>> = None;
     for _ in 0..rounds {
@@ -63,7 +89,10 @@ pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, s
         }
         for c in &outputs {
             let out = s.clone_dtoh(c).ctx("cuMemcpyDtoH")?;
-            let err = rel_frobenius(&bf16_to_f64(&out), &reference);
+            let err = match &rows {
+                Some(rows) => rel_frobenius(&take_rows(&out, rows, n), &reference),
+                None => rel_frobenius(&bf16_to_f64(&out), &reference),
+            };
             check.results += 1;
             check.worst_err = check.worst_err.max(err);
             check.wrong += usize::from(!passes(err, threshold));

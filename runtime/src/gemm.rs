@@ -1,5 +1,5 @@
 //! A GEMM handle: load an artifact, bind A, B, C (and an FP8 kernel's
-//! scales) and M, N, K, launch, time.
+//! scales, and the vectors its epilogue reads) and M, N, K, launch, time.
 //!
 //! [`GemmSpec`] says what an artifact computes, from its manifest alone;
 //! [`GemmSpec::bind`] checks a call's buffers and sizes against it with
@@ -35,7 +35,7 @@ use crate::timing::Timer;
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::path::Path;
 use std::sync::Arc;
-use tilec_artifact::{Artifact, DType, Dim, Manifest, Role, TensorDecl};
+use tilec_artifact::{Along, Artifact, DType, Dim, Epilogue, Manifest, Role, TensorDecl};
 
 /// M, N, K of one GEMM call: `C[M,N] = A[M,K] * B^T`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,9 +68,10 @@ pub enum BLayout {
     Kn,
 }
 
-/// The device buffers of one GEMM call, as addresses and sizes. Their
-/// names are set by [`GemmSpec::bind`]; an f8e4m3 operand may be given as
-/// raw bytes (`u8`).
+/// The device buffers of one GEMM call, as addresses and sizes. The
+/// operands' and scales' names are set by [`GemmSpec::bind`]; an f8e4m3
+/// operand may be given as raw bytes (`u8`). The epilogue's vectors are
+/// bound by their names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GemmBuffers {
     /// A, `M x K`.
@@ -83,6 +84,55 @@ pub struct GemmBuffers {
     /// ([`Scales::PerTensor`]), or `SA` (laid out as the kernel's
     /// [`SaLayout`] says) and `SB[NB,KB]` ([`Scales::Block`]).
     pub scales: Option<(TensorBinding, TensorBinding)>,
+    /// The vectors the kernel's epilogue reads ([`GemmSpec::vectors`]), each
+    /// named as its manifest tensor (`Bias`), in any order.
+    pub vectors: Vec<TensorBinding>,
+}
+
+impl GemmBuffers {
+    /// A, B and C, without scales or vectors.
+    pub fn new(a: TensorBinding, b: TensorBinding, c: TensorBinding) -> Self {
+        GemmBuffers { a, b, c, scales: None, vectors: Vec::new() }
+    }
+    /// The same buffers with A's and B's scales.
+    pub fn with_scales(self, sa: TensorBinding, sb: TensorBinding) -> Self {
+        GemmBuffers { scales: Some((sa, sb)), ..self }
+    }
+    /// The same buffers with the vectors an epilogue reads (each named as its tensor).
+    pub fn with_vectors(self, vectors: impl IntoIterator<Item = TensorBinding>) -> Self {
+        let mut s = self;
+        s.vectors.extend(vectors);
+        s
+    }
+}
+
+/// A rank-1 input the kernel's epilogue reads: one element per row of C
+/// (`M`) or per column (`N`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VectorSpec {
+    /// The manifest tensor (`Bias`).
+    pub name: String,
+    /// Its element type: bf16, f16 or f32.
+    pub dtype: DType,
+    /// Which index of C it takes: rows (length M) or columns (length N).
+    pub along: Along,
+}
+
+impl VectorSpec {
+    /// Its length for a call of `size`: M along rows, N along columns.
+    pub fn len(&self, size: GemmSize) -> u64 {
+        match self.along {
+            Along::Rows => size.m,
+            Along::Cols => size.n,
+        }
+    }
+    /// The symbol of its length, `M` or `N`.
+    pub fn len_symbol(&self) -> &'static str {
+        match self.along {
+            Along::Rows => "M",
+            Along::Cols => "N",
+        }
+    }
 }
 
 /// The scales an FP8 GEMM takes.
@@ -145,9 +195,10 @@ impl SaLayout {
 }
 
 /// What a GEMM artifact computes: `A[M,K]` and `B` inputs of one element
-/// type (bf16 or f8e4m3), a bf16 `C[M,N]` output and, for FP8, optional
-/// per-tensor or block scales (see [`Scales`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// type (bf16 or f8e4m3), a bf16 `C[M,N]` output, for FP8 optional
+/// per-tensor or block scales (see [`Scales`]), and the epilogue the
+/// manifest describes with the vectors it reads.
+#[derive(Debug, Clone, PartialEq)]
 pub struct GemmSpec {
     /// Element type of A and B.
     pub input: DType,
@@ -157,6 +208,12 @@ pub struct GemmSpec {
     pub scales: Scales,
     /// How block scales of A are stored (K-major where the kernel takes none).
     pub sa_layout: SaLayout,
+    /// What the kernel computes from the accumulator, as its manifest says;
+    /// `None` in a manifest from before epilogues were recorded (a plain GEMM:
+    /// such a manifest is refused if it has tensors besides the operands and scales).
+    pub epilogue: Option<Epilogue>,
+    /// The rank-1 inputs the epilogue reads, in order of first use.
+    pub vectors: Vec<VectorSpec>,
 }
 
 fn sym_shape(t: &TensorDecl, dims: &[&str]) -> bool {
@@ -191,17 +248,46 @@ impl GemmSpec {
         if a.dtype != b.dtype || !matches!(a.dtype, DType::Bf16 | DType::F8e4m3) {
             return Err(not_gemm(format!("A is {}, B is {}: want both bf16 or both f8e4m3", a.dtype, b.dtype)));
         }
-        let (scales, sa_layout) = Self::scales_of(m, a.dtype)?;
+        let vectors = Self::vectors_of(m)?;
+        let (scales, sa_layout) = Self::scales_of(m, a.dtype, &vectors)?;
         if scales == Scales::Block && b_layout != BLayout::Nk {
             return Err(not_gemm("a block-scaled GEMM takes B[N,K] (K-major, as FP8 wgmma needs)".into()));
         }
-        Ok(GemmSpec { input: a.dtype, b_layout, scales, sa_layout })
+        Ok(GemmSpec { input: a.dtype, b_layout, scales, sa_layout, epilogue: m.epilogue.clone(), vectors })
     }
 
-    /// Which scales the tensors besides A, B and C are, if any, and how
-    /// A's block scales are stored.
-    fn scales_of(m: &Manifest, input: DType) -> Result<(Scales, SaLayout)> {
-        let extra: Vec<&TensorDecl> = m.tensors.iter().filter(|t| !["A", "B", "C"].contains(&t.name.as_str())).collect();
+    /// The vectors the manifest's epilogue reads (validated: rank-1 inputs
+    /// of C's M or N), of an element type the runtime fills and checks.
+    fn vectors_of(m: &Manifest) -> Result<Vec<VectorSpec>> {
+        let Some(epilogue) = &m.epilogue else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        for (name, along) in epilogue.vector_tensors() {
+            if ["A", "B", "C"].contains(&name) {
+                return Err(not_gemm(format!("the epilogue reads operand {name} as a vector")));
+            }
+            let t = m.tensor(name).ok_or_else(|| not_gemm(format!("the epilogue reads `{name}`, which the manifest does not declare")))?;
+            if !matches!(t.dtype, DType::Bf16 | DType::F16 | DType::F32) {
+                return Err(not_gemm(format!("epilogue vector {name} is {}: want bf16, f16 or f32", t.dtype)));
+            }
+            out.push(VectorSpec { name: name.to_string(), dtype: t.dtype, along });
+        }
+        Ok(out)
+    }
+
+    /// True if the epilogue does more than round the accumulator to C's
+    /// type: a manifest without one, or `[acc, convert]`, is a plain GEMM.
+    pub fn has_epilogue(&self) -> bool {
+        self.epilogue.as_ref().is_some_and(|e| !e.is_plain())
+    }
+
+    /// Which scales the tensors besides A, B, C and the epilogue's vectors
+    /// are, if any, and how A's block scales are stored.
+    fn scales_of(m: &Manifest, input: DType, vectors: &[VectorSpec]) -> Result<(Scales, SaLayout)> {
+        let extra: Vec<&TensorDecl> = m
+            .tensors
+            .iter()
+            .filter(|t| !["A", "B", "C"].contains(&t.name.as_str()) && !vectors.iter().any(|v| v.name == t.name))
+            .collect();
         if extra.is_empty() {
             return Ok((Scales::None, SaLayout::KMajor));
         }
@@ -212,8 +298,14 @@ impl GemmSpec {
             && extra.iter().all(|t| f32_input(t) && t.shape.iter().all(|d| matches!(d, Dim::Const(1))));
         let block = names.len() == 2 && ["SA", "SB"].iter().all(|n| names.contains(n));
         if !(per_tensor || block) {
+            let why = if m.epilogue.is_none() {
+                " and the manifest has no `epilogue` saying what the kernel does with them (written before epilogues \
+                 were recorded, or a program tilec cannot describe: recompile it)"
+            } else {
+                ", which the epilogue does not read"
+            };
             return Err(not_gemm(format!(
-                "unexpected extra tensors {names:?}: an fp8 GEMM may take f32[1] scale_a and scale_b, or f32 SA[M,KB] (or SA[KB,M], M-major) and SB[NB,KB]"
+                "unexpected extra tensors {names:?}{why}: besides A, B, C and the epilogue's vectors an fp8 GEMM may take f32[1] scale_a and scale_b, or f32 SA[M,KB] (or SA[KB,M], M-major) and SB[NB,KB]"
             )));
         }
         if input != DType::F8e4m3 {
@@ -270,9 +362,10 @@ impl GemmSpec {
 
     /// Checks one call's buffers against the spec and `size`, and returns
     /// the bindings of every manifest tensor. The scales must be given
-    /// exactly when the kernel takes them.
+    /// exactly when the kernel takes them, and each vector the epilogue
+    /// reads once by its name (of its element type, at least M or N long).
     pub fn bind(&self, size: GemmSize, buffers: GemmBuffers) -> Result<Vec<TensorBinding>> {
-        let GemmBuffers { a, b, c, scales } = buffers;
+        let GemmBuffers { a, b, c, scales, vectors } = buffers;
         if size.m == 0 || size.n == 0 || size.k == 0 {
             return Err(RuntimeError::GemmArgs(format!("{}x{}x{} has a zero dimension", size.m, size.n, size.k)));
         }
@@ -304,6 +397,48 @@ impl GemmSpec {
             t.name = name.into();
             t.dtype = want;
             out.push(t);
+        }
+        out.extend(self.bind_vectors(size, vectors)?);
+        Ok(out)
+    }
+
+    /// The epilogue's vectors, checked: each given once, by name, of its
+    /// element type and at least its length; none the kernel does not read.
+    fn bind_vectors(&self, size: GemmSize, vectors: Vec<TensorBinding>) -> Result<Vec<TensorBinding>> {
+        let args = |s: String| RuntimeError::GemmArgs(s);
+        let wanted = || self.vectors.iter().map(|v| format!("{} ({}[{}])", v.name, v.dtype, v.len_symbol())).collect::<Vec<_>>().join(", ");
+        for (i, t) in vectors.iter().enumerate() {
+            if !self.vectors.iter().any(|v| v.name == t.name) {
+                let reads = if self.vectors.is_empty() { "none".to_string() } else { wanted() };
+                return Err(args(format!("vector `{}` given, the kernel's epilogue reads {reads}", t.name)));
+            }
+            if vectors[..i].iter().any(|o| o.name == t.name) {
+                return Err(args(format!("vector {} given twice", t.name)));
+            }
+        }
+        let mut out = Vec::with_capacity(self.vectors.len());
+        for v in &self.vectors {
+            let Some(t) = vectors.iter().find(|t| t.name == v.name) else {
+                return Err(args(format!("the kernel's epilogue reads {}; {} not given", wanted(), v.name)));
+            };
+            if t.dtype != v.dtype {
+                return Err(args(format!("{} holds {}, the kernel takes {}", v.name, t.dtype, v.dtype)));
+            }
+            let len = v.len(size);
+            let need = len * v.dtype.size_bytes() as u64;
+            if t.bytes < need {
+                return Err(args(format!(
+                    "{} is {len} {} ({}) for M={} N={} K={}: {need} bytes, the buffer has {}",
+                    v.name,
+                    v.dtype,
+                    v.len_symbol(),
+                    size.m,
+                    size.n,
+                    size.k,
+                    t.bytes
+                )));
+            }
+            out.push(t.clone());
         }
         Ok(out)
     }
@@ -354,7 +489,8 @@ impl Gemm {
         &self.kernel
     }
 
-    /// Binds device buffers to a call of `size` (see [`GemmSpec::bind`]).
+    /// Binds device buffers to a call of `size` (see [`GemmSpec::bind`]); a
+    /// kernel whose epilogue reads vectors takes them through [`Gemm::bind_raw`].
     pub fn bind<T: Element>(
         &self,
         gpu: &Gpu,
@@ -363,7 +499,7 @@ impl Gemm {
         b: &CudaSlice<T>,
         c: &CudaSlice<half::bf16>,
     ) -> Result<BoundGemm> {
-        let buffers = GemmBuffers { a: gpu.bind("A", a), b: gpu.bind("B", b), c: gpu.bind("C", c), scales: None };
+        let buffers = GemmBuffers::new(gpu.bind("A", a), gpu.bind("B", b), gpu.bind("C", c));
         self.bind_raw(size, buffers)
     }
 

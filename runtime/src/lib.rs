@@ -22,6 +22,7 @@ pub mod check;
 pub mod concurrent;
 pub mod cuda;
 pub mod dispatch;
+pub mod epilogue;
 /// The runtime's errors, each naming what failed.
 pub mod error;
 pub mod gemm;
@@ -38,7 +39,7 @@ pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
 pub use cuda::{cuda_available, encode_tma, ensure_cuda, Element, Gpu, Kernel, Prepared};
 pub use dispatch::select_kernel;
 pub use error::{Result, RuntimeError};
-pub use gemm::{BLayout, BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec, SaLayout, Scales};
+pub use gemm::{BLayout, BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec, SaLayout, Scales, VectorSpec};
 pub use plan::{compute_grid, plan_launch, tma_encode_args, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
 pub use target_check::check_target;
 pub use tilec_artifact as artifact;
@@ -51,3 +52,5 @@ mod tests;
 mod bench_tests;
 #[cfg(test)]
 mod grouped_tests;
+#[cfg(test)]
+mod epilogue_tests;

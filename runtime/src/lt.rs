@@ -28,6 +28,12 @@
 //! - our B's scales `SB[NB,KB]` row-major, as the kernel takes them: block
 //!   `(nb, kb)` at `nb * KB + kb`.
 //!
+//! Fused epilogues ([`LtEpilogue`]): `CUBLASLT_EPILOGUE_BIAS` or
+//! `CUBLASLT_EPILOGUE_GELU_BIAS` with `CUBLASLT_MATMUL_DESC_BIAS_POINTER`
+//! at a bf16 vector (`CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE` = `CUDA_R_16BF`).
+//! cuBLASLt's bias has one element per row of its (column-major, `N x M`)
+//! problem: one per column of our row-major `C[M,N]`, a bias `Bias[N]`.
+//!
 //! That is the layout PyTorch's `_scaled_mm` hands cuBLASLt for the same
 //! recipe (A's scales M-major, B's given as the transposed view of an
 //! `(N/128) x (K/128)` row-major tensor). tilec-bench checks every cuBLASLt
@@ -127,6 +133,36 @@ impl LtInput {
     }
 }
 
+/// The epilogue cuBLASLt fuses into a plan (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LtEpilogue {
+    /// None: D = the product, rounded to bf16.
+    #[default]
+    None,
+    /// `D[i,j] = acc + bias[j]`: `CUBLASLT_EPILOGUE_BIAS`, `bias` the
+    /// device address of a bf16 vector of N elements.
+    Bias {
+        /// Device address of the bf16 bias, one element per column of C.
+        bias: u64,
+    },
+    /// `D[i,j] = gelu_tanh(acc + bias[j])`: `CUBLASLT_EPILOGUE_GELU_BIAS`.
+    GeluBias {
+        /// Device address of the bf16 bias, one element per column of C.
+        bias: u64,
+    },
+}
+
+impl LtEpilogue {
+    /// cuBLASLt's epilogue and the bias address, or `None` for no epilogue.
+    pub fn lt(self) -> Option<(sys::cublasLtEpilogue_t, u64)> {
+        match self {
+            LtEpilogue::None => None,
+            LtEpilogue::Bias { bias } => Some((sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS, bias)),
+            LtEpilogue::GeluBias { bias } => Some((sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_GELU_BIAS, bias)),
+        }
+    }
+}
+
 /// One shape's matmul: descriptors plus the chosen algorithm.
 pub struct LtGemm {
     desc: sys::cublasLtMatmulDesc_t,
@@ -142,6 +178,8 @@ pub struct LtGemm {
     pub k: u64,
     /// The operands' type and scales.
     pub input: LtInput,
+    /// The fused epilogue, if any.
+    pub epilogue: LtEpilogue,
     /// Workspace bytes the chosen algorithm needs.
     pub workspace_needed: usize,
 }
@@ -162,6 +200,12 @@ impl LtGemm {
     /// the heuristic for its best algorithm. `scale_a`/`scale_b` of
     /// [`LtInput::Fp8E4m3`] belong to our A and B.
     pub fn new(h: &LtHandle, m: u64, n: u64, k: u64, input: LtInput) -> Result<Self> {
+        LtGemm::with_epilogue(h, m, n, k, input, LtEpilogue::None)
+    }
+
+    /// [`LtGemm::new`] with a fused epilogue (see [`LtEpilogue`]); the
+    /// heuristic answers NOT_SUPPORTED where cuBLASLt has no kernel for it.
+    pub fn with_epilogue(h: &LtHandle, m: u64, n: u64, k: u64, input: LtInput, epilogue: LtEpilogue) -> Result<Self> {
         if m == 0 || n == 0 || k == 0 {
             return Err(RuntimeError::Other(format!("zero-sized GEMM {m}x{n}x{k}")));
         }
@@ -204,6 +248,7 @@ impl LtGemm {
             n,
             k,
             input,
+            epilogue,
             workspace_needed: 0,
         };
         let set = |attr: sys::cublasLtMatmulDescAttributes_t, ptr: *const c_void, size: usize| {
@@ -233,6 +278,17 @@ impl LtGemm {
                     set(attr, &mode as *const i32 as *const c_void, mode_sz)?;
                 }
             }
+        }
+        if let Some((epi, bias)) = epilogue.lt() {
+            use sys::cublasLtMatmulDescAttributes_t as Attr;
+            // The bias runs along cuBLASLt's rows: our N (asserted by the mapping).
+            debug_assert!(call.swap_operands && call.m as u64 == n);
+            let epi = epi as u32;
+            set(Attr::CUBLASLT_MATMUL_DESC_EPILOGUE, &epi as *const u32 as *const c_void, std::mem::size_of::<u32>())?;
+            let bias = bias as *const c_void;
+            set(Attr::CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias as *const _ as *const c_void, std::mem::size_of::<*const c_void>())?;
+            let bias_ty = sys::cudaDataType_t::CUDA_R_16BF as i32;
+            set(Attr::CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_ty as *const i32 as *const c_void, std::mem::size_of::<i32>())?;
         }
         let pref = lr::create_matmul_pref().map_err(lt_err("cublasLtMatmulPreferenceCreate"))?;
         let ws = WORKSPACE_BYTES as u64;

@@ -11,11 +11,14 @@ use tilec_report::schema::{RunKind, RunResult, ShapeResult};
 /// The entries a benchmark's `results` measure: for each (dtype, shape),
 /// the fastest of our runs that passed a check and whose artifact names its
 /// config (`configs`: artifact directory to the config its manifest names).
+/// Shapes whose kernels fuse an epilogue are left out: a tuning entry is a
+/// plain GEMM's (dtype and shape), which an epilogue's best config need not be.
 pub fn tuned_shapes(results: &[ShapeResult], configs: &HashMap<String, String>) -> Vec<TunedShape> {
     let median = |r: &RunResult| r.stats.as_ref().map(|s| s.median_ms);
     let tuned = |r: &&RunResult| r.kind == RunKind::Ours && r.usable() && r.check.as_ref().is_some_and(|c| c.pass) && configs.contains_key(&r.name);
     results
         .iter()
+        .filter(|shape| shape.epilogue.is_none())
         .filter_map(|shape| {
             let ours: Vec<&RunResult> = shape.runs.iter().filter(tuned).collect();
             let best = ours.iter().filter_map(|r| Some((median(r)?, *r))).min_by(|a, b| a.0.total_cmp(&b.0))?;
@@ -77,7 +80,15 @@ mod tests {
         assert_eq!((e.dtype.as_str(), e.m, e.n, e.k, e.config.as_str(), e.candidates), ("bf16", 512, 512, 65536, "config of a/r2", 2));
         assert!((e.median_ms - 0.06).abs() < 1e-12 && e.vendor_ms.is_some_and(|v| (v - 0.05).abs() < 1e-12));
         let mut tuning = Tuning::new(&tilec_target::Target::H200);
-        assert_eq!(record(&mut tuning, &[result], &configs), 1);
+        assert_eq!(record(&mut tuning, std::slice::from_ref(&result), &configs), 1);
         assert_eq!(tuning.validate(), Ok(()));
+        // The same runs of a fused epilogue are no plain GEMM's tuning.
+        result.epilogue = Some(tilec_report::schema::EpilogueBaseline {
+            kind: "bias_gelu".into(),
+            baselines: vec!["cublaslt-gelu-bias".into()],
+            fused: true,
+            note: None,
+        });
+        assert!(tuned_shapes(&[result], &configs).is_empty());
     }
 }

@@ -13,6 +13,19 @@
 //! together in `--reps` interleaved rounds (`tilec_runtime::timing`), each
 //! launch taking the next set, and the report (`tilec-report`'s schema) gets
 //! every round's time. Draw and compare reports with `tilec-report`.
+//!
+//! Fused epilogues: artifacts whose manifest's `epilogue` does more than
+//! round to bf16 (`examples/gemm_bias_gelu.tile`) are timed with their
+//! vectors bound (fresh random values, one set for every rotated set)
+//! against a baseline computing the same epilogue, chosen by evaluating
+//! it (`tilec_runtime::epilogue::classify`): bias + GELU(tanh) is cuBLASLt
+//! with `CUBLASLT_EPILOGUE_GELU_BIAS`, bias alone `CUBLASLT_EPILOGUE_BIAS`,
+//! anything else (or a fused plan cuBLASLt refuses) cuBLASLt writing bf16
+//! followed by an element-wise kernel generated from the epilogue and
+//! compiled with NVRTC, timed together as one baseline. The reference is
+//! the epilogue applied in f64 to cuBLAS's product (itself checked against
+//! FP64 on the CPU); our kernels and the baselines are both checked against
+//! it. All artifacts of one dtype in a run must compute the same epilogue.
 
 use clap::Parser;
 use half::bf16;
@@ -26,6 +39,9 @@ use tilec_cli::{CompletionArgs, EXIT_ERROR};
 use tilec_runtime::target::Target;
 use tilec_runtime::timing::Launch;
 use tilec_runtime::*;
+use tilec_runtime::artifact::Epilogue;
+use tilec_runtime::epilogue::{classify, upload_vectors, ElementwiseKernel, EpilogueKind, EpilogueReference, HostVector};
+use tilec_runtime::lt::LtEpilogue;
 use tilec_runtime::error::DriverCtx;
 use cudarc::driver::{sys, CudaSlice};
 
@@ -59,7 +75,7 @@ struct Cli {
     /// Timed rounds (each round runs every kernel once, interleaved); median and spread over them
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     reps: u64,
-    /// Write the full report (schema tilec-bench/2; draw it with tilec-report)
+    /// Write the full report (schema tilec-bench/3; draw it with tilec-report)
     #[arg(long, value_name = "OUT")]
     json: Option<String>,
     /// Record each problem's fastest kernel that passed its check in this tuning file (created if
@@ -202,6 +218,7 @@ fn main() -> ExitCode {
             }
         }
     }
+    settle_epilogues(&mut cands);
     if let Err(e) = ensure_cuda() {
         println!("tilec-bench: {e}");
         if args.grouped {
@@ -323,6 +340,32 @@ fn bench_spec(a: &Artifact) -> Result<GemmSpec> {
     Ok(spec)
 }
 
+/// A candidate's epilogue as the run compares them: `None` for a plain GEMM.
+fn fused_epilogue(spec: &GemmSpec) -> Option<&Epilogue> {
+    spec.epilogue.as_ref().filter(|_| spec.has_epilogue())
+}
+
+/// One epilogue per dtype: a candidate whose epilogue differs from the
+/// first usable one's of its dtype is left out (its baselines would be
+/// other ones), with the reason in its `error`.
+fn settle_epilogues(cands: &mut [Candidate]) {
+    let mut first: Vec<(BenchDtype, String, Option<Epilogue>)> = Vec::new();
+    for c in cands.iter_mut() {
+        let (Some(spec), Some(dtype)) = (&c.spec, c.info.dtype) else { continue };
+        let mine = fused_epilogue(spec).cloned();
+        match first.iter().find(|(d, _, _)| *d == dtype) {
+            None => first.push((dtype, c.info.dir.clone(), mine)),
+            Some((_, dir, e)) if *e != mine => {
+                let why = format!("its epilogue differs from {dir}'s; benchmark artifacts of one epilogue per dtype in a run");
+                eprintln!("tilec-bench: {}: {why} (skipped)", c.info.dir);
+                c.info.error = Some(why);
+                c.spec = None;
+            }
+            Some(_) => {}
+        }
+    }
+}
+
 struct Candidate {
     info: ArtifactInfo,
     artifact: Artifact,
@@ -404,6 +447,171 @@ struct Ctx<'a> {
     mem_budget: u64,
     scale_a: CudaSlice<f32>,
     scale_b: CudaSlice<f32>,
+}
+
+/// The fused epilogue the candidates of one dtype compute, and what the vendor can fuse of it.
+struct RunEpilogue {
+    epilogue: Epilogue,
+    vectors: Vec<VectorSpec>,
+    kind: EpilogueKind,
+}
+
+impl RunEpilogue {
+    /// The epilogue of the usable candidates of `dtype`, if they fuse one
+    /// (settle_epilogues left one per dtype).
+    fn of(cands: &[Candidate], dtype: BenchDtype) -> Option<RunEpilogue> {
+        let spec = cands.iter().filter(|c| c.dtype() == Some(dtype)).find_map(|c| c.spec.as_ref())?;
+        let epilogue = fused_epilogue(spec)?.clone();
+        let kind = classify(Some(&epilogue), &spec.vectors);
+        Some(RunEpilogue { epilogue, vectors: spec.vectors.clone(), kind })
+    }
+}
+
+/// The epilogue's vectors of one shape: random values, on the device.
+struct ShapeVectors {
+    host: Vec<HostVector>,
+    _slices: Vec<CudaSlice<u8>>,
+    bindings: Vec<TensorBinding>,
+}
+
+impl ShapeVectors {
+    fn new(gpu: &Gpu, epi: &RunEpilogue, size: GemmSize, seed: u64) -> Result<Self> {
+        let host = tilec_runtime::epilogue::random_vectors(&epi.vectors, size, &mut Rng::new(seed ^ 0xE9_1106));
+        let (slices, bindings) = upload_vectors(gpu, &host)?;
+        Ok(ShapeVectors { host, _slices: slices, bindings })
+    }
+    fn addr(&self, tensor: &str) -> Option<u64> {
+        self.bindings.iter().find(|b| b.name == tensor).map(|b| b.addr)
+    }
+}
+
+/// The epilogue applied in f64 to `scale` times cuBLAS's product `refh`
+/// (all of C, on all cores), rounded to bf16: what our kernels and the
+/// epilogue baselines are checked against.
+fn epilogue_reference(epi: &RunEpilogue, vectors: &ShapeVectors, refh: &[bf16], scale: f64, shape: Shape) -> Result<Vec<bf16>> {
+    let (m, n) = (shape.m as usize, shape.n as usize);
+    let acc: Vec<f64> = refh.iter().map(|x| x.to_f64() * scale).collect();
+    let rows: Vec<usize> = (0..m).collect();
+    let out = EpilogueReference::new(&epi.epilogue, &vectors.host)?.rows(&acc, &rows, n);
+    Ok(out.into_iter().map(bf16::from_f64).collect())
+}
+
+/// A baseline of a fused epilogue that passed its check.
+enum EpiBaseline {
+    /// cuBLASLt with the epilogue fused.
+    Fused(LtGemm),
+    /// cuBLASLt writing bf16, then the generated element-wise kernel in place.
+    Unfused(LtGemm, ElementwiseKernel, Vec<u64>),
+}
+
+impl EpiBaseline {
+    fn run(&self, cx: &Ctx, p: (u64, u64, u64), m: u64, n: u64) -> Result<()> {
+        match self {
+            EpiBaseline::Fused(plan) => unsafe { plan.run(&cx.lt, p.0, p.1, p.2) },
+            EpiBaseline::Unfused(plan, kernel, vectors) => {
+                unsafe { plan.run(&cx.lt, p.0, p.1, p.2) }?;
+                kernel.launch(cx.gpu, p.2, vectors, m, n)
+            }
+        }
+    }
+}
+
+/// Makes the baseline of `epi` on cuBLASLt `input` (run names start with
+/// `prefix`: `cublaslt`, `cublaslt-fp8-block`, ...), checks it once on set
+/// 0 against `epi_ref` and adds its run to `r` (and its name to
+/// `r.epilogue`); the fused cuBLASLt epilogue where [`classify`] finds one
+/// and cuBLASLt has a kernel for it, else the GEMM followed by the
+/// generated element-wise kernel. Returns the run's index and the baseline
+/// when it passed.
+#[allow(clippy::too_many_arguments)]
+fn check_epilogue_baseline(
+    cx: &Ctx,
+    shape: Shape,
+    epi: &RunEpilogue,
+    vectors: &ShapeVectors,
+    (prefix, input): (&str, LtInput),
+    ptrs: &[(u64, u64, u64)],
+    c0: &mut CudaSlice<bf16>,
+    epi_ref: &[bf16],
+    r: &mut ShapeResult,
+) -> Option<(usize, EpiBaseline)> {
+    let gpu = cx.gpu;
+    r.epilogue.get_or_insert_with(|| EpilogueBaseline {
+        kind: epi.kind.name().into(),
+        baselines: Vec::new(),
+        fused: true,
+        note: None,
+    });
+    let fused = match &epi.kind {
+        EpilogueKind::Bias { tensor } => vectors.addr(tensor).map(|bias| (LtEpilogue::Bias { bias }, "bias")),
+        EpilogueKind::BiasGelu { tensor } => vectors.addr(tensor).map(|bias| (LtEpilogue::GeluBias { bias }, "gelu-bias")),
+        EpilogueKind::Plain | EpilogueKind::Other => None,
+    };
+    let mut check_once = |name: String, base: EpiBaseline, info_note: &mut Option<String>| -> Option<(usize, EpiBaseline)> {
+        let mut run = RunResult::new(&name, RunKind::Baseline);
+        let res = (|| -> Result<bool> {
+            poison(gpu, c0)?;
+            base.run(cx, ptrs[0], shape.m, shape.n)?;
+            gpu.sync(&name)?;
+            let check = make_check("epilogue on cublas (fp64-checked)", check_output(gpu, c0, epi_ref, 1.0)?, cx.args.threshold);
+            let pass = check.pass;
+            run.check = Some(check);
+            Ok(pass)
+        })();
+        let pass = res.unwrap_or_else(|e| {
+            run.error = Some(e.to_string());
+            false
+        });
+        if !pass {
+            *info_note = Some(format!("{name} did not pass: {}", run.error.clone().unwrap_or_else(|| "check failed".into())));
+        }
+        r.runs.push(run);
+        pass.then(|| (r.runs.len() - 1, base))
+    };
+    let mut note = None;
+    if let Some((lt_epi, suffix)) = fused {
+        let name = format!("{prefix}-{suffix}");
+        match LtGemm::with_epilogue(&cx.lt, shape.m, shape.n, shape.k, input, lt_epi) {
+            Ok(plan) => {
+                if let Some(done) = check_once(name.clone(), EpiBaseline::Fused(plan), &mut note) {
+                    let info = r.epilogue.as_mut().expect("set above");
+                    info.baselines.push(name);
+                    return Some(done);
+                }
+            }
+            Err(e) => note = Some(format!("{name}: {e}")),
+        }
+    }
+    let name = format!("{prefix}+nvrtc-epilogue");
+    let unfused = (|| -> Result<EpiBaseline> {
+        let plan = LtGemm::new(&cx.lt, shape.m, shape.n, shape.k, input)?;
+        let kernel = ElementwiseKernel::new(gpu, &epi.epilogue, &epi.vectors)?;
+        Ok(EpiBaseline::Unfused(plan, kernel, vectors.bindings.iter().map(|b| b.addr).collect()))
+    })();
+    let mut unfused_note = None;
+    let done = match unfused {
+        Ok(base) => check_once(name.clone(), base, &mut unfused_note),
+        Err(e) => {
+            let mut run = RunResult::new(&name, RunKind::Baseline);
+            run.error = Some(e.to_string());
+            r.runs.push(run);
+            None
+        }
+    };
+    let info = r.epilogue.as_mut().expect("set above");
+    info.fused = false;
+    info.baselines.push(name);
+    if let Some(n) = note {
+        info.note = Some(n);
+    }
+    done
+}
+
+/// Adds the checked epilogue baselines to `timed`.
+fn push_epi_timed<'a>(cx: &'a Ctx, shape: Shape, timed: &mut Vec<Timed<'a>>, bases: Vec<Option<(usize, EpiBaseline)>>, ptrs: &'a [(u64, u64, u64)]) {
+    for (index, base) in bases.into_iter().flatten() {
+        timed.push((index, Box::new(move |i| base.run(cx, ptrs[i % ptrs.len()], shape.m, shape.n))));
+    }
 }
 
 fn run(argv: &[String], args: &BenchArgs, cands: &mut [Candidate]) -> Result<Report> {
@@ -651,6 +859,35 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             let mut d = upload(gpu, &a_h, &b_h, shape, sets)?;
             let (refh, ref_check) = reference(cx, shape, &d.a[0], &d.b[0], |i| a_h[i].to_f32(), |i| b_h[i].to_f32())?;
             drop((a_h, b_h));
+            if let Some(epi) = RunEpilogue::of(cands, dtype) {
+                // cuBLAS's product is the epilogue's accumulator: it must agree with the CPU.
+                if !ref_check.pass {
+                    let mut run = RunResult::new("cublas-bf16-reference", RunKind::Baseline);
+                    run.check = Some(ref_check);
+                    run.error = Some("the BF16 reference disagrees with the FP64 CPU reference".into());
+                    r.runs.push(run);
+                    return Ok(());
+                }
+                let vectors = ShapeVectors::new(gpu, &epi, size, r.seed)?;
+                let epi_ref = epilogue_reference(&epi, &vectors, &refh, 1.0, shape)?;
+                let ptrs: Vec<(u64, u64, u64)> =
+                    (0..sets).map(|s| (gpu.addr(&d.a[s]), gpu.addr(&d.b[s]), gpu.addr(&d.c[s]))).collect();
+                let base = check_epilogue_baseline(cx, shape, &epi, &vectors, ("cublaslt", LtInput::Bf16), &ptrs, &mut d.c[0], &epi_ref, r);
+                let mut ours_bound = Vec::new();
+                for &ci in &ours {
+                    let bind = |s: usize| {
+                        GemmBuffers::new(gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s]))
+                            .with_vectors(vectors.bindings.clone())
+                    };
+                    let binds: Vec<_> = (0..sets).map(bind).collect();
+                    ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, &epi_ref, 1.0, "epilogue on cublas", r));
+                }
+                let mut timed: Vec<Timed> = Vec::new();
+                push_epi_timed(cx, shape, &mut timed, vec![base], &ptrs);
+                push_timed(cx, &mut timed, Vec::new(), &ptrs, ours_bound);
+                time_all(cx, shape, dtype, r, timed);
+                return Ok(());
+            }
             // cuBLAS is the reference: it is timed when it agrees with the CPU.
             let mut blas_run = RunResult::new("cublas", RunKind::Baseline);
             let blas_ok = ref_check.pass;
@@ -665,14 +902,9 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             let lt_plan = check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], &refh, r);
             let mut ours_bound = Vec::new();
             for &ci in &ours {
-                let bind = |s: usize| GemmBuffers {
-                    a: gpu.bind("A", &d.a[s]),
-                    b: gpu.bind("B", &d.b[s]),
-                    c: gpu.bind("C", &d.c[s]),
-                    scales: None,
-                };
+                let bind = |s: usize| GemmBuffers::new(gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s]));
                 let binds: Vec<_> = (0..sets).map(bind).collect();
-                ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, &refh, 1.0, r));
+                ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, &refh, 1.0, "cublas", r));
             }
             let mut timed: Vec<Timed> = Vec::new();
             let (da, db, dcs) = (&d.a, &d.b, &mut d.c);
@@ -721,6 +953,9 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             drop((a_h, b_h));
             let ptrs: Vec<(u64, u64, u64)> =
                 (0..sets).map(|s| (gpu.addr(&d.a[s]), gpu.addr(&d.b[s]), gpu.addr(&d.c[s]))).collect();
+            let epi = RunEpilogue::of(cands, dtype);
+            let vectors = epi.as_ref().map(|e| ShapeVectors::new(gpu, e, size, r.seed)).transpose()?;
+            let mut epi_bases = Vec::new();
             let mut lt_plans = Vec::new();
             let mut ours_bound = Vec::new();
             let per_tensor_scale = FP8_SCALE_A as f64 * FP8_SCALE_B as f64;
@@ -745,11 +980,22 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                         LtRun { name: "cublaslt-fp8", input, reference: ref_name, scale: per_tensor_scale }
                     }
                 };
-                lt_plans.push(check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], refh, r));
+                // With a fused epilogue, the baselines and our kernels are
+                // checked against it applied to the scaled product.
+                let epi_ref = match (&epi, &vectors) {
+                    (Some(e), Some(v)) => Some(epilogue_reference(e, v, refh, lt.scale, shape)?),
+                    _ => None,
+                };
+                match (&epi, &vectors, &epi_ref) {
+                    (Some(e), Some(v), Some(er)) => {
+                        epi_bases.push(check_epilogue_baseline(cx, shape, e, v, (lt.name, lt.input), &ptrs, &mut d.c[0], er, r))
+                    }
+                    _ => lt_plans.push(check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], refh, r)),
+                }
                 // Unscaled FP8 kernels are checked with the per-tensor family (scale 1).
                 for &ci in &ours {
-                    let scales = cands[ci].spec.map_or(Scales::None, |k| k.scales);
-                    let sa = cands[ci].spec.map_or(SaLayout::KMajor, |k| k.sa_layout).choose(&block.0, &block.1);
+                    let scales = cands[ci].spec.as_ref().map_or(Scales::None, |k| k.scales);
+                    let sa = cands[ci].spec.as_ref().map_or(SaLayout::KMajor, |k| k.sa_layout).choose(&block.0, &block.1);
                     if (scales == Scales::Block) != (family == Scales::Block) {
                         continue;
                     }
@@ -762,13 +1008,22 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                             Scales::PerTensor => Some((gpu.bind("scale_a", &cx.scale_a), gpu.bind("scale_b", &cx.scale_b))),
                             Scales::Block => Some((gpu.bind("SA", sa), gpu.bind("SB", &block.2))),
                         },
+                        vectors: vectors.as_ref().map_or_else(Vec::new, |v| v.bindings.clone()),
                     };
                     let sc = if scales == Scales::PerTensor { per_tensor_scale } else { 1.0 };
                     let binds: Vec<_> = (0..sets).map(bind).collect();
-                    ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, refh, sc, r));
+                    let checked = match &epi_ref {
+                        Some(er) => check_ours(cx, &mut cands[ci], size, binds, &mut d.c, er, 1.0, "epilogue on cublas", r),
+                        None => {
+                            let label = if sc == 1.0 { "cublas".to_string() } else { format!("cublas x {sc}") };
+                            check_ours(cx, &mut cands[ci], size, binds, &mut d.c, refh, sc, &label, r)
+                        }
+                    };
+                    ours_bound.push(checked);
                 }
             }
             let mut timed: Vec<Timed> = Vec::new();
+            push_epi_timed(cx, shape, &mut timed, epi_bases, &ptrs);
             push_timed(cx, &mut timed, lt_plans, &ptrs, ours_bound);
             time_all(cx, shape, dtype, r, timed);
         }
@@ -866,6 +1121,7 @@ fn check_ours(
     c: &mut [CudaSlice<bf16>],
     refh: &[bf16],
     ref_scale: f64,
+    reference: &str,
     r: &mut ShapeResult,
 ) -> Option<(usize, Vec<BoundGemm>)> {
     let gpu = cx.gpu;
@@ -880,8 +1136,7 @@ fn check_ours(
         bound[0].launch_checked()?;
         let first_ms = t0.elapsed().as_secs_f64() * 1e3;
         cand.info.first_launch_ms.get_or_insert(first_ms);
-        let reference = if ref_scale == 1.0 { "cublas".to_string() } else { format!("cublas x {ref_scale}") };
-        let check = make_check(&reference, check_output(gpu, &c[0], refh, ref_scale)?, cx.args.threshold);
+        let check = make_check(reference, check_output(gpu, &c[0], refh, ref_scale)?, cx.args.threshold);
         let pass = check.pass;
         run.check = Some(check);
         if !pass {

@@ -8,6 +8,11 @@
 //! - FP8 block-scaled GEMM: f8e4m3 `A[M,K]`, f32 `SA[M,KB]` or `SA[KB,M]`, f8e4m3 `B[N,K]`,
 //!   f32 `SB[NB,KB]` -> bf16 `C[M,N]`: compared with the dequantised product
 //!   (`tilec_runtime::blockscaled`), cuBLASLt block-scaled as a second opinion.
+//! - either GEMM with a fused epilogue (the manifest's `epilogue` does more
+//!   than round to bf16, reading vectors such as a bias `Bias[N]`): the
+//!   vectors get fresh random values, and C is compared with the FP64 CPU
+//!   product on evenly spread rows (all rows for M*N*K <= 2^28) taken
+//!   through the epilogue in f64 (`tilec_runtime::epilogue`).
 //! - copy: bf16 `X[M,N]` input, `Y[M,N]` output (Y = X): bit-exact comparison.
 //! - grouped GEMM (`tilec_runtime::grouped`'s signatures: contiguous or
 //!   masked, BF16 or block-scaled FP8): run on each `--grouped-problems`
@@ -289,7 +294,30 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
         )
     };
     let mut failed = 0;
+    let fused = GemmSpec::from_manifest(&artifact.manifest).is_ok_and(|s| s.has_epilogue());
     match mode {
+        Mode::Gemm { .. } | Mode::Fp8Block if fused => {
+            let gemm = Gemm::from_artifact(&gpu, artifact)?.on_sms(sms);
+            gemm.kernels().iter().for_each(print_kernel);
+            let blas = Cublas::new(gpu.stream.clone())?;
+            let vectors: Vec<String> = gemm.spec().vectors.iter().map(|v| format!("{} {}[{}]", v.name, v.dtype, v.len_symbol())).collect();
+            println!(
+                "epilogue: {} values, vectors [{}]; reference: fp64 cpu product through the epilogue",
+                gemm.spec().epilogue.as_ref().map_or(0, |e| e.values.len()),
+                vectors.join(", ")
+            );
+            println!("{:>16} {:>10} {:>11} {:>6} {:>9} {:>9}  seed", "MxNxK", "err", "rows", "result", "ours_TF", "plain_TF");
+            for &(mm, nn, kk) in shapes {
+                match epilogue_shape(&gpu, &gemm, &blas, (mm, nn, kk), threshold) {
+                    Ok(true) => {}
+                    Ok(false) => failed += 1,
+                    Err(e) => {
+                        println!("{:>16} FAIL: {e}", format!("{mm}x{nn}x{kk}"));
+                        failed += 1;
+                    }
+                }
+            }
+        }
         Mode::Grouped => failed = run_grouped(&gpu, dir, artifact, problems, threshold)?,
         Mode::Gemm { b_kn } => {
             let gemm = Gemm::from_artifact(&gpu, artifact)?.on_sms(sms);
@@ -357,6 +385,33 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
         }
     }
     Ok(failed)
+}
+
+/// One shape of a GEMM with a fused epilogue: checked on sampled rows
+/// (`epilogue::check_with_epilogue`), then timed, with cuBLAS's plain BF16
+/// GEMM of the same size alongside for information (it computes no epilogue).
+fn epilogue_shape(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, (m, n, k): (u64, u64, u64), threshold: f64) -> Result<bool> {
+    let size = GemmSize::new(m, n, k);
+    let mut call = epilogue::check_with_epilogue(gpu, gemm, size, threshold)?;
+    let c = &call.check;
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let s = &gpu.stream;
+    let dc = |e| RuntimeError::Driver { call: "cuMemcpy/cuMemAlloc", err: e };
+    let a = s.clone_htod(&vec![bf16::ONE; mu * ku]).map_err(dc)?;
+    let b = s.clone_htod(&vec![bf16::ONE; nu * ku]).map_err(dc)?;
+    let mut c_plain = unsafe { s.alloc::<bf16>(mu * nu) }.map_err(dc)?;
+    let ms = bench(gpu, &mut [&mut |_| call.bound.launch(&gpu.stream), &mut |_| blas.gemm_bf16_tn(m, n, k, &a, &b, &mut c_plain)])?;
+    println!(
+        "{:>16} {:>10.3e} {:>11} {:>6} {:>9.2} {:>9.2}  {:#x}",
+        format!("{m}x{n}x{k}"),
+        c.err,
+        format!("{} of {m}", c.rows),
+        if c.pass { "PASS" } else { "FAIL" },
+        tflops(m, n, k, ms[0]),
+        tflops(m, n, k, ms[1]),
+        c.seed
+    );
+    Ok(call.check.pass)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -1,0 +1,589 @@
+//! Fused epilogues at run time: the vectors an epilogue reads, filled with
+//! random values; the reference (a GEMM's accumulator in f64 taken through
+//! [`Epilogue::eval`]); which vendor baseline computes the same
+//! ([`classify`]); and, for epilogues no vendor kernel fuses, an
+//! element-wise CUDA C kernel generated from the epilogue ([`cuda_source`])
+//! and compiled with NVRTC ([`ElementwiseKernel`]), which runs after a
+//! cuBLASLt GEMM writing bf16.
+//!
+//! Everything here but [`ElementwiseKernel`] is pure and unit-tested
+//! without a GPU.
+
+use crate::check::Rng;
+use crate::cuda::Gpu;
+use crate::error::{DriverCtx, Result, RuntimeError};
+use crate::gemm::{GemmSize, VectorSpec};
+use crate::plan::TensorBinding;
+use cudarc::driver::{sys, CudaFunction, CudaModule, CudaSlice};
+use std::ffi::c_void;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use tilec_artifact::{round_to, Along, BinaryFn, DType, Epilogue, EpilogueValue, UnaryFn};
+
+/// One vector's values for a call: as the reference reads them (f64, each
+/// exactly representable in the vector's type) and as the kernel does
+/// (little-endian bytes of that type).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostVector {
+    /// The tensor it binds.
+    pub spec: VectorSpec,
+    /// Its elements.
+    pub values: Vec<f64>,
+    /// The same elements in the tensor's type, as bytes to upload.
+    pub bytes: Vec<u8>,
+}
+
+impl HostVector {
+    /// `values` rounded to the vector's type, with their bytes.
+    pub fn from_values(spec: &VectorSpec, values: &[f64]) -> HostVector {
+        let values: Vec<f64> = values.iter().map(|&x| round_to(spec.dtype, x)).collect();
+        let mut bytes = Vec::with_capacity(values.len() * spec.dtype.size_bytes());
+        for &x in &values {
+            match spec.dtype {
+                DType::Bf16 => bytes.extend(half::bf16::from_f64(x).to_le_bytes()),
+                DType::F16 => bytes.extend(half::f16::from_f64(x).to_le_bytes()),
+                DType::F32 => bytes.extend((x as f32).to_le_bytes()),
+                other => unreachable!("GemmSpec admits bf16, f16 and f32 vectors, not {other}"),
+            }
+        }
+        HostVector { spec: spec.clone(), values, bytes }
+    }
+
+    /// `len` values uniform in [-1, 1), rounded to the vector's type.
+    pub fn random(spec: &VectorSpec, len: usize, rng: &mut Rng) -> HostVector {
+        let values: Vec<f64> = (0..len).map(|_| rng.uniform() as f64).collect();
+        HostVector::from_values(spec, &values)
+    }
+
+    /// A binding of a device copy of [`HostVector::bytes`] at `addr`, named as its tensor.
+    pub fn binding(&self, addr: u64) -> TensorBinding {
+        TensorBinding { name: self.spec.name.clone(), dtype: self.spec.dtype, addr, bytes: self.bytes.len() as u64 }
+    }
+}
+
+/// Fresh random values for each of `specs` at `size` (M along rows, N along columns).
+pub fn random_vectors(specs: &[VectorSpec], size: GemmSize, rng: &mut Rng) -> Vec<HostVector> {
+    specs.iter().map(|s| HostVector::random(s, s.len(size) as usize, rng)).collect()
+}
+
+/// Device copies of `vectors` and their bindings (by name), for
+/// [`crate::GemmBuffers::with_vectors`].
+pub fn upload_vectors(gpu: &Gpu, vectors: &[HostVector]) -> Result<(Vec<CudaSlice<u8>>, Vec<TensorBinding>)> {
+    let mut slices = Vec::with_capacity(vectors.len());
+    let mut bindings = Vec::with_capacity(vectors.len());
+    for v in vectors {
+        let s = gpu.stream.clone_htod(&v.bytes).ctx("cuMemcpyHtoD(epilogue vector)")?;
+        bindings.push(v.binding(gpu.addr(&s)));
+        slices.push(s);
+    }
+    Ok((slices, bindings))
+}
+
+/// An epilogue with its vectors' values: what `C[i][j]` should be, given the
+/// accumulator.
+pub struct EpilogueReference<'a> {
+    epilogue: &'a Epilogue,
+    /// For each value of the program that is a vector: which of `vectors`, along which index.
+    slots: Vec<Option<(usize, Along)>>,
+    vectors: &'a [HostVector],
+}
+
+impl<'a> EpilogueReference<'a> {
+    /// Binds each vector the epilogue reads to one of `vectors` by name; an
+    /// error names a vector without values.
+    pub fn new(epilogue: &'a Epilogue, vectors: &'a [HostVector]) -> Result<Self> {
+        let mut slots = Vec::with_capacity(epilogue.values.len());
+        for v in &epilogue.values {
+            slots.push(match v {
+                EpilogueValue::Vector { tensor, along } => {
+                    let k = vectors.iter().position(|h| &h.spec.name == tensor).ok_or_else(|| {
+                        RuntimeError::GemmArgs(format!("the epilogue reads vector {tensor}; no values for it"))
+                    })?;
+                    Some((k, *along))
+                }
+                _ => None,
+            });
+        }
+        Ok(EpilogueReference { epilogue, slots, vectors })
+    }
+
+    /// `C[i][j]` for accumulator `acc`, in f64.
+    pub fn at(&self, acc: f64, i: usize, j: usize) -> f64 {
+        self.epilogue.eval(acc, |v| match self.slots[v] {
+            Some((k, Along::Rows)) => self.vectors[k].values[i],
+            Some((k, Along::Cols)) => self.vectors[k].values[j],
+            None => f64::NAN,
+        })
+    }
+
+    /// The epilogue over rows `rows` of C: `acc` holds their accumulators,
+    /// `rows.len() x n` row-major; on all cores.
+    pub fn rows(&self, acc: &[f64], rows: &[usize], n: usize) -> Vec<f64> {
+        assert_eq!(acc.len(), rows.len() * n, "EpilogueReference::rows: accumulator size");
+        let mut out = vec![0.0f64; acc.len()];
+        if n == 0 {
+            return out;
+        }
+        let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1);
+        let rows_per = rows.len().div_ceil(threads).max(1);
+        std::thread::scope(|s| {
+            for ((out, acc), rows) in out.chunks_mut(rows_per * n).zip(acc.chunks(rows_per * n)).zip(rows.chunks(rows_per)) {
+                s.spawn(move || {
+                    for (r, &i) in rows.iter().enumerate() {
+                        for j in 0..n {
+                            out[r * n + j] = self.at(acc[r * n + j], i, j);
+                        }
+                    }
+                });
+            }
+        });
+        out
+    }
+}
+
+// ------------------------------------------------------------ the vendor's equivalent
+
+/// What an epilogue computes, as far as a vendor kernel can fuse it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EpilogueKind {
+    /// The accumulator rounded to bf16 (or no epilogue in the manifest).
+    Plain,
+    /// `acc + bias[j]` rounded to bf16, the bias a bf16 vector along
+    /// columns: cuBLASLt's `CUBLASLT_EPILOGUE_BIAS`.
+    Bias {
+        /// The bias tensor.
+        tensor: String,
+    },
+    /// `gelu_tanh(acc + bias[j])` rounded to bf16: cuBLASLt's
+    /// `CUBLASLT_EPILOGUE_GELU_BIAS`.
+    BiasGelu {
+        /// The bias tensor.
+        tensor: String,
+    },
+    /// Anything else: no vendor kernel fuses it.
+    Other,
+}
+
+impl EpilogueKind {
+    /// A short name for reports: `plain`, `bias`, `bias_gelu`, `other`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EpilogueKind::Plain => "plain",
+            EpilogueKind::Bias { .. } => "bias",
+            EpilogueKind::BiasGelu { .. } => "bias_gelu",
+            EpilogueKind::Other => "other",
+        }
+    }
+}
+
+/// GELU in the tanh form cuBLASLt computes: `x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+pub fn gelu_tanh(x: f64) -> f64 {
+    0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044_715 * x * x * x)).tanh())
+}
+
+/// Accumulator values [`classify`] evaluates an epilogue at: both signs,
+/// GELU's curved middle, its linear and flat tails.
+const CLASSIFY_ACC: [f64; 21] =
+    [-37.5, -8.0, -5.0, -3.0, -2.0, -1.5, -1.0, -0.7, -0.3, -0.1, 0.0, 0.05, 0.2, 0.5, 0.9, 1.3, 2.0, 3.0, 5.0, 8.0, 37.5];
+/// Bias values [`classify`] evaluates an epilogue at.
+const CLASSIFY_BIAS: [f64; 5] = [-1.25, -0.5, 0.0, 0.375, 2.0];
+
+/// Which vendor epilogue computes what `epilogue` does, decided by
+/// evaluating it, not by matching its ops (any order of the same
+/// arithmetic matches): its last value must round to bf16, and the value
+/// rounded must agree, on a grid of accumulators (and biases), with `acc`
+/// (plain), `acc + bias` or `gelu_tanh(acc + bias)` to within 1e-9 of
+/// `max(1, |acc + bias|)`: f64 rounding of another order of the same ops
+/// is far below, the next-closest function (erf-GELU, a missed bias, an
+/// intermediate rounding to bf16) far above. The bias must be a bf16
+/// vector along the columns, as cuBLASLt's bias pointer takes it. `None`
+/// (a manifest from before epilogues were recorded) is plain.
+pub fn classify(epilogue: Option<&Epilogue>, vectors: &[VectorSpec]) -> EpilogueKind {
+    let Some(e) = epilogue else { return EpilogueKind::Plain };
+    let Some(EpilogueValue::Convert { to: DType::Bf16, x: last }) = e.values.last() else { return EpilogueKind::Other };
+    let last = *last;
+    let close = |got: f64, want: f64, scale: f64| (got - want).abs() <= 1e-9 * scale.abs().max(1.0);
+    match vectors {
+        [] => {
+            let plain = CLASSIFY_ACC.iter().all(|&a| close(e.eval_value(last, a, |_| f64::NAN), a, a));
+            if plain {
+                EpilogueKind::Plain
+            } else {
+                EpilogueKind::Other
+            }
+        }
+        [v] if v.along == Along::Cols && v.dtype == DType::Bf16 => {
+            let matches = |f: &dyn Fn(f64) -> f64| {
+                CLASSIFY_ACC.iter().all(|&a| {
+                    CLASSIFY_BIAS.iter().all(|&b| close(e.eval_value(last, a, |_| b), f(a + b), a + b))
+                })
+            };
+            let tensor = v.name.clone();
+            if matches(&|x| x) {
+                EpilogueKind::Bias { tensor }
+            } else if matches(&gelu_tanh) {
+                EpilogueKind::BiasGelu { tensor }
+            } else {
+                EpilogueKind::Other
+            }
+        }
+        _ => EpilogueKind::Other,
+    }
+}
+
+// ------------------------------------------------------------ the element-wise kernel
+
+/// The C type a vector's elements are read as in the generated kernel.
+fn c_type(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        _ => "unsigned short",
+    }
+}
+
+/// A C expression for the f32 value of element `index` of a vector `p`.
+fn c_load(d: DType, p: &str, index: &str) -> String {
+    match d {
+        DType::Bf16 => format!("tilec_bf16_to_f32({p}[{index}])"),
+        DType::F16 => format!("tilec_f16_to_f32({p}[{index}])"),
+        _ => format!("{p}[{index}]"),
+    }
+}
+
+/// A C float literal of `v` as the kernel's f32 constant, exact by its bits.
+fn c_float(v: f64) -> String {
+    let f = v as f32;
+    format!("__int_as_float(0x{:08x}) /* {f:?} */", f.to_bits())
+}
+
+const CUDA_PRELUDE: &str = r#"// Generated by tilec-runtime (runtime/src/epilogue.rs) from a manifest's epilogue.
+struct alignas(16) tilec_u16x8 { unsigned short v[8]; };
+__device__ __forceinline__ float tilec_bf16_to_f32(unsigned short x) { return __uint_as_float(((unsigned int)x) << 16); }
+__device__ __forceinline__ unsigned short tilec_f32_to_bf16(float x) {
+  unsigned short r; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x)); return r;
+}
+__device__ __forceinline__ float tilec_f16_to_f32(unsigned short x) { float r; asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(x)); return r; }
+__device__ __forceinline__ unsigned short tilec_f32_to_f16(float x) {
+  unsigned short r; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x)); return r;
+}
+__device__ __forceinline__ float tilec_round_bf16(float x) { return tilec_bf16_to_f32(tilec_f32_to_bf16(x)); }
+__device__ __forceinline__ float tilec_round_f16(float x) { return tilec_f16_to_f32(tilec_f32_to_f16(x)); }
+__device__ __forceinline__ float tilec_round_e4m3(float x) {
+  unsigned short p; unsigned int h2;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %1;" : "=h"(p) : "f"(x));
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(p));
+  return tilec_f16_to_f32((unsigned short)(h2 & 0xffff));
+}
+__device__ __forceinline__ float tilec_round_e5m2(float x) {
+  unsigned short p; unsigned int h2;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %1;" : "=h"(p) : "f"(x));
+  asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"(p));
+  return tilec_f16_to_f32((unsigned short)(h2 & 0xffff));
+}
+__device__ __forceinline__ float tilec_max(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fffffff) : fmaxf(a, b); }
+__device__ __forceinline__ float tilec_min(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fffffff) : fminf(a, b); }
+"#;
+
+/// The entry name of the generated kernel.
+pub const ELEMENTWISE_ENTRY: &str = "tilec_epilogue";
+
+/// CUDA C of an element-wise kernel that applies `epilogue` in place to a
+/// bf16 `C[M,N]` holding a GEMM's result (the accumulator rounded to bf16):
+/// `tilec_epilogue(unsigned short* c, <one pointer per vector, in the
+/// order of `vectors`>, long long m, long long n)`. Each thread takes 8
+/// consecutive elements with one 16-byte load and store (the tail
+/// element by element), in a grid-stride loop; the arithmetic is f32, as
+/// the fused kernel's, with `expf`, `tanhf`, `erff` and `rsqrtf`, and
+/// conversions rounding to nearest even through PTX `cvt`. `vectors` must
+/// name every vector the epilogue reads.
+pub fn cuda_source(epilogue: &Epilogue, vectors: &[VectorSpec]) -> std::result::Result<String, String> {
+    let mut body = String::new();
+    for (i, v) in epilogue.values.iter().enumerate() {
+        let expr = match v {
+            EpilogueValue::Acc => "tilec_bf16_to_f32(in.v[e])".to_string(),
+            EpilogueValue::Splat { value } => c_float(*value),
+            EpilogueValue::Vector { tensor, along } => {
+                let k = vectors
+                    .iter()
+                    .position(|s| &s.name == tensor)
+                    .ok_or_else(|| format!("the epilogue reads vector {tensor}, which is not among the kernel's vectors"))?;
+                let index = match along {
+                    Along::Rows => "i",
+                    Along::Cols => "j",
+                };
+                c_load(vectors[k].dtype, &format!("v{k}"), index)
+            }
+            EpilogueValue::Unary { f, x } => match f {
+                UnaryFn::Neg => format!("-x{x}"),
+                UnaryFn::Abs => format!("fabsf(x{x})"),
+                UnaryFn::Exp => format!("expf(x{x})"),
+                UnaryFn::Tanh => format!("tanhf(x{x})"),
+                UnaryFn::Erf => format!("erff(x{x})"),
+                UnaryFn::Rsqrt => format!("rsqrtf(x{x})"),
+            },
+            EpilogueValue::Binary { f, lhs, rhs } => match f {
+                BinaryFn::Add => format!("x{lhs} + x{rhs}"),
+                BinaryFn::Sub => format!("x{lhs} - x{rhs}"),
+                BinaryFn::Mul => format!("x{lhs} * x{rhs}"),
+                BinaryFn::Div => format!("x{lhs} / x{rhs}"),
+                BinaryFn::Max => format!("tilec_max(x{lhs}, x{rhs})"),
+                BinaryFn::Min => format!("tilec_min(x{lhs}, x{rhs})"),
+            },
+            EpilogueValue::Convert { to, x } => match to {
+                DType::Bf16 => format!("tilec_round_bf16(x{x})"),
+                DType::F16 => format!("tilec_round_f16(x{x})"),
+                DType::F8e4m3 => format!("tilec_round_e4m3(x{x})"),
+                DType::F8e5m2 => format!("tilec_round_e5m2(x{x})"),
+                DType::F32 | DType::F64 => format!("x{x}"),
+                other => return Err(format!("the epilogue converts to {other}, not a float type")),
+            },
+        };
+        for operand in Epilogue::operands(v) {
+            if operand >= i {
+                return Err(format!("value {i} reads value {operand}, not an earlier one"));
+            }
+        }
+        let _ = writeln!(body, "      const float x{i} = {expr};");
+    }
+    let Some(last) = epilogue.values.len().checked_sub(1) else {
+        return Err("the epilogue has no values".into());
+    };
+    let params: String = vectors.iter().enumerate().map(|(k, v)| format!(", const {}* __restrict__ v{k}", c_type(v.dtype))).collect();
+    let mut src = String::from(CUDA_PRELUDE);
+    let _ = write!(
+        src,
+        r#"
+extern "C" __global__ void {ELEMENTWISE_ENTRY}(unsigned short* __restrict__ c{params}, long long m, long long n) {{
+  const long long total = m * n;
+  const long long groups = (total + 7) / 8;
+  for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += (long long)gridDim.x * blockDim.x) {{
+    const long long base = g * 8;
+    const bool whole = base + 8 <= total;
+    tilec_u16x8 in, out;
+    if (whole) {{
+      in = *reinterpret_cast<const tilec_u16x8*>(c + base);
+    }} else {{
+      for (int e = 0; e < 8; ++e) in.v[e] = base + e < total ? c[base + e] : (unsigned short)0;
+    }}
+    long long i = base / n;
+    long long j = base - i * n;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {{
+{body}      out.v[e] = tilec_f32_to_bf16(x{last});
+      if (++j == n) {{ j = 0; ++i; }}
+      if (i >= m) break;
+    }}
+    if (whole) {{
+      *reinterpret_cast<tilec_u16x8*>(c + base) = out;
+    }} else {{
+      for (int e = 0; e < 8; ++e) if (base + e < total) c[base + e] = out.v[e];
+    }}
+  }}
+}}
+"#
+    );
+    Ok(src)
+}
+
+/// Threads per block of the element-wise kernel.
+const ELEMENTWISE_THREADS: u32 = 256;
+
+/// The generated element-wise kernel, compiled with NVRTC and loaded.
+pub struct ElementwiseKernel {
+    _module: Arc<CudaModule>,
+    func: CudaFunction,
+    vectors: usize,
+    max_blocks: u32,
+}
+
+impl ElementwiseKernel {
+    /// Generates the kernel for `epilogue` ([`cuda_source`]), compiles it
+    /// for the device's compute capability with NVRTC and loads it.
+    pub fn new(gpu: &Gpu, epilogue: &Epilogue, vectors: &[VectorSpec]) -> Result<Self> {
+        let src = cuda_source(epilogue, vectors).map_err(RuntimeError::Other)?;
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            return Err(RuntimeError::LibraryNotLoaded {
+                lib: "libnvrtc",
+                candidates: cudarc::get_lib_name_candidates("nvrtc"),
+                ld_library_path: crate::error::ld_library_path(),
+            });
+        }
+        // NVRTC takes the architecture as a 'static str.
+        let arch: &'static str = match gpu.cc {
+            (9, 0) => "sm_90",
+            (8, 9) => "sm_89",
+            (10, 0) => "sm_100",
+            (12, 0) => "sm_120",
+            _ => "sm_80",
+        };
+        let opts = cudarc::nvrtc::CompileOptions { arch: Some(arch), name: Some("tilec_epilogue.cu".into()), ..Default::default() };
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(&src, opts)
+            .map_err(|e| RuntimeError::Other(format!("NVRTC could not compile the epilogue kernel: {e:?}\n{src}")))?;
+        let module = gpu.ctx.load_module(ptx).ctx("cuModuleLoadData(epilogue kernel)")?;
+        let func = module.load_function(ELEMENTWISE_ENTRY).ctx("cuModuleGetFunction(tilec_epilogue)")?;
+        Ok(ElementwiseKernel { _module: module, func, vectors: vectors.len(), max_blocks: gpu.num_sms * 16 })
+    }
+
+    /// Applies the epilogue in place to the bf16 `m x n` C at device address
+    /// `c`, reading the vectors at `vectors` (in the order given to
+    /// [`ElementwiseKernel::new`]); asynchronous on `gpu`'s stream.
+    pub fn launch(&self, gpu: &Gpu, c: u64, vectors: &[u64], m: u64, n: u64) -> Result<()> {
+        if vectors.len() != self.vectors {
+            return Err(RuntimeError::GemmArgs(format!("the epilogue kernel takes {} vectors, {} given", self.vectors, vectors.len())));
+        }
+        let groups = (m * n).div_ceil(8);
+        let blocks = groups.div_ceil(ELEMENTWISE_THREADS as u64).clamp(1, self.max_blocks as u64) as u32;
+        let (mut c, mut m, mut n) = (c, m as i64, n as i64);
+        let mut vecs: Vec<u64> = vectors.to_vec();
+        let mut params: Vec<*mut c_void> = Vec::with_capacity(3 + vecs.len());
+        params.push(&mut c as *mut u64 as *mut c_void);
+        for v in vecs.iter_mut() {
+            params.push(v as *mut u64 as *mut c_void);
+        }
+        params.push(&mut m as *mut i64 as *mut c_void);
+        params.push(&mut n as *mut i64 as *mut c_void);
+        unsafe {
+            sys::cuLaunchKernel(
+                self.func.cu_function(),
+                blocks,
+                1,
+                1,
+                ELEMENTWISE_THREADS,
+                1,
+                1,
+                0,
+                gpu.stream.cu_stream(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .ctx("cuLaunchKernel(tilec_epilogue)")
+    }
+}
+
+// ------------------------------------------------------------ checking a kernel
+
+/// Multiply-adds the FP64 CPU reference of a GEMM with an epilogue may
+/// spend per shape: every row up to `M*N*K` = 2^28, evenly spread rows beyond.
+pub const CPU_REFERENCE_BUDGET: u64 = 1 << 28;
+
+/// Rows `rows` of `C = epilogue(A * B^T)`: the FP64 CPU product (A `m x k`
+/// and B `n x k` row-major, as f32 values: bf16 inputs, or dequantised FP8
+/// ones) taken through the epilogue in f64. `rows.len() x n`.
+pub fn reference_rows(epilogue: &Epilogue, vectors: &[HostVector], a: &[f32], b: &[f32], n: usize, k: usize, rows: &[usize]) -> Result<Vec<f64>> {
+    let reference = EpilogueReference::new(epilogue, vectors)?;
+    let acc = crate::check::cpu_gemm_tn_rows(a, b, n, k, rows);
+    Ok(reference.rows(&acc, rows, n))
+}
+
+/// Rows `rows` of a row-major bf16 `C` with `n` columns, widened.
+pub fn take_rows(c: &[half::bf16], rows: &[usize], n: usize) -> Vec<f64> {
+    rows.iter().flat_map(|&i| c[i * n..(i + 1) * n].iter().map(|x| x.to_f64())).collect()
+}
+
+/// The outcome of one shape of a GEMM with an epilogue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpilogueCheck {
+    /// The seed the inputs (vectors too) were drawn from.
+    pub seed: u64,
+    /// `||out - ref||_F / ||ref||_F` over the checked rows.
+    pub err: f64,
+    /// Rows checked (all of C's when `M*N*K` is within [`CPU_REFERENCE_BUDGET`]).
+    pub rows: usize,
+    /// The error is within the threshold.
+    pub pass: bool,
+}
+
+/// A checked call, kept bound with its buffers so that it can be timed.
+pub struct EpilogueCall {
+    /// The check's outcome.
+    pub check: EpilogueCheck,
+    /// The kernel bound to the inputs it was checked on.
+    pub bound: crate::BoundGemm,
+    _buffers: Vec<CudaSlice<u8>>,
+    _c: CudaSlice<half::bf16>,
+}
+
+fn raw_binding(gpu: &Gpu, name: &str, dtype: DType, s: &CudaSlice<u8>) -> TensorBinding {
+    TensorBinding { name: name.into(), dtype, addr: gpu.addr(s), bytes: s.len() as u64 }
+}
+
+/// Runs `gemm` (a BF16 GEMM, B `[N,K]` or `[K,N]`, or a block-scaled FP8
+/// one) once on fresh random inputs of `size`, its epilogue's vectors
+/// filled with fresh random values, C poisoned with NaN first, and checks
+/// C against the FP64 CPU product on evenly spread rows (all rows within
+/// [`CPU_REFERENCE_BUDGET`]) taken through [`Epilogue::eval`]. FP8 inputs
+/// and power-of-two block scales are drawn as `crate::blockscaled` draws
+/// them. A manifest without an epilogue is checked as `[acc, convert bf16]`.
+pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, threshold: f64) -> Result<EpilogueCall> {
+    use crate::check::*;
+    use crate::gemm::{BLayout, GemmBuffers, Scales};
+    let spec = gemm.spec();
+    let plain = Epilogue::plain(DType::Bf16);
+    let epilogue = spec.epilogue.as_ref().unwrap_or(&plain);
+    let seed = seed_from_time();
+    let mut rng = Rng::new(seed);
+    let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
+    let s = &gpu.stream;
+    let up = |bytes: &[u8], what: &'static str| s.clone_htod(bytes).ctx(what);
+    let bf16_bytes = |v: &[half::bf16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let f32_bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut keep = Vec::new();
+    let (a_f32, b_f32, buffers) = match (spec.input, spec.scales) {
+        (DType::Bf16, Scales::None) => {
+            let a_h = random_bf16(m * k, &mut rng);
+            let b_h = random_bf16(n * k, &mut rng);
+            let b_kernel = match spec.b_layout {
+                BLayout::Nk => b_h.clone(),
+                BLayout::Kn => (0..k * n).map(|x| b_h[(x % n) * k + x / n]).collect(),
+            };
+            let a = up(&bf16_bytes(&a_h), "cuMemcpyHtoD(A)")?;
+            let b = up(&bf16_bytes(&b_kernel), "cuMemcpyHtoD(B)")?;
+            let (ab, bb) = (raw_binding(gpu, "A", DType::Bf16, &a), raw_binding(gpu, "B", DType::Bf16, &b));
+            keep.extend([a, b]);
+            let to_f32 = |v: &[half::bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+            (to_f32(&a_h), to_f32(&b_h), (ab, bb, None))
+        }
+        (DType::F8e4m3, Scales::Block) => {
+            let bs = BlockScales::new(m, n, k);
+            let a_h = random_e4m3(m * k, &mut rng);
+            let b_h = random_e4m3(n * k, &mut rng);
+            let sa_h = random_pow2_scales(bs.sa_len(), &mut rng);
+            let sb_h = random_pow2_scales(bs.sb_len(), &mut rng);
+            let sa_kernel = spec.sa_layout.arrange(&sa_h, m, bs.kb());
+            let a = up(&a_h, "cuMemcpyHtoD(A)")?;
+            let b = up(&b_h, "cuMemcpyHtoD(B)")?;
+            let sa = up(&f32_bytes(&sa_kernel), "cuMemcpyHtoD(SA)")?;
+            let sb = up(&f32_bytes(&sb_h), "cuMemcpyHtoD(SB)")?;
+            let bind = (
+                raw_binding(gpu, "A", DType::F8e4m3, &a),
+                raw_binding(gpu, "B", DType::F8e4m3, &b),
+                Some((raw_binding(gpu, "SA", DType::F32, &sa), raw_binding(gpu, "SB", DType::F32, &sb))),
+            );
+            keep.extend([a, b, sa, sb]);
+            (bs.dequant_a(&a_h, &sa_h), bs.dequant_b(&b_h, &sb_h), bind)
+        }
+        (input, scales) => {
+            return Err(RuntimeError::GemmArgs(format!(
+                "the epilogue check runs BF16 GEMMs and block-scaled FP8 ones, not {input} with scales {scales:?}"
+            )))
+        }
+    };
+    let vectors = random_vectors(&spec.vectors, size, &mut rng);
+    let (vector_slices, vector_bindings) = upload_vectors(gpu, &vectors)?;
+    keep.extend(vector_slices);
+    let mut c = unsafe { s.alloc::<half::bf16>(m * n) }.ctx("cuMemAlloc(C)")?;
+    gpu.poison16(&mut c, POISON_BF16)?;
+    let (a, b, scales) = buffers;
+    let mut buffers = GemmBuffers::new(a, b, gpu.bind("C", &c)).with_vectors(vector_bindings);
+    buffers.scales = scales;
+    let mut bound = gemm.bind_raw(size, buffers)?;
+    bound.launch_checked()?;
+    let out = s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?;
+    let rows = sample_rows(m, n, k, CPU_REFERENCE_BUDGET);
+    let reference = reference_rows(epilogue, &vectors, &a_f32, &b_f32, n, k, &rows)?;
+    let err = rel_frobenius(&take_rows(&out, &rows, n), &reference);
+    let check = EpilogueCheck { seed, err, rows: rows.len(), pass: passes(err, threshold) };
+    Ok(EpilogueCall { check, bound, _buffers: keep, _c: c })
+}

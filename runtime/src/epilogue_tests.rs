@@ -1,0 +1,272 @@
+//! The GEMM handle with epilogue vectors, and `crate::epilogue`'s pure parts.
+
+use crate::check::Rng;
+use crate::epilogue::*;
+use crate::*;
+use tilec_artifact::*;
+
+/// `examples/gemm_bias_gelu.tile`'s epilogue, as `tilec compile` writes it.
+const BIAS_GELU: &str = r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1}, {"op": "splat", "value": 0.5}, {"op": "binary", "f": "mul", "lhs": 2, "rhs": 3}, {"op": "binary", "f": "mul", "lhs": 2, "rhs": 2}, {"op": "binary", "f": "mul", "lhs": 5, "rhs": 2}, {"op": "splat", "value": 0.044715}, {"op": "binary", "f": "mul", "lhs": 6, "rhs": 7}, {"op": "binary", "f": "add", "lhs": 2, "rhs": 8}, {"op": "splat", "value": 0.7978845608028654}, {"op": "binary", "f": "mul", "lhs": 9, "rhs": 10}, {"op": "unary", "f": "tanh", "x": 11}, {"op": "splat", "value": 1.0}, {"op": "binary", "f": "add", "lhs": 12, "rhs": 13}, {"op": "binary", "f": "mul", "lhs": 4, "rhs": 14}, {"op": "convert", "to": "bf16", "x": 15}]"#;
+
+/// A GEMM manifest with `extra` tensors (each a ptr parameter) and an epilogue, if given.
+fn manifest(input: &str, extra: &[(&str, &str, &str)], epilogue: Option<&str>) -> Manifest {
+    let tensors: String = extra
+        .iter()
+        .map(|(name, dtype, shape)| format!(r#", {{ "name": "{name}", "dtype": "{dtype}", "shape": {shape}, "role": "input" }}"#))
+        .collect();
+    let params: String = extra.iter().map(|(name, _, _)| format!(r#", {{ "kind": "ptr", "tensor": "{name}" }}"#)).collect();
+    let epilogue = epilogue.map(|e| format!(r#""epilogue": {{ "values": {e} }},"#)).unwrap_or_default();
+    let m = Manifest::from_json_str(&format!(
+        r#"{{ "format_version": 1, "kernel_name": "g", "entry": "g", "target": "sm_90a", {epilogue}
+  "block": [128, 1, 1], "grid": {{ "rule": "tiles", "block_m": 128, "block_n": 128 }},
+  "tensors": [
+    {{ "name": "A", "dtype": "{input}", "shape": ["M", "K"], "role": "input" }},
+    {{ "name": "B", "dtype": "{input}", "shape": ["N", "K"], "role": "input" }},
+    {{ "name": "C", "dtype": "bf16", "shape": ["M", "N"], "role": "output" }}{tensors} ],
+  "params": [ {{ "kind": "ptr", "tensor": "A" }}, {{ "kind": "ptr", "tensor": "B" }}, {{ "kind": "ptr", "tensor": "C" }}{params} ] }}"#
+    ))
+    .unwrap();
+    m.validate().unwrap();
+    m
+}
+
+fn bias_gelu_manifest() -> Manifest {
+    manifest("bf16", &[("Bias", "bf16", r#"["N"]"#)], Some(BIAS_GELU))
+}
+
+fn epilogue(json: &str) -> Epilogue {
+    serde_json::from_str(&format!(r#"{{ "values": {json} }}"#)).unwrap()
+}
+
+fn bias(dtype: DType, along: Along) -> VectorSpec {
+    VectorSpec { name: "Bias".into(), dtype, along }
+}
+
+#[test]
+fn a_gemm_with_a_bias_vector_is_a_gemm() {
+    let spec = GemmSpec::from_manifest(&bias_gelu_manifest()).unwrap();
+    assert_eq!(spec.vectors, [bias(DType::Bf16, Along::Cols)]);
+    assert!(spec.has_epilogue());
+    assert_eq!(spec.scales, Scales::None);
+    // Plain: no field, or [acc, convert].
+    let plain = GemmSpec::from_manifest(&manifest("bf16", &[], None)).unwrap();
+    assert!(!plain.has_epilogue() && plain.vectors.is_empty() && plain.epilogue.is_none());
+    let convert = GemmSpec::from_manifest(&manifest("bf16", &[], Some(r#"[{"op": "acc"}, {"op": "convert", "to": "bf16", "x": 0}]"#))).unwrap();
+    assert!(!convert.has_epilogue());
+    // Block scales and a row vector together.
+    let scaled = manifest(
+        "f8e4m3",
+        &[("SA", "f32", r#"["M", "KB"]"#), ("SB", "f32", r#"["NB", "KB"]"#), ("Scale", "f32", r#"["M"]"#)],
+        Some(r#"[{"op": "acc"}, {"op": "vector", "tensor": "Scale", "along": "rows"}, {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}, {"op": "convert", "to": "bf16", "x": 2}]"#),
+    );
+    let spec = GemmSpec::from_manifest(&scaled).unwrap();
+    assert_eq!((spec.scales, spec.vectors.len(), spec.vectors[0].along), (Scales::Block, 1, Along::Rows));
+}
+
+#[test]
+fn extra_tensors_without_an_epilogue_are_refused() {
+    let err = |m: Manifest| GemmSpec::from_manifest(&m).unwrap_err().to_string();
+    let old = manifest("bf16", &[("Bias", "bf16", r#"["N"]"#)], None);
+    let e = err(old);
+    assert!(e.starts_with(r#"not a GEMM artifact: unexpected extra tensors ["Bias"] and the manifest has no `epilogue`"#), "{e}");
+    assert!(e.contains("recompile it"), "{e}");
+    // An epilogue that reads some vector but not this tensor.
+    let unread = manifest("bf16", &[("Bias", "bf16", r#"["N"]"#), ("Other", "bf16", r#"["N"]"#)], Some(BIAS_GELU));
+    assert!(err(unread).contains(r#"unexpected extra tensors ["Other"], which the epilogue does not read"#));
+    // A vector type the runtime does not fill.
+    let int_bias = manifest("bf16", &[("Bias", "i32", r#"["N"]"#)], Some(BIAS_GELU));
+    assert_eq!(err(int_bias), "not a GEMM artifact: epilogue vector Bias is i32: want bf16, f16 or f32");
+    // Existing kernels keep working: per-tensor and block scales, B[K,N].
+    let per_tensor = manifest("f8e4m3", &[("scale_a", "f32", "[1]"), ("scale_b", "f32", "[1]")], None);
+    assert_eq!(GemmSpec::from_manifest(&per_tensor).unwrap().scales, Scales::PerTensor);
+}
+
+fn buf(name: &str, dtype: DType, addr: u64, bytes: u64) -> TensorBinding {
+    TensorBinding { name: name.into(), dtype, addr, bytes }
+}
+
+#[test]
+fn vectors_bind_by_name_with_checks() {
+    let m = bias_gelu_manifest();
+    let spec = GemmSpec::from_manifest(&m).unwrap();
+    let size = GemmSize::new(64, 200, 512);
+    let ops = || {
+        GemmBuffers::new(
+            buf("", DType::Bf16, 0x1000, 64 * 512 * 2),
+            buf("", DType::Bf16, 0x2000, 200 * 512 * 2),
+            buf("", DType::Bf16, 0x3000, 64 * 200 * 2),
+        )
+    };
+    let bias_ok = buf("Bias", DType::Bf16, 0x4000, 400);
+    let bound = spec.bind(size, ops().with_vectors([bias_ok.clone()])).unwrap();
+    let names: Vec<(&str, u64)> = bound.iter().map(|t| (t.name.as_str(), t.addr)).collect();
+    assert_eq!(names, [("A", 0x1000), ("B", 0x2000), ("C", 0x3000), ("Bias", 0x4000)]);
+    // The launch plan takes the bindings: Bias is N long.
+    plan_launch(&m, &spec.problem(size), &bound, 132).unwrap();
+    let err = |b: GemmBuffers| spec.bind(size, b).unwrap_err().to_string();
+    assert_eq!(err(ops()), "GEMM arguments: the kernel's epilogue reads Bias (bf16[N]); Bias not given");
+    assert_eq!(
+        err(ops().with_vectors([buf("Bias", DType::Bf16, 0x4000, 398)])),
+        "GEMM arguments: Bias is 200 bf16 (N) for M=64 N=200 K=512: 400 bytes, the buffer has 398"
+    );
+    assert_eq!(err(ops().with_vectors([buf("Bias", DType::F32, 0x4000, 800)])), "GEMM arguments: Bias holds f32, the kernel takes bf16");
+    assert_eq!(
+        err(ops().with_vectors([bias_ok.clone(), buf("Gate", DType::Bf16, 0x5000, 400)])),
+        "GEMM arguments: vector `Gate` given, the kernel's epilogue reads Bias (bf16[N])"
+    );
+    assert_eq!(err(ops().with_vectors([bias_ok.clone(), bias_ok.clone()])), "GEMM arguments: vector Bias given twice");
+    // A plain kernel takes no vectors.
+    let plain = GemmSpec::from_manifest(&manifest("bf16", &[], None)).unwrap();
+    assert_eq!(
+        plain.bind(size, ops().with_vectors([bias_ok])).unwrap_err().to_string(),
+        "GEMM arguments: vector `Bias` given, the kernel's epilogue reads none"
+    );
+    // A row vector is M long.
+    let rows = GemmSpec { vectors: vec![bias(DType::F32, Along::Rows)], ..spec.clone() };
+    assert!(rows.bind(size, ops().with_vectors([buf("Bias", DType::F32, 0x4000, 64 * 4)])).is_ok());
+    assert!(rows.bind(size, ops().with_vectors([buf("Bias", DType::F32, 0x4000, 63 * 4)])).unwrap_err().to_string().contains("Bias is 64 f32 (M)"));
+}
+
+#[test]
+fn tensor_parallel_refuses_epilogue_vectors() {
+    let spec = GemmSpec::from_manifest(&bias_gelu_manifest()).unwrap();
+    assert!(tp::unsupported(&spec).unwrap().contains(r#"epilogue reads vectors ["Bias"]"#));
+}
+
+#[test]
+fn host_vectors_are_rounded_and_encoded() {
+    let v = HostVector::from_values(&bias(DType::Bf16, Along::Cols), &[1.0, 1.0 + 1.0 / 256.0, -0.1]);
+    assert_eq!(v.values[..2], [1.0, 1.0]);
+    assert_eq!(v.values[2], half::bf16::from_f64(-0.1).to_f64());
+    assert_eq!(&v.bytes[..4], &[0x80, 0x3F, 0x80, 0x3F]);
+    let f = HostVector::from_values(&bias(DType::F32, Along::Rows), &[0.1]);
+    assert_eq!((f.values[0], f.bytes.clone()), (0.1f32 as f64, 0.1f32.to_le_bytes().to_vec()));
+    let h = HostVector::from_values(&bias(DType::F16, Along::Rows), &[0.1]);
+    assert_eq!(h.bytes, half::f16::from_f64(0.1).to_le_bytes());
+    let r = HostVector::random(&bias(DType::Bf16, Along::Cols), 1000, &mut Rng::new(3));
+    assert!(r.values.iter().all(|x| x.abs() <= 1.0) && r.bytes.len() == 2000);
+    assert_eq!(r.binding(0x10), buf("Bias", DType::Bf16, 0x10, 2000));
+    let sizes: Vec<usize> = random_vectors(&[bias(DType::Bf16, Along::Cols), VectorSpec { name: "S".into(), ..bias(DType::F32, Along::Rows) }], GemmSize::new(3, 5, 7), &mut Rng::new(1))
+        .iter()
+        .map(|v| v.values.len())
+        .collect();
+    assert_eq!(sizes, [5, 3]);
+}
+
+#[test]
+fn the_reference_applies_the_epilogue_per_element() {
+    let e = epilogue(BIAS_GELU);
+    let vectors = [HostVector::from_values(&bias(DType::Bf16, Along::Cols), &[0.5, -1.0, 2.0])];
+    let r = EpilogueReference::new(&e, &vectors).unwrap();
+    let acc = [0.25, 0.5, 0.75, -3.0, 0.0, 1.0];
+    let got = r.rows(&acc, &[4, 9], 3);
+    for (x, (&a, g)) in acc.iter().zip(&got).enumerate() {
+        let want = round_to(DType::Bf16, gelu_tanh(a + vectors[0].values[x % 3]));
+        assert_eq!(*g, want, "element {x}");
+    }
+    // Row vectors take the row's index.
+    let scale = epilogue(r#"[{"op": "acc"}, {"op": "vector", "tensor": "S", "along": "rows"}, {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}]"#);
+    let s = [HostVector::from_values(&VectorSpec { name: "S".into(), dtype: DType::F32, along: Along::Rows }, &[1.0, 2.0, 3.0])];
+    assert_eq!(EpilogueReference::new(&scale, &s).unwrap().rows(&[1.0, 1.0, 1.0, 1.0], &[0, 2], 2), [1.0, 1.0, 3.0, 3.0]);
+    assert!(EpilogueReference::new(&scale, &vectors).is_err(), "no values for S");
+}
+
+#[test]
+fn classify_decides_by_value_not_by_ops() {
+    let cols = [bias(DType::Bf16, Along::Cols)];
+    let gelu = EpilogueKind::BiasGelu { tensor: "Bias".into() };
+    assert_eq!(classify(Some(&epilogue(BIAS_GELU)), &cols), gelu);
+    assert_eq!(classify(None, &[]), EpilogueKind::Plain);
+    assert_eq!(classify(Some(&Epilogue::plain(DType::Bf16)), &[]), EpilogueKind::Plain);
+    // acc * 1 is plain too; acc * 2 is not.
+    let times = |v: f64| epilogue(&format!(r#"[{{"op": "acc"}}, {{"op": "splat", "value": {v:?}}}, {{"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}}, {{"op": "convert", "to": "bf16", "x": 2}}]"#));
+    assert_eq!(classify(Some(&times(1.0)), &[]), EpilogueKind::Plain);
+    assert_eq!(classify(Some(&times(2.0)), &[]), EpilogueKind::Other);
+    // Bias added the other way round, and bias alone.
+    let bias_add = |lhs, rhs| epilogue(&format!(r#"[{{"op": "acc"}}, {{"op": "vector", "tensor": "Bias", "along": "cols"}}, {{"op": "binary", "f": "add", "lhs": {lhs}, "rhs": {rhs}}}, {{"op": "convert", "to": "bf16", "x": 2}}]"#));
+    assert_eq!(classify(Some(&bias_add(1, 0)), &cols), EpilogueKind::Bias { tensor: "Bias".into() });
+    // GELU written differently: x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)) = x / (1 + exp(-2u)).
+    let sigmoid_form = epilogue(
+        r#"[{"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "acc"}, {"op": "binary", "f": "add", "lhs": 1, "rhs": 0},
+            {"op": "binary", "f": "mul", "lhs": 2, "rhs": 2}, {"op": "splat", "value": 0.044715}, {"op": "binary", "f": "mul", "lhs": 3, "rhs": 4},
+            {"op": "splat", "value": 1.0}, {"op": "binary", "f": "add", "lhs": 5, "rhs": 6}, {"op": "binary", "f": "mul", "lhs": 2, "rhs": 7},
+            {"op": "splat", "value": -1.5957691216057308}, {"op": "binary", "f": "mul", "lhs": 8, "rhs": 9}, {"op": "unary", "f": "exp", "x": 10},
+            {"op": "binary", "f": "add", "lhs": 11, "rhs": 6}, {"op": "binary", "f": "div", "lhs": 2, "rhs": 12}, {"op": "convert", "to": "bf16", "x": 13}]"#,
+    );
+    assert_eq!(classify(Some(&sigmoid_form), &cols), gelu);
+    // erf-GELU is another function: x/2 (1 + erf(x / sqrt 2)).
+    let erf_gelu = epilogue(
+        r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1},
+            {"op": "splat", "value": 0.7071067811865476}, {"op": "binary", "f": "mul", "lhs": 2, "rhs": 3}, {"op": "unary", "f": "erf", "x": 4},
+            {"op": "splat", "value": 1.0}, {"op": "binary", "f": "add", "lhs": 5, "rhs": 6}, {"op": "binary", "f": "mul", "lhs": 2, "rhs": 7},
+            {"op": "splat", "value": 0.5}, {"op": "binary", "f": "mul", "lhs": 8, "rhs": 9}, {"op": "convert", "to": "bf16", "x": 10}]"#,
+    );
+    assert_eq!(classify(Some(&erf_gelu), &cols), EpilogueKind::Other);
+    // Rounding the accumulator to bf16 before the bias is not what cuBLASLt does.
+    let early = epilogue(r#"[{"op": "acc"}, {"op": "convert", "to": "bf16", "x": 0}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 1, "rhs": 2}, {"op": "convert", "to": "bf16", "x": 3}]"#);
+    assert_eq!(classify(Some(&early), &cols), EpilogueKind::Other);
+    // A row vector, an f32 bias, or no final rounding to bf16: no vendor bias.
+    assert_eq!(classify(Some(&bias_add(0, 1)), &[bias(DType::F32, Along::Cols)]), EpilogueKind::Other);
+    let rows = epilogue(&BIAS_GELU.replace(r#""along": "cols""#, r#""along": "rows""#));
+    assert_eq!(classify(Some(&rows), &[bias(DType::Bf16, Along::Rows)]), EpilogueKind::Other);
+    let unrounded = epilogue(r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1}]"#);
+    assert_eq!(classify(Some(&unrounded), &cols), EpilogueKind::Other);
+    assert_eq!([EpilogueKind::Plain.name(), gelu.name(), EpilogueKind::Other.name()], ["plain", "bias_gelu", "other"]);
+}
+
+#[test]
+fn generated_cuda_applies_the_program_in_f32() {
+    let e = epilogue(BIAS_GELU);
+    let src = cuda_source(&e, &[bias(DType::Bf16, Along::Cols)]).unwrap();
+    assert!(src.contains(r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ v0, long long m, long long n)"#), "{src}");
+    for line in [
+        "const float x0 = tilec_bf16_to_f32(in.v[e]);",
+        "const float x1 = tilec_bf16_to_f32(v0[j]);",
+        "const float x2 = x0 + x1;",
+        "const float x7 = __int_as_float(0x3d372713) /* 0.044715 */;",
+        "const float x12 = tanhf(x11);",
+        "const float x16 = tilec_round_bf16(x15);",
+        "out.v[e] = tilec_f32_to_bf16(x16);",
+    ] {
+        assert!(src.contains(line), "missing `{line}` in\n{src}");
+    }
+    // Row vectors read element i; f32 vectors are float pointers; every function has its spelling.
+    let all = epilogue(
+        r#"[{"op": "acc"}, {"op": "vector", "tensor": "S", "along": "rows"}, {"op": "binary", "f": "max", "lhs": 0, "rhs": 1},
+            {"op": "unary", "f": "erf", "x": 2}, {"op": "unary", "f": "rsqrt", "x": 3}, {"op": "unary", "f": "abs", "x": 4},
+            {"op": "unary", "f": "neg", "x": 5}, {"op": "unary", "f": "exp", "x": 6}, {"op": "binary", "f": "min", "lhs": 7, "rhs": 0},
+            {"op": "binary", "f": "div", "lhs": 8, "rhs": 1}, {"op": "binary", "f": "sub", "lhs": 9, "rhs": 1}, {"op": "convert", "to": "f16", "x": 10},
+            {"op": "convert", "to": "f8e4m3", "x": 11}]"#,
+    );
+    let src = cuda_source(&all, &[VectorSpec { name: "S".into(), dtype: DType::F32, along: Along::Rows }]).unwrap();
+    for line in [
+        "const float* __restrict__ v0",
+        "x1 = v0[i];",
+        "x2 = tilec_max(x0, x1);",
+        "x3 = erff(x2);",
+        "x4 = rsqrtf(x3);",
+        "x5 = fabsf(x4);",
+        "x6 = -x5;",
+        "x7 = expf(x6);",
+        "x8 = tilec_min(x7, x0);",
+        "x9 = x8 / x1;",
+        "x10 = x9 - x1;",
+        "x11 = tilec_round_f16(x10);",
+        "x12 = tilec_round_e4m3(x11);",
+    ] {
+        assert!(src.contains(line), "missing `{line}` in\n{src}");
+    }
+    assert!(cuda_source(&e, &[]).unwrap_err().contains("vector Bias"));
+    assert!(cuda_source(&Epilogue { values: vec![] }, &[]).is_err());
+}
+
+#[test]
+fn reference_rows_take_the_product_through_the_epilogue() {
+    // A = [[1, 2], [3, 4], [5, 6]], B = [[1, 0], [0, 1]]: C = A; + bias [0.5, -0.5].
+    let e = epilogue(r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1}]"#);
+    let v = [HostVector::from_values(&bias(DType::Bf16, Along::Cols), &[0.5, -0.5])];
+    let got = reference_rows(&e, &v, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1.0, 0.0, 0.0, 1.0], 2, 2, &[0, 2]).unwrap();
+    assert_eq!(got, [1.5, 1.5, 5.5, 5.5]);
+    let c: Vec<half::bf16> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].iter().map(|&x| half::bf16::from_f32(x)).collect();
+    assert_eq!(take_rows(&c, &[0, 2], 2), [1.0, 2.0, 5.0, 6.0]);
+}
