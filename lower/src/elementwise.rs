@@ -130,7 +130,11 @@ fn value_at(em: &mut Emitter, expr: &Rc<Expr>, c: usize, i: usize, seen: &mut Ha
         Expr::Binary { op, lhs, rhs, elem } => {
             let a = value_at(em, lhs, c, i, seen);
             let b = value_at(em, rhs, c, i, seen);
-            em.binop("e", op, &a, &b, mlir_type(*elem))
+            // A product feeding a sum may become one fused multiply-add,
+            // as nvcc's default (--fmad=true) allows: an epilogue's time is
+            // its instruction count.
+            let contract = if matches!(*op, "arith.addf" | "arith.subf" | "arith.mulf") { " fastmath<contract>" } else { "" };
+            em.assign("e", format!("{op} {a}, {b}{contract} : {}", mlir_type(*elem)))
         }
         Expr::Cast { op, x, from, to } => {
             let x = value_at(em, x, c, i, seen);

@@ -1706,7 +1706,9 @@ fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candida
 /// GEMM, each 128-row tile
 /// over two consumers with its last wave's tiles shared by K iterations
 /// over every SM (stream-K), which spreads a K loop over more CTAs than
-/// there are tiles. Those already in `ranked` are left out, and so are the
+/// there are tiles; and for a program with an epilogue, every tile one
+/// warpgroup holds under ping-pong consumers, which hide one tile's
+/// epilogue behind the other's K loop. Those already in `ranked` are left out, and so are the
 /// stream-K widths whose consumers spill (128x208 and 128x240).
 pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candidate]) -> Vec<Candidate> {
     let bk = pins.block_k.unwrap_or(problem.precision.block_k());
@@ -1754,6 +1756,17 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
                 continue;
             }
             found.push(Candidate { config: Config { stream_k: Some(PieceOrder::InOrder), ..ws.config }, sms: machine.sms, ..ws });
+        }
+    }
+    // An epilogue's element-wise work idles the tensor cores of every
+    // schedule but ping-pong, whose consumers run one tile's epilogue beside
+    // the other's K loop: every tile one warpgroup holds, in that form.
+    if !problem.epilogue.is_plain() && !problem.varying_k && !problem.a_in_registers && unclustered {
+        let fits_one_warpgroup = |&(bm, bn, _): &(i64, i64, i64)| bm % 64 == 0 && problem.precision.accumulator_registers(bm, bn, 1).fit_alone();
+        for tile in tiles().filter(fits_one_warpgroup) {
+            let Some(plain) = tile_candidate(problem, machine, pins, tile, 1, SplitReduce::Cluster) else { continue };
+            let epilogue = epilogue_for(problem, tile.1, Schedule::PingPong);
+            found.extend(rescheduled(problem, machine, pins, &plain, Schedule::PingPong, 12, epilogue).filter(|p| p.config.stages >= 2));
         }
     }
     let mut fresh: Vec<Candidate> = Vec::new();
@@ -1884,6 +1897,28 @@ mod tests {
 
     // Shared memory per stage is (BM + BN) * 64 * 2 bytes + an 8-byte barrier;
     // the TMA epilogue adds BM * BN * 2 bytes; the budget is 232448 bytes.
+    #[test]
+    fn an_epilogue_brings_ping_pong_alternatives() {
+        let machine = Machine::of(&Target::H200);
+        let gelu = crate::cost_model::EpilogueWork { lane_ops: 6, sfu_ops: 1 };
+        for (m, n, k) in [(4096, 4096, 4096), (4096, 32768, 512), (1000, 1000, 1000)] {
+            let plain = bf16(m, n, k);
+            let fused = Problem { epilogue: gelu, ..plain };
+            let ping_pong = |p: &Problem| {
+                let ranked = rank(p, &machine, &Pins::default());
+                alternatives(p, &machine, &Pins::default(), &ranked).into_iter().filter(|c| c.config.schedule == Schedule::PingPong).collect::<Vec<_>>()
+            };
+            let added = ping_pong(&fused);
+            assert!(!added.is_empty(), "{m}x{n}x{k}: no ping-pong alternative for an epilogue");
+            assert!(added.iter().all(|c| precision_fits_one_warpgroup(c)), "{m}x{n}x{k}: a ping-pong tile one warpgroup cannot hold");
+            assert!(ping_pong(&plain).is_empty(), "{m}x{n}x{k}: the plain program's alternatives are unchanged");
+        }
+    }
+
+    fn precision_fits_one_warpgroup(c: &Candidate) -> bool {
+        Precision::Bf16.accumulator_registers(c.config.block_m, c.config.block_n, 1).fit_alone() && c.config.stages >= 2
+    }
+
     #[test]
     fn shapes_and_pins_the_passes_cannot_build_are_refused() {
         assert!(check_shape(274_877_906_944, 274_877_906_944, 8).unwrap_err().contains("274877906944 is larger than 2147483647"));

@@ -57,7 +57,7 @@ use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
 use tilec_dialects::nv::roles::most_consumer_registers;
 use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait};
-use tilec_dialects::tile::{AddParked, Addi, Cmpi, Divsi, For, If, Load, Muli, ParkPartial, Store, Subi, Yield};
+use tilec_dialects::tile::{AddParked, Addi, Cmpi, Divsi, For, If, Load, LoadBroadcast, Muli, ParkPartial, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function, Layout, Location};
 
 /// `tile-warp-specialize`'s registration: name, options, phases and constructor.
@@ -617,7 +617,8 @@ impl Roles<'_> {
     }
 
     /// Consumer `c` stores tile row `m * sharing + c` of the halved tiles,
-    /// and reads its row scales there.
+    /// and reads its row scales and its share of a vector along the rows
+    /// there.
     fn offset_row_tiles(&self, body: &mut Body, role_region: Region, c: Value) {
         for op in body.walk_region(role_region) {
             let split = |body: &Body, v: Value| body.value_type(v).as_tile().is_some_and(|t| t.shape[0] == self.block_m / self.sharing);
@@ -628,6 +629,16 @@ impl Roles<'_> {
                 let row = row_index(&indices);
                 indices[row] = self.consumer_row(&mut b, indices[row], c);
                 Store::build(&mut b, value, tensor, &indices, attrs);
+                body.remove_op(op);
+            } else if let Some(load) = LoadBroadcast::of(body, op).filter(|l| l.along(body) == "rows" && split(body, l.result(body))) {
+                // A vector along the rows: its tile index counts halved tiles too.
+                let (tensor, index, result, attrs) = (load.tensor(body), load.index(body), load.result(body), body.ops[op].attrs.clone());
+                let ty = body.value_type(result).clone();
+                let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
+                let index = self.consumer_row(&mut b, index, c);
+                let moved = LoadBroadcast::build(&mut b, tensor, index, ty, "rows", attrs).result(b.body);
+                body.values[moved].name_hint = body.values[result].name_hint.clone();
+                body.replace_all_uses(role_region, result, moved);
                 body.remove_op(op);
             } else if let Some(load) = Load::of(body, op).filter(|l| split(body, l.result(body))) {
                 let mut indices = load.indices(body).to_vec();
