@@ -80,6 +80,12 @@ pub enum EpilogueValue {
         /// Which index it takes.
         along: Along,
     },
+    /// Element (`i`, `j`) of a rank-2 input of the output's shape (a
+    /// residual added to the product), zero outside it.
+    Matrix {
+        /// The manifest tensor (an input of the output's dimensions).
+        tensor: String,
+    },
     /// A function of one earlier value.
     Unary {
         /// The function.
@@ -115,7 +121,7 @@ impl Epilogue {
     /// The indices each value reads.
     pub fn operands(value: &EpilogueValue) -> Vec<usize> {
         match value {
-            EpilogueValue::Acc | EpilogueValue::Splat { .. } | EpilogueValue::Vector { .. } => Vec::new(),
+            EpilogueValue::Acc | EpilogueValue::Splat { .. } | EpilogueValue::Vector { .. } | EpilogueValue::Matrix { .. } => Vec::new(),
             EpilogueValue::Unary { x, .. } | EpilogueValue::Convert { x, .. } => vec![*x],
             EpilogueValue::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
         }
@@ -138,8 +144,9 @@ impl Epilogue {
 impl Epilogue {
     /// The value it stores for one output element, computed in f64:
     /// `acc` is the accumulator, `vector(i)` the element that value `i` (a
-    /// [`EpilogueValue::Vector`]) reads for this output element (element
-    /// `i` of the row or `j` of the column, as its `along` says). `convert`
+    /// [`EpilogueValue::Vector`] or [`EpilogueValue::Matrix`]) reads for
+    /// this output element (a vector's element `i` of the row or `j` of the
+    /// column, as its `along` says; a matrix's element (`i`, `j`)). `convert`
     /// rounds to nearest even as [`round_to`] does. The epilogue must be
     /// valid ([`crate::Manifest::validate`]); an empty one gives NaN.
     ///
@@ -177,7 +184,7 @@ impl Epilogue {
             v[i] = match *value {
                 EpilogueValue::Acc => acc,
                 EpilogueValue::Splat { value } => value,
-                EpilogueValue::Vector { .. } => vector(i),
+                EpilogueValue::Vector { .. } | EpilogueValue::Matrix { .. } => vector(i),
                 EpilogueValue::Unary { f, x } => f.apply(at(v, x, i)),
                 EpilogueValue::Binary { f, lhs, rhs } => f.apply(at(v, lhs, i), at(v, rhs, i)),
                 EpilogueValue::Convert { to, x } => round_to(to, at(v, x, i)),

@@ -173,6 +173,15 @@ pub enum ValidationError {
         /// The operand index found.
         operand: usize,
     },
+    /// An epilogue matrix names a tensor that is not an input of the
+    /// output's shape.
+    #[error("epilogue matrix `{tensor}` must be an input of the shape of the output `{output}`")]
+    EpilogueMatrixNotLikeOutput {
+        /// The tensor's name.
+        tensor: String,
+        /// The output's name.
+        output: String,
+    },
     /// An epilogue vector names a tensor that is not a rank-1 input.
     #[error("epilogue vector `{tensor}` must be a rank-1 input tensor; it is {what}")]
     EpilogueVectorNotRank1Input {
@@ -442,7 +451,7 @@ impl Manifest {
         for (i, v) in epilogue.values.iter().enumerate() {
             let f = format!("epilogue.values[{i}]");
             let operands: Vec<(&str, usize)> = match v {
-                EpilogueValue::Acc | EpilogueValue::Vector { .. } => Vec::new(),
+                EpilogueValue::Acc | EpilogueValue::Vector { .. } | EpilogueValue::Matrix { .. } => Vec::new(),
                 EpilogueValue::Splat { value } => {
                     if !value.is_finite() {
                         return Err(bad(format!("{f}.value"), ValidationError::EpilogueSplatNotFinite(*value)));
@@ -465,6 +474,18 @@ impl Manifest {
                         ValidationError::EpilogueOperandNotEarlier { index: i, operand },
                     ));
                 }
+            }
+            if let EpilogueValue::Matrix { tensor } = v {
+                let t = self
+                    .tensor(tensor)
+                    .ok_or_else(|| bad(format!("{f}.tensor"), ValidationError::UnknownTensor(tensor.clone())))?;
+                if t.role != Role::Input || t.shape != output.shape {
+                    return Err(bad(
+                        format!("{f}.tensor"),
+                        ValidationError::EpilogueMatrixNotLikeOutput { tensor: tensor.clone(), output: output.name.clone() },
+                    ));
+                }
+                continue;
             }
             let EpilogueValue::Vector { tensor, along } = v else { continue };
             let t = self
