@@ -13,7 +13,7 @@
 //! made a fragment ([`fragment::splat`]).
 
 use super::emitter::{mlir_type, Emitter};
-use super::fragment::{self, Frag, FragGeom};
+use super::fragment::{self, Frag, FragGeom, GlobalTile};
 use super::math;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -25,6 +25,8 @@ use tilec_dialects::ElemType;
 pub(crate) enum Expr {
     /// A lowered fragment.
     Frag(Frag),
+    /// A tile in global memory, each value read where it is needed.
+    Global(GlobalTile),
     /// A constant at every position: `literal` spelled for `elem`, and its
     /// f32 bit pattern (`fragment::splat` takes both).
     Splat { literal: String, elem: ElemType, is_zero: bool, bits: u32 },
@@ -41,6 +43,7 @@ impl Expr {
     pub fn elem(&self) -> ElemType {
         match self {
             Expr::Frag(f) => f.elem,
+            Expr::Global(g) => g.elem,
             Expr::Splat { elem, .. } | Expr::Unary { elem, .. } | Expr::Binary { elem, .. } => *elem,
             Expr::Cast { to, .. } => *to,
         }
@@ -61,9 +64,9 @@ pub(crate) fn evaluate(em: &mut Emitter, geom: &FragGeom, expr: &Rc<Expr>) -> Fr
     let mut chunks = Vec::with_capacity(geom.chunks());
     for c in 0..geom.chunks() {
         let mut s = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
+        let mut pairs = Pairs::new();
         for i in 0..geom.chunk_len() {
-            let mut seen = HashMap::new();
-            let v = value_at(em, expr, c, i, &mut seen);
+            let v = value_at(em, expr, c, i, &mut HashMap::new(), &mut pairs);
             s = em.assign("frag", format!("llvm.insertvalue {v}, {s}[{i}] : {ty}"));
         }
         chunks.push(s);
@@ -98,22 +101,29 @@ impl Values<'_> {
         }
     }
 
-    /// Value `i` of chunk `c`.
-    pub fn at(&self, em: &mut Emitter, c: usize, i: usize) -> String {
+    /// Values `i` and `i + 1` of chunk `c` (`i` even: a column pair).
+    pub fn pair(&self, em: &mut Emitter, c: usize, i: usize) -> [String; 2] {
         match self {
             Values::Frag(f) => {
                 let ty = f.chunk_type(em);
-                em.assign("v", format!("llvm.extractvalue {}[{i}] : {ty}", f.chunks[c]))
+                [i, i + 1].map(|k| em.assign("v", format!("llvm.extractvalue {}[{k}] : {ty}", f.chunks[c])))
             }
-            Values::Expr { expr, .. } => value_at(em, expr, c, i, &mut HashMap::new()),
+            Values::Expr { expr, .. } => {
+                let mut pairs = Pairs::new();
+                [i, i + 1].map(|k| value_at(em, expr, c, k, &mut HashMap::new(), &mut pairs))
+            }
         }
     }
 }
 
+/// The column pairs of global tiles already read while evaluating one
+/// position or pair of positions: (tile, chunk, pair) to the loaded vector.
+type Pairs = HashMap<(*const Expr, usize, usize), String>;
+
 /// `expr`'s value at value `i` of chunk `c`; `seen` holds the values of the
 /// sub-expressions already evaluated at this position (an expression may
 /// read one value twice, as `x * x`).
-fn value_at(em: &mut Emitter, expr: &Rc<Expr>, c: usize, i: usize, seen: &mut HashMap<*const Expr, String>) -> String {
+fn value_at(em: &mut Emitter, expr: &Rc<Expr>, c: usize, i: usize, seen: &mut HashMap<*const Expr, String>, pairs: &mut Pairs) -> String {
     if let Some(v) = seen.get(&Rc::as_ptr(expr)) {
         return v.clone();
     }
@@ -122,14 +132,27 @@ fn value_at(em: &mut Emitter, expr: &Rc<Expr>, c: usize, i: usize, seen: &mut Ha
             let ty = f.chunk_type(em);
             em.assign("e", format!("llvm.extractvalue {}[{i}] : {ty}", f.chunks[c]))
         }
+        Expr::Global(g) => {
+            let key = (Rc::as_ptr(expr), c, i / 2);
+            let pair = match pairs.get(&key) {
+                Some(p) => p.clone(),
+                None => {
+                    let p = g.pair(em, c, i);
+                    pairs.insert(key, p.clone());
+                    p
+                }
+            };
+            let lane = em.i32((i % 2) as i64);
+            em.assign("e", format!("llvm.extractelement {pair}[{lane} : i32] : vector<2x{}>", mlir_type(g.elem)))
+        }
         Expr::Splat { literal, elem, .. } => em.assign("k", format!("arith.constant {literal} : {}", mlir_type(*elem))),
         Expr::Unary { opcode, x, elem } => {
-            let x = value_at(em, x, c, i, seen);
+            let x = value_at(em, x, c, i, seen, pairs);
             math::unary(em, *opcode, &x, *elem)
         }
         Expr::Binary { op, lhs, rhs, elem } => {
-            let a = value_at(em, lhs, c, i, seen);
-            let b = value_at(em, rhs, c, i, seen);
+            let a = value_at(em, lhs, c, i, seen, pairs);
+            let b = value_at(em, rhs, c, i, seen, pairs);
             // A product feeding a sum may become one fused multiply-add,
             // as nvcc's default (--fmad=true) allows: an epilogue's time is
             // its instruction count.
@@ -137,7 +160,7 @@ fn value_at(em: &mut Emitter, expr: &Rc<Expr>, c: usize, i: usize, seen: &mut Ha
             em.assign("e", format!("{op} {a}, {b}{contract} : {}", mlir_type(*elem)))
         }
         Expr::Cast { op, x, from, to } => {
-            let x = value_at(em, x, c, i, seen);
+            let x = value_at(em, x, c, i, seen, pairs);
             em.assign("e", format!("{op} {x} : {} to {}", mlir_type(*from), mlir_type(*to)))
         }
     };

@@ -13,7 +13,8 @@ use tilec_dialects::{tile, Function};
 
 /// The epilogue of `f`, a tile-level GEMM: one `tile.store` whose value is
 /// made by element-wise ops from the result of the loop around the one dot,
-/// from constants and from broadcast vectors. `None` for any other program
+/// from constants, from broadcast vectors and from tiles loaded at the
+/// stored tile's coordinates (a residual). `None` for any other program
 /// (no dot, several stores, an op the description has no word for): the
 /// runtime's GEMM handle then refuses a kernel with extra tensors.
 pub fn describe(f: &Function) -> Option<Epilogue> {
@@ -24,8 +25,10 @@ pub fn describe(f: &Function) -> Option<Epilogue> {
     let (&[dot], &[store]) = (&dots[..], &stores[..]) else { return None };
     let k_loop = body.parent_op(dot)?;
     let acc = *body.ops[k_loop].results.first()?;
-    let stored = tile::Store::of(body, store)?.value(body);
-    let mut reader = Reader { f, acc, values: Vec::new(), index: HashMap::new() };
+    let store = tile::Store::of(body, store)?;
+    let (stored, at) = (store.value(body), store.indices(body).to_vec());
+    let output = f.args().iter().position(|&a| a == store.tensor(body))?;
+    let mut reader = Reader { f, acc, at, output, values: Vec::new(), index: HashMap::new() };
     reader.value(stored)?;
     Some(Epilogue { values: reader.values })
 }
@@ -33,6 +36,11 @@ pub fn describe(f: &Function) -> Option<Epilogue> {
 struct Reader<'a> {
     f: &'a Function,
     acc: Value,
+    /// The stored tile's coordinates: a tile loaded at the same ones of a
+    /// tensor of C's shape is read element for element (a residual).
+    at: Vec<Value>,
+    /// The argument index of the stored tensor.
+    output: usize,
     values: Vec<EpilogueValue>,
     /// Each IR value already described, by its index in `values`.
     index: HashMap<Value, usize>,
@@ -75,6 +83,17 @@ impl Reader<'_> {
                 let name = body.values[self.f.args()[tensor]].name_hint.clone()?;
                 let along = if load.along(body) == "rows" { Along::Rows } else { Along::Cols };
                 Described::New(EpilogueValue::Vector { tensor: name, along })
+            }
+            Opcode::TileLoad => {
+                let load = tile::Load::of(body, op)?;
+                let tensor = self.f.args().iter().position(|&a| a == load.tensor(body))?;
+                let same_tile = load.indices(body) == self.at.as_slice() && !body.ops[op].attrs.has("elements");
+                let dims = |arg: usize| self.f.arg_attrs.get(arg).and_then(|a| a.get("tile.dims"));
+                let shaped_like_c = dims(tensor).is_some() && dims(tensor) == dims(self.output);
+                if !(same_tile && shaped_like_c) {
+                    return None;
+                }
+                Described::New(EpilogueValue::Matrix { tensor: body.values[self.f.args()[tensor]].name_hint.clone()? })
             }
             Opcode::TileExtf => Described::Same(self.value(operands[0])?),
             Opcode::TileTruncf => {
@@ -140,6 +159,12 @@ mod tests {
         // The widening of the bias is exact and shares the bias's entry.
         assert!(e.values.iter().all(|v| Epilogue::operands(v).iter().all(|&i| i < e.values.len())));
         assert_eq!(e.values.last(), Some(&EpilogueValue::Convert { to: DType::Bf16, x: e.values.len() - 2 }));
+    }
+
+    #[test]
+    fn a_residual_is_a_matrix_read_element_for_element() {
+        let e = describe_file("examples/gemm_residual.tile").expect("described");
+        assert!(e.values.contains(&EpilogueValue::Matrix { tensor: "R".into() }), "{e:?}");
     }
 
     #[test]

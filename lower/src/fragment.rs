@@ -335,6 +335,94 @@ fn masked_element(em: &mut Emitter, ptr: &str, base: &str, offset: i64, len: &st
     name
 }
 
+/// A register tile read from a row-major global tensor (`nv.load_global`
+/// of a tile in the fragment layout: a residual read in the epilogue), as
+/// each thread reads it: a column pair at a time, where a value needs it.
+#[derive(Clone, Debug)]
+pub(crate) struct GlobalTile {
+    pub geom: FragGeom,
+    pub elem: ElemType,
+    ptr: String,
+    /// The thread's first row and column in the tensor (i32).
+    row_base: String,
+    col_base: String,
+    rows: String,
+    cols: String,
+    /// `cols` as i64, for element offsets.
+    cols64: String,
+}
+
+impl GlobalTile {
+    /// The tile at (`row0`, `col0`) of the `rows x cols` tensor at `ptr`,
+    /// read by the thread at `thread`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(em: &mut Emitter, geom: &FragGeom, elem: ElemType, thread: &ThreadCoords, ptr: &str, row0: &str, col0: &str, rows: &str, cols: &str) -> Self {
+        let mut row_base = em.binop("row_t", "arith.addi", row0, &thread.row, "i32");
+        if let Some(wg) = &thread.wg {
+            let c64 = em.i32(64);
+            let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
+            row_base = em.binop("row_t", "arith.addi", &row_base, &wg_rows, "i32");
+        }
+        let col_base = em.binop("col_t", "arith.addi", col0, &thread.col, "i32");
+        let cols64 = em.assign("cols64", format!("arith.extui {cols} : i32 to i64"));
+        GlobalTile { geom: geom.clone(), elem, ptr: ptr.into(), row_base, col_base, rows: rows.into(), cols: cols.into(), cols64 }
+    }
+
+    /// The `vector<2 x elem>` of values `i & !1` and `i | 1` of chunk `c`
+    /// (a column pair of one row), zero outside the tensor: one aligned load
+    /// where both lie inside and the pair's offset is even, else each
+    /// element masked.
+    pub fn pair(&self, em: &mut Emitter, c: usize, i: usize) -> String {
+        let g = &self.geom;
+        let t = mlir_type(self.elem);
+        let pair_type = format!("vector<2x{t}>");
+        let (r, nb) = (c as i64 / g.n_blocks, c as i64 % g.n_blocks);
+        let (j, half) = ((i / 4) as i64, ((i / 2) % 2) as i64);
+        let row = em.add_const("row", &self.row_base, g.block_row(r) + 8 * half, "i32");
+        let col = em.add_const("col", &self.col_base, nb * g.instr_n + 8 * j, "i32");
+        let col1 = em.add_const("col", &col, 1, "i32");
+        let (rows, cols) = (&self.rows, &self.cols);
+        let row_ok = em.assign("row_ok", format!("arith.cmpi ult, {row}, {rows} : i32"));
+        let first_ok = em.assign("c_ok", format!("arith.cmpi ult, {col}, {cols} : i32"));
+        let second_ok = em.assign("c_ok", format!("arith.cmpi ult, {col1}, {cols} : i32"));
+        let ok0 = em.binop("ok", "arith.andi", &row_ok, &first_ok, "i1");
+        let ok1 = em.binop("ok", "arith.andi", &row_ok, &second_ok, "i1");
+        let row64 = em.assign("row64", format!("arith.extui {row} : i32 to i64"));
+        let row_off = em.binop("row_off", "arith.muli", &row64, &self.cols64, "i64");
+        let col64 = em.assign("col64", format!("arith.extui {col} : i32 to i64"));
+        let idx = em.binop("idx", "arith.addi", &row_off, &col64, "i64");
+        let (zero64, one64) = (em.i64(0), em.i64(1));
+        let odd = em.binop("odd", "arith.andi", &idx, &one64, "i64");
+        let even = em.assign("even", format!("arith.cmpi eq, {odd}, {zero64} : i64"));
+        let both = em.binop("both", "arith.andi", &ok1, &even, "i1");
+        let ptr = &self.ptr;
+        let name = em.fresh("rpair");
+        em.open(format!("{name} = scf.if {both} -> ({pair_type}) {{"));
+        let p = em.assign("rp", format!("llvm.getelementptr {ptr}[{idx}] : (!llvm.ptr, i64) -> !llvm.ptr, {t}"));
+        let v = em.assign("rv", format!("llvm.load {p} {{alignment = {} : i64}} : !llvm.ptr -> {pair_type}", 2 * self.elem.bits() / 8));
+        em.line(format!("scf.yield {v} : {pair_type}"));
+        em.middle("} else {");
+        let zero = em.assign("zero", format!("arith.constant {} : {t}", super::emitter::float_literal(0.0, self.elem)));
+        let mut pair = em.assign("u", format!("llvm.mlir.undef : {pair_type}"));
+        for (e, ok) in [(0, &ok0), (1, &ok1)] {
+            let v = em.fresh("re");
+            em.open(format!("{v} = scf.if {ok} -> ({t}) {{"));
+            let at = em.add_const("at", &idx, e, "i64");
+            let p = em.assign("rp", format!("llvm.getelementptr {ptr}[{at}] : (!llvm.ptr, i64) -> !llvm.ptr, {t}"));
+            let x = em.assign("rx", format!("llvm.load {p} : !llvm.ptr -> {t}"));
+            em.line(format!("scf.yield {x} : {t}"));
+            em.middle("} else {");
+            em.line(format!("scf.yield {zero} : {t}"));
+            em.close("}");
+            let lane = em.i32(e);
+            pair = em.assign("w", format!("llvm.insertelement {v}, {pair}[{lane} : i32] : {pair_type}"));
+        }
+        em.line(format!("scf.yield {pair} : {pair_type}"));
+        em.close("}");
+        name
+    }
+}
+
 /// The store helper for `elem`: `(ptr, row, col, v0, v1, rows, cols)` writes
 /// `v0` to (row, col) and `v1` to (row, col + 1) of a row-major
 /// `rows x cols` tensor, each only where inside it; both with one 2-element
@@ -427,8 +515,7 @@ pub(crate) fn store(
                 let col = em.add_const("col", &col_base, nb * g.instr_n + 8 * j, "i32");
                 for (half, row) in rows_of_block.iter().enumerate() {
                     let i = 4 * j as usize + 2 * half;
-                    let v0 = values.at(em, chunk, i);
-                    let v1 = values.at(em, chunk, i + 1);
+                    let [v0, v1] = values.pair(em, chunk, i);
                     em.line(format!(
                         "func.call @{helper}({ptr}, {row}, {col}, {v0}, {v1}, {rows}, {cols}) : (!llvm.ptr, i32, i32, {t}, {t}, i32, i32) -> ()"
                     ));
@@ -508,8 +595,7 @@ pub(crate) fn store_shared(em: &mut Emitter, values: &Values<'_>, thread: &Threa
                     };
                     let p = em.assign("sp", format!("llvm.getelementptr {base}[{off}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"));
                     let i = (4 * j + 2 * half) as usize;
-                    let v0 = values.at(em, chunk, i);
-                    let v1 = values.at(em, chunk, i + 1);
+                    let [v0, v1] = values.pair(em, chunk, i);
                     let u = em.assign("u", format!("llvm.mlir.undef : {pair}"));
                     let w0 = em.assign("w", format!("llvm.insertelement {v0}, {u}[{i0} : i32] : {pair}"));
                     let w1 = em.assign("w", format!("llvm.insertelement {v1}, {w0}[{i1} : i32] : {pair}"));

@@ -16,7 +16,7 @@ use tilec_dialects::registry::Opcode;
 use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 use tilec_dialects::{nv, tile};
-use tilec_dialects::{Attribute, Diagnostic, ElemType, Function, Type, Value};
+use tilec_dialects::{Attribute, Diagnostic, ElemType, Function, Layout, Type, Value};
 
 /// What a tile/nv value became.
 #[derive(Clone, Debug)]
@@ -936,7 +936,21 @@ impl<'a> Lowerer<'a> {
         let coords = load.coords(&self.f.body).to_vec();
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let m = self.matrix_at(op, t, &coords)?;
-        self.read_scales(op, result, &scales::Source::Global(m.tile()))
+        let ty = self.f.body.value_type(result).clone();
+        if !matches!(ty.as_tile().and_then(|t| t.layout.as_ref()), Some(Layout::Mma { .. })) {
+            return self.read_scales(op, result, &scales::Source::Global(m.tile()));
+        }
+        // A register tile in the accumulator's layout: a residual.
+        if m.column_major {
+            return Err(self.err(op, "reads a register tile from a column-major tensor, which the lowering does not support"));
+        }
+        let geom = self.geom(op, &ty)?;
+        let tid = self.thread().tid.clone();
+        let coords = thread_coords(&mut self.em, &tid, geom.warpgroups);
+        let tile = fragment::GlobalTile::new(&mut self.em, &geom, ty.elem(), &coords, &m.ptr, &m.row0, &m.col0, &m.rows, &m.cols);
+        // Read where the values are needed (a store, position by position),
+        // not held whole beside the accumulator.
+        self.defer(op, result, Expr::Global(tile))
     }
 
     fn lower_load_shared(&mut self, op: Op) -> Result<(), Diagnostic> {

@@ -1900,7 +1900,7 @@ mod tests {
     #[test]
     fn an_epilogue_brings_ping_pong_alternatives() {
         let machine = Machine::of(&Target::H200);
-        let gelu = crate::cost_model::EpilogueWork { lane_ops: 6, sfu_ops: 1 };
+        let gelu = crate::cost_model::EpilogueWork { lane_ops: 6, sfu_ops: 1, read_bytes: 0 };
         for (m, n, k) in [(4096, 4096, 4096), (4096, 32768, 512), (1000, 1000, 1000)] {
             let plain = bf16(m, n, k);
             let fused = Problem { epilogue: gelu, ..plain };

@@ -3,6 +3,7 @@
 //! program whose accumulator passes through element-wise ops (a bias, an
 //! activation) before its store.
 //!
+//! A tile loaded in the epilogue (a residual) adds its element's bytes.
 //! The counts follow the lowering (`lower/src/math.rs`): a transcendental
 //! function is one special-function-unit instruction (`ex2.approx`,
 //! `tanh.approx`, `rsqrt.approx`), erf a rational fit of some twenty
@@ -20,6 +21,8 @@ pub struct EpilogueWork {
     pub lane_ops: i64,
     /// Special-function-unit instructions.
     pub sfu_ops: i64,
+    /// Bytes read from global memory (a residual's element).
+    pub read_bytes: i64,
 }
 
 impl EpilogueWork {
@@ -38,6 +41,10 @@ pub fn work(f: &Function, ops: &[Op]) -> EpilogueWork {
     let mut conversions = 0;
     for &op in ops {
         let on_tiles = body.ops[op].results.iter().any(|&r| body.value_type(r).as_tile().is_some());
+        if on_tiles && body.opcode(op) == Opcode::TileLoad {
+            w.read_bytes += body.ops[op].results.iter().filter_map(|&r| body.value_type(r).as_tile()).map(|t| i64::from(t.elem.bits() / 8)).sum::<i64>();
+            continue;
+        }
         if !on_tiles || !body.ops[op].def.traits.elementwise {
             continue;
         }

@@ -520,11 +520,13 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     let store = bm * bn * OUTPUT_BYTES / cal.store_bytes_per_s;
     let hidden = c.schedule == Schedule::PingPong || c.deferred_epilogue;
     let exposed_stores = if hidden { 1.0 } else { tiles_per_sm };
-    // The epilogue's ops on the CUDA cores and SFUs, which the deferred
-    // epilogue does not hide (they run before the conversion it defers);
-    // ping-pong runs them beside the other consumer's K loop.
+    // The epilogue's ops on the CUDA cores and SFUs and its reads (a
+    // residual, at the stores' rate), which the deferred epilogue does not
+    // hide (they come before the conversion it defers); ping-pong runs them
+    // beside the other consumer's K loop.
     let work = problem.epilogue;
-    let epilogue = bm * bn * (work.lane_ops as f64 / SM_LANES + work.sfu_ops as f64 / SFU_LANES) / throughput.clock_hz;
+    let epilogue = bm * bn * (work.lane_ops as f64 / SM_LANES + work.sfu_ops as f64 / SFU_LANES) / throughput.clock_hz
+        + bm * bn * work.read_bytes as f64 / cal.store_bytes_per_s;
     let exposed_epilogues = if c.schedule == Schedule::PingPong { 1.0 } else { tiles_per_sm };
     let overhead = cal.launch_s + tiles_per_sm * cal.tile_overhead_s + exposed_stores * store + exposed_epilogues * epilogue;
 
@@ -596,7 +598,7 @@ mod tests {
     /// schedules one a tile.
     #[test]
     fn an_epilogue_costs_its_exposed_tiles() {
-        let gelu = EpilogueWork { lane_ops: 10, sfu_ops: 1 };
+        let gelu = EpilogueWork { lane_ops: 10, sfu_ops: 1, read_bytes: 0 };
         for (m, n, k) in drawn_shapes(40) {
             let plain = bf16(m, n, k);
             let fused = Problem { epilogue: gelu, ..plain };

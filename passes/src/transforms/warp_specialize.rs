@@ -457,6 +457,10 @@ impl Roles<'_> {
                 body.remove_op(op);
             }
         }
+        // And with them what only they read: the epilogue's element-wise
+        // ops and its loads (a residual's tile), which lowering would
+        // otherwise turn into reads the producer makes for nothing.
+        remove_dead_pure_ops(body, role_region);
         Ok(())
     }
 
@@ -702,6 +706,25 @@ fn take_turns(body: &mut Body, k_loop: For, order: Value, c: Value) {
 /// Removes the loads of `block` nothing reads any more: the producer's
 /// copies of register loads its stages do not carry, whose dot went to the
 /// consumers.
+/// Removes the pure ops of `region` whose results nothing reads, until none
+/// is left.
+fn remove_dead_pure_ops(body: &mut Body, region: Region) {
+    loop {
+        let uses = body.use_counts(region);
+        let dead: Vec<Op> = body
+            .walk_region(region)
+            .into_iter()
+            .filter(|&op| body.is_pure_leaf(op) && !body.ops[op].results.is_empty() && body.ops[op].results.iter().all(|r| uses[r.index()] == 0))
+            .collect();
+        if dead.is_empty() {
+            return;
+        }
+        for op in dead {
+            body.remove_op(op);
+        }
+    }
+}
+
 fn remove_unused_loads(body: &mut Body, block: Block) {
     let region = body.blocks[block].parent.expect("in a region");
     let uses = body.use_counts(region);
