@@ -252,6 +252,9 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
         };
         let shape_note = if select.shape.is_none() { " (no --shape: the default shape policy, any N)" } else { "" };
         writeln!(out, "config candidates for @{} at {}x{}x{}{shape_note}, {}: {} SMs, {} bytes of shared memory:", func.name, problem.m, problem.n, problem.k, select.target.name, machine.sms, machine.smem_bytes).expect("String");
+        if !problem.epilogue.is_plain() {
+            writeln!(out, "  epilogue: {}; each tile a schedule leaves exposed pays it (ping-pong hides all but one)", problem.epilogue).expect("String");
+        }
         writeln!(out, "  {:>4} {:<56} {:>6} {:>5} {:>9} {:>7} {:>10} {:>9}  reason", "rank", "config", "tiles", "waves", "last wave", "smem", "predicted", "bound").expect("String");
         for (i, w) in ranked.iter().take(limit).enumerate() {
             let c = &w.candidate;

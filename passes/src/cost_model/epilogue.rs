@@ -7,9 +7,10 @@
 //! The counts follow the lowering (`lower/src/math.rs`): a transcendental
 //! function is one special-function-unit instruction (`ex2.approx`,
 //! `tanh.approx`, `rsqrt.approx`), erf a rational fit of some twenty
-//! CUDA-core ops around one, an IEEE division about eight.
+//! CUDA-core ops around one, an IEEE division about eight, and a sum fused
+//! with the product it alone reads nothing beyond the product.
 
-use tilec_dialects::ir::Body;
+use tilec_dialects::ir::{Body, EntityRef};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::ir::Op;
 use tilec_dialects::Function;
@@ -25,6 +26,17 @@ pub struct EpilogueWork {
     pub read_bytes: i64,
 }
 
+impl std::fmt::Display for EpilogueWork {
+    /// `6 CUDA-core and 1 SFU instructions and 2 bytes read an output element`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} CUDA-core and {} SFU instructions", self.lane_ops, self.sfu_ops)?;
+        if self.read_bytes > 0 {
+            write!(f, " and {} bytes read", self.read_bytes)?;
+        }
+        f.write_str(" an output element")
+    }
+}
+
 impl EpilogueWork {
     /// No work beyond the conversion: a plain GEMM's.
     pub fn is_plain(&self) -> bool {
@@ -37,6 +49,12 @@ impl EpilogueWork {
 /// accumulator's to C's type) is not counted.
 pub fn work(f: &Function, ops: &[Op]) -> EpilogueWork {
     let body: &Body = &f.body;
+    let uses = body.use_counts(f.region);
+    // A sum with a product only it reads becomes one FFMA with it (the
+    // lowering lets products contract into sums).
+    let fused_product = |v: tilec_dialects::ir::Value| {
+        body.defining_op(v).is_some_and(|d| body.opcode(d) == Opcode::TileMulf && uses[v.index()] == 1)
+    };
     let mut w = EpilogueWork::default();
     let mut conversions = 0;
     for &op in ops {
@@ -57,6 +75,7 @@ pub fn work(f: &Function, ops: &[Op]) -> EpilogueWork {
             Opcode::TileTanh | Opcode::TileRsqrt => (0, 1),
             Opcode::TileErf => (20, 1),
             Opcode::TileDivf => (8, 0),
+            Opcode::TileAddf | Opcode::TileSubf if body.ops[op].operands.iter().any(|&v| fused_product(v)) => (0, 0),
             _ => (1, 0),
         };
         w.lane_ops += lane;
