@@ -296,11 +296,18 @@ fn gpu_smoke() {
 
 #[test]
 fn fixtures_load_and_validate() {
-    for f in ["naive_gemm", "tma_copy"] {
+    for f in ["naive_gemm", "naive_gemm_residual", "tma_copy"] {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(f);
         let a = Artifact::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+        a.manifest.validate().unwrap_or_else(|e| panic!("{f}: {e}"));
         assert_eq!(a.dir, dir);
     }
+    // The residual fixture is a GEMM reading R[M,N]: tilec-bench's baseline for it is cuBLASLt with alpha 0.5, beta 2.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/naive_gemm_residual");
+    let spec = GemmSpec::from_manifest(&Artifact::load(dir).unwrap().manifest).unwrap();
+    assert_eq!(spec.matrices, [MatrixSpec { name: "R".into(), dtype: DType::Bf16 }]);
+    let kind = crate::epilogue::classify(spec.epilogue.as_ref(), &spec.vectors, &spec.matrices);
+    assert_eq!(kind, crate::epilogue::EpilogueKind::Residual { tensor: "R".into(), alpha: 0.5, beta: 2.0 });
 }
 
 fn gemm_manifest_with(a: &str, b: &str, b_shape: &str, extra: &str) -> Manifest {
