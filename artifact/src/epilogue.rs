@@ -139,6 +139,19 @@ impl Epilogue {
         }
         out
     }
+
+    /// The tensors its matrices read, each once, in order of first use.
+    pub fn matrix_tensors(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for v in &self.values {
+            if let EpilogueValue::Matrix { tensor } = v {
+                if !out.contains(&tensor.as_str()) {
+                    out.push(tensor);
+                }
+            }
+        }
+        out
+    }
 }
 
 impl Epilogue {

@@ -368,11 +368,28 @@ fn epilogue_round_trips_and_validates() {
     m.validate().unwrap();
     let e = m.epilogue.clone().unwrap();
     assert_eq!(e.vector_tensors(), [("Bias", Along::Cols), ("S", Along::Rows)]);
+    assert!(e.matrix_tensors().is_empty());
     assert!(!e.is_plain() && Epilogue::plain(DType::Bf16).is_plain());
     let again = Manifest::from_json_str(&m.to_json_string()).unwrap();
     assert_eq!(again, m);
     // A manifest without the field (written before it existed) still loads.
     assert_eq!(example().epilogue, None);
+}
+
+#[test]
+fn epilogue_matrices_are_listed_once_in_order() {
+    // acc + 2 W + W, with W the residual: one matrix tensor, read twice.
+    let m = with_vectors(
+        r#"{ "values": [ { "op": "acc" }, { "op": "matrix", "tensor": "W" }, { "op": "splat", "value": 2.0 },
+            { "op": "binary", "f": "mul", "lhs": 1, "rhs": 2 }, { "op": "binary", "f": "add", "lhs": 0, "rhs": 3 },
+            { "op": "matrix", "tensor": "W" }, { "op": "binary", "f": "add", "lhs": 4, "rhs": 5 },
+            { "op": "convert", "to": "bf16", "x": 6 } ] }"#,
+    );
+    m.validate().unwrap();
+    let e = m.epilogue.unwrap();
+    assert_eq!(e.matrix_tensors(), ["W"]);
+    assert!(e.vector_tensors().is_empty());
+    assert_eq!(e.eval(1.0, |v| if matches!(v, 1 | 5) { 0.5 } else { f64::NAN }), 2.5);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 #!/bin/bash
 # One GPU session for the tilec runtime: device facts, cuBLAS discovery,
-# the naive GEMM fixture, the TMA copy fixture, and a rejected shape.
+# the naive GEMM fixtures (plain and with a residual), the TMA copy fixture, and
+# a rejected shape.
 # Expects beside it: tilec-gpu-test, tilec-runtime-unit (the release unit-test
 # binary) and fixtures/ (copies of runtime/tests/fixtures). See docs/gpu-notes.md.
 cd "$(dirname "$0")"
@@ -16,6 +17,7 @@ env -u LD_LIBRARY_PATH ./tilec-gpu-test fixtures/naive_gemm --shapes 128x128x64;
 export LD_LIBRARY_PATH=$(dirname "$LIB"):$LD_LIBRARY_PATH
 echo "== unit tests (GPU smoke)"; ./tilec-runtime-unit gpu_smoke --nocapture 2>&1 | tail -5
 echo "== naive_gemm"; ./tilec-gpu-test fixtures/naive_gemm; echo "rc=$?"
+echo "== naive_gemm_residual (C = bf16(0.5 A B^T + 2 R))"; ./tilec-gpu-test fixtures/naive_gemm_residual; echo "rc=$?"
 echo "== tma_copy"; ./tilec-gpu-test fixtures/tma_copy --shapes 64x64,128x128,129x264,64x8,1000x1008,4096x4096,8192x8192; echo "rc=$?"
 echo "== tma_copy, shape that must be rejected (row of 257 bf16 = 514 B)"
 ./tilec-gpu-test fixtures/tma_copy --shapes 129x257; echo "rc=$?"

@@ -3,12 +3,12 @@
 //! (a workspace, a counter) would give wrong sums, or sums that differ
 //! between rounds, or hang. Each stream binds the kernel to its own output,
 //! so its launches take the stream's own workspace. A kernel with a fused
-//! epilogue gets fresh random vectors and is checked on sampled rows
+//! epilogue gets fresh random vectors and matrices and is checked on sampled rows
 //! against the FP64 CPU product taken through the epilogue
 //! ([`crate::epilogue`]) instead of cuBLAS.
 
 use crate::check::{bf16_to_f64, passes, random_bf16, rel_frobenius, sample_rows, seed_from_time, Rng, POISON_BF16};
-use crate::epilogue::{random_vectors, reference_rows, take_rows, upload_vectors, CPU_REFERENCE_BUDGET};
+use crate::epilogue::{random_matrices, random_vectors, reference_rows, take_rows, upload_matrices, upload_vectors, CPU_REFERENCE_BUDGET};
 use crate::error::{DriverCtx, Result};
 use crate::{Cublas, Gemm, GemmBuffers, GemmSize, Gpu};
 use half::bf16;
@@ -52,11 +52,13 @@ pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, s
     let spec = gemm.spec();
     let vectors = random_vectors(&spec.vectors, size, &mut rng);
     let (_vector_slices, vector_bindings) = upload_vectors(gpu, &vectors)?;
+    let matrices = random_matrices(&spec.matrices, size, &mut rng);
+    let (_matrix_slices, matrix_bindings) = upload_matrices(gpu, &matrices)?;
     let (rows, reference) = match spec.epilogue.as_ref().filter(|_| spec.has_epilogue()) {
         Some(epilogue) => {
             let rows = sample_rows(m, n, k, CPU_REFERENCE_BUDGET);
             let to_f32 = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
-            let reference = reference_rows(epilogue, &vectors, &to_f32(&a_h), &to_f32(&b_h), n, k, &rows)?;
+            let reference = reference_rows(epilogue, &vectors, &matrices, &to_f32(&a_h), &to_f32(&b_h), n, k, &rows)?;
             (Some(rows), reference)
         }
         None => {
@@ -70,7 +72,9 @@ pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, s
     let mut bound = outputs
         .iter()
         .map(|c| {
-            let buffers = GemmBuffers::new(gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("C", c)).with_vectors(vector_bindings.clone());
+            let buffers = GemmBuffers::new(gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("C", c))
+                .with_vectors(vector_bindings.clone())
+                .with_matrices(matrix_bindings.clone());
             gemm.bind_raw(size, buffers)
         })
         .collect::<Result<Vec<_>>>()?;

@@ -1,18 +1,19 @@
-//! Fused epilogues at run time: the vectors an epilogue reads, filled with
-//! random values; the reference (a GEMM's accumulator in f64 taken through
-//! [`Epilogue::eval`]); which vendor baseline computes the same
-//! ([`classify`]); and, for epilogues no vendor kernel fuses, an
+//! Fused epilogues at run time: the vectors and matrices (residuals) an
+//! epilogue reads, filled with random values; the reference (a GEMM's
+//! accumulator in f64 taken through [`Epilogue::eval`]); which vendor
+//! baseline computes the same ([`classify`]); and, for epilogues no vendor
+//! kernel fuses, an
 //! element-wise CUDA C kernel generated from the epilogue ([`cuda_source`])
 //! and compiled with NVRTC ([`ElementwiseKernel`]), which runs after a
 //! cuBLASLt GEMM writing bf16.
 //!
-//! Everything here but [`ElementwiseKernel`] is pure and unit-tested
-//! without a GPU.
+//! Everything here but [`ElementwiseKernel`] and the uploads is pure and
+//! unit-tested without a GPU.
 
 use crate::check::Rng;
 use crate::cuda::Gpu;
 use crate::error::{DriverCtx, Result, RuntimeError};
-use crate::gemm::{GemmSize, VectorSpec};
+use crate::gemm::{GemmSize, MatrixSpec, VectorSpec};
 use crate::plan::TensorBinding;
 use cudarc::driver::{sys, CudaFunction, CudaModule, CudaSlice};
 use std::ffi::c_void;
@@ -33,19 +34,25 @@ pub struct HostVector {
     pub bytes: Vec<u8>,
 }
 
+/// The little-endian bytes of `values` (each exact in `dtype`) as `dtype`.
+fn encode(dtype: DType, values: impl ExactSizeIterator<Item = f64>) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(values.len() * dtype.size_bytes());
+    for x in values {
+        match dtype {
+            DType::Bf16 => bytes.extend(half::bf16::from_f64(x).to_le_bytes()),
+            DType::F16 => bytes.extend(half::f16::from_f64(x).to_le_bytes()),
+            DType::F32 => bytes.extend((x as f32).to_le_bytes()),
+            other => unreachable!("GemmSpec admits bf16, f16 and f32 vectors and matrices, not {other}"),
+        }
+    }
+    bytes
+}
+
 impl HostVector {
     /// `values` rounded to the vector's type, with their bytes.
     pub fn from_values(spec: &VectorSpec, values: &[f64]) -> HostVector {
         let values: Vec<f64> = values.iter().map(|&x| round_to(spec.dtype, x)).collect();
-        let mut bytes = Vec::with_capacity(values.len() * spec.dtype.size_bytes());
-        for &x in &values {
-            match spec.dtype {
-                DType::Bf16 => bytes.extend(half::bf16::from_f64(x).to_le_bytes()),
-                DType::F16 => bytes.extend(half::f16::from_f64(x).to_le_bytes()),
-                DType::F32 => bytes.extend((x as f32).to_le_bytes()),
-                other => unreachable!("GemmSpec admits bf16, f16 and f32 vectors, not {other}"),
-            }
-        }
+        let bytes = encode(spec.dtype, values.iter().copied());
         HostVector { spec: spec.clone(), values, bytes }
     }
 
@@ -79,40 +86,122 @@ pub fn upload_vectors(gpu: &Gpu, vectors: &[HostVector]) -> Result<(Vec<CudaSlic
     Ok((slices, bindings))
 }
 
-/// An epilogue with its vectors' values: what `C[i][j]` should be, given the
-/// accumulator.
+/// One matrix's values for a call (a residual `R[M,N]`, row-major): as the
+/// reference reads them (each exactly representable in the matrix's type,
+/// so f32 holds them exactly) and as the kernel does (little-endian bytes
+/// of that type).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostMatrix {
+    /// The tensor it binds.
+    pub spec: MatrixSpec,
+    /// Its columns (N); it has `values.len() / cols` rows.
+    pub cols: usize,
+    /// Its elements, row-major.
+    pub values: Vec<f32>,
+    /// The same elements in the tensor's type, as bytes to upload.
+    pub bytes: Vec<u8>,
+}
+
+impl HostMatrix {
+    /// `values` (row-major, `cols` columns) rounded to the matrix's type, with their bytes.
+    pub fn from_values(spec: &MatrixSpec, cols: usize, values: &[f64]) -> HostMatrix {
+        assert!(cols > 0 && values.len() % cols == 0, "HostMatrix::from_values: {} values in rows of {cols}", values.len());
+        let values: Vec<f32> = values.iter().map(|&x| round_to(spec.dtype, x) as f32).collect();
+        let bytes = encode(spec.dtype, values.iter().map(|&x| x as f64));
+        HostMatrix { spec: spec.clone(), cols, values, bytes }
+    }
+
+    /// `M x N` values uniform in [-1, 1), rounded to the matrix's type
+    /// (drawn on all cores, from one number of `rng`).
+    pub fn random(spec: &MatrixSpec, size: GemmSize, rng: &mut Rng) -> HostMatrix {
+        let dtype = spec.dtype;
+        let values = crate::check::par_fill(spec.len(size) as usize, rng.next_u64(), |g| round_to(dtype, g.uniform() as f64) as f32);
+        let bytes = encode(dtype, values.iter().map(|&x| x as f64));
+        HostMatrix { spec: spec.clone(), cols: size.n as usize, values, bytes }
+    }
+
+    /// Element (`i`, `j`), zero outside the matrix.
+    pub fn at(&self, i: usize, j: usize) -> f64 {
+        if j >= self.cols {
+            return 0.0;
+        }
+        self.values.get(i * self.cols + j).map_or(0.0, |&x| x as f64)
+    }
+
+    /// A binding of a device copy of [`HostMatrix::bytes`] at `addr`, named as its tensor.
+    pub fn binding(&self, addr: u64) -> TensorBinding {
+        TensorBinding { name: self.spec.name.clone(), dtype: self.spec.dtype, addr, bytes: self.bytes.len() as u64 }
+    }
+}
+
+/// Fresh random values for each of `specs` at `size` (`M x N` each).
+pub fn random_matrices(specs: &[MatrixSpec], size: GemmSize, rng: &mut Rng) -> Vec<HostMatrix> {
+    specs.iter().map(|s| HostMatrix::random(s, size, rng)).collect()
+}
+
+/// Device copies of `matrices` and their bindings (by name), for
+/// [`crate::GemmBuffers::with_matrices`].
+pub fn upload_matrices(gpu: &Gpu, matrices: &[HostMatrix]) -> Result<(Vec<CudaSlice<u8>>, Vec<TensorBinding>)> {
+    let mut slices = Vec::with_capacity(matrices.len());
+    let mut bindings = Vec::with_capacity(matrices.len());
+    for x in matrices {
+        let s = gpu.stream.clone_htod(&x.bytes).ctx("cuMemcpyHtoD(epilogue matrix)")?;
+        bindings.push(x.binding(gpu.addr(&s)));
+        slices.push(s);
+    }
+    Ok((slices, bindings))
+}
+
+/// What one value of an epilogue reads from the call's operands.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// Nothing (a value computed from others, or the accumulator).
+    None,
+    /// Element `i` or `j` of `vectors[k]`.
+    Vector(usize, Along),
+    /// Element (`i`, `j`) of `matrices[k]`.
+    Matrix(usize),
+}
+
+/// An epilogue with its vectors' and matrices' values: what `C[i][j]`
+/// should be, given the accumulator.
 pub struct EpilogueReference<'a> {
     epilogue: &'a Epilogue,
-    /// For each value of the program that is a vector: which of `vectors`, along which index.
-    slots: Vec<Option<(usize, Along)>>,
+    /// For each value of the program: which of `vectors` or `matrices` it reads, if any.
+    slots: Vec<Slot>,
     vectors: &'a [HostVector],
+    matrices: &'a [HostMatrix],
 }
 
 impl<'a> EpilogueReference<'a> {
-    /// Binds each vector the epilogue reads to one of `vectors` by name; an
-    /// error names a vector without values.
-    pub fn new(epilogue: &'a Epilogue, vectors: &'a [HostVector]) -> Result<Self> {
+    /// Binds each vector and matrix the epilogue reads to one of `vectors`
+    /// or `matrices` by name; an error names an operand without values.
+    pub fn new(epilogue: &'a Epilogue, vectors: &'a [HostVector], matrices: &'a [HostMatrix]) -> Result<Self> {
         let mut slots = Vec::with_capacity(epilogue.values.len());
+        let missing = |what: &str, tensor: &str| RuntimeError::GemmArgs(format!("the epilogue reads {what} {tensor}; no values for it"));
         for v in &epilogue.values {
             slots.push(match v {
                 EpilogueValue::Vector { tensor, along } => {
-                    let k = vectors.iter().position(|h| &h.spec.name == tensor).ok_or_else(|| {
-                        RuntimeError::GemmArgs(format!("the epilogue reads vector {tensor}; no values for it"))
-                    })?;
-                    Some((k, *along))
+                    let k = vectors.iter().position(|h| &h.spec.name == tensor).ok_or_else(|| missing("vector", tensor))?;
+                    Slot::Vector(k, *along)
                 }
-                _ => None,
+                EpilogueValue::Matrix { tensor } => {
+                    let k = matrices.iter().position(|h| &h.spec.name == tensor).ok_or_else(|| missing("matrix", tensor))?;
+                    Slot::Matrix(k)
+                }
+                _ => Slot::None,
             });
         }
-        Ok(EpilogueReference { epilogue, slots, vectors })
+        Ok(EpilogueReference { epilogue, slots, vectors, matrices })
     }
 
     /// `C[i][j]` for accumulator `acc`, in f64.
     pub fn at(&self, acc: f64, i: usize, j: usize) -> f64 {
         self.epilogue.eval(acc, |v| match self.slots[v] {
-            Some((k, Along::Rows)) => self.vectors[k].values[i],
-            Some((k, Along::Cols)) => self.vectors[k].values[j],
-            None => f64::NAN,
+            Slot::Vector(k, Along::Rows) => self.vectors[k].values[i],
+            Slot::Vector(k, Along::Cols) => self.vectors[k].values[j],
+            Slot::Matrix(k) => self.matrices[k].at(i, j),
+            Slot::None => f64::NAN,
         })
     }
 
@@ -144,7 +233,7 @@ impl<'a> EpilogueReference<'a> {
 // ------------------------------------------------------------ the vendor's equivalent
 
 /// What an epilogue computes, as far as a vendor kernel can fuse it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum EpilogueKind {
     /// The accumulator rounded to bf16 (or no epilogue in the manifest).
     Plain,
@@ -160,17 +249,29 @@ pub enum EpilogueKind {
         /// The bias tensor.
         tensor: String,
     },
+    /// `alpha * acc + beta * R[i][j]` rounded to bf16, `R` a bf16 matrix of
+    /// C's shape (a residual): cuBLASLt's `D = alpha * A B + beta * C` with
+    /// R as its C and D separate.
+    Residual {
+        /// The residual tensor.
+        tensor: String,
+        /// The accumulator's factor.
+        alpha: f64,
+        /// The residual's factor.
+        beta: f64,
+    },
     /// Anything else: no vendor kernel fuses it.
     Other,
 }
 
 impl EpilogueKind {
-    /// A short name for reports: `plain`, `bias`, `bias_gelu`, `other`.
+    /// A short name for reports: `plain`, `bias`, `bias_gelu`, `residual`, `other`.
     pub fn name(&self) -> &'static str {
         match self {
             EpilogueKind::Plain => "plain",
             EpilogueKind::Bias { .. } => "bias",
             EpilogueKind::BiasGelu { .. } => "bias_gelu",
+            EpilogueKind::Residual { .. } => "residual",
             EpilogueKind::Other => "other",
         }
     }
@@ -185,24 +286,51 @@ pub fn gelu_tanh(x: f64) -> f64 {
 /// GELU's curved middle, its linear and flat tails.
 const CLASSIFY_ACC: [f64; 21] =
     [-37.5, -8.0, -5.0, -3.0, -2.0, -1.5, -1.0, -0.7, -0.3, -0.1, 0.0, 0.05, 0.2, 0.5, 0.9, 1.3, 2.0, 3.0, 5.0, 8.0, 37.5];
-/// Bias values [`classify`] evaluates an epilogue at.
+/// Bias (and residual) values [`classify`] evaluates an epilogue at, each
+/// exact in bf16 (as the tensors' values are).
 const CLASSIFY_BIAS: [f64; 5] = [-1.25, -0.5, 0.0, 0.375, 2.0];
 
 /// Which vendor epilogue computes what `epilogue` does, decided by
 /// evaluating it, not by matching its ops (any order of the same
 /// arithmetic matches): its last value must round to bf16, and the value
-/// rounded must agree, on a grid of accumulators (and biases), with `acc`
-/// (plain), `acc + bias` or `gelu_tanh(acc + bias)` to within 1e-9 of
-/// `max(1, |acc + bias|)`: f64 rounding of another order of the same ops
-/// is far below, the next-closest function (erf-GELU, a missed bias, an
-/// intermediate rounding to bf16) far above. The bias must be a bf16
-/// vector along the columns, as cuBLASLt's bias pointer takes it. `None`
-/// (a manifest from before epilogues were recorded) is plain.
-pub fn classify(epilogue: Option<&Epilogue>, vectors: &[VectorSpec]) -> EpilogueKind {
+/// rounded must agree, on a grid of accumulators (and biases or residual
+/// elements), with `acc` (plain), `acc + bias` or `gelu_tanh(acc + bias)`
+/// to within 1e-9 of `max(1, |acc + bias|)`, or with `alpha * acc + beta *
+/// r` to within 1e-9 of `max(1, |alpha acc| + |beta r|)`: f64 rounding of
+/// another order of the same ops is far below, the next-closest function
+/// (erf-GELU, a missed bias, an intermediate rounding to bf16, a square)
+/// far above. The bias must be a bf16 vector along the columns, as
+/// cuBLASLt's bias pointer takes it; the residual (read with no vector) a
+/// bf16 matrix, as cuBLASLt's C of a bf16 D. `alpha` and `beta` are
+/// found by evaluating the epilogue (`alpha` at acc 1, residual 0; `beta`
+/// at acc 0, residual 1), so any constants, in any arrangement of the
+/// same affine function, match. `None` (a manifest from before epilogues
+/// were recorded) is plain.
+pub fn classify(epilogue: Option<&Epilogue>, vectors: &[VectorSpec], matrices: &[MatrixSpec]) -> EpilogueKind {
     let Some(e) = epilogue else { return EpilogueKind::Plain };
     let Some(EpilogueValue::Convert { to: DType::Bf16, x: last }) = e.values.last() else { return EpilogueKind::Other };
     let last = *last;
     let close = |got: f64, want: f64, scale: f64| (got - want).abs() <= 1e-9 * scale.abs().max(1.0);
+    if !matrices.is_empty() {
+        return match (vectors, matrices) {
+            ([], [x]) if x.dtype == DType::Bf16 => {
+                // Every value reading a matrix reads this one (and no vector is read).
+                let g = |a: f64, r: f64| e.eval_value(last, a, |_| r);
+                let (alpha, beta) = (g(1.0, 0.0) - g(0.0, 0.0), g(0.0, 1.0) - g(0.0, 0.0));
+                let affine = alpha.is_finite()
+                    && beta.is_finite()
+                    && CLASSIFY_ACC.iter().all(|&a| {
+                        CLASSIFY_BIAS.iter().all(|&r| close(g(a, r), alpha * a + beta * r, (alpha * a).abs() + (beta * r).abs()))
+                    });
+                if affine {
+                    EpilogueKind::Residual { tensor: x.name.clone(), alpha, beta }
+                } else {
+                    EpilogueKind::Other
+                }
+            }
+            _ => EpilogueKind::Other,
+        };
+    }
     match vectors {
         [] => {
             let plain = CLASSIFY_ACC.iter().all(|&a| close(e.eval_value(last, a, |_| f64::NAN), a, a));
@@ -241,7 +369,7 @@ fn c_type(d: DType) -> &'static str {
     }
 }
 
-/// A C expression for the f32 value of element `index` of a vector `p`.
+/// A C expression for the f32 value of element `index` of an array `p`.
 fn c_load(d: DType, p: &str, index: &str) -> String {
     match d {
         DType::Bf16 => format!("tilec_bf16_to_f32({p}[{index}])"),
@@ -258,6 +386,7 @@ fn c_float(v: f64) -> String {
 
 const CUDA_PRELUDE: &str = r#"// Generated by tilec-runtime (runtime/src/epilogue.rs) from a manifest's epilogue.
 struct alignas(16) tilec_u16x8 { unsigned short v[8]; };
+struct alignas(16) tilec_f32x8 { float v[8]; };
 __device__ __forceinline__ float tilec_bf16_to_f32(unsigned short x) { return __uint_as_float(((unsigned int)x) << 16); }
 __device__ __forceinline__ unsigned short tilec_f32_to_bf16(float x) {
   unsigned short r; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x)); return r;
@@ -290,13 +419,15 @@ pub const ELEMENTWISE_ENTRY: &str = "tilec_epilogue";
 /// CUDA C of an element-wise kernel that applies `epilogue` in place to a
 /// bf16 `C[M,N]` holding a GEMM's result (the accumulator rounded to bf16):
 /// `tilec_epilogue(unsigned short* c, <one pointer per vector, in the
-/// order of `vectors`>, long long m, long long n)`. Each thread takes 8
-/// consecutive elements with one 16-byte load and store (the tail
-/// element by element), in a grid-stride loop; the arithmetic is f32, as
-/// the fused kernel's, with `expf`, `tanhf`, `erff` and `rsqrtf`, and
-/// conversions rounding to nearest even through PTX `cvt`. `vectors` must
-/// name every vector the epilogue reads.
-pub fn cuda_source(epilogue: &Epilogue, vectors: &[VectorSpec]) -> std::result::Result<String, String> {
+/// order of `vectors`>, <one per matrix, in the order of `matrices`>, long
+/// long m, long long n)`. Each thread takes 8 consecutive elements with one
+/// 16-byte load and store (the tail element by element), and as many of
+/// each matrix (row-major `[M,N]`, as C: 16 bytes of a bf16 or f16 one, 32
+/// of an f32 one), in a grid-stride loop; the arithmetic is f32, as the
+/// fused kernel's, with `expf`, `tanhf`, `erff` and `rsqrtf`, and
+/// conversions rounding to nearest even through PTX `cvt`. `vectors` and
+/// `matrices` must name every vector and matrix the epilogue reads.
+pub fn cuda_source(epilogue: &Epilogue, vectors: &[VectorSpec], matrices: &[MatrixSpec]) -> std::result::Result<String, String> {
     let mut body = String::new();
     for (i, v) in epilogue.values.iter().enumerate() {
         let expr = match v {
@@ -313,6 +444,13 @@ pub fn cuda_source(epilogue: &Epilogue, vectors: &[VectorSpec]) -> std::result::
                     Along::Cols => "j",
                 };
                 c_load(vectors[k].dtype, &format!("v{k}"), index)
+            }
+            EpilogueValue::Matrix { tensor } => {
+                let k = matrices
+                    .iter()
+                    .position(|s| &s.name == tensor)
+                    .ok_or_else(|| format!("the epilogue reads matrix {tensor}, which is not among the kernel's matrices"))?;
+                c_load(matrices[k].dtype, &format!("r{k}g.v"), "e")
             }
             EpilogueValue::Unary { f, x } => match f {
                 UnaryFn::Neg => format!("-x{x}"),
@@ -349,7 +487,26 @@ pub fn cuda_source(epilogue: &Epilogue, vectors: &[VectorSpec]) -> std::result::
     let Some(last) = epilogue.values.len().checked_sub(1) else {
         return Err("the epilogue has no values".into());
     };
-    let params: String = vectors.iter().enumerate().map(|(k, v)| format!(", const {}* __restrict__ v{k}", c_type(v.dtype))).collect();
+    let mut params: String = vectors.iter().enumerate().map(|(k, v)| format!(", const {}* __restrict__ v{k}", c_type(v.dtype))).collect();
+    // Each matrix's 8 elements of the group, loaded as C's are.
+    let mut loads = String::new();
+    for (k, x) in matrices.iter().enumerate() {
+        let (ty, group) = match x.dtype {
+            DType::F32 => ("float", "tilec_f32x8"),
+            _ => ("unsigned short", "tilec_u16x8"),
+        };
+        let _ = write!(params, ", const {ty}* __restrict__ r{k}");
+        let _ = write!(
+            loads,
+            r#"    {group} r{k}g;
+    if (whole) {{
+      r{k}g = *reinterpret_cast<const {group}*>(r{k} + base);
+    }} else {{
+      for (int e = 0; e < 8; ++e) r{k}g.v[e] = base + e < total ? r{k}[base + e] : ({ty})0;
+    }}
+"#
+        );
+    }
     let mut src = String::from(CUDA_PRELUDE);
     let _ = write!(
         src,
@@ -366,7 +523,7 @@ extern "C" __global__ void {ELEMENTWISE_ENTRY}(unsigned short* __restrict__ c{pa
     }} else {{
       for (int e = 0; e < 8; ++e) in.v[e] = base + e < total ? c[base + e] : (unsigned short)0;
     }}
-    long long i = base / n;
+{loads}    long long i = base / n;
     long long j = base - i * n;
 #pragma unroll
     for (int e = 0; e < 8; ++e) {{
@@ -393,15 +550,16 @@ const ELEMENTWISE_THREADS: u32 = 256;
 pub struct ElementwiseKernel {
     _module: Arc<CudaModule>,
     func: CudaFunction,
-    vectors: usize,
+    /// Vectors and matrices it takes.
+    operands: usize,
     max_blocks: u32,
 }
 
 impl ElementwiseKernel {
     /// Generates the kernel for `epilogue` ([`cuda_source`]), compiles it
     /// for the device's compute capability with NVRTC and loads it.
-    pub fn new(gpu: &Gpu, epilogue: &Epilogue, vectors: &[VectorSpec]) -> Result<Self> {
-        let src = cuda_source(epilogue, vectors).map_err(RuntimeError::Other)?;
+    pub fn new(gpu: &Gpu, epilogue: &Epilogue, vectors: &[VectorSpec], matrices: &[MatrixSpec]) -> Result<Self> {
+        let src = cuda_source(epilogue, vectors, matrices).map_err(RuntimeError::Other)?;
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
             return Err(RuntimeError::LibraryNotLoaded {
                 lib: "libnvrtc",
@@ -422,20 +580,26 @@ impl ElementwiseKernel {
             .map_err(|e| RuntimeError::Other(format!("NVRTC could not compile the epilogue kernel: {e:?}\n{src}")))?;
         let module = gpu.ctx.load_module(ptx).ctx("cuModuleLoadData(epilogue kernel)")?;
         let func = module.load_function(ELEMENTWISE_ENTRY).ctx("cuModuleGetFunction(tilec_epilogue)")?;
-        Ok(ElementwiseKernel { _module: module, func, vectors: vectors.len(), max_blocks: gpu.num_sms * 16 })
+        let operands = vectors.len() + matrices.len();
+        Ok(ElementwiseKernel { _module: module, func, operands, max_blocks: gpu.num_sms * 16 })
     }
 
     /// Applies the epilogue in place to the bf16 `m x n` C at device address
-    /// `c`, reading the vectors at `vectors` (in the order given to
-    /// [`ElementwiseKernel::new`]); asynchronous on `gpu`'s stream.
-    pub fn launch(&self, gpu: &Gpu, c: u64, vectors: &[u64], m: u64, n: u64) -> Result<()> {
-        if vectors.len() != self.vectors {
-            return Err(RuntimeError::GemmArgs(format!("the epilogue kernel takes {} vectors, {} given", self.vectors, vectors.len())));
+    /// `c`, reading the vectors and then the matrices at `operands` (each in
+    /// the order given to [`ElementwiseKernel::new`]); asynchronous on
+    /// `gpu`'s stream.
+    pub fn launch(&self, gpu: &Gpu, c: u64, operands: &[u64], m: u64, n: u64) -> Result<()> {
+        if operands.len() != self.operands {
+            return Err(RuntimeError::GemmArgs(format!(
+                "the epilogue kernel takes {} vectors and matrices, {} given",
+                self.operands,
+                operands.len()
+            )));
         }
         let groups = (m * n).div_ceil(8);
         let blocks = groups.div_ceil(ELEMENTWISE_THREADS as u64).clamp(1, self.max_blocks as u64) as u32;
         let (mut c, mut m, mut n) = (c, m as i64, n as i64);
-        let mut vecs: Vec<u64> = vectors.to_vec();
+        let mut vecs: Vec<u64> = operands.to_vec();
         let mut params: Vec<*mut c_void> = Vec::with_capacity(3 + vecs.len());
         params.push(&mut c as *mut u64 as *mut c_void);
         for v in vecs.iter_mut() {
@@ -471,9 +635,20 @@ pub const CPU_REFERENCE_BUDGET: u64 = 1 << 28;
 
 /// Rows `rows` of `C = epilogue(A * B^T)`: the FP64 CPU product (A `m x k`
 /// and B `n x k` row-major, as f32 values: bf16 inputs, or dequantised FP8
-/// ones) taken through the epilogue in f64. `rows.len() x n`.
-pub fn reference_rows(epilogue: &Epilogue, vectors: &[HostVector], a: &[f32], b: &[f32], n: usize, k: usize, rows: &[usize]) -> Result<Vec<f64>> {
-    let reference = EpilogueReference::new(epilogue, vectors)?;
+/// ones) taken through the epilogue in f64, reading `vectors` and
+/// `matrices` (element (i, j) for row `i`). `rows.len() x n`.
+#[allow(clippy::too_many_arguments)]
+pub fn reference_rows(
+    epilogue: &Epilogue,
+    vectors: &[HostVector],
+    matrices: &[HostMatrix],
+    a: &[f32],
+    b: &[f32],
+    n: usize,
+    k: usize,
+    rows: &[usize],
+) -> Result<Vec<f64>> {
+    let reference = EpilogueReference::new(epilogue, vectors, matrices)?;
     let acc = crate::check::cpu_gemm_tn_rows(a, b, n, k, rows);
     Ok(reference.rows(&acc, rows, n))
 }
@@ -486,7 +661,7 @@ pub fn take_rows(c: &[half::bf16], rows: &[usize], n: usize) -> Vec<f64> {
 /// The outcome of one shape of a GEMM with an epilogue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpilogueCheck {
-    /// The seed the inputs (vectors too) were drawn from.
+    /// The seed the inputs (vectors and matrices too) were drawn from.
     pub seed: u64,
     /// `||out - ref||_F / ||ref||_F` over the checked rows.
     pub err: f64,
@@ -511,10 +686,11 @@ fn raw_binding(gpu: &Gpu, name: &str, dtype: DType, s: &CudaSlice<u8>) -> Tensor
 }
 
 /// Runs `gemm` (a BF16 GEMM, B `[N,K]` or `[K,N]`, or a block-scaled FP8
-/// one) once on fresh random inputs of `size`, its epilogue's vectors
-/// filled with fresh random values, C poisoned with NaN first, and checks
-/// C against the FP64 CPU product on evenly spread rows (all rows within
-/// [`CPU_REFERENCE_BUDGET`]) taken through [`Epilogue::eval`]. FP8 inputs
+/// one) once on fresh random inputs of `size`, its epilogue's vectors and
+/// matrices filled with fresh random values, C poisoned with NaN first,
+/// and checks C against the FP64 CPU product on evenly spread rows (all
+/// rows within [`CPU_REFERENCE_BUDGET`]) taken through [`Epilogue::eval`]
+/// (a matrix read at the element's (i, j)). FP8 inputs
 /// and power-of-two block scales are drawn as `crate::blockscaled` draws
 /// them. A manifest without an epilogue is checked as `[acc, convert bf16]`.
 pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, threshold: f64) -> Result<EpilogueCall> {
@@ -574,16 +750,19 @@ pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, thresh
     let vectors = random_vectors(&spec.vectors, size, &mut rng);
     let (vector_slices, vector_bindings) = upload_vectors(gpu, &vectors)?;
     keep.extend(vector_slices);
+    let matrices = random_matrices(&spec.matrices, size, &mut rng);
+    let (matrix_slices, matrix_bindings) = upload_matrices(gpu, &matrices)?;
+    keep.extend(matrix_slices);
     let mut c = unsafe { s.alloc::<half::bf16>(m * n) }.ctx("cuMemAlloc(C)")?;
     gpu.poison16(&mut c, POISON_BF16)?;
     let (a, b, scales) = buffers;
-    let mut buffers = GemmBuffers::new(a, b, gpu.bind("C", &c)).with_vectors(vector_bindings);
+    let mut buffers = GemmBuffers::new(a, b, gpu.bind("C", &c)).with_vectors(vector_bindings).with_matrices(matrix_bindings);
     buffers.scales = scales;
     let mut bound = gemm.bind_raw(size, buffers)?;
     bound.launch_checked()?;
     let out = s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?;
     let rows = sample_rows(m, n, k, CPU_REFERENCE_BUDGET);
-    let reference = reference_rows(epilogue, &vectors, &a_f32, &b_f32, n, k, &rows)?;
+    let reference = reference_rows(epilogue, &vectors, &matrices, &a_f32, &b_f32, n, k, &rows)?;
     let err = rel_frobenius(&take_rows(&out, &rows, n), &reference);
     let check = EpilogueCheck { seed, err, rows: rows.len(), pass: passes(err, threshold) };
     Ok(EpilogueCall { check, bound, _buffers: keep, _c: c })

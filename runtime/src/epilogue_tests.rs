@@ -157,7 +157,7 @@ fn host_vectors_are_rounded_and_encoded() {
 fn the_reference_applies_the_epilogue_per_element() {
     let e = epilogue(BIAS_GELU);
     let vectors = [HostVector::from_values(&bias(DType::Bf16, Along::Cols), &[0.5, -1.0, 2.0])];
-    let r = EpilogueReference::new(&e, &vectors).unwrap();
+    let r = EpilogueReference::new(&e, &vectors, &[]).unwrap();
     let acc = [0.25, 0.5, 0.75, -3.0, 0.0, 1.0];
     let got = r.rows(&acc, &[4, 9], 3);
     for (x, (&a, g)) in acc.iter().zip(&got).enumerate() {
@@ -167,24 +167,24 @@ fn the_reference_applies_the_epilogue_per_element() {
     // Row vectors take the row's index.
     let scale = epilogue(r#"[{"op": "acc"}, {"op": "vector", "tensor": "S", "along": "rows"}, {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}]"#);
     let s = [HostVector::from_values(&VectorSpec { name: "S".into(), dtype: DType::F32, along: Along::Rows }, &[1.0, 2.0, 3.0])];
-    assert_eq!(EpilogueReference::new(&scale, &s).unwrap().rows(&[1.0, 1.0, 1.0, 1.0], &[0, 2], 2), [1.0, 1.0, 3.0, 3.0]);
-    assert!(EpilogueReference::new(&scale, &vectors).is_err(), "no values for S");
+    assert_eq!(EpilogueReference::new(&scale, &s, &[]).unwrap().rows(&[1.0, 1.0, 1.0, 1.0], &[0, 2], 2), [1.0, 1.0, 3.0, 3.0]);
+    assert!(EpilogueReference::new(&scale, &vectors, &[]).is_err(), "no values for S");
 }
 
 #[test]
 fn classify_decides_by_value_not_by_ops() {
     let cols = [bias(DType::Bf16, Along::Cols)];
     let gelu = EpilogueKind::BiasGelu { tensor: "Bias".into() };
-    assert_eq!(classify(Some(&epilogue(BIAS_GELU)), &cols), gelu);
-    assert_eq!(classify(None, &[]), EpilogueKind::Plain);
-    assert_eq!(classify(Some(&Epilogue::plain(DType::Bf16)), &[]), EpilogueKind::Plain);
+    assert_eq!(classify(Some(&epilogue(BIAS_GELU)), &cols, &[]), gelu);
+    assert_eq!(classify(None, &[], &[]), EpilogueKind::Plain);
+    assert_eq!(classify(Some(&Epilogue::plain(DType::Bf16)), &[], &[]), EpilogueKind::Plain);
     // acc * 1 is plain too; acc * 2 is not.
     let times = |v: f64| epilogue(&format!(r#"[{{"op": "acc"}}, {{"op": "splat", "value": {v:?}}}, {{"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}}, {{"op": "convert", "to": "bf16", "x": 2}}]"#));
-    assert_eq!(classify(Some(&times(1.0)), &[]), EpilogueKind::Plain);
-    assert_eq!(classify(Some(&times(2.0)), &[]), EpilogueKind::Other);
+    assert_eq!(classify(Some(&times(1.0)), &[], &[]), EpilogueKind::Plain);
+    assert_eq!(classify(Some(&times(2.0)), &[], &[]), EpilogueKind::Other);
     // Bias added the other way round, and bias alone.
     let bias_add = |lhs, rhs| epilogue(&format!(r#"[{{"op": "acc"}}, {{"op": "vector", "tensor": "Bias", "along": "cols"}}, {{"op": "binary", "f": "add", "lhs": {lhs}, "rhs": {rhs}}}, {{"op": "convert", "to": "bf16", "x": 2}}]"#));
-    assert_eq!(classify(Some(&bias_add(1, 0)), &cols), EpilogueKind::Bias { tensor: "Bias".into() });
+    assert_eq!(classify(Some(&bias_add(1, 0)), &cols, &[]), EpilogueKind::Bias { tensor: "Bias".into() });
     // GELU written differently: x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)) = x / (1 + exp(-2u)).
     let sigmoid_form = epilogue(
         r#"[{"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "acc"}, {"op": "binary", "f": "add", "lhs": 1, "rhs": 0},
@@ -193,7 +193,7 @@ fn classify_decides_by_value_not_by_ops() {
             {"op": "splat", "value": -1.5957691216057308}, {"op": "binary", "f": "mul", "lhs": 8, "rhs": 9}, {"op": "unary", "f": "exp", "x": 10},
             {"op": "binary", "f": "add", "lhs": 11, "rhs": 6}, {"op": "binary", "f": "div", "lhs": 2, "rhs": 12}, {"op": "convert", "to": "bf16", "x": 13}]"#,
     );
-    assert_eq!(classify(Some(&sigmoid_form), &cols), gelu);
+    assert_eq!(classify(Some(&sigmoid_form), &cols, &[]), gelu);
     // erf-GELU is another function: x/2 (1 + erf(x / sqrt 2)).
     let erf_gelu = epilogue(
         r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1},
@@ -201,23 +201,23 @@ fn classify_decides_by_value_not_by_ops() {
             {"op": "splat", "value": 1.0}, {"op": "binary", "f": "add", "lhs": 5, "rhs": 6}, {"op": "binary", "f": "mul", "lhs": 2, "rhs": 7},
             {"op": "splat", "value": 0.5}, {"op": "binary", "f": "mul", "lhs": 8, "rhs": 9}, {"op": "convert", "to": "bf16", "x": 10}]"#,
     );
-    assert_eq!(classify(Some(&erf_gelu), &cols), EpilogueKind::Other);
+    assert_eq!(classify(Some(&erf_gelu), &cols, &[]), EpilogueKind::Other);
     // Rounding the accumulator to bf16 before the bias is not what cuBLASLt does.
     let early = epilogue(r#"[{"op": "acc"}, {"op": "convert", "to": "bf16", "x": 0}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 1, "rhs": 2}, {"op": "convert", "to": "bf16", "x": 3}]"#);
-    assert_eq!(classify(Some(&early), &cols), EpilogueKind::Other);
+    assert_eq!(classify(Some(&early), &cols, &[]), EpilogueKind::Other);
     // A row vector, an f32 bias, or no final rounding to bf16: no vendor bias.
-    assert_eq!(classify(Some(&bias_add(0, 1)), &[bias(DType::F32, Along::Cols)]), EpilogueKind::Other);
+    assert_eq!(classify(Some(&bias_add(0, 1)), &[bias(DType::F32, Along::Cols)], &[]), EpilogueKind::Other);
     let rows = epilogue(&BIAS_GELU.replace(r#""along": "cols""#, r#""along": "rows""#));
-    assert_eq!(classify(Some(&rows), &[bias(DType::Bf16, Along::Rows)]), EpilogueKind::Other);
+    assert_eq!(classify(Some(&rows), &[bias(DType::Bf16, Along::Rows)], &[]), EpilogueKind::Other);
     let unrounded = epilogue(r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1}]"#);
-    assert_eq!(classify(Some(&unrounded), &cols), EpilogueKind::Other);
+    assert_eq!(classify(Some(&unrounded), &cols, &[]), EpilogueKind::Other);
     assert_eq!([EpilogueKind::Plain.name(), gelu.name(), EpilogueKind::Other.name()], ["plain", "bias_gelu", "other"]);
 }
 
 #[test]
 fn generated_cuda_applies_the_program_in_f32() {
     let e = epilogue(BIAS_GELU);
-    let src = cuda_source(&e, &[bias(DType::Bf16, Along::Cols)]).unwrap();
+    let src = cuda_source(&e, &[bias(DType::Bf16, Along::Cols)], &[]).unwrap();
     assert!(src.contains(r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ v0, long long m, long long n)"#), "{src}");
     for line in [
         "const float x0 = tilec_bf16_to_f32(in.v[e]);",
@@ -238,7 +238,7 @@ fn generated_cuda_applies_the_program_in_f32() {
             {"op": "binary", "f": "div", "lhs": 8, "rhs": 1}, {"op": "binary", "f": "sub", "lhs": 9, "rhs": 1}, {"op": "convert", "to": "f16", "x": 10},
             {"op": "convert", "to": "f8e4m3", "x": 11}]"#,
     );
-    let src = cuda_source(&all, &[VectorSpec { name: "S".into(), dtype: DType::F32, along: Along::Rows }]).unwrap();
+    let src = cuda_source(&all, &[VectorSpec { name: "S".into(), dtype: DType::F32, along: Along::Rows }], &[]).unwrap();
     for line in [
         "const float* __restrict__ v0",
         "x1 = v0[i];",
@@ -256,8 +256,8 @@ fn generated_cuda_applies_the_program_in_f32() {
     ] {
         assert!(src.contains(line), "missing `{line}` in\n{src}");
     }
-    assert!(cuda_source(&e, &[]).unwrap_err().contains("vector Bias"));
-    assert!(cuda_source(&Epilogue { values: vec![] }, &[]).is_err());
+    assert!(cuda_source(&e, &[], &[]).unwrap_err().contains("vector Bias"));
+    assert!(cuda_source(&Epilogue { values: vec![] }, &[], &[]).is_err());
 }
 
 #[test]
@@ -265,8 +265,246 @@ fn reference_rows_take_the_product_through_the_epilogue() {
     // A = [[1, 2], [3, 4], [5, 6]], B = [[1, 0], [0, 1]]: C = A; + bias [0.5, -0.5].
     let e = epilogue(r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1}]"#);
     let v = [HostVector::from_values(&bias(DType::Bf16, Along::Cols), &[0.5, -0.5])];
-    let got = reference_rows(&e, &v, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1.0, 0.0, 0.0, 1.0], 2, 2, &[0, 2]).unwrap();
+    let got = reference_rows(&e, &v, &[], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1.0, 0.0, 0.0, 1.0], 2, 2, &[0, 2]).unwrap();
     assert_eq!(got, [1.5, 1.5, 5.5, 5.5]);
     let c: Vec<half::bf16> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].iter().map(|&x| half::bf16::from_f32(x)).collect();
     assert_eq!(take_rows(&c, &[0, 2], 2), [1.0, 2.0, 5.0, 6.0]);
+}
+
+// ------------------------------------------------------------ matrices (residuals)
+
+/// `0.5 * acc + 2.0 * R[i][j]` rounded to bf16, as the compiler writes a residual epilogue.
+const RESIDUAL: &str = r#"[{"op": "acc"}, {"op": "splat", "value": 0.5}, {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1},
+    {"op": "matrix", "tensor": "R"}, {"op": "splat", "value": 2.0}, {"op": "binary", "f": "mul", "lhs": 3, "rhs": 4},
+    {"op": "binary", "f": "add", "lhs": 2, "rhs": 5}, {"op": "convert", "to": "bf16", "x": 6}]"#;
+
+fn residual_manifest(dtype: &str) -> Manifest {
+    manifest("bf16", &[("R", dtype, r#"["M", "N"]"#)], Some(RESIDUAL))
+}
+
+fn residual(dtype: DType) -> MatrixSpec {
+    MatrixSpec { name: "R".into(), dtype }
+}
+
+#[test]
+fn a_gemm_with_a_residual_matrix_is_a_gemm() {
+    let spec = GemmSpec::from_manifest(&residual_manifest("bf16")).unwrap();
+    assert_eq!(spec.matrices, [residual(DType::Bf16)]);
+    assert!(spec.vectors.is_empty() && spec.has_epilogue());
+    assert_eq!(spec.scales, Scales::None);
+    assert_eq!(GemmSpec::from_manifest(&residual_manifest("f32")).unwrap().matrices, [residual(DType::F32)]);
+    // A bias and a residual together; a block-scaled FP8 GEMM with a residual.
+    let both = r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1},
+        {"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 2, "rhs": 3}, {"op": "convert", "to": "bf16", "x": 4}]"#;
+    let spec = GemmSpec::from_manifest(&manifest("bf16", &[("Bias", "bf16", r#"["N"]"#), ("R", "bf16", r#"["M", "N"]"#)], Some(both))).unwrap();
+    assert_eq!((spec.vectors, spec.matrices), (vec![bias(DType::Bf16, Along::Cols)], vec![residual(DType::Bf16)]));
+    let fp8 = manifest("f8e4m3", &[("SA", "f32", r#"["M", "KB"]"#), ("SB", "f32", r#"["NB", "KB"]"#), ("R", "bf16", r#"["M", "N"]"#)], Some(RESIDUAL));
+    let spec = GemmSpec::from_manifest(&fp8).unwrap();
+    assert_eq!((spec.scales, spec.matrices), (Scales::Block, vec![residual(DType::Bf16)]));
+    // A matrix type the runtime does not fill; a matrix the epilogue does not read.
+    let err = |m: Manifest| GemmSpec::from_manifest(&m).unwrap_err().to_string();
+    assert_eq!(err(residual_manifest("i32")), "not a GEMM artifact: epilogue matrix R is i32: want bf16, f16 or f32");
+    let unread = manifest("bf16", &[("R", "bf16", r#"["M", "N"]"#)], Some(r#"[{"op": "acc"}, {"op": "convert", "to": "bf16", "x": 0}]"#));
+    assert!(err(unread).contains(r#"unexpected extra tensors ["R"], which the epilogue does not read"#));
+    let old = manifest("bf16", &[("R", "bf16", r#"["M", "N"]"#)], None);
+    assert!(err(old).contains("the manifest has no `epilogue`"));
+    // Tensor-parallel GEMMs do not split residuals.
+    let spec = GemmSpec::from_manifest(&residual_manifest("bf16")).unwrap();
+    assert!(tp::unsupported(&spec).unwrap().contains(r#"epilogue reads matrices ["R"]"#));
+}
+
+#[test]
+fn matrices_bind_by_name_with_checks() {
+    let m = residual_manifest("bf16");
+    let spec = GemmSpec::from_manifest(&m).unwrap();
+    let size = GemmSize::new(64, 200, 512);
+    let ops = || {
+        GemmBuffers::new(
+            buf("", DType::Bf16, 0x1000, 64 * 512 * 2),
+            buf("", DType::Bf16, 0x2000, 200 * 512 * 2),
+            buf("", DType::Bf16, 0x3000, 64 * 200 * 2),
+        )
+    };
+    let r_ok = buf("R", DType::Bf16, 0x4000, 64 * 200 * 2);
+    let bound = spec.bind(size, ops().with_matrices([r_ok.clone()])).unwrap();
+    let names: Vec<(&str, u64)> = bound.iter().map(|t| (t.name.as_str(), t.addr)).collect();
+    assert_eq!(names, [("A", 0x1000), ("B", 0x2000), ("C", 0x3000), ("R", 0x4000)]);
+    // The launch plan takes the bindings: R is M x N.
+    plan_launch(&m, &spec.problem(size), &bound, 132).unwrap();
+    let err = |b: GemmBuffers| spec.bind(size, b).unwrap_err().to_string();
+    assert_eq!(err(ops()), "GEMM arguments: the kernel's epilogue reads matrix R (bf16[M,N]); R not given");
+    assert_eq!(
+        err(ops().with_matrices([buf("R", DType::Bf16, 0x4000, 64 * 200 * 2 - 2)])),
+        "GEMM arguments: R is 64x200 bf16 (M x N) for M=64 N=200 K=512: 25600 bytes, the buffer has 25598"
+    );
+    assert_eq!(err(ops().with_matrices([buf("R", DType::F32, 0x4000, 64 * 200 * 4)])), "GEMM arguments: R holds f32, the kernel takes bf16");
+    assert_eq!(
+        err(ops().with_matrices([r_ok.clone(), buf("S", DType::Bf16, 0x5000, 64 * 200 * 2)])),
+        "GEMM arguments: matrix `S` given, the kernel's epilogue reads R (bf16[M,N])"
+    );
+    assert_eq!(err(ops().with_matrices([r_ok.clone(), r_ok.clone()])), "GEMM arguments: matrix R given twice");
+    // Given as a vector, it is neither bound nor mistaken for the matrix.
+    assert_eq!(err(ops().with_vectors([r_ok.clone()])), "GEMM arguments: vector `R` given, the kernel's epilogue reads none");
+    // A plain kernel (and a bias one) takes no matrices.
+    let plain = GemmSpec::from_manifest(&manifest("bf16", &[], None)).unwrap();
+    assert_eq!(
+        plain.bind(size, ops().with_matrices([r_ok.clone()])).unwrap_err().to_string(),
+        "GEMM arguments: matrix `R` given, the kernel's epilogue reads none"
+    );
+    let gelu = GemmSpec::from_manifest(&bias_gelu_manifest()).unwrap();
+    let bias_ok = buf("Bias", DType::Bf16, 0x6000, 400);
+    assert!(gelu.bind(size, ops().with_vectors([bias_ok.clone()])).is_ok());
+    assert!(gelu.bind(size, ops().with_vectors([bias_ok]).with_matrices([r_ok])).is_err());
+}
+
+#[test]
+fn host_matrices_are_rounded_encoded_and_read_by_row_and_column() {
+    let x = HostMatrix::from_values(&residual(DType::Bf16), 2, &[1.0, 1.0 + 1.0 / 256.0, -0.1, 3.0]);
+    assert_eq!(x.values[..2], [1.0, 1.0]);
+    assert_eq!(x.values[2] as f64, half::bf16::from_f64(-0.1).to_f64());
+    assert_eq!(&x.bytes[..4], &[0x80, 0x3F, 0x80, 0x3F]);
+    assert_eq!((x.at(1, 1), x.at(0, 0), x.at(2, 0), x.at(0, 2)), (3.0, 1.0, 0.0, 0.0), "row-major, zero outside");
+    assert_eq!(x.binding(0x10), buf("R", DType::Bf16, 0x10, 8));
+    let f = HostMatrix::from_values(&residual(DType::F32), 1, &[0.1]);
+    assert_eq!((f.values[0], f.bytes.clone()), (0.1f32, 0.1f32.to_le_bytes().to_vec()));
+    let h = HostMatrix::from_values(&residual(DType::F16), 1, &[0.1]);
+    assert_eq!(h.bytes, half::f16::from_f64(0.1).to_le_bytes());
+    let size = GemmSize::new(300, 70, 5);
+    let r = HostMatrix::random(&residual(DType::Bf16), size, &mut Rng::new(3));
+    assert_eq!((r.cols, r.values.len(), r.bytes.len()), (70, 300 * 70, 300 * 70 * 2));
+    assert!(r.values.iter().all(|&v| v.abs() <= 1.0 && half::bf16::from_f32(v).to_f32() == v));
+    assert!(r.values.iter().any(|&v| v != r.values[0]));
+    // One draw of the caller's generator: the same seed, the same values.
+    assert_eq!(random_matrices(&[residual(DType::Bf16)], size, &mut Rng::new(3)), [r]);
+    assert!(random_matrices(&[], size, &mut Rng::new(3)).is_empty());
+}
+
+#[test]
+fn the_reference_reads_a_matrix_at_the_element() {
+    let e = epilogue(RESIDUAL);
+    // R 3 x 2: [[0.5, -1], [2, 0.25], [1, -0.75]]; rows 0 and 2 of C.
+    let r = [HostMatrix::from_values(&residual(DType::Bf16), 2, &[0.5, -1.0, 2.0, 0.25, 1.0, -0.75])];
+    let reference = EpilogueReference::new(&e, &[], &r).unwrap();
+    let acc = [3.0, 0.1, -2.0, 7.0];
+    let got = reference.rows(&acc, &[0, 2], 2);
+    let want: Vec<f64> =
+        [(3.0, 0.5), (0.1, -1.0), (-2.0, 1.0), (7.0, -0.75)].iter().map(|&(a, x)| round_to(DType::Bf16, 0.5 * a + 2.0 * x)).collect();
+    assert_eq!(got, want);
+    assert_eq!(reference.at(1.0, 1, 0), 4.5);
+    assert_eq!(
+        EpilogueReference::new(&e, &[], &[]).err().unwrap().to_string(),
+        "GEMM arguments: the epilogue reads matrix R; no values for it"
+    );
+    // The FP64 product through it: A = [[1, 2], [3, 4], [5, 6]], B = I, so acc = A.
+    let rows = reference_rows(&e, &[], &r, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1.0, 0.0, 0.0, 1.0], 2, 2, &[1, 2]).unwrap();
+    assert_eq!(rows, [1.5 + 4.0, 2.0 + 0.5, 2.5 + 2.0, 3.0 - 1.5]);
+    // A bias and a residual together: each read by its own index.
+    let both = epilogue(
+        r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1},
+            {"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 2, "rhs": 3}]"#,
+    );
+    let b = [HostVector::from_values(&bias(DType::Bf16, Along::Cols), &[10.0, 20.0])];
+    assert_eq!(EpilogueReference::new(&both, &b, &r).unwrap().rows(&[0.0; 4], &[1, 2], 2), [12.0, 20.25, 11.0, 19.25]);
+}
+
+#[test]
+fn classify_finds_alpha_and_beta_of_a_residual() {
+    let r = [residual(DType::Bf16)];
+    let res = |alpha: f64, beta: f64| EpilogueKind::Residual { tensor: "R".into(), alpha, beta };
+    assert_eq!(classify(Some(&epilogue(RESIDUAL)), &[], &r), res(0.5, 2.0));
+    assert_eq!(res(0.5, 2.0).name(), "residual");
+    // Any arrangement of the same affine function: (R * 4 + acc) * 0.5; acc + R; acc - R; R / 3 + acc * 1.5.
+    let scaled_sum = epilogue(
+        r#"[{"op": "matrix", "tensor": "R"}, {"op": "splat", "value": 4.0}, {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1},
+            {"op": "acc"}, {"op": "binary", "f": "add", "lhs": 2, "rhs": 3}, {"op": "splat", "value": 0.5},
+            {"op": "binary", "f": "mul", "lhs": 4, "rhs": 5}, {"op": "convert", "to": "bf16", "x": 6}]"#,
+    );
+    assert_eq!(classify(Some(&scaled_sum), &[], &r), res(0.5, 2.0));
+    let two = |f: &str| {
+        epilogue(&format!(
+            r#"[{{"op": "acc"}}, {{"op": "matrix", "tensor": "R"}}, {{"op": "binary", "f": "{f}", "lhs": 0, "rhs": 1}}, {{"op": "convert", "to": "bf16", "x": 2}}]"#
+        ))
+    };
+    assert_eq!(classify(Some(&two("add")), &[], &r), res(1.0, 1.0));
+    assert_eq!(classify(Some(&two("sub")), &[], &r), res(1.0, -1.0));
+    let thirds = epilogue(
+        r#"[{"op": "matrix", "tensor": "R"}, {"op": "splat", "value": 3.0}, {"op": "binary", "f": "div", "lhs": 0, "rhs": 1},
+            {"op": "acc"}, {"op": "splat", "value": 1.5}, {"op": "binary", "f": "mul", "lhs": 3, "rhs": 4},
+            {"op": "binary", "f": "add", "lhs": 2, "rhs": 5}, {"op": "convert", "to": "bf16", "x": 6}]"#,
+    );
+    let EpilogueKind::Residual { alpha, beta, .. } = classify(Some(&thirds), &[], &r) else { panic!("R/3 + 1.5 acc is a residual") };
+    assert!((alpha - 1.5).abs() < 1e-15 && (beta - 1.0 / 3.0).abs() < 1e-15, "{alpha} {beta}");
+    // Not affine in acc and R: a product, a maximum, GELU of the sum, an offset, an early rounding.
+    assert_eq!(classify(Some(&two("mul")), &[], &r), EpilogueKind::Other);
+    assert_eq!(classify(Some(&two("max")), &[], &r), EpilogueKind::Other);
+    let gelu = epilogue(&BIAS_GELU.replace(r#"{"op": "vector", "tensor": "Bias", "along": "cols"}"#, r#"{"op": "matrix", "tensor": "R"}"#));
+    assert_eq!(classify(Some(&gelu), &[], &r), EpilogueKind::Other);
+    let offset = epilogue(
+        r#"[{"op": "acc"}, {"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1},
+            {"op": "splat", "value": 0.25}, {"op": "binary", "f": "add", "lhs": 2, "rhs": 3}, {"op": "convert", "to": "bf16", "x": 4}]"#,
+    );
+    assert_eq!(classify(Some(&offset), &[], &r), EpilogueKind::Other);
+    let early = epilogue(
+        r#"[{"op": "acc"}, {"op": "convert", "to": "bf16", "x": 0}, {"op": "matrix", "tensor": "R"},
+            {"op": "binary", "f": "add", "lhs": 1, "rhs": 2}, {"op": "convert", "to": "bf16", "x": 3}]"#,
+    );
+    assert_eq!(classify(Some(&early), &[], &r), EpilogueKind::Other);
+    // No final rounding to bf16, an f32 or f16 residual, a bias with it, two residuals: no vendor residual.
+    let unrounded = epilogue(r#"[{"op": "acc"}, {"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1}]"#);
+    assert_eq!(classify(Some(&unrounded), &[], &r), EpilogueKind::Other);
+    assert_eq!(classify(Some(&two("add")), &[], &[residual(DType::F32)]), EpilogueKind::Other);
+    assert_eq!(classify(Some(&two("add")), &[], &[residual(DType::F16)]), EpilogueKind::Other);
+    let with_bias = epilogue(
+        r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1},
+            {"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 2, "rhs": 3}, {"op": "convert", "to": "bf16", "x": 4}]"#,
+    );
+    assert_eq!(classify(Some(&with_bias), &[bias(DType::Bf16, Along::Cols)], &r), EpilogueKind::Other);
+    let second = MatrixSpec { name: "S".into(), dtype: DType::Bf16 };
+    assert_eq!(classify(Some(&two("add")), &[], &[residual(DType::Bf16), second]), EpilogueKind::Other);
+}
+
+#[test]
+fn generated_cuda_reads_matrices_as_c() {
+    let e = epilogue(RESIDUAL);
+    let src = cuda_source(&e, &[], &[residual(DType::Bf16)]).unwrap();
+    for line in [
+        r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ r0, long long m, long long n)"#,
+        "tilec_u16x8 r0g;",
+        "r0g = *reinterpret_cast<const tilec_u16x8*>(r0 + base);",
+        "for (int e = 0; e < 8; ++e) r0g.v[e] = base + e < total ? r0[base + e] : (unsigned short)0;",
+        "const float x3 = tilec_bf16_to_f32(r0g.v[e]);",
+        "const float x5 = x3 * x4;",
+        "const float x7 = tilec_round_bf16(x6);",
+    ] {
+        assert!(src.contains(line), "missing `{line}` in\n{src}");
+    }
+    // Vectors come first, then matrices; an f32 matrix is read 32 bytes a group, an f16 one converted.
+    let both = epilogue(
+        r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1},
+            {"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 2, "rhs": 3},
+            {"op": "matrix", "tensor": "H"}, {"op": "binary", "f": "add", "lhs": 4, "rhs": 5}, {"op": "convert", "to": "bf16", "x": 6}]"#,
+    );
+    let h = MatrixSpec { name: "H".into(), dtype: DType::F16 };
+    let src = cuda_source(&both, &[bias(DType::Bf16, Along::Cols)], &[residual(DType::F32), h]).unwrap();
+    for line in [
+        "const unsigned short* __restrict__ v0, const float* __restrict__ r0, const unsigned short* __restrict__ r1, long long m, long long n)",
+        "tilec_f32x8 r0g;",
+        "r0g = *reinterpret_cast<const tilec_f32x8*>(r0 + base);",
+        "r0g.v[e] = base + e < total ? r0[base + e] : (float)0;",
+        "const float x3 = r0g.v[e];",
+        "const float x5 = tilec_f16_to_f32(r1g.v[e]);",
+    ] {
+        assert!(src.contains(line), "missing `{line}` in\n{src}");
+    }
+    assert!(cuda_source(&e, &[], &[]).unwrap_err().contains("matrix R"));
+}
+
+#[test]
+fn cublaslt_takes_a_residual_as_its_c() {
+    use crate::lt::LtEpilogue;
+    let r = LtEpilogue::Residual { r: 0x10, alpha: 0.5, beta: 2.0 };
+    assert_eq!(r.scaling(0x20), (0.5, 2.0, 0x10));
+    assert!(r.lt().is_none(), "no cuBLASLt epilogue attribute: alpha and beta");
+    assert_eq!(LtEpilogue::None.scaling(0x20), (1.0, 0.0, 0x20));
+    assert_eq!(LtEpilogue::Bias { bias: 0x30 }.scaling(0x20), (1.0, 0.0, 0x20));
 }

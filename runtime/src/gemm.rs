@@ -1,5 +1,6 @@
 //! A GEMM handle: load an artifact, bind A, B, C (and an FP8 kernel's
-//! scales, and the vectors its epilogue reads) and M, N, K, launch, time.
+//! scales, and the vectors and matrices its epilogue reads) and M, N, K,
+//! launch, time.
 //!
 //! [`GemmSpec`] says what an artifact computes, from its manifest alone;
 //! [`GemmSpec::bind`] checks a call's buffers and sizes against it with
@@ -70,8 +71,8 @@ pub enum BLayout {
 
 /// The device buffers of one GEMM call, as addresses and sizes. The
 /// operands' and scales' names are set by [`GemmSpec::bind`]; an f8e4m3
-/// operand may be given as raw bytes (`u8`). The epilogue's vectors are
-/// bound by their names.
+/// operand may be given as raw bytes (`u8`). The epilogue's vectors and
+/// matrices are bound by their names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GemmBuffers {
     /// A, `M x K`.
@@ -87,12 +88,15 @@ pub struct GemmBuffers {
     /// The vectors the kernel's epilogue reads ([`GemmSpec::vectors`]), each
     /// named as its manifest tensor (`Bias`), in any order.
     pub vectors: Vec<TensorBinding>,
+    /// The matrices the kernel's epilogue reads ([`GemmSpec::matrices`]: a
+    /// residual `R[M,N]`), each named as its manifest tensor, in any order.
+    pub matrices: Vec<TensorBinding>,
 }
 
 impl GemmBuffers {
-    /// A, B and C, without scales or vectors.
+    /// A, B and C, without scales, vectors or matrices.
     pub fn new(a: TensorBinding, b: TensorBinding, c: TensorBinding) -> Self {
-        GemmBuffers { a, b, c, scales: None, vectors: Vec::new() }
+        GemmBuffers { a, b, c, scales: None, vectors: Vec::new(), matrices: Vec::new() }
     }
     /// The same buffers with A's and B's scales.
     pub fn with_scales(self, sa: TensorBinding, sb: TensorBinding) -> Self {
@@ -102,6 +106,12 @@ impl GemmBuffers {
     pub fn with_vectors(self, vectors: impl IntoIterator<Item = TensorBinding>) -> Self {
         let mut s = self;
         s.vectors.extend(vectors);
+        s
+    }
+    /// The same buffers with the matrices an epilogue reads (each named as its tensor).
+    pub fn with_matrices(self, matrices: impl IntoIterator<Item = TensorBinding>) -> Self {
+        let mut s = self;
+        s.matrices.extend(matrices);
         s
     }
 }
@@ -132,6 +142,23 @@ impl VectorSpec {
             Along::Rows => "M",
             Along::Cols => "N",
         }
+    }
+}
+
+/// A rank-2 input of C's shape the kernel's epilogue reads element (i, j)
+/// of (a residual): `[M,N]`, row-major.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatrixSpec {
+    /// The manifest tensor (`R`).
+    pub name: String,
+    /// Its element type: bf16, f16 or f32.
+    pub dtype: DType,
+}
+
+impl MatrixSpec {
+    /// Its element count for a call of `size`: `M * N`.
+    pub fn len(&self, size: GemmSize) -> u64 {
+        size.m * size.n
     }
 }
 
@@ -197,7 +224,7 @@ impl SaLayout {
 /// What a GEMM artifact computes: `A[M,K]` and `B` inputs of one element
 /// type (bf16 or f8e4m3), a bf16 `C[M,N]` output, for FP8 optional
 /// per-tensor or block scales (see [`Scales`]), and the epilogue the
-/// manifest describes with the vectors it reads.
+/// manifest describes with the vectors and matrices it reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GemmSpec {
     /// Element type of A and B.
@@ -214,6 +241,8 @@ pub struct GemmSpec {
     pub epilogue: Option<Epilogue>,
     /// The rank-1 inputs the epilogue reads, in order of first use.
     pub vectors: Vec<VectorSpec>,
+    /// The rank-2 inputs of C's shape the epilogue reads, in order of first use.
+    pub matrices: Vec<MatrixSpec>,
 }
 
 fn sym_shape(t: &TensorDecl, dims: &[&str]) -> bool {
@@ -249,11 +278,12 @@ impl GemmSpec {
             return Err(not_gemm(format!("A is {}, B is {}: want both bf16 or both f8e4m3", a.dtype, b.dtype)));
         }
         let vectors = Self::vectors_of(m)?;
-        let (scales, sa_layout) = Self::scales_of(m, a.dtype, &vectors)?;
+        let matrices = Self::matrices_of(m)?;
+        let (scales, sa_layout) = Self::scales_of(m, a.dtype, &vectors, &matrices)?;
         if scales == Scales::Block && b_layout != BLayout::Nk {
             return Err(not_gemm("a block-scaled GEMM takes B[N,K] (K-major, as FP8 wgmma needs)".into()));
         }
-        Ok(GemmSpec { input: a.dtype, b_layout, scales, sa_layout, epilogue: m.epilogue.clone(), vectors })
+        Ok(GemmSpec { input: a.dtype, b_layout, scales, sa_layout, epilogue: m.epilogue.clone(), vectors, matrices })
     }
 
     /// The vectors the manifest's epilogue reads (validated: rank-1 inputs
@@ -274,6 +304,27 @@ impl GemmSpec {
         Ok(out)
     }
 
+    /// The matrices the manifest's epilogue reads: inputs `[M,N]` (C's
+    /// shape) of an element type the runtime fills and checks.
+    fn matrices_of(m: &Manifest) -> Result<Vec<MatrixSpec>> {
+        let Some(epilogue) = &m.epilogue else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        for name in epilogue.matrix_tensors() {
+            if ["A", "B", "C"].contains(&name) {
+                return Err(not_gemm(format!("the epilogue reads operand {name} as a matrix")));
+            }
+            let t = m.tensor(name).ok_or_else(|| not_gemm(format!("the epilogue reads `{name}`, which the manifest does not declare")))?;
+            if t.role != Role::Input || !sym_shape(t, &["M", "N"]) {
+                return Err(not_gemm(format!("epilogue matrix {name} must be an input [M,N], as C (got {:?} {:?})", t.role, t.shape)));
+            }
+            if !matches!(t.dtype, DType::Bf16 | DType::F16 | DType::F32) {
+                return Err(not_gemm(format!("epilogue matrix {name} is {}: want bf16, f16 or f32", t.dtype)));
+            }
+            out.push(MatrixSpec { name: name.to_string(), dtype: t.dtype });
+        }
+        Ok(out)
+    }
+
     /// True if the epilogue does more than round the accumulator to C's
     /// type: a manifest without one, or `[acc, convert]`, is a plain GEMM.
     pub fn has_epilogue(&self) -> bool {
@@ -281,13 +332,11 @@ impl GemmSpec {
     }
 
     /// Which scales the tensors besides A, B, C and the epilogue's vectors
-    /// are, if any, and how A's block scales are stored.
-    fn scales_of(m: &Manifest, input: DType, vectors: &[VectorSpec]) -> Result<(Scales, SaLayout)> {
-        let extra: Vec<&TensorDecl> = m
-            .tensors
-            .iter()
-            .filter(|t| !["A", "B", "C"].contains(&t.name.as_str()) && !vectors.iter().any(|v| v.name == t.name))
-            .collect();
+    /// and matrices are, if any, and how A's block scales are stored.
+    fn scales_of(m: &Manifest, input: DType, vectors: &[VectorSpec], matrices: &[MatrixSpec]) -> Result<(Scales, SaLayout)> {
+        let read = |t: &TensorDecl| vectors.iter().any(|v| v.name == t.name) || matrices.iter().any(|x| x.name == t.name);
+        let extra: Vec<&TensorDecl> =
+            m.tensors.iter().filter(|t| !["A", "B", "C"].contains(&t.name.as_str()) && !read(t)).collect();
         if extra.is_empty() {
             return Ok((Scales::None, SaLayout::KMajor));
         }
@@ -305,7 +354,7 @@ impl GemmSpec {
                 ", which the epilogue does not read"
             };
             return Err(not_gemm(format!(
-                "unexpected extra tensors {names:?}{why}: besides A, B, C and the epilogue's vectors an fp8 GEMM may take f32[1] scale_a and scale_b, or f32 SA[M,KB] (or SA[KB,M], M-major) and SB[NB,KB]"
+                "unexpected extra tensors {names:?}{why}: besides A, B, C and the epilogue's vectors and matrices an fp8 GEMM may take f32[1] scale_a and scale_b, or f32 SA[M,KB] (or SA[KB,M], M-major) and SB[NB,KB]"
             )));
         }
         if input != DType::F8e4m3 {
@@ -362,10 +411,12 @@ impl GemmSpec {
 
     /// Checks one call's buffers against the spec and `size`, and returns
     /// the bindings of every manifest tensor. The scales must be given
-    /// exactly when the kernel takes them, and each vector the epilogue
-    /// reads once by its name (of its element type, at least M or N long).
+    /// exactly when the kernel takes them, each vector the epilogue reads
+    /// once by its name (of its element type, at least M or N long), and
+    /// each matrix it reads once by its name (of its element type, at
+    /// least `M * N` elements).
     pub fn bind(&self, size: GemmSize, buffers: GemmBuffers) -> Result<Vec<TensorBinding>> {
-        let GemmBuffers { a, b, c, scales, vectors } = buffers;
+        let GemmBuffers { a, b, c, scales, vectors, matrices } = buffers;
         if size.m == 0 || size.n == 0 || size.k == 0 {
             return Err(RuntimeError::GemmArgs(format!("{}x{}x{} has a zero dimension", size.m, size.n, size.k)));
         }
@@ -399,6 +450,7 @@ impl GemmSpec {
             out.push(t);
         }
         out.extend(self.bind_vectors(size, vectors)?);
+        out.extend(self.bind_matrices(size, matrices)?);
         Ok(out)
     }
 
@@ -436,6 +488,40 @@ impl GemmSpec {
                     size.n,
                     size.k,
                     t.bytes
+                )));
+            }
+            out.push(t.clone());
+        }
+        Ok(out)
+    }
+
+    /// The epilogue's matrices, checked: each given once, by name, of its
+    /// element type and at least `M * N` elements; none the kernel does not read.
+    fn bind_matrices(&self, size: GemmSize, matrices: Vec<TensorBinding>) -> Result<Vec<TensorBinding>> {
+        let args = |s: String| RuntimeError::GemmArgs(s);
+        let wanted = || self.matrices.iter().map(|x| format!("{} ({}[M,N])", x.name, x.dtype)).collect::<Vec<_>>().join(", ");
+        for (i, t) in matrices.iter().enumerate() {
+            if !self.matrices.iter().any(|x| x.name == t.name) {
+                let reads = if self.matrices.is_empty() { "none".to_string() } else { wanted() };
+                return Err(args(format!("matrix `{}` given, the kernel's epilogue reads {reads}", t.name)));
+            }
+            if matrices[..i].iter().any(|o| o.name == t.name) {
+                return Err(args(format!("matrix {} given twice", t.name)));
+            }
+        }
+        let mut out = Vec::with_capacity(self.matrices.len());
+        for x in &self.matrices {
+            let Some(t) = matrices.iter().find(|t| t.name == x.name) else {
+                return Err(args(format!("the kernel's epilogue reads matrix {}; {} not given", wanted(), x.name)));
+            };
+            if t.dtype != x.dtype {
+                return Err(args(format!("{} holds {}, the kernel takes {}", x.name, t.dtype, x.dtype)));
+            }
+            let need = x.len(size) * x.dtype.size_bytes() as u64;
+            if t.bytes < need {
+                return Err(args(format!(
+                    "{} is {}x{} {} (M x N) for M={} N={} K={}: {need} bytes, the buffer has {}",
+                    x.name, size.m, size.n, x.dtype, size.m, size.n, size.k, t.bytes
                 )));
             }
             out.push(t.clone());
@@ -490,7 +576,7 @@ impl Gemm {
     }
 
     /// Binds device buffers to a call of `size` (see [`GemmSpec::bind`]); a
-    /// kernel whose epilogue reads vectors takes them through [`Gemm::bind_raw`].
+    /// kernel whose epilogue reads vectors or matrices takes them through [`Gemm::bind_raw`].
     pub fn bind<T: Element>(
         &self,
         gpu: &Gpu,

@@ -34,6 +34,11 @@
 //! cuBLASLt's bias has one element per row of its (column-major, `N x M`)
 //! problem: one per column of our row-major `C[M,N]`, a bias `Bias[N]`.
 //!
+//! A residual ([`LtEpilogue::Residual`]): `D = alpha * (A B) + beta * C`
+//! with cuBLASLt's C a bf16 matrix other than D, described by the same
+//! layout (column-major `N x M`, ld N: our row-major `R[M,N]`, as D is our
+//! `C[M,N]`), alpha and beta f32 host scalars. No cuBLASLt epilogue is set.
+//!
 //! That is the layout PyTorch's `_scaled_mm` hands cuBLASLt for the same
 //! recipe (A's scales M-major, B's given as the transposed view of an
 //! `(N/128) x (K/128)` row-major tensor). tilec-bench checks every cuBLASLt
@@ -134,7 +139,7 @@ impl LtInput {
 }
 
 /// The epilogue cuBLASLt fuses into a plan (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum LtEpilogue {
     /// None: D = the product, rounded to bf16.
     #[default]
@@ -150,15 +155,35 @@ pub enum LtEpilogue {
         /// Device address of the bf16 bias, one element per column of C.
         bias: u64,
     },
+    /// `D[i,j] = alpha * acc + beta * R[i,j]`: cuBLASLt's alpha and beta,
+    /// with `R` as its C (read) and our C as its D (written).
+    Residual {
+        /// Device address of the bf16 `R[M,N]`, row-major (C's shape).
+        r: u64,
+        /// The product's factor.
+        alpha: f32,
+        /// The residual's factor.
+        beta: f32,
+    },
 }
 
 impl LtEpilogue {
-    /// cuBLASLt's epilogue and the bias address, or `None` for no epilogue.
+    /// cuBLASLt's epilogue and the bias address, or `None` for no epilogue
+    /// attribute (none, or a residual, which is alpha and beta).
     pub fn lt(self) -> Option<(sys::cublasLtEpilogue_t, u64)> {
         match self {
-            LtEpilogue::None => None,
+            LtEpilogue::None | LtEpilogue::Residual { .. } => None,
             LtEpilogue::Bias { bias } => Some((sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS, bias)),
             LtEpilogue::GeluBias { bias } => Some((sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_GELU_BIAS, bias)),
+        }
+    }
+
+    /// cuBLASLt's alpha, beta and C (the matrix read) for a call writing D
+    /// at `d`: `(1, 0, d)` but for a residual.
+    pub fn scaling(self, d: u64) -> (f32, f32, u64) {
+        match self {
+            LtEpilogue::Residual { r, alpha, beta } => (alpha, beta, r),
+            _ => (1.0, 0.0, d),
         }
     }
 }
@@ -315,13 +340,13 @@ impl LtGemm {
     }
 
     /// Issues the matmul on `h`'s stream: `a`, `b`, `c` are device addresses
-    /// of our row-major `A[M,K]`, `B[N,K]`, `C[M,N]`.
+    /// of our row-major `A[M,K]`, `B[N,K]`, `C[M,N]` (written; with a
+    /// residual, cuBLASLt's D, its C being the residual).
     ///
     /// # Safety
     /// The buffers must hold the plan's shape and element types.
     pub unsafe fn run(&self, h: &LtHandle, a: u64, b: u64, c: u64) -> Result<()> {
-        let alpha = 1.0f32;
-        let beta = 0.0f32;
+        let (alpha, beta, c_in) = self.epilogue.scaling(c);
         let (ws, _g) = h.workspace.device_ptr(&h.stream);
         let stream = h.stream.cu_stream() as sys::cudaStream_t;
         lr::matmul(
@@ -333,7 +358,7 @@ impl LtGemm {
             self.a_layout,
             a as *const c_void, // cuBLASLt's B: our A
             self.b_layout,
-            c as *const c_void,
+            c_in as *const c_void, // cuBLASLt's C: the residual, or D itself (beta 0)
             self.c_layout,
             c as *mut c_void,
             self.c_layout,

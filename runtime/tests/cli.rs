@@ -84,6 +84,11 @@ fn unusable_inputs_exit_1() {
     let o = run(BENCH, &["--from-json", missing]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no-such-artifact"), "{}", stderr(&o));
+    // A residual is not split across ranks: refused before any GPU is touched.
+    let residual = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/naive_gemm_residual");
+    let o = run(TP, &["--kernel", residual, "--mode", "ag", "--shape", "64x64x64", "--gpus", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(r#"the kernel's epilogue reads matrices ["R"]"#), "{}", stderr(&o));
     let o = run(TP, &["--kernel", missing, "--mode", "ag", "--shape", "8x8x8"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no-such-artifact"), "{}", stderr(&o));

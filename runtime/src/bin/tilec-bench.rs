@@ -16,10 +16,12 @@
 //!
 //! Fused epilogues: artifacts whose manifest's `epilogue` does more than
 //! round to bf16 (`examples/gemm_bias_gelu.tile`) are timed with their
-//! vectors bound (fresh random values, one set for every rotated set)
-//! against a baseline computing the same epilogue, chosen by evaluating
-//! it (`tilec_runtime::epilogue::classify`): bias + GELU(tanh) is cuBLASLt
-//! with `CUBLASLT_EPILOGUE_GELU_BIAS`, bias alone `CUBLASLT_EPILOGUE_BIAS`,
+//! vectors and matrices bound (fresh random values, one set for every
+//! rotated set) against a baseline computing the same epilogue, chosen by
+//! evaluating it (`tilec_runtime::epilogue::classify`): bias + GELU(tanh)
+//! is cuBLASLt with `CUBLASLT_EPILOGUE_GELU_BIAS`, bias alone
+//! `CUBLASLT_EPILOGUE_BIAS`, `alpha * acc + beta * R` (a bf16 residual
+//! `R[M,N]`) cuBLASLt with that alpha and beta and R as its C (D separate),
 //! anything else (or a fused plan cuBLASLt refuses) cuBLASLt writing bf16
 //! followed by an element-wise kernel generated from the epilogue and
 //! compiled with NVRTC, timed together as one baseline. The reference is
@@ -40,7 +42,9 @@ use tilec_runtime::target::Target;
 use tilec_runtime::timing::Launch;
 use tilec_runtime::*;
 use tilec_runtime::artifact::Epilogue;
-use tilec_runtime::epilogue::{classify, upload_vectors, ElementwiseKernel, EpilogueKind, EpilogueReference, HostVector};
+use tilec_runtime::epilogue::{
+    classify, random_matrices, upload_matrices, upload_vectors, ElementwiseKernel, EpilogueKind, EpilogueReference, HostMatrix, HostVector,
+};
 use tilec_runtime::lt::LtEpilogue;
 use tilec_runtime::error::DriverCtx;
 use cudarc::driver::{sys, CudaSlice};
@@ -453,6 +457,7 @@ struct Ctx<'a> {
 struct RunEpilogue {
     epilogue: Epilogue,
     vectors: Vec<VectorSpec>,
+    matrices: Vec<MatrixSpec>,
     kind: EpilogueKind,
 }
 
@@ -462,26 +467,40 @@ impl RunEpilogue {
     fn of(cands: &[Candidate], dtype: BenchDtype) -> Option<RunEpilogue> {
         let spec = cands.iter().filter(|c| c.dtype() == Some(dtype)).find_map(|c| c.spec.as_ref())?;
         let epilogue = fused_epilogue(spec)?.clone();
-        let kind = classify(Some(&epilogue), &spec.vectors);
-        Some(RunEpilogue { epilogue, vectors: spec.vectors.clone(), kind })
+        let kind = classify(Some(&epilogue), &spec.vectors, &spec.matrices);
+        Some(RunEpilogue { epilogue, vectors: spec.vectors.clone(), matrices: spec.matrices.clone(), kind })
     }
 }
 
-/// The epilogue's vectors of one shape: random values, on the device.
+/// The epilogue's vectors and matrices of one shape: random values, on the device.
 struct ShapeVectors {
     host: Vec<HostVector>,
+    host_matrices: Vec<HostMatrix>,
     _slices: Vec<CudaSlice<u8>>,
     bindings: Vec<TensorBinding>,
+    matrix_bindings: Vec<TensorBinding>,
 }
 
 impl ShapeVectors {
     fn new(gpu: &Gpu, epi: &RunEpilogue, size: GemmSize, seed: u64) -> Result<Self> {
-        let host = tilec_runtime::epilogue::random_vectors(&epi.vectors, size, &mut Rng::new(seed ^ 0xE9_1106));
-        let (slices, bindings) = upload_vectors(gpu, &host)?;
-        Ok(ShapeVectors { host, _slices: slices, bindings })
+        let mut rng = Rng::new(seed ^ 0xE9_1106);
+        let host = tilec_runtime::epilogue::random_vectors(&epi.vectors, size, &mut rng);
+        let host_matrices = random_matrices(&epi.matrices, size, &mut rng);
+        let (mut slices, bindings) = upload_vectors(gpu, &host)?;
+        let (matrix_slices, matrix_bindings) = upload_matrices(gpu, &host_matrices)?;
+        slices.extend(matrix_slices);
+        Ok(ShapeVectors { host, host_matrices, _slices: slices, bindings, matrix_bindings })
     }
     fn addr(&self, tensor: &str) -> Option<u64> {
-        self.bindings.iter().find(|b| b.name == tensor).map(|b| b.addr)
+        self.bindings.iter().chain(&self.matrix_bindings).find(|b| b.name == tensor).map(|b| b.addr)
+    }
+    /// The vectors' and then the matrices' addresses, as the element-wise kernel takes them.
+    fn operand_addrs(&self) -> Vec<u64> {
+        self.bindings.iter().chain(&self.matrix_bindings).map(|b| b.addr).collect()
+    }
+    /// `buffers` with the vectors and matrices bound.
+    fn bind(&self, buffers: GemmBuffers) -> GemmBuffers {
+        buffers.with_vectors(self.bindings.clone()).with_matrices(self.matrix_bindings.clone())
     }
 }
 
@@ -492,7 +511,7 @@ fn epilogue_reference(epi: &RunEpilogue, vectors: &ShapeVectors, refh: &[bf16], 
     let (m, n) = (shape.m as usize, shape.n as usize);
     let acc: Vec<f64> = refh.iter().map(|x| x.to_f64() * scale).collect();
     let rows: Vec<usize> = (0..m).collect();
-    let out = EpilogueReference::new(&epi.epilogue, &vectors.host)?.rows(&acc, &rows, n);
+    let out = EpilogueReference::new(&epi.epilogue, &vectors.host, &vectors.host_matrices)?.rows(&acc, &rows, n);
     Ok(out.into_iter().map(bf16::from_f64).collect())
 }
 
@@ -545,6 +564,9 @@ fn check_epilogue_baseline(
     let fused = match &epi.kind {
         EpilogueKind::Bias { tensor } => vectors.addr(tensor).map(|bias| (LtEpilogue::Bias { bias }, "bias")),
         EpilogueKind::BiasGelu { tensor } => vectors.addr(tensor).map(|bias| (LtEpilogue::GeluBias { bias }, "gelu-bias")),
+        EpilogueKind::Residual { tensor, alpha, beta } => {
+            vectors.addr(tensor).map(|r| (LtEpilogue::Residual { r, alpha: *alpha as f32, beta: *beta as f32 }, "residual"))
+        }
         EpilogueKind::Plain | EpilogueKind::Other => None,
     };
     let mut check_once = |name: String, base: EpiBaseline, info_note: &mut Option<String>| -> Option<(usize, EpiBaseline)> {
@@ -585,8 +607,8 @@ fn check_epilogue_baseline(
     let name = format!("{prefix}+nvrtc-epilogue");
     let unfused = (|| -> Result<EpiBaseline> {
         let plan = LtGemm::new(&cx.lt, shape.m, shape.n, shape.k, input)?;
-        let kernel = ElementwiseKernel::new(gpu, &epi.epilogue, &epi.vectors)?;
-        Ok(EpiBaseline::Unfused(plan, kernel, vectors.bindings.iter().map(|b| b.addr).collect()))
+        let kernel = ElementwiseKernel::new(gpu, &epi.epilogue, &epi.vectors, &epi.matrices)?;
+        Ok(EpiBaseline::Unfused(plan, kernel, vectors.operand_addrs()))
     })();
     let mut unfused_note = None;
     let done = match unfused {
@@ -876,8 +898,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 let mut ours_bound = Vec::new();
                 for &ci in &ours {
                     let bind = |s: usize| {
-                        GemmBuffers::new(gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s]))
-                            .with_vectors(vectors.bindings.clone())
+                        vectors.bind(GemmBuffers::new(gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s])))
                     };
                     let binds: Vec<_> = (0..sets).map(bind).collect();
                     ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, &epi_ref, 1.0, "epilogue on cublas", r));
@@ -1009,6 +1030,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                             Scales::Block => Some((gpu.bind("SA", sa), gpu.bind("SB", &block.2))),
                         },
                         vectors: vectors.as_ref().map_or_else(Vec::new, |v| v.bindings.clone()),
+                        matrices: vectors.as_ref().map_or_else(Vec::new, |v| v.matrix_bindings.clone()),
                     };
                     let sc = if scales == Scales::PerTensor { per_tensor_scale } else { 1.0 };
                     let binds: Vec<_> = (0..sets).map(bind).collect();

@@ -9,10 +9,12 @@
 //!   f32 `SB[NB,KB]` -> bf16 `C[M,N]`: compared with the dequantised product
 //!   (`tilec_runtime::blockscaled`), cuBLASLt block-scaled as a second opinion.
 //! - either GEMM with a fused epilogue (the manifest's `epilogue` does more
-//!   than round to bf16, reading vectors such as a bias `Bias[N]`): the
-//!   vectors get fresh random values, and C is compared with the FP64 CPU
-//!   product on evenly spread rows (all rows for M*N*K <= 2^28) taken
-//!   through the epilogue in f64 (`tilec_runtime::epilogue`).
+//!   than round to bf16, reading vectors such as a bias `Bias[N]` or
+//!   matrices such as a residual `R[M,N]`): the vectors and matrices get
+//!   fresh random values, and C is compared with the FP64 CPU product on
+//!   evenly spread rows (all rows for M*N*K <= 2^28) taken through the
+//!   epilogue in f64, a matrix read at each element's (i, j)
+//!   (`tilec_runtime::epilogue`).
 //! - copy: bf16 `X[M,N]` input, `Y[M,N]` output (Y = X): bit-exact comparison.
 //! - grouped GEMM (`tilec_runtime::grouped`'s signatures: contiguous or
 //!   masked, BF16 or block-scaled FP8): run on each `--grouped-problems`
@@ -20,7 +22,8 @@
 //!   first and last valid row of every expert.
 //!
 //! With `--streams N` a BF16 GEMM runs on N streams at once, `--rounds R`
-//! times, every result checked against cuBLAS and against the others bit
+//! times, every result checked against cuBLAS (with a fused epilogue: the
+//! FP64 reference through it, on sampled rows) and against the others bit
 //! for bit (`tilec_runtime::concurrent`): launches that share state fail.
 //!
 //! Prints our and the baseline's TFLOP/s (median of event-timed runs after
@@ -301,8 +304,10 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
             gemm.kernels().iter().for_each(print_kernel);
             let blas = Cublas::new(gpu.stream.clone())?;
             let vectors: Vec<String> = gemm.spec().vectors.iter().map(|v| format!("{} {}[{}]", v.name, v.dtype, v.len_symbol())).collect();
+            let matrices: Vec<String> = gemm.spec().matrices.iter().map(|x| format!("{} {}[M,N]", x.name, x.dtype)).collect();
+            let matrices = if matrices.is_empty() { String::new() } else { format!(", matrices [{}]", matrices.join(", ")) };
             println!(
-                "epilogue: {} values, vectors [{}]; reference: fp64 cpu product through the epilogue",
+                "epilogue: {} values, vectors [{}]{matrices}; reference: fp64 cpu product through the epilogue",
                 gemm.spec().epilogue.as_ref().map_or(0, |e| e.values.len()),
                 vectors.join(", ")
             );

@@ -111,6 +111,7 @@ impl<T: TpElement> Buffers<T> {
                 _ => None,
             },
             vectors: Vec::new(),
+            matrices: Vec::new(),
         };
         gemm.bind_raw_on(GemmSize::new(step.a.rows, l.n, l.k), buffers, sms)
     }
@@ -119,11 +120,15 @@ impl<T: TpElement> Buffers<T> {
 /// Why a kernel that computes `spec` cannot serve a tensor-parallel GEMM,
 /// if it cannot: one with per-tensor scales, with A's block scales
 /// M-major (the ranks split and gather SA by rows with A), or whose
-/// epilogue reads vectors.
+/// epilogue reads vectors or matrices.
 pub fn unsupported(spec: &GemmSpec) -> Option<String> {
     if !spec.vectors.is_empty() {
         let names: Vec<&str> = spec.vectors.iter().map(|v| v.name.as_str()).collect();
         return Some(format!("the kernel's epilogue reads vectors {names:?}; tensor-parallel GEMMs do not split or bind them"));
+    }
+    if !spec.matrices.is_empty() {
+        let names: Vec<&str> = spec.matrices.iter().map(|x| x.name.as_str()).collect();
+        return Some(format!("the kernel's epilogue reads matrices {names:?}; tensor-parallel GEMMs do not split or bind them"));
     }
     match (spec.scales, spec.sa_layout) {
         (Scales::PerTensor, _) => Some("per-tensor FP8 scales are not supported; use a bf16 or block-scaled kernel".into()),
