@@ -433,7 +433,6 @@ pub fn cuda_source(epilogue: &Epilogue, vectors: &[VectorSpec], matrices: &[Matr
         let expr = match v {
             EpilogueValue::Acc => "tilec_bf16_to_f32(in.v[e])".to_string(),
             EpilogueValue::Splat { value } => c_float(*value),
-            EpilogueValue::Matrix { tensor } => return Err(format!("the epilogue reads matrix {tensor}; the element-wise baseline reads vectors only")),
             EpilogueValue::Vector { tensor, along } => {
                 let k = vectors
                     .iter()
