@@ -175,6 +175,12 @@ pub(crate) struct Lowerer<'a> {
 /// Registers per thread a kernel needs beside its register tiles (addresses,
 /// loop state, barrier phases): a tile that leaves fewer spills.
 const RESERVED_REGS: i64 = 24;
+/// Registers a tile read in the epilogue leaves free, beside the f32
+/// accumulator of its shape and its own packed values, for the stores'
+/// addresses and the loop state, when it is read all at once (a residual:
+/// `lower_load_global`); with fewer it is read pair by pair where stored.
+const EAGER_READ_MARGIN: i64 = 64;
+
 /// The most registers a thread can have without `setmaxnreg`.
 const MAX_REGS: i64 = 255;
 
@@ -948,8 +954,16 @@ impl<'a> Lowerer<'a> {
         let tid = self.thread().tid.clone();
         let coords = thread_coords(&mut self.em, &tid, geom.warpgroups);
         let tile = fragment::GlobalTile::new(&mut self.em, &geom, ty.elem(), &coords, &m.ptr, &m.row0, &m.col0, &m.rows, &m.cols);
-        // Read where the values are needed (a store, position by position),
-        // not held whole beside the accumulator.
+        // Where the tile fits beside an accumulator of its shape, every pair
+        // is read here, all loads in flight at once; otherwise each where a
+        // store needs it, not held whole beside the accumulator.
+        let packed = geom.values_per_thread() * i64::from(ty.elem().bits()) / 32;
+        if geom.values_per_thread() + packed + EAGER_READ_MARGIN <= self.reg_budget {
+            let expr = Rc::new(Expr::Global(tile));
+            let frag = elementwise::evaluate(&mut self.em, &geom, &expr);
+            self.vals.insert(result, Lv::Frag(frag));
+            return Ok(());
+        }
         self.defer(op, result, Expr::Global(tile))
     }
 
