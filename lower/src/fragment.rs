@@ -368,6 +368,38 @@ impl GlobalTile {
         GlobalTile { geom: geom.clone(), elem, ptr: ptr.into(), row_base, col_base, rows: rows.into(), cols: cols.into(), cols64 }
     }
 
+    /// Asks L2 for every 128-byte line of the tile the thread reads, without
+    /// waiting: its later pair loads, issued one at a time where the store
+    /// needs them, then find their lines in flight or arrived rather than
+    /// each waiting a round trip to HBM. A thread asks for the line of its
+    /// first pair in each 64-column span of each of its rows (the warp's
+    /// lanes of one row ask for the same line, which the request merges).
+    pub fn prefetch(&self, em: &mut Emitter) {
+        let g = &self.geom;
+        let span = (128 / (self.elem.bits() / 8)) as i64;
+        let ptr = &self.ptr;
+        let t = mlir_type(self.elem);
+        for r in 0..g.m_blocks {
+            for half in 0..2 {
+                let row = em.add_const("row", &self.row_base, g.block_row(r) + 8 * half, "i32");
+                let row_ok = em.assign("row_ok", format!("arith.cmpi ult, {row}, {} : i32", self.rows));
+                let row64 = em.assign("row64", format!("arith.extui {row} : i32 to i64"));
+                let row_off = em.binop("row_off", "arith.muli", &row64, &self.cols64, "i64");
+                for seg in 0..(g.cols + span - 1) / span {
+                    let col = em.add_const("col", &self.col_base, seg * span, "i32");
+                    let col_ok = em.assign("c_ok", format!("arith.cmpi ult, {col}, {} : i32", self.cols));
+                    let ok = em.binop("ok", "arith.andi", &row_ok, &col_ok, "i1");
+                    let col64 = em.assign("col64", format!("arith.extui {col} : i32 to i64"));
+                    let idx = em.binop("idx", "arith.addi", &row_off, &col64, "i64");
+                    em.open(format!("scf.if {ok} {{"));
+                    let p = em.assign("pf", format!("llvm.getelementptr {ptr}[{idx}] : (!llvm.ptr, i64) -> !llvm.ptr, {t}"));
+                    em.line(format!("llvm.inline_asm has_side_effects asm_dialect = att \"prefetch.global.L2 [$0];\", \"l\" {p} : (!llvm.ptr) -> ()"));
+                    em.close("}");
+                }
+            }
+        }
+    }
+
     /// The `vector<2 x elem>` of values `i & !1` and `i | 1` of chunk `c`
     /// (a column pair of one row), zero outside the tensor: one aligned load
     /// where both lie inside and the pair's offset is even, else each

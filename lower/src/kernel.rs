@@ -964,6 +964,7 @@ impl<'a> Lowerer<'a> {
             self.vals.insert(result, Lv::Frag(frag));
             return Ok(());
         }
+        tile.prefetch(&mut self.em);
         self.defer(op, result, Expr::Global(tile))
     }
 
