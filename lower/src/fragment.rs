@@ -260,12 +260,8 @@ pub(crate) fn load_broadcast(
             (0..geom.m_blocks).flat_map(|_| per_n_block.iter().cloned()).collect()
         }
         Along::Rows => {
-            let mut row_base = em.binop("vrow", "arith.addi", start, &thread.row, "i32");
-            if let Some(wg) = &thread.wg {
-                let c64 = em.i32(64);
-                let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
-                row_base = em.binop("vrow", "arith.addi", &row_base, &wg_rows, "i32");
-            }
+            let zero = em.i32(0);
+            let (row_base, _) = thread.first_in(em, start, &zero);
             let mut chunks = Vec::with_capacity(geom.chunks());
             for r in 0..geom.m_blocks {
                 let mut s = em.assign("undef", format!("llvm.mlir.undef : {ty}"));
@@ -357,13 +353,7 @@ impl GlobalTile {
     /// read by the thread at `thread`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(em: &mut Emitter, geom: &FragGeom, elem: ElemType, thread: &ThreadCoords, ptr: &str, row0: &str, col0: &str, rows: &str, cols: &str) -> Self {
-        let mut row_base = em.binop("row_t", "arith.addi", row0, &thread.row, "i32");
-        if let Some(wg) = &thread.wg {
-            let c64 = em.i32(64);
-            let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
-            row_base = em.binop("row_t", "arith.addi", &row_base, &wg_rows, "i32");
-        }
-        let col_base = em.binop("col_t", "arith.addi", col0, &thread.col, "i32");
+        let (row_base, col_base) = thread.first_in(em, row0, col0);
         let cols64 = em.assign("cols64", format!("arith.extui {cols} : i32 to i64"));
         GlobalTile { geom: geom.clone(), elem, ptr: ptr.into(), row_base, col_base, rows: rows.into(), cols: cols.into(), cols64 }
     }
@@ -455,6 +445,20 @@ impl GlobalTile {
     }
 }
 
+impl ThreadCoords {
+    /// The thread's first row and column in a tensor whose tile starts at
+    /// (`row0`, `col0`): its warpgroup's rows, its warp's and lane's.
+    pub fn first_in(&self, em: &mut Emitter, row0: &str, col0: &str) -> (String, String) {
+        let mut row = em.binop("row_t", "arith.addi", row0, &self.row, "i32");
+        if let Some(wg) = &self.wg {
+            let c64 = em.i32(64);
+            let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
+            row = em.binop("row_t", "arith.addi", &row, &wg_rows, "i32");
+        }
+        (row, em.binop("col_t", "arith.addi", col0, &self.col, "i32"))
+    }
+}
+
 /// The store helper for `elem`: `(ptr, row, col, v0, v1, rows, cols)` writes
 /// `v0` to (row, col) and `v1` to (row, col + 1) of a row-major
 /// `rows x cols` tensor, each only where inside it; both with one 2-element
@@ -528,14 +532,7 @@ pub(crate) fn store(
     let g = values.geom();
     let t = mlir_type(values.elem());
     let helper = store_pair_helper_name(values.elem());
-    // Thread's first row and column in the tile, then in the tensor.
-    let mut row_base = em.binop("row_t", "arith.addi", row0, &thread.row, "i32");
-    if let Some(wg) = &thread.wg {
-        let c64 = em.i32(64);
-        let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
-        row_base = em.binop("row_t", "arith.addi", &row_base, &wg_rows, "i32");
-    }
-    let col_base = em.binop("col_t", "arith.addi", col0, &thread.col, "i32");
+    let (row_base, col_base) = thread.first_in(em, row0, col0);
     // Both rows of a column pair one after the other: a value per column
     // (a bias) is then read by consecutive stores, not held across the
     // whole tile.
