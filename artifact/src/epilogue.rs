@@ -68,6 +68,22 @@ pub enum EpilogueValue {
     /// The accumulator: sum over k of `A[i][k] B[j][k]` in f32 (with a
     /// block-scaled GEMM's scales applied), all splits and pieces added.
     Acc,
+    /// The accumulator of another column than the output element's: the
+    /// product's columns interleave `parts` outputs in runs of `block`
+    /// (gate and up projections in one GEMM, `parts = 2`), and output
+    /// column `j` of part `part` is the product's column
+    /// `parts * block * (j / block) + part * block + j % block`. The output
+    /// then has `N / parts` columns (`N`, the product's, a multiple of
+    /// `parts * block`). Every such value of an epilogue has one `block`
+    /// and `parts`.
+    AccPart {
+        /// Columns in a run.
+        block: u64,
+        /// Which of the interleaved outputs, from 0.
+        part: u64,
+        /// How many outputs the product's columns interleave.
+        parts: u64,
+    },
     /// A constant.
     Splat {
         /// Its value.
@@ -121,7 +137,7 @@ impl Epilogue {
     /// The indices each value reads.
     pub fn operands(value: &EpilogueValue) -> Vec<usize> {
         match value {
-            EpilogueValue::Acc | EpilogueValue::Splat { .. } | EpilogueValue::Vector { .. } | EpilogueValue::Matrix { .. } => Vec::new(),
+            EpilogueValue::Acc | EpilogueValue::AccPart { .. } | EpilogueValue::Splat { .. } | EpilogueValue::Vector { .. } | EpilogueValue::Matrix { .. } => Vec::new(),
             EpilogueValue::Unary { x, .. } | EpilogueValue::Convert { x, .. } => vec![*x],
             EpilogueValue::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
         }
@@ -157,9 +173,11 @@ impl Epilogue {
 impl Epilogue {
     /// The value it stores for one output element, computed in f64:
     /// `acc` is the accumulator, `vector(i)` the element that value `i` (a
-    /// [`EpilogueValue::Vector`] or [`EpilogueValue::Matrix`]) reads for
-    /// this output element (a vector's element `i` of the row or `j` of the
-    /// column, as its `along` says; a matrix's element (`i`, `j`)). `convert`
+    /// [`EpilogueValue::Vector`], [`EpilogueValue::Matrix`] or
+    /// [`EpilogueValue::AccPart`]) reads for this output element (a
+    /// vector's element `i` of the row or `j` of the column, as its `along`
+    /// says; a matrix's element (`i`, `j`); the product's element at the
+    /// part's column). `convert`
     /// rounds to nearest even as [`round_to`] does. The epilogue must be
     /// valid ([`crate::Manifest::validate`]); an empty one gives NaN.
     ///
@@ -197,7 +215,7 @@ impl Epilogue {
             v[i] = match *value {
                 EpilogueValue::Acc => acc,
                 EpilogueValue::Splat { value } => value,
-                EpilogueValue::Vector { .. } | EpilogueValue::Matrix { .. } => vector(i),
+                EpilogueValue::Vector { .. } | EpilogueValue::Matrix { .. } | EpilogueValue::AccPart { .. } => vector(i),
                 EpilogueValue::Unary { f, x } => f.apply(at(v, x, i)),
                 EpilogueValue::Binary { f, lhs, rhs } => f.apply(at(v, lhs, i), at(v, rhs, i)),
                 EpilogueValue::Convert { to, x } => round_to(to, at(v, x, i)),

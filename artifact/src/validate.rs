@@ -173,6 +173,17 @@ pub enum ValidationError {
         /// The operand index found.
         operand: usize,
     },
+    /// An epilogue's interleaved accumulator part is not one of at least
+    /// two parts in runs of at least one column.
+    #[error("an accumulator part takes part < parts, parts >= 2 and block >= 1 (got part {part} of {parts}, block {block})")]
+    EpilogueAccPart {
+        /// Columns in a run.
+        block: u64,
+        /// The part.
+        part: u64,
+        /// The parts.
+        parts: u64,
+    },
     /// An epilogue matrix names a tensor that is not an input of the
     /// output's shape.
     #[error("epilogue matrix `{tensor}` must be an input of the shape of the output `{output}`")]
@@ -452,6 +463,12 @@ impl Manifest {
             let f = format!("epilogue.values[{i}]");
             let operands: Vec<(&str, usize)> = match v {
                 EpilogueValue::Acc | EpilogueValue::Vector { .. } | EpilogueValue::Matrix { .. } => Vec::new(),
+                EpilogueValue::AccPart { block, part, parts } => {
+                    if *block == 0 || *parts < 2 || part >= parts {
+                        return Err(bad(f.clone(), ValidationError::EpilogueAccPart { block: *block, part: *part, parts: *parts }));
+                    }
+                    Vec::new()
+                }
                 EpilogueValue::Splat { value } => {
                     if !value.is_finite() {
                         return Err(bad(format!("{f}.value"), ValidationError::EpilogueSplatNotFinite(*value)));

@@ -432,6 +432,7 @@ pub fn cuda_source(epilogue: &Epilogue, vectors: &[VectorSpec], matrices: &[Matr
     for (i, v) in epilogue.values.iter().enumerate() {
         let expr = match v {
             EpilogueValue::Acc => "tilec_bf16_to_f32(in.v[e])".to_string(),
+            EpilogueValue::AccPart { .. } => return Err("the epilogue reads interleaved parts of the product; the element-wise baseline reads its own column only".into()),
             EpilogueValue::Splat { value } => c_float(*value),
             EpilogueValue::Vector { tensor, along } => {
                 let k = vectors
