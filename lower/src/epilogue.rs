@@ -13,8 +13,9 @@ use tilec_dialects::{tile, Function};
 
 /// The epilogue of `f`, a tile-level GEMM: one `tile.store` whose value is
 /// made by element-wise ops from the result of the loop around the one dot,
-/// from constants, from broadcast vectors and from tiles loaded at the
-/// stored tile's coordinates (a residual). `None` for any other program
+/// from constants, from broadcast vectors, from tiles loaded at the
+/// stored tile's coordinates (a residual), and from the runs a
+/// `tile.deinterleave` of the accumulator splits (gate and up projections). `None` for any other program
 /// (no dot, several stores, an op the description has no word for): the
 /// runtime's GEMM handle then refuses a kernel with extra tensors.
 pub fn describe(f: &Function) -> Option<Epilogue> {
@@ -95,6 +96,11 @@ impl Reader<'_> {
                 }
                 Described::New(EpilogueValue::Matrix { tensor: body.values[self.f.args()[tensor]].name_hint.clone()? })
             }
+            Opcode::TileDeinterleave if operands[0] == self.acc => {
+                let d = tile::Deinterleave::of(body, op)?;
+                let part = if v == d.first(body) { 0 } else { 1 };
+                Described::New(EpilogueValue::AccPart { block: u64::try_from(d.block(body)).ok()?, part, parts: 2 })
+            }
             Opcode::TileExtf => Described::Same(self.value(operands[0])?),
             Opcode::TileTruncf => {
                 let to = dtype(body.value_type(v).elem())?;
@@ -165,6 +171,15 @@ mod tests {
     fn a_residual_is_a_matrix_read_element_for_element() {
         let e = describe_file("examples/gemm_residual.tile").expect("described");
         assert!(e.values.contains(&EpilogueValue::Matrix { tensor: "R".into() }), "{e:?}");
+    }
+
+    #[test]
+    fn gate_and_up_are_the_accumulators_two_parts() {
+        let e = describe_file("examples/mlp_swiglu.tile").expect("described");
+        for part in [0, 1] {
+            assert!(e.values.contains(&EpilogueValue::AccPart { block: 128, part, parts: 2 }), "{e:?}");
+        }
+        assert!(!e.values.contains(&EpilogueValue::Acc), "the gating reads the parts, not the product's own column: {e:?}");
     }
 
     #[test]

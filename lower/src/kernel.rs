@@ -624,6 +624,7 @@ impl<'a> Lowerer<'a> {
                 Ok(())
             }
             Opcode::TileLoadBroadcast => self.lower_load_broadcast(op),
+            Opcode::TileDeinterleave => self.lower_deinterleave(op),
             Opcode::TileTruncf | Opcode::TileExtf => {
                 let cast = self.view(op, tile::Cast::of)?;
                 let (input, result) = (cast.input(&self.f.body), cast.result(&self.f.body));
@@ -912,6 +913,34 @@ impl<'a> Lowerer<'a> {
         let hint = self.hint(result);
         let r = self.em.assign(&hint, format!("arith.select {inside}, {v}, {zero} : {ty}"));
         self.vals.insert(result, Lv::Scalar { name: r, elem });
+        Ok(())
+    }
+
+    /// Each result takes its runs' chunks of the input, as they are: a
+    /// thread holds the same positions of every n block, so where the
+    /// wgmma instruction's N divides the run, splitting the columns is
+    /// choosing structs, with no data movement.
+    fn lower_deinterleave(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let d = self.view(op, tile::Deinterleave::of)?;
+        let body = &self.f.body;
+        let (input, results, block) = (d.input(body), [d.first(body), d.second(body)], d.block(body));
+        let frag = self.frag(op, input)?;
+        let instr_n = frag.geom.instr_n;
+        if block % instr_n != 0 {
+            return Err(self.err(op, format!("splits {block}-column runs of a tile whose wgmma instruction N is {instr_n}: the lowering needs the instruction N to divide the run")));
+        }
+        let geom = self.geom(op, &self.f.body.value_type(results[0]).clone())?;
+        let per_run = block / instr_n;
+        for (part, result) in results.into_iter().enumerate() {
+            let mut chunks = Vec::with_capacity(geom.chunks());
+            for r in 0..geom.m_blocks {
+                for nb in 0..geom.n_blocks {
+                    let source = (2 * (nb / per_run) + part as i64) * per_run + nb % per_run;
+                    chunks.push(frag.chunks[(r * frag.geom.n_blocks + source) as usize].clone());
+                }
+            }
+            self.vals.insert(result, Lv::Frag(Frag { geom: geom.clone(), elem: frag.elem, chunks }));
+        }
         Ok(())
     }
 

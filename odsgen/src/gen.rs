@@ -478,10 +478,8 @@ fn parse(s: &mut String, op: &OpDef, format: &[Element]) {
     b.push_str("    let mut result_types: Vec<Type> = Vec::new();\n");
     for r in &op.results {
         if typed.contains(&r.name.as_str()) {
-            match r.arity {
-                Arity::Variadic => writeln!(b, "    result_types.extend(ty_{});", r.name).unwrap(),
-                _ => writeln!(b, "    result_types.extend(ty_{});", r.name).unwrap(),
-            }
+            // Cloned: a later result may take the same type (types-match).
+            writeln!(b, "    result_types.extend(ty_{}.clone());", r.name).unwrap();
         } else if let Some(t) = fixed_type(r.kind) {
             writeln!(b, "    result_types.push({t});").unwrap();
         } else {

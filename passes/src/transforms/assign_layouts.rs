@@ -19,7 +19,7 @@ use crate::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, TileType, Type, Value};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::tile::{ConvertLayout, Dot, DotScaled, For, Load};
+use tilec_dialects::tile::{ConvertLayout, Deinterleave, Dot, DotScaled, For, Load};
 use tilec_dialects::syntax::layout_to_string;
 use tilec_dialects::{Diagnostic, Function, Layout};
 
@@ -76,12 +76,14 @@ impl Pass for AssignLayouts {
         };
         let body = &mut func.body;
         let classes = RegisterClasses::build(body, func.region);
+        // A tile split into column runs takes a wgmma N that divides them.
+        let runs = body.walk_region(func.region).into_iter().filter_map(|op| Deinterleave::of(body, op)).map(|d| d.block(body)).min();
         let mut class_layout: HashMap<Value, Layout> = HashMap::new();
         for op in body.walk_region(func.region) {
             let Some((a, b, acc)) = dot_operands(body, op) else { continue };
             let acc_ty = tile_type(body, acc);
             let elem_bits = tile_type(body, a).elem.bits();
-            let mma = choose_mma(body, op, &acc_ty, elem_bits, num_warps, mma_n)?;
+            let mma = choose_mma(body, op, &acc_ty, elem_bits, num_warps, mma_n, runs)?;
             if matches!(tile_type(body, a).layout, Some(Layout::DotOperand { .. })) {
                 assign_a_registers(body, func.region, op, a, &mma)?;
             } else {
@@ -240,7 +242,7 @@ fn assign_a_registers(body: &mut Body, region: tilec_dialects::Region, dot: Op, 
 /// The accumulator's MMA layout: the one pinned on it, else the widest
 /// instruction N that fits, or `mma_n` where given (a narrower one: a
 /// block-scaled dot then promotes an instruction's columns at a time).
-fn choose_mma(body: &Body, dot: Op, acc: &TileType, elem_bits: u32, num_warps: u32, mma_n: Option<i64>) -> Result<Layout, Diagnostic> {
+fn choose_mma(body: &Body, dot: Op, acc: &TileType, elem_bits: u32, num_warps: u32, mma_n: Option<i64>, runs: Option<i64>) -> Result<Layout, Diagnostic> {
     let (block_m, block_n) = (acc.shape[0], acc.shape[1]);
     if block_m % 64 != 0 {
         return Err(op_error(body, dot, format!("BLOCK_M ({block_m}) must be a multiple of 64, one warpgroup's wgmma")));
@@ -261,6 +263,12 @@ fn choose_mma(body: &Body, dot: Op, acc: &TileType, elem_bits: u32, num_warps: u
     }
     let widest = instr_shape_n(block_m, block_n, num_warps)
         .ok_or_else(|| op_error(body, dot, format!("no wgmma instruction N divides BLOCK_N ({block_n})")))?;
+    let widest = match runs {
+        None => widest,
+        Some(run) => (1..=widest / 8).rev().map(|i| i * 8).find(|&n| block_n % i64::from(n) == 0 && run % i64::from(n) == 0).ok_or_else(|| {
+            op_error(body, dot, format!("no wgmma instruction N divides both BLOCK_N ({block_n}) and the {run}-column runs a tile.deinterleave splits"))
+        })?,
+    };
     let n = match mma_n {
         None => widest,
         Some(n) if n > 0 && n % 8 == 0 && i64::from(widest) % n == 0 => n as u32,
@@ -295,6 +303,11 @@ impl RegisterClasses {
                     if let Some(&y) = yielded.get(i) {
                         classes.union(y, result);
                     }
+                }
+            } else if let Some(d) = Deinterleave::of(body, op) {
+                // The runs keep the input's positions in every thread.
+                for result in [d.first(body), d.second(body)] {
+                    classes.union(d.input(body), result);
                 }
             } else if body.ops[op].def.traits.elementwise {
                 for &result in &body.ops[op].results {
