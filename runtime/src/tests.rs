@@ -335,11 +335,11 @@ const SCALES: &str = r#",
 #[test]
 fn gemm_spec_from_manifest() {
     let nk = GemmSpec::from_manifest(&gemm_manifest()).unwrap();
-    assert_eq!(nk, GemmSpec { input: DType::Bf16, b_layout: BLayout::Nk, scales: Scales::None, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new() });
+    assert_eq!(nk, GemmSpec { input: DType::Bf16, b_layout: BLayout::Nk, scales: Scales::None, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None });
     let kn = GemmSpec::from_manifest(&gemm_manifest_with("bf16", "bf16", r#"["K", "N"]"#, "")).unwrap();
     assert_eq!(kn.b_layout, BLayout::Kn);
     let fp8 = GemmSpec::from_manifest(&gemm_manifest_with("f8e4m3", "f8e4m3", r#"["N", "K"]"#, SCALES)).unwrap();
-    assert_eq!(fp8, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new() });
+    assert_eq!(fp8, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None });
     let err = |m: Manifest| GemmSpec::from_manifest(&m).unwrap_err().to_string();
     assert_eq!(
         err(gemm_manifest_with("bf16", "f8e4m3", r#"["N", "K"]"#, "")),
@@ -404,7 +404,7 @@ fn gemm_bind_names_sizes_and_checks() {
     let kn = GemmSpec { b_layout: BLayout::Kn, ..spec.clone() };
     assert!(err(kn.bind(size, bufs(&a, &buf(DType::Bf16, 0x2000, 256 * 511 * 2), &c, None))).contains("B is 512x256"));
     // FP8: raw bytes stand for e4m3, and the scales are required.
-    let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new() };
+    let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None };
     let (a8, b8) = (buf(DType::U8, 0x1000, 64 * 512), buf(DType::U8, 0x2000, 256 * 512));
     let bound = fp8.bind(size, bufs(&a8, &b8, &c, Some(s.clone()))).unwrap();
     assert_eq!(bound.iter().map(|t| (t.name.as_str(), t.dtype)).collect::<Vec<_>>(), [
@@ -428,7 +428,7 @@ const BLOCK_SCALES: &str = r#",
 fn block_scaled_spec_from_manifest() {
     let fp8 = |b_shape: &str, extra: &str| gemm_manifest_with("f8e4m3", "f8e4m3", b_shape, extra);
     let spec = GemmSpec::from_manifest(&fp8(r#"["N", "K"]"#, BLOCK_SCALES)).unwrap();
-    assert_eq!(spec, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::Block, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new() });
+    assert_eq!(spec, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::Block, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None });
     // SA declared [KB, M] is A's scales M-major.
     let m_major = BLOCK_SCALES.replace(r#"["M", "KB"]"#, r#"["KB", "M"]"#);
     assert_eq!(GemmSpec::from_manifest(&fp8(r#"["N", "K"]"#, &m_major)).unwrap().sa_layout, SaLayout::MMajor);
@@ -495,7 +495,7 @@ fn block_scaled_bind_and_plan() {
 
 #[test]
 fn tensor_parallel_gemms_refuse_m_major_and_per_tensor_scales() {
-    let spec = |scales, sa_layout| GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales, sa_layout, epilogue: None, vectors: Vec::new(), matrices: Vec::new() };
+    let spec = |scales, sa_layout| GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales, sa_layout, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None };
     assert_eq!(tp::unsupported(&spec(Scales::Block, SaLayout::KMajor)), None);
     assert!(tp::unsupported(&spec(Scales::Block, SaLayout::MMajor)).unwrap().contains("SA[M,KB]"));
     assert!(tp::unsupported(&spec(Scales::PerTensor, SaLayout::KMajor)).unwrap().contains("per-tensor"));
