@@ -296,7 +296,7 @@ fn gpu_smoke() {
 
 #[test]
 fn fixtures_load_and_validate() {
-    for f in ["naive_gemm", "naive_gemm_residual", "tma_copy"] {
+    for f in ["naive_gemm", "naive_gemm_residual", "naive_gemm_swiglu", "tma_copy"] {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(f);
         let a = Artifact::load(&dir).unwrap_or_else(|e| panic!("{e}"));
         a.manifest.validate().unwrap_or_else(|e| panic!("{f}: {e}"));
@@ -308,6 +308,23 @@ fn fixtures_load_and_validate() {
     assert_eq!(spec.matrices, [MatrixSpec { name: "R".into(), dtype: DType::Bf16 }]);
     let kind = crate::epilogue::classify(spec.epilogue.as_ref(), &spec.vectors, &spec.matrices);
     assert_eq!(kind, crate::epilogue::EpilogueKind::Residual { tensor: "R".into(), alpha: 0.5, beta: 2.0 });
+    // The SwiGLU fixture interleaves gate and up in runs of 128 product columns: C[M,H], H = N/2; its grid covers C.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/naive_gemm_swiglu");
+    let m = Artifact::load(dir).unwrap().manifest;
+    let spec = GemmSpec::from_manifest(&m).unwrap();
+    assert_eq!(spec.gated, Some(crate::epilogue::AccParts { block: 128, parts: 2, cols: "H".into() }));
+    let kind = crate::epilogue::classify(spec.epilogue.as_ref(), &spec.vectors, &spec.matrices);
+    assert_eq!(kind, crate::epilogue::EpilogueKind::Gated { block: 128, parts: 2 });
+    let size = GemmSize::new(100, 512, 64);
+    let c = |bytes| TensorBinding { name: "C".into(), dtype: DType::Bf16, addr: 0x3000, bytes };
+    let buffers = GemmBuffers::new(
+        TensorBinding { name: "A".into(), dtype: DType::Bf16, addr: 0x1000, bytes: 100 * 64 * 2 },
+        TensorBinding { name: "B".into(), dtype: DType::Bf16, addr: 0x2000, bytes: 512 * 64 * 2 },
+        c(100 * 256 * 2),
+    );
+    let plan = plan_launch(&m, &spec.problem(size), &spec.bind(size, buffers).unwrap(), 132).unwrap();
+    assert_eq!(plan.grid, [13, 8, 1]);
+    assert_eq!(plan.params[4], ParamValue::I32(256), "H = N/2");
 }
 
 fn gemm_manifest_with(a: &str, b: &str, b_shape: &str, extra: &str) -> Manifest {
