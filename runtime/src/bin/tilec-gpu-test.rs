@@ -168,7 +168,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let dir = cli.artifact.expect("clap requires the artifact unless --completions is given");
-    let (shapes, threshold, sms) = (cli.shapes.0, cli.threshold, cli.sms);
+    let (mut shapes, threshold, sms) = (cli.shapes.0, cli.threshold, cli.sms);
     // The artifact is checked even where there is no GPU.
     let artifact = match Artifact::load(&dir) {
         Ok(a) => a,
@@ -184,6 +184,14 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
+    // A gated epilogue's N interleaves whole runs of its parts: the default shapes' N round up to them.
+    if let Some(g) = GemmSpec::from_manifest(&artifact.manifest).ok().and_then(|s| s.gated) {
+        if parse_shapes(DEFAULT_SHAPES).is_ok_and(|d| d.0 == shapes) {
+            let whole = g.parts * g.block;
+            shapes = shapes.into_iter().map(|(m, n, k)| (m, n.div_ceil(whole) * whole, k)).collect();
+            println!("tilec-gpu-test: {} parts in runs of {}: default shapes with N rounded up to a multiple of {whole}", g.parts, g.block);
+        }
+    }
     if cli.streams.is_some() && mode != (Mode::Gemm { b_kn: false }) {
         eprintln!("tilec-gpu-test: {dir}: --streams runs a BF16 GEMM with B stored N x K; this artifact is not one");
         return ExitCode::from(EXIT_ERROR);
