@@ -555,7 +555,9 @@ pub struct EpilogueBaseline {
     /// What the epilogue computes as far as a vendor kernel fuses it:
     /// `bias`, `bias_gelu` (cuBLASLt's `CUBLASLT_EPILOGUE_BIAS`,
     /// `CUBLASLT_EPILOGUE_GELU_BIAS`), `residual` (`alpha * acc + beta *
-    /// R`: cuBLASLt's alpha, beta and C) or `other`.
+    /// R`: cuBLASLt's alpha, beta and C), `gated` (interleaved parts of the
+    /// product, as SwiGLU's gate and up: the GEMM's product to a scratch
+    /// buffer, then the element-wise kernel) or `other`.
     pub kind: String,
     /// The baseline runs that computed it (names in `runs`): a cuBLASLt
     /// GEMM with the epilogue fused (`cublaslt-gelu-bias`, ...), or a

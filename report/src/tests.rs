@@ -237,6 +237,19 @@ fn a_shape_names_its_epilogue_baseline() {
     assert_eq!(v["results"][0]["epilogue"]["baselines"][0], "cublaslt-gelu-bias");
     assert!(v["results"][0]["epilogue"].get("note").is_none());
     assert_eq!(Report::from_json(&text).unwrap(), rep);
+    // A gated epilogue (SwiGLU's interleaved gate and up): the GEMM to a scratch product, then the element-wise kernel.
+    rep.results[0].epilogue = Some(EpilogueBaseline {
+        kind: "gated".into(),
+        baselines: vec!["cublaslt+nvrtc-epilogue".into()],
+        fused: false,
+        note: Some("2 parts interleaved in runs of 128 columns".into()),
+    });
+    let text = rep.to_json();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["results"][0]["epilogue"]["kind"], "gated");
+    assert_eq!(v["results"][0]["epilogue"]["fused"], false);
+    assert_eq!(v["results"][0]["epilogue"]["baselines"][0], "cublaslt+nvrtc-epilogue");
+    assert_eq!(Report::from_json(&text).unwrap(), rep);
 }
 
 const H100_2026_11_22: &str = include_str!("../../docs/benchmarks/2026-11-22-h100.json");

@@ -50,9 +50,11 @@ pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, s
     let b = s.clone_htod(&b_h).ctx("cuMemcpyHtoD")?;
     // Plain: cuBLAS on every row. With an epilogue: FP64 on sampled rows, through it.
     let spec = gemm.spec();
-    let vectors = random_vectors(&spec.vectors, size, &mut rng);
+    // C, the vectors along columns and the matrices have N / parts columns for a gated epilogue.
+    let h = spec.out_size(size).n as usize;
+    let vectors = random_vectors(&spec.vectors, spec.out_size(size), &mut rng);
     let (_vector_slices, vector_bindings) = upload_vectors(gpu, &vectors)?;
-    let matrices = random_matrices(&spec.matrices, size, &mut rng);
+    let matrices = random_matrices(&spec.matrices, spec.out_size(size), &mut rng);
     let (_matrix_slices, matrix_bindings) = upload_matrices(gpu, &matrices)?;
     let (rows, reference) = match spec.epilogue.as_ref().filter(|_| spec.has_epilogue()) {
         Some(epilogue) => {
@@ -68,7 +70,7 @@ pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, s
         }
     };
     let lanes = (0..streams).map(|_| gpu.ctx.new_stream().ctx("cuStreamCreate")).collect::<Result<Vec<_>>>()?;
-    let mut outputs = (0..streams).map(|_| unsafe { s.alloc::<bf16>(m * n) }.ctx("cuMemAlloc")).collect::<Result<Vec<_>>>()?;
+    let mut outputs = (0..streams).map(|_| unsafe { s.alloc::<bf16>(m * h) }.ctx("cuMemAlloc")).collect::<Result<Vec<_>>>()?;
     let mut bound = outputs
         .iter()
         .map(|c| {
@@ -94,7 +96,7 @@ pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, s
         for c in &outputs {
             let out = s.clone_dtoh(c).ctx("cuMemcpyDtoH")?;
             let err = match &rows {
-                Some(rows) => rel_frobenius(&take_rows(&out, rows, n), &reference),
+                Some(rows) => rel_frobenius(&take_rows(&out, rows, h), &reference),
                 None => rel_frobenius(&bf16_to_f64(&out), &reference),
             };
             check.results += 1;

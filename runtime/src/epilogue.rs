@@ -152,6 +152,75 @@ pub fn upload_matrices(gpu: &Gpu, matrices: &[HostMatrix]) -> Result<(Vec<CudaSl
     Ok((slices, bindings))
 }
 
+/// How an epilogue's interleaved accumulator parts ([`EpilogueValue::AccPart`])
+/// sit among the product's columns: `parts` outputs (SwiGLU's gate and up:
+/// 2) in runs of `block` columns. The GEMM computes `N` product columns;
+/// its output C has `N / parts` (`N` a multiple of `parts * block`), and
+/// output column `j` of part `p` is product column [`AccParts::column`].
+/// An epilogue reading no part is an ordinary one (`C[M,N]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccParts {
+    /// Columns in a run.
+    pub block: u64,
+    /// How many outputs the product's columns interleave.
+    pub parts: u64,
+    /// The symbol of C's columns (`H`), bound to `N / parts` at a call.
+    pub cols: String,
+}
+
+impl AccParts {
+    /// The one `(block, parts)` of every [`EpilogueValue::AccPart`] of
+    /// `epilogue`, or `None` if it reads none; an error where two differ.
+    pub fn of(epilogue: &Epilogue) -> std::result::Result<Option<(u64, u64)>, String> {
+        let mut found: Option<(u64, u64)> = None;
+        for (i, v) in epilogue.values.iter().enumerate() {
+            if let EpilogueValue::AccPart { block, parts, .. } = *v {
+                match found {
+                    None => found = Some((block, parts)),
+                    Some(f) if f != (block, parts) => {
+                        return Err(format!(
+                            "the epilogue's accumulator parts interleave differently: value {i} reads {parts} parts in runs of {block}, \
+                             an earlier one {} in runs of {}",
+                            f.1, f.0
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The product column that output column `j` of part `part` reads:
+    /// `parts * block * (j / block) + part * block + j % block`.
+    pub fn column(&self, j: u64, part: u64) -> u64 {
+        product_column(self.block, self.parts, j, part)
+    }
+
+    /// C's columns for `n` product columns: `n / parts`.
+    pub fn out_cols(&self, n: u64) -> u64 {
+        n / self.parts
+    }
+
+    /// Checks that `n` product columns interleave whole runs of every part.
+    pub fn check_n(&self, n: u64) -> Result<()> {
+        let whole = self.parts * self.block;
+        if n % whole != 0 {
+            return Err(RuntimeError::GemmArgs(format!(
+                "N={n} product columns do not interleave {} parts in whole runs of {} columns: N must be a multiple of {whole} \
+                 (C then has N/{} columns)",
+                self.parts, self.block, self.parts
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// [`AccParts::column`] of `parts` parts in runs of `block`.
+fn product_column(block: u64, parts: u64, j: u64, part: u64) -> u64 {
+    parts * block * (j / block) + part * block + j % block
+}
+
 /// What one value of an epilogue reads from the call's operands.
 #[derive(Debug, Clone, Copy)]
 enum Slot {
@@ -161,6 +230,8 @@ enum Slot {
     Vector(usize, Along),
     /// Element (`i`, `j`) of `matrices[k]`.
     Matrix(usize),
+    /// The product's element at output column `j`'s column of this part.
+    AccPart(u64),
 }
 
 /// An epilogue with its vectors' and matrices' values: what `C[i][j]`
@@ -171,6 +242,8 @@ pub struct EpilogueReference<'a> {
     slots: Vec<Slot>,
     vectors: &'a [HostVector],
     matrices: &'a [HostMatrix],
+    /// The interleaved parts it reads, as `(block, parts)`, if any.
+    gated: Option<(u64, u64)>,
 }
 
 impl<'a> EpilogueReference<'a> {
@@ -189,38 +262,73 @@ impl<'a> EpilogueReference<'a> {
                     let k = matrices.iter().position(|h| &h.spec.name == tensor).ok_or_else(|| missing("matrix", tensor))?;
                     Slot::Matrix(k)
                 }
+                EpilogueValue::AccPart { part, .. } => Slot::AccPart(*part),
                 _ => Slot::None,
             });
         }
-        Ok(EpilogueReference { epilogue, slots, vectors, matrices })
+        let gated = AccParts::of(epilogue).map_err(RuntimeError::GemmArgs)?;
+        Ok(EpilogueReference { epilogue, slots, vectors, matrices, gated })
     }
 
-    /// `C[i][j]` for accumulator `acc`, in f64.
+    /// `C[i][j]` for accumulator `acc`, in f64. An epilogue reading
+    /// interleaved parts needs the product's row ([`EpilogueReference::at_row`]):
+    /// here they read NaN.
     pub fn at(&self, acc: f64, i: usize, j: usize) -> f64 {
-        self.epilogue.eval(acc, |v| match self.slots[v] {
+        self.epilogue.eval(acc, |v| self.operand(v, i, j, None))
+    }
+
+    /// `C[i][j]` given row `i` of the product (all its N columns), in f64:
+    /// the accumulator is the product's column `j`, an interleaved part's
+    /// ([`EpilogueValue::AccPart`]) its column [`AccParts::column`] of `j`
+    /// (NaN past the row's end).
+    pub fn at_row(&self, product: &[f64], i: usize, j: usize) -> f64 {
+        let acc = product.get(j).copied().unwrap_or(f64::NAN);
+        self.epilogue.eval(acc, |v| self.operand(v, i, j, Some(product)))
+    }
+
+    fn operand(&self, v: usize, i: usize, j: usize, product: Option<&[f64]>) -> f64 {
+        match self.slots[v] {
             Slot::Vector(k, Along::Rows) => self.vectors[k].values[i],
             Slot::Vector(k, Along::Cols) => self.vectors[k].values[j],
             Slot::Matrix(k) => self.matrices[k].at(i, j),
+            Slot::AccPart(part) => match (product, self.gated) {
+                (Some(row), Some((block, parts))) => {
+                    row.get(product_column(block, parts, j as u64, part) as usize).copied().unwrap_or(f64::NAN)
+                }
+                _ => f64::NAN,
+            },
             Slot::None => f64::NAN,
-        })
+        }
     }
 
-    /// The epilogue over rows `rows` of C: `acc` holds their accumulators,
-    /// `rows.len() x n` row-major; on all cores.
+    /// C's columns for `n` product columns: `n / parts` for an epilogue
+    /// reading interleaved parts, else `n`.
+    pub fn out_cols(&self, n: usize) -> usize {
+        self.gated.map_or(n, |(_, parts)| n / parts as usize)
+    }
+
+    /// The epilogue over rows `rows` of C: `acc` holds the product's rows,
+    /// `rows.len() x n` row-major; the result is `rows.len() x out_cols(n)`
+    /// (each element read as [`EpilogueReference::at_row`] does); on all cores.
     pub fn rows(&self, acc: &[f64], rows: &[usize], n: usize) -> Vec<f64> {
         assert_eq!(acc.len(), rows.len() * n, "EpilogueReference::rows: accumulator size");
-        let mut out = vec![0.0f64; acc.len()];
-        if n == 0 {
+        let h = self.out_cols(n);
+        if let Some((block, parts)) = self.gated {
+            assert_eq!(n as u64 % (block * parts), 0, "EpilogueReference::rows: {n} columns are not whole runs of {parts} parts of {block}");
+        }
+        let mut out = vec![0.0f64; rows.len() * h];
+        if n == 0 || h == 0 {
             return out;
         }
         let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1);
         let rows_per = rows.len().div_ceil(threads).max(1);
         std::thread::scope(|s| {
-            for ((out, acc), rows) in out.chunks_mut(rows_per * n).zip(acc.chunks(rows_per * n)).zip(rows.chunks(rows_per)) {
+            for ((out, acc), rows) in out.chunks_mut(rows_per * h).zip(acc.chunks(rows_per * n)).zip(rows.chunks(rows_per)) {
                 s.spawn(move || {
                     for (r, &i) in rows.iter().enumerate() {
-                        for j in 0..n {
-                            out[r * n + j] = self.at(acc[r * n + j], i, j);
+                        let product = &acc[r * n..(r + 1) * n];
+                        for j in 0..h {
+                            out[r * h + j] = self.at_row(product, i, j);
                         }
                     }
                 });
@@ -260,18 +368,30 @@ pub enum EpilogueKind {
         /// The residual's factor.
         beta: f64,
     },
+    /// Interleaved parts of the product taken together (SwiGLU's
+    /// `silu(gate) * up`, [`EpilogueValue::AccPart`]): C has `N / parts`
+    /// columns. No vendor kernel fuses it; the baseline is the GEMM
+    /// writing the whole bf16 product, then the element-wise kernel
+    /// ([`cuda_source`]) reading its parts.
+    Gated {
+        /// Columns in a run.
+        block: u64,
+        /// How many outputs the product interleaves.
+        parts: u64,
+    },
     /// Anything else: no vendor kernel fuses it.
     Other,
 }
 
 impl EpilogueKind {
-    /// A short name for reports: `plain`, `bias`, `bias_gelu`, `residual`, `other`.
+    /// A short name for reports: `plain`, `bias`, `bias_gelu`, `residual`, `gated`, `other`.
     pub fn name(&self) -> &'static str {
         match self {
             EpilogueKind::Plain => "plain",
             EpilogueKind::Bias { .. } => "bias",
             EpilogueKind::BiasGelu { .. } => "bias_gelu",
             EpilogueKind::Residual { .. } => "residual",
+            EpilogueKind::Gated { .. } => "gated",
             EpilogueKind::Other => "other",
         }
     }
@@ -305,9 +425,16 @@ const CLASSIFY_BIAS: [f64; 5] = [-1.25, -0.5, 0.0, 0.375, 2.0];
 /// found by evaluating the epilogue (`alpha` at acc 1, residual 0; `beta`
 /// at acc 0, residual 1), so any constants, in any arrangement of the
 /// same affine function, match. `None` (a manifest from before epilogues
-/// were recorded) is plain.
+/// were recorded) is plain. An epilogue reading interleaved parts of the
+/// product (one `block` and `parts`) is [`EpilogueKind::Gated`], whatever
+/// else it does.
 pub fn classify(epilogue: Option<&Epilogue>, vectors: &[VectorSpec], matrices: &[MatrixSpec]) -> EpilogueKind {
     let Some(e) = epilogue else { return EpilogueKind::Plain };
+    match AccParts::of(e) {
+        Ok(Some((block, parts))) => return EpilogueKind::Gated { block, parts },
+        Err(_) => return EpilogueKind::Other,
+        Ok(None) => {}
+    }
     let Some(EpilogueValue::Convert { to: DType::Bf16, x: last }) = e.values.last() else { return EpilogueKind::Other };
     let last = *last;
     let close = |got: f64, want: f64, scale: f64| (got - want).abs() <= 1e-9 * scale.abs().max(1.0);
@@ -427,12 +554,36 @@ pub const ELEMENTWISE_ENTRY: &str = "tilec_epilogue";
 /// fused kernel's, with `expf`, `tanhf`, `erff` and `rsqrtf`, and
 /// conversions rounding to nearest even through PTX `cvt`. `vectors` and
 /// `matrices` must name every vector and matrix the epilogue reads.
+///
+/// An epilogue reading interleaved parts of the product
+/// ([`EpilogueValue::AccPart`], [`AccParts`]) cannot run in place: its
+/// kernel is `tilec_epilogue(unsigned short* c, const unsigned short* p,
+/// <vectors>, <matrices>, long long m, long long n)`, reading the bf16
+/// product `p[M, parts*n]` and writing `C[M,n]` (`n = N / parts`, a
+/// multiple of `block`). Its 8 outputs read 8 consecutive product columns
+/// of each part, one 16-byte load each where `n` and `block` are multiples
+/// of 8 (element by element otherwise); the accumulator ([`EpilogueValue::Acc`]),
+/// where read, is the product's column `j`.
 pub fn cuda_source(epilogue: &Epilogue, vectors: &[VectorSpec], matrices: &[MatrixSpec]) -> std::result::Result<String, String> {
+    let gated = AccParts::of(epilogue)?;
+    // The product's columns the program reads, gated: `None` for the accumulator's own (`j`), else a part.
+    let mut sources: Vec<Option<u64>> = Vec::new();
     let mut body = String::new();
     for (i, v) in epilogue.values.iter().enumerate() {
         let expr = match v {
-            EpilogueValue::Acc => "tilec_bf16_to_f32(in.v[e])".to_string(),
-            EpilogueValue::AccPart { .. } => return Err("the epilogue reads interleaved parts of the product; the element-wise baseline reads its own column only".into()),
+            EpilogueValue::Acc if gated.is_none() => "tilec_bf16_to_f32(in.v[e])".to_string(),
+            EpilogueValue::Acc => {
+                if !sources.contains(&None) {
+                    sources.push(None);
+                }
+                "tilec_bf16_to_f32(qag.v[e])".to_string()
+            }
+            EpilogueValue::AccPart { part, .. } => {
+                if !sources.contains(&Some(*part)) {
+                    sources.push(Some(*part));
+                }
+                format!("tilec_bf16_to_f32(q{part}g.v[e])")
+            }
             EpilogueValue::Splat { value } => c_float(*value),
             EpilogueValue::Vector { tensor, along } => {
                 let k = vectors
@@ -508,9 +659,10 @@ pub fn cuda_source(epilogue: &Epilogue, vectors: &[VectorSpec], matrices: &[Matr
         );
     }
     let mut src = String::from(CUDA_PRELUDE);
-    let _ = write!(
-        src,
-        r#"
+    let Some((block, parts)) = gated else {
+        let _ = write!(
+            src,
+            r#"
 extern "C" __global__ void {ELEMENTWISE_ENTRY}(unsigned short* __restrict__ c{params}, long long m, long long n) {{
   const long long total = m * n;
   const long long groups = (total + 7) / 8;
@@ -539,6 +691,59 @@ extern "C" __global__ void {ELEMENTWISE_ENTRY}(unsigned short* __restrict__ c{pa
   }}
 }}
 "#
+        );
+        return Ok(src);
+    };
+    // Gated: each source's 8 product elements, a 16-byte load where the
+    // group lies in one row and one run (n and block multiples of 8), else one by one.
+    let name = |s: &Option<u64>| s.map_or_else(|| "qag".to_string(), |p| format!("q{p}g"));
+    let col = |s: &Option<u64>, j: &str| s.map_or_else(|| j.to_string(), |p| format!("tilec_col({j}, {p})"));
+    let decl: String = sources.iter().map(|s| format!(", {}", name(s))).collect();
+    let mut vector_loads = String::new();
+    let mut scalar_loads = String::new();
+    for s in &sources {
+        let _ = writeln!(vector_loads, "      {} = *reinterpret_cast<const tilec_u16x8*>(p + i * pn + {});", name(s), col(s, "j"));
+        let _ = writeln!(scalar_loads, "        {}.v[e] = inside ? p[xi * pn + {}] : (unsigned short)0;", name(s), col(s, "xj"));
+    }
+    let runs = if block % 8 == 0 { "whole && n % 8 == 0" } else { "false" };
+    let _ = write!(
+        src,
+        r#"// Output column j of part q reads the product's column {parts}*{block}*(j/{block}) + q*{block} + j%{block}.
+__device__ __forceinline__ long long tilec_col(long long j, long long q) {{ return {whole_run}LL * (j / {block}LL) + q * {block}LL + j % {block}LL; }}
+
+extern "C" __global__ void {ELEMENTWISE_ENTRY}(unsigned short* __restrict__ c, const unsigned short* __restrict__ p{params}, long long m, long long n) {{
+  const long long total = m * n;
+  const long long pn = {parts}LL * n;
+  const long long groups = (total + 7) / 8;
+  for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += (long long)gridDim.x * blockDim.x) {{
+    const long long base = g * 8;
+    const bool whole = base + 8 <= total;
+    long long i = base / n;
+    long long j = base - i * n;
+    tilec_u16x8 out{decl};
+    if ({runs}) {{
+{vector_loads}    }} else {{
+      for (int e = 0; e < 8; ++e) {{
+        const bool inside = base + e < total;
+        const long long xi = (base + e) / n;
+        const long long xj = base + e - xi * n;
+{scalar_loads}      }}
+    }}
+{loads}#pragma unroll
+    for (int e = 0; e < 8; ++e) {{
+{body}      out.v[e] = tilec_f32_to_bf16(x{last});
+      if (++j == n) {{ j = 0; ++i; }}
+      if (i >= m) break;
+    }}
+    if (whole) {{
+      *reinterpret_cast<tilec_u16x8*>(c + base) = out;
+    }} else {{
+      for (int e = 0; e < 8; ++e) if (base + e < total) c[base + e] = out.v[e];
+    }}
+  }}
+}}
+"#,
+        whole_run = parts * block
     );
     Ok(src)
 }
@@ -552,6 +757,8 @@ pub struct ElementwiseKernel {
     func: CudaFunction,
     /// Vectors and matrices it takes.
     operands: usize,
+    /// It reads interleaved parts of a separate product ([`ElementwiseKernel::launch_gated`]).
+    gated: bool,
     max_blocks: u32,
 }
 
@@ -581,14 +788,35 @@ impl ElementwiseKernel {
         let module = gpu.ctx.load_module(ptx).ctx("cuModuleLoadData(epilogue kernel)")?;
         let func = module.load_function(ELEMENTWISE_ENTRY).ctx("cuModuleGetFunction(tilec_epilogue)")?;
         let operands = vectors.len() + matrices.len();
-        Ok(ElementwiseKernel { _module: module, func, operands, max_blocks: gpu.num_sms * 16 })
+        let gated = matches!(AccParts::of(epilogue), Ok(Some(_)));
+        Ok(ElementwiseKernel { _module: module, func, operands, gated, max_blocks: gpu.num_sms * 16 })
     }
 
     /// Applies the epilogue in place to the bf16 `m x n` C at device address
     /// `c`, reading the vectors and then the matrices at `operands` (each in
     /// the order given to [`ElementwiseKernel::new`]); asynchronous on
-    /// `gpu`'s stream.
+    /// `gpu`'s stream. An epilogue of interleaved parts runs with
+    /// [`ElementwiseKernel::launch_gated`] instead.
     pub fn launch(&self, gpu: &Gpu, c: u64, operands: &[u64], m: u64, n: u64) -> Result<()> {
+        if self.gated {
+            return Err(RuntimeError::GemmArgs("the epilogue reads interleaved parts of the product: launch_gated takes it".into()));
+        }
+        self.launch_with(gpu, c, None, operands, m, n)
+    }
+
+    /// Applies an epilogue of interleaved parts to the bf16 product
+    /// `[m, n]` at device address `product`, writing the bf16 `C[m, n /
+    /// parts]` at `c` (separate buffers; `n` a multiple of `parts *
+    /// block`), reading the vectors and then the matrices at `operands`;
+    /// asynchronous on `gpu`'s stream.
+    pub fn launch_gated(&self, gpu: &Gpu, c: u64, product: u64, operands: &[u64], m: u64, n: u64, parts: u64) -> Result<()> {
+        if !self.gated {
+            return Err(RuntimeError::GemmArgs("the epilogue reads no interleaved parts of the product: launch takes it".into()));
+        }
+        self.launch_with(gpu, c, Some(product), operands, m, n / parts)
+    }
+
+    fn launch_with(&self, gpu: &Gpu, c: u64, product: Option<u64>, operands: &[u64], m: u64, n: u64) -> Result<()> {
         if operands.len() != self.operands {
             return Err(RuntimeError::GemmArgs(format!(
                 "the epilogue kernel takes {} vectors and matrices, {} given",
@@ -599,9 +827,13 @@ impl ElementwiseKernel {
         let groups = (m * n).div_ceil(8);
         let blocks = groups.div_ceil(ELEMENTWISE_THREADS as u64).clamp(1, self.max_blocks as u64) as u32;
         let (mut c, mut m, mut n) = (c, m as i64, n as i64);
+        let mut product = product;
         let mut vecs: Vec<u64> = operands.to_vec();
-        let mut params: Vec<*mut c_void> = Vec::with_capacity(3 + vecs.len());
+        let mut params: Vec<*mut c_void> = Vec::with_capacity(4 + vecs.len());
         params.push(&mut c as *mut u64 as *mut c_void);
+        if let Some(p) = product.as_mut() {
+            params.push(p as *mut u64 as *mut c_void);
+        }
         for v in vecs.iter_mut() {
             params.push(v as *mut u64 as *mut c_void);
         }
@@ -636,7 +868,9 @@ pub const CPU_REFERENCE_BUDGET: u64 = 1 << 28;
 /// Rows `rows` of `C = epilogue(A * B^T)`: the FP64 CPU product (A `m x k`
 /// and B `n x k` row-major, as f32 values: bf16 inputs, or dequantised FP8
 /// ones) taken through the epilogue in f64, reading `vectors` and
-/// `matrices` (element (i, j) for row `i`). `rows.len() x n`.
+/// `matrices` (element (i, j) for row `i`). `rows.len() x n`, or `rows.len()
+/// x n/parts` for an epilogue of interleaved parts (each output element
+/// reading the product at its parts' columns, [`EpilogueReference::at_row`]).
 #[allow(clippy::too_many_arguments)]
 pub fn reference_rows(
     epilogue: &Epilogue,
@@ -690,7 +924,8 @@ fn raw_binding(gpu: &Gpu, name: &str, dtype: DType, s: &CudaSlice<u8>) -> Tensor
 /// matrices filled with fresh random values, C poisoned with NaN first,
 /// and checks C against the FP64 CPU product on evenly spread rows (all
 /// rows within [`CPU_REFERENCE_BUDGET`]) taken through [`Epilogue::eval`]
-/// (a matrix read at the element's (i, j)). FP8 inputs
+/// (a matrix read at the element's (i, j); an epilogue of interleaved parts
+/// fed all N product columns of each row, C being `M x N/parts`). FP8 inputs
 /// and power-of-two block scales are drawn as `crate::blockscaled` draws
 /// them. A manifest without an epilogue is checked as `[acc, convert bf16]`.
 pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, threshold: f64) -> Result<EpilogueCall> {
@@ -747,13 +982,15 @@ pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, thresh
             )))
         }
     };
-    let vectors = random_vectors(&spec.vectors, size, &mut rng);
+    let out = spec.out_size(size);
+    let h = out.n as usize;
+    let vectors = random_vectors(&spec.vectors, out, &mut rng);
     let (vector_slices, vector_bindings) = upload_vectors(gpu, &vectors)?;
     keep.extend(vector_slices);
-    let matrices = random_matrices(&spec.matrices, size, &mut rng);
+    let matrices = random_matrices(&spec.matrices, out, &mut rng);
     let (matrix_slices, matrix_bindings) = upload_matrices(gpu, &matrices)?;
     keep.extend(matrix_slices);
-    let mut c = unsafe { s.alloc::<half::bf16>(m * n) }.ctx("cuMemAlloc(C)")?;
+    let mut c = unsafe { s.alloc::<half::bf16>(m * h) }.ctx("cuMemAlloc(C)")?;
     gpu.poison16(&mut c, POISON_BF16)?;
     let (a, b, scales) = buffers;
     let mut buffers = GemmBuffers::new(a, b, gpu.bind("C", &c)).with_vectors(vector_bindings).with_matrices(matrix_bindings);
@@ -763,7 +1000,7 @@ pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, thresh
     let out = s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?;
     let rows = sample_rows(m, n, k, CPU_REFERENCE_BUDGET);
     let reference = reference_rows(epilogue, &vectors, &matrices, &a_f32, &b_f32, n, k, &rows)?;
-    let err = rel_frobenius(&take_rows(&out, &rows, n), &reference);
+    let err = rel_frobenius(&take_rows(&out, &rows, h), &reference);
     let check = EpilogueCheck { seed, err, rows: rows.len(), pass: passes(err, threshold) };
     Ok(EpilogueCall { check, bound, _buffers: keep, _c: c })
 }

@@ -508,3 +508,195 @@ fn cublaslt_takes_a_residual_as_its_c() {
     assert_eq!(LtEpilogue::None.scaling(0x20), (1.0, 0.0, 0x20));
     assert_eq!(LtEpilogue::Bias { bias: 0x30 }.scaling(0x20), (1.0, 0.0, 0x20));
 }
+
+// ------------------------------------------------------------ interleaved parts (SwiGLU)
+
+/// `silu(gate) * up` rounded to bf16, gate and up interleaved in runs of 128 product columns.
+const SWIGLU: &str = r#"[{"op": "acc_part", "block": 128, "part": 0, "parts": 2}, {"op": "acc_part", "block": 128, "part": 1, "parts": 2},
+    {"op": "unary", "f": "neg", "x": 0}, {"op": "unary", "f": "exp", "x": 2}, {"op": "splat", "value": 1.0},
+    {"op": "binary", "f": "add", "lhs": 3, "rhs": 4}, {"op": "binary", "f": "div", "lhs": 0, "rhs": 5},
+    {"op": "binary", "f": "mul", "lhs": 6, "rhs": 1}, {"op": "convert", "to": "bf16", "x": 7}]"#;
+
+/// A BF16 GEMM manifest `A[M,K] B[N,K] -> C[M,cols]` with `extra` input tensors and `epilogue`.
+fn gated_manifest(cols: &str, extra: &[(&str, &str, &str)], epilogue: &str) -> Manifest {
+    let tensors: String = extra
+        .iter()
+        .map(|(name, dtype, shape)| format!(r#", {{ "name": "{name}", "dtype": "{dtype}", "shape": {shape}, "role": "input" }}"#))
+        .collect();
+    let params: String = extra.iter().map(|(name, _, _)| format!(r#", {{ "kind": "ptr", "tensor": "{name}" }}"#)).collect();
+    let m = Manifest::from_json_str(&format!(
+        r#"{{ "format_version": 1, "kernel_name": "g", "entry": "g", "target": "sm_90a", "epilogue": {{ "values": {epilogue} }},
+  "block": [128, 1, 1], "grid": {{ "rule": "tiles", "block_m": 128, "block_n": 128 }},
+  "tensors": [
+    {{ "name": "A", "dtype": "bf16", "shape": ["M", "K"], "role": "input" }},
+    {{ "name": "B", "dtype": "bf16", "shape": ["N", "K"], "role": "input" }},
+    {{ "name": "C", "dtype": "bf16", "shape": ["M", "{cols}"], "role": "output" }}{tensors} ],
+  "params": [ {{ "kind": "ptr", "tensor": "A" }}, {{ "kind": "ptr", "tensor": "B" }}, {{ "kind": "ptr", "tensor": "C" }}{params} ] }}"#
+    ))
+    .unwrap();
+    m.validate().unwrap();
+    m
+}
+
+fn silu(x: f64) -> f64 {
+    x / (1.0 + (-x).exp())
+}
+
+#[test]
+fn a_gated_epilogue_stores_c_with_n_over_parts_columns() {
+    let m = gated_manifest("H", &[], SWIGLU);
+    let spec = GemmSpec::from_manifest(&m).unwrap();
+    assert_eq!(spec.gated, Some(AccParts { block: 128, parts: 2, cols: "H".into() }));
+    assert!(spec.has_epilogue() && spec.vectors.is_empty() && spec.matrices.is_empty());
+    assert_eq!(spec.cols_symbol(), "H");
+    // M x N x K = 64 x 512 x 256: C is 64 x 256.
+    let size = GemmSize::new(64, 512, 256);
+    assert_eq!(spec.out_size(size), GemmSize::new(64, 256, 256));
+    assert_eq!(spec.problem(size).get("H").unwrap(), 256);
+    assert_eq!(spec.problem(size).get("N").unwrap(), 512);
+    let ops = |c_bytes: u64| {
+        GemmBuffers::new(buf("", DType::Bf16, 0x1000, 64 * 256 * 2), buf("", DType::Bf16, 0x2000, 512 * 256 * 2), buf("", DType::Bf16, 0x3000, c_bytes))
+    };
+    let bound = spec.bind(size, ops(64 * 256 * 2)).unwrap();
+    assert_eq!(bound.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["A", "B", "C"]);
+    // The launch plan resolves C[M,H]: the grid covers its 64 x 256 (2 tiles of 128 columns), not the product's 512.
+    let plan = plan_launch(&m, &spec.problem(size), &bound, 132).unwrap();
+    assert_eq!(plan.grid, [1, 2, 1]);
+    let err = |size: GemmSize, c_bytes: u64| spec.bind(size, ops(c_bytes)).unwrap_err().to_string();
+    assert_eq!(err(size, 64 * 256 * 2 - 2), "GEMM arguments: C is 64x256 bf16 for M=64 N=512 K=256: 32768 bytes, the buffer has 32766");
+    // N must interleave whole runs of both parts (256 columns).
+    assert_eq!(
+        err(GemmSize::new(64, 384, 256), 1 << 20),
+        "GEMM arguments: N=384 product columns do not interleave 2 parts in whole runs of 128 columns: N must be a multiple of 256 (C then has N/2 columns)"
+    );
+    assert!(spec.bind(GemmSize::new(64, 256, 256), ops(64 * 128 * 2)).is_ok());
+    // Tensor-parallel runs do not split the parts.
+    assert!(tp::unsupported(&spec).unwrap().contains("2 interleaved parts of the product (C[M,H])"));
+}
+
+#[test]
+fn a_gated_epilogue_needs_c_of_its_own_columns_and_one_interleave() {
+    let err = |m: &Manifest| GemmSpec::from_manifest(m).unwrap_err().to_string();
+    let e = err(&gated_manifest("N", &[], SWIGLU));
+    assert!(e.contains("the epilogue reads 2 interleaved parts of the product's N columns (runs of 128), so C has N/2: want C[M,H], H a symbol of its own (got C[M,N])"), "{e}");
+    assert!(err(&gated_manifest("K", &[], SWIGLU)).contains("got C[M,K]"));
+    let mixed = SWIGLU.replacen(r#""block": 128, "part": 1"#, r#""block": 64, "part": 1"#, 1);
+    let e = err(&gated_manifest("H", &[], &mixed));
+    assert!(e.contains("value 1 reads 2 parts in runs of 64, an earlier one 2 in runs of 128"), "{e}");
+    // Any other name of C's columns does.
+    assert_eq!(GemmSpec::from_manifest(&gated_manifest("I", &[], SWIGLU)).unwrap().gated.unwrap().cols, "I");
+    assert_eq!(AccParts::of(&epilogue(BIAS_GELU)), Ok(None));
+    assert_eq!(AccParts::of(&epilogue(SWIGLU)), Ok(Some((128, 2))));
+}
+
+#[test]
+fn a_gated_epilogues_vectors_and_matrices_have_cs_columns() {
+    let e = SWIGLU.replace(
+        r#"{"op": "convert", "to": "bf16", "x": 7}"#,
+        r#"{"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 7, "rhs": 8},
+           {"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 9, "rhs": 10}, {"op": "convert", "to": "bf16", "x": 11}"#,
+    );
+    let m = gated_manifest("H", &[("Bias", "bf16", r#"["H"]"#), ("R", "bf16", r#"["M", "H"]"#)], &e);
+    let spec = GemmSpec::from_manifest(&m).unwrap();
+    let size = GemmSize::new(4, 512, 64);
+    let ops = || GemmBuffers::new(buf("", DType::Bf16, 0x1000, 4 * 64 * 2), buf("", DType::Bf16, 0x2000, 512 * 64 * 2), buf("", DType::Bf16, 0x3000, 4 * 256 * 2));
+    let bias = |bytes| buf("Bias", DType::Bf16, 0x4000, bytes);
+    let r = |bytes| buf("R", DType::Bf16, 0x5000, bytes);
+    assert!(spec.bind(size, ops().with_vectors([bias(512)]).with_matrices([r(4 * 256 * 2)])).is_ok());
+    let err = |b: GemmBuffers| spec.bind(size, b).unwrap_err().to_string();
+    assert_eq!(err(ops().with_vectors([bias(510)]).with_matrices([r(2048)])), "GEMM arguments: Bias is 256 bf16 (H) for M=4 N=512 K=64: 512 bytes, the buffer has 510");
+    assert_eq!(err(ops().with_vectors([bias(512)]).with_matrices([r(2046)])), "GEMM arguments: R is 4x256 bf16 (M x H) for M=4 N=512 K=64: 2048 bytes, the buffer has 2046");
+    // (A residual of the product's shape, R[M,N], is refused by the manifest's validation: not C's shape.)
+    // Random values for a call are C's size.
+    let mut rng = Rng::new(5);
+    assert_eq!(random_vectors(&spec.vectors, spec.out_size(size), &mut rng)[0].values.len(), 256);
+    assert_eq!(random_matrices(&spec.matrices, spec.out_size(size), &mut rng)[0].cols, 256);
+}
+
+#[test]
+fn the_reference_reads_each_part_at_its_product_column() {
+    let parts = AccParts { block: 128, parts: 2, cols: "H".into() };
+    // Output column j of part p: 256 * (j / 128) + 128 * p + j % 128.
+    assert_eq!([parts.column(0, 0), parts.column(0, 1), parts.column(127, 1), parts.column(130, 0), parts.column(130, 1)], [0, 128, 255, 258, 386]);
+    assert_eq!(parts.out_cols(1024), 512);
+    // Runs of 2 columns, 2 parts: product columns [g0 g1 u0 u1 g2 g3 u2 u3]; gate * up.
+    let e = epilogue(r#"[{"op": "acc_part", "block": 2, "part": 0, "parts": 2}, {"op": "acc_part", "block": 2, "part": 1, "parts": 2},
+        {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}]"#);
+    let r = EpilogueReference::new(&e, &[], &[]).unwrap();
+    let product = [1.0, 2.0, 10.0, 20.0, 3.0, 4.0, 30.0, 40.0, -1.0, -2.0, 0.5, 0.25, 5.0, 6.0, 7.0, 8.0];
+    assert_eq!(r.out_cols(8), 4);
+    assert_eq!(r.rows(&product, &[0, 1], 8), [10.0, 40.0, 90.0, 160.0, -0.5, -0.5, 35.0, 48.0]);
+    assert_eq!(r.at_row(&product[..8], 0, 3), 160.0);
+    // Without the product's row the parts are unknown.
+    assert!(r.at(1.0, 0, 0).is_nan());
+    // The accumulator itself is the product's column j.
+    let acc = epilogue(r#"[{"op": "acc_part", "block": 2, "part": 1, "parts": 2}, {"op": "acc"}, {"op": "binary", "f": "sub", "lhs": 0, "rhs": 1}]"#);
+    assert_eq!(EpilogueReference::new(&acc, &[], &[]).unwrap().rows(&product[..8], &[0], 8), [10.0 - 1.0, 20.0 - 2.0, 30.0 - 10.0, 40.0 - 20.0]);
+    // SwiGLU, through the FP64 product: A = [[1, 0]], B's rows [b, 0], so the product's row is B's first column.
+    let e = epilogue(SWIGLU);
+    let col: Vec<f32> = (0..512).map(|c| (c as f32 - 256.0) / 64.0).collect();
+    let b: Vec<f32> = col.iter().flat_map(|&x| [x, 0.0]).collect();
+    let got = reference_rows(&e, &[], &[], &[1.0, 0.0], &b, 512, 2, &[0]).unwrap();
+    assert_eq!(got.len(), 256);
+    for (j, g) in got.iter().enumerate() {
+        let (gate, up) = (col[256 * (j / 128) + j % 128] as f64, col[256 * (j / 128) + 128 + j % 128] as f64);
+        let want = round_to(DType::Bf16, silu(gate) * up);
+        assert!((g - want).abs() <= 1e-12 * want.abs().max(1.0), "column {j}: {g} vs {want}");
+    }
+    // Column 130: gate is product column 258, up 386.
+    assert_eq!(got[130], round_to(DType::Bf16, silu(col[258] as f64) * col[386] as f64));
+}
+
+#[test]
+fn classify_calls_interleaved_parts_gated() {
+    let kind = classify(Some(&epilogue(SWIGLU)), &[], &[]);
+    assert_eq!(kind, EpilogueKind::Gated { block: 128, parts: 2 });
+    assert_eq!(kind.name(), "gated");
+}
+
+#[test]
+fn generated_cuda_reads_the_parts_from_the_product() {
+    let src = cuda_source(&epilogue(SWIGLU), &[], &[]).unwrap();
+    for line in [
+        r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ p, long long m, long long n)"#,
+        "__device__ __forceinline__ long long tilec_col(long long j, long long q) { return 256LL * (j / 128LL) + q * 128LL + j % 128LL; }",
+        "const long long pn = 2LL * n;",
+        "tilec_u16x8 out, q0g, q1g;",
+        "if (whole && n % 8 == 0) {",
+        "q0g = *reinterpret_cast<const tilec_u16x8*>(p + i * pn + tilec_col(j, 0));",
+        "q1g = *reinterpret_cast<const tilec_u16x8*>(p + i * pn + tilec_col(j, 1));",
+        "q1g.v[e] = inside ? p[xi * pn + tilec_col(xj, 1)] : (unsigned short)0;",
+        "const float x0 = tilec_bf16_to_f32(q0g.v[e]);",
+        "const float x1 = tilec_bf16_to_f32(q1g.v[e]);",
+        "const float x3 = expf(x2);",
+        "const float x6 = x0 / x5;",
+        "const float x7 = x6 * x1;",
+        "out.v[e] = tilec_f32_to_bf16(x8);",
+        "*reinterpret_cast<tilec_u16x8*>(c + base) = out;",
+    ] {
+        assert!(src.contains(line), "missing `{line}` in\n{src}");
+    }
+    assert!(!src.contains("in.v[e]"), "a gated kernel reads no C:\n{src}");
+    // Runs not a multiple of 8 are read element by element; the accumulator is the product's column j.
+    let odd = epilogue(r#"[{"op": "acc_part", "block": 4, "part": 1, "parts": 3}, {"op": "acc"}, {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}]"#);
+    let src = cuda_source(&odd, &[], &[]).unwrap();
+    for line in [
+        "return 12LL * (j / 4LL) + q * 4LL + j % 4LL;",
+        "const long long pn = 3LL * n;",
+        "tilec_u16x8 out, q1g, qag;",
+        "if (false) {",
+        "qag = *reinterpret_cast<const tilec_u16x8*>(p + i * pn + j);",
+        "qag.v[e] = inside ? p[xi * pn + xj] : (unsigned short)0;",
+        "const float x1 = tilec_bf16_to_f32(qag.v[e]);",
+    ] {
+        assert!(src.contains(line), "missing `{line}` in\n{src}");
+    }
+    // Vectors and matrices follow the product's pointer.
+    let e = SWIGLU.replace(
+        r#"{"op": "convert", "to": "bf16", "x": 7}"#,
+        r#"{"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 7, "rhs": 8}, {"op": "convert", "to": "bf16", "x": 9}"#,
+    );
+    let src = cuda_source(&epilogue(&e), &[], &[residual(DType::Bf16)]).unwrap();
+    assert!(src.contains("const unsigned short* __restrict__ p, const unsigned short* __restrict__ r0, long long m, long long n)"), "{src}");
+    assert!(src.contains("const float x8 = tilec_bf16_to_f32(r0g.v[e]);"), "{src}");
+}

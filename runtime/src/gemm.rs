@@ -30,6 +30,7 @@
 
 use crate::check::SCALE_BLOCK;
 use crate::cuda::{Element, Gpu, Kernel, Prepared};
+use crate::epilogue::AccParts;
 use crate::error::{Result, RuntimeError};
 use crate::plan::{Problem, TensorBinding};
 use crate::timing::Timer;
@@ -79,7 +80,8 @@ pub struct GemmBuffers {
     pub a: TensorBinding,
     /// B, `N x K` (or `K x N`, by the kernel's [`BLayout`]).
     pub b: TensorBinding,
-    /// C, `M x N`, written.
+    /// C, `M x N` (`M x N/parts` for an epilogue of interleaved parts,
+    /// [`GemmSpec::gated`]), written.
     pub c: TensorBinding,
     /// A's and B's scales, for an FP8 kernel that takes them: one f32 each
     /// ([`Scales::PerTensor`]), or `SA` (laid out as the kernel's
@@ -224,7 +226,9 @@ impl SaLayout {
 /// What a GEMM artifact computes: `A[M,K]` and `B` inputs of one element
 /// type (bf16 or f8e4m3), a bf16 `C[M,N]` output, for FP8 optional
 /// per-tensor or block scales (see [`Scales`]), and the epilogue the
-/// manifest describes with the vectors and matrices it reads.
+/// manifest describes with the vectors and matrices it reads. An epilogue
+/// reading interleaved parts of the product ([`GemmSpec::gated`], SwiGLU's
+/// gate and up in one GEMM) stores `C[M,H]`, `H = N / parts`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GemmSpec {
     /// Element type of A and B.
@@ -243,6 +247,10 @@ pub struct GemmSpec {
     pub vectors: Vec<VectorSpec>,
     /// The rank-2 inputs of C's shape the epilogue reads, in order of first use.
     pub matrices: Vec<MatrixSpec>,
+    /// The interleaved parts of the product the epilogue reads, if any: C
+    /// is then `[M,H]` with `H = N / parts` (vectors along columns are H
+    /// long, matrices `[M,H]`); `None` for every other epilogue.
+    pub gated: Option<AccParts>,
 }
 
 fn sym_shape(t: &TensorDecl, dims: &[&str]) -> bool {
@@ -261,8 +269,10 @@ impl GemmSpec {
         let (Some(a), Some(b), Some(c)) = (get("A", Role::Input), get("B", Role::Input), get("C", Role::Output)) else {
             return Err(not_gemm("want inputs A and B and an output C".into()));
         };
-        if !sym_shape(a, &["M", "K"]) || !sym_shape(c, &["M", "N"]) {
-            return Err(not_gemm("want A[M,K] and C[M,N]".into()));
+        let gated = Self::gated_of(m, c)?;
+        let cols = gated.as_ref().map_or("N", |g| g.cols.as_str());
+        if !sym_shape(a, &["M", "K"]) || !sym_shape(c, &["M", cols]) {
+            return Err(not_gemm(format!("want A[M,K] and C[M,{cols}]")));
         }
         let b_layout = if sym_shape(b, &["N", "K"]) {
             BLayout::Nk
@@ -278,12 +288,48 @@ impl GemmSpec {
             return Err(not_gemm(format!("A is {}, B is {}: want both bf16 or both f8e4m3", a.dtype, b.dtype)));
         }
         let vectors = Self::vectors_of(m)?;
-        let matrices = Self::matrices_of(m)?;
+        let matrices = Self::matrices_of(m, cols)?;
         let (scales, sa_layout) = Self::scales_of(m, a.dtype, &vectors, &matrices)?;
         if scales == Scales::Block && b_layout != BLayout::Nk {
             return Err(not_gemm("a block-scaled GEMM takes B[N,K] (K-major, as FP8 wgmma needs)".into()));
         }
-        Ok(GemmSpec { input: a.dtype, b_layout, scales, sa_layout, epilogue: m.epilogue.clone(), vectors, matrices })
+        Ok(GemmSpec { input: a.dtype, b_layout, scales, sa_layout, epilogue: m.epilogue.clone(), vectors, matrices, gated })
+    }
+
+    /// The interleaved parts the manifest's epilogue reads, with C's column
+    /// symbol: C must be `[M,H]`, `H` a symbol of its own (not M, N, K or a
+    /// scale's), which a call binds to `N / parts`.
+    fn gated_of(m: &Manifest, c: &TensorDecl) -> Result<Option<AccParts>> {
+        let Some(epilogue) = &m.epilogue else { return Ok(None) };
+        let Some((block, parts)) = AccParts::of(epilogue).map_err(not_gemm)? else { return Ok(None) };
+        match &c.shape[..] {
+            [Dim::Sym(rows), Dim::Sym(cols)] if rows == "M" && !["M", "N", "K", "KB", "NB"].contains(&cols.as_str()) => {
+                Ok(Some(AccParts { block, parts, cols: cols.clone() }))
+            }
+            _ => {
+                let shape: Vec<String> = c.shape.iter().map(|d| d.to_string()).collect();
+                Err(not_gemm(format!(
+                    "the epilogue reads {parts} interleaved parts of the product's N columns (runs of {block}), so C has N/{parts}: \
+                     want C[M,H], H a symbol of its own (got C[{}])",
+                    shape.join(",")
+                )))
+            }
+        }
+    }
+
+    /// The symbol of C's columns: `N`, or a gated epilogue's `H`.
+    pub fn cols_symbol(&self) -> &str {
+        self.gated.as_ref().map_or("N", |g| g.cols.as_str())
+    }
+
+    /// The size of C (and of the epilogue's vectors and matrices) for a
+    /// call of `size`: `size` with N replaced by C's columns, `N / parts`
+    /// for a gated epilogue; `size` otherwise.
+    pub fn out_size(&self, size: GemmSize) -> GemmSize {
+        match &self.gated {
+            Some(g) => GemmSize { n: g.out_cols(size.n), ..size },
+            None => size,
+        }
     }
 
     /// The vectors the manifest's epilogue reads (validated: rank-1 inputs
@@ -304,9 +350,9 @@ impl GemmSpec {
         Ok(out)
     }
 
-    /// The matrices the manifest's epilogue reads: inputs `[M,N]` (C's
+    /// The matrices the manifest's epilogue reads: inputs `[M,cols]` (C's
     /// shape) of an element type the runtime fills and checks.
-    fn matrices_of(m: &Manifest) -> Result<Vec<MatrixSpec>> {
+    fn matrices_of(m: &Manifest, cols: &str) -> Result<Vec<MatrixSpec>> {
         let Some(epilogue) = &m.epilogue else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         for name in epilogue.matrix_tensors() {
@@ -314,8 +360,8 @@ impl GemmSpec {
                 return Err(not_gemm(format!("the epilogue reads operand {name} as a matrix")));
             }
             let t = m.tensor(name).ok_or_else(|| not_gemm(format!("the epilogue reads `{name}`, which the manifest does not declare")))?;
-            if t.role != Role::Input || !sym_shape(t, &["M", "N"]) {
-                return Err(not_gemm(format!("epilogue matrix {name} must be an input [M,N], as C (got {:?} {:?})", t.role, t.shape)));
+            if t.role != Role::Input || !sym_shape(t, &["M", cols]) {
+                return Err(not_gemm(format!("epilogue matrix {name} must be an input [M,{cols}], as C (got {:?} {:?})", t.role, t.shape)));
             }
             if !matches!(t.dtype, DType::Bf16 | DType::F16 | DType::F32) {
                 return Err(not_gemm(format!("epilogue matrix {name} is {}: want bf16, f16 or f32", t.dtype)));
@@ -376,10 +422,14 @@ impl GemmSpec {
         Ok((Scales::Block, sa_layout.expect("checked above")))
     }
 
-    /// The symbols a call of `size` binds: M, N, K, and for block scales
-    /// `KB = ceil(K/128)` and `NB = ceil(N/128)`.
+    /// The symbols a call of `size` binds: M, N, K, for a gated epilogue
+    /// C's columns `H = N / parts`, and for block scales `KB = ceil(K/128)`
+    /// and `NB = ceil(N/128)`.
     pub fn problem(&self, size: GemmSize) -> Problem {
-        let p = size.problem();
+        let mut p = size.problem();
+        if let Some(g) = &self.gated {
+            p = p.with(&g.cols, g.out_cols(size.n));
+        }
         match self.scales {
             Scales::Block => {
                 let block = SCALE_BLOCK as u64;
@@ -395,7 +445,7 @@ impl GemmSpec {
             BLayout::Nk => [size.n, size.k],
             BLayout::Kn => [size.k, size.n],
         };
-        [("A", [size.m, size.k]), ("B", b), ("C", [size.m, size.n])]
+        [("A", [size.m, size.k]), ("B", b), ("C", [size.m, self.out_size(size).n])]
     }
 
     /// The names and dims of the two scale tensors for `size`.
@@ -414,11 +464,16 @@ impl GemmSpec {
     /// exactly when the kernel takes them, each vector the epilogue reads
     /// once by its name (of its element type, at least M or N long), and
     /// each matrix it reads once by its name (of its element type, at
-    /// least `M * N` elements).
+    /// least `M * N` elements). With a gated epilogue N must interleave
+    /// whole runs of its parts, and C, the vectors along columns and the
+    /// matrices have `N / parts` columns.
     pub fn bind(&self, size: GemmSize, buffers: GemmBuffers) -> Result<Vec<TensorBinding>> {
         let GemmBuffers { a, b, c, scales, vectors, matrices } = buffers;
         if size.m == 0 || size.n == 0 || size.k == 0 {
             return Err(RuntimeError::GemmArgs(format!("{}x{}x{} has a zero dimension", size.m, size.n, size.k)));
+        }
+        if let Some(g) = &self.gated {
+            g.check_n(size.n)?;
         }
         let operands = self.dims(size).into_iter().zip([a, b, c]).map(|((name, dims), t)| {
             let want = if name == "C" { DType::Bf16 } else { self.input };
@@ -458,7 +513,8 @@ impl GemmSpec {
     /// element type and at least its length; none the kernel does not read.
     fn bind_vectors(&self, size: GemmSize, vectors: Vec<TensorBinding>) -> Result<Vec<TensorBinding>> {
         let args = |s: String| RuntimeError::GemmArgs(s);
-        let wanted = || self.vectors.iter().map(|v| format!("{} ({}[{}])", v.name, v.dtype, v.len_symbol())).collect::<Vec<_>>().join(", ");
+        let symbol = |v: &VectorSpec| if v.along == Along::Cols { self.cols_symbol() } else { v.len_symbol() };
+        let wanted = || self.vectors.iter().map(|v| format!("{} ({}[{}])", v.name, v.dtype, symbol(v))).collect::<Vec<_>>().join(", ");
         for (i, t) in vectors.iter().enumerate() {
             if !self.vectors.iter().any(|v| v.name == t.name) {
                 let reads = if self.vectors.is_empty() { "none".to_string() } else { wanted() };
@@ -476,14 +532,14 @@ impl GemmSpec {
             if t.dtype != v.dtype {
                 return Err(args(format!("{} holds {}, the kernel takes {}", v.name, t.dtype, v.dtype)));
             }
-            let len = v.len(size);
+            let len = v.len(self.out_size(size));
             let need = len * v.dtype.size_bytes() as u64;
             if t.bytes < need {
                 return Err(args(format!(
                     "{} is {len} {} ({}) for M={} N={} K={}: {need} bytes, the buffer has {}",
                     v.name,
                     v.dtype,
-                    v.len_symbol(),
+                    symbol(v),
                     size.m,
                     size.n,
                     size.k,
@@ -499,7 +555,7 @@ impl GemmSpec {
     /// element type and at least `M * N` elements; none the kernel does not read.
     fn bind_matrices(&self, size: GemmSize, matrices: Vec<TensorBinding>) -> Result<Vec<TensorBinding>> {
         let args = |s: String| RuntimeError::GemmArgs(s);
-        let wanted = || self.matrices.iter().map(|x| format!("{} ({}[M,N])", x.name, x.dtype)).collect::<Vec<_>>().join(", ");
+        let wanted = || self.matrices.iter().map(|x| format!("{} ({}[M,{}])", x.name, x.dtype, self.cols_symbol())).collect::<Vec<_>>().join(", ");
         for (i, t) in matrices.iter().enumerate() {
             if !self.matrices.iter().any(|x| x.name == t.name) {
                 let reads = if self.matrices.is_empty() { "none".to_string() } else { wanted() };
@@ -517,11 +573,12 @@ impl GemmSpec {
             if t.dtype != x.dtype {
                 return Err(args(format!("{} holds {}, the kernel takes {}", x.name, t.dtype, x.dtype)));
             }
-            let need = x.len(size) * x.dtype.size_bytes() as u64;
+            let shape = self.out_size(size);
+            let need = x.len(shape) * x.dtype.size_bytes() as u64;
             if t.bytes < need {
                 return Err(args(format!(
-                    "{} is {}x{} {} (M x N) for M={} N={} K={}: {need} bytes, the buffer has {}",
-                    x.name, size.m, size.n, x.dtype, size.m, size.n, size.k, t.bytes
+                    "{} is {}x{} {} (M x {}) for M={} N={} K={}: {need} bytes, the buffer has {}",
+                    x.name, shape.m, shape.n, x.dtype, self.cols_symbol(), size.m, size.n, size.k, t.bytes
                 )));
             }
             out.push(t.clone());

@@ -296,7 +296,7 @@ fn gpu_smoke() {
 
 #[test]
 fn fixtures_load_and_validate() {
-    for f in ["naive_gemm", "naive_gemm_residual", "tma_copy"] {
+    for f in ["naive_gemm", "naive_gemm_residual", "naive_gemm_swiglu", "tma_copy"] {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(f);
         let a = Artifact::load(&dir).unwrap_or_else(|e| panic!("{e}"));
         a.manifest.validate().unwrap_or_else(|e| panic!("{f}: {e}"));
@@ -308,6 +308,23 @@ fn fixtures_load_and_validate() {
     assert_eq!(spec.matrices, [MatrixSpec { name: "R".into(), dtype: DType::Bf16 }]);
     let kind = crate::epilogue::classify(spec.epilogue.as_ref(), &spec.vectors, &spec.matrices);
     assert_eq!(kind, crate::epilogue::EpilogueKind::Residual { tensor: "R".into(), alpha: 0.5, beta: 2.0 });
+    // The SwiGLU fixture interleaves gate and up in runs of 128 product columns: C[M,H], H = N/2; its grid covers C.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/naive_gemm_swiglu");
+    let m = Artifact::load(dir).unwrap().manifest;
+    let spec = GemmSpec::from_manifest(&m).unwrap();
+    assert_eq!(spec.gated, Some(crate::epilogue::AccParts { block: 128, parts: 2, cols: "H".into() }));
+    let kind = crate::epilogue::classify(spec.epilogue.as_ref(), &spec.vectors, &spec.matrices);
+    assert_eq!(kind, crate::epilogue::EpilogueKind::Gated { block: 128, parts: 2 });
+    let size = GemmSize::new(100, 512, 64);
+    let c = |bytes| TensorBinding { name: "C".into(), dtype: DType::Bf16, addr: 0x3000, bytes };
+    let buffers = GemmBuffers::new(
+        TensorBinding { name: "A".into(), dtype: DType::Bf16, addr: 0x1000, bytes: 100 * 64 * 2 },
+        TensorBinding { name: "B".into(), dtype: DType::Bf16, addr: 0x2000, bytes: 512 * 64 * 2 },
+        c(100 * 256 * 2),
+    );
+    let plan = plan_launch(&m, &spec.problem(size), &spec.bind(size, buffers).unwrap(), 132).unwrap();
+    assert_eq!(plan.grid, [13, 8, 1]);
+    assert_eq!(plan.params[4], ParamValue::I32(256), "H = N/2");
 }
 
 fn gemm_manifest_with(a: &str, b: &str, b_shape: &str, extra: &str) -> Manifest {
@@ -335,11 +352,11 @@ const SCALES: &str = r#",
 #[test]
 fn gemm_spec_from_manifest() {
     let nk = GemmSpec::from_manifest(&gemm_manifest()).unwrap();
-    assert_eq!(nk, GemmSpec { input: DType::Bf16, b_layout: BLayout::Nk, scales: Scales::None, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new() });
+    assert_eq!(nk, GemmSpec { input: DType::Bf16, b_layout: BLayout::Nk, scales: Scales::None, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None });
     let kn = GemmSpec::from_manifest(&gemm_manifest_with("bf16", "bf16", r#"["K", "N"]"#, "")).unwrap();
     assert_eq!(kn.b_layout, BLayout::Kn);
     let fp8 = GemmSpec::from_manifest(&gemm_manifest_with("f8e4m3", "f8e4m3", r#"["N", "K"]"#, SCALES)).unwrap();
-    assert_eq!(fp8, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new() });
+    assert_eq!(fp8, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None });
     let err = |m: Manifest| GemmSpec::from_manifest(&m).unwrap_err().to_string();
     assert_eq!(
         err(gemm_manifest_with("bf16", "f8e4m3", r#"["N", "K"]"#, "")),
@@ -404,7 +421,7 @@ fn gemm_bind_names_sizes_and_checks() {
     let kn = GemmSpec { b_layout: BLayout::Kn, ..spec.clone() };
     assert!(err(kn.bind(size, bufs(&a, &buf(DType::Bf16, 0x2000, 256 * 511 * 2), &c, None))).contains("B is 512x256"));
     // FP8: raw bytes stand for e4m3, and the scales are required.
-    let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new() };
+    let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None };
     let (a8, b8) = (buf(DType::U8, 0x1000, 64 * 512), buf(DType::U8, 0x2000, 256 * 512));
     let bound = fp8.bind(size, bufs(&a8, &b8, &c, Some(s.clone()))).unwrap();
     assert_eq!(bound.iter().map(|t| (t.name.as_str(), t.dtype)).collect::<Vec<_>>(), [
@@ -428,7 +445,7 @@ const BLOCK_SCALES: &str = r#",
 fn block_scaled_spec_from_manifest() {
     let fp8 = |b_shape: &str, extra: &str| gemm_manifest_with("f8e4m3", "f8e4m3", b_shape, extra);
     let spec = GemmSpec::from_manifest(&fp8(r#"["N", "K"]"#, BLOCK_SCALES)).unwrap();
-    assert_eq!(spec, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::Block, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new() });
+    assert_eq!(spec, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::Block, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None });
     // SA declared [KB, M] is A's scales M-major.
     let m_major = BLOCK_SCALES.replace(r#"["M", "KB"]"#, r#"["KB", "M"]"#);
     assert_eq!(GemmSpec::from_manifest(&fp8(r#"["N", "K"]"#, &m_major)).unwrap().sa_layout, SaLayout::MMajor);
@@ -495,7 +512,7 @@ fn block_scaled_bind_and_plan() {
 
 #[test]
 fn tensor_parallel_gemms_refuse_m_major_and_per_tensor_scales() {
-    let spec = |scales, sa_layout| GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales, sa_layout, epilogue: None, vectors: Vec::new(), matrices: Vec::new() };
+    let spec = |scales, sa_layout| GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales, sa_layout, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None };
     assert_eq!(tp::unsupported(&spec(Scales::Block, SaLayout::KMajor)), None);
     assert!(tp::unsupported(&spec(Scales::Block, SaLayout::MMajor)).unwrap().contains("SA[M,KB]"));
     assert!(tp::unsupported(&spec(Scales::PerTensor, SaLayout::KMajor)).unwrap().contains("per-tensor"));

@@ -89,6 +89,11 @@ fn unusable_inputs_exit_1() {
     let o = run(TP, &["--kernel", residual, "--mode", "ag", "--shape", "64x64x64", "--gpus", "2"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains(r#"the kernel's epilogue reads matrices ["R"]"#), "{}", stderr(&o));
+    // Nor are interleaved parts of the product (SwiGLU's gate and up).
+    let swiglu = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/naive_gemm_swiglu");
+    let o = run(TP, &["--kernel", swiglu, "--mode", "ag", "--shape", "64x256x64", "--gpus", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("the kernel's epilogue reads 2 interleaved parts of the product (C[M,H])"), "{}", stderr(&o));
     let o = run(TP, &["--kernel", missing, "--mode", "ag", "--shape", "8x8x8"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no-such-artifact"), "{}", stderr(&o));

@@ -28,6 +28,13 @@
 //! the epilogue applied in f64 to cuBLAS's product (itself checked against
 //! FP64 on the CPU); our kernels and the baselines are both checked against
 //! it. All artifacts of one dtype in a run must compute the same epilogue.
+//! An epilogue of interleaved parts of the product (`acc_part`: SwiGLU's
+//! `silu(gate) * up` with gate and up interleaved in one B of N rows)
+//! stores `C[M,N/parts]`; its baseline (kind `gated`) is cuBLASLt writing
+//! the whole `[M,N]` bf16 product to a scratch buffer, then the generated
+//! element-wise kernel reading the parts' columns and writing C, timed
+//! together. Shapes are the GEMM's: N counts the product's columns (the
+//! FLOPs of the gate and up GEMMs of N/2 each).
 
 use clap::Parser;
 use half::bf16;
@@ -43,7 +50,8 @@ use tilec_runtime::timing::Launch;
 use tilec_runtime::*;
 use tilec_runtime::artifact::Epilogue;
 use tilec_runtime::epilogue::{
-    classify, random_matrices, upload_matrices, upload_vectors, ElementwiseKernel, EpilogueKind, EpilogueReference, HostMatrix, HostVector,
+    classify, random_matrices, upload_matrices, upload_vectors, AccParts, ElementwiseKernel, EpilogueKind, EpilogueReference, HostMatrix,
+    HostVector,
 };
 use tilec_runtime::lt::LtEpilogue;
 use tilec_runtime::error::DriverCtx;
@@ -409,7 +417,8 @@ fn poison(gpu: &Gpu, c: &mut CudaSlice<bf16>) -> Result<()> {
     gpu.poison16(c, POISON_BF16)
 }
 
-/// Device buffers of one shape: `sets` copies of A, B and C.
+/// Device buffers of one shape: `sets` copies of A, B and C (`c_cols`
+/// columns: N, or a gated epilogue's N / parts).
 struct Sets<TIn> {
     a: Vec<CudaSlice<TIn>>,
     b: Vec<CudaSlice<TIn>>,
@@ -424,10 +433,11 @@ fn upload<T: cudarc::driver::DeviceRepr + Clone>(
     a_h: &[T],
     b_h: &[T],
     shape: Shape,
+    c_cols: u64,
     sets: usize,
 ) -> Result<Sets<T>> {
     let s = &gpu.stream;
-    let (mk, nk, mn) = ((shape.m * shape.k) as usize, (shape.n * shape.k) as usize, (shape.m * shape.n) as usize);
+    let (mk, nk, mn) = ((shape.m * shape.k) as usize, (shape.n * shape.k) as usize, (shape.m * c_cols) as usize);
     let mut out = Sets { a: Vec::new(), b: Vec::new(), c: Vec::new() };
     for i in 0..sets {
         out.a.push(s.clone_htod(&a_h[i * PAD..i * PAD + mk]).ctx("cuMemcpyHtoD(A)")?);
@@ -459,6 +469,8 @@ struct RunEpilogue {
     vectors: Vec<VectorSpec>,
     matrices: Vec<MatrixSpec>,
     kind: EpilogueKind,
+    /// The interleaved parts it reads, if any (C then has N / parts columns).
+    gated: Option<AccParts>,
 }
 
 impl RunEpilogue {
@@ -468,7 +480,15 @@ impl RunEpilogue {
         let spec = cands.iter().filter(|c| c.dtype() == Some(dtype)).find_map(|c| c.spec.as_ref())?;
         let epilogue = fused_epilogue(spec)?.clone();
         let kind = classify(Some(&epilogue), &spec.vectors, &spec.matrices);
-        Some(RunEpilogue { epilogue, vectors: spec.vectors.clone(), matrices: spec.matrices.clone(), kind })
+        Some(RunEpilogue { epilogue, vectors: spec.vectors.clone(), matrices: spec.matrices.clone(), kind, gated: spec.gated.clone() })
+    }
+
+    /// C's size (and the vectors' and matrices'): N / parts columns for a gated epilogue.
+    fn out_size(&self, size: GemmSize) -> GemmSize {
+        match &self.gated {
+            Some(g) => GemmSize { n: g.out_cols(size.n), ..size },
+            None => size,
+        }
     }
 }
 
@@ -484,8 +504,9 @@ struct ShapeVectors {
 impl ShapeVectors {
     fn new(gpu: &Gpu, epi: &RunEpilogue, size: GemmSize, seed: u64) -> Result<Self> {
         let mut rng = Rng::new(seed ^ 0xE9_1106);
-        let host = tilec_runtime::epilogue::random_vectors(&epi.vectors, size, &mut rng);
-        let host_matrices = random_matrices(&epi.matrices, size, &mut rng);
+        let out = epi.out_size(size);
+        let host = tilec_runtime::epilogue::random_vectors(&epi.vectors, out, &mut rng);
+        let host_matrices = random_matrices(&epi.matrices, out, &mut rng);
         let (mut slices, bindings) = upload_vectors(gpu, &host)?;
         let (matrix_slices, matrix_bindings) = upload_matrices(gpu, &host_matrices)?;
         slices.extend(matrix_slices);
@@ -505,8 +526,9 @@ impl ShapeVectors {
 }
 
 /// The epilogue applied in f64 to `scale` times cuBLAS's product `refh`
-/// (all of C, on all cores), rounded to bf16: what our kernels and the
-/// epilogue baselines are checked against.
+/// (all of C, on all cores; a gated epilogue's `M x N/parts` from the
+/// product's `M x N`), rounded to bf16: what our kernels and the epilogue
+/// baselines are checked against.
 fn epilogue_reference(epi: &RunEpilogue, vectors: &ShapeVectors, refh: &[bf16], scale: f64, shape: Shape) -> Result<Vec<bf16>> {
     let (m, n) = (shape.m as usize, shape.n as usize);
     let acc: Vec<f64> = refh.iter().map(|x| x.to_f64() * scale).collect();
@@ -521,15 +543,25 @@ enum EpiBaseline {
     Fused(LtGemm),
     /// cuBLASLt writing bf16, then the generated element-wise kernel in place.
     Unfused(LtGemm, ElementwiseKernel, Vec<u64>),
+    /// cuBLASLt writing the whole bf16 product `[M,N]` to `scratch`, then
+    /// the generated element-wise kernel reading its interleaved parts and
+    /// writing C `[M,N/parts]`.
+    Gated { plan: LtGemm, kernel: ElementwiseKernel, operands: Vec<u64>, scratch: CudaSlice<bf16>, parts: u64 },
 }
 
 impl EpiBaseline {
+    /// One run on A, B, C at `p` (`n`: the product's columns).
     fn run(&self, cx: &Ctx, p: (u64, u64, u64), m: u64, n: u64) -> Result<()> {
         match self {
             EpiBaseline::Fused(plan) => unsafe { plan.run(&cx.lt, p.0, p.1, p.2) },
             EpiBaseline::Unfused(plan, kernel, vectors) => {
                 unsafe { plan.run(&cx.lt, p.0, p.1, p.2) }?;
                 kernel.launch(cx.gpu, p.2, vectors, m, n)
+            }
+            EpiBaseline::Gated { plan, kernel, operands, scratch, parts } => {
+                let product = cx.gpu.addr(scratch);
+                unsafe { plan.run(&cx.lt, p.0, p.1, product) }?;
+                kernel.launch_gated(cx.gpu, p.2, product, operands, m, n, *parts)
             }
         }
     }
@@ -567,7 +599,7 @@ fn check_epilogue_baseline(
         EpilogueKind::Residual { tensor, alpha, beta } => {
             vectors.addr(tensor).map(|r| (LtEpilogue::Residual { r, alpha: *alpha as f32, beta: *beta as f32 }, "residual"))
         }
-        EpilogueKind::Plain | EpilogueKind::Other => None,
+        EpilogueKind::Plain | EpilogueKind::Gated { .. } | EpilogueKind::Other => None,
     };
     let mut check_once = |name: String, base: EpiBaseline, info_note: &mut Option<String>| -> Option<(usize, EpiBaseline)> {
         let mut run = RunResult::new(&name, RunKind::Baseline);
@@ -608,7 +640,15 @@ fn check_epilogue_baseline(
     let unfused = (|| -> Result<EpiBaseline> {
         let plan = LtGemm::new(&cx.lt, shape.m, shape.n, shape.k, input)?;
         let kernel = ElementwiseKernel::new(gpu, &epi.epilogue, &epi.vectors, &epi.matrices)?;
-        Ok(EpiBaseline::Unfused(plan, kernel, vectors.operand_addrs()))
+        let operands = vectors.operand_addrs();
+        Ok(match &epi.gated {
+            // The product is written once per launch and read back at once, as an unfused MLP does: one scratch buffer.
+            Some(g) => {
+                let scratch = unsafe { gpu.stream.alloc::<bf16>((shape.m * shape.n) as usize) }.ctx("cuMemAlloc(product scratch)")?;
+                EpiBaseline::Gated { plan, kernel, operands, scratch, parts: g.parts }
+            }
+            None => EpiBaseline::Unfused(plan, kernel, operands),
+        })
     })();
     let mut unfused_note = None;
     let done = match unfused {
@@ -625,6 +665,19 @@ fn check_epilogue_baseline(
     info.baselines.push(name);
     if let Some(n) = note {
         info.note = Some(n);
+    } else if let Some(g) = &epi.gated {
+        info.note = Some(format!(
+            "{} parts interleaved in runs of {} columns: the GEMM writes the whole {}x{} bf16 product, the element-wise kernel reads \
+             the parts and writes C {}x{}; the same FLOPs as {} GEMMs of N/{} and the element-wise kernel",
+            g.parts,
+            g.block,
+            shape.m,
+            shape.n,
+            shape.m,
+            g.out_cols(shape.n),
+            g.parts,
+            g.parts
+        ));
     }
     done
 }
@@ -874,11 +927,17 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
     let extra = (sets - 1) * PAD;
     let size = GemmSize::new(shape.m, shape.n, shape.k);
     let ours: Vec<usize> = (0..cands.len()).filter(|&i| cands[i].dtype() == Some(dtype)).collect();
+    // A gated epilogue's C has N / parts columns; N must hold whole runs of its parts.
+    let gated = RunEpilogue::of(cands, dtype).and_then(|e| e.gated);
+    if let Some(g) = &gated {
+        g.check_n(shape.n)?;
+    }
+    let c_cols = gated.as_ref().map_or(shape.n, |g| g.out_cols(shape.n));
     match dtype {
         BenchDtype::Bf16 => {
             let a_h = par_fill(mk + extra, r.seed, |g| bf16::from_f32(g.uniform()));
             let b_h = par_fill(nk + extra, r.seed ^ 0xB, |g| bf16::from_f32(g.uniform()));
-            let mut d = upload(gpu, &a_h, &b_h, shape, sets)?;
+            let mut d = upload(gpu, &a_h, &b_h, shape, c_cols, sets)?;
             let (refh, ref_check) = reference(cx, shape, &d.a[0], &d.b[0], |i| a_h[i].to_f32(), |i| b_h[i].to_f32())?;
             drop((a_h, b_h));
             if let Some(epi) = RunEpilogue::of(cands, dtype) {
@@ -944,7 +1003,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
         BenchDtype::Fp8 => {
             let a_h = par_fill(mk + extra, r.seed, |g| f32_to_e4m3(g.uniform()));
             let b_h = par_fill(nk + extra, r.seed ^ 0xB, |g| f32_to_e4m3(g.uniform()));
-            let mut d = upload(gpu, &a_h, &b_h, shape, sets)?;
+            let mut d = upload(gpu, &a_h, &b_h, shape, c_cols, sets)?;
             let bs = BlockScales::new(shape.m as usize, shape.n as usize, shape.k as usize);
             let mut scale_rng = Rng::new(r.seed ^ 0x5CA1E);
             let sa_h = random_pow2_scales(bs.sa_len(), &mut scale_rng);

@@ -14,7 +14,12 @@
 //!   fresh random values, and C is compared with the FP64 CPU product on
 //!   evenly spread rows (all rows for M*N*K <= 2^28) taken through the
 //!   epilogue in f64, a matrix read at each element's (i, j)
-//!   (`tilec_runtime::epilogue`).
+//!   (`tilec_runtime::epilogue`). An epilogue of interleaved parts of the
+//!   product (SwiGLU's gate and up in one GEMM, `acc_part`) stores
+//!   `C[M,H]`, `H = N/parts`: the shapes given are the GEMM's (N product
+//!   columns, a multiple of parts * block), and each output element is
+//!   checked against the FP64 product at its parts' columns through the
+//!   epilogue.
 //! - copy: bf16 `X[M,N]` input, `Y[M,N]` output (Y = X): bit-exact comparison.
 //! - grouped GEMM (`tilec_runtime::grouped`'s signatures: contiguous or
 //!   masked, BF16 or block-scaled FP8): run on each `--grouped-problems`
@@ -163,7 +168,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let dir = cli.artifact.expect("clap requires the artifact unless --completions is given");
-    let (shapes, threshold, sms) = (cli.shapes.0, cli.threshold, cli.sms);
+    let (mut shapes, threshold, sms) = (cli.shapes.0, cli.threshold, cli.sms);
     // The artifact is checked even where there is no GPU.
     let artifact = match Artifact::load(&dir) {
         Ok(a) => a,
@@ -179,6 +184,14 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
+    // A gated epilogue's N interleaves whole runs of its parts: the default shapes' N round up to them.
+    if let Some(g) = GemmSpec::from_manifest(&artifact.manifest).ok().and_then(|s| s.gated) {
+        if parse_shapes(DEFAULT_SHAPES).is_ok_and(|d| d.0 == shapes) {
+            let whole = g.parts * g.block;
+            shapes = shapes.into_iter().map(|(m, n, k)| (m, n.div_ceil(whole) * whole, k)).collect();
+            println!("tilec-gpu-test: {} parts in runs of {}: default shapes with N rounded up to a multiple of {whole}", g.parts, g.block);
+        }
+    }
     if cli.streams.is_some() && mode != (Mode::Gemm { b_kn: false }) {
         eprintln!("tilec-gpu-test: {dir}: --streams runs a BF16 GEMM with B stored N x K; this artifact is not one");
         return ExitCode::from(EXIT_ERROR);
@@ -303,11 +316,17 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
             let gemm = Gemm::from_artifact(&gpu, artifact)?.on_sms(sms);
             gemm.kernels().iter().for_each(print_kernel);
             let blas = Cublas::new(gpu.stream.clone())?;
-            let vectors: Vec<String> = gemm.spec().vectors.iter().map(|v| format!("{} {}[{}]", v.name, v.dtype, v.len_symbol())).collect();
-            let matrices: Vec<String> = gemm.spec().matrices.iter().map(|x| format!("{} {}[M,N]", x.name, x.dtype)).collect();
+            let spec = gemm.spec();
+            let cols = spec.cols_symbol();
+            let symbol = |v: &VectorSpec| if v.along == artifact::Along::Cols { cols } else { v.len_symbol() };
+            let vectors: Vec<String> = spec.vectors.iter().map(|v| format!("{} {}[{}]", v.name, v.dtype, symbol(v))).collect();
+            let matrices: Vec<String> = spec.matrices.iter().map(|x| format!("{} {}[M,{cols}]", x.name, x.dtype)).collect();
             let matrices = if matrices.is_empty() { String::new() } else { format!(", matrices [{}]", matrices.join(", ")) };
+            let gated = spec.gated.as_ref().map_or(String::new(), |g| {
+                format!(", {} interleaved parts of the product in runs of {}: C[M,{}] with {} = N/{}", g.parts, g.block, g.cols, g.cols, g.parts)
+            });
             println!(
-                "epilogue: {} values, vectors [{}]{matrices}; reference: fp64 cpu product through the epilogue",
+                "epilogue: {} values, vectors [{}]{matrices}{gated}; reference: fp64 cpu product through the epilogue",
                 gemm.spec().epilogue.as_ref().map_or(0, |e| e.values.len()),
                 vectors.join(", ")
             );

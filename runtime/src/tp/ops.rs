@@ -130,6 +130,12 @@ pub fn unsupported(spec: &GemmSpec) -> Option<String> {
         let names: Vec<&str> = spec.matrices.iter().map(|x| x.name.as_str()).collect();
         return Some(format!("the kernel's epilogue reads matrices {names:?}; tensor-parallel GEMMs do not split or bind them"));
     }
+    if let Some(g) = &spec.gated {
+        return Some(format!(
+            "the kernel's epilogue reads {} interleaved parts of the product (C[M,{}]); tensor-parallel GEMMs split and gather C[M,N]",
+            g.parts, g.cols
+        ));
+    }
     match (spec.scales, spec.sa_layout) {
         (Scales::PerTensor, _) => Some("per-tensor FP8 scales are not supported; use a bf16 or block-scaled kernel".into()),
         (Scales::Block, SaLayout::MMajor) => Some(
