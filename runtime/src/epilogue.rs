@@ -76,11 +76,22 @@ pub fn random_vectors(specs: &[VectorSpec], size: GemmSize, rng: &mut Rng) -> Ve
 /// Device copies of `vectors` and their bindings (by name), for
 /// [`crate::GemmBuffers::with_vectors`].
 pub fn upload_vectors(gpu: &Gpu, vectors: &[HostVector]) -> Result<(Vec<CudaSlice<u8>>, Vec<TensorBinding>)> {
-    let mut slices = Vec::with_capacity(vectors.len());
-    let mut bindings = Vec::with_capacity(vectors.len());
-    for v in vectors {
-        let s = gpu.stream.clone_htod(&v.bytes).ctx("cuMemcpyHtoD(epilogue vector)")?;
-        bindings.push(v.binding(gpu.addr(&s)));
+    upload(gpu, vectors, "cuMemcpyHtoD(epilogue vector)", |v| &v.bytes, HostVector::binding)
+}
+
+/// Device copies of `items`' bytes and the bindings `binding` makes of them.
+fn upload<T>(
+    gpu: &Gpu,
+    items: &[T],
+    call: &'static str,
+    bytes: impl Fn(&T) -> &[u8],
+    binding: impl Fn(&T, u64) -> TensorBinding,
+) -> Result<(Vec<CudaSlice<u8>>, Vec<TensorBinding>)> {
+    let mut slices = Vec::with_capacity(items.len());
+    let mut bindings = Vec::with_capacity(items.len());
+    for item in items {
+        let s = gpu.stream.clone_htod(bytes(item)).ctx(call)?;
+        bindings.push(binding(item, gpu.addr(&s)));
         slices.push(s);
     }
     Ok((slices, bindings))
@@ -142,14 +153,7 @@ pub fn random_matrices(specs: &[MatrixSpec], size: GemmSize, rng: &mut Rng) -> V
 /// Device copies of `matrices` and their bindings (by name), for
 /// [`crate::GemmBuffers::with_matrices`].
 pub fn upload_matrices(gpu: &Gpu, matrices: &[HostMatrix]) -> Result<(Vec<CudaSlice<u8>>, Vec<TensorBinding>)> {
-    let mut slices = Vec::with_capacity(matrices.len());
-    let mut bindings = Vec::with_capacity(matrices.len());
-    for x in matrices {
-        let s = gpu.stream.clone_htod(&x.bytes).ctx("cuMemcpyHtoD(epilogue matrix)")?;
-        bindings.push(x.binding(gpu.addr(&s)));
-        slices.push(s);
-    }
-    Ok((slices, bindings))
+    upload(gpu, matrices, "cuMemcpyHtoD(epilogue matrix)", |x| &x.bytes, HostMatrix::binding)
 }
 
 /// How an epilogue's interleaved accumulator parts ([`EpilogueValue::AccPart`])

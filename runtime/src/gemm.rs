@@ -515,15 +515,7 @@ impl GemmSpec {
         let args = |s: String| RuntimeError::GemmArgs(s);
         let symbol = |v: &VectorSpec| if v.along == Along::Cols { self.cols_symbol() } else { v.len_symbol() };
         let wanted = || self.vectors.iter().map(|v| format!("{} ({}[{}])", v.name, v.dtype, symbol(v))).collect::<Vec<_>>().join(", ");
-        for (i, t) in vectors.iter().enumerate() {
-            if !self.vectors.iter().any(|v| v.name == t.name) {
-                let reads = if self.vectors.is_empty() { "none".to_string() } else { wanted() };
-                return Err(args(format!("vector `{}` given, the kernel's epilogue reads {reads}", t.name)));
-            }
-            if vectors[..i].iter().any(|o| o.name == t.name) {
-                return Err(args(format!("vector {} given twice", t.name)));
-            }
-        }
+        given_once("vector", self.vectors.iter().map(|v| v.name.as_str()), &vectors, wanted)?;
         let mut out = Vec::with_capacity(self.vectors.len());
         for v in &self.vectors {
             let Some(t) = vectors.iter().find(|t| t.name == v.name) else {
@@ -556,15 +548,7 @@ impl GemmSpec {
     fn bind_matrices(&self, size: GemmSize, matrices: Vec<TensorBinding>) -> Result<Vec<TensorBinding>> {
         let args = |s: String| RuntimeError::GemmArgs(s);
         let wanted = || self.matrices.iter().map(|x| format!("{} ({}[M,{}])", x.name, x.dtype, self.cols_symbol())).collect::<Vec<_>>().join(", ");
-        for (i, t) in matrices.iter().enumerate() {
-            if !self.matrices.iter().any(|x| x.name == t.name) {
-                let reads = if self.matrices.is_empty() { "none".to_string() } else { wanted() };
-                return Err(args(format!("matrix `{}` given, the kernel's epilogue reads {reads}", t.name)));
-            }
-            if matrices[..i].iter().any(|o| o.name == t.name) {
-                return Err(args(format!("matrix {} given twice", t.name)));
-            }
-        }
+        given_once("matrix", self.matrices.iter().map(|x| x.name.as_str()), &matrices, wanted)?;
         let mut out = Vec::with_capacity(self.matrices.len());
         for x in &self.matrices {
             let Some(t) = matrices.iter().find(|t| t.name == x.name) else {
@@ -585,6 +569,22 @@ impl GemmSpec {
         }
         Ok(out)
     }
+}
+
+/// Checks that each of `given` names one of the `kind`s (`vector`,
+/// `matrix`) the kernel's epilogue reads, `read`, once; `wanted` describes
+/// them for the message.
+fn given_once<'a>(kind: &str, read: impl Iterator<Item = &'a str> + Clone, given: &[TensorBinding], wanted: impl Fn() -> String) -> Result<()> {
+    for (i, t) in given.iter().enumerate() {
+        if !read.clone().any(|name| name == t.name) {
+            let reads = if read.clone().next().is_none() { "none".to_string() } else { wanted() };
+            return Err(RuntimeError::GemmArgs(format!("{kind} `{}` given, the kernel's epilogue reads {reads}", t.name)));
+        }
+        if given[..i].iter().any(|o| o.name == t.name) {
+            return Err(RuntimeError::GemmArgs(format!("{kind} {} given twice", t.name)));
+        }
+    }
+    Ok(())
 }
 
 /// A GEMM ready to call on one GPU.
