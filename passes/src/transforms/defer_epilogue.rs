@@ -156,8 +156,8 @@ fn find_tile_loop(body: &Body, ws_op: Op, consumer: Block) -> Result<TileLoop, D
 }
 
 /// The position in `ops` of the `tile.truncf` that converts `drained`, the
-/// accumulator, or a value element-wise ops make from it (a bias, an
-/// activation): those ops stay where they are, before the conversion, and
+/// accumulator, or a value element-wise ops (a bias, an activation) and
+/// column splits (`tile.deinterleave`) make from it: those ops stay where they are, before the conversion, and
 /// only the converted tile waits for the next tile's K steps.
 fn conversion_of(body: &Body, ops: &[Op], drained: Value) -> Option<usize> {
     let mut derived = HashSet::from([drained]);
@@ -169,7 +169,9 @@ fn conversion_of(body: &Body, ops: &[Op], drained: Value) -> Option<usize> {
         if body.opcode(op) == Opcode::TileTruncf {
             return Some(i);
         }
-        if !data.def.traits.elementwise {
+        // Element-wise ops and column rearrangements (a SwiGLU's split of
+        // gate and up) stay where they are, as ops of the tile's registers.
+        if !(data.def.traits.elementwise || body.opcode(op) == Opcode::TileDeinterleave) {
             return None;
         }
         derived.extend(data.results.iter().copied());
