@@ -662,6 +662,24 @@ pub fn cuda_source(epilogue: &Epilogue, vectors: &[VectorSpec], matrices: &[Matr
 "#
         );
     }
+    // Both kernels end alike: each element of the group through the
+    // epilogue, from (i, j) on, and the group stored.
+    let compute_and_store = format!(
+        r#"#pragma unroll
+    for (int e = 0; e < 8; ++e) {{
+{body}      out.v[e] = tilec_f32_to_bf16(x{last});
+      if (++j == n) {{ j = 0; ++i; }}
+      if (i >= m) break;
+    }}
+    if (whole) {{
+      *reinterpret_cast<tilec_u16x8*>(c + base) = out;
+    }} else {{
+      for (int e = 0; e < 8; ++e) if (base + e < total) c[base + e] = out.v[e];
+    }}
+  }}
+}}
+"#
+    );
     let mut src = String::from(CUDA_PRELUDE);
     let Some((block, parts)) = gated else {
         let _ = write!(
@@ -681,20 +699,7 @@ extern "C" __global__ void {ELEMENTWISE_ENTRY}(unsigned short* __restrict__ c{pa
     }}
 {loads}    long long i = base / n;
     long long j = base - i * n;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {{
-{body}      out.v[e] = tilec_f32_to_bf16(x{last});
-      if (++j == n) {{ j = 0; ++i; }}
-      if (i >= m) break;
-    }}
-    if (whole) {{
-      *reinterpret_cast<tilec_u16x8*>(c + base) = out;
-    }} else {{
-      for (int e = 0; e < 8; ++e) if (base + e < total) c[base + e] = out.v[e];
-    }}
-  }}
-}}
-"#
+{compute_and_store}"#
         );
         return Ok(src);
     };
@@ -733,20 +738,7 @@ extern "C" __global__ void {ELEMENTWISE_ENTRY}(unsigned short* __restrict__ c, c
         const long long xj = base + e - xi * n;
 {scalar_loads}      }}
     }}
-{loads}#pragma unroll
-    for (int e = 0; e < 8; ++e) {{
-{body}      out.v[e] = tilec_f32_to_bf16(x{last});
-      if (++j == n) {{ j = 0; ++i; }}
-      if (i >= m) break;
-    }}
-    if (whole) {{
-      *reinterpret_cast<tilec_u16x8*>(c + base) = out;
-    }} else {{
-      for (int e = 0; e < 8; ++e) if (base + e < total) c[base + e] = out.v[e];
-    }}
-  }}
-}}
-"#,
+{loads}{compute_and_store}"#,
         whole_run = parts * block
     );
     Ok(src)
