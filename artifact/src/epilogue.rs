@@ -13,6 +13,51 @@ use serde::{Deserialize, Serialize};
 pub struct Epilogue {
     /// The program, in order; operands are indices of earlier values.
     pub values: Vec<EpilogueValue>,
+    /// Further outputs of one value per row and group of columns (an FP8
+    /// quantisation's scales), besides the output the last value is stored
+    /// to; empty (and absent from the JSON) for most epilogues.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_stores: Vec<GroupStore>,
+}
+
+/// An output holding one value per row and group of `group` columns: the
+/// value `x` (the same at every column of a group, as a
+/// [`EpilogueValue::GroupReduce`] leaves it) of output row `i` and group
+/// `j / group` at element (`i`, `j / group`) of `tensor`, whose logical
+/// shape is `M x ceil(N / group)`. The manifest declares the tensor
+/// `[ceil(N / group), M]` where it is stored M-major (the scales the next
+/// block-scaled GEMM reads, a column's rows adjacent) and
+/// `[M, ceil(N / group)]` where row-major.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GroupStore {
+    /// The manifest tensor (an output).
+    pub tensor: String,
+    /// The stored value's index.
+    pub x: usize,
+    /// Columns in a group.
+    pub group: u64,
+}
+
+/// One output row as [`Epilogue::eval_row`] computes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpilogueRow {
+    /// The value stored at each of the row's columns.
+    pub values: Vec<f64>,
+    /// For each of the epilogue's [`Epilogue::group_stores`], in order, its
+    /// value for each group of the row's columns (`ceil(n / group)` of them).
+    pub groups: Vec<Vec<f64>>,
+}
+
+/// How a [`EpilogueValue::GroupReduce`] combines a group's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReduceFn {
+    /// The largest (NaN if any is NaN).
+    Max,
+    /// The smallest (NaN if any is NaN).
+    Min,
+    /// The sum.
+    Add,
 }
 
 /// Which index of the output element a vector operand takes.
@@ -118,6 +163,18 @@ pub enum EpilogueValue {
         /// The second operand's index.
         rhs: usize,
     },
+    /// An earlier value reduced over the output element's group of `group`
+    /// columns in its row: columns `group * (j / group)` up to the next
+    /// multiple of `group`, those inside the output (an absmax for an FP8
+    /// quantisation's scale is the max of the absolute values).
+    GroupReduce {
+        /// The reduction.
+        f: ReduceFn,
+        /// The operand's index.
+        x: usize,
+        /// Columns in a group.
+        group: u64,
+    },
     /// An earlier value rounded to `to` (round to nearest even), as a
     /// narrowing conversion does; a widening one is exact and not recorded.
     Convert {
@@ -131,14 +188,14 @@ pub enum EpilogueValue {
 impl Epilogue {
     /// A plain GEMM's: the accumulator rounded to `out`.
     pub fn plain(out: super::DType) -> Epilogue {
-        Epilogue { values: vec![EpilogueValue::Acc, EpilogueValue::Convert { to: out, x: 0 }] }
+        Epilogue { values: vec![EpilogueValue::Acc, EpilogueValue::Convert { to: out, x: 0 }], group_stores: Vec::new() }
     }
 
     /// The indices each value reads.
     pub fn operands(value: &EpilogueValue) -> Vec<usize> {
         match value {
             EpilogueValue::Acc | EpilogueValue::AccPart { .. } | EpilogueValue::Splat { .. } | EpilogueValue::Vector { .. } | EpilogueValue::Matrix { .. } => Vec::new(),
-            EpilogueValue::Unary { x, .. } | EpilogueValue::Convert { x, .. } => vec![*x],
+            EpilogueValue::Unary { x, .. } | EpilogueValue::Convert { x, .. } | EpilogueValue::GroupReduce { x, .. } => vec![*x],
             EpilogueValue::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
         }
     }
@@ -174,10 +231,12 @@ impl Epilogue {
     /// The value it stores for one output element, computed in f64:
     /// `acc` is the accumulator, `vector(i)` the element that value `i` (a
     /// [`EpilogueValue::Vector`], [`EpilogueValue::Matrix`] or
-    /// [`EpilogueValue::AccPart`]) reads for this output element (a
+    /// [`EpilogueValue::AccPart`]) reads for this output element, or the
+    /// reduction a [`EpilogueValue::GroupReduce`] gives it (a
     /// vector's element `i` of the row or `j` of the column, as its `along`
     /// says; a matrix's element (`i`, `j`); the product's element at the
-    /// part's column). `convert`
+    /// part's column; a reduction needs the whole row: [`Epilogue::eval_row`]
+    /// computes it). `convert`
     /// rounds to nearest even as [`round_to`] does. The epilogue must be
     /// valid ([`crate::Manifest::validate`]); an empty one gives NaN.
     ///
@@ -209,19 +268,108 @@ impl Epilogue {
             heap.resize(index + 1, 0.0);
             &mut heap
         };
-        // An operand that is not an earlier value (an unvalidated program) reads NaN.
-        let at = |v: &[f64], i: usize, me: usize| if i < me { v[i] } else { f64::NAN };
         for (i, value) in self.values[..=index].iter().enumerate() {
-            v[i] = match *value {
+            let x = match value {
                 EpilogueValue::Acc => acc,
-                EpilogueValue::Splat { value } => value,
-                EpilogueValue::Vector { .. } | EpilogueValue::Matrix { .. } | EpilogueValue::AccPart { .. } => vector(i),
-                EpilogueValue::Unary { f, x } => f.apply(at(v, x, i)),
-                EpilogueValue::Binary { f, lhs, rhs } => f.apply(at(v, lhs, i), at(v, rhs, i)),
-                EpilogueValue::Convert { to, x } => round_to(to, at(v, x, i)),
+                _ => element(value, |k| earlier(v, k, i)).unwrap_or_else(|| vector(i)),
             };
+            v[i] = x;
         }
         v[index]
+    }
+
+    /// One output row of `n` columns, computed in f64: each column's stored
+    /// value and each group store's value for each group of columns.
+    /// `acc(j)` is column `j`'s accumulator and `leaf(i, j)` the element
+    /// that value `i` (a [`EpilogueValue::Vector`], [`EpilogueValue::Matrix`]
+    /// or [`EpilogueValue::AccPart`]) reads at column `j`, as for
+    /// [`Epilogue::eval`]. A [`EpilogueValue::GroupReduce`] reduces its
+    /// operand over the columns of `j`'s group that are below `n` (a last,
+    /// partial group reduces fewer); a group store takes its value at its
+    /// group's first column (the same at each of its columns in a valid
+    /// epilogue). The epilogue must be valid: an operand that is not an
+    /// earlier value reads NaN, and a group of no columns reduces to NaN and
+    /// stores nothing.
+    ///
+    /// ```
+    /// use tilec_artifact::{Epilogue, EpilogueValue, GroupStore, ReduceFn, UnaryFn};
+    /// // Each column divided by its group's absmax, which is stored too.
+    /// let e = Epilogue {
+    ///     values: vec![
+    ///         EpilogueValue::Acc,
+    ///         EpilogueValue::Unary { f: UnaryFn::Abs, x: 0 },
+    ///         EpilogueValue::GroupReduce { f: ReduceFn::Max, x: 1, group: 2 },
+    ///         EpilogueValue::Binary { f: tilec_artifact::BinaryFn::Div, lhs: 0, rhs: 2 },
+    ///     ],
+    ///     group_stores: vec![GroupStore { tensor: "S".into(), x: 2, group: 2 }],
+    /// };
+    /// let acc = [1.0, -4.0, 0.5, 0.25, 8.0];
+    /// let row = e.eval_row(5, |j| acc[j], |_, _| f64::NAN);
+    /// assert_eq!(row.values, [0.25, -1.0, 1.0, 0.5, 1.0]);
+    /// assert_eq!(row.groups, [vec![4.0, 0.5, 8.0]]);
+    /// ```
+    pub fn eval_row(&self, n: usize, acc: impl Fn(usize) -> f64, leaf: impl Fn(usize, usize) -> f64) -> EpilogueRow {
+        // Each value's n columns, value-major.
+        let mut cols: Vec<Vec<f64>> = Vec::with_capacity(self.values.len());
+        for (i, value) in self.values.iter().enumerate() {
+            let col = match *value {
+                EpilogueValue::GroupReduce { f, x, group } => match usize::try_from(group) {
+                    Ok(g) if g > 0 && x < i => {
+                        let mut out = vec![0.0; n];
+                        for (o, xs) in out.chunks_mut(g).zip(cols[x].chunks(g)) {
+                            o.fill(f.reduce(xs.iter().copied()));
+                        }
+                        out
+                    }
+                    _ => vec![f64::NAN; n],
+                },
+                EpilogueValue::Acc => (0..n).map(&acc).collect(),
+                _ => (0..n)
+                    .map(|j| element(value, |k| if k < i { cols[k][j] } else { f64::NAN }).unwrap_or_else(|| leaf(i, j)))
+                    .collect(),
+            };
+            cols.push(col);
+        }
+        let groups = self
+            .group_stores
+            .iter()
+            .map(|s| match (usize::try_from(s.group), cols.get(s.x)) {
+                (Ok(g), Some(col)) if g > 0 => col.iter().step_by(g).copied().collect(),
+                (Ok(g), None) if g > 0 => vec![f64::NAN; n.div_ceil(g)],
+                _ => Vec::new(),
+            })
+            .collect();
+        let values = cols.pop().unwrap_or_else(|| vec![f64::NAN; n]);
+        EpilogueRow { values, groups }
+    }
+
+    /// True if it reduces over groups of columns or stores per group (an
+    /// FP8 quantisation's scales): its reference needs whole rows
+    /// ([`Epilogue::eval_row`]).
+    pub fn has_groups(&self) -> bool {
+        !self.group_stores.is_empty() || self.values.iter().any(|v| matches!(v, EpilogueValue::GroupReduce { .. }))
+    }
+
+    /// The first value that value `index` reads (itself included) which
+    /// may differ between the columns of one group of `group`: the
+    /// accumulator, an accumulator part, a matrix, a vector along columns,
+    /// or a reduction over groups that do not hold whole groups of `group`
+    /// (a reduction over `g` columns is the same across a group of `group`
+    /// where `g` is a multiple of `group`). `None` if the value is the
+    /// same at every column of such a group, as a group store's must be
+    /// (and as a kernel may compute once a group).
+    pub fn varies_within(&self, index: usize, group: u64) -> Option<usize> {
+        let mut varies: Vec<Option<usize>> = Vec::with_capacity(self.values.len());
+        for (i, value) in self.values.iter().enumerate().take(index.saturating_add(1)) {
+            let v = match value {
+                EpilogueValue::Splat { .. } | EpilogueValue::Vector { along: Along::Rows, .. } => None,
+                EpilogueValue::GroupReduce { group: g, .. } => (!g.is_multiple_of(group)).then_some(i),
+                EpilogueValue::Acc | EpilogueValue::AccPart { .. } | EpilogueValue::Matrix { .. } | EpilogueValue::Vector { .. } => Some(i),
+                _ => Epilogue::operands(value).into_iter().find_map(|k| if k < i { varies[k] } else { Some(i) }),
+            };
+            varies.push(v);
+        }
+        varies.get(index).copied().flatten()
     }
 
     /// True if it is a plain GEMM's: the accumulator, at most rounded once
@@ -233,6 +381,33 @@ impl Epilogue {
             _ => false,
         }
     }
+}
+
+/// Operand `k` of value `me` among the values computed so far: NaN where
+/// it is not an earlier value (an unvalidated program).
+fn earlier(v: &[f64], k: usize, me: usize) -> f64 {
+    if k < me {
+        v[k]
+    } else {
+        f64::NAN
+    }
+}
+
+/// An element-wise value computed from its operands (`at(k)`: value `k`);
+/// `None` for the values that read the call's operands (the accumulator,
+/// parts, vectors, matrices) or reduce over columns.
+fn element(value: &EpilogueValue, at: impl Fn(usize) -> f64) -> Option<f64> {
+    Some(match *value {
+        EpilogueValue::Splat { value } => value,
+        EpilogueValue::Unary { f, x } => f.apply(at(x)),
+        EpilogueValue::Binary { f, lhs, rhs } => f.apply(at(lhs), at(rhs)),
+        EpilogueValue::Convert { to, x } => round_to(to, at(x)),
+        EpilogueValue::Acc
+        | EpilogueValue::AccPart { .. }
+        | EpilogueValue::Vector { .. }
+        | EpilogueValue::Matrix { .. }
+        | EpilogueValue::GroupReduce { .. } => return None,
+    })
 }
 
 impl UnaryFn {
@@ -263,6 +438,20 @@ impl BinaryFn {
             BinaryFn::Max => lhs.max(rhs),
             BinaryFn::Min => lhs.min(rhs),
         }
+    }
+}
+
+impl ReduceFn {
+    /// The reduction of `xs` in f64, in order: `max` and `min` are NaN if
+    /// any value is (as [`BinaryFn::apply`]'s); NaN for no values.
+    pub fn reduce(self, xs: impl IntoIterator<Item = f64>) -> f64 {
+        let mut xs = xs.into_iter();
+        let Some(first) = xs.next() else { return f64::NAN };
+        xs.fold(first, |r, x| match self {
+            ReduceFn::Max => BinaryFn::Max.apply(r, x),
+            ReduceFn::Min => BinaryFn::Min.apply(r, x),
+            ReduceFn::Add => r + x,
+        })
     }
 }
 

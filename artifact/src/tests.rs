@@ -355,6 +355,11 @@ fn with_vectors(epilogue: &str) -> Manifest {
     .unwrap()
 }
 
+/// An epilogue of `values` without group stores.
+fn program(values: Vec<EpilogueValue>) -> Epilogue {
+    Epilogue { values, group_stores: Vec::new() }
+}
+
 const BIAS_SCALE: &str = r#"{ "values": [
     { "op": "acc" }, { "op": "vector", "tensor": "Bias", "along": "cols" },
     { "op": "binary", "f": "add", "lhs": 0, "rhs": 1 },
@@ -448,17 +453,15 @@ fn epilogue_eval_in_f64() {
     assert_eq!(e.eval_value(4, 1.0 / 3.0, vec), (1.0 / 3.0 + 0.25) * 3.0);
     assert_eq!(e.eval(1.0 / 3.0, vec), round_to(DType::Bf16, (1.0 / 3.0 + 0.25) * 3.0));
     assert!(e.eval_value(99, 0.0, vec).is_nan());
-    assert!(Epilogue { values: vec![] }.eval(1.0, |_| 0.0).is_nan());
-    let un = |f: UnaryFn| Epilogue { values: vec![EpilogueValue::Acc, EpilogueValue::Unary { f, x: 0 }] };
+    assert!(program(vec![]).eval(1.0, |_| 0.0).is_nan());
+    let un = |f: UnaryFn| program(vec![EpilogueValue::Acc, EpilogueValue::Unary { f, x: 0 }]);
     assert_eq!(un(UnaryFn::Neg).eval(2.0, |_| 0.0), -2.0);
     assert_eq!(un(UnaryFn::Abs).eval(-2.0, |_| 0.0), 2.0);
     assert_eq!(un(UnaryFn::Exp).eval(0.0, |_| 0.0), 1.0);
     assert_eq!(un(UnaryFn::Rsqrt).eval(4.0, |_| 0.0), 0.5);
     assert_eq!(un(UnaryFn::Tanh).eval(0.5, |_| 0.0), 0.5f64.tanh());
     assert!((un(UnaryFn::Erf).eval(0.5, |_| 0.0) - 0.5204998778130465).abs() < 1e-15);
-    let bin = |f: BinaryFn| Epilogue {
-        values: vec![EpilogueValue::Acc, EpilogueValue::Splat { value: 2.0 }, EpilogueValue::Binary { f, lhs: 0, rhs: 1 }],
-    };
+    let bin = |f: BinaryFn| program(vec![EpilogueValue::Acc, EpilogueValue::Splat { value: 2.0 }, EpilogueValue::Binary { f, lhs: 0, rhs: 1 }]);
     let at3 = |f| bin(f).eval(3.0, |_| 0.0);
     assert_eq!([at3(BinaryFn::Add), at3(BinaryFn::Sub), at3(BinaryFn::Mul), at3(BinaryFn::Div)], [5.0, 1.0, 6.0, 1.5]);
     assert_eq!([at3(BinaryFn::Max), at3(BinaryFn::Min)], [3.0, 2.0]);
@@ -553,5 +556,208 @@ fn long_epilogues_evaluate_too() {
     for i in 0..100 {
         values.push(EpilogueValue::Binary { f: BinaryFn::Add, lhs: if i == 0 { 0 } else { i + 1 }, rhs: 1 });
     }
-    assert_eq!(Epilogue { values }.eval(0.5, |_| 0.0), 100.5);
+    assert_eq!(program(values).eval(0.5, |_| 0.0), 100.5);
+}
+
+// ------------------------------------------------- group reductions and stores
+
+/// The quantising epilogue of `examples/gemm_fp8_quantize.tile`: x =
+/// bf16(acc), amax = max over the group of |x| clamped to 1e-4, code =
+/// e4m3(x * 448 / amax), scale amax / 448 stored to `SQ`.
+const QUANTIZE: &str = r#"{ "values": [
+    { "op": "acc" }, { "op": "convert", "to": "bf16", "x": 0 }, { "op": "unary", "f": "abs", "x": 1 },
+    { "op": "group_reduce", "f": "max", "x": 2, "group": 128 }, { "op": "splat", "value": 1e-4 },
+    { "op": "binary", "f": "max", "lhs": 3, "rhs": 4 }, { "op": "splat", "value": 448.0 },
+    { "op": "binary", "f": "div", "lhs": 6, "rhs": 5 }, { "op": "binary", "f": "mul", "lhs": 1, "rhs": 7 },
+    { "op": "binary", "f": "div", "lhs": 5, "rhs": 6 }, { "op": "convert", "to": "f8e4m3", "x": 8 } ],
+  "group_stores": [ { "tensor": "SQ", "x": 9, "group": 128 } ] }"#;
+
+/// A block-scaled FP8 GEMM whose output `Q[M,N]` is quantised, with `SQ`
+/// declared `sq_shape`, an f32 output, and `R[M,N]`, a residual input.
+fn quantizing(epilogue: &str, sq_shape: &str) -> Manifest {
+    Manifest::from_json_str(&format!(
+        r#"{{
+  "format_version": 1, "kernel_name": "q", "entry": "q", "target": "sm_90a",
+  "epilogue": {epilogue},
+  "block": [384, 1, 1], "grid": {{ "rule": "tiles", "block_m": 128, "block_n": 128 }},
+  "tensors": [
+    {{ "name": "A", "dtype": "f8e4m3", "shape": ["M", "K"], "role": "input" }},
+    {{ "name": "SA", "dtype": "f32", "shape": ["KB", "M"], "role": "input" }},
+    {{ "name": "B", "dtype": "f8e4m3", "shape": ["N", "K"], "role": "input" }},
+    {{ "name": "SB", "dtype": "f32", "shape": ["NB", "KB"], "role": "input" }},
+    {{ "name": "Q", "dtype": "f8e4m3", "shape": ["M", "N"], "role": "output" }},
+    {{ "name": "SQ", "dtype": "f32", "shape": {sq_shape}, "role": "output" }},
+    {{ "name": "R", "dtype": "bf16", "shape": ["M", "N"], "role": "input" }}
+  ],
+  "params": [
+    {{ "kind": "ptr", "tensor": "A" }}, {{ "kind": "ptr", "tensor": "SA" }}, {{ "kind": "ptr", "tensor": "B" }},
+    {{ "kind": "ptr", "tensor": "SB" }}, {{ "kind": "ptr", "tensor": "Q" }}, {{ "kind": "ptr", "tensor": "SQ" }},
+    {{ "kind": "ptr", "tensor": "R" }}
+  ]
+}}"#
+    ))
+    .unwrap()
+}
+
+#[test]
+fn group_stores_round_trip_and_validate() {
+    for sq in [r#"["NB", "M"]"#, r#"["M", "NB"]"#] {
+        let m = quantizing(QUANTIZE, sq);
+        m.validate().unwrap();
+        let e = m.epilogue.clone().unwrap();
+        assert_eq!(e.group_stores, [GroupStore { tensor: "SQ".into(), x: 9, group: 128 }]);
+        assert_eq!(e.values[3], EpilogueValue::GroupReduce { f: ReduceFn::Max, x: 2, group: 128 });
+        assert!(e.has_groups() && !e.is_plain());
+        assert_eq!(Manifest::from_json_str(&m.to_json_string()).unwrap(), m);
+    }
+    // Most epilogues have no group stores, and their JSON no field.
+    let plain = with_vectors(BIAS_SCALE);
+    assert!(!plain.epilogue.as_ref().unwrap().has_groups());
+    assert!(!plain.to_json_string().contains("group_stores"));
+}
+
+#[test]
+fn group_store_validation_is_located() {
+    let check = |epilogue: &str, sq: &str| err_of(&quantizing(epilogue, sq)).to_string();
+    let nb_m = r#"["NB", "M"]"#;
+    let store = |tensor: &str, x: usize, group: u64| {
+        QUANTIZE.replace(r#"{ "tensor": "SQ", "x": 9, "group": 128 }"#, &format!(r#"{{ "tensor": "{tensor}", "x": {x}, "group": {group} }}"#))
+    };
+    assert_eq!(check(&store("Nope", 9, 128), nb_m), "epilogue.group_stores[0].tensor: unknown tensor `Nope`");
+    assert_eq!(
+        check(&store("SA", 9, 128), nb_m),
+        "epilogue.group_stores[0].tensor: epilogue group store `SA` must be an output tensor; it is an input"
+    );
+    assert_eq!(
+        check(&store("Q", 9, 128), nb_m),
+        "epilogue.group_stores[0].tensor: epilogue group store `Q` is the output the epilogue's last value is stored to; a group store needs an output of its own"
+    );
+    let twice = QUANTIZE.replace(
+        r#"{ "tensor": "SQ", "x": 9, "group": 128 }"#,
+        r#"{ "tensor": "SQ", "x": 9, "group": 128 }, { "tensor": "SQ", "x": 5, "group": 128 }"#,
+    );
+    assert_eq!(
+        check(&twice, nb_m),
+        "epilogue.group_stores[1].tensor: epilogue group store `SQ` is stored to by an earlier group store too"
+    );
+    let shape = |sq: &str| check(QUANTIZE, sq);
+    let want = "epilogue.group_stores[0].tensor: epilogue group store `SQ` must be [G, M] (M-major) or [M, G], G a symbol of its own for \
+                ceil(N/128) (M and N: the output `Q`'s rows and columns); it is";
+    assert_eq!(shape(r#"["M", "N"]"#), format!("{want} [M, N]"));
+    assert_eq!(shape(r#"["NB", "K"]"#), format!("{want} [NB, K]"));
+    assert_eq!(shape(r#"[2, "M"]"#), format!("{want} [2, M]"));
+    assert_eq!(shape(r#"["NB", "M", "M"]"#), format!("{want} [NB, M, M]"));
+    assert_eq!(shape(r#"["M"]"#), format!("{want} [M]"));
+    assert_eq!(check(&store("SQ", 9, 0), nb_m), "epilogue.group_stores[0].group: an epilogue's column group has at least one column");
+    assert_eq!(check(&store("SQ", 11, 128), nb_m), "epilogue.group_stores[0].x: value 11 is not one of the epilogue's 11 values");
+    // The stored value must be the same at every column of a group.
+    assert_eq!(
+        check(&store("SQ", 8, 128), nb_m),
+        "epilogue.group_stores[0].x: value 8 may differ between the columns of a group of 128: it reads value 0, the accumulator"
+    );
+    // A reduction over 128 columns is the same across groups of 64 within it, not across groups of 256.
+    quantizing(&store("SQ", 9, 64), nb_m).validate().unwrap();
+    assert_eq!(
+        check(&store("SQ", 9, 256), nb_m),
+        "epilogue.group_stores[0].x: value 9 may differ between the columns of a group of 256: it reads value 3, a reduction over groups that split this one"
+    );
+    // A residual read into the stored value varies by column; a row's own values do not.
+    let residual = QUANTIZE
+        .replace(r#"{ "op": "convert", "to": "f8e4m3", "x": 8 } ]"#, r#"{ "op": "convert", "to": "f8e4m3", "x": 8 }, { "op": "matrix", "tensor": "R" }, { "op": "binary", "f": "add", "lhs": 9, "rhs": 11 } ]"#)
+        .replace(r#""x": 9, "group""#, r#""x": 12, "group""#);
+    assert_eq!(
+        check(&residual, nb_m),
+        "epilogue.group_stores[0].x: value 12 may differ between the columns of a group of 128: it reads value 11, a matrix element"
+    );
+    // A group reduction's own group must hold a column.
+    let zero = QUANTIZE.replace(r#""x": 2, "group": 128"#, r#""x": 2, "group": 0"#);
+    assert_eq!(check(&zero, nb_m), "epilogue.values[3].group: an epilogue's column group has at least one column");
+    let later = QUANTIZE.replace(r#""f": "max", "x": 2, "group""#, r#""f": "max", "x": 3, "group""#);
+    assert_eq!(check(&later, nb_m), "epilogue.values[3].x: operand 3 is not an earlier value (value 3 may read values 0..3)");
+}
+
+#[test]
+fn reductions_combine_in_order_with_nan() {
+    assert_eq!(ReduceFn::Max.reduce([1.0, -3.0, 2.0]), 2.0);
+    assert_eq!(ReduceFn::Min.reduce([1.0, -3.0, 2.0]), -3.0);
+    assert_eq!(ReduceFn::Add.reduce([1.0, -3.0, 2.5]), 0.5);
+    assert!(ReduceFn::Max.reduce([1.0, f64::NAN, 2.0]).is_nan());
+    assert!(ReduceFn::Min.reduce([f64::NAN, 1.0]).is_nan());
+    assert!(ReduceFn::Add.reduce([]).is_nan());
+}
+
+/// e4m3 of `x * 448 / amax` for a group's `amax`, as the quantising epilogue computes it.
+fn quantize_ref(x: f64, amax: f64) -> (f64, f64) {
+    let amax = amax.max(1e-4);
+    (round_to(DType::F8e4m3, x * (448.0 / amax)), amax / 448.0)
+}
+
+#[test]
+fn a_row_reduces_over_its_groups_of_columns_below_n() {
+    let e = quantizing(QUANTIZE, r#"["NB", "M"]"#).epilogue.unwrap();
+    // 300 columns: groups of 128, 128 and 44; the last group's columns past N take no part.
+    let n = 300;
+    let acc = |j: usize| ((j * 37 % 101) as f64 - 50.0) / 7.0 + 1.0 / 3.0;
+    let row = e.eval_row(n, acc, |v, j| panic!("value {v} at {j} reads no operand"));
+    assert_eq!((row.values.len(), row.groups.len(), row.groups[0].len()), (300, 1, 3));
+    for g in 0..3 {
+        let cols = 128 * g..(128 * (g + 1)).min(n);
+        let amax = cols.clone().map(|j| round_to(DType::Bf16, acc(j)).abs()).fold(0.0, f64::max);
+        for j in cols {
+            let (code, scale) = quantize_ref(round_to(DType::Bf16, acc(j)), amax);
+            assert_eq!(row.values[j], code, "column {j}");
+            assert_eq!(row.groups[0][g], scale, "group {g}");
+        }
+    }
+    // Each group's largest magnitude maps to 448.
+    assert!(row.values.chunks(128).all(|g| g.iter().any(|c| c.abs() == 448.0)));
+    // An all-zero group is clamped away from zero: codes 0, the scale 1e-4 / 448.
+    let zeros = e.eval_row(5, |_| 0.0, |_, _| f64::NAN);
+    assert_eq!((zeros.values, zeros.groups), (vec![0.0; 5], vec![vec![1e-4 / 448.0]]));
+    // No columns, no groups.
+    let empty = e.eval_row(0, acc, |_, _| f64::NAN);
+    assert!(empty.values.is_empty() && empty.groups == [Vec::<f64>::new()]);
+    // A NaN in a group spreads to the group, not beyond.
+    let nan = e.eval_row(200, |j| if j == 3 { f64::NAN } else { 1.0 }, |_, _| f64::NAN);
+    assert!(nan.values[..128].iter().all(|c| c.is_nan()) && nan.groups[0][0].is_nan());
+    assert!(nan.values[128..].iter().all(|&c| c == 448.0) && nan.groups[0][1] == 1.0 / 448.0);
+}
+
+#[test]
+fn a_row_of_an_element_wise_epilogue_is_its_elements() {
+    let e = with_vectors(BIAS_SCALE).epilogue.unwrap();
+    let bias = [0.5, -0.25, 2.0, 1.0 / 3.0];
+    let scale = 3.0;
+    let leaf = |v: usize, j: usize| if v == 1 { bias[j] } else { scale };
+    let acc = |j: usize| j as f64 / 7.0 - 0.2;
+    let row = e.eval_row(4, acc, leaf);
+    for (j, &got) in row.values.iter().enumerate() {
+        assert_eq!(got, e.eval(acc(j), |v| leaf(v, j)), "column {j}");
+    }
+    assert!(row.groups.is_empty());
+    // Sums and minima over groups of 2, with a last group of one column.
+    let sum = Epilogue {
+        values: vec![
+            EpilogueValue::Acc,
+            EpilogueValue::GroupReduce { f: ReduceFn::Add, x: 0, group: 2 },
+            EpilogueValue::GroupReduce { f: ReduceFn::Min, x: 0, group: 2 },
+            EpilogueValue::Binary { f: BinaryFn::Sub, lhs: 1, rhs: 2 },
+        ],
+        group_stores: vec![GroupStore { tensor: "S".into(), x: 2, group: 4 }, GroupStore { tensor: "T".into(), x: 1, group: 1 }],
+    };
+    let row = sum.eval_row(5, |j| [1.0, 4.0, -2.0, 8.0, 5.0][j], |_, _| f64::NAN);
+    assert_eq!(row.values, [4.0, 4.0, 8.0, 8.0, 0.0]);
+    // A store's value is its group's first column's (value 2 differs across a group of 4: validation refuses it).
+    assert_eq!(row.groups, [vec![1.0, 5.0], vec![5.0, 5.0, 6.0, 6.0, 5.0]]);
+    // Element by element, a reduction is what the closure says.
+    assert_eq!(sum.eval(1.0, |v| [0.0, 10.0, 3.0][v]), 7.0);
+    // Unvalidated programs give NaN, not a panic.
+    let bad = Epilogue {
+        values: vec![EpilogueValue::Acc, EpilogueValue::GroupReduce { f: ReduceFn::Max, x: 1, group: 0 }],
+        group_stores: vec![GroupStore { tensor: "S".into(), x: 7, group: 2 }, GroupStore { tensor: "T".into(), x: 0, group: 0 }],
+    };
+    let row = bad.eval_row(3, |_| 1.0, |_, _| 0.0);
+    assert!(row.values.iter().all(|x| x.is_nan()));
+    assert!(row.groups[0].len() == 2 && row.groups[0].iter().all(|x| x.is_nan()) && row.groups[1].is_empty());
+    assert!(program(vec![]).eval_row(2, |_| 1.0, |_, _| 0.0).values.iter().all(|x| x.is_nan()));
 }

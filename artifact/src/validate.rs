@@ -218,6 +218,57 @@ pub enum ValidationError {
     /// An epilogue vector is read but the output has fewer than two dimensions.
     #[error("epilogue vectors need an output of at least two dimensions (rows and columns); `{0}` has fewer")]
     EpilogueOutputRank(String),
+    /// An epilogue's group of columns is empty.
+    #[error("an epilogue's column group has at least one column")]
+    EpilogueGroupZero,
+    /// An epilogue group store names an input tensor.
+    #[error("epilogue group store `{0}` must be an output tensor; it is an input")]
+    EpilogueGroupStoreNotOutput(String),
+    /// An epilogue group store names the output the program's last value is stored to.
+    #[error("epilogue group store `{0}` is the output the epilogue's last value is stored to; a group store needs an output of its own")]
+    EpilogueGroupStoreIsMainOutput(String),
+    /// Two epilogue group stores name one tensor.
+    #[error("epilogue group store `{0}` is stored to by an earlier group store too")]
+    EpilogueGroupStoreTwice(String),
+    /// An epilogue group store's tensor is not `[G, M]` or `[M, G]`.
+    #[error(
+        "epilogue group store `{tensor}` must be [G, {rows}] (M-major) or [{rows}, G], G a symbol of its own for \
+         ceil({cols}/{group}) ({rows} and {cols}: the output `{output}`'s rows and columns); it is [{got}]"
+    )]
+    EpilogueGroupStoreShape {
+        /// The tensor's name.
+        tensor: String,
+        /// The main output's name.
+        output: String,
+        /// The output's row dimension, as written in its shape.
+        rows: String,
+        /// The output's column dimension, as written in its shape.
+        cols: String,
+        /// Columns in a group.
+        group: u64,
+        /// The tensor's shape, as written.
+        got: String,
+    },
+    /// An epilogue group store names no value of the program.
+    #[error("value {x} is not one of the epilogue's {values} values")]
+    EpilogueGroupStoreNoValue {
+        /// The index found.
+        x: usize,
+        /// How many values the program has.
+        values: usize,
+    },
+    /// An epilogue group store's value differs between the columns of a group.
+    #[error("value {x} may differ between the columns of a group of {group}: it reads value {varies}, {what}")]
+    EpilogueGroupStoreVaries {
+        /// The stored value's index.
+        x: usize,
+        /// Columns in a group.
+        group: u64,
+        /// The value it reads that differs between columns.
+        varies: usize,
+        /// What that value is (`the accumulator`, ...).
+        what: &'static str,
+    },
     /// An epilogue converts to a type that is not a float.
     #[error("an epilogue converts to float types only, not {0}")]
     EpilogueConvertNotFloat(DType),
@@ -449,10 +500,12 @@ impl Manifest {
 
 impl Manifest {
     /// The epilogue's checks: at least one value, operands strictly
-    /// earlier, constants finite, conversions to float types, and every
-    /// vector a rank-1 input whose one dimension is the output's rows (the
-    /// second-last dimension, `along: rows`) or columns (the last, `along:
-    /// cols`). Errors are located at `epilogue.values[i]`'s field.
+    /// earlier, constants finite, conversions to float types, groups of at
+    /// least one column, every vector a rank-1 input whose one dimension is
+    /// the output's rows (the second-last dimension, `along: rows`) or
+    /// columns (the last, `along: cols`), and every group store
+    /// ([`Manifest::validate_group_stores`]). Errors are located at
+    /// `epilogue.values[i]`'s or `epilogue.group_stores[i]`'s field.
     fn validate_epilogue(&self, epilogue: &crate::Epilogue) -> Result<(), Invalid> {
         use crate::{Along, EpilogueValue};
         if epilogue.values.is_empty() {
@@ -476,6 +529,12 @@ impl Manifest {
                     Vec::new()
                 }
                 EpilogueValue::Unary { x, .. } => vec![("x", *x)],
+                EpilogueValue::GroupReduce { x, group, .. } => {
+                    if *group == 0 {
+                        return Err(bad(format!("{f}.group"), ValidationError::EpilogueGroupZero));
+                    }
+                    vec![("x", *x)]
+                }
                 EpilogueValue::Convert { to, x } => {
                     if !is_float(*to) {
                         return Err(bad(format!("{f}.to"), ValidationError::EpilogueConvertNotFloat(*to)));
@@ -535,6 +594,76 @@ impl Manifest {
                         want: want.to_string(),
                         got: t.shape[0].to_string(),
                     },
+                ));
+            }
+        }
+        self.validate_group_stores(epilogue, output)
+    }
+
+    /// Each group store's checks: its tensor an output other than `output`
+    /// (the one the last value is stored to), stored to once, of shape
+    /// `[G, M]` (M-major) or `[M, G]` (`M` the output's row dimension, `G` a
+    /// symbol that is neither of the output's dimensions, bound to
+    /// `ceil(N / group)`); a group of at least one column; and its value one
+    /// of the program's, the same at every column of a group
+    /// ([`crate::Epilogue::varies_within`]).
+    fn validate_group_stores(&self, epilogue: &crate::Epilogue, output: &TensorDecl) -> Result<(), Invalid> {
+        use crate::EpilogueValue;
+        for (i, store) in epilogue.group_stores.iter().enumerate() {
+            let f = format!("epilogue.group_stores[{i}]");
+            let tensor = &store.tensor;
+            let at_tensor = |error| Err(bad(format!("{f}.tensor"), error));
+            let Some(t) = self.tensor(tensor) else { return at_tensor(ValidationError::UnknownTensor(tensor.clone())) };
+            if t.role != Role::Output {
+                return at_tensor(ValidationError::EpilogueGroupStoreNotOutput(tensor.clone()));
+            }
+            if t.name == output.name {
+                return at_tensor(ValidationError::EpilogueGroupStoreIsMainOutput(tensor.clone()));
+            }
+            if epilogue.group_stores[..i].iter().any(|s| &s.tensor == tensor) {
+                return at_tensor(ValidationError::EpilogueGroupStoreTwice(tensor.clone()));
+            }
+            let r = output.shape.len();
+            if r < 2 {
+                return at_tensor(ValidationError::EpilogueOutputRank(output.name.clone()));
+            }
+            let (rows, cols) = (&output.shape[r - 2], &output.shape[r - 1]);
+            let group_dim = |d: &Dim| matches!(d, Dim::Sym(_)) && d != rows && d != cols;
+            let laid_out = match &t.shape[..] {
+                [a, b] => (b == rows && group_dim(a)) || (a == rows && group_dim(b)),
+                _ => false,
+            };
+            if !laid_out {
+                let got: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
+                return at_tensor(ValidationError::EpilogueGroupStoreShape {
+                    tensor: tensor.clone(),
+                    output: output.name.clone(),
+                    rows: rows.to_string(),
+                    cols: cols.to_string(),
+                    group: store.group,
+                    got: got.join(", "),
+                });
+            }
+            if store.group == 0 {
+                return Err(bad(format!("{f}.group"), ValidationError::EpilogueGroupZero));
+            }
+            if store.x >= epilogue.values.len() {
+                return Err(bad(
+                    format!("{f}.x"),
+                    ValidationError::EpilogueGroupStoreNoValue { x: store.x, values: epilogue.values.len() },
+                ));
+            }
+            if let Some(varies) = epilogue.varies_within(store.x, store.group) {
+                let what = match epilogue.values[varies] {
+                    EpilogueValue::Acc => "the accumulator",
+                    EpilogueValue::AccPart { .. } => "an accumulator part",
+                    EpilogueValue::Matrix { .. } => "a matrix element",
+                    EpilogueValue::Vector { .. } => "a vector's element of the column",
+                    _ => "a reduction over groups that split this one",
+                };
+                return Err(bad(
+                    format!("{f}.x"),
+                    ValidationError::EpilogueGroupStoreVaries { x: store.x, group: store.group, varies, what },
                 ));
             }
         }

@@ -110,10 +110,22 @@ impl Values<'_> {
             }
             Values::Expr { expr, .. } => {
                 let mut pairs = Pairs::new();
+                if let Expr::Cast { x, to, .. } = &***expr {
+                    if is_f8(*to) {
+                        // One conversion for the pair.
+                        let [lo, hi] = [i, i + 1].map(|k| value_at(em, x, c, k, &mut HashMap::new(), &mut pairs));
+                        return math::to_f8_pair(em, &lo, &hi, *to);
+                    }
+                }
                 [i, i + 1].map(|k| value_at(em, expr, c, k, &mut HashMap::new(), &mut pairs))
             }
         }
     }
+}
+
+/// An 8-bit float, which registers hold as its `i8` code.
+fn is_f8(elem: ElemType) -> bool {
+    elem.is_float() && elem.bits() == 8
 }
 
 /// The column pairs of global tiles already read while evaluating one
@@ -158,6 +170,12 @@ fn value_at(em: &mut Emitter, expr: &Rc<Expr>, c: usize, i: usize, seen: &mut Ha
             // its instruction count.
             let contract = if matches!(*op, "arith.addf" | "arith.subf" | "arith.mulf") { " fastmath<contract>" } else { "" };
             em.assign("e", format!("{op} {a}, {b}{contract} : {}", mlir_type(*elem)))
+        }
+        Expr::Cast { x, to, .. } if is_f8(*to) => {
+            let x = value_at(em, x, c, i, seen, pairs);
+            let zero = em.assign("k", "arith.constant 0.0 : f32");
+            let [code, _] = math::to_f8_pair(em, &x, &zero, *to);
+            code
         }
         Expr::Cast { op, x, from, to } => {
             let x = value_at(em, x, c, i, seen, pairs);

@@ -194,6 +194,17 @@ pub(crate) fn mlir_type(elem: ElemType) -> &'static str {
     }
 }
 
+/// The MLIR type a register holds an `elem` value as: its own, but `i8`
+/// for the 8-bit floats, which LLVM has no type for (their codes, as
+/// [`super::math::to_f8_pair`] makes them).
+pub(crate) fn register_type(elem: ElemType) -> &'static str {
+    if elem.is_float() && elem.bits() == 8 {
+        "i8"
+    } else {
+        mlir_type(elem)
+    }
+}
+
 /// An MLIR float literal of type `elem` for `value` (always with a `.`, as
 /// MLIR requires; NaN and infinities as bit patterns of the type's width).
 pub(crate) fn float_literal(value: f64, elem: ElemType) -> String {

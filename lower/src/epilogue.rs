@@ -6,7 +6,7 @@
 
 use super::plan::dtype;
 use std::collections::HashMap;
-use tilec_artifact::{Along, BinaryFn, Epilogue, EpilogueValue, UnaryFn};
+use tilec_artifact::{Along, BinaryFn, Epilogue, EpilogueValue, GroupStore, ReduceFn, UnaryFn};
 use tilec_dialects::ir::{Attribute, Body, Value};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{tile, Function};
@@ -14,24 +14,36 @@ use tilec_dialects::{tile, Function};
 /// The epilogue of `f`, a tile-level GEMM: one `tile.store` whose value is
 /// made by element-wise ops from the result of the loop around the one dot,
 /// from constants, from broadcast vectors, from tiles loaded at the
-/// stored tile's coordinates (a residual), and from the runs a
-/// `tile.deinterleave` of the accumulator splits (gate and up projections). `None` for any other program
+/// stored tile's coordinates (a residual), from the runs a
+/// `tile.deinterleave` of the accumulator splits (gate and up projections)
+/// and from reductions over groups of columns (`tile.reduce`); and the
+/// values further stores write a group of columns at a time at the same
+/// coordinates (an FP8 quantisation's scales). `None` for any other program
 /// (no dot, several stores, an op the description has no word for): the
 /// runtime's GEMM handle then refuses a kernel with extra tensors.
 pub fn describe(f: &Function) -> Option<Epilogue> {
     let body = &f.body;
     let ops = body.walk_region(f.region);
     let dots: Vec<_> = ops.iter().copied().filter(|&o| matches!(body.opcode(o), Opcode::TileDot | Opcode::TileDotScaled)).collect();
-    let stores: Vec<_> = ops.iter().copied().filter(|&o| body.opcode(o) == Opcode::TileStore).collect();
-    let (&[dot], &[store]) = (&dots[..], &stores[..]) else { return None };
+    let stores: Vec<_> = ops.iter().filter_map(|&o| tile::Store::of(body, o)).collect();
+    let (grouped, whole): (Vec<_>, Vec<_>) = stores.into_iter().partition(|s| s.group(body).is_some());
+    let (&[dot], &[store]) = (&dots[..], &whole[..]) else { return None };
     let k_loop = body.parent_op(dot)?;
     let acc = *body.ops[k_loop].results.first()?;
-    let store = tile::Store::of(body, store)?;
     let (stored, at) = (store.value(body), store.indices(body).to_vec());
     let output = f.args().iter().position(|&a| a == store.tensor(body))?;
     let mut reader = Reader { f, acc, at, output, values: Vec::new(), index: HashMap::new() };
-    reader.value(stored)?;
-    Some(Epilogue { values: reader.values })
+    // The values stored a group at a time first: the main output's is last.
+    let mut group_stores = Vec::new();
+    for g in grouped {
+        if g.indices(body) != reader.at.as_slice() {
+            return None;
+        }
+        let tensor = body.values[g.tensor(body)].name_hint.clone()?;
+        group_stores.push(GroupStore { tensor, x: reader.value(g.value(body))?, group: u64::try_from(g.group(body)?).ok()? });
+    }
+    let last = reader.value(stored)?;
+    (last + 1 == reader.values.len()).then_some(Epilogue { values: reader.values, group_stores })
 }
 
 struct Reader<'a> {
@@ -105,6 +117,16 @@ impl Reader<'_> {
             Opcode::TileTruncf => {
                 let to = dtype(body.value_type(v).elem())?;
                 Described::New(EpilogueValue::Convert { to, x: self.value(operands[0])? })
+            }
+            Opcode::TileReduce => {
+                let r = tile::Reduce::of(body, op)?;
+                let f = match r.kind(body) {
+                    "max" => ReduceFn::Max,
+                    "min" => ReduceFn::Min,
+                    _ => ReduceFn::Add,
+                };
+                let group = u64::try_from(r.group(body)).ok()?;
+                Described::New(EpilogueValue::GroupReduce { f, x: self.value(operands[0])?, group })
             }
             Opcode::TileNegf => return self.unary(UnaryFn::Neg, operands[0]),
             Opcode::TileAbsf => return self.unary(UnaryFn::Abs, operands[0]),
@@ -180,6 +202,17 @@ mod tests {
             assert!(e.values.contains(&EpilogueValue::AccPart { block: 128, part, parts: 2 }), "{e:?}");
         }
         assert!(!e.values.contains(&EpilogueValue::Acc), "the gating reads the parts, not the product's own column: {e:?}");
+    }
+
+    #[test]
+    fn a_quantisation_stores_its_codes_last_and_its_scales_a_group_at_a_time() {
+        let e = describe_file("examples/gemm_fp8_quantize.tile").expect("described");
+        assert_eq!(e.values.last(), Some(&EpilogueValue::Convert { to: DType::F8e4m3, x: e.values.len() - 2 }), "{e:?}");
+        let [scales] = &e.group_stores[..] else { panic!("one group store: {e:?}") };
+        assert_eq!((scales.tensor.as_str(), scales.group), ("SQ", 128));
+        assert!(matches!(e.values[scales.x], EpilogueValue::Binary { f: BinaryFn::Div, .. }), "{e:?}");
+        let reductions: Vec<_> = e.values.iter().filter(|v| matches!(v, EpilogueValue::GroupReduce { f: ReduceFn::Max, group: 128, .. })).collect();
+        assert_eq!(reductions.len(), 1, "{e:?}");
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! `G * r + wg`, as in Triton's MMA v3 layout.
 
 use super::elementwise::Values;
-use super::emitter::{mlir_type, Emitter};
+use super::emitter::{mlir_type, register_type, Emitter};
 use super::swizzle;
 use tilec_dialects::{ElemType, Layout, TileType};
 
@@ -468,7 +468,7 @@ pub(crate) fn store_pair_helper_name(elem: ElemType) -> String {
 }
 
 pub(crate) fn store_pair_helper(elem: ElemType) -> String {
-    let t = mlir_type(elem);
+    let t = register_type(elem);
     let bytes = elem.bits() / 8;
     let name = store_pair_helper_name(elem);
     format!(
@@ -530,7 +530,7 @@ pub(crate) fn store(
     cols: &str,
 ) {
     let g = values.geom();
-    let t = mlir_type(values.elem());
+    let t = register_type(values.elem());
     let helper = store_pair_helper_name(values.elem());
     let (row_base, col_base) = thread.first_in(em, row0, col0);
     // Both rows of a column pair one after the other: a value per column
@@ -549,6 +549,54 @@ pub(crate) fn store(
                         "func.call @{helper}({ptr}, {row}, {col}, {v0}, {v1}, {rows}, {cols}) : (!llvm.ptr, i32, i32, {t}, {t}, i32, i32) -> ()"
                     ));
                 }
+            }
+        }
+    }
+}
+
+/// Emits the stores of one value per row and group of `group` columns of
+/// `values` (its group's first column's, which a `tile.reduce` over the
+/// group gave every column) at tile origin (`row0`, `col0`) of a `rows x
+/// cols` tensor with a column per group (`col0` counts groups), stored
+/// row-major or, with `column_major`, its rows contiguous. Of the four
+/// threads of a quad that hold a row, the one holding the group's first
+/// column stores.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn store_groups(
+    em: &mut Emitter,
+    values: &Values<'_>,
+    thread: &ThreadCoords,
+    ptr: &str,
+    (row0, col0): (&str, &str),
+    (rows, cols): (&str, &str),
+    group: i64,
+    column_major: bool,
+) {
+    let g = values.geom();
+    let t = register_type(values.elem());
+    let zero = em.i32(0);
+    let (row_base, _) = thread.first_in(em, row0, &zero);
+    let first_of_quad = em.assign("quad0", format!("arith.cmpi eq, {}, {zero} : i32", thread.col));
+    let (rows64, cols64) = (em.assign("d64", format!("arith.extui {rows} : i32 to i64")), em.assign("d64", format!("arith.extui {cols} : i32 to i64")));
+    for r in 0..g.m_blocks {
+        for half in 0..2 {
+            let row = em.add_const("grow", &row_base, g.block_row(r) + 8 * half, "i32");
+            let row_ok = em.assign("grow_ok", format!("arith.cmpi ult, {row}, {rows} : i32"));
+            let row_ok = em.binop("gok", "arith.andi", &row_ok, &first_of_quad, "i1");
+            for first_col in (0..g.cols).step_by(group as usize) {
+                let (nb, j) = (first_col / g.instr_n, (first_col % g.instr_n) / 8);
+                let [v, _] = values.pair(em, (r * g.n_blocks + nb) as usize, (4 * j + 2 * half) as usize);
+                let col = em.add_const("gcol", col0, first_col / group, "i32");
+                let col_ok = em.assign("gcol_ok", format!("arith.cmpi ult, {col}, {cols} : i32"));
+                let ok = em.binop("gok", "arith.andi", &row_ok, &col_ok, "i1");
+                let (row64, col64) = (em.assign("i64", format!("arith.extui {row} : i32 to i64")), em.assign("i64", format!("arith.extui {col} : i32 to i64")));
+                let (outer, inner, inner_extent) = if column_major { (&col64, &row64, &rows64) } else { (&row64, &col64, &cols64) };
+                let scaled = em.binop("goff", "arith.muli", outer, inner_extent, "i64");
+                let index = em.binop("goff", "arith.addi", &scaled, inner, "i64");
+                em.open(format!("scf.if {ok} {{"));
+                let p = em.assign("gp", format!("llvm.getelementptr {ptr}[{index}] : (!llvm.ptr, i64) -> !llvm.ptr, {t}"));
+                em.line(format!("llvm.store {v}, {p} : {t}, !llvm.ptr"));
+                em.close("}");
             }
         }
     }
@@ -575,7 +623,7 @@ pub(crate) fn store(
 /// stayed live through the K loop and spilled.
 pub(crate) fn store_shared(em: &mut Emitter, values: &Values<'_>, thread: &ThreadCoords, base: &str, smem: &super::plan::SmemGeom, column_offset: i64) {
     let g = values.geom();
-    let t = mlir_type(values.elem());
+    let t = register_type(values.elem());
     let eb = smem.elem_bytes();
     let span = smem.span();
     let mut row_base = thread.row.clone();

@@ -8,7 +8,7 @@ use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan, Workspace};
 use super::smem_rows::{self, SmemRef};
 use super::scales::{self, ColumnBlocks, Part, Scales};
-use super::{cluster, math, nvgpu, roles, split_k, stream_k, tma, wgmma};
+use super::{cluster, math, nvgpu, reduce, roles, split_k, stream_k, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use tilec_dialects::ir::{Block, Body, Op};
@@ -531,7 +531,7 @@ impl<'a> Lowerer<'a> {
     fn evaluate_operands(&mut self, op: Op) -> Vec<(Value, Lv)> {
         let data = &self.f.body.ops[op];
         // Stores evaluate an expression position by position as they store.
-        if data.def.traits.elementwise || matches!(data.opcode(), Opcode::NvStoreGlobal | Opcode::NvStoreShared) {
+        if data.def.traits.elementwise || matches!(data.opcode(), Opcode::NvStoreGlobal | Opcode::NvStoreShared | Opcode::TileReduce) {
             return Vec::new();
         }
         let (operands, block) = (data.operands.clone(), data.parent);
@@ -625,6 +625,7 @@ impl<'a> Lowerer<'a> {
             }
             Opcode::TileLoadBroadcast => self.lower_load_broadcast(op),
             Opcode::TileDeinterleave => self.lower_deinterleave(op),
+            Opcode::TileReduce => self.lower_reduce(op),
             Opcode::TileTruncf | Opcode::TileExtf => {
                 let cast = self.view(op, tile::Cast::of)?;
                 let (input, result) = (cast.input(&self.f.body), cast.result(&self.f.body));
@@ -632,6 +633,9 @@ impl<'a> Lowerer<'a> {
                 let to = self.f.body.value_type(result).elem();
                 let mop = arith_op(opcode);
                 let (ft, tt) = (mlir_type(from), mlir_type(to));
+                if to.is_float() && to.bits() == 8 && from != ElemType::F32 {
+                    return Err(self.err(op, format!("converts f32 to '{tt}' (PTX's cvt to 8-bit floats takes f32): extend '{ft}' to f32 first")));
+                }
                 if let Some(x) = self.expr(op, input) {
                     return self.defer(op, result, Expr::Cast { op: mop, x, from, to });
                 }
@@ -1375,11 +1379,14 @@ impl<'a> Lowerer<'a> {
 
     /// Register tiles of 8-bit floats have no LLVM struct form the lowering
     /// can store from: reject a store of one at the store, saying so.
+    /// An 8-bit float tile is stored as its conversion from f32 makes its
+    /// codes, value by value: held as a tile it would have no LLVM form.
     fn check_storable(&self, op: Op, value: Value) -> Result<(), Diagnostic> {
         let elem = self.f.body.value_type(value).elem();
-        if elem.is_float() && elem.bits() == 8 {
+        let converted_here = matches!(self.vals.get(&value), Some(Lv::Lazy(l)) if matches!(&*l.expr, Expr::Cast { .. }));
+        if elem.is_float() && elem.bits() == 8 && !converted_here {
             let msg = format!(
-                "storing an {} tile is not supported: register tiles of 8-bit floats have no LLVM form in the lowering; store bf16, f16 or f32 (truncate to one of them)",
+                "stores an {} tile that is not converted from f32 right before the store ('tile.truncf'): register tiles of 8-bit floats have no LLVM form in the lowering",
                 elem.mnemonic()
             );
             return Err(self.err(op, msg));
@@ -1396,10 +1403,37 @@ impl<'a> Lowerer<'a> {
         let values = self.values(op, &stored)?;
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let m = self.matrix_at(op, t, &coords)?;
-        self.store_helpers.insert(values.elem().mnemonic(), values.elem());
         let tid = self.thread().tid.clone();
-        let coords = thread_coords(&mut self.em, &tid, values.geom().warpgroups);
-        fragment::store(&mut self.em, &values, &coords, &m.ptr, &m.row0, &m.col0, &m.rows, &m.cols);
+        let thread = thread_coords(&mut self.em, &tid, values.geom().warpgroups);
+        if let Some(group) = store.group(&self.f.body) {
+            if values.geom().cols % group != 0 {
+                return Err(self.err(op, format!("stores one value a group of {group} columns of a tile {} wide", values.geom().cols)));
+            }
+            fragment::store_groups(&mut self.em, &values, &thread, &m.ptr, (&m.row0, &m.col0), (&m.rows, &m.cols), group, m.column_major);
+            return Ok(());
+        }
+        if m.column_major {
+            return Err(self.err(op, "stores a register tile into a column-major tensor, which the lowering does not support"));
+        }
+        self.store_helpers.insert(values.elem().mnemonic(), values.elem());
+        fragment::store(&mut self.em, &values, &thread, &m.ptr, &m.row0, &m.col0, &m.rows, &m.cols);
+        Ok(())
+    }
+
+    /// `tile.reduce`: each row's groups reduced in registers and shuffles
+    /// (reduce.rs), its operand read position by position.
+    fn lower_reduce(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let r = self.view(op, tile::Reduce::of)?;
+        let body = &self.f.body;
+        let (input, result, group) = (r.input(body), r.result(body), r.group(body));
+        let kind = reduce::Kind::of_word(r.kind(body)).ok_or_else(|| self.err(op, format!("unknown reduction '{}'", r.kind(body))))?;
+        let operand = self.lv(op, input)?.clone();
+        let values = self.values(op, &operand)?;
+        if values.geom().cols % group != 0 || group % 8 != 0 {
+            return Err(self.err(op, format!("reduces groups of {group} columns of a tile {} wide", values.geom().cols)));
+        }
+        let frag = reduce::reduce_groups(&mut self.em, &values, kind, group);
+        self.vals.insert(result, Lv::Frag(frag));
         Ok(())
     }
 

@@ -30,6 +30,7 @@ mod ldmatrix;
 mod math;
 mod nvgpu;
 mod plan;
+mod reduce;
 mod roles;
 mod scales;
 mod smem_rows;

@@ -100,3 +100,30 @@ fn erf(em: &mut Emitter, x: &str) -> String {
     let magnitude = em.binop("erf", "arith.subf", &one, &erfc, "f32");
     with_sign_of(em, &magnitude, x)
 }
+
+/// The PTX type of a pair of `elem` values (`e4m3x2`), for the 8-bit
+/// floats the tile IR has.
+fn f8_pair_type(elem: ElemType) -> &'static str {
+    match elem {
+        ElemType::F8E4M3FN => "e4m3x2",
+        other => unreachable!("'{}' is not an 8-bit float", other.mnemonic()),
+    }
+}
+
+/// The f32 values `lo` and `hi` rounded to the 8-bit float `elem` (to
+/// nearest even, saturating to its largest finite value: PTX's one
+/// conversion to them, `cvt.rn.satfinite`), as their `i8` codes. One
+/// instruction converts the pair; LLVM has no 8-bit float type, so the
+/// lowering holds their codes as `i8`.
+pub(crate) fn to_f8_pair(em: &mut Emitter, lo: &str, hi: &str, elem: ElemType) -> [String; 2] {
+    // The instruction's first source goes to the upper byte.
+    let packed = em.assign(
+        "f8x2",
+        format!("llvm.inline_asm asm_dialect = att \"cvt.rn.satfinite.{}.f32 $0, $1, $2;\", \"=h,f,f\" {hi}, {lo} : (f32, f32) -> i16", f8_pair_type(elem)),
+    );
+    let low = em.assign("f8", format!("arith.trunci {packed} : i16 to i8"));
+    let eight = em.const_int(8, "i16");
+    let shifted = em.binop("f8", "arith.shrui", &packed, &eight, "i16");
+    let high = em.assign("f8", format!("arith.trunci {shifted} : i16 to i8"));
+    [low, high]
+}

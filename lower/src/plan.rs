@@ -448,7 +448,10 @@ impl Plan {
                         .tensor_of_arg
                         .get(&st.tensor(body))
                         .ok_or_else(|| error(&data.loc, name, "the destination must be a kernel argument"))?;
-                    plan.row_major(tensor, &data.loc, name)?;
+                    // One value a group is stored element by element, in either order.
+                    if st.group(body).is_none() {
+                        plan.row_major(tensor, &data.loc, name)?;
+                    }
                     plan.tensors[tensor].stored = true;
                     plan.tensors[tensor].ptr = true;
                     let tile = body.value_type(st.value(body)).as_tile().expect("verified");
@@ -546,7 +549,7 @@ impl Plan {
 
     /// TMA copies and fragment stores address row-major tensors only; a
     /// tensor stored with its second-last dimension contiguous is read
-    /// element by element (scales).
+    /// element by element (scales), or written a value a group of columns.
     fn row_major(&self, tensor: usize, loc: &Location, op: &str) -> Result<(), Diagnostic> {
         let t = &self.tensors[tensor];
         if t.column_major {

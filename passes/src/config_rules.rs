@@ -322,6 +322,13 @@ pub struct Problem {
     /// M-major): staged, each stage's is one flat TMA box, which holds
     /// [`flat_box_rows_of`] rows where it can.
     pub a_scales_by_run: bool,
+    /// The epilogue reduces or stores one value a group of this many
+    /// columns (an FP8 quantisation's 1x128 scales), which only a tile that
+    /// holds whole groups can: block N a multiple of it.
+    pub column_group: Option<i64>,
+    /// Bytes of an element of C (2 for BF16, 1 for an FP8 output): TMA
+    /// stores need rows of a multiple of 16 bytes.
+    pub output_bytes: i64,
     /// What the program's epilogue (a bias, an activation) adds to each
     /// output element, which the cost model charges per tile.
     pub epilogue: crate::cost_model::EpilogueWork,
@@ -862,11 +869,11 @@ fn buffers_filled(problem: &Problem, machine: &Machine, schedule: Schedule, bloc
 /// its producer's stages run ahead into the next tile.
 const RUN_AHEAD_MIN_WAVES: i64 = 2;
 
-/// Rule 8: TMA stores need 16-byte aligned rows of C (BF16); a
+/// Rule 8: TMA stores need 16-byte aligned rows of C; a
 /// warp-specialised narrow tile stores directly.
 fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) -> Epilogue {
     let narrow_specialised = schedule != Schedule::Pipeline && block_n <= NARROW_BLOCK_N;
-    if !problem.any_n && (problem.n * 2) % 16 == 0 && !narrow_specialised {
+    if !problem.any_n && (problem.n * problem.output_bytes) % 16 == 0 && !narrow_specialised {
         Epilogue::Tma { columns: block_n }
     } else {
         Epilogue::Global
@@ -1075,6 +1082,7 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     let block_ms: Vec<i64> = pins.block_m.map_or(BLOCK_MS.to_vec(), |m| vec![m]);
     let block_ns: Vec<i64> = match pins.block_n {
         Some(n) => vec![n],
+        None if problem.column_group.is_some() => every_block_n().into_iter().filter(|&n| holds_whole_groups(problem, n)).collect(),
         None if problem.b_scale_rows.is_some() => vec![block_n_across_scale_blocks(problem, machine, pins, &block_ms, bk)],
         None => every_block_n(),
     };
@@ -1162,6 +1170,11 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
 /// Rule 1's block N candidates: every multiple of [`BLOCK_N_STEP`] up to [`MAX_BLOCK_N`].
 fn every_block_n() -> Vec<i64> {
     (1..=MAX_BLOCK_N / BLOCK_N_STEP).map(|i| i * BLOCK_N_STEP).collect()
+}
+
+/// Block N holds whole groups of the columns the epilogue reduces.
+fn holds_whole_groups(problem: &Problem, block_n: i64) -> bool {
+    problem.column_group.is_none_or(|g| block_n % g == 0)
 }
 
 /// Rule 1's block N for a block-scaled dot whose tiles of B need not start
@@ -1721,6 +1734,7 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
         Some(_) => ranked.iter().map(|c| (c.config.block_m, c.config.block_n, bk)).collect(),
         None => block_ms.iter().flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn, bk))).collect(),
     };
+    shapes.retain(|&(_, bn, _)| holds_whole_groups(problem, bn));
     shapes.dedup();
     let tiles = || shapes.iter().copied();
     let unclustered = pins.cluster.is_none_or(|along| along == Along::None);
@@ -1829,6 +1843,11 @@ pub fn check_pins(problem: &Problem, pins: &Pins) -> Result<(), String> {
     for (name, value) in pinned {
         value.map_or(Ok(()), |v| check_pin(name, v))?;
     }
+    if let (Some(n), Some(g)) = (pins.block_n, problem.column_group) {
+        if n % g != 0 {
+            return Err(format!("BLOCK_N {n} must be a multiple of {g}: the epilogue reduces or stores groups of {g} columns, which a tile must hold whole"));
+        }
+    }
     if pins.cluster.is_some_and(|along| along != Along::None) && !problem.clusterable {
         return Err("a cluster needs CTAs whose tiles share an operand tile; scalar loads or a batch over grid z rule clusters out".to_string());
     }
@@ -1874,7 +1893,7 @@ mod tests {
     /// A plain BF16 program's problem: A staged, tiles sharing operands, a
     /// K loop of fixed length.
     fn bf16(m: i64, n: i64, k: i64) -> Problem {
-        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, epilogue: crate::cost_model::EpilogueWork::default() }
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: crate::cost_model::EpilogueWork::default() }
     }
 
     /// The same for block-scaled FP8, its tiles of B starting scale blocks.

@@ -61,7 +61,7 @@ pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, s
             let rows = sample_rows(m, n, k, CPU_REFERENCE_BUDGET);
             let to_f32 = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
             let reference = reference_rows(epilogue, &vectors, &matrices, &to_f32(&a_h), &to_f32(&b_h), n, k, &rows)?;
-            (Some(rows), reference)
+            (Some(rows), reference.values)
         }
         None => {
             let mut reference = unsafe { s.alloc::<bf16>(m * n) }.ctx("cuMemAlloc")?;

@@ -13,13 +13,14 @@
 use crate::check::Rng;
 use crate::cuda::Gpu;
 use crate::error::{DriverCtx, Result, RuntimeError};
-use crate::gemm::{GemmSize, MatrixSpec, VectorSpec};
+use crate::gemm::{GemmSize, MatrixSpec, OutputSpec, SaLayout, VectorSpec};
 use crate::plan::TensorBinding;
+use crate::quantize::OutputCheck;
 use cudarc::driver::{sys, CudaFunction, CudaModule, CudaSlice};
 use std::ffi::c_void;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use tilec_artifact::{round_to, Along, BinaryFn, DType, Epilogue, EpilogueValue, UnaryFn};
+use tilec_artifact::{round_to, Along, BinaryFn, DType, Epilogue, EpilogueRow, EpilogueValue, ReduceFn, UnaryFn};
 
 /// One vector's values for a call: as the reference reads them (f64, each
 /// exactly representable in the vector's type) and as the kernel does
@@ -275,19 +276,10 @@ impl<'a> EpilogueReference<'a> {
     }
 
     /// `C[i][j]` for accumulator `acc`, in f64. An epilogue reading
-    /// interleaved parts needs the product's row ([`EpilogueReference::at_row`]):
-    /// here they read NaN.
+    /// interleaved parts or reducing over groups of columns needs the
+    /// product's row ([`EpilogueReference::row`]): here they read NaN.
     pub fn at(&self, acc: f64, i: usize, j: usize) -> f64 {
         self.epilogue.eval(acc, |v| self.operand(v, i, j, None))
-    }
-
-    /// `C[i][j]` given row `i` of the product (all its N columns), in f64:
-    /// the accumulator is the product's column `j`, an interleaved part's
-    /// ([`EpilogueValue::AccPart`]) its column [`AccParts::column`] of `j`
-    /// (NaN past the row's end).
-    pub fn at_row(&self, product: &[f64], i: usize, j: usize) -> f64 {
-        let acc = product.get(j).copied().unwrap_or(f64::NAN);
-        self.epilogue.eval(acc, |v| self.operand(v, i, j, Some(product)))
     }
 
     fn operand(&self, v: usize, i: usize, j: usize, product: Option<&[f64]>) -> f64 {
@@ -311,35 +303,70 @@ impl<'a> EpilogueReference<'a> {
         self.gated.map_or(n, |(_, parts)| n / parts as usize)
     }
 
+    /// Row `i` of C and of each group store, given row `i` of the product
+    /// (all its N columns), in f64 ([`Epilogue::eval_row`]): the
+    /// accumulator of C's column `j` is the product's column `j`, an
+    /// interleaved part's ([`EpilogueValue::AccPart`]) its column
+    /// [`AccParts::column`] of `j` (NaN past the row's end); a group
+    /// reduction takes the row's columns of C.
+    pub fn row(&self, product: &[f64], i: usize) -> EpilogueRow {
+        let cols = self.out_cols(product.len());
+        self.epilogue.eval_row(cols, |j| product[j], |v, j| self.operand(v, i, j, Some(product)))
+    }
+
     /// The epilogue over rows `rows` of C: `acc` holds the product's rows,
-    /// `rows.len() x n` row-major; the result is `rows.len() x out_cols(n)`
-    /// (each element read as [`EpilogueReference::at_row`] does); on all cores.
-    pub fn rows(&self, acc: &[f64], rows: &[usize], n: usize) -> Vec<f64> {
+    /// `rows.len() x n` row-major; C's are `rows.len() x out_cols(n)` and
+    /// each group store's `rows.len() x ceil(out_cols(n) / group)` (each
+    /// row read as [`EpilogueReference::row`] does); on all cores.
+    pub fn rows(&self, acc: &[f64], rows: &[usize], n: usize) -> EpilogueRows {
         assert_eq!(acc.len(), rows.len() * n, "EpilogueReference::rows: accumulator size");
-        let h = self.out_cols(n);
         if let Some((block, parts)) = self.gated {
             assert_eq!(n as u64 % (block * parts), 0, "EpilogueReference::rows: {n} columns are not whole runs of {parts} parts of {block}");
         }
-        let mut out = vec![0.0f64; rows.len() * h];
-        if n == 0 || h == 0 {
-            return out;
+        let h = self.out_cols(n);
+        let mut values = vec![0.0f64; rows.len() * h];
+        let stores = self.epilogue.group_stores.len();
+        if h == 0 || rows.is_empty() {
+            return EpilogueRows { values, stores: vec![Vec::new(); stores] };
         }
         let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1);
         let rows_per = rows.len().div_ceil(threads).max(1);
-        std::thread::scope(|s| {
-            for ((out, acc), rows) in out.chunks_mut(rows_per * h).zip(acc.chunks(rows_per * n)).zip(rows.chunks(rows_per)) {
-                s.spawn(move || {
-                    for (r, &i) in rows.iter().enumerate() {
-                        let product = &acc[r * n..(r + 1) * n];
-                        for j in 0..h {
-                            out[r * h + j] = self.at_row(product, i, j);
+        // Each thread's rows of every group store, in row order.
+        let parts: Vec<Vec<Vec<f64>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = values
+                .chunks_mut(rows_per * h)
+                .zip(acc.chunks(rows_per * n))
+                .zip(rows.chunks(rows_per))
+                .map(|((out, acc), rows)| {
+                    s.spawn(move || {
+                        let mut part = vec![Vec::new(); stores];
+                        for (r, &i) in rows.iter().enumerate() {
+                            let row = self.row(&acc[r * n..(r + 1) * n], i);
+                            out[r * h..(r + 1) * h].copy_from_slice(&row.values);
+                            part.iter_mut().zip(row.groups).for_each(|(p, g)| p.extend(g));
                         }
-                    }
-                });
-            }
+                        part
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|t| t.join().expect("epilogue reference thread")).collect()
         });
+        let mut out = EpilogueRows { values, stores: vec![Vec::new(); stores] };
+        for part in parts {
+            out.stores.iter_mut().zip(part).for_each(|(o, p)| o.extend(p));
+        }
         out
     }
+}
+
+/// Rows of C and of the group stores as [`EpilogueReference::rows`] computes them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpilogueRows {
+    /// C's rows, row-major.
+    pub values: Vec<f64>,
+    /// Each group store's rows (in the epilogue's order), row-major: a row's
+    /// value for each group of C's columns.
+    pub stores: Vec<Vec<f64>>,
 }
 
 // ------------------------------------------------------------ the vendor's equivalent
@@ -383,12 +410,20 @@ pub enum EpilogueKind {
         /// How many outputs the product interleaves.
         parts: u64,
     },
+    /// An output quantisation: reductions over groups of columns, group
+    /// stores, or a last rounding to FP8 (an FP8 GEMM's result as e4m3
+    /// codes with per-token scales, [`EpilogueValue::GroupReduce`]). No
+    /// vendor kernel fuses it; the baseline is the GEMM writing the bf16
+    /// product, then the kernel [`cuda_source`] generates by rows and
+    /// groups ([`KernelShape::Rows`]) reading it and writing C and the
+    /// group stores.
+    Quantize,
     /// Anything else: no vendor kernel fuses it.
     Other,
 }
 
 impl EpilogueKind {
-    /// A short name for reports: `plain`, `bias`, `bias_gelu`, `residual`, `gated`, `other`.
+    /// A short name for reports: `plain`, `bias`, `bias_gelu`, `residual`, `gated`, `quantize`, `other`.
     pub fn name(&self) -> &'static str {
         match self {
             EpilogueKind::Plain => "plain",
@@ -396,6 +431,7 @@ impl EpilogueKind {
             EpilogueKind::BiasGelu { .. } => "bias_gelu",
             EpilogueKind::Residual { .. } => "residual",
             EpilogueKind::Gated { .. } => "gated",
+            EpilogueKind::Quantize => "quantize",
             EpilogueKind::Other => "other",
         }
     }
@@ -431,13 +467,17 @@ const CLASSIFY_BIAS: [f64; 5] = [-1.25, -0.5, 0.0, 0.375, 2.0];
 /// same affine function, match. `None` (a manifest from before epilogues
 /// were recorded) is plain. An epilogue reading interleaved parts of the
 /// product (one `block` and `parts`) is [`EpilogueKind::Gated`], whatever
-/// else it does.
+/// else it does; else one that reduces or stores per group of columns, or
+/// whose last value rounds to an FP8 type, [`EpilogueKind::Quantize`].
 pub fn classify(epilogue: Option<&Epilogue>, vectors: &[VectorSpec], matrices: &[MatrixSpec]) -> EpilogueKind {
     let Some(e) = epilogue else { return EpilogueKind::Plain };
     match AccParts::of(e) {
         Ok(Some((block, parts))) => return EpilogueKind::Gated { block, parts },
         Err(_) => return EpilogueKind::Other,
         Ok(None) => {}
+    }
+    if e.has_groups() || matches!(e.values.last(), Some(EpilogueValue::Convert { to: DType::F8e4m3 | DType::F8e5m2, .. })) {
+        return EpilogueKind::Quantize;
     }
     let Some(EpilogueValue::Convert { to: DType::Bf16, x: last }) = e.values.last() else { return EpilogueKind::Other };
     let last = *last;
@@ -540,108 +580,272 @@ __device__ __forceinline__ float tilec_round_e5m2(float x) {
   asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"(p));
   return tilec_f16_to_f32((unsigned short)(h2 & 0xffff));
 }
-__device__ __forceinline__ float tilec_max(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fffffff) : fmaxf(a, b); }
-__device__ __forceinline__ float tilec_min(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fffffff) : fminf(a, b); }
+// NaN if either is NaN, as the fused kernel's maximumf and minimumf.
+__device__ __forceinline__ float tilec_max(float a, float b) { float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+__device__ __forceinline__ float tilec_min(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
 "#;
 
 /// The entry name of the generated kernel.
 pub const ELEMENTWISE_ENTRY: &str = "tilec_epilogue";
 
-/// CUDA C of an element-wise kernel that applies `epilogue` in place to a
-/// bf16 `C[M,N]` holding a GEMM's result (the accumulator rounded to bf16):
-/// `tilec_epilogue(unsigned short* c, <one pointer per vector, in the
-/// order of `vectors`>, <one per matrix, in the order of `matrices`>, long
-/// long m, long long n)`. Each thread takes 8 consecutive elements with one
-/// 16-byte load and store (the tail element by element), and as many of
-/// each matrix (row-major `[M,N]`, as C: 16 bytes of a bf16 or f16 one, 32
-/// of an f32 one), in a grid-stride loop; the arithmetic is f32, as the
-/// fused kernel's, with `expf`, `tanhf`, `erff` and `rsqrtf`, and
-/// conversions rounding to nearest even through PTX `cvt`. `vectors` and
-/// `matrices` must name every vector and matrix the epilogue reads.
-///
-/// An epilogue reading interleaved parts of the product
-/// ([`EpilogueValue::AccPart`], [`AccParts`]) cannot run in place: its
-/// kernel is `tilec_epilogue(unsigned short* c, const unsigned short* p,
-/// <vectors>, <matrices>, long long m, long long n)`, reading the bf16
-/// product `p[M, parts*n]` and writing `C[M,n]` (`n = N / parts`, a
-/// multiple of `block`). Its 8 outputs read 8 consecutive product columns
-/// of each part, one 16-byte load each where `n` and `block` are multiples
-/// of 8 (element by element otherwise); the accumulator ([`EpilogueValue::Acc`]),
-/// where read, is the product's column `j`.
-pub fn cuda_source(epilogue: &Epilogue, vectors: &[VectorSpec], matrices: &[MatrixSpec]) -> std::result::Result<String, String> {
+/// How the generated epilogue kernel ([`cuda_source`]) reads the GEMM's
+/// bf16 result and writes C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelShape {
+    /// In place: C holds the GEMM's bf16 result and gets the epilogue's
+    /// ([`ElementwiseKernel::launch`]).
+    InPlace,
+    /// From the bf16 product `[M,N]` to C `[M,N/parts]`, reading
+    /// interleaved parts ([`AccParts`], [`ElementwiseKernel::launch_gated`]).
+    Gated {
+        /// Columns in a run.
+        block: u64,
+        /// How many outputs the product interleaves.
+        parts: u64,
+    },
+    /// From the bf16 product `[M,N]` to C (bf16, or f8e4m3 codes) and the
+    /// group stores, by units of a row and a group of `group` columns, each
+    /// taken by `group / 8` lanes of a warp ([`ElementwiseKernel::launch_rows`]):
+    /// the kernel of an epilogue that reduces over groups of columns,
+    /// stores per group or writes FP8 (an output quantisation).
+    Rows {
+        /// Columns in a unit: the epilogue's group.
+        group: u64,
+    },
+}
+
+/// Columns each lane of the rows kernel takes: one 16-byte load of bf16.
+const ROWS_LANE_COLUMNS: u64 = 8;
+
+/// Units each lane of the rows kernel holds at once, their work
+/// interleaved: one unit's loads and reductions wait while the other's
+/// arithmetic runs.
+const ROWS_LANE_UNITS: u64 = 2;
+
+/// Columns in a unit of the rows kernel where the epilogue has no group of
+/// its own (an FP8 C without scales): a warp's 32 lanes of 8 columns.
+const ROWS_DEFAULT_GROUP: u64 = 256;
+
+/// The shape of the kernel [`cuda_source`] generates for `epilogue`
+/// writing `output`: [`KernelShape::Rows`] where the epilogue reduces or
+/// stores per group of columns or C is FP8, over its one group size (each
+/// [`EpilogueValue::GroupReduce`]'s and group store's), which must be 8,
+/// 16, 32, 64, 128 or 256 (1 to 32 lanes of 8 columns: a warp holds whole
+/// groups), 256 where it has none; [`KernelShape::Gated`] where it reads
+/// interleaved parts (not together with the rows kernel's work); else
+/// [`KernelShape::InPlace`].
+pub fn kernel_shape(epilogue: &Epilogue, output: &OutputSpec) -> std::result::Result<KernelShape, String> {
     let gated = AccParts::of(epilogue)?;
+    let rows = epilogue.has_groups() || output.dtype != DType::Bf16;
+    match (gated, rows) {
+        (None, false) => return Ok(KernelShape::InPlace),
+        (Some((block, parts)), false) => return Ok(KernelShape::Gated { block, parts }),
+        (Some(_), true) => {
+            return Err("the epilogue reads interleaved parts of the product and also reduces or stores per group of columns \
+                        or writes FP8: no generated kernel does both"
+                .into())
+        }
+        (None, true) => {}
+    }
+    if !matches!(output.dtype, DType::Bf16 | DType::F8e4m3) {
+        return Err(format!("the generated kernel writes a bf16 or f8e4m3 C, not {}", output.dtype));
+    }
+    let reductions = epilogue.values.iter().filter_map(|v| match v {
+        EpilogueValue::GroupReduce { group, .. } => Some(*group),
+        _ => None,
+    });
+    let mut groups = reductions.chain(epilogue.group_stores.iter().map(|s| s.group));
+    let group = groups.next().unwrap_or(ROWS_DEFAULT_GROUP);
+    if let Some(other) = groups.find(|&g| g != group) {
+        return Err(format!("the epilogue's groups are of {group} and {other} columns: the generated kernel takes one group size"));
+    }
+    if !group.is_multiple_of(ROWS_LANE_COLUMNS) || !(group / ROWS_LANE_COLUMNS).is_power_of_two() || group > 32 * ROWS_LANE_COLUMNS {
+        return Err(format!(
+            "groups of {group} columns: the generated kernel takes groups of 8, 16, 32, 64, 128 or 256 (1 to 32 lanes of a warp, 8 columns each)"
+        ));
+    }
+    Ok(KernelShape::Rows { group })
+}
+
+/// The index and element type of vector `tensor` among `vectors`.
+fn vector_of(vectors: &[VectorSpec], tensor: &str) -> std::result::Result<(usize, DType), String> {
+    let k = vectors
+        .iter()
+        .position(|s| s.name == tensor)
+        .ok_or_else(|| format!("the epilogue reads vector {tensor}, which is not among the kernel's vectors"))?;
+    Ok((k, vectors[k].dtype))
+}
+
+/// The index and element type of matrix `tensor` among `matrices`.
+fn matrix_of(matrices: &[MatrixSpec], tensor: &str) -> std::result::Result<(usize, DType), String> {
+    let k = matrices
+        .iter()
+        .position(|s| s.name == tensor)
+        .ok_or_else(|| format!("the epilogue reads matrix {tensor}, which is not among the kernel's matrices"))?;
+    Ok((k, matrices[k].dtype))
+}
+
+/// The C expression of one value computed from others (a constant, a
+/// function, a conversion), value `k` spelled `x(k)`; `leaf` spells the
+/// rest (the accumulator, parts, vectors, matrices), which each kernel
+/// reads its own way.
+fn value_expr(
+    value: &EpilogueValue,
+    x: &dyn Fn(usize) -> String,
+    leaf: &mut dyn FnMut(&EpilogueValue) -> std::result::Result<String, String>,
+) -> std::result::Result<String, String> {
+    Ok(match value {
+        EpilogueValue::Splat { value } => c_float(*value),
+        EpilogueValue::Unary { f, x: a } => {
+            let a = x(*a);
+            match f {
+                UnaryFn::Neg => format!("-{a}"),
+                UnaryFn::Abs => format!("fabsf({a})"),
+                UnaryFn::Exp => format!("expf({a})"),
+                UnaryFn::Tanh => format!("tanhf({a})"),
+                UnaryFn::Erf => format!("erff({a})"),
+                UnaryFn::Rsqrt => format!("rsqrtf({a})"),
+            }
+        }
+        EpilogueValue::Binary { f, lhs, rhs } => {
+            let (l, r) = (x(*lhs), x(*rhs));
+            match f {
+                BinaryFn::Add => format!("{l} + {r}"),
+                BinaryFn::Sub => format!("{l} - {r}"),
+                BinaryFn::Mul => format!("{l} * {r}"),
+                BinaryFn::Div => format!("{l} / {r}"),
+                BinaryFn::Max => format!("tilec_max({l}, {r})"),
+                BinaryFn::Min => format!("tilec_min({l}, {r})"),
+            }
+        }
+        EpilogueValue::Convert { to, x: a } => {
+            let a = x(*a);
+            match to {
+                DType::Bf16 => format!("tilec_round_bf16({a})"),
+                DType::F16 => format!("tilec_round_f16({a})"),
+                DType::F8e4m3 => format!("tilec_round_e4m3({a})"),
+                DType::F8e5m2 => format!("tilec_round_e5m2({a})"),
+                DType::F32 | DType::F64 => a,
+                other => return Err(format!("the epilogue converts to {other}, not a float type")),
+            }
+        }
+        other => leaf(other)?,
+    })
+}
+
+/// CUDA C of the kernel that applies `epilogue` after a GEMM that wrote
+/// its bf16 result (the accumulator rounded to bf16), shaped as
+/// [`kernel_shape`] says for `output`; the arithmetic is f32, as the fused
+/// kernel's, with `expf`, `tanhf`, `erff` and `rsqrtf`, and conversions
+/// rounding to nearest even through PTX `cvt`. `vectors` and `matrices`
+/// must name every vector and matrix the epilogue reads.
+///
+/// In place ([`KernelShape::InPlace`]): `tilec_epilogue(unsigned short* c,
+/// <one pointer per vector, in the order of `vectors`>, <one per matrix, in
+/// the order of `matrices`>, long long m, long long n)` on a bf16
+/// `C[M,N]`. Each thread takes 8 consecutive elements with one 16-byte
+/// load and store (the tail element by element), and as many of each
+/// matrix (row-major `[M,N]`, as C: 16 bytes of a bf16 or f16 one, 32 of an
+/// f32 one), in a grid-stride loop.
+///
+/// Interleaved parts of the product ([`KernelShape::Gated`],
+/// [`EpilogueValue::AccPart`]) cannot run in place: the kernel is
+/// `tilec_epilogue(unsigned short* c, const unsigned short* p, <vectors>,
+/// <matrices>, long long m, long long n)`, reading the bf16 product `p[M,
+/// parts*n]` and writing `C[M,n]` (`n = N / parts`, a multiple of
+/// `block`). Its 8 outputs read 8 consecutive product columns of each part,
+/// one 16-byte load each where `n` and `block` are multiples of 8 (element
+/// by element otherwise); the accumulator ([`EpilogueValue::Acc`]), where
+/// read, is the product's column `j`.
+///
+/// By rows and groups ([`KernelShape::Rows`], an output quantisation):
+/// `tilec_epilogue(T* c, const unsigned short* p, <one float* per group
+/// store, in the epilogue's order>, <vectors>, <matrices>, long long m,
+/// long long n)`, reading the bf16 product `p[M,N]` and writing C (`T`:
+/// `unsigned short` bf16 or `unsigned char` f8e4m3 codes) and the group
+/// stores, each laid out as its [`crate::gemm::GroupStoreSpec::layout`] says. Each lane
+/// takes 8 adjacent columns of a row with one 16-byte load of their bf16
+/// and one store of their values (8 bytes of codes), `group / 8` lanes a
+/// unit (a row's group: 16 lanes for groups of 128, a warp two adjacent
+/// units), so that a warp reads and writes contiguous runs; a grid-stride
+/// loop over the units, the next ones' loads issued before these ones'
+/// reductions, each lane stepping its (row, group) without dividing. The
+/// program runs in order: each value that differs between a group's
+/// columns on the lane's columns, each one that does not
+/// ([`Epilogue::varies_within`]: a scale) once, each
+/// [`EpilogueValue::GroupReduce`] over the lane's columns below `n` and
+/// then across the unit's lanes (`__shfl_xor_sync`, every lane getting the
+/// same value); the unit's first lane stores each group store's value.
+/// Vectors along columns and matrices read zero past `n`. Where the last
+/// value rounds to C's type, the store's own conversion does that rounding
+/// (two codes an instruction).
+pub fn cuda_source(
+    epilogue: &Epilogue,
+    vectors: &[VectorSpec],
+    matrices: &[MatrixSpec],
+    output: &OutputSpec,
+) -> std::result::Result<String, String> {
+    for (i, v) in epilogue.values.iter().enumerate() {
+        if let Some(operand) = Epilogue::operands(v).into_iter().find(|&k| k >= i) {
+            return Err(format!("value {i} reads value {operand}, not an earlier one"));
+        }
+    }
+    if epilogue.values.is_empty() {
+        return Err("the epilogue has no values".into());
+    }
+    match kernel_shape(epilogue, output)? {
+        KernelShape::InPlace => elementwise_source(epilogue, vectors, matrices, None),
+        KernelShape::Gated { block, parts } => elementwise_source(epilogue, vectors, matrices, Some((block, parts))),
+        KernelShape::Rows { group } => rows_source(epilogue, vectors, matrices, output, group),
+    }
+}
+
+/// [`cuda_source`] of the in-place kernel, or of the one reading `gated`'s
+/// `(block, parts)` interleaved parts of the product.
+fn elementwise_source(
+    epilogue: &Epilogue,
+    vectors: &[VectorSpec],
+    matrices: &[MatrixSpec],
+    gated: Option<(u64, u64)>,
+) -> std::result::Result<String, String> {
     // The product's columns the program reads, gated: `None` for the accumulator's own (`j`), else a part.
     let mut sources: Vec<Option<u64>> = Vec::new();
     let mut body = String::new();
     for (i, v) in epilogue.values.iter().enumerate() {
-        let expr = match v {
-            EpilogueValue::Acc if gated.is_none() => "tilec_bf16_to_f32(in.v[e])".to_string(),
-            EpilogueValue::Acc => {
-                if !sources.contains(&None) {
-                    sources.push(None);
+        let mut leaf = |v: &EpilogueValue| -> std::result::Result<String, String> {
+            Ok(match v {
+                EpilogueValue::Acc if gated.is_none() => "tilec_bf16_to_f32(in.v[e])".to_string(),
+                EpilogueValue::Acc => {
+                    if !sources.contains(&None) {
+                        sources.push(None);
+                    }
+                    "tilec_bf16_to_f32(qag.v[e])".to_string()
                 }
-                "tilec_bf16_to_f32(qag.v[e])".to_string()
-            }
-            EpilogueValue::AccPart { part, .. } => {
-                if !sources.contains(&Some(*part)) {
-                    sources.push(Some(*part));
+                EpilogueValue::AccPart { part, .. } => {
+                    if !sources.contains(&Some(*part)) {
+                        sources.push(Some(*part));
+                    }
+                    format!("tilec_bf16_to_f32(q{part}g.v[e])")
                 }
-                format!("tilec_bf16_to_f32(q{part}g.v[e])")
-            }
-            EpilogueValue::Splat { value } => c_float(*value),
-            EpilogueValue::Vector { tensor, along } => {
-                let k = vectors
-                    .iter()
-                    .position(|s| &s.name == tensor)
-                    .ok_or_else(|| format!("the epilogue reads vector {tensor}, which is not among the kernel's vectors"))?;
-                let index = match along {
-                    Along::Rows => "i",
-                    Along::Cols => "j",
-                };
-                c_load(vectors[k].dtype, &format!("v{k}"), index)
-            }
-            EpilogueValue::Matrix { tensor } => {
-                let k = matrices
-                    .iter()
-                    .position(|s| &s.name == tensor)
-                    .ok_or_else(|| format!("the epilogue reads matrix {tensor}, which is not among the kernel's matrices"))?;
-                c_load(matrices[k].dtype, &format!("r{k}g.v"), "e")
-            }
-            EpilogueValue::Unary { f, x } => match f {
-                UnaryFn::Neg => format!("-x{x}"),
-                UnaryFn::Abs => format!("fabsf(x{x})"),
-                UnaryFn::Exp => format!("expf(x{x})"),
-                UnaryFn::Tanh => format!("tanhf(x{x})"),
-                UnaryFn::Erf => format!("erff(x{x})"),
-                UnaryFn::Rsqrt => format!("rsqrtf(x{x})"),
-            },
-            EpilogueValue::Binary { f, lhs, rhs } => match f {
-                BinaryFn::Add => format!("x{lhs} + x{rhs}"),
-                BinaryFn::Sub => format!("x{lhs} - x{rhs}"),
-                BinaryFn::Mul => format!("x{lhs} * x{rhs}"),
-                BinaryFn::Div => format!("x{lhs} / x{rhs}"),
-                BinaryFn::Max => format!("tilec_max(x{lhs}, x{rhs})"),
-                BinaryFn::Min => format!("tilec_min(x{lhs}, x{rhs})"),
-            },
-            EpilogueValue::Convert { to, x } => match to {
-                DType::Bf16 => format!("tilec_round_bf16(x{x})"),
-                DType::F16 => format!("tilec_round_f16(x{x})"),
-                DType::F8e4m3 => format!("tilec_round_e4m3(x{x})"),
-                DType::F8e5m2 => format!("tilec_round_e5m2(x{x})"),
-                DType::F32 | DType::F64 => format!("x{x}"),
-                other => return Err(format!("the epilogue converts to {other}, not a float type")),
-            },
+                EpilogueValue::Vector { tensor, along } => {
+                    let (k, dtype) = vector_of(vectors, tensor)?;
+                    let index = match along {
+                        Along::Rows => "i",
+                        Along::Cols => "j",
+                    };
+                    c_load(dtype, &format!("v{k}"), index)
+                }
+                EpilogueValue::Matrix { tensor } => {
+                    let (k, dtype) = matrix_of(matrices, tensor)?;
+                    c_load(dtype, &format!("r{k}g.v"), "e")
+                }
+                _ => return Err(format!("value {i} reduces over a group of columns: the element-wise kernels compute none")),
+            })
         };
-        for operand in Epilogue::operands(v) {
-            if operand >= i {
-                return Err(format!("value {i} reads value {operand}, not an earlier one"));
-            }
-        }
+        let expr = value_expr(v, &|k| format!("x{k}"), &mut leaf)?;
         let _ = writeln!(body, "      const float x{i} = {expr};");
     }
-    let Some(last) = epilogue.values.len().checked_sub(1) else {
-        return Err("the epilogue has no values".into());
-    };
+    let last = epilogue.values.len() - 1;
     let mut params: String = vectors.iter().enumerate().map(|(k, v)| format!(", const {}* __restrict__ v{k}", c_type(v.dtype))).collect();
     // Each matrix's 8 elements of the group, loaded as C's are.
     let mut loads = String::new();
@@ -744,25 +948,266 @@ extern "C" __global__ void {ELEMENTWISE_ENTRY}(unsigned short* __restrict__ c, c
     Ok(src)
 }
 
+/// What the rows kernel adds to [`CUDA_PRELUDE`]: f8e4m3 codes, one or a
+/// pair (`lo` in the low byte), and an add for sums.
+const ROWS_PRELUDE: &str = r#"__device__ __forceinline__ unsigned char tilec_f32_to_e4m3(float x) {
+  unsigned short p; asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %1;" : "=h"(p) : "f"(x)); return (unsigned char)(p & 0xff);
+}
+__device__ __forceinline__ unsigned short tilec_f32x2_to_e4m3x2(float lo, float hi) {
+  unsigned short p; asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(p) : "f"(hi), "f"(lo)); return p;
+}
+__device__ __forceinline__ float tilec_add(float a, float b) { return a + b; }
+"#;
+
+/// [`cuda_source`] of the rows kernel, a warp for each row and group of
+/// `group` columns.
+fn rows_source(
+    epilogue: &Epilogue,
+    vectors: &[VectorSpec],
+    matrices: &[MatrixSpec],
+    output: &OutputSpec,
+    group: u64,
+) -> std::result::Result<String, String> {
+    let cols = ROWS_LANE_COLUMNS;
+    let lanes = group / cols;
+    let units = 32 / lanes;
+    let values = &epilogue.values;
+    // How each value is held: a reduction once for the unit (`r{k}`), a value the same at every
+    // column of the group once (`x{k}`), every other value once a lane column (`x{k}[e]`).
+    let uniform: Vec<bool> = (0..values.len()).map(|k| epilogue.varies_within(k, group).is_none()).collect();
+    let at = |k: usize, e: &str| match values[k] {
+        EpilogueValue::GroupReduce { .. } => format!("r{k}"),
+        _ if uniform[k] => format!("x{k}"),
+        _ => format!("x{k}[{e}]"),
+    };
+    // C's value: the last one, or what its last rounding rounds where that is to C's type (encoding
+    // rounds the same way, once), the rounding then left out where nothing else reads it.
+    let last = values.len() - 1;
+    let stored = match values.last() {
+        Some(EpilogueValue::Convert { to, x }) if *to == output.dtype && !epilogue.group_stores.iter().any(|s| s.x == last) => *x,
+        _ => last,
+    };
+    let mut decls = String::new();
+    let mut body = String::new();
+    // The column values since the last reduction or group value, computed in one loop over the lane's columns.
+    let mut run = String::new();
+    let mut run_reads_j = false;
+    let end_run = |body: &mut String, run: &mut String, reads_j: &mut bool| {
+        if !run.is_empty() {
+            let j = if *reads_j { "        const int j = j0 + e;\n" } else { "" };
+            let _ = write!(body, "      #pragma unroll\n      for (int e = 0; e < {cols}; ++e) {{\n{j}{run}      }}\n");
+            run.clear();
+            *reads_j = false;
+        }
+    };
+    for (i, v) in values.iter().enumerate().filter(|&(i, _)| i != last || stored == last) {
+        if let EpilogueValue::GroupReduce { f, x, .. } = v {
+            end_run(&mut body, &mut run, &mut run_reads_j);
+            let (op, identity) = match f {
+                ReduceFn::Max => ("tilec_max", "__int_as_float(0xff800000) /* -inf */"),
+                ReduceFn::Min => ("tilec_min", "__int_as_float(0x7f800000) /* inf */"),
+                ReduceFn::Add => ("tilec_add", "0.0f"),
+            };
+            // The lane's columns inside the product as a tree, then across the unit's lanes.
+            let _ = write!(
+                body,
+                r#"      float t{i}[{cols}];
+      #pragma unroll
+      for (int e = 0; e < {cols}; ++e) t{i}[e] = e < valid ? {x} : {identity};
+      #pragma unroll
+      for (int s = 1; s < {cols}; s <<= 1)
+        #pragma unroll
+        for (int e = 0; e < {cols}; e += 2 * s) t{i}[e] = {op}(t{i}[e], t{i}[e + s]);
+      float r{i} = t{i}[0];
+      #pragma unroll
+      for (int o = {half}; o > 0; o >>= 1) r{i} = {op}(r{i}, __shfl_xor_sync(0xffffffffu, r{i}, o));
+"#,
+                x = at(*x, "e"),
+                half = lanes / 2
+            );
+            continue;
+        }
+        let mut reads_j = false;
+        let mut leaf = |v: &EpilogueValue| -> std::result::Result<String, String> {
+            Ok(match v {
+                EpilogueValue::Acc => "tilec_column(in[k], e)".to_string(),
+                EpilogueValue::Vector { tensor, along: Along::Rows } => {
+                    let (k, dtype) = vector_of(vectors, tensor)?;
+                    format!("(i < m ? {} : 0.0f)", c_load(dtype, &format!("v{k}"), "i"))
+                }
+                EpilogueValue::Vector { tensor, along: Along::Cols } => {
+                    let (k, dtype) = vector_of(vectors, tensor)?;
+                    reads_j = true;
+                    format!("(e < valid ? {} : 0.0f)", c_load(dtype, &format!("v{k}"), "j"))
+                }
+                EpilogueValue::Matrix { tensor } => {
+                    let (k, dtype) = matrix_of(matrices, tensor)?;
+                    reads_j = true;
+                    format!("(e < valid ? {} : 0.0f)", c_load(dtype, &format!("r{k}"), "(long long)i * n + j"))
+                }
+                _ => return Err(format!("value {i} reads an interleaved part of the product: the rows kernel reads none")),
+            })
+        };
+        let expr = match v {
+            // The product is bf16 already.
+            EpilogueValue::Convert { to: DType::Bf16, x } if values[*x] == EpilogueValue::Acc => at(*x, "e"),
+            _ => value_expr(v, &|k| at(k, "e"), &mut leaf)?,
+        };
+        if uniform[i] {
+            end_run(&mut body, &mut run, &mut run_reads_j);
+            let _ = writeln!(body, "      const float x{i} = {expr};");
+        } else {
+            run_reads_j |= reads_j;
+            let _ = writeln!(decls, "      float x{i}[{cols}];");
+            let _ = writeln!(run, "        x{i}[e] = {expr};");
+        }
+    }
+    end_run(&mut body, &mut run, &mut run_reads_j);
+    let (out_ty, encode) = match output.dtype {
+        // Two codes a conversion, a pair of columns at a time.
+        DType::F8e4m3 => (
+            "unsigned char",
+            format!(
+                "for (int e = 0; e < {cols}; e += 2) {{\n        const unsigned short pair = tilec_f32x2_to_e4m3x2({}, {});\n        \
+                 out.v[e] = (unsigned char)(pair & 0xff);\n        out.v[e + 1] = (unsigned char)(pair >> 8);\n      }}",
+                at(stored, "e"),
+                at(stored, "e + 1")
+            ),
+        ),
+        _ => ("unsigned short", format!("for (int e = 0; e < {cols}; ++e) out.v[e] = tilec_f32_to_bf16({});", at(stored, "e"))),
+    };
+    let out_bytes = cols * output.dtype.size_bytes() as u64;
+    let mut params: String = String::new();
+    let mut stores = String::new();
+    for (k, s) in epilogue.group_stores.iter().enumerate() {
+        let spec = output
+            .group_stores
+            .iter()
+            .find(|o| o.name == s.tensor)
+            .ok_or_else(|| format!("the epilogue stores to {}, which is not among the kernel's group stores", s.tensor))?;
+        let index = match spec.layout {
+            SaLayout::MMajor => "(long long)q * m + i",
+            SaLayout::KMajor => "(long long)i * groups + q",
+        };
+        let _ = write!(params, ", float* __restrict__ s{k}");
+        let _ = writeln!(stores, "        s{k}[{index}] = {};", at(s.x, "0"));
+    }
+    params.extend(vectors.iter().enumerate().map(|(k, v)| format!(", const {}* __restrict__ v{k}", c_type(v.dtype))));
+    params.extend(matrices.iter().enumerate().map(|(k, x)| format!(", const {}* __restrict__ r{k}", c_type(x.dtype))));
+    let group_stores = if stores.is_empty() { String::new() } else { format!("      if (part == 0 && valid > 0) {{\n{stores}      }}\n") };
+    let mut src = String::from(CUDA_PRELUDE);
+    src.push_str(ROWS_PRELUDE);
+    let _ = write!(
+        src,
+        r#"
+// A lane's {cols} columns of the product, as bf16 pairs, and of C.
+struct alignas(16) tilec_u32x4 {{ unsigned int v[4]; }};
+struct alignas({out_bytes}) tilec_lane_out {{ {out_ty} v[{cols}]; }};
+
+// The product's columns j0 .. j0 + {cols} of row i: one 16-byte load where they are whole and aligned
+// (n a multiple of {cols}), else element by element, zero outside the product. Kept as loaded until
+// used, so that the load is in flight meanwhile.
+__device__ __forceinline__ tilec_u32x4 tilec_load(const unsigned short* __restrict__ p, int i, int j0, int m, int n) {{
+  tilec_u32x4 w;
+  if (i < m && n % {cols} == 0 && j0 + {cols} <= n) {{
+    w = *reinterpret_cast<const tilec_u32x4*>(p + (long long)i * n + j0);
+  }} else {{
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) w.v[e] = 0;
+    #pragma unroll
+    for (int e = 0; e < {cols}; ++e) if (i < m && j0 + e < n) w.v[e >> 1] |= (unsigned int)p[(long long)i * n + j0 + e] << (16 * (e & 1));
+  }}
+  return w;
+}}
+
+// Column e of a lane's, widened.
+__device__ __forceinline__ float tilec_column(const tilec_u32x4& w, int e) {{
+  const unsigned int x = w.v[e >> 1];
+  return __uint_as_float((e & 1) ? (x & 0xffff0000u) : (x << 16));
+}}
+
+extern "C" __global__ void {ELEMENTWISE_ENTRY}({out_ty}* __restrict__ c, const unsigned short* __restrict__ p{params}, long long m64, long long n64) {{
+  // {lanes} lanes take a unit, row i's group q of {group} columns, {cols} adjacent columns each, and a warp {units}
+  // adjacent units; each lane holds {ROWS_LANE_UNITS} units a grid of warps apart, so that their loads and reductions
+  // overlap, and walks their (i, q) without dividing.
+  const int m = (int)m64, n = (int)n64;
+  const int groups = (n + {group} - 1) / {group};
+  const long long units = m64 * groups;
+  const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+  const long long step = warps * {units} * {ROWS_LANE_UNITS};
+  const int di = (int)(step / groups), dq = (int)(step - (long long)di * groups);
+  const int lane = threadIdx.x & 31;
+  const int part = lane % {lanes};
+  int iu[{ROWS_LANE_UNITS}], qu[{ROWS_LANE_UNITS}];
+  tilec_u32x4 next[{ROWS_LANE_UNITS}];
+  #pragma unroll
+  for (int k = 0; k < {ROWS_LANE_UNITS}; ++k) {{
+    const long long u = (warp + k * warps) * {units} + lane / {lanes};
+    iu[k] = (int)(u / groups);
+    qu[k] = (int)(u - (long long)iu[k] * groups);
+    next[k] = tilec_load(p, iu[k], qu[k] * {group} + part * {cols}, m, n);
+  }}
+  for (long long first = warp * {units}; first < units; first += step) {{
+    // The next units' columns load before these units' reductions wait on the warp.
+    tilec_u32x4 in[{ROWS_LANE_UNITS}];
+    #pragma unroll
+    for (int k = 0; k < {ROWS_LANE_UNITS}; ++k) {{
+      int ni = iu[k] + di, nq = qu[k] + dq;
+      if (nq >= groups) {{ nq -= groups; ++ni; }}
+      in[k] = next[k];
+      next[k] = tilec_load(p, ni, nq * {group} + part * {cols}, m, n);
+    }}
+    #pragma unroll
+    for (int k = 0; k < {ROWS_LANE_UNITS}; ++k) {{
+      const int i = iu[k], q = qu[k];
+      const int j0 = q * {group} + part * {cols};
+      // The lane's columns inside the product.
+      const int valid = i < m ? min({cols}, n - j0) : 0;
+{decls}{body}      tilec_lane_out out;
+      #pragma unroll
+      {encode}
+      {out_ty}* row = c + (long long)i * n + j0;
+      if (valid == {cols} && n % {cols} == 0) {{
+        *reinterpret_cast<tilec_lane_out*>(row) = out;
+      }} else {{
+        // Unrolled, so that `out` stays in registers.
+        #pragma unroll
+        for (int e = 0; e < {cols}; ++e) if (e < valid) row[e] = out.v[e];
+      }}
+{group_stores}      iu[k] += di;
+      qu[k] += dq;
+      if (qu[k] >= groups) {{ qu[k] -= groups; ++iu[k]; }}
+    }}
+  }}
+}}
+"#
+    );
+    Ok(src)
+}
+
 /// Threads per block of the element-wise kernel.
 const ELEMENTWISE_THREADS: u32 = 256;
 
-/// The generated element-wise kernel, compiled with NVRTC and loaded.
+/// The generated epilogue kernel, compiled with NVRTC and loaded.
 pub struct ElementwiseKernel {
     _module: Arc<CudaModule>,
     func: CudaFunction,
     /// Vectors and matrices it takes.
     operands: usize,
-    /// It reads interleaved parts of a separate product ([`ElementwiseKernel::launch_gated`]).
-    gated: bool,
+    /// Group stores it writes.
+    stores: usize,
+    /// How it reads and writes: which launch takes it.
+    shape: KernelShape,
     max_blocks: u32,
 }
 
 impl ElementwiseKernel {
-    /// Generates the kernel for `epilogue` ([`cuda_source`]), compiles it
-    /// for the device's compute capability with NVRTC and loads it.
-    pub fn new(gpu: &Gpu, epilogue: &Epilogue, vectors: &[VectorSpec], matrices: &[MatrixSpec]) -> Result<Self> {
-        let src = cuda_source(epilogue, vectors, matrices).map_err(RuntimeError::Other)?;
+    /// Generates the kernel for `epilogue` writing `output` ([`cuda_source`]),
+    /// compiles it for the device's compute capability with NVRTC and loads it.
+    pub fn new(gpu: &Gpu, epilogue: &Epilogue, vectors: &[VectorSpec], matrices: &[MatrixSpec], output: &OutputSpec) -> Result<Self> {
+        let src = cuda_source(epilogue, vectors, matrices, output).map_err(RuntimeError::Other)?;
+        let shape = kernel_shape(epilogue, output).map_err(RuntimeError::Other)?;
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
             return Err(RuntimeError::LibraryNotLoaded {
                 lib: "libnvrtc",
@@ -783,21 +1228,25 @@ impl ElementwiseKernel {
             .map_err(|e| RuntimeError::Other(format!("NVRTC could not compile the epilogue kernel: {e:?}\n{src}")))?;
         let module = gpu.ctx.load_module(ptx).ctx("cuModuleLoadData(epilogue kernel)")?;
         let func = module.load_function(ELEMENTWISE_ENTRY).ctx("cuModuleGetFunction(tilec_epilogue)")?;
-        let operands = vectors.len() + matrices.len();
-        let gated = matches!(AccParts::of(epilogue), Ok(Some(_)));
-        Ok(ElementwiseKernel { _module: module, func, operands, gated, max_blocks: gpu.num_sms * 16 })
+        let (operands, stores) = (vectors.len() + matrices.len(), epilogue.group_stores.len());
+        Ok(ElementwiseKernel { _module: module, func, operands, stores, shape, max_blocks: gpu.num_sms * 16 })
+    }
+
+    /// How the kernel reads and writes, which says which launch takes it.
+    pub fn shape(&self) -> KernelShape {
+        self.shape
     }
 
     /// Applies the epilogue in place to the bf16 `m x n` C at device address
     /// `c`, reading the vectors and then the matrices at `operands` (each in
     /// the order given to [`ElementwiseKernel::new`]); asynchronous on
-    /// `gpu`'s stream. An epilogue of interleaved parts runs with
-    /// [`ElementwiseKernel::launch_gated`] instead.
+    /// `gpu`'s stream. Other shapes run with [`ElementwiseKernel::launch_gated`]
+    /// or [`ElementwiseKernel::launch_rows`] instead.
     pub fn launch(&self, gpu: &Gpu, c: u64, operands: &[u64], m: u64, n: u64) -> Result<()> {
-        if self.gated {
-            return Err(RuntimeError::GemmArgs("the epilogue reads interleaved parts of the product: launch_gated takes it".into()));
+        if self.shape != KernelShape::InPlace {
+            return Err(self.other_launch("launch"));
         }
-        self.launch_with(gpu, c, None, operands, m, n)
+        self.launch_with(gpu, &[c], operands, m, n, (m * n).div_ceil(8))
     }
 
     /// Applies an epilogue of interleaved parts to the bf16 product
@@ -806,13 +1255,51 @@ impl ElementwiseKernel {
     /// block`), reading the vectors and then the matrices at `operands`;
     /// asynchronous on `gpu`'s stream.
     pub fn launch_gated(&self, gpu: &Gpu, c: u64, product: u64, operands: &[u64], m: u64, n: u64, parts: u64) -> Result<()> {
-        if !self.gated {
-            return Err(RuntimeError::GemmArgs("the epilogue reads no interleaved parts of the product: launch takes it".into()));
-        }
-        self.launch_with(gpu, c, Some(product), operands, m, n / parts)
+        let KernelShape::Gated { .. } = self.shape else { return Err(self.other_launch("launch_gated")) };
+        let cols = n / parts;
+        self.launch_with(gpu, &[c, product], operands, m, cols, (m * cols).div_ceil(8))
     }
 
-    fn launch_with(&self, gpu: &Gpu, c: u64, product: Option<u64>, operands: &[u64], m: u64, n: u64) -> Result<()> {
+    /// Applies an epilogue by rows and groups ([`KernelShape::Rows`]) to the
+    /// bf16 product `[m, n]` at device address `product`, writing C `[m,
+    /// n]` at `c` (bf16 or f8e4m3, as the kernel was generated for) and the
+    /// group stores at `stores` (in the epilogue's order), reading the
+    /// vectors and then the matrices at `operands`; asynchronous on `gpu`'s
+    /// stream.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_rows(&self, gpu: &Gpu, c: u64, product: u64, stores: &[u64], operands: &[u64], m: u64, n: u64) -> Result<()> {
+        let KernelShape::Rows { group } = self.shape else { return Err(self.other_launch("launch_rows")) };
+        if stores.len() != self.stores {
+            return Err(RuntimeError::GemmArgs(format!("the epilogue kernel writes {} group stores, {} given", self.stores, stores.len())));
+        }
+        // It holds a row or column index in 32 bits, and a column one group past the last.
+        if m > i32::MAX as u64 || n > i32::MAX as u64 - group {
+            return Err(RuntimeError::GemmArgs(format!(
+                "the epilogue kernel indexes rows and columns with 32 bits: M={m} and N={n} must stay below 2^31 (N by a group more)"
+            )));
+        }
+        // A warp holds 32 lanes' worth of units, twice.
+        let warps = (m * n.div_ceil(group)).div_ceil(32 * ROWS_LANE_COLUMNS / group * ROWS_LANE_UNITS);
+        let pointers: Vec<u64> = [c, product].into_iter().chain(stores.iter().copied()).collect();
+        self.launch_with(gpu, &pointers, operands, m, n, warps * 32)
+    }
+
+    /// The error of a launch (`launch`, ...) that does not take the kernel's shape.
+    fn other_launch(&self, launch: &str) -> RuntimeError {
+        let takes = match self.shape {
+            KernelShape::InPlace => "launch (in place)",
+            KernelShape::Gated { .. } => "launch_gated (interleaved parts of the product)",
+            KernelShape::Rows { .. } => "launch_rows (by rows and groups of columns)",
+        };
+        RuntimeError::GemmArgs(format!("the epilogue kernel is launched with {takes}, not {launch}"))
+    }
+
+    /// Launches with the `pointers` (C, then the product and the group
+    /// stores where the kernel takes them), the vectors' and matrices'
+    /// `operands`, `m` and `n`, over a grid of `threads` threads (one for
+    /// 8 elements, or 8 columns of a row) in at most `max_blocks` blocks,
+    /// the kernel looping over the rest.
+    fn launch_with(&self, gpu: &Gpu, pointers: &[u64], operands: &[u64], m: u64, n: u64, threads: u64) -> Result<()> {
         if operands.len() != self.operands {
             return Err(RuntimeError::GemmArgs(format!(
                 "the epilogue kernel takes {} vectors and matrices, {} given",
@@ -820,19 +1307,10 @@ impl ElementwiseKernel {
                 operands.len()
             )));
         }
-        let groups = (m * n).div_ceil(8);
-        let blocks = groups.div_ceil(ELEMENTWISE_THREADS as u64).clamp(1, self.max_blocks as u64) as u32;
-        let (mut c, mut m, mut n) = (c, m as i64, n as i64);
-        let mut product = product;
-        let mut vecs: Vec<u64> = operands.to_vec();
-        let mut params: Vec<*mut c_void> = Vec::with_capacity(4 + vecs.len());
-        params.push(&mut c as *mut u64 as *mut c_void);
-        if let Some(p) = product.as_mut() {
-            params.push(p as *mut u64 as *mut c_void);
-        }
-        for v in vecs.iter_mut() {
-            params.push(v as *mut u64 as *mut c_void);
-        }
+        let blocks = threads.div_ceil(ELEMENTWISE_THREADS as u64).clamp(1, self.max_blocks as u64) as u32;
+        let mut addrs: Vec<u64> = pointers.iter().chain(operands).copied().collect();
+        let (mut m, mut n) = (m as i64, n as i64);
+        let mut params: Vec<*mut c_void> = addrs.iter_mut().map(|a| a as *mut u64 as *mut c_void).collect();
         params.push(&mut m as *mut i64 as *mut c_void);
         params.push(&mut n as *mut i64 as *mut c_void);
         unsafe {
@@ -864,9 +1342,10 @@ pub const CPU_REFERENCE_BUDGET: u64 = 1 << 28;
 /// Rows `rows` of `C = epilogue(A * B^T)`: the FP64 CPU product (A `m x k`
 /// and B `n x k` row-major, as f32 values: bf16 inputs, or dequantised FP8
 /// ones) taken through the epilogue in f64, reading `vectors` and
-/// `matrices` (element (i, j) for row `i`). `rows.len() x n`, or `rows.len()
-/// x n/parts` for an epilogue of interleaved parts (each output element
-/// reading the product at its parts' columns, [`EpilogueReference::at_row`]).
+/// `matrices` (element (i, j) for row `i`): C's `rows.len() x n`, or
+/// `rows.len() x n/parts` for an epilogue of interleaved parts (each output
+/// element reading the product at its parts' columns), and each group
+/// store's values of those rows ([`EpilogueReference::rows`]).
 #[allow(clippy::too_many_arguments)]
 pub fn reference_rows(
     epilogue: &Epilogue,
@@ -877,7 +1356,7 @@ pub fn reference_rows(
     n: usize,
     k: usize,
     rows: &[usize],
-) -> Result<Vec<f64>> {
+) -> Result<EpilogueRows> {
     let reference = EpilogueReference::new(epilogue, vectors, matrices)?;
     let acc = crate::check::cpu_gemm_tn_rows(a, b, n, k, rows);
     Ok(reference.rows(&acc, rows, n))
@@ -893,11 +1372,11 @@ pub fn take_rows(c: &[half::bf16], rows: &[usize], n: usize) -> Vec<f64> {
 pub struct EpilogueCheck {
     /// The seed the inputs (vectors and matrices too) were drawn from.
     pub seed: u64,
-    /// `||out - ref||_F / ||ref||_F` over the checked rows.
-    pub err: f64,
+    /// C and the group stores over the checked rows against the reference.
+    pub out: OutputCheck,
     /// Rows checked (all of C's when `M*N*K` is within [`CPU_REFERENCE_BUDGET`]).
     pub rows: usize,
-    /// The error is within the threshold.
+    /// The outputs pass ([`OutputCheck::pass`] at the threshold).
     pub pass: bool,
 }
 
@@ -908,7 +1387,7 @@ pub struct EpilogueCall {
     /// The kernel bound to the inputs it was checked on.
     pub bound: crate::BoundGemm,
     _buffers: Vec<CudaSlice<u8>>,
-    _c: CudaSlice<half::bf16>,
+    _stores: Vec<CudaSlice<f32>>,
 }
 
 fn raw_binding(gpu: &Gpu, name: &str, dtype: DType, s: &CudaSlice<u8>) -> TensorBinding {
@@ -917,13 +1396,17 @@ fn raw_binding(gpu: &Gpu, name: &str, dtype: DType, s: &CudaSlice<u8>) -> Tensor
 
 /// Runs `gemm` (a BF16 GEMM, B `[N,K]` or `[K,N]`, or a block-scaled FP8
 /// one) once on fresh random inputs of `size`, its epilogue's vectors and
-/// matrices filled with fresh random values, C poisoned with NaN first,
-/// and checks C against the FP64 CPU product on evenly spread rows (all
-/// rows within [`CPU_REFERENCE_BUDGET`]) taken through [`Epilogue::eval`]
-/// (a matrix read at the element's (i, j); an epilogue of interleaved parts
-/// fed all N product columns of each row, C being `M x N/parts`). FP8 inputs
-/// and power-of-two block scales are drawn as `crate::blockscaled` draws
-/// them. A manifest without an epilogue is checked as `[acc, convert bf16]`.
+/// matrices filled with fresh random values, C and the group stores
+/// poisoned with NaN first (every byte 0xFF), and checks them against the
+/// FP64 CPU product on evenly spread rows (all rows within
+/// [`CPU_REFERENCE_BUDGET`]) taken through the epilogue row by row
+/// ([`EpilogueReference::rows`]: a matrix read at the element's (i, j); an
+/// epilogue of interleaved parts fed all N product columns of each row, C
+/// being `M x N/parts`; a group reduction over the row's columns), as
+/// [`OutputCheck`] compares them: a bf16 C by its relative error, FP8 codes
+/// and group stores as [`crate::quantize::POLICY`] says. FP8 inputs and
+/// power-of-two block scales are drawn as `crate::blockscaled` draws them.
+/// A manifest without an epilogue is checked as `[acc, convert bf16]`.
 pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, threshold: f64) -> Result<EpilogueCall> {
     use crate::check::*;
     use crate::gemm::{BLayout, GemmBuffers, Scales};
@@ -986,17 +1469,36 @@ pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, thresh
     let matrices = random_matrices(&spec.matrices, out, &mut rng);
     let (matrix_slices, matrix_bindings) = upload_matrices(gpu, &matrices)?;
     keep.extend(matrix_slices);
-    let mut c = unsafe { s.alloc::<half::bf16>(m * h) }.ctx("cuMemAlloc(C)")?;
-    gpu.poison16(&mut c, POISON_BF16)?;
+    // 0xFF bytes are NaN as bf16, as e4m3 and as f32: an element left unwritten fails.
+    let elem = spec.output.dtype.size_bytes();
+    let mut c = unsafe { s.alloc::<u8>(m * h * elem) }.ctx("cuMemAlloc(C)")?;
+    gpu.poison8(&mut c, 0xFF)?;
+    let mut stores = Vec::with_capacity(spec.output.group_stores.len());
+    for st in &spec.output.group_stores {
+        let mut buf = unsafe { s.alloc::<f32>(st.len(out) as usize) }.ctx("cuMemAlloc(group store)")?;
+        gpu.poison8(&mut buf, 0xFF)?;
+        stores.push(buf);
+    }
+    let store_bindings: Vec<TensorBinding> = spec.output.group_stores.iter().zip(&stores).map(|(st, b)| gpu.bind(&st.name, b)).collect();
     let (a, b, scales) = buffers;
-    let mut buffers = GemmBuffers::new(a, b, gpu.bind("C", &c)).with_vectors(vector_bindings).with_matrices(matrix_bindings);
+    let c_binding = raw_binding(gpu, &spec.output.name, spec.output.dtype, &c);
+    let mut buffers = GemmBuffers::new(a, b, c_binding)
+        .with_vectors(vector_bindings)
+        .with_matrices(matrix_bindings)
+        .with_group_stores(store_bindings);
     buffers.scales = scales;
     let mut bound = gemm.bind_raw(size, buffers)?;
     bound.launch_checked()?;
-    let out = s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?;
+    let c_out = s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?;
     let rows = sample_rows(m, n, k, CPU_REFERENCE_BUDGET);
     let reference = reference_rows(epilogue, &vectors, &matrices, &a_f32, &b_f32, n, k, &rows)?;
-    let err = rel_frobenius(&take_rows(&out, &rows, h), &reference);
-    let check = EpilogueCheck { seed, err, rows: rows.len(), pass: passes(err, threshold) };
-    Ok(EpilogueCall { check, bound, _buffers: keep, _c: c })
+    let c_rows: Vec<u8> = rows.iter().flat_map(|&i| c_out[i * h * elem..(i + 1) * h * elem].iter().copied()).collect();
+    let mut store_rows = Vec::with_capacity(stores.len());
+    for (st, buf) in spec.output.group_stores.iter().zip(&stores) {
+        store_rows.push(st.rows(&s.clone_dtoh(buf).ctx("cuMemcpyDtoH(group store)")?, &rows, out));
+    }
+    let checked = OutputCheck::new(&spec.output, &c_rows, &store_rows, &reference).map_err(RuntimeError::Other)?;
+    let check = EpilogueCheck { seed, rows: rows.len(), pass: checked.pass(threshold), out: checked };
+    keep.push(c);
+    Ok(EpilogueCall { check, bound, _buffers: keep, _stores: stores })
 }

@@ -160,14 +160,15 @@ fn the_reference_applies_the_epilogue_per_element() {
     let r = EpilogueReference::new(&e, &vectors, &[]).unwrap();
     let acc = [0.25, 0.5, 0.75, -3.0, 0.0, 1.0];
     let got = r.rows(&acc, &[4, 9], 3);
-    for (x, (&a, g)) in acc.iter().zip(&got).enumerate() {
+    assert!(got.stores.is_empty());
+    for (x, (&a, g)) in acc.iter().zip(&got.values).enumerate() {
         let want = round_to(DType::Bf16, gelu_tanh(a + vectors[0].values[x % 3]));
         assert_eq!(*g, want, "element {x}");
     }
     // Row vectors take the row's index.
     let scale = epilogue(r#"[{"op": "acc"}, {"op": "vector", "tensor": "S", "along": "rows"}, {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}]"#);
     let s = [HostVector::from_values(&VectorSpec { name: "S".into(), dtype: DType::F32, along: Along::Rows }, &[1.0, 2.0, 3.0])];
-    assert_eq!(EpilogueReference::new(&scale, &s, &[]).unwrap().rows(&[1.0, 1.0, 1.0, 1.0], &[0, 2], 2), [1.0, 1.0, 3.0, 3.0]);
+    assert_eq!(EpilogueReference::new(&scale, &s, &[]).unwrap().rows(&[1.0, 1.0, 1.0, 1.0], &[0, 2], 2).values, [1.0, 1.0, 3.0, 3.0]);
     assert!(EpilogueReference::new(&scale, &vectors, &[]).is_err(), "no values for S");
 }
 
@@ -217,7 +218,7 @@ fn classify_decides_by_value_not_by_ops() {
 #[test]
 fn generated_cuda_applies_the_program_in_f32() {
     let e = epilogue(BIAS_GELU);
-    let src = cuda_source(&e, &[bias(DType::Bf16, Along::Cols)], &[]).unwrap();
+    let src = cuda_source(&e, &[bias(DType::Bf16, Along::Cols)], &[], &OutputSpec::bf16_c()).unwrap();
     assert!(src.contains(r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ v0, long long m, long long n)"#), "{src}");
     for line in [
         "const float x0 = tilec_bf16_to_f32(in.v[e]);",
@@ -238,7 +239,7 @@ fn generated_cuda_applies_the_program_in_f32() {
             {"op": "binary", "f": "div", "lhs": 8, "rhs": 1}, {"op": "binary", "f": "sub", "lhs": 9, "rhs": 1}, {"op": "convert", "to": "f16", "x": 10},
             {"op": "convert", "to": "f8e4m3", "x": 11}]"#,
     );
-    let src = cuda_source(&all, &[VectorSpec { name: "S".into(), dtype: DType::F32, along: Along::Rows }], &[]).unwrap();
+    let src = cuda_source(&all, &[VectorSpec { name: "S".into(), dtype: DType::F32, along: Along::Rows }], &[], &OutputSpec::bf16_c()).unwrap();
     for line in [
         "const float* __restrict__ v0",
         "x1 = v0[i];",
@@ -256,8 +257,8 @@ fn generated_cuda_applies_the_program_in_f32() {
     ] {
         assert!(src.contains(line), "missing `{line}` in\n{src}");
     }
-    assert!(cuda_source(&e, &[], &[]).unwrap_err().contains("vector Bias"));
-    assert!(cuda_source(&Epilogue { values: vec![] }, &[], &[]).is_err());
+    assert!(cuda_source(&e, &[], &[], &OutputSpec::bf16_c()).unwrap_err().contains("vector Bias"));
+    assert!(cuda_source(&Epilogue { values: vec![], group_stores: Vec::new() }, &[], &[], &OutputSpec::bf16_c()).is_err());
 }
 
 #[test]
@@ -266,7 +267,7 @@ fn reference_rows_take_the_product_through_the_epilogue() {
     let e = epilogue(r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1}]"#);
     let v = [HostVector::from_values(&bias(DType::Bf16, Along::Cols), &[0.5, -0.5])];
     let got = reference_rows(&e, &v, &[], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1.0, 0.0, 0.0, 1.0], 2, 2, &[0, 2]).unwrap();
-    assert_eq!(got, [1.5, 1.5, 5.5, 5.5]);
+    assert_eq!(got.values, [1.5, 1.5, 5.5, 5.5]);
     let c: Vec<half::bf16> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].iter().map(|&x| half::bf16::from_f32(x)).collect();
     assert_eq!(take_rows(&c, &[0, 2], 2), [1.0, 2.0, 5.0, 6.0]);
 }
@@ -386,7 +387,7 @@ fn the_reference_reads_a_matrix_at_the_element() {
     let r = [HostMatrix::from_values(&residual(DType::Bf16), 2, &[0.5, -1.0, 2.0, 0.25, 1.0, -0.75])];
     let reference = EpilogueReference::new(&e, &[], &r).unwrap();
     let acc = [3.0, 0.1, -2.0, 7.0];
-    let got = reference.rows(&acc, &[0, 2], 2);
+    let got = reference.rows(&acc, &[0, 2], 2).values;
     let want: Vec<f64> =
         [(3.0, 0.5), (0.1, -1.0), (-2.0, 1.0), (7.0, -0.75)].iter().map(|&(a, x)| round_to(DType::Bf16, 0.5 * a + 2.0 * x)).collect();
     assert_eq!(got, want);
@@ -397,14 +398,14 @@ fn the_reference_reads_a_matrix_at_the_element() {
     );
     // The FP64 product through it: A = [[1, 2], [3, 4], [5, 6]], B = I, so acc = A.
     let rows = reference_rows(&e, &[], &r, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1.0, 0.0, 0.0, 1.0], 2, 2, &[1, 2]).unwrap();
-    assert_eq!(rows, [1.5 + 4.0, 2.0 + 0.5, 2.5 + 2.0, 3.0 - 1.5]);
+    assert_eq!(rows.values, [1.5 + 4.0, 2.0 + 0.5, 2.5 + 2.0, 3.0 - 1.5]);
     // A bias and a residual together: each read by its own index.
     let both = epilogue(
         r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1},
             {"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 2, "rhs": 3}]"#,
     );
     let b = [HostVector::from_values(&bias(DType::Bf16, Along::Cols), &[10.0, 20.0])];
-    assert_eq!(EpilogueReference::new(&both, &b, &r).unwrap().rows(&[0.0; 4], &[1, 2], 2), [12.0, 20.25, 11.0, 19.25]);
+    assert_eq!(EpilogueReference::new(&both, &b, &r).unwrap().rows(&[0.0; 4], &[1, 2], 2).values, [12.0, 20.25, 11.0, 19.25]);
 }
 
 #[test]
@@ -466,7 +467,7 @@ fn classify_finds_alpha_and_beta_of_a_residual() {
 #[test]
 fn generated_cuda_reads_matrices_as_c() {
     let e = epilogue(RESIDUAL);
-    let src = cuda_source(&e, &[], &[residual(DType::Bf16)]).unwrap();
+    let src = cuda_source(&e, &[], &[residual(DType::Bf16)], &OutputSpec::bf16_c()).unwrap();
     for line in [
         r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ r0, long long m, long long n)"#,
         "tilec_u16x8 r0g;",
@@ -485,7 +486,7 @@ fn generated_cuda_reads_matrices_as_c() {
             {"op": "matrix", "tensor": "H"}, {"op": "binary", "f": "add", "lhs": 4, "rhs": 5}, {"op": "convert", "to": "bf16", "x": 6}]"#,
     );
     let h = MatrixSpec { name: "H".into(), dtype: DType::F16 };
-    let src = cuda_source(&both, &[bias(DType::Bf16, Along::Cols)], &[residual(DType::F32), h]).unwrap();
+    let src = cuda_source(&both, &[bias(DType::Bf16, Along::Cols)], &[residual(DType::F32), h], &OutputSpec::bf16_c()).unwrap();
     for line in [
         "const unsigned short* __restrict__ v0, const float* __restrict__ r0, const unsigned short* __restrict__ r1, long long m, long long n)",
         "tilec_f32x8 r0g;",
@@ -496,7 +497,7 @@ fn generated_cuda_reads_matrices_as_c() {
     ] {
         assert!(src.contains(line), "missing `{line}` in\n{src}");
     }
-    assert!(cuda_source(&e, &[], &[]).unwrap_err().contains("matrix R"));
+    assert!(cuda_source(&e, &[], &[], &OutputSpec::bf16_c()).unwrap_err().contains("matrix R"));
 }
 
 #[test]
@@ -625,18 +626,18 @@ fn the_reference_reads_each_part_at_its_product_column() {
     let r = EpilogueReference::new(&e, &[], &[]).unwrap();
     let product = [1.0, 2.0, 10.0, 20.0, 3.0, 4.0, 30.0, 40.0, -1.0, -2.0, 0.5, 0.25, 5.0, 6.0, 7.0, 8.0];
     assert_eq!(r.out_cols(8), 4);
-    assert_eq!(r.rows(&product, &[0, 1], 8), [10.0, 40.0, 90.0, 160.0, -0.5, -0.5, 35.0, 48.0]);
-    assert_eq!(r.at_row(&product[..8], 0, 3), 160.0);
+    assert_eq!(r.rows(&product, &[0, 1], 8).values, [10.0, 40.0, 90.0, 160.0, -0.5, -0.5, 35.0, 48.0]);
+    assert_eq!(r.row(&product[..8], 0).values[3], 160.0);
     // Without the product's row the parts are unknown.
     assert!(r.at(1.0, 0, 0).is_nan());
     // The accumulator itself is the product's column j.
     let acc = epilogue(r#"[{"op": "acc_part", "block": 2, "part": 1, "parts": 2}, {"op": "acc"}, {"op": "binary", "f": "sub", "lhs": 0, "rhs": 1}]"#);
-    assert_eq!(EpilogueReference::new(&acc, &[], &[]).unwrap().rows(&product[..8], &[0], 8), [10.0 - 1.0, 20.0 - 2.0, 30.0 - 10.0, 40.0 - 20.0]);
+    assert_eq!(EpilogueReference::new(&acc, &[], &[]).unwrap().rows(&product[..8], &[0], 8).values, [10.0 - 1.0, 20.0 - 2.0, 30.0 - 10.0, 40.0 - 20.0]);
     // SwiGLU, through the FP64 product: A = [[1, 0]], B's rows [b, 0], so the product's row is B's first column.
     let e = epilogue(SWIGLU);
     let col: Vec<f32> = (0..512).map(|c| (c as f32 - 256.0) / 64.0).collect();
     let b: Vec<f32> = col.iter().flat_map(|&x| [x, 0.0]).collect();
-    let got = reference_rows(&e, &[], &[], &[1.0, 0.0], &b, 512, 2, &[0]).unwrap();
+    let got = reference_rows(&e, &[], &[], &[1.0, 0.0], &b, 512, 2, &[0]).unwrap().values;
     assert_eq!(got.len(), 256);
     for (j, g) in got.iter().enumerate() {
         let (gate, up) = (col[256 * (j / 128) + j % 128] as f64, col[256 * (j / 128) + 128 + j % 128] as f64);
@@ -656,7 +657,7 @@ fn classify_calls_interleaved_parts_gated() {
 
 #[test]
 fn generated_cuda_reads_the_parts_from_the_product() {
-    let src = cuda_source(&epilogue(SWIGLU), &[], &[]).unwrap();
+    let src = cuda_source(&epilogue(SWIGLU), &[], &[], &OutputSpec::bf16_c()).unwrap();
     for line in [
         r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ p, long long m, long long n)"#,
         "__device__ __forceinline__ long long tilec_col(long long j, long long q) { return 256LL * (j / 128LL) + q * 128LL + j % 128LL; }",
@@ -679,7 +680,7 @@ fn generated_cuda_reads_the_parts_from_the_product() {
     assert!(!src.contains("in.v[e]"), "a gated kernel reads no C:\n{src}");
     // Runs not a multiple of 8 are read element by element; the accumulator is the product's column j.
     let odd = epilogue(r#"[{"op": "acc_part", "block": 4, "part": 1, "parts": 3}, {"op": "acc"}, {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}]"#);
-    let src = cuda_source(&odd, &[], &[]).unwrap();
+    let src = cuda_source(&odd, &[], &[], &OutputSpec::bf16_c()).unwrap();
     for line in [
         "return 12LL * (j / 4LL) + q * 4LL + j % 4LL;",
         "const long long pn = 3LL * n;",
@@ -696,7 +697,575 @@ fn generated_cuda_reads_the_parts_from_the_product() {
         r#"{"op": "convert", "to": "bf16", "x": 7}"#,
         r#"{"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 7, "rhs": 8}, {"op": "convert", "to": "bf16", "x": 9}"#,
     );
-    let src = cuda_source(&epilogue(&e), &[], &[residual(DType::Bf16)]).unwrap();
+    let src = cuda_source(&epilogue(&e), &[], &[residual(DType::Bf16)], &OutputSpec::bf16_c()).unwrap();
     assert!(src.contains("const unsigned short* __restrict__ p, const unsigned short* __restrict__ r0, long long m, long long n)"), "{src}");
     assert!(src.contains("const float x8 = tilec_bf16_to_f32(r0g.v[e]);"), "{src}");
+}
+
+// ------------------------------------------------------------ output quantisation (FP8 codes, group stores)
+
+/// `examples/gemm_fp8_quantize.tile`'s epilogue: x = bf16(acc); amax = the
+/// group's max |x| clamped to 1e-4; the code e4m3(x * 448 / amax); the
+/// scale amax / 448 stored to SQ.
+const QUANTIZE: &str = r#"[{"op": "acc"}, {"op": "convert", "to": "bf16", "x": 0}, {"op": "unary", "f": "abs", "x": 1},
+    {"op": "group_reduce", "f": "max", "x": 2, "group": 128}, {"op": "splat", "value": 1e-4},
+    {"op": "binary", "f": "max", "lhs": 3, "rhs": 4}, {"op": "splat", "value": 448.0},
+    {"op": "binary", "f": "div", "lhs": 6, "rhs": 5}, {"op": "binary", "f": "mul", "lhs": 1, "rhs": 7},
+    {"op": "binary", "f": "div", "lhs": 5, "rhs": 6}, {"op": "convert", "to": "f8e4m3", "x": 8}]"#;
+
+/// A block-scaled FP8 GEMM (SA M-major) writing `Q[M,N]` of `q_dtype` and
+/// `SQ` of `sq` (dtype, shape) through `epilogue`, its group stores `stores` (JSON).
+fn quantizing_manifest(q_dtype: &str, sq: (&str, &str), epilogue: &str, stores: &str) -> Manifest {
+    let (sq_dtype, sq_shape) = sq;
+    let m = Manifest::from_json_str(&format!(
+        r#"{{ "format_version": 1, "kernel_name": "q", "entry": "q", "target": "sm_90a",
+  "epilogue": {{ "values": {epilogue}, "group_stores": {stores} }},
+  "block": [384, 1, 1], "grid": {{ "rule": "tiles", "block_m": 128, "block_n": 128 }},
+  "tensors": [
+    {{ "name": "A", "dtype": "f8e4m3", "shape": ["M", "K"], "role": "input" }},
+    {{ "name": "SA", "dtype": "f32", "shape": ["KB", "M"], "role": "input" }},
+    {{ "name": "B", "dtype": "f8e4m3", "shape": ["N", "K"], "role": "input" }},
+    {{ "name": "SB", "dtype": "f32", "shape": ["NB", "KB"], "role": "input" }},
+    {{ "name": "Q", "dtype": "{q_dtype}", "shape": ["M", "N"], "role": "output" }},
+    {{ "name": "SQ", "dtype": "{sq_dtype}", "shape": {sq_shape}, "role": "output" }} ],
+  "params": [ {{ "kind": "ptr", "tensor": "A" }}, {{ "kind": "ptr", "tensor": "SA" }}, {{ "kind": "ptr", "tensor": "B" }},
+    {{ "kind": "ptr", "tensor": "SB" }}, {{ "kind": "ptr", "tensor": "Q" }}, {{ "kind": "ptr", "tensor": "SQ" }},
+    {{ "kind": "scalar", "ty": "i32", "symbol": "M" }}, {{ "kind": "scalar", "ty": "i32", "symbol": "N" }},
+    {{ "kind": "scalar", "ty": "i32", "symbol": "K" }} ] }}"#
+    ))
+    .unwrap();
+    m.validate().unwrap();
+    m
+}
+
+const SQ_STORE: &str = r#"[{"tensor": "SQ", "x": 9, "group": 128}]"#;
+
+fn quantize_manifest() -> Manifest {
+    quantizing_manifest("f8e4m3", ("f32", r#"["NB", "M"]"#), QUANTIZE, SQ_STORE)
+}
+
+fn sq_spec(layout: SaLayout) -> GroupStoreSpec {
+    GroupStoreSpec { name: "SQ".into(), group: 128, groups: "NB".into(), layout }
+}
+
+fn fp8_q() -> OutputSpec {
+    OutputSpec { name: "Q".into(), dtype: DType::F8e4m3, group_stores: vec![sq_spec(SaLayout::MMajor)] }
+}
+
+#[test]
+fn a_quantising_gemm_writes_codes_and_group_stores() {
+    let m = quantize_manifest();
+    let spec = GemmSpec::from_manifest(&m).unwrap();
+    assert_eq!(spec.output, fp8_q());
+    assert_eq!((spec.scales, spec.sa_layout, spec.input), (Scales::Block, SaLayout::MMajor, DType::F8e4m3));
+    assert!(spec.has_epilogue() && spec.vectors.is_empty() && spec.matrices.is_empty() && spec.gated.is_none());
+    // NB is ceil(N/128) for SB and SQ alike.
+    let size = GemmSize::new(65, 300, 200);
+    let problem = spec.problem(size);
+    assert_eq!((problem.get("NB").unwrap(), problem.get("KB").unwrap()), (3, 2));
+    // Q as f8e4m3 or raw bytes, SQ by its name; the bindings are what the launch plan wants.
+    let ops = |q: TensorBinding| {
+        GemmBuffers::new(buf("", DType::U8, 0x1000, 65 * 200), buf("", DType::U8, 0x2000, 300 * 200), q)
+            .with_scales(buf("", DType::F32, 0x3000, 2 * 65 * 4), buf("", DType::F32, 0x4000, 3 * 2 * 4))
+    };
+    let q = buf("C", DType::U8, 0x5000, 65 * 300);
+    let sq = buf("SQ", DType::F32, 0x6000, 3 * 65 * 4);
+    let bound = spec.bind(size, ops(q.clone()).with_group_stores([sq.clone()])).unwrap();
+    let names: Vec<(&str, DType)> = bound.iter().map(|t| (t.name.as_str(), t.dtype)).collect();
+    assert_eq!(names, [("A", DType::F8e4m3), ("B", DType::F8e4m3), ("Q", DType::F8e4m3), ("SA", DType::F32), ("SB", DType::F32), ("SQ", DType::F32)]);
+    let plan = plan_launch(&m, &problem, &bound, 132).unwrap();
+    assert_eq!(plan.grid, [1, 3, 1]);
+    assert_eq!(plan.params[5], ParamValue::Ptr(0x6000));
+    let err = |b: GemmBuffers| spec.bind(size, b).unwrap_err().to_string();
+    assert_eq!(err(ops(q.clone())), "GEMM arguments: the kernel's epilogue writes SQ (f32 M x ceil(N/128)); SQ not given");
+    assert_eq!(
+        err(ops(q.clone()).with_group_stores([buf("SQ", DType::F32, 0x6000, 3 * 65 * 4 - 1)])),
+        "GEMM arguments: SQ is 65x3 f32 (M x ceil(N/128)) for M=65 N=300 K=200: 780 bytes, the buffer has 779"
+    );
+    assert_eq!(
+        err(ops(q.clone()).with_group_stores([buf("SQ", DType::Bf16, 0x6000, 1 << 20)])),
+        "GEMM arguments: SQ holds bf16, the kernel writes f32"
+    );
+    assert_eq!(err(ops(q.clone()).with_group_stores([sq.clone(), sq.clone()])), "GEMM arguments: group store SQ given twice");
+    assert_eq!(
+        err(ops(q.clone()).with_group_stores([sq.clone(), buf("S2", DType::F32, 0x7000, 1 << 20)])),
+        "GEMM arguments: group store `S2` given, the kernel's epilogue writes SQ (f32 M x ceil(N/128))"
+    );
+    assert_eq!(err(ops(buf("C", DType::Bf16, 0x5000, 1 << 20)).with_group_stores([sq.clone()])), "GEMM arguments: Q holds bf16, the kernel takes f8e4m3");
+    assert_eq!(
+        err(ops(buf("C", DType::U8, 0x5000, 65 * 300 - 1)).with_group_stores([sq])),
+        "GEMM arguments: Q is 65x300 f8e4m3 for M=65 N=300 K=200: 19500 bytes, the buffer has 19499"
+    );
+    // Row-major scales are [M, G]: the same bytes, another layout.
+    let k_major = quantizing_manifest("f8e4m3", ("f32", r#"["M", "NB"]"#), QUANTIZE, SQ_STORE);
+    assert_eq!(GemmSpec::from_manifest(&k_major).unwrap().output.group_stores, [sq_spec(SaLayout::KMajor)]);
+    // Tensor-parallel GEMMs gather a bf16 C alone.
+    assert!(tp::unsupported(&spec).unwrap().contains(r#"writes f8e4m3 Q and group stores ["SQ"]"#));
+}
+
+#[test]
+fn a_quantising_gemms_outputs_are_checked_when_loaded() {
+    let err = |m: Manifest| GemmSpec::from_manifest(&m).unwrap_err().to_string();
+    let nb_m = ("f32", r#"["NB", "M"]"#);
+    // The codes' type is the last rounding's.
+    assert_eq!(
+        err(quantizing_manifest("bf16", nb_m, QUANTIZE, SQ_STORE)),
+        "not a GEMM artifact: Q is bf16, but the epilogue's last value rounds to f8e4m3: its output is f8e4m3"
+    );
+    let to_bf16 = QUANTIZE.replace(r#"{"op": "convert", "to": "f8e4m3", "x": 8}"#, r#"{"op": "convert", "to": "bf16", "x": 8}"#);
+    assert_eq!(
+        err(quantizing_manifest("f8e4m3", nb_m, &to_bf16, SQ_STORE)),
+        "not a GEMM artifact: Q is f8e4m3, but the manifest's epilogue ends otherwise: an f8e4m3 output takes an epilogue whose last value rounds to f8e4m3"
+    );
+    assert_eq!(
+        err(quantizing_manifest("f16", nb_m, &to_bf16, SQ_STORE)),
+        "not a GEMM artifact: Q is f16, want bf16 (or f8e4m3 from an epilogue rounding to it)"
+    );
+    // Scales are f32, with a group symbol the call can bind.
+    assert_eq!(err(quantizing_manifest("f8e4m3", ("bf16", r#"["NB", "M"]"#), QUANTIZE, SQ_STORE)), "not a GEMM artifact: group store SQ is bf16: want f32");
+    assert_eq!(
+        err(quantizing_manifest("f8e4m3", ("f32", r#"["KB", "M"]"#), QUANTIZE, SQ_STORE)),
+        "not a GEMM artifact: group store SQ's group dimension KB is bound to another size: it needs a symbol of its own for ceil(N/128)"
+    );
+    let by_64 = QUANTIZE.replace(r#""group": 128"#, r#""group": 64"#);
+    assert_eq!(
+        err(quantizing_manifest("f8e4m3", nb_m, &by_64, r#"[{"tensor": "SQ", "x": 9, "group": 64}]"#)),
+        "not a GEMM artifact: group store SQ's group dimension NB is ceil(N/128), as the block scales bind it, not ceil(N/64)"
+    );
+    // A symbol of its own binds to ceil(N/64).
+    let own = quantizing_manifest("f8e4m3", ("f32", r#"["G", "M"]"#), &by_64, r#"[{"tensor": "SQ", "x": 9, "group": 64}]"#);
+    let spec = GemmSpec::from_manifest(&own).unwrap();
+    assert_eq!(spec.problem(GemmSize::new(8, 300, 128)).get("G").unwrap(), 5);
+    // Without the group store, SQ is one output too many.
+    assert_eq!(
+        err(quantizing_manifest("f8e4m3", nb_m, QUANTIZE, "[]")),
+        r#"not a GEMM artifact: outputs ["Q", "SQ"] besides the epilogue's group stores: want one, C"#
+    );
+}
+
+#[test]
+fn group_store_rows_read_either_layout() {
+    // M = 3 rows, N = 300 columns: 3 groups a row, values 10 * row + group.
+    let out = GemmSize::new(3, 300, 64);
+    let m_major: Vec<f32> = (0..9).map(|x| (10 * (x % 3) + x / 3) as f32).collect();
+    let k_major: Vec<f32> = (0..9).map(|x| (10 * (x / 3) + x % 3) as f32).collect();
+    for (layout, values) in [(SaLayout::MMajor, m_major), (SaLayout::KMajor, k_major)] {
+        let spec = sq_spec(layout);
+        assert_eq!((spec.groups_of(300), spec.len(out)), (3, 9));
+        assert_eq!(spec.rows(&values, &[2, 0], out), [20.0, 21.0, 22.0, 0.0, 1.0, 2.0], "{layout:?}");
+        // A buffer too short reads NaN.
+        assert!(spec.rows(&values[..8], &[2], out)[2].is_nan());
+    }
+}
+
+#[test]
+fn the_reference_quantises_each_row_by_its_groups() {
+    let e = epilogue(QUANTIZE);
+    let e = Epilogue { group_stores: vec![GroupStore { tensor: "SQ".into(), x: 9, group: 128 }], ..e };
+    let r = EpilogueReference::new(&e, &[], &[]).unwrap();
+    // Two rows of 300 columns: row 0's groups have absmax 127/8, 255/8 and 43/8 (the last 44 columns); row 1 is all 2.
+    let acc: Vec<f64> = (0..600).map(|x| if x < 300 { (x % 128) as f64 / 8.0 * if x % 2 == 0 { 1.0 } else { -1.0 } } else { 2.0 }).collect();
+    let got = r.rows(&acc, &[5, 6], 300);
+    assert_eq!((got.values.len(), got.stores.len(), got.stores[0].len()), (600, 1, 6));
+    let amax = [127.0 / 8.0, 127.0 / 8.0, 43.0 / 8.0, 2.0, 2.0, 2.0];
+    for (g, &a) in amax.iter().enumerate() {
+        assert_eq!(got.stores[0][g], a / 448.0, "group {g}");
+    }
+    for (x, &v) in got.values.iter().enumerate() {
+        let a = amax[(x / 300) * 3 + (x % 300) / 128];
+        assert_eq!(v, round_to(DType::F8e4m3, acc[x] * (448.0 / a)), "element {x}");
+    }
+    // The largest magnitude of a group is 448 exactly; row 1's every code.
+    assert_eq!(got.values[127], -448.0);
+    assert!(got.values[300..].iter().all(|&v| v == 448.0));
+    // Element by element, a reduction is unknown.
+    assert!(r.at(1.0, 0, 0).is_nan());
+}
+
+#[test]
+fn classify_calls_group_reductions_and_fp8_outputs_a_quantisation() {
+    let kind = classify(Some(&epilogue(QUANTIZE)), &[], &[]);
+    assert_eq!((kind.clone(), kind.name()), (EpilogueKind::Quantize, "quantize"));
+    // An FP8 C without scales, or a group reduction into a bf16 C, is one too.
+    let fp8 = epilogue(r#"[{"op": "acc"}, {"op": "convert", "to": "f8e4m3", "x": 0}]"#);
+    assert_eq!(classify(Some(&fp8), &[], &[]), EpilogueKind::Quantize);
+    let normalised = epilogue(
+        r#"[{"op": "acc"}, {"op": "group_reduce", "f": "add", "x": 0, "group": 64}, {"op": "binary", "f": "div", "lhs": 0, "rhs": 1},
+            {"op": "convert", "to": "bf16", "x": 2}]"#,
+    );
+    assert_eq!(classify(Some(&normalised), &[], &[]), EpilogueKind::Quantize);
+    // The plain BF16 GEMM is still plain.
+    assert_eq!(classify(Some(&Epilogue::plain(DType::Bf16)), &[], &[]), EpilogueKind::Plain);
+}
+
+#[test]
+fn the_kernel_shape_follows_the_groups_and_the_output() {
+    let bf16 = OutputSpec::bf16_c();
+    assert_eq!(kernel_shape(&epilogue(BIAS_GELU), &bf16), Ok(KernelShape::InPlace));
+    assert_eq!(kernel_shape(&epilogue(SWIGLU), &bf16), Ok(KernelShape::Gated { block: 128, parts: 2 }));
+    let q = epilogue(QUANTIZE);
+    let q = Epilogue { group_stores: vec![GroupStore { tensor: "SQ".into(), x: 9, group: 128 }], ..q };
+    assert_eq!(kernel_shape(&q, &fp8_q()), Ok(KernelShape::Rows { group: 128 }));
+    // An FP8 C without groups: 256 columns a warp.
+    let fp8 = epilogue(r#"[{"op": "acc"}, {"op": "convert", "to": "f8e4m3", "x": 0}]"#);
+    assert_eq!(kernel_shape(&fp8, &OutputSpec { dtype: DType::F8e4m3, ..bf16.clone() }), Ok(KernelShape::Rows { group: 256 }));
+    let err = |e: &Epilogue, o: &OutputSpec| kernel_shape(e, o).unwrap_err();
+    let by = |group: u64| Epilogue { group_stores: vec![GroupStore { tensor: "SQ".into(), x: 9, group }], ..q.clone() };
+    assert_eq!(err(&by(64), &fp8_q()), "the epilogue's groups are of 128 and 64 columns: the generated kernel takes one group size");
+    let all = |group: u64| {
+        let e = epilogue(&QUANTIZE.replace(r#""group": 128"#, &format!(r#""group": {group}"#)));
+        Epilogue { group_stores: vec![GroupStore { tensor: "SQ".into(), x: 9, group }], ..e }
+    };
+    for g in [8, 16, 32, 64, 256] {
+        assert_eq!(kernel_shape(&all(g), &fp8_q()), Ok(KernelShape::Rows { group: g }));
+    }
+    for g in [96, 512, 4, 24] {
+        assert_eq!(
+            err(&all(g), &fp8_q()),
+            format!("groups of {g} columns: the generated kernel takes groups of 8, 16, 32, 64, 128 or 256 (1 to 32 lanes of a warp, 8 columns each)")
+        );
+    }
+    let f16 = OutputSpec { dtype: DType::F16, ..fp8_q() };
+    assert_eq!(err(&q, &f16), "the generated kernel writes a bf16 or f8e4m3 C, not f16");
+    let gated_fp8 = epilogue(&SWIGLU.replace(r#""to": "bf16""#, r#""to": "f8e4m3""#));
+    assert!(err(&gated_fp8, &OutputSpec { dtype: DType::F8e4m3, ..bf16 }).starts_with("the epilogue reads interleaved parts of the product and also"));
+    // The generator needs each group store's layout.
+    let other = Epilogue { group_stores: vec![GroupStore { tensor: "S2".into(), x: 9, group: 128 }], ..q };
+    assert_eq!(cuda_source(&other, &[], &[], &fp8_q()).unwrap_err(), "the epilogue stores to S2, which is not among the kernel's group stores");
+}
+
+/// True if every `(`, `[` and `{` of `src` closes in order (outside comments and string and char literals).
+fn balanced(src: &str) -> bool {
+    let mut open = Vec::new();
+    let mut quote: Option<char> = None;
+    let code: String = src
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .map(|l| match (l.find("/*"), l.find("*/")) {
+            (Some(a), Some(b)) if a < b => format!("{}{}", &l[..a], &l[b + 2..]),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    for ch in code.chars() {
+        match (quote, ch) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(ch),
+            (None, '(' | '[' | '{') => open.push(ch),
+            (None, ')') if open.pop() != Some('(') => return false,
+            (None, ']') if open.pop() != Some('[') => return false,
+            (None, '}') if open.pop() != Some('{') => return false,
+            _ => {}
+        }
+    }
+    open.is_empty() && quote.is_none()
+}
+
+/// The byte offset of `needle` in `src`, which must hold it.
+fn at(src: &str, needle: &str) -> usize {
+    src.find(needle).unwrap_or_else(|| panic!("missing `{needle}` in\n{src}"))
+}
+
+#[test]
+fn generated_cuda_quantises_by_units_of_a_row_and_group() {
+    let q = Epilogue { group_stores: vec![GroupStore { tensor: "SQ".into(), x: 9, group: 128 }], ..epilogue(QUANTIZE) };
+    let src = cuda_source(&q, &[], &[], &fp8_q()).unwrap();
+    assert!(balanced(&src), "{src}");
+    // A lane's 8 columns: a 16-byte load of bf16 kept as loaded, an 8-byte store of codes.
+    at(&src, "struct alignas(16) tilec_u32x4 { unsigned int v[4]; };");
+    at(&src, "struct alignas(8) tilec_lane_out { unsigned char v[8]; };");
+    at(&src, r#"extern "C" __global__ void tilec_epilogue(unsigned char* __restrict__ c, const unsigned short* __restrict__ p, float* __restrict__ s0, long long m64, long long n64)"#);
+    at(&src, "w = *reinterpret_cast<const tilec_u32x4*>(p + (long long)i * n + j0);");
+    at(&src, "*reinterpret_cast<tilec_lane_out*>(row) = out;");
+    // 16 lanes a unit of 128 columns, two units a warp, each lane two units at once.
+    at(&src, "const int part = lane % 16;");
+    at(&src, "const long long step = warps * 2 * 2;");
+    at(&src, "const int j0 = q * 128 + part * 8;");
+    at(&src, "const int valid = i < m ? min(8, n - j0) : 0;");
+    // The next units load before these units' reductions; the program in order: the values before the
+    // reduction on the lane's columns, the reduction over the lane's columns in the product and across
+    // the unit's 16 lanes, the scale once, then the codes.
+    let prefetch = at(&src, "next[k] = tilec_load(p, ni, nq * 128 + part * 8, m, n);");
+    let x2 = at(&src, "x2[e] = fabsf(x1[e]);");
+    let masked = at(&src, "t3[e] = e < valid ? x2[e] : __int_as_float(0xff800000) /* -inf */;");
+    let tree = at(&src, "for (int e = 0; e < 8; e += 2 * s) t3[e] = tilec_max(t3[e], t3[e + s]);");
+    let warp_max = at(&src, "for (int o = 8; o > 0; o >>= 1) r3 = tilec_max(r3, __shfl_xor_sync(0xffffffffu, r3, o));");
+    let x5 = at(&src, "const float x5 = tilec_max(r3, x4);");
+    let x8 = at(&src, "x8[e] = x1[e] * x7;");
+    let code = at(&src, "const unsigned short pair = tilec_f32x2_to_e4m3x2(x8[e], x8[e + 1]);");
+    assert!(prefetch < x2 && x2 < masked && masked < tree && tree < warp_max && warp_max < x5 && x5 < x8 && x8 < code, "{src}");
+    for line in [
+        "x0[e] = tilec_column(in[k], e);",
+        // The product is bf16 already: its rounding to bf16 is itself.
+        "x1[e] = x0[e];",
+        "const float x7 = x6 / x5;",
+        "const float x9 = x5 / x6;",
+        // The unit's first lane stores the group's scale, M-major: SQ[NB, M].
+        "if (part == 0 && valid > 0) {\n        s0[(long long)q * m + i] = x9;\n      }",
+    ] {
+        at(&src, line);
+    }
+    // The scale is one value a unit; the last rounding is the store's own.
+    assert!(!src.contains("float x5[") && !src.contains("float x7[") && !src.contains("x10"), "{src}");
+    // Row-major scales are [M, G].
+    let k_major = OutputSpec { group_stores: vec![sq_spec(SaLayout::KMajor)], ..fp8_q() };
+    at(&cuda_source(&q, &[], &[], &k_major).unwrap(), "s0[(long long)i * groups + q] = x9;");
+}
+
+#[test]
+fn generated_cuda_by_rows_reads_vectors_and_matrices_and_writes_bf16() {
+    // x = acc + bias[j]; each 64-column group's sum; x / sum * s[i] + r[i][j] in bf16, the sum stored row-major.
+    let e = Epilogue {
+        values: epilogue(
+            r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1},
+                {"op": "group_reduce", "f": "add", "x": 2, "group": 64}, {"op": "binary", "f": "div", "lhs": 2, "rhs": 3},
+                {"op": "vector", "tensor": "S", "along": "rows"}, {"op": "binary", "f": "mul", "lhs": 4, "rhs": 5},
+                {"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 6, "rhs": 7},
+                {"op": "group_reduce", "f": "min", "x": 8, "group": 64}, {"op": "convert", "to": "bf16", "x": 8}]"#,
+        )
+        .values,
+        group_stores: vec![GroupStore { tensor: "T".into(), x: 3, group: 64 }],
+    };
+    let vectors = [bias(DType::F32, Along::Cols), VectorSpec { name: "S".into(), dtype: DType::Bf16, along: Along::Rows }];
+    let t = GroupStoreSpec { name: "T".into(), group: 64, groups: "G".into(), layout: SaLayout::KMajor };
+    let out = OutputSpec { name: "C".into(), dtype: DType::Bf16, group_stores: vec![t] };
+    let src = cuda_source(&e, &vectors, &[residual(DType::Bf16)], &out).unwrap();
+    assert!(balanced(&src), "{src}");
+    at(
+        &src,
+        r#"tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ p, float* __restrict__ s0, const float* __restrict__ v0, const unsigned short* __restrict__ v1, const unsigned short* __restrict__ r0, long long m64, long long n64)"#,
+    );
+    for line in [
+        // 8 lanes a unit of 64 columns, four units a warp.
+        "const int part = lane % 8;",
+        "const long long step = warps * 4 * 2;",
+        "struct alignas(16) tilec_lane_out { unsigned short v[8]; };",
+        "const int j = j0 + e;",
+        "x1[e] = (e < valid ? v0[j] : 0.0f);",
+        "t3[e] = e < valid ? x2[e] : 0.0f;",
+        "t3[e] = tilec_add(t3[e], t3[e + s]);",
+        "for (int o = 4; o > 0; o >>= 1) r3 = tilec_add(r3, __shfl_xor_sync(0xffffffffu, r3, o));",
+        "x4[e] = x2[e] / r3;",
+        // A row's vector element is one value a unit.
+        "const float x5 = (i < m ? tilec_bf16_to_f32(v1[i]) : 0.0f);",
+        "x6[e] = x4[e] * x5;",
+        "x7[e] = (e < valid ? tilec_bf16_to_f32(r0[(long long)i * n + j]) : 0.0f);",
+        "t9[e] = e < valid ? x8[e] : __int_as_float(0x7f800000) /* inf */;",
+        "t9[e] = tilec_min(t9[e], t9[e + s]);",
+        "out.v[e] = tilec_f32_to_bf16(x8[e]);",
+        "s0[(long long)i * groups + q] = r3;",
+    ] {
+        at(&src, line);
+    }
+    // An FP8 C without groups: a warp's 32 lanes a unit of 256 columns, no reduction, no group store.
+    let fp8 = epilogue(r#"[{"op": "acc"}, {"op": "splat", "value": 2.0}, {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}, {"op": "convert", "to": "f8e4m3", "x": 2}]"#);
+    let src = cuda_source(&fp8, &[], &[], &OutputSpec { dtype: DType::F8e4m3, ..OutputSpec::bf16_c() }).unwrap();
+    assert!(balanced(&src) && !src.contains("__shfl_xor_sync") && !src.contains("part == 0"), "{src}");
+    at(&src, "const int part = lane % 32;");
+    at(&src, "const unsigned short pair = tilec_f32x2_to_e4m3x2(x2[e], x2[e + 1]);");
+}
+
+#[test]
+fn e4m3_codes_are_indexed_in_value_order() {
+    use crate::check::e4m3_to_f32;
+    use crate::quantize::e4m3_index;
+    let finite: Vec<u8> = (0..=255u8).filter(|&c| e4m3_index(c).is_some()).collect();
+    assert_eq!(finite.len(), 254, "all but the two NaNs");
+    let mut by_index = finite.clone();
+    by_index.sort_by_key(|&c| (e4m3_index(c), c));
+    for w in by_index.windows(2) {
+        let (a, b) = (e4m3_to_f32(w[0]), e4m3_to_f32(w[1]));
+        let (ia, ib) = (e4m3_index(w[0]).unwrap(), e4m3_index(w[1]).unwrap());
+        // Adjacent indices are adjacent values; +0 and -0 share index 0.
+        assert!(ib == ia + 1 && a < b || ib == ia && a == b, "{:#x} {a} {:#x} {b}", w[0], w[1]);
+    }
+    assert_eq!((e4m3_index(0x7E), e4m3_index(0xFE)), (Some(126), Some(-126)));
+}
+
+#[test]
+fn codes_pass_within_one_step_and_mostly_exact() {
+    use crate::check::f32_to_e4m3;
+    use crate::quantize::CodeCheck;
+    let values: Vec<f64> = (0..1000).map(|x| round_to(DType::F8e4m3, (x as f64 - 500.0) / 3.0)).collect();
+    let codes: Vec<u8> = values.iter().map(|&v| f32_to_e4m3(v as f32)).collect();
+    let exact = CodeCheck::compare(&codes, &values);
+    assert_eq!(exact, CodeCheck { codes: 1000, exact: 1000, max_steps: 0, nan: 0 });
+    assert!(exact.pass() && exact.exact_fraction() == 1.0);
+    // Ten codes one step off (of a thousand): 99% exact, passes; eleven do not.
+    let step = |n: usize| {
+        let mut c = codes.clone();
+        c.iter_mut().take(n).for_each(|x| *x -= 1);
+        CodeCheck::compare(&c, &values)
+    };
+    assert_eq!((step(10).exact, step(10).max_steps), (990, 1));
+    assert!(step(10).pass() && !step(11).pass());
+    assert_eq!(step(11).exact_fraction(), 0.989);
+    // Two steps off fails however rare; so does a NaN code, the poison left by an unwritten element.
+    let mut two = codes.clone();
+    two[500] += 2;
+    assert_eq!((CodeCheck::compare(&two, &values).max_steps, CodeCheck::compare(&two, &values).pass()), (2, false));
+    let mut poisoned = codes.clone();
+    poisoned[7] = 0xFF;
+    let p = CodeCheck::compare(&poisoned, &values);
+    assert_eq!((p.nan, p.pass()), (1, false));
+    // Across zero: the smallest negative and the smallest positive are two steps apart.
+    assert_eq!(CodeCheck::compare(&[0x81], &[2f64.powi(-9)]).max_steps, 2);
+    assert_eq!(CodeCheck::compare(&[0x80], &[0.0]).max_steps, 0);
+    assert_eq!(CodeCheck::compare(&[], &[]).exact_fraction(), 1.0);
+}
+
+#[test]
+fn outputs_are_checked_codes_and_stores_together() {
+    use crate::quantize::{OutputCheck, StoreCheck, STORE_TOLERANCE};
+    let scale = 3.0 / 448.0;
+    assert!(StoreCheck::compare("SQ", &[scale as f32], &[scale]).pass());
+    let off = |r: f64| StoreCheck::compare("SQ", &[(scale * (1.0 + r)) as f32], &[scale]);
+    assert!(off(STORE_TOLERANCE * 0.9).pass() && !off(STORE_TOLERANCE * 1.1).pass());
+    assert!(off(-STORE_TOLERANCE * 0.9).pass());
+    let nan = StoreCheck::compare("SQ", &[f32::NAN, 1.0], &[1.0, 1.0]);
+    assert!(nan.worst.is_nan() && !nan.pass());
+    // C's codes and SQ of two rows, three groups a row.
+    let reference = EpilogueRows { values: vec![448.0, -0.5, 1.0, 0.0], stores: vec![vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]] };
+    let c = [0x7E, 0xB0, 0x38, 0x00];
+    let sq = vec![vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]];
+    let ok = OutputCheck::new(&fp8_q(), &c, &sq, &reference).unwrap();
+    assert_eq!((ok.err, ok.codes.unwrap().exact, ok.stores[0].worst), (0.0, 4, 0.0));
+    assert!(ok.pass(1e-2));
+    assert_eq!(ok.summary(), "codes 100.00% exact, max 0 steps; SQ worst 0.00e0");
+    // A scale off by 1%, a poisoned code: each fails alone.
+    let bad_sq = vec![vec![1.0f32, 2.0, 3.0, 4.0, 5.0 * 1.01, 6.0]];
+    let scales_off = OutputCheck::new(&fp8_q(), &c, &bad_sq, &reference).unwrap();
+    assert!(!scales_off.pass(1e-2) && scales_off.codes.unwrap().pass());
+    let poisoned = OutputCheck::new(&fp8_q(), &[0x7E, 0xB0, 0xFF, 0x00], &sq, &reference).unwrap();
+    assert!(!poisoned.pass(1e-2) && poisoned.err.is_nan());
+    assert_eq!(poisoned.summary(), "codes 75.00% exact, max 0 steps, 1 NaN; SQ worst 0.00e0");
+    // A bf16 C passes by its relative error.
+    let bf16_c = OutputSpec { dtype: DType::Bf16, ..fp8_q() };
+    let bytes: Vec<u8> = [448.0f32, -0.5, 1.0, 0.0].iter().flat_map(|&x| half::bf16::from_f32(x).to_le_bytes()).collect();
+    let bf = OutputCheck::new(&bf16_c, &bytes, &sq, &reference).unwrap();
+    assert!(bf.codes.is_none() && bf.pass(1e-2));
+    // Sizes must agree, and C must be a type the check reads.
+    assert_eq!(
+        OutputCheck::new(&fp8_q(), &c[..3], &sq, &reference).unwrap_err(),
+        "3 values of C and 1 group stores to compare with the reference's 4 and 1"
+    );
+    assert_eq!(
+        OutputCheck::new(&fp8_q(), &c, &[vec![1.0]], &reference).unwrap_err(),
+        "1 values of SQ to compare with the reference's 6"
+    );
+    let f16 = OutputSpec { dtype: DType::F16, ..fp8_q() };
+    assert_eq!(OutputCheck::new(&f16, &c, &sq, &reference).unwrap_err(), "C is f16: the check reads bf16 and f8e4m3");
+}
+
+/// A random bf16 product `m x n`, row `i`'s values uniform in
+/// `[-2^e, 2^e)` with `e` from -10 to 9 by row, and row 0 all zeros (its
+/// scales clamped): as bf16 bits and widened.
+fn random_product(m: usize, n: usize, rng: &mut Rng) -> (Vec<half::bf16>, Vec<f64>) {
+    let bits: Vec<half::bf16> = (0..m * n)
+        .map(|x| if x < n { 0.0 } else { rng.uniform() * 2f32.powi((x / n % 20) as i32 - 10) })
+        .map(half::bf16::from_f32)
+        .collect();
+    let widened = bits.iter().map(|x| x.to_f64()).collect();
+    (bits, widened)
+}
+
+/// The rows kernel, compiled with NVRTC and run where libcuda is found
+/// (elsewhere a counted skip), against the reference on the same bf16
+/// product (so that only f32 against f64 arithmetic differs): the
+/// quantisation on odd shapes (N not a multiple of the group, of 4, of 8;
+/// one row; a row of zeros), and a bf16 C reading vectors and a residual
+/// with a row-major group store.
+#[test]
+fn the_rows_kernel_matches_the_reference_on_the_gpu() {
+    use crate::quantize::{CodeCheck, StoreCheck};
+    if !cuda_available() {
+        tilec_cli::report_skip("tilec-runtime rows kernel", &format!("libcuda not found ({})", ensure_cuda().unwrap_err()));
+        return;
+    }
+    let gpu = Gpu::new(0).expect("CUDA present but device init failed");
+    let s = &gpu.stream;
+    let q = Epilogue { group_stores: vec![GroupStore { tensor: "SQ".into(), x: 9, group: 128 }], ..epilogue(QUANTIZE) };
+    let kernel = ElementwiseKernel::new(&gpu, &q, &[], &[], &fp8_q()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel.shape(), KernelShape::Rows { group: 128 });
+    let mut rng = Rng::new(0x5EED);
+    for (m, n) in [(129, 257), (64, 128), (1, 1000), (300, 7168), (2, 1)] {
+        let (bits, product) = random_product(m, n, &mut rng);
+        let p = s.clone_htod(&bits).unwrap();
+        let mut c = unsafe { s.alloc::<u8>(m * n) }.unwrap();
+        let groups = n.div_ceil(128);
+        let mut sq = unsafe { s.alloc::<f32>(m * groups) }.unwrap();
+        gpu.poison8(&mut c, 0xFF).unwrap();
+        gpu.poison8(&mut sq, 0xFF).unwrap();
+        kernel.launch_rows(&gpu, gpu.addr(&c), gpu.addr(&p), &[gpu.addr(&sq)], &[], m as u64, n as u64).unwrap();
+        gpu.sync("rows kernel").unwrap();
+        let rows: Vec<usize> = (0..m).collect();
+        let want = EpilogueReference::new(&q, &[], &[]).unwrap().rows(&product, &rows, n);
+        let codes = CodeCheck::compare(&s.clone_dtoh(&c).unwrap(), &want.values);
+        let out = GemmSize::new(m as u64, n as u64, 1);
+        let scales = sq_spec(SaLayout::MMajor).rows(&s.clone_dtoh(&sq).unwrap(), &rows, out);
+        let store = StoreCheck::compare("SQ", &scales, &want.stores[0]);
+        assert!(codes.pass() && codes.exact_fraction() >= 0.999, "{m}x{n}: {codes:?}");
+        assert!(store.worst <= 1e-6, "{m}x{n}: {store:?}");
+    }
+    // bf16 C = (acc + bias[j]) / (its 64-column group's sum) * s[i] + r[i][j], the sums stored row-major.
+    let e = Epilogue {
+        values: epilogue(
+            r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1},
+                {"op": "group_reduce", "f": "add", "x": 2, "group": 64}, {"op": "binary", "f": "div", "lhs": 2, "rhs": 3},
+                {"op": "vector", "tensor": "S", "along": "rows"}, {"op": "binary", "f": "mul", "lhs": 4, "rhs": 5},
+                {"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 6, "rhs": 7}, {"op": "convert", "to": "bf16", "x": 8}]"#,
+        )
+        .values,
+        group_stores: vec![GroupStore { tensor: "T".into(), x: 3, group: 64 }],
+    };
+    let specs = [bias(DType::F32, Along::Cols), VectorSpec { name: "S".into(), dtype: DType::Bf16, along: Along::Rows }];
+    let t = GroupStoreSpec { name: "T".into(), group: 64, groups: "G".into(), layout: SaLayout::KMajor };
+    let output = OutputSpec { name: "C".into(), dtype: DType::Bf16, group_stores: vec![t.clone()] };
+    let kernel = ElementwiseKernel::new(&gpu, &e, &specs, &[residual(DType::Bf16)], &output).unwrap_or_else(|e| panic!("{e}"));
+    let (m, n) = (33, 199);
+    let size = GemmSize::new(m as u64, n as u64, 1);
+    // Positive products and biases keep each group's sum away from zero.
+    let bits: Vec<half::bf16> = (0..m * n).map(|_| half::bf16::from_f32(1.5 + rng.uniform())).collect();
+    let product: Vec<f64> = bits.iter().map(|x| x.to_f64()).collect();
+    let positive: Vec<f64> = (0..n).map(|_| rng.uniform().abs() as f64).collect();
+    let vectors = [HostVector::from_values(&specs[0], &positive), HostVector::random(&specs[1], m, &mut rng)];
+    let matrices = random_matrices(&[residual(DType::Bf16)], size, &mut rng);
+    let (_vs, vb) = upload_vectors(&gpu, &vectors).unwrap();
+    let (_ms, mb) = upload_matrices(&gpu, &matrices).unwrap();
+    let operands: Vec<u64> = vb.iter().chain(&mb).map(|b| b.addr).collect();
+    let p = s.clone_htod(&bits).unwrap();
+    let mut c = unsafe { s.alloc::<u8>(m * n * 2) }.unwrap();
+    let mut sums = unsafe { s.alloc::<f32>(m * n.div_ceil(64)) }.unwrap();
+    gpu.poison8(&mut c, 0xFF).unwrap();
+    gpu.poison8(&mut sums, 0xFF).unwrap();
+    kernel.launch_rows(&gpu, gpu.addr(&c), gpu.addr(&p), &[gpu.addr(&sums)], &operands, m as u64, n as u64).unwrap();
+    gpu.sync("rows kernel").unwrap();
+    let rows: Vec<usize> = (0..m).collect();
+    let want = EpilogueReference::new(&e, &vectors, &matrices).unwrap().rows(&product, &rows, n);
+    let sums = t.rows(&s.clone_dtoh(&sums).unwrap(), &rows, size);
+    let checked = crate::quantize::OutputCheck::new(&output, &s.clone_dtoh(&c).unwrap(), &[sums], &want).unwrap();
+    assert!(checked.err < 1e-2 && checked.stores[0].worst < 1e-5, "{checked:?}");
+    // The launches take their own shapes only.
+    assert!(kernel.launch(&gpu, 0, &operands, 1, 1).unwrap_err().to_string().contains("launch_rows"));
+    // The element-wise kernel in place, clamping with the prelude's max and min: min(max(acc, 0.25), bias[j]).
+    let clamp = epilogue(
+        r#"[{"op": "acc"}, {"op": "splat", "value": 0.25}, {"op": "binary", "f": "max", "lhs": 0, "rhs": 1},
+            {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "min", "lhs": 2, "rhs": 3},
+            {"op": "convert", "to": "bf16", "x": 4}]"#,
+    );
+    let cols = [bias(DType::Bf16, Along::Cols)];
+    let kernel = ElementwiseKernel::new(&gpu, &clamp, &cols, &[], &OutputSpec::bf16_c()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel.shape(), KernelShape::InPlace);
+    let (m, n) = (17, 203);
+    let (bits, product) = random_product(m, n, &mut rng);
+    let biases = [HostVector::random(&cols[0], n, &mut rng)];
+    let (_bs, bb) = upload_vectors(&gpu, &biases).unwrap();
+    let c = s.clone_htod(&bits).unwrap();
+    kernel.launch(&gpu, gpu.addr(&c), &[bb[0].addr], m as u64, n as u64).unwrap();
+    gpu.sync("element-wise kernel").unwrap();
+    let rows: Vec<usize> = (0..m).collect();
+    let want = EpilogueReference::new(&clamp, &biases, &[]).unwrap().rows(&product, &rows, n);
+    let got: Vec<f64> = s.clone_dtoh(&c).unwrap().iter().map(|x| x.to_f64()).collect();
+    assert_eq!(got, want.values, "min and max of values exact in bf16 are exact");
 }

@@ -1,6 +1,6 @@
 //! A GEMM handle: load an artifact, bind A, B, C (and an FP8 kernel's
-//! scales, and the vectors and matrices its epilogue reads) and M, N, K,
-//! launch, time.
+//! scales, the vectors and matrices its epilogue reads and the group
+//! stores it writes) and M, N, K, launch, time.
 //!
 //! [`GemmSpec`] says what an artifact computes, from its manifest alone;
 //! [`GemmSpec::bind`] checks a call's buffers and sizes against it with
@@ -37,7 +37,7 @@ use crate::timing::Timer;
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::path::Path;
 use std::sync::Arc;
-use tilec_artifact::{Along, Artifact, DType, Dim, Epilogue, Manifest, Role, TensorDecl};
+use tilec_artifact::{Along, Artifact, DType, Dim, Epilogue, EpilogueValue, Manifest, Role, TensorDecl};
 
 /// M, N, K of one GEMM call: `C[M,N] = A[M,K] * B^T`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +81,9 @@ pub struct GemmBuffers {
     /// B, `N x K` (or `K x N`, by the kernel's [`BLayout`]).
     pub b: TensorBinding,
     /// C, `M x N` (`M x N/parts` for an epilogue of interleaved parts,
-    /// [`GemmSpec::gated`]), written.
+    /// [`GemmSpec::gated`]), written; named as the kernel's output
+    /// ([`OutputSpec::name`]) by [`GemmSpec::bind`], an f8e4m3 one given as
+    /// f8e4m3 or raw bytes.
     pub c: TensorBinding,
     /// A's and B's scales, for an FP8 kernel that takes them: one f32 each
     /// ([`Scales::PerTensor`]), or `SA` (laid out as the kernel's
@@ -93,12 +95,16 @@ pub struct GemmBuffers {
     /// The matrices the kernel's epilogue reads ([`GemmSpec::matrices`]: a
     /// residual `R[M,N]`), each named as its manifest tensor, in any order.
     pub matrices: Vec<TensorBinding>,
+    /// The group stores the kernel's epilogue writes
+    /// ([`OutputSpec::group_stores`]: a quantisation's scales), each named
+    /// as its manifest tensor, in any order.
+    pub group_stores: Vec<TensorBinding>,
 }
 
 impl GemmBuffers {
     /// A, B and C, without scales, vectors or matrices.
     pub fn new(a: TensorBinding, b: TensorBinding, c: TensorBinding) -> Self {
-        GemmBuffers { a, b, c, scales: None, vectors: Vec::new(), matrices: Vec::new() }
+        GemmBuffers { a, b, c, scales: None, vectors: Vec::new(), matrices: Vec::new(), group_stores: Vec::new() }
     }
     /// The same buffers with A's and B's scales.
     pub fn with_scales(self, sa: TensorBinding, sb: TensorBinding) -> Self {
@@ -114,6 +120,12 @@ impl GemmBuffers {
     pub fn with_matrices(self, matrices: impl IntoIterator<Item = TensorBinding>) -> Self {
         let mut s = self;
         s.matrices.extend(matrices);
+        s
+    }
+    /// The same buffers with the group stores an epilogue writes (each named as its tensor).
+    pub fn with_group_stores(self, stores: impl IntoIterator<Item = TensorBinding>) -> Self {
+        let mut s = self;
+        s.group_stores.extend(stores);
         s
     }
 }
@@ -161,6 +173,66 @@ impl MatrixSpec {
     /// Its element count for a call of `size`: `M * N`.
     pub fn len(&self, size: GemmSize) -> u64 {
         size.m * size.n
+    }
+}
+
+/// What a GEMM kernel writes: C, the output its epilogue's last value is
+/// stored to, and the epilogue's group stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputSpec {
+    /// C's manifest name: `C`, or another (`Q`, the codes of an epilogue
+    /// quantising to FP8).
+    pub name: String,
+    /// C's element type: bf16, or f8e4m3 where the epilogue's last value
+    /// rounds to it.
+    pub dtype: DType,
+    /// The epilogue's group stores ([`tilec_artifact::GroupStore`]), in its order.
+    pub group_stores: Vec<GroupStoreSpec>,
+}
+
+impl OutputSpec {
+    /// A bf16 `C` and no group stores: what a GEMM whose epilogue does not
+    /// quantise writes.
+    pub fn bf16_c() -> OutputSpec {
+        OutputSpec { name: "C".into(), dtype: DType::Bf16, group_stores: Vec::new() }
+    }
+}
+
+/// An f32 output of one value per row of C and group of `group` of its
+/// columns (an FP8 quantisation's per-token scales): logically `M x G`,
+/// `G = ceil(cols / group)` for C's `cols` columns, laid out as the next
+/// block-scaled GEMM's `SA` would be (C's columns being its K): `[M, G]`
+/// ([`SaLayout::KMajor`]) or `[G, M]` ([`SaLayout::MMajor`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupStoreSpec {
+    /// The manifest tensor (`SQ`).
+    pub name: String,
+    /// C's columns in a group.
+    pub group: u64,
+    /// The symbol of its group dimension (`NB`), which a call binds to `G`.
+    pub groups: String,
+    /// How its rows and groups are laid out.
+    pub layout: SaLayout,
+}
+
+impl GroupStoreSpec {
+    /// `G`, its groups per row, for C's `cols` columns.
+    pub fn groups_of(&self, cols: u64) -> u64 {
+        cols.div_ceil(self.group)
+    }
+    /// Its element count for C of `out` (`M x cols`): `M * G`.
+    pub fn len(&self, out: GemmSize) -> u64 {
+        out.m * self.groups_of(out.n)
+    }
+    /// Rows `rows` of its `values` for C of `out` (laid out as
+    /// [`GroupStoreSpec::layout`] says), a row's groups adjacent.
+    pub fn rows(&self, values: &[f32], rows: &[usize], out: GemmSize) -> Vec<f32> {
+        let (m, groups) = (out.m as usize, self.groups_of(out.n) as usize);
+        let at = |i: usize, q: usize| match self.layout {
+            SaLayout::KMajor => values.get(i * groups + q),
+            SaLayout::MMajor => values.get(q * m + i),
+        };
+        rows.iter().flat_map(|&i| (0..groups).map(move |q| at(i, q).copied().unwrap_or(f32::NAN))).collect()
     }
 }
 
@@ -224,11 +296,13 @@ impl SaLayout {
 }
 
 /// What a GEMM artifact computes: `A[M,K]` and `B` inputs of one element
-/// type (bf16 or f8e4m3), a bf16 `C[M,N]` output, for FP8 optional
-/// per-tensor or block scales (see [`Scales`]), and the epilogue the
-/// manifest describes with the vectors and matrices it reads. An epilogue
-/// reading interleaved parts of the product ([`GemmSpec::gated`], SwiGLU's
-/// gate and up in one GEMM) stores `C[M,H]`, `H = N / parts`.
+/// type (bf16 or f8e4m3), a `C[M,N]` output (bf16, or f8e4m3 from an
+/// epilogue rounding to it, under the manifest's name; [`OutputSpec`]), for
+/// FP8 optional per-tensor or block scales (see [`Scales`]), and the
+/// epilogue the manifest describes with the vectors and matrices it reads
+/// and the group stores it writes. An epilogue reading interleaved parts of
+/// the product ([`GemmSpec::gated`], SwiGLU's gate and up in one GEMM)
+/// stores `C[M,H]`, `H = N / parts`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GemmSpec {
     /// Element type of A and B.
@@ -251,10 +325,17 @@ pub struct GemmSpec {
     /// is then `[M,H]` with `H = N / parts` (vectors along columns are H
     /// long, matrices `[M,H]`); `None` for every other epilogue.
     pub gated: Option<AccParts>,
+    /// What the kernel writes: C and the epilogue's group stores.
+    pub output: OutputSpec,
 }
 
 fn sym_shape(t: &TensorDecl, dims: &[&str]) -> bool {
     t.shape.len() == dims.len() && t.shape.iter().zip(dims).all(|(d, s)| matches!(d, Dim::Sym(x) if x == s))
+}
+
+/// True if the manifest's epilogue stores groups to `t`.
+fn group_stored(m: &Manifest, t: &TensorDecl) -> bool {
+    m.epilogue.as_ref().is_some_and(|e| e.group_stores.iter().any(|s| s.tensor == t.name))
 }
 
 fn not_gemm(why: String) -> RuntimeError {
@@ -266,13 +347,18 @@ impl GemmSpec {
     /// handle can call.
     pub fn from_manifest(m: &Manifest) -> Result<GemmSpec> {
         let get = |name: &str, role: Role| m.tensor(name).filter(|t| t.role == role);
-        let (Some(a), Some(b), Some(c)) = (get("A", Role::Input), get("B", Role::Input), get("C", Role::Output)) else {
+        let outputs: Vec<&TensorDecl> = m.tensors.iter().filter(|t| t.role == Role::Output && !group_stored(m, t)).collect();
+        let (Some(a), Some(b), Some(&c)) = (get("A", Role::Input), get("B", Role::Input), outputs.first()) else {
             return Err(not_gemm("want inputs A and B and an output C".into()));
         };
+        if outputs.len() > 1 {
+            let names: Vec<&str> = outputs.iter().map(|t| t.name.as_str()).collect();
+            return Err(not_gemm(format!("outputs {names:?} besides the epilogue's group stores: want one, C")));
+        }
         let gated = Self::gated_of(m, c)?;
         let cols = gated.as_ref().map_or("N", |g| g.cols.as_str());
         if !sym_shape(a, &["M", "K"]) || !sym_shape(c, &["M", cols]) {
-            return Err(not_gemm(format!("want A[M,K] and C[M,{cols}]")));
+            return Err(not_gemm(format!("want A[M,K] and {}[M,{cols}]", c.name)));
         }
         let b_layout = if sym_shape(b, &["N", "K"]) {
             BLayout::Nk
@@ -281,19 +367,88 @@ impl GemmSpec {
         } else {
             return Err(not_gemm("want B[N,K] or B[K,N]".into()));
         };
-        if c.dtype != DType::Bf16 {
-            return Err(not_gemm(format!("C is {}, want bf16", c.dtype)));
-        }
+        Self::check_output_dtype(m, c)?;
         if a.dtype != b.dtype || !matches!(a.dtype, DType::Bf16 | DType::F8e4m3) {
             return Err(not_gemm(format!("A is {}, B is {}: want both bf16 or both f8e4m3", a.dtype, b.dtype)));
         }
-        let vectors = Self::vectors_of(m)?;
-        let matrices = Self::matrices_of(m, cols)?;
-        let (scales, sa_layout) = Self::scales_of(m, a.dtype, &vectors, &matrices)?;
+        let operands = ["A", "B", c.name.as_str()];
+        let vectors = Self::vectors_of(m, &operands)?;
+        let matrices = Self::matrices_of(m, &operands, cols)?;
+        let (scales, sa_layout) = Self::scales_of(m, &operands, a.dtype, &vectors, &matrices)?;
         if scales == Scales::Block && b_layout != BLayout::Nk {
             return Err(not_gemm("a block-scaled GEMM takes B[N,K] (K-major, as FP8 wgmma needs)".into()));
         }
-        Ok(GemmSpec { input: a.dtype, b_layout, scales, sa_layout, epilogue: m.epilogue.clone(), vectors, matrices, gated })
+        let group_stores = Self::group_stores_of(m, cols, scales)?;
+        let output = OutputSpec { name: c.name.clone(), dtype: c.dtype, group_stores };
+        Ok(GemmSpec { input: a.dtype, b_layout, scales, sa_layout, epilogue: m.epilogue.clone(), vectors, matrices, gated, output })
+    }
+
+    /// C is bf16, or f8e4m3 where the epilogue's last value rounds to
+    /// f8e4m3 (the value the reference computes is then exactly a code);
+    /// an epilogue whose last value rounds to an FP8 type stores to C of
+    /// that type.
+    fn check_output_dtype(m: &Manifest, c: &TensorDecl) -> Result<()> {
+        let last = m.epilogue.as_ref().and_then(|e| e.values.last());
+        let rounds_to = match last {
+            Some(EpilogueValue::Convert { to, .. }) => Some(*to),
+            _ => None,
+        };
+        match (c.dtype, rounds_to) {
+            (DType::Bf16, Some(to @ (DType::F8e4m3 | DType::F8e5m2))) => Err(not_gemm(format!(
+                "{} is bf16, but the epilogue's last value rounds to {to}: its output is {to}",
+                c.name
+            ))),
+            (DType::Bf16, _) | (DType::F8e4m3, Some(DType::F8e4m3)) => Ok(()),
+            (DType::F8e4m3, _) => Err(not_gemm(format!(
+                "{} is f8e4m3, but the manifest's epilogue {}: an f8e4m3 output takes an epilogue whose last value rounds to f8e4m3",
+                c.name,
+                if last.is_some() { "ends otherwise" } else { "is missing" }
+            ))),
+            (other, _) => Err(not_gemm(format!("{} is {other}, want bf16 (or f8e4m3 from an epilogue rounding to it)", c.name))),
+        }
+    }
+
+    /// The group stores the manifest's epilogue writes (validated: outputs
+    /// `[G,M]` or `[M,G]`, `G` a symbol of its own), each f32, with a
+    /// symbol the call can bind to `ceil(cols / group)` (`cols`: C's
+    /// columns): not M, N, K, KB or C's columns, `NB` only where block
+    /// scales do not bind it otherwise (a group of 128 over C's N), and
+    /// one group for a symbol two stores share.
+    fn group_stores_of(m: &Manifest, cols: &str, scales: Scales) -> Result<Vec<GroupStoreSpec>> {
+        let Some(epilogue) = &m.epilogue else { return Ok(Vec::new()) };
+        let mut out: Vec<GroupStoreSpec> = Vec::new();
+        for store in &epilogue.group_stores {
+            let name = &store.tensor;
+            let t = m.tensor(name).ok_or_else(|| not_gemm(format!("the epilogue stores to `{name}`, which the manifest does not declare")))?;
+            if t.dtype != DType::F32 {
+                return Err(not_gemm(format!("group store {name} is {}: want f32", t.dtype)));
+            }
+            let (layout, groups) = match &t.shape[..] {
+                [Dim::Sym(g), Dim::Sym(rows)] if rows == "M" => (SaLayout::MMajor, g.clone()),
+                [Dim::Sym(rows), Dim::Sym(g)] if rows == "M" => (SaLayout::KMajor, g.clone()),
+                _ => return Err(not_gemm(format!("group store {name} must be [G,M] or [M,G], G a symbol (got {:?})", t.shape))),
+            };
+            let group = store.group;
+            if ["M", "N", "K", "KB", cols].contains(&groups.as_str()) {
+                return Err(not_gemm(format!(
+                    "group store {name}'s group dimension {groups} is bound to another size: it needs a symbol of its own for ceil({cols}/{group})"
+                )));
+            }
+            let block = SCALE_BLOCK as u64;
+            if groups == "NB" && scales == Scales::Block && (group != block || cols != "N") {
+                return Err(not_gemm(format!(
+                    "group store {name}'s group dimension NB is ceil(N/{block}), as the block scales bind it, not ceil({cols}/{group})"
+                )));
+            }
+            if let Some(other) = out.iter().find(|o| o.groups == groups && o.group != group) {
+                return Err(not_gemm(format!(
+                    "group stores {} and {name} share the group dimension {groups} with groups of {} and {group} columns",
+                    other.name, other.group
+                )));
+            }
+            out.push(GroupStoreSpec { name: name.clone(), group, groups, layout });
+        }
+        Ok(out)
     }
 
     /// The interleaved parts the manifest's epilogue reads, with C's column
@@ -334,11 +489,11 @@ impl GemmSpec {
 
     /// The vectors the manifest's epilogue reads (validated: rank-1 inputs
     /// of C's M or N), of an element type the runtime fills and checks.
-    fn vectors_of(m: &Manifest) -> Result<Vec<VectorSpec>> {
+    fn vectors_of(m: &Manifest, operands: &[&str]) -> Result<Vec<VectorSpec>> {
         let Some(epilogue) = &m.epilogue else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         for (name, along) in epilogue.vector_tensors() {
-            if ["A", "B", "C"].contains(&name) {
+            if operands.contains(&name) {
                 return Err(not_gemm(format!("the epilogue reads operand {name} as a vector")));
             }
             let t = m.tensor(name).ok_or_else(|| not_gemm(format!("the epilogue reads `{name}`, which the manifest does not declare")))?;
@@ -352,11 +507,11 @@ impl GemmSpec {
 
     /// The matrices the manifest's epilogue reads: inputs `[M,cols]` (C's
     /// shape) of an element type the runtime fills and checks.
-    fn matrices_of(m: &Manifest, cols: &str) -> Result<Vec<MatrixSpec>> {
+    fn matrices_of(m: &Manifest, operands: &[&str], cols: &str) -> Result<Vec<MatrixSpec>> {
         let Some(epilogue) = &m.epilogue else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         for name in epilogue.matrix_tensors() {
-            if ["A", "B", "C"].contains(&name) {
+            if operands.contains(&name) {
                 return Err(not_gemm(format!("the epilogue reads operand {name} as a matrix")));
             }
             let t = m.tensor(name).ok_or_else(|| not_gemm(format!("the epilogue reads `{name}`, which the manifest does not declare")))?;
@@ -371,18 +526,20 @@ impl GemmSpec {
         Ok(out)
     }
 
-    /// True if the epilogue does more than round the accumulator to C's
-    /// type: a manifest without one, or `[acc, convert]`, is a plain GEMM.
+    /// True if the epilogue does more than round the accumulator to bf16:
+    /// a manifest without one, or `[acc, convert bf16]` storing a bf16 C and
+    /// nothing else, is a plain GEMM.
     pub fn has_epilogue(&self) -> bool {
-        self.epilogue.as_ref().is_some_and(|e| !e.is_plain())
+        self.epilogue.as_ref().is_some_and(|e| !e.is_plain()) || self.output.dtype != DType::Bf16 || !self.output.group_stores.is_empty()
     }
 
-    /// Which scales the tensors besides A, B, C and the epilogue's vectors
-    /// and matrices are, if any, and how A's block scales are stored.
-    fn scales_of(m: &Manifest, input: DType, vectors: &[VectorSpec], matrices: &[MatrixSpec]) -> Result<(Scales, SaLayout)> {
+    /// Which scales the tensors besides the `operands` (A, B, C), the
+    /// epilogue's vectors and matrices and its group stores are, if any,
+    /// and how A's block scales are stored.
+    fn scales_of(m: &Manifest, operands: &[&str], input: DType, vectors: &[VectorSpec], matrices: &[MatrixSpec]) -> Result<(Scales, SaLayout)> {
         let read = |t: &TensorDecl| vectors.iter().any(|v| v.name == t.name) || matrices.iter().any(|x| x.name == t.name);
         let extra: Vec<&TensorDecl> =
-            m.tensors.iter().filter(|t| !["A", "B", "C"].contains(&t.name.as_str()) && !read(t)).collect();
+            m.tensors.iter().filter(|t| !operands.contains(&t.name.as_str()) && !read(t) && !group_stored(m, t)).collect();
         if extra.is_empty() {
             return Ok((Scales::None, SaLayout::KMajor));
         }
@@ -423,12 +580,17 @@ impl GemmSpec {
     }
 
     /// The symbols a call of `size` binds: M, N, K, for a gated epilogue
-    /// C's columns `H = N / parts`, and for block scales `KB = ceil(K/128)`
-    /// and `NB = ceil(N/128)`.
+    /// C's columns `H = N / parts`, for each group store its groups per
+    /// row `ceil(cols / group)` (`cols`: C's columns), and for block scales
+    /// `KB = ceil(K/128)` and `NB = ceil(N/128)`.
     pub fn problem(&self, size: GemmSize) -> Problem {
         let mut p = size.problem();
         if let Some(g) = &self.gated {
             p = p.with(&g.cols, g.out_cols(size.n));
+        }
+        let cols = self.out_size(size).n;
+        for s in &self.output.group_stores {
+            p = p.with(&s.groups, s.groups_of(cols));
         }
         match self.scales {
             Scales::Block => {
@@ -439,13 +601,14 @@ impl GemmSpec {
         }
     }
 
-    /// The dims of each operand for `size`, outermost first.
-    fn dims(&self, size: GemmSize) -> [(&'static str, [u64; 2]); 3] {
+    /// The name, dims (outermost first) and element type of each operand for `size`.
+    fn dims(&self, size: GemmSize) -> [(&str, [u64; 2], DType); 3] {
         let b = match self.b_layout {
             BLayout::Nk => [size.n, size.k],
             BLayout::Kn => [size.k, size.n],
         };
-        [("A", [size.m, size.k]), ("B", b), ("C", [size.m, self.out_size(size).n])]
+        let c = (self.output.name.as_str(), [size.m, self.out_size(size).n], self.output.dtype);
+        [("A", [size.m, size.k], self.input), ("B", b, self.input), c]
     }
 
     /// The names and dims of the two scale tensors for `size`.
@@ -462,23 +625,22 @@ impl GemmSpec {
     /// Checks one call's buffers against the spec and `size`, and returns
     /// the bindings of every manifest tensor. The scales must be given
     /// exactly when the kernel takes them, each vector the epilogue reads
-    /// once by its name (of its element type, at least M or N long), and
-    /// each matrix it reads once by its name (of its element type, at
-    /// least `M * N` elements). With a gated epilogue N must interleave
-    /// whole runs of its parts, and C, the vectors along columns and the
-    /// matrices have `N / parts` columns.
+    /// once by its name (of its element type, at least M or N long), each
+    /// matrix it reads once by its name (of its element type, at least `M
+    /// * N` elements), and each group store it writes once by its name
+    /// (f32, at least `M * ceil(N / group)` elements). With a gated
+    /// epilogue N must interleave whole runs of its parts, and C, the
+    /// vectors along columns, the matrices and the group stores have `N /
+    /// parts` columns.
     pub fn bind(&self, size: GemmSize, buffers: GemmBuffers) -> Result<Vec<TensorBinding>> {
-        let GemmBuffers { a, b, c, scales, vectors, matrices } = buffers;
+        let GemmBuffers { a, b, c, scales, vectors, matrices, group_stores } = buffers;
         if size.m == 0 || size.n == 0 || size.k == 0 {
             return Err(RuntimeError::GemmArgs(format!("{}x{}x{} has a zero dimension", size.m, size.n, size.k)));
         }
         if let Some(g) = &self.gated {
             g.check_n(size.n)?;
         }
-        let operands = self.dims(size).into_iter().zip([a, b, c]).map(|((name, dims), t)| {
-            let want = if name == "C" { DType::Bf16 } else { self.input };
-            (name, dims, want, t)
-        });
+        let operands = self.dims(size).into_iter().zip([a, b, c]).map(|((name, dims, want), t)| (name, dims, want, t));
         let scale_operands = match (scales, self.scale_dims(size)) {
             (Some((sa, sb)), Some([da, db])) => vec![(da.0, da.1, DType::F32, sa), (db.0, db.1, DType::F32, sb)],
             (None, None) => Vec::new(),
@@ -506,6 +668,43 @@ impl GemmSpec {
         }
         out.extend(self.bind_vectors(size, vectors)?);
         out.extend(self.bind_matrices(size, matrices)?);
+        out.extend(self.bind_group_stores(size, group_stores)?);
+        Ok(out)
+    }
+
+    /// The epilogue's group stores, checked: each given once, by name, f32
+    /// and at least `M * ceil(cols / group)` elements; none the kernel does
+    /// not write.
+    fn bind_group_stores(&self, size: GemmSize, stores: Vec<TensorBinding>) -> Result<Vec<TensorBinding>> {
+        let specs = &self.output.group_stores;
+        let cols = self.cols_symbol();
+        let wanted = || specs.iter().map(|s| format!("{} (f32 M x ceil({cols}/{}))", s.name, s.group)).collect::<Vec<_>>().join(", ");
+        given_once("group store", "writes", specs.iter().map(|s| s.name.as_str()), &stores, wanted)?;
+        let out_size = self.out_size(size);
+        let mut out = Vec::with_capacity(specs.len());
+        for s in specs {
+            let Some(t) = stores.iter().find(|t| t.name == s.name) else {
+                return Err(RuntimeError::GemmArgs(format!("the kernel's epilogue writes {}; {} not given", wanted(), s.name)));
+            };
+            if t.dtype != DType::F32 {
+                return Err(RuntimeError::GemmArgs(format!("{} holds {}, the kernel writes f32", s.name, t.dtype)));
+            }
+            let need = s.len(out_size) * 4;
+            if t.bytes < need {
+                return Err(RuntimeError::GemmArgs(format!(
+                    "{} is {}x{} f32 (M x ceil({cols}/{})) for M={} N={} K={}: {need} bytes, the buffer has {}",
+                    s.name,
+                    out_size.m,
+                    s.groups_of(out_size.n),
+                    s.group,
+                    size.m,
+                    size.n,
+                    size.k,
+                    t.bytes
+                )));
+            }
+            out.push(t.clone());
+        }
         Ok(out)
     }
 
@@ -515,7 +714,7 @@ impl GemmSpec {
         let args = |s: String| RuntimeError::GemmArgs(s);
         let symbol = |v: &VectorSpec| if v.along == Along::Cols { self.cols_symbol() } else { v.len_symbol() };
         let wanted = || self.vectors.iter().map(|v| format!("{} ({}[{}])", v.name, v.dtype, symbol(v))).collect::<Vec<_>>().join(", ");
-        given_once("vector", self.vectors.iter().map(|v| v.name.as_str()), &vectors, wanted)?;
+        given_once("vector", "reads", self.vectors.iter().map(|v| v.name.as_str()), &vectors, wanted)?;
         let mut out = Vec::with_capacity(self.vectors.len());
         for v in &self.vectors {
             let Some(t) = vectors.iter().find(|t| t.name == v.name) else {
@@ -548,7 +747,7 @@ impl GemmSpec {
     fn bind_matrices(&self, size: GemmSize, matrices: Vec<TensorBinding>) -> Result<Vec<TensorBinding>> {
         let args = |s: String| RuntimeError::GemmArgs(s);
         let wanted = || self.matrices.iter().map(|x| format!("{} ({}[M,{}])", x.name, x.dtype, self.cols_symbol())).collect::<Vec<_>>().join(", ");
-        given_once("matrix", self.matrices.iter().map(|x| x.name.as_str()), &matrices, wanted)?;
+        given_once("matrix", "reads", self.matrices.iter().map(|x| x.name.as_str()), &matrices, wanted)?;
         let mut out = Vec::with_capacity(self.matrices.len());
         for x in &self.matrices {
             let Some(t) = matrices.iter().find(|t| t.name == x.name) else {
@@ -572,13 +771,19 @@ impl GemmSpec {
 }
 
 /// Checks that each of `given` names one of the `kind`s (`vector`,
-/// `matrix`) the kernel's epilogue reads, `read`, once; `wanted` describes
-/// them for the message.
-fn given_once<'a>(kind: &str, read: impl Iterator<Item = &'a str> + Clone, given: &[TensorBinding], wanted: impl Fn() -> String) -> Result<()> {
+/// `matrix`, `group store`) the kernel's epilogue `verb`s (`reads`,
+/// `writes`), `read`, once; `wanted` describes them for the message.
+fn given_once<'a>(
+    kind: &str,
+    verb: &str,
+    read: impl Iterator<Item = &'a str> + Clone,
+    given: &[TensorBinding],
+    wanted: impl Fn() -> String,
+) -> Result<()> {
     for (i, t) in given.iter().enumerate() {
         if !read.clone().any(|name| name == t.name) {
             let reads = if read.clone().next().is_none() { "none".to_string() } else { wanted() };
-            return Err(RuntimeError::GemmArgs(format!("{kind} `{}` given, the kernel's epilogue reads {reads}", t.name)));
+            return Err(RuntimeError::GemmArgs(format!("{kind} `{}` given, the kernel's epilogue {verb} {reads}", t.name)));
         }
         if given[..i].iter().any(|o| o.name == t.name) {
             return Err(RuntimeError::GemmArgs(format!("{kind} {} given twice", t.name)));

@@ -9,7 +9,8 @@
 //! compiled for one GPU may load on the device); [`cuda`] makes the CUDA calls; [`timing`]
 //! times kernels in interleaved rounds; [`blas`] holds the baselines ([`lt`]:
 //! cached cuBLASLt plans, BF16 and FP8); [`check`] the correctness helpers
-//! ([`blockscaled`]: the GPU check of a block-scaled FP8 GEMM); [`tp`]
+//! ([`blockscaled`]: the GPU check of a block-scaled FP8 GEMM; [`quantize`]:
+//! of an output an epilogue quantises to FP8 with per-group scales); [`tp`]
 //! runs tensor-parallel GEMMs across GPUs over NCCL;
 //! [`bench`](mod@bench) the pure parts of `tilec-bench` (its JSON report is
 //! `tilec-report`'s). Everything that touches CUDA first checks that libcuda
@@ -30,6 +31,7 @@ pub mod grouped;
 pub mod grouped_bench;
 pub mod lt;
 pub mod plan;
+pub mod quantize;
 pub mod target_check;
 pub mod timing;
 pub mod tp;
@@ -39,7 +41,7 @@ pub use blas::{tn_row_major_to_col_major, ColMajorCall, Cublas, CublasLt};
 pub use cuda::{cuda_available, encode_tma, ensure_cuda, Element, Gpu, Kernel, Prepared};
 pub use dispatch::select_kernel;
 pub use error::{Result, RuntimeError};
-pub use gemm::{BLayout, BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec, MatrixSpec, SaLayout, Scales, VectorSpec};
+pub use gemm::{BLayout, BoundGemm, Gemm, GemmBuffers, GemmSize, GemmSpec, GroupStoreSpec, MatrixSpec, OutputSpec, SaLayout, Scales, VectorSpec};
 pub use plan::{compute_grid, plan_launch, tma_encode_args, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
 pub use target_check::check_target;
 pub use tilec_artifact as artifact;

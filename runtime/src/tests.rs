@@ -296,7 +296,7 @@ fn gpu_smoke() {
 
 #[test]
 fn fixtures_load_and_validate() {
-    for f in ["naive_gemm", "naive_gemm_residual", "naive_gemm_swiglu", "tma_copy"] {
+    for f in ["naive_gemm", "naive_gemm_residual", "naive_gemm_swiglu", "naive_gemm_fp8_quantize", "tma_copy"] {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(f);
         let a = Artifact::load(&dir).unwrap_or_else(|e| panic!("{e}"));
         a.manifest.validate().unwrap_or_else(|e| panic!("{f}: {e}"));
@@ -325,6 +325,22 @@ fn fixtures_load_and_validate() {
     let plan = plan_launch(&m, &spec.problem(size), &spec.bind(size, buffers).unwrap(), 132).unwrap();
     assert_eq!(plan.grid, [13, 8, 1]);
     assert_eq!(plan.params[4], ParamValue::I32(256), "H = N/2");
+    // The quantising fixture: a block-scaled FP8 GEMM writing e4m3 codes Q and M-major scales SQ[NB,M]; its grid covers Q.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/naive_gemm_fp8_quantize");
+    let m = Artifact::load(dir).unwrap().manifest;
+    let spec = GemmSpec::from_manifest(&m).unwrap();
+    let sq = GroupStoreSpec { name: "SQ".into(), group: 128, groups: "NB".into(), layout: SaLayout::MMajor };
+    assert_eq!(spec.output, OutputSpec { name: "Q".into(), dtype: DType::F8e4m3, group_stores: vec![sq] });
+    assert_eq!((spec.scales, spec.sa_layout), (Scales::Block, SaLayout::MMajor));
+    let kind = crate::epilogue::classify(spec.epilogue.as_ref(), &spec.vectors, &spec.matrices);
+    assert_eq!(kind, crate::epilogue::EpilogueKind::Quantize);
+    let size = GemmSize::new(129, 300, 256);
+    let t = |name: &str, dtype, bytes| TensorBinding { name: name.into(), dtype, addr: 0x1000, bytes };
+    let buffers = GemmBuffers::new(t("A", DType::U8, 129 * 256), t("B", DType::U8, 300 * 256), t("Q", DType::U8, 129 * 300))
+        .with_scales(t("SA", DType::F32, 2 * 129 * 4), t("SB", DType::F32, 3 * 2 * 4))
+        .with_group_stores([t("SQ", DType::F32, 3 * 129 * 4)]);
+    let plan = plan_launch(&m, &spec.problem(size), &spec.bind(size, buffers).unwrap(), 132).unwrap();
+    assert_eq!(plan.grid, [33, 3, 1]);
 }
 
 fn gemm_manifest_with(a: &str, b: &str, b_shape: &str, extra: &str) -> Manifest {
@@ -352,11 +368,11 @@ const SCALES: &str = r#",
 #[test]
 fn gemm_spec_from_manifest() {
     let nk = GemmSpec::from_manifest(&gemm_manifest()).unwrap();
-    assert_eq!(nk, GemmSpec { input: DType::Bf16, b_layout: BLayout::Nk, scales: Scales::None, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None });
+    assert_eq!(nk, GemmSpec { input: DType::Bf16, b_layout: BLayout::Nk, scales: Scales::None, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None, output: OutputSpec::bf16_c() });
     let kn = GemmSpec::from_manifest(&gemm_manifest_with("bf16", "bf16", r#"["K", "N"]"#, "")).unwrap();
     assert_eq!(kn.b_layout, BLayout::Kn);
     let fp8 = GemmSpec::from_manifest(&gemm_manifest_with("f8e4m3", "f8e4m3", r#"["N", "K"]"#, SCALES)).unwrap();
-    assert_eq!(fp8, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None });
+    assert_eq!(fp8, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None, output: OutputSpec::bf16_c() });
     let err = |m: Manifest| GemmSpec::from_manifest(&m).unwrap_err().to_string();
     assert_eq!(
         err(gemm_manifest_with("bf16", "f8e4m3", r#"["N", "K"]"#, "")),
@@ -391,6 +407,7 @@ fn gemm_bind_names_sizes_and_checks() {
         scales,
         vectors: Vec::new(),
         matrices: Vec::new(),
+        group_stores: Vec::new(),
     };
     let bound = spec.bind(size, bufs(&a, &b, &c, None)).unwrap();
     let names: Vec<&str> = bound.iter().map(|t| t.name.as_str()).collect();
@@ -421,7 +438,7 @@ fn gemm_bind_names_sizes_and_checks() {
     let kn = GemmSpec { b_layout: BLayout::Kn, ..spec.clone() };
     assert!(err(kn.bind(size, bufs(&a, &buf(DType::Bf16, 0x2000, 256 * 511 * 2), &c, None))).contains("B is 512x256"));
     // FP8: raw bytes stand for e4m3, and the scales are required.
-    let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None };
+    let fp8 = GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::PerTensor, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None, output: OutputSpec::bf16_c() };
     let (a8, b8) = (buf(DType::U8, 0x1000, 64 * 512), buf(DType::U8, 0x2000, 256 * 512));
     let bound = fp8.bind(size, bufs(&a8, &b8, &c, Some(s.clone()))).unwrap();
     assert_eq!(bound.iter().map(|t| (t.name.as_str(), t.dtype)).collect::<Vec<_>>(), [
@@ -445,7 +462,7 @@ const BLOCK_SCALES: &str = r#",
 fn block_scaled_spec_from_manifest() {
     let fp8 = |b_shape: &str, extra: &str| gemm_manifest_with("f8e4m3", "f8e4m3", b_shape, extra);
     let spec = GemmSpec::from_manifest(&fp8(r#"["N", "K"]"#, BLOCK_SCALES)).unwrap();
-    assert_eq!(spec, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::Block, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None });
+    assert_eq!(spec, GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales: Scales::Block, sa_layout: SaLayout::KMajor, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None, output: OutputSpec::bf16_c() });
     // SA declared [KB, M] is A's scales M-major.
     let m_major = BLOCK_SCALES.replace(r#"["M", "KB"]"#, r#"["KB", "M"]"#);
     assert_eq!(GemmSpec::from_manifest(&fp8(r#"["N", "K"]"#, &m_major)).unwrap().sa_layout, SaLayout::MMajor);
@@ -481,6 +498,7 @@ fn block_scaled_bind_and_plan() {
         scales: Some((sa.clone(), sb.clone())),
         vectors: Vec::new(),
         matrices: Vec::new(),
+        group_stores: Vec::new(),
     };
     let bound = spec.bind(size, bufs(&sa, &sb)).unwrap();
     let named: Vec<(&str, u64)> = bound.iter().map(|t| (t.name.as_str(), t.addr)).collect();
@@ -512,7 +530,7 @@ fn block_scaled_bind_and_plan() {
 
 #[test]
 fn tensor_parallel_gemms_refuse_m_major_and_per_tensor_scales() {
-    let spec = |scales, sa_layout| GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales, sa_layout, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None };
+    let spec = |scales, sa_layout| GemmSpec { input: DType::F8e4m3, b_layout: BLayout::Nk, scales, sa_layout, epilogue: None, vectors: Vec::new(), matrices: Vec::new(), gated: None, output: OutputSpec::bf16_c() };
     assert_eq!(tp::unsupported(&spec(Scales::Block, SaLayout::KMajor)), None);
     assert!(tp::unsupported(&spec(Scales::Block, SaLayout::MMajor)).unwrap().contains("SA[M,KB]"));
     assert!(tp::unsupported(&spec(Scales::PerTensor, SaLayout::KMajor)).unwrap().contains("per-tensor"));

@@ -95,5 +95,17 @@ pub(super) fn verify_load_broadcast(body: &Body, op: Op) -> Result<(), String> {
 
 pub(super) fn verify_store(body: &Body, op: Op) -> Result<(), String> {
     let store = Store::of(body, op).ok_or("malformed 'tile.store'")?;
-    check_access(body, body.value_type(store.value(body)), body.value_type(store.tensor(body)), store.indices(body))
+    check_access(body, body.value_type(store.value(body)), body.value_type(store.tensor(body)), store.indices(body))?;
+    let Some(group) = store.group(body) else { return Ok(()) };
+    let tile = body.value_type(store.value(body)).as_tile().expect("checked by check_access");
+    let [_, cols] = tile.shape[..] else {
+        return Err(format!("a store of one element a group takes a rank-2 tile, found rank {}", tile.shape.len()));
+    };
+    if group <= 0 || group % 8 != 0 {
+        return Err(format!("'group' must be a positive multiple of 8, found {group}"));
+    }
+    if crate::ir::Param::from_extent(cols).is_none() && cols % group != 0 {
+        return Err(format!("the tile's {cols} columns are not whole groups of {group}"));
+    }
+    Ok(())
 }

@@ -55,10 +55,24 @@ pub fn work(f: &Function, ops: &[Op]) -> EpilogueWork {
     let fused_product = |v: tilec_dialects::ir::Value| {
         body.defining_op(v).is_some_and(|d| body.opcode(d) == Opcode::TileMulf && uses[v.index()] == 1)
     };
+    // Values the same at every column of a group (a `tile.reduce`'s result,
+    // constants, and what is computed from them alone, like a quantisation's
+    // scale): the lowering computes them once a group, not an element.
+    let mut uniform: std::collections::HashSet<tilec_dialects::ir::Value> = std::collections::HashSet::new();
     let mut w = EpilogueWork::default();
     let mut conversions = 0;
     for &op in ops {
         let on_tiles = body.ops[op].results.iter().any(|&r| body.value_type(r).as_tile().is_some());
+        let opcode = body.opcode(op);
+        let operands_uniform = body.ops[op].operands.iter().all(|v| uniform.contains(v));
+        if on_tiles && (opcode == Opcode::TileConstant || opcode == Opcode::TileReduce || (body.ops[op].def.traits.elementwise && operands_uniform)) {
+            uniform.extend(body.ops[op].results.iter().copied());
+            if opcode == Opcode::TileReduce {
+                // Each element folded into its thread's partial result.
+                w.lane_ops += 1;
+            }
+            continue;
+        }
         if on_tiles && body.opcode(op) == Opcode::TileLoad {
             w.read_bytes += body.ops[op].results.iter().filter_map(|&r| body.value_type(r).as_tile()).map(|t| i64::from(t.elem.bits() / 8)).sum::<i64>();
             continue;

@@ -560,7 +560,7 @@ mod tests {
     }
 
     fn bf16(m: i64, n: i64, k: i64) -> Problem {
-        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, epilogue: EpilogueWork::default() }
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: EpilogueWork::default() }
     }
 
     fn predictions(p: &Problem) -> Vec<(Candidate, Prediction)> {

@@ -19,7 +19,7 @@ use crate::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, TileType, Type, Value};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::tile::{ConvertLayout, Deinterleave, Dot, DotScaled, For, Load};
+use tilec_dialects::tile::{ConvertLayout, Deinterleave, Dot, DotScaled, For, Load, Reduce};
 use tilec_dialects::syntax::layout_to_string;
 use tilec_dialects::{Diagnostic, Function, Layout};
 
@@ -309,6 +309,9 @@ impl RegisterClasses {
                 for result in [d.first(body), d.second(body)] {
                     classes.union(d.input(body), result);
                 }
+            } else if let Some(r) = Reduce::of(body, op) {
+                // Each element's group result sits where the element did.
+                classes.union(r.input(body), r.result(body));
             } else if body.ops[op].def.traits.elementwise {
                 for &result in &body.ops[op].results {
                     classes.union_tiles(body, &body.ops[op].operands, result);

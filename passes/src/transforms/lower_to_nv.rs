@@ -115,7 +115,9 @@ impl Pass for LowerToNv {
         let mut sums_splits = false;
         for op in body.walk_region(func.region) {
             match body.opcode(op) {
-                Opcode::TileStore if self.tma_epilogue => lower_store_tma(body, Store::of(body, op).expect("verified"), self.chunk_columns)?,
+                // One value a group of columns goes straight to global
+                // memory: too few bytes for a buffer and a TMA store.
+                Opcode::TileStore if self.tma_epilogue && Store::of(body, op).and_then(|s| s.group(body)).is_none() => lower_store_tma(body, Store::of(body, op).expect("verified"), self.chunk_columns)?,
                 Opcode::TileStore => lower_store(body, Store::of(body, op).expect("verified"))?,
                 Opcode::TileLoad => lower_load(body, func.region, Load::of(body, op).expect("verified"))?,
                 Opcode::TileSumSplits => {
@@ -230,8 +232,17 @@ fn lower_store(body: &mut Body, store: Store) -> Result<(), Diagnostic> {
     }
     let mut b = Builder::new(body, InsertPoint::Before(store.op()), body.ops[store.op()].loc.clone());
     let indices = store.indices(b.body).to_vec();
-    let coords = element_coords(&mut b, &indices, &tile.shape);
-    StoreGlobal::build(&mut b, value, tensor, &coords, Attributes::new());
+    let group = store.group(b.body);
+    // A store of one value a group: the tensor's tile is the value's rows
+    // by one column a group.
+    let mut extents = tile.shape.clone();
+    let mut attrs = Attributes::new();
+    if let (Some(group), Some(cols)) = (group, extents.last_mut()) {
+        *cols /= group;
+        attrs.set("group", Attribute::Int(group, ElemType::I64));
+    }
+    let coords = element_coords(&mut b, &indices, &extents);
+    StoreGlobal::build(&mut b, value, tensor, &coords, attrs);
     body.remove_op(store.op());
     Ok(())
 }

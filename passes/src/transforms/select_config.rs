@@ -179,6 +179,8 @@ impl SelectConfig {
             b_scale_rows,
             a_in_registers,
             a_scales_by_run,
+            column_group: column_group(func),
+            output_bytes: output_bytes(func),
             epilogue,
         };
         Ok(Some((problem, pins, machine)))
@@ -270,6 +272,29 @@ fn merge_pin(func: &Function, name: &str, option: &mut Option<i64>, fixed: Optio
         }
         _ => Ok(()),
     }
+}
+
+/// The columns of the groups the function's epilogue reduces or stores a
+/// value of (`tile.reduce`, `tile.store {group}`), which a tile must hold
+/// whole: their least common multiple, `None` without any.
+fn column_group(func: &Function) -> Option<i64> {
+    let body = &func.body;
+    let groups = body.walk_region(func.region).into_iter().filter_map(|op| {
+        tile::Reduce::of(body, op).map(|r| r.group(body)).or_else(|| tile::Store::of(body, op).and_then(|s| s.group(body)))
+    });
+    groups.filter(|&g| g > 0).reduce(|a, b| a / gcd(a, b) * b)
+}
+
+/// Bytes of an element of the tile the function stores whole (C), 2 (BF16)
+/// where it stores none.
+fn output_bytes(func: &Function) -> i64 {
+    let body = &func.body;
+    let stored = body.walk_region(func.region).into_iter().filter_map(|op| tile::Store::of(body, op).filter(|s| s.group(body).is_none()));
+    stored.map(|s| i64::from(body.value_type(s.value(body)).elem().bits() / 8)).min().unwrap_or(2)
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// What the function's dot fixes for config selection.
@@ -502,6 +527,8 @@ mod tests {
                 b_scale_rows: None,
                 a_in_registers: false,
                 a_scales_by_run: false,
+                column_group: None,
+                output_bytes: 2,
                 epilogue: crate::cost_model::EpilogueWork::default(),
             };
             let ranked = config_rules::rank(&problem, &machine, &Pins::default());

@@ -34,7 +34,16 @@
 //! the whole `[M,N]` bf16 product to a scratch buffer, then the generated
 //! element-wise kernel reading the parts' columns and writing C, timed
 //! together. Shapes are the GEMM's: N counts the product's columns (the
-//! FLOPs of the gate and up GEMMs of N/2 each).
+//! FLOPs of the gate and up GEMMs of N/2 each). An epilogue quantising the
+//! output (kind `quantize`: an FP8 C of e4m3 codes, per-group scales in
+//! group stores, `examples/gemm_fp8_quantize.tile`) writes C and its group
+//! stores to buffers of their own for every rotated set; its baseline is
+//! cuBLASLt writing the bf16 product to a scratch buffer, then the kernel
+//! generated from the epilogue by rows and groups reading it and writing
+//! the set's C and group stores (`...+nvrtc-quantize`), timed together.
+//! Every run's outputs are checked against the epilogue applied row by row
+//! to cuBLAS's product: the codes' values by their relative error, each
+//! stored value within a relative 2^-7 (`quantize::BENCH_POLICY`).
 
 use clap::Parser;
 use half::bf16;
@@ -50,9 +59,10 @@ use tilec_runtime::timing::Launch;
 use tilec_runtime::*;
 use tilec_runtime::artifact::Epilogue;
 use tilec_runtime::epilogue::{
-    classify, random_matrices, upload_matrices, upload_vectors, AccParts, ElementwiseKernel, EpilogueKind, EpilogueReference, HostMatrix,
-    HostVector,
+    classify, random_matrices, upload_matrices, upload_vectors, AccParts, ElementwiseKernel, EpilogueKind, EpilogueReference, EpilogueRows,
+    HostMatrix, HostVector, KernelShape,
 };
+use tilec_runtime::quantize::{self, OutputCheck};
 use tilec_runtime::lt::LtEpilogue;
 use tilec_runtime::error::DriverCtx;
 use cudarc::driver::{sys, CudaSlice};
@@ -471,6 +481,8 @@ struct RunEpilogue {
     kind: EpilogueKind,
     /// The interleaved parts it reads, if any (C then has N / parts columns).
     gated: Option<AccParts>,
+    /// What the kernels write: C and the group stores.
+    output: OutputSpec,
 }
 
 impl RunEpilogue {
@@ -480,7 +492,20 @@ impl RunEpilogue {
         let spec = cands.iter().filter(|c| c.dtype() == Some(dtype)).find_map(|c| c.spec.as_ref())?;
         let epilogue = fused_epilogue(spec)?.clone();
         let kind = classify(Some(&epilogue), &spec.vectors, &spec.matrices);
-        Some(RunEpilogue { epilogue, vectors: spec.vectors.clone(), matrices: spec.matrices.clone(), kind, gated: spec.gated.clone() })
+        Some(RunEpilogue {
+            epilogue,
+            vectors: spec.vectors.clone(),
+            matrices: spec.matrices.clone(),
+            kind,
+            gated: spec.gated.clone(),
+            output: spec.output.clone(),
+        })
+    }
+
+    /// The runs write C other than bf16, or group stores: their outputs
+    /// are [`OutSets`], checked as `quantize::BENCH_POLICY` says.
+    fn quantized(&self) -> bool {
+        self.output.dtype != DType::Bf16 || !self.output.group_stores.is_empty()
     }
 
     /// C's size (and the vectors' and matrices'): N / parts columns for a gated epilogue.
@@ -525,16 +550,153 @@ impl ShapeVectors {
     }
 }
 
+/// What the runs of a fused epilogue are checked against.
+enum EpiReference {
+    /// C, rounded to bf16.
+    Bf16(Vec<bf16>),
+    /// C's and the group stores' rows, in f64, for outputs a quantising
+    /// epilogue writes ([`RunEpilogue::quantized`]).
+    Rows(EpilogueRows),
+}
+
 /// The epilogue applied in f64 to `scale` times cuBLAS's product `refh`
 /// (all of C, on all cores; a gated epilogue's `M x N/parts` from the
-/// product's `M x N`), rounded to bf16: what our kernels and the epilogue
-/// baselines are checked against.
-fn epilogue_reference(epi: &RunEpilogue, vectors: &ShapeVectors, refh: &[bf16], scale: f64, shape: Shape) -> Result<Vec<bf16>> {
+/// product's `M x N`; a group reduction over each row's columns): what our
+/// kernels and the epilogue baselines are checked against.
+fn epilogue_reference(epi: &RunEpilogue, vectors: &ShapeVectors, refh: &[bf16], scale: f64, shape: Shape) -> Result<EpiReference> {
     let (m, n) = (shape.m as usize, shape.n as usize);
     let acc: Vec<f64> = refh.iter().map(|x| x.to_f64() * scale).collect();
     let rows: Vec<usize> = (0..m).collect();
     let out = EpilogueReference::new(&epi.epilogue, &vectors.host, &vectors.host_matrices)?.rows(&acc, &rows, n);
-    Ok(out.into_iter().map(bf16::from_f64).collect())
+    Ok(if epi.quantized() { EpiReference::Rows(out) } else { EpiReference::Bf16(out.values.into_iter().map(bf16::from_f64).collect()) })
+}
+
+/// The outputs of every rotated set where the epilogue quantises
+/// ([`RunEpilogue::quantized`]): C's bytes and each group store's values.
+struct OutSets {
+    c: Vec<CudaSlice<u8>>,
+    stores: Vec<Vec<CudaSlice<f32>>>,
+}
+
+impl OutSets {
+    /// `sets` sets of the outputs of `epi` for C of `out`, poisoned.
+    fn new(gpu: &Gpu, epi: &RunEpilogue, out: GemmSize, sets: usize) -> Result<Self> {
+        let mut outs = OutSets { c: Vec::with_capacity(sets), stores: Vec::with_capacity(sets) };
+        let bytes = (out.m * out.n) as usize * epi.output.dtype.size_bytes();
+        for _ in 0..sets {
+            outs.c.push(unsafe { gpu.stream.alloc::<u8>(bytes) }.ctx("cuMemAlloc(C)")?);
+            let mut stores = Vec::with_capacity(epi.output.group_stores.len());
+            for st in &epi.output.group_stores {
+                stores.push(unsafe { gpu.stream.alloc::<f32>(st.len(out) as usize) }.ctx("cuMemAlloc(group store)")?);
+            }
+            outs.stores.push(stores);
+        }
+        for set in 0..sets {
+            outs.poison(gpu, set)?;
+        }
+        Ok(outs)
+    }
+
+    /// Fills set `set`'s outputs with 0xFF bytes: NaN as bf16, e4m3 and f32.
+    fn poison(&mut self, gpu: &Gpu, set: usize) -> Result<()> {
+        gpu.poison8(&mut self.c[set], 0xFF)?;
+        self.stores[set].iter_mut().try_for_each(|st| gpu.poison8(st, 0xFF))
+    }
+
+    /// Set `set`'s C address and its group stores' addresses, in the epilogue's order.
+    fn addrs(&self, gpu: &Gpu, set: usize) -> (u64, Vec<u64>) {
+        (gpu.addr(&self.c[set]), self.stores[set].iter().map(|st| gpu.addr(st)).collect())
+    }
+
+    /// `buffers` with set `set`'s C and group stores bound.
+    fn bind(&self, gpu: &Gpu, output: &OutputSpec, set: usize, buffers: GemmBuffers) -> GemmBuffers {
+        let c = &self.c[set];
+        let c = TensorBinding { name: output.name.clone(), dtype: output.dtype, addr: gpu.addr(c), bytes: c.len() as u64 };
+        let stores = output.group_stores.iter().zip(&self.stores[set]).map(|(spec, st)| gpu.bind(&spec.name, st));
+        GemmBuffers { c, ..buffers }.with_group_stores(stores)
+    }
+
+    /// Set 0's outputs for C of `out` against the reference's rows (all of them).
+    fn check(&self, gpu: &Gpu, output: &OutputSpec, out: GemmSize, reference: &EpilogueRows) -> Result<OutputCheck> {
+        let c = gpu.stream.clone_dtoh(&self.c[0]).ctx("cuMemcpyDtoH(C)")?;
+        let rows: Vec<usize> = (0..out.m as usize).collect();
+        let mut stores = Vec::with_capacity(self.stores[0].len());
+        for (spec, st) in output.group_stores.iter().zip(&self.stores[0]) {
+            stores.push(spec.rows(&gpu.stream.clone_dtoh(st).ctx("cuMemcpyDtoH(group store)")?, &rows, out));
+        }
+        OutputCheck::new(output, &c, &stores, reference).map_err(RuntimeError::Other)
+    }
+}
+
+/// Each set's C address and group stores' addresses: the quantising
+/// epilogue's `outs` where there are some, else C of `ptrs` (A, B, C of
+/// each set) and no group stores.
+fn set_outputs(gpu: &Gpu, ptrs: &[(u64, u64, u64)], outs: Option<&OutSets>) -> Vec<(u64, Vec<u64>)> {
+    (0..ptrs.len()).map(|s| outs.map_or_else(|| (ptrs[s].2, Vec::new()), |o| o.addrs(gpu, s))).collect()
+}
+
+/// `buffers` with set `set`'s outputs of `epi` bound: those of `outs`
+/// where it quantises, else `buffers`' own C.
+fn bind_outputs(gpu: &Gpu, outs: Option<&OutSets>, epi: &RunEpilogue, set: usize, buffers: GemmBuffers) -> GemmBuffers {
+    match outs {
+        Some(o) => o.bind(gpu, &epi.output, set, buffers),
+        None => buffers,
+    }
+}
+
+/// A run's outputs of set 0 (poisoned before it runs) and what they are
+/// checked against.
+enum Verify<'a> {
+    /// A bf16 C against `reference` scaled by `scale` (the relative
+    /// Frobenius error within the threshold), the reference named `label`.
+    Bf16 { c: &'a mut CudaSlice<bf16>, reference: &'a [bf16], scale: f64, label: String },
+    /// A quantising epilogue's outputs against the reference's rows, as
+    /// `quantize::BENCH_POLICY` says, the reference named `label`.
+    Quantized { outs: &'a mut OutSets, output: &'a OutputSpec, out: GemmSize, reference: &'a EpilogueRows, label: String },
+}
+
+impl<'a> Verify<'a> {
+    /// The check of a fused epilogue's runs: `c` (set 0's bf16 C) against
+    /// a bf16 reference, or `outs` against the rows of a quantising one,
+    /// the reference named `label`.
+    fn epilogue(
+        c: &'a mut CudaSlice<bf16>,
+        outs: Option<&'a mut OutSets>,
+        epi: &'a RunEpilogue,
+        out: GemmSize,
+        reference: &'a EpiReference,
+        label: &str,
+    ) -> Result<Self> {
+        let label = label.to_string();
+        match (reference, outs) {
+            (EpiReference::Bf16(reference), _) => Ok(Verify::Bf16 { c, reference, scale: 1.0, label }),
+            (EpiReference::Rows(reference), Some(outs)) => Ok(Verify::Quantized { outs, output: &epi.output, out, reference, label }),
+            (EpiReference::Rows(_), None) => Err(RuntimeError::Other("a quantising epilogue's outputs were not allocated".into())),
+        }
+    }
+
+    fn poison(&mut self, gpu: &Gpu) -> Result<()> {
+        match self {
+            Verify::Bf16 { c, .. } => poison(gpu, c),
+            Verify::Quantized { outs, .. } => outs.poison(gpu, 0),
+        }
+    }
+
+    /// Compares set 0's outputs with the reference (after the run).
+    fn check(&self, gpu: &Gpu, threshold: f64) -> Result<Check> {
+        match self {
+            Verify::Bf16 { c, reference, scale, label } => Ok(make_check(label, check_output(gpu, c, reference, *scale)?, threshold)),
+            Verify::Quantized { outs, output, out, reference, label } => {
+                let checked = outs.check(gpu, output, *out, reference)?;
+                Ok(Check {
+                    reference: format!("{label}: {}; {}", checked.summary(), quantize::BENCH_POLICY),
+                    rel_err: checked.err.is_finite().then_some(checked.err),
+                    threshold,
+                    pass: checked.pass_by_error(threshold),
+                })
+            }
+        }
+    }
 }
 
 /// A baseline of a fused epilogue that passed its check.
@@ -547,11 +709,17 @@ enum EpiBaseline {
     /// the generated element-wise kernel reading its interleaved parts and
     /// writing C `[M,N/parts]`.
     Gated { plan: LtGemm, kernel: ElementwiseKernel, operands: Vec<u64>, scratch: CudaSlice<bf16>, parts: u64 },
+    /// cuBLASLt writing the bf16 product `[M,N]` to `scratch`, then the
+    /// kernel generated by rows and groups reading it and writing each
+    /// set's C and group stores (`outputs`: their addresses).
+    Rows { plan: LtGemm, kernel: ElementwiseKernel, operands: Vec<u64>, scratch: CudaSlice<bf16>, outputs: Vec<(u64, Vec<u64>)> },
 }
 
 impl EpiBaseline {
-    /// One run on A, B, C at `p` (`n`: the product's columns).
-    fn run(&self, cx: &Ctx, p: (u64, u64, u64), m: u64, n: u64) -> Result<()> {
+    /// One run on the A, B, C of the `i`th of the rotated sets `ptrs` (`n`: the product's columns).
+    fn run(&self, cx: &Ctx, ptrs: &[(u64, u64, u64)], i: usize, m: u64, n: u64) -> Result<()> {
+        let set = i % ptrs.len();
+        let p = ptrs[set];
         match self {
             EpiBaseline::Fused(plan) => unsafe { plan.run(&cx.lt, p.0, p.1, p.2) },
             EpiBaseline::Unfused(plan, kernel, vectors) => {
@@ -563,17 +731,24 @@ impl EpiBaseline {
                 unsafe { plan.run(&cx.lt, p.0, p.1, product) }?;
                 kernel.launch_gated(cx.gpu, p.2, product, operands, m, n, *parts)
             }
+            EpiBaseline::Rows { plan, kernel, operands, scratch, outputs } => {
+                let product = cx.gpu.addr(scratch);
+                unsafe { plan.run(&cx.lt, p.0, p.1, product) }?;
+                let (c, stores) = &outputs[set];
+                kernel.launch_rows(cx.gpu, *c, product, stores, operands, m, n)
+            }
         }
     }
 }
 
 /// Makes the baseline of `epi` on cuBLASLt `input` (run names start with
 /// `prefix`: `cublaslt`, `cublaslt-fp8-block`, ...), checks it once on set
-/// 0 against `epi_ref` and adds its run to `r` (and its name to
+/// 0 as `verify` says and adds its run to `r` (and its name to
 /// `r.epilogue`); the fused cuBLASLt epilogue where [`classify`] finds one
 /// and cuBLASLt has a kernel for it, else the GEMM followed by the
-/// generated element-wise kernel. Returns the run's index and the baseline
-/// when it passed.
+/// generated kernel (`+nvrtc-epilogue`; `+nvrtc-quantize` for an output
+/// quantisation, which writes each set's C and group stores at `outputs`).
+/// Returns the run's index and the baseline when it passed.
 #[allow(clippy::too_many_arguments)]
 fn check_epilogue_baseline(
     cx: &Ctx,
@@ -582,8 +757,8 @@ fn check_epilogue_baseline(
     vectors: &ShapeVectors,
     (prefix, input): (&str, LtInput),
     ptrs: &[(u64, u64, u64)],
-    c0: &mut CudaSlice<bf16>,
-    epi_ref: &[bf16],
+    outputs: &[(u64, Vec<u64>)],
+    verify: &mut Verify,
     r: &mut ShapeResult,
 ) -> Option<(usize, EpiBaseline)> {
     let gpu = cx.gpu;
@@ -599,15 +774,15 @@ fn check_epilogue_baseline(
         EpilogueKind::Residual { tensor, alpha, beta } => {
             vectors.addr(tensor).map(|r| (LtEpilogue::Residual { r, alpha: *alpha as f32, beta: *beta as f32 }, "residual"))
         }
-        EpilogueKind::Plain | EpilogueKind::Gated { .. } | EpilogueKind::Other => None,
+        EpilogueKind::Plain | EpilogueKind::Gated { .. } | EpilogueKind::Quantize | EpilogueKind::Other => None,
     };
     let mut check_once = |name: String, base: EpiBaseline, info_note: &mut Option<String>| -> Option<(usize, EpiBaseline)> {
         let mut run = RunResult::new(&name, RunKind::Baseline);
         let res = (|| -> Result<bool> {
-            poison(gpu, c0)?;
-            base.run(cx, ptrs[0], shape.m, shape.n)?;
+            verify.poison(gpu)?;
+            base.run(cx, ptrs, 0, shape.m, shape.n)?;
             gpu.sync(&name)?;
-            let check = make_check("epilogue on cublas (fp64-checked)", check_output(gpu, c0, epi_ref, 1.0)?, cx.args.threshold);
+            let check = verify.check(gpu, cx.args.threshold)?;
             let pass = check.pass;
             run.check = Some(check);
             Ok(pass)
@@ -636,18 +811,18 @@ fn check_epilogue_baseline(
             Err(e) => note = Some(format!("{name}: {e}")),
         }
     }
-    let name = format!("{prefix}+nvrtc-epilogue");
+    let suffix = if epi.kind == EpilogueKind::Quantize { "nvrtc-quantize" } else { "nvrtc-epilogue" };
+    let name = format!("{prefix}+{suffix}");
     let unfused = (|| -> Result<EpiBaseline> {
         let plan = LtGemm::new(&cx.lt, shape.m, shape.n, shape.k, input)?;
-        let kernel = ElementwiseKernel::new(gpu, &epi.epilogue, &epi.vectors, &epi.matrices)?;
+        let kernel = ElementwiseKernel::new(gpu, &epi.epilogue, &epi.vectors, &epi.matrices, &epi.output)?;
         let operands = vectors.operand_addrs();
-        Ok(match &epi.gated {
-            // The product is written once per launch and read back at once, as an unfused MLP does: one scratch buffer.
-            Some(g) => {
-                let scratch = unsafe { gpu.stream.alloc::<bf16>((shape.m * shape.n) as usize) }.ctx("cuMemAlloc(product scratch)")?;
-                EpiBaseline::Gated { plan, kernel, operands, scratch, parts: g.parts }
-            }
-            None => EpiBaseline::Unfused(plan, kernel, operands),
+        // The product is written once per launch and read back at once, as an unfused MLP does: one scratch buffer.
+        let scratch = || unsafe { gpu.stream.alloc::<bf16>((shape.m * shape.n) as usize) }.ctx("cuMemAlloc(product scratch)");
+        Ok(match kernel.shape() {
+            KernelShape::InPlace => EpiBaseline::Unfused(plan, kernel, operands),
+            KernelShape::Gated { parts, .. } => EpiBaseline::Gated { plan, kernel, operands, scratch: scratch()?, parts },
+            KernelShape::Rows { .. } => EpiBaseline::Rows { plan, kernel, operands, scratch: scratch()?, outputs: outputs.to_vec() },
         })
     })();
     let mut unfused_note = None;
@@ -665,6 +840,16 @@ fn check_epilogue_baseline(
     info.baselines.push(name);
     if let Some(n) = note {
         info.note = Some(n);
+    } else if epi.kind == EpilogueKind::Quantize {
+        let stores: Vec<String> = epi.output.group_stores.iter().map(|s| format!("{} (f32, a value per row and {} columns)", s.name, s.group)).collect();
+        info.note = Some(format!(
+            "the GEMM writes the {}x{} bf16 product, the generated kernel (a warp per row and group of columns) reads it and writes {} {}{}",
+            shape.m,
+            shape.n,
+            epi.output.dtype,
+            epi.output.name,
+            if stores.is_empty() { String::new() } else { format!(" and {}", stores.join(", ")) }
+        ));
     } else if let Some(g) = &epi.gated {
         info.note = Some(format!(
             "{} parts interleaved in runs of {} columns: the GEMM writes the whole {}x{} bf16 product, the element-wise kernel reads \
@@ -685,7 +870,7 @@ fn check_epilogue_baseline(
 /// Adds the checked epilogue baselines to `timed`.
 fn push_epi_timed<'a>(cx: &'a Ctx, shape: Shape, timed: &mut Vec<Timed<'a>>, bases: Vec<Option<(usize, EpiBaseline)>>, ptrs: &'a [(u64, u64, u64)]) {
     for (index, base) in bases.into_iter().flatten() {
-        timed.push((index, Box::new(move |i| base.run(cx, ptrs[i % ptrs.len()], shape.m, shape.n))));
+        timed.push((index, Box::new(move |i| base.run(cx, ptrs, i, shape.m, shape.n))));
     }
 }
 
@@ -953,14 +1138,20 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 let epi_ref = epilogue_reference(&epi, &vectors, &refh, 1.0, shape)?;
                 let ptrs: Vec<(u64, u64, u64)> =
                     (0..sets).map(|s| (gpu.addr(&d.a[s]), gpu.addr(&d.b[s]), gpu.addr(&d.c[s]))).collect();
-                let base = check_epilogue_baseline(cx, shape, &epi, &vectors, ("cublaslt", LtInput::Bf16), &ptrs, &mut d.c[0], &epi_ref, r);
+                let out = epi.out_size(size);
+                let mut outs = epi.quantized().then(|| OutSets::new(gpu, &epi, out, sets)).transpose()?;
+                let outputs = set_outputs(gpu, &ptrs, outs.as_ref());
+                let bind = |s: usize| {
+                    let buffers = vectors.bind(GemmBuffers::new(gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s])));
+                    bind_outputs(gpu, outs.as_ref(), &epi, s, buffers)
+                };
+                let binds: Vec<GemmBuffers> = (0..sets).map(bind).collect();
+                let label = "epilogue on cublas (fp64-checked)";
+                let mut verify = Verify::epilogue(&mut d.c[0], outs.as_mut(), &epi, out, &epi_ref, label)?;
+                let base = check_epilogue_baseline(cx, shape, &epi, &vectors, ("cublaslt", LtInput::Bf16), &ptrs, &outputs, &mut verify, r);
                 let mut ours_bound = Vec::new();
                 for &ci in &ours {
-                    let bind = |s: usize| {
-                        vectors.bind(GemmBuffers::new(gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s])))
-                    };
-                    let binds: Vec<_> = (0..sets).map(bind).collect();
-                    ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, &epi_ref, 1.0, "epilogue on cublas", r));
+                    ours_bound.push(check_ours(cx, &mut cands[ci], size, binds.clone(), &mut verify, r));
                 }
                 let mut timed: Vec<Timed> = Vec::new();
                 push_epi_timed(cx, shape, &mut timed, vec![base], &ptrs);
@@ -984,7 +1175,8 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             for &ci in &ours {
                 let bind = |s: usize| GemmBuffers::new(gpu.bind("A", &d.a[s]), gpu.bind("B", &d.b[s]), gpu.bind("C", &d.c[s]));
                 let binds: Vec<_> = (0..sets).map(bind).collect();
-                ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut d.c, &refh, 1.0, "cublas", r));
+                let mut verify = Verify::Bf16 { c: &mut d.c[0], reference: &refh, scale: 1.0, label: "cublas".into() };
+                ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut verify, r));
             }
             let mut timed: Vec<Timed> = Vec::new();
             let (da, db, dcs) = (&d.a, &d.b, &mut d.c);
@@ -1035,6 +1227,9 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 (0..sets).map(|s| (gpu.addr(&d.a[s]), gpu.addr(&d.b[s]), gpu.addr(&d.c[s]))).collect();
             let epi = RunEpilogue::of(cands, dtype);
             let vectors = epi.as_ref().map(|e| ShapeVectors::new(gpu, e, size, r.seed)).transpose()?;
+            let out = epi.as_ref().map_or(size, |e| e.out_size(size));
+            let mut outs = epi.as_ref().filter(|e| e.quantized()).map(|e| OutSets::new(gpu, e, out, sets)).transpose()?;
+            let outputs = set_outputs(gpu, &ptrs, outs.as_ref());
             let mut epi_bases = Vec::new();
             let mut lt_plans = Vec::new();
             let mut ours_bound = Vec::new();
@@ -1068,7 +1263,8 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 };
                 match (&epi, &vectors, &epi_ref) {
                     (Some(e), Some(v), Some(er)) => {
-                        epi_bases.push(check_epilogue_baseline(cx, shape, e, v, (lt.name, lt.input), &ptrs, &mut d.c[0], er, r))
+                        let mut verify = Verify::epilogue(&mut d.c[0], outs.as_mut(), e, out, er, "epilogue on cublas (fp64-checked)")?;
+                        epi_bases.push(check_epilogue_baseline(cx, shape, e, v, (lt.name, lt.input), &ptrs, &outputs, &mut verify, r))
                     }
                     _ => lt_plans.push(check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], refh, r)),
                 }
@@ -1079,28 +1275,35 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                     if (scales == Scales::Block) != (family == Scales::Block) {
                         continue;
                     }
-                    let bind = |s: usize| GemmBuffers {
-                        a: gpu.bind("A", &d.a[s]),
-                        b: gpu.bind("B", &d.b[s]),
-                        c: gpu.bind("C", &d.c[s]),
-                        scales: match scales {
-                            Scales::None => None,
-                            Scales::PerTensor => Some((gpu.bind("scale_a", &cx.scale_a), gpu.bind("scale_b", &cx.scale_b))),
-                            Scales::Block => Some((gpu.bind("SA", sa), gpu.bind("SB", &block.2))),
-                        },
-                        vectors: vectors.as_ref().map_or_else(Vec::new, |v| v.bindings.clone()),
-                        matrices: vectors.as_ref().map_or_else(Vec::new, |v| v.matrix_bindings.clone()),
+                    let bind = |s: usize| {
+                        let buffers = GemmBuffers {
+                            a: gpu.bind("A", &d.a[s]),
+                            b: gpu.bind("B", &d.b[s]),
+                            c: gpu.bind("C", &d.c[s]),
+                            scales: match scales {
+                                Scales::None => None,
+                                Scales::PerTensor => Some((gpu.bind("scale_a", &cx.scale_a), gpu.bind("scale_b", &cx.scale_b))),
+                                Scales::Block => Some((gpu.bind("SA", sa), gpu.bind("SB", &block.2))),
+                            },
+                            vectors: vectors.as_ref().map_or_else(Vec::new, |v| v.bindings.clone()),
+                            matrices: vectors.as_ref().map_or_else(Vec::new, |v| v.matrix_bindings.clone()),
+                            group_stores: Vec::new(),
+                        };
+                        match &epi {
+                            Some(e) => bind_outputs(gpu, outs.as_ref(), e, s, buffers),
+                            None => buffers,
+                        }
                     };
                     let sc = if scales == Scales::PerTensor { per_tensor_scale } else { 1.0 };
                     let binds: Vec<_> = (0..sets).map(bind).collect();
-                    let checked = match &epi_ref {
-                        Some(er) => check_ours(cx, &mut cands[ci], size, binds, &mut d.c, er, 1.0, "epilogue on cublas", r),
-                        None => {
+                    let mut verify = match (&epi, &epi_ref) {
+                        (Some(e), Some(er)) => Verify::epilogue(&mut d.c[0], outs.as_mut(), e, out, er, "epilogue on cublas")?,
+                        _ => {
                             let label = if sc == 1.0 { "cublas".to_string() } else { format!("cublas x {sc}") };
-                            check_ours(cx, &mut cands[ci], size, binds, &mut d.c, refh, sc, &label, r)
+                            Verify::Bf16 { c: &mut d.c[0], reference: refh, scale: sc, label }
                         }
                     };
-                    ours_bound.push(checked);
+                    ours_bound.push(check_ours(cx, &mut cands[ci], size, binds, &mut verify, r));
                 }
             }
             let mut timed: Vec<Timed> = Vec::new();
@@ -1190,19 +1393,15 @@ fn check_cublaslt(
     plan.map(|p| (r.runs.len() - 1, p))
 }
 
-/// Binds one of our artifacts to every set, checks it once on set 0 and
-/// adds its run to `r`; returns the run's index and the bound calls when it
-/// passed.
-#[allow(clippy::too_many_arguments)]
+/// Binds one of our artifacts to every set, checks it once on set 0 as
+/// `verify` says and adds its run to `r`; returns the run's index and the
+/// bound calls when it passed.
 fn check_ours(
     cx: &Ctx,
     cand: &mut Candidate,
     size: GemmSize,
     binds: Vec<GemmBuffers>,
-    c: &mut [CudaSlice<bf16>],
-    refh: &[bf16],
-    ref_scale: f64,
-    reference: &str,
+    verify: &mut Verify,
     r: &mut ShapeResult,
 ) -> Option<(usize, Vec<BoundGemm>)> {
     let gpu = cx.gpu;
@@ -1211,13 +1410,13 @@ fn check_ours(
     let res = (|| -> Result<Option<Vec<BoundGemm>>> {
         let mut bound: Vec<BoundGemm> =
             binds.into_iter().map(|buffers| gemm.bind_raw(size, buffers)).collect::<Result<_>>()?;
-        poison(gpu, &mut c[0])?;
+        verify.poison(gpu)?;
         gpu.sync("poison")?;
         let t0 = Instant::now();
         bound[0].launch_checked()?;
         let first_ms = t0.elapsed().as_secs_f64() * 1e3;
         cand.info.first_launch_ms.get_or_insert(first_ms);
-        let check = make_check(reference, check_output(gpu, &c[0], refh, ref_scale)?, cx.args.threshold);
+        let check = verify.check(gpu, cx.args.threshold)?;
         let pass = check.pass;
         run.check = Some(check);
         if !pass {

@@ -19,7 +19,12 @@
 //!   `C[M,H]`, `H = N/parts`: the shapes given are the GEMM's (N product
 //!   columns, a multiple of parts * block), and each output element is
 //!   checked against the FP64 product at its parts' columns through the
-//!   epilogue.
+//!   epilogue. An epilogue that quantises the output (an f8e4m3 C, named
+//!   as the manifest names it, `Q`, with per-group scales in group stores
+//!   such as `SQ[NB,M]`, reductions over groups of columns) is checked row
+//!   by row: its codes and stored scales against the reference's, as
+//!   `tilec_runtime::quantize::POLICY` says (printed with the results, and
+//!   each shape's exact-match fraction of the codes).
 //! - copy: bf16 `X[M,N]` input, `Y[M,N]` output (Y = X): bit-exact comparison.
 //! - grouped GEMM (`tilec_runtime::grouped`'s signatures: contiguous or
 //!   masked, BF16 or block-scaled FP8): run on each `--grouped-problems`
@@ -143,8 +148,8 @@ fn detect_mode(m: &Manifest) -> Result<Mode, String> {
         return grouped::GroupedSpec::from_manifest(m).map(|_| Mode::Grouped).map_err(|e| e.to_string());
     }
     let spec = GemmSpec::from_manifest(m);
-    // A manifest with A and C is meant as a GEMM: say what is wrong with it.
-    if let (Err(e), Some(_), Some(_)) = (&spec, m.tensor("A"), m.tensor("C")) {
+    // A manifest with A is meant as a GEMM: say what is wrong with it.
+    if let (Err(e), Some(_)) = (&spec, m.tensor("A")) {
         return Err(e.to_string());
     }
     if let Ok(spec) = spec {
@@ -325,12 +330,24 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
             let gated = spec.gated.as_ref().map_or(String::new(), |g| {
                 format!(", {} interleaved parts of the product in runs of {}: C[M,{}] with {} = N/{}", g.parts, g.block, g.cols, g.cols, g.parts)
             });
+            let out = &spec.output;
+            let stores: Vec<String> = out
+                .group_stores
+                .iter()
+                .map(|s| format!("{} f32[{}] (groups of {} columns)", s.name, s.layout.order("M", s.groups.as_str()).join(","), s.group))
+                .collect();
+            let stores = if stores.is_empty() { String::new() } else { format!(", group stores [{}]", stores.join(", ")) };
             println!(
-                "epilogue: {} values, vectors [{}]{matrices}{gated}; reference: fp64 cpu product through the epilogue",
+                "epilogue: {} values, vectors [{}]{matrices}{gated}; writes {} {}[M,{cols}]{stores}; reference: fp64 cpu product through the epilogue",
                 gemm.spec().epilogue.as_ref().map_or(0, |e| e.values.len()),
-                vectors.join(", ")
+                vectors.join(", "),
+                out.name,
+                out.dtype
             );
-            println!("{:>16} {:>10} {:>11} {:>6} {:>9} {:>9}  seed", "MxNxK", "err", "rows", "result", "ours_TF", "plain_TF");
+            if out.dtype != DType::Bf16 || !out.group_stores.is_empty() {
+                println!("comparison: {}", quantize::POLICY);
+            }
+            println!("{:>16} {:>10} {:>11} {:>6} {:>9} {:>9}  seed, outputs", "MxNxK", "err", "rows", "result", "ours_TF", "plain_TF");
             for &(mm, nn, kk) in shapes {
                 match epilogue_shape(&gpu, &gemm, &blas, (mm, nn, kk), threshold) {
                     Ok(true) => {}
@@ -425,15 +442,17 @@ fn epilogue_shape(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, (m, n, k): (u64, u64, u
     let b = s.clone_htod(&vec![bf16::ONE; nu * ku]).map_err(dc)?;
     let mut c_plain = unsafe { s.alloc::<bf16>(mu * nu) }.map_err(dc)?;
     let ms = bench(gpu, &mut [&mut |_| call.bound.launch(&gpu.stream), &mut |_| blas.gemm_bf16_tn(m, n, k, &a, &b, &mut c_plain)])?;
+    let outputs = c.out.summary();
     println!(
-        "{:>16} {:>10.3e} {:>11} {:>6} {:>9.2} {:>9.2}  {:#x}",
+        "{:>16} {:>10.3e} {:>11} {:>6} {:>9.2} {:>9.2}  {:#x}{}",
         format!("{m}x{n}x{k}"),
-        c.err,
+        c.out.err,
         format!("{} of {m}", c.rows),
         if c.pass { "PASS" } else { "FAIL" },
         tflops(m, n, k, ms[0]),
         tflops(m, n, k, ms[1]),
-        c.seed
+        c.seed,
+        if outputs.is_empty() { outputs } else { format!(", {outputs}") }
     );
     Ok(call.check.pass)
 }

@@ -112,6 +112,7 @@ impl<T: TpElement> Buffers<T> {
             },
             vectors: Vec::new(),
             matrices: Vec::new(),
+            group_stores: Vec::new(),
         };
         gemm.bind_raw_on(GemmSize::new(step.a.rows, l.n, l.k), buffers, sms)
     }
@@ -119,8 +120,9 @@ impl<T: TpElement> Buffers<T> {
 
 /// Why a kernel that computes `spec` cannot serve a tensor-parallel GEMM,
 /// if it cannot: one with per-tensor scales, with A's block scales
-/// M-major (the ranks split and gather SA by rows with A), or whose
-/// epilogue reads vectors or matrices.
+/// M-major (the ranks split and gather SA by rows with A), whose
+/// epilogue reads vectors or matrices, or whose output is not a bf16 C
+/// alone (an FP8 C, group stores).
 pub fn unsupported(spec: &GemmSpec) -> Option<String> {
     if !spec.vectors.is_empty() {
         let names: Vec<&str> = spec.vectors.iter().map(|v| v.name.as_str()).collect();
@@ -134,6 +136,13 @@ pub fn unsupported(spec: &GemmSpec) -> Option<String> {
         return Some(format!(
             "the kernel's epilogue reads {} interleaved parts of the product (C[M,{}]); tensor-parallel GEMMs split and gather C[M,N]",
             g.parts, g.cols
+        ));
+    }
+    if spec.output.dtype != DType::Bf16 || !spec.output.group_stores.is_empty() {
+        let stores: Vec<&str> = spec.output.group_stores.iter().map(|s| s.name.as_str()).collect();
+        return Some(format!(
+            "the kernel writes {} {} and group stores {stores:?}; tensor-parallel GEMMs split and gather a bf16 C alone",
+            spec.output.dtype, spec.output.name
         ));
     }
     match (spec.scales, spec.sa_layout) {
