@@ -271,7 +271,7 @@ impl Epilogue {
         for (i, value) in self.values[..=index].iter().enumerate() {
             let x = match value {
                 EpilogueValue::Acc => acc,
-                _ => element(value, |k| earlier(v, k, i)).unwrap_or_else(|| vector(i)),
+                _ => element(value, &|k| earlier(v, k, i)).unwrap_or_else(|| vector(i)),
             };
             v[i] = x;
         }
@@ -309,6 +309,18 @@ impl Epilogue {
     /// assert_eq!(row.groups, [vec![4.0, 0.5, 8.0]]);
     /// ```
     pub fn eval_row(&self, n: usize, acc: impl Fn(usize) -> f64, leaf: impl Fn(usize, usize) -> f64) -> EpilogueRow {
+        self.eval_row_with(n, acc, leaf, element)
+    }
+
+    /// [`Epilogue::eval_row`] computing each element-wise value with
+    /// `element` (f64 or f32 arithmetic; values held as f64 either way).
+    fn eval_row_with(
+        &self,
+        n: usize,
+        acc: impl Fn(usize) -> f64,
+        leaf: impl Fn(usize, usize) -> f64,
+        element: fn(&EpilogueValue, &dyn Fn(usize) -> f64) -> Option<f64>,
+    ) -> EpilogueRow {
         // Each value's n columns, value-major.
         let mut cols: Vec<Vec<f64>> = Vec::with_capacity(self.values.len());
         for (i, value) in self.values.iter().enumerate() {
@@ -325,7 +337,7 @@ impl Epilogue {
                 },
                 EpilogueValue::Acc => (0..n).map(&acc).collect(),
                 _ => (0..n)
-                    .map(|j| element(value, |k| if k < i { cols[k][j] } else { f64::NAN }).unwrap_or_else(|| leaf(i, j)))
+                    .map(|j| element(value, &|k| if k < i { cols[k][j] } else { f64::NAN }).unwrap_or_else(|| leaf(i, j)))
                     .collect(),
             };
             cols.push(col);
@@ -383,6 +395,118 @@ impl Epilogue {
     }
 }
 
+/// An epilogue whose evaluation in f32 ([`F32Epilogue::eval_row`]) is, bit
+/// for bit, what a kernel computing it in f32 stores; made by
+/// [`Epilogue::in_f32`].
+#[derive(Clone, Copy, Debug)]
+pub struct F32Epilogue<'a> {
+    epilogue: &'a Epilogue,
+}
+
+impl Epilogue {
+    /// The epilogue evaluated in f32 as a kernel evaluates it, where that
+    /// fixes every bit of its results: each value rounded to f32 as it is
+    /// computed (add, sub, mul and div as IEEE's, rounding to nearest even:
+    /// a kernel's division must be `div.rn.f32`, nvcc's and LLVM's
+    /// default; max and min NaN if either operand is; a constant the f32
+    /// nearest its value; a conversion rounding as [`round_to`] does, the
+    /// 8-bit floats saturating). Given an accumulator that is the kernel's
+    /// (inputs whose product is exact in f32), its C values and group
+    /// values are then the kernel's exactly: the reference an exact check
+    /// compares with.
+    ///
+    /// An error names the first value whose f32 result is fixed by more
+    /// than IEEE arithmetic:
+    /// - `exp`, `tanh`, `erf`, `rsqrt`: the device's approximations, which
+    ///   the host does not reproduce;
+    /// - a `group_reduce` `add`: an f32 sum depends on the order of its
+    ///   additions, which is the kernel's own;
+    /// - an `add` or `sub` of a product (or of a product's negation): the
+    ///   kernel may contract the two into one fused multiply-add (nvcc's
+    ///   default and tilec's lowering both allow it), which rounds once
+    ///   where the program rounds twice.
+    ///
+    /// ```
+    /// use tilec_artifact::{BinaryFn, Epilogue, EpilogueValue};
+    /// // acc / 3 in f32 is not acc / 3 in f64.
+    /// let e = Epilogue {
+    ///     values: vec![EpilogueValue::Acc, EpilogueValue::Splat { value: 3.0 }, EpilogueValue::Binary { f: BinaryFn::Div, lhs: 0, rhs: 1 }],
+    ///     group_stores: Vec::new(),
+    /// };
+    /// let row = e.in_f32().unwrap().eval_row(1, |_| 1.0, |_, _| f32::NAN);
+    /// assert_eq!(row.values, [(1.0f32 / 3.0) as f64]);
+    /// ```
+    pub fn in_f32(&self) -> Result<F32Epilogue<'_>, String> {
+        for (i, value) in self.values.iter().enumerate() {
+            match *value {
+                EpilogueValue::Unary { f: f @ (UnaryFn::Exp | UnaryFn::Tanh | UnaryFn::Erf | UnaryFn::Rsqrt), .. } => {
+                    return Err(format!(
+                        "value {i} takes {}: its f32 value is the device's approximation, which the host does not reproduce",
+                        format!("{f:?}").to_lowercase()
+                    ))
+                }
+                EpilogueValue::GroupReduce { f: ReduceFn::Add, .. } => {
+                    return Err(format!("value {i} sums over a group of columns: an f32 sum depends on the kernel's order of additions"))
+                }
+                EpilogueValue::Binary { f: BinaryFn::Add | BinaryFn::Sub, lhs, rhs } => {
+                    if let Some(k) = [lhs, rhs].into_iter().find(|&k| k < i && self.is_product(k)) {
+                        return Err(format!(
+                            "value {i} adds value {k}, a product: the kernel may fuse the two into one multiply-add, rounding once"
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(F32Epilogue { epilogue: self })
+    }
+
+    /// True if value `k` is a product, or a product negated or converted to
+    /// f32 or f64 (which a kernel computing in f32 leaves as it is): what a
+    /// multiply-add may fuse.
+    fn is_product(&self, k: usize) -> bool {
+        match self.values.get(k) {
+            Some(EpilogueValue::Binary { f: BinaryFn::Mul, .. }) => true,
+            Some(&EpilogueValue::Unary { f: UnaryFn::Neg, x }) | Some(&EpilogueValue::Convert { to: super::DType::F32 | super::DType::F64, x }) => {
+                x < k && self.is_product(x)
+            }
+            _ => false,
+        }
+    }
+}
+
+impl F32Epilogue<'_> {
+    /// One output row of `n` columns as [`Epilogue::eval_row`] computes it,
+    /// but in f32 ([`Epilogue::in_f32`]): `acc(j)` is column `j`'s
+    /// accumulator and `leaf(i, j)` what value `i` reads at column `j` (a
+    /// vector's, a matrix's or a part's element), both in f32. The row's
+    /// values are f32 values, widened.
+    pub fn eval_row(&self, n: usize, acc: impl Fn(usize) -> f32, leaf: impl Fn(usize, usize) -> f32) -> EpilogueRow {
+        self.epilogue.eval_row_with(n, |j| acc(j) as f64, |i, j| leaf(i, j) as f64, element_f32)
+    }
+}
+
+/// [`element`] in f32: each operand an f32 value (held as f64), the result
+/// rounded to f32 as [`Epilogue::in_f32`] says.
+fn element_f32(value: &EpilogueValue, at: &dyn Fn(usize) -> f64) -> Option<f64> {
+    let at = |k: usize| at(k) as f32;
+    let x = match *value {
+        EpilogueValue::Splat { value } => value as f32,
+        EpilogueValue::Unary { f: UnaryFn::Neg, x } => -at(x),
+        EpilogueValue::Unary { f: UnaryFn::Abs, x } => at(x).abs(),
+        // Refused by Epilogue::in_f32: the device's value is not known here.
+        EpilogueValue::Unary { f: UnaryFn::Exp | UnaryFn::Tanh | UnaryFn::Erf | UnaryFn::Rsqrt, .. } => f32::NAN,
+        EpilogueValue::Binary { f, lhs, rhs } => f.apply_f32(at(lhs), at(rhs)),
+        EpilogueValue::Convert { to, x } => round_to(to, at(x) as f64) as f32,
+        EpilogueValue::Acc
+        | EpilogueValue::AccPart { .. }
+        | EpilogueValue::Vector { .. }
+        | EpilogueValue::Matrix { .. }
+        | EpilogueValue::GroupReduce { .. } => return None,
+    };
+    Some(x as f64)
+}
+
 /// Operand `k` of value `me` among the values computed so far: NaN where
 /// it is not an earlier value (an unvalidated program).
 fn earlier(v: &[f64], k: usize, me: usize) -> f64 {
@@ -393,10 +517,10 @@ fn earlier(v: &[f64], k: usize, me: usize) -> f64 {
     }
 }
 
-/// An element-wise value computed from its operands (`at(k)`: value `k`);
-/// `None` for the values that read the call's operands (the accumulator,
-/// parts, vectors, matrices) or reduce over columns.
-fn element(value: &EpilogueValue, at: impl Fn(usize) -> f64) -> Option<f64> {
+/// An element-wise value computed from its operands (`at(k)`: value `k`)
+/// in f64; `None` for the values that read the call's operands (the
+/// accumulator, parts, vectors, matrices) or reduce over columns.
+fn element(value: &EpilogueValue, at: &dyn Fn(usize) -> f64) -> Option<f64> {
     Some(match *value {
         EpilogueValue::Splat { value } => value,
         EpilogueValue::Unary { f, x } => f.apply(at(x)),
@@ -437,6 +561,21 @@ impl BinaryFn {
             BinaryFn::Min if lhs.is_nan() || rhs.is_nan() => f64::NAN,
             BinaryFn::Max => lhs.max(rhs),
             BinaryFn::Min => lhs.min(rhs),
+        }
+    }
+}
+
+impl BinaryFn {
+    /// The function's value at `(lhs, rhs)` in f32 arithmetic (IEEE,
+    /// rounding to nearest even); `max` and `min` as [`BinaryFn::apply`]'s.
+    pub fn apply_f32(self, lhs: f32, rhs: f32) -> f32 {
+        match self {
+            BinaryFn::Add => lhs + rhs,
+            BinaryFn::Sub => lhs - rhs,
+            BinaryFn::Mul => lhs * rhs,
+            BinaryFn::Div => lhs / rhs,
+            // The larger or smaller of two f32 values is one of them: f64 computes it exactly.
+            BinaryFn::Max | BinaryFn::Min => self.apply(lhs as f64, rhs as f64) as f32,
         }
     }
 }

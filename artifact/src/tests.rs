@@ -761,3 +761,75 @@ fn a_row_of_an_element_wise_epilogue_is_its_elements() {
     assert!(row.groups[0].len() == 2 && row.groups[0].iter().all(|x| x.is_nan()) && row.groups[1].is_empty());
     assert!(program(vec![]).eval_row(2, |_| 1.0, |_, _| 0.0).values.iter().all(|x| x.is_nan()));
 }
+
+#[test]
+fn an_epilogue_evaluates_in_f32_as_a_kernel_does() {
+    let e = quantizing(QUANTIZE, r#"["NB", "M"]"#).epilogue.unwrap();
+    let in_f32 = e.in_f32().unwrap();
+    // 9.75 * 448 / 13 is 336, halfway between the e4m3 values 320 and 352: f64 gives the even one, 320; a kernel's
+    // f32 448 / 13 is above the quotient, 9.75 times it rounds to 336.00003, and the code is 352.
+    let acc = [13.0f32, 9.75, -1.0, 0.0];
+    let wide = e.eval_row(4, |j| acc[j] as f64, |_, _| f64::NAN);
+    let row = in_f32.eval_row(4, |j| acc[j], |_, _| f32::NAN);
+    assert_eq!((wide.values[1], row.values[1]), (320.0, 352.0));
+    // The scale is the f32 quotient, widened.
+    assert_eq!(row.groups, [vec![(13.0f32 / 448.0) as f64]]);
+    assert_ne!(wide.groups[0][0], row.groups[0][0]);
+    // Rows of 300 columns (a last group of 44), the kernel's f32 arithmetic spelled out.
+    let mut state = 0x9E37_79B9u32;
+    let mut next = || {
+        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        (state >> 8) as f32 / (1 << 24) as f32 * 2.0 - 1.0
+    };
+    for scale in [1e-6f32, 1e-3, 1.0, 37.0, 3e4] {
+        let acc: Vec<f32> = (0..300).map(|_| next() * scale).collect();
+        let row = in_f32.eval_row(300, |j| acc[j], |_, _| f32::NAN);
+        let x: Vec<f32> = acc.iter().map(|&a| round_to(DType::Bf16, a as f64) as f32).collect();
+        for (g, cols) in x.chunks(128).enumerate() {
+            let amax = cols.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-4);
+            let inv = 448.0f32 / amax;
+            for (c, &v) in cols.iter().enumerate() {
+                assert_eq!(row.values[128 * g + c], round_to(DType::F8e4m3, (v * inv) as f64), "scale {scale}, column {}", 128 * g + c);
+            }
+            assert_eq!(row.groups[0][g], (amax / 448.0) as f64, "scale {scale}, group {g}");
+        }
+    }
+    // An element-wise program: (acc + bias[j]) * s[i], rounded to bf16, each step in f32.
+    let bias_scale = with_vectors(BIAS_SCALE).epilogue.unwrap();
+    let leaf = |v: usize, _: usize| if v == 1 { 0.1f32 } else { 3.0 };
+    let row = bias_scale.in_f32().unwrap().eval_row(1, |_| 1.0 / 3.0, leaf);
+    assert_eq!(row.values, [round_to(DType::Bf16, ((1.0f32 / 3.0 + 0.1) * 3.0) as f64)]);
+    // max and min are NaN if either operand is, as in f64.
+    assert!(BinaryFn::Max.apply_f32(f32::NAN, 1.0).is_nan() && BinaryFn::Min.apply_f32(1.0, f32::NAN).is_nan());
+    assert_eq!((BinaryFn::Max.apply_f32(-2.0, 1.5), BinaryFn::Min.apply_f32(-2.0, 1.5)), (1.5, -2.0));
+}
+
+#[test]
+fn f32_evaluation_refuses_what_ieee_arithmetic_does_not_fix() {
+    let refused = |values: Vec<EpilogueValue>| program(values).in_f32().map(|_| ()).unwrap_err();
+    use EpilogueValue::{Acc, Binary, GroupReduce, Splat, Unary, Vector};
+    assert_eq!(
+        refused(vec![Acc, Unary { f: UnaryFn::Tanh, x: 0 }]),
+        "value 1 takes tanh: its f32 value is the device's approximation, which the host does not reproduce"
+    );
+    assert_eq!(
+        refused(vec![Acc, GroupReduce { f: ReduceFn::Add, x: 0, group: 128 }]),
+        "value 1 sums over a group of columns: an f32 sum depends on the kernel's order of additions"
+    );
+    // A product added, directly or negated, may become one fused multiply-add.
+    let bias = || Vector { tensor: "Bias".into(), along: Along::Cols };
+    let mul = Binary { f: BinaryFn::Mul, lhs: 0, rhs: 1 };
+    assert_eq!(
+        refused(vec![Acc, Splat { value: 2.0 }, mul.clone(), bias(), Binary { f: BinaryFn::Add, lhs: 3, rhs: 2 }]),
+        "value 4 adds value 2, a product: the kernel may fuse the two into one multiply-add, rounding once"
+    );
+    let negated = vec![Acc, Splat { value: 2.0 }, mul.clone(), Unary { f: UnaryFn::Neg, x: 2 }, bias(), Binary { f: BinaryFn::Sub, lhs: 4, rhs: 3 }];
+    assert_eq!(refused(negated), "value 5 adds value 3, a product: the kernel may fuse the two into one multiply-add, rounding once");
+    // A product of a sum, a maximum of products, a product rounded before the sum: each rounds as the program says.
+    let ok = |values: Vec<EpilogueValue>| program(values).in_f32().is_ok();
+    assert!(ok(vec![Acc, bias(), Binary { f: BinaryFn::Add, lhs: 0, rhs: 1 }, Binary { f: BinaryFn::Mul, lhs: 2, rhs: 1 }]));
+    assert!(ok(vec![Acc, Splat { value: 2.0 }, mul.clone(), Binary { f: BinaryFn::Max, lhs: 2, rhs: 0 }]));
+    let rounded = EpilogueValue::Convert { to: DType::Bf16, x: 2 };
+    assert!(ok(vec![Acc, Splat { value: 2.0 }, mul, rounded, Binary { f: BinaryFn::Add, lhs: 3, rhs: 0 }]));
+    assert!(ok(vec![Acc, GroupReduce { f: ReduceFn::Max, x: 0, group: 128 }, Unary { f: UnaryFn::Abs, x: 1 }]));
+}

@@ -308,9 +308,82 @@ pub const SCALE_EXP_RANGE: (i32, i32) = (-10, 10);
 /// within bf16's range), so a BF16 GEMM with FP32 accumulation on them is
 /// an exact-input reference.
 pub fn random_pow2_scales(n: usize, rng: &mut Rng) -> Vec<f32> {
-    let (lo, hi) = SCALE_EXP_RANGE;
+    pow2_scales(n, SCALE_EXP_RANGE, rng)
+}
+
+/// `n` values `2^e`, `e` uniform over `lo..=hi`.
+fn pow2_scales(n: usize, (lo, hi): (i32, i32), rng: &mut Rng) -> Vec<f32> {
     let span = (hi - lo + 1) as u64;
     (0..n).map(|_| f32::powi(2.0, lo + (rng.next_u64() % span) as i32)).collect()
+}
+
+/// GEMM inputs whose product is exact in f32 whatever the order of
+/// summation, so that a kernel's f32 accumulator is the exact product and
+/// an epilogue evaluated in f32 from it
+/// ([`tilec_artifact::Epilogue::in_f32`]) gives the kernel's outputs bit
+/// for bit: elements the integers `-entry..=entry` (zero among them; exact
+/// in e4m3 and bf16) and, for a block-scaled FP8 GEMM, block scales `2^e`
+/// with `e` uniform over `-scale_exp..=scale_exp`.
+///
+/// Every term `a * b * 2^(ea + eb)`, every sum of terms (in any order,
+/// whether a K block's raw sum is scaled before it is added or each term
+/// is) and every partial sum is then an integer multiple of the smallest
+/// scale product `u = 2^(-2 scale_exp)`, at most `K * entry^2 *
+/// 2^(2 scale_exp)` in magnitude: at most `2^24 u` where
+/// [`ExactInputs::is_exact`] holds, and f32 holds every multiple of `u`
+/// that small exactly. A K block's raw sum of integer products is at most
+/// `128 * entry^2 = 2^11` for entries up to 4, so an FP8 tensor core,
+/// which keeps fewer bits than f32 (about 14) while it adds, adds it
+/// exactly too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExactInputs {
+    /// The largest magnitude of an element.
+    pub entry: u32,
+    /// The block scales' exponents span `-scale_exp..=scale_exp` (0: every scale 1).
+    pub scale_exp: i32,
+}
+
+/// The ranges [`ExactInputs::for_k`] tries, in order: the widest first,
+/// so that codes and scales vary as much as the bound allows.
+const EXACT_RANGES: [ExactInputs; 7] = [
+    ExactInputs { entry: 4, scale_exp: 2 },
+    ExactInputs { entry: 4, scale_exp: 1 },
+    ExactInputs { entry: 2, scale_exp: 1 },
+    ExactInputs { entry: 1, scale_exp: 1 },
+    ExactInputs { entry: 4, scale_exp: 0 },
+    ExactInputs { entry: 2, scale_exp: 0 },
+    ExactInputs { entry: 1, scale_exp: 0 },
+];
+
+impl ExactInputs {
+    /// The widest ranges whose product over `k` is exact in f32
+    /// ([`ExactInputs::is_exact`]), with block scales other than 1 only
+    /// where `scaled`; an error where even elements of -1..=1 and unit
+    /// scales are not (K over 2^24).
+    pub fn for_k(k: usize, scaled: bool) -> Result<ExactInputs, String> {
+        EXACT_RANGES
+            .into_iter()
+            .find(|r| (scaled || r.scale_exp == 0) && r.is_exact(k))
+            .ok_or_else(|| format!("K={k}: no inputs make the product exact in f32 (K at most 2^24)"))
+    }
+
+    /// Whether every partial sum of a product over `k` is exact in f32:
+    /// `K * entry^2 * 2^(4 scale_exp) <= 2^24` (see the type's docs).
+    pub fn is_exact(&self, k: usize) -> bool {
+        let bound = ((k as u128) * (self.entry as u128).pow(2)) << (4 * self.scale_exp.max(0) as u32);
+        bound <= 1 << 24
+    }
+
+    /// `n` elements, integers uniform over `-entry..=entry`, as f32.
+    pub fn elements(&self, n: usize, rng: &mut Rng) -> Vec<f32> {
+        let values = 2 * self.entry as u64 + 1;
+        (0..n).map(|_| (rng.next_u64() % values) as f32 - self.entry as f32).collect()
+    }
+
+    /// `n` block scales `2^e`, `e` uniform over `-scale_exp..=scale_exp`.
+    pub fn scales(&self, n: usize, rng: &mut Rng) -> Vec<f32> {
+        pow2_scales(n, (-self.scale_exp, self.scale_exp), rng)
+    }
 }
 
 /// f32 values converted to bf16, or `None` if one of them is not exact.

@@ -219,6 +219,38 @@ impl AccParts {
         }
         Ok(())
     }
+
+    /// Part `part`'s rows of `rows`, a row-major matrix of rows `width`
+    /// long each covering `per_row` of the product's columns (B `[N,K]`:
+    /// one; its block scales `SB[NB,KB]`: 128), in the order of the part's
+    /// output columns: the weights (or their scales) of a GEMM of the part
+    /// alone, whose product's column `j` is the interleaved product's
+    /// [`AccParts::column`] of `j`. The rows must cover whole runs of every
+    /// part ([`AccParts::check_n`]), and a run whole rows (`block` a
+    /// multiple of `per_row`).
+    pub fn part_rows<T: Copy>(&self, rows: &[T], width: usize, per_row: u64, part: u64) -> Result<Vec<T>> {
+        if per_row == 0 || !self.block.is_multiple_of(per_row) {
+            return Err(RuntimeError::GemmArgs(format!(
+                "runs of {} columns are not whole rows of {per_row} columns: their rows cannot be taken apart",
+                self.block
+            )));
+        }
+        if width == 0 || !rows.len().is_multiple_of(width) {
+            return Err(RuntimeError::GemmArgs(format!("{} elements are not rows of {width}", rows.len())));
+        }
+        if part >= self.parts {
+            return Err(RuntimeError::GemmArgs(format!("part {part} of {}", self.parts)));
+        }
+        let n = (rows.len() / width) as u64 * per_row;
+        self.check_n(n)?;
+        let out_rows = n / self.parts / per_row;
+        let mut out = Vec::with_capacity(out_rows as usize * width);
+        for r in 0..out_rows {
+            let from = (self.column(r * per_row, part) / per_row) as usize;
+            out.extend_from_slice(&rows[from * width..(from + 1) * width]);
+        }
+        Ok(out)
+    }
 }
 
 /// [`AccParts::column`] of `parts` parts in runs of `block`.
@@ -319,6 +351,26 @@ impl<'a> EpilogueReference<'a> {
     /// each group store's `rows.len() x ceil(out_cols(n) / group)` (each
     /// row read as [`EpilogueReference::row`] does); on all cores.
     pub fn rows(&self, acc: &[f64], rows: &[usize], n: usize) -> EpilogueRows {
+        self.rows_by(acc, rows, n, |product, i| self.row(product, i))
+    }
+
+    /// [`EpilogueReference::rows`] evaluated in f32 as a kernel evaluates
+    /// the epilogue ([`Epilogue::in_f32`]), from the kernel's f32
+    /// accumulator `acc` (the vectors' and matrices' elements are exact in
+    /// f32); an error where the epilogue's f32 results are not fixed by
+    /// IEEE arithmetic.
+    pub fn rows_f32(&self, acc: &[f32], rows: &[usize], n: usize) -> Result<EpilogueRows> {
+        let in_f32 = self.epilogue.in_f32().map_err(|e| RuntimeError::Other(format!("the epilogue has no exact f32 reference: {e}")))?;
+        let wide: Vec<f64> = acc.iter().map(|&x| x as f64).collect();
+        Ok(self.rows_by(&wide, rows, n, |product, i| {
+            let cols = self.out_cols(product.len());
+            in_f32.eval_row(cols, |j| product[j] as f32, |v, j| self.operand(v, i, j, Some(product)) as f32)
+        }))
+    }
+
+    /// The rows of C and the group stores, row `i` of them `row(product, i)`
+    /// from the product's row; see [`EpilogueReference::rows`].
+    fn rows_by(&self, acc: &[f64], rows: &[usize], n: usize, row: impl Fn(&[f64], usize) -> EpilogueRow + Sync) -> EpilogueRows {
         assert_eq!(acc.len(), rows.len() * n, "EpilogueReference::rows: accumulator size");
         if let Some((block, parts)) = self.gated {
             assert_eq!(n as u64 % (block * parts), 0, "EpilogueReference::rows: {n} columns are not whole runs of {parts} parts of {block}");
@@ -338,10 +390,11 @@ impl<'a> EpilogueReference<'a> {
                 .zip(acc.chunks(rows_per * n))
                 .zip(rows.chunks(rows_per))
                 .map(|((out, acc), rows)| {
+                    let row = &row;
                     s.spawn(move || {
                         let mut part = vec![Vec::new(); stores];
                         for (r, &i) in rows.iter().enumerate() {
-                            let row = self.row(&acc[r * n..(r + 1) * n], i);
+                            let row = row(&acc[r * n..(r + 1) * n], i);
                             out[r * h..(r + 1) * h].copy_from_slice(&row.values);
                             part.iter_mut().zip(row.groups).for_each(|(p, g)| p.extend(g));
                         }
@@ -401,9 +454,10 @@ pub enum EpilogueKind {
     },
     /// Interleaved parts of the product taken together (SwiGLU's
     /// `silu(gate) * up`, [`EpilogueValue::AccPart`]): C has `N / parts`
-    /// columns. No vendor kernel fuses it; the baseline is the GEMM
-    /// writing the whole bf16 product, then the element-wise kernel
-    /// ([`cuda_source`]) reading its parts.
+    /// columns. No vendor kernel fuses it; the baseline is one GEMM per
+    /// part, of `N / parts` columns on the part's de-interleaved weights,
+    /// each writing its bf16 product, then the element-wise kernel
+    /// ([`cuda_source`]) reading the products.
     Gated {
         /// Columns in a run.
         block: u64,
@@ -595,8 +649,8 @@ pub enum KernelShape {
     /// In place: C holds the GEMM's bf16 result and gets the epilogue's
     /// ([`ElementwiseKernel::launch`]).
     InPlace,
-    /// From the bf16 product `[M,N]` to C `[M,N/parts]`, reading
-    /// interleaved parts ([`AccParts`], [`ElementwiseKernel::launch_gated`]).
+    /// From the bf16 products of interleaved parts ([`AccParts`]), each
+    /// `[M,N/parts]`, to C `[M,N/parts]` ([`ElementwiseKernel::launch_gated`]).
     Gated {
         /// Columns in a run.
         block: u64,
@@ -749,14 +803,16 @@ fn value_expr(
 /// f32 one), in a grid-stride loop.
 ///
 /// Interleaved parts of the product ([`KernelShape::Gated`],
-/// [`EpilogueValue::AccPart`]) cannot run in place: the kernel is
-/// `tilec_epilogue(unsigned short* c, const unsigned short* p, <vectors>,
-/// <matrices>, long long m, long long n)`, reading the bf16 product `p[M,
-/// parts*n]` and writing `C[M,n]` (`n = N / parts`, a multiple of
-/// `block`). Its 8 outputs read 8 consecutive product columns of each part,
-/// one 16-byte load each where `n` and `block` are multiples of 8 (element
-/// by element otherwise); the accumulator ([`EpilogueValue::Acc`]), where
-/// read, is the product's column `j`.
+/// [`EpilogueValue::AccPart`]) run after one GEMM per part, each of the
+/// part's weights (B's rows of that part, de-interleaved:
+/// [`AccParts::part_rows`]): the kernel is `tilec_epilogue(unsigned short*
+/// c, const unsigned short* p0, ..., <one pointer per part>, <vectors>,
+/// <matrices>, long long m, long long n)`, reading part `q`'s bf16 product
+/// `p<q>[M,n]` and writing `C[M,n]` (`n = N / parts`). Part `q` of output
+/// (i, j) is its product's element (i, j), so that each part's 8 elements
+/// are one 16-byte load as C's in place; the accumulator
+/// ([`EpilogueValue::Acc`]), where read, is the interleaved product's
+/// column `j`, read element by element from the part that holds it.
 ///
 /// By rows and groups ([`KernelShape::Rows`], an output quantisation):
 /// `tilec_epilogue(T* c, const unsigned short* p, <one float* per group
@@ -800,15 +856,15 @@ pub fn cuda_source(
     }
 }
 
-/// [`cuda_source`] of the in-place kernel, or of the one reading `gated`'s
-/// `(block, parts)` interleaved parts of the product.
+/// [`cuda_source`] of the in-place kernel, or of the one reading the
+/// products of `gated`'s `(block, parts)` parts.
 fn elementwise_source(
     epilogue: &Epilogue,
     vectors: &[VectorSpec],
     matrices: &[MatrixSpec],
     gated: Option<(u64, u64)>,
 ) -> std::result::Result<String, String> {
-    // The product's columns the program reads, gated: `None` for the accumulator's own (`j`), else a part.
+    // The products the program reads, gated: `None` for the accumulator (the interleaved product's column `j`), else a part's.
     let mut sources: Vec<Option<u64>> = Vec::new();
     let mut body = String::new();
     for (i, v) in epilogue.values.iter().enumerate() {
@@ -846,30 +902,70 @@ fn elementwise_source(
         let _ = writeln!(body, "      const float x{i} = {expr};");
     }
     let last = epilogue.values.len() - 1;
-    let mut params: String = vectors.iter().enumerate().map(|(k, v)| format!(", const {}* __restrict__ v{k}", c_type(v.dtype))).collect();
+    let vector_params: String = vectors.iter().enumerate().map(|(k, v)| format!(", const {}* __restrict__ v{k}", c_type(v.dtype))).collect();
+    let mut src = String::from(CUDA_PRELUDE);
+    // What the kernel reads at C's elements: C itself in place; gated, each part's product (its own
+    // `[M, n]`, at C's index), the accumulator element by element from its part.
+    let (pointers, mut loads) = match gated {
+        None => (String::new(), load_group("in", "tilec_u16x8", "unsigned short", "c")),
+        Some((block, parts)) => {
+            let pointers: String = (0..parts).map(|q| format!(", const unsigned short* __restrict__ p{q}")).collect();
+            let mut loads = String::new();
+            for s in &sources {
+                match s {
+                    Some(q) => loads.push_str(&load_group(&format!("q{q}g"), "tilec_u16x8", "unsigned short", &format!("p{q}"))),
+                    None => {
+                        let args: String = (0..parts).map(|q| format!("p{q}, ")).collect();
+                        let _ = write!(
+                            loads,
+                            "    tilec_u16x8 qag;\n    for (int e = 0; e < 8; ++e) {{\n      const long long xi = (base + e) / n;\n      \
+                             qag.v[e] = base + e < total ? tilec_acc({args}xi, base + e - xi * n, n) : (unsigned short)0;\n    }}\n"
+                        );
+                        let whole = parts * block;
+                        let choose: String = (0..parts - 1).map(|q| format!("q == {q} ? p{q} : ")).collect();
+                        let _ = write!(
+                            src,
+                            r#"
+// The accumulator of output column j, the interleaved product's column j: part (j % {whole}) / {block}'s column
+// {block} * (j / {whole}) + j % {block}.
+__device__ __forceinline__ unsigned short tilec_acc({}long long i, long long j, long long n) {{
+  const long long q = j % {whole}LL / {block}LL;
+  const unsigned short* __restrict__ p = {choose}p{};
+  return p[i * n + {block}LL * (j / {whole}LL) + j % {block}LL];
+}}
+"#,
+                            (0..parts).map(|q| format!("const unsigned short* __restrict__ p{q}, ")).collect::<String>(),
+                            parts - 1
+                        );
+                    }
+                }
+            }
+            (pointers, loads)
+        }
+    };
     // Each matrix's 8 elements of the group, loaded as C's are.
-    let mut loads = String::new();
+    let mut matrix_params = String::new();
     for (k, x) in matrices.iter().enumerate() {
         let (ty, group) = match x.dtype {
             DType::F32 => ("float", "tilec_f32x8"),
             _ => ("unsigned short", "tilec_u16x8"),
         };
-        let _ = write!(params, ", const {ty}* __restrict__ r{k}");
-        let _ = write!(
-            loads,
-            r#"    {group} r{k}g;
-    if (whole) {{
-      r{k}g = *reinterpret_cast<const {group}*>(r{k} + base);
-    }} else {{
-      for (int e = 0; e < 8; ++e) r{k}g.v[e] = base + e < total ? r{k}[base + e] : ({ty})0;
-    }}
-"#
-        );
+        let _ = write!(matrix_params, ", const {ty}* __restrict__ r{k}");
+        loads.push_str(&load_group(&format!("r{k}g"), group, ty, &format!("r{k}")));
     }
-    // Both kernels end alike: each element of the group through the
-    // epilogue, from (i, j) on, and the group stored.
-    let compute_and_store = format!(
-        r#"#pragma unroll
+    let _ = write!(
+        src,
+        r#"
+extern "C" __global__ void {ELEMENTWISE_ENTRY}(unsigned short* __restrict__ c{pointers}{vector_params}{matrix_params}, long long m, long long n) {{
+  const long long total = m * n;
+  const long long groups = (total + 7) / 8;
+  for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += (long long)gridDim.x * blockDim.x) {{
+    const long long base = g * 8;
+    const bool whole = base + 8 <= total;
+{loads}    long long i = base / n;
+    long long j = base - i * n;
+    tilec_u16x8 out;
+    #pragma unroll
     for (int e = 0; e < 8; ++e) {{
 {body}      out.v[e] = tilec_f32_to_bf16(x{last});
       if (++j == n) {{ j = 0; ++i; }}
@@ -884,68 +980,24 @@ fn elementwise_source(
 }}
 "#
     );
-    let mut src = String::from(CUDA_PRELUDE);
-    let Some((block, parts)) = gated else {
-        let _ = write!(
-            src,
-            r#"
-extern "C" __global__ void {ELEMENTWISE_ENTRY}(unsigned short* __restrict__ c{params}, long long m, long long n) {{
-  const long long total = m * n;
-  const long long groups = (total + 7) / 8;
-  for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += (long long)gridDim.x * blockDim.x) {{
-    const long long base = g * 8;
-    const bool whole = base + 8 <= total;
-    tilec_u16x8 in, out;
-    if (whole) {{
-      in = *reinterpret_cast<const tilec_u16x8*>(c + base);
-    }} else {{
-      for (int e = 0; e < 8; ++e) in.v[e] = base + e < total ? c[base + e] : (unsigned short)0;
-    }}
-{loads}    long long i = base / n;
-    long long j = base - i * n;
-{compute_and_store}"#
-        );
-        return Ok(src);
-    };
-    // Gated: each source's 8 product elements, a 16-byte load where the
-    // group lies in one row and one run (n and block multiples of 8), else one by one.
-    let name = |s: &Option<u64>| s.map_or_else(|| "qag".to_string(), |p| format!("q{p}g"));
-    let col = |s: &Option<u64>, j: &str| s.map_or_else(|| j.to_string(), |p| format!("tilec_col({j}, {p})"));
-    let decl: String = sources.iter().map(|s| format!(", {}", name(s))).collect();
-    let mut vector_loads = String::new();
-    let mut scalar_loads = String::new();
-    for s in &sources {
-        let _ = writeln!(vector_loads, "      {} = *reinterpret_cast<const tilec_u16x8*>(p + i * pn + {});", name(s), col(s, "j"));
-        let _ = writeln!(scalar_loads, "        {}.v[e] = inside ? p[xi * pn + {}] : (unsigned short)0;", name(s), col(s, "xj"));
-    }
-    let runs = if block % 8 == 0 { "whole && n % 8 == 0" } else { "false" };
-    let _ = write!(
-        src,
-        r#"// Output column j of part q reads the product's column {parts}*{block}*(j/{block}) + q*{block} + j%{block}.
-__device__ __forceinline__ long long tilec_col(long long j, long long q) {{ return {whole_run}LL * (j / {block}LL) + q * {block}LL + j % {block}LL; }}
-
-extern "C" __global__ void {ELEMENTWISE_ENTRY}(unsigned short* __restrict__ c, const unsigned short* __restrict__ p{params}, long long m, long long n) {{
-  const long long total = m * n;
-  const long long pn = {parts}LL * n;
-  const long long groups = (total + 7) / 8;
-  for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += (long long)gridDim.x * blockDim.x) {{
-    const long long base = g * 8;
-    const bool whole = base + 8 <= total;
-    long long i = base / n;
-    long long j = base - i * n;
-    tilec_u16x8 out{decl};
-    if ({runs}) {{
-{vector_loads}    }} else {{
-      for (int e = 0; e < 8; ++e) {{
-        const bool inside = base + e < total;
-        const long long xi = (base + e) / n;
-        const long long xj = base + e - xi * n;
-{scalar_loads}      }}
-    }}
-{loads}{compute_and_store}"#,
-        whole_run = parts * block
-    );
     Ok(src)
+}
+
+/// The declaration of `var`, a group (`group`: `tilec_u16x8` or
+/// `tilec_f32x8`) of the 8 elements of type `ty` at `ptr + base` in an
+/// element-wise kernel: one 16- or 32-byte load where the group is whole
+/// (`base` a multiple of 8, so aligned), else element by element, zero past
+/// the end.
+fn load_group(var: &str, group: &str, ty: &str, ptr: &str) -> String {
+    format!(
+        r#"    {group} {var};
+    if (whole) {{
+      {var} = *reinterpret_cast<const {group}*>({ptr} + base);
+    }} else {{
+      for (int e = 0; e < 8; ++e) {var}.v[e] = base + e < total ? {ptr}[base + e] : ({ty})0;
+    }}
+"#
+    )
 }
 
 /// What the rows kernel adds to [`CUDA_PRELUDE`]: f8e4m3 codes, one or a
@@ -1249,15 +1301,19 @@ impl ElementwiseKernel {
         self.launch_with(gpu, &[c], operands, m, n, (m * n).div_ceil(8))
     }
 
-    /// Applies an epilogue of interleaved parts to the bf16 product
-    /// `[m, n]` at device address `product`, writing the bf16 `C[m, n /
-    /// parts]` at `c` (separate buffers; `n` a multiple of `parts *
-    /// block`), reading the vectors and then the matrices at `operands`;
-    /// asynchronous on `gpu`'s stream.
-    pub fn launch_gated(&self, gpu: &Gpu, c: u64, product: u64, operands: &[u64], m: u64, n: u64, parts: u64) -> Result<()> {
-        let KernelShape::Gated { .. } = self.shape else { return Err(self.other_launch("launch_gated")) };
-        let cols = n / parts;
-        self.launch_with(gpu, &[c, product], operands, m, cols, (m * cols).div_ceil(8))
+    /// Applies an epilogue of interleaved parts to the parts' bf16
+    /// products at device addresses `products` (one per part, in order,
+    /// each `[m, cols]`: the GEMM of the part's de-interleaved weights),
+    /// writing the bf16 `C[m, cols]` at `c` (a buffer of its own), reading
+    /// the vectors and then the matrices at `operands`; asynchronous on
+    /// `gpu`'s stream.
+    pub fn launch_gated(&self, gpu: &Gpu, c: u64, products: &[u64], operands: &[u64], m: u64, cols: u64) -> Result<()> {
+        let KernelShape::Gated { parts, .. } = self.shape else { return Err(self.other_launch("launch_gated")) };
+        if products.len() as u64 != parts {
+            return Err(RuntimeError::GemmArgs(format!("the epilogue kernel reads {parts} parts' products, {} given", products.len())));
+        }
+        let pointers: Vec<u64> = std::iter::once(c).chain(products.iter().copied()).collect();
+        self.launch_with(gpu, &pointers, operands, m, cols, (m * cols).div_ceil(8))
     }
 
     /// Applies an epilogue by rows and groups ([`KernelShape::Rows`]) to the
@@ -1288,7 +1344,7 @@ impl ElementwiseKernel {
     fn other_launch(&self, launch: &str) -> RuntimeError {
         let takes = match self.shape {
             KernelShape::InPlace => "launch (in place)",
-            KernelShape::Gated { .. } => "launch_gated (interleaved parts of the product)",
+            KernelShape::Gated { .. } => "launch_gated (the products of interleaved parts)",
             KernelShape::Rows { .. } => "launch_rows (by rows and groups of columns)",
         };
         RuntimeError::GemmArgs(format!("the epilogue kernel is launched with {takes}, not {launch}"))
@@ -1367,16 +1423,43 @@ pub fn take_rows(c: &[half::bf16], rows: &[usize], n: usize) -> Vec<f64> {
     rows.iter().flat_map(|&i| c[i * n..(i + 1) * n].iter().map(|x| x.to_f64())).collect()
 }
 
+/// The inputs a check draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inputs {
+    /// Uniform in [-1, 1) (FP8: rounded to e4m3, with power-of-two block
+    /// scales over 2^-10..2^10), checked against the epilogue in f64 on the
+    /// FP64 product ([`crate::quantize::POLICY`] for quantised outputs, the
+    /// threshold for the rest).
+    Random,
+    /// Inputs whose product is exact in f32 ([`crate::check::ExactInputs`]),
+    /// checked value for value against the epilogue evaluated in f32 as the
+    /// kernel does ([`crate::quantize::EXACT_POLICY`]).
+    Exact,
+}
+
+impl Inputs {
+    /// `random` or `exact`, for a report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Inputs::Random => "random",
+            Inputs::Exact => "exact",
+        }
+    }
+}
+
 /// The outcome of one shape of a GEMM with an epilogue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpilogueCheck {
+    /// The inputs drawn.
+    pub inputs: Inputs,
     /// The seed the inputs (vectors and matrices too) were drawn from.
     pub seed: u64,
     /// C and the group stores over the checked rows against the reference.
     pub out: OutputCheck,
     /// Rows checked (all of C's when `M*N*K` is within [`CPU_REFERENCE_BUDGET`]).
     pub rows: usize,
-    /// The outputs pass ([`OutputCheck::pass`] at the threshold).
+    /// The outputs pass: [`OutputCheck::pass`] at the threshold for random
+    /// inputs, [`OutputCheck::pass_exact`] for exact ones.
     pub pass: bool,
 }
 
@@ -1395,19 +1478,27 @@ fn raw_binding(gpu: &Gpu, name: &str, dtype: DType, s: &CudaSlice<u8>) -> Tensor
 }
 
 /// Runs `gemm` (a BF16 GEMM, B `[N,K]` or `[K,N]`, or a block-scaled FP8
-/// one) once on fresh random inputs of `size`, its epilogue's vectors and
+/// one) once on fresh `inputs` of `size`, its epilogue's vectors and
 /// matrices filled with fresh random values, C and the group stores
-/// poisoned with NaN first (every byte 0xFF), and checks them against the
-/// FP64 CPU product on evenly spread rows (all rows within
-/// [`CPU_REFERENCE_BUDGET`]) taken through the epilogue row by row
-/// ([`EpilogueReference::rows`]: a matrix read at the element's (i, j); an
-/// epilogue of interleaved parts fed all N product columns of each row, C
-/// being `M x N/parts`; a group reduction over the row's columns), as
-/// [`OutputCheck`] compares them: a bf16 C by its relative error, FP8 codes
-/// and group stores as [`crate::quantize::POLICY`] says. FP8 inputs and
-/// power-of-two block scales are drawn as `crate::blockscaled` draws them.
+/// poisoned with NaN first (every byte 0xFF), and checks them on evenly
+/// spread rows (all rows within [`CPU_REFERENCE_BUDGET`]) against the CPU
+/// product taken through the epilogue row by row (a matrix read at the
+/// element's (i, j); an epilogue of interleaved parts fed all N product
+/// columns of each row, C being `M x N/parts`; a group reduction over the
+/// row's columns), as [`OutputCheck`] compares them:
+/// - [`Inputs::Random`]: FP64 product, epilogue in f64
+///   ([`EpilogueReference::rows`]); C's values (FP8 codes decoded with
+///   their scales) within the threshold by their relative error, group
+///   stores as [`crate::quantize::POLICY`] says. FP8 inputs and
+///   power-of-two block scales are drawn as `crate::blockscaled` draws them.
+/// - [`Inputs::Exact`]: inputs drawn by [`crate::check::ExactInputs::for_k`] (A's first
+///   row zero where M > 1, so that a row's reductions see only zeros), the
+///   product exact in f32, the epilogue evaluated in f32
+///   ([`EpilogueReference::rows_f32`]; an error where the epilogue has no
+///   exact f32 value, [`Epilogue::in_f32`]); every value equal.
+///
 /// A manifest without an epilogue is checked as `[acc, convert bf16]`.
-pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, threshold: f64) -> Result<EpilogueCall> {
+pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, threshold: f64, inputs: Inputs) -> Result<EpilogueCall> {
     use crate::check::*;
     use crate::gemm::{BLayout, GemmBuffers, Scales};
     let spec = gemm.spec();
@@ -1416,6 +1507,18 @@ pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, thresh
     let seed = seed_from_time();
     let mut rng = Rng::new(seed);
     let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
+    let exact = match inputs {
+        Inputs::Random => None,
+        Inputs::Exact => Some(ExactInputs::for_k(k, spec.scales == Scales::Block).map_err(RuntimeError::GemmArgs)?),
+    };
+    // Exact inputs' elements as f32 values (None for random inputs), the first `zero_row` zero where M > 1.
+    let elements = |len: usize, zero_row: usize, rng: &mut Rng| -> Option<Vec<f32>> {
+        let mut v = exact?.elements(len, rng);
+        if m > 1 {
+            v[..zero_row].fill(0.0);
+        }
+        Some(v)
+    };
     let s = &gpu.stream;
     let up = |bytes: &[u8], what: &'static str| s.clone_htod(bytes).ctx(what);
     let bf16_bytes = |v: &[half::bf16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
@@ -1423,8 +1526,12 @@ pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, thresh
     let mut keep = Vec::new();
     let (a_f32, b_f32, buffers) = match (spec.input, spec.scales) {
         (DType::Bf16, Scales::None) => {
-            let a_h = random_bf16(m * k, &mut rng);
-            let b_h = random_bf16(n * k, &mut rng);
+            let draw = |values: Option<Vec<f32>>, len: usize, rng: &mut Rng| match values {
+                Some(v) => v.into_iter().map(half::bf16::from_f32).collect(),
+                None => random_bf16(len, rng),
+            };
+            let a_h = draw(elements(m * k, k, &mut rng), m * k, &mut rng);
+            let b_h = draw(elements(n * k, 0, &mut rng), n * k, &mut rng);
             let b_kernel = match spec.b_layout {
                 BLayout::Nk => b_h.clone(),
                 BLayout::Kn => (0..k * n).map(|x| b_h[(x % n) * k + x / n]).collect(),
@@ -1438,10 +1545,18 @@ pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, thresh
         }
         (DType::F8e4m3, Scales::Block) => {
             let bs = BlockScales::new(m, n, k);
-            let a_h = random_e4m3(m * k, &mut rng);
-            let b_h = random_e4m3(n * k, &mut rng);
-            let sa_h = random_pow2_scales(bs.sa_len(), &mut rng);
-            let sb_h = random_pow2_scales(bs.sb_len(), &mut rng);
+            let draw = |values: Option<Vec<f32>>, len: usize, rng: &mut Rng| match values {
+                Some(v) => v.into_iter().map(f32_to_e4m3).collect(),
+                None => random_e4m3(len, rng),
+            };
+            let a_h = draw(elements(m * k, k, &mut rng), m * k, &mut rng);
+            let b_h = draw(elements(n * k, 0, &mut rng), n * k, &mut rng);
+            let scales = |len: usize, rng: &mut Rng| match exact {
+                Some(x) => x.scales(len, rng),
+                None => random_pow2_scales(len, rng),
+            };
+            let sa_h = scales(bs.sa_len(), &mut rng);
+            let sb_h = scales(bs.sb_len(), &mut rng);
             let sa_kernel = spec.sa_layout.arrange(&sa_h, m, bs.kb());
             let a = up(&a_h, "cuMemcpyHtoD(A)")?;
             let b = up(&b_h, "cuMemcpyHtoD(B)")?;
@@ -1491,14 +1606,29 @@ pub fn check_with_epilogue(gpu: &Gpu, gemm: &crate::Gemm, size: GemmSize, thresh
     bound.launch_checked()?;
     let c_out = s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?;
     let rows = sample_rows(m, n, k, CPU_REFERENCE_BUDGET);
-    let reference = reference_rows(epilogue, &vectors, &matrices, &a_f32, &b_f32, n, k, &rows)?;
+    let reference = EpilogueReference::new(epilogue, &vectors, &matrices)?;
+    let acc = cpu_gemm_tn_rows(&a_f32, &b_f32, n, k, &rows);
+    let reference = match inputs {
+        Inputs::Random => reference.rows(&acc, &rows, n),
+        Inputs::Exact => {
+            let acc32: Vec<f32> = acc.iter().map(|&x| x as f32).collect();
+            if let Some((x, _)) = acc.iter().zip(&acc32).find(|&(&x, &y)| x != y as f64) {
+                return Err(RuntimeError::Other(format!("the exact inputs' product has {x}, which f32 does not hold: {exact:?} for K={k}")));
+            }
+            reference.rows_f32(&acc32, &rows, n)?
+        }
+    };
     let c_rows: Vec<u8> = rows.iter().flat_map(|&i| c_out[i * h * elem..(i + 1) * h * elem].iter().copied()).collect();
     let mut store_rows = Vec::with_capacity(stores.len());
     for (st, buf) in spec.output.group_stores.iter().zip(&stores) {
         store_rows.push(st.rows(&s.clone_dtoh(buf).ctx("cuMemcpyDtoH(group store)")?, &rows, out));
     }
-    let checked = OutputCheck::new(&spec.output, &c_rows, &store_rows, &reference).map_err(RuntimeError::Other)?;
-    let check = EpilogueCheck { seed, rows: rows.len(), pass: checked.pass(threshold), out: checked };
+    let checked = OutputCheck::new(&spec.output, h, &c_rows, &store_rows, &reference).map_err(RuntimeError::Other)?;
+    let pass = match inputs {
+        Inputs::Random => checked.pass(threshold),
+        Inputs::Exact => checked.pass_exact(),
+    };
+    let check = EpilogueCheck { inputs, seed, rows: rows.len(), pass, out: checked };
     keep.push(c);
     Ok(EpilogueCall { check, bound, _buffers: keep, _stores: stores })
 }

@@ -656,17 +656,14 @@ fn classify_calls_interleaved_parts_gated() {
 }
 
 #[test]
-fn generated_cuda_reads_the_parts_from_the_product() {
+fn generated_cuda_reads_the_parts_from_their_products() {
     let src = cuda_source(&epilogue(SWIGLU), &[], &[], &OutputSpec::bf16_c()).unwrap();
     for line in [
-        r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ p, long long m, long long n)"#,
-        "__device__ __forceinline__ long long tilec_col(long long j, long long q) { return 256LL * (j / 128LL) + q * 128LL + j % 128LL; }",
-        "const long long pn = 2LL * n;",
-        "tilec_u16x8 out, q0g, q1g;",
-        "if (whole && n % 8 == 0) {",
-        "q0g = *reinterpret_cast<const tilec_u16x8*>(p + i * pn + tilec_col(j, 0));",
-        "q1g = *reinterpret_cast<const tilec_u16x8*>(p + i * pn + tilec_col(j, 1));",
-        "q1g.v[e] = inside ? p[xi * pn + tilec_col(xj, 1)] : (unsigned short)0;",
+        r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ p0, const unsigned short* __restrict__ p1, long long m, long long n)"#,
+        "tilec_u16x8 q0g;",
+        "q0g = *reinterpret_cast<const tilec_u16x8*>(p0 + base);",
+        "q1g = *reinterpret_cast<const tilec_u16x8*>(p1 + base);",
+        "for (int e = 0; e < 8; ++e) q1g.v[e] = base + e < total ? p1[base + e] : (unsigned short)0;",
         "const float x0 = tilec_bf16_to_f32(q0g.v[e]);",
         "const float x1 = tilec_bf16_to_f32(q1g.v[e]);",
         "const float x3 = expf(x2);",
@@ -677,29 +674,59 @@ fn generated_cuda_reads_the_parts_from_the_product() {
     ] {
         assert!(src.contains(line), "missing `{line}` in\n{src}");
     }
-    assert!(!src.contains("in.v[e]"), "a gated kernel reads no C:\n{src}");
-    // Runs not a multiple of 8 are read element by element; the accumulator is the product's column j.
+    assert!(!src.contains("in.v[e]") && !src.contains("tilec_acc"), "a gated kernel reads no C, and here no accumulator:\n{src}");
+    // The accumulator is the interleaved product's column j, read element by element from the part holding it; every
+    // part's product is a parameter, read or not.
     let odd = epilogue(r#"[{"op": "acc_part", "block": 4, "part": 1, "parts": 3}, {"op": "acc"}, {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}]"#);
     let src = cuda_source(&odd, &[], &[], &OutputSpec::bf16_c()).unwrap();
     for line in [
-        "return 12LL * (j / 4LL) + q * 4LL + j % 4LL;",
-        "const long long pn = 3LL * n;",
-        "tilec_u16x8 out, q1g, qag;",
-        "if (false) {",
-        "qag = *reinterpret_cast<const tilec_u16x8*>(p + i * pn + j);",
-        "qag.v[e] = inside ? p[xi * pn + xj] : (unsigned short)0;",
+        "const unsigned short* __restrict__ p0, const unsigned short* __restrict__ p1, const unsigned short* __restrict__ p2, long long m, long long n)",
+        "const long long q = j % 12LL / 4LL;",
+        "const unsigned short* __restrict__ p = q == 0 ? p0 : q == 1 ? p1 : p2;",
+        "return p[i * n + 4LL * (j / 12LL) + j % 4LL];",
+        "qag.v[e] = base + e < total ? tilec_acc(p0, p1, p2, xi, base + e - xi * n, n) : (unsigned short)0;",
+        "q1g = *reinterpret_cast<const tilec_u16x8*>(p1 + base);",
         "const float x1 = tilec_bf16_to_f32(qag.v[e]);",
     ] {
         assert!(src.contains(line), "missing `{line}` in\n{src}");
     }
-    // Vectors and matrices follow the product's pointer.
+    assert!(!src.contains("q0g") && !src.contains("q2g"), "{src}");
+    // Vectors and matrices follow the products' pointers.
     let e = SWIGLU.replace(
         r#"{"op": "convert", "to": "bf16", "x": 7}"#,
         r#"{"op": "matrix", "tensor": "R"}, {"op": "binary", "f": "add", "lhs": 7, "rhs": 8}, {"op": "convert", "to": "bf16", "x": 9}"#,
     );
     let src = cuda_source(&epilogue(&e), &[], &[residual(DType::Bf16)], &OutputSpec::bf16_c()).unwrap();
-    assert!(src.contains("const unsigned short* __restrict__ p, const unsigned short* __restrict__ r0, long long m, long long n)"), "{src}");
+    assert!(src.contains("const unsigned short* __restrict__ p1, const unsigned short* __restrict__ r0, long long m, long long n)"), "{src}");
     assert!(src.contains("const float x8 = tilec_bf16_to_f32(r0g.v[e]);"), "{src}");
+}
+
+#[test]
+fn b_is_taken_apart_into_each_parts_weights() {
+    // Runs of 2 rows, 2 parts: B's rows [g0 g1 u0 u1 g2 g3 u2 u3], K = 3.
+    let parts = AccParts { block: 2, parts: 2, cols: "H".into() };
+    let b: Vec<u32> = (0..8 * 3).collect();
+    let row = |r: u32| [3 * r, 3 * r + 1, 3 * r + 2];
+    let gate: Vec<u32> = [0, 1, 4, 5].into_iter().flat_map(row).collect();
+    let up: Vec<u32> = [2, 3, 6, 7].into_iter().flat_map(row).collect();
+    assert_eq!((parts.part_rows(&b, 3, 1, 0).unwrap(), parts.part_rows(&b, 3, 1, 1).unwrap()), (gate, up));
+    // Row j of a part's weights is the product's column that part's output column j reads.
+    let swiglu = AccParts { block: 128, parts: 2, cols: "H".into() };
+    let b: Vec<u64> = (0..1024).collect();
+    for part in 0..2 {
+        let w = swiglu.part_rows(&b, 1, 1, part).unwrap();
+        assert!(w.iter().enumerate().all(|(j, &c)| c == swiglu.column(j as u64, part)), "part {part}");
+    }
+    // Scales of 128 rows a row (SB of a block-scaled GEMM): runs of 256 are two scale rows each.
+    let wide = AccParts { block: 256, parts: 2, cols: "H".into() };
+    let sb: Vec<u32> = (0..8 * 2).collect(); // NB = 8 (N = 1024), KB = 2
+    assert_eq!(wide.part_rows(&sb, 2, 128, 1).unwrap(), [4, 5, 6, 7, 12, 13, 14, 15]);
+    // Runs that split a scale row, rows that are not whole runs, a part past the last: errors.
+    let err = |p: &AccParts, rows: &[u32], width: usize, per_row: u64, part: u64| p.part_rows(rows, width, per_row, part).unwrap_err().to_string();
+    assert_eq!(err(&parts, &sb, 2, 128, 0), "GEMM arguments: runs of 2 columns are not whole rows of 128 columns: their rows cannot be taken apart");
+    assert!(err(&parts, &(0..6 * 3).collect::<Vec<u32>>(), 3, 1, 0).starts_with("GEMM arguments: N=6 product columns do not interleave 2 parts"));
+    assert_eq!(err(&parts, &(0..7).collect::<Vec<u32>>(), 3, 1, 0), "GEMM arguments: 7 elements are not rows of 3");
+    assert_eq!(err(&parts, &b.iter().map(|&x| x as u32).collect::<Vec<_>>(), 1, 1, 2), "GEMM arguments: part 2 of 2");
 }
 
 // ------------------------------------------------------------ output quantisation (FP8 codes, group stores)
@@ -1067,95 +1094,159 @@ fn generated_cuda_by_rows_reads_vectors_and_matrices_and_writes_bf16() {
 }
 
 #[test]
-fn e4m3_codes_are_indexed_in_value_order() {
-    use crate::check::e4m3_to_f32;
-    use crate::quantize::e4m3_index;
-    let finite: Vec<u8> = (0..=255u8).filter(|&c| e4m3_index(c).is_some()).collect();
-    assert_eq!(finite.len(), 254, "all but the two NaNs");
-    let mut by_index = finite.clone();
-    by_index.sort_by_key(|&c| (e4m3_index(c), c));
-    for w in by_index.windows(2) {
-        let (a, b) = (e4m3_to_f32(w[0]), e4m3_to_f32(w[1]));
-        let (ia, ib) = (e4m3_index(w[0]).unwrap(), e4m3_index(w[1]).unwrap());
-        // Adjacent indices are adjacent values; +0 and -0 share index 0.
-        assert!(ib == ia + 1 && a < b || ib == ia && a == b, "{:#x} {a} {:#x} {b}", w[0], w[1]);
-    }
-    assert_eq!((e4m3_index(0x7E), e4m3_index(0xFE)), (Some(126), Some(-126)));
+fn the_reference_in_f32_is_the_kernels_arithmetic() {
+    let e = Epilogue { group_stores: vec![GroupStore { tensor: "SQ".into(), x: 9, group: 128 }], ..epilogue(QUANTIZE) };
+    let r = EpilogueReference::new(&e, &[], &[]).unwrap();
+    // Row 0: a group of 128 with absmax 13 holding 9.75 (9.75 * 448 / 13 = 336, halfway between 320 and 352), then a
+    // group of 2; row 1 zero. In f64 the tie goes to the even code, 320; the kernel's f32 448 / 13 rounds up, and so the code.
+    let mut acc = vec![0.0f32; 2 * 130];
+    acc[..130].iter_mut().enumerate().for_each(|(j, a)| *a = [13.0, 9.75, -1.5][j % 3]);
+    let got = r.rows_f32(&acc, &[0, 1], 130).unwrap();
+    let wide = r.rows(&acc.iter().map(|&x| x as f64).collect::<Vec<_>>(), &[0, 1], 130);
+    assert_eq!((got.values[1], wide.values[1]), (352.0, 320.0));
+    assert_eq!(got.stores[0], [13.0f32 / 448.0, 13.0 / 448.0, 1e-4 / 448.0, 1e-4 / 448.0].map(|x| x as f64));
+    assert!(got.values[130..].iter().all(|&v| v == 0.0));
+    // An epilogue without exact f32 values (SwiGLU's exp) has no such reference.
+    let gated = epilogue(SWIGLU);
+    let e = EpilogueReference::new(&gated, &[], &[]).unwrap().rows_f32(&[0.0; 256], &[0], 256).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the epilogue has no exact f32 reference: value 3 takes exp: its f32 value is the device's approximation, which the host does not reproduce"
+    );
 }
 
 #[test]
-fn codes_pass_within_one_step_and_mostly_exact() {
-    use crate::check::f32_to_e4m3;
-    use crate::quantize::CodeCheck;
-    let values: Vec<f64> = (0..1000).map(|x| round_to(DType::F8e4m3, (x as f64 - 500.0) / 3.0)).collect();
-    let codes: Vec<u8> = values.iter().map(|&v| f32_to_e4m3(v as f32)).collect();
-    let exact = CodeCheck::compare(&codes, &values);
-    assert_eq!(exact, CodeCheck { codes: 1000, exact: 1000, max_steps: 0, nan: 0 });
-    assert!(exact.pass() && exact.exact_fraction() == 1.0);
-    // Ten codes one step off (of a thousand): 99% exact, passes; eleven do not.
-    let step = |n: usize| {
-        let mut c = codes.clone();
-        c.iter_mut().take(n).for_each(|x| *x -= 1);
-        CodeCheck::compare(&c, &values)
+fn exact_inputs_keep_every_partial_sum_exact_in_f32() {
+    use crate::check::ExactInputs;
+    let pick = |k: usize, scaled: bool| ExactInputs::for_k(k, scaled).map(|x| (x.entry, x.scale_exp));
+    // The widest ranges the bound K * entry^2 * 2^(4 scale_exp) <= 2^24 allows.
+    assert_eq!(pick(64, true), Ok((4, 2)));
+    assert_eq!(pick(4096, true), Ok((4, 2)));
+    assert_eq!(pick(4097, true), Ok((4, 1)));
+    assert_eq!(pick(1 << 16, true), Ok((4, 1)));
+    assert_eq!(pick((1 << 16) + 1, true), Ok((2, 1)));
+    assert_eq!(pick(1 << 20, true), Ok((1, 1)));
+    assert_eq!(pick((1 << 20) + 1, true), Ok((2, 0)));
+    assert_eq!(pick(4096, false), Ok((4, 0)));
+    assert_eq!(pick(1 << 24, false), Ok((1, 0)));
+    assert_eq!(pick((1 << 24) + 1, true), Err("K=16777217: no inputs make the product exact in f32 (K at most 2^24)".into()));
+    // At the bound the sum's magnitude reaches 2^24 units u = 2^-4: K - 1 of the largest terms (4 * 4 * 2^2 * 2^2) and
+    // the smallest, u, in any order.
+    let widest = ExactInputs { entry: 4, scale_exp: 2 };
+    let sum = |k: usize| {
+        let mut terms = vec![256.0f32; k - 1];
+        terms.push(1.0 / 16.0);
+        let forward = terms.iter().fold(0.0f32, |s, &t| s + t);
+        let backward = terms.iter().rev().fold(0.0f32, |s, &t| s + t);
+        let exact = (k - 1) as f64 * 256.0 + 1.0 / 16.0;
+        (forward as f64 == exact, backward as f64 == exact)
     };
-    assert_eq!((step(10).exact, step(10).max_steps), (990, 1));
-    assert!(step(10).pass() && !step(11).pass());
-    assert_eq!(step(11).exact_fraction(), 0.989);
-    // Two steps off fails however rare; so does a NaN code, the poison left by an unwritten element.
-    let mut two = codes.clone();
-    two[500] += 2;
-    assert_eq!((CodeCheck::compare(&two, &values).max_steps, CodeCheck::compare(&two, &values).pass()), (2, false));
-    let mut poisoned = codes.clone();
-    poisoned[7] = 0xFF;
-    let p = CodeCheck::compare(&poisoned, &values);
-    assert_eq!((p.nan, p.pass()), (1, false));
-    // Across zero: the smallest negative and the smallest positive are two steps apart.
-    assert_eq!(CodeCheck::compare(&[0x81], &[2f64.powi(-9)]).max_steps, 2);
-    assert_eq!(CodeCheck::compare(&[0x80], &[0.0]).max_steps, 0);
-    assert_eq!(CodeCheck::compare(&[], &[]).exact_fraction(), 1.0);
+    assert!(widest.is_exact(4096) && sum(4096) == (true, true));
+    assert!(!widest.is_exact(4097) && sum(4097) == (false, false));
+    // Random draws at the bound: K blocks summed raw and then scaled, and term by term, both exact.
+    let mut rng = Rng::new(0xE8AC7);
+    let k = 4096;
+    let (a, b) = (widest.elements(k, &mut rng), widest.elements(k, &mut rng));
+    let (sa, sb) = (widest.scales(k / 128, &mut rng), widest.scales(k / 128, &mut rng));
+    let term = |p: usize| a[p] as f64 * b[p] as f64 * sa[p / 128] as f64 * sb[p / 128] as f64;
+    let exact: f64 = (0..k).map(term).sum();
+    let by_terms = (0..k).fold(0.0f32, |s, p| s + term(p) as f32);
+    let by_blocks = (0..k / 128).fold(0.0f32, |s, q| {
+        let raw = (128 * q..128 * (q + 1)).fold(0.0f32, |r, p| r + a[p] * b[p]);
+        s + raw * sa[q] * sb[q]
+    });
+    assert_eq!((by_terms as f64, by_blocks as f64), (exact, exact));
+    // Elements are the integers -4..=4, zero and both ends among them; scales 2^-2..2^2, each exact in e4m3 and bf16.
+    let many = widest.elements(10_000, &mut rng);
+    for v in [-4.0, 0.0, 4.0] {
+        assert!(many.contains(&v), "{v} never drawn");
+    }
+    assert!(many.iter().all(|&v| v.fract() == 0.0 && v.abs() <= 4.0 && crate::check::e4m3_to_f32(crate::check::f32_to_e4m3(v)) == v));
+    let scales = widest.scales(1000, &mut rng);
+    assert!(scales.iter().all(|&s| [0.25, 0.5, 1.0, 2.0, 4.0].contains(&s)) && scales.contains(&0.25) && scales.contains(&4.0));
+    assert!(ExactInputs { entry: 4, scale_exp: 0 }.scales(10, &mut rng).iter().all(|&s| s == 1.0));
+}
+
+/// An f8e4m3 `Q` with `SQ` holding one scale a row and group of 2 columns, row-major.
+fn q_by_pairs() -> OutputSpec {
+    let sq = GroupStoreSpec { name: "SQ".into(), group: 2, groups: "G".into(), layout: SaLayout::KMajor };
+    OutputSpec { name: "Q".into(), dtype: DType::F8e4m3, group_stores: vec![sq] }
 }
 
 #[test]
-fn outputs_are_checked_codes_and_stores_together() {
+fn quantised_outputs_are_checked_exactly_or_by_their_decoded_values() {
+    use crate::check::f32_to_e4m3;
     use crate::quantize::{OutputCheck, StoreCheck, STORE_TOLERANCE};
-    let scale = 3.0 / 448.0;
-    assert!(StoreCheck::compare("SQ", &[scale as f32], &[scale]).pass());
-    let off = |r: f64| StoreCheck::compare("SQ", &[(scale * (1.0 + r)) as f32], &[scale]);
-    assert!(off(STORE_TOLERANCE * 0.9).pass() && !off(STORE_TOLERANCE * 1.1).pass());
-    assert!(off(-STORE_TOLERANCE * 0.9).pass());
-    let nan = StoreCheck::compare("SQ", &[f32::NAN, 1.0], &[1.0, 1.0]);
-    assert!(nan.worst.is_nan() && !nan.pass());
-    // C's codes and SQ of two rows, three groups a row.
-    let reference = EpilogueRows { values: vec![448.0, -0.5, 1.0, 0.0], stores: vec![vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]] };
-    let c = [0x7E, 0xB0, 0x38, 0x00];
-    let sq = vec![vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]];
-    let ok = OutputCheck::new(&fp8_q(), &c, &sq, &reference).unwrap();
-    assert_eq!((ok.err, ok.codes.unwrap().exact, ok.stores[0].worst), (0.0, 4, 0.0));
-    assert!(ok.pass(1e-2));
-    assert_eq!(ok.summary(), "codes 100.00% exact, max 0 steps; SQ worst 0.00e0");
-    // A scale off by 1%, a poisoned code: each fails alone.
-    let bad_sq = vec![vec![1.0f32, 2.0, 3.0, 4.0, 5.0 * 1.01, 6.0]];
-    let scales_off = OutputCheck::new(&fp8_q(), &c, &bad_sq, &reference).unwrap();
-    assert!(!scales_off.pass(1e-2) && scales_off.codes.unwrap().pass());
-    let poisoned = OutputCheck::new(&fp8_q(), &[0x7E, 0xB0, 0xFF, 0x00], &sq, &reference).unwrap();
-    assert!(!poisoned.pass(1e-2) && poisoned.err.is_nan());
-    assert_eq!(poisoned.summary(), "codes 75.00% exact, max 0 steps, 1 NaN; SQ worst 0.00e0");
-    // A bf16 C passes by its relative error.
-    let bf16_c = OutputSpec { dtype: DType::Bf16, ..fp8_q() };
-    let bytes: Vec<u8> = [448.0f32, -0.5, 1.0, 0.0].iter().flat_map(|&x| half::bf16::from_f32(x).to_le_bytes()).collect();
-    let bf = OutputCheck::new(&bf16_c, &bytes, &sq, &reference).unwrap();
-    assert!(bf.codes.is_none() && bf.pass(1e-2));
-    // Sizes must agree, and C must be a type the check reads.
+    // Two rows of 4 codes, a scale for each pair of columns.
+    let reference = EpilogueRows { values: vec![448.0, -0.5, 1.0, 0.0, 2.0, -2.0, 0.0, 96.0], stores: vec![vec![0.25, 2.0, 0.5, 3.0]] };
+    let codes = |v: &[f64]| v.iter().map(|&x| f32_to_e4m3(x as f32)).collect::<Vec<u8>>();
+    let c = codes(&reference.values);
+    let sq = vec![vec![0.25f32, 2.0, 0.5, 3.0]];
+    let check = |c: &[u8], sq: &[Vec<f32>]| OutputCheck::new(&q_by_pairs(), 4, c, sq, &reference).unwrap();
+    let same = check(&c, &sq);
+    assert!(same.pass_exact() && same.pass(1e-2) && same.err == 0.0);
+    assert_eq!(same.summary(), "codes 100.00% equal; SQ 100.00% equal, worst 0.00e0");
+    // -0 is 0: the sign of an exactly zero sum is the order of summation's.
+    let mut negative_zero = c.clone();
+    negative_zero[3] = 0x80;
+    assert!(check(&negative_zero, &sq).pass_exact());
+    // A small code one step off fails the exact policy; its decoded value is within the threshold.
+    let mut step = c.clone();
+    step[2] -= 1;
+    let stepped = check(&step, &sq);
+    assert!(!stepped.pass_exact() && stepped.pass(1e-2) && stepped.c.equal == 7);
+    assert!(stepped.err > 0.0 && stepped.err < 1e-2, "{}", stepped.err);
+    // A scale one f32 unit off likewise; one 2^-6 below (of the larger, the reference's) passes random inputs' policy,
+    // beyond fails it.
+    let scaled = |r: f64| vec![vec![0.25f32, 2.0, (0.5 * (1.0 - r)) as f32, 3.0]];
+    let ulp = check(&c, &[vec![0.25f32, 2.0, f32::from_bits(0.5f32.to_bits() + 1), 3.0]]);
+    assert!(!ulp.pass_exact() && ulp.pass(1e-2));
+    assert!(check(&c, &scaled(STORE_TOLERANCE * 0.99)).pass(1e-2) && !check(&c, &scaled(STORE_TOLERANCE * 1.01)).pass(1e-2));
+    // Codes are compared by their decoded values: a group's codes halved with its scale doubled is the same output.
+    let mut halved = c.clone();
+    halved[4..6].copy_from_slice(&codes(&[1.0, -1.0]));
+    let rescaled = check(&halved, &[vec![0.25f32, 2.0, 1.0, 3.0]]);
+    assert_eq!((rescaled.err, rescaled.c.equal), (0.0, 6));
+    assert!(!rescaled.pass(1e-2), "the scale itself is off by 2x");
+    // A code scaled wrongly moves the decoded values by far more than the threshold.
+    let mut wrong = c.clone();
+    wrong[7] = f32_to_e4m3(48.0);
+    assert!(check(&wrong, &sq).err > 0.1 && !check(&wrong, &sq).pass(1e-2));
+    // Codes are held to e4m3's half step, however tight the threshold for other outputs.
+    assert_eq!((same.threshold(1e-2), same.threshold(0.1)), (crate::quantize::CODE_TOLERANCE, 0.1));
+    // Poison: a NaN code or scale fails both.
+    let mut poisoned = c.clone();
+    poisoned[2] = 0xFF;
+    let p = check(&poisoned, &sq);
+    assert!(!p.pass_exact() && !p.pass(1e-2) && p.err.is_nan());
+    assert_eq!(p.summary(), "codes 87.50% equal, 1 NaN; SQ 100.00% equal, worst 0.00e0");
+    let nan_scale = check(&c, &[vec![0.25f32, f32::NAN, 0.5, 3.0]]);
+    assert!(!nan_scale.pass_exact() && !nan_scale.pass(1e-2) && nan_scale.stores[0].worst.is_nan());
+    // A store's worst distance is relative to the larger value; NaN anywhere stays NaN.
+    let s = StoreCheck::compare("SQ", &[1.0, 3.0, f32::NAN, 2.0], &[1.0, 2.0, 1.0, 1.0]).unwrap();
+    assert!(s.worst.is_nan() && s.equal == 1 && !s.within_tolerance() && !s.all_equal());
+    assert_eq!(StoreCheck::compare("SQ", &[3.0], &[2.0]).unwrap().worst, 1.0 / 3.0);
+    assert_eq!(StoreCheck::compare("SQ", &[3.0], &[]).unwrap_err(), "1 values of SQ to compare with the reference's 0");
+    // A bf16 C is compared by its values, C named as such.
+    let bf16_c = OutputSpec { dtype: DType::Bf16, ..q_by_pairs() };
+    let bytes: Vec<u8> = reference.values.iter().flat_map(|&x| half::bf16::from_f64(x).to_le_bytes()).collect();
+    let bf = OutputCheck::new(&bf16_c, 4, &bytes, &sq, &reference).unwrap();
+    assert!(!bf.codes && bf.pass_exact() && bf.pass(1e-2));
+    assert!(bf.summary().starts_with("C 100.00% equal;"));
+    // Sizes must agree, C must be a type the check reads, and its scales one store.
+    let err = |output: &OutputSpec, cols: usize, c: &[u8], sq: &[Vec<f32>]| OutputCheck::new(output, cols, c, sq, &reference).unwrap_err();
+    assert_eq!(err(&q_by_pairs(), 4, &c[..7], &sq), "7 values of C and 1 group stores to compare with the reference's 8 and 1");
+    assert_eq!(err(&q_by_pairs(), 3, &c, &sq), "8 values of C are not rows of 3 columns");
+    assert_eq!(err(&q_by_pairs(), 4, &c, &[vec![1.0]]), "1 values of SQ to compare with the reference's 4");
+    assert_eq!(err(&fp8_q(), 4, &c, &sq), "the reference has 4 values of SQ for 2 rows of 2 groups");
+    assert_eq!(err(&OutputSpec { dtype: DType::F16, ..q_by_pairs() }, 4, &c, &sq), "C is f16: the check reads bf16 and f8e4m3");
+    let mut two = q_by_pairs();
+    two.group_stores.push(GroupStoreSpec { name: "T".into(), ..two.group_stores[0].clone() });
+    let twice = EpilogueRows { stores: vec![reference.stores[0].clone(); 2], ..reference.clone() };
     assert_eq!(
-        OutputCheck::new(&fp8_q(), &c[..3], &sq, &reference).unwrap_err(),
-        "3 values of C and 1 group stores to compare with the reference's 4 and 1"
+        OutputCheck::new(&two, 4, &c, &[sq[0].clone(), sq[0].clone()], &twice).unwrap_err(),
+        "C is f8e4m3 with 2 group stores: the check decodes its codes with one, their scales"
     );
-    assert_eq!(
-        OutputCheck::new(&fp8_q(), &c, &[vec![1.0]], &reference).unwrap_err(),
-        "1 values of SQ to compare with the reference's 6"
-    );
-    let f16 = OutputSpec { dtype: DType::F16, ..fp8_q() };
-    assert_eq!(OutputCheck::new(&f16, &c, &sq, &reference).unwrap_err(), "C is f16: the check reads bf16 and f8e4m3");
 }
 
 /// A random bf16 product `m x n`, row `i`'s values uniform in
@@ -1172,13 +1263,14 @@ fn random_product(m: usize, n: usize, rng: &mut Rng) -> (Vec<half::bf16>, Vec<f6
 
 /// The rows kernel, compiled with NVRTC and run where libcuda is found
 /// (elsewhere a counted skip), against the reference on the same bf16
-/// product (so that only f32 against f64 arithmetic differs): the
-/// quantisation on odd shapes (N not a multiple of the group, of 4, of 8;
-/// one row; a row of zeros), and a bf16 C reading vectors and a residual
-/// with a row-major group store.
+/// product: the quantisation on odd shapes (N not a multiple of the group,
+/// of 4, of 8; one row; a row of zeros) every code and scale equal to the
+/// epilogue evaluated in f32, and a bf16 C reading vectors and a residual
+/// with a row-major group store (a sum: within a tolerance of the f64
+/// reference).
 #[test]
 fn the_rows_kernel_matches_the_reference_on_the_gpu() {
-    use crate::quantize::{CodeCheck, StoreCheck};
+    use crate::quantize::OutputCheck;
     if !cuda_available() {
         tilec_cli::report_skip("tilec-runtime rows kernel", &format!("libcuda not found ({})", ensure_cuda().unwrap_err()));
         return;
@@ -1200,13 +1292,12 @@ fn the_rows_kernel_matches_the_reference_on_the_gpu() {
         kernel.launch_rows(&gpu, gpu.addr(&c), gpu.addr(&p), &[gpu.addr(&sq)], &[], m as u64, n as u64).unwrap();
         gpu.sync("rows kernel").unwrap();
         let rows: Vec<usize> = (0..m).collect();
-        let want = EpilogueReference::new(&q, &[], &[]).unwrap().rows(&product, &rows, n);
-        let codes = CodeCheck::compare(&s.clone_dtoh(&c).unwrap(), &want.values);
+        let product: Vec<f32> = product.iter().map(|&x| x as f32).collect();
+        let want = EpilogueReference::new(&q, &[], &[]).unwrap().rows_f32(&product, &rows, n).unwrap();
         let out = GemmSize::new(m as u64, n as u64, 1);
         let scales = sq_spec(SaLayout::MMajor).rows(&s.clone_dtoh(&sq).unwrap(), &rows, out);
-        let store = StoreCheck::compare("SQ", &scales, &want.stores[0]);
-        assert!(codes.pass() && codes.exact_fraction() >= 0.999, "{m}x{n}: {codes:?}");
-        assert!(store.worst <= 1e-6, "{m}x{n}: {store:?}");
+        let checked = OutputCheck::new(&fp8_q(), n, &s.clone_dtoh(&c).unwrap(), &[scales], &want).unwrap();
+        assert!(checked.pass_exact(), "{m}x{n}: {}", checked.summary());
     }
     // bf16 C = (acc + bias[j]) / (its 64-column group's sum) * s[i] + r[i][j], the sums stored row-major.
     let e = Epilogue {
@@ -1244,7 +1335,7 @@ fn the_rows_kernel_matches_the_reference_on_the_gpu() {
     let rows: Vec<usize> = (0..m).collect();
     let want = EpilogueReference::new(&e, &vectors, &matrices).unwrap().rows(&product, &rows, n);
     let sums = t.rows(&s.clone_dtoh(&sums).unwrap(), &rows, size);
-    let checked = crate::quantize::OutputCheck::new(&output, &s.clone_dtoh(&c).unwrap(), &[sums], &want).unwrap();
+    let checked = OutputCheck::new(&output, n, &s.clone_dtoh(&c).unwrap(), &[sums], &want).unwrap();
     assert!(checked.err < 1e-2 && checked.stores[0].worst < 1e-5, "{checked:?}");
     // The launches take their own shapes only.
     assert!(kernel.launch(&gpu, 0, &operands, 1, 1).unwrap_err().to_string().contains("launch_rows"));
@@ -1268,4 +1359,47 @@ fn the_rows_kernel_matches_the_reference_on_the_gpu() {
     let want = EpilogueReference::new(&clamp, &biases, &[]).unwrap().rows(&product, &rows, n);
     let got: Vec<f64> = s.clone_dtoh(&c).unwrap().iter().map(|x| x.to_f64()).collect();
     assert_eq!(got, want.values, "min and max of values exact in bf16 are exact");
+}
+
+/// The gated kernel, compiled with NVRTC and run where libcuda is found
+/// (elsewhere a counted skip), reading each part's product from a buffer
+/// of its own, as the baseline's GEMM of each part writes it, against the
+/// reference on the interleaved product: SwiGLU plus the accumulator (the
+/// interleaved product's column j, read from the part holding it).
+#[test]
+fn the_gated_kernel_reads_the_parts_products_on_the_gpu() {
+    if !cuda_available() {
+        tilec_cli::report_skip("tilec-runtime gated kernel", &format!("libcuda not found ({})", ensure_cuda().unwrap_err()));
+        return;
+    }
+    let gpu = Gpu::new(0).expect("CUDA present but device init failed");
+    let s = &gpu.stream;
+    let e = epilogue(&SWIGLU.replace(
+        r#"{"op": "convert", "to": "bf16", "x": 7}"#,
+        r#"{"op": "acc"}, {"op": "binary", "f": "add", "lhs": 7, "rhs": 8}, {"op": "convert", "to": "bf16", "x": 9}"#,
+    ));
+    let kernel = ElementwiseKernel::new(&gpu, &e, &[], &[], &OutputSpec::bf16_c()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel.shape(), KernelShape::Gated { block: 128, parts: 2 });
+    let parts = AccParts { block: 128, parts: 2, cols: "H".into() };
+    let mut rng = Rng::new(0x6A7E);
+    for (m, n) in [(3, 256), (65, 1024), (1, 512)] {
+        let (bits, product) = random_product(m, n, &mut rng);
+        // Part q's product: each row's columns of that part, as the GEMM of the part's weights writes it.
+        let products: Vec<_> = (0..2)
+            .map(|q| s.clone_htod(&bits.chunks(n).flat_map(|row| parts.part_rows(row, 1, 1, q).unwrap()).collect::<Vec<_>>()).unwrap())
+            .collect();
+        let h = n / 2;
+        let mut c = unsafe { s.alloc::<half::bf16>(m * h) }.unwrap();
+        gpu.poison16(&mut c, crate::check::POISON_BF16).unwrap();
+        let addrs: Vec<u64> = products.iter().map(|p| gpu.addr(p)).collect();
+        kernel.launch_gated(&gpu, gpu.addr(&c), &addrs, &[], m as u64, h as u64).unwrap();
+        gpu.sync("gated kernel").unwrap();
+        let rows: Vec<usize> = (0..m).collect();
+        let want = EpilogueReference::new(&e, &[], &[]).unwrap().rows(&product, &rows, n);
+        let got: Vec<f64> = s.clone_dtoh(&c).unwrap().iter().map(|x| x.to_f64()).collect();
+        let err = crate::check::rel_frobenius(&got, &want.values);
+        assert!(err < 1e-2, "{m}x{n}: {err}");
+    }
+    let one = kernel.launch_gated(&gpu, 0, &[0], &[], 1, 128).unwrap_err().to_string();
+    assert!(one.contains("the epilogue kernel reads 2 parts' products, 1 given"), "{one}");
 }

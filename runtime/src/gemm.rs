@@ -196,6 +196,13 @@ impl OutputSpec {
     pub fn bf16_c() -> OutputSpec {
         OutputSpec { name: "C".into(), dtype: DType::Bf16, group_stores: Vec::new() }
     }
+
+    /// True if it is what an output quantisation writes: C other than
+    /// bf16 (FP8 codes) or group stores, which the checks compare as
+    /// [`crate::quantize`] says.
+    pub fn quantized(&self) -> bool {
+        self.dtype != DType::Bf16 || !self.group_stores.is_empty()
+    }
 }
 
 /// An f32 output of one value per row of C and group of `group` of its

@@ -334,6 +334,8 @@ fn fixtures_load_and_validate() {
     assert_eq!((spec.scales, spec.sa_layout), (Scales::Block, SaLayout::MMajor));
     let kind = crate::epilogue::classify(spec.epilogue.as_ref(), &spec.vectors, &spec.matrices);
     assert_eq!(kind, crate::epilogue::EpilogueKind::Quantize);
+    // Its epilogue has exact f32 values, as its kernel.cu computes them: tilec-gpu-test checks it on exact inputs too.
+    assert!(spec.output.quantized() && spec.epilogue.as_ref().unwrap().in_f32().is_ok());
     let size = GemmSize::new(129, 300, 256);
     let t = |name: &str, dtype, bytes| TensorBinding { name: name.into(), dtype, addr: 0x1000, bytes };
     let buffers = GemmBuffers::new(t("A", DType::U8, 129 * 256), t("B", DType::U8, 300 * 256), t("Q", DType::U8, 129 * 300))

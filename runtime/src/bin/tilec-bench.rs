@@ -30,11 +30,14 @@
 //! it. All artifacts of one dtype in a run must compute the same epilogue.
 //! An epilogue of interleaved parts of the product (`acc_part`: SwiGLU's
 //! `silu(gate) * up` with gate and up interleaved in one B of N rows)
-//! stores `C[M,N/parts]`; its baseline (kind `gated`) is cuBLASLt writing
-//! the whole `[M,N]` bf16 product to a scratch buffer, then the generated
-//! element-wise kernel reading the parts' columns and writing C, timed
-//! together. Shapes are the GEMM's: N counts the product's columns (the
-//! FLOPs of the gate and up GEMMs of N/2 each). An epilogue quantising the
+//! stores `C[M,N/parts]`; its baseline (kind `gated`,
+//! `...-2gemm+nvrtc-gated`) is one cuBLASLt GEMM per part, of N/parts
+//! columns on the part's weights (B's rows taken apart on the host, once
+//! per rotated set, before any timing; a block-scaled one with the part's
+//! rows of SB), each writing its bf16 product to a scratch buffer of its
+//! own, then the generated element-wise kernel reading the products and
+//! writing C, all timed together as one run. Shapes are the GEMM's: N
+//! counts the product's columns. An epilogue quantising the
 //! output (kind `quantize`: an FP8 C of e4m3 codes, per-group scales in
 //! group stores, `examples/gemm_fp8_quantize.tile`) writes C and its group
 //! stores to buffers of their own for every rotated set; its baseline is
@@ -42,8 +45,9 @@
 //! generated from the epilogue by rows and groups reading it and writing
 //! the set's C and group stores (`...+nvrtc-quantize`), timed together.
 //! Every run's outputs are checked against the epilogue applied row by row
-//! to cuBLAS's product: the codes' values by their relative error, each
-//! stored value within a relative 2^-7 (`quantize::BENCH_POLICY`).
+//! to cuBLAS's product as `tilec-gpu-test` checks random inputs
+//! (`quantize::POLICY`): the codes decoded with their scales by their
+//! relative error, each stored value within a relative 2^-6.
 
 use clap::Parser;
 use half::bf16;
@@ -427,34 +431,54 @@ fn poison(gpu: &Gpu, c: &mut CudaSlice<bf16>) -> Result<()> {
     gpu.poison16(c, POISON_BF16)
 }
 
-/// Device buffers of one shape: `sets` copies of A, B and C (`c_cols`
-/// columns: N, or a gated epilogue's N / parts).
+/// Device buffers of one shape: `sets` copies of A, B and C (N columns, or
+/// a gated epilogue's N / parts), and for a gated epilogue
+/// each set's B taken apart into its parts' weights (set, then part), which
+/// the baseline's GEMMs read.
 struct Sets<TIn> {
     a: Vec<CudaSlice<TIn>>,
     b: Vec<CudaSlice<TIn>>,
     c: Vec<CudaSlice<bf16>>,
+    b_parts: Vec<Vec<CudaSlice<TIn>>>,
+}
+
+impl<TIn> Sets<TIn> {
+    /// Each set's parts' B addresses (set, then part); empty without parts.
+    fn part_addrs(&self, gpu: &Gpu) -> Vec<Vec<u64>> {
+        self.b_parts.iter().map(|parts| parts.iter().map(|b| gpu.addr(b)).collect()).collect()
+    }
 }
 
 /// Host inputs with room for `sets` distinct windows (set s starts at s*PAD).
 const PAD: usize = 4099;
 
-fn upload<T: cudarc::driver::DeviceRepr + Clone>(
+/// Uploads `sets` sets (see [`Sets`]), B taken apart into the parts of
+/// `gated` where given (on the host, outside any timing).
+fn upload<T: cudarc::driver::DeviceRepr + Copy>(
     gpu: &Gpu,
     a_h: &[T],
     b_h: &[T],
     shape: Shape,
-    c_cols: u64,
+    gated: Option<&AccParts>,
     sets: usize,
 ) -> Result<Sets<T>> {
     let s = &gpu.stream;
+    let c_cols = gated.map_or(shape.n, |g| g.out_cols(shape.n));
     let (mk, nk, mn) = ((shape.m * shape.k) as usize, (shape.n * shape.k) as usize, (shape.m * c_cols) as usize);
-    let mut out = Sets { a: Vec::new(), b: Vec::new(), c: Vec::new() };
+    let mut out = Sets { a: Vec::new(), b: Vec::new(), c: Vec::new(), b_parts: Vec::new() };
     for i in 0..sets {
+        let b = &b_h[i * PAD..i * PAD + nk];
         out.a.push(s.clone_htod(&a_h[i * PAD..i * PAD + mk]).ctx("cuMemcpyHtoD(A)")?);
-        out.b.push(s.clone_htod(&b_h[i * PAD..i * PAD + nk]).ctx("cuMemcpyHtoD(B)")?);
+        out.b.push(s.clone_htod(b).ctx("cuMemcpyHtoD(B)")?);
         let mut c = unsafe { s.alloc::<bf16>(mn) }.ctx("cuMemAlloc(C)")?;
         poison(gpu, &mut c)?;
         out.c.push(c);
+        if let Some(g) = gated {
+            let parts = (0..g.parts)
+                .map(|q| s.clone_htod(&g.part_rows(b, shape.k as usize, 1, q)?).ctx("cuMemcpyHtoD(B part)"))
+                .collect::<Result<Vec<_>>>()?;
+            out.b_parts.push(parts);
+        }
     }
     Ok(out)
 }
@@ -502,10 +526,11 @@ impl RunEpilogue {
         })
     }
 
-    /// The runs write C other than bf16, or group stores: their outputs
-    /// are [`OutSets`], checked as `quantize::BENCH_POLICY` says.
+    /// The runs write C other than bf16, or group stores
+    /// ([`OutputSpec::quantized`]): their outputs are [`OutSets`], checked
+    /// as `quantize::POLICY` says.
     fn quantized(&self) -> bool {
-        self.output.dtype != DType::Bf16 || !self.output.group_stores.is_empty()
+        self.output.quantized()
     }
 
     /// C's size (and the vectors' and matrices'): N / parts columns for a gated epilogue.
@@ -624,7 +649,7 @@ impl OutSets {
         for (spec, st) in output.group_stores.iter().zip(&self.stores[0]) {
             stores.push(spec.rows(&gpu.stream.clone_dtoh(st).ctx("cuMemcpyDtoH(group store)")?, &rows, out));
         }
-        OutputCheck::new(output, &c, &stores, reference).map_err(RuntimeError::Other)
+        OutputCheck::new(output, out.n as usize, &c, &stores, reference).map_err(RuntimeError::Other)
     }
 }
 
@@ -651,7 +676,7 @@ enum Verify<'a> {
     /// Frobenius error within the threshold), the reference named `label`.
     Bf16 { c: &'a mut CudaSlice<bf16>, reference: &'a [bf16], scale: f64, label: String },
     /// A quantising epilogue's outputs against the reference's rows, as
-    /// `quantize::BENCH_POLICY` says, the reference named `label`.
+    /// `quantize::POLICY` says, the reference named `label`.
     Quantized { outs: &'a mut OutSets, output: &'a OutputSpec, out: GemmSize, reference: &'a EpilogueRows, label: String },
 }
 
@@ -689,10 +714,10 @@ impl<'a> Verify<'a> {
             Verify::Quantized { outs, output, out, reference, label } => {
                 let checked = outs.check(gpu, output, *out, reference)?;
                 Ok(Check {
-                    reference: format!("{label}: {}; {}", checked.summary(), quantize::BENCH_POLICY),
+                    reference: format!("{label}: {}; {}", checked.summary(), quantize::POLICY),
                     rel_err: checked.err.is_finite().then_some(checked.err),
-                    threshold,
-                    pass: checked.pass_by_error(threshold),
+                    threshold: checked.threshold(threshold),
+                    pass: checked.pass(threshold),
                 })
             }
         }
@@ -705,10 +730,19 @@ enum EpiBaseline {
     Fused(LtGemm),
     /// cuBLASLt writing bf16, then the generated element-wise kernel in place.
     Unfused(LtGemm, ElementwiseKernel, Vec<u64>),
-    /// cuBLASLt writing the whole bf16 product `[M,N]` to `scratch`, then
-    /// the generated element-wise kernel reading its interleaved parts and
-    /// writing C `[M,N/parts]`.
-    Gated { plan: LtGemm, kernel: ElementwiseKernel, operands: Vec<u64>, scratch: CudaSlice<bf16>, parts: u64 },
+    /// One cuBLASLt GEMM per part (`plans`), of `N/parts` columns on the
+    /// set's weights of the part (`b`: set, then part), each writing its
+    /// bf16 product to a scratch buffer of its own (`products`, at
+    /// `product_addrs`), then the generated element-wise kernel reading the
+    /// products and writing C `[M,N/parts]`.
+    Gated {
+        plans: Vec<LtGemm>,
+        kernel: ElementwiseKernel,
+        operands: Vec<u64>,
+        b: Vec<Vec<u64>>,
+        product_addrs: Vec<u64>,
+        _products: Vec<CudaSlice<bf16>>,
+    },
     /// cuBLASLt writing the bf16 product `[M,N]` to `scratch`, then the
     /// kernel generated by rows and groups reading it and writing each
     /// set's C and group stores (`outputs`: their addresses).
@@ -726,10 +760,11 @@ impl EpiBaseline {
                 unsafe { plan.run(&cx.lt, p.0, p.1, p.2) }?;
                 kernel.launch(cx.gpu, p.2, vectors, m, n)
             }
-            EpiBaseline::Gated { plan, kernel, operands, scratch, parts } => {
-                let product = cx.gpu.addr(scratch);
-                unsafe { plan.run(&cx.lt, p.0, p.1, product) }?;
-                kernel.launch_gated(cx.gpu, p.2, product, operands, m, n, *parts)
+            EpiBaseline::Gated { plans, kernel, operands, b, product_addrs, .. } => {
+                for ((plan, &weights), &product) in plans.iter().zip(&b[set]).zip(product_addrs) {
+                    unsafe { plan.run(&cx.lt, p.0, weights, product) }?;
+                }
+                kernel.launch_gated(cx.gpu, p.2, product_addrs, operands, m, n / plans.len() as u64)
             }
             EpiBaseline::Rows { plan, kernel, operands, scratch, outputs } => {
                 let product = cx.gpu.addr(scratch);
@@ -741,14 +776,24 @@ impl EpiBaseline {
     }
 }
 
+/// What a gated epilogue's baseline GEMMs read: each set's weights of each
+/// part (set, then part), and each part's cuBLASLt input (a block-scaled
+/// one its part of B's scales), or why the parts cannot be taken apart.
+struct PartGemms<'a> {
+    b: &'a [Vec<u64>],
+    inputs: std::result::Result<Vec<LtInput>, String>,
+}
+
 /// Makes the baseline of `epi` on cuBLASLt `input` (run names start with
 /// `prefix`: `cublaslt`, `cublaslt-fp8-block`, ...), checks it once on set
 /// 0 as `verify` says and adds its run to `r` (and its name to
 /// `r.epilogue`); the fused cuBLASLt epilogue where [`classify`] finds one
 /// and cuBLASLt has a kernel for it, else the GEMM followed by the
 /// generated kernel (`+nvrtc-epilogue`; `+nvrtc-quantize` for an output
-/// quantisation, which writes each set's C and group stores at `outputs`).
-/// Returns the run's index and the baseline when it passed.
+/// quantisation, which writes each set's C and group stores at `outputs`;
+/// `-<parts>gemm+nvrtc-gated` for interleaved parts, one GEMM a part on
+/// the weights and inputs of `parts`). Returns the run's index and the
+/// baseline when it passed.
 #[allow(clippy::too_many_arguments)]
 fn check_epilogue_baseline(
     cx: &Ctx,
@@ -756,6 +801,7 @@ fn check_epilogue_baseline(
     epi: &RunEpilogue,
     vectors: &ShapeVectors,
     (prefix, input): (&str, LtInput),
+    parts: Option<&PartGemms>,
     ptrs: &[(u64, u64, u64)],
     outputs: &[(u64, Vec<u64>)],
     verify: &mut Verify,
@@ -811,18 +857,29 @@ fn check_epilogue_baseline(
             Err(e) => note = Some(format!("{name}: {e}")),
         }
     }
-    let suffix = if epi.kind == EpilogueKind::Quantize { "nvrtc-quantize" } else { "nvrtc-epilogue" };
-    let name = format!("{prefix}+{suffix}");
+    let name = match &epi.kind {
+        EpilogueKind::Quantize => format!("{prefix}+nvrtc-quantize"),
+        EpilogueKind::Gated { parts, .. } => format!("{prefix}-{parts}gemm+nvrtc-gated"),
+        _ => format!("{prefix}+nvrtc-epilogue"),
+    };
     let unfused = (|| -> Result<EpiBaseline> {
-        let plan = LtGemm::new(&cx.lt, shape.m, shape.n, shape.k, input)?;
         let kernel = ElementwiseKernel::new(gpu, &epi.epilogue, &epi.vectors, &epi.matrices, &epi.output)?;
         let operands = vectors.operand_addrs();
-        // The product is written once per launch and read back at once, as an unfused MLP does: one scratch buffer.
-        let scratch = || unsafe { gpu.stream.alloc::<bf16>((shape.m * shape.n) as usize) }.ctx("cuMemAlloc(product scratch)");
+        // A product is written once per launch and read back at once, as an unfused MLP does: one scratch buffer.
+        let scratch = |cols: u64| unsafe { gpu.stream.alloc::<bf16>((shape.m * cols) as usize) }.ctx("cuMemAlloc(product scratch)");
+        let whole = || LtGemm::new(&cx.lt, shape.m, shape.n, shape.k, input);
         Ok(match kernel.shape() {
-            KernelShape::InPlace => EpiBaseline::Unfused(plan, kernel, operands),
-            KernelShape::Gated { parts, .. } => EpiBaseline::Gated { plan, kernel, operands, scratch: scratch()?, parts },
-            KernelShape::Rows { .. } => EpiBaseline::Rows { plan, kernel, operands, scratch: scratch()?, outputs: outputs.to_vec() },
+            KernelShape::InPlace => EpiBaseline::Unfused(whole()?, kernel, operands),
+            KernelShape::Gated { parts: count, .. } => {
+                let parts = parts.ok_or_else(|| RuntimeError::Other("no weights of the parts for the GEMM of each".into()))?;
+                let inputs = parts.inputs.clone().map_err(RuntimeError::Other)?;
+                let cols = shape.n / count;
+                let plans = inputs.into_iter().map(|i| LtGemm::new(&cx.lt, shape.m, cols, shape.k, i)).collect::<Result<Vec<_>>>()?;
+                let products = (0..count).map(|_| scratch(cols)).collect::<Result<Vec<_>>>()?;
+                let product_addrs = products.iter().map(|p| gpu.addr(p)).collect();
+                EpiBaseline::Gated { plans, kernel, operands, b: parts.b.to_vec(), product_addrs, _products: products }
+            }
+            KernelShape::Rows { .. } => EpiBaseline::Rows { plan: whole()?, kernel, operands, scratch: scratch(shape.n)?, outputs: outputs.to_vec() },
         })
     })();
     let mut unfused_note = None;
@@ -851,17 +908,11 @@ fn check_epilogue_baseline(
             if stores.is_empty() { String::new() } else { format!(" and {}", stores.join(", ")) }
         ));
     } else if let Some(g) = &epi.gated {
+        let cols = g.out_cols(shape.n);
         info.note = Some(format!(
-            "{} parts interleaved in runs of {} columns: the GEMM writes the whole {}x{} bf16 product, the element-wise kernel reads \
-             the parts and writes C {}x{}; the same FLOPs as {} GEMMs of N/{} and the element-wise kernel",
-            g.parts,
-            g.block,
-            shape.m,
-            shape.n,
-            shape.m,
-            g.out_cols(shape.n),
-            g.parts,
-            g.parts
+            "{} parts interleaved in runs of {} columns: B's rows taken apart into each part's weights (once, untimed), {} GEMMs of \
+             {}x{cols}x{} each write their bf16 product, the element-wise kernel reads them and writes C {}x{cols}",
+            g.parts, g.block, g.parts, shape.m, shape.k, shape.m
         ));
     }
     done
@@ -1117,12 +1168,11 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
     if let Some(g) = &gated {
         g.check_n(shape.n)?;
     }
-    let c_cols = gated.as_ref().map_or(shape.n, |g| g.out_cols(shape.n));
     match dtype {
         BenchDtype::Bf16 => {
             let a_h = par_fill(mk + extra, r.seed, |g| bf16::from_f32(g.uniform()));
             let b_h = par_fill(nk + extra, r.seed ^ 0xB, |g| bf16::from_f32(g.uniform()));
-            let mut d = upload(gpu, &a_h, &b_h, shape, c_cols, sets)?;
+            let mut d = upload(gpu, &a_h, &b_h, shape, gated.as_ref(), sets)?;
             let (refh, ref_check) = reference(cx, shape, &d.a[0], &d.b[0], |i| a_h[i].to_f32(), |i| b_h[i].to_f32())?;
             drop((a_h, b_h));
             if let Some(epi) = RunEpilogue::of(cands, dtype) {
@@ -1147,8 +1197,21 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 };
                 let binds: Vec<GemmBuffers> = (0..sets).map(bind).collect();
                 let label = "epilogue on cublas (fp64-checked)";
+                let part_b = d.part_addrs(gpu);
+                let parts = gated.as_ref().map(|g| PartGemms { b: &part_b, inputs: Ok(vec![LtInput::Bf16; g.parts as usize]) });
                 let mut verify = Verify::epilogue(&mut d.c[0], outs.as_mut(), &epi, out, &epi_ref, label)?;
-                let base = check_epilogue_baseline(cx, shape, &epi, &vectors, ("cublaslt", LtInput::Bf16), &ptrs, &outputs, &mut verify, r);
+                let base = check_epilogue_baseline(
+                    cx,
+                    shape,
+                    &epi,
+                    &vectors,
+                    ("cublaslt", LtInput::Bf16),
+                    parts.as_ref(),
+                    &ptrs,
+                    &outputs,
+                    &mut verify,
+                    r,
+                );
                 let mut ours_bound = Vec::new();
                 for &ci in &ours {
                     ours_bound.push(check_ours(cx, &mut cands[ci], size, binds.clone(), &mut verify, r));
@@ -1195,7 +1258,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
         BenchDtype::Fp8 => {
             let a_h = par_fill(mk + extra, r.seed, |g| f32_to_e4m3(g.uniform()));
             let b_h = par_fill(nk + extra, r.seed ^ 0xB, |g| f32_to_e4m3(g.uniform()));
-            let mut d = upload(gpu, &a_h, &b_h, shape, c_cols, sets)?;
+            let mut d = upload(gpu, &a_h, &b_h, shape, gated.as_ref(), sets)?;
             let bs = BlockScales::new(shape.m as usize, shape.n as usize, shape.k as usize);
             let mut scale_rng = Rng::new(r.seed ^ 0x5CA1E);
             let sa_h = random_pow2_scales(bs.sa_len(), &mut scale_rng);
@@ -1204,6 +1267,14 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 gpu.stream.clone_htod(v).ctx(what)
             };
             let block = (up(&sa_h, "cuMemcpyHtoD(SA)")?, up(&bs.sa_m_major(&sa_h), "cuMemcpyHtoD(SA_t)")?, up(&sb_h, "cuMemcpyHtoD(SB)")?);
+            // A gated epilogue's block-scaled baseline: each part's rows of SB, where a run is whole 128-row scale blocks.
+            let sb_parts: Option<std::result::Result<Vec<CudaSlice<f32>>, String>> = gated.as_ref().map(|g| {
+                (0..g.parts)
+                    .map(|q| up(&g.part_rows(&sb_h, bs.kb(), SCALE_BLOCK as u64, q)?, "cuMemcpyHtoD(SB part)"))
+                    .collect::<Result<Vec<_>>>()
+                    .map_err(|e| e.to_string())
+            });
+            let part_b = d.part_addrs(gpu);
             // Per-tensor reference: cuBLAS BF16 on the same values (e4m3 is exact in bf16).
             let (refh, ref_check) = {
                 let up = |v: &[u8]| v.iter().map(|&x| bf16::from_f32(e4m3_to_f32(x))).collect::<Vec<_>>();
@@ -1263,8 +1334,20 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 };
                 match (&epi, &vectors, &epi_ref) {
                     (Some(e), Some(v), Some(er)) => {
+                        let parts = gated.as_ref().map(|g| PartGemms {
+                            b: &part_b,
+                            inputs: match &sb_parts {
+                                Some(Ok(sbs)) if family == Scales::Block => Ok(sbs
+                                    .iter()
+                                    .map(|sb| LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&block.1), sb: gpu.addr(sb) })
+                                    .collect()),
+                                Some(Err(why)) if family == Scales::Block => Err(why.clone()),
+                                _ => Ok(vec![lt.input; g.parts as usize]),
+                            },
+                        });
                         let mut verify = Verify::epilogue(&mut d.c[0], outs.as_mut(), e, out, er, "epilogue on cublas (fp64-checked)")?;
-                        epi_bases.push(check_epilogue_baseline(cx, shape, e, v, (lt.name, lt.input), &ptrs, &outputs, &mut verify, r))
+                        let input = (lt.name, lt.input);
+                        epi_bases.push(check_epilogue_baseline(cx, shape, e, v, input, parts.as_ref(), &ptrs, &outputs, &mut verify, r))
                     }
                     _ => lt_plans.push(check_cublaslt(cx, shape, &lt, &ptrs, &mut d.c[0], refh, r)),
                 }

@@ -22,9 +22,15 @@
 //!   epilogue. An epilogue that quantises the output (an f8e4m3 C, named
 //!   as the manifest names it, `Q`, with per-group scales in group stores
 //!   such as `SQ[NB,M]`, reductions over groups of columns) is checked row
-//!   by row: its codes and stored scales against the reference's, as
-//!   `tilec_runtime::quantize::POLICY` says (printed with the results, and
-//!   each shape's exact-match fraction of the codes).
+//!   by row twice a shape, each a line (`inputs`): on inputs whose product
+//!   is exact in f32, every code and stored value equal to the epilogue
+//!   evaluated in f32 as the kernel does (`quantize::EXACT_POLICY`; not
+//!   run, saying why, where the epilogue has no exact f32 value), and on
+//!   random inputs, the codes decoded with their scales within the
+//!   threshold and the scales within a relative 2^-6 of the FP64
+//!   reference's (`quantize::POLICY`); both printed with the results, each
+//!   line with the fraction of values equal to the reference's. The shape
+//!   passes where both do.
 //! - copy: bf16 `X[M,N]` input, `Y[M,N]` output (Y = X): bit-exact comparison.
 //! - grouped GEMM (`tilec_runtime::grouped`'s signatures: contiguous or
 //!   masked, BF16 or block-scaled FP8): run on each `--grouped-problems`
@@ -344,12 +350,28 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
                 out.name,
                 out.dtype
             );
-            if out.dtype != DType::Bf16 || !out.group_stores.is_empty() {
+            // A quantised output is checked on exact inputs too, where its epilogue has exact f32 values.
+            let quantized = out.quantized();
+            let exact = quantized && {
                 println!("comparison: {}", quantize::POLICY);
-            }
-            println!("{:>16} {:>10} {:>11} {:>6} {:>9} {:>9}  seed, outputs", "MxNxK", "err", "rows", "result", "ours_TF", "plain_TF");
+                match spec.epilogue.as_ref().map(|e| e.in_f32().map(|_| ())) {
+                    Some(Ok(())) => {
+                        println!("comparison: {}", quantize::EXACT_POLICY);
+                        true
+                    }
+                    Some(Err(e)) => {
+                        println!("comparison: exact inputs not run: {e}");
+                        false
+                    }
+                    None => false,
+                }
+            };
+            println!(
+                "{:>16} {:>6} {:>10} {:>11} {:>6} {:>9} {:>9}  seed, outputs",
+                "MxNxK", "inputs", "err", "rows", "result", "ours_TF", "plain_TF"
+            );
             for &(mm, nn, kk) in shapes {
-                match epilogue_shape(&gpu, &gemm, &blas, (mm, nn, kk), threshold) {
+                match epilogue_shape(&gpu, &gemm, &blas, (mm, nn, kk), threshold, quantized, exact) {
                     Ok(true) => {}
                     Ok(false) => failed += 1,
                     Err(e) => {
@@ -429,12 +451,33 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
 }
 
 /// One shape of a GEMM with a fused epilogue: checked on sampled rows
-/// (`epilogue::check_with_epilogue`), then timed, with cuBLAS's plain BF16
-/// GEMM of the same size alongside for information (it computes no epilogue).
-fn epilogue_shape(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, (m, n, k): (u64, u64, u64), threshold: f64) -> Result<bool> {
+/// (`epilogue::check_with_epilogue`) on random inputs, then timed, with
+/// cuBLAS's plain BF16 GEMM of the same size alongside for information (it
+/// computes no epilogue); where `exact`, first checked on exact inputs
+/// too (a line of its own, untimed). Passes where every check does. The
+/// outputs' figures are printed where `quantized`.
+fn epilogue_shape(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, (m, n, k): (u64, u64, u64), threshold: f64, quantized: bool, exact: bool) -> Result<bool> {
     let size = GemmSize::new(m, n, k);
-    let mut call = epilogue::check_with_epilogue(gpu, gemm, size, threshold)?;
-    let c = &call.check;
+    let line = |c: &epilogue::EpilogueCheck, tf: Option<(f64, f64)>| {
+        let tf = tf.map_or_else(|| format!("{:>9} {:>9}", "-", "-"), |(ours, plain)| format!("{ours:>9.2} {plain:>9.2}"));
+        println!(
+            "{:>16} {:>6} {:>10.3e} {:>11} {:>6} {tf}  {:#x}{}",
+            format!("{m}x{n}x{k}"),
+            c.inputs.name(),
+            c.out.err,
+            format!("{} of {m}", c.rows),
+            if c.pass { "PASS" } else { "FAIL" },
+            c.seed,
+            if quantized { format!(", {}", c.out.summary()) } else { String::new() }
+        );
+    };
+    let mut pass = true;
+    if exact {
+        let call = epilogue::check_with_epilogue(gpu, gemm, size, threshold, epilogue::Inputs::Exact)?;
+        line(&call.check, None);
+        pass &= call.check.pass;
+    }
+    let mut call = epilogue::check_with_epilogue(gpu, gemm, size, threshold, epilogue::Inputs::Random)?;
     let (mu, nu, ku) = (m as usize, n as usize, k as usize);
     let s = &gpu.stream;
     let dc = |e| RuntimeError::Driver { call: "cuMemcpy/cuMemAlloc", err: e };
@@ -442,19 +485,8 @@ fn epilogue_shape(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, (m, n, k): (u64, u64, u
     let b = s.clone_htod(&vec![bf16::ONE; nu * ku]).map_err(dc)?;
     let mut c_plain = unsafe { s.alloc::<bf16>(mu * nu) }.map_err(dc)?;
     let ms = bench(gpu, &mut [&mut |_| call.bound.launch(&gpu.stream), &mut |_| blas.gemm_bf16_tn(m, n, k, &a, &b, &mut c_plain)])?;
-    let outputs = c.out.summary();
-    println!(
-        "{:>16} {:>10.3e} {:>11} {:>6} {:>9.2} {:>9.2}  {:#x}{}",
-        format!("{m}x{n}x{k}"),
-        c.out.err,
-        format!("{} of {m}", c.rows),
-        if c.pass { "PASS" } else { "FAIL" },
-        tflops(m, n, k, ms[0]),
-        tflops(m, n, k, ms[1]),
-        c.seed,
-        if outputs.is_empty() { outputs } else { format!(", {outputs}") }
-    );
-    Ok(call.check.pass)
+    line(&call.check, Some((tflops(m, n, k, ms[0]), tflops(m, n, k, ms[1]))));
+    Ok(pass && call.check.pass)
 }
 
 #[allow(clippy::too_many_arguments)]
