@@ -24,13 +24,34 @@
 //! 128 of K over A's rows (`SA[SM, KB]`, or `SA[G, MM, KB]`; M-major as
 //! `SA[KB, SM]` or `SA[G, KB, MM]`, see [`SaLayout`]) and
 //! `SB[G, NB, KB]` one per 128x128 block of each expert's B.
+//!
+//! The manifest's `epilogue` may do more than round the accumulator to bf16
+//! ([`GroupedEpilogue`]): a program over each output element reading the
+//! accumulator, or interleaved parts of the product (SwiGLU's gate and up,
+//! each expert's B holding them in alternate runs of `block` rows: an
+//! [`EpilogueValue::AccPart`]). Reading parts, C has `N / parts` columns
+//! under a symbol of its own (`C[SM, H]` or `C[G, MM, H]`, bound to
+//! `N / parts` at a call), N being the product's columns, a multiple of
+//! `parts * block`. An epilogue reading vectors or matrices (a bias, a
+//! residual) is refused: which expert's values an element reads is not
+//! part of the signature, and nothing here fills or binds them; so is one
+//! that reduces or stores per group of columns, or rounds to FP8 (C is
+//! bf16).
+//!
+//! A kernel is checked ([`check_output`]) on the first and last valid row
+//! of every expert against the FP64 product of the expert's rows and
+//! weights, taken through the epilogue as the single GEMM's reference
+//! takes it ([`EpilogueReference::rows`]); padding rows, and rows of the
+//! masked form past a count, are not compared.
 
-use crate::check::{Rng, SCALE_BLOCK};
+use crate::check::{cpu_gemm_tn_rows, rel_frobenius, Rng, SCALE_BLOCK};
+use crate::epilogue::{AccParts, EpilogueReference};
 use crate::error::{Result, RuntimeError};
 use crate::gemm::SaLayout;
 use crate::plan::Problem;
+use half::bf16;
 use std::fmt;
-use tilec_artifact::{DType, Dim, Manifest, Role, TensorDecl};
+use tilec_artifact::{DType, Dim, Epilogue, EpilogueValue, Manifest, Role, TensorDecl};
 
 /// Block M the contiguous form pads each expert's segment to.
 pub const DEFAULT_BLOCK_M: u64 = 128;
@@ -99,6 +120,15 @@ impl GroupedProblem {
     /// Rows of the A and C buffers: the padded total (contiguous) or `G * m_max` (masked).
     pub fn buffer_rows(&self) -> u64 {
         self.rows.iter().map(|&r| self.segment_rows(r)).sum()
+    }
+    /// The experts that have rows: (expert, first row in the layout, rows).
+    pub fn live(&self) -> Vec<(usize, u64, u64)> {
+        self.row_offsets().into_iter().zip(&self.rows).enumerate().filter(|(_, (_, &r))| r > 0).map(|(g, (o, &r))| (g, o, r)).collect()
+    }
+    /// The rows a check compares, by expert: the first and last valid row
+    /// (in the layout) of every expert that has rows.
+    pub fn checked_rows(&self) -> Vec<(usize, Vec<u64>)> {
+        self.live().into_iter().map(|(g, off, r)| (g, if r == 1 { vec![off] } else { vec![off, off + r - 1] })).collect()
     }
     /// The contiguous form's expert index per block of `block_m` rows.
     pub fn expert_of_block(&self) -> Option<Vec<i32>> {
@@ -295,8 +325,101 @@ pub enum GroupedKind {
     Masked,
 }
 
+/// What a grouped kernel's epilogue computes beyond rounding the
+/// accumulator to bf16 (see the module docs): the manifest's program over
+/// each output element, and the interleaved parts of the product it reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupedEpilogue {
+    /// The manifest's program: it reads no vectors or matrices and
+    /// computes nothing per group of columns.
+    pub epilogue: Epilogue,
+    /// The interleaved parts it reads ([`EpilogueValue::AccPart`]), with
+    /// the symbol of C's columns (bound to `N / parts`); `None` where it
+    /// reads the accumulator only, C then having N columns.
+    pub gated: Option<AccParts>,
+}
+
+/// The symbols the grouped signatures bind to sizes of their own: C's
+/// columns under an epilogue of interleaved parts take another.
+const LAYOUT_SYMBOLS: [&str; 8] = ["SM", "MM", "MB", "G", "N", "K", "KB", "NB"];
+
+impl GroupedEpilogue {
+    /// C's columns for `n` product columns: `n / parts` where the epilogue
+    /// reads interleaved parts (an error unless `n` interleaves whole runs
+    /// of every part), else `n`.
+    pub fn out_cols(&self, n: u64) -> Result<u64> {
+        match &self.gated {
+            Some(g) => g.check_n(n).map(|()| g.out_cols(n)),
+            None => Ok(n),
+        }
+    }
+
+    /// `m`'s epilogue where it does more than round the accumulator to
+    /// bf16 (`None` for none, or a plain one); an error says what the
+    /// grouped handle does not run.
+    fn of(m: &Manifest) -> Result<Option<GroupedEpilogue>> {
+        let Some(e) = &m.epilogue else { return Ok(None) };
+        if e.values.is_empty() {
+            return Err(not_grouped("the epilogue has no values".into()));
+        }
+        let reads = |what: String| {
+            not_grouped(format!(
+                "the epilogue reads {what}: a grouped kernel's epilogue may read the accumulator and interleaved parts of it, \
+                 not vectors or matrices (which expert's values an element reads is not part of the grouped signatures)"
+            ))
+        };
+        if let Some((name, _)) = e.vector_tensors().first() {
+            return Err(reads(format!("vector {name}")));
+        }
+        if let Some(name) = e.matrix_tensors().first() {
+            return Err(reads(format!("matrix {name}")));
+        }
+        if e.has_groups() {
+            return Err(not_grouped(
+                "the epilogue reduces or stores per group of columns (an output quantisation): a grouped kernel writes a bf16 C only".into(),
+            ));
+        }
+        if let Some(EpilogueValue::Convert { to: to @ (DType::F8e4m3 | DType::F8e5m2), .. }) = e.values.last() {
+            return Err(not_grouped(format!("the epilogue's last value rounds to {to}: a grouped kernel writes a bf16 C")));
+        }
+        if e.is_plain() {
+            return Ok(None);
+        }
+        let gated = match AccParts::of(e).map_err(not_grouped)? {
+            None => None,
+            Some((block, parts)) => Some(AccParts { block, parts, cols: Self::cols_symbol(m, block, parts)? }),
+        };
+        Ok(Some(GroupedEpilogue { epilogue: e.clone(), gated }))
+    }
+
+    /// The symbol of C's columns where the epilogue reads `parts` parts of
+    /// the product in runs of `block` columns: C's last dimension, a symbol
+    /// the layout does not bind otherwise.
+    fn cols_symbol(m: &Manifest, block: u64, parts: u64) -> Result<String> {
+        if block == 0 || parts < 2 {
+            return Err(not_grouped(format!(
+                "the epilogue reads {parts} interleaved parts in runs of {block} columns: want two or more parts in runs of at least one"
+            )));
+        }
+        let c = m.tensor("C");
+        match c.and_then(|t| t.shape.last()) {
+            Some(Dim::Sym(cols)) if !LAYOUT_SYMBOLS.contains(&cols.as_str()) => Ok(cols.clone()),
+            _ => {
+                let got = c.map_or("no tensor C".into(), |t| {
+                    let dims: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
+                    format!("C[{}]", dims.join(", "))
+                });
+                Err(not_grouped(format!(
+                    "the epilogue reads {parts} interleaved parts of the product's N columns (runs of {block}), so C has N/{parts} columns: \
+                     want C's last dimension a symbol of its own, such as H (got {got})"
+                )))
+            }
+        }
+    }
+}
+
 /// What a grouped GEMM artifact computes, from its manifest alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GroupedSpec {
     /// The form.
     pub kind: GroupedKind,
@@ -305,6 +428,10 @@ pub struct GroupedSpec {
     /// How an FP8 kernel stores A's scales: over the buffer's rows
     /// (contiguous form), or each expert's (masked form).
     pub sa_layout: SaLayout,
+    /// What its epilogue computes beyond rounding the accumulator to bf16;
+    /// `None` for a plain grouped GEMM (a manifest without an epilogue, or
+    /// with one that only rounds).
+    pub epilogue: Option<GroupedEpilogue>,
 }
 
 fn not_grouped(why: String) -> RuntimeError {
@@ -317,7 +444,7 @@ fn has_shape(t: &TensorDecl, dims: &[&str]) -> bool {
 
 impl GroupedSpec {
     /// Reads the signature documented at the top of this module; says
-    /// which tensor does not fit.
+    /// which tensor, or what of the epilogue, does not fit.
     pub fn from_manifest(m: &Manifest) -> Result<GroupedSpec> {
         let kind = if m.tensor("expert").is_some() {
             GroupedKind::Contiguous
@@ -330,18 +457,20 @@ impl GroupedSpec {
         if !matches!(input, DType::Bf16 | DType::F8e4m3) {
             return Err(not_grouped(format!("A is {input}, want bf16 or f8e4m3")));
         }
+        let epilogue = GroupedEpilogue::of(m)?;
+        let cols = epilogue.as_ref().and_then(|e| e.gated.as_ref()).map_or("N", |g| g.cols.as_str());
         let mut want: Vec<(&str, DType, Vec<&str>, Role)> = match kind {
             GroupedKind::Contiguous => vec![
                 ("A", input, vec!["SM", "K"], Role::Input),
                 ("B", input, vec!["G", "N", "K"], Role::Input),
                 ("expert", DType::I32, vec!["MB"], Role::Input),
-                ("C", DType::Bf16, vec!["SM", "N"], Role::Output),
+                ("C", DType::Bf16, vec!["SM", cols], Role::Output),
             ],
             GroupedKind::Masked => vec![
                 ("A", input, vec!["G", "MM", "K"], Role::Input),
                 ("B", input, vec!["G", "N", "K"], Role::Input),
                 ("counts", DType::I32, vec!["G"], Role::Input),
-                ("C", DType::Bf16, vec!["G", "MM", "N"], Role::Output),
+                ("C", DType::Bf16, vec!["G", "MM", cols], Role::Output),
             ],
         };
         let mut sa_layout = SaLayout::KMajor;
@@ -363,7 +492,13 @@ impl GroupedSpec {
         if let Some(t) = m.tensors.iter().find(|t| !want.iter().any(|w| w.0 == t.name)) {
             return Err(not_grouped(format!("unexpected tensor {}", t.name)));
         }
-        Ok(GroupedSpec { kind, input, sa_layout })
+        Ok(GroupedSpec { kind, input, sa_layout, epilogue })
+    }
+
+    /// C's columns on `p`: N, or `N / parts` for an epilogue of interleaved
+    /// parts (an error unless N interleaves whole runs of every part).
+    pub fn out_cols(&self, p: &GroupedProblem) -> Result<u64> {
+        out_cols(p, self.epilogue.as_ref())
     }
 
     /// The symbols of a call on `p`'s layout.
@@ -381,6 +516,68 @@ impl GroupedSpec {
             let block = SCALE_BLOCK as u64;
             out = out.with("KB", p.k.div_ceil(block)).with("NB", p.n.div_ceil(block));
         }
+        if let Some(g) = self.epilogue.as_ref().and_then(|e| e.gated.as_ref()) {
+            out = out.with(&g.cols, self.out_cols(p)?);
+        }
         Ok(out)
     }
+}
+
+/// C's columns on `p` under `epilogue` ([`GroupedEpilogue::out_cols`]; N without one).
+fn out_cols(p: &GroupedProblem, epilogue: Option<&GroupedEpilogue>) -> Result<u64> {
+    epilogue.map_or(Ok(p.n), |e| e.out_cols(p.n))
+}
+
+/// The FP64 reference of C on the rows a check compares
+/// ([`GroupedProblem::checked_rows`], in order), row-major over C's
+/// columns: each expert's product `A_g * B[g]^T` from `a_row(row)` (the K
+/// values of A's row `row` of the layout) and `b_expert(g)` (its N x K
+/// weights), taken through `epilogue` where there is one as the single
+/// GEMM's reference takes it ([`EpilogueReference::rows`]: a part read at
+/// its column of the product, so C has `N / parts` columns), else the
+/// product itself.
+pub fn reference_rows(
+    p: &GroupedProblem,
+    epilogue: Option<&GroupedEpilogue>,
+    a_row: impl Fn(u64) -> Vec<f32>,
+    b_expert: impl Fn(usize) -> Vec<f32>,
+) -> Result<Vec<f64>> {
+    let (n, k) = (p.n as usize, p.k as usize);
+    let cols = out_cols(p, epilogue)? as usize;
+    let reference = epilogue.map(|e| EpilogueReference::new(&e.epilogue, &[], &[])).transpose()?;
+    let checked = p.checked_rows();
+    let mut want = Vec::with_capacity(checked.iter().map(|(_, rows)| rows.len()).sum::<usize>() * cols);
+    for (g, rows) in checked {
+        let a: Vec<f32> = rows.iter().flat_map(|&row| a_row(row)).collect();
+        let idx: Vec<usize> = (0..rows.len()).collect();
+        let product = cpu_gemm_tn_rows(&a, &b_expert(g), n, k, &idx);
+        match &reference {
+            Some(r) => want.extend(r.rows(&product, &idx, n).values),
+            None => want.extend(product),
+        }
+    }
+    Ok(want)
+}
+
+/// The relative (Frobenius) error of a kernel's `out`, bf16 C over the
+/// layout's rows and C's columns, against [`reference_rows`] on the rows
+/// a check compares; NaN where a value compared is not finite (left
+/// poisoned), so that it fails [`crate::check::passes`], the single-GEMM
+/// epilogue check's policy for a bf16 C.
+pub fn check_output(
+    p: &GroupedProblem,
+    epilogue: Option<&GroupedEpilogue>,
+    out: &[bf16],
+    a_row: impl Fn(u64) -> Vec<f32>,
+    b_expert: impl Fn(usize) -> Vec<f32>,
+) -> Result<f64> {
+    let want = reference_rows(p, epilogue, a_row, b_expert)?;
+    let cols = out_cols(p, epilogue)? as usize;
+    let rows = p.buffer_rows() as usize;
+    if out.len() < rows * cols {
+        return Err(RuntimeError::GemmArgs(format!("{p}: C holds {} elements, want {rows} rows of {cols}", out.len())));
+    }
+    let got: Vec<f64> =
+        p.checked_rows().into_iter().flat_map(|(_, r)| r).flat_map(|row| out[row as usize * cols..(row as usize + 1) * cols].iter().map(|x| x.to_f64())).collect();
+    Ok(rel_frobenius(&got, &want))
 }

@@ -18,7 +18,8 @@
 //!
 //! Inputs are fresh for each problem; outputs are poisoned before the one
 //! checked launch; the check is an FP64 CPU product on the first and last
-//! valid row of every expert (all N columns). No L2 rotation: B alone,
+//! valid row of every expert (all of C's columns), taken through the
+//! epilogue of a contender that computes one ([`check_output`]). No L2 rotation: B alone,
 //! `G x N x K`, spans at least 8 x 4096 x 2048 elements, several times the
 //! L2 in either type.
 //!
@@ -29,13 +30,28 @@
 //! of its form (contiguous or masked), on the baselines' inputs of its type
 //! (BF16, or the FP8 values and scales cuBLASLt gets), into its own
 //! poisoned output, checked like them.
+//!
+//! Where our kernels on a problem compute an epilogue
+//! ([`crate::grouped::GroupedEpilogue`], one for all of them), the vendor
+//! fuses none: its equivalent joins the baselines above (which still
+//! compute, and are checked as, the plain product), as the single GEMM's
+//! unfused baseline is made ([`crate::epilogue`]): the per-expert cuBLAS
+//! loop writing the bf16 product, then the element-wise kernel generated
+//! from the epilogue over the whole buffer (padding rows included), in
+//! place (`cublas-loop+nvrtc-epilogue`); for interleaved parts, one GEMM a
+//! part per expert on the part's de-interleaved weights into a product of
+//! its own, then the kernel reading the parts' products and writing C
+//! (`cublas-loop-<parts>gemm+nvrtc-gated`). Its TFLOP/s count the product's
+//! N columns, as everyone's.
 
 use crate::check::*;
 use crate::cuda::Gpu;
 use crate::error::{DriverCtx, Result, RuntimeError};
 use crate::cuda::Kernel;
 use crate::gemm::SaLayout;
-use crate::grouped::{label, GroupedForm, GroupedKind, GroupedProblem, GroupedSpec};
+use crate::epilogue::ElementwiseKernel;
+use crate::gemm::OutputSpec;
+use crate::grouped::{check_output, label, GroupedEpilogue, GroupedForm, GroupedKind, GroupedProblem, GroupedSpec};
 use tilec_artifact::{Artifact, DType};
 use crate::lt::{LtGemm, LtHandle, LtInput};
 use crate::timing::{Launch, Timer};
@@ -48,11 +64,6 @@ use tilec_report::schema::Stats;
 
 pub use tilec_report::kinds::{GroupedReport, GroupedResult, GroupedRun, GROUPED_SCHEMA};
 use tilec_report::table::format_grouped_rows;
-
-/// The experts that have rows: (expert, first row, rows).
-fn live(p: &GroupedProblem) -> Vec<(usize, u64, u64)> {
-    p.row_offsets().into_iter().zip(&p.rows).enumerate().filter(|(_, (_, &r))| r > 0).map(|(g, (o, &r))| (g, o, r)).collect()
-}
 
 /// The arguments of one `cublasGemmGroupedBatchedEx` call, kept alive
 /// while it is timed (the pointer arrays live on the device).
@@ -77,7 +88,7 @@ impl GroupedBatched {
     /// Row-major `C_g = A_g * B_g^T` for each live expert, mapped as in
     /// [`crate::blas`]: cuBLAS's A is our B_g (transposed), its B our A_g.
     fn new(gpu: &Gpu, p: &GroupedProblem, a: u64, b: u64, c: u64) -> Result<Self> {
-        let experts = live(p);
+        let experts = p.live();
         let g = experts.len();
         let fit = |v: u64| i32::try_from(v).map_err(|_| RuntimeError::Other(format!("{v} does not fit cuBLAS's int")));
         let (n, k) = (fit(p.n)?, fit(p.k)?);
@@ -138,29 +149,6 @@ impl GroupedBatched {
     }
 }
 
-/// Relative error of `out` (bf16 `[rows, N]`, the layout's rows) on the
-/// first and last valid row of every live expert, against FP64 from
-/// `a_row(row) -> K f32` and `b_expert(g) -> N x K f32`.
-fn check_rows(
-    p: &GroupedProblem,
-    out: &[bf16],
-    a_row: impl Fn(u64) -> Vec<f32>,
-    b_expert: impl Fn(usize) -> Vec<f32>,
-) -> f64 {
-    let (n, k) = (p.n as usize, p.k as usize);
-    let (mut got, mut want) = (Vec::new(), Vec::new());
-    for (g, off, r) in live(p) {
-        let rows: Vec<u64> = if r == 1 { vec![off] } else { vec![off, off + r - 1] };
-        let a: Vec<f32> = rows.iter().flat_map(|&row| a_row(row)).collect();
-        let idx: Vec<usize> = (0..rows.len()).collect();
-        want.extend(cpu_gemm_tn_rows(&a, &b_expert(g), n, k, &idx));
-        for &row in &rows {
-            got.extend(out[row as usize * n..(row as usize + 1) * n].iter().map(|x| x.to_f64()));
-        }
-    }
-    rel_frobenius(&got, &want)
-}
-
 /// A contender that passed its check: its run index and one launch.
 type Contender<'a> = (usize, Box<dyn FnMut(usize) -> Result<()> + 'a>);
 
@@ -171,7 +159,7 @@ pub struct OurGrouped {
     pub name: String,
     /// The loaded kernel.
     pub kernel: Kernel,
-    /// Its form and input type, from the manifest.
+    /// Its form, input type and epilogue, from the manifest.
     pub spec: GroupedSpec,
 }
 
@@ -190,7 +178,7 @@ impl OurGrouped {
     }
 
     /// The launch of the kernel on `inputs` (of its input type) into `out`
-    /// (the layout's rows x N).
+    /// (the layout's rows x C's columns).
     fn prepare(&self, gpu: &Gpu, p: &GroupedProblem, inputs: &GroupedInputs, out: &CudaSlice<bf16>) -> Result<crate::cuda::Prepared> {
         let problem = self.spec.problem(p)?;
         let routing = match self.spec.kind {
@@ -257,7 +245,7 @@ impl GroupedInputs {
         let sa_h = random_pow2_scales(rows * kb, &mut scale_rng);
         let sb_h = random_pow2_scales(g * nb * kb, &mut scale_rng);
         let mut sa_t_h = vec![0f32; rows * kb];
-        for &(_, off, r) in &live(p) {
+        for &(_, off, r) in &p.live() {
             let r = fp8_rows(r);
             let part = BlockScales::new(r as usize, n, k);
             let (o, len) = (off as usize * kb, r as usize * kb);
@@ -311,20 +299,116 @@ impl GroupedInputs {
 }
 
 /// Runs `kernel` once on fresh inputs of `p` (drawn from `seed`) into a
-/// poisoned output; returns its relative error against FP64 on the first
-/// and last valid row of every expert, as the benchmark checks it.
+/// poisoned output; returns its relative error against FP64 (through its
+/// epilogue) on the first and last valid row of every expert, as the
+/// benchmark checks it ([`check_output`]).
 pub fn check_grouped_kernel(gpu: &Gpu, kernel: &OurGrouped, p: &GroupedProblem, seed: u64) -> Result<f64> {
     if !kernel.computes(p) {
         return Err(RuntimeError::GemmArgs(format!("{p}: the kernel is {:?} {}", kernel.spec.kind, kernel.spec.input)));
     }
+    let cols = kernel.spec.out_cols(p)?;
     let inputs = GroupedInputs::new(gpu, p, seed)?;
-    let mut out = unsafe { gpu.stream.alloc::<bf16>(p.buffer_rows() as usize * p.n as usize) }.ctx("cuMemAlloc(C)")?;
+    let mut out = unsafe { gpu.stream.alloc::<bf16>((p.buffer_rows() * cols) as usize) }.ctx("cuMemAlloc(C)")?;
     gpu.poison16(&mut out, POISON_BF16)?;
     kernel.prepare(gpu, p, &inputs, &out)?.launch()?;
     gpu.sync(&kernel.name)?;
     let h = gpu.stream.clone_dtoh(&out).ctx("cuMemcpyDtoH(C)")?;
     let fp8 = kernel.fp8();
-    Ok(check_rows(p, &h, |row| inputs.a_row(p, row, fp8), |e| inputs.b_expert(p, e, fp8)))
+    check_output(p, kernel.spec.epilogue.as_ref(), &h, |row| inputs.a_row(p, row, fp8), |e| inputs.b_expert(p, e, fp8))
+}
+
+/// The per-expert cuBLAS loop: `C_g[r, n] = A_g[r, k] * B[g][n, k]^T`
+/// (BF16, FP32 compute) for each expert `(g, first row, r)` of
+/// `experts`, A at `a` and C at `c` over the layout's rows, B at `b`
+/// (`[G, n, k]`).
+fn cublas_loop(blas: &Cublas, experts: &[(usize, u64, u64)], (n, k): (u64, u64), a: u64, b: u64, c: u64) -> Result<()> {
+    for &(e, off, r) in experts {
+        unsafe { blas.gemm_bf16_tn_raw(r, n, k, a + off * k * 2, b + (e as u64 * n * k) * 2, c + off * n * 2)? };
+    }
+    Ok(())
+}
+
+/// The vendor's equivalent of a grouped GEMM with an epilogue (see the
+/// module docs): the per-expert cuBLAS loop, then the generated
+/// element-wise kernel over the layout's rows.
+struct EpilogueLoop {
+    kernel: ElementwiseKernel,
+    /// The experts that have rows: (expert, first row, rows).
+    experts: Vec<(usize, u64, u64)>,
+    /// The layout's rows, the product's columns (N), K and C's columns.
+    rows: u64,
+    n: u64,
+    k: u64,
+    cols: u64,
+    /// Each part's weights of every expert, `[G, cols, K]`, at `weights`,
+    /// and its product over the layout's rows, `[rows, cols]`, at
+    /// `products`; none in place.
+    weights: Vec<u64>,
+    products: Vec<u64>,
+    _buffers: Vec<CudaSlice<bf16>>,
+}
+
+impl EpilogueLoop {
+    /// The contender's name.
+    fn name(epilogue: &GroupedEpilogue) -> String {
+        match &epilogue.gated {
+            Some(g) => format!("cublas-loop-{}gemm+nvrtc-gated", g.parts),
+            None => "cublas-loop+nvrtc-epilogue".into(),
+        }
+    }
+
+    /// Compiles the kernel and, for interleaved parts, uploads each part's
+    /// weights of every expert taken from `b_h` (B `[G, N, K]`) and
+    /// allocates its product.
+    fn new(gpu: &Gpu, p: &GroupedProblem, epilogue: &GroupedEpilogue, b_h: &[bf16]) -> Result<Self> {
+        let cols = epilogue.out_cols(p.n)?;
+        let kernel = ElementwiseKernel::new(gpu, &epilogue.epilogue, &[], &[], &OutputSpec::bf16_c())?;
+        let (rows, n, k) = (p.buffer_rows(), p.n as usize, p.k as usize);
+        let (mut weights, mut products, mut buffers) = (Vec::new(), Vec::new(), Vec::new());
+        if let Some(g) = &epilogue.gated {
+            for q in 0..g.parts {
+                let mut w = Vec::with_capacity(p.groups() * cols as usize * k);
+                for expert in b_h.chunks(n * k) {
+                    w.extend(g.part_rows(expert, k, 1, q)?);
+                }
+                let w = gpu.stream.clone_htod(&w).ctx("cuMemcpyHtoD(B part)")?;
+                let product = unsafe { gpu.stream.alloc::<bf16>((rows * cols) as usize) }.ctx("cuMemAlloc(part product)")?;
+                weights.push(gpu.addr(&w));
+                products.push(gpu.addr(&product));
+                buffers.extend([w, product]);
+            }
+        }
+        Ok(EpilogueLoop { kernel, experts: p.live(), rows, n: p.n, k: p.k, cols, weights, products, _buffers: buffers })
+    }
+
+    /// One run on the BF16 A at `a` and B at `b`, into C at `c`
+    /// (`[rows, cols]`); asynchronous.
+    fn run(&self, gpu: &Gpu, blas: &Cublas, a: u64, b: u64, c: u64) -> Result<()> {
+        if self.products.is_empty() {
+            cublas_loop(blas, &self.experts, (self.n, self.k), a, b, c)?;
+            return self.kernel.launch(gpu, c, &[], self.rows, self.n);
+        }
+        for (&w, &product) in self.weights.iter().zip(&self.products) {
+            cublas_loop(blas, &self.experts, (self.cols, self.k), a, w, product)?;
+        }
+        self.kernel.launch_gated(gpu, c, &self.products, &[], self.rows, self.cols)
+    }
+}
+
+/// The one epilogue our kernels on `p` compute beyond rounding to bf16,
+/// if any; an error where they compute different ones, each of which
+/// would need a vendor equivalent of its own.
+fn ours_epilogue<'a>(ours: &'a [OurGrouped], p: &GroupedProblem) -> Result<Option<&'a GroupedEpilogue>> {
+    let mut found: Option<&GroupedEpilogue> = None;
+    for e in ours.iter().filter(|k| k.computes(p)).filter_map(|k| k.spec.epilogue.as_ref()) {
+        match found {
+            Some(f) if f != e => {
+                return Err(RuntimeError::Other(format!("{p}: our kernels compute different epilogues: time each in a run of its own")))
+            }
+            _ => found = Some(e),
+        }
+    }
+    Ok(found)
 }
 
 /// Checks and times the baselines on `p` with inputs drawn from `seed`.
@@ -377,7 +461,7 @@ fn bench_into(
     }
     let s = &gpu.stream;
     let (rows, n, k) = (p.buffer_rows() as usize, p.n as usize, p.k as usize);
-    let experts = live(p);
+    let experts = p.live();
     let inputs = GroupedInputs::new(gpu, p, seed)?;
     let mut c = unsafe { s.alloc::<bf16>(rows * n) }.ctx("cuMemAlloc(C)")?;
     let (pa, pb, pc) = (gpu.addr(&inputs.a), gpu.addr(&inputs.b), gpu.addr(&c));
@@ -389,12 +473,7 @@ fn bench_into(
         (gpu.addr(&inputs.a8), gpu.addr(&inputs.b8), gpu.addr(&inputs.sa_t), gpu.addr(&inputs.sb), gpu.addr(&c8));
     let (fp8_row, fp8_b) = (|row| inputs.a_row(p, row, true), |e| inputs.b_expert(p, e, true));
 
-    let loop_bf16 = |_: usize| -> Result<()> {
-        for &(e, off, r) in &experts {
-            unsafe { blas.gemm_bf16_tn_raw(r, p.n, p.k, pa + off * p.k * 2, pb + (e as u64 * p.n * p.k) * 2, pc + off * p.n * 2)? };
-        }
-        Ok(())
-    };
+    let loop_bf16 = |_: usize| cublas_loop(blas, &experts, (p.n, p.k), pa, pb, pc);
     let grouped = GroupedBatched::new(gpu, p, pa, pb, pc);
     let lt_plans: Result<Vec<(usize, u64, LtGemm)>> = experts
         .iter()
@@ -410,14 +489,23 @@ fn bench_into(
         Ok(())
     };
 
-    // Check each contender once on a poisoned output.
-    let check = |name: &str, out: &mut CudaSlice<bf16>, launch: &mut dyn FnMut() -> Result<()>, fp8: bool| -> GroupedRun {
+    // Check each contender once on a poisoned output, through the epilogue it computes.
+    let check = |name: &str,
+                 out: &mut CudaSlice<bf16>,
+                 launch: &mut dyn FnMut() -> Result<()>,
+                 fp8: bool,
+                 epilogue: Option<&GroupedEpilogue>|
+     -> GroupedRun {
         let r = (|| -> Result<f64> {
             gpu.poison16(out, POISON_BF16)?;
             launch()?;
             gpu.sync(name)?;
             let h = s.clone_dtoh(out).ctx("cuMemcpyDtoH(C)")?;
-            Ok(if fp8 { check_rows(p, &h, fp8_row, fp8_b) } else { check_rows(p, &h, bf16_row, bf16_b) })
+            if fp8 {
+                check_output(p, epilogue, &h, fp8_row, fp8_b)
+            } else {
+                check_output(p, epilogue, &h, bf16_row, bf16_b)
+            }
         })();
         match r {
             Ok(err) => {
@@ -429,23 +517,42 @@ fn bench_into(
         }
     };
     let not_run = |name: &str, e: &RuntimeError| GroupedRun { error: Some(e.to_string()), ..GroupedRun::new(name) };
-    res.runs.push(check("cublas-loop", &mut c, &mut || loop_bf16(0), false));
+    res.runs.push(check("cublas-loop", &mut c, &mut || loop_bf16(0), false, None));
     res.runs.push(match &grouped {
-        Ok(gb) => check("cublas-grouped", &mut c, &mut || gb.run(gpu, blas), false),
+        Ok(gb) => check("cublas-grouped", &mut c, &mut || gb.run(gpu, blas), false, None),
         Err(e) => not_run("cublas-grouped", e),
     });
     res.runs.push(match &lt_plans {
-        Ok(plans) => check("cublaslt-fp8-block-loop", &mut c8, &mut || loop_fp8(plans), true),
+        Ok(plans) => check("cublaslt-fp8-block-loop", &mut c8, &mut || loop_fp8(plans), true, None),
         Err(e) => not_run("cublaslt-fp8-block-loop", e),
     });
+    // The vendor's equivalent of our kernels' epilogue (BF16), into its own output.
+    let epilogue = ours_epilogue(ours, p)?;
+    let mut vendor_epilogue = epilogue.map(|e| {
+        let made = EpilogueLoop::new(gpu, p, e, &inputs.b_h)
+            .and_then(|l| Ok((unsafe { s.alloc::<bf16>((l.rows * l.cols) as usize) }.ctx("cuMemAlloc(C epilogue)")?, l)));
+        (res.runs.len(), EpilogueLoop::name(e), made)
+    });
+    if let Some((_, name, made)) = &mut vendor_epilogue {
+        res.runs.push(match made {
+            Ok((out, l)) => {
+                let pc = gpu.addr(out);
+                check(name, out, &mut || l.run(gpu, blas, pa, pb, pc), false, epilogue)
+            }
+            Err(e) => not_run(name, e),
+        });
+    }
     // Our kernels on the same inputs (of their type), each into its own output.
     let mut prepared = Vec::new();
     for kernel in ours.iter().filter(|k| k.computes(p)) {
         let index = res.runs.len();
-        let mut out = unsafe { s.alloc::<bf16>(rows * n) }.ctx("cuMemAlloc(C ours)")?;
-        match kernel.prepare(gpu, p, &inputs, &out) {
-            Ok(mut launch) => {
-                res.runs.push(check(&kernel.name, &mut out, &mut || launch.launch(), kernel.fp8()));
+        let made = kernel.spec.out_cols(p).and_then(|cols| {
+            let out = unsafe { s.alloc::<bf16>(rows * cols as usize) }.ctx("cuMemAlloc(C ours)")?;
+            Ok((kernel.prepare(gpu, p, &inputs, &out)?, out))
+        });
+        match made {
+            Ok((mut launch, mut out)) => {
+                res.runs.push(check(&kernel.name, &mut out, &mut || launch.launch(), kernel.fp8(), kernel.spec.epilogue.as_ref()));
                 prepared.push((index, launch, out));
             }
             Err(e) => res.runs.push(not_run(&kernel.name, &e)),
@@ -461,6 +568,12 @@ fn bench_into(
     }
     if let (true, Ok(plans)) = (ok_fp8, &lt_plans) {
         timed.push((2, Box::new(move |_| loop_fp8(plans))));
+    }
+    if let Some((index, _, Ok((out, l)))) = &vendor_epilogue {
+        if res.runs[*index].pass {
+            let pc = gpu.addr(out);
+            timed.push((*index, Box::new(move |_| l.run(gpu, blas, pa, pb, pc))));
+        }
     }
     for (index, launch, _out) in prepared.iter_mut() {
         if res.runs[*index].pass {

@@ -132,11 +132,11 @@ const MASKED_BF16: &str = r#"
 fn grouped_spec_reads_both_signatures() {
     use tilec_artifact::DType;
     let c = GroupedSpec::from_manifest(&grouped_manifest(CONTIGUOUS_FP8)).unwrap();
-    assert_eq!(c, GroupedSpec { kind: GroupedKind::Contiguous, input: DType::F8e4m3, sa_layout: SaLayout::KMajor });
+    assert_eq!(c, GroupedSpec { kind: GroupedKind::Contiguous, input: DType::F8e4m3, sa_layout: SaLayout::KMajor, epilogue: None });
     let m_major = GroupedSpec::from_manifest(&grouped_manifest(&CONTIGUOUS_FP8.replace(r#"["SM", "KB"]"#, r#"["KB", "SM"]"#))).unwrap();
     assert_eq!(m_major.sa_layout, SaLayout::MMajor);
     let m = GroupedSpec::from_manifest(&grouped_manifest(MASKED_BF16)).unwrap();
-    assert_eq!(m, GroupedSpec { kind: GroupedKind::Masked, input: DType::Bf16, sa_layout: SaLayout::KMajor });
+    assert_eq!(m, GroupedSpec { kind: GroupedKind::Masked, input: DType::Bf16, sa_layout: SaLayout::KMajor, epilogue: None });
     let err = |t: &str| GroupedSpec::from_manifest(&grouped_manifest(t)).unwrap_err().to_string();
     assert_eq!(
         err(&MASKED_BF16.replace(r#"["G", "MM", "N"]"#, r#"["MM", "N"]"#)),
@@ -202,4 +202,171 @@ fn a_routing_table_out_of_range_is_refused_before_launch() {
     // A problem built past its own validation still gets no table.
     let over = GroupedProblem { rows: vec![64, 300, u64::MAX], ..masked };
     assert!(over.routing().unwrap_err().to_string().contains("expert 1 has a count of 300 rows"));
+}
+
+/// The manifest `tilec compile examples/grouped_contiguous_swiglu.tile
+/// --shape 8192x28672x4096` writes: a contiguous grouped GEMM whose
+/// epilogue is SwiGLU over each expert's gate and up, interleaved in runs
+/// of 128 rows of its B, storing `C[SM, H]`.
+const SWIGLU_MANIFEST: &str = r#"{
+  "format_version": 1,
+  "kernel_name": "grouped_contiguous_swiglu",
+  "entry": "grouped_contiguous_swiglu",
+  "target": "sm_90a",
+  "gpu": "h200",
+  "config": "128x256x64 stages=4 warps=12 ws2 persistent epilogue=tma epilogue_cols=64 epilogue_deferred",
+  "epilogue": { "values": [
+    {"op": "acc_part", "block": 128, "part": 0, "parts": 2},
+    {"op": "unary", "f": "neg", "x": 0},
+    {"op": "unary", "f": "exp", "x": 1},
+    {"op": "splat", "value": 1.0},
+    {"op": "binary", "f": "add", "lhs": 2, "rhs": 3},
+    {"op": "binary", "f": "div", "lhs": 0, "rhs": 4},
+    {"op": "acc_part", "block": 128, "part": 1, "parts": 2},
+    {"op": "binary", "f": "mul", "lhs": 5, "rhs": 6},
+    {"op": "convert", "to": "bf16", "x": 7}
+  ] },
+  "block": [384, 1, 1],
+  "cluster": [1, 1, 1],
+  "grid": {"rule": "sms", "ctas_per_sm": 1},
+  "dynamic_smem_bytes": 213056,
+  "tensors": [
+    {"name": "A", "dtype": "bf16", "shape": ["SM", "K"], "role": "input"},
+    {"name": "B", "dtype": "bf16", "shape": ["G", "N", "K"], "role": "input"},
+    {"name": "expert", "dtype": "i32", "shape": ["MB"], "role": "input"},
+    {"name": "C", "dtype": "bf16", "shape": ["SM", "H"], "role": "output"}
+  ],
+  "params": [
+    {"kind": "tma", "tensor": "A", "dtype": "bf16", "box_dims": [128, 64], "swizzle": "128B", "l2_promotion": "128B", "oob_fill": "zero", "interleave": "none"},
+    {"kind": "tma", "tensor": "B", "dtype": "bf16", "box_dims": [1, 256, 64], "swizzle": "128B", "l2_promotion": "128B", "oob_fill": "zero", "interleave": "none"},
+    {"kind": "tma", "tensor": "C", "dtype": "bf16", "box_dims": [64, 64], "swizzle": "128B", "l2_promotion": "128B", "oob_fill": "zero", "interleave": "none"},
+    {"kind": "ptr", "tensor": "expert"},
+    {"kind": "scalar", "ty": "i32", "symbol": "SM"},
+    {"kind": "scalar", "ty": "i32", "symbol": "K"},
+    {"kind": "scalar", "ty": "i32", "symbol": "G"},
+    {"kind": "scalar", "ty": "i32", "symbol": "N"},
+    {"kind": "scalar", "ty": "i32", "symbol": "MB"},
+    {"kind": "scalar", "ty": "i32", "symbol": "H"}
+  ]
+}"#;
+
+fn swiglu_manifest(json: &str) -> tilec_artifact::Manifest {
+    let m = tilec_artifact::Manifest::from_json_str(json).unwrap();
+    m.validate().unwrap();
+    m
+}
+
+#[test]
+fn a_grouped_swiglu_manifest_binds_c_to_half_the_product() {
+    use crate::epilogue::AccParts;
+    let m = swiglu_manifest(SWIGLU_MANIFEST);
+    let spec = GroupedSpec::from_manifest(&m).unwrap();
+    assert_eq!((spec.kind, spec.input), (GroupedKind::Contiguous, tilec_artifact::DType::Bf16));
+    let epilogue = spec.epilogue.as_ref().expect("SwiGLU is more than a rounding");
+    assert_eq!(epilogue.gated, Some(AccParts { block: 128, parts: 2, cols: "H".into() }));
+    assert_eq!(Some(&epilogue.epilogue), m.epilogue.as_ref());
+
+    // N = 512 product columns: two runs of gate and up, C 256 wide.
+    let p = GroupedProblem::parse("contiguous:512x256:300,0,129").unwrap();
+    assert_eq!(spec.out_cols(&p).unwrap(), 256);
+    let sym = spec.problem(&p).unwrap();
+    let get = |s: &str| sym.get(s).unwrap();
+    assert_eq!((get("G"), get("N"), get("H"), get("K"), get("SM"), get("MB")), (3, 512, 256, 256, 640, 5));
+    // Every symbol and tensor of the kernel binds: C is SM x H.
+    let bind = |name: &str, dtype, bytes| crate::plan::TensorBinding { name: name.into(), dtype, addr: 1 << 20, bytes };
+    use tilec_artifact::DType::{Bf16, I32};
+    let tensors = [bind("A", Bf16, 640 * 256 * 2), bind("B", Bf16, 3 * 512 * 256 * 2), bind("expert", I32, 5 * 4), bind("C", Bf16, 640 * 256 * 2)];
+    crate::plan::plan_launch(&m, &sym, &tensors, 132).unwrap();
+
+    // N must interleave whole runs of both parts.
+    let odd = GroupedProblem::parse("contiguous:384x256:300,0,129").unwrap();
+    let err = spec.problem(&odd).unwrap_err().to_string();
+    assert!(err.contains("N=384 product columns do not interleave 2 parts in whole runs of 128 columns: N must be a multiple of 256"), "{err}");
+    assert_eq!(spec.out_cols(&odd).unwrap_err().to_string(), err);
+
+    // The masked form of the same epilogue: C[G, MM, H].
+    let masked = SWIGLU_MANIFEST
+        .replace(r#""shape": ["SM", "K"]"#, r#""shape": ["G", "MM", "K"]"#)
+        .replace(r#"{"name": "expert", "dtype": "i32", "shape": ["MB"], "role": "input"}"#, r#"{"name": "counts", "dtype": "i32", "shape": ["G"], "role": "input"}"#)
+        .replace(r#""shape": ["SM", "H"]"#, r#""shape": ["G", "MM", "H"]"#);
+    let masked = GroupedSpec::from_manifest(&tilec_artifact::Manifest::from_json_str(&masked).unwrap()).unwrap();
+    assert_eq!(masked.kind, GroupedKind::Masked);
+    let p = GroupedProblem::parse("masked/256:768x128:5,0,256").unwrap();
+    let sym = masked.problem(&p).unwrap();
+    assert_eq!((sym.get("MM").unwrap(), sym.get("H").unwrap()), (256, 384));
+}
+
+#[test]
+fn a_grouped_epilogue_that_does_not_fit_is_refused() {
+    let err = |json: &str| GroupedSpec::from_manifest(&tilec_artifact::Manifest::from_json_str(json).unwrap()).unwrap_err().to_string();
+    // C as wide as the product.
+    assert_eq!(
+        err(&SWIGLU_MANIFEST.replace(r#""shape": ["SM", "H"]"#, r#""shape": ["SM", "N"]"#)),
+        "not a GEMM artifact: not a grouped GEMM: the epilogue reads 2 interleaved parts of the product's N columns (runs of 128), \
+         so C has N/2 columns: want C's last dimension a symbol of its own, such as H (got C[SM, N])"
+    );
+    assert!(err(&SWIGLU_MANIFEST.replace(r#""shape": ["SM", "H"]"#, r#""shape": ["SM", "K"]"#)).contains("(got C[SM, K])"));
+    // C's rows are the layout's.
+    assert!(err(&SWIGLU_MANIFEST.replace(r#""shape": ["SM", "H"]"#, r#""shape": ["MB", "H"]"#)).contains("want C bf16 [SM, H] (Output)"));
+    // A plain epilogue stores C[SM, N].
+    let plain = r#""epilogue": { "values": [{"op": "acc"}, {"op": "convert", "to": "bf16", "x": 0}] },"#;
+    let start = SWIGLU_MANIFEST.find(r#""epilogue""#).unwrap();
+    let end = SWIGLU_MANIFEST.find(r#""block": [384"#).unwrap();
+    let plain = format!("{}{plain}\n  {}", &SWIGLU_MANIFEST[..start], &SWIGLU_MANIFEST[end..]);
+    assert!(err(&plain).contains("want C bf16 [SM, N] (Output)"));
+    let plain_spec = GroupedSpec::from_manifest(&tilec_artifact::Manifest::from_json_str(&plain.replace(r#"["SM", "H"]"#, r#"["SM", "N"]"#)).unwrap());
+    assert_eq!(plain_spec.unwrap().epilogue, None, "a rounding only is a plain grouped GEMM");
+    // Vectors are not part of the grouped signatures.
+    let bias = SWIGLU_MANIFEST
+        .replace(r#"{"op": "splat", "value": 1.0}"#, r#"{"op": "vector", "tensor": "Bias", "along": "cols"}"#)
+        .replace(r#"{"name": "expert""#, r#"{"name": "Bias", "dtype": "bf16", "shape": ["H"], "role": "input"}, {"name": "expert""#);
+    assert!(err(&bias).contains("the epilogue reads vector Bias: a grouped kernel's epilogue may read the accumulator and interleaved parts of it"));
+    // Parts must be two or more.
+    let one_part = SWIGLU_MANIFEST.replace(r#""part": 1, "parts": 2"#, r#""part": 0, "parts": 1"#).replace(r#""part": 0, "parts": 2"#, r#""part": 0, "parts": 1"#);
+    assert!(err(&one_part).contains("the epilogue reads 1 interleaved parts in runs of 128 columns: want two or more"));
+}
+
+#[test]
+fn the_grouped_reference_takes_each_product_through_the_epilogue() {
+    use half::bf16;
+    use tilec_artifact::{round_to, DType, Epilogue};
+    // SwiGLU with runs of one column: C's column j is silu(product[2j]) * product[2j + 1].
+    let values = &SWIGLU_MANIFEST[SWIGLU_MANIFEST.find(r#"{ "values""#).unwrap()..SWIGLU_MANIFEST.find(r#"] },"#).unwrap() + 3];
+    let program: Epilogue = serde_json::from_str(&values.replace(r#""block": 128"#, r#""block": 1"#)).unwrap();
+    let epilogue = GroupedEpilogue { epilogue: program, gated: Some(crate::epilogue::AccParts { block: 1, parts: 2, cols: "H".into() }) };
+    // Experts of 1, 0 and 2 rows in segments of 2: rows 0 and 2, 3 are valid, row 1 padding. K = 1, N = 4.
+    let p = GroupedProblem { form: GroupedForm::Contiguous { block_m: 2 }, n: 4, k: 1, rows: vec![1, 0, 2] };
+    assert_eq!(p.checked_rows(), [(0, vec![0]), (2, vec![2, 3])]);
+    let a = [1.0f32, f32::NAN, 2.0, -1.0];
+    let b = [[0.0f32, 3.0, 2.0, -1.0], [f32::NAN; 4], [1.0, 0.5, -1.0, 4.0]];
+    let a_row = |row: u64| vec![a[row as usize]];
+    let b_expert = |g: usize| b[g].to_vec();
+    // The products of rows 0, 2 and 3: [0, 3, 2, -1], [2, 1, -2, 8], [-1, -0.5, 1, -4].
+    let product = reference_rows(&p, None, a_row, b_expert).unwrap();
+    assert_eq!(product, [0.0, 3.0, 2.0, -1.0, 2.0, 1.0, -2.0, 8.0, -1.0, -0.5, 1.0, -4.0]);
+    let silu = |x: f64| x / (1.0 + (-x).exp());
+    let want: Vec<f64> = [(0.0, 3.0), (2.0, -1.0), (2.0, 1.0), (-2.0, 8.0), (-1.0, -0.5), (1.0, -4.0)]
+        .iter()
+        .map(|&(gate, up)| round_to(DType::Bf16, silu(gate) * up))
+        .collect();
+    let got = reference_rows(&p, Some(&epilogue), a_row, b_expert).unwrap();
+    assert_eq!(got, want);
+    // silu(2) = 2 / (1 + e^-2) = 1.76159..., whose nearest bf16 is 1 + 97/128.
+    assert_eq!(got[2], 1.7578125);
+
+    // C is 4 rows x 2 columns; the padding row is not compared.
+    let mut out: Vec<bf16> = [0.0, 0.0, f64::NAN, f64::NAN, 0.0, 0.0, 0.0, 0.0].iter().map(|&x| bf16::from_f64(x)).collect();
+    for (row, vals) in [0usize, 2, 3].iter().zip(want.chunks(2)) {
+        out[row * 2] = bf16::from_f64(vals[0]);
+        out[row * 2 + 1] = bf16::from_f64(vals[1]);
+    }
+    assert_eq!(check_output(&p, Some(&epilogue), &out, a_row, b_expert).unwrap(), 0.0);
+    // A value left poisoned fails.
+    out[7] = bf16::NAN;
+    assert!(check_output(&p, Some(&epilogue), &out, a_row, b_expert).unwrap().is_nan());
+    // A C smaller than the layout's rows of C's columns is refused.
+    let err = check_output(&p, Some(&epilogue), &out[..6], a_row, b_expert).unwrap_err().to_string();
+    assert!(err.contains("C holds 6 elements, want 4 rows of 2"), "{err}");
+    let odd = GroupedProblem { n: 5, ..p };
+    assert!(reference_rows(&odd, Some(&epilogue), a_row, |_| vec![0.0; 5]).unwrap_err().to_string().contains("N must be a multiple of 2"));
 }

@@ -35,7 +35,13 @@
 //! - grouped GEMM (`tilec_runtime::grouped`'s signatures: contiguous or
 //!   masked, BF16 or block-scaled FP8): run on each `--grouped-problems`
 //!   problem of its form (uneven experts, some empty), checked in FP64 on the
-//!   first and last valid row of every expert.
+//!   first and last valid row of every expert. A grouped kernel with a fused
+//!   epilogue (the manifest's `epilogue`, reading the accumulator or
+//!   interleaved parts of it: a mixture-of-experts SwiGLU, each expert's
+//!   gate and up in one B) is checked against the FP64 product taken
+//!   through the epilogue; reading parts, C has `N/parts` columns and the
+//!   problems' N are the product's (a multiple of parts * block; the
+//!   default problems' N round up to one).
 //!
 //! With `--streams N` a BF16 GEMM runs on N streams at once, `--rounds R`
 //! times, every result checked against cuBLAS (with a fused epilogue: the
@@ -216,7 +222,15 @@ fn main() -> ExitCode {
         tilec_cli::report_skip("tilec-gpu-test", &format!("no libcuda: artifact {dir} is valid, nothing was run"));
         return ExitCode::SUCCESS;
     }
-    let problems = cli.grouped_problems.0;
+    let mut problems = cli.grouped_problems.0;
+    // Likewise the default grouped problems' N, for a grouped kernel reading interleaved parts.
+    if let Some(g) = grouped::GroupedSpec::from_manifest(&artifact.manifest).ok().and_then(|s| s.epilogue).and_then(|e| e.gated) {
+        if parse_grouped(DEFAULT_GROUPED).is_ok_and(|d| d.0 == problems) {
+            let whole = g.parts * g.block;
+            problems.iter_mut().for_each(|p| p.n = p.n.div_ceil(whole) * whole);
+            println!("tilec-gpu-test: {} parts in runs of {}: default grouped problems with N rounded up to a multiple of {whole}", g.parts, g.block);
+        }
+    }
     let count = if mode == Mode::Grouped { problems.len() } else { shapes.len() };
     let outcome = match cli.streams {
         Some(streams) => run_concurrent(&artifact, &shapes, streams as usize, cli.rounds as usize, threshold),
@@ -265,21 +279,35 @@ fn run_concurrent(artifact: &Artifact, shapes: &[(u64, u64, u64)], streams: usiz
 /// Runs a grouped GEMM on each problem with fresh inputs; returns how many failed.
 fn run_grouped(gpu: &Gpu, dir: &str, artifact: &Artifact, problems: &[grouped::GroupedProblem], threshold: f64) -> Result<usize> {
     let spec = grouped::GroupedSpec::from_manifest(&artifact.manifest)?;
+    let (kind, input) = (spec.kind, spec.input);
     let kernel = grouped_bench::OurGrouped { name: dir.to_string(), kernel: gpu.load(artifact)?, spec };
-    println!("artifact: {dir} entry {} ({:?} {}), {} regs", artifact.manifest.entry, spec.kind, spec.input, kernel.kernel.num_regs);
+    println!("artifact: {dir} entry {} ({kind:?} {input}), {} regs", artifact.manifest.entry, kernel.kernel.num_regs);
+    let reference = match &kernel.spec.epilogue {
+        None => "fp64 cpu rows",
+        Some(e) => {
+            match &e.gated {
+                Some(g) => println!(
+                    "epilogue: {} interleaved parts of the product in runs of {}; C has {} = N/{} columns",
+                    g.parts, g.block, g.cols, g.parts
+                ),
+                None => println!("epilogue: element-wise over the accumulator; C has N columns"),
+            }
+            "fp64 cpu rows through the epilogue"
+        }
+    };
     let of_form: Vec<&grouped::GroupedProblem> = problems.iter().filter(|p| kernel.computes(p)).collect();
     if of_form.is_empty() {
-        return Err(RuntimeError::GemmArgs(format!("none of the --grouped-problems is of the kernel's form ({:?})", spec.kind)));
+        return Err(RuntimeError::GemmArgs(format!("none of the --grouped-problems is of the kernel's form ({kind:?})")));
     }
     println!("{} of {} problems are of the kernel's form", of_form.len(), problems.len());
     let mut failed = 0;
     for (i, p) in of_form.into_iter().enumerate() {
         let seed = seed_from_time().wrapping_add(i as u64);
         match grouped_bench::check_grouped_kernel(gpu, &kernel, p, seed) {
-            Ok(err) if passes(err, threshold) => println!("{:>48} {err:>10.3e}   PASS  fp64 cpu rows, {seed:#x}", p.to_string()),
+            Ok(err) if passes(err, threshold) => println!("{:>48} {err:>10.3e}   PASS  {reference}, {seed:#x}", p.to_string()),
             Ok(err) => {
                 failed += 1;
-                println!("{:>48} {err:>10.3e}   FAIL  fp64 cpu rows, {seed:#x}", p.to_string());
+                println!("{:>48} {err:>10.3e}   FAIL  {reference}, {seed:#x}", p.to_string());
             }
             Err(e) => {
                 failed += 1;
