@@ -1377,10 +1377,9 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
-    /// Register tiles of 8-bit floats have no LLVM struct form the lowering
-    /// can store from: reject a store of one at the store, saying so.
     /// An 8-bit float tile is stored as its conversion from f32 makes its
-    /// codes, value by value: held as a tile it would have no LLVM form.
+    /// codes, value by value: held as a tile it would have no LLVM form, so
+    /// a store of one is rejected at the store, saying so.
     fn check_storable(&self, op: Op, value: Value) -> Result<(), Diagnostic> {
         let elem = self.f.body.value_type(value).elem();
         let converted_here = matches!(self.vals.get(&value), Some(Lv::Lazy(l)) if matches!(&*l.expr, Expr::Cast { .. }));
@@ -1411,9 +1410,6 @@ impl<'a> Lowerer<'a> {
             }
             fragment::store_groups(&mut self.em, &values, &thread, &m.ptr, (&m.row0, &m.col0), (&m.rows, &m.cols), group, m.column_major);
             return Ok(());
-        }
-        if m.column_major {
-            return Err(self.err(op, "stores a register tile into a column-major tensor, which the lowering does not support"));
         }
         self.store_helpers.insert(values.elem().mnemonic(), values.elem());
         fragment::store(&mut self.em, &values, &thread, &m.ptr, &m.row0, &m.col0, &m.rows, &m.cols);
