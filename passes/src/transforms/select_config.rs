@@ -282,7 +282,7 @@ fn column_group(func: &Function) -> Option<i64> {
     let groups = body.walk_region(func.region).into_iter().filter_map(|op| {
         tile::Reduce::of(body, op).map(|r| r.group(body)).or_else(|| tile::Store::of(body, op).and_then(|s| s.group(body)))
     });
-    groups.filter(|&g| g > 0).reduce(|a, b| a / gcd(a, b) * b)
+    groups.filter(|&g| g > 0).reduce(|a, b| a / tile::arith::gcd(a, b) * b)
 }
 
 /// Bytes of an element of the tile the function stores whole (C), 2 (BF16)
@@ -291,10 +291,6 @@ fn output_bytes(func: &Function) -> i64 {
     let body = &func.body;
     let stored = body.walk_region(func.region).into_iter().filter_map(|op| tile::Store::of(body, op).filter(|s| s.group(body).is_none()));
     stored.map(|s| i64::from(body.value_type(s.value(body)).elem().bits() / 8)).min().unwrap_or(2)
-}
-
-fn gcd(a: i64, b: i64) -> i64 {
-    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// What the function's dot fixes for config selection.
