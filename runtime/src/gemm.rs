@@ -683,98 +683,101 @@ impl GemmSpec {
     /// and at least `M * ceil(cols / group)` elements; none the kernel does
     /// not write.
     fn bind_group_stores(&self, size: GemmSize, stores: Vec<TensorBinding>) -> Result<Vec<TensorBinding>> {
-        let specs = &self.output.group_stores;
-        let cols = self.cols_symbol();
-        let wanted = || specs.iter().map(|s| format!("{} (f32 M x ceil({cols}/{}))", s.name, s.group)).collect::<Vec<_>>().join(", ");
-        given_once("group store", "writes", specs.iter().map(|s| s.name.as_str()), &stores, wanted)?;
-        let out_size = self.out_size(size);
-        let mut out = Vec::with_capacity(specs.len());
-        for s in specs {
-            let Some(t) = stores.iter().find(|t| t.name == s.name) else {
-                return Err(RuntimeError::GemmArgs(format!("the kernel's epilogue writes {}; {} not given", wanted(), s.name)));
-            };
-            if t.dtype != DType::F32 {
-                return Err(RuntimeError::GemmArgs(format!("{} holds {}, the kernel writes f32", s.name, t.dtype)));
-            }
-            let need = s.len(out_size) * 4;
-            if t.bytes < need {
-                return Err(RuntimeError::GemmArgs(format!(
-                    "{} is {}x{} f32 (M x ceil({cols}/{})) for M={} N={} K={}: {need} bytes, the buffer has {}",
-                    s.name,
-                    out_size.m,
-                    s.groups_of(out_size.n),
-                    s.group,
-                    size.m,
-                    size.n,
-                    size.k,
-                    t.bytes
-                )));
-            }
-            out.push(t.clone());
-        }
-        Ok(out)
+        let (cols, out_size) = (self.cols_symbol(), self.out_size(size));
+        let wanted: Vec<Named> = self
+            .output
+            .group_stores
+            .iter()
+            .map(|s| Named {
+                name: &s.name,
+                dtype: DType::F32,
+                elems: s.len(out_size),
+                listed: format!("{} (f32 M x ceil({cols}/{}))", s.name, s.group),
+                extent: format!("{}x{} f32 (M x ceil({cols}/{}))", out_size.m, s.groups_of(out_size.n), s.group),
+            })
+            .collect();
+        bind_named("group store", "writes", "", &wanted, stores, size)
     }
 
     /// The epilogue's vectors, checked: each given once, by name, of its
     /// element type and at least its length; none the kernel does not read.
     fn bind_vectors(&self, size: GemmSize, vectors: Vec<TensorBinding>) -> Result<Vec<TensorBinding>> {
-        let args = |s: String| RuntimeError::GemmArgs(s);
         let symbol = |v: &VectorSpec| if v.along == Along::Cols { self.cols_symbol() } else { v.len_symbol() };
-        let wanted = || self.vectors.iter().map(|v| format!("{} ({}[{}])", v.name, v.dtype, symbol(v))).collect::<Vec<_>>().join(", ");
-        given_once("vector", "reads", self.vectors.iter().map(|v| v.name.as_str()), &vectors, wanted)?;
-        let mut out = Vec::with_capacity(self.vectors.len());
-        for v in &self.vectors {
-            let Some(t) = vectors.iter().find(|t| t.name == v.name) else {
-                return Err(args(format!("the kernel's epilogue reads {}; {} not given", wanted(), v.name)));
-            };
-            if t.dtype != v.dtype {
-                return Err(args(format!("{} holds {}, the kernel takes {}", v.name, t.dtype, v.dtype)));
-            }
-            let len = v.len(self.out_size(size));
-            let need = len * v.dtype.size_bytes() as u64;
-            if t.bytes < need {
-                return Err(args(format!(
-                    "{} is {len} {} ({}) for M={} N={} K={}: {need} bytes, the buffer has {}",
-                    v.name,
-                    v.dtype,
-                    symbol(v),
-                    size.m,
-                    size.n,
-                    size.k,
-                    t.bytes
-                )));
-            }
-            out.push(t.clone());
-        }
-        Ok(out)
+        let wanted: Vec<Named> = self
+            .vectors
+            .iter()
+            .map(|v| {
+                let len = v.len(self.out_size(size));
+                Named {
+                    name: &v.name,
+                    dtype: v.dtype,
+                    elems: len,
+                    listed: format!("{} ({}[{}])", v.name, v.dtype, symbol(v)),
+                    extent: format!("{len} {} ({})", v.dtype, symbol(v)),
+                }
+            })
+            .collect();
+        bind_named("vector", "reads", "", &wanted, vectors, size)
     }
 
     /// The epilogue's matrices, checked: each given once, by name, of its
     /// element type and at least `M * N` elements; none the kernel does not read.
     fn bind_matrices(&self, size: GemmSize, matrices: Vec<TensorBinding>) -> Result<Vec<TensorBinding>> {
-        let args = |s: String| RuntimeError::GemmArgs(s);
-        let wanted = || self.matrices.iter().map(|x| format!("{} ({}[M,{}])", x.name, x.dtype, self.cols_symbol())).collect::<Vec<_>>().join(", ");
-        given_once("matrix", "reads", self.matrices.iter().map(|x| x.name.as_str()), &matrices, wanted)?;
-        let mut out = Vec::with_capacity(self.matrices.len());
-        for x in &self.matrices {
-            let Some(t) = matrices.iter().find(|t| t.name == x.name) else {
-                return Err(args(format!("the kernel's epilogue reads matrix {}; {} not given", wanted(), x.name)));
-            };
-            if t.dtype != x.dtype {
-                return Err(args(format!("{} holds {}, the kernel takes {}", x.name, t.dtype, x.dtype)));
-            }
-            let shape = self.out_size(size);
-            let need = x.len(shape) * x.dtype.size_bytes() as u64;
-            if t.bytes < need {
-                return Err(args(format!(
-                    "{} is {}x{} {} (M x {}) for M={} N={} K={}: {need} bytes, the buffer has {}",
-                    x.name, shape.m, shape.n, x.dtype, self.cols_symbol(), size.m, size.n, size.k, t.bytes
-                )));
-            }
-            out.push(t.clone());
-        }
-        Ok(out)
+        let (cols, shape) = (self.cols_symbol(), self.out_size(size));
+        let wanted: Vec<Named> = self
+            .matrices
+            .iter()
+            .map(|x| Named {
+                name: &x.name,
+                dtype: x.dtype,
+                elems: x.len(shape),
+                listed: format!("{} ({}[M,{cols}])", x.name, x.dtype),
+                extent: format!("{}x{} {} (M x {cols})", shape.m, shape.n, x.dtype),
+            })
+            .collect();
+        bind_named("matrix", "reads", "matrix ", &wanted, matrices, size)
     }
+}
+
+/// A tensor a kernel's epilogue reads or writes, as a call must bind it.
+struct Named<'a> {
+    name: &'a str,
+    dtype: DType,
+    /// Elements it holds at the call's size.
+    elems: u64,
+    /// How the list of wanted tensors names it: `Bias (bf16[N])`.
+    listed: String,
+    /// Its extent at the call's size: `200 bf16 (N)`.
+    extent: String,
+}
+
+/// The bindings of `wanted`, the `kind`s (`vector`, `matrix`, `group
+/// store`) the kernel's epilogue `verb`s, from `given`: each given once, by
+/// name, of its element type and at least its size; none the kernel does
+/// not use. `article` precedes the list in the message for a missing one.
+fn bind_named(kind: &str, verb: &str, article: &str, wanted: &[Named], given: Vec<TensorBinding>, size: GemmSize) -> Result<Vec<TensorBinding>> {
+    let args = |s: String| RuntimeError::GemmArgs(s);
+    let list = || wanted.iter().map(|w| w.listed.as_str()).collect::<Vec<_>>().join(", ");
+    given_once(kind, verb, wanted.iter().map(|w| w.name), &given, list)?;
+    let takes = if verb == "writes" { "writes" } else { "takes" };
+    let mut out = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        let Some(t) = given.iter().find(|t| t.name == w.name) else {
+            return Err(args(format!("the kernel's epilogue {verb} {article}{}; {} not given", list(), w.name)));
+        };
+        if t.dtype != w.dtype {
+            return Err(args(format!("{} holds {}, the kernel {takes} {}", w.name, t.dtype, w.dtype)));
+        }
+        let need = w.elems * w.dtype.size_bytes() as u64;
+        if t.bytes < need {
+            return Err(args(format!(
+                "{} is {} for M={} N={} K={}: {need} bytes, the buffer has {}",
+                w.name, w.extent, size.m, size.n, size.k, t.bytes
+            )));
+        }
+        out.push(t.clone());
+    }
+    Ok(out)
 }
 
 /// Checks that each of `given` names one of the `kind`s (`vector`,
