@@ -387,11 +387,7 @@ impl Epilogue {
     /// True if it is a plain GEMM's: the accumulator, at most rounded once
     /// (to any type), with no vectors or other values.
     pub fn is_plain(&self) -> bool {
-        match &self.values[..] {
-            [EpilogueValue::Acc] => true,
-            [EpilogueValue::Acc, EpilogueValue::Convert { x: 0, .. }] => true,
-            _ => false,
-        }
+        matches!(&self.values[..], [EpilogueValue::Acc] | [EpilogueValue::Acc, EpilogueValue::Convert { x: 0, .. }])
     }
 }
 
@@ -633,8 +629,6 @@ pub fn erfc(x: f64) -> f64 {
     }
 }
 
-const TWO_OVER_SQRT_PI: f64 = 1.128_379_167_095_512_6;
-
 fn erf_series(a: f64) -> f64 {
     let x2 = a * a;
     let mut term = a;
@@ -648,7 +642,7 @@ fn erf_series(a: f64) -> f64 {
             break;
         }
     }
-    TWO_OVER_SQRT_PI * (-x2).exp() * sum
+    std::f64::consts::FRAC_2_SQRT_PI * (-x2).exp() * sum
 }
 
 /// erfc(x) for x >= 3: `e^(-x^2)/sqrt(pi) * 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))`,
