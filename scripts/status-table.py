@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The README's status table, made from the committed benchmark records.
+
+Each row names its records (docs/benchmarks/...) and how a figure is read from them: a judged
+set of config selection's picks (tilec-judge/1, scripts/judge-picks.py), a tilec-bench run
+(tilec-bench/3: the vendor's median time over ours, per shape) or a grouped run
+(tilec-bench-grouped/1). Ratios above 1 are ours faster.
+usage: status-table.py               print the table
+       status-table.py --check FILE  exit 1 unless FILE holds it between the markers
+       status-table.py --write FILE  put it there"""
+import argparse
+import json
+import math
+import statistics
+import sys
+
+BEGIN = "<!-- status table: made by scripts/status-table.py from the records it names; do not edit -->"
+END = "<!-- end of status table -->"
+COST_MODEL = "docs/benchmarks/cost-model/2026-11-29-h200-judged-workspace.json"
+EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def geomean(ratios):
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+
+
+def judged(path, dtype, group, baseline):
+    """Shape -> ratio of the picks judged in `path` for one dtype, group and baseline."""
+    rows = load(path)["rows"]
+    return {r["shape"]: r["ratios"][baseline] for r in rows if r["dtype"] == dtype and r["group"] == group and r["measured"] and baseline in r["ratios"]}
+
+
+def bench(path, baseline, ours=lambda name: True):
+    """Shape -> the named baseline's median time over ours (the run whose name `ours` accepts)."""
+    out = {}
+    for r in load(path)["results"]:
+        runs = {x["name"]: x["stats"]["median_ms"] for x in r["runs"] if x.get("stats")}
+        mine = [t for name, t in runs.items() if name.startswith("artifacts/") and ours(name)]
+        if baseline in runs and len(mine) == 1:
+            out[f"{r['m']}x{r['n']}x{r['k']}"] = runs[baseline] / mine[0]
+    return out
+
+
+def ours_ms(path, ours):
+    """Shape -> the median time of the run whose name `ours` accepts, where one is."""
+    out = {}
+    for r in load(path)["results"]:
+        mine = [x["stats"]["median_ms"] for x in r["runs"] if x["name"].startswith("artifacts/") and ours(x["name"]) and x.get("stats")]
+        if len(mine) == 1:
+            out[f"{r['m']}x{r['n']}x{r['k']}"] = mine[0]
+    return out
+
+
+def grouped(path, baseline, ours):
+    """Problem label -> the baseline's median time over ours in a grouped run."""
+    out = {}
+    for r in load(path)["results"]:
+        runs = {x["name"]: statistics.median(x["round_ms"]) for x in r["runs"]}
+        out[r["label"]] = runs[baseline] / runs[ours]
+    return out
+
+
+def summary(ratios, named=()):
+    """`G, lowest L (shape)` and `(S: r, ...)` for the shapes named; one shape's ratio alone."""
+    if not ratios:
+        raise SystemExit("a status row's records hold no ratio")
+    if len(ratios) == 1:
+        [(shape, ratio)] = ratios.items()
+        return f"{ratio:.3f} ({shape})"
+    text = f"{geomean(list(ratios.values())):.3f}"
+    low = min(ratios, key=ratios.get)
+    if low not in named:
+        text += f", lowest {ratios[low]:.3f} ({low})"
+    if named:
+        text += " (" + ", ".join(f"{s}: {ratios[s]:.3f}" for s in named) + ")"
+    return text
+
+
+def rows():
+    bf16 = lambda group: judged(COST_MODEL, "bf16", group, "cublas")
+    fp8 = lambda group, baseline: judged(COST_MODEL, "fp8", group, baseline)
+    plain = ours_ms(EPILOGUE + "fused-vs-plain.json", lambda name: "/plain_" in name)
+    fused = ours_ms(EPILOGUE + "fused-vs-plain.json", lambda name: name.endswith("_r1"))
+    fused_vs_plain = {s: plain[s] / fused[s] for s in fused}
+    pick = lambda name: name.endswith("_r1")
+    return [
+        ("BF16, 60 validation shapes (`draw-shapes.py --seed 2`), vs the faster of cuBLAS and cuBLASLt", summary(bf16("validation")), COST_MODEL),
+        ("BF16, the 20 benchmark shapes (DESIGN section 8)", summary(bf16("benchmark"), ["4096x4096x4096", "8192x8192x8192"]), "same"),
+        ("BF16, deep K", summary(bf16("deep-k"), ["512x512x65536", "1024x1024x16384"]), "same"),
+        ("FP8 block-scaled, the 20 benchmark shapes, vs cuBLASLt block-scaled", summary(fp8("benchmark", "block-scaled")) + f"; {geomean(list(fp8('benchmark', 'per-tensor').values())):.3f} of per-tensor FP8", "same"),
+        ("FP8 block-scaled, 22 validation shapes, vs cuBLASLt per-tensor FP8 (block-scaled refuses them)", summary(fp8("validation", "per-tensor")), "same"),
+        ("BF16 GEMM + bias + GELU (`examples/gemm_bias_gelu.tile`), the 20 benchmark shapes, vs cuBLASLt `GELU_BIAS`", summary(bench(EPILOGUE + "bias-gelu-picks.json", "cublaslt-gelu-bias", pick)), EPILOGUE + "bias-gelu-picks.json"),
+        ("the same against the plain BF16 pick (its time over the fused one's, runs back to back)", summary(fused_vs_plain, ["4096x4096x4096", "8192x8192x8192"]), EPILOGUE + "fused-vs-plain.json"),
+        ("BF16 GEMM + residual (`examples/gemm_residual.tile`), the 20 shapes, vs cuBLASLt's `beta C`", summary(bench(EPILOGUE + "residual-picks.json", "cublaslt-residual", pick)), EPILOGUE + "residual-picks.json"),
+        ("SwiGLU MLP in one GEMM (`examples/mlp_swiglu.tile`), M x 2H x K, vs two cuBLASLt GEMMs + an element-wise kernel", summary(bench(EPILOGUE + "swiglu-two-gemms.json", "cublaslt-2gemm+nvrtc-gated"), ["4096x28672x4096"]), EPILOGUE + "swiglu-two-gemms.json"),
+        ("Grouped SwiGLU (`examples/grouped_contiguous_swiglu.tile`), vs per-expert cuBLAS loops per part + the element-wise kernel", summary(grouped(EPILOGUE + "grouped-swiglu.json", "cublas-loop-2gemm+nvrtc-gated", "gswiglu_c1")), EPILOGUE + "grouped-swiglu.json"),
+        ("FP8 block-scaled + per-token FP8 quantisation (`examples/gemm_fp8_quantize.tile`), the six M = 4096 shapes, vs cuBLASLt block-scaled + a quantisation kernel", summary(bench(EPILOGUE + "fp8-quantize-picks.json", "cublaslt-fp8-block+nvrtc-quantize", pick)), EPILOGUE + "fp8-quantize-picks.json"),
+        ("FP8 block-scaled + bias + ReLU, vs cuBLASLt per-tensor FP8 + an element-wise kernel", summary(bench(EPILOGUE + "fp8-bias-relu-4096.json", "cublaslt-fp8+nvrtc-epilogue"), ["4096x4096x4096"]), EPILOGUE + "fp8-bias-relu-4096.json"),
+    ]
+
+
+def table():
+    lines = ["| set (NVIDIA H200, 2026-11-29) | tilec | source |", "|---|---|---|"]
+    previous = None
+    for label, figure, source in rows():
+        shown = "same" if source == previous or source == "same" else f"`{source}`"
+        previous = source if source != "same" else previous
+        lines.append(f"| {label} | {figure} | {shown} |")
+    return "\n".join(lines)
+
+
+def between_markers(text):
+    if text.count(BEGIN) != 1 or text.count(END) != 1:
+        raise SystemExit(f"the file needs exactly one '{BEGIN}' and one '{END}' line")
+    head, rest = text.split(BEGIN + "\n", 1)
+    body, tail = rest.split(END, 1)
+    return head, body.rstrip("\n"), tail
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--check", metavar="FILE")
+    group.add_argument("--write", metavar="FILE")
+    args = parser.parse_args()
+    made = table()
+    if not (args.check or args.write):
+        print(made)
+        return
+    path = args.check or args.write
+    with open(path) as f:
+        head, body, tail = between_markers(f.read())
+    if args.check:
+        if body != made:
+            sys.exit(f"{path}: the status table differs from the records' (scripts/status-table.py --write {path} remakes it)")
+        print(f"{path}: the status table matches the records")
+        return
+    with open(path, "w") as f:
+        f.write(head + BEGIN + "\n" + made + "\n" + END + tail)
+
+
+if __name__ == "__main__":
+    main()
