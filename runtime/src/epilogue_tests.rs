@@ -42,6 +42,13 @@ fn bias(dtype: DType, along: Along) -> VectorSpec {
     VectorSpec { name: "Bias".into(), dtype, along }
 }
 
+/// Fails, showing `src`, unless it contains every one of `lines`.
+fn assert_has_lines(src: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(src.contains(line), "missing `{line}` in\n{src}");
+    }
+}
+
 #[test]
 fn a_gemm_with_a_bias_vector_is_a_gemm() {
     let spec = GemmSpec::from_manifest(&bias_gelu_manifest()).unwrap();
@@ -220,7 +227,7 @@ fn generated_cuda_applies_the_program_in_f32() {
     let e = epilogue(BIAS_GELU);
     let src = cuda_source(&e, &[bias(DType::Bf16, Along::Cols)], &[], &OutputSpec::bf16_c()).unwrap();
     assert!(src.contains(r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ v0, long long m, long long n)"#), "{src}");
-    for line in [
+    assert_has_lines(&src, &[
         "const float x0 = tilec_bf16_to_f32(in.v[e]);",
         "const float x1 = tilec_bf16_to_f32(v0[j]);",
         "const float x2 = x0 + x1;",
@@ -228,9 +235,7 @@ fn generated_cuda_applies_the_program_in_f32() {
         "const float x12 = tanhf(x11);",
         "const float x16 = tilec_round_bf16(x15);",
         "out.v[e] = tilec_f32_to_bf16(x16);",
-    ] {
-        assert!(src.contains(line), "missing `{line}` in\n{src}");
-    }
+    ]);
     // Row vectors read element i; f32 vectors are float pointers; every function has its spelling.
     let all = epilogue(
         r#"[{"op": "acc"}, {"op": "vector", "tensor": "S", "along": "rows"}, {"op": "binary", "f": "max", "lhs": 0, "rhs": 1},
@@ -240,7 +245,7 @@ fn generated_cuda_applies_the_program_in_f32() {
             {"op": "convert", "to": "f8e4m3", "x": 11}]"#,
     );
     let src = cuda_source(&all, &[VectorSpec { name: "S".into(), dtype: DType::F32, along: Along::Rows }], &[], &OutputSpec::bf16_c()).unwrap();
-    for line in [
+    assert_has_lines(&src, &[
         "const float* __restrict__ v0",
         "x1 = v0[i];",
         "x2 = tilec_max(x0, x1);",
@@ -254,9 +259,7 @@ fn generated_cuda_applies_the_program_in_f32() {
         "x10 = x9 - x1;",
         "x11 = tilec_round_f16(x10);",
         "x12 = tilec_round_e4m3(x11);",
-    ] {
-        assert!(src.contains(line), "missing `{line}` in\n{src}");
-    }
+    ]);
     assert!(cuda_source(&e, &[], &[], &OutputSpec::bf16_c()).unwrap_err().contains("vector Bias"));
     assert!(cuda_source(&Epilogue { values: vec![], group_stores: Vec::new() }, &[], &[], &OutputSpec::bf16_c()).is_err());
 }
@@ -468,7 +471,7 @@ fn classify_finds_alpha_and_beta_of_a_residual() {
 fn generated_cuda_reads_matrices_as_c() {
     let e = epilogue(RESIDUAL);
     let src = cuda_source(&e, &[], &[residual(DType::Bf16)], &OutputSpec::bf16_c()).unwrap();
-    for line in [
+    assert_has_lines(&src, &[
         r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ r0, long long m, long long n)"#,
         "tilec_u16x8 r0g;",
         "r0g = *reinterpret_cast<const tilec_u16x8*>(r0 + base);",
@@ -476,9 +479,7 @@ fn generated_cuda_reads_matrices_as_c() {
         "const float x3 = tilec_bf16_to_f32(r0g.v[e]);",
         "const float x5 = x3 * x4;",
         "const float x7 = tilec_round_bf16(x6);",
-    ] {
-        assert!(src.contains(line), "missing `{line}` in\n{src}");
-    }
+    ]);
     // Vectors come first, then matrices; an f32 matrix is read 32 bytes a group, an f16 one converted.
     let both = epilogue(
         r#"[{"op": "acc"}, {"op": "vector", "tensor": "Bias", "along": "cols"}, {"op": "binary", "f": "add", "lhs": 0, "rhs": 1},
@@ -487,16 +488,14 @@ fn generated_cuda_reads_matrices_as_c() {
     );
     let h = MatrixSpec { name: "H".into(), dtype: DType::F16 };
     let src = cuda_source(&both, &[bias(DType::Bf16, Along::Cols)], &[residual(DType::F32), h], &OutputSpec::bf16_c()).unwrap();
-    for line in [
+    assert_has_lines(&src, &[
         "const unsigned short* __restrict__ v0, const float* __restrict__ r0, const unsigned short* __restrict__ r1, long long m, long long n)",
         "tilec_f32x8 r0g;",
         "r0g = *reinterpret_cast<const tilec_f32x8*>(r0 + base);",
         "r0g.v[e] = base + e < total ? r0[base + e] : (float)0;",
         "const float x3 = r0g.v[e];",
         "const float x5 = tilec_f16_to_f32(r1g.v[e]);",
-    ] {
-        assert!(src.contains(line), "missing `{line}` in\n{src}");
-    }
+    ]);
     assert!(cuda_source(&e, &[], &[], &OutputSpec::bf16_c()).unwrap_err().contains("matrix R"));
 }
 
@@ -658,7 +657,7 @@ fn classify_calls_interleaved_parts_gated() {
 #[test]
 fn generated_cuda_reads_the_parts_from_their_products() {
     let src = cuda_source(&epilogue(SWIGLU), &[], &[], &OutputSpec::bf16_c()).unwrap();
-    for line in [
+    assert_has_lines(&src, &[
         r#"extern "C" __global__ void tilec_epilogue(unsigned short* __restrict__ c, const unsigned short* __restrict__ p0, const unsigned short* __restrict__ p1, long long m, long long n)"#,
         "tilec_u16x8 q0g;",
         "q0g = *reinterpret_cast<const tilec_u16x8*>(p0 + base);",
@@ -671,15 +670,13 @@ fn generated_cuda_reads_the_parts_from_their_products() {
         "const float x7 = x6 * x1;",
         "out.v[e] = tilec_f32_to_bf16(x8);",
         "*reinterpret_cast<tilec_u16x8*>(c + base) = out;",
-    ] {
-        assert!(src.contains(line), "missing `{line}` in\n{src}");
-    }
+    ]);
     assert!(!src.contains("in.v[e]") && !src.contains("tilec_acc"), "a gated kernel reads no C, and here no accumulator:\n{src}");
     // The accumulator is the interleaved product's column j, read element by element from the part holding it; every
     // part's product is a parameter, read or not.
     let odd = epilogue(r#"[{"op": "acc_part", "block": 4, "part": 1, "parts": 3}, {"op": "acc"}, {"op": "binary", "f": "mul", "lhs": 0, "rhs": 1}]"#);
     let src = cuda_source(&odd, &[], &[], &OutputSpec::bf16_c()).unwrap();
-    for line in [
+    assert_has_lines(&src, &[
         "const unsigned short* __restrict__ p0, const unsigned short* __restrict__ p1, const unsigned short* __restrict__ p2, long long m, long long n)",
         "const long long q = j % 12LL / 4LL;",
         "const unsigned short* __restrict__ p = q == 0 ? p0 : q == 1 ? p1 : p2;",
@@ -687,9 +684,7 @@ fn generated_cuda_reads_the_parts_from_their_products() {
         "qag.v[e] = base + e < total ? tilec_acc(p0, p1, p2, xi, base + e - xi * n, n) : (unsigned short)0;",
         "q1g = *reinterpret_cast<const tilec_u16x8*>(p1 + base);",
         "const float x1 = tilec_bf16_to_f32(qag.v[e]);",
-    ] {
-        assert!(src.contains(line), "missing `{line}` in\n{src}");
-    }
+    ]);
     assert!(!src.contains("q0g") && !src.contains("q2g"), "{src}");
     // Vectors and matrices follow the products' pointers.
     let e = SWIGLU.replace(
