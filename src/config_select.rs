@@ -233,11 +233,11 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
         let pipeline = if stages != 1 || !cluster.is_empty() { "tile-pipeline," } else { "" };
         let split = if split { "tile-split-k," } else { "" };
         let order = if order { "tile-rasterize," } else { "" };
-        format!("tile-canonicalize,tile-assign-layouts,{order}{split}{pipeline}{cluster}tile-lower-to-nv,tile-canonicalize")
+        format!("tile-canonicalize,tile-assign-layouts,{order}{split}{pipeline}{cluster}tile-lower-to-nv,tile-fit-tma-boxes,tile-canonicalize")
     } else {
         let stream_k = if stream_k { "tile-stream-k," } else { "" };
         let deferred = if deferred { "tile-defer-epilogue," } else { "" };
-        format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-canonicalize,tile-licm")
+        format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-fit-tma-boxes,tile-canonicalize,tile-licm")
     })
 }
 

@@ -357,6 +357,13 @@ pub struct TmaParam {
     /// column-major tensor, such as a K block's row scales stored M-major.
     #[serde(default, skip_serializing_if = "is_false")]
     pub flat: bool,
+    /// The box's rows (its second-last extent) stop at the tensor's rows
+    /// rounded up to [`FIT_ROWS_GRAIN`], where the tensor has fewer rows
+    /// than the box (JSON default `false`, left out when false): the
+    /// runtime encodes the descriptor with [`TmaParam::fitted_rows`] of
+    /// the launch's shape, and the kernel expects the bytes of as many.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fit_rows: bool,
     /// Shared-memory swizzle of the box (JSON default `none`).
     #[serde(default)]
     pub swizzle: Swizzle,
@@ -369,6 +376,23 @@ pub struct TmaParam {
     /// Interleave layout (JSON default `none`, the only one).
     #[serde(default)]
     pub interleave: Interleave,
+}
+
+/// Rows a `fit_rows` box copies are a multiple of this: the period of every
+/// TMA swizzle, so the rows land where a full box puts them.
+pub const FIT_ROWS_GRAIN: u64 = 8;
+
+impl TmaParam {
+    /// The rows the box copies from a tensor of `tensor_rows` rows: the
+    /// full box, or with `fit_rows` the tensor's rows rounded up to
+    /// [`FIT_ROWS_GRAIN`] where that is fewer (never under the grain).
+    pub fn fitted_rows(&self, box_rows: u32, tensor_rows: u64) -> u32 {
+        if !self.fit_rows {
+            return box_rows;
+        }
+        let rounded = tensor_rows.div_ceil(FIT_ROWS_GRAIN).max(1) * FIT_ROWS_GRAIN;
+        rounded.min(u64::from(box_rows)) as u32
+    }
 }
 
 /// PTX type of a scalar kernel parameter (JSON `ty`).

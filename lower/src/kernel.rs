@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
+use tilec_artifact::FIT_ROWS_GRAIN;
 use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 use tilec_dialects::{nv, tile};
@@ -471,6 +472,41 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The i32 value of dimension `d` of tensor `t`.
+    /// The bytes `expect_tx` arms its stage with (an `index` value): its
+    /// count, the full boxes', less the rows its `fit_rows` loads leave
+    /// out at this launch's shape ([`tilec_artifact::TmaParam::fitted_rows`], the runtime's
+    /// rule for their descriptors).
+    fn expected_bytes(&mut self, expect_tx: Op, full: i64) -> Result<String, Diagnostic> {
+        let body = &self.f.body;
+        let fitted: Vec<Op> =
+            nv::memory::armed_loads(body, expect_tx).into_iter().filter(|&l| nv::TmaLoad::of(body, l).is_some_and(|o| o.fit_rows(body))).collect();
+        if fitted.is_empty() {
+            return Ok(self.em.const_int(full, "index"));
+        }
+        let mut bytes = self.em.i32(full);
+        for load in fitted {
+            let o = self.view(load, nv::TmaLoad::of)?;
+            let Lv::Ref(t) = *self.lv(load, o.tensor(&self.f.body))? else { return Err(self.err(load, "expected a tensor")) };
+            let tile = &self.f.body.value_type(o.buffer(&self.f.body)).as_smem().ok_or_else(|| self.err(load, "expected a shared buffer"))?.tile;
+            let rank = tile.shape.len();
+            let (box_rows, row_bytes) = (tile.shape[rank - 2], tile.shape[rank - 1] * i64::from(tile.elem.bits() / 8));
+            let tensor_rows = self.dim_value(t, self.plan.tensors[t].dims.len() - 2);
+            let grain = FIT_ROWS_GRAIN as i64;
+            let up = self.em.add_const("rows", &tensor_rows, grain - 1, "i32");
+            let mask = self.em.i32(-grain);
+            let rounded = self.em.binop("rows", "arith.andi", &up, &mask, "i32");
+            let floor = self.em.i32(grain);
+            let rounded = self.em.binop("rows", "arith.maxsi", &rounded, &floor, "i32");
+            let cap = self.em.i32(box_rows);
+            let fitted = self.em.binop("fitted_rows", "arith.minsi", &rounded, &cap, "i32");
+            let per_row = self.em.i32(row_bytes);
+            let left_out = self.em.binop("left_out", "arith.subi", &cap, &fitted, "i32");
+            let short = self.em.binop("short", "arith.muli", &left_out, &per_row, "i32");
+            bytes = self.em.binop("tx_bytes", "arith.subi", &bytes, &short, "i32");
+        }
+        Ok(self.em.assign("tx_bytes", format!("arith.index_cast {bytes} : i32 to index")))
+    }
+
     fn dim_value(&mut self, t: usize, d: usize) -> String {
         match &self.plan.tensors[t].dims[d] {
             DimSrc::Const(c) => self.em.i32(*c),
@@ -779,7 +815,8 @@ impl<'a> Lowerer<'a> {
             Opcode::NvMbarrierExpectTx => {
                 let expect = self.view(op, nv::MbarrierExpectTx::of)?;
                 let bar = self.barrier_ref(op, expect.barrier(&self.f.body), expect.stage(&self.f.body))?;
-                tma::expect_tx(&mut self.em, &bar, expect.bytes(&self.f.body));
+                let bytes = self.expected_bytes(op, expect.bytes(&self.f.body))?;
+                tma::expect_tx(&mut self.em, &bar, &bytes);
                 Ok(())
             }
             Opcode::NvMbarrierWait => {
@@ -1306,7 +1343,13 @@ impl<'a> Lowerer<'a> {
         let buf = self.plan.buffers[&dst.buffer].clone();
         let flat = buf.geom.is_narrow();
         let box_dims = if flat { vec![dst.rows] } else { tma_box(dst.rows, &buf.geom, coords.len()) };
-        let desc_idx = self.plan.tma.iter().position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == buf.geom.swizzle && d.flat == flat).expect("planned");
+        let fit_rows = o.fit_rows(&self.f.body);
+        let desc_idx = self
+            .plan
+            .tma
+            .iter()
+            .position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == buf.geom.swizzle && d.flat == flat && d.fit_rows == fit_rows)
+            .expect("planned");
         let (col, outer) = if flat { (self.run_box_start(op, t, &coords)?.0, Vec::new()) } else { self.tma_coords(op, &coords)? };
         let stage = self.scalar(op, stage)?;
         let bar = self.barrier_ref(op, barrier, bstage)?;
@@ -1478,7 +1521,7 @@ impl<'a> Lowerer<'a> {
             .plan
             .tma
             .iter()
-            .position(|d| d.tensor == t && d.box_dims == tma_box(buf.geom.rows, &buf.geom, coords.len()) && d.swizzle == buf.geom.swizzle)
+            .position(|d| d.tensor == t && d.box_dims == tma_box(buf.geom.rows, &buf.geom, coords.len()) && d.swizzle == buf.geom.swizzle && !d.fit_rows)
             .expect("planned");
         let stage = self.scalar(op, stage)?;
         let (col, outer) = self.tma_coords(op, &coords)?;

@@ -190,7 +190,8 @@ impl Tensor {
 }
 
 /// One TMA descriptor parameter: a tensor, a box (outer to inner; extent 1
-/// in the leading dimensions of a tensor of rank above 2) and a swizzle.
+/// in the leading dimensions of a tensor of rank above 2), a swizzle, and
+/// whether its rows are fitted to the tensor's at launch.
 /// A `flat` one addresses the tensor as one dimension of all its elements
 /// in memory order, its box one run of them (a column of a column-major
 /// tensor).
@@ -201,6 +202,8 @@ pub(crate) struct TmaDesc {
     pub swizzle: i64,
     pub geom_swizzle: Swizzle,
     pub flat: bool,
+    /// The box's rows stop at the tensor's (`nv.tma_load {fit_rows}`).
+    pub fit_rows: bool,
 }
 
 pub(crate) struct Plan {
@@ -409,7 +412,7 @@ impl Plan {
                     } else {
                         let geom = tma_geom(ty, &data.loc, name)?;
                         plan.row_major(tensor, &data.loc, name)?;
-                        plan.add_tma(tensor, &geom, o.coords(body).len());
+                        plan.add_tma(tensor, &geom, o.coords(body).len(), o.fit_rows(body));
                     }
                 }
                 Opcode::TileReduceSplits => {
@@ -498,7 +501,7 @@ impl Plan {
                     }
                     plan.row_major(tensor, &data.loc, name)?;
                     plan.tensors[tensor].stored = true;
-                    plan.add_tma(tensor, &geom, st.coords(body).len());
+                    plan.add_tma(tensor, &geom, st.coords(body).len(), false);
                     store_box.get_or_insert([geom.rows, geom.cols]);
                 }
                 Opcode::NvStoreShared => {
@@ -562,8 +565,8 @@ impl Plan {
         Ok(())
     }
 
-    fn add_tma(&mut self, tensor: usize, geom: &SmemGeom, rank: usize) {
-        let desc = TmaDesc { tensor, box_dims: tma_box(geom.rows, geom, rank), swizzle: geom.swizzle, geom_swizzle: geom.manifest_swizzle(), flat: false };
+    fn add_tma(&mut self, tensor: usize, geom: &SmemGeom, rank: usize, fit_rows: bool) {
+        let desc = TmaDesc { tensor, box_dims: tma_box(geom.rows, geom, rank), swizzle: geom.swizzle, geom_swizzle: geom.manifest_swizzle(), flat: false, fit_rows };
         if !self.tma.contains(&desc) {
             self.tma.push(desc);
         }
@@ -587,7 +590,7 @@ impl Plan {
 
     /// The flat descriptor of `tensor` whose box is a run of `rows` elements.
     fn add_flat_tma(&mut self, tensor: usize, rows: i64) {
-        let desc = TmaDesc { tensor, box_dims: vec![rows], swizzle: 0, geom_swizzle: Swizzle::None, flat: true };
+        let desc = TmaDesc { tensor, box_dims: vec![rows], swizzle: 0, geom_swizzle: Swizzle::None, flat: true, fit_rows: false };
         if !self.tma.contains(&desc) {
             self.tma.push(desc);
         }
@@ -623,6 +626,7 @@ impl Plan {
                 dtype: t.dtype,
                 box_dims: d.box_dims.iter().map(|&b| b as u32).collect(),
                 flat: d.flat,
+                fit_rows: d.fit_rows,
                 swizzle: d.geom_swizzle,
                 l2_promotion: L2Promotion::B128,
                 oob_fill: OobFill::Zero,

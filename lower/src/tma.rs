@@ -55,10 +55,10 @@ pub(crate) fn init_barriers(em: &mut Emitter, smem: &str, bars: &Barriers, is_le
     group
 }
 
-/// One arrival on `bar` that also expects `bytes` transaction bytes.
-pub(crate) fn expect_tx(em: &mut Emitter, bar: &BarrierRef, bytes: i64) {
-    let b = em.const_int(bytes, "index");
-    em.line(format!("nvgpu.mbarrier.arrive.expect_tx {}[{}], {b} : {}", bar.group, bar.index, bar.ty));
+/// One arrival on `bar` that also expects `bytes` (an `index` value)
+/// transaction bytes.
+pub(crate) fn expect_tx(em: &mut Emitter, bar: &BarrierRef, bytes: &str) {
+    em.line(format!("nvgpu.mbarrier.arrive.expect_tx {}[{}], {bytes} : {}", bar.group, bar.index, bar.ty));
 }
 
 /// Every thread waits for the phase of parity `phase` (`i32`) to complete.

@@ -4,7 +4,7 @@
 use crate::analysis::barriers;
 use crate::options::OptionSpec;
 use crate::phase::PhaseRule;
-use crate::transforms::{assign_layouts, canonicalize, cluster_split, defer_epilogue, licm, lower_to_nv, persistent, pipeline, rasterize, select_config, split_k, stream_k, warp_specialize};
+use crate::transforms::{assign_layouts, canonicalize, cluster_split, defer_epilogue, fit_tma_boxes, licm, lower_to_nv, persistent, pipeline, rasterize, select_config, split_k, stream_k, warp_specialize};
 use crate::{Pass, PassOptions};
 use std::sync::{Mutex, PoisonError};
 
@@ -37,6 +37,7 @@ pub static PASSES: &[PassInfo] = &[
     cluster_split::INFO,
     lower_to_nv::INFO,
     defer_epilogue::INFO,
+    fit_tma_boxes::INFO,
     barriers::INFO,
     select_config::INFO,
 ];

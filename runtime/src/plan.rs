@@ -242,6 +242,10 @@ pub fn tma_encode_args(tma: &TmaParam, shape: &[u64], addr: u64) -> Result<TmaEn
         }
         stride = stride.saturating_mul(d);
     }
+    if rank >= 2 {
+        // The kernel expects the bytes of as many rows (`fit_rows`).
+        box_dim[1] = tma.fitted_rows(box_dim[1], shape[rank - 2]);
+    }
     Ok(TmaEncode {
         tensor: name.clone(),
         data_type: tma_data_type(tma.dtype),

@@ -78,6 +78,7 @@ fn tma_args_rank3_and_fp8() {
         oob_fill: OobFill::Zero,
         interleave: Interleave::None,
         flat: false,
+        fit_rows: false,
     };
     let a = tma_encode_args(&tma, &[4, 512, 1024], 0x100).unwrap();
     assert_eq!(a.data_type, sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8);
@@ -85,6 +86,34 @@ fn tma_args_rank3_and_fp8() {
     assert_eq!(&a.global_strides[..2], &[1024, 512 * 1024]);
     assert_eq!(&a.box_dim[..3], &[128, 64, 2]);
     assert_eq!(a.l2_promotion, sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+}
+
+#[test]
+fn tma_args_fit_rows_stop_at_the_tensor_rounded_to_eight_rows() {
+    // A decode GEMM's A (M of a few rows) in 64-row tiles: the box copies
+    // the rows that exist, rounded up to the swizzle period, and a tensor
+    // of a full box's rows or more keeps the full box.
+    let mut tma = TmaParam {
+        tensor: "A".into(),
+        dtype: DType::Bf16,
+        box_dims: vec![64, 64],
+        swizzle: Swizzle::B128,
+        l2_promotion: L2Promotion::B128,
+        oob_fill: OobFill::Zero,
+        interleave: Interleave::None,
+        flat: false,
+        fit_rows: true,
+    };
+    let rows = |tma: &TmaParam, shape: &[u64]| tma_encode_args(tma, shape, 0x100).unwrap().box_dim;
+    assert_eq!(&rows(&tma, &[1, 4096])[..2], &[64, 8]);
+    assert_eq!(&rows(&tma, &[8, 4096])[..2], &[64, 8]);
+    assert_eq!(&rows(&tma, &[13, 4096])[..2], &[64, 16]);
+    assert_eq!(&rows(&tma, &[63, 4096])[..2], &[64, 64]);
+    assert_eq!(&rows(&tma, &[4097, 4096])[..2], &[64, 64]);
+    tma.box_dims = vec![1, 64, 64];
+    assert_eq!(&rows(&tma, &[4, 20, 4096])[..3], &[64, 24, 1]);
+    tma.fit_rows = false;
+    assert_eq!(&rows(&tma, &[4, 20, 4096])[..3], &[64, 64, 1]);
 }
 
 #[test]
@@ -100,6 +129,7 @@ fn tma_args_flat_cover_every_element_as_one_dimension() {
         oob_fill: OobFill::Zero,
         interleave: Interleave::None,
         flat: true,
+        fit_rows: false,
     };
     let a = tma_encode_args(&tma, &[3, 129], 0x100).unwrap();
     assert_eq!(a.rank, 1);

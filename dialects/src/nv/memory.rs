@@ -57,7 +57,26 @@ pub(super) fn verify_tma_load(body: &Body, op: Op) -> Result<(), String> {
     if buf.shape.iter().any(|&d| d > MAX_TMA_BOX) {
         return Err(format!("a TMA box dimension is at most {MAX_TMA_BOX} elements"));
     }
+    if load.fit_rows(body) && buf.shape.len() < 2 {
+        return Err("'fit_rows' fits a box's rows; a flat box of one run has none".into());
+    }
     Ok(())
+}
+
+/// The TMA loads `expect_tx` arms: those of its block that complete on the
+/// same barrier and stage (the pairing the barrier verifier checks the
+/// bytes of). Their `fit_rows` ones copy fewer bytes than `expect_tx`'s
+/// count, which is the full boxes'.
+pub fn armed_loads(body: &Body, expect_tx: Op) -> Vec<Op> {
+    let Some(expect) = MbarrierExpectTx::of(body, expect_tx) else { return Vec::new() };
+    let (barrier, stage) = (expect.barrier(body), expect.stage(body));
+    let Some(block) = body.ops[expect_tx].parent else { return Vec::new() };
+    body.blocks[block]
+        .ops
+        .iter()
+        .copied()
+        .filter(|&op| TmaLoad::of(body, op).is_some_and(|l| l.barrier(body) == barrier && l.barrier_stage(body) == stage))
+        .collect()
 }
 
 /// One coordinate per tensor dimension, and a tile [`copy_async_fault`]

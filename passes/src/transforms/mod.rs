@@ -2,8 +2,9 @@
 
 pub mod assign_layouts;
 pub mod canonicalize;
-pub mod defer_epilogue;
 pub mod cluster_split;
+pub mod defer_epilogue;
+pub mod fit_tma_boxes;
 pub mod licm;
 pub mod lower_to_nv;
 pub mod persistent;
