@@ -3,7 +3,8 @@
 # the naive GEMM fixtures (plain and with a residual), the TMA copy fixture, and
 # a rejected shape.
 # Expects beside it: tilec-gpu-test, tilec-runtime-unit (the release unit-test
-# binary) and fixtures/ (copies of runtime/tests/fixtures). See docs/gpu-notes.md.
+# binary) and fixtures/ (copies of runtime/tests/fixtures). Its first run is
+# written up in docs/archive/gpu-journal.md.
 cd "$(dirname "$0")"
 date -u
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
