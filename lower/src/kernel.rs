@@ -475,7 +475,7 @@ impl<'a> Lowerer<'a> {
     /// The bytes `expect_tx` arms its stage with (an `index` value): its
     /// count, the full boxes', less the rows its `fit_rows` loads leave
     /// out at this launch's shape ([`tilec_artifact::TmaParam::fitted_rows`], the runtime's
-    /// rule for their descriptors).
+    /// rule for their descriptors), in every CTA a multicast box lands in.
     fn expected_bytes(&mut self, expect_tx: Op, full: i64) -> Result<String, Diagnostic> {
         let body = &self.f.body;
         let fitted: Vec<Op> =
@@ -499,8 +499,10 @@ impl<'a> Lowerer<'a> {
             let rounded = self.em.binop("rows", "arith.maxsi", &rounded, &floor, "i32");
             let cap = self.em.i32(box_rows);
             let fitted = self.em.binop("fitted_rows", "arith.minsi", &rounded, &cap, "i32");
-            let per_row = self.em.i32(row_bytes);
             let left_out = self.em.binop("left_out", "arith.subi", &cap, &fitted, "i32");
+            // A multicast box lands in every CTA of the cluster, each CTA's share with it.
+            let copies = if o.multicast(&self.f.body) { self.plan.cluster_size() } else { 1 };
+            let per_row = self.em.i32(row_bytes * copies);
             let short = self.em.binop("short", "arith.muli", &left_out, &per_row, "i32");
             bytes = self.em.binop("tx_bytes", "arith.subi", &bytes, &short, "i32");
         }
