@@ -358,7 +358,7 @@ pub struct TmaParam {
     #[serde(default, skip_serializing_if = "is_false")]
     pub flat: bool,
     /// The box's rows (its second-last extent) stop at the tensor's rows
-    /// rounded up to [`FIT_ROWS_GRAIN`], where the tensor has fewer rows
+    /// rounded up to [`tilec_target::TMA_ROW_GRAIN`], where the tensor has fewer rows
     /// than the box (JSON default `false`, left out when false): the
     /// runtime encodes the descriptor with [`TmaParam::fitted_rows`] of
     /// the launch's shape, and the kernel expects the bytes of as many.
@@ -378,19 +378,17 @@ pub struct TmaParam {
     pub interleave: Interleave,
 }
 
-/// Rows a `fit_rows` box copies are a multiple of this: the period of every
-/// TMA swizzle, so the rows land where a full box puts them.
-pub const FIT_ROWS_GRAIN: u64 = 8;
-
 impl TmaParam {
     /// The rows the box copies from a tensor of `tensor_rows` rows: the
     /// full box, or with `fit_rows` the tensor's rows rounded up to
-    /// [`FIT_ROWS_GRAIN`] where that is fewer (never under the grain).
+    /// [`tilec_target::TMA_ROW_GRAIN`] where that is fewer (never under
+    /// the grain).
     pub fn fitted_rows(&self, box_rows: u32, tensor_rows: u64) -> u32 {
         if !self.fit_rows {
             return box_rows;
         }
-        let rounded = tensor_rows.div_ceil(FIT_ROWS_GRAIN).max(1) * FIT_ROWS_GRAIN;
+        let grain = tilec_target::TMA_ROW_GRAIN;
+        let rounded = tensor_rows.div_ceil(grain).max(1) * grain;
         rounded.min(u64::from(box_rows)) as u32
     }
 }

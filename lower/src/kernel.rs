@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
-use tilec_artifact::FIT_ROWS_GRAIN;
 use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 use tilec_dialects::{nv, tile};
@@ -491,7 +490,7 @@ impl<'a> Lowerer<'a> {
             let rank = tile.shape.len();
             let (box_rows, row_bytes) = (tile.shape[rank - 2], tile.shape[rank - 1] * i64::from(tile.elem.bits() / 8));
             let tensor_rows = self.dim_value(t, self.plan.tensors[t].dims.len() - 2);
-            let grain = FIT_ROWS_GRAIN as i64;
+            let grain = tilec_target::TMA_ROW_GRAIN as i64;
             let up = self.em.add_const("rows", &tensor_rows, grain - 1, "i32");
             let mask = self.em.i32(-grain);
             let rounded = self.em.binop("rows", "arith.andi", &up, &mask, "i32");

@@ -17,5 +17,11 @@ mod target;
 
 pub use target::Target;
 
+/// Rows a TMA box fitted to its tensor's rows copies are a multiple of
+/// this (`tile-fit-tma-boxes`): the period of every TMA swizzle, so the
+/// rows land where a full box puts them. A fact of sm_90's TMA, the same on
+/// every target.
+pub const TMA_ROW_GRAIN: u64 = 8;
+
 #[cfg(test)]
 mod tests;
