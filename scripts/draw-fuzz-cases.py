@@ -21,7 +21,10 @@ docs/benchmarks/robustness/README.md). The draw, for a seed:
     candidate whose schedule features (pipeline, ws1, ws2, ping-pong, split-K through a cluster
     or a workspace, stream-K, clusters along M or N, deferred or chunked epilogue, TMA or
     direct stores, rasterised order) have been drawn least so far, and one in seven an unlisted
-    rank (13 to the last).
+    rank (13 to the last);
+  - targeted cases, after those: features the random draw listed fewer than 20 times (one in 50
+    cases; the deferred epilogue, the rasterised order, one stage, FP8 scales prefetched into
+    registers) get cases of their own, shapes (and pins) where config selection offers them.
 
 The programs, shapes and pins come from one random stream and the ranks from another, so a seed
 gives the same shapes whatever tilec ranks; the ranks (and so the kernels) are those of the
@@ -287,14 +290,16 @@ def draw(seed, count, tilec, jobs):
     return regressions() + cases
 
 
-# Features the random draw lists rarely, each with programs and a shape sampler where config
-# selection offers it: the deferred epilogue only for a BF16 pick over four waves of 128x256
-# tiles and 64 K blocks; the rasterised order behind the persistent picks of large shapes; one
-# stage where K is one K block.
+# Features the random draw lists rarely, each with programs, a shape sampler and pins where
+# config selection offers it: the deferred epilogue only for a BF16 pick over four waves of
+# 128x256 tiles and 64 K blocks; the rasterised order behind the persistent picks of large
+# shapes; one stage where K is one K block; FP8 scales prefetched into registers where a pinned
+# stage count leaves no room to stage them.
 TARGETS = {
-    "epilogue-deferred": (["gemm_bf16", "gemm_bias_gelu", "gemm_residual"], lambda rng, dtype: (log_uniform(rng, 2048, 8192), round_up(log_uniform(rng, 2048, 8192), 8), round_up(log_uniform(rng, 4096, 8192), 8))),
-    "raster": (["gemm_bf16", "gemm_fp8_blockscaled"], lambda rng, dtype: (log_uniform(rng, 4096, 12288), log_uniform(rng, 4096, 12288), round_up(log_uniform(rng, 512, 4096), k_step(dtype)))),
-    "one-stage": (["gemm_bf16", "gemm_fp8_blockscaled"], lambda rng, dtype: (log_uniform(rng, 1, 4096), log_uniform(rng, 8, 4096), round_up(log_uniform(rng, 8, 128 if dtype == "fp8" else 64), k_step(dtype)))),
+    "epilogue-deferred": (["gemm_bf16", "gemm_bias_gelu", "gemm_residual"], lambda rng, dtype: (log_uniform(rng, 2048, 8192), round_up(log_uniform(rng, 2048, 8192), 8), round_up(log_uniform(rng, 4096, 8192), 8)), lambda rng: []),
+    "raster": (["gemm_bf16", "gemm_fp8_blockscaled"], lambda rng, dtype: (log_uniform(rng, 4096, 12288), log_uniform(rng, 4096, 12288), round_up(log_uniform(rng, 512, 4096), k_step(dtype))), lambda rng: []),
+    "one-stage": (["gemm_bf16", "gemm_fp8_blockscaled"], lambda rng, dtype: (log_uniform(rng, 1, 4096), log_uniform(rng, 8, 4096), round_up(log_uniform(rng, 8, 128 if dtype == "fp8" else 64), k_step(dtype))), lambda rng: []),
+    "scales-prefetched": (["gemm_fp8_blockscaled", "gemm_fp8_blockscaled_sa_k_major", "gemm_fp8_quantize"], lambda rng, dtype: (log_uniform(rng, 1, 4096), log_uniform(rng, 128, 16384), round_up(log_uniform(rng, 256, 2048), 16)), lambda rng: ["--param", f"STAGES={rng.choice([1, 4, 6])}"]),
 }
 def targeted(shapes_rng, ranks_rng, tilec, seen, first):
     """Cases for the TARGETS features drawn fewer than 20 times (one in 50 of the random cases,
@@ -303,7 +308,7 @@ def targeted(shapes_rng, ranks_rng, tilec, seen, first):
     wanted), that candidate's rank. They follow the random cases; which shapes they take depends
     on the ranking, as the ranks do."""
     cases = []
-    for feat, (programs, sample) in TARGETS.items():
+    for feat, (programs, sample, pins) in TARGETS.items():
         want = min(20, first // 50) - seen[feat]
         for _ in range(8 * max(want, 0)):
             if want <= 0:
@@ -313,7 +318,7 @@ def targeted(shapes_rng, ranks_rng, tilec, seen, first):
             m, n, k = sample(shapes_rng, dtype)
             if m * n > 1 << 27:
                 continue
-            case = {"name": f"c{first + len(cases):04d}-{program}", "program": program, "file": f"examples/{program}.tile", "dtype": dtype, "kind": kind, "target": feat, "shape": [m, n, k], "pins": []}
+            case = {"name": f"c{first + len(cases):04d}-{program}", "program": program, "file": f"examples/{program}.tile", "dtype": dtype, "kind": kind, "target": feat, "shape": [m, n, k], "pins": pins(shapes_rng)}
             case["check"] = {"shapes": [f"{m}x{n}x{k}", "x".join(map(str, extra_shape(shapes_rng, kind, dtype)))]}
             rows, total, _ = explain(tilec, case)
             hits = [r for r in rows if feat in features(r[1])]
@@ -321,7 +326,7 @@ def targeted(shapes_rng, ranks_rng, tilec, seen, first):
                 continue
             rank, config = ranks_rng.choice(hits)
             case.update(candidates=total, rank=rank, planned_config=config, misaligned_k=False)
-            case["flags"] = ["--shape", f"{m}x{n}x{k}"] + (["--candidate", str(rank)] if rank != 1 else [])
+            case["flags"] = ["--shape", f"{m}x{n}x{k}", *case["pins"]] + (["--candidate", str(rank)] if rank != 1 else [])
             seen.update(features(config))
             cases.append(case)
             want -= 1
