@@ -11,7 +11,7 @@
 # that names the tilec kernel, or no vendor kernel, is an error.
 # $OUT gets fuzz-sanitize.json (schema tilec-fuzz-sanitize/1), fuzz-sanitize-summary.txt
 # (printed last), fuzz-sanitize-logs.tgz and gpu.txt.
-#   SAN_JOBS=6             kernels at once
+#   SAN_JOBS=8             kernels at once
 #   SAN_BUDGET_S=480       seconds after which no sanitizer run starts or runs
 #   SAN_TIMEOUT=240        seconds one sanitizer run may take before it counts as a hang
 #   SAN_TOOLS="racecheck synccheck memcheck"
@@ -22,7 +22,7 @@ set -uo pipefail
 t0=$(date +%s)
 cd "$(dirname "$0")"
 . ./gpu-env.sh
-jobs=${SAN_JOBS:-6}
+jobs=${SAN_JOBS:-8}
 budget=${SAN_BUDGET_S:-480}
 san_timeout=${SAN_TIMEOUT:-240}
 tools=${SAN_TOOLS:-racecheck synccheck memcheck}
@@ -33,7 +33,9 @@ sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sani
 work=$(mktemp -d /tmp/tilec-fuzz-san.XXXXXX)
 logs=$work/logs
 mkdir -p "$logs"
-tar -C "$work" -xJf artifacts.tar.xz || { echo "FAIL: cannot unpack artifacts.tar.xz"; exit 1; }
+# tar needs xz for this; Python's tarfile reads it without.
+tar -C "$work" -xJf artifacts.tar.xz 2>/dev/null || python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' artifacts.tar.xz "$work" ||
+  { echo "FAIL: cannot unpack artifacts.tar.xz"; exit 1; }
 list=$work/sample.tsv
 awk -F'\t' -v from="${SAN_FROM:-1}" -v only=",${SAN_ONLY:-}," '(only == ",," && NR >= from) || index(only, "," $1 ",")' sanitize-cases.tsv >"$list"
 echo "== $(wc -l <"$list") kernels x ($tools) with ${sanitizer:-no compute-sanitizer}, $jobs kernels at once"
