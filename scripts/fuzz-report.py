@@ -417,6 +417,10 @@ def sanitize(bundle, logs, out):
                 reports_in_vendor_kernels=len(vendor),
                 first_error=" | ".join((ours or other or [[]])[0])[:600],
             )
+            if result in ("INCOMPLETE", "HANG", "CUT"):
+                # Why the tool did not finish (compute-sanitizer refuses some machines' GPUs: "Device not supported").
+                said = [line.strip() for line in log.splitlines() if re.search(r"error|not supported|refused", line, re.I)]
+                entry["first_error"] = (said[0] if said else log.strip()[-300:])[:600]
             runs.append(entry)
     gpu = (out / "gpu.txt").read_text().strip() if (out / "gpu.txt").exists() else ""
     per = Counter(r["result"] for r in runs)
