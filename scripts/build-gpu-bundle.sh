@@ -14,9 +14,14 @@
 #   .device/bundle/run-cluster.sh              checks, sanitizes and times the clustered kernels of
 #                                              scripts/gpu-variants-cluster.txt against their twins
 #
+#   .device/fuzz/run-fuzz.sh                   (with --fuzz) the differential fuzz run: every drawn
+#   .device/fuzz/run-fuzz-sanitize.sh          kernel checked against the vendor, then a sample of
+#                                              them under compute-sanitizer (docs/benchmarks/robustness)
+#
 # usage: scripts/build-gpu-bundle.sh [VARIANTS_FILE]
 #        scripts/build-gpu-bundle.sh --sweep [CANDIDATES [PROGRAM [SHAPES_FILE]]]
 #        scripts/build-gpu-bundle.sh --sweep-clusters [PROGRAM]
+#        scripts/build-gpu-bundle.sh --fuzz CASES_DIR
 #   --sweep compiles, for each of the 20 benchmark shapes, the config selection's pick and
 #   the next CANDIDATES-1 configurations of its ranking (default 8 in all; `tilec compile
 #   PROGRAM --shape S --explain` lists them) as artifacts `S_rR` (R = rank, r1 = the pick),
@@ -34,6 +39,10 @@
 #   `tilec compile FILE --pass-pipeline=PIPELINE FLAGS...` (tilec's default pipeline, config
 #   selection first, when PIPELINE is `-`); FLAGS pin the block sizes of a parametric program
 #   (`--param BLOCK_N=256`) or give the shape (`--shape MxNxK`); `#` starts a comment.
+#   --fuzz compiles the cases scripts/draw-fuzz-cases.py drew into CASES_DIR (its variants.txt)
+#   into .device/fuzz: a case tilec refuses is recorded (refused.tsv, then cases.json) and is no
+#   build failure; scripts/fuzz-report.py finish records each kernel's config and picks the
+#   sanitizer sample, and the artifacts travel as one artifacts.tar.xz that run-fuzz.sh unpacks.
 #   TILEC_BUNDLE_PROFILE=debug uses debug builds (faster to build; the kernels are the same).
 #   TILEC_SWEEP_FLAGS='--ranking rules' adds tilec flags to every kernel of a sweep.
 #   TILEC_BUNDLE_DIR=DIR builds the bundle in DIR instead of .device/bundle, so that several
@@ -49,6 +58,7 @@ cd "$root"
 profile=${TILEC_BUNDLE_PROFILE:-release}
 out=${TILEC_BUNDLE_DIR:-.device/bundle}
 sweep=0
+fuzz=0
 benchmark_shapes() {
   printf '4096x4096x4096\n8192x8192x8192\n'
   for m in 64 128 4096; do
@@ -75,6 +85,11 @@ if [ "${1:-}" = --sweep ] || [ "${1:-}" = --sweep-clusters ]; then
       for along in m n; do echo "${shape}_$along $program - --shape $shape --cluster $along"; done
     done >"$variants"
   fi
+elif [ "${1:-}" = --fuzz ]; then
+  fuzz=1
+  cases=${2:?usage: build-gpu-bundle.sh --fuzz CASES_DIR (scripts/draw-fuzz-cases.py --out CASES_DIR)}
+  variants=$cases/variants.txt
+  out=${TILEC_BUNDLE_DIR:-.device/fuzz}
 else
   variants=${1:-scripts/gpu-variants.txt}
 fi
@@ -90,11 +105,16 @@ ptxas=$(scripts/find-ptxas.sh 2>/dev/null || true)
 [ -n "$ptxas" ] || echo "NOTE: no ptxas found (TILEC_PTXAS, PATH, pip): kernels are not assembled here"
 
 # tilec ARGS for kernel NAME; a sweep keeps the ranking it explains (on stderr) in
-# explain/NAME.txt for sweep.txt, and shows it only when the compile fails.
+# explain/NAME.txt for sweep.txt, and shows it only when the compile fails; a fuzz case's
+# refusal goes to refused.tsv, its first error line.
 compile_kernel() {
   local name=$1
   shift
-  if [ "$sweep" = 1 ]; then
+  if [ "$fuzz" = 1 ]; then
+    "$tilec" "$@" 2>"$out/explain/$name.txt" && return 0
+    printf '%s\t%s\n' "$name" "$(grep -m1 'error' "$out/explain/$name.txt" || head -1 "$out/explain/$name.txt")" >>"$out/refused.tsv"
+    return 1
+  elif [ "$sweep" = 1 ]; then
     "$tilec" "$@" --explain 2>"$out/explain/$name.txt" || { cat "$out/explain/$name.txt" >&2; return 1; }
   else
     "$tilec" "$@"
@@ -113,6 +133,10 @@ while read -r name file pipeline flags; do
   # shellcheck disable=SC2206 # FLAGS are words by design
   [ -n "$flags" ] && args+=($flags)
   if ! compile_kernel "$name" "${args[@]}"; then
+    if [ "$fuzz" = 1 ]; then
+      echo "refused $name: $(tail -1 "$out/refused.tsv" | cut -f2)"
+      continue
+    fi
     echo "FAIL $name: tilec compile" >&2
     failed=1
     continue
@@ -121,11 +145,13 @@ while read -r name file pipeline flags; do
     log="$out/ptxas/$name.txt"
     if ! "$ptxas" --gpu-name sm_90a -v "$dir/kernel.ptx" -o /dev/null >"$log" 2>&1; then
       echo "FAIL $name: ptxas rejected the PTX (see $log)" >&2
+      [ "$fuzz" = 1 ] && printf '%s\tptxas rejected the PTX\n' "$name" >>"$out/refused.tsv" && rm -rf "$dir" && continue
       failed=1
       continue
     fi
     if grep -qE 'C7519|C7517|C7508' "$log" || ! grep -q ' 0 bytes spill stores, 0 bytes spill loads' "$log"; then
       echo "FAIL $name: ptxas reports spills, wgmma serialisation or ignored setmaxnreg (see $log)" >&2
+      [ "$fuzz" = 1 ] && printf '%s\tptxas: spills, wgmma serialisation or ignored setmaxnreg\n' "$name" >>"$out/refused.tsv" && rm -rf "$dir" && continue
       failed=1
       continue
     fi
@@ -176,5 +202,15 @@ for dir in "${artifacts[@]}"; do
     echo "$msg" | tail -1
   fi
 done
+if [ "$fuzz" = 1 ]; then
+  cp scripts/run-fuzz.sh scripts/run-fuzz-sanitize.sh scripts/fuzz-report.py "$out/"
+  python3 scripts/fuzz-report.py finish "$out" "$cases/cases.json" || failed=1
+  # PTX compresses about tenfold: the artifacts travel as one archive, unpacked in /tmp there.
+  tar -C "$out" -cf - artifacts | xz -6 -T2 >"$out/artifacts.tar.xz"
+  rm -rf "$out/artifacts" "$out/explain"
+  # Only tilec-gpu-test runs there.
+  find "$out/bin" -type f ! -name tilec-gpu-test -delete
+  rm -f "$out"/run-session.sh "$out"/run-tp.sh "$out"/run-grouped.sh "$out"/run-cluster.sh
+fi
 du -sh "$out" | sed 's/^/bundle size: /'
 exit $failed

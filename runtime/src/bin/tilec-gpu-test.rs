@@ -49,7 +49,9 @@
 //! for bit (`tilec_runtime::concurrent`): launches that share state fail.
 //!
 //! Prints our and the baseline's TFLOP/s (median of event-timed runs after
-//! warm-up, for information). Exit status: 0 all pass (or skipped: no
+//! warm-up, for information; `--no-timing` leaves the timing out, `-` in
+//! those columns, so that a check is one launch of each kernel: the fuzz
+//! run's thousand kernels, and runs under compute-sanitizer). Exit status: 0 all pass (or skipped: no
 //! libcuda), 1 a shape failed or the artifact is not usable, 2 a usage error.
 
 use clap::Parser;
@@ -107,6 +109,9 @@ struct Cli {
     /// Rounds of `--streams`
     #[arg(long, default_value_t = 100, requires = "streams", value_parser = clap::value_parser!(u32).range(1..))]
     rounds: u32,
+    /// Check only: leave out the timed runs (each kernel launches once a shape; `-` for the TFLOP/s)
+    #[arg(long)]
+    no_timing: bool,
     /// Problems a grouped GEMM runs on (those of its form), `contiguous:NxK:ROWS,...` or `masked/M_MAX:NxK:COUNTS,...` separated by `;`
     #[arg(long, default_value = DEFAULT_GROUPED, value_parser = parse_grouped)]
     grouped_problems: GroupedProblems,
@@ -234,7 +239,7 @@ fn main() -> ExitCode {
     let count = if mode == Mode::Grouped { problems.len() } else { shapes.len() };
     let outcome = match cli.streams {
         Some(streams) => run_concurrent(&artifact, &shapes, streams as usize, cli.rounds as usize, threshold),
-        None => run(&dir, &artifact, mode, &shapes, &problems, threshold, sms),
+        None => run(&dir, &artifact, mode, &shapes, &problems, threshold, sms, !cli.no_timing),
     };
     match outcome {
         Ok(0) => {
@@ -329,7 +334,8 @@ fn bench(gpu: &Gpu, kernels: &mut [tilec_runtime::timing::Launch]) -> Result<Vec
     Ok(rounds.iter().map(|r| Stats::from_samples(r).map_or(f64::NAN, |s| s.median_ms)).collect())
 }
 
-fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], problems: &[grouped::GroupedProblem], threshold: f64, sms: Option<u32>) -> Result<usize> {
+#[allow(clippy::too_many_arguments)]
+fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], problems: &[grouped::GroupedProblem], threshold: f64, sms: Option<u32>, timed: bool) -> Result<usize> {
     let gpu = Gpu::new(0)?;
     println!(
         "device: {} (sm_{}{}, {} SMs, driver {}.{}), LD_LIBRARY_PATH={}",
@@ -399,7 +405,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
                 "MxNxK", "inputs", "err", "rows", "result", "ours_TF", "plain_TF"
             );
             for &(mm, nn, kk) in shapes {
-                match epilogue_shape(&gpu, &gemm, &blas, (mm, nn, kk), threshold, quantized, exact) {
+                match epilogue_shape(&gpu, &gemm, &blas, (mm, nn, kk), threshold, quantized, exact, timed) {
                     Ok(true) => {}
                     Ok(false) => failed += 1,
                     Err(e) => {
@@ -420,7 +426,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
                 "MxNxK", "err_cublas", "err_cpu", "err_lt", "result", "ours_TF", "cublas_TF", "lt_TF"
             );
             for &(mm, nn, kk) in shapes {
-                match gemm_shape(&gpu, &gemm, &blas, &lt, (mm, nn, kk), b_kn, threshold) {
+                match gemm_shape(&gpu, &gemm, &blas, &lt, (mm, nn, kk), b_kn, threshold, timed) {
                     Ok(true) => {}
                     Ok(false) => failed += 1,
                     Err(e) => {
@@ -464,7 +470,7 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
             print_kernel(&kernel);
             println!("{:>12} {:>10} {:>10} {:>6} {:>9}  seed", "MxN", "mismatches", "rel_err", "result", "GB/s");
             for &(mm, nn, _) in shapes {
-                match copy_shape(&gpu, &kernel, mm, nn) {
+                match copy_shape(&gpu, &kernel, mm, nn, timed) {
                     Ok(true) => {}
                     Ok(false) => failed += 1,
                     Err(e) => {
@@ -483,8 +489,9 @@ fn run(dir: &str, artifact: &Artifact, mode: Mode, shapes: &[(u64, u64, u64)], p
 /// cuBLAS's plain BF16 GEMM of the same size alongside for information (it
 /// computes no epilogue); where `exact`, first checked on exact inputs
 /// too (a line of its own, untimed). Passes where every check does. The
-/// outputs' figures are printed where `quantized`.
-fn epilogue_shape(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, (m, n, k): (u64, u64, u64), threshold: f64, quantized: bool, exact: bool) -> Result<bool> {
+/// outputs' figures are printed where `quantized`. Untimed unless `timed`.
+#[allow(clippy::too_many_arguments)]
+fn epilogue_shape(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, (m, n, k): (u64, u64, u64), threshold: f64, quantized: bool, exact: bool, timed: bool) -> Result<bool> {
     let size = GemmSize::new(m, n, k);
     let line = |c: &epilogue::EpilogueCheck, tf: Option<(f64, f64)>| {
         let tf = tf.map_or_else(|| format!("{:>9} {:>9}", "-", "-"), |(ours, plain)| format!("{ours:>9.2} {plain:>9.2}"));
@@ -506,6 +513,10 @@ fn epilogue_shape(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, (m, n, k): (u64, u64, u
         pass &= call.check.pass;
     }
     let mut call = epilogue::check_with_epilogue(gpu, gemm, size, threshold, epilogue::Inputs::Random)?;
+    if !timed {
+        line(&call.check, None);
+        return Ok(pass && call.check.pass);
+    }
     let (mu, nu, ku) = (m as usize, n as usize, k as usize);
     let s = &gpu.stream;
     let dc = |e| RuntimeError::Driver { call: "cuMemcpy/cuMemAlloc", err: e };
@@ -526,6 +537,7 @@ fn gemm_shape(
     (m, n, k): (u64, u64, u64),
     b_kn: bool,
     threshold: f64,
+    timed: bool,
 ) -> Result<bool> {
     let seed = seed_from_time();
     let mut rng = Rng::new(seed);
@@ -565,24 +577,26 @@ fn gemm_shape(
     } else {
         "-".into()
     };
-    let ms = bench(
-        gpu,
-        &mut [
-            &mut |_| launch.launch(&gpu.stream),
-            &mut |_| blas.gemm_bf16_tn(m, n, k, &a, &b, &mut c_ref),
-            &mut |_| lt.gemm_bf16_tn(m, n, k, &a, &b, &mut c_lt),
-        ],
-    )?;
+    let tf = if timed {
+        let ms = bench(
+            gpu,
+            &mut [
+                &mut |_| launch.launch(&gpu.stream),
+                &mut |_| blas.gemm_bf16_tn(m, n, k, &a, &b, &mut c_ref),
+                &mut |_| lt.gemm_bf16_tn(m, n, k, &a, &b, &mut c_lt),
+            ],
+        )?;
+        format!("{:>9.2} {:>9.2} {:>9.2}", tflops(m, n, k, ms[0]), tflops(m, n, k, ms[1]), tflops(m, n, k, ms[2]))
+    } else {
+        format!("{:>9} {:>9} {:>9}", "-", "-", "-")
+    };
     println!(
-        "{:>16} {:>10.3e} {:>10} {:>10.3e} {:>6} {:>9.2} {:>9.2} {:>9.2}  {seed:#x}",
+        "{:>16} {:>10.3e} {:>10} {:>10.3e} {:>6} {tf}  {seed:#x}",
         format!("{m}x{n}x{k}"),
         err_blas,
         err_cpu,
         err_lt,
         if ok { "PASS" } else { "FAIL" },
-        tflops(m, n, k, ms[0]),
-        tflops(m, n, k, ms[1]),
-        tflops(m, n, k, ms[2]),
     );
     Ok(ok)
 }
@@ -598,7 +612,7 @@ fn transpose(x: &[bf16], rows: usize, cols: usize) -> Vec<bf16> {
     t
 }
 
-fn copy_shape(gpu: &Gpu, kernel: &Kernel, m: u64, n: u64) -> Result<bool> {
+fn copy_shape(gpu: &Gpu, kernel: &Kernel, m: u64, n: u64, timed: bool) -> Result<bool> {
     let seed = seed_from_time();
     let mut rng = Rng::new(seed);
     let len = (m * n) as usize;
@@ -615,15 +629,12 @@ fn copy_shape(gpu: &Gpu, kernel: &Kernel, m: u64, n: u64) -> Result<bool> {
     let mismatches = x_h.iter().zip(&y_h).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
     let err = rel_frobenius(&bf16_to_f64(&y_h), &bf16_to_f64(&x_h));
     let ok = mismatches == 0;
-    let ms = bench(gpu, &mut [&mut |_| launch.launch()])?[0];
-    let gbs = 2.0 * len as f64 * 2.0 / (ms * 1e-3) / 1e9;
-    println!(
-        "{:>12} {:>10} {:>10.3e} {:>6} {:>9.1}  {seed:#x}",
-        format!("{m}x{n}"),
-        mismatches,
-        err,
-        if ok { "PASS" } else { "FAIL" },
-        gbs
-    );
+    let gbs = if timed {
+        let ms = bench(gpu, &mut [&mut |_| launch.launch()])?[0];
+        format!("{:>9.1}", 2.0 * len as f64 * 2.0 / (ms * 1e-3) / 1e9)
+    } else {
+        format!("{:>9}", "-")
+    };
+    println!("{:>12} {:>10} {:>10.3e} {:>6} {gbs}  {seed:#x}", format!("{m}x{n}"), mismatches, err, if ok { "PASS" } else { "FAIL" });
     Ok(ok)
 }
