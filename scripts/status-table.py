@@ -16,7 +16,8 @@ import sys
 
 BEGIN = "<!-- status table: made by scripts/status-table.py from the records it names; do not edit -->"
 END = "<!-- end of status table -->"
-COST_MODEL = "docs/benchmarks/cost-model/2026-11-29-h200-judged-workspace.json"
+COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-11-29-h200-judged-fitted.json"
+COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-11-29-h200-judged-workspace.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 
 
@@ -82,17 +83,17 @@ def summary(ratios, named=()):
 
 
 def rows():
-    bf16 = lambda group: judged(COST_MODEL, "bf16", group, "cublas")
-    fp8 = lambda group, baseline: judged(COST_MODEL, "fp8", group, baseline)
+    bf16 = lambda group: judged(COST_MODEL_BF16, "bf16", group, "cublas")
+    fp8 = lambda group, baseline: judged(COST_MODEL_FP8, "fp8", group, baseline)
     plain = ours_ms(EPILOGUE + "fused-vs-plain.json", lambda name: "/plain_" in name)
     fused = ours_ms(EPILOGUE + "fused-vs-plain.json", lambda name: name.endswith("_r1"))
     fused_vs_plain = {s: plain[s] / fused[s] for s in fused}
     pick = lambda name: name.endswith("_r1")
     return [
-        ("BF16, 60 validation shapes (`draw-shapes.py --seed 2`), vs the faster of cuBLAS and cuBLASLt", summary(bf16("validation")), COST_MODEL),
+        ("BF16, 60 validation shapes (`draw-shapes.py --seed 2`), vs the faster of cuBLAS and cuBLASLt", summary(bf16("validation")), COST_MODEL_BF16),
         ("BF16, the 20 benchmark shapes (DESIGN section 8)", summary(bf16("benchmark"), ["4096x4096x4096", "8192x8192x8192"]), "same"),
         ("BF16, deep K", summary(bf16("deep-k"), ["512x512x65536", "1024x1024x16384"]), "same"),
-        ("FP8 block-scaled, the 20 benchmark shapes, vs cuBLASLt block-scaled", summary(fp8("benchmark", "block-scaled")) + f"; {geomean(list(fp8('benchmark', 'per-tensor').values())):.3f} of per-tensor FP8", "same"),
+        ("FP8 block-scaled, the 20 benchmark shapes, vs cuBLASLt block-scaled", summary(fp8("benchmark", "block-scaled")) + f"; {geomean(list(fp8('benchmark', 'per-tensor').values())):.3f} of per-tensor FP8", COST_MODEL_FP8),
         ("FP8 block-scaled, 22 validation shapes, vs cuBLASLt per-tensor FP8 (block-scaled refuses them)", summary(fp8("validation", "per-tensor")), "same"),
         ("BF16 GEMM + bias + GELU (`examples/gemm_bias_gelu.tile`), the 20 benchmark shapes, vs cuBLASLt `GELU_BIAS`", summary(bench(EPILOGUE + "bias-gelu-picks.json", "cublaslt-gelu-bias", pick)), EPILOGUE + "bias-gelu-picks.json"),
         ("the same against the plain BF16 pick (its time over the fused one's, runs back to back)", summary(fused_vs_plain, ["4096x4096x4096", "8192x8192x8192"]), EPILOGUE + "fused-vs-plain.json"),
