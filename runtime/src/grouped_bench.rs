@@ -231,6 +231,21 @@ fn fp8_rows(r: u64) -> u64 {
     r.div_ceil(16) * 16
 }
 
+/// SA M-major within each cuBLASLt FP8 call's rows (its expert's rows rounded up to 16),
+/// from SA row-major over the layout's rows (`[rows, kb]`). A call's rows stay within its
+/// segment: a masked expert's M_max need not be a multiple of 16 (only the cuBLASLt
+/// baselines, which refuse such layouts, read this copy).
+fn cublaslt_sa(p: &GroupedProblem, sa: &[f32], kb: usize) -> Vec<f32> {
+    let mut out = vec![0f32; sa.len()];
+    for &(_, off, r) in &p.live() {
+        let r = fp8_rows(r).min(p.segment_rows(r));
+        let part = BlockScales::new(r as usize, p.n as usize, p.k as usize);
+        let (o, len) = (off as usize * kb, r as usize * kb);
+        out[o..o + len].copy_from_slice(&part.sa_m_major(&sa[o..o + len]));
+    }
+    out
+}
+
 impl GroupedInputs {
     fn new(gpu: &Gpu, p: &GroupedProblem, seed: u64) -> Result<Self> {
         let s = &gpu.stream;
@@ -244,13 +259,7 @@ impl GroupedInputs {
         let mut scale_rng = Rng::new(seed ^ 0x5CA1E);
         let sa_h = random_pow2_scales(rows * kb, &mut scale_rng);
         let sb_h = random_pow2_scales(g * nb * kb, &mut scale_rng);
-        let mut sa_t_h = vec![0f32; rows * kb];
-        for &(_, off, r) in &p.live() {
-            let r = fp8_rows(r);
-            let part = BlockScales::new(r as usize, n, k);
-            let (o, len) = (off as usize * kb, r as usize * kb);
-            sa_t_h[o..o + len].copy_from_slice(&part.sa_m_major(&sa_h[o..o + len]));
-        }
+        let sa_t_h = cublaslt_sa(p, &sa_h, kb);
         let sa_m_major_h = match p.form {
             GroupedForm::Contiguous { .. } => SaLayout::MMajor.arrange(&sa_h, rows, kb),
             GroupedForm::Masked { m_max } => sa_h.chunks((m_max as usize * kb).max(1)).flat_map(|e| SaLayout::MMajor.arrange(e, m_max as usize, kb)).collect(),
@@ -668,4 +677,25 @@ pub fn run_grouped(args: &GroupedArgs) -> Result<GroupedReport> {
         println!("wrote {path}");
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cublaslt_scales_stay_within_a_masked_segment_of_any_height() {
+        // M_max 131 and 5: the counts round up to 16 past their segments; the last
+        // expert's rows end the buffer (the fuzz run's panic).
+        for spec in ["masked/131:124x136:0,1,131", "masked/5:16x4088:0,0,5"] {
+            let p = GroupedProblem::parse(spec).unwrap();
+            let kb = BlockScales::new(1, p.n as usize, p.k as usize).kb();
+            let sa: Vec<f32> = (0..p.buffer_rows() as usize * kb).map(|i| i as f32).collect();
+            let out = cublaslt_sa(&p, &sa, kb);
+            assert_eq!(out.len(), sa.len(), "{spec}");
+            let mut sorted_in = sa.clone();
+            sorted_in.sort_by(f32::total_cmp);
+            assert!(out.iter().all(|v| sorted_in.binary_search_by(|x| x.total_cmp(v)).is_ok()), "{spec}: every value comes from SA");
+        }
+    }
 }

@@ -14,7 +14,9 @@
 //! tensor and are never stored. A buffer read any other way (an operand
 //! read MN-major, whose rows are K and would add stale products into every
 //! result; registers loaded by threads; an epilogue's staging) keeps its
-//! full boxes.
+//! full boxes, and so does B wherever the epilogue combines columns (a
+//! quantisation's group maximum, SwiGLU's two halves): a stale column
+//! there would reach a stored one. No epilogue op combines rows.
 
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
@@ -48,7 +50,8 @@ impl Pass for FitTmaBoxes {
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         let body = &mut func.body;
         let ops = body.walk_region(func.region);
-        let row_safe = row_safe_buffers(body, &ops);
+        let columns_combined = ops.iter().any(|&op| combines_columns(body.opcode(op)));
+        let row_safe = row_safe_buffers(body, &ops, columns_combined);
         for op in ops {
             let Some(load) = TmaLoad::of(body, op) else { continue };
             let (tensor, buffer) = (load.tensor(body), load.buffer(body));
@@ -75,10 +78,18 @@ fn root_buffer(body: &Body, mut buffer: Value) -> Value {
     buffer
 }
 
+/// Ops whose result elements read other columns of their operand tile
+/// than their own: an accumulator column past the tensor would reach a
+/// stored one.
+fn combines_columns(opcode: Opcode) -> bool {
+    matches!(opcode, Opcode::TileReduce | Opcode::TileDeinterleave)
+}
+
 /// Each buffer some op reads, and whether every read is a wgmma's K-major
-/// operand (rows of the buffer are rows or columns of the result). TMA
-/// loads write buffers and row windows only name them: neither counts.
-fn row_safe_buffers(body: &Body, ops: &[Op]) -> HashMap<Value, bool> {
+/// operand (rows of the buffer are rows or columns of the result; columns
+/// only where `columns_combined` is false). TMA loads write buffers and row
+/// windows only name them: neither counts.
+fn row_safe_buffers(body: &Body, ops: &[Op], columns_combined: bool) -> HashMap<Value, bool> {
     let mut safe: HashMap<Value, bool> = HashMap::new();
     let mut read = |buffer: Value, k_major: bool| {
         *safe.entry(root_buffer(body, buffer)).or_insert(true) &= k_major;
@@ -92,7 +103,7 @@ fn row_safe_buffers(body: &Body, ops: &[Op]) -> HashMap<Value, bool> {
                 if body.value_type(a).as_smem().is_some() {
                     read(a, !mma.transpose_a(body));
                 }
-                read(mma.b(body), mma.transpose_b(body));
+                read(mma.b(body), mma.transpose_b(body) && !columns_combined);
             }
             _ => {
                 for &v in &body.ops[op].operands {
