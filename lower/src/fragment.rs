@@ -392,8 +392,8 @@ impl GlobalTile {
 
     /// The `vector<2 x elem>` of values `i & !1` and `i | 1` of chunk `c`
     /// (a column pair of one row), zero outside the tensor: one aligned load
-    /// where both lie inside and the pair's offset is even, else each
-    /// element masked.
+    /// where both lie inside and the pair's address is aligned to it, else
+    /// each element masked.
     pub fn pair(&self, em: &mut Emitter, c: usize, i: usize) -> String {
         let g = &self.geom;
         let t = mlir_type(self.elem);
@@ -413,14 +413,16 @@ impl GlobalTile {
         let row_off = em.binop("row_off", "arith.muli", &row64, &self.cols64, "i64");
         let col64 = em.assign("col64", format!("arith.extui {col} : i32 to i64"));
         let idx = em.binop("idx", "arith.addi", &row_off, &col64, "i64");
-        let (zero64, one64) = (em.i64(0), em.i64(1));
-        let odd = em.binop("odd", "arith.andi", &idx, &one64, "i64");
-        let even = em.assign("even", format!("arith.cmpi eq, {odd}, {zero64} : i64"));
-        let both = em.binop("both", "arith.andi", &ok1, &even, "i1");
         let ptr = &self.ptr;
+        let p = em.assign("rp", format!("llvm.getelementptr {ptr}[{idx}] : (!llvm.ptr, i64) -> !llvm.ptr, {t}"));
+        // The pair's address, not only its offset from `ptr`, must be aligned to the pair.
+        let addr = em.assign("raddr", format!("llvm.ptrtoint {p} : !llvm.ptr to i64"));
+        let (zero64, misalign) = (em.i64(0), em.i64(2 * i64::from(self.elem.bits() / 8) - 1));
+        let off = em.binop("roff", "arith.andi", &addr, &misalign, "i64");
+        let aligned = em.assign("aligned", format!("arith.cmpi eq, {off}, {zero64} : i64"));
+        let both = em.binop("both", "arith.andi", &ok1, &aligned, "i1");
         let name = em.fresh("rpair");
         em.open(format!("{name} = scf.if {both} -> ({pair_type}) {{"));
-        let p = em.assign("rp", format!("llvm.getelementptr {ptr}[{idx}] : (!llvm.ptr, i64) -> !llvm.ptr, {t}"));
         let v = em.assign("rv", format!("llvm.load {p} {{alignment = {} : i64}} : !llvm.ptr -> {pair_type}", 2 * self.elem.bits() / 8));
         em.line(format!("scf.yield {v} : {pair_type}"));
         em.middle("} else {");
@@ -473,12 +475,14 @@ pub(crate) fn store_pair_helper(elem: ElemType) -> String {
     let name = store_pair_helper_name(elem);
     format!(
         r#"    // Stores the pair (row, col), (row, col + 1) of a row-major rows x cols tensor, each only if
-    // inside it; as one {pair}-byte store when both are inside and the element offset is even.
+    // inside it; as one {pair}-byte store when both are inside and the pair's address is aligned
+    // to it (not only its offset from `p`: a grouped tensor's `p` is an expert's first row, an
+    // odd number of elements in when M_max x N is odd).
     func.func @{name}(%p: !llvm.ptr, %row: i32, %col: i32, %v0: {t}, %v1: {t}, %rows: i32, %cols: i32)
         attributes {{llvm.linkage = #llvm.linkage<internal>}} {{
       %c1 = arith.constant 1 : i32
       %c0_i64 = arith.constant 0 : i64
-      %c1_i64 = arith.constant 1 : i64
+      %misalign = arith.constant {misalign} : i64
       %row_ok = arith.cmpi ult, %row, %rows : i32
       %col1 = arith.addi %col, %c1 : i32
       %col0_ok = arith.cmpi ult, %col, %cols : i32
@@ -490,10 +494,11 @@ pub(crate) fn store_pair_helper(elem: ElemType) -> String {
       %cols64 = arith.extui %cols : i32 to i64
       %row_off = arith.muli %row64, %cols64 : i64
       %idx = arith.addi %row_off, %col64 : i64
-      %odd = arith.andi %idx, %c1_i64 : i64
-      %even = arith.cmpi eq, %odd, %c0_i64 : i64
-      %both = arith.andi %ok1, %even : i1
       %p0 = llvm.getelementptr %p[%idx] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+      %addr = llvm.ptrtoint %p0 : !llvm.ptr to i64
+      %off = arith.andi %addr, %misalign : i64
+      %aligned = arith.cmpi eq, %off, %c0_i64 : i64
+      %both = arith.andi %ok1, %aligned : i1
       scf.if %both {{
         %u = llvm.mlir.undef : vector<2x{t}>
         %i0 = arith.constant 0 : i32
@@ -512,7 +517,8 @@ pub(crate) fn store_pair_helper(elem: ElemType) -> String {
       return
     }}
 "#,
-        pair = 2 * bytes
+        pair = 2 * bytes,
+        misalign = 2 * bytes - 1
     )
 }
 
