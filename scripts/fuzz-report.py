@@ -38,6 +38,19 @@ SHAPE_LINE = re.compile(r"^\s*(\d+x\d+x\d+|\d+x\d+|(?:contiguous|masked)\S*)\s.*
 VENDOR_KERNEL = re.compile(r"nvjet|cublas|cutlass|xmma|gemmk|gemv|splitKreduce|sm90_xmma|Kernel2")
 
 
+
+def report_header(schema, doc, out):
+    """The fields every report of a fuzz run starts with: its schema, the draw's seed and
+    commit (cases.json), the GPU as $OUT/gpu.txt names it, and the time it was written."""
+    gpu = (out / "gpu.txt").read_text().strip() if (out / "gpu.txt").exists() else ""
+    return {
+        "schema": schema,
+        "seed": doc["seed"],
+        "gpu": gpu,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": doc.get("commit", ""),
+    }
+
 def features(config):
     """The schedule features of a config string (the manifest's or --explain's)."""
     words = config.split()
@@ -252,13 +265,8 @@ def report(bundle, logs, out):
             entry.update(result=result, error=error, rc=rc, seconds=round(secs, 2))
             entry["checks"] = [" ".join(line.split()) for line in log.splitlines() if SHAPE_LINE.match(line)]
         cases.append(entry)
-    gpu = (out / "gpu.txt").read_text().strip() if (out / "gpu.txt").exists() else ""
     rep = {
-        "schema": SCHEMA,
-        "seed": doc["seed"],
-        "gpu": gpu,
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "commit": doc.get("commit", ""),
+        **report_header(SCHEMA, doc, out),
         "tilec": doc.get("tilec", ""),
         "draw": doc.get("command", ""),
         "shard": shard,
@@ -422,16 +430,11 @@ def sanitize(bundle, logs, out):
                 said = [line.strip() for line in log.splitlines() if re.search(r"error|not supported|refused", line, re.I)]
                 entry["first_error"] = (said[0] if said else log.strip()[-300:])[:600]
             runs.append(entry)
-    gpu = (out / "gpu.txt").read_text().strip() if (out / "gpu.txt").exists() else ""
     per = Counter(r["result"] for r in runs)
     kernels = {r["artifact"] for r in runs}
     clean_kernels = {k for k in kernels if all(r["result"] == "CLEAN" for r in runs if r["artifact"] == k)}
     rep = {
-        "schema": SANITIZE_SCHEMA,
-        "seed": doc["seed"],
-        "gpu": gpu,
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "commit": doc.get("commit", ""),
+        **report_header(SANITIZE_SCHEMA, doc, out),
         "what": "compute-sanitizer on a sample of the fuzz run's kernels of different schedules, tilec-gpu-test --no-timing at a small shape (three tiles each way, "
         "the last partial, K 2048): an error counts where a report names the tilec kernel or no vendor kernel; reports in cuBLAS's and cuBLASLt's reference kernels are counted apart",
         "tools": tools,

@@ -16,3 +16,22 @@ fi
 # NVLink multicast stays off: it can take a shared host's GPUs out of service.
 export NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+
+# timed_run DEADLINE CAP MARGIN RC_FILE LOG COMMAND...: runs COMMAND under `timeout` for at most
+# CAP seconds and never past DEADLINE (epoch seconds), its output to LOG; RC_FILE gets
+# `rc limit seconds`, or NOT_RUN when fewer than MARGIN seconds are left.
+timed_run() {
+  local deadline=$1 cap=$2 margin=$3 rc_file=$4 log=$5 left limit s0 rc
+  shift 5
+  left=$((deadline - $(date +%s)))
+  if [ "$left" -lt "$margin" ]; then
+    echo NOT_RUN >"$rc_file"
+    return
+  fi
+  limit=$cap
+  [ "$left" -lt "$limit" ] && limit=$left
+  s0=$EPOCHREALTIME
+  timeout -k 10 "$limit" "$@" >"$log" 2>&1
+  rc=$?
+  echo "$rc $limit $(awk -v a="$s0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')" >"$rc_file"
+}

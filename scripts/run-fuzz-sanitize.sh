@@ -42,20 +42,10 @@ echo "== $(wc -l <"$list") kernels x ($tools) with ${sanitizer:-no compute-sanit
 
 # NAME FLAG VALUE: each tool in turn; LOGS/NAME.TOOL.rc gets `rc limit seconds` (or NOT_RUN).
 run_kernel() {
-  local name=$1 flag=$2 value=$3 tool now left limit s0 rc
+  local name=$1 flag=$2 value=$3 tool
   for tool in $tools; do
-    now=$(date +%s)
-    left=$((deadline - now))
-    if [ "$left" -lt 30 ]; then
-      echo NOT_RUN >"$logs/$name.$tool.rc"
-      continue
-    fi
-    limit=$san_timeout
-    [ "$left" -lt "$limit" ] && limit=$left
-    s0=$EPOCHREALTIME
-    timeout -k 10 "$limit" "${sanitizer:-compute-sanitizer}" --tool "$tool" bin/tilec-gpu-test "$work/artifacts/$name" --no-timing "$flag" "$value" >"$logs/$name.$tool.log" 2>&1
-    rc=$?
-    echo "$rc $limit $(awk -v a="$s0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')" >"$logs/$name.$tool.rc"
+    timed_run "$deadline" "$san_timeout" 30 "$logs/$name.$tool.rc" "$logs/$name.$tool.log" \
+      "${sanitizer:-compute-sanitizer}" --tool "$tool" bin/tilec-gpu-test "$work/artifacts/$name" --no-timing "$flag" "$value"
   done
 }
 

@@ -46,19 +46,8 @@ echo "== $total kernels (shard $shard), $jobs at once, a check at most ${case_ti
 
 # NAME FLAG VALUE: one check; LOGS/NAME.rc gets `rc limit seconds` (or NOT_RUN).
 run_case() {
-  local name=$1 flag=$2 value=$3 now left limit s0 rc
-  now=$(date +%s)
-  left=$((deadline - now))
-  if [ "$left" -lt 20 ]; then
-    echo NOT_RUN >"$logs/$name.rc"
-    return
-  fi
-  limit=$case_timeout
-  [ "$left" -lt "$limit" ] && limit=$left
-  s0=$EPOCHREALTIME
-  timeout -k 10 "$limit" bin/tilec-gpu-test "$work/artifacts/$name" --no-timing "$flag" "$value" >"$logs/$name.log" 2>&1
-  rc=$?
-  echo "$rc $limit $(awk -v a="$s0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')" >"$logs/$name.rc"
+  local name=$1 flag=$2 value=$3
+  timed_run "$deadline" "$case_timeout" 20 "$logs/$name.rc" "$logs/$name.log" bin/tilec-gpu-test "$work/artifacts/$name" --no-timing "$flag" "$value"
 }
 
 started=0
