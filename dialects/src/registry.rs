@@ -29,6 +29,11 @@ pub struct OpTraits {
     /// same position: layout assignment gives its tile operands and results
     /// one layout, and the lowering applies it value by value.
     pub elementwise: bool,
+    /// A result element reads operand elements of other columns (a row's
+    /// group reduction, a column shuffle): an accumulator column past the
+    /// tensor's edge reaches stored ones, so the loads must give it zeros
+    /// there (`tile-fit-tma-boxes` keeps B's boxes whole).
+    pub crosses_columns: bool,
 }
 
 /// What folding an op gave: a constant to materialise, or an existing value

@@ -138,6 +138,8 @@ pub struct Traits {
     /// Each result element is a function of the operands' elements at the
     /// same position: its tile operands and results share one layout.
     pub elementwise: bool,
+    /// A result element reads operand elements of other columns.
+    pub crosses_columns: bool,
 }
 
 /// One op's declaration.
@@ -296,6 +298,7 @@ fn traits(s: &str) -> Result<Traits, String> {
             "reads" => t.reads = true,
             "writes" => t.writes = true,
             "elementwise" => t.elementwise = true,
+            "crosses_columns" => t.crosses_columns = true,
             _ => return Err(format!("unknown trait '{w}'")),
         }
     }

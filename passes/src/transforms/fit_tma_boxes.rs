@@ -14,9 +14,9 @@
 //! tensor and are never stored. A buffer read any other way (an operand
 //! read MN-major, whose rows are K and would add stale products into every
 //! result; registers loaded by threads; an epilogue's staging) keeps its
-//! full boxes, and so does B wherever the epilogue combines columns (a
+//! full boxes, and so does B wherever an op `crosses_columns` (ODS: a
 //! quantisation's group maximum, SwiGLU's two halves): a stale column
-//! there would reach a stored one. No epilogue op combines rows.
+//! there would reach a stored one. No op combines rows.
 
 use crate::phase::{Phase, PhaseRule};
 use crate::registry::PassInfo;
@@ -50,7 +50,7 @@ impl Pass for FitTmaBoxes {
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         let body = &mut func.body;
         let ops = body.walk_region(func.region);
-        let columns_combined = ops.iter().any(|&op| combines_columns(body.opcode(op)));
+        let columns_combined = ops.iter().any(|&op| body.ops[op].def.traits.crosses_columns);
         let row_safe = row_safe_buffers(body, &ops, columns_combined);
         for op in ops {
             let Some(load) = TmaLoad::of(body, op) else { continue };
@@ -76,13 +76,6 @@ fn root_buffer(body: &Body, mut buffer: Value) -> Value {
         buffer = rows.buffer(body);
     }
     buffer
-}
-
-/// Ops whose result elements read other columns of their operand tile
-/// than their own: an accumulator column past the tensor would reach a
-/// stored one.
-fn combines_columns(opcode: Opcode) -> bool {
-    matches!(opcode, Opcode::TileReduce | Opcode::TileDeinterleave)
 }
 
 /// Each buffer some op reads, and whether every read is a wgmma's K-major
