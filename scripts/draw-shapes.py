@@ -9,7 +9,10 @@ validation set, docs/cost-model.md). The draw follows what a user brings:
   - a third of the shapes with N and K not multiples of 64 (K stays a multiple of 16, so that
     rows of A and B are 16-byte aligned for TMA in both BF16 and FP8; N a multiple of 8);
   - a fifth with a deep K, at least 8 x max(M, N) (K drawn up to 65536 for those).
-usage: draw-shapes.py --seed S --count N"""
+With --decode the draw is decode-time GEMMs instead (issue 47's set): M log-uniform from 1 to 16
+(the tokens of a decode step), N and K log-uniform from 2048 to 16384 in steps of 256 (an LLM
+layer's widths).
+usage: draw-shapes.py --seed S --count N [--decode]"""
 import argparse
 import math
 import random
@@ -51,12 +54,18 @@ def draw(seed, count):
     return shapes
 
 
+def draw_decode(seed, count):
+    rng = random.Random(seed)
+    return [(log_uniform(rng, 1, 16), round_to(log_uniform(rng, 2048, 16384), 256, 2048), round_to(log_uniform(rng, 2048, 16384), 256, 2048)) for _ in range(count)]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--count", type=int, required=True)
+    parser.add_argument("--decode", action="store_true", help="decode-time shapes: M from 1 to 16, N and K of LLM layers")
     args = parser.parse_args()
-    for m, n, k in draw(args.seed, args.count):
+    for m, n, k in (draw_decode if args.decode else draw)(args.seed, args.count):
         print(f"{m}x{n}x{k}")
 
 
