@@ -142,15 +142,6 @@ fn one() -> u32 {
     1
 }
 
-/// The `sms` rule's balanced grid: the fewest of `workers` clusters that
-/// run `units` wave tiles in as many turns as all of them would,
-/// `ceil(units / turns)` with `turns = ceil(units / workers)`. Config
-/// selection ranks by it, and the launcher starts it.
-pub fn fewest_keeping_turns(units: u64, workers: u64) -> u64 {
-    let turns = units.div_ceil(workers.max(1)).max(1);
-    units.div_ceil(turns).clamp(1, workers.max(1))
-}
-
 /// Element type of a tensor; JSON spells it as [`DType::name`] does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -208,7 +208,7 @@
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::k_range::{PieceOrder, SplitReduce};
-use tilec_artifact::fewest_keeping_turns;
+use tilec_target::fewest_keeping_turns;
 use tilec_dialects::ir::{ElemType, TileType};
 use tilec_dialects::nv::memory::flat_box_rows_of;
 use tilec_dialects::tile::dot::{blocks_covering, blocks_from_grid_offsets, SCALE_BLOCK_N};

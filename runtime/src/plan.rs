@@ -7,6 +7,7 @@ use crate::error::{Result, RuntimeError};
 use cudarc::driver::sys;
 use std::collections::BTreeMap;
 use tilec_artifact::*;
+use tilec_target::fewest_keeping_turns;
 
 /// Values of the shape symbols (M, N, K, ...).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -23,5 +23,15 @@ pub use target::Target;
 /// every target.
 pub const TMA_ROW_GRAIN: u64 = 8;
 
+/// A persistent kernel's balanced grid (the manifest's `sms` rule): the
+/// fewest of `workers` clusters that run `units` wave tiles in as many
+/// turns as all of them would, `ceil(units / turns)` with `turns =
+/// ceil(units / workers)`. Config selection ranks by it, and the launcher
+/// starts it.
+pub fn fewest_keeping_turns(units: u64, workers: u64) -> u64 {
+    let turns = units.div_ceil(workers.max(1)).max(1);
+    units.div_ceil(turns).clamp(1, workers.max(1))
+}
+
 #[cfg(test)]
 mod tests;

@@ -70,3 +70,17 @@ fn a_device_of_another_model_or_memory_is_no_target() {
     assert_eq!(Target::of_device(h200, 18 << 30), None);
     assert_eq!(Target::of_device("", 0), None);
 }
+
+#[test]
+fn a_balanced_persistent_grid_keeps_the_turns_on_the_fewest_clusters() {
+    use crate::fewest_keeping_turns;
+    // 200 tiles on 132 SMs take two turns either way: 100 CTAs do it.
+    assert_eq!(fewest_keeping_turns(200, 132), 100);
+    // One turn: one CTA a tile; two whole turns: every SM; three turns of 265: 89 CTAs.
+    assert_eq!(fewest_keeping_turns(64, 132), 64);
+    assert_eq!(fewest_keeping_turns(264, 132), 132);
+    assert_eq!(fewest_keeping_turns(265, 132), 89);
+    // Never none, never more than there are.
+    assert_eq!(fewest_keeping_turns(0, 132), 1);
+    assert_eq!(fewest_keeping_turns(5, 0), 1);
+}

@@ -29,7 +29,7 @@ use tilec_dialects::{Diagnostic, Function, Layout};
 
 /// Shared memory one CTA may use on sm_90 (227 KiB), the limit the runtime
 /// checks a manifest against.
-pub const SMEM_BUDGET_BYTES: i64 = tilec_artifact::MAX_DYNAMIC_SMEM_SM90 as i64;
+pub const SMEM_BUDGET_BYTES: i64 = tilec_target::Target::DEFAULT.smem_per_cta_bytes as i64;
 
 /// A `tile.load` whose result the layout pass put in shared memory.
 pub fn is_staged_load(body: &Body, op: Op) -> bool {
