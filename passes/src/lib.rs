@@ -55,6 +55,13 @@ pub trait Pass {
     fn take_warnings(&mut self) -> Vec<Diagnostic> {
         Vec::new()
     }
+    /// Whether the pass leaves everything the barrier verifier reads as it
+    /// was (synchronising ops, buffer accesses, their order and counts), so
+    /// that the pass manager's check after it would repeat the last one's
+    /// result; it then checks only the IR (false by default).
+    fn preserves_barriers(&self) -> bool {
+        false
+    }
     /// What the pass counted over all the functions it ran on, for
     /// `--mlir-pass-statistics` (none by default).
     fn statistics(&self) -> Vec<Statistic> {

@@ -179,7 +179,8 @@ impl PassManager {
             times.push((name, start.elapsed()));
             if instr.verify_each {
                 for func in &module.functions {
-                    match verify_function(func).and_then(|()| verify_barriers(func)) {
+                    let barriers = |()| if pass.preserves_barriers() { Ok(Vec::new()) } else { verify_barriers(func) };
+                    match verify_function(func).and_then(barriers) {
                         Ok(warnings) => add_warnings(&mut self.warnings, warnings),
                         Err(diagnostic) => {
                             if instr.print_after_failure {
