@@ -704,3 +704,12 @@ fn a_kernel_without_a_gpu_or_on_an_unknown_device_is_not_checked() {
     assert!(check_target(&compiled_for(Some("h100")), "NVIDIA H100 NVL", 99_857_989_632).is_ok(), "no target to recompile for");
     assert!(check_target(&compiled_for(Some("h200")), "NVIDIA GH200 480GB", 102_005_473_280).is_ok());
 }
+
+#[test]
+fn a_gemm_handle_and_its_gpu_cross_host_threads() {
+    // Shared between host threads (an Arc<Gemm> launching from each) and
+    // moved into them: every part of the handle is Send and Sync.
+    fn shared_across_threads<T: Send + Sync>() {}
+    shared_across_threads::<crate::Gemm>();
+    shared_across_threads::<crate::Gpu>();
+}
