@@ -470,7 +470,6 @@ impl<'a> Lowerer<'a> {
         Ok((index, inside))
     }
 
-    /// The i32 value of dimension `d` of tensor `t`.
     /// The bytes `expect_tx` arms its stage with (an `index` value): its
     /// count, the full boxes', less the rows its `fit_rows` loads leave
     /// out at this launch's shape ([`tilec_artifact::TmaParam::fitted_rows`], the runtime's
@@ -508,6 +507,7 @@ impl<'a> Lowerer<'a> {
         Ok(self.em.assign("tx_bytes", format!("arith.index_cast {bytes} : i32 to index")))
     }
 
+    /// The i32 value of dimension `d` of tensor `t`.
     fn dim_value(&mut self, t: usize, d: usize) -> String {
         match &self.plan.tensors[t].dims[d] {
             DimSrc::Const(c) => self.em.i32(*c),
