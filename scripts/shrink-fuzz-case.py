@@ -17,6 +17,11 @@ loses experts and halves N, K and each expert's rows. Three steps:
      tests/lit/fuzz/NAME.tile, that pins the compile (the flags still give that config), and
      appends the GPU check at the minimal shape to scripts/gpu-fuzz-regressions.txt, which
      every later fuzz bundle checks first (draw-fuzz-cases.py).
+
+A failure fixed before it could be shrunk (no GPU time left) is kept as it failed:
+  unshrunk REPORT NAME...   (build machine) does what write-test does with the failing check of
+     the run's report (the check shape that failed, or the grouped problem being checked) in
+     place of a minimal one.
 """
 import argparse
 import importlib.util
@@ -184,8 +189,34 @@ def gpu(where):
 # ---- 3. write-test (build machine) ----
 
 
+def unshrunk(report, names):
+    """A shrink report whose `minimal` is the failing check of each named case of a fuzz report."""
+    doc = json.loads(Path(report).read_text())
+    cases = {c["name"]: c for c in doc["cases"]}
+    missing = [n for n in names if n not in cases]
+    if missing:
+        sys.exit(f"shrink-fuzz-case: no case {', '.join(missing)} in {report}")
+    results = []
+    for n in names:
+        c = cases[n]
+        if c["result"] not in ("FAIL", "HANG"):
+            sys.exit(f"shrink-fuzz-case: {n} did not fail in {report} ({c['result']})")
+        flag, value = c["check"]
+        values = value.split(";" if flag == "--grouped-problems" else ",")
+        checked = [line.split()[0] for line in c.get("checks", [])]
+        failed = [line.split()[0] for line in c.get("checks", []) if " FAIL" in line]
+        # The check that failed; where the run stopped before printing it, the first one not passed.
+        minimal = failed[0] if failed else next((v for v in values if v not in checked), values[-1])
+        failure = {"check": minimal, "result": c["result"], "log": c.get("error", "")}
+        results.append({"name": n, "program": c["program"], "flags": c["flags"], "config": c["config"], "check_flag": flag, "original": values, "reproduced": True, "shrunk": False, "minimal": minimal, "failure": failure})
+    write_test_of({"seed": doc.get("seed"), "commit": doc.get("commit"), "gpu": doc.get("gpu", ""), "date": doc.get("date", ""), "cases": results})
+
+
 def write_test(shrink_json):
-    rep = json.loads(Path(shrink_json).read_text())
+    write_test_of(json.loads(Path(shrink_json).read_text()))
+
+
+def write_test_of(rep):
     regressions = ROOT / "scripts/gpu-fuzz-regressions.txt"
     lines = regressions.read_text().splitlines() if regressions.exists() else []
     for r in (r for r in rep["cases"] if r.get("reproduced")):
@@ -195,10 +226,10 @@ def write_test(shrink_json):
         flags = " ".join(r["flags"])
         test = ROOT / "tests/lit/fuzz" / f"{name}.tile"
         test.parent.mkdir(parents=True, exist_ok=True)
+        found = "the smallest\n// check shrink-fuzz-case.py found that still fails" if r.get("shrunk", True) else "the run's\n// failing check (fixed before it could be shrunk)"
         test.write_text(
             f"// Fuzz reproducer: seed {rep.get('seed')}, case {r['name']} ({rep['date']}, {rep['gpu'].splitlines()[-1] if rep['gpu'] else 'GPU'}).\n"
-            f"// `tilec compile examples/{r['program']}.tile {flags}` gives the kernel\n// [{r['config']}], which {r['failure']['result']}ed on the GPU at {r['minimal']}, the smallest\n"
-            f"// check shrink-fuzz-case.py found that still fails:\n//   {' '.join(first.split())[:300]}\n"
+            f"// `tilec compile examples/{r['program']}.tile {flags}` gives the kernel\n// [{r['config']}], which {r['failure']['result']}ed on the GPU at {r['minimal']}, {found}:\n//   {' '.join(first.split())[:300]}\n"
             f"// Every fuzz bundle checks it there first (scripts/gpu-fuzz-regressions.txt, `{name}`):\n"
             f"//   tilec-gpu-test ARTIFACT --no-timing {r['check_flag']} '{r['minimal']}'\n"
             "// This test pins that the flags still give that kernel: where config selection changes,\n"
@@ -223,11 +254,16 @@ def main():
     g.add_argument("dir")
     w = sub.add_parser("write-test", help="write the reproducers of shrink.json")
     w.add_argument("shrink_json")
+    u = sub.add_parser("unshrunk", help="write reproducers of a fuzz report's failing cases at their failing check")
+    u.add_argument("report")
+    u.add_argument("names", nargs="+")
     args = parser.parse_args()
     if args.cmd == "bundle":
         bundle(args.source, args.names, args.out)
     elif args.cmd == "gpu":
         gpu(args.dir)
+    elif args.cmd == "unshrunk":
+        unshrunk(args.report, args.names)
     else:
         write_test(args.shrink_json)
 
