@@ -34,6 +34,15 @@ pub struct OpTraits {
     /// tensor's edge reaches stored ones, so the loads must give it zeros
     /// there (`tile-fit-tma-boxes` keeps B's boxes whole).
     pub crosses_columns: bool,
+    /// Lowered to a `.sync.aligned` instruction: every thread of its warp
+    /// (or warpgroup) must execute it at the same point, together. One
+    /// thread's branch must not reach it before the threads reconverge
+    /// (`nv-verify-barriers`, `convergence.rs`).
+    pub aligned: bool,
+    /// A barrier or wait every thread executing it reaches and waits at: the
+    /// back end keeps the code on either side of it apart, so it
+    /// reconverges the threads after one thread's branch.
+    pub converges: bool,
 }
 
 /// What folding an op gave: a constant to materialise, or an existing value

@@ -140,6 +140,10 @@ pub struct Traits {
     pub elementwise: bool,
     /// A result element reads operand elements of other columns.
     pub crosses_columns: bool,
+    /// Executed by every thread of its warp or warpgroup together (`.aligned`).
+    pub aligned: bool,
+    /// Every thread executing it reaches it and waits there.
+    pub converges: bool,
 }
 
 /// One op's declaration.
@@ -299,6 +303,8 @@ fn traits(s: &str) -> Result<Traits, String> {
             "writes" => t.writes = true,
             "elementwise" => t.elementwise = true,
             "crosses_columns" => t.crosses_columns = true,
+            "aligned" => t.aligned = true,
+            "converges" => t.converges = true,
             _ => return Err(format!("unknown trait '{w}'")),
         }
     }

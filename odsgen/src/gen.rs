@@ -61,8 +61,8 @@ pub fn dialect(d: &Dialect) -> String {
         let fold = op.fold.as_ref().map_or("None".to_string(), |f| format!("Some({f})"));
         writeln!(
             s,
-            "    OpDef {{ name: {:?}, opcode: Opcode::{}, summary: {:?}, traits: OpTraits {{ terminator: {}, pure: {}, constant: {}, elected: {}, synchronising: {}, reads_memory: {}, writes_memory: {}, elementwise: {}, crosses_columns: {} }}, parse: {parse}, print: {print}, verify: verify_{sfx}, fold: {fold} }},",
-            op.name, variant(&op.name), op.summary, t.terminator, t.pure, t.constant, t.elected, t.synchronising, t.reads, t.writes, t.elementwise, t.crosses_columns
+            "    OpDef {{ name: {:?}, opcode: Opcode::{}, summary: {:?}, traits: OpTraits {{ terminator: {}, pure: {}, constant: {}, elected: {}, synchronising: {}, reads_memory: {}, writes_memory: {}, elementwise: {}, crosses_columns: {}, aligned: {}, converges: {} }}, parse: {parse}, print: {print}, verify: verify_{sfx}, fold: {fold} }},",
+            op.name, variant(&op.name), op.summary, t.terminator, t.pure, t.constant, t.elected, t.synchronising, t.reads, t.writes, t.elementwise, t.crosses_columns, t.aligned, t.converges
         )
         .unwrap();
     }

@@ -30,7 +30,11 @@
 //!    waited for, every TMA store is waited for before the CTA exits,
 //!    each wgmma follows an `nv.wgmma_fence`, stage indices and row windows
 //!    stay inside their allocation, and some warp can always move (a
-//!    missing arrive or wait hangs).
+//!    missing arrive or wait hangs);
+//! 7. no path from one thread's op (`elected`) reaches an op the warpgroup
+//!    executes together (`aligned`) before a barrier or wait reconverges
+//!    the threads (`convergence.rs`): a code-generation hazard, not a
+//!    memory order.
 //!
 //! A clustered kernel is checked as CTA 0 with its peer as its mirror
 //! image: the peer runs this CTA's code, its remote arrivals and multicast
@@ -64,6 +68,7 @@
 //! is rejected, not reasoned about.
 
 mod cluster;
+mod convergence;
 mod counts;
 mod happens_before;
 mod model;
@@ -121,6 +126,7 @@ pub fn verify_barriers(func: &Function) -> Result<Vec<Diagnostic>, Diagnostic> {
     counts::check_transaction_bytes(body, &model)?;
     let timings = phases::derive_timings(body, &model)?;
     happens_before::check_deadlock(body, &model, &timings)?;
+    convergence::check_reconvergence(func)?;
     Ok(simulate::check_every_round(func)?.into_iter().collect())
 }
 
