@@ -246,10 +246,10 @@ fn rewrite(body: &mut Body, found: &TileLoop, carried: &[Value]) -> Result<(), D
     let kt = body.blocks[k_block].args[0];
     let mut at = Builder::new(body, InsertPoint::Before(next_op(body, found.commit)), loc.clone());
     let steps = StepChunks { found, map: &previous_map, pending, lb: k_lb, step: k_step };
-    steps.store(&mut at, "stores_chunk", |b, step_j| Cmpi::build(b, kt, step_j, "eq", Attributes::new()).result(b.body));
+    steps.store(&mut at, "stores_chunk", true, |b, step_j| Cmpi::build(b, kt, step_j, "eq", Attributes::new()).result(b.body));
     // After it: the chunks a short K loop had no step for.
     let mut at = Builder::new(body, InsertPoint::Before(next_op(body, found.drain)), loc.clone());
-    steps.store(&mut at, "no_step", |b, step_j| Cmpi::build(b, step_j, k_ub, "sge", Attributes::new()).result(b.body));
+    steps.store(&mut at, "no_step", false, |b, step_j| Cmpi::build(b, step_j, k_ub, "sge", Attributes::new()).result(b.body));
     let mut end = Builder::new(body, InsertPoint::End(block), loc.clone());
     let one = end.index(1);
     let mut yielded = carried.to_vec();
@@ -263,7 +263,7 @@ fn rewrite(body: &mut Body, found: &TileLoop, carried: &[Value]) -> Result<(), D
     let zero = after.index(0);
     let last_pending = Cmpi::build(&mut after, results[carried.len()], zero, "ne", Attributes::new()).result(after.body);
     let last_pending = after.name(last_pending, "last_pending");
-    guarded_chunks(&mut after, &[last_pending], found, 0..=found.chunks.len() - 1, &last_map);
+    guarded_chunks(&mut after, &[last_pending], found, 0..=found.chunks.len() - 1, &last_map, false);
     // The new loop and the last tile's stores sit before the old loop, now empty.
     body.remove_op(old);
     Ok(())
@@ -282,15 +282,16 @@ struct StepChunks<'a> {
 
 impl StepChunks<'_> {
     /// Chunk j where a tile is pending and `condition` (given the K loop's
-    /// `lb + j * step`, named `hint` j) holds.
-    fn store(&self, b: &mut Builder, hint: &str, condition: impl Fn(&mut Builder, Value) -> Value) {
+    /// `lb + j * step`, named `hint` j) holds; `in_k_loop` where they sit
+    /// in the K loop, before a step's wgmma wait.
+    fn store(&self, b: &mut Builder, hint: &str, in_k_loop: bool, condition: impl Fn(&mut Builder, Value) -> Value) {
         for j in 0..self.found.chunks.len() {
             let index = b.index(j as i64);
             let offset = Muli::build(b, index, self.step, Attributes::new()).result(b.body);
             let step_j = Addi::build(b, self.lb, offset, Attributes::new()).result(b.body);
             let holds = condition(b, step_j);
             let holds = b.name(holds, &format!("{hint}{j}"));
-            guarded_chunks(b, &[self.pending, holds], self.found, j..=j, self.map);
+            guarded_chunks(b, &[self.pending, holds], self.found, j..=j, self.map, in_k_loop);
         }
     }
 }
@@ -299,13 +300,14 @@ impl StepChunks<'_> {
 /// through `map`, inside one `tile.if` a condition, outermost first. A
 /// chunk copies the effect-free ops of the chunks before it that it reads.
 ///
-/// The copies end with a warpgroup barrier. A chunk's TMA store is its
-/// first thread's alone, and without the barrier LLVM's NVPTX back end
-/// copied the K step's `wgmma.wait_group.sync.aligned` that follows into
-/// that thread's branch: the warpgroup no longer ran it together, and the
-/// kernel hung. After the barrier such a copy runs on the whole
-/// warpgroup.
-fn guarded_chunks(b: &mut Builder, conditions: &[Value], found: &TileLoop, range: std::ops::RangeInclusive<usize>, map: &HashMap<Value, Value>) {
+/// With `reconverge` (a chunk inside the K loop) the copies end with a
+/// warpgroup barrier. A chunk's TMA store is its first thread's alone, and
+/// without the barrier LLVM's NVPTX back end copied the K step's
+/// `wgmma.wait_group.sync.aligned` that follows into that thread's branch:
+/// the warpgroup no longer ran it together, and the kernel hung
+/// (`nv-verify-barriers` checks this, `convergence.rs`). After the K loop
+/// no wgmma follows before the loop over tiles turns, so no barrier.
+fn guarded_chunks(b: &mut Builder, conditions: &[Value], found: &TileLoop, range: std::ops::RangeInclusive<usize>, map: &HashMap<Value, Value>, reconverge: bool) {
     let loc = b.loc.clone();
     let (&first, inner) = conditions.split_first().expect("a condition");
     let guard = If::build(b, first, Attributes::new()).op();
@@ -321,11 +323,13 @@ fn guarded_chunks(b: &mut Builder, conditions: &[Value], found: &TileLoop, range
                 }
             }
         }
-        let mut attrs = Attributes::new();
-        attrs.set("warpgroup", Attribute::Unit);
-        Barrier::build(&mut inside, attrs);
+        if reconverge {
+            let mut attrs = Attributes::new();
+            attrs.set("warpgroup", Attribute::Unit);
+            Barrier::build(&mut inside, attrs);
+        }
     } else {
-        guarded_chunks(&mut inside, inner, found, range, map);
+        guarded_chunks(&mut inside, inner, found, range, map, reconverge);
     }
     Yield::build(&mut inside, &[], Attributes::new());
 }
