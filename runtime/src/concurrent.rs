@@ -2,7 +2,10 @@
 //! round, and checks every result: a kernel whose launches shared state
 //! (a workspace, a counter) would give wrong sums, or sums that differ
 //! between rounds, or hang. Each stream binds the kernel to its own output,
-//! so its launches take the stream's own workspace. A kernel with a fused
+//! so its launches take the stream's own workspace. With
+//! [`Lanes::HostThreads`] each stream is driven by a host thread of its own,
+//! which binds the one shared [`Gemm`] handle to its output and launches
+//! it every round, as a server's request threads would. A kernel with a fused
 //! epilogue gets fresh random vectors and matrices and is checked on sampled rows
 //! against the FP64 CPU product taken through the epilogue
 //! ([`crate::epilogue`]) instead of cuBLAS.
@@ -11,6 +14,7 @@ use crate::check::{bf16_to_f64, passes, random_bf16, rel_frobenius, sample_rows,
 use crate::epilogue::{random_matrices, random_vectors, reference_rows, take_rows, upload_matrices, upload_vectors, CPU_REFERENCE_BUDGET};
 use crate::error::{DriverCtx, Result};
 use crate::{Cublas, Gemm, GemmBuffers, GemmSize, Gpu};
+use cudarc::driver::CudaSlice;
 use half::bf16;
 
 /// What [`check_concurrent`] saw.
@@ -37,10 +41,20 @@ impl ConcurrentCheck {
     }
 }
 
+/// Who issues the launches of [`check_concurrent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lanes {
+    /// This thread, on each stream in turn (bound once).
+    Streams,
+    /// A host thread per stream, each binding the shared handle anew every
+    /// round and launching on its own stream.
+    HostThreads,
+}
+
 /// Runs `gemm` at `size` on `streams` streams at once, `rounds` times,
 /// each round with every output poisoned first, and compares each output
 /// with cuBLAS's and with the first one.
-pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, streams: usize, rounds: usize, threshold: f64) -> Result<ConcurrentCheck> {
+pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, streams: usize, rounds: usize, threshold: f64, lanes_of: Lanes) -> Result<ConcurrentCheck> {
     let seed = seed_from_time();
     let mut rng = Rng::new(seed);
     let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
@@ -71,15 +85,15 @@ pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, s
     };
     let lanes = (0..streams).map(|_| gpu.ctx.new_stream().ctx("cuStreamCreate")).collect::<Result<Vec<_>>>()?;
     let mut outputs = (0..streams).map(|_| unsafe { s.alloc::<bf16>(m * h) }.ctx("cuMemAlloc")).collect::<Result<Vec<_>>>()?;
-    let mut bound = outputs
-        .iter()
-        .map(|c| {
-            let buffers = GemmBuffers::new(gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("C", c))
-                .with_vectors(vector_bindings.clone())
-                .with_matrices(matrix_bindings.clone());
-            gemm.bind_raw(size, buffers)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let buffers = |c: &CudaSlice<bf16>| {
+        GemmBuffers::new(gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("C", c))
+            .with_vectors(vector_bindings.clone())
+            .with_matrices(matrix_bindings.clone())
+    };
+    let mut bound = match lanes_of {
+        Lanes::Streams => outputs.iter().map(|c| gemm.bind_raw(size, buffers(c))).collect::<Result<Vec<_>>>()?,
+        Lanes::HostThreads => Vec::new(),
+    };
     let mut check = ConcurrentCheck { results: 0, wrong: 0, differing: 0, worst_err: 0.0, seed };
     let mut first: Option<Vec<bf16>> = None;
     for _ in 0..rounds {
@@ -87,11 +101,30 @@ pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, s
             gpu.poison16(c, POISON_BF16)?;
         }
         gpu.sync("poisoning the outputs")?;
-        for (launch, lane) in bound.iter_mut().zip(&lanes) {
-            launch.launch(lane)?;
-        }
-        for lane in &lanes {
-            lane.synchronize().ctx("cuStreamSynchronize")?;
+        match lanes_of {
+            Lanes::Streams => {
+                for (launch, lane) in bound.iter_mut().zip(&lanes) {
+                    launch.launch(lane)?;
+                }
+                for lane in &lanes {
+                    lane.synchronize().ctx("cuStreamSynchronize")?;
+                }
+            }
+            Lanes::HostThreads => std::thread::scope(|scope| {
+                let threads: Vec<_> = outputs
+                    .iter()
+                    .zip(&lanes)
+                    .map(|(c, lane)| {
+                        let buffers = buffers(c);
+                        scope.spawn(move || -> Result<()> {
+                            gpu.ctx.bind_to_thread().ctx("cuCtxSetCurrent")?;
+                            gemm.bind_raw(size, buffers)?.launch(lane)?;
+                            lane.synchronize().ctx("cuStreamSynchronize")
+                        })
+                    })
+                    .collect();
+                threads.into_iter().try_for_each(|t| t.join().expect("a launching thread panicked"))
+            })?,
         }
         for c in &outputs {
             let out = s.clone_dtoh(c).ctx("cuMemcpyDtoH")?;

@@ -47,6 +47,8 @@
 //! times, every result checked against cuBLAS (with a fused epilogue: the
 //! FP64 reference through it, on sampled rows) and against the others bit
 //! for bit (`tilec_runtime::concurrent`): launches that share state fail.
+//! `--host-threads` drives each stream from a host thread of its own, which
+//! binds the one shared kernel handle and launches it every round.
 //!
 //! Prints our and the baseline's TFLOP/s (median of event-timed runs after
 //! warm-up, for information; `--no-timing` leaves the timing out, `-` in
@@ -109,6 +111,9 @@ struct Cli {
     /// Rounds of `--streams`
     #[arg(long, default_value_t = 100, requires = "streams", value_parser = clap::value_parser!(u32).range(1..))]
     rounds: u32,
+    /// Drive each of the `--streams` from a host thread of its own, which binds the one shared kernel handle and launches it every round
+    #[arg(long, requires = "streams")]
+    host_threads: bool,
     /// Check only: leave out the timed runs (each kernel launches once a shape; `-` for the TFLOP/s)
     #[arg(long)]
     no_timing: bool,
@@ -238,7 +243,7 @@ fn main() -> ExitCode {
     }
     let count = if mode == Mode::Grouped { problems.len() } else { shapes.len() };
     let outcome = match cli.streams {
-        Some(streams) => run_concurrent(&artifact, &shapes, streams as usize, cli.rounds as usize, threshold),
+        Some(streams) => run_concurrent(&artifact, &shapes, streams as usize, cli.rounds as usize, threshold, if cli.host_threads { concurrent::Lanes::HostThreads } else { concurrent::Lanes::Streams }),
         None => run(&dir, &artifact, mode, &shapes, &problems, threshold, sms, !cli.no_timing),
     };
     match outcome {
@@ -258,14 +263,14 @@ fn main() -> ExitCode {
 }
 
 /// Runs the GEMM on `streams` streams at once on each shape; returns how many failed.
-fn run_concurrent(artifact: &Artifact, shapes: &[(u64, u64, u64)], streams: usize, rounds: usize, threshold: f64) -> Result<usize> {
+fn run_concurrent(artifact: &Artifact, shapes: &[(u64, u64, u64)], streams: usize, rounds: usize, threshold: f64, lanes: concurrent::Lanes) -> Result<usize> {
     let gpu = Gpu::new(0)?;
     let gemm = Gemm::from_artifact(&gpu, artifact)?;
     let blas = Cublas::new(gpu.stream.clone())?;
     println!("{:>16} {:>8} {:>6} {:>10} {:>10} {:>6}  seed", "MxNxK", "results", "wrong", "differing", "worst_err", "result");
     let mut failed = 0;
     for &(m, n, k) in shapes {
-        let c = concurrent::check_concurrent(&gpu, &gemm, &blas, GemmSize::new(m, n, k), streams, rounds, threshold)?;
+        let c = concurrent::check_concurrent(&gpu, &gemm, &blas, GemmSize::new(m, n, k), streams, rounds, threshold, lanes)?;
         failed += usize::from(!c.pass());
         println!(
             "{:>16} {:>8} {:>6} {:>10} {:>10.3e} {:>6}  {:#x}",
