@@ -12,7 +12,8 @@ docs/benchmarks/robustness/README.md). The draw, for a seed:
     programs: experts, uneven rows with empty and one-row experts, N and K alike, smaller);
     M any integer, N odd for half the cases (the epilogue then stores without TMA) where the
     program allows it, K a multiple of 8 (BF16) or 16 (FP8) for TMA's 16-byte rows, except one
-    case in 50 that is left unaligned for tilec to refuse. The corners 1x8x128 and
+    case in 50 that is left unaligned (a plain GEMM then runs on the runtime's padded copies of
+    A and B, a grouped one is refused). The corners 1x8x128 and
     16384x16384x8192 come first, for both dtypes;
   - pins: most cases none; others `--cluster m|n`, `--param BLOCK_M|BLOCK_N|STAGES=...` (what
     the program leaves as a parameter), `--ranking rules`;

@@ -235,7 +235,9 @@ pub(crate) fn run_passes_after_config(module: &mut Module, flags: &PassFlags, na
 pub(crate) fn lower(module: &Module, text: &str, name: &str, target: &Target, shapes: &[Shape]) -> Result<LoweredKernel, String> {
     let mut kernel = tilec_lower::lower_module(module, target).map_err(|d| d.render(name, text))?;
     for &shape in shapes {
-        crate::tma_rows::check(module, &kernel.manifest, shape).map_err(|d| d.render(name, text))?;
+        for warning in crate::tma_rows::check(module, &kernel.manifest, shape).map_err(|d| d.render(name, text))? {
+            eprintln!("{}", warning.render(name, text));
+        }
     }
     if let Some(func) = module.functions.first() {
         kernel.manifest.config = tilec_passes::config::decided_config(func).map_err(|d| d.render(name, text))?.map(|c| c.to_string());

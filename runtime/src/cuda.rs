@@ -363,6 +363,11 @@ pub fn encode_tma(a: &TmaEncode) -> Result<sys::CUtensorMap> {
 }
 
 impl Kernel {
+    /// The stream the kernel's own launches and allocations go to.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
     /// Validates the bindings, encodes TMA descriptors and fixes the grid.
     pub fn prepare(&self, problem: &Problem, tensors: &[TensorBinding]) -> Result<Prepared> {
         self.prepare_on(problem, tensors, self.num_sms)
@@ -404,6 +409,11 @@ impl Kernel {
 }
 
 impl Prepared {
+    /// The stream [`Prepared::launch`] issues on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
     /// Issues the kernel on the stream (asynchronous). TMA descriptors go by
     /// value: the driver copies the 128 bytes each pointer points at.
     pub fn launch(&mut self) -> Result<()> {

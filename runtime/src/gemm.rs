@@ -32,6 +32,7 @@ use crate::check::SCALE_BLOCK;
 use crate::cuda::{Element, Gpu, Kernel, Prepared};
 use crate::epilogue::AccParts;
 use crate::error::{Result, RuntimeError};
+use crate::padding::{self, Repack};
 use crate::plan::{Problem, TensorBinding};
 use crate::timing::Timer;
 use cudarc::driver::{CudaSlice, CudaStream};
@@ -871,27 +872,56 @@ impl Gemm {
 
     /// [`Gemm::bind_raw`] with a persistent kernel's grid over `sms` SMs
     /// (see [`Kernel::prepare_on`]); a tiles grid does not depend on it.
+    /// Where TMA cannot address A's and B's rows at `size`'s K, the call
+    /// runs on copies of them padded to a K it can ([`crate::padding`]).
     pub fn bind_raw_on(&self, size: GemmSize, buffers: GemmBuffers, sms: u32) -> Result<BoundGemm> {
-        let bindings = self.spec.bind(size, buffers)?;
-        Ok(BoundGemm { prepared: self.kernel_for(size).prepare_on(&self.spec.problem(size), &bindings, sms)? })
+        let kernel = self.kernel_for(size);
+        let Some(k) = padding::padded_k(&self.spec, size) else {
+            let bindings = self.spec.bind(size, buffers)?;
+            return Ok(BoundGemm { prepared: kernel.prepare_on(&self.spec.problem(size), &bindings, sms)?, repacks: Vec::new(), padded_k: None });
+        };
+        // The caller's buffers, checked at their own K, then the padded ones.
+        self.spec.bind(size, buffers.clone())?;
+        let (buffers, repacks) = padding::repack(kernel.stream(), &self.spec, size, k, buffers)?;
+        let padded = GemmSize::new(size.m, size.n, k);
+        let bindings = self.spec.bind(padded, buffers)?;
+        Ok(BoundGemm { prepared: kernel.prepare_on(&self.spec.problem(padded), &bindings, sms)?, repacks, padded_k: Some(k) })
     }
 }
 
 /// A GEMM call with its buffers bound and TMA descriptors encoded: launch
-/// it as often as needed.
+/// it as often as needed. Where its K needed padding it owns the padded
+/// copies of A and B, as it uses the caller's C: launches of one bound
+/// call on several streams at once race on both.
 pub struct BoundGemm {
     prepared: Prepared,
+    /// A's and B's copies into rows TMA can address, before each launch.
+    repacks: Vec<Repack>,
+    padded_k: Option<u64>,
 }
 
 impl BoundGemm {
-    /// Issues the kernel on `stream` (asynchronous).
+    /// Issues the kernel on `stream` (asynchronous), after the copies of
+    /// A and B a padded K needs.
     pub fn launch(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        for repack in &self.repacks {
+            repack.issue(stream)?;
+        }
         self.prepared.launch_on(stream)
     }
 
     /// Launches on the kernel's stream and waits: a fault surfaces here.
     pub fn launch_checked(&mut self) -> Result<()> {
+        for repack in &self.repacks {
+            repack.issue(self.prepared.stream())?;
+        }
         self.prepared.launch_checked()
+    }
+
+    /// The K the kernel runs at where it is not the call's (A and B are
+    /// copied into rows of it before each launch).
+    pub fn padded_k(&self) -> Option<u64> {
+        self.padded_k
     }
 
     /// `warmup` untimed launches, then `reps` launches each timed with CUDA

@@ -30,6 +30,7 @@ pub mod gemm;
 pub mod grouped;
 pub mod grouped_bench;
 pub mod lt;
+pub mod padding;
 pub mod plan;
 pub mod quantize;
 pub mod target_check;
