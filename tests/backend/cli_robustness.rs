@@ -172,20 +172,22 @@ fn run(tilec: &Path, dir: &Path, bytes: &[u8], flags: &[String], ptx: bool, ptxa
     let stderr = reader.join().expect("the reader thread");
     let lines = bytes.split(|&b| b == b'\n').count();
     let first = stderr.lines().next().unwrap_or("");
+    // ptxas's refusal, after any located warnings the compile printed.
+    let verify_ptx = stderr.lines().find(|l| l.starts_with(&format!("{FILE}: error: "))).filter(|l| l.starts_with(&format!("{FILE}: error: --verify-ptx: ")));
     let (outcome, why) = match status.map(|s| s.code()) {
         _ if stderr.contains("panicked") => (Outcome::Bug, Some("panicked".to_string())),
         None => (Outcome::Bug, Some(format!("killed after {KILL_AFTER:?}"))),
         Some(None) => (Outcome::Bug, Some("ended by a signal".to_string())),
         Some(Some(0)) => (Outcome::Compiled, None),
         Some(Some(1)) if rejected_in_place(&stderr, lines) => (Outcome::Rejected, None),
-        Some(Some(1)) if ptxas.is_some() && first.starts_with(&format!("{FILE}: error: --verify-ptx: ")) => (Outcome::PtxasFinding, None),
+        Some(Some(1)) if ptxas.is_some() && verify_ptx.is_some() => (Outcome::PtxasFinding, None),
         Some(Some(1)) => (Outcome::Bug, Some("unlocated error".to_string())),
         Some(Some(2)) if first.starts_with("error: ") || first.starts_with("tilec: error: ") => (Outcome::Usage, None),
         Some(Some(code)) => (Outcome::Bug, Some(format!("exit status {code}"))),
     };
     let why = why.or_else(|| (took > TIME_BOUND).then(|| format!("took {took:?}"))).map(|w| format!("{w}:\n{stderr}"));
     let outcome = if why.is_some() { Outcome::Bug } else { outcome };
-    let ptxas_says = if outcome == Outcome::PtxasFinding { first.to_string() } else { String::new() };
+    let ptxas_says = if outcome == Outcome::PtxasFinding { verify_ptx.unwrap_or_default().to_string() } else { String::new() };
     Run { outcome, ptx: ptx && outcome == Outcome::Compiled, took, why, ptxas_says }
 }
 
