@@ -1,7 +1,7 @@
 //! A small MLIR text writer: indentation, unique SSA names, constants and
 //! the MLIR spelling of types.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 use tilec_dialects::ElemType;
 
@@ -11,6 +11,9 @@ pub(crate) struct Emitter {
     out: String,
     indent: usize,
     used: HashSet<String>,
+    /// The next suffix to try for each hint, so that the n-th name of one
+    /// hint does not test the n - 1 before it.
+    next_suffix: HashMap<String, usize>,
     /// `(element, count)` of every fragment struct type used, for the
     /// module's type aliases.
     pub struct_types: BTreeSet<(&'static str, usize)>,
@@ -32,14 +35,17 @@ impl Emitter {
         if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit()) {
             base.insert(0, 'v');
         }
-        let mut name = format!("%{base}");
-        let mut n = 0;
-        while self.used.contains(&name) {
-            n += 1;
-            name = format!("%{base}_{n}");
+        let next = self.next_suffix.entry(base.clone()).or_insert(0);
+        loop {
+            let name = match *next {
+                0 => format!("%{base}"),
+                k => format!("%{base}_{k}"),
+            };
+            *next += 1;
+            if self.used.insert(name.clone()) {
+                return name;
+            }
         }
-        self.used.insert(name.clone());
-        name
     }
 
     /// Writes one complete op (with the current location) or comment.
@@ -222,5 +228,25 @@ pub(crate) fn float_literal(value: f64, elem: ElemType) -> String {
         inf.into()
     } else {
         ninf.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Emitter;
+
+    #[test]
+    fn fresh_names_are_the_smallest_unused_suffix_of_their_hint() {
+        let mut em = Emitter::new(0);
+        assert_eq!(em.fresh("x"), "%x");
+        assert_eq!(em.fresh("x_2"), "%x_2");
+        assert_eq!(em.fresh("x"), "%x_1");
+        // %x_2 is taken by the hint `x_2`.
+        assert_eq!(em.fresh("x"), "%x_3");
+        assert_eq!(em.fresh("1st"), "%v1st");
+        assert_eq!(em.fresh("a.b"), "%a_b");
+        let names: std::collections::HashSet<String> = (0..10_000).map(|_| em.fresh("y")).collect();
+        assert_eq!(names.len(), 10_000);
+        assert!(names.contains("%y_9999"));
     }
 }
