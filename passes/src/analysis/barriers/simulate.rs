@@ -29,7 +29,8 @@
 use super::model::cluster_size;
 use super::trace::{reads_data, trace, Config, Data, Slot, Step, StepKind, Untraceable, Window};
 use crate::{op_error, op_warning};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use tilec_dialects::ir::{Body, Op, Value};
 use tilec_dialects::nv::memory::COPY_ARRIVALS;
 use tilec_dialects::{Diagnostic, Function, Type};
@@ -211,10 +212,10 @@ struct Sim<'a> {
     config: &'a Config,
     traces: Vec<Vec<Step>>,
     warps: Vec<Warp>,
-    barriers: HashMap<Slot, BarrierState>,
-    stages: HashMap<Granule, StageState>,
+    barriers: FxHashMap<Slot, BarrierState>,
+    stages: FxHashMap<Granule, StageState>,
     accesses: Vec<Access>,
-    meetings: HashMap<Meeting, MeetingState>,
+    meetings: FxHashMap<Meeting, MeetingState>,
 }
 
 enum Outcome {
@@ -231,10 +232,10 @@ impl<'a> Sim<'a> {
             config,
             traces,
             warps,
-            barriers: HashMap::new(),
-            stages: HashMap::new(),
+            barriers: FxHashMap::default(),
+            stages: FxHashMap::default(),
             accesses: Vec::new(),
-            meetings: HashMap::new(),
+            meetings: FxHashMap::default(),
         }
     }
 

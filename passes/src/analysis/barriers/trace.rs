@@ -23,7 +23,7 @@
 //! verifier reports as a warning rather than passing the function.
 
 use crate::op_error;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use tilec_dialects::ir::{Block, Body, Op, Value};
 use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
 use tilec_dialects::registry::Opcode;
@@ -157,7 +157,7 @@ pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, 
     let warps = func.attrs.get_int("num_warps").unwrap_or(4);
     let mut traces = Vec::new();
     for warp in 0..warps {
-        let mut tracer = Tracer { func, body: &func.body, config, warp, env: HashMap::new(), steps: Vec::new(), role: None, budget: MAX_STEPS };
+        let mut tracer = Tracer { func, body: &func.body, config, warp, env: FxHashMap::default(), steps: Vec::new(), role: None, budget: MAX_STEPS };
         match tracer.block(func.entry_block()) {
             Ok(_) => traces.push(tracer.steps),
             Err(Stop::Untraceable(why)) => return Ok(Err(why)),
@@ -196,7 +196,7 @@ struct Tracer<'a> {
     body: &'a Body,
     config: &'a Config,
     warp: i64,
-    env: HashMap<Value, i64>,
+    env: FxHashMap<Value, i64>,
     steps: Vec<Step>,
     /// The role of an `nv.warp_specialize` the warp is running, if any.
     role: Option<Role>,
