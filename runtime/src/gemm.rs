@@ -31,8 +31,8 @@
 use crate::check::SCALE_BLOCK;
 use crate::cuda::{Element, Gpu, Kernel, Prepared};
 use crate::epilogue::AccParts;
-use crate::error::{Result, RuntimeError};
-use crate::padding::{self, Repack};
+use crate::error::{DriverCtx, Result, RuntimeError};
+use crate::padding::{self, Padding, Repack};
 use crate::plan::{Problem, TensorBinding};
 use crate::timing::Timer;
 use cudarc::driver::{CudaSlice, CudaStream};
@@ -630,6 +630,18 @@ impl GemmSpec {
         }
     }
 
+    /// The K a call of `size` runs at where TMA cannot address A's and B's
+    /// rows at its own ([`crate::padding`]): `None` where they are aligned,
+    /// or where padding K would not align them (B stored K x N with N
+    /// unaligned: the launch is refused with the descriptor's error).
+    pub fn padded_k(&self, size: GemmSize) -> Option<u64> {
+        let elem = self.input.size_bytes() as u64;
+        if padding::aligned(size.k, elem) || (self.b_layout == BLayout::Kn && !padding::aligned(size.n, elem)) {
+            return None;
+        }
+        Some(padding::padded(size.k, elem))
+    }
+
     /// Checks one call's buffers against the spec and `size`, and returns
     /// the bindings of every manifest tensor. The scales must be given
     /// exactly when the kernel takes them, each vector the epilogue reads
@@ -876,16 +888,26 @@ impl Gemm {
     /// runs on copies of them padded to a K it can ([`crate::padding`]).
     pub fn bind_raw_on(&self, size: GemmSize, buffers: GemmBuffers, sms: u32) -> Result<BoundGemm> {
         let kernel = self.kernel_for(size);
-        let Some(k) = padding::padded_k(&self.spec, size) else {
+        let Some(k) = self.spec.padded_k(size) else {
             let bindings = self.spec.bind(size, buffers)?;
             return Ok(BoundGemm { prepared: kernel.prepare_on(&self.spec.problem(size), &bindings, sms)?, repacks: Vec::new(), padded_k: None });
         };
         // The caller's buffers, checked at their own K, then the padded ones.
         self.spec.bind(size, buffers.clone())?;
-        let (buffers, repacks) = padding::repack(kernel.stream(), &self.spec, size, k, buffers)?;
+        let elem = self.spec.input.size_bytes() as u64;
+        let a_shape = Padding { rows: size.m, row_bytes: size.k * elem, padded_rows: size.m, padded_row_bytes: k * elem };
+        // B's rows are K long (N x K), or it has K of them (K x N).
+        let b_shape = match self.spec.b_layout {
+            BLayout::Nk => Padding { rows: size.n, row_bytes: size.k * elem, padded_rows: size.n, padded_row_bytes: k * elem },
+            BLayout::Kn => Padding { rows: size.k, row_bytes: size.n * elem, padded_rows: k, padded_row_bytes: size.n * elem },
+        };
+        let (a, a_copy) = Repack::new(kernel.stream(), &buffers.a, a_shape)?;
+        let (b, b_copy) = Repack::new(kernel.stream(), &buffers.b, b_shape)?;
+        // Their zeros are in place before any stream copies into them.
+        kernel.stream().synchronize().ctx("cuStreamSynchronize")?;
         let padded = GemmSize::new(size.m, size.n, k);
-        let bindings = self.spec.bind(padded, buffers)?;
-        Ok(BoundGemm { prepared: kernel.prepare_on(&self.spec.problem(padded), &bindings, sms)?, repacks, padded_k: Some(k) })
+        let bindings = self.spec.bind(padded, GemmBuffers { a, b, ..buffers })?;
+        Ok(BoundGemm { prepared: kernel.prepare_on(&self.spec.problem(padded), &bindings, sms)?, repacks: vec![a_copy, b_copy], padded_k: Some(k) })
     }
 }
 

@@ -9,12 +9,12 @@
 //! copies cost a read and a write of A and B a launch; `tilec compile
 //! --shape` warns where a shape takes this path.
 //!
-//! B stored `K x N` (whose rows are N) gets K - padded K zero rows instead;
+//! B stored `K x N` (whose rows are N) gets padded K - K zero rows instead;
 //! where its N, or a TMA-stored C's, is what is unaligned, nothing is padded
-//! and the launch is refused with the descriptor's error.
+//! and the launch is refused with the descriptor's error
+//! ([`crate::gemm::GemmSpec::padded_k`] decides).
 
 use crate::error::{DriverCtx, Result};
-use crate::gemm::{BLayout, GemmBuffers, GemmSize, GemmSpec};
 use crate::plan::TensorBinding;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
@@ -23,16 +23,17 @@ use std::sync::Arc;
 /// TMA's unit for a row's stride in global memory.
 const ROW_ALIGN_BYTES: u64 = 16;
 
-/// The K the kernel runs at for `size`: `None` where A's and B's rows are
-/// aligned as they are, or where padding K would not make them so.
-pub fn padded_k(spec: &GemmSpec, size: GemmSize) -> Option<u64> {
-    let elem = spec.input.size_bytes() as u64;
-    let aligned = |elements: u64| (elements * elem) % ROW_ALIGN_BYTES == 0;
-    if aligned(size.k) || (spec.b_layout == BLayout::Kn && !aligned(size.n)) {
-        return None;
-    }
-    let grain = ROW_ALIGN_BYTES / elem;
-    Some(size.k.div_ceil(grain) * grain)
+/// Whether a row of `elements` elements of `elem_bytes` bytes is one TMA
+/// can address.
+pub fn aligned(elements: u64, elem_bytes: u64) -> bool {
+    (elements * elem_bytes) % ROW_ALIGN_BYTES == 0
+}
+
+/// `k` rounded up to the next K whose rows of `elem_bytes`-byte elements
+/// TMA can address.
+pub fn padded(k: u64, elem_bytes: u64) -> u64 {
+    let grain = ROW_ALIGN_BYTES / elem_bytes;
+    k.div_ceil(grain) * grain
 }
 
 /// One operand's copy into its padded buffer: `rows` rows of `width` bytes,
@@ -47,7 +48,32 @@ pub struct Repack {
     rows: u64,
 }
 
+/// A row-major matrix as bound and as its padded copy holds it (zeros past
+/// the copied bytes of each row and past the copied rows).
+pub struct Padding {
+    /// Rows of the caller's matrix, all copied.
+    pub rows: u64,
+    /// Bytes of one of them.
+    pub row_bytes: u64,
+    /// Rows of the copy.
+    pub padded_rows: u64,
+    /// Bytes of one row of the copy.
+    pub padded_row_bytes: u64,
+}
+
 impl Repack {
+    /// A zeroed buffer of `t`'s padded shape (allocated on `stream`, which
+    /// the caller synchronises before any stream copies into it), bound
+    /// under `t`'s name, and the copy that fills it from `t`.
+    pub fn new(stream: &Arc<CudaStream>, t: &TensorBinding, shape: Padding) -> Result<(TensorBinding, Repack)> {
+        let bytes = shape.padded_rows * shape.padded_row_bytes;
+        let padded = stream.alloc_zeros::<u8>(bytes as usize).ctx("cuMemAlloc (padded operand)")?;
+        let addr = padded.device_ptr(stream).0;
+        let binding = TensorBinding { name: t.name.clone(), dtype: t.dtype, addr, bytes };
+        let repack = Repack { padded, src: t.addr, src_pitch: shape.row_bytes, dst_pitch: shape.padded_row_bytes, width: shape.row_bytes, rows: shape.rows };
+        Ok((binding, repack))
+    }
+
     /// Issues the copy on `stream` (asynchronous).
     pub fn issue(&self, stream: &Arc<CudaStream>) -> Result<()> {
         let (dst, _sync) = self.padded.device_ptr(stream);
@@ -71,31 +97,4 @@ impl Repack {
         };
         unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) }.result().ctx("cuMemcpy2DAsync")
     }
-}
-
-/// `buffers` with A and B replaced by zeroed buffers of K = `k` (allocated
-/// on `stream`, which is synchronised so that their zeros are in place
-/// before any stream copies into them), and the copies that fill them.
-/// `size` is the caller's, its buffers already checked at it.
-pub fn repack(stream: &Arc<CudaStream>, spec: &GemmSpec, size: GemmSize, k: u64, buffers: GemmBuffers) -> Result<(GemmBuffers, Vec<Repack>)> {
-    let elem = spec.input.size_bytes() as u64;
-    let (row, padded_row) = (size.k * elem, k * elem);
-    // A's rows, and B's (N x K) rows or (K x N) its K - k zero rows after its own.
-    let b = match spec.b_layout {
-        BLayout::Nk => (size.n, row, padded_row, size.n, row),
-        BLayout::Kn => (k, size.n * elem, size.n * elem, size.k, size.n * elem),
-    };
-    let mut repacks = Vec::with_capacity(2);
-    let mut padded = |t: &TensorBinding, (rows, pitch, padded_pitch, copied_rows, width): (u64, u64, u64, u64, u64)| -> Result<TensorBinding> {
-        let bytes = rows * padded_pitch;
-        let buffer = stream.alloc_zeros::<u8>(bytes as usize).ctx("cuMemAlloc (padded operand)")?;
-        let addr = buffer.device_ptr(stream).0;
-        let binding = TensorBinding { name: t.name.clone(), dtype: t.dtype, addr, bytes };
-        repacks.push(Repack { padded: buffer, src: t.addr, src_pitch: pitch, dst_pitch: padded_pitch, width, rows: copied_rows });
-        Ok(binding)
-    };
-    let a = padded(&buffers.a, (size.m, row, padded_row, size.m, row))?;
-    let b = padded(&buffers.b, b)?;
-    stream.synchronize().ctx("cuStreamSynchronize")?;
-    Ok((GemmBuffers { a, b, ..buffers }, repacks))
 }

@@ -716,18 +716,17 @@ fn a_gemm_handle_and_its_gpu_cross_host_threads() {
 
 #[test]
 fn k_is_padded_where_tma_cannot_address_the_rows() {
-    use crate::padding::padded_k;
     let nk = GemmSpec::from_manifest(&gemm_manifest()).unwrap();
     let kn = GemmSpec::from_manifest(&gemm_manifest_with("bf16", "bf16", r#"["K", "N"]"#, "")).unwrap();
     let fp8 = GemmSpec::from_manifest(&gemm_manifest_with("f8e4m3", "f8e4m3", r#"["N", "K"]"#, SCALES)).unwrap();
     // BF16 rows are 2 bytes an element: K to a multiple of 8; aligned K stays.
-    assert_eq!(padded_k(&nk, GemmSize::new(128, 128, 60)), Some(64));
-    assert_eq!(padded_k(&nk, GemmSize::new(128, 128, 1)), Some(8));
-    assert_eq!(padded_k(&nk, GemmSize::new(128, 128, 64)), None);
+    assert_eq!(nk.padded_k(GemmSize::new(128, 128, 60)), Some(64));
+    assert_eq!(nk.padded_k(GemmSize::new(128, 128, 1)), Some(8));
+    assert_eq!(nk.padded_k(GemmSize::new(128, 128, 64)), None);
     // FP8 rows are 1 byte an element: K to a multiple of 16.
-    assert_eq!(padded_k(&fp8, GemmSize::new(256, 256, 200)), Some(208));
-    assert_eq!(padded_k(&fp8, GemmSize::new(256, 256, 208)), None);
+    assert_eq!(fp8.padded_k(GemmSize::new(256, 256, 200)), Some(208));
+    assert_eq!(fp8.padded_k(GemmSize::new(256, 256, 208)), None);
     // B stored K x N: its rows are N; padding K does nothing for an unaligned N.
-    assert_eq!(padded_k(&kn, GemmSize::new(128, 128, 60)), Some(64));
-    assert_eq!(padded_k(&kn, GemmSize::new(128, 100, 60)), None);
+    assert_eq!(kn.padded_k(GemmSize::new(128, 128, 60)), Some(64));
+    assert_eq!(kn.padded_k(GemmSize::new(128, 100, 60)), None);
 }
