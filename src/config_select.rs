@@ -161,7 +161,7 @@ pub fn parse_candidate(text: &str) -> Result<i64, String> {
 
 /// Whether a function still has parameters to bind.
 pub fn is_parametric(module: &Module) -> bool {
-    module.functions.iter().any(tilec_passes::config::has_unbound_parameters)
+    module.functions.iter().any(tilec_passes::phase::has_unbound_parameters)
 }
 
 /// Whether the file already holds a whole decision: no parameter is left to

@@ -1,14 +1,14 @@
 //! The `tile.config` attribute that `tile-select-config` writes on a
 //! function, read by the passes after it for the options their pipeline does
-//! not give, and whether a function still has block-size parameters to bind.
+//! not give. (Whether a function still has block-size parameters to bind is
+//! its phase: `phase::has_unbound_parameters`.)
 
 use crate::cluster::Along;
 use crate::config_rules::{Config, Epilogue, Scales, Schedule};
-use crate::k_range::{PieceOrder, SplitReduce};
+use crate::config_rules::{PieceOrder, SplitReduce};
 use crate::options::OptionKind;
-use crate::registry::PassInfo;
+use crate::pass::PassInfo;
 use tilec_dialects::ir::Attribute;
-use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, Function};
 
 /// An integer of the function's `tile.config` (`stages`, `consumers`);
@@ -106,10 +106,3 @@ pub fn decided_config(func: &Function) -> Result<Option<Config>, Diagnostic> {
     }))
 }
 
-/// Whether a block size is still a parameter: in a value's type, or as a
-/// `tile.param` op.
-pub fn has_unbound_parameters(func: &Function) -> bool {
-    let body = &func.body;
-    body.values.keys().any(|v| body.values[v].ty.is_parametric())
-        || body.walk_region(func.region).into_iter().any(|op| body.opcode(op) == Opcode::TileParam)
-}

@@ -207,7 +207,6 @@
 //!     (`deferred_epilogue`).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
-use crate::k_range::{PieceOrder, SplitReduce};
 use tilec_target::fewest_keeping_turns;
 use tilec_dialects::ir::{ElemType, TileType};
 use tilec_dialects::nv::memory::flat_box_rows_of;
@@ -331,7 +330,7 @@ pub struct Problem {
     pub output_bytes: i64,
     /// What the program's epilogue (a bias, an activation) adds to each
     /// output element, which the cost model charges per tile.
-    pub epilogue: crate::cost_model::EpilogueWork,
+    pub epilogue: crate::cost_model::epilogue::EpilogueWork,
 }
 
 impl Problem {
@@ -512,6 +511,73 @@ impl std::fmt::Display for Pins {
             .collect();
         f.write_str(if pinned.is_empty() { "none" } else { "" })?;
         f.write_str(&pinned.join(" "))
+    }
+}
+
+/// How split-K (`tile-split-k`) adds the partial tiles of a tile's splits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitReduce {
+    /// The splits of a tile form a cluster and add their partial tiles
+    /// through its shared memory (`tile.sum_splits`): at most a cluster's
+    /// CTAs, all resident at once.
+    Cluster,
+    /// Each split parks its partial tile in a global workspace and the last
+    /// to arrive adds them all (`tile.reduce_splits`): any number of CTAs,
+    /// in any number of waves, for the price of the partial tiles' trips
+    /// through L2.
+    Workspace,
+}
+
+impl SplitReduce {
+    /// The option and `tile.config` words, in variant order.
+    pub const WORDS: &'static [&'static str] = &["cluster", "workspace"];
+
+    /// The reduction a word of [`Self::WORDS`] names.
+    pub fn parse(word: &str) -> SplitReduce {
+        if word == "workspace" {
+            SplitReduce::Workspace
+        } else {
+            SplitReduce::Cluster
+        }
+    }
+
+    /// Its word.
+    pub fn word(self) -> &'static str {
+        Self::WORDS[self as usize]
+    }
+}
+
+/// The order in which a stream-K CTA (`tile-stream-k`) runs the pieces of
+/// its contiguous range of K iterations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PieceOrder {
+    /// Reversed: first the piece that starts the range's last tile, last
+    /// the one that ends its first tile, so that every CTA reads K blocks
+    /// at one of two offsets at a time and tiles that share an operand
+    /// read it about together, as a wave does.
+    Reversed,
+    /// In the range's order: the CTAs' K offsets spread over the whole K
+    /// loop, and an operand shared by the tiles of the last wave must stay
+    /// in L2 throughout.
+    InOrder,
+}
+
+impl PieceOrder {
+    /// The option and `tile.config` words, in variant order.
+    pub const WORDS: &'static [&'static str] = &["reversed", "in-order"];
+
+    /// The order a word of [`Self::WORDS`] names.
+    pub fn parse(word: &str) -> PieceOrder {
+        if word == "in-order" {
+            PieceOrder::InOrder
+        } else {
+            PieceOrder::Reversed
+        }
+    }
+
+    /// Its word.
+    pub fn word(self) -> &'static str {
+        Self::WORDS[self as usize]
     }
 }
 
@@ -1893,7 +1959,7 @@ mod tests {
     /// A plain BF16 program's problem: A staged, tiles sharing operands, a
     /// K loop of fixed length.
     fn bf16(m: i64, n: i64, k: i64) -> Problem {
-        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: crate::cost_model::EpilogueWork::default() }
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: crate::cost_model::epilogue::EpilogueWork::default() }
     }
 
     /// The same for block-scaled FP8, its tiles of B starting scale blocks.
@@ -1919,7 +1985,7 @@ mod tests {
     #[test]
     fn an_epilogue_brings_ping_pong_alternatives() {
         let machine = Machine::of(&Target::H200);
-        let gelu = crate::cost_model::EpilogueWork { lane_ops: 6, sfu_ops: 1, read_bytes: 0 };
+        let gelu = crate::cost_model::epilogue::EpilogueWork { lane_ops: 6, sfu_ops: 1, read_bytes: 0 };
         for (m, n, k) in [(4096, 4096, 4096), (4096, 32768, 512), (1000, 1000, 1000)] {
             let plain = bf16(m, n, k);
             let fused = Problem { epilogue: gelu, ..plain };

@@ -2,11 +2,12 @@
 //! a program instance and combine the parts (`tile-split-k`,
 //! `tile-stream-k`): finding the K loop, narrowing it to a range of its
 //! iterations, and guarding the stores of the tile so that only the
-//! instance that combines the parts writes it; where split-K adds its
-//! parts; and the order in which a stream-K CTA runs its pieces.
+//! instance that combines the parts writes it. How split-K adds its parts
+//! and the order of a stream-K CTA's pieces are config words
+//! (`config_rules::SplitReduce`, `config_rules::PieceOrder`).
 
 use crate::hopper::schedule::loop_block;
-use crate::op_error;
+use crate::pass::op_error;
 use tilec_dialects::ir::{Attributes, Block, Body, Builder, InsertPoint, Op, Value};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::{Addi, For, If, Muli, Store, Yield};
@@ -71,72 +72,5 @@ pub fn guard_stores(body: &mut Body, stores: &[Op], condition: Value) {
         let end = Yield::build(&mut Builder::new(body, InsertPoint::End(guarded), loc), &[], Attributes::new()).op();
         body.remove_op(store);
         body.insert_op_before(end, store);
-    }
-}
-
-/// How split-K (`tile-split-k`) adds the partial tiles of a tile's splits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SplitReduce {
-    /// The splits of a tile form a cluster and add their partial tiles
-    /// through its shared memory (`tile.sum_splits`): at most a cluster's
-    /// CTAs, all resident at once.
-    Cluster,
-    /// Each split parks its partial tile in a global workspace and the last
-    /// to arrive adds them all (`tile.reduce_splits`): any number of CTAs,
-    /// in any number of waves, for the price of the partial tiles' trips
-    /// through L2.
-    Workspace,
-}
-
-impl SplitReduce {
-    /// The option and `tile.config` words, in variant order.
-    pub const WORDS: &'static [&'static str] = &["cluster", "workspace"];
-
-    /// The reduction a word of [`Self::WORDS`] names.
-    pub fn parse(word: &str) -> SplitReduce {
-        if word == "workspace" {
-            SplitReduce::Workspace
-        } else {
-            SplitReduce::Cluster
-        }
-    }
-
-    /// Its word.
-    pub fn word(self) -> &'static str {
-        Self::WORDS[self as usize]
-    }
-}
-
-/// The order in which a stream-K CTA (`tile-stream-k`) runs the pieces of
-/// its contiguous range of K iterations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PieceOrder {
-    /// Reversed: first the piece that starts the range's last tile, last
-    /// the one that ends its first tile, so that every CTA reads K blocks
-    /// at one of two offsets at a time and tiles that share an operand
-    /// read it about together, as a wave does.
-    Reversed,
-    /// In the range's order: the CTAs' K offsets spread over the whole K
-    /// loop, and an operand shared by the tiles of the last wave must stay
-    /// in L2 throughout.
-    InOrder,
-}
-
-impl PieceOrder {
-    /// The option and `tile.config` words, in variant order.
-    pub const WORDS: &'static [&'static str] = &["reversed", "in-order"];
-
-    /// The order a word of [`Self::WORDS`] names.
-    pub fn parse(word: &str) -> PieceOrder {
-        if word == "in-order" {
-            PieceOrder::InOrder
-        } else {
-            PieceOrder::Reversed
-        }
-    }
-
-    /// Its word.
-    pub fn word(self) -> &'static str {
-        Self::WORDS[self as usize]
     }
 }

@@ -9,7 +9,7 @@
 use crate::analysis::barriers::verify_barriers;
 use crate::phase::{Phase, PhaseRule};
 use crate::pipeline::{create_passes, parse_pipeline};
-use crate::Pass;
+use crate::pass::Pass;
 use std::io::Write;
 use std::time::{Duration, Instant};
 use tilec_dialects::syntax::print_function;

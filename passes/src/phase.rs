@@ -38,7 +38,7 @@ impl Phase {
     pub fn of(func: &Function) -> Phase {
         let body = &func.body;
         let ops = body.walk_region(func.region);
-        if crate::config::has_unbound_parameters(func) {
+        if has_unbound_parameters(func) {
             return Phase::Parametric;
         }
         let has_nv = ops.iter().any(|&op| tilec_dialects::nv::OPS.iter().any(|def| def.opcode == body.opcode(op)));
@@ -150,4 +150,12 @@ mod tests {
         assert_eq!(rule.after(Phase::TileLayouts), Phase::TileLayouts);
         assert!(PhaseRule::ANY.accepts(Phase::Nv));
     }
+}
+
+/// Whether a block size is still a parameter: in a value's type, or as a
+/// `tile.param` op.
+pub fn has_unbound_parameters(func: &Function) -> bool {
+    let body = &func.body;
+    body.values.keys().any(|v| body.values[v].ty.is_parametric())
+        || body.walk_region(func.region).into_iter().any(|op| body.opcode(op) == Opcode::TileParam)
 }

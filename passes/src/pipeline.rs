@@ -1,7 +1,9 @@
 //! Pipeline strings: `tile-canonicalize,tile-pipeline{stages=3 wait_depth=1}`.
 
-use crate::registry::{lookup, PassInfo};
-use crate::{Pass, PassOptions};
+use crate::pass::PassInfo;
+use crate::registry::lookup;
+use crate::options::PassOptions;
+use crate::pass::Pass;
 
 /// The tile/nv pipeline `tilec compile` runs when none is given, from tile
 /// IR to nv IR. Each function starts at the phase it is in: nv-level input

@@ -2,26 +2,9 @@
 //! run time after it.
 
 use crate::analysis::barriers;
-use crate::options::OptionSpec;
-use crate::phase::PhaseRule;
+use crate::pass::PassInfo;
 use crate::transforms::{assign_layouts, canonicalize, cluster_split, defer_epilogue, fit_tma_boxes, licm, lower_to_nv, persistent, pipeline, rasterize, select_config, split_k, stream_k, warp_specialize};
-use crate::{Pass, PassOptions};
 use std::sync::{Mutex, PoisonError};
-
-/// A pass's declaration: its name in pipelines, a one-line summary, its
-/// typed options, the phases it runs in and leaves, and how to create it.
-pub struct PassInfo {
-    /// The name pipelines write (`tile-canonicalize`).
-    pub name: &'static str,
-    /// One line for `--list-passes` and `--help`.
-    pub summary: &'static str,
-    /// The options the pass takes, checked when a pipeline is parsed.
-    pub options: &'static [OptionSpec],
-    /// The phases it runs in and the phase it leaves.
-    pub phases: PhaseRule,
-    /// Builds the pass from its resolved options.
-    pub create: fn(&PassOptions) -> Box<dyn Pass>,
-}
 
 /// The passes tilec defines.
 pub static PASSES: &[PassInfo] = &[
@@ -76,6 +59,9 @@ pub fn all_passes() -> Vec<&'static PassInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pass::Pass;
+    use crate::options::PassOptions;
+    use crate::phase::PhaseRule;
 
     #[test]
     fn docs_state_each_pass_phases() {

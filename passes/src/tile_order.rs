@@ -7,7 +7,7 @@
 //! walks N backwards, so a group starts on the columns of B the last one
 //! ended on.
 
-use crate::op_error;
+use crate::pass::op_error;
 use tilec_dialects::ir::{Attributes, Block, Body, Builder, Op, Value};
 use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, Minsi, Muli, Remsi, Store, Subi};
 use tilec_dialects::{Diagnostic, Function, Region};

@@ -77,8 +77,8 @@ mod simulate;
 mod symbolic;
 mod trace;
 
-use crate::registry::PassInfo;
-use crate::Pass;
+use crate::pass::PassInfo;
+use crate::pass::Pass;
 use model::{BarrierGroup, Model};
 use tilec_dialects::ir::Body;
 use tilec_dialects::{Diagnostic, Function};

@@ -21,8 +21,7 @@
 
 use crate::cluster::Along;
 use crate::config_rules::{ceil_div, Candidate, Machine, Precision, Problem, Schedule};
-pub use epilogue::EpilogueWork;
-use crate::k_range::SplitReduce;
+use crate::config_rules::SplitReduce;
 use tilec_dialects::tile::reduce::slots_in_flight;
 use std::fmt;
 use tilec_target::Target;
@@ -554,6 +553,7 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
 mod tests {
     use super::*;
     use crate::config_rules::{figures, rank, Pins};
+    use crate::cost_model::epilogue::EpilogueWork;
 
     fn h200() -> Throughput {
         Throughput::of(&Target::H200)

@@ -13,7 +13,7 @@ use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::schedule::{dots, loop_block, staged_loads, LoopSchedule};
 use crate::hopper::staging::{outermost_ancestor, remove_staged_loads, StagedBuffers};
 use crate::hopper::wgmma::{dot_a, drain_after, emit_wgmma, promote_by_blocks, replace_dot};
-use crate::op_error;
+use crate::pass::op_error;
 use std::collections::{HashMap, HashSet};
 use tilec_dialects::ir::{Attributes, Block, Body, Builder, EntityRef, InsertPoint, Op, Region, Type, Value};
 use tilec_dialects::nv::{Barrier, MbarrierWait};

@@ -18,7 +18,7 @@
 //! and arrivals, made the block-scaled FP8 kernels faster (measured:
 //! docs/evidence.md, hopper/staging.rs, module documentation).
 
-use crate::op_error;
+use crate::pass::op_error;
 use crate::options::{OptionKind, OptionSpec, PassOptions};
 use std::collections::{HashMap, HashSet};
 use tilec_dialects::ir::{Attributes, Body, Builder, EntityRef, InsertPoint, Op, Region, SmemType, Type, Value};

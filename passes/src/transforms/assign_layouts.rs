@@ -14,8 +14,8 @@
 use crate::layout_rules::{instr_shape_k, instr_shape_n, padding_elems, swizzle_bytes, warps_per_cta};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
-use crate::registry::PassInfo;
-use crate::{op_error, Pass};
+use crate::pass::PassInfo;
+use crate::pass::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, TileType, Type, Value};
 use tilec_dialects::registry::Opcode;

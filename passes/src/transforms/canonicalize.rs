@@ -12,8 +12,8 @@
 
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::PhaseRule;
-use crate::registry::PassInfo;
-use crate::{Pass, Statistic};
+use crate::pass::PassInfo;
+use crate::pass::{Pass, Statistic};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attributes, Block, Body, EntityRef, Op, Region, Type, Value, ValueDef};
 use tilec_dialects::registry::{Folded, Opcode};

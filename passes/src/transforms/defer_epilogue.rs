@@ -25,8 +25,8 @@
 
 use crate::hopper::wgmma::next_op;
 use crate::phase::{Phase, PhaseRule};
-use crate::registry::PassInfo;
-use crate::{op_error, Pass};
+use crate::pass::PassInfo;
+use crate::pass::{op_error, Pass};
 use std::collections::{HashMap, HashSet};
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, InsertPoint, Op, Type, Value};
 use tilec_dialects::registry::Opcode;

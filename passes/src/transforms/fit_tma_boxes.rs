@@ -19,8 +19,8 @@
 //! there would reach a stored one. No op combines rows.
 
 use crate::phase::{Phase, PhaseRule};
-use crate::registry::PassInfo;
-use crate::{Pass, Statistic};
+use crate::pass::PassInfo;
+use crate::pass::{Pass, Statistic};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Body, Op, Value};
 use tilec_dialects::nv::{SmemRows, TmaLoad, Wgmma};

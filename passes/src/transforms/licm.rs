@@ -4,8 +4,8 @@
 //! of the loop over tiles.
 
 use crate::phase::PhaseRule;
-use crate::registry::PassInfo;
-use crate::{Pass, Statistic};
+use crate::pass::PassInfo;
+use crate::pass::{Pass, Statistic};
 use tilec_dialects::ir::{Body, Op};
 use tilec_dialects::tile::For;
 use tilec_dialects::{Diagnostic, Function};

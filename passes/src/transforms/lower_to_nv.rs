@@ -21,8 +21,8 @@
 
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
-use crate::registry::PassInfo;
-use crate::{op_error, Pass};
+use crate::pass::PassInfo;
+use crate::pass::{op_error, Pass};
 use crate::hopper::counting::{loop_iteration, parity};
 use crate::hopper::schedule::dots;
 use crate::hopper::staging::{element_coords, is_staged_load, load_element_coords, outermost_ancestor, remove_staged_loads, StagedBuffers};

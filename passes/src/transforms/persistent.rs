@@ -32,9 +32,9 @@
 use crate::options::{OptionKind, OptionSpec};
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::phase::{Phase, PhaseRule};
-use crate::registry::PassInfo;
+use crate::pass::PassInfo;
 use crate::tile_order::{grouped_coords, OutputTiles, TileOrder};
-use crate::{op_error, Pass};
+use crate::pass::{op_error, Pass};
 use tilec_dialects::ir::{Attribute, Attributes, Builder, InsertPoint, Op, Type, Value};
 use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, For, Muli, NumBlocks, Remsi, Yield};
 use tilec_dialects::{Diagnostic, Function};

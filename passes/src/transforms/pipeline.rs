@@ -25,8 +25,8 @@ use crate::hopper::staging::{column_major_tensors, copies_scales, scales_option,
 use crate::config_rules::Schedule;
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
-use crate::registry::PassInfo;
-use crate::{op_error, Pass};
+use crate::pass::PassInfo;
+use crate::pass::{op_error, Pass};
 use tilec_dialects::tile::For;
 use tilec_dialects::{Diagnostic, Function};
 

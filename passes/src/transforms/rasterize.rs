@@ -17,9 +17,9 @@
 use crate::config::config_option;
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
-use crate::registry::PassInfo;
+use crate::pass::PassInfo;
 use crate::tile_order::{grouped_coords, OutputTiles, TileOrder};
-use crate::Pass;
+use crate::pass::Pass;
 use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint};
 use tilec_dialects::tile::BlockId;
 use tilec_dialects::{Diagnostic, Function};

@@ -27,9 +27,10 @@ use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Sc
 use crate::cost_model::{self, Weighed};
 use crate::hopper::staging::column_major_tensors;
 use crate::options::{OptionKind, OptionSpec};
-use crate::registry::PassInfo;
+use crate::pass::PassInfo;
 use crate::phase::{Phase, PhaseRule};
-use crate::{op_error, Pass, PassOptions};
+use crate::options::PassOptions;
+use crate::pass::{op_error, Pass};
 use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint, Param, Type};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::{self, BlockId, For};
@@ -308,7 +309,7 @@ struct ProgramDot {
     /// tensor (stored M-major).
     a_scales_by_run: bool,
     /// What the ops between the K loop and the store add per element.
-    epilogue: crate::cost_model::EpilogueWork,
+    epilogue: crate::cost_model::epilogue::EpilogueWork,
 }
 
 /// The function's one dot, `None` without one.
@@ -348,7 +349,7 @@ fn program_dot(func: &Function) -> Result<Option<ProgramDot>, Diagnostic> {
             let after = ops.iter().position(|&o| o == k_loop).map_or(0, |p| p + 1);
             crate::cost_model::epilogue::work(func, &ops[after..])
         }
-        None => crate::cost_model::EpilogueWork::default(),
+        None => crate::cost_model::epilogue::EpilogueWork::default(),
     };
     Ok(Some(ProgramDot { precision, pins, b_scale_rows, a_in_registers, a_scales_by_run, epilogue }))
 }
@@ -525,7 +526,7 @@ mod tests {
                 a_scales_by_run: false,
                 column_group: None,
                 output_bytes: 2,
-                epilogue: crate::cost_model::EpilogueWork::default(),
+                epilogue: crate::cost_model::epilogue::EpilogueWork::default(),
             };
             let ranked = config_rules::rank(&problem, &machine, &Pins::default());
             for c in ranked.iter().chain(&config_rules::alternatives(&problem, &machine, &Pins::default(), &ranked)) {

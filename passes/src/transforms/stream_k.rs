@@ -41,11 +41,12 @@
 use crate::hopper::counting::trip_count;
 use crate::hopper::schedule::loop_block;
 use crate::hopper::wgmma::next_op;
-use crate::k_range::{find_k_loop, guard_stores, restrict_k_loop, top_level_stores, PieceOrder};
+use crate::config_rules::PieceOrder;
+use crate::k_range::{find_k_loop, guard_stores, restrict_k_loop, top_level_stores};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
-use crate::registry::PassInfo;
-use crate::{op_error, Pass};
+use crate::pass::PassInfo;
+use crate::pass::{op_error, Pass};
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op, Type, Value};
 use tilec_dialects::tile::reduce::PARK_SLOTS;
 use tilec_dialects::tile::{

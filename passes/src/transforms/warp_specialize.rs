@@ -51,8 +51,8 @@ use crate::hopper::staging::{column_major_tensors, copies_scales, outermost_ance
 use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, read_scales_behind_wgmma, replace_dot};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
-use crate::registry::PassInfo;
-use crate::{op_error, Pass};
+use crate::pass::PassInfo;
+use crate::pass::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
 use tilec_dialects::nv::roles::most_consumer_registers;

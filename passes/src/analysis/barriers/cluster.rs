@@ -19,7 +19,7 @@
 //!    barrier.
 
 use super::model::cluster_size;
-use crate::op_error;
+use crate::pass::op_error;
 use tilec_dialects::ir::{Body, Op};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{nv, Diagnostic, Function};

@@ -16,7 +16,7 @@
 //! and every thread takes both. Memory order is not this check's concern; the simulation checks
 //! it.
 
-use crate::op_error;
+use crate::pass::op_error;
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, Function};

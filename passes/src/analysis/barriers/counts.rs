@@ -4,7 +4,7 @@
 
 use super::model::{EventKind, Model};
 use super::barrier_name;
-use crate::op_error;
+use crate::pass::op_error;
 use std::collections::BTreeMap;
 use tilec_dialects::ir::{Block, Body, Op, Value};
 use tilec_dialects::Diagnostic;

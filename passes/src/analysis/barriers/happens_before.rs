@@ -13,7 +13,7 @@ use super::model::{EventKind, Model};
 use super::phases::Timing;
 use super::symbolic::iteration_range;
 use super::barrier_name;
-use crate::op_error;
+use crate::pass::op_error;
 use petgraph::algo::tarjan_scc;
 use petgraph::graph::DiGraph;
 use tilec_dialects::ir::Body;

@@ -7,7 +7,7 @@
 //! bodies count as taken, since the passes guard only boundary iterations
 //! with them.
 
-use crate::op_error;
+use crate::pass::op_error;
 use tilec_dialects::ir::{Block, Body, Op, Value};
 use tilec_dialects::nv;
 use tilec_dialects::nv::memory::COPY_ARRIVALS;

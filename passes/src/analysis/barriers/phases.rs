@@ -7,7 +7,7 @@
 use super::model::{EventKind, Model};
 use super::symbolic::{evaluate, is_consumer_index, phase_of, stage_iteration, Iteration, Phase};
 use super::barrier_name;
-use crate::op_error;
+use crate::pass::op_error;
 use tilec_dialects::ir::{Body, Value};
 use tilec_dialects::Diagnostic;
 

@@ -28,7 +28,7 @@
 
 use super::model::cluster_size;
 use super::trace::{reads_data, trace, Config, Data, Slot, Step, StepKind, Untraceable, Window};
-use crate::{op_error, op_warning};
+use crate::pass::{op_error, op_warning};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use tilec_dialects::ir::{Body, Op, Value};

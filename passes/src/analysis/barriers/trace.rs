@@ -22,7 +22,7 @@
 //! is not computable) stops it with the op and the reason, which the
 //! verifier reports as a warning rather than passing the function.
 
-use crate::op_error;
+use crate::pass::op_error;
 use rustc_hash::FxHashMap;
 use tilec_dialects::ir::{Block, Body, Op, Value};
 use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
