@@ -3,7 +3,7 @@
 //! kernels several problem shapes pick. `tilec compile` runs the same steps
 //! (parse, tile/nv passes, lowering, PTX) from here, stage by stage.
 
-use crate::backend::{self, BackendOptions};
+use tilec_backend::{self as backend, BackendOptions};
 use crate::cli::{render_pass_error, run_pipeline};
 use crate::config_select::{self, ConfigRequest, Shape};
 use std::fmt;

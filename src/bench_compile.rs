@@ -7,7 +7,7 @@
 //! pays one-time registration (passes, translations, LLVM targets) that no later compile
 //! does, so it is reported as "first run" against the later runs.
 
-use crate::backend::{self, BackendContext, Timings};
+use tilec_backend::{self as backend, BackendContext, Timings};
 use crate::config_select::ConfigRequest;
 use crate::api::{backend_error, backend_options, lower, parse_and_verify, run_tile_passes};
 use std::fmt::Write as _;

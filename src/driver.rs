@@ -1,12 +1,12 @@
 //! `tilec compile FILE.tile [-o DIR] [--emit=STAGE] ...`: parse, run the
 //! tile/nv pass pipeline, lower the nv IR to MLIR (the tilec-lower crate), run the
-//! MLIR -> PTX back end (src/backend) and write the artifact.
+//! MLIR -> PTX back end (`tilec-backend`) and write the artifact.
 //! `tilec bench-compile` (src/bench_compile.rs) times the same steps.
 //! When the back end fails, a reproducer (the generated MLIR and the upstream
-//! pipeline, src/backend/reproducer.rs) is written for upstream `mlir-opt`.
+//! pipeline, backend/src/reproducer.rs) is written for upstream `mlir-opt`.
 
 use crate::api::{backend_error, backend_options, lower, parse_and_verify, run_tile_passes};
-use crate::backend::{self, BackendOptions};
+use tilec_backend::{self as backend, BackendOptions};
 use crate::cli::read_source;
 use crate::config_select::{self, parse_candidate, parse_param, parse_shape, ConfigRequest};
 use clap::builder::{PossibleValuesParser, TypedValueParser};

@@ -1,19 +1,21 @@
 //! tilec: compiles GEMMs written in the tile IR for NVIDIA Hopper (tile IR
 //! -> passes -> MLIR -> PTX). The IR lives in `tilec-dialects` and the passes
-//! in `tilec-passes`, the nv IR to MLIR lowering in `tilec-lower`; this crate
-//! lowers MLIR to PTX (`backend`) and holds the tools (`opt` for tile-opt, `driver` for tilec).
+//! in `tilec-passes`, the nv IR to MLIR lowering in `tilec-lower`, the MLIR
+//! to PTX back end (the only code that links MLIR and LLVM) in
+//! `tilec-backend`; this crate holds the front door and the tools (`opt` for
+//! tile-opt, `driver` for tilec). A library that wants nv IR or MLIR text
+//! depends on `tilec-passes` and `tilec-lower` and links neither.
 //!
 //! [`compile`] is the front door: tile IR text in, nv IR, MLIR, PTX, manifest
 //! and chosen config out; [`compile_family`] compiles the kernels several
 //! shapes pick. The crates underneath are re-exported ([`dialects`],
-//! [`passes`], [`artifact`], [`lower`], [`target`]) so one dependency is
+//! [`passes`], [`artifact`], [`lower`], [`backend`], [`target`]) so one dependency is
 //! enough; a pass of your own joins pipeline strings through
 //! [`passes::register_pass`].
 
 #![warn(missing_docs)]
 
 pub mod api;
-pub mod backend;
 pub mod cli;
 pub mod bench_compile;
 pub mod calibrate;
@@ -31,6 +33,7 @@ pub use api::{compile, compile_family, Compiled, Error, Options};
 pub use config_select::Shape;
 pub use family::Family;
 pub use tilec_artifact as artifact;
+pub use tilec_backend as backend;
 pub use tilec_dialects as dialects;
 pub use tilec_lower as lower;
 pub use tilec_passes as passes;

@@ -22,7 +22,7 @@ use std::{
     path::Path,
     process::Command,
 };
-use tilec::backend::{
+use tilec_backend::{
     default_pipeline, emit, mlir_to_ptx, split_pipeline, BackendError, BackendOptions, Stage,
 };
 

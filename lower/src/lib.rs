@@ -18,7 +18,7 @@
 //! ```
 //!
 //! The result follows docs/backend.md's kernel ABI and is the input of
-//! `tilec::backend::mlir_to_ptx`.
+//! `tilec_backend::mlir_to_ptx`.
 
 mod cluster;
 mod elementwise;

@@ -17,7 +17,7 @@ use mutate::{Rng, Mutator};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tilec::backend::{mlir_to_ptx, BackendOptions};
+use tilec_backend::{mlir_to_ptx, BackendOptions};
 use tilec_lower::lower_module;
 use tilec_dialects::syntax::decode_source;
 use tilec_dialects::{parse_module, verify_module, Diagnostic};

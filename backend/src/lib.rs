@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The MLIR -> PTX back end: parse MLIR text, run the upstream pass pipeline (DESIGN 4), attach
 //! the kernel ABI, translate the `gpu.module` to LLVM IR, optimise it and emit PTX for sm_90a.
 //!
