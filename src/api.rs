@@ -9,6 +9,7 @@ use crate::config_select::{self, ConfigRequest, Shape};
 use std::fmt;
 use tilec_artifact::Manifest;
 use tilec_cli::PassFlags;
+use tilec_dialects::ir::{Attribute, Attributes};
 use tilec_dialects::syntax::attribute_to_string;
 use tilec_dialects::{parse_module, print_module, verify_module, Module, PrintOptions};
 use tilec_lower::LoweredKernel;
@@ -186,7 +187,9 @@ pub(crate) fn run_tile_passes(
         Some(p) => {
             let full = format!("{select},{p}");
             dump_pipeline(flags, &full)?;
-            run_passes(module, &full, flags, name, text)
+            run_passes(module, &full, flags, name, text)?;
+            keep_only_block_sizes(module);
+            Ok(())
         }
         None if config_select::compiles_as_written(module, request) => {
             for func in &module.functions {
@@ -204,6 +207,22 @@ pub(crate) fn run_tile_passes(
             }
             run_passes_after_config(module, flags, name, text)
         }
+    }
+}
+
+/// Leaves in each function's `tile.config` only the block sizes: where
+/// config selection ran in front of a given pipeline only to bind them,
+/// the schedule it also chose is not what that pipeline built, and the
+/// manifest and `Compiled::config` must not say it is.
+fn keep_only_block_sizes(module: &mut Module) {
+    const SIZES: [&str; 3] = ["block_m", "block_n", "block_k"];
+    for func in &mut module.functions {
+        let Some(Attribute::Dict(config)) = func.attrs.get("tile.config") else { continue };
+        let mut sizes = Attributes::new();
+        for (key, value) in config.iter().filter(|(key, _)| SIZES.contains(key)) {
+            sizes.set(key, value.clone());
+        }
+        func.attrs.set("tile.config", Attribute::Dict(sizes));
     }
 }
 
