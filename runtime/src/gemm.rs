@@ -890,7 +890,7 @@ impl Gemm {
         let kernel = self.kernel_for(size);
         let Some(k) = self.spec.padded_k(size) else {
             let bindings = self.spec.bind(size, buffers)?;
-            return Ok(BoundGemm { prepared: kernel.prepare_on(&self.spec.problem(size), &bindings, sms)?, repacks: Vec::new(), padded_k: None });
+            return Ok(BoundGemm { prepared: kernel.prepare_on(&self.spec.problem(size), &bindings, sms)?, repacks: Vec::new() });
         };
         // The caller's buffers, checked at their own K, then the padded ones.
         self.spec.bind(size, buffers.clone())?;
@@ -907,7 +907,7 @@ impl Gemm {
         kernel.stream().synchronize().ctx("cuStreamSynchronize")?;
         let padded = GemmSize::new(size.m, size.n, k);
         let bindings = self.spec.bind(padded, GemmBuffers { a, b, ..buffers })?;
-        Ok(BoundGemm { prepared: kernel.prepare_on(&self.spec.problem(padded), &bindings, sms)?, repacks: vec![a_copy, b_copy], padded_k: Some(k) })
+        Ok(BoundGemm { prepared: kernel.prepare_on(&self.spec.problem(padded), &bindings, sms)?, repacks: vec![a_copy, b_copy] })
     }
 }
 
@@ -919,7 +919,6 @@ pub struct BoundGemm {
     prepared: Prepared,
     /// A's and B's copies into rows TMA can address, before each launch.
     repacks: Vec<Repack>,
-    padded_k: Option<u64>,
 }
 
 impl BoundGemm {
@@ -938,12 +937,6 @@ impl BoundGemm {
             repack.issue(self.prepared.stream())?;
         }
         self.prepared.launch_checked()
-    }
-
-    /// The K the kernel runs at where it is not the call's (A and B are
-    /// copied into rows of it before each launch).
-    pub fn padded_k(&self) -> Option<u64> {
-        self.padded_k
     }
 
     /// `warmup` untimed launches, then `reps` launches each timed with CUDA

@@ -13,8 +13,10 @@
 //! `tile.if`s around it, and through or past each `tile.if` it meets (its
 //! body may be skipped). A loop's boundary (or a warp_specialize's) ends the
 //! path: the back end does not move code across a loop's header or exit,
-//! and every thread takes both. Memory order is not this check's concern; the simulation checks
-//! it.
+//! and every thread takes both. An mbarrier wait counts as converging from
+//! observation (no kernel has shown an aligned op moved across one), where a
+//! barrier's convergent instruction guarantees it. Memory order is not this
+//! check's concern; the simulation checks it.
 
 use crate::pass::op_error;
 use tilec_dialects::ir::{Block, Body, Op};
