@@ -55,6 +55,7 @@ use crate::pass::PassInfo;
 use crate::pass::{op_error, Pass};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
+use tilec_dialects::registry::Opcode;
 use tilec_dialects::nv::roles::most_consumer_registers;
 use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait};
 use tilec_dialects::tile::{AddParked, Addi, Cmpi, Divsi, For, If, Load, LoadBroadcast, Muli, ParkPartial, Store, Subi, Yield};
@@ -260,6 +261,7 @@ impl Pass for WarpSpecialize {
         let Some(k_loop) = body.walk_region(region).into_iter().find_map(|op| staged_loop(body, op)) else {
             return Ok(());
         };
+        check_no_split_k(body, region)?;
         let loads = staged_loads(body, loop_block(body, k_loop), copy_scales);
         let pingpong = self.pingpong.unwrap_or(false);
         if pingpong {
@@ -323,6 +325,17 @@ impl Pass for WarpSpecialize {
         roles.consumer(body, loop_clone(body, &consumer_map, k_loop, consumer), &consumer_map, &loads, c)?;
         func.attrs.set("num_warps", Attribute::Int(4 * (1 + self.consumers), ElemType::I64));
         Ok(())
+    }
+}
+
+/// Split-K's reduction is the whole CTA's: every consumer would run its own
+/// copy of it (a second sum through a cluster's shared memory or the
+/// workspace), which neither the lowering nor the reduction supports.
+fn check_no_split_k(body: &Body, region: Region) -> Result<(), Diagnostic> {
+    let split = body.walk_region(region).into_iter().find(|&op| matches!(body.opcode(op), Opcode::TileSumSplits | Opcode::TileReduceSplits));
+    match split {
+        Some(op) => Err(op_error(body, op, "adds split-K's partial tiles, which tile-warp-specialize does not support: each consumer would add its own copy; run split-K in a plain pipeline (tile-pipeline)".into())),
+        None => Ok(()),
     }
 }
 
