@@ -8,7 +8,7 @@ use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan, Workspace};
 use super::smem_rows::{self, SmemRef};
 use super::scales::{self, ColumnBlocks, Part, Scales};
-use super::{cluster, math, nvgpu, reduce, roles, split_k, stream_k, tma, wgmma};
+use super::{cluster, math, nvgpu, reduce, roles, split_k, store, stream_k, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use tilec_dialects::ir::{Block, Body, Op};
@@ -1452,11 +1452,11 @@ impl<'a> Lowerer<'a> {
             if values.geom().cols % group != 0 {
                 return Err(self.err(op, format!("stores one value a group of {group} columns of a tile {} wide", values.geom().cols)));
             }
-            fragment::store_groups(&mut self.em, &values, &thread, &m.ptr, (&m.row0, &m.col0), (&m.rows, &m.cols), group, m.column_major);
+            store::store_groups(&mut self.em, &values, &thread, &m.ptr, (&m.row0, &m.col0), (&m.rows, &m.cols), group, m.column_major);
             return Ok(());
         }
         self.store_helpers.insert(values.elem().mnemonic(), values.elem());
-        fragment::store(&mut self.em, &values, &thread, &m.ptr, &m.row0, &m.col0, &m.rows, &m.cols);
+        store::store(&mut self.em, &values, &thread, &m.ptr, &m.row0, &m.col0, &m.rows, &m.cols);
         Ok(())
     }
 
@@ -1503,7 +1503,7 @@ impl<'a> Lowerer<'a> {
         let (tid, smem) = (t.tid.clone(), t.smem.clone());
         let base = tma::smem_ptr(&mut self.em, &smem, buf.offset, &stage, buf.geom.stage_bytes(), "c_stage");
         let coords = thread_coords(&mut self.em, &tid, values.geom().warpgroups);
-        fragment::store_shared(&mut self.em, &values, &coords, &base, &buf.geom, store.column_offset(&self.f.body).unwrap_or(0));
+        store::store_shared(&mut self.em, &values, &coords, &base, &buf.geom, store.column_offset(&self.f.body).unwrap_or(0));
         Ok(())
     }
 
@@ -1641,7 +1641,7 @@ impl<'a> Lowerer<'a> {
         }
         let slot_bytes = frag.geom.values_per_thread() * self.plan.threads() * 4;
         let Some(Workspace::SplitK { region_bytes: planned }) = self.plan.workspace else { unreachable!("planned with the op") };
-        if split_k::region_bytes(splits, slot_bytes) != planned {
+        if Workspace::split_k_region_bytes(splits, slot_bytes) != planned {
             return Err(self.err(op, "holds its tile in other threads than the CTA's, each value once; the workspace's slots are the tile's size"));
         }
         let Thread { tid, is_leader, .. } = self.thread();

@@ -35,6 +35,7 @@ mod roles;
 mod scales;
 mod smem_rows;
 mod split_k;
+mod store;
 mod stream_k;
 mod swizzle;
 mod tma;

@@ -8,7 +8,6 @@ use tilec_artifact::{
     Swizzle, TensorDecl, TmaParam, FORMAT_VERSION,
 };
 use tilec_dialects::nv::memory::{flat_box_fault, MIN_TMA_ROW_BYTES, TMA_SHARED_ALIGN};
-use super::{split_k, stream_k};
 use tilec_dialects::{nv, tile};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, ElemType, Function, Layout, Location, Type, Value};
@@ -251,6 +250,26 @@ pub(crate) enum Workspace {
     StreamK,
 }
 
+/// Bytes before a split-K region's slots: the counter, padded so that the
+/// slots' vector accesses stay 16-byte aligned.
+pub(crate) const SPLIT_K_COUNTER_BYTES: i64 = 16;
+
+/// Bytes of a stream-K slot's flags: one i32 per holder group, padded so
+/// that the next slot's vectors stay 16-byte aligned.
+pub(crate) const STREAM_K_FLAG_BYTES: i64 = 16;
+
+impl Workspace {
+    /// The bytes of a split-K tile's region for `splits` slots of `slot_bytes`.
+    pub fn split_k_region_bytes(splits: i64, slot_bytes: i64) -> i64 {
+        SPLIT_K_COUNTER_BYTES + splits * slot_bytes
+    }
+
+    /// The bytes of a stream-K CTA's region, for slots of `slot_bytes`.
+    pub fn stream_k_region_bytes(slot_bytes: i64) -> i64 {
+        slot_bytes + STREAM_K_FLAG_BYTES
+    }
+}
+
 impl Plan {
     pub fn new(f: &Function) -> Result<Plan, Diagnostic> {
         let body = &f.body;
@@ -422,7 +441,7 @@ impl Plan {
                         return Err(error(&data.loc, name, format!("adds {splits} splits, but the grid has {grid_z} CTAs along z ('grid_z')")));
                     }
                     let tile = body.value_type(reduce.value(body)).as_tile().expect("verified");
-                    let region = split_k::region_bytes(splits, tile.shape.iter().product::<i64>() * 4);
+                    let region = Workspace::split_k_region_bytes(splits, tile.shape.iter().product::<i64>() * 4);
                     if plan.workspace.is_some() {
                         return Err(error(&data.loc, name, "is a second reduction through the workspace; it has one region per tile"));
                     }
@@ -641,7 +660,7 @@ impl Plan {
         }
         let region_bytes = match (self.workspace, parked_slot_bytes) {
             (Some(Workspace::SplitK { region_bytes }), _) => Some(region_bytes),
-            (Some(Workspace::StreamK), Some(slot_bytes)) => Some(stream_k::region_bytes(slot_bytes)),
+            (Some(Workspace::StreamK), Some(slot_bytes)) => Some(Workspace::stream_k_region_bytes(slot_bytes)),
             (Some(Workspace::StreamK), None) => {
                 return Err(Diagnostic::error(f.loc.clone(), "the kernel hands stream-K pieces over but lowered no slot for them"))
             }

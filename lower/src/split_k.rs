@@ -20,17 +20,9 @@
 
 use super::emitter::Emitter;
 use super::fragment::Frag;
+use super::plan::{Workspace, SPLIT_K_COUNTER_BYTES};
 use super::stream_k::{asm, store_vectors, vectors};
 use tilec_dialects::tile::reduce::slots_in_flight;
-
-/// Bytes before a region's slots: the counter, padded so that the slots'
-/// vector accesses stay 16-byte aligned.
-pub(crate) const COUNTER_BYTES: i64 = 16;
-
-/// The bytes of a tile's region for `splits` slots of `slot_bytes`.
-pub(crate) fn region_bytes(splits: i64, slot_bytes: i64) -> i64 {
-    COUNTER_BYTES + splits * slot_bytes
-}
 
 /// What the reduction needs of the kernel, as emitted values.
 pub(crate) struct Reduction<'a> {
@@ -72,7 +64,7 @@ fn region_at(em: &mut Emitter, r: &Reduction, region_bytes: i64) -> String {
 fn thread_slot(em: &mut Emitter, region: &Region, split: &str, r: &Reduction) -> String {
     let bytes = em.i64(region.slot_bytes);
     let at = em.binop("slot_at", "arith.muli", split, &bytes, "i64");
-    let at = em.add_const("slot_at", &at, COUNTER_BYTES, "i64");
+    let at = em.add_const("slot_at", &at, SPLIT_K_COUNTER_BYTES, "i64");
     let p = em.assign("holder", format!("arith.extui {} : i32 to i64", r.tid));
     let c16 = em.i64(16);
     let mine = em.binop("holder_at", "arith.muli", &p, &c16, "i64");
@@ -136,7 +128,7 @@ fn add_group(em: &mut Emitter, frag: &Frag, region: &Region, first: &str, group:
 pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reduction) -> (Frag, String) {
     let ty = frag.chunk_type(em);
     em.line("// split-K: park the partial tile in this split's slot of the workspace.");
-    let at = region_at(em, r, region_bytes(r.splits, slot_bytes));
+    let at = region_at(em, r, Workspace::split_k_region_bytes(r.splits, slot_bytes));
     let region = Region { at, slot_bytes };
     let z = em.assign("split", "gpu.block_id z");
     let z = em.assign("split", format!("arith.index_cast {z} : index to i64"));

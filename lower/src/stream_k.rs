@@ -5,7 +5,7 @@
 //! slot is filled once and emptied once), so the launches of one stream
 //! reuse it and another stream's launches run at once with their own.
 //!
-//! Slot s, the one CTA s parks in, is the region of [`region_bytes`] at
+//! Slot s, the one CTA s parks in, is the region of [`Workspace::stream_k_region_bytes`] at
 //! `s * region_bytes`: one f32 tile in the order of the threads' fragments,
 //! then one i32 flag per holder group. With `count` threads holding the
 //! tile (a CTA's, or the consumer warpgroups' of a warp-specialised
@@ -19,6 +19,7 @@
 
 use super::emitter::Emitter;
 use super::fragment::Frag;
+use super::plan::{Workspace, STREAM_K_FLAG_BYTES};
 use super::roles;
 
 /// Holder groups a slot has flags for: the consumer warpgroups of a
@@ -45,15 +46,8 @@ pub(crate) enum Scope {
     Warpgroup { wg: String, tid: String },
 }
 
-/// Bytes of a slot's flags: one i32 per holder group, padded so that the
-/// next slot's vectors stay 16-byte aligned.
-const FLAG_BYTES: i64 = 16;
-const _: () = assert!(MAX_GROUPS * 4 <= FLAG_BYTES);
-
-/// The bytes of the workspace's region for a CTA, for slots of `slot_bytes`.
-pub(crate) fn region_bytes(slot_bytes: i64) -> i64 {
-    slot_bytes + FLAG_BYTES
-}
+// A slot's flags hold one i32 per holder group.
+const _: () = assert!(MAX_GROUPS * 4 <= STREAM_K_FLAG_BYTES);
 
 /// The bytes of one slot: the whole tile in f32, every holder's fragment.
 pub(crate) fn slot_bytes(frag: &Frag, holders: &Holders) -> i64 {
@@ -66,7 +60,7 @@ fn region(em: &mut Emitter, workspace: &str, slot: &str, slot_bytes: i64) -> Str
     let ws = em.assign("ws", format!("llvm.addrspacecast {workspace} : !llvm.ptr to !llvm.ptr<1>"));
     let ws = em.assign("ws_addr", format!("llvm.ptrtoint {ws} : !llvm.ptr<1> to i64"));
     let slot = em.assign("slot", format!("arith.extsi {slot} : i32 to i64"));
-    let bytes = em.i64(region_bytes(slot_bytes));
+    let bytes = em.i64(Workspace::stream_k_region_bytes(slot_bytes));
     let at = em.binop("slot_at", "arith.muli", &slot, &bytes, "i64");
     em.binop("slot_at", "arith.addi", &ws, &at, "i64")
 }
