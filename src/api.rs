@@ -1,5 +1,5 @@
 //! The front door: [`compile`] takes tile IR text to the nv IR, the MLIR, the
-//! PTX and the manifest in one call, and [`compile_family`] does so for the
+//! PTX and the manifest in one call, and [`crate::compile_family`] does so for the
 //! kernels several problem shapes pick. `tilec compile` runs the same steps
 //! (parse, tile/nv passes, lowering, PTX) from here, stage by stage.
 
@@ -39,11 +39,12 @@ pub struct Options {
 
 impl Options {
     /// A parameter pinned twice is an error naming it.
-    fn check_params(&self, name: &str) -> Result<(), Error> {
+    pub(crate) fn check_params(&self, name: &str) -> Result<(), Error> {
         config_select::repeated_param(&self.params).map_or(Ok(()), |message| Err(Error(format!("{name}: error: {message}"))))
     }
 
-    fn request(&self) -> ConfigRequest {
+    /// What config selection is asked for, as the command line would ask.
+    pub(crate) fn request(&self) -> ConfigRequest {
         ConfigRequest { shape: self.shape, params: self.params.clone(), candidate: None, cluster: None, ranking: None, target: self.target, tuning: self.tuning.clone() }
     }
 }
@@ -109,18 +110,6 @@ pub fn compile(source: &str, name: &str, options: &Options) -> Result<Compiled, 
     let mut module = parse_and_verify(source, name)?;
     run_tile_passes(&mut module, options.pipeline.as_deref(), &options.request(), &PassFlags::default(), name, source)?;
     finish(&module, source, name, options.target, options.shape.as_slice())
-}
-
-/// Compiles the kernels config selection picks for `shapes`, each distinct
-/// kernel once, with the dispatch table that maps a problem to one of them.
-/// `options.shape` and `options.pipeline` must be unset: each shape selects
-/// its own config, and the passes after it follow from the config.
-pub fn compile_family(source: &str, name: &str, shapes: &[Shape], options: &Options) -> Result<crate::family::Family, Error> {
-    if options.shape.is_some() || options.pipeline.is_some() {
-        return Err(Error(format!("{name}: error: a kernel family takes its shapes and pipeline from config selection: set neither `shape` nor `pipeline`")));
-    }
-    options.check_params(name)?;
-    crate::family::build(source, name, shapes, &options.request())
 }
 
 /// The nv IR of `module` (after its passes), lowered to MLIR and PTX for

@@ -58,7 +58,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     only: Option<String>,
     /// The GPU the kernels ran on
-    #[arg(long, value_name = "GPU", default_value = Target::DEFAULT.name, value_parser = crate::driver::target_parser())]
+    #[arg(long, value_name = "GPU", default_value = Target::DEFAULT.name, value_parser = crate::cli::target_parser())]
     target: &'static Target,
     /// Evaluations of the fit's objective
     #[arg(long, default_value_t = 40_000)]

@@ -201,3 +201,10 @@ mod tests {
         assert!(describe_pipeline("tile-bogus").unwrap_err().contains("unknown pass 'tile-bogus'"));
     }
 }
+
+/// `--target`'s values, listed in `--help` and in the error for any other
+/// (`tilec compile`, `tilec calibrate`).
+pub(crate) fn target_parser() -> impl clap::builder::TypedValueParser<Value = &'static tilec_target::Target> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(tilec_target::Target::NAMES).try_map(|name| tilec_target::Target::from_name(&name))
+}

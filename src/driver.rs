@@ -9,7 +9,6 @@ use crate::api::{backend_error, backend_options, lower, parse_and_verify, run_ti
 use tilec_backend::{self as backend, BackendOptions};
 use crate::cli::read_source;
 use crate::config_select::{self, parse_candidate, parse_param, parse_shape, ConfigRequest};
-use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::process::ExitCode;
@@ -100,7 +99,7 @@ struct ConfigArgs {
     ranking: Option<String>,
     /// The GPU to compile for: config selection chooses for it, and the artifact's manifest names
     /// it, so that the runtime refuses the kernel on another GPU
-    #[arg(long, value_name = "GPU", default_value = Target::DEFAULT.name, value_parser = target_parser())]
+    #[arg(long, value_name = "GPU", default_value = Target::DEFAULT.name, value_parser = crate::cli::target_parser())]
     target: &'static Target,
     /// Take the configuration a tuning file (tilec-bench --tuning) measured fastest for the shape, where
     /// it has the shape; the cost model's pick elsewhere
@@ -110,11 +109,6 @@ struct ConfigArgs {
     /// compiled in parallel, and DIR/family.json, the runtime's dispatch table
     #[arg(long, value_name = "MxNxK,...", value_parser = parse_shape_list, conflicts_with_all = ["shape", "emit"])]
     shapes: Option<ShapeList>,
-}
-
-/// `--target`'s values, listed in `--help` and in the error for any other.
-pub(crate) fn target_parser() -> impl clap::builder::TypedValueParser<Value = &'static Target> {
-    PossibleValuesParser::new(Target::NAMES).try_map(|name| Target::from_name(&name))
 }
 
 /// The shapes of `--shapes`, one value on the command line.
@@ -245,7 +239,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let (text, input) = read_source(args.input.as_deref())?;
     let request = args.config.request()?;
     if let (Some(shapes), Some(dir)) = (&args.config.shapes, &args.output) {
-        timer.time("kernel family", || crate::family::compile_family(&text, &input, &shapes.0, &request, dir))?;
+        timer.time("kernel family", || crate::family::compile_family_into(&text, &input, &shapes.0, &request, dir))?;
         timer.report();
         return Ok(());
     }

@@ -4,7 +4,7 @@
 //! `DIR/family.json` holds the dispatch table the runtime reads
 //! (`tilec_runtime::select_kernel`).
 
-use crate::api::{finish, parse_and_verify, run_passes, run_passes_after_config, Compiled, Error};
+use crate::api::{finish, parse_and_verify, run_passes, run_passes_after_config, Compiled, Error, Options};
 use crate::config_select::{ConfigRequest, Shape};
 use std::collections::BTreeMap;
 use tilec_artifact::{DispatchEntry, FamilyKernel, FamilyManifest, FAMILY_FORMAT_VERSION};
@@ -13,6 +13,18 @@ use tilec_dialects::syntax::attribute_to_string;
 use tilec_dialects::Module;
 use tilec_cli::PassFlags;
 use tilec_target::Target;
+
+/// Compiles the kernels config selection picks for `shapes`, each distinct
+/// kernel once, with the dispatch table that maps a problem to one of them.
+/// `options.shape` and `options.pipeline` must be unset: each shape selects
+/// its own config, and the passes after it follow from the config.
+pub fn compile_family(source: &str, name: &str, shapes: &[Shape], options: &Options) -> Result<Family, Error> {
+    if options.shape.is_some() || options.pipeline.is_some() {
+        return Err(Error(format!("{name}: error: a kernel family takes its shapes and pipeline from config selection: set neither `shape` nor `pipeline`")));
+    }
+    options.check_params(name)?;
+    build(source, name, shapes, &options.request())
+}
 
 /// The `tile.config` entries that do not change the code: the problem and the
 /// figures config selection ranked by (the same kernel serves other shapes).
@@ -77,8 +89,9 @@ impl Family {
     }
 }
 
-/// Compiles the family of `text` (named `input`) for `shapes` into `dir`.
-pub fn compile_family(text: &str, input: &str, shapes: &[Shape], request: &ConfigRequest, dir: &str) -> Result<(), String> {
+/// Compiles the family of `text` (named `input`) for `shapes` into `dir`
+/// (`tilec compile --shapes`).
+pub(crate) fn compile_family_into(text: &str, input: &str, shapes: &[Shape], request: &ConfigRequest, dir: &str) -> Result<(), String> {
     Ok(build(text, input, shapes, request)?.write(dir)?)
 }
 

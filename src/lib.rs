@@ -29,9 +29,9 @@ pub mod verify_diagnostics;
 
 pub use driver::default_pipeline;
 
-pub use api::{compile, compile_family, Compiled, Error, Options};
+pub use api::{compile, Compiled, Error, Options};
 pub use config_select::Shape;
-pub use family::Family;
+pub use family::{compile_family, Family};
 pub use tilec_artifact as artifact;
 pub use tilec_backend as backend;
 pub use tilec_dialects as dialects;
