@@ -13,28 +13,8 @@ pub fn seed_from_time() -> u64 {
     t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)
 }
 
-/// SplitMix64: small, fast, good enough for test data.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub use crate::rng::Rng;
 
-impl Rng {
-    /// A generator started from `seed`: one seed, one sequence.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [-1, 1).
-    pub fn uniform(&mut self) -> f32 {
-        ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-}
 
 /// `n` values from `gen`, filled on all cores in chunks with seeds of their
 /// own derived from `seed`.
@@ -227,8 +207,7 @@ pub fn cpu_gemm_tn_rows(a: &[f32], b: &[f32], n: usize, k: usize, rows: &[usize]
     c
 }
 
-/// Elements of K (and rows of B) one block scale covers.
-pub const SCALE_BLOCK: usize = 128;
+pub use crate::gemm::SCALE_BLOCK;
 
 /// The scale layout of a block-scaled FP8 GEMM `C[M,N] = (A*SA)(B*SB)^T`:
 /// `SA[M, KB]` row-major holds one f32 per row of A and 128 elements of K,

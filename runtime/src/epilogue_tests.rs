@@ -1,5 +1,6 @@
 //! The GEMM handle with epilogue vectors, and `crate::epilogue`'s pure parts.
 
+use crate::acc_parts::AccParts;
 use crate::check::Rng;
 use crate::epilogue::*;
 use crate::*;

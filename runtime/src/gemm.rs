@@ -28,9 +28,8 @@
 //! # }
 //! ```
 
-use crate::check::SCALE_BLOCK;
 use crate::cuda::{Element, Gpu, Kernel, Prepared};
-use crate::epilogue::AccParts;
+use crate::acc_parts::AccParts;
 use crate::error::{DriverCtx, Result, RuntimeError};
 use crate::padding::{self, Padding, Repack};
 use crate::plan::{Problem, TensorBinding};
@@ -61,6 +60,9 @@ impl GemmSize {
         Problem::gemm(self.m, self.n, self.k)
     }
 }
+
+/// Elements of K (and rows of B) one block scale covers.
+pub const SCALE_BLOCK: usize = 128;
 
 /// How B is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

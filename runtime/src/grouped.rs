@@ -45,7 +45,8 @@
 //! masked form past a count, are not compared.
 
 use crate::check::{cpu_gemm_tn_rows, rel_frobenius, Rng, SCALE_BLOCK};
-use crate::epilogue::{AccParts, EpilogueReference};
+use crate::acc_parts::AccParts;
+use crate::epilogue::EpilogueReference;
 use crate::error::{Result, RuntimeError};
 use crate::gemm::SaLayout;
 use crate::plan::Problem;

@@ -258,7 +258,7 @@ fn swiglu_manifest(json: &str) -> tilec_artifact::Manifest {
 
 #[test]
 fn a_grouped_swiglu_manifest_binds_c_to_half_the_product() {
-    use crate::epilogue::AccParts;
+    use crate::acc_parts::AccParts;
     let m = swiglu_manifest(SWIGLU_MANIFEST);
     let spec = GroupedSpec::from_manifest(&m).unwrap();
     assert_eq!((spec.kind, spec.input), (GroupedKind::Contiguous, tilec_artifact::DType::Bf16));
@@ -333,7 +333,7 @@ fn the_grouped_reference_takes_each_product_through_the_epilogue() {
     // SwiGLU with runs of one column: C's column j is silu(product[2j]) * product[2j + 1].
     let values = &SWIGLU_MANIFEST[SWIGLU_MANIFEST.find(r#"{ "values""#).unwrap()..SWIGLU_MANIFEST.find(r#"] },"#).unwrap() + 3];
     let program: Epilogue = serde_json::from_str(&values.replace(r#""block": 128"#, r#""block": 1"#)).unwrap();
-    let epilogue = GroupedEpilogue { epilogue: program, gated: Some(crate::epilogue::AccParts { block: 1, parts: 2, cols: "H".into() }) };
+    let epilogue = GroupedEpilogue { epilogue: program, gated: Some(crate::acc_parts::AccParts { block: 1, parts: 2, cols: "H".into() }) };
     // Experts of 1, 0 and 2 rows in segments of 2: rows 0 and 2, 3 are valid, row 1 padding. K = 1, N = 4.
     let p = GroupedProblem { form: GroupedForm::Contiguous { block_m: 2 }, n: 4, k: 1, rows: vec![1, 0, 2] };
     assert_eq!(p.checked_rows(), [(0, vec![0]), (2, vec![2, 3])]);

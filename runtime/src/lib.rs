@@ -16,6 +16,7 @@
 //! `tilec-report`'s). Everything that touches CUDA first checks that libcuda
 //! can be loaded ([`ensure_cuda`]).
 
+pub mod acc_parts;
 pub mod bench;
 pub mod blas;
 pub mod blockscaled;
@@ -33,6 +34,7 @@ pub mod lt;
 pub mod padding;
 pub mod plan;
 pub mod quantize;
+pub mod rng;
 pub mod target_check;
 pub mod timing;
 pub mod tp;

@@ -342,7 +342,7 @@ fn fixtures_load_and_validate() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/naive_gemm_swiglu");
     let m = Artifact::load(dir).unwrap().manifest;
     let spec = GemmSpec::from_manifest(&m).unwrap();
-    assert_eq!(spec.gated, Some(crate::epilogue::AccParts { block: 128, parts: 2, cols: "H".into() }));
+    assert_eq!(spec.gated, Some(crate::acc_parts::AccParts { block: 128, parts: 2, cols: "H".into() }));
     let kind = crate::epilogue::classify(spec.epilogue.as_ref(), &spec.vectors, &spec.matrices);
     assert_eq!(kind, crate::epilogue::EpilogueKind::Gated { block: 128, parts: 2 });
     let size = GemmSize::new(100, 512, 64);

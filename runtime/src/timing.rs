@@ -14,7 +14,7 @@
 //! of rounds is enqueued, a one-thread spin kernel holds the stream, so the
 //! host's launch overhead does not leak into the events.
 
-use crate::check::Rng;
+use crate::rng::Rng;
 use crate::cuda::Gpu;
 use crate::error::{DriverCtx, Result};
 use cudarc::driver::{sys, CudaEvent, CudaFunction};

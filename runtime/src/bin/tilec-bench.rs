@@ -62,10 +62,8 @@ use tilec_runtime::target::Target;
 use tilec_runtime::timing::Launch;
 use tilec_runtime::*;
 use tilec_runtime::artifact::Epilogue;
-use tilec_runtime::epilogue::{
-    classify, random_matrices, upload_matrices, upload_vectors, AccParts, ElementwiseKernel, EpilogueKind, EpilogueReference, EpilogueRows,
-    HostMatrix, HostVector, KernelShape,
-};
+use tilec_runtime::acc_parts::AccParts;
+use tilec_runtime::epilogue::{classify, random_matrices, upload_matrices, upload_vectors, ElementwiseKernel, EpilogueKind, EpilogueReference, EpilogueRows, HostMatrix, HostVector, KernelShape};
 use tilec_runtime::quantize::{self, OutputCheck};
 use tilec_runtime::lt::LtEpilogue;
 use tilec_runtime::error::DriverCtx;
