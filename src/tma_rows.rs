@@ -14,9 +14,7 @@
 use crate::config_select::Shape;
 use tilec_artifact::{Dim, Manifest, Param, Role, TensorDecl};
 use tilec_dialects::{Diagnostic, Location, Module};
-
-/// TMA's unit for a row's stride in global memory.
-const ROW_ALIGN_BYTES: u64 = 16;
+use tilec_target::TMA_STRIDE_ALIGN_BYTES;
 
 /// Checks each tensor `manifest` copies with a (non-flat) TMA descriptor:
 /// where its contiguous dimension is M, N or K, a row of it at `shape`
@@ -46,18 +44,18 @@ pub fn check(module: &Module, manifest: &Manifest, shape: Shape) -> Result<Vec<D
         } as u64;
         let elem = tensor.dtype.size_bytes() as u64;
         let row_bytes = elements * elem;
-        if row_bytes % ROW_ALIGN_BYTES == 0 {
+        if row_bytes % TMA_STRIDE_ALIGN_BYTES == 0 {
             continue;
         }
         // Element sizes are powers of two up to 8 bytes.
-        let multiple = ROW_ALIGN_BYTES / elem;
+        let multiple = TMA_STRIDE_ALIGN_BYTES / elem;
         if padded_by_runtime(tensor) {
             let padded = (k as u64).div_ceil(multiple) * multiple;
             let rows = if tensor.shape[0] == Dim::Sym("M".into()) { m } else { n } as u64;
             warnings.push(Diagnostic::warning(
                 loc.clone(),
                 format!(
-                    "for the shape {m}x{n}x{k}, a row of %{} in @{func} is K = {k} {} elements ({row_bytes} bytes), not a multiple of {ROW_ALIGN_BYTES} bytes as TMA needs: each launch first copies it into rows of K = {padded} (zeros after K), {} bytes read and written; pad K to a multiple of {multiple} to avoid the copy",
+                    "for the shape {m}x{n}x{k}, a row of %{} in @{func} is K = {k} {} elements ({row_bytes} bytes), not a multiple of {TMA_STRIDE_ALIGN_BYTES} bytes as TMA needs: each launch first copies it into rows of K = {padded} (zeros after K), {} bytes read and written; pad K to a multiple of {multiple} to avoid the copy",
                     tensor.name,
                     tensor.dtype,
                     rows * row_bytes
@@ -69,7 +67,7 @@ pub fn check(module: &Module, manifest: &Manifest, shape: Shape) -> Result<Vec<D
         return Err(Diagnostic::error(
             loc,
             format!(
-                "for the shape {m}x{n}x{k}, a row of %{} in @{func} is {name} = {elements} {} elements ({row_bytes} bytes), but its TMA copies need rows of a multiple of {ROW_ALIGN_BYTES} bytes: pad {name} to a multiple of {multiple}{direct}",
+                "for the shape {m}x{n}x{k}, a row of %{} in @{func} is {name} = {elements} {} elements ({row_bytes} bytes), but its TMA copies need rows of a multiple of {TMA_STRIDE_ALIGN_BYTES} bytes: pad {name} to a multiple of {multiple}{direct}",
                 tensor.name, tensor.dtype
             ),
         ));

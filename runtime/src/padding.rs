@@ -19,20 +19,18 @@ use crate::plan::TensorBinding;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use std::sync::Arc;
-
-/// TMA's unit for a row's stride in global memory.
-const ROW_ALIGN_BYTES: u64 = 16;
+use tilec_target::TMA_STRIDE_ALIGN_BYTES;
 
 /// Whether a row of `elements` elements of `elem_bytes` bytes is one TMA
 /// can address.
 pub fn aligned(elements: u64, elem_bytes: u64) -> bool {
-    (elements * elem_bytes) % ROW_ALIGN_BYTES == 0
+    (elements * elem_bytes).is_multiple_of(TMA_STRIDE_ALIGN_BYTES)
 }
 
 /// `k` rounded up to the next K whose rows of `elem_bytes`-byte elements
 /// TMA can address.
 pub fn padded(k: u64, elem_bytes: u64) -> u64 {
-    let grain = ROW_ALIGN_BYTES / elem_bytes;
+    let grain = TMA_STRIDE_ALIGN_BYTES / elem_bytes;
     k.div_ceil(grain) * grain
 }
 

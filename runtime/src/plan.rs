@@ -233,7 +233,7 @@ pub fn tma_encode_args(tma: &TmaParam, shape: &[u64], addr: u64) -> Result<TmaEn
         global_dim[i] = d;
         box_dim[i] = tma.box_dims[rank - 1 - i];
         if i > 0 {
-            if !stride.is_multiple_of(16) {
+            if !stride.is_multiple_of(tilec_target::TMA_STRIDE_ALIGN_BYTES) {
                 return Err(RuntimeError::StrideNotMultipleOf16 { tensor: name.clone(), dim: rank - 1 - i, stride });
             }
             if stride >= 1u64 << 40 {

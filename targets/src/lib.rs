@@ -23,6 +23,12 @@ pub use target::Target;
 /// every target.
 pub const TMA_ROW_GRAIN: u64 = 8;
 
+/// A tensor TMA copies must start each row this many bytes apart, or a
+/// multiple of it (`cuTensorMapEncodeTiled`'s global strides): the runtime
+/// refuses other strides, pads A's and B's rows where K leaves them
+/// short, and `tilec compile --shape` says which.
+pub const TMA_STRIDE_ALIGN_BYTES: u64 = 16;
+
 /// A persistent kernel's balanced grid (the manifest's `sms` rule): the
 /// fewest of `workers` clusters that run `units` wave tiles in as many
 /// turns as all of them would, `ceil(units / turns)` with `turns =
