@@ -5,10 +5,10 @@ use super::elementwise::{self, Expr};
 use super::emitter::{float_literal, mlir_type, Emitter};
 use super::fragment::{self, Frag, FragGeom, ThreadCoords};
 use super::ldmatrix::{self, AFrag, AFragGeom};
-use super::plan::{error, tma_box, DimSrc, Plan, Workspace};
+use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
 use super::scales::{self, ColumnBlocks, Part, Scales};
-use super::{cluster, math, nvgpu, reduce, roles, split_k, store, stream_k, tma, wgmma};
+use super::{cluster, holders, math, nvgpu, reduce, roles, split_k, store, stream_k, tma, wgmma};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use tilec_dialects::ir::{Block, Body, Op};
@@ -118,8 +118,8 @@ pub(crate) struct KernelText {
     pub emitter_types: std::collections::BTreeSet<(&'static str, usize)>,
     /// Element types needing the store helper.
     pub store_helpers: Vec<ElemType>,
-    /// The bytes of a stream-K workspace slot, where the kernel hands partial tiles over.
-    pub parked_slot_bytes: Option<i64>,
+    /// The bytes of a workspace slot (split-K's or stream-K's), where the kernel parks partial tiles.
+    pub workspace_slot_bytes: Option<i64>,
 }
 
 /// A row-major matrix in global memory and a tile origin in it, as the
@@ -165,7 +165,7 @@ pub(crate) struct Lowerer<'a> {
     /// at whole tiles (`alternate`) instead of sharing each tile's rows.
     alternating: bool,
     /// The bytes of the stream-K workspace slot the kernel parks and adds (one size for all its hand-overs).
-    parked_slot_bytes: Option<i64>,
+    workspace_slot_bytes: Option<i64>,
     /// The consumer index (`wg - 1`, i32) while a consumer region is lowered.
     consumer: Option<String>,
     /// The workspace parameter, when the kernel takes one (`tile.reduce_splits`).
@@ -231,7 +231,7 @@ impl<'a> Lowerer<'a> {
             reg_budget: MAX_REGS,
             known_offsets: HashMap::new(),
             alternating: false,
-            parked_slot_bytes: None,
+            workspace_slot_bytes: None,
             consumer: None,
             workspace_arg: None,
         }
@@ -325,7 +325,7 @@ impl<'a> Lowerer<'a> {
         let types = self.em.struct_types.clone();
         func.push_str(&self.em.finish());
         func.push_str("    }\n");
-        Ok(KernelText { func, emitter_types: types, store_helpers, parked_slot_bytes: self.parked_slot_bytes })
+        Ok(KernelText { func, emitter_types: types, store_helpers, workspace_slot_bytes: self.workspace_slot_bytes })
     }
 
     fn lower_block(&mut self, block: Block) -> Result<(), Diagnostic> {
@@ -1568,50 +1568,51 @@ impl<'a> Lowerer<'a> {
 
     /// The threads holding the register tiles of the current role, for
     /// stream-K's workspace: the CTA's, or all consumers' sharing each tile.
-    fn holders(&mut self, op: Op) -> Result<stream_k::Holders, Diagnostic> {
+    fn holders(&mut self, op: Op) -> Result<holders::Holders, Diagnostic> {
         let Thread { tid, is_leader, wg, .. } = self.thread();
         let (tid, is_leader, wg) = (tid.clone(), is_leader.clone(), wg.clone());
         match self.role {
             Role::Cta => {
                 let group = self.em.i32(0);
-                Ok(stream_k::Holders { index: tid, count: self.plan.num_warps * 32, group, scope: stream_k::Scope::Cta { is_leader } })
+                Ok(holders::Holders { index: tid, count: self.plan.num_warps * 32, group, scope: holders::Scope::Cta { is_leader } })
             }
-            Role::Consumer if self.alternating => Err(self.err(op, "hands a partial tile over between CTAs, which consumers taking turns at whole tiles cannot share")),
+            Role::Consumer if self.alternating => Err(self.err(op, "adds partial tiles across CTAs, which consumers taking turns at whole tiles cannot share")),
             Role::Consumer => {
                 let consumers = self.plan.num_warps / 4 - 1;
-                if consumers > stream_k::MAX_GROUPS {
-                    return Err(self.err(op, format!("hands partial tiles over for {consumers} consumers; the workspace has flags for {}", stream_k::MAX_GROUPS)));
+                if consumers > holders::MAX_GROUPS {
+                    return Err(self.err(op, format!("adds partial tiles for {consumers} consumers; the workspace has counters and flags for {}", holders::MAX_GROUPS)));
                 }
                 let wg = wg.expect("plan checked: a specialised kernel has several warpgroups");
                 let group = self.consumer.clone().expect("set while a consumer region is lowered");
                 // The producer warpgroup comes first.
                 let producer = self.em.i32(roles::WARPGROUP_THREADS);
                 let index = self.em.binop("holder", "arith.subi", &tid, &producer, "i32");
-                Ok(stream_k::Holders { index, count: roles::WARPGROUP_THREADS * consumers, group, scope: stream_k::Scope::Warpgroup { wg, tid } })
+                Ok(holders::Holders { index, count: roles::WARPGROUP_THREADS * consumers, group, scope: holders::Scope::Warpgroup { wg, tid } })
             }
-            Role::Producer => Err(self.err(op, "hands a partial tile over in the producer, which holds no tile (it belongs in the consumers)")),
+            Role::Producer => Err(self.err(op, "adds partial tiles in the producer, which holds no tile (it belongs in the consumers)")),
         }
     }
 
-    /// The holders of `value`'s tile and the bytes of a slot, recorded for the workspace.
-    fn parked(&mut self, op: Op, value: Value) -> Result<(Frag, stream_k::Holders, i64), Diagnostic> {
+    /// The holders of `value`'s tile and the bytes of a workspace slot,
+    /// recorded for the manifest: a kernel's slots are all of one size.
+    fn workspace_slot(&mut self, op: Op, value: Value) -> Result<(Frag, holders::Holders, i64), Diagnostic> {
         let frag = self.frag(op, value)?;
         if frag.elem != ElemType::F32 {
-            return Err(self.err(op, "hands over f32 register tiles only"));
+            return Err(self.err(op, "adds f32 register tiles only"));
         }
         let holders = self.holders(op)?;
         let bytes = stream_k::slot_bytes(&frag, &holders);
-        if self.parked_slot_bytes.is_some_and(|b| b != bytes) {
-            return Err(self.err(op, "hands over a tile of another size than the kernel's other stream-K hand-overs; the workspace has slots of one size"));
+        if self.workspace_slot_bytes.is_some_and(|b| b != bytes) {
+            return Err(self.err(op, "parks a tile of another size than the kernel's other workspace slots; the workspace has slots of one size"));
         }
-        self.parked_slot_bytes = Some(bytes);
+        self.workspace_slot_bytes = Some(bytes);
         Ok((frag, holders, bytes))
     }
 
     fn lower_park(&mut self, op: Op) -> Result<(), Diagnostic> {
         let park = self.view(op, tile::ParkPartial::of)?;
         let (value, slot) = (park.value(&self.f.body), park.slot(&self.f.body));
-        let (frag, holders, bytes) = self.parked(op, value)?;
+        let (frag, holders, bytes) = self.workspace_slot(op, value)?;
         let slot = self.scalar(op, slot)?;
         let workspace = self.workspace_arg.clone().expect("a parameter when planned");
         stream_k::park(&mut self.em, &frag, &slot, &holders, bytes, &workspace);
@@ -1622,7 +1623,7 @@ impl<'a> Lowerer<'a> {
         let add = self.view(op, tile::AddParked::of)?;
         let body = &self.f.body;
         let (value, slot, result) = (add.value(body), add.slot(body), add.result(body));
-        let (frag, holders, bytes) = self.parked(op, value)?;
+        let (frag, holders, bytes) = self.workspace_slot(op, value)?;
         let slot = self.scalar(op, slot)?;
         let workspace = self.workspace_arg.clone().expect("a parameter when planned");
         let summed = stream_k::add(&mut self.em, &frag, &slot, &holders, bytes, &workspace);
@@ -1634,20 +1635,9 @@ impl<'a> Lowerer<'a> {
         let reduce = self.view(op, tile::ReduceSplits::of)?;
         let body = &self.f.body;
         let (value, result, last, splits) = (reduce.value(body), reduce.result(body), reduce.last(body), reduce.splits(body));
-        self.check_cta_wide(op)?;
-        let frag = self.frag(op, value)?;
-        if frag.elem != ElemType::F32 {
-            return Err(self.err(op, "sums f32 register tiles only"));
-        }
-        let slot_bytes = frag.geom.values_per_thread() * self.plan.threads() * 4;
-        let Some(Workspace::SplitK { region_bytes: planned }) = self.plan.workspace else { unreachable!("planned with the op") };
-        if Workspace::split_k_region_bytes(splits, slot_bytes) != planned {
-            return Err(self.err(op, "holds its tile in other threads than the CTA's, each value once; the workspace's slots are the tile's size"));
-        }
-        let Thread { tid, is_leader, .. } = self.thread();
-        let (tid, is_leader) = (tid.clone(), is_leader.clone());
+        let (frag, holders, slot_bytes) = self.workspace_slot(op, value)?;
         let workspace = self.workspace_arg.clone().expect("a parameter when planned");
-        let reduction = split_k::Reduction { workspace: &workspace, tid: &tid, is_leader: &is_leader, threads: self.plan.threads(), splits };
+        let reduction = split_k::Reduction { workspace: &workspace, holders: &holders, splits };
         let (summed, is_last) = split_k::reduce(&mut self.em, &frag, slot_bytes, &reduction);
         self.vals.insert(result, Lv::Frag(summed));
         self.vals.insert(last, Lv::Scalar { name: is_last, elem: ElemType::I1 });

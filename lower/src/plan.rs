@@ -243,8 +243,9 @@ pub(crate) struct Plan {
 /// What a kernel's workspace (its last parameter) is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Workspace {
-    /// `tile.reduce_splits`: a region of this many bytes for each output tile.
-    SplitK { region_bytes: i64 },
+    /// `tile.reduce_splits` of this many splits: a region for each output
+    /// tile, sized once the kernel's slot is lowered ([`Plan::manifest`]).
+    SplitK { splits: i64 },
     /// Stream-K's hand-over: a region for each CTA of the persistent grid,
     /// sized once the kernel's slots are lowered ([`Plan::manifest`]).
     StreamK,
@@ -440,12 +441,10 @@ impl Plan {
                     if splits != grid_z {
                         return Err(error(&data.loc, name, format!("adds {splits} splits, but the grid has {grid_z} CTAs along z ('grid_z')")));
                     }
-                    let tile = body.value_type(reduce.value(body)).as_tile().expect("verified");
-                    let region = Workspace::split_k_region_bytes(splits, tile.shape.iter().product::<i64>() * 4);
                     if plan.workspace.is_some() {
                         return Err(error(&data.loc, name, "is a second reduction through the workspace; it has one region per tile"));
                     }
-                    plan.workspace = Some(Workspace::SplitK { region_bytes: region });
+                    plan.workspace = Some(Workspace::SplitK { splits });
                 }
                 Opcode::TileParkPartial | Opcode::TileAddParked => {
                     if matches!(plan.workspace, Some(Workspace::SplitK { .. })) {
@@ -620,9 +619,9 @@ impl Plan {
     }
 
     /// The manifest describing the kernel the lowering writes for `target`;
-    /// `parked_slot_bytes` is the size of the stream-K slot the kernel
-    /// lowered to, if it hands pieces over.
-    pub fn manifest(&self, f: &Function, target: &Target, parked_slot_bytes: Option<i64>) -> Result<Manifest, Diagnostic> {
+    /// `workspace_slot_bytes` is the size of the workspace slot the kernel
+    /// lowered, if it parks partial tiles (split-K or stream-K).
+    pub fn manifest(&self, f: &Function, target: &Target, workspace_slot_bytes: Option<i64>) -> Result<Manifest, Diagnostic> {
         let mut tensors = Vec::new();
         for t in &self.tensors {
             tensors.push(TensorDecl {
@@ -658,12 +657,10 @@ impl Plan {
         for s in &self.symbols {
             params.push(Param::Scalar { ty: ScalarType::I32, source: ScalarSource::Symbol(s.clone()) });
         }
-        let region_bytes = match (self.workspace, parked_slot_bytes) {
-            (Some(Workspace::SplitK { region_bytes }), _) => Some(region_bytes),
+        let region_bytes = match (self.workspace, workspace_slot_bytes) {
+            (Some(Workspace::SplitK { splits }), Some(slot_bytes)) => Some(Workspace::split_k_region_bytes(splits, slot_bytes)),
             (Some(Workspace::StreamK), Some(slot_bytes)) => Some(Workspace::stream_k_region_bytes(slot_bytes)),
-            (Some(Workspace::StreamK), None) => {
-                return Err(Diagnostic::error(f.loc.clone(), "the kernel hands stream-K pieces over but lowered no slot for them"))
-            }
+            (Some(_), None) => return Err(Diagnostic::error(f.loc.clone(), "the kernel parks partial tiles in a workspace but lowered no slot for them")),
             (None, _) => None,
         };
         if let Some(bytes) = region_bytes {

@@ -66,14 +66,21 @@ pub(crate) fn open_first_warp(em: &mut Emitter, tid: &str) {
 pub(crate) fn open_first_lane(em: &mut Emitter, tid: &str) {
     let all_lanes = em.i32(-1);
     em.line(format!("nvvm.bar.warp.sync {all_lanes} : i32"));
-    open_first_of(em, tid, WARP_THREADS, ["lane", "is_lane0"]);
+    let first = first_of(em, tid, WARP_THREADS, ["lane", "is_lane0"]);
+    em.open(format!("scf.if {first} {{"));
 }
 
 /// Opens a region only the first thread of each warpgroup runs (closed with
 /// [`close`]): where a consumer warpgroup issues the elected ops of its own
 /// epilogue.
 pub(crate) fn open_warpgroup_leader(em: &mut Emitter, tid: &str) {
-    open_first_of(em, tid, WARPGROUP_THREADS, ["wg_thread", "is_wg_leader"]);
+    let first = warpgroup_leader(em, tid);
+    em.open(format!("scf.if {first} {{"));
+}
+
+/// Whether `tid` is the first thread of its warpgroup (i1).
+pub(crate) fn warpgroup_leader(em: &mut Emitter, tid: &str) -> String {
+    first_of(em, tid, WARPGROUP_THREADS, ["wg_thread", "is_wg_leader"])
 }
 
 /// Threads per warp.
@@ -81,23 +88,27 @@ const WARP_THREADS: i64 = 32;
 /// Threads per warpgroup: a warpgroup barrier's thread count.
 pub(crate) const WARPGROUP_THREADS: i64 = 128;
 
-/// Opens `scf.if` on `tid % group == 0` (`group` a power of two), naming
-/// the thread's index in its group and the condition `names`.
-fn open_first_of(em: &mut Emitter, tid: &str, group: i64, names: [&str; 2]) {
+/// Whether `tid % group == 0` (`group` a power of two; an i1), naming the
+/// thread's index in its group and the condition `names`.
+fn first_of(em: &mut Emitter, tid: &str, group: i64, names: [&str; 2]) -> String {
     let mask = em.i32(group - 1);
     let within = em.binop(names[0], "arith.andi", tid, &mask, "i32");
     let c0 = em.i32(0);
-    let first = em.assign(names[1], format!("arith.cmpi eq, {within}, {c0} : i32"));
-    em.open(format!("scf.if {first} {{"));
+    em.assign(names[1], format!("arith.cmpi eq, {within}, {c0} : i32"))
+}
+
+/// The named barrier (i32) of the warpgroup `wg`: `1 + wg`.
+pub(crate) fn warpgroup_barrier_id(em: &mut Emitter, wg: &str) -> String {
+    let c1 = em.i32(1);
+    em.binop("bar_id", "arith.addi", wg, &c1, "i32")
 }
 
 /// The threads of the warpgroup `wg` (none: the kernel's only warpgroup)
 /// meet at named barrier `1 + wg` (0 is the CTA's `bar.sync 0`).
 pub(crate) fn warpgroup_barrier(em: &mut Emitter, wg: Option<&str>) {
-    let c1 = em.i32(1);
     let id = match wg {
-        Some(wg) => em.binop("bar_id", "arith.addi", wg, &c1, "i32"),
-        None => c1,
+        Some(wg) => warpgroup_barrier_id(em, wg),
+        None => em.i32(1),
     };
     let threads = em.i32(WARPGROUP_THREADS);
     // The generic form: in MLIR 22 the custom one (`nvvm.barrier id = ..

@@ -19,32 +19,8 @@
 
 use super::emitter::Emitter;
 use super::fragment::Frag;
+use super::holders::{meet, open_first, Holders, MAX_GROUPS};
 use super::plan::{Workspace, STREAM_K_FLAG_BYTES};
-use super::roles;
-
-/// Holder groups a slot has flags for: the consumer warpgroups of a
-/// warp-specialised kernel (at most two), or the one CTA-wide group.
-pub(crate) const MAX_GROUPS: i64 = 2;
-
-/// The threads that hold a tile, as one thread sees them.
-pub(crate) struct Holders {
-    /// This thread's index among them (i32).
-    pub index: String,
-    /// How many threads hold the tile.
-    pub count: i64,
-    /// This thread's holder group (i32): its warpgroup among the consumers, or 0.
-    pub group: String,
-    /// Where the group meets and who acts for it.
-    pub scope: Scope,
-}
-
-/// A holder group: the whole CTA, or one consumer warpgroup.
-pub(crate) enum Scope {
-    /// Every thread of the CTA; `is_leader` is thread 0's condition.
-    Cta { is_leader: String },
-    /// The warpgroup `wg` (CTA-wide index) of thread `tid`.
-    Warpgroup { wg: String, tid: String },
-}
 
 // A slot's flags hold one i32 per holder group.
 const _: () = assert!(MAX_GROUPS * 4 <= STREAM_K_FLAG_BYTES);
@@ -80,22 +56,6 @@ fn flag(em: &mut Emitter, region: &str, slot_bytes: i64, h: &Holders) -> String 
     let at = em.binop("flag_at", "arith.muli", &group, &c4, "i64");
     let at = em.add_const("flag_at", &at, slot_bytes, "i64");
     em.binop("flag_at", "arith.addi", region, &at, "i64")
-}
-
-/// The group's threads meet.
-fn meet(em: &mut Emitter, h: &Holders) {
-    match &h.scope {
-        Scope::Cta { .. } => em.line("gpu.barrier"),
-        Scope::Warpgroup { wg, .. } => roles::warpgroup_barrier(em, Some(wg)),
-    }
-}
-
-/// Opens a region the group's first thread runs (closed with `em.close`).
-fn open_first(em: &mut Emitter, h: &Holders) {
-    match &h.scope {
-        Scope::Cta { is_leader } => em.open(format!("scf.if {is_leader} {{")),
-        Scope::Warpgroup { tid, .. } => roles::open_warpgroup_leader(em, tid),
-    }
 }
 
 /// One side-effecting PTX statement with the given operands.
