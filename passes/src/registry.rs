@@ -60,7 +60,6 @@ pub fn all_passes() -> Vec<&'static PassInfo> {
 mod tests {
     use super::*;
     use crate::pass::Pass;
-    use crate::options::PassOptions;
     use crate::phase::PhaseRule;
 
     #[test]

@@ -2,7 +2,8 @@
 //! reads, so the pass manager skips the barrier check after it: the
 //! verifier's verdict on each kernel must be the same before and after the
 //! pass, on kernels where it fits loads (plain pipeline, a warp-specialised
-//! cluster that multicasts A, block-scaled FP8).
+//! cluster that multicasts A, block-scaled FP8 in the plain pipeline and
+//! split through the workspace under two consumers).
 
 use std::path::Path;
 use tilec_dialects::{parse_module, print_module, Module, PrintOptions};
@@ -27,7 +28,11 @@ fn the_barrier_verifiers_verdict_is_the_same_before_and_after_fitting() {
             "gemm_bf16.tile",
             "tile-select-config{block-m=128 block-n=128 cluster=n},tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,tile-warp-specialize,tile-cluster-split,tile-lower-to-nv",
         ),
-        ("gemm_fp8_blockscaled.tile", "tile-select-config{m=64 n=2112 k=7168},tile-canonicalize,tile-assign-layouts,tile-pipeline,tile-lower-to-nv"),
+        ("gemm_fp8_blockscaled.tile", "tile-select-config{block-m=64 block-n=64},tile-canonicalize,tile-assign-layouts,tile-pipeline{stages=8},tile-lower-to-nv"),
+        (
+            "gemm_fp8_blockscaled.tile",
+            "tile-select-config{block-m=128 block-n=64},tile-canonicalize,tile-assign-layouts{num-warps=8},tile-split-k{splits=4 reduce=workspace},tile-warp-specialize{pingpong=false consumers=2 stages=8},tile-lower-to-nv",
+        ),
     ];
     for (file, pipeline) in kernels {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(file);

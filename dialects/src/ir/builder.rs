@@ -55,6 +55,14 @@ impl<'a> Builder<'a> {
         self.body.result(op, 0)
     }
 
+    /// An `i1` constant `v` at the insertion point.
+    pub fn bool(&mut self, v: bool) -> Value {
+        let mut attrs = Attributes::new();
+        attrs.set("value", Attribute::Int(i64::from(v), ElemType::I1));
+        let op = self.create(Opcode::TileConstant, vec![], &[Type::Scalar(ElemType::I1)], attrs);
+        self.body.result(op, 0)
+    }
+
     /// Copies `op` here with its regions, its operands renamed through `map`
     /// (values not in it stay), and maps the old results and block
     /// arguments to the new ones. Names are kept as hints.

@@ -58,7 +58,7 @@ use tilec_dialects::ir::{Attribute, Attributes, Block, Body, Builder, ElemType, 
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::nv::roles::most_consumer_registers;
 use tilec_dialects::nv::{self, AllocMbarriers, MbarrierArrive, MbarrierWait};
-use tilec_dialects::tile::{AddParked, Addi, Cmpi, Divsi, For, If, Load, LoadBroadcast, Muli, ParkPartial, Store, Subi, Yield};
+use tilec_dialects::tile::{AddParked, Addi, Cmpi, Divsi, For, If, Load, LoadBroadcast, Muli, ParkPartial, ReduceSplits, Store, Subi, Yield};
 use tilec_dialects::{Diagnostic, Function, Layout, Location};
 
 /// `tile-warp-specialize`'s registration: name, options, phases and constructor.
@@ -261,9 +261,9 @@ impl Pass for WarpSpecialize {
         let Some(k_loop) = body.walk_region(region).into_iter().find_map(|op| staged_loop(body, op)) else {
             return Ok(());
         };
-        check_no_split_k(body, region)?;
         let loads = staged_loads(body, loop_block(body, k_loop), copy_scales);
         let pingpong = self.pingpong.unwrap_or(false);
+        check_split_k(body, region)?;
         if pingpong {
             check_turns(body, k_loop, self.consumers)?;
         }
@@ -328,13 +328,13 @@ impl Pass for WarpSpecialize {
     }
 }
 
-/// Split-K's reduction is the whole CTA's: every consumer would run its own
-/// copy of it (a second sum through a cluster's shared memory or the
-/// workspace), which neither the lowering nor the reduction supports.
-fn check_no_split_k(body: &Body, region: Region) -> Result<(), Diagnostic> {
-    let split = body.walk_region(region).into_iter().find(|&op| matches!(body.opcode(op), Opcode::TileSumSplits | Opcode::TileReduceSplits));
-    match split {
-        Some(op) => Err(op_error(body, op, "adds split-K's partial tiles, which tile-warp-specialize does not support: each consumer would add its own copy; run split-K in a plain pipeline (tile-pipeline)".into())),
+/// Split-K through a cluster's shared memory is the whole CTA's sum: every
+/// consumer would run its own copy of it, which the lowering does not
+/// support. Through the workspace each consumer adds its own rows of every
+/// split's tile (`tile.reduce_splits` holds a consumer's rows).
+fn check_split_k(body: &Body, region: Region) -> Result<(), Diagnostic> {
+    match body.walk_region(region).into_iter().find(|&op| body.opcode(op) == Opcode::TileSumSplits) {
+        Some(op) => Err(op_error(body, op, "adds split-K's partial tiles through a cluster, which tile-warp-specialize does not support: each consumer would add its own copy; split K with reduce=workspace, or in a plain pipeline (tile-pipeline)".into())),
         None => Ok(()),
     }
 }
@@ -458,13 +458,22 @@ impl Roles<'_> {
             body.remove_op(load);
         }
         remove_unused_loads(body, loop_block(body, k_loop));
-        // The epilogue goes: stores, and stream-K's hand-over of partial tiles.
+        // The epilogue goes: stores, stream-K's hand-over of partial tiles
+        // and split-K's reduction (the producer is never the split that
+        // stores: its `last` is false).
         let role = body.ops[k_loop.op()].parent.map(|b| outer_role_block(body, b)).expect("attached");
         let role_region = body.blocks[role].parent.expect("in a region");
         for op in body.walk_region(role_region) {
             if let Some(add) = AddParked::of(body, op) {
                 let (result, value) = (add.result(body), add.value(body));
                 body.replace_all_uses(role_region, result, value);
+                body.remove_op(op);
+            } else if let Some(reduce) = ReduceSplits::of(body, op) {
+                let (result, value, last) = (reduce.result(body), reduce.value(body), reduce.last(body));
+                let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
+                let never = b.bool(false);
+                body.replace_all_uses(role_region, result, value);
+                body.replace_all_uses(role_region, last, never);
                 body.remove_op(op);
             } else if Store::of(body, op).is_some() || ParkPartial::of(body, op).is_some() {
                 body.remove_op(op);

@@ -513,19 +513,24 @@ impl Tracer<'_> {
                 // error; a cluster barrier orders the peer (mirrored) as this
                 // CTA's warps. Split-K's cluster sum meets the cluster after
                 // parking its tile, and so does `tile.sum_splits`, which
-                // tile-lower-to-nv makes a cluster sum. Split-K's sum through
-                // the workspace meets the CTA after parking its tile, and
-                // again to hand every thread the last split's verdict.
-                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileSumSplits | Opcode::TileReduceSplits if self.role.is_some() => {
+                // tile-lower-to-nv makes a cluster sum.
+                Opcode::NvBarrier | Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileSumSplits if self.role.is_some() => {
                     return Err(untraceable(op, "meets the whole CTA inside one role of a warp-specialised region, which the lowering rejects"));
                 }
-                // Which split arrives last depends on the run: the low end
-                // of the data's range is a split that parks and leaves, the
-                // high end the one that adds and stores.
+                // Split-K's sum through the workspace meets its holder group
+                // (a consumer warpgroup, or the whole CTA) after parking its
+                // tile, and again to hand the group the last split's verdict.
+                // Which split arrives last depends on the run: the low end of
+                // the data's range is a split that parks and leaves, the high
+                // end the one that adds and stores.
                 Opcode::TileReduceSplits => {
                     let last = tile::ReduceSplits::of(body, op).expect("matched").last(body);
                     self.set(last, Some(i64::from(self.config.data() == Data::High)));
-                    self.push(op, StepKind::CtaBarrier)?;
+                    if self.role.is_some() {
+                        self.warpgroup_barrier(op)?;
+                    } else {
+                        self.push(op, StepKind::CtaBarrier)?;
+                    }
                 }
                 Opcode::NvBarrier | Opcode::TileParkPartial | Opcode::TileAddParked => self.push(op, StepKind::CtaBarrier)?,
                 Opcode::NvClusterBarrier | Opcode::NvClusterSum | Opcode::TileSumSplits => self.push(op, StepKind::ClusterBarrier)?,
