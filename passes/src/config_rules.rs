@@ -431,7 +431,9 @@ pub enum Schedule {
     /// `tile-pipeline`: every warp loads and computes.
     Pipeline,
     /// `tile-persistent` + `tile-warp-specialize`: a TMA producer warpgroup
-    /// and `consumers` wgmma warpgroups, one CTA per SM in grouped order.
+    /// and `consumers` wgmma warpgroups, one CTA per SM in grouped order
+    /// (or, with the K loop split through the workspace, one CTA for each
+    /// split of each tile).
     WarpSpecialized {
         /// Consumer warpgroups (1 or 2).
         consumers: i64,
@@ -652,6 +654,13 @@ impl Config {
         }
     }
 
+    /// Whether one CTA an SM loops over the tiles (`tile-persistent`): every
+    /// warp-specialised schedule, except one whose K loop is split through
+    /// the workspace, whose grid holds a CTA for every split of every tile.
+    pub fn persistent(&self) -> bool {
+        self.schedule != Schedule::Pipeline && self.splits == 1
+    }
+
     /// The warpgroups one tile's accumulators are spread over: all of the
     /// plain pipeline's, a warp-specialised kernel's consumers, one of
     /// ping-pong's (each holds whole tiles).
@@ -696,9 +705,10 @@ impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let schedule = match self.schedule {
             Schedule::Pipeline => "pipeline".to_string(),
-            Schedule::WarpSpecialized { consumers } => format!("ws{consumers} persistent"),
-            Schedule::PingPong => "pingpong persistent".to_string(),
+            Schedule::WarpSpecialized { consumers } => format!("ws{consumers}"),
+            Schedule::PingPong => "pingpong".to_string(),
         };
+        let schedule = if self.persistent() { format!("{schedule} persistent") } else { schedule };
         let cluster = match self.cluster {
             Along::None => String::new(),
             along => format!(" cluster={}", along.word()),
@@ -931,6 +941,12 @@ fn buffers_filled(problem: &Problem, machine: &Machine, schedule: Schedule, bloc
     }
 }
 
+/// The K blocks each CTA of a K loop split `splits` ways through the
+/// workspace runs at most: no more stages fill.
+fn split_k_blocks(problem: &Problem, block_k: i64, splits: i64) -> i64 {
+    ceil_div(ceil_div(problem.k, block_k), splits)
+}
+
 /// Rule 6: the waves of tiles a persistent kernel's CTAs take past which
 /// its producer's stages run ahead into the next tile.
 const RUN_AHEAD_MIN_WAVES: i64 = 2;
@@ -965,7 +981,7 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
     // a workspace split fills no more stages than its share of K blocks.
     let (layout_splits, filled) = match reduce {
         SplitReduce::Cluster => (splits, buffers_filled(problem, machine, schedule, bk, tiles, splits)),
-        SplitReduce::Workspace => (1, ceil_div(ceil_div(problem.k, bk), splits)),
+        SplitReduce::Workspace => (1, split_k_blocks(problem, bk, splits)),
     };
     let layout = SmemLayout { tile: (bm, bn, bk), epilogue, scales: Scales::None, schedule, splits: layout_splits };
     let (stages, scales) = stages_and_scales(problem, machine, pins, layout, filled)?;
@@ -1769,8 +1785,12 @@ fn ping_pong(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candid
 fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candidate, schedule: Schedule, num_warps: i64, epilogue: Epilogue) -> Option<Candidate> {
     let c = from.config;
     let tile = (c.block_m, c.block_n, c.block_k);
-    let layout = SmemLayout { tile, epilogue, scales: Scales::None, schedule, splits: c.splits };
-    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, buffers_filled(problem, machine, schedule, c.block_k, from.tiles, c.splits))?;
+    let layout = SmemLayout { tile, epilogue, scales: Scales::None, schedule, splits: c.smem_layout().splits };
+    let filled = match c.split_reduce {
+        SplitReduce::Workspace => split_k_blocks(problem, c.block_k, c.splits),
+        SplitReduce::Cluster => buffers_filled(problem, machine, schedule, c.block_k, from.tiles, c.splits),
+    };
+    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, filled)?;
     let config = Config { stages, num_warps, schedule, epilogue, scales, ..c };
     let rescheduled = Candidate { config, smem_bytes: layout.with_scales(scales).smem_bytes(problem, stages), reason: String::new(), ..from.clone() };
     Some(with_waves(problem, machine, rescheduled))
@@ -1818,13 +1838,23 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
     }
     if problem.clusterable && !problem.varying_k && unclustered {
         for splits in WORKSPACE_SPLITS {
-            found.extend(
-                tiles()
-                    .filter(|&(bm, bn, _)| ceil_div(problem.m, bm) * ceil_div(problem.n, bn) < machine.sms)
-                    .filter(|_| k_blocks >= MIN_K_BLOCKS_PER_SPLIT * splits)
-                    .filter_map(|tile| tile_candidate(problem, machine, pins, tile, splits, SplitReduce::Workspace))
-                    .filter(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES),
-            );
+            let split: Vec<Candidate> = tiles()
+                .filter(|&(bm, bn, _)| ceil_div(problem.m, bm) * ceil_div(problem.n, bn) < machine.sms)
+                .filter(|_| k_blocks >= MIN_K_BLOCKS_PER_SPLIT * splits)
+                .filter_map(|tile| tile_candidate(problem, machine, pins, tile, splits, SplitReduce::Workspace))
+                .collect();
+            // The same splits under a producer warpgroup and one or two
+            // consumers, one CTA for each split of each tile; not beside a
+            // program's epilogue, whose registers are not weighed: with
+            // the reduction's they spilled (docs/cost-model.md).
+            let specialised: Vec<Candidate> = split
+                .iter()
+                .filter(|_| problem.epilogue.is_plain())
+                .flat_map(|c| [1, 2].map(|consumers| warp_specialized(problem, machine, pins, c, consumers)))
+                .flatten()
+                .map(|c| Candidate { sms: machine.sms, ..c })
+                .collect();
+            found.extend(split.into_iter().chain(specialised).filter(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
         }
     }
     let one_gemm = problem.clusterable && !problem.varying_k && !problem.any_n;
@@ -1891,9 +1921,9 @@ pub fn figures(problem: &Problem, machine: &Machine, config: Config) -> Candidat
     let tiles = ceil_div(problem.m, config.block_m) * ceil_div(problem.n, config.block_n);
     let smem_bytes = config.smem_layout().smem_bytes(problem, config.stages);
     let mut c = with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes, reason: String::new() });
-    if config.stream_k.is_some() {
+    if config.stream_k.is_some() || (config.schedule != Schedule::Pipeline && !config.persistent()) {
         c.sms = machine.sms;
-    } else if config.schedule != Schedule::Pipeline {
+    } else if config.persistent() {
         c.sms = persistent_sms(problem, machine, &config);
     }
     c

@@ -430,11 +430,12 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     d.set("block_n", int(c.block_n));
     d.set("block_k", int(c.block_k));
     d.set("stages", int(c.stages));
-    let (consumers, persistent) = match c.schedule {
-        Schedule::Pipeline => (0, false),
-        Schedule::WarpSpecialized { consumers } => (consumers, true),
-        Schedule::PingPong => (2, true),
+    let consumers = match c.schedule {
+        Schedule::Pipeline => 0,
+        Schedule::WarpSpecialized { consumers } => consumers,
+        Schedule::PingPong => 2,
     };
+    let persistent = c.persistent();
     d.set("schedule", Attribute::String(c.schedule.word().into()));
     d.set("consumers", int(consumers));
     d.set("persistent", Attribute::Bool(persistent));
