@@ -33,6 +33,9 @@ pub struct Calibration {
     /// Fraction of the tensor-core peak a K block's wgmma reaches in the
     /// plain pipeline, where the same warps issue loads and MMAs.
     pub mma_efficiency_pipeline: f64,
+    /// The same where two warpgroups of the plain pipeline share a tile:
+    /// one's wgmma runs while the other waits or issues.
+    pub mma_efficiency_pipeline_two_warpgroups: f64,
     /// The same with a producer warpgroup and one consumer.
     pub mma_efficiency_one_consumer: f64,
     /// The same with two consumers sharing a tile.
@@ -84,6 +87,7 @@ impl Calibration {
     /// published for Hopper; a target's fitted constants replace them.
     pub const PRIOR: Calibration = Calibration {
         mma_efficiency_pipeline: 0.75,
+        mma_efficiency_pipeline_two_warpgroups: 0.75,
         mma_efficiency_one_consumer: 0.8,
         mma_efficiency_two_consumers: 0.85,
         mma_efficiency_ping_pong: 0.85,
@@ -107,6 +111,7 @@ impl Calibration {
     pub fn to_vec(&self) -> Vec<f64> {
         vec![
             self.mma_efficiency_pipeline,
+            self.mma_efficiency_pipeline_two_warpgroups,
             self.mma_efficiency_one_consumer,
             self.mma_efficiency_two_consumers,
             self.mma_efficiency_ping_pong,
@@ -130,30 +135,32 @@ impl Calibration {
     /// The constants from a vector in [`Calibration::NAMES`]' order.
     pub fn from_slice(v: &[f64]) -> Calibration {
         Calibration {
-            mma_efficiency_pipeline: v[0],
-            mma_efficiency_one_consumer: v[1],
-            mma_efficiency_two_consumers: v[2],
-            mma_efficiency_ping_pong: v[3],
-            fp8_mma_efficiency: v[4],
-            k_block_overhead_s: v[5],
-            promotion_serial: v[6],
-            promotion_overlapped: v[7],
-            load_latency_s: v[8],
-            l2_bytes_per_s: v[9],
-            hbm_efficiency: v[10],
-            tile_overhead_s: v[11],
-            store_bytes_per_s: v[12],
-            partial_bytes_per_s: v[13],
-            workspace_round_trip_s: v[14],
-            stream_k_miss_share: v[15],
-            overlap_exponent: v[16],
-            launch_s: v[17],
+mma_efficiency_pipeline: v[0],
+            mma_efficiency_pipeline_two_warpgroups: v[1],
+            mma_efficiency_one_consumer: v[2],
+            mma_efficiency_two_consumers: v[3],
+            mma_efficiency_ping_pong: v[4],
+            fp8_mma_efficiency: v[5],
+            k_block_overhead_s: v[6],
+            promotion_serial: v[7],
+            promotion_overlapped: v[8],
+            load_latency_s: v[9],
+            l2_bytes_per_s: v[10],
+            hbm_efficiency: v[11],
+            tile_overhead_s: v[12],
+            store_bytes_per_s: v[13],
+            partial_bytes_per_s: v[14],
+            workspace_round_trip_s: v[15],
+            stream_k_miss_share: v[16],
+            overlap_exponent: v[17],
+            launch_s: v[18],
         }
     }
 
     /// The constants' names, as the calibration file spells them.
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 19] = [
         "mma_efficiency_pipeline",
+        "mma_efficiency_pipeline_two_warpgroups",
         "mma_efficiency_one_consumer",
         "mma_efficiency_two_consumers",
         "mma_efficiency_ping_pong",
@@ -385,7 +392,7 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
 
     // One K block on one SM.
     let (efficiency, promotion) = match c.schedule {
-        Schedule::Pipeline if c.num_warps > 4 => (cal.mma_efficiency_pipeline, cal.promotion_overlapped),
+        Schedule::Pipeline if c.num_warps > 4 => (cal.mma_efficiency_pipeline_two_warpgroups, cal.promotion_overlapped),
         Schedule::Pipeline => (cal.mma_efficiency_pipeline, cal.promotion_serial),
         Schedule::WarpSpecialized { consumers: 1 } => (cal.mma_efficiency_one_consumer, cal.promotion_serial),
         Schedule::WarpSpecialized { .. } => (cal.mma_efficiency_two_consumers, cal.promotion_overlapped),

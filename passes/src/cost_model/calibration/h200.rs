@@ -4,27 +4,31 @@
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-rules.json`
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-rules.json`
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-workspace.json`
+//! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-ws-split-a.json`
+//! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-ws-split-b.json`
+//! - `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-ws-split.json`
 
 use crate::cost_model::Calibration;
 
 /// Fitted on the NVIDIA H200.
 pub const H200: Calibration = Calibration {
-    mma_efficiency_pipeline: 7.611255029572663e-1,
-    mma_efficiency_one_consumer: 1.2244982834766716e0,
-    mma_efficiency_two_consumers: 1.5191977351996322e0,
-    mma_efficiency_ping_pong: 8.387391131098505e-1,
-    fp8_mma_efficiency: 5.680559993452046e-1,
-    k_block_overhead_s: 7.74950597444403e-8,
-    promotion_serial: 1.493308544185842e0,
-    promotion_overlapped: 2.764326205225557e-1,
-    load_latency_s: 1.2277198404076017e-6,
-    l2_bytes_per_s: 1.0539034963383545e13,
-    hbm_efficiency: 9.860374114673846e-1,
-    tile_overhead_s: 5.897014692615172e-7,
-    store_bytes_per_s: 6.781986830439843e10,
-    partial_bytes_per_s: 8.48426616495725e10,
-    workspace_round_trip_s: 4.3284813818380513e-7,
-    stream_k_miss_share: 6.223551595374717e-1,
-    overlap_exponent: 5.487891230912835e0,
-    launch_s: 5.134331986004612e-6,
+    mma_efficiency_pipeline: 5.923619527350124e-1,
+    mma_efficiency_pipeline_two_warpgroups: 7.875491393591092e-1,
+    mma_efficiency_one_consumer: 9.999999976102829e-1,
+    mma_efficiency_two_consumers: 1.627265136484326e0,
+    mma_efficiency_ping_pong: 9.571400502921964e-1,
+    fp8_mma_efficiency: 5.235917566274634e-1,
+    k_block_overhead_s: 6.33919619181929e-8,
+    promotion_serial: 1.3521190392760403e0,
+    promotion_overlapped: 2.809655384505492e-1,
+    load_latency_s: 1.2618382551617718e-6,
+    l2_bytes_per_s: 1.2120655092450318e13,
+    hbm_efficiency: 9.591256797670703e-1,
+    tile_overhead_s: 6.39018973132893e-7,
+    store_bytes_per_s: 4.6239655631122894e10,
+    partial_bytes_per_s: 7.108157355121591e10,
+    workspace_round_trip_s: 4.1619326478131675e-7,
+    stream_k_miss_share: 5.522923959952141e-1,
+    overlap_exponent: 5.321417177669174e0,
+    launch_s: 4.729866853265907e-6,
 };
