@@ -8,9 +8,7 @@ use tilec_artifact::Tuning;
 use tilec_dialects::ir::{Attribute, Param};
 use tilec_dialects::{Function, Module};
 use tilec_dialects::Diagnostic;
-use tilec_passes::cluster::Along;
-use tilec_passes::config::{config_bool, config_int, config_word};
-use tilec_passes::config_rules::{check_pin, check_shape, Config, Precision, Schedule, SplitReduce};
+use tilec_passes::config_rules::{check_pin, check_shape, Config, Precision};
 use tilec_passes::transforms::select_config::SelectConfig;
 use tilec_target::Target;
 
@@ -190,73 +188,13 @@ fn config_of(func: &Function) -> Option<&tilec_dialects::ir::Attributes> {
 }
 
 /// The passes after `tile-select-config`, as the `tile.config` of the
-/// module's function asks: the plain pipeline (none for one stage unless
-/// clustered), with
-/// `tile-rasterize` for a grouped tile order and `tile-split-k` when it
-/// splits K; the persistent warp-specialised
-/// schedule, with `tile-stream-k` when it shares the last wave by K
-/// iterations, `tile-cluster-split` when it names a cluster and
-/// `tile-defer-epilogue` when it defers the epilogue; or, for a
-/// warp-specialised K loop split through the workspace, `tile-split-k`
-/// before `tile-warp-specialize` and no persistent loop. The passes read
-/// their stages, consumers, epilogue, cluster, splits, piece order and tile
-/// order from `tile.config`; `fallback` for input without one (an nv-level
-/// kernel). A word or number it cannot read is an error located at the
-/// function; a split count or group other than the neutral one brings its
-/// pass, which checks the value; so is an entry the chosen schedule's
-/// passes cannot build (a raster group or a cluster's split in a
-/// warp-specialised kernel, stream-K or a deferred epilogue without a
-/// persistent loop), which would go unbuilt.
+/// module's function asks ([`tilec_passes::config::pass_pipeline`]);
+/// `fallback` for input without one (an nv-level kernel).
 pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, Diagnostic> {
-    let Some(func) = module.functions.iter().find(|f| config_of(f).is_some()) else {
-        return Ok(fallback.to_string());
-    };
-    let Some(word) = config_word(func, "schedule", Schedule::WORDS)? else {
-        return Err(Diagnostic::error(func.loc.clone(), "tile.config names no 'schedule': give one, or the program with parameters for config selection"));
-    };
-    let schedule = Schedule::from_word(word, config_int(func, "consumers")?.unwrap_or(0)).expect("config_word checked the word");
-    let cluster = match config_word(func, "cluster", Along::WORDS)? {
-        None | Some("none") => "",
-        Some(_) => "tile-cluster-split,",
-    };
-    let split = config_int(func, "splits")?.is_some_and(|s| s != 1);
-    let order = config_int(func, "raster_group")?.is_some_and(|g| g != 0);
-    let stream_k = config_of(func).expect("found with a config").get("stream_k").is_some();
-    let deferred = config_bool(func, "epilogue_deferred")?.unwrap_or(false);
-    let pipelined = schedule == Schedule::Pipeline;
-    let through_workspace = config_word(func, "split_reduce", SplitReduce::WORDS)? == Some(SplitReduce::Workspace.word());
-    // A warp-specialised K loop splits through the workspace only, one CTA
-    // for each split of each tile: no persistent loop to share by K
-    // iterations or to defer an epilogue into.
-    let foreign: &[(&str, bool, &str)] = if pipelined {
-        &[("stream_k", stream_k, "a persistent schedule"), ("epilogue_deferred", deferred, "a persistent schedule")]
-    } else {
-        &[
-            ("raster_group", order, "the plain pipeline"),
-            ("splits", split && !through_workspace, "split_reduce = \"workspace\" or the plain pipeline"),
-            ("splits", split && schedule == Schedule::PingPong, "consumers that share each tile"),
-            ("stream_k", stream_k && split, "a K loop that is not split"),
-            ("epilogue_deferred", deferred && split, "a K loop that is not split"),
-        ]
-    };
-    if let Some((key, _, needs)) = foreign.iter().find(|(_, set, _)| *set) {
-        return Err(Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' needs {needs}, not schedule \"{word}\"")));
+    match module.functions.iter().find(|f| config_of(f).is_some()) {
+        Some(func) => tilec_passes::config::pass_pipeline(func),
+        None => Ok(fallback.to_string()),
     }
-    Ok(if pipelined {
-        let stages = config_int(func, "stages")?.ok_or_else(|| Diagnostic::error(func.loc.clone(), "tile.config has no 'stages'"))?;
-        // One stage needs no schedule, except that tile-cluster-split
-        // multicasts into the barriers tile-pipeline makes.
-        let pipeline = if stages != 1 || !cluster.is_empty() { "tile-pipeline," } else { "" };
-        let split = if split { "tile-split-k," } else { "" };
-        let order = if order { "tile-rasterize," } else { "" };
-        format!("tile-canonicalize,tile-assign-layouts,{order}{split}{pipeline}{cluster}tile-lower-to-nv,tile-fit-tma-boxes,tile-canonicalize")
-    } else if split {
-        format!("tile-canonicalize,tile-assign-layouts,tile-split-k,tile-warp-specialize,{cluster}tile-lower-to-nv,tile-fit-tma-boxes,tile-canonicalize,tile-licm")
-    } else {
-        let stream_k = if stream_k { "tile-stream-k," } else { "" };
-        let deferred = if deferred { "tile-defer-epilogue," } else { "" };
-        format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-fit-tma-boxes,tile-canonicalize,tile-licm")
-    })
 }
 
 /// `--explain`: the candidates weighed for each function, best first.

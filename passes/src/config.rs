@@ -1,7 +1,8 @@
 //! The `tile.config` attribute that `tile-select-config` writes on a
 //! function, read by the passes after it for the options their pipeline does
-//! not give. (Whether a function still has block-size parameters to bind is
-//! its phase: `phase::has_unbound_parameters`.)
+//! not give, and the pass pipeline that builds the configuration it decides.
+//! (Whether a function still has block-size parameters to bind is its
+//! phase: `phase::has_unbound_parameters`.)
 
 use crate::cluster::Along;
 use crate::config_rules::{Config, Epilogue, Scales, Schedule};
@@ -106,3 +107,110 @@ pub fn decided_config(func: &Function) -> Result<Option<Config>, Diagnostic> {
     }))
 }
 
+
+/// The passes after `tile-select-config` that build the configuration the
+/// function's `tile.config` decides ([`decided_config`], [`Config::pass_pipeline`]);
+/// an error located at the function where it names no schedule or names
+/// something the schedule's passes cannot build.
+pub fn pass_pipeline(func: &Function) -> Result<String, Diagnostic> {
+    let Some(config) = decided_config(func)? else {
+        return Err(Diagnostic::error(func.loc.clone(), "tile.config names no 'schedule': give one, or the program with parameters for config selection"));
+    };
+    config.pass_pipeline().map_err(|m| Diagnostic::error(func.loc.clone(), m))
+}
+
+impl Config {
+    /// The passes after `tile-select-config` that build this configuration,
+    /// each reading its options from `tile.config`: the plain pipeline
+    /// (none for one stage unless clustered), with `tile-rasterize` for a
+    /// grouped tile order and `tile-split-k` when it splits K; the
+    /// persistent warp-specialised schedule, with `tile-stream-k` when it
+    /// shares the last wave by K iterations, `tile-cluster-split` when it
+    /// names a cluster and `tile-defer-epilogue` when it defers the
+    /// epilogue; or, for a warp-specialised K loop split through the
+    /// workspace, `tile-split-k` before `tile-warp-specialize` and no
+    /// persistent loop. A split count or group other than the neutral one
+    /// brings its pass, which checks the value. What the schedule's passes
+    /// cannot build (a raster group or a cluster's split in a
+    /// warp-specialised kernel, stream-K or a deferred epilogue without a
+    /// persistent loop) is an error, not an entry left unbuilt.
+    pub fn pass_pipeline(&self) -> Result<String, String> {
+        let split = self.splits != 1;
+        let (stream_k, deferred, order) = (self.stream_k.is_some(), self.deferred_epilogue, self.raster_group != 0);
+        let pipelined = self.schedule == Schedule::Pipeline;
+        let foreign: &[(&str, bool, &str)] = if pipelined {
+            &[("stream_k", stream_k, "a persistent schedule"), ("epilogue_deferred", deferred, "a persistent schedule")]
+        } else {
+            &[
+                ("raster_group", order, "the plain pipeline"),
+                ("splits", split && self.split_reduce != SplitReduce::Workspace, "split_reduce = \"workspace\" or the plain pipeline"),
+                ("splits", split && self.schedule == Schedule::PingPong, "consumers that share each tile"),
+                ("stream_k", stream_k && split, "a K loop that is not split"),
+                ("epilogue_deferred", deferred && split, "a K loop that is not split"),
+            ]
+        };
+        if let Some((key, _, needs)) = foreign.iter().find(|(_, set, _)| *set) {
+            return Err(format!("tile.config's '{key}' needs {needs}, not schedule \"{}\"", self.schedule.word()));
+        }
+        let cluster = if self.cluster == Along::None { "" } else { "tile-cluster-split," };
+        let split_k = if split { "tile-split-k," } else { "" };
+        Ok(if pipelined {
+            // One stage needs no schedule, except that tile-cluster-split
+            // multicasts into the barriers tile-pipeline makes.
+            let pipeline = if self.stages != 1 || !cluster.is_empty() { "tile-pipeline," } else { "" };
+            let order = if order { "tile-rasterize," } else { "" };
+            format!("tile-canonicalize,tile-assign-layouts,{order}{split_k}{pipeline}{cluster}tile-lower-to-nv,tile-fit-tma-boxes,tile-canonicalize")
+        } else if split {
+            format!("tile-canonicalize,tile-assign-layouts,{split_k}tile-warp-specialize,{cluster}tile-lower-to-nv,tile-fit-tma-boxes,tile-canonicalize,tile-licm")
+        } else {
+            let stream_k = if stream_k { "tile-stream-k," } else { "" };
+            let deferred = if deferred { "tile-defer-epilogue," } else { "" };
+            format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-fit-tma-boxes,tile-canonicalize,tile-licm")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::phase::Phase;
+    use crate::pipeline::parse_pipeline;
+    use crate::config_rules::Config;
+
+    /// The pipeline each form of configuration builds parses, and its passes
+    /// take tile IR to nv IR in phase order.
+    #[test]
+    fn every_schedule_builds_a_pipeline_in_phase_order() {
+        for text in [
+            "128x128x64 stages=1 warps=4 pipeline epilogue=global",
+            "128x128x64 stages=4 warps=4 pipeline epilogue=tma cluster=m grouped=8",
+            "64x64x64 stages=8 warps=4 pipeline epilogue=tma splits=4 split_reduce=workspace",
+            "128x256x64 stages=4 warps=12 ws2 persistent epilogue=tma epilogue_cols=64 epilogue_deferred cluster=n",
+            "128x256x64 stages=4 warps=12 ws2 persistent epilogue=tma stream_k=in-order",
+            "128x128x64 stages=6 warps=12 ws2 epilogue=tma splits=8 split_reduce=workspace",
+            "64x128x64 stages=8 warps=12 pingpong persistent epilogue=tma",
+        ] {
+            let config: Config = text.parse().unwrap();
+            let pipeline = config.pass_pipeline().unwrap_or_else(|e| panic!("{text}: {e}"));
+            let mut phase = Phase::Tile;
+            for entry in parse_pipeline(&pipeline).unwrap() {
+                assert!(entry.info.phases.accepts(phase), "{text}: '{}' cannot run on {phase}", entry.info.name);
+                phase = entry.info.phases.after(phase);
+            }
+            assert_eq!(phase, Phase::Nv, "{text}");
+        }
+    }
+
+    /// A warp-specialised split has no persistent loop; a split through a
+    /// cluster, or one under ping-pong consumers, is not built.
+    #[test]
+    fn a_warp_specialised_split_runs_split_k_before_the_roles() {
+        let split: Config = "128x128x64 stages=6 warps=12 ws2 epilogue=tma splits=8 split_reduce=workspace".parse().unwrap();
+        let pipeline = split.pass_pipeline().unwrap();
+        assert!(pipeline.contains("tile-split-k,tile-warp-specialize") && !pipeline.contains("tile-persistent"), "{pipeline}");
+        let refused = |text: &str| text.parse::<Config>().unwrap().pass_pipeline().unwrap_err();
+        assert!(refused("128x128x64 stages=6 warps=12 ws2 epilogue=tma splits=2").contains("'splits' needs split_reduce"));
+        assert!(refused("128x128x64 stages=6 warps=12 pingpong epilogue=tma splits=2 split_reduce=workspace").contains("consumers that share each tile"));
+        assert!(refused("128x128x64 stages=6 warps=12 ws2 epilogue=tma splits=2 split_reduce=workspace stream_k=in-order").contains("'stream_k' needs a K loop that is not split"));
+        assert!(refused("128x128x64 stages=6 warps=4 pipeline epilogue=tma epilogue_deferred").contains("needs a persistent schedule"));
+    }
+}
