@@ -19,9 +19,14 @@ pub const OLDER_SCHEMAS: [&str; 2] = ["tilec-bench/2", "tilec-bench/1"];
 pub enum BenchDtype {
     /// bf16 A and B, fp32 accumulation, bf16 C.
     Bf16,
-    /// fp8 e4m3 A and B with per-tensor f32 scales, fp32 accumulation, bf16 C.
+    /// fp8 e4m3 A and B with f32 scales (per tensor, or DeepGEMM's blocks
+    /// of [`FP8_SCALE_BLOCK`]: A's per row and block of K, B's per block of
+    /// rows and of K), fp32 accumulation, bf16 C.
     Fp8,
 }
+
+/// Elements of K (and rows of B) one FP8 block scale covers.
+pub const FP8_SCALE_BLOCK: u64 = 128;
 
 impl BenchDtype {
     /// The name used on the command line, in the JSON and in tables.
@@ -84,6 +89,20 @@ impl Shape {
     /// The fewest bytes any kernel must move: A and B read once, C written once.
     pub fn min_bytes(&self, d: BenchDtype) -> u64 {
         (self.m * self.k + self.n * self.k) * d.in_bytes() + self.m * self.n * d.out_bytes()
+    }
+    /// The bytes the roofline charges: [`Shape::min_bytes`] and, for FP8,
+    /// the block scales read once (A's per row and block of K, B's per
+    /// block of rows and of K): the block-scaled problem's, which a
+    /// per-tensor kernel is measured against too.
+    pub fn roofline_bytes(&self, d: BenchDtype) -> u64 {
+        let scales = match d {
+            BenchDtype::Bf16 => 0,
+            BenchDtype::Fp8 => {
+                let k_blocks = self.k.div_ceil(FP8_SCALE_BLOCK);
+                (self.m * k_blocks + self.n.div_ceil(FP8_SCALE_BLOCK) * k_blocks) * 4
+            }
+        };
+        self.min_bytes(d) + scales
     }
     /// Small-M (decode-like) shapes, where bytes, not FLOPs, bound the time.
     pub fn is_small_m(&self) -> bool {
@@ -232,6 +251,13 @@ impl Peaks {
             BenchDtype::Bf16 => self.bf16_tflops,
             BenchDtype::Fp8 => self.fp8_tflops,
         }
+    }
+    /// The roofline of `shape`, TFLOP/s: the tensor peak, or the FLOPs the
+    /// HBM bandwidth allows with its [`Shape::roofline_bytes`] moved once,
+    /// whichever is lower.
+    pub fn roofline_tflops(&self, shape: Shape, dtype: BenchDtype) -> f64 {
+        let memory = shape.flops() * self.hbm_gbps * 1e9 / shape.roofline_bytes(dtype) as f64 / 1e12;
+        self.tflops(dtype).min(memory)
     }
 }
 
@@ -451,6 +477,10 @@ pub struct RunResult {
     /// `gbps` as a percentage of the HBM bandwidth.
     #[serde(default)]
     pub pct_hbm: Option<f64>,
+    /// `tflops` as a percentage of the shape's roofline
+    /// ([`Peaks::roofline_tflops`]).
+    #[serde(default)]
+    pub pct_roofline: Option<f64>,
     /// Why the run has no figures (failed launch, no valid samples, ...).
     pub error: Option<String>,
 }
@@ -468,6 +498,7 @@ impl RunResult {
             gbps: None,
             pct_peak: None,
             pct_hbm: None,
+            pct_roofline: None,
             error: None,
         }
     }
@@ -608,13 +639,15 @@ impl ShapeResult {
             .filter(|r| r.kind == kind && r.usable())
             .max_by(|a, b| a.tflops.unwrap_or(0.0).total_cmp(&b.tflops.unwrap_or(0.0)))
     }
-    /// Fills the percentages of peak, `best_ours`, `best_baseline`, `ratio`
+    /// Fills the percentages of peak and of the roofline, `best_ours`, `best_baseline`, `ratio`
     /// and `ratio_stats` from `runs`.
     pub fn summarize(&mut self, peaks: &Peaks) {
         let peak = peaks.tflops(self.dtype);
+        let roofline = peaks.roofline_tflops(self.shape(), self.dtype);
         for r in &mut self.runs {
             r.pct_peak = r.tflops.map(|t| 100.0 * t / peak);
             r.pct_hbm = r.gbps.map(|g| 100.0 * g / peaks.hbm_gbps);
+            r.pct_roofline = r.tflops.map(|t| 100.0 * t / roofline);
         }
         let (ours, base) = (self.best(RunKind::Ours), self.best(RunKind::Baseline));
         let stats = match (ours, base) {

@@ -36,15 +36,17 @@ impl RowCheck {
 /// times; `ratio` is ours over the faster baseline with its p10..p90;
 /// `of peak` is our best kernel's TFLOP/s as a percentage of the dtype's peak
 /// for large shapes, its bytes moved as a percentage of the HBM bandwidth
-/// for small-M ones (`HBM`), of the report's peaks; `check` is that kernel's check (FAIL only when no
+/// for small-M ones (`HBM`), of the report's peaks; `roofline` its TFLOP/s
+/// as a percentage of the shape's roofline (the lower of the peak and what
+/// the HBM bandwidth allows); `check` is that kernel's check (FAIL only when no
 /// kernel of ours passed). Candidates that failed their check (never timed)
 /// are listed under the table.
 pub fn format_table(results: &[ShapeResult]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<18} {:<5} {:>8} {:>9} {:>8} {:>6} {:>13} {:>11} {:>5}  best ours",
-        "shape (MxNxK)", "dtype", "ours_TF", "cublas_TF", "lt_TF", "ratio", "p10..p90", "of peak", "check"
+        "{:<18} {:<5} {:>8} {:>9} {:>8} {:>6} {:>13} {:>11} {:>8} {:>5}  best ours",
+        "shape (MxNxK)", "dtype", "ours_TF", "cublas_TF", "lt_TF", "ratio", "p10..p90", "of peak", "roofline", "check"
     );
     for r in results {
         let shape = r.shape();
@@ -58,7 +60,7 @@ pub fn format_table(results: &[ShapeResult]) -> String {
         };
         let _ = writeln!(
             s,
-            "{:<18} {:<5} {:>8} {:>9} {:>8} {:>6} {:>13} {:>11} {:>5}  {}",
+            "{:<18} {:<5} {:>8} {:>9} {:>8} {:>6} {:>13} {:>11} {:>8} {:>5}  {}",
             shape.to_string(),
             r.dtype.name(),
             opt(ours.and_then(|o| o.tflops), 1),
@@ -67,6 +69,7 @@ pub fn format_table(results: &[ShapeResult]) -> String {
             opt(r.ratio, 3),
             spread,
             of_peak.unwrap_or_else(|| "-".into()),
+            ours.and_then(|o| o.pct_roofline).map_or_else(|| "-".into(), |p| format!("{p:.1}%")),
             r.row_check().label(),
             r.best_ours.as_deref().map(short_name).unwrap_or("-"),
         );

@@ -160,6 +160,12 @@ fn summary_picks_usable_best_and_ratio_per_round() {
     let ours = r.run("artifacts/gemm_128x128").unwrap();
     assert!((ours.pct_peak.unwrap() - ours.tflops.unwrap() / 989.0 * 100.0).abs() < 1e-9);
     assert!((ours.pct_hbm.unwrap() - ours.gbps.unwrap() / 3350.0 * 100.0).abs() < 1e-9);
+    // 64x2112x7168 BF16 is memory-bound on the H100: its roofline is what
+    // 3.35 TB/s allows with A, B and C moved once.
+    let bytes = ((64 * 7168 + 2112 * 7168) * 2 + 64 * 2112 * 2) as f64;
+    let roofline = 2.0 * 64.0 * 2112.0 * 7168.0 * 3350e9 / bytes / 1e12;
+    assert!(roofline < 989.0);
+    assert!((ours.pct_roofline.unwrap() - ours.tflops.unwrap() / roofline * 100.0).abs() < 1e-9);
     // A failed candidate does not make the row fail: its kernel passed.
     assert!(r.any_check_failed());
     assert_eq!(r.row_check(), RowCheck::Ok);
@@ -317,13 +323,30 @@ fn groups_and_geomeans() {
 }
 
 #[test]
+fn the_roofline_is_the_lower_of_the_peak_and_the_bandwidths_bound() {
+    let peaks = Peaks::of(&Target::H200);
+    // Large and square: the tensor peak bounds it.
+    let square = Shape { m: 8192, n: 8192, k: 8192 };
+    assert_eq!(peaks.roofline_tflops(square, BenchDtype::Bf16), peaks.bf16_tflops);
+    assert_eq!(peaks.roofline_tflops(square, BenchDtype::Fp8), peaks.fp8_tflops);
+    // Decode-sized: HBM does, with FP8's block scales counted (one f32 per
+    // row of A and 128 of K, one per 128x128 block of B).
+    let decode = Shape { m: 1, n: 4096, k: 4096 };
+    assert_eq!(decode.roofline_bytes(BenchDtype::Bf16), decode.min_bytes(BenchDtype::Bf16));
+    let fp8_bytes = (4096 + 4096 * 4096) + 4096 * 2 + (32 + 32 * 32) * 4;
+    assert_eq!(decode.roofline_bytes(BenchDtype::Fp8), fp8_bytes);
+    let expected = 2.0 * 4096.0 * 4096.0 * 4800e9 / fp8_bytes as f64 / 1e12;
+    assert!((peaks.roofline_tflops(decode, BenchDtype::Fp8) - expected).abs() < 1e-9);
+}
+
+#[test]
 fn table_formatting() {
     let rep = sample_report();
     let t = format_table(&rep.results);
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 5, "{t}");
     assert!(lines[0].starts_with("shape (MxNxK)"));
-    for col in ["ours_TF", "cublas_TF", "lt_TF", "ratio", "p10..p90", "of peak", "check"] {
+    for col in ["ours_TF", "cublas_TF", "lt_TF", "ratio", "p10..p90", "of peak", "roofline", "check"] {
         assert!(lines[0].contains(col), "{col}");
     }
     let row = lines[1];

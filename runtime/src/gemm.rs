@@ -62,7 +62,7 @@ impl GemmSize {
 }
 
 /// Elements of K (and rows of B) one block scale covers.
-pub const SCALE_BLOCK: usize = 128;
+pub const SCALE_BLOCK: usize = tilec_report::schema::FP8_SCALE_BLOCK as usize;
 
 /// How B is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
