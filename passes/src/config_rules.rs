@@ -970,8 +970,8 @@ fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk
     let registers = |warpgroups| problem.precision.accumulator_registers(bm, bn, warpgroups);
     let warpgroups = if registers(1).fit_alone() { 1 } else { 2 };
     // Two warpgroups split a tile by rows (MMA layouts hold whole
-    // warpgroups along M), at least an m64 block each.
-    if !registers(warpgroups).fit_shared() || bm < 64 * warpgroups {
+    // warpgroups along M), whole m64 blocks each.
+    if !registers(warpgroups).fit_shared() || bm % (64 * warpgroups) != 0 {
         return None;
     }
     let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
@@ -1716,7 +1716,7 @@ fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins, best: &Ca
     let rows = c.block_m / consumers;
     let registers = problem.precision.accumulator_registers(rows, c.block_n, 1);
     let fits = if consumers == 1 { registers.fit_alone() } else { registers.fit_shared() };
-    if rows < 64 || !fits {
+    if c.block_m % (64 * consumers) != 0 || !fits {
         return None;
     }
     let schedule = Schedule::WarpSpecialized { consumers };
