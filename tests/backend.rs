@@ -7,6 +7,8 @@
 mod api;
 #[path = "backend/cli.rs"]
 mod cli;
+#[path = "backend/elementwise_ops.rs"]
+mod elementwise_ops;
 #[path = "backend/explain.rs"]
 mod explain;
 // The pipeline's fuzzing lowers to MLIR and PTX, so it lives in this binary.
