@@ -35,6 +35,13 @@ impl Pass for Licm {
         Ok(())
     }
 
+    /// A hoisted op is pure: no barrier, access or wait moves, and the
+    /// values the verifier reads (stages, phases, coordinates) are the same
+    /// computed once before the loop as in each iteration.
+    fn preserves_barriers(&self) -> bool {
+        true
+    }
+
     fn statistics(&self) -> Vec<Statistic> {
         vec![Statistic { name: "num-hoisted", description: "Number of ops hoisted out of loops", value: self.hoisted }]
     }
