@@ -3,6 +3,8 @@
 //! hands out tile pairs) and `tile-cluster-split` (which multicasts the
 //! operand the pair shares) and written as `tile.config`'s `cluster`.
 
+use crate::words::named_by_words;
+
 /// CTAs per cluster. The passes after config selection do not know the
 /// target, so they take the default's: every target clusters alike (a test
 /// checks).
@@ -19,20 +21,9 @@ pub enum Along {
     None,
 }
 
+named_by_words!(Along { M => "m", N => "n", None => "none" } default None);
+
 impl Along {
-    /// The words [`Along::parse`] takes.
-    pub const WORDS: &'static [&'static str] = &["m", "n", "none"];
-
-    /// `m`, `n` or `none` (the pass option and the `tile.config` word,
-    /// both checked against [`Along::WORDS`] first).
-    pub fn parse(word: &str) -> Along {
-        match word {
-            "m" => Along::M,
-            "n" => Along::N,
-            _ => Along::None,
-        }
-    }
-
     /// The tiles along M and along N a cluster takes each turn of the loop
     /// over tiles: a pair along the clustered dimension, one tile without.
     pub fn tiles(self) -> [i64; 2] {
@@ -42,17 +33,7 @@ impl Along {
             Along::None => [1, 1],
         }
     }
-
-    /// The option word.
-    pub fn word(self) -> &'static str {
-        match self {
-            Along::M => "m",
-            Along::N => "n",
-            Along::None => "none",
-        }
-    }
 }
-
 
 #[cfg(test)]
 mod tests {

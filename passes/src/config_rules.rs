@@ -207,6 +207,7 @@
 //!     (`deferred_epilogue`).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
+use crate::words::named_by_words;
 use tilec_target::fewest_keeping_turns;
 use tilec_dialects::ir::{ElemType, TileType};
 use tilec_dialects::nv::memory::flat_box_rows_of;
@@ -530,24 +531,7 @@ pub enum SplitReduce {
     Workspace,
 }
 
-impl SplitReduce {
-    /// The option and `tile.config` words, in variant order.
-    pub const WORDS: &'static [&'static str] = &["cluster", "workspace"];
-
-    /// The reduction a word of [`Self::WORDS`] names.
-    pub fn parse(word: &str) -> SplitReduce {
-        if word == "workspace" {
-            SplitReduce::Workspace
-        } else {
-            SplitReduce::Cluster
-        }
-    }
-
-    /// Its word.
-    pub fn word(self) -> &'static str {
-        Self::WORDS[self as usize]
-    }
-}
+named_by_words!(SplitReduce { Cluster => "cluster", Workspace => "workspace" } default Cluster);
 
 /// The order in which a stream-K CTA (`tile-stream-k`) runs the pieces of
 /// its contiguous range of K iterations.
@@ -564,24 +548,7 @@ pub enum PieceOrder {
     InOrder,
 }
 
-impl PieceOrder {
-    /// The option and `tile.config` words, in variant order.
-    pub const WORDS: &'static [&'static str] = &["reversed", "in-order"];
-
-    /// The order a word of [`Self::WORDS`] names.
-    pub fn parse(word: &str) -> PieceOrder {
-        if word == "in-order" {
-            PieceOrder::InOrder
-        } else {
-            PieceOrder::Reversed
-        }
-    }
-
-    /// Its word.
-    pub fn word(self) -> &'static str {
-        Self::WORDS[self as usize]
-    }
-}
+named_by_words!(PieceOrder { Reversed => "reversed", InOrder => "in-order" } default Reversed);
 
 /// One configuration, everything the passes after config selection need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,6 +25,7 @@ pub mod pipeline;
 pub mod registry;
 pub mod tile_order;
 pub mod transforms;
+mod words;
 
 pub use manager::{Instrumentation, PassError, PassManager};
 pub use options::{OptionKind, OptionSpec, PassOptions};
