@@ -11,12 +11,12 @@
 //!    registers: the running result at most 128 a thread (BM * BN <= 2 *
 //!    128 * 128) and, with block-scaled FP8's partial product of the m64
 //!    row block being promoted (BN / 2 more), at most 192 when each
-//!    warpgroup holds one m64 row block (128x192 over two), else 176 (at
-//!    192, 256x128 over two spilled). One warpgroup takes
+//!    warpgroup holds one m64 row block (128x192 over two), else 144 (at
+//!    168, 256x112 over two spilled). One warpgroup takes
 //!    the tile when all of it fits 128 a thread (4 warps, else 8, each
 //!    warpgroup an m64 block of rows or more). A
 //!    block-scaled tile whose warpgroups each hold more than one m64 block
-//!    (256x112 over two) is ranked last, as a warp-specialised
+//!    (256x96 over two) is ranked last, as a warp-specialised
 //!    alternative, unless block M is pinned: over a long K it has fewer
 //!    stages and each consumer promotes its two blocks in series; it gains
 //!    only over a short K. Block K is 128 bytes of K (64 BF16,
@@ -269,15 +269,16 @@ impl AccumulatorRegisters {
     /// running result of at most 128 registers (the widest measured tiles,
     /// 128x256 and 256x128 over two warpgroups) and, with the partial, at
     /// most 192 of a consumer's 232 where the warpgroup holds one m64 row
-    /// block (its partial as large as its running result), else 176; the
+    /// block (its partial as large as its running result), else 144; the
     /// rest go to addresses, loop state and scales. 128x192 FP8 tiles over
     /// two consumers fit since the TMA epilogue's shared-memory addresses
-    /// stopped taking a register each; 256x128 over two (128 running and 64
-    /// partial, two row blocks to address) spills, hence 176 there
-    /// (measured: docs/evidence.md, config_rules.rs, AccumulatorRegisters::fit_shared).
+    /// stopped taking a register each; with two row blocks to address,
+    /// 256x112 over two (112 running, 56 partial) spills and 256x96 (96
+    /// and 48) does not (ptxas -v: docs/benchmarks/checks/2026-11-29-ptxas-fp8-256x112.json;
+    /// docs/evidence.md, config_rules.rs, AccumulatorRegisters::fit_shared).
     pub fn fit_shared(self) -> bool {
         let one_row_block = self.total - self.running == self.running;
-        self.running <= 128 && self.total <= if one_row_block { 192 } else { 176 }
+        self.running <= 128 && self.total <= if one_row_block { 192 } else { 144 }
     }
 
     /// Light enough for a warpgroup alone: at most 128 in all. A tile one
@@ -1782,17 +1783,29 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
     let k_blocks = ceil_div(problem.k, bk);
     let block_ms: Vec<i64> = pins.block_m.map_or(BLOCK_MS.to_vec(), |m| vec![m]);
     let block_ns: Vec<i64> = pins.block_n.map_or_else(every_block_n, |n| vec![n]);
-    // A program whose B scales come in a fixed number of rows takes only
-    // the widths the rules found it can: those of their candidates.
-    let mut shapes: Vec<(i64, i64, i64)> = match problem.b_scale_rows {
-        Some(_) => ranked.iter().map(|c| (c.config.block_m, c.config.block_n, bk)).collect(),
-        None => block_ms.iter().flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn, bk))).collect(),
+    // A program whose B scales come in a fixed number of rows takes the
+    // widths whose tiles find their scales in those rows, at any offset
+    // into a scale block their grid starts them at.
+    let block_ns: Vec<i64> = match problem.b_scale_rows {
+        Some(rows) => block_ns.into_iter().filter(|&bn| blocks_from_grid_offsets(bn) <= rows && spans_few_scale_blocks(bn, k_blocks)).collect(),
+        None => block_ns,
     };
+    let mut shapes: Vec<(i64, i64, i64)> = block_ms.iter().flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn, bk))).collect();
     shapes.retain(|&(_, bn, _)| holds_whole_groups(problem, bn));
-    shapes.dedup();
     let tiles = || shapes.iter().copied();
     let unclustered = pins.cluster.is_none_or(|along| along == Along::None);
     let mut found = Vec::new();
+    // The rules rank one width for such a program
+    // ([`block_n_across_scale_blocks`]); every other width is weighed in
+    // the forms the rules give it when pinned, but for tiles promoted an
+    // m64 block of rows at a time, which the rules rank only at their own
+    // width: the model under-predicts them (docs/cost-model.md).
+    if problem.b_scale_rows.is_some() && pins.block_n.is_none() {
+        for &bn in block_ns.iter().filter(|&&bn| ranked.iter().all(|c| c.config.block_n != bn) && holds_whole_groups(problem, bn)) {
+            let pinned = rank(problem, machine, &Pins { block_n: Some(bn), ..*pins });
+            found.extend(pinned.into_iter().filter(|c| pins.block_m.is_some() || !promotes_by_row_blocks(&c.config)));
+        }
+    }
     if problem.clusterable && !problem.varying_k && pins.cluster.is_none() {
         for splits in 2..=SUM_SPLITS {
             found.extend(
@@ -2036,6 +2049,33 @@ mod tests {
     }
 
     #[test]
+    fn a_block_scaled_program_weighs_every_width_its_scale_rows_serve() {
+        let widths = |p: &Problem| {
+            let ranked = rank(p, &Machine::H100, &Pins::default());
+            let all: Vec<Candidate> = ranked.iter().cloned().chain(alternatives(p, &Machine::H100, &Pins::default(), &ranked)).collect();
+            let mut block_ns: Vec<i64> = all.iter().map(|c| c.config.block_n).collect();
+            block_ns.sort_unstable();
+            block_ns.dedup();
+            block_ns
+        };
+        // Three scale rows serve any width up to 256 at any offset; the
+        // rules rank one of them.
+        let three = Problem { b_scale_rows: Some(3), ..fp8(64, 7168, 16384) };
+        assert_eq!(rank(&three, &Machine::H100, &Pins::default()).iter().map(|c| c.config.block_n).collect::<std::collections::BTreeSet<_>>().len(), 1);
+        // At 128 K blocks every width whose accumulators fit is weighed
+        // (past 192 they outgrow the registers at 64 rows).
+        let all = widths(&three);
+        assert!(every_block_n().into_iter().filter(|&n| n <= 192).all(|n| all.contains(&n)), "{all:?}");
+        // Two rows leave out the widths whose tiles touch three blocks
+        // (176 starts a tile 112 rows into one).
+        let two = widths(&Problem { b_scale_rows: Some(2), ..fp8(64, 7168, 16384) });
+        assert!(two.contains(&192) && two.contains(&112) && !two.contains(&176), "{two:?}");
+        // Below 32 K blocks a tile spanning three blocks is no candidate.
+        let short = widths(&Problem { b_scale_rows: Some(3), ..fp8(64, 7168, 2048) });
+        assert!(short.contains(&192) && !short.contains(&176), "{short:?}");
+    }
+
+    #[test]
     fn workspace_splits_are_weighed_where_tiles_are_fewer_than_the_sms() {
         let workspace = |p: &Problem| {
             let ranked = rank(p, &Machine::H100, &Pins::default());
@@ -2181,10 +2221,12 @@ mod tests {
     fn accumulator_registers_count_fp8s_partial_as_one_row_block() {
         let fp8 = Precision::Fp8BlockScaled;
         // 256x128 over two warpgroups: 128 running, 64 more for one block's
-        // partial, past the 176 two row blocks fit; 256x112 takes 168.
+        // partial, past the 144 two row blocks fit; 256x112 takes 168 and
+        // spills, 256x96 144.
         assert_eq!(fp8.accumulator_registers(256, 128, 2), AccumulatorRegisters { running: 128, total: 192 });
         assert!(!fp8.accumulator_registers(256, 128, 2).fit_shared());
-        assert!(fp8.accumulator_registers(256, 112, 2).fit_shared());
+        assert!(!fp8.accumulator_registers(256, 112, 2).fit_shared());
+        assert!(fp8.accumulator_registers(256, 96, 2).fit_shared());
         // 128x176: 88 running and 88 partial; 128x192 fits, 128x208 does not.
         assert_eq!(fp8.accumulator_registers(128, 176, 2), AccumulatorRegisters { running: 88, total: 176 });
         assert!(fp8.accumulator_registers(128, 176, 2).fit_shared());
@@ -2223,9 +2265,9 @@ mod tests {
     #[test]
     fn fp8_row_block_tiles_are_ranked_last_unless_pinned() {
         let p = Problem { b_scale_rows: Some(3), ..fp8(4096, 7168, 2048) };
-        let pins = Pins { block_n: Some(112), ..Pins::default() };
+        let pins = Pins { block_n: Some(96), ..Pins::default() };
         let ranked = rank(&p, &Machine::H100, &pins);
-        assert_eq!((ranked[0].config.block_m, ranked[0].config.block_n), (128, 112));
+        assert_eq!((ranked[0].config.block_m, ranked[0].config.block_n), (128, 96));
         let tall = ranked.last().expect("candidates");
         assert_eq!((tall.config.block_m, tall.config.schedule), (256, Schedule::WarpSpecialized { consumers: 2 }));
         assert!(ranked[..ranked.len() - 1].iter().all(|c| c.config.block_m < 256));
