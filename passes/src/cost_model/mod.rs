@@ -54,6 +54,10 @@ pub struct Calibration {
     pub promotion_serial: f64,
     /// The same where a second consumer's wgmma runs meanwhile.
     pub promotion_overlapped: f64,
+    /// Seconds each K block of block-scaled FP8 waits for its wgmma group
+    /// to complete before promoting it, whatever the tile's width: the
+    /// promotion reads the group's partial sums, so the wait is serial.
+    pub promotion_wait_s: f64,
     /// Seconds from a TMA load's issue to its data in shared memory.
     pub load_latency_s: f64,
     /// Bytes per second all SMs together stage from L2.
@@ -95,6 +99,7 @@ impl Calibration {
         k_block_overhead_s: 30e-9,
         promotion_serial: 1.0,
         promotion_overlapped: 0.3,
+        promotion_wait_s: 50e-9,
         load_latency_s: 1.0e-6,
         l2_bytes_per_s: 10e12,
         hbm_efficiency: 0.85,
@@ -119,6 +124,7 @@ impl Calibration {
             self.k_block_overhead_s,
             self.promotion_serial,
             self.promotion_overlapped,
+            self.promotion_wait_s,
             self.load_latency_s,
             self.l2_bytes_per_s,
             self.hbm_efficiency,
@@ -135,7 +141,7 @@ impl Calibration {
     /// The constants from a vector in [`Calibration::NAMES`]' order.
     pub fn from_slice(v: &[f64]) -> Calibration {
         Calibration {
-mma_efficiency_pipeline: v[0],
+            mma_efficiency_pipeline: v[0],
             mma_efficiency_pipeline_two_warpgroups: v[1],
             mma_efficiency_one_consumer: v[2],
             mma_efficiency_two_consumers: v[3],
@@ -144,21 +150,22 @@ mma_efficiency_pipeline: v[0],
             k_block_overhead_s: v[6],
             promotion_serial: v[7],
             promotion_overlapped: v[8],
-            load_latency_s: v[9],
-            l2_bytes_per_s: v[10],
-            hbm_efficiency: v[11],
-            tile_overhead_s: v[12],
-            store_bytes_per_s: v[13],
-            partial_bytes_per_s: v[14],
-            workspace_round_trip_s: v[15],
-            stream_k_miss_share: v[16],
-            overlap_exponent: v[17],
-            launch_s: v[18],
+            promotion_wait_s: v[9],
+            load_latency_s: v[10],
+            l2_bytes_per_s: v[11],
+            hbm_efficiency: v[12],
+            tile_overhead_s: v[13],
+            store_bytes_per_s: v[14],
+            partial_bytes_per_s: v[15],
+            workspace_round_trip_s: v[16],
+            stream_k_miss_share: v[17],
+            overlap_exponent: v[18],
+            launch_s: v[19],
         }
     }
 
     /// The constants' names, as the calibration file spells them.
-    pub const NAMES: [&'static str; 19] = [
+    pub const NAMES: [&'static str; 20] = [
         "mma_efficiency_pipeline",
         "mma_efficiency_pipeline_two_warpgroups",
         "mma_efficiency_one_consumer",
@@ -168,6 +175,7 @@ mma_efficiency_pipeline: v[0],
         "k_block_overhead_s",
         "promotion_serial",
         "promotion_overlapped",
+        "promotion_wait_s",
         "load_latency_s",
         "l2_bytes_per_s",
         "hbm_efficiency",
@@ -408,7 +416,13 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         Precision::Bf16 => 0.0,
         Precision::Fp8BlockScaled => promotion * bm * bn / (SM_LANES * throughput.clock_hz),
     };
-    let compute_kb = mma_kb + promotion_kb + cal.k_block_overhead_s;
+    // Every warpgroup on the tile waits for its own wgmma group at each K
+    // block (consumers sharing a tile take the same K block together).
+    let promotion_wait = match problem.precision {
+        Precision::Bf16 => 0.0,
+        Precision::Fp8BlockScaled => cal.promotion_wait_s,
+    };
+    let compute_kb = mma_kb + promotion_kb + promotion_wait + cal.k_block_overhead_s;
     let in_flight = (c.stages - 1).max(1) as f64;
     let latency_kb = cal.load_latency_s / in_flight;
     let stage_bytes = (bm + bn) * bk * el;

@@ -7,28 +7,30 @@
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-ws-split-a.json`
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-ws-split-b.json`
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-ws-split.json`
+//! - `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-widths.json`
 
 use crate::cost_model::Calibration;
 
 /// Fitted on the NVIDIA H200.
 pub const H200: Calibration = Calibration {
-    mma_efficiency_pipeline: 5.923619527350124e-1,
-    mma_efficiency_pipeline_two_warpgroups: 7.875491393591092e-1,
-    mma_efficiency_one_consumer: 9.999999976102829e-1,
-    mma_efficiency_two_consumers: 1.627265136484326e0,
-    mma_efficiency_ping_pong: 9.571400502921964e-1,
-    fp8_mma_efficiency: 5.235917566274634e-1,
-    k_block_overhead_s: 6.33919619181929e-8,
-    promotion_serial: 1.3521190392760403e0,
-    promotion_overlapped: 2.809655384505492e-1,
-    load_latency_s: 1.2618382551617718e-6,
-    l2_bytes_per_s: 1.2120655092450318e13,
-    hbm_efficiency: 9.591256797670703e-1,
-    tile_overhead_s: 6.39018973132893e-7,
-    store_bytes_per_s: 4.6239655631122894e10,
-    partial_bytes_per_s: 7.108157355121591e10,
-    workspace_round_trip_s: 4.1619326478131675e-7,
-    stream_k_miss_share: 5.522923959952141e-1,
-    overlap_exponent: 5.321417177669174e0,
-    launch_s: 4.729866853265907e-6,
+    mma_efficiency_pipeline: 5.701536018890064e-1,
+    mma_efficiency_pipeline_two_warpgroups: 7.310663320420488e-1,
+    mma_efficiency_one_consumer: 1.2227881299235817e0,
+    mma_efficiency_two_consumers: 1.2243370071296802e0,
+    mma_efficiency_ping_pong: 9.999999062372761e-1,
+    fp8_mma_efficiency: 8.167685810170736e-1,
+    k_block_overhead_s: 3.683257049568446e-8,
+    promotion_serial: 9.783764189282503e-1,
+    promotion_overlapped: 2.3651471781849545e-1,
+    promotion_wait_s: 1.6451384805636172e-7,
+    load_latency_s: 1.2827262816417447e-6,
+    l2_bytes_per_s: 1.1402848232109596e13,
+    hbm_efficiency: 9.380070776244748e-1,
+    tile_overhead_s: 7.243365684518713e-7,
+    store_bytes_per_s: 6.315219459493069e10,
+    partial_bytes_per_s: 7.602938081303764e10,
+    workspace_round_trip_s: 3.827046428719929e-7,
+    stream_k_miss_share: 5.53459769338514e-1,
+    overlap_exponent: 5.674004852222854e0,
+    launch_s: 4.602489753685212e-6,
 };
