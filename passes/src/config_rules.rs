@@ -274,8 +274,8 @@ impl AccumulatorRegisters {
     /// two consumers fit since the TMA epilogue's shared-memory addresses
     /// stopped taking a register each; with two row blocks to address,
     /// 256x112 over two (112 running, 56 partial) spills and 256x96 (96
-    /// and 48) does not (ptxas -v: docs/benchmarks/checks/2026-11-29-ptxas-fp8-256x112.json;
-    /// docs/evidence.md, config_rules.rs, AccumulatorRegisters::fit_shared).
+    /// and 48) does not
+    /// (measured: docs/evidence.md, config_rules.rs, AccumulatorRegisters::fit_shared).
     pub fn fit_shared(self) -> bool {
         let one_row_block = self.total - self.running == self.running;
         self.running <= 128 && self.total <= if one_row_block { 192 } else { 144 }
