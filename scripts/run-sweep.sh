@@ -41,7 +41,9 @@ for shape in $(cut -d' ' -f1 sweep.txt | uniq); do
   for a in $(awk -v s="$shape" '$1 == s { print $2 }' sweep.txt); do arts+=(--artifact "artifacts/$a"); done
   timeout 300 bin/tilec-bench "${arts[@]}" --shapes "$shape" --dtypes "$dtype" "${reps[@]}" --json "$work/sweep-$shape.json" "${tuning[@]}" >"$work/sweep-$shape.log" 2>&1
   echo "$shape: bench rc=$?"
+  # Only a few files come back from a GPU run: the logs and JSON travel as one archive,
+  # rewritten after every shape so that a run cut by its call's limit keeps what it timed.
+  tar czf "$out/$name-logs.tgz" -C "$work" .
 done
 python3 sweep-regret.py sweep.txt "$work"/sweep-*.json | tee "$out/$name-regret.txt"
-# Only a few files come back from a GPU run: the logs and JSON travel as one archive.
 tar czf "$out/$name-logs.tgz" -C "$work" .
