@@ -222,6 +222,7 @@ def main():
             print(f"{name}: baseline {baseline}, {dict(counts)}", file=sys.stderr)
     seeded = sum(totals.values())
     report = {
+        "schema": "tilec-barrier-seeded-bugs/1",
         "what": "Synchronising lines deleted (and expect-tx bytes halved, wait phases flipped) one at a time from config selection's picks; each mutant run through tile-opt --nv-verify-barriers",
         "command": "scripts/seed-barrier-bugs.py",
         "seeded": seeded,

@@ -281,6 +281,8 @@ fn cli_robustness() {
     );
     if let Ok(path) = std::env::var("TILEC_CLI_FUZZ_JSON") {
         let json = serde_json::json!({
+            // tilec-report reads the figures by this schema.
+            "schema": "tilec-cli-robustness/1",
             "test": "tests/backend/cli_robustness.rs",
             "command": format!("TILEC_CLI_FUZZ_COUNT={count} TILEC_CLI_FUZZ_SEED={seed} TILEC_CLI_FUZZ_JOBS={jobs} cargo test --release --test backend cli_robustness"),
             "seed": seed,
