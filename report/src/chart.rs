@@ -40,14 +40,14 @@ fn y_range(rows: &[&ShapeResult]) -> (f64, f64) {
 
 /// Tick values for the log axis between `lo` and `hi`: tenths, and
 /// quarters above 1.5.
-fn y_ticks(lo: f64, hi: f64) -> Vec<f64> {
+pub(crate) fn y_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let tenths = (1..=15).map(|t| t as f64 / 10.0);
     let quarters = (7..=40).map(|q| q as f64 / 4.0);
     tenths.chain(quarters).filter(|&y| y >= lo && y <= hi).collect()
 }
 
 /// Width of the side panel with the geometric means.
-const PANEL: u32 = 300;
+pub(crate) const PANEL: u32 = 300;
 
 /// Draws the chart of `report` as SVG text.
 pub fn ratio_chart_svg(report: &Report) -> Result<String, String> {

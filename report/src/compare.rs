@@ -7,7 +7,7 @@ use crate::table::{opt, short_name};
 use std::fmt::Write as _;
 
 /// `b / a - 1` in percent, when both are there.
-fn change(a: Option<f64>, b: Option<f64>) -> String {
+pub(crate) fn change(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if a > 0.0 => format!("{:+.1}%", (b / a - 1.0) * 100.0),
         _ => "-".into(),

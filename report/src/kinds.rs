@@ -1,176 +1,87 @@
 //! Every kind of report `tilec-report` reads, told apart by its `schema`
-//! field before anything else is parsed: the GEMM report ([`Report`],
-//! `tilec-bench/3`, `/2` and `/1`), the grouped GEMM report
-//! ([`GroupedReport`], `tilec-bench-grouped/1`) and the tensor-parallel
-//! report ([`TpReport`], `tilec-tp/1`). Any other schema, or none, is a
+//! field before anything else is parsed. Each kind is a typed mirror of
+//! what its writer emits, in a module of its own with its table; this
+//! module only dispatches. Any other schema, or none, is a
 //! [`LoadError::UnknownSchema`] with a one-line message, not a serde error.
 //!
-//! The grouped and tensor-parallel structs mirror what `tilec-runtime`
-//! writes (`runtime/src/grouped_bench.rs`, `runtime/src/bin/tilec-tp.rs`),
-//! field for field, so that the runtime can later write these very types.
+//! To read a new kind: add its module with a `SCHEMA` constant, its struct
+//! and a `table`, then a variant here and a line in [`known_schemas`],
+//! [`AnyReport::from_json`], [`AnyReport::schema`] and [`AnyReport::table`].
 
-use crate::schema::{Report, Stats, OLDER_SCHEMAS, SCHEMA};
-use serde::{Deserialize, Serialize};
+pub mod bench_results;
+pub mod calibration;
+pub mod checks;
+pub mod cli_robustness;
+pub mod compile_time;
+pub mod fuzz;
+pub mod fuzz_sanitize;
+pub mod grouped;
+pub mod judge;
+pub mod measurements;
+pub mod seeded_bugs;
+pub mod tp;
+pub mod tuning;
 
-/// The schema of a grouped GEMM report (`tilec-bench --grouped --json`).
-pub const GROUPED_SCHEMA: &str = "tilec-bench-grouped/1";
-/// The schema of a tensor-parallel report (`tilec-tp --json`).
-pub const TP_SCHEMA: &str = "tilec-tp/1";
+pub use grouped::{GroupedReport, GroupedResult, GroupedRun, GROUPED_SCHEMA};
+pub use tp::{TpReport, TpRow, TP_SCHEMA};
+
+use crate::schema::{Report, OLDER_SCHEMAS, SCHEMA};
+use crate::table::{format_grouped_table, format_report_tables, format_tp_table};
 
 /// Every schema [`AnyReport::from_json`] reads, newest GEMM schema first.
 pub fn known_schemas() -> Vec<&'static str> {
     let mut v = vec![SCHEMA];
     v.extend(OLDER_SCHEMAS);
-    v.extend([GROUPED_SCHEMA, TP_SCHEMA]);
+    v.extend([
+        GROUPED_SCHEMA,
+        TP_SCHEMA,
+        bench_results::SCHEMA,
+        judge::SCHEMA,
+        measurements::SCHEMA,
+        calibration::SCHEMA,
+        tuning::SCHEMA,
+        checks::SCHEMA,
+        compile_time::SCHEMA,
+        fuzz::SCHEMA,
+        fuzz_sanitize::SCHEMA,
+        cli_robustness::SCHEMA,
+        seeded_bugs::SCHEMA,
+    ]);
     v
 }
 
-/// One contender's outcome on one grouped problem.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GroupedRun {
-    /// The contender (`cublas-loop`, or our artifact's folder name).
-    pub name: String,
-    /// Relative Frobenius error on the checked rows, when it ran.
-    pub rel_err: Option<f64>,
-    /// It ran and its check passed.
-    pub pass: bool,
-    /// Time of each timed round, ms.
-    #[serde(default)]
-    pub round_ms: Vec<f64>,
-    /// Median and spread of the rounds.
-    pub stats: Option<Stats>,
-    /// Useful TFLOP/s at the median.
-    pub tflops: Option<f64>,
-    /// Why it did not run or was not timed.
-    pub error: Option<String>,
-}
-
-/// One grouped problem's results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GroupedResult {
-    /// The problem as given on the command line.
-    pub problem: String,
-    /// A short description for the table (`contig G=8 4096x7168 rows=4096`).
-    pub label: String,
-    /// Experts.
-    pub groups: usize,
-    /// Columns of each expert's output.
-    pub n: u64,
-    /// The reduction dimension.
-    pub k: u64,
-    /// Valid rows over all experts.
-    pub total_rows: u64,
-    /// Useful floating-point operations (padding not counted).
-    pub flops: f64,
-    /// The seed of this problem's inputs.
-    pub seed: u64,
-    /// Each contender's outcome.
-    pub runs: Vec<GroupedRun>,
-    /// Why the problem could not be run at all.
-    pub error: Option<String>,
-}
-
-impl GroupedRun {
-    /// A contender that has not run yet.
-    pub fn new(name: &str) -> Self {
-        GroupedRun { name: name.into(), rel_err: None, pass: false, round_ms: Vec::new(), stats: None, tflops: None, error: None }
-    }
-}
-
-impl GroupedResult {
-    /// True if a contender failed its check or hit an error.
-    pub fn failed(&self) -> bool {
-        self.error.is_some() || self.runs.iter().any(|r| !r.pass || r.error.is_some())
-    }
-}
-
-/// A grouped GEMM report ([`GROUPED_SCHEMA`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GroupedReport {
-    /// [`GROUPED_SCHEMA`].
-    pub schema: String,
-    /// The GPU's name.
-    pub device: String,
-    /// When the run started (UTC).
-    pub date_utc: String,
-    /// The command line.
-    #[serde(default)]
-    pub command_line: Vec<String>,
-    /// The run's seed.
-    pub seed: u64,
-    /// Untimed launches per contender.
-    pub warmup: usize,
-    /// Timed rounds.
-    pub reps: usize,
-    /// Largest relative error that passes.
-    pub threshold: f64,
-    /// One entry per problem.
-    pub results: Vec<GroupedResult>,
-}
-
-/// One chunk count's outcome in a tensor-parallel report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TpRow {
-    /// Chunks the communication is split into.
-    pub chunks: usize,
-    /// SMs given to communication (0: NCCL's choice).
-    pub comm_sms: u32,
-    /// Relative error of the overlapped result.
-    pub error: f64,
-    /// The check passed.
-    pub pass: bool,
-    /// Per way (in [`TpReport::ways`]' order), per round: the slowest
-    /// rank's time, ms.
-    pub ms: Vec<Vec<f64>>,
-}
-
-/// A tensor-parallel GEMM report ([`TP_SCHEMA`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TpReport {
-    /// [`TP_SCHEMA`].
-    pub schema: String,
-    /// GPUs in the run.
-    pub gpus: usize,
-    /// `ag` (all-gather + GEMM) or `rs` (GEMM + reduce-scatter).
-    pub mode: String,
-    /// The whole GEMM's `[M, N, K]`.
-    pub shape: [u64; 3],
-    /// Element type of A and B.
-    pub dtype: String,
-    /// The kernel artifact.
-    pub kernel: String,
-    /// The inputs' seed.
-    pub seed: u64,
-    /// The ways each round runs (`overlapped`, `comm alone`, `gemm alone`,
-    /// `sequential`).
-    pub ways: Vec<String>,
-    /// One row per chunk count.
-    pub rows: Vec<TpRow>,
-}
-
-impl TpReport {
-    /// `2 M N K` of the whole GEMM.
-    pub fn flops(&self) -> f64 {
-        let [m, n, k] = self.shape;
-        2.0 * m as f64 * n as f64 * k as f64
-    }
-    /// `row`'s round times of the way called `name` (`None` if the report
-    /// has no such way).
-    pub fn way<'a>(&self, row: &'a TpRow, name: &str) -> Option<&'a [f64]> {
-        let i = self.ways.iter().position(|w| w == name)?;
-        row.ms.get(i).map(Vec::as_slice)
-    }
-}
-
-/// A report of any kind `tilec-report` reads.
+/// A report of any kind `tilec-report` reads; each boxed, as the kinds'
+/// sizes differ widely.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AnyReport {
     /// `tilec-bench/3`, `/2` or `/1`.
     Gemm(Box<Report>),
     /// `tilec-bench-grouped/1`.
-    Grouped(GroupedReport),
+    Grouped(Box<GroupedReport>),
     /// `tilec-tp/1`.
-    Tp(TpReport),
+    Tp(Box<TpReport>),
+    /// `tilec-bench-results/1`.
+    BenchResults(Box<bench_results::BenchResults>),
+    /// `tilec-judge/1`.
+    Judge(Box<judge::JudgeReport>),
+    /// `tilec-measurements/1`.
+    Measurements(Box<measurements::Measurements>),
+    /// `tilec-calibration/1`.
+    Calibration(Box<calibration::Calibration>),
+    /// `tilec-tuning/1`.
+    Tuning(Box<tuning::Tuning>),
+    /// `tilec-checks/1`.
+    Checks(Box<checks::Checks>),
+    /// `tilec-compile-time/1`.
+    CompileTime(Box<compile_time::CompileTime>),
+    /// `tilec-fuzz/1`.
+    Fuzz(Box<fuzz::FuzzReport>),
+    /// `tilec-fuzz-sanitize/1`.
+    FuzzSanitize(Box<fuzz_sanitize::SanitizeReport>),
+    /// `tilec-cli-robustness/1`.
+    CliRobustness(Box<cli_robustness::CliRobustness>),
+    /// `tilec-barrier-seeded-bugs/1`.
+    SeededBugs(Box<seeded_bugs::SeededBugs>),
 }
 
 /// Why a report could not be loaded.
@@ -225,15 +136,28 @@ impl AnyReport {
             Some(schema) => schema,
             None => return Err(LoadError::UnknownSchema(format!("no `schema` field; tilec-report reads {reads}"))),
         };
-        let bad = |e: serde_json::Error| LoadError::Unreadable(format!("{schema} report: {e}"));
-        match schema.as_str() {
-            GROUPED_SCHEMA => serde_json::from_str(s).map(AnyReport::Grouped).map_err(bad),
-            TP_SCHEMA => serde_json::from_str(s).map(AnyReport::Tp).map_err(bad),
-            g if g == SCHEMA || OLDER_SCHEMAS.contains(&g) => {
-                Report::from_json(s).map(|r| AnyReport::Gemm(Box::new(r))).map_err(|e| LoadError::Unreadable(format!("{schema} report: {e}")))
-            }
-            other => Err(LoadError::UnknownSchema(format!("schema `{other}` is not one tilec-report reads ({reads})"))),
+        let bad = |e: String| LoadError::Unreadable(format!("{schema} report: {e}"));
+        fn parse<T: serde::de::DeserializeOwned>(s: &str) -> Result<Box<T>, String> {
+            serde_json::from_str(s).map_err(|e| e.to_string())
         }
+        let report = match schema.as_str() {
+            g if g == SCHEMA || OLDER_SCHEMAS.contains(&g) => Report::from_json(s).map(|r| AnyReport::Gemm(Box::new(r))),
+            GROUPED_SCHEMA => parse(s).map(AnyReport::Grouped),
+            TP_SCHEMA => parse(s).map(AnyReport::Tp),
+            bench_results::SCHEMA => bench_results::BenchResults::from_json(s).map(|r| AnyReport::BenchResults(Box::new(r))).map_err(|e| e.to_string()),
+            judge::SCHEMA => parse(s).map(AnyReport::Judge),
+            measurements::SCHEMA => parse(s).map(AnyReport::Measurements),
+            calibration::SCHEMA => parse(s).map(AnyReport::Calibration),
+            tuning::SCHEMA => parse(s).and_then(|t: Box<tuning::Tuning>| t.validate().map(|()| AnyReport::Tuning(t))),
+            checks::SCHEMA => parse(s).map(AnyReport::Checks),
+            compile_time::SCHEMA => parse(s).map(AnyReport::CompileTime),
+            fuzz::SCHEMA => parse(s).map(AnyReport::Fuzz),
+            fuzz_sanitize::SCHEMA => parse(s).map(AnyReport::FuzzSanitize),
+            cli_robustness::SCHEMA => parse(s).map(AnyReport::CliRobustness),
+            seeded_bugs::SCHEMA => parse(s).map(AnyReport::SeededBugs),
+            other => return Err(LoadError::UnknownSchema(format!("schema `{other}` is not one tilec-report reads ({reads})"))),
+        };
+        report.map_err(bad)
     }
     /// Reads and parses a report file; errors start with the path.
     pub fn load(path: &str) -> Result<Self, LoadError> {
@@ -246,6 +170,38 @@ impl AnyReport {
             AnyReport::Gemm(r) => &r.schema,
             AnyReport::Grouped(r) => &r.schema,
             AnyReport::Tp(r) => &r.schema,
+            AnyReport::BenchResults(r) => &r.schema,
+            AnyReport::Judge(r) => &r.schema,
+            AnyReport::Measurements(r) => &r.schema,
+            AnyReport::Calibration(r) => &r.schema,
+            AnyReport::Tuning(r) => &r.schema,
+            AnyReport::Checks(r) => &r.schema,
+            AnyReport::CompileTime(r) => &r.schema,
+            AnyReport::Fuzz(r) => &r.header.schema,
+            AnyReport::FuzzSanitize(r) => &r.header.schema,
+            AnyReport::CliRobustness(r) => &r.schema,
+            AnyReport::SeededBugs(r) => &r.schema,
+        }
+    }
+    /// The report's tables, as `tilec-report table` prints them: for a GEMM
+    /// report the results table and the geometric means, for each other
+    /// kind the table its module draws.
+    pub fn table(&self) -> String {
+        match self {
+            AnyReport::Gemm(r) => format_report_tables(&r.results),
+            AnyReport::Grouped(r) => format_grouped_table(r),
+            AnyReport::Tp(r) => format_tp_table(r),
+            AnyReport::BenchResults(r) => r.table(),
+            AnyReport::Judge(r) => r.table(),
+            AnyReport::Measurements(r) => r.table(),
+            AnyReport::Calibration(r) => r.table(),
+            AnyReport::Tuning(r) => tuning::table(r),
+            AnyReport::Checks(r) => r.table(),
+            AnyReport::CompileTime(r) => r.table(),
+            AnyReport::Fuzz(r) => r.table(),
+            AnyReport::FuzzSanitize(r) => r.table(),
+            AnyReport::CliRobustness(r) => r.table(),
+            AnyReport::SeededBugs(r) => r.table(),
         }
     }
 }

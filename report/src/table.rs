@@ -1,7 +1,7 @@
 //! The text tables: one run's results, and the geometric means; the
 //! grouped and tensor-parallel reports' tables.
 
-use crate::kinds::{AnyReport, GroupedReport, GroupedResult, TpReport};
+use crate::kinds::{GroupedReport, GroupedResult, TpReport};
 use crate::schema::{RowCheck, ShapeResult, Stats};
 use crate::summary::{group_means, GroupMean};
 use std::fmt::Write as _;
@@ -209,15 +209,4 @@ pub fn format_tp_table(report: &TpReport) -> String {
         );
     }
     s
-}
-
-/// The tables of a report of any kind: for a GEMM report the results table
-/// and the geometric means ([`format_report_tables`]), for a grouped one
-/// [`format_grouped_table`], for a tensor-parallel one [`format_tp_table`].
-pub fn format_any_tables(report: &AnyReport) -> String {
-    match report {
-        AnyReport::Gemm(r) => format_report_tables(&r.results),
-        AnyReport::Grouped(r) => format_grouped_table(r),
-        AnyReport::Tp(r) => format_tp_table(r),
-    }
 }
