@@ -232,6 +232,9 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
         if ranked.len() > limit {
             writeln!(out, "  ... {} more", ranked.len() - limit).expect("String");
         }
+        if let Some(pick) = ranked.first() {
+            writeln!(out, "  the pick's predicted time: {}", pick.prediction.terms()).expect("String");
+        }
     }
     Ok(out)
 }

@@ -253,6 +253,28 @@ impl fmt::Display for Prediction {
     }
 }
 
+impl Prediction {
+    /// The terms the time is made of, as `--explain` names them: the main
+    /// loops' bounds (combined as a p-norm with the HBM bound, not added),
+    /// then what adds to them.
+    pub fn terms(&self) -> String {
+        let us = |s: f64| format!("{:.1}us", s * 1e6);
+        let body = self.seconds - self.reduction - self.overhead;
+        format!(
+            "{} = main loop {} (MMA {}, load latency {}, L2 {}, HBM {}, combined as a p-norm; SMs idle {}) + reduction {} + overhead {} (launch, fill and drain, exposed stores and epilogue)",
+            us(self.seconds),
+            us(body),
+            us(self.mma),
+            us(self.latency),
+            us(self.l2),
+            us(self.hbm),
+            us(self.idle),
+            us(self.reduction),
+            us(self.overhead)
+        )
+    }
+}
+
 /// The GPU facts the model reads besides [`Machine`]'s: the target's rates.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Throughput {
