@@ -6,7 +6,9 @@
 
 use crate::schema::{Report, ShapeResult};
 use crate::summary::{group_means, ShapeGroup};
-use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::combinators::{LogCoord, WithKeyPoints};
+use plotters::coord::ranged1d::{SegmentValue, SegmentedCoord};
+use plotters::coord::types::RangedCoordusize;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -70,8 +72,30 @@ pub fn ratio_chart_svg(report: &Report) -> Result<String, String> {
     Ok(svg)
 }
 
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
-type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+pub(crate) type DrawResult = Result<(), Box<dyn std::error::Error>>;
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+/// A ratio chart's coordinates: one segment a shape, a log axis of ratios.
+pub(crate) type RatioChart<'b, 'a> = ChartContext<'b, SVGBackend<'a>, Cartesian2d<SegmentedCoord<RangedCoordusize>, WithKeyPoints<LogCoord<f64>>>>;
+
+/// The axes of a chart of ratios over `n` shapes, `lo..hi` on a log axis
+/// described by `y_desc`, with the line of equal speed at 1.0 drawn.
+pub(crate) fn ratio_axes<'b, 'a>(plot: &'b Area<'a>, n: usize, (lo, hi): (f64, f64), x_label_area: u32, y_desc: &str) -> Result<RatioChart<'b, 'a>, Box<dyn std::error::Error>> {
+    let mut chart = ChartBuilder::on(plot)
+        .margin(10)
+        .x_label_area_size(x_label_area)
+        .y_label_area_size(60)
+        .build_cartesian_2d((0..n).into_segmented(), (lo..hi).log_scale().with_key_points(y_ticks(lo, hi)))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|_| String::new())
+        .y_desc(y_desc)
+        .y_label_formatter(&|y| format!("{y:.2}"))
+        .draw()?;
+    chart.draw_series(LineSeries::new([(SegmentValue::Exact(0), 1.0), (SegmentValue::Last, 1.0)], BLACK.stroke_width(1)))?;
+    Ok(chart)
+}
 
 fn draw(root: &Area, report: &Report, rows: &[&ShapeResult], names: &[String]) -> DrawResult {
     root.fill(&WHITE)?;
@@ -91,21 +115,7 @@ fn draw(root: &Area, report: &Report, rows: &[&ShapeResult], names: &[String]) -
     let means = group_means(&owned);
     let (lo, hi) = y_range(rows);
     let n = rows.len();
-    let mut chart = ChartBuilder::on(&plot)
-        .margin(10)
-        .x_label_area_size(150)
-        .y_label_area_size(60)
-        .build_cartesian_2d((0..n).into_segmented(), (lo..hi).log_scale().with_key_points(y_ticks(lo, hi)))?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n)
-        .x_label_formatter(&|_| String::new())
-        .y_desc("ours / baseline (log scale; above 1: ours faster)")
-        .y_label_formatter(&|y| format!("{y:.2}"))
-        .draw()?;
-    // Equal speed.
-    chart.draw_series(LineSeries::new([(SegmentValue::Exact(0), 1.0), (SegmentValue::Last, 1.0)], BLACK.stroke_width(1)))?;
+    let mut chart = ratio_axes(&plot, n, (lo, hi), 150, "ours / baseline (log scale; above 1: ours faster)")?;
     // Each group's geometric mean across its shapes.
     for mean in &means {
         let Some(group) = mean.group else { continue };

@@ -5,7 +5,7 @@
 //! baseline, each such section in a colour of its own with each report's
 //! geometric mean drawn across it and listed beside the plot.
 
-use crate::chart::{y_ticks, PANEL};
+use crate::chart::{ratio_axes, Area, DrawResult, PANEL};
 use crate::kinds::judge::{group_rows, ratio_rows, GroupRow, JudgeReport, RatioRow};
 use crate::table::{opt, short_name};
 use plotters::coord::ranged1d::SegmentValue;
@@ -24,8 +24,6 @@ const PALETTE: [RGBColor; 6] = [
 /// The first report's colour when two are drawn.
 const EARLIER: RGBColor = RGBColor(0x88, 0x88, 0x88);
 
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
-type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
 /// What is drawn: the shapes with a ratio in some report, and per section
 /// (dtype, group, baseline) its slots and its means.
@@ -89,20 +87,7 @@ fn draw(root: &Area, plan: &Plan, names: &[&str]) -> DrawResult {
     let (plot, panel) = root.split_horizontally(root.dim_in_pixel().0 - PANEL - 100);
     let (lo, hi) = y_range(plan);
     let n = plan.rows.len();
-    let mut chart = ChartBuilder::on(&plot)
-        .margin(10)
-        .x_label_area_size(110)
-        .y_label_area_size(60)
-        .build_cartesian_2d((0..n).into_segmented(), (lo..hi).log_scale().with_key_points(y_ticks(lo, hi)))?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n)
-        .x_label_formatter(&|_| String::new())
-        .y_desc("baseline / pick (log scale; above 1: the pick is faster)")
-        .y_label_formatter(&|y| format!("{y:.2}"))
-        .draw()?;
-    chart.draw_series(LineSeries::new([(SegmentValue::Exact(0), 1.0), (SegmentValue::Last, 1.0)], BLACK.stroke_width(1)))?;
+    let mut chart = ratio_axes(&plot, n, (lo, hi), 110, "baseline / pick (log scale; above 1: the pick is faster)")?;
     let two = names.len() == 2;
     for (k, (group, slots)) in plan.sections.iter().enumerate() {
         let color = PALETTE[k % PALETTE.len()];

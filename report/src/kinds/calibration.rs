@@ -3,7 +3,7 @@
 //! fitted or as compiled in, and per measured kernel its predicted time
 //! against the measured one, with the summary figures of the fit.
 
-use crate::schema::{BenchDtype, Shape};
+use crate::kinds::measurements::Kernel;
 use crate::table::opt;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -43,22 +43,9 @@ pub struct Calibration {
 /// One kernel: its measurement and the model's prediction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CalibrationRow {
-    /// The operand type.
-    pub dtype: BenchDtype,
-    /// Rows of A and C.
-    pub m: u64,
-    /// Columns of C.
-    pub n: u64,
-    /// The reduction length.
-    pub k: u64,
-    /// The artifact's folder name in the sweep bundle.
-    pub artifact: String,
-    /// Its config.
-    pub config: String,
-    /// Its measured median, ms.
-    pub median_ms: f64,
-    /// The fastest vendor baseline's median, ms, when one ran.
-    pub vendor_ms: Option<f64>,
+    /// The kernel and its measured time.
+    #[serde(flatten)]
+    pub kernel: Kernel,
     /// The model's time, ms.
     pub predicted_ms: f64,
     /// What the model says bounds the kernel (`mma`, `memory`, `latency`, ...).
@@ -85,16 +72,16 @@ impl Calibration {
             let _ = writeln!(s, "  {name:<34} {value:.4e}");
         }
         let _ = writeln!(s, "\n{:<18} {:<5} {:>10} {:>12} {:>7} {:<9} {:>9}  config", "shape (MxNxK)", "dtype", "measured", "predicted", "error", "bound", "vendor_ms");
-        for r in &self.rows {
+        for CalibrationRow { kernel: r, predicted_ms, bound, relative_error } in &self.rows {
             let _ = writeln!(
                 s,
                 "{:<18} {:<5} {:>10.4} {:>12.4} {:>7.3} {:<9} {:>9}  {}",
-                Shape::new(r.m, r.n, r.k).to_string(),
+                r.shape().to_string(),
                 r.dtype.name(),
                 r.median_ms,
-                r.predicted_ms,
-                r.relative_error,
-                r.bound,
+                predicted_ms,
+                relative_error,
+                bound,
                 opt(r.vendor_ms, 4),
                 r.config
             );

@@ -27,9 +27,10 @@ pub struct Measurements {
     pub records: Vec<Measured>,
 }
 
-/// One timed kernel.
+/// One timed kernel: what a measurements file and a calibration report
+/// both say of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Measured {
+pub struct Kernel {
     /// The operand type.
     pub dtype: BenchDtype,
     /// Rows of A and C.
@@ -44,18 +45,26 @@ pub struct Measured {
     pub config: String,
     /// Its median time, ms.
     pub median_ms: f64,
-    /// The fastest baseline's median, ms; the script writes null when no
-    /// baseline ran and passed.
+    /// The fastest baseline's median, ms; null when no baseline ran and
+    /// passed.
     pub vendor_ms: Option<f64>,
-    /// Each baseline that ran and passed: its median, ms.
-    pub baselines: BTreeMap<String, f64>,
 }
 
-impl Measured {
+impl Kernel {
     /// The problem's shape.
     pub fn shape(&self) -> Shape {
         Shape::new(self.m, self.n, self.k)
     }
+}
+
+/// One timed kernel of a measurements file, with its baselines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// The kernel and its time.
+    #[serde(flatten)]
+    pub kernel: Kernel,
+    /// Each baseline that ran and passed: its median, ms.
+    pub baselines: BTreeMap<String, f64>,
 }
 
 impl Measurements {
@@ -72,7 +81,7 @@ impl Measurements {
             let _ = write!(s, " {b:>18}");
         }
         let _ = writeln!(s, "  config");
-        for r in &self.records {
+        for Measured { kernel: r, baselines: timed } in &self.records {
             let ratio = r.vendor_ms.map(|v| v / r.median_ms);
             let _ = write!(
                 s,
@@ -85,7 +94,7 @@ impl Measurements {
                 opt(ratio, 3)
             );
             for b in &baselines {
-                let _ = write!(s, " {:>18}", opt(r.baselines.get(*b).copied(), 4));
+                let _ = write!(s, " {:>18}", opt(timed.get(*b).copied(), 4));
             }
             let _ = writeln!(s, "  {}", r.config);
         }
