@@ -9,14 +9,35 @@ use crate::config_rules::{Config, Epilogue, Scales, Schedule};
 use crate::config_rules::{PieceOrder, SplitReduce};
 use crate::options::OptionKind;
 use crate::pass::PassInfo;
-use tilec_dialects::ir::Attribute;
+use tilec_dialects::ir::{Attribute, Attributes};
 use tilec_dialects::{Diagnostic, Function};
+
+/// Every key `tile.config` may hold: the decision `tile-select-config`
+/// writes (`record`), the figures it writes beside it (the shape, SMs,
+/// waves, shared memory) and what a hand-written config may add for a pass
+/// to read (`mma_n`).
+pub const CONFIG_KEYS: [&str; 25] = [
+    "m", "n", "k", "block_m", "block_n", "block_k", "stages", "schedule", "consumers", "persistent", "tile_order", "raster_group", "epilogue",
+    "epilogue_cols", "epilogue_deferred", "scales", "cluster", "splits", "split_reduce", "stream_k", "mma_n", "sms", "waves", "last_wave",
+    "smem_bytes",
+];
+
+/// The function's `tile.config`, `None` without one. A key no pass knows
+/// is an error located at the function: a misspelt entry must not leave
+/// the kernel built as if it were absent.
+fn entries(func: &Function) -> Result<Option<&Attributes>, Diagnostic> {
+    let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return Ok(None) };
+    match d.iter().find(|(key, _)| !CONFIG_KEYS.contains(key)) {
+        Some((key, _)) => Err(Diagnostic::error(func.loc.clone(), format!("tile.config has no key '{key}'; it may hold {}", CONFIG_KEYS.join(", ")))),
+        None => Ok(Some(d)),
+    }
+}
 
 /// An integer of the function's `tile.config` (`stages`, `consumers`);
 /// `None` without the entry. Any other value is an error located at the
 /// function, as in [`config_word`].
 pub fn config_int(func: &Function, key: &str) -> Result<Option<i64>, Diagnostic> {
-    let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return Ok(None) };
+    let Some(d) = entries(func)? else { return Ok(None) };
     match d.get(key) {
         None => Ok(None),
         Some(_) => d.get_int(key).map(Some).ok_or_else(|| Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' must be an integer"))),
@@ -26,7 +47,7 @@ pub fn config_int(func: &Function, key: &str) -> Result<Option<i64>, Diagnostic>
 /// A flag of the function's `tile.config` (`epilogue_deferred`); `None`
 /// without the entry. Any other value is an error located at the function.
 pub fn config_bool(func: &Function, key: &str) -> Result<Option<bool>, Diagnostic> {
-    let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return Ok(None) };
+    let Some(d) = entries(func)? else { return Ok(None) };
     match d.get(key) {
         None => Ok(None),
         Some(Attribute::Bool(b)) => Ok(Some(*b)),
@@ -53,7 +74,7 @@ pub fn config_option(func: &Function, pass: &PassInfo, option: &str, key: &str) 
 /// at the function: a hand-written config must not quietly mean something
 /// else.
 pub fn config_word<'a>(func: &'a Function, key: &str, allowed: &[&str]) -> Result<Option<&'a str>, Diagnostic> {
-    let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return Ok(None) };
+    let Some(d) = entries(func)? else { return Ok(None) };
     let Some(value) = d.get(key) else { return Ok(None) };
     match value.as_str() {
         Some(word) if allowed.contains(&word) => Ok(Some(word)),
