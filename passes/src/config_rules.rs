@@ -1765,7 +1765,9 @@ fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candida
 }
 
 /// The configurations the cost model weighs besides [`rank`]'s, which the
-/// passes apply to any tile: each tile's K loop split over 2 to
+/// passes apply to any tile: for a block-scaled program whose B scales
+/// come in a fixed number of rows, [`rank`]'s forms of every other width
+/// those rows serve; each tile's K loop split over 2 to
 /// 8 CTAs of a cluster (as many as `tile.sum_splits` adds up)
 /// where they run in one wave; split over 2 to 64 CTAs (`WORKSPACE_SPLITS`) that
 /// add their partial tiles through a global workspace, where there are
