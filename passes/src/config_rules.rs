@@ -1799,13 +1799,10 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
     let mut found = Vec::new();
     // The rules rank one width for such a program
     // ([`block_n_across_scale_blocks`]); every other width is weighed in
-    // the forms the rules give it when pinned, but for tiles promoted an
-    // m64 block of rows at a time, which the rules rank only at their own
-    // width: the model under-predicts them (docs/cost-model.md).
+    // the forms the rules give it when pinned.
     if problem.b_scale_rows.is_some() && pins.block_n.is_none() {
         for &bn in block_ns.iter().filter(|&&bn| ranked.iter().all(|c| c.config.block_n != bn) && holds_whole_groups(problem, bn)) {
-            let pinned = rank(problem, machine, &Pins { block_n: Some(bn), ..*pins });
-            found.extend(pinned.into_iter().filter(|c| pins.block_m.is_some() || !promotes_by_row_blocks(&c.config)));
+            found.extend(rank(problem, machine, &Pins { block_n: Some(bn), ..*pins }));
         }
     }
     if problem.clusterable && !problem.varying_k && pins.cluster.is_none() {
@@ -1863,6 +1860,11 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
         }
     }
     let mut fresh: Vec<Candidate> = Vec::new();
+    // Block-scaled tiles promoted an m64 block of rows at a time, which
+    // the rules rank only behind the others and the model predicts about a
+    // fifth faster than they run (docs/cost-model.md), are no alternative
+    // unless block M is pinned.
+    found.retain(|c| pins.block_m.is_some() || !promotes_by_row_blocks(&c.config));
     for mut c in found {
         c.config.raster_group = raster_group_for(problem, machine, &c);
         if ranked.iter().chain(&fresh).all(|r| r.config != c.config) {
