@@ -6,7 +6,7 @@
 //! the passes and of the barrier verifier are kept, each once, for the
 //! tool to print (or check) whether or not the pipeline fails.
 
-use crate::analysis::barriers::verify_barriers;
+use crate::analysis::barriers::BarrierVerifier;
 use crate::phase::{Phase, PhaseRule};
 use crate::pipeline::{create_passes, parse_pipeline};
 use crate::pass::Pass;
@@ -156,6 +156,7 @@ impl PassManager {
         let plans = module.functions.iter().map(|f| self.plan(f)).collect::<Result<Vec<_>, _>>().map_err(PassError::Order)?;
         let mut times: Vec<(&'static str, Duration)> = Vec::new();
         let instr = self.instrumentation.clone();
+        let mut barrier_verifier = BarrierVerifier::default();
         for (i, (pass, _)) in self.passes.iter_mut().enumerate() {
             // A pass every function is past is not run, verified, printed or timed.
             if !plans.is_empty() && plans.iter().all(|plan| !plan[i]) {
@@ -179,7 +180,7 @@ impl PassManager {
             times.push((name, start.elapsed()));
             if instr.verify_each {
                 for func in &module.functions {
-                    let barriers = |()| if pass.preserves_barriers() { Ok(Vec::new()) } else { verify_barriers(func) };
+                    let barriers = |()| if pass.preserves_barriers() { Ok(Vec::new()) } else { barrier_verifier.verify(func) };
                     match verify_function(func).and_then(barriers) {
                         Ok(warnings) => add_warnings(&mut self.warnings, warnings),
                         Err(diagnostic) => {

@@ -118,16 +118,32 @@ impl Pass for VerifyBarriers {
 /// located at the op at fault. What it could not check is returned as
 /// warnings, each located at the op that stopped it.
 pub fn verify_barriers(func: &Function) -> Result<Vec<Diagnostic>, Diagnostic> {
-    let body = &func.body;
-    cluster::check_cluster_scope(func)?;
-    let model = Model::build(func)?;
-    counts::check_waits_satisfiable(body, &model)?;
-    counts::check_arrival_counts(body, &model)?;
-    counts::check_transaction_bytes(body, &model)?;
-    let timings = phases::derive_timings(body, &model)?;
-    happens_before::check_deadlock(body, &model, &timings)?;
-    convergence::check_reconvergence(func)?;
-    Ok(simulate::check_every_round(func)?.into_iter().collect())
+    BarrierVerifier::default().verify(func)
+}
+
+/// The barrier verifier for a run of passes: it remembers the round-by-round
+/// simulations that passed, so that checking a function again after a pass
+/// that left the warps' traces as they were repeats none of them.
+#[derive(Default)]
+pub struct BarrierVerifier {
+    simulations: simulate::Passed,
+}
+
+impl BarrierVerifier {
+    /// [`verify_barriers`], skipping the simulations this verifier has
+    /// already seen pass.
+    pub fn verify(&mut self, func: &Function) -> Result<Vec<Diagnostic>, Diagnostic> {
+        let body = &func.body;
+        cluster::check_cluster_scope(func)?;
+        let model = Model::build(func)?;
+        counts::check_waits_satisfiable(body, &model)?;
+        counts::check_arrival_counts(body, &model)?;
+        counts::check_transaction_bytes(body, &model)?;
+        let timings = phases::derive_timings(body, &model)?;
+        happens_before::check_deadlock(body, &model, &timings)?;
+        convergence::check_reconvergence(func)?;
+        Ok(simulate::check_every_round(func, &mut self.simulations)?.into_iter().collect())
+    }
 }
 
 

@@ -29,8 +29,9 @@
 use super::model::cluster_size;
 use super::trace::{reads_data, trace, Config, Data, Slot, Step, StepKind, Untraceable, Window};
 use crate::pass::{op_error, op_warning};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use tilec_dialects::ir::{Body, Op, Value};
 use tilec_dialects::nv::memory::COPY_ARRIVALS;
 use tilec_dialects::{Diagnostic, Function, Type};
@@ -78,7 +79,7 @@ const DEEP_K_TILE: i64 = 128;
 /// Simulates `func` for each size; the first problem found is the error.
 /// Where a trace cannot be taken for some size, the rounds the simulation
 /// would check are unproven: the warning says at which op and why.
-pub fn check_every_round(func: &Function) -> Result<Option<Diagnostic>, Diagnostic> {
+pub fn check_every_round(func: &Function, passed: &mut Passed) -> Result<Option<Diagnostic>, Diagnostic> {
     let body = &func.body;
     if !body.ops.keys().any(|op| tilec_dialects::nv::OPS.iter().any(|def| def.opcode == body.opcode(op))) {
         return Ok(None);
@@ -86,7 +87,13 @@ pub fn check_every_round(func: &Function) -> Result<Option<Diagnostic>, Diagnost
     let mut unproven = None;
     for config in configs(func) {
         match trace(func, &config)? {
-            Ok(traces) => Sim::new(body, &config, traces).run()?,
+            Ok(traces) => {
+                let key = simulation_key(body, &config, &traces);
+                if !passed.0.contains(&key) {
+                    Sim::new(body, &config, traces).run()?;
+                    passed.0.insert(key);
+                }
+            }
             Err(Untraceable { op, reason }) => {
                 if unproven.is_none() {
                     let msg = format!(
@@ -99,6 +106,29 @@ pub fn check_every_round(func: &Function) -> Result<Option<Diagnostic>, Diagnost
         }
     }
     Ok(unproven)
+}
+
+/// The simulations that passed, by [`simulation_key`]. A simulation's
+/// outcome is a function of the size, the warps' traces and the barriers'
+/// arrival counts alone, and the pass manager checks a function again
+/// after each pass that may change its barriers: most leave every trace as
+/// it was (a canonicalisation folding the index arithmetic around them),
+/// and the run would repeat the last one's.
+#[derive(Default)]
+pub struct Passed(FxHashSet<u64>);
+
+/// What a simulation's outcome depends on, hashed: the size, the traces
+/// and every barrier's arrival count.
+fn simulation_key(body: &Body, config: &Config, traces: &[Vec<Step>]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    (config, traces).hash(&mut hasher);
+    for v in body.values.keys() {
+        if let Type::MBarrier(_) = body.value_type(v) {
+            let arrivals = body.defining_op(v).and_then(|op| body.ops[op].attrs.get_int("arrivals"));
+            (v, arrivals).hash(&mut hasher);
+        }
+    }
+    hasher.finish()
 }
 
 type Clock = Vec<u32>;
@@ -491,43 +521,42 @@ impl<'a> Sim<'a> {
     /// Warp `w` reads buffer stage `slot` (access `id`): every write of the
     /// current contents must be over and ordered before it.
     fn read(&mut self, w: usize, window: Window, id: usize) -> Result<(), Diagnostic> {
+        let now = self.warps[w].clock.clone();
         for granule in granules(window) {
-            self.read_granule(w, window.slot, granule, id)?;
+            self.read_granule(w, &now, window.slot, granule, id)?;
         }
         Ok(())
     }
 
-    fn read_granule(&mut self, w: usize, slot: Slot, granule: Granule, id: usize) -> Result<(), Diagnostic> {
-        let now = self.warps[w].clock.clone();
+    fn read_granule(&mut self, w: usize, now: &Clock, slot: Slot, granule: Granule, id: usize) -> Result<(), Diagnostic> {
         let reader = &self.accesses[id];
         let (op, async_proxy) = (reader.op, matches!(reader.kind, AccessKind::WgmmaRead | AccessKind::TmaStoreRead));
-        let writes = self.stages.entry(granule).or_default().writes.clone();
+        let writes = self.stages.get(&granule).map_or(&[][..], |s| &s.writes[..]);
         if writes.is_empty() {
             return Err(self.error(op, format!("reads {} before anything has written it: no barrier wait orders it after a write", self.slot_name(slot))));
         }
-        for wid in writes {
+        for &wid in writes {
             let write = &self.accesses[wid];
-            let at = self.body.ops[write.op].loc.clone();
             let problem = match write.kind {
-                AccessKind::TmaWrite | AccessKind::CopyWrite if write.done.as_ref().is_none_or(|d| !before(d, &now)) => {
+                AccessKind::TmaWrite | AccessKind::CopyWrite if write.done.as_ref().is_none_or(|d| !before(d, now)) => {
                     let (what, short) = if write.kind == AccessKind::TmaWrite { ("TMA load", "load") } else { ("copy ('nv.copy_async')", "copy") };
                     Some(format!(
                         "reads {} with nothing ordering it after the {what} that fills it: no wait for the barrier phase that {short} completes precedes the read",
                         self.slot_name(slot)
                     ))
                 }
-                AccessKind::GenericWrite if !before(&write.at, &now) => Some(format!(
+                AccessKind::GenericWrite if !before(&write.at, now) => Some(format!(
                     "reads {} with nothing ordering it after another warp's store to it: a CTA barrier ('nv.barrier') is missing between them",
                     self.slot_name(slot)
                 )),
-                AccessKind::GenericWrite if async_proxy && write.fenced.as_ref().is_none_or(|f| !before(f, &now)) => Some(format!(
+                AccessKind::GenericWrite if async_proxy && write.fenced.as_ref().is_none_or(|f| !before(f, now)) => Some(format!(
                     "reads {} through the async proxy after generic-proxy stores with no 'nv.fence_async_shared' between them in the storing warp",
                     self.slot_name(slot)
                 )),
                 _ => None,
             };
             if let Some(msg) = problem {
-                return Err(self.error(op, msg).with_note(at, "the write is here"));
+                return Err(self.error(op, msg).with_note(self.body.ops[write.op].loc.clone(), "the write is here"));
             }
         }
         let state = self.stages.get_mut(&granule).expect("entered");

@@ -40,7 +40,7 @@ const WARPS_PER_GROUP: i64 = 4;
 const MAX_STEPS: usize = 200_000;
 
 /// Tensor sizes, grid, CTA and data the trace is taken for.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Config {
     /// Size of each named dimension (`tile.dims`); unnamed ones take `default`.
     pub dims: Vec<(&'static str, i64)>,
@@ -55,7 +55,7 @@ pub struct Config {
 }
 
 /// The end of its range each data-dependent value takes in one trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Data {
     /// Loaded scalars 0 (an expert with no rows), run offsets 0, a split
     /// that does not arrive last.
@@ -96,13 +96,13 @@ impl Config {
 pub type Slot = (Value, i64);
 
 /// The rows `[start, end)` of a buffer stage an access touches.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 pub struct Window {
     pub slot: Slot,
     pub rows: (i64, i64),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub enum StepKind {
     Wait { barrier: Slot, parity: i64 },
     /// This warp's arrivals: every lane (32), or one for `per_warp`.
@@ -137,7 +137,7 @@ pub enum StepKind {
     WarpgroupBarrier { first_warp: usize, warps: usize },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Step {
     pub op: Op,
     pub kind: StepKind,
