@@ -263,5 +263,9 @@ pub(crate) fn backend_options(name: &str, target: &Target) -> BackendOptions {
 
 /// A back-end failure: the generated MLIR was rejected, which is tilec's fault, not the input's.
 pub(crate) fn backend_error(name: &str, e: &backend::BackendError) -> String {
-    format!("{name}: error: the back end rejected the generated MLIR (a tilec bug):\n{e}")
+    match e {
+        // A pipeline given on the command line that does not parse is the user's error.
+        backend::BackendError::PipelineSyntax { .. } => format!("{name}: error: {e}"),
+        _ => format!("{name}: error: the back end rejected the generated MLIR (a tilec bug):\n{e}"),
+    }
 }

@@ -64,6 +64,14 @@ struct CompileArgs {
     /// Replace the upstream MLIR pipeline (textual, without 'builtin.module(...)')
     #[arg(long = "upstream-pass-pipeline", value_name = "PIPELINE")]
     upstream_pipeline: Option<String>,
+    /// Replace the LLVM pass pipeline (LLVM's textual form, as `opt -passes`; default: the
+    /// kernel pipeline, O3 less the passes that change nothing in tilec's kernels)
+    #[arg(long = "llvm-pass-pipeline", value_name = "PIPELINE")]
+    llvm_pipeline: Option<String>,
+    /// Verify the MLIR module after every upstream pass, to find the one that broke it (by
+    /// default once, after the last)
+    #[arg(long = "verify-each-upstream")]
+    verify_each_upstream: bool,
     /// Where to write the reproducer when the back end fails (default: the temporary folder)
     #[arg(long = "mlir-pass-pipeline-crash-reproducer", value_name = "FILE")]
     reproducer: Option<String>,
@@ -265,6 +273,8 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let kernel = timer.time("lower nv -> MLIR", || lower(&module, &text, &input, request.target, request.shape.as_slice()))?;
     let opts = BackendOptions {
         pipeline: args.upstream_pipeline.clone(),
+        llvm_pipeline: args.llvm_pipeline.clone(),
+        verify_each: args.verify_each_upstream,
         print_ir_after_all: args.passes.print_ir_after_all,
         print_ir_after: args.passes.print_ir_after.clone(),
         ..backend_options(&input, request.target)
@@ -283,7 +293,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
             print_stdout(&t)?;
         }
         Some(Emit::Llvm) => {
-            let t = timer.time("MLIR -> LLVM IR (O3)", || backend::mlir_to_llvm_ir(&kernel.mlir, &opts)).map_err(backend_err)?;
+            let t = timer.time("MLIR -> LLVM IR (optimised)", || backend::mlir_to_llvm_ir(&kernel.mlir, &opts)).map_err(backend_err)?;
             print_stdout(&t)?;
         }
         _ => {}

@@ -18,15 +18,16 @@ pub struct BackendContext {
 }
 
 impl BackendContext {
-    /// Creates a context with all dialects loaded, all passes registered (process-wide, once)
-    /// and all dialect-to-LLVM-IR translations registered. Multi-threading is off: kernels are
-    /// small, the build machines have 2 cores, and output order stays deterministic.
+    /// Creates a context with every dialect registered, all passes registered (process-wide,
+    /// once) and all dialect-to-LLVM-IR translations registered. A dialect is loaded when the
+    /// parser or a pass first needs it: loading all of them up front is most of a context's
+    /// cost, and a kernel's module uses a dozen. Multi-threading is off: kernels are small, the
+    /// build machines have 2 cores, and output order stays deterministic.
     pub fn new() -> Self {
         register_all_passes();
         let registry = DialectRegistry::new();
         register_all_dialects(&registry);
         let context = Context::new_with_registry(&registry, false);
-        context.load_all_available_dialects();
         register_all_llvm_translations(&context);
 
         let diagnostics = Rc::new(RefCell::new(Vec::new()));

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  MLIR text ──parse──▶ module ──pipeline.rs──▶ LLVM-dialect gpu.module ──kernel_abi.rs──▶
-//!  ──ptx.rs: mlirTranslateModuleToLLVMIR──▶ LLVM IR ──default<O3>──▶ NVPTX ──▶ PTX text
+//!  ──ptx.rs: mlirTranslateModuleToLLVMIR──▶ LLVM IR ──llvm_pipeline.rs──▶ NVPTX ──▶ PTX text
 //! ```
 //! Each stage's text is available through [`emit`] for `--emit=mlir|llvm|ptx`; [`emit_in`]
 //! runs the same stages in a caller's context and records the wall time of each in [`Timings`]
@@ -13,6 +13,7 @@
 mod context;
 mod error;
 mod kernel_abi;
+mod llvm_pipeline;
 mod pipeline;
 mod reproducer;
 mod ptx;
@@ -22,6 +23,7 @@ mod wgmma_drain;
 pub use context::BackendContext;
 pub use error::{BackendError, Diagnostics};
 pub use kernel_abi::{TMA_PARAMS_ATTR, TMA_PARAM_ATTRS};
+pub use llvm_pipeline::{kernel_pipeline, llvm_pipeline};
 pub use pipeline::{default_pipeline, split_pipeline};
 pub use reproducer::{mlir_opt_command, reproducer, MLIR_OPT};
 pub use ptx::NVPTX_TRIPLE;
@@ -42,7 +44,8 @@ pub struct BackendOptions {
     pub chip: String,
     /// NVPTX features / `#nvvm.target` features. Default `+ptx80`.
     pub features: String,
-    /// Optimisation level for `nvvm-attach-target`, LLVM's `default<O{n}>` and codegen. Default 3.
+    /// Optimisation level for `nvvm-attach-target`, the LLVM pipeline ([`llvm_pipeline`]) and
+    /// codegen. Default 3.
     pub opt_level: u32,
     /// Name the input is reported under in diagnostics (`name:line:col: error: ...`).
     pub source_name: String,
@@ -51,6 +54,10 @@ pub struct BackendOptions {
     /// Replaces [`default_pipeline`] when set (textual pass pipeline, without the
     /// `builtin.module(...)` wrapper).
     pub pipeline: Option<String>,
+    /// Replaces [`llvm_pipeline`] when set (LLVM's textual pass pipeline, as `opt -passes`).
+    pub llvm_pipeline: Option<String>,
+    /// Verify the module after every upstream pass, not only after the last.
+    pub verify_each: bool,
     /// Print the IR to stderr after every upstream pass (MLIR's IR printing).
     pub print_ir_after_all: bool,
     /// Print the IR to stderr after the upstream passes of these names (`convert-nvgpu-to-nvvm`).
@@ -66,6 +73,8 @@ impl Default for BackendOptions {
             source_name: "<mlir>".into(),
             print_ir_after_failure: false,
             pipeline: None,
+            llvm_pipeline: None,
+            verify_each: false,
             print_ir_after_all: false,
             print_ir_after: Vec::new(),
         }
@@ -79,7 +88,7 @@ pub enum Stage {
     Mlir,
     /// LLVM IR straight out of `mlirTranslateModuleToLLVMIR` (triple and data layout set).
     LlvmIr,
-    /// LLVM IR after `default<O{n}>` (the input of NVPTX codegen).
+    /// LLVM IR after the LLVM pipeline (the input of NVPTX codegen).
     LlvmIrOptimized,
     /// PTX assembly.
     Ptx,
@@ -104,7 +113,7 @@ pub struct Timings {
     pub pipeline: Duration,
     /// `mlirTranslateModuleToLLVMIR` and the NVPTX target machine.
     pub translate: Duration,
-    /// LLVM IR verification and `default<O{n}>`.
+    /// LLVM IR verification and the LLVM pipeline.
     pub optimize: Duration,
     /// NVPTX code generation (the PTX text).
     pub codegen: Duration,

@@ -1,8 +1,9 @@
 //! `gpu.module` (LLVM dialect) -> LLVM IR -> optimised LLVM IR -> PTX, in process: MLIR's
 //! `mlirTranslateModuleToLLVMIR` hands the module to inkwell, which sets the NVPTX triple and
-//! the target machine's data layout, runs `default<O{n}>`, and emits PTX for `chip`/`features`.
+//! the target machine's data layout, runs the LLVM pipeline (`llvm_pipeline.rs`), and emits PTX
+//! for `chip`/`features`.
 
-use super::{context::BackendContext, error::BackendError, BackendOptions};
+use super::{context::BackendContext, error::BackendError, llvm_pipeline::llvm_pipeline, BackendOptions};
 use inkwell::{
     context::Context as LlvmContext,
     module::Module as LlvmModule,
@@ -60,17 +61,21 @@ pub fn target_machine(opts: &BackendOptions) -> Result<TargetMachine, BackendErr
         })
 }
 
-/// Sets triple and data layout, verifies, and runs LLVM's `default<O{n}>` pipeline.
+/// Sets triple and data layout, verifies, and runs the LLVM pipeline (`opts.llvm_pipeline`, or
+/// [`llvm_pipeline`] for `opts.opt_level`).
 pub fn optimize(module: &LlvmModule, tm: &TargetMachine, opts: &BackendOptions) -> Result<(), BackendError> {
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
     module
         .verify()
         .map_err(|e| BackendError::Llvm { step: "IR verification", message: e.to_string() })?;
-    let passes = format!("default<O{}>", opts.opt_level.min(3));
-    module
-        .run_passes(&passes, tm, PassBuilderOptions::create())
-        .map_err(|e| BackendError::Llvm { step: "optimisation", message: e.to_string() })
+    let passes = opts.llvm_pipeline.clone().unwrap_or_else(|| llvm_pipeline(opts.opt_level));
+    module.run_passes(&passes, tm, PassBuilderOptions::create()).map_err(|e| match &opts.llvm_pipeline {
+        // LLVM checks a pipeline's text only when it runs it: a given one that fails here is
+        // the user's to mend, like an upstream pipeline MLIR cannot parse.
+        Some(given) => BackendError::PipelineSyntax { pipeline: given.clone(), message: e.to_string() },
+        None => BackendError::Llvm { step: "optimisation", message: e.to_string() },
+    })
 }
 
 /// Emits PTX assembly text.
