@@ -1,7 +1,8 @@
-//! `tilec bench-compile FILE... [--runs N] [--pass-pipeline=P] [--json OUT]`: compile time,
-//! stage by stage. Each file is compiled N times in this one process, exactly as
-//! `tilec compile` does it (same front end, same back end, a fresh MLIR context per compile),
-//! and the median, min and max of every stage are printed, with the PTX size.
+//! `tilec bench-compile FILE... [--runs N] [--shape S] [--processes P] [--pass-pipeline=P]
+//! [--json OUT]`: compile time, stage by stage. Each file is compiled N times in this one
+//! process, exactly as `tilec compile` does it (same front end, same back end, a fresh MLIR
+//! context per compile), and the median, min and max of every stage are printed, with the PTX
+//! size; with `--processes`, also `tilec compile` as a whole process, start-up included.
 //!
 //! The MLIR context setup is kept out of the stage table: its first creation in a process
 //! pays one-time registration (passes, translations, LLVM targets) that no later compile
@@ -24,7 +25,7 @@ const STAGES: [(&str, &str); 7] = [
     ("lower", "lower nv -> MLIR (+ MLIR parse)"),
     ("mlir_pipeline", "MLIR pass pipeline"),
     ("translate", "MLIR -> LLVM IR"),
-    ("llvm_opt", "LLVM opt (default<O3>)"),
+    ("llvm_opt", "LLVM opt (kernel pipeline)"),
     ("codegen", "NVPTX codegen"),
 ];
 
@@ -43,6 +44,13 @@ pub struct Args {
     /// Also write the report as JSON (schema tilec-compile-time/1)
     #[arg(long, value_name = "OUT")]
     json: Option<String>,
+    /// Also time `tilec compile FILE -o DIR` N times, each a process of its own (what a
+    /// build that compiles one kernel per process waits for)
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    processes: u32,
+    /// Choose the config for this problem shape, as `tilec compile --shape` does
+    #[arg(long, value_name = "MxNxK", value_parser = crate::config_select::parse_shape)]
+    shape: Option<crate::config_select::Shape>,
 }
 
 /// One compile: the stage times (in [`STAGES`] order), the total and the PTX size.
@@ -54,8 +62,9 @@ struct Sample {
 
 /// Compiles `text` once in `ctx`, for the default target. The total is the wall time of
 /// the whole compile, so it includes the glue between stages that no stage owns.
-fn compile_once(ctx: &BackendContext, text: &str, name: &str, pipeline: Option<&str>) -> Result<Sample, String> {
-    let request = ConfigRequest::default();
+fn compile_once(ctx: &BackendContext, text: &str, name: &str, args: &Args) -> Result<Sample, String> {
+    let request = ConfigRequest { shape: args.shape, ..ConfigRequest::default() };
+    let pipeline = args.pipeline.as_deref();
     let start = Instant::now();
     let mut module = parse_and_verify(text, name)?;
     let parsed = Instant::now();
@@ -116,6 +125,8 @@ impl Stats {
 struct FileReport {
     file: String,
     samples: Vec<Sample>,
+    /// Whole-process compiles (`--processes`).
+    processes: Vec<Duration>,
 }
 
 impl FileReport {
@@ -140,6 +151,9 @@ impl FileReport {
             row(label, Stats::of(&self.stage(i)));
         }
         row("Total", Stats::of(&self.totals()));
+        if !self.processes.is_empty() {
+            row(&format!("whole process ({} runs)", self.processes.len()), Stats::of(&self.processes));
+        }
         println!("  PTX size: {} bytes", self.ptx_bytes());
     }
 }
@@ -168,9 +182,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             // A fresh context per compile, as `tilec compile` has; its setup is timed apart.
             let (ctx, setup) = timed_context();
             contexts.push(setup);
-            samples.push(compile_once(&ctx, text, file, args.pipeline.as_deref())?);
+            samples.push(compile_once(&ctx, text, file, args)?);
         }
-        let report = FileReport { file: file.clone(), samples };
+        let processes = (0..args.processes).map(|_| time_process(file, args)).collect::<Result<Vec<_>, _>>()?;
+        let report = FileReport { file: file.clone(), samples, processes };
         report.print();
         reports.push(report);
     }
@@ -191,6 +206,29 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Runs `tilec compile FILE [--shape S] [--pass-pipeline P] -o DIR` (this executable) as a
+/// process of its own and returns its wall time; the artifact goes to a scratch folder.
+fn time_process(file: &str, args: &Args) -> Result<Duration, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("tilec bench-compile: cannot find its own executable: {e}"))?;
+    let dir = std::env::temp_dir().join(format!("tilec-bench-compile-{}", std::process::id()));
+    let mut command = std::process::Command::new(exe);
+    command.arg("compile").arg(file).arg("-o").arg(&dir);
+    if let Some((m, n, k)) = args.shape {
+        command.arg(format!("--shape={m}x{n}x{k}"));
+    }
+    if let Some(pipeline) = &args.pipeline {
+        command.arg(format!("--pass-pipeline={pipeline}"));
+    }
+    let start = Instant::now();
+    let output = command.output().map_err(|e| format!("tilec bench-compile: cannot run tilec compile: {e}"))?;
+    let elapsed = start.elapsed();
+    let _ = std::fs::remove_dir_all(&dir);
+    if !output.status.success() {
+        return Err(format!("tilec bench-compile: tilec compile {file} failed:\n{}", String::from_utf8_lossy(&output.stderr)));
+    }
+    Ok(elapsed)
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -204,6 +242,8 @@ fn to_json(raw: &[String], args: &Args, reports: &[FileReport], first: Duration,
     let _ = writeln!(j, "  \"command_line\": [{}],", command.join(", "));
     let _ = writeln!(j, "  \"host\": {{\"nproc\": {}, \"cpu\": {}}},", nproc(), cpu_model().as_deref().map_or("null".into(), json_string));
     let _ = writeln!(j, "  \"runs\": {},", args.runs);
+    let shape = args.shape.map_or("null".into(), |(m, n, k)| json_string(&format!("{m}x{n}x{k}")));
+    let _ = writeln!(j, "  \"shape\": {shape},");
     let _ = writeln!(j, "  \"pass_pipeline\": {},", json_string(args.pipeline.as_deref().unwrap_or("default (config selection)")));
     let later_json = if later.is_empty() { "null".to_string() } else { Stats::of(later).json(later) };
     let _ = writeln!(j, "  \"context_setup\": {{\"first_ms\": {:.4}, \"later\": {later_json}}},", ms(first));
@@ -217,7 +257,8 @@ fn to_json(raw: &[String], args: &Args, reports: &[FileReport], first: Duration,
         }
         let totals = r.totals();
         let _ = writeln!(j, "       \"total\": {}", Stats::of(&totals).json(&totals));
-        let _ = writeln!(j, "     }}}}{}", if n + 1 < reports.len() { "," } else { "" });
+        let process = if r.processes.is_empty() { "null".to_string() } else { Stats::of(&r.processes).json(&r.processes) };
+        let _ = writeln!(j, "     }},\n     \"process\": {process}}}{}", if n + 1 < reports.len() { "," } else { "" });
     }
     j.push_str("  ]\n}\n");
     j

@@ -22,6 +22,10 @@ pub struct CompileTime {
     pub host: Host,
     /// Compiles per file.
     pub runs: u32,
+    /// The `--shape` config selection chose for (`MxNxK`), or `None` for
+    /// the program's default; records before the option have none.
+    #[serde(default)]
+    pub shape: Option<String>,
     /// The pass pipeline, or `default (config selection)`.
     pub pass_pipeline: String,
     /// Creating the MLIR and LLVM context.
@@ -70,6 +74,10 @@ pub struct FileTimes {
     pub ptx_bytes: u64,
     /// Each stage's time.
     pub stages: Stages,
+    /// `tilec compile FILE -o DIR` as a whole process, each run a process of
+    /// its own (`--processes`; records before the option have none).
+    #[serde(default)]
+    pub process: Option<Timing>,
 }
 
 /// The compile's stages, in the order they run, and the whole.
@@ -122,6 +130,9 @@ impl CompileTime {
             let _ = writeln!(s, "  {:<16} {:>10} {:>10} {:>10}", "stage (ms)", "median", "min", "max");
             for (name, t) in f.stages.named() {
                 let _ = writeln!(s, "  {name:<16} {:>10.3} {:>10.3} {:>10.3}", t.median_ms, t.min_ms, t.max_ms);
+            }
+            if let Some(t) = &f.process {
+                let _ = writeln!(s, "  {:<16} {:>10.3} {:>10.3} {:>10.3}", "whole process", t.median_ms, t.min_ms, t.max_ms);
             }
         }
         s
