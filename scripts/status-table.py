@@ -16,8 +16,8 @@ import sys
 
 BEGIN = "<!-- status table: made by scripts/status-table.py from the records it names; do not edit -->"
 END = "<!-- end of status table -->"
-COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-11-29-h200-judged-widths.json"
-COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-11-29-h200-judged-fp8-widths.json"
+COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-11-29-h200-judged-seed5.json"
+COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-11-29-h200-judged-fp8-seed5.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 
 

@@ -8,29 +8,30 @@
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-ws-split-b.json`
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-ws-split.json`
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-widths.json`
+//! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-seed5.json`
 
 use crate::cost_model::Calibration;
 
 /// Fitted on the NVIDIA H200.
 pub const H200: Calibration = Calibration {
-    mma_efficiency_pipeline: 5.701536018890064e-1,
-    mma_efficiency_pipeline_two_warpgroups: 7.310663320420488e-1,
-    mma_efficiency_one_consumer: 1.2227881299235817e0,
-    mma_efficiency_two_consumers: 1.2243370071296802e0,
-    mma_efficiency_ping_pong: 9.999999062372761e-1,
-    fp8_mma_efficiency: 8.167685810170736e-1,
-    k_block_overhead_s: 3.683257049568446e-8,
-    promotion_serial: 9.783764189282503e-1,
-    promotion_overlapped: 2.3651471781849545e-1,
-    promotion_wait_s: 1.6451384805636172e-7,
-    load_latency_s: 1.2827262816417447e-6,
-    l2_bytes_per_s: 1.1402848232109596e13,
-    hbm_efficiency: 9.380070776244748e-1,
-    tile_overhead_s: 7.243365684518713e-7,
-    store_bytes_per_s: 6.315219459493069e10,
-    partial_bytes_per_s: 7.602938081303764e10,
-    workspace_round_trip_s: 3.827046428719929e-7,
-    stream_k_miss_share: 5.53459769338514e-1,
-    overlap_exponent: 5.674004852222854e0,
-    launch_s: 4.602489753685212e-6,
+    mma_efficiency_pipeline: 5.922546014563564e-1,
+    mma_efficiency_pipeline_two_warpgroups: 7.604651836319996e-1,
+    mma_efficiency_one_consumer: 1.2018597533863478e0,
+    mma_efficiency_two_consumers: 1.256659615235802e0,
+    mma_efficiency_ping_pong: 9.999999603854994e-1,
+    fp8_mma_efficiency: 7.957604333532946e-1,
+    k_block_overhead_s: 6.517684357078202e-8,
+    promotion_serial: 9.934124074188072e-1,
+    promotion_overlapped: 2.4682294114752013e-1,
+    promotion_wait_s: 1.3008160288001784e-7,
+    load_latency_s: 1.2180274018221806e-6,
+    l2_bytes_per_s: 1.1366420911579127e13,
+    hbm_efficiency: 9.387960018314427e-1,
+    tile_overhead_s: 7.41487129131781e-7,
+    store_bytes_per_s: 6.3733812197310616e10,
+    partial_bytes_per_s: 7.568458306037335e10,
+    workspace_round_trip_s: 3.9176943898001335e-7,
+    stream_k_miss_share: 5.714806455468234e-1,
+    overlap_exponent: 5.531323074464116e0,
+    launch_s: 4.636485115084928e-6,
 };
