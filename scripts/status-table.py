@@ -4,7 +4,8 @@
 Each row names its records (docs/benchmarks/...) and how a figure is read from them: a judged
 set of config selection's picks (tilec-judge/1, scripts/judge-picks.py), a tilec-bench run
 (tilec-bench/3: the vendor's median time over ours, per shape) or a grouped run
-(tilec-bench-grouped/1). Ratios above 1 are ours faster.
+(tilec-bench-grouped/1), or the printed rows of a checks record (tilec-checks/1) where a run
+wrote no JSON. Ratios above 1 are ours faster.
 usage: status-table.py               print the table
        status-table.py --check FILE  exit 1 unless FILE holds it between the markers
        status-table.py --write FILE  put it there"""
@@ -19,6 +20,7 @@ END = "<!-- end of status table -->"
 COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-11-29-h200-judged-seed5.json"
 COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-11-29-h200-judged-fp8-seed5.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
+GROUPED = "docs/benchmarks/checks/2026-11-29-h200-grouped.json"
 
 
 def load(path):
@@ -66,6 +68,19 @@ def grouped(path, baseline, ours):
     return out
 
 
+def checked_rows(path, kernel):
+    """Problem -> ratio from a checks record's rows `PROBLEM: KERNEL MS ms, TF TFLOP/s, R of the
+    cuBLAS loop` (a grouped run's printed table, kept where the run wrote no JSON)."""
+    out = {}
+    for run in load(path)["runs"]:
+        for row in run.get("rows", []):
+            problem, rest = row.split(": ", 1)
+            words = rest.split()
+            if words[0] == kernel:
+                out[problem] = float(words[5])
+    return out
+
+
 def summary(ratios, named=()):
     """`G, lowest L (shape)` and `(S: r, ...)` for the shapes named; one shape's ratio alone."""
     if not ratios:
@@ -101,6 +116,7 @@ def rows():
         ("the same against the plain BF16 pick (its time over the fused one's, runs back to back)", summary(fused_vs_plain, ["4096x4096x4096", "8192x8192x8192"]), EPILOGUE + "fused-vs-plain.json"),
         ("BF16 GEMM + residual (`examples/gemm_residual.tile`), the 20 shapes, vs cuBLASLt's `beta C`", summary(bench(EPILOGUE + "residual-picks.json", "cublaslt-residual", pick)), EPILOGUE + "residual-picks.json"),
         ("SwiGLU MLP in one GEMM (`examples/mlp_swiglu.tile`), M x 2H x K, vs two cuBLASLt GEMMs + an element-wise kernel", summary(bench(EPILOGUE + "swiglu-two-gemms.json", "cublaslt-2gemm+nvrtc-gated"), ["4096x28672x4096"]), EPILOGUE + "swiglu-two-gemms.json"),
+        ("Grouped contiguous BF16 (`examples/grouped_contiguous_bf16.tile`), the 8 contiguous problems of the grouped benchmark, vs the per-expert cuBLAS loop", summary(checked_rows(GROUPED, "grouped_contiguous_bf16")), GROUPED),
         ("Grouped SwiGLU (`examples/grouped_contiguous_swiglu.tile`), vs per-expert cuBLAS loops per part + the element-wise kernel", summary(grouped(EPILOGUE + "grouped-swiglu.json", "cublas-loop-2gemm+nvrtc-gated", "gswiglu_c1")), EPILOGUE + "grouped-swiglu.json"),
         ("FP8 block-scaled + per-token FP8 quantisation (`examples/gemm_fp8_quantize.tile`), the six M = 4096 shapes, vs cuBLASLt block-scaled + a quantisation kernel", summary(bench(EPILOGUE + "fp8-quantize-picks.json", "cublaslt-fp8-block+nvrtc-quantize", pick)), EPILOGUE + "fp8-quantize-picks.json"),
         ("FP8 block-scaled + bias + ReLU, vs cuBLASLt per-tensor FP8 + an element-wise kernel", summary(bench(EPILOGUE + "fp8-bias-relu-4096.json", "cublaslt-fp8+nvrtc-epilogue"), ["4096x4096x4096"]), EPILOGUE + "fp8-bias-relu-4096.json"),
