@@ -23,7 +23,7 @@ mod wgmma_drain;
 pub use context::BackendContext;
 pub use error::{BackendError, Diagnostics};
 pub use kernel_abi::{TMA_PARAMS_ATTR, TMA_PARAM_ATTRS};
-pub use llvm_pipeline::{kernel_pipeline, llvm_pipeline};
+pub use llvm_pipeline::llvm_pipeline;
 pub use pipeline::{default_pipeline, split_pipeline};
 pub use reproducer::{mlir_opt_command, reproducer, MLIR_OPT};
 pub use ptx::NVPTX_TRIPLE;

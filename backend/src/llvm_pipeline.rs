@@ -30,7 +30,7 @@ const SIMPLIFYCFG_LATE: &str = "simplifycfg<switch-range-to-icmp;switch-to-arith
 const INSTCOMBINE: &str = "instcombine<max-iterations=1;no-verify-fixpoint>";
 
 /// The pipeline [`llvm_pipeline`] runs at `-O3`.
-pub fn kernel_pipeline() -> String {
+fn kernel_pipeline() -> String {
     let cgscc_function = [
         "speculative-execution<only-if-divergent-target>",
         "correlated-propagation",
