@@ -59,7 +59,7 @@ fn kernel_pipeline() -> String {
     .join(",")
 }
 
-/// The LLVM pipeline for optimisation level `opt_level`: [`kernel_pipeline`] at 3, LLVM's
+/// The LLVM pipeline for optimisation level `opt_level`: the kernel pipeline at 3, LLVM's
 /// `default<O{n}>` below.
 pub fn llvm_pipeline(opt_level: u32) -> String {
     match opt_level {
