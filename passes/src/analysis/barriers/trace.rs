@@ -23,8 +23,7 @@
 //! verifier reports as a warning rather than passing the function.
 
 use crate::pass::op_error;
-use rustc_hash::FxHashMap;
-use tilec_dialects::ir::{Block, Body, Op, Value};
+use tilec_dialects::ir::{Block, Body, EntityRef, Op, Value};
 use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::arith::{binary_int_fold, compare};
@@ -157,7 +156,7 @@ pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, 
     let warps = func.attrs.get_int("num_warps").unwrap_or(4);
     let mut traces = Vec::new();
     for warp in 0..warps {
-        let mut tracer = Tracer { func, body: &func.body, config, warp, env: FxHashMap::default(), steps: Vec::new(), role: None, budget: MAX_STEPS };
+        let mut tracer = Tracer { func, body: &func.body, config, warp, env: Env::new(&func.body), steps: Vec::new(), role: None, budget: MAX_STEPS };
         match tracer.block(func.entry_block()) {
             Ok(_) => traces.push(tracer.steps),
             Err(Stop::Untraceable(why)) => return Ok(Err(why)),
@@ -184,6 +183,29 @@ fn untraceable(op: Op, reason: impl Into<String>) -> Stop {
     Stop::Untraceable(Untraceable { op, reason: reason.into() })
 }
 
+/// The integers known at the current point of a trace, by value: a trace
+/// binds every value it passes each iteration, so a table by the value's
+/// index is much cheaper than a hash map.
+struct Env(Vec<Option<i64>>);
+
+impl Env {
+    fn new(body: &Body) -> Self {
+        Env(vec![None; body.values.len()])
+    }
+
+    fn get(&self, v: &Value) -> Option<&i64> {
+        self.0[v.index()].as_ref()
+    }
+
+    fn insert(&mut self, v: Value, c: i64) {
+        self.0[v.index()] = Some(c);
+    }
+
+    fn remove(&mut self, v: &Value) {
+        self.0[v.index()] = None;
+    }
+}
+
 /// The roles of an `nv.warp_specialize`.
 #[derive(Clone, Copy)]
 enum Role {
@@ -196,7 +218,7 @@ struct Tracer<'a> {
     body: &'a Body,
     config: &'a Config,
     warp: i64,
-    env: FxHashMap<Value, i64>,
+    env: Env,
     steps: Vec<Step>,
     /// The role of an `nv.warp_specialize` the warp is running, if any.
     role: Option<Role>,
@@ -296,7 +318,7 @@ impl Tracer<'_> {
         match value {
             Some(c) => self.env.insert(result, c),
             None => self.env.remove(&result),
-        };
+        }
     }
 
     /// Runs `block`; returns what its `tile.yield` yields (`None` for a
