@@ -1,6 +1,7 @@
 //! The `tile.config` attribute that `tile-select-config` writes on a
-//! function, read by the passes after it for the options their pipeline does
-//! not give, and the pass pipeline that builds the configuration it decides.
+//! function, read once into typed entries ([`ConfigEntries`]) by each pass
+//! after it for the options its pipeline does not give, and the pass
+//! pipeline that builds the configuration it decides.
 //! (Whether a function still has block-size parameters to bind is its
 //! phase: `phase::has_unbound_parameters`.)
 
@@ -9,7 +10,9 @@ use crate::config_rules::{Config, Epilogue, Scales, Schedule};
 use crate::config_rules::{PieceOrder, SplitReduce};
 use crate::options::OptionKind;
 use crate::pass::PassInfo;
-use tilec_dialects::ir::{Attribute, Attributes};
+use crate::tile_order::TileOrder;
+use crate::words::named_by_words;
+use tilec_dialects::ir::Attribute;
 use tilec_dialects::{Diagnostic, Function};
 
 /// Every key `tile.config` may hold: the decision `tile-select-config`
@@ -22,112 +25,172 @@ pub const CONFIG_KEYS: [&str; 25] = [
     "smem_bytes",
 ];
 
-/// The function's `tile.config`, `None` without one. A key no pass knows
-/// is an error located at the function: a misspelt entry must not leave
-/// the kernel built as if it were absent.
-fn entries(func: &Function) -> Result<Option<&Attributes>, Diagnostic> {
-    let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return Ok(None) };
-    match d.iter().find(|(key, _)| !CONFIG_KEYS.contains(key)) {
-        Some((key, _)) => Err(Diagnostic::error(func.loc.clone(), format!("tile.config has no key '{key}'; it may hold {}", CONFIG_KEYS.join(", ")))),
-        None => Ok(Some(d)),
+/// How the output tile is stored, as `tile.config`'s `epilogue` says
+/// (`tile-lower-to-nv`'s `epilogue` option).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EpilogueStore {
+    /// Each thread stores its elements to global memory.
+    Global,
+    /// Through a shared buffer and a TMA store.
+    Tma,
+}
+
+named_by_words!(EpilogueStore { Global => "global", Tma => "tma" } default Global);
+
+/// The function's `tile.config`, every entry read and checked once: the
+/// decision `tile-select-config` records (or a hand-written config gives),
+/// which the passes after it take where their pipeline gives no option.
+/// An absent entry is `None`; so is every entry of a function without a
+/// `tile.config`. The figures written beside the decision (the shape, SMs,
+/// waves, shared memory, `persistent`) are checked as keys and not read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfigEntries {
+    /// `block_m`: the tile's rows.
+    pub block_m: Option<i64>,
+    /// `block_n`: the tile's columns.
+    pub block_n: Option<i64>,
+    /// `block_k`: the K tile.
+    pub block_k: Option<i64>,
+    /// `stages`: the pipeline's buffer stages.
+    pub stages: Option<i64>,
+    /// `schedule`, with `consumers` for a warp-specialised one.
+    pub schedule: Option<Schedule>,
+    /// `consumers`: a warp-specialised kernel's consumer warpgroups.
+    pub consumers: Option<i64>,
+    /// `tile_order`; "grid", a plain kernel's order, names none.
+    pub tile_order: Option<TileOrder>,
+    /// `raster_group`: tile rows per group of a grouped order.
+    pub raster_group: Option<i64>,
+    /// `epilogue`: how the output tile is stored.
+    pub epilogue: Option<EpilogueStore>,
+    /// `epilogue_cols`: the TMA epilogue's buffer columns.
+    pub epilogue_cols: Option<i64>,
+    /// `epilogue_deferred`: a persistent kernel's epilogue overlaps the next tile.
+    pub epilogue_deferred: Option<bool>,
+    /// `scales`: how a block-scaled K loop takes its scales.
+    pub scales: Option<Scales>,
+    /// `cluster`: the axis along which CTAs pair up.
+    pub cluster: Option<Along>,
+    /// `splits`: the CTAs each tile's K loop is split over.
+    pub splits: Option<i64>,
+    /// `split_reduce`: where the splits' partial sums meet.
+    pub split_reduce: Option<SplitReduce>,
+    /// `stream_k`: the order of the last wave's K pieces.
+    pub stream_k: Option<PieceOrder>,
+    /// `mma_n`: a hand-written config's wgmma N for `tile-assign-layouts`.
+    pub mma_n: Option<i64>,
+}
+
+/// `tile.config`'s `scales` words: the K loop's scales copied with their
+/// stage or loaded one K step ahead ([`Scales::word`]).
+pub const SCALES_WORDS: &[&str] = &["staged", "prefetched"];
+
+impl ConfigEntries {
+    /// Reads `func`'s `tile.config`. A key no pass knows, or an entry of
+    /// the wrong kind or outside its words, is an error located at the
+    /// function: a misspelt or hand-edited entry must not leave the kernel
+    /// built as if it were absent, or quietly mean something else.
+    pub fn of(func: &Function) -> Result<ConfigEntries, Diagnostic> {
+        let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return Ok(ConfigEntries::default()) };
+        if let Some((key, _)) = d.iter().find(|(key, _)| !CONFIG_KEYS.contains(key)) {
+            return Err(Diagnostic::error(func.loc.clone(), format!("tile.config has no key '{key}'; it may hold {}", CONFIG_KEYS.join(", "))));
+        }
+        let error = |message: String| Diagnostic::error(func.loc.clone(), message);
+        let int = |key: &str| match d.get(key) {
+            None => Ok(None),
+            Some(_) => d.get_int(key).map(Some).ok_or_else(|| error(format!("tile.config's '{key}' must be an integer"))),
+        };
+        let flag = |key: &str| match d.get(key) {
+            None => Ok(None),
+            Some(Attribute::Bool(b)) => Ok(Some(*b)),
+            Some(_) => Err(error(format!("tile.config's '{key}' must be true or false"))),
+        };
+        let word = |key: &str, allowed: &[&str]| match d.get(key) {
+            None => Ok(None),
+            Some(value) => match value.as_str() {
+                Some(word) if allowed.contains(&word) => Ok(Some(word.to_string())),
+                _ => Err(error(format!("tile.config's '{key}' must be one of \"{}\"", allowed.join("\", \"")))),
+            },
+        };
+        let consumers = int("consumers")?;
+        Ok(ConfigEntries {
+            block_m: int("block_m")?,
+            block_n: int("block_n")?,
+            block_k: int("block_k")?,
+            stages: int("stages")?,
+            schedule: word("schedule", Schedule::WORDS)?.and_then(|w| Schedule::from_word(&w, consumers.unwrap_or(0))),
+            consumers,
+            tile_order: word("tile_order", TileOrder::CONFIG_WORDS)?.filter(|w| w != "grid").map(|w| TileOrder::parse(&w)),
+            raster_group: int("raster_group")?,
+            epilogue: word("epilogue", EpilogueStore::WORDS)?.map(|w| EpilogueStore::parse(&w)),
+            epilogue_cols: int("epilogue_cols")?,
+            epilogue_deferred: flag("epilogue_deferred")?,
+            scales: word("scales", SCALES_WORDS)?.map(|w| if w == Scales::Staged.word() { Scales::Staged } else { Scales::Prefetched }),
+            cluster: word("cluster", Along::WORDS)?.map(|w| Along::parse(&w)),
+            splits: int("splits")?,
+            split_reduce: word("split_reduce", SplitReduce::WORDS)?.map(|w| SplitReduce::parse(&w)),
+            stream_k: word("stream_k", PieceOrder::WORDS)?.map(|w| PieceOrder::parse(&w)),
+            mma_n: int("mma_n")?,
+        })
+    }
+
+    /// The configuration these entries decide, as config selection's
+    /// [`Config`] (its `Display` is what `--explain` prints); `None` where
+    /// they name no schedule. A schedule without its block sizes or stages
+    /// is an error located at `func`.
+    pub fn decided(&self, func: &Function) -> Result<Option<Config>, Diagnostic> {
+        let Some(schedule) = self.schedule else { return Ok(None) };
+        let missing = |key: &str| Diagnostic::error(func.loc.clone(), format!("tile.config decides a schedule but has no '{key}'"));
+        let block_m = self.block_m.ok_or_else(|| missing("block_m"))?;
+        let block_n = self.block_n.ok_or_else(|| missing("block_n"))?;
+        let block_k = self.block_k.ok_or_else(|| missing("block_k"))?;
+        let stages = self.stages.ok_or_else(|| missing("stages"))?;
+        let num_warps = match schedule {
+            Schedule::Pipeline => func.attrs.get_int("num_warps").unwrap_or(4),
+            Schedule::WarpSpecialized { consumers } => 4 * (1 + consumers),
+            Schedule::PingPong => 12,
+        };
+        let epilogue = match self.epilogue {
+            Some(EpilogueStore::Tma) => Epilogue::Tma { columns: self.epilogue_cols.unwrap_or(block_n) },
+            Some(EpilogueStore::Global) | None => Epilogue::Global,
+        };
+        Ok(Some(Config {
+            block_m,
+            block_n,
+            block_k,
+            stages,
+            num_warps,
+            schedule,
+            epilogue,
+            scales: self.scales.unwrap_or(Scales::None),
+            cluster: self.cluster.unwrap_or(Along::None),
+            splits: self.splits.unwrap_or(1),
+            split_reduce: self.split_reduce.unwrap_or(SplitReduce::Cluster),
+            raster_group: self.raster_group.unwrap_or(0),
+            stream_k: self.stream_k,
+            deferred_epilogue: self.epilogue_deferred.unwrap_or(false),
+        }))
     }
 }
 
-/// An integer of the function's `tile.config` (`stages`, `consumers`);
-/// `None` without the entry. Any other value is an error located at the
-/// function, as in [`config_word`].
-pub fn config_int(func: &Function, key: &str) -> Result<Option<i64>, Diagnostic> {
-    let Some(d) = entries(func)? else { return Ok(None) };
-    match d.get(key) {
-        None => Ok(None),
-        Some(_) => d.get_int(key).map(Some).ok_or_else(|| Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' must be an integer"))),
-    }
-}
-
-/// A flag of the function's `tile.config` (`epilogue_deferred`); `None`
-/// without the entry. Any other value is an error located at the function.
-pub fn config_bool(func: &Function, key: &str) -> Result<Option<bool>, Diagnostic> {
-    let Some(d) = entries(func)? else { return Ok(None) };
-    match d.get(key) {
-        None => Ok(None),
-        Some(Attribute::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' must be true or false"))),
-    }
-}
-
-/// An integer of the function's `tile.config` that `pass` also takes as
-/// its integer option `option` (mostly of the same name), within that
-/// option's range; `None` without the entry. Any other value is an error
-/// located at the function, as in [`config_int`].
-pub fn config_option(func: &Function, pass: &PassInfo, option: &str, key: &str) -> Result<Option<i64>, Diagnostic> {
+/// `value`, an entry of `tile.config` that `pass` also takes as its integer
+/// option `option` (mostly of the same name, `key`), checked against that
+/// option's range: out of it is an error located at the function.
+pub fn in_option_range(func: &Function, pass: &PassInfo, option: &str, key: &str, value: Option<i64>) -> Result<Option<i64>, Diagnostic> {
     let Some(OptionKind::Int { min, max }) = pass.options.iter().find(|o| o.name == option).map(|o| o.kind) else {
         unreachable!("'{option}' is an integer option of {}", pass.name)
     };
-    match config_int(func, key)? {
+    match value {
         Some(v) if !(min..=max).contains(&v) => Err(Diagnostic::error(func.loc.clone(), format!("tile.config's '{key}' must be from {min} to {max}, found {v}"))),
         v => Ok(v),
     }
 }
 
-/// A word of the function's `tile.config` (`schedule`, `epilogue`), one of
-/// `allowed`; `None` without the entry. Any other value is an error located
-/// at the function: a hand-written config must not quietly mean something
-/// else.
-pub fn config_word<'a>(func: &'a Function, key: &str, allowed: &[&str]) -> Result<Option<&'a str>, Diagnostic> {
-    let Some(d) = entries(func)? else { return Ok(None) };
-    let Some(value) = d.get(key) else { return Ok(None) };
-    match value.as_str() {
-        Some(word) if allowed.contains(&word) => Ok(Some(word)),
-        _ => Err(Diagnostic::error(
-            func.loc.clone(),
-            format!("tile.config's '{key}' must be one of \"{}\"", allowed.join("\", \"")),
-        )),
-    }
-}
-
-/// The configuration the function's `tile.config` decides, as config
-/// selection's [`Config`] (its `Display` is what `--explain` prints); `None`
-/// where `tile.config` names no schedule. Any entry that cannot be read is
-/// an error located at the function, as in [`config_word`].
+/// The configuration the function's `tile.config` decides
+/// ([`ConfigEntries::decided`]); `None` where it names no schedule.
 pub fn decided_config(func: &Function) -> Result<Option<Config>, Diagnostic> {
-    let Some(word) = config_word(func, "schedule", Schedule::WORDS)? else { return Ok(None) };
-    let missing = |key: &str| Diagnostic::error(func.loc.clone(), format!("tile.config decides a schedule but has no '{key}'"));
-    let int = |key: &str| config_int(func, key)?.ok_or_else(|| missing(key));
-    let (block_m, block_n, block_k, stages) = (int("block_m")?, int("block_n")?, int("block_k")?, int("stages")?);
-    let consumers = config_int(func, "consumers")?.unwrap_or(0);
-    let schedule = Schedule::from_word(word, consumers).expect("a word of Schedule::WORDS");
-    let num_warps = match schedule {
-        Schedule::Pipeline => func.attrs.get_int("num_warps").unwrap_or(4),
-        Schedule::WarpSpecialized { consumers } => 4 * (1 + consumers),
-        Schedule::PingPong => 12,
-    };
-    let epilogue = match config_word(func, "epilogue", &["global", "tma"])? {
-        Some("tma") => Epilogue::Tma { columns: config_int(func, "epilogue_cols")?.unwrap_or(block_n) },
-        _ => Epilogue::Global,
-    };
-    let scales = match config_word(func, "scales", &["none", "staged", "prefetched"])? {
-        Some("staged") => Scales::Staged,
-        Some("prefetched") => Scales::Prefetched,
-        _ => Scales::None,
-    };
-    Ok(Some(Config {
-        block_m,
-        block_n,
-        block_k,
-        stages,
-        num_warps,
-        schedule,
-        epilogue,
-        scales,
-        cluster: config_word(func, "cluster", Along::WORDS)?.map_or(Along::None, Along::parse),
-        splits: config_int(func, "splits")?.unwrap_or(1),
-        split_reduce: config_word(func, "split_reduce", SplitReduce::WORDS)?.map_or(SplitReduce::Cluster, SplitReduce::parse),
-        raster_group: config_int(func, "raster_group")?.unwrap_or(0),
-        stream_k: config_word(func, "stream_k", PieceOrder::WORDS)?.map(PieceOrder::parse),
-        deferred_epilogue: config_bool(func, "epilogue_deferred")?.unwrap_or(false),
-    }))
+    ConfigEntries::of(func)?.decided(func)
 }
-
 
 /// The passes after `tile-select-config` that build the configuration the
 /// function's `tile.config` decides ([`decided_config`], [`Config::pass_pipeline`]);
@@ -193,9 +256,54 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
+    use super::{ConfigEntries, EpilogueStore};
+    use crate::cluster::Along;
+    use crate::config_rules::{Config, PieceOrder, Scales, Schedule, SplitReduce};
     use crate::phase::Phase;
     use crate::pipeline::parse_pipeline;
-    use crate::config_rules::Config;
+    use tilec_dialects::Function;
+
+    /// A function whose `tile.config` is `{config}`.
+    fn with_config(config: &str) -> Function {
+        let text = format!("tile.func @f() attributes {{tile.config = {{{config}}}}} {{\n  tile.return\n}}\n");
+        tilec_dialects::parse_module(&text, "config.tile").expect("the function parses").functions.remove(0)
+    }
+
+    /// Every entry a pass reads comes back typed; "grid" names no tile order.
+    #[test]
+    fn entries_read_typed() {
+        let func = with_config(
+            "block_m = 128, block_n = 256, block_k = 64, stages = 4, schedule = \"warp_specialized\", consumers = 2, tile_order = \"grid\", \
+             epilogue = \"tma\", epilogue_cols = 64, epilogue_deferred = true, scales = \"prefetched\", cluster = \"n\", splits = 2, \
+             split_reduce = \"workspace\", stream_k = \"in-order\", mma_n = 128",
+        );
+        let entries = ConfigEntries::of(&func).expect("readable");
+        assert_eq!(entries.schedule, Some(Schedule::WarpSpecialized { consumers: 2 }));
+        assert_eq!((entries.block_m, entries.block_n, entries.block_k, entries.stages), (Some(128), Some(256), Some(64), Some(4)));
+        assert_eq!((entries.tile_order, entries.epilogue, entries.epilogue_cols), (None, Some(EpilogueStore::Tma), Some(64)));
+        assert_eq!((entries.scales, entries.cluster, entries.split_reduce), (Some(Scales::Prefetched), Some(Along::N), Some(SplitReduce::Workspace)));
+        assert_eq!((entries.stream_k, entries.epilogue_deferred, entries.splits, entries.mma_n), (Some(PieceOrder::InOrder), Some(true), Some(2), Some(128)));
+        assert_eq!(ConfigEntries::of(&with_config("stages = 3")).expect("readable").decided(&func).expect("no schedule"), None);
+    }
+
+    /// A misspelt key, an entry of the wrong kind or a word outside its
+    /// set is an error that names the key, not an entry read as absent.
+    #[test]
+    fn bad_entries_are_errors_naming_the_key() {
+        for (config, says) in [
+            ("stagez = 3", "tile.config has no key 'stagez'"),
+            ("stages = \"four\"", "'stages' must be an integer"),
+            ("epilogue_deferred = 1", "'epilogue_deferred' must be true or false"),
+            ("scales = \"none\"", "'scales' must be one of \"staged\", \"prefetched\""),
+            ("cluster = \"k\"", "'cluster' must be one of \"m\", \"n\", \"none\""),
+        ] {
+            let error = ConfigEntries::of(&with_config(config)).expect_err(config);
+            assert!(error.message.contains(says), "{config}: {}", error.message);
+        }
+        let missing = ConfigEntries::of(&with_config("schedule = \"pipeline\", block_m = 128")).expect("readable");
+        let error = missing.decided(&with_config("")).expect_err("no block_n");
+        assert!(error.message.contains("decides a schedule but has no 'block_n'"), "{}", error.message);
+    }
 
     /// The pipeline each form of configuration builds parses, and its passes
     /// take tile IR to nv IR in phase order.

@@ -18,6 +18,8 @@
 //! and arrivals, made the block-scaled FP8 kernels faster (measured:
 //! docs/evidence.md, hopper/staging.rs, module documentation).
 
+use crate::config::ConfigEntries;
+use crate::config_rules::Scales;
 use crate::pass::op_error;
 use crate::options::{OptionKind, OptionSpec, PassOptions};
 use std::collections::{HashMap, HashSet};
@@ -101,8 +103,8 @@ pub fn scales_option(options: &PassOptions) -> Option<bool> {
 /// option says when the pipeline gave it, else as config selection chose in
 /// `tile.config`, else staged (the option's default).
 pub fn copies_scales(func: &Function, option: Option<bool>) -> Result<bool, Diagnostic> {
-    let chosen = crate::config::config_word(func, "scales", SCALES)?;
-    Ok(option.unwrap_or(chosen.is_none_or(|word| word == "staged")))
+    let chosen = ConfigEntries::of(func)?.scales;
+    Ok(option.unwrap_or(chosen.is_none_or(|scales| scales == Scales::Staged)))
 }
 
 /// The unswizzled shared layout: a copied tile's buffer stores it densely.

@@ -11,6 +11,7 @@
 //! from what its producer gives, a `tile.convert_layout` is inserted; a
 //! cleanup then removes conversions that convert nothing.
 
+use crate::config::ConfigEntries;
 use crate::layout_rules::{instr_shape_k, instr_shape_n, padding_elems, swizzle_bytes, warps_per_cta};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -71,7 +72,7 @@ impl Pass for AssignLayouts {
         };
         func.attrs.set("num_warps", Attribute::Int(i64::from(num_warps), ElemType::I64));
         let mma_n = match self.mma_n {
-            0 => crate::config::config_int(func, "mma_n")?,
+            0 => ConfigEntries::of(func)?.mma_n,
             n => Some(n),
         };
         let body = &mut func.body;

@@ -29,6 +29,7 @@
 //! still loads (TMA fills zeros), takes part in every barrier and stores
 //! nothing (stores are bounds-checked, TMA stores clipped).
 
+use crate::config::ConfigEntries;
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::hopper::wgmma::next_op;
 use crate::hopper::WARPS_PER_WARPGROUP;
@@ -72,10 +73,8 @@ impl Pass for ClusterSplit {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        if self.from_config {
-            if let Some(word) = crate::config::config_word(func, "cluster", Along::WORDS)? {
-                self.along = Along::parse(word);
-            }
+        if let Some(along) = ConfigEntries::of(func)?.cluster.filter(|_| self.from_config) {
+            self.along = along;
         }
         if self.along == Along::None {
             return Ok(());

@@ -19,6 +19,7 @@
 //! buffer of the tile's shape, with an `nv.cluster_barrier` before the
 //! kernel returns.
 
+use crate::config::{ConfigEntries, EpilogueStore};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::pass::PassInfo;
@@ -81,10 +82,11 @@ pub struct LowerToNv {
 impl LowerToNv {
     /// The epilogue config selection chose, where the pipeline gave none.
     fn apply_config(&mut self, func: &Function) -> Result<(), Diagnostic> {
-        if let Some(epilogue) = crate::config::config_word(func, "epilogue", EPILOGUES)?.filter(|_| self.from_config) {
-            self.tma_epilogue = epilogue == "tma";
+        let config = ConfigEntries::of(func)?;
+        if let Some(epilogue) = config.epilogue.filter(|_| self.from_config) {
+            self.tma_epilogue = epilogue == EpilogueStore::Tma;
         }
-        if let Some(columns) = crate::config::config_int(func, "epilogue_cols")?.filter(|_| self.chunk_from_config) {
+        if let Some(columns) = config.epilogue_cols.filter(|_| self.chunk_from_config) {
             self.chunk_columns = columns;
         }
         Ok(())

@@ -29,6 +29,7 @@
 //! paired dimension is halved (rounded up, so the odd CTA of the last pair
 //! may hold a tile past the edge, which loads zeros and stores nothing).
 
+use crate::config::ConfigEntries;
 use crate::options::{OptionKind, OptionSpec};
 use crate::cluster::{Along, CLUSTER_SIZE};
 use crate::phase::{Phase, PhaseRule};
@@ -105,16 +106,13 @@ impl Pass for Persistent {
         if func.attrs.get("cluster_dims").is_some() {
             return Err(Diagnostic::error(func.loc.clone(), "tile-persistent needs a kernel without 'cluster_dims': a split-K kernel (tile-split-k) keeps one CTA per split of a tile, and tile-cluster-split runs after this pass"));
         }
-        if self.order_from_config {
-            // A plain kernel's tile.config says "grid", which keeps the default.
-            if let Some(word) = crate::config::config_word(func, "tile_order", TileOrder::CONFIG_WORDS)? {
-                self.order = TileOrder::parse(word);
-            }
+        let config = ConfigEntries::of(func)?;
+        // A plain kernel's tile.config says "grid", which keeps the default.
+        if let Some(order) = config.tile_order.filter(|_| self.order_from_config) {
+            self.order = order;
         }
-        if self.pairs_from_config {
-            if let Some(word) = crate::config::config_word(func, "cluster", Along::WORDS)? {
-                self.pairs = Along::parse(word);
-            }
+        if let Some(pairs) = config.cluster.filter(|_| self.pairs_from_config) {
+            self.pairs = pairs;
         }
         let entry = func.entry_block();
         let tiles = OutputTiles::find(INFO.name, "to make persistent", func)?;

@@ -19,6 +19,7 @@
 //! (`crate::hopper::schedule`, `crate::hopper::expand`); this pass picks the
 //! loops and checks its options.
 
+use crate::config::{in_option_range, ConfigEntries};
 use crate::hopper::expand::expand;
 use crate::hopper::schedule::{staged_loop, LoopSchedule};
 use crate::hopper::staging::{column_major_tensors, copies_scales, scales_option, SCALES_OPTION};
@@ -72,14 +73,14 @@ impl Pipeline {
         // Stages counted for another schedule's shared memory (a
         // warp-specialised tile's output chunks, its empty barriers) need
         // not fit or suit the plain pipeline.
-        let schedule = crate::config::config_word(func, "schedule", Schedule::WORDS)?;
-        if let Some(other) = schedule.filter(|&s| self.from_config && s != Schedule::Pipeline.word()) {
+        let config = ConfigEntries::of(func)?;
+        if let Some(other) = config.schedule.filter(|&s| self.from_config && s != Schedule::Pipeline).map(Schedule::word) {
             return Err(Diagnostic::error(
                 func.loc.clone(),
                 format!("tile.config chose the '{other}' schedule, which tile-persistent and tile-warp-specialize run, not tile-pipeline (run the passes the config asks for, see --dump-pass-pipeline, or give tile-pipeline its stages)"),
             ));
         }
-        if let Some(stages) = crate::config::config_option(func, &INFO, "stages", "stages")?.filter(|_| self.from_config) {
+        if let Some(stages) = in_option_range(func, &INFO, "stages", "stages", config.stages)?.filter(|_| self.from_config) {
             self.stages = stages;
             self.wait_depth = self.wait_depth.min(stages - 1);
         }

@@ -14,7 +14,7 @@
 //! y, which a one-dimensional order would split (split-K's clusters along z
 //! stay whole).
 
-use crate::config::config_option;
+use crate::config::{in_option_range, ConfigEntries};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::pass::PassInfo;
@@ -52,7 +52,7 @@ impl Pass for Rasterize {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        let group = if self.group > 0 { self.group } else { config_option(func, &INFO, "group", "raster_group")?.unwrap_or(0) };
+        let group = if self.group > 0 { self.group } else { in_option_range(func, &INFO, "group", "raster_group", ConfigEntries::of(func)?.raster_group)?.unwrap_or(0) };
         if group == 0 || func.attrs.get("grid").is_some() || func.attrs.get("raster_group").is_some() {
             return Ok(());
         }

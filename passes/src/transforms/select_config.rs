@@ -22,7 +22,7 @@
 //! (a TMA store needs 16-byte aligned rows of C).
 
 use crate::cluster::Along;
-use crate::config::config_int;
+use crate::config::ConfigEntries;
 use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Scales, Schedule};
 use crate::cost_model::{self, Weighed};
 use crate::hopper::staging::column_major_tensors;
@@ -165,7 +165,7 @@ impl SelectConfig {
             merge_pin(func, name, pin_of(&mut pins, name), from_program.or(from_file))?;
         }
         if pins.stages.is_none() {
-            pins.stages = config_int(func, "stages")?;
+            pins.stages = ConfigEntries::of(func)?.stages;
         }
         let (m, n, k) = self.shape.unwrap_or(DEFAULT_SHAPE);
         let machine = self.machine();
@@ -232,11 +232,8 @@ fn pin_of<'a>(pins: &'a mut Pins, name: &str) -> &'a mut Option<i64> {
 /// build (a hand-edited `block_n` in a bound program would otherwise be
 /// ignored).
 fn block_sizes_fixed(func: &Function, program: &Pins) -> Result<[(&'static str, Option<i64>, Option<i64>); 3], Diagnostic> {
-    let fixed = [
-        ("BLOCK_M", program.block_m, config_int(func, "block_m")?),
-        ("BLOCK_N", program.block_n, config_int(func, "block_n")?),
-        ("BLOCK_K", program.block_k, config_int(func, "block_k")?),
-    ];
+    let config = ConfigEntries::of(func)?;
+    let fixed = [("BLOCK_M", program.block_m, config.block_m), ("BLOCK_N", program.block_n, config.block_n), ("BLOCK_K", program.block_k, config.block_k)];
     for (name, from_program, from_file) in fixed {
         if let (Some(p), Some(f)) = (from_program, from_file) {
             if p != f {

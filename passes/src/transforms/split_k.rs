@@ -25,10 +25,9 @@
 //! kt = j + s * per * st. The last splits may run fewer iterations, or none
 //! (K shorter than S blocks), and then contribute zeros.
 
-use crate::config::config_option;
+use crate::config::{in_option_range, ConfigEntries};
 use crate::hopper::counting::trip_count;
 use crate::hopper::wgmma::next_op;
-use crate::config::config_word;
 use crate::config_rules::SplitReduce;
 use crate::k_range::{find_k_loop, guard_stores, restrict_k_loop, top_level_stores};
 use crate::options::{OptionKind, OptionSpec};
@@ -89,11 +88,12 @@ impl Pass for SplitK {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
+        let config = ConfigEntries::of(func)?;
         if self.splits_from_config {
-            self.splits = config_option(func, &INFO, "splits", "splits")?.unwrap_or(1);
+            self.splits = in_option_range(func, &INFO, "splits", "splits", config.splits)?.unwrap_or(1);
         }
         if self.reduce_from_config {
-            self.reduce = config_word(func, "split_reduce", SplitReduce::WORDS)?.map_or(SplitReduce::Cluster, SplitReduce::parse);
+            self.reduce = config.split_reduce.unwrap_or(SplitReduce::Cluster);
         }
         if self.splits == 1 {
             return Ok(());

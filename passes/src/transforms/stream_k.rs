@@ -38,6 +38,7 @@
 //! (`crate::k_range`). A grid wider than the workspace's [`PARK_SLOTS`]
 //! slots runs every tile whole.
 
+use crate::config::ConfigEntries;
 use crate::hopper::counting::trip_count;
 use crate::hopper::schedule::loop_block;
 use crate::hopper::wgmma::next_op;
@@ -85,10 +86,8 @@ impl Pass for StreamK {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        if self.from_config {
-            if let Some(word) = crate::config::config_word(func, "stream_k", PieceOrder::WORDS)? {
-                self.order = PieceOrder::parse(word);
-            }
+        if let Some(order) = ConfigEntries::of(func)?.stream_k.filter(|_| self.from_config) {
+            self.order = order;
         }
         if func.attrs.get("grid").and_then(Attribute::as_str) != Some("sms") {
             return Err(Diagnostic::error(func.loc.clone(), "tile-stream-k needs a persistent loop over tiles (run tile-persistent first)"));

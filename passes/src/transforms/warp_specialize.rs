@@ -41,6 +41,7 @@
 //! phase of the barrier's state: without them a consumer could wait for a
 //! round two phases ahead, whose parity is that of the round just done.
 
+use crate::config::{in_option_range, ConfigEntries};
 use crate::config_rules::{Precision, Schedule};
 use crate::hopper::counting::{enclosing_loop, loop_iteration, parity, Counting};
 use crate::hopper::dot::StagedDot;
@@ -87,7 +88,8 @@ pub const INFO: PassInfo = PassInfo {
             wait_depth: o.word("wait-depth").parse().ok(),
             producer_regs: o.int("producer-regs"),
             consumer_regs: o.int("consumer-regs"),
-            from_config: [("consumers", !o.given("consumers")), ("stages", !o.given("stages"))],
+            consumers_from_config: !o.given("consumers"),
+            stages_from_config: !o.given("stages"),
             scales: scales_option(o),
             pingpong: o.given("pingpong").then(|| o.bool("pingpong")),
         })
@@ -163,8 +165,10 @@ pub struct WarpSpecialize {
     wait_depth: Option<i64>,
     producer_regs: i64,
     consumer_regs: i64,
-    /// Options the pipeline did not give, taken from `tile.config`.
-    from_config: [(&'static str, bool); 2],
+    /// Take `consumers` from `tile.config` (the pipeline gave none).
+    consumers_from_config: bool,
+    /// Take `stages` from `tile.config` (the pipeline gave none).
+    stages_from_config: bool,
     /// The `scales` option: staged or not, `None` to follow `tile.config`.
     scales: Option<bool>,
     /// The `pingpong` option, `None` to follow `tile.config`.
@@ -175,19 +179,16 @@ impl WarpSpecialize {
     /// The consumers and stages config selection chose for a warp-specialised
     /// schedule, where the pipeline gave none.
     fn apply_config(&mut self, func: &Function) -> Result<(), Diagnostic> {
-        let schedule = crate::config::config_word(func, "schedule", Schedule::WORDS)?;
-        if schedule.is_none_or(|s| s == Schedule::Pipeline.word()) {
-            return Ok(());
-        }
+        let config = ConfigEntries::of(func)?;
+        let Some(schedule) = config.schedule.filter(|&s| s != Schedule::Pipeline) else { return Ok(()) };
         if self.pingpong.is_none() {
-            self.pingpong = Some(schedule == Some(Schedule::PingPong.word()));
+            self.pingpong = Some(schedule == Schedule::PingPong);
         }
-        for (key, take) in self.from_config {
-            match crate::config::config_option(func, &INFO, key, key)?.filter(|_| take) {
-                Some(v) if key == "consumers" => self.consumers = v,
-                Some(v) => self.stages = v,
-                None => {}
-            }
+        if let Some(consumers) = in_option_range(func, &INFO, "consumers", "consumers", config.consumers)?.filter(|_| self.consumers_from_config) {
+            self.consumers = consumers;
+        }
+        if let Some(stages) = in_option_range(func, &INFO, "stages", "stages", config.stages)?.filter(|_| self.stages_from_config) {
+            self.stages = stages;
         }
         Ok(())
     }
