@@ -17,7 +17,7 @@ mod llvm_pipeline;
 mod pipeline;
 mod reproducer;
 mod ptx;
-mod struct_extracts;
+mod struct_fields;
 mod verify_ptx;
 mod wgmma_drain;
 

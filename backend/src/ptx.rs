@@ -3,7 +3,7 @@
 //! the target machine's data layout, runs the LLVM pipeline (`llvm_pipeline.rs`), and emits PTX
 //! for `chip`/`features`.
 
-use super::{context::BackendContext, error::BackendError, llvm_pipeline::llvm_pipeline, struct_extracts::hoist_struct_extracts, BackendOptions};
+use super::{context::BackendContext, error::BackendError, llvm_pipeline::llvm_pipeline, struct_fields::take_structs_apart, BackendOptions};
 use inkwell::{
     context::Context as LlvmContext,
     module::Module as LlvmModule,
@@ -62,8 +62,8 @@ pub fn target_machine(opts: &BackendOptions) -> Result<TargetMachine, BackendErr
 }
 
 /// Sets triple and data layout, verifies, runs the LLVM pipeline (`opts.llvm_pipeline`, or
-/// [`llvm_pipeline`] for `opts.opt_level`), and moves struct extracts next to their struct for
-/// instruction selection (`struct_extracts.rs`).
+/// [`llvm_pipeline`] for `opts.opt_level`), and takes struct values apart for
+/// instruction selection (`struct_fields.rs`).
 pub fn optimize(module: &LlvmModule, tm: &TargetMachine, opts: &BackendOptions) -> Result<(), BackendError> {
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
@@ -77,7 +77,7 @@ pub fn optimize(module: &LlvmModule, tm: &TargetMachine, opts: &BackendOptions) 
         Some(given) => BackendError::PipelineSyntax { pipeline: given.clone(), message: e.to_string() },
         None => BackendError::Llvm { step: "optimisation", message: e.to_string() },
     })?;
-    hoist_struct_extracts(module);
+    take_structs_apart(module);
     Ok(())
 }
 
