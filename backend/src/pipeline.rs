@@ -14,12 +14,14 @@ use melior::{
 };
 
 /// The explicit form of `gpu-lower-to-nvvm-pipeline` verified with MLIR 22.1.8 (DESIGN 4), with
-/// the target options filled in from `opts`, less `convert-vector-to-scf` and `lower-affine`,
-/// and with the debug info kept as line directives.
+/// the target options filled in from `opts`, less `convert-vector-to-scf`, `lower-affine` and
+/// `llvm-optimize-for-nvvm-target`, and with the debug info kept as line directives.
 ///
-/// The two passes left out walk the whole module for nothing: the lowering emits no vector or
+/// The passes left out walk the whole module for nothing: the lowering emits no vector or
 /// affine op, and one would stop the pipeline at a conversion that cannot legalise it rather
-/// than pass through. `expand-strided-metadata` finds no memref op to expand either (memrefs
+/// than pass through; `llvm-optimize-for-nvvm-target` rewrites only f16 divisions (into an
+/// approximate reciprocal and a correction), which the epilogues, computing in f32, do not
+/// emit, and which NVPTX would otherwise divide in f32, as accurately if more slowly. `expand-strided-metadata` finds no memref op to expand either (memrefs
 /// are only the types of nvgpu's TMA and mbarrier operands), but its rewrite also folds the
 /// constants `convert-nvgpu-to-nvvm` leaves; the LLVM kernel pipeline (`llvm_pipeline.rs`)
 /// was chosen on the IR it gives.
@@ -45,7 +47,7 @@ pub fn default_pipeline(opts: &BackendOptions) -> String {
         // gives) without `.target ..., debug`, which would make ptxas build a debug kernel
         // (more registers, serialised wgmma).
         "gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},\
-         llvm-optimize-for-nvvm-target,canonicalize,cse,reconcile-unrealized-casts)",
+         canonicalize,cse,reconcile-unrealized-casts)",
         "ensure-debug-info-scope-on-llvm-func{emission-kind=DebugDirectivesOnly}",
         "gpu-to-llvm{use-bare-pointers-for-kernels=1}",
         "reconcile-unrealized-casts",
