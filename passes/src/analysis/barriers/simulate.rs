@@ -31,7 +31,7 @@ use super::trace::{reads_data, trace, Config, Data, Slot, Step, StepKind, Untrac
 use crate::pass::{op_error, op_warning};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use tilec_dialects::ir::{Body, Op, Value};
 use tilec_dialects::nv::memory::COPY_ARRIVALS;
 use tilec_dialects::{Diagnostic, Function, Type};
@@ -118,11 +118,12 @@ pub fn check_every_round(func: &Function, passed: &mut Passed) -> Result<Option<
 pub struct Passed(FxHashSet<u64>);
 
 /// What a simulation's outcome depends on, hashed: the size, the traces
-/// and every barrier's arrival count. The hash is SipHash's 64 bits, so a
+/// and every barrier's arrival count. The hash is foldhash's 64-bit
+/// quality hash (SipHash costs more than the simulations it spares), so a
 /// compile's few hundred simulations share one by chance with odds under
 /// one in 10^14.
 fn simulation_key(body: &Body, config: &Config, traces: &[Vec<Step>]) -> u64 {
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = foldhash::quality::FixedState::with_seed(0).build_hasher();
     (config, traces).hash(&mut hasher);
     for v in body.values.keys() {
         if let Type::MBarrier(_) = body.value_type(v) {
@@ -173,12 +174,71 @@ struct Access {
 /// Rows per unit of buffer state: row windows start at multiples of 8.
 const GRANULE: i64 = 8;
 
-/// A buffer stage's rows `[8 g, 8 g + 8)`: the unit accesses are tracked in.
+/// A buffer stage's rows from `[8 g, 8 g + 8)` to the next cut of the
+/// buffer ([`Cuts`]): the unit accesses are tracked in.
 type Granule = (Value, i64, i64);
 
-fn granules(window: Window) -> impl Iterator<Item = Granule> {
-    let ((buffer, stage), (start, end)) = (window.slot, window.rows);
-    (start.div_euclid(GRANULE)..(end + GRANULE - 1).div_euclid(GRANULE)).map(move |g| (buffer, stage, g))
+/// The granules `[start, end)` a window covers: its rows widened to
+/// multiples of 8.
+fn granule_range(window: &Window) -> (i64, i64) {
+    let (start, end) = window.rows;
+    (start.div_euclid(GRANULE), (end + GRANULE - 1).div_euclid(GRANULE))
+}
+
+/// For each buffer, every granule at which some window of the traces
+/// starts or ends, in order. Between two cuts, every access touches all
+/// granules or none, so they keep the same state and are tracked as one:
+/// a window of a tile's 128 rows is one unit, not 16.
+struct Cuts(FxHashMap<Value, Vec<i64>>);
+
+impl Cuts {
+    fn of(traces: &[Vec<Step>]) -> Cuts {
+        let mut cuts: FxHashMap<Value, Vec<i64>> = FxHashMap::default();
+        for step in traces.iter().flatten() {
+            for window in windows(&step.kind) {
+                let (start, end) = granule_range(window);
+                cuts.entry(window.slot.0).or_default().extend([start, end]);
+            }
+        }
+        for at in cuts.values_mut() {
+            at.sort_unstable();
+            at.dedup();
+        }
+        Cuts(cuts)
+    }
+
+    /// The units `window` covers, each named by its first granule.
+    fn units(&self, window: Window) -> Vec<Granule> {
+        let ((buffer, stage), (start, end)) = (window.slot, granule_range(&window));
+        let at = &self.0[&buffer];
+        let first = at.partition_point(|&c| c < start);
+        at[first..].iter().take_while(|&&c| c < end).map(|&c| (buffer, stage, c)).collect()
+    }
+}
+
+/// The buffer windows a step accesses.
+fn windows(kind: &StepKind) -> &[Window] {
+    match kind {
+        StepKind::TmaLoad { buffer, .. }
+        | StepKind::CopyAsync { buffer, .. }
+        | StepKind::LoadShared { buffer }
+        | StepKind::LoadFragment { buffer }
+        | StepKind::StoreShared { buffer }
+        | StepKind::TmaStore { buffer } => std::slice::from_ref(buffer),
+        StepKind::Wgmma { reads } => reads,
+        StepKind::Wait { .. }
+        | StepKind::Arrive { .. }
+        | StepKind::RemoteArrive { .. }
+        | StepKind::ExpectTx { .. }
+        | StepKind::WgmmaFence
+        | StepKind::WgmmaCommit
+        | StepKind::WgmmaWait { .. }
+        | StepKind::FenceProxy
+        | StepKind::TmaStoreWait
+        | StepKind::CtaBarrier
+        | StepKind::ClusterBarrier
+        | StepKind::WarpgroupBarrier { .. } => &[],
+    }
 }
 
 /// The accesses to some rows of a buffer stage since they were last replaced.
@@ -245,6 +305,7 @@ struct Sim<'a> {
     traces: Vec<Vec<Step>>,
     warps: Vec<Warp>,
     barriers: FxHashMap<Slot, BarrierState>,
+    cuts: Cuts,
     stages: FxHashMap<Granule, StageState>,
     accesses: Vec<Access>,
     meetings: FxHashMap<Meeting, MeetingState>,
@@ -262,6 +323,7 @@ impl<'a> Sim<'a> {
         Sim {
             body,
             config,
+            cuts: Cuts::of(&traces),
             traces,
             warps,
             barriers: FxHashMap::default(),
@@ -524,7 +586,7 @@ impl<'a> Sim<'a> {
     /// current contents must be over and ordered before it.
     fn read(&mut self, w: usize, window: Window, id: usize) -> Result<(), Diagnostic> {
         let now = self.warps[w].clock.clone();
-        for granule in granules(window) {
+        for granule in self.cuts.units(window) {
             self.read_granule(w, &now, window.slot, granule, id)?;
         }
         Ok(())
@@ -583,14 +645,14 @@ impl<'a> Sim<'a> {
     fn write(&mut self, now: Clock, window: Window, id: usize) -> Result<(), Diagnostic> {
         let (op, kind) = (self.accesses[id].op, self.accesses[id].kind);
         if matches!(kind, AccessKind::TmaWrite | AccessKind::CopyWrite) {
-            let states: Vec<&StageState> = granules(window).filter_map(|g| self.stages.get(&g)).collect();
+            let states: Vec<&StageState> = self.cuts.units(window).iter().filter_map(|g| self.stages.get(g)).collect();
             let previous = states.iter().flat_map(|s| &s.writes).find(|&&p| self.accesses[p].kind == kind);
             if let (Some(&prev), true) = (previous, states.iter().all(|s| s.reads.is_empty())) {
                 let msg = format!("refills {} before anything has read what the previous load put there", self.slot_name(window.slot));
                 return Err(self.error(op, msg).with_note(self.body.ops[self.accesses[prev].op].loc.clone(), "the previous load is here"));
             }
         }
-        for granule in granules(window) {
+        for granule in self.cuts.units(window) {
             self.write_granule(&now, window.slot, granule, id)?;
         }
         Ok(())
@@ -655,5 +717,31 @@ impl<'a> Sim<'a> {
         let w = (0..self.warps.len()).find(|&w| blocked(w).is_some()).expect("a blocked warp");
         let op = self.traces[w][self.warps[w].pc].op;
         self.error(op, "hangs: not every warp of the CTA (or of the warpgroup) reaches this barrier".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cuts, Step, StepKind, Window};
+    use tilec_dialects::ir::{EntityRef, Op, Value};
+
+    /// A warp's step reading `rows` of stage 0 of buffer `v`.
+    fn read(v: Value, rows: (i64, i64)) -> Step {
+        Step { op: Op::new(0), kind: StepKind::LoadShared { buffer: Window { slot: (v, 0), rows } } }
+    }
+
+    /// A window is tracked in units that end wherever another window of
+    /// the same buffer starts or ends (rows widened to granules of 8), so
+    /// that two accesses overlap in a unit exactly when their rows share a
+    /// granule.
+    #[test]
+    fn units_split_where_windows_of_the_buffer_start_and_end() {
+        let (a, b) = (Value::new(0), Value::new(1));
+        let cuts = Cuts::of(&[vec![read(a, (0, 128)), read(a, (64, 128))], vec![read(a, (3, 11)), read(b, (0, 128))]]);
+        let units = |v, rows| cuts.units(Window { slot: (v, 1), rows });
+        assert_eq!(units(a, (0, 128)), [(a, 1, 0), (a, 1, 2), (a, 1, 8)]);
+        assert_eq!(units(a, (64, 128)), [(a, 1, 8)]);
+        assert_eq!(units(a, (3, 11)), [(a, 1, 0)]);
+        assert_eq!(units(b, (0, 128)), [(b, 1, 0)]);
     }
 }
