@@ -7,6 +7,9 @@
 mod api;
 #[path = "backend/cli.rs"]
 mod cli;
+// The README's and the tutorial's commands, run through the tools.
+#[path = "backend/docs.rs"]
+mod docs;
 #[path = "backend/elementwise_ops.rs"]
 mod elementwise_ops;
 #[path = "backend/explain.rs"]
