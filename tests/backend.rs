@@ -158,7 +158,7 @@ fn pipeline_splits_into_single_passes() {
     let steps = split_pipeline("a,b{x=1 y=2},gpu.module(c,d{z=3}),e");
     assert_eq!(steps, ["a", "b{x=1 y=2}", "gpu.module(c)", "gpu.module(d{z=3})", "e"]);
     let steps = split_pipeline(&default_pipeline(&BackendOptions::default()));
-    assert_eq!(steps.len(), 19);
+    assert_eq!(steps.len(), 18);
     assert!(steps.iter().any(|s| s == "nvvm-attach-target{chip=sm_90a features=+ptx80 O=3}"));
     assert!(steps.iter().any(|s| s == "gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1})"));
 }
