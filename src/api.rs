@@ -144,12 +144,13 @@ pub(crate) fn parse_and_verify(text: &str, name: &str) -> Result<Module, String>
 
 /// Runs the textual tile/nv `pipeline` on `module` (parsed from `text`, named
 /// `name`) with the instrumentation `flags` ask for; its output, and the
-/// passes' warnings with their source lines, go to stderr.
+/// passes' warnings (and remarks, with `flags.remarks`) with their source
+/// lines, go to stderr.
 pub(crate) fn run_passes(module: &mut Module, pipeline: &str, flags: &PassFlags, name: &str, text: &str) -> Result<(), String> {
-    let mut warnings = Vec::new();
-    let ran = run_pipeline(module, pipeline, flags, PrintOptions::default(), pipeline == DEFAULT_PIPELINE, &mut std::io::stderr(), &mut warnings);
-    for warning in &warnings {
-        eprintln!("{}", warning.render(name, text));
+    let mut diagnostics = Vec::new();
+    let ran = run_pipeline(module, pipeline, flags, PrintOptions::default(), pipeline == DEFAULT_PIPELINE, &mut std::io::stderr(), &mut diagnostics);
+    for diagnostic in &diagnostics {
+        eprintln!("{}", diagnostic.render(name, text));
     }
     ran.map_err(|e| render_pass_error(&e, name, text))
 }

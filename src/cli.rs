@@ -4,8 +4,8 @@
 
 use std::io::Write;
 use tilec_cli::{read_input, Failure, PassFlags};
-use tilec_dialects::{print_module, Diagnostic, Module, PrintOptions};
-use tilec_passes::manager::add_warnings;
+use tilec_dialects::{print_module, Diagnostic, Module, PrintOptions, Severity};
+use tilec_passes::manager::add_diagnostics;
 use tilec_passes::{parse_pipeline, Instrumentation, OptionKind, PassError, PassManager, PassOptions, PASSES};
 
 /// The input named on the command line as source text: a byte that is not
@@ -31,7 +31,8 @@ pub fn instrumentation(flags: &PassFlags, print: PrintOptions) -> Instrumentatio
 
 /// Runs the tile/nv `pipeline` on `module` with the instrumentation `flags`
 /// ask for; IR dumps and timing go to `log`, the passes' warnings (each
-/// once) to `warnings`, also when the pipeline fails. Printing before a
+/// once) and, with `flags.remarks`, their remarks to `diagnostics`, also
+/// when the pipeline fails. Printing before a
 /// pass, or only after a change, runs one pass manager per pass, printing
 /// around each. With `start_at_input_phase`, each function skips the
 /// passes its input is already past (the default pipeline takes nv-level
@@ -43,8 +44,12 @@ pub fn run_pipeline(
     print: PrintOptions,
     start_at_input_phase: bool,
     log: &mut dyn Write,
-    warnings: &mut Vec<Diagnostic>,
+    diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<(), PassError> {
+    let mut keep = |new: Vec<Diagnostic>| {
+        let asked = new.into_iter().filter(|d| flags.remarks || d.severity != Severity::Remark).collect();
+        add_diagnostics(diagnostics, asked)
+    };
     let instrumentation = instrumentation(flags, print);
     let mut whole = PassManager::from_pipeline(pipeline, instrumentation.clone())?;
     if start_at_input_phase {
@@ -52,7 +57,7 @@ pub fn run_pipeline(
     }
     if !flags.steps_passes() {
         let ran = whole.run(module, log);
-        add_warnings(warnings, whole.take_warnings());
+        keep(whole.take_diagnostics());
         return ran;
     }
     // Stepping runs one manager per pass: the order is checked as a whole first.
@@ -70,7 +75,7 @@ pub fn run_pipeline(
             pm.start_at_input_phase();
         }
         let ran = pm.run(module, log);
-        add_warnings(warnings, pm.take_warnings());
+        keep(pm.take_diagnostics());
         ran?;
         if flags.print_ir_after_all || flags.print_ir_after.iter().any(|p| p == name) {
             let after = print_module(module, print);

@@ -107,11 +107,11 @@ fn run(cli: &Cli, matches: &ArgMatches) -> Result<(), Failure> {
     let mut outputs = Vec::new();
     let mut failed = false;
     for chunk in &chunks {
-        let mut warnings = Vec::new();
-        let outcome = run_chunk(cli, &pipeline, chunk, &name, &mut warnings)?;
-        let mut emitted: Vec<Emitted> = warnings.iter().flat_map(Emitted::from_diagnostic).collect();
+        let mut diagnostics = Vec::new();
+        let outcome = run_chunk(cli, &pipeline, chunk, &name, &mut diagnostics)?;
+        let mut emitted: Vec<Emitted> = diagnostics.iter().flat_map(Emitted::from_diagnostic).collect();
         if !cli.verify_diagnostics {
-            warnings.iter().for_each(|w| eprintln!("{}", w.render(&name, chunk)));
+            diagnostics.iter().for_each(|d| eprintln!("{}", d.render(&name, chunk)));
         }
         match outcome {
             Outcome::Output(out) => outputs.push(out),
@@ -138,8 +138,8 @@ fn run(cli: &Cli, matches: &ArgMatches) -> Result<(), Failure> {
 }
 
 /// Parses, verifies and runs the pipeline on one chunk; the passes'
-/// warnings go to `warnings`.
-fn run_chunk(cli: &Cli, pipeline: &str, text: &str, name: &str, warnings: &mut Vec<Diagnostic>) -> Result<Outcome, Failure> {
+/// warnings (and remarks, with `--remarks`) go to `diagnostics`.
+fn run_chunk(cli: &Cli, pipeline: &str, text: &str, name: &str, diagnostics: &mut Vec<Diagnostic>) -> Result<Outcome, Failure> {
     let parsed = parse_module(text, name).map_err(Diagnostics::from);
     let mut module = match parsed.and_then(|m| verify_module(&m).map(|()| m)) {
         Ok(m) => m,
@@ -152,7 +152,7 @@ fn run_chunk(cli: &Cli, pipeline: &str, text: &str, name: &str, warnings: &mut V
     let mut flags = cli.passes.clone();
     // An expected failure is checked, not shown: no IR dump for it.
     flags.print_ir_after_failure &= !cli.verify_diagnostics;
-    if let Err(e) = run_pipeline(&mut module, pipeline, &flags, print, false, &mut std::io::stderr(), warnings) {
+    if let Err(e) = run_pipeline(&mut module, pipeline, &flags, print, false, &mut std::io::stderr(), diagnostics) {
         let rendered = render_pass_error(&e, name, text);
         return Ok(match pass_diagnostic(&e) {
             Some(d) => Outcome::Diagnostic(Emitted::from_diagnostic(d), rendered),

@@ -7,6 +7,7 @@
 //! %x = tile.frobnicate : index                     // expected-error {{...}} on this line
 //! // expected-note@-2 {{...}}                      two lines up
 //! // expected-warning@below {{...}}                the next line without a designator
+//! // expected-remark@+1 {{...}}                     a pass's remark (with `--remarks`)
 //! ```
 //!
 //! `@above` is the closest line above without an `expected-*` designator. The
@@ -15,13 +16,15 @@
 
 use tilec_dialects::Diagnostic;
 
-/// How serious a diagnostic is, as `expected-error`, `-warning` and `-note` name it.
+/// How serious a diagnostic is, as `expected-error`, `-warning`, `-remark` and `-note` name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
     /// `error:` (`expected-error`).
     Error,
     /// `warning:` (`expected-warning`).
     Warning,
+    /// `remark:` (`expected-remark`, checked with `--remarks`).
+    Remark,
     /// `note:` (`expected-note`).
     Note,
 }
@@ -31,6 +34,7 @@ impl Severity {
         match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
+            Severity::Remark => "remark",
             Severity::Note => "note",
         }
     }
@@ -39,7 +43,7 @@ impl Severity {
 /// One diagnostic the tool produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Emitted {
-    /// Error, warning or note.
+    /// Error, warning, remark or note.
     pub severity: Severity,
     /// The file it points into.
     pub file: String,
@@ -64,6 +68,7 @@ impl Emitted {
         let severity = match d.severity {
             tilec_dialects::Severity::Error => Severity::Error,
             tilec_dialects::Severity::Warning => Severity::Warning,
+            tilec_dialects::Severity::Remark => Severity::Remark,
         };
         let mut all = vec![one(severity, &d.loc, &d.message)];
         all.extend(d.notes.iter().map(|(loc, note)| one(Severity::Note, loc, note)));
@@ -85,11 +90,11 @@ struct Expected {
 /// Reads the `expected-*` comments of `text`; a malformed one is an error.
 fn expectations(file: &str, text: &str) -> Result<Vec<Expected>, String> {
     let lines: Vec<&str> = text.lines().collect();
-    let designated = |line: &str| line.contains("expected-error") || line.contains("expected-warning") || line.contains("expected-note");
+    let designated = |line: &str| ["expected-error", "expected-warning", "expected-remark", "expected-note"].iter().any(|k| line.contains(k));
     let mut out = Vec::new();
     for (index, line) in lines.iter().enumerate() {
         let number = index as u32 + 1;
-        for severity in [Severity::Error, Severity::Warning, Severity::Note] {
+        for severity in [Severity::Error, Severity::Warning, Severity::Remark, Severity::Note] {
             let keyword = format!("expected-{}", severity.name());
             let mut rest = *line;
             while let Some(at) = rest.find(&keyword) {

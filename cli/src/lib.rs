@@ -163,6 +163,10 @@ pub struct PassFlags {
     #[arg(long = "verify-each", value_name = "BOOL", require_equals = true, default_value_t = true,
           action = clap::ArgAction::Set)]
     pub verify_each: bool,
+    /// Print the passes' remarks (what config selection chose, and why) to stderr; with
+    /// --verify-diagnostics, check them as expected-remark
+    #[arg(long = "remarks")]
+    pub remarks: bool,
 }
 
 /// What a command line without any of the flags gives.
@@ -180,6 +184,7 @@ impl Default for PassFlags {
             timing: false,
             statistics: false,
             verify_each: true,
+            remarks: false,
         }
     }
 }

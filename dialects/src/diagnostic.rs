@@ -40,22 +40,25 @@ pub enum Severity {
     Error,
     /// The tool goes on, but something is unproven or suspect.
     Warning,
+    /// What a pass decided, for the user who asks (`--remarks`).
+    Remark,
 }
 
 impl Severity {
-    /// The word the diagnostic is printed with: `error`, `warning`.
+    /// The word the diagnostic is printed with: `error`, `warning`, `remark`.
     pub fn name(self) -> &'static str {
         match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
+            Severity::Remark => "remark",
         }
     }
 }
 
-/// One error or warning with its location, plus notes that point elsewhere.
+/// One error, warning or remark with its location, plus notes that point elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct Diagnostic {
-    /// Error or warning.
+    /// Error, warning or remark.
     pub severity: Severity,
     /// Where the error is.
     pub loc: Location,
@@ -74,6 +77,11 @@ impl Diagnostic {
     /// A warning at `loc`.
     pub fn warning(loc: Location, message: impl Into<String>) -> Self {
         Diagnostic { severity: Severity::Warning, ..Diagnostic::error(loc, message) }
+    }
+
+    /// A remark at `loc`.
+    pub fn remark(loc: Location, message: impl Into<String>) -> Self {
+        Diagnostic { severity: Severity::Remark, ..Diagnostic::error(loc, message) }
     }
 
     /// The diagnostic with a note at `loc` added.

@@ -2,9 +2,9 @@
 //! after each pass (the IR verifier, then the barrier verifier), print IR
 //! after all or named passes (and after a failing one), and time each pass.
 //! Before running anything it checks the pipeline's order against each
-//! pass's [`PhaseRule`], from the phase each function is in. Warnings of
-//! the passes and of the barrier verifier are kept, each once, for the
-//! tool to print (or check) whether or not the pipeline fails.
+//! pass's [`PhaseRule`], from the phase each function is in. Warnings and
+//! remarks of the passes and the barrier verifier's warnings are kept, each
+//! once, for the tool to print (or check) whether or not the pipeline fails.
 
 use crate::analysis::barriers::BarrierVerifier;
 use crate::phase::{Phase, PhaseRule};
@@ -85,21 +85,21 @@ pub struct PassManager {
     start_at_input_phase: bool,
     /// What it does around each pass.
     pub instrumentation: Instrumentation,
-    /// The warnings so far, each once (the barrier verifier runs after
-    /// every pass and finds the same ones again).
-    warnings: Vec<Diagnostic>,
+    /// The warnings and remarks so far, each once (the barrier verifier
+    /// runs after every pass and finds the same ones again).
+    diagnostics: Vec<Diagnostic>,
 }
 
 impl PassManager {
     /// An empty pipeline.
     pub fn new(instrumentation: Instrumentation) -> Self {
-        PassManager { passes: Vec::new(), start_at_input_phase: false, instrumentation, warnings: Vec::new() }
+        PassManager { passes: Vec::new(), start_at_input_phase: false, instrumentation, diagnostics: Vec::new() }
     }
 
-    /// The warnings reported so far, in the order first reported; taking
-    /// them leaves none.
-    pub fn take_warnings(&mut self) -> Vec<Diagnostic> {
-        std::mem::take(&mut self.warnings)
+    /// The warnings and remarks reported so far, in the order first
+    /// reported; taking them leaves none.
+    pub fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
+        std::mem::take(&mut self.diagnostics)
     }
 
     /// A manager running `pipeline` (e.g. `tile-canonicalize`).
@@ -169,7 +169,7 @@ impl PassManager {
                     continue;
                 }
                 let ran = pass.run(func);
-                add_warnings(&mut self.warnings, pass.take_warnings());
+                add_diagnostics(&mut self.diagnostics, pass.take_diagnostics());
                 if let Err(diagnostic) = ran {
                     if instr.print_after_failure {
                         dump(log, &format!("IR Dump After {name} Failed"), module, instr.print);
@@ -182,7 +182,7 @@ impl PassManager {
                 for func in &module.functions {
                     let barriers = |()| if pass.preserves_barriers() { Ok(Vec::new()) } else { barrier_verifier.verify(func) };
                     match verify_function(func).and_then(barriers) {
-                        Ok(warnings) => add_warnings(&mut self.warnings, warnings),
+                        Ok(warnings) => add_diagnostics(&mut self.diagnostics, warnings),
                         Err(diagnostic) => {
                             if instr.print_after_failure {
                                 dump(log, &format!("IR Dump After {name} Failed Verification"), module, instr.print);
@@ -206,12 +206,12 @@ impl PassManager {
     }
 }
 
-/// Adds the warnings of `new` not already in `all` (for a tool that runs
-/// several pass managers).
-pub fn add_warnings(all: &mut Vec<Diagnostic>, new: Vec<Diagnostic>) {
-    for warning in new {
-        if !all.contains(&warning) {
-            all.push(warning);
+/// Adds the warnings and remarks of `new` not already in `all` (for a tool
+/// that runs several pass managers).
+pub fn add_diagnostics(all: &mut Vec<Diagnostic>, new: Vec<Diagnostic>) {
+    for diagnostic in new {
+        if !all.contains(&diagnostic) {
+            all.push(diagnostic);
         }
     }
 }

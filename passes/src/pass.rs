@@ -24,9 +24,10 @@ pub trait Pass {
     fn name(&self) -> &'static str;
     /// Transforms or checks `func`; an error is located where the IR is at fault.
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic>;
-    /// The warnings the runs since the last call reported, each located
-    /// (none by default); the pass manager collects them after each run.
-    fn take_warnings(&mut self) -> Vec<Diagnostic> {
+    /// The warnings and remarks the runs since the last call reported,
+    /// each located (none by default); the pass manager collects them after
+    /// each run.
+    fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
         Vec::new()
     }
     /// Whether the pass leaves everything the barrier verifier reads as it

@@ -5,7 +5,7 @@
 //! (a kernel the trace check could not follow) fails it too.
 
 use std::path::{Path, PathBuf};
-use tilec_dialects::{parse_module, Diagnostic};
+use tilec_dialects::{parse_module, Diagnostic, Severity};
 use tilec_passes::analysis::barriers::verify_barriers;
 use tilec_passes::{Instrumentation, PassManager};
 
@@ -48,7 +48,7 @@ fn compile(file: &str, pipeline: Option<&str>) -> Result<(), String> {
         let instrumentation = Instrumentation { verify_each: true, ..Instrumentation::default() };
         let mut pm = PassManager::from_pipeline(pipeline, instrumentation).map_err(|e| e.to_string())?;
         pm.run(&mut module, &mut std::io::sink()).map_err(|e| e.to_string())?;
-        unwarned(pm.take_warnings())?;
+        unwarned(pm.take_diagnostics())?;
     }
     for func in &module.functions {
         unwarned(verify_barriers(func).map_err(|d| d.to_string())?)?;
@@ -56,8 +56,8 @@ fn compile(file: &str, pipeline: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
-fn unwarned(warnings: Vec<Diagnostic>) -> Result<(), String> {
-    match warnings.first() {
+fn unwarned(diagnostics: Vec<Diagnostic>) -> Result<(), String> {
+    match diagnostics.iter().find(|d| d.severity != Severity::Remark) {
         Some(w) => Err(w.to_string()),
         None => Ok(()),
     }

@@ -109,7 +109,7 @@ impl Pass for VerifyBarriers {
         Ok(())
     }
 
-    fn take_warnings(&mut self) -> Vec<Diagnostic> {
+    fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
         std::mem::take(&mut self.warnings)
     }
 }

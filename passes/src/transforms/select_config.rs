@@ -84,7 +84,7 @@ pub const INFO: PassInfo = PassInfo {
         leaves: Some(Phase::Tile),
         reason: "",
     },
-    create: |o| Box::new(SelectConfig::from_options(o)),
+    create: |o| Box::new(SelectConfigPass { select: SelectConfig::from_options(o), remarks: Vec::new() }),
 };
 
 /// The shape a kernel compiled without one is chosen for.
@@ -123,6 +123,14 @@ pub enum Ranking {
 impl Ranking {
     /// The option's words.
     pub const WORDS: &'static [&'static str] = &["model", "rules"];
+
+    /// Its word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Ranking::Model => "model",
+            Ranking::Rules => "rules",
+        }
+    }
 
     fn parse(word: &str) -> Ranking {
         if word == "rules" {
@@ -351,14 +359,24 @@ fn program_dot(func: &Function) -> Result<Option<ProgramDot>, Diagnostic> {
     Ok(Some(ProgramDot { precision, pins, b_scale_rows, a_in_registers, a_scales_by_run, epilogue }))
 }
 
-impl Pass for SelectConfig {
+/// The pass: [`SelectConfig`] run on each function, with the remark that
+/// says what it chose.
+pub struct SelectConfigPass {
+    /// What it chooses for.
+    pub select: SelectConfig,
+    /// One remark per function configured since the last take.
+    remarks: Vec<Diagnostic>,
+}
+
+impl Pass for SelectConfigPass {
     fn name(&self) -> &'static str {
         INFO.name
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        let ranked = self.weigh(func)?;
-        let Some((problem, pins, _)) = self.problem(func)? else {
+        let select = &self.select;
+        let ranked = select.weigh(func)?;
+        let Some((problem, pins, _)) = select.problem(func)? else {
             return Ok(());
         };
         if ranked.is_empty() {
@@ -371,12 +389,31 @@ impl Pass for SelectConfig {
             ));
         }
         let count = ranked.len();
-        let Some(Weighed { candidate: pick, .. }) = ranked.into_iter().nth(self.candidate - 1) else {
-            return Err(Diagnostic::error(func.loc.clone(), format!("candidate {} asked for, but only {count} configuration(s) were weighed", self.candidate)));
+        let Some(Weighed { candidate: pick, prediction }) = ranked.into_iter().nth(select.candidate - 1) else {
+            return Err(Diagnostic::error(func.loc.clone(), format!("candidate {} asked for, but only {count} configuration(s) were weighed", select.candidate)));
         };
+        self.remarks.push(Diagnostic::remark(
+            func.loc.clone(),
+            format!(
+                "config selection chose {} for {}x{}x{} on the {}: candidate {} of {count} by the {} ranking, predicted {:.1} us, bound by {}",
+                pick.config,
+                problem.m,
+                problem.n,
+                problem.k,
+                select.target.name,
+                select.candidate,
+                select.ranking.word(),
+                prediction.seconds * 1e6,
+                prediction.bound.word()
+            ),
+        ));
         bind(func, &pick);
-        record(func, &problem, &pick, self.shape.is_some());
+        record(func, &problem, &pick, select.shape.is_some());
         Ok(())
+    }
+
+    fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
+        std::mem::take(&mut self.remarks)
     }
 }
 
