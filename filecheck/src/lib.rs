@@ -24,6 +24,12 @@
 //! - `REQUIRES:` lists features, separated by commas, that must all be in
 //!   [`LitConfig::features`]; otherwise the test is reported as ignored with
 //!   the missing features as the reason.
+//! - `UNSUPPORTED:` lists features, separated by commas; if any of them is
+//!   available the test is reported as ignored, naming it.
+//! - `XFAIL:` lists features, or `*`: where any of them is available (always
+//!   for `*`), a RUN command must fail, and the test passes when one does;
+//!   if every command succeeds the test fails as an unexpected pass, so that
+//!   a fixed bug's test is turned back into an ordinary one.
 //!
 //! # Substitutions
 //!
@@ -35,7 +41,9 @@
 //! is not substituted again. Paths are inserted unquoted, as lit does.
 //!
 //! Each trial is named by the file's path relative to the root, with `/`
-//! separators, so `cargo test --test lit -- pipeline/` runs one folder.
+//! separators, so `cargo test --test lit -- pipeline/` runs one folder;
+//! several filters run the tests any of them selects
+//! (`-- pipeline/ errors/`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -212,15 +220,51 @@ fn find_in_path(name: &str) -> Option<PathBuf> {
 }
 
 /// Discovers the tests, runs those selected by the command line (libtest's
-/// flags: a filter, `--list`, `--ignored`, ...) and returns the exit code.
+/// flags, `--list`, `--ignored`, `--exact`, ..., and any number of filters,
+/// a test running when one selects it) and returns the exit code.
 pub fn run_lit(config: LitConfig) -> ExitCode {
-    let args = Arguments::from_args();
+    let (filters, flags) = split_filters(std::env::args());
+    let args = Arguments::from_iter(flags);
     match trials(config) {
-        Ok(trials) => libtest_mimic::run(&args, trials).exit_code(),
+        Ok(trials) => {
+            let selected = trials.into_iter().filter(|t| filters.is_empty() || filters.iter().any(|f| selects(f, t.name(), args.exact))).collect();
+            libtest_mimic::run(&args, selected).exit_code()
+        }
         Err(e) => {
             eprintln!("lit: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The libtest flags that take a value.
+const VALUED_FLAGS: [&str; 6] = ["--test-threads", "--logfile", "--skip", "--color", "--format", "-Z"];
+
+/// The filters of a command line (its words that are neither flags nor a
+/// flag's value) apart from the rest, program name first.
+fn split_filters(args: impl IntoIterator<Item = String>) -> (Vec<String>, Vec<String>) {
+    let (mut filters, mut flags) = (Vec::new(), Vec::new());
+    let mut args = args.into_iter();
+    flags.extend(args.next());
+    while let Some(arg) = args.next() {
+        if VALUED_FLAGS.contains(&arg.as_str()) {
+            flags.push(arg);
+            flags.extend(args.next());
+        } else if arg.starts_with('-') {
+            flags.push(arg);
+        } else {
+            filters.push(arg);
+        }
+    }
+    (filters, flags)
+}
+
+/// Whether `filter` selects the test `name`: as a substring, or whole with `--exact`.
+fn selects(filter: &str, name: &str, exact: bool) -> bool {
+    if exact {
+        name == filter
+    } else {
+        name.contains(filter)
     }
 }
 
@@ -281,6 +325,14 @@ struct Script {
     /// (line number of the first `RUN:` line, command with continuations joined)
     runs: Vec<(usize, String)>,
     requires: Vec<String>,
+    unsupported: Vec<String>,
+    /// The features of `XFAIL:` (`*` for every configuration).
+    xfail: Vec<String>,
+}
+
+/// The comma-separated features after a directive.
+fn features(list: &str) -> impl Iterator<Item = String> + '_ {
+    list.split(',').map(str::trim).filter(|f| !f.is_empty()).map(String::from)
 }
 
 /// The text after `// KEYWORD:` on a line, if the line is that directive.
@@ -293,19 +345,19 @@ fn directive<'a>(line: &'a str, keyword: &str) -> Option<&'a str> {
 
 fn parse_script(path: &Path, text: &str) -> Result<Script, LitError> {
     let mut runs: Vec<(usize, String)> = Vec::new();
-    let mut requires = Vec::new();
+    let (mut requires, mut unsupported, mut xfail) = (Vec::new(), Vec::new(), Vec::new());
     // Set while the previous RUN line ended in `\`.
     let mut continued = false;
     for (index, line) in text.lines().enumerate() {
         let number = index + 1;
-        if let Some(features) = directive(line, "REQUIRES:") {
-            requires.extend(
-                features
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|f| !f.is_empty())
-                    .map(String::from),
-            );
+        if let Some(list) = directive(line, "REQUIRES:") {
+            requires.extend(features(list));
+        }
+        if let Some(list) = directive(line, "UNSUPPORTED:") {
+            unsupported.extend(features(list));
+        }
+        if let Some(list) = directive(line, "XFAIL:") {
+            xfail.extend(features(list));
         }
         let Some(command) = directive(line, "RUN:") else {
             if continued {
@@ -342,7 +394,7 @@ fn parse_script(path: &Path, text: &str) -> Result<Script, LitError> {
             message: "the last RUN: line ends in `\\` but nothing follows".into(),
         });
     }
-    Ok(Script { runs, requires })
+    Ok(Script { runs, requires, unsupported, xfail })
 }
 
 /// Replaces every `%name` of `substitutions` in one left-to-right pass,
@@ -379,13 +431,19 @@ fn run_file(config: &LitConfig, file: &Path) -> Result<Completion, Failed> {
         .filter(|f| !config.features.contains(*f))
         .map(String::as_str)
         .collect();
-    if !missing.is_empty() {
-        let why = format!("requires {}", missing.join(", "));
+    let present: Vec<&str> = script.unsupported.iter().filter(|f| config.features.contains(*f)).map(String::as_str).collect();
+    let skip = match (missing.is_empty(), present.is_empty()) {
+        (false, _) => Some(format!("requires {}", missing.join(", "))),
+        (true, false) => Some(format!("unsupported with {}", present.join(", "))),
+        (true, true) => None,
+    };
+    if let Some(why) = skip {
         if let Some(report) = config.on_skip {
             report(&test_name(&config.root, file), &why);
         }
         return Ok(Completion::ignored_with(why));
     }
+    let expect_failure = script.xfail.iter().any(|f| f == "*" || config.features.contains(f));
     if script.runs.is_empty() {
         return Err(format!("{}: no RUN: line, so this test cannot fail", file.display()).into());
     }
@@ -408,6 +466,10 @@ fn run_file(config: &LitConfig, file: &Path) -> Result<Completion, Failed> {
         if output.status.as_ref().is_some_and(ExitStatus::success) {
             continue;
         }
+        // An expected failure is any command's exit with a failure, not a hang.
+        if expect_failure && output.status.is_some() {
+            return Ok(Completion::Completed);
+        }
         let outcome = match output.status {
             None => format!("timed out after {:?}", config.timeout),
             Some(status) => match (status.code(), status.signal()) {
@@ -424,6 +486,9 @@ fn run_file(config: &LitConfig, file: &Path) -> Result<Completion, Failed> {
             clip(&output.stdout),
         )
         .into());
+    }
+    if expect_failure {
+        return Err(format!("{}: every RUN command succeeded, but the test is marked XFAIL: the failure it expects is gone, so take the XFAIL: line out", file.display()).into());
     }
     Ok(Completion::Completed)
 }
@@ -681,6 +746,40 @@ mod tests {
             run_file(&config(root).feature("ptxas"), &file).is_err(),
             "with the feature it runs"
         );
+    }
+
+    #[test]
+    fn a_present_unsupported_feature_is_ignored_with_reason() {
+        let scratch = scratch("unsupported");
+        let root = &scratch.0;
+        let file = root.join("a.tile");
+        std::fs::write(&file, "// UNSUPPORTED: ptxas, gpu\n// RUN: false\n").unwrap();
+        match run_file(&config(root).feature("ptxas"), &file) {
+            Ok(Completion::Ignored { reason }) => assert_eq!(reason.as_deref(), Some("unsupported with ptxas")),
+            _ => panic!("expected an ignored test"),
+        }
+        assert!(run_file(&config(root), &file).is_err(), "without the feature it runs");
+    }
+
+    #[test]
+    fn an_expected_failure_passes_and_an_unexpected_pass_fails() {
+        let scratch = scratch("xfail");
+        let root = &scratch.0;
+        assert!(matches!(run(root, "a.tile", "// XFAIL: *\n// RUN: true\n// RUN: false\n"), Ok(Completion::Completed)));
+        assert!(failure(run(root, "b.tile", "// XFAIL: *\n// RUN: true\n")).contains("marked XFAIL"));
+        // XFAIL for a feature this configuration lacks: an ordinary test.
+        assert!(failure(run(root, "c.tile", "// XFAIL: ptxas\n// RUN: false\n")).contains("RUN command failed"));
+        let file = root.join("c.tile");
+        assert!(matches!(run_file(&config(root).feature("ptxas"), &file), Ok(Completion::Completed)));
+    }
+
+    #[test]
+    fn filters_are_the_words_that_are_neither_flags_nor_their_values() {
+        let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        let (filters, flags) = split_filters(words("lit pipeline/ --test-threads 2 errors/ --skip x --exact"));
+        assert_eq!(filters, ["pipeline/", "errors/"]);
+        assert_eq!(flags, words("lit --test-threads 2 --skip x --exact"));
+        assert!(selects("pipeline/", "pipeline/a.tile", false) && !selects("pipeline/", "pipeline/a.tile", true));
     }
 
     #[test]
