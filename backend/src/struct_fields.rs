@@ -168,73 +168,41 @@ mod tests {
     use inkwell::memory_buffer::MemoryBuffer;
     use inkwell::values::InstructionOpcode::{self, *};
 
-    const IR: &str = r#"
-declare { float, float } @pair()
+    /// A function `name` returning `ret` whose loop carries a phi `%acc` of `ty` from `init`
+    /// (made by the entry block's `prologue`), refreshed by `@callee` each trip, and whose exit
+    /// block is `exit`.
+    fn looped(name: &str, ret: &str, ty: &str, prologue: &str, init: &str, callee: &str, exit: &str) -> String {
+        format!(
+            "define {ret} @{name}(i32 %n) {{\nentry:\n{prologue}  br label %loop\nloop:\n  %acc = phi {ty} [ {init}, %entry ], [ %next, %loop ]\n  \
+             %i = phi i32 [ 0, %entry ], [ %i1, %loop ]\n  %next = call {ty} @{callee}()\n  %i1 = add i32 %i, 1\n  %done = icmp eq i32 %i1, %n\n  \
+             br i1 %done, label %exit, label %loop\nexit:\n{exit}}}\n"
+        )
+    }
 
-define float @across_a_branch(i1 %c) {
-entry:
-  %s = call { float, float } @pair()
-  br i1 %c, label %use, label %other
-other:
-  br label %use
-use:
-  %a = extractvalue { float, float } %s, 0
-  %b = extractvalue { float, float } %s, 1
-  %r = fadd float %a, %b
-  ret float %r
-}
-
-define float @carried_by_a_loop(i32 %n) {
-entry:
-  %init = call { float, float } @pair()
-  br label %loop
-loop:
-  %acc = phi { float, float } [ %init, %entry ], [ %next, %loop ]
-  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]
-  %next = call { float, float } @pair()
-  %i1 = add i32 %i, 1
-  %done = icmp eq i32 %i1, %n
-  br i1 %done, label %exit, label %loop
-exit:
-  %x = extractvalue { float, float } %acc, 1
-  %y = extractvalue { float, float } %acc, 0
-  %r = fsub float %x, %y
-  ret float %r
-}
-
-define { float, float } @returned_whole(i32 %n) {
-entry:
-  br label %loop
-loop:
-  %acc = phi { float, float } [ zeroinitializer, %entry ], [ %next, %loop ]
-  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]
-  %next = call { float, float } @pair()
-  %i1 = add i32 %i, 1
-  %done = icmp eq i32 %i1, %n
-  br i1 %done, label %exit, label %loop
-exit:
-  %x = extractvalue { float, float } %acc, 1
-  %y = fadd float %x, %x
-  ret { float, float } %acc
-}
-
-declare { bfloat, bfloat } @halves()
-
-define bfloat @other_fields(i32 %n) {
-entry:
-  br label %loop
-loop:
-  %acc = phi { bfloat, bfloat } [ zeroinitializer, %entry ], [ %next, %loop ]
-  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]
-  %next = call { bfloat, bfloat } @halves()
-  %i1 = add i32 %i, 1
-  %done = icmp eq i32 %i1, %n
-  br i1 %done, label %exit, label %loop
-exit:
-  %x = extractvalue { bfloat, bfloat } %acc, 1
-  ret bfloat %x
-}
-"#;
+    /// The test module: a struct used across a branch, and three loops carrying one.
+    fn ir() -> String {
+        let pair = "{ float, float }";
+        let halves = "{ bfloat, bfloat }";
+        [
+            "declare { float, float } @pair()\ndeclare { bfloat, bfloat } @halves()\n".to_string(),
+            "define float @across_a_branch(i1 %c) {\nentry:\n  %s = call { float, float } @pair()\n  br i1 %c, label %use, label %other\nother:\n  \
+             br label %use\nuse:\n  %a = extractvalue { float, float } %s, 0\n  %b = extractvalue { float, float } %s, 1\n  %r = fadd float %a, %b\n  \
+             ret float %r\n}\n"
+                .to_string(),
+            looped(
+                "carried_by_a_loop",
+                "float",
+                pair,
+                "  %init = call { float, float } @pair()\n",
+                "%init",
+                "pair",
+                "  %x = extractvalue { float, float } %acc, 1\n  %y = extractvalue { float, float } %acc, 0\n  %r = fsub float %x, %y\n  ret float %r\n",
+            ),
+            looped("returned_whole", pair, pair, "", "zeroinitializer", "pair", "  %x = extractvalue { float, float } %acc, 1\n  %y = fadd float %x, %x\n  ret { float, float } %acc\n"),
+            looped("other_fields", "bfloat", halves, "", "zeroinitializer", "halves", "  %x = extractvalue { bfloat, bfloat } %acc, 1\n  ret bfloat %x\n"),
+        ]
+        .concat()
+    }
 
     /// The opcodes of each block of `function`, in order.
     fn blocks(module: &inkwell::module::Module, function: &str) -> Vec<Vec<InstructionOpcode>> {
@@ -253,7 +221,7 @@ exit:
     #[test]
     fn structs_are_taken_apart_where_they_are_made() {
         let context = Context::create();
-        let buffer = MemoryBuffer::create_from_memory_range_copy(IR.as_bytes(), "structs.ll");
+        let buffer = MemoryBuffer::create_from_memory_range_copy(ir().as_bytes(), "structs.ll");
         let module = context.create_module_from_ir(buffer).expect("the test IR parses");
         take_structs_apart(&module);
         module.verify().expect("still valid");
