@@ -4,7 +4,7 @@
 //! (parse, tile/nv passes, lowering, PTX) from here, stage by stage.
 
 use tilec_backend::{self as backend, BackendOptions};
-use crate::cli::{render_pass_error, run_pipeline};
+use crate::pass_runner::{render_pass_error, run_pipeline};
 use crate::config_select::{self, ConfigRequest, Shape};
 use std::fmt;
 use tilec_artifact::Manifest;
@@ -186,14 +186,14 @@ pub(crate) fn run_tile_passes(
                 tilec_passes::transforms::select_config::check_decided(func).map_err(|d| d.render(name, text))?;
             }
             if flags.dump_pass_pipeline {
-                eprint!("{}", crate::cli::describe_config_pipeline(None, &pipeline_after_config(module, name, text)?)?);
+                eprint!("{}", crate::pass_runner::describe_config_pipeline(None, &pipeline_after_config(module, name, text)?)?);
             }
             run_passes_after_config(module, flags, name, text)
         }
         None => {
             run_passes(module, &select, flags, name, text)?;
             if flags.dump_pass_pipeline {
-                eprint!("{}", crate::cli::describe_config_pipeline(Some(&select), &pipeline_after_config(module, name, text)?)?);
+                eprint!("{}", crate::pass_runner::describe_config_pipeline(Some(&select), &pipeline_after_config(module, name, text)?)?);
             }
             run_passes_after_config(module, flags, name, text)
         }
@@ -220,7 +220,7 @@ fn keep_only_block_sizes(module: &mut Module) {
 /// included where it is put in front.
 fn dump_pipeline(flags: &PassFlags, pipeline: &str) -> Result<(), String> {
     if flags.dump_pass_pipeline {
-        eprint!("{}", crate::cli::describe_pipeline(pipeline)?);
+        eprint!("{}", crate::pass_runner::describe_pipeline(pipeline)?);
     }
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! in `tilec-passes`, the nv IR to MLIR lowering in `tilec-lower`, the MLIR
 //! to PTX back end (the only code that links MLIR and LLVM) in
 //! `tilec-backend`; this crate holds the front door and the tools (`opt` for
-//! tile-opt, `driver` for tilec). A library that wants nv IR or MLIR text
+//! tile-opt, `driver` for tilec). The front door and the tools run passes
+//! through `pass_runner`; `cli` is what only the tools need. A library that wants nv IR or MLIR text
 //! depends on `tilec-passes` and `tilec-lower` and links neither.
 //!
 //! [`compile`] is the front door: tile IR text in, nv IR, MLIR, PTX, manifest
@@ -23,6 +24,7 @@ pub mod config_select;
 pub mod driver;
 pub mod family;
 pub mod opt;
+pub mod pass_runner;
 pub mod split_input;
 pub mod tma_rows;
 pub mod verify_diagnostics;

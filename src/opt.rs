@@ -3,7 +3,8 @@
 //! `--verify-diagnostics`, `--mlir-print-ir-after=...`, ...). Each registered
 //! pass is also a flag of its own: `--tile-pipeline="stages=3"`.
 
-use crate::cli::{describe_pipeline, list_passes, pass_diagnostic, read_source, render_pass_error, run_pipeline};
+use crate::cli::{list_passes, read_source};
+use crate::pass_runner::{describe_pipeline, pass_diagnostic, render_pass_error, run_pipeline};
 use crate::split_input;
 use crate::verify_diagnostics::{verify, Emitted};
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser};
