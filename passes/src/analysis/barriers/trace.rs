@@ -154,16 +154,64 @@ pub struct Untraceable {
 /// indices outside their allocation are errors, located at the op.
 pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, Untraceable>, Diagnostic> {
     let warps = func.attrs.get_int("num_warps").unwrap_or(4);
-    let mut traces = Vec::new();
+    let mut traces: Vec<Vec<Step>> = Vec::new();
+    // The warps of a class trace alike: the first of each class is traced.
+    let mut traced: Vec<(WarpClass, usize)> = Vec::new();
     for warp in 0..warps {
-        let mut tracer = Tracer { func, body: &func.body, config, warp, env: Env::new(&func.body), steps: Vec::new(), role: None, budget: MAX_STEPS };
+        let class = WarpClass::of(warp);
+        if let Some(&(_, first)) = traced.iter().find(|(c, _)| *c == class) {
+            let same = traces[first].clone();
+            traces.push(same);
+            continue;
+        }
+        let mut tracer = Tracer { func, body: &func.body, config, class, env: Env::new(&func.body), steps: Vec::new(), role: None, budget: MAX_STEPS };
         match tracer.block(func.entry_block()) {
-            Ok(_) => traces.push(tracer.steps),
+            Ok(_) => {
+                traced.push((class, traces.len()));
+                traces.push(tracer.steps);
+            }
             Err(Stop::Untraceable(why)) => return Ok(Err(why)),
             Err(Stop::Error(d)) => return Err(d),
         }
     }
     Ok(Ok(traces))
+}
+
+/// What a warp's trace depends on of the warp: whether it is the CTA's
+/// first, whether it leads its warpgroup, and which warpgroup it is in. The
+/// tracer sees a warp only through this, so the warps of one class (a
+/// warpgroup's three others) take the same steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct WarpClass {
+    first: bool,
+    leads_group: bool,
+    group: i64,
+}
+
+impl WarpClass {
+    fn of(warp: i64) -> WarpClass {
+        WarpClass { first: warp == 0, leads_group: warp % WARPS_PER_GROUP == 0, group: warp / WARPS_PER_GROUP }
+    }
+
+    /// Whether the warp issues the elected ops: in a consumer region the
+    /// first warp of each consumer warpgroup, elsewhere the CTA's first.
+    fn elected(self, role: Option<Role>) -> bool {
+        match role {
+            Some(Role::Consumer) => self.leads_group,
+            Some(Role::Producer) | None => self.first,
+        }
+    }
+
+    /// The consumer the warp's warpgroup is in a warp-specialised region
+    /// (negative for the producer).
+    fn consumer(self) -> i64 {
+        self.group - 1
+    }
+
+    /// The first warp of its warpgroup.
+    fn first_of_group(self) -> i64 {
+        self.group * WARPS_PER_GROUP
+    }
 }
 
 /// Whether `func` computes something from its data (a loaded scalar, a run
@@ -217,7 +265,7 @@ struct Tracer<'a> {
     func: &'a Function,
     body: &'a Body,
     config: &'a Config,
-    warp: i64,
+    class: WarpClass,
     env: Env,
     steps: Vec<Step>,
     /// The role of an `nv.warp_specialize` the warp is running, if any.
@@ -328,10 +376,7 @@ impl Tracer<'_> {
         for &op in &body.blocks[block].ops {
             let data = &body.ops[op];
             // A consumer warpgroup's first warp issues its elected ops.
-            let elected = match self.role {
-                Some(Role::Consumer) => self.warp % WARPS_PER_GROUP == 0,
-                Some(Role::Producer) | None => self.warp == 0,
-            };
+            let elected = self.class.elected(self.role);
             // Every view below is of the op the arm matched: `expect` cannot fail.
             match body.opcode(op) {
                 Opcode::TileYield => {
@@ -423,7 +468,7 @@ impl Tracer<'_> {
                         let msg = format!("its roles need {} warps (a producer and {consumers} consumer warpgroup(s)) but the function has {have}", WARPS_PER_GROUP * (1 + consumers));
                         return Err(untraceable(op, msg));
                     }
-                    let consumer = self.warp / WARPS_PER_GROUP - 1;
+                    let consumer = self.class.consumer();
                     let region = if consumer < 0 { data.regions[0] } else { data.regions[1] };
                     let entry = body.entry_block(region);
                     if let Some(&arg) = body.blocks[entry].args.first() {
@@ -477,7 +522,7 @@ impl Tracer<'_> {
                     }
                 }
                 Opcode::NvCopyAsync => {
-                    if self.warp == 0 {
+                    if self.class.first {
                         let copy = nv::CopyAsync::of(body, op).expect("matched");
                         let buffer = self.window(op, copy.buffer(body), copy.stage(body))?;
                         let barrier = self.slot(op, copy.barrier(body), copy.barrier_stage(body))?;
@@ -565,7 +610,7 @@ impl Tracer<'_> {
     /// `nv.barrier {warpgroup}` or a hand-over in a consumer region: the
     /// warps of the executing warp's warpgroup meet.
     fn warpgroup_barrier(&mut self, op: Op) -> Result<(), Stop> {
-        let first_warp = usize::try_from(self.warp - self.warp % WARPS_PER_GROUP).map_err(|_| untraceable(op, "runs in a warp before the first"))?;
+        let first_warp = usize::try_from(self.class.first_of_group()).map_err(|_| untraceable(op, "runs in a warp before the first"))?;
         self.push(op, StepKind::WarpgroupBarrier { first_warp, warps: WARPS_PER_GROUP as usize })
     }
 
