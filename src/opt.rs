@@ -28,9 +28,13 @@ struct Cli {
     /// Print ops in MLIR's generic form
     #[arg(long = "mlir-print-op-generic")]
     print_generic: bool,
-    /// Split the input at '// -----' lines and process each chunk on its own
-    #[arg(long = "split-input-file")]
-    split_input_file: bool,
+    /// Split the input at MARKER lines ('// -----' if none is given) and process each chunk on its own
+    #[arg(long = "split-input-file", value_name = "MARKER", num_args = 0..=1, require_equals = true,
+          default_missing_value = split_input::SEPARATOR)]
+    split_input_file: Option<String>,
+    /// The line written between the outputs of the chunks of --split-input-file
+    #[arg(long = "output-split-marker", value_name = "MARKER", default_value = split_input::SEPARATOR)]
+    output_split_marker: String,
     /// Check the diagnostics against the input's 'expected-error' comments instead of printing them
     #[arg(long = "verify-diagnostics")]
     verify_diagnostics: bool,
@@ -104,7 +108,10 @@ fn run(cli: &Cli, matches: &ArgMatches) -> Result<(), Failure> {
         eprint!("{described}");
     }
     let (text, name) = read_source(cli.input.as_deref())?;
-    let chunks = if cli.split_input_file { split_input::split(&text) } else { vec![text.clone()] };
+    let chunks = match &cli.split_input_file {
+        Some(marker) => split_input::split(&text, marker),
+        None => vec![text.clone()],
+    };
     let mut outputs = Vec::new();
     let mut failed = false;
     for chunk in &chunks {
@@ -131,7 +138,7 @@ fn run(cli: &Cli, matches: &ArgMatches) -> Result<(), Failure> {
             problems.iter().for_each(|p| eprintln!("{p}"));
         }
     }
-    write_output(cli.output.as_deref(), &outputs.join(&format!("{}\n", split_input::SEPARATOR)))?;
+    write_output(cli.output.as_deref(), &outputs.join(&format!("{}\n", cli.output_split_marker)))?;
     if failed {
         return Err(Failure::Reported);
     }
