@@ -28,7 +28,7 @@ const CANONICALIZE: &str = "canonicalize{region-simplify=disabled}";
 /// than pass through; `llvm-optimize-for-nvvm-target` rewrites only f16 divisions (into an
 /// approximate reciprocal and a correction), which the epilogues, computing in f32, do not
 /// emit, and which NVPTX would otherwise divide in f32, as accurately if more slowly. The
-/// `canonicalize`s run without region simplification ([`CANONICALIZE`]). `expand-strided-metadata` finds no memref op to expand either (memrefs
+/// `canonicalize`s run without region simplification (`CANONICALIZE`). `expand-strided-metadata` finds no memref op to expand either (memrefs
 /// are only the types of nvgpu's TMA and mbarrier operands), but its rewrite also folds the
 /// constants `convert-nvgpu-to-nvvm` leaves; the LLVM kernel pipeline (`llvm_pipeline.rs`)
 /// was chosen on the IR it gives.
