@@ -132,7 +132,7 @@ fn chosen_config(module: &Module) -> Option<String> {
 }
 
 /// Parses and verifies tile/nv text; `name` locates the diagnostics, shown with their source line.
-pub(crate) fn parse_and_verify(text: &str, name: &str) -> Result<Module, String> {
+pub fn parse_and_verify(text: &str, name: &str) -> Result<Module, String> {
     let m = parse_module(text, name).map_err(|d| d.render(name, text))?;
     if m.functions.is_empty() {
         let start = tilec_dialects::Location::new(std::sync::Arc::from(name), 1, 1);
@@ -160,7 +160,7 @@ pub(crate) fn run_passes(module: &mut Module, pipeline: &str, flags: &PassFlags,
 /// selection followed by the passes the chosen config names; a file whose
 /// `tile.config` already decides everything skips the selection unless the
 /// flags ask for one.
-pub(crate) fn run_tile_passes(
+pub fn run_tile_passes(
     module: &mut Module,
     pipeline: Option<&str>,
     request: &ConfigRequest,
@@ -241,7 +241,7 @@ pub(crate) fn run_passes_after_config(module: &mut Module, flags: &PassFlags, na
 /// each of `shapes` (those the kernel is compiled for) must be one its TMA
 /// descriptors can address (src/tma_rows.rs); the manifest names the
 /// configuration config selection decided.
-pub(crate) fn lower(module: &Module, text: &str, name: &str, target: &Target, shapes: &[Shape]) -> Result<LoweredKernel, String> {
+pub fn lower(module: &Module, text: &str, name: &str, target: &Target, shapes: &[Shape]) -> Result<LoweredKernel, String> {
     let mut kernel = tilec_lower::lower_module(module, target).map_err(|d| d.render(name, text))?;
     for &shape in shapes {
         for warning in crate::tma_rows::check(module, &kernel.manifest, shape).map_err(|d| d.render(name, text))? {
@@ -258,12 +258,12 @@ pub(crate) fn lower(module: &Module, text: &str, name: &str, target: &Target, sh
 }
 
 /// The back end's options for a kernel from the source `name`, compiled for `target`.
-pub(crate) fn backend_options(name: &str, target: &Target) -> BackendOptions {
+pub fn backend_options(name: &str, target: &Target) -> BackendOptions {
     BackendOptions { source_name: format!("{name} (generated MLIR)"), chip: target.sm.into(), ..BackendOptions::default() }
 }
 
 /// A back-end failure: the generated MLIR was rejected, which is tilec's fault, not the input's.
-pub(crate) fn backend_error(name: &str, e: &backend::BackendError) -> String {
+pub fn backend_error(name: &str, e: &backend::BackendError) -> String {
     match e {
         // A pipeline given on the command line that does not parse is the user's error.
         backend::BackendError::PipelineSyntax { .. } => format!("{name}: error: {e}"),

@@ -91,7 +91,7 @@ impl Family {
 
 /// Compiles the family of `text` (named `input`) for `shapes` into `dir`
 /// (`tilec compile --shapes`).
-pub(crate) fn compile_family_into(text: &str, input: &str, shapes: &[Shape], request: &ConfigRequest, dir: &str) -> Result<(), String> {
+pub fn compile_family_into(text: &str, input: &str, shapes: &[Shape], request: &ConfigRequest, dir: &str) -> Result<(), String> {
     Ok(build(text, input, shapes, request)?.write(dir)?)
 }
 

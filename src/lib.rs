@@ -2,9 +2,9 @@
 //! -> passes -> MLIR -> PTX). The IR lives in `tilec-dialects` and the passes
 //! in `tilec-passes`, the nv IR to MLIR lowering in `tilec-lower`, the MLIR
 //! to PTX back end (the only code that links MLIR and LLVM) in
-//! `tilec-backend`; this crate holds the front door and the tools (`opt` for
-//! tile-opt, `driver` for tilec). The front door and the tools run passes
-//! through `pass_runner`; `cli` is what only the tools need. A library that wants nv IR or MLIR text
+//! `tilec-backend`; this crate holds the front door, which the tools
+//! (`src/bin/tilec`, `src/bin/tile-opt`, whose command-line modules are
+//! their own) build on: both run passes through `pass_runner`. A library that wants nv IR or MLIR text
 //! depends on `tilec-passes` and `tilec-lower` and links neither.
 //!
 //! [`compile`] is the front door: tile IR text in, nv IR, MLIR, PTX, manifest
@@ -17,19 +17,10 @@
 #![warn(missing_docs)]
 
 pub mod api;
-pub mod cli;
-pub mod bench_compile;
-pub mod calibrate;
 pub mod config_select;
-pub mod driver;
 pub mod family;
-pub mod opt;
 pub mod pass_runner;
-pub mod split_input;
 pub mod tma_rows;
-pub mod verify_diagnostics;
-
-pub use driver::default_pipeline;
 
 pub use api::{compile, Compiled, Error, Options};
 pub use config_select::Shape;

@@ -1,5 +1,5 @@
 //! The calibration report (`tilec-calibration/1`), which `tilec calibrate
-//! --report` writes (src/calibrate.rs): the cost model's constants, as
+//! --report` writes (src/bin/tilec/calibrate.rs): the cost model's constants, as
 //! fitted or as compiled in, and per measured kernel its predicted time
 //! against the measured one, with the summary figures of the fit.
 

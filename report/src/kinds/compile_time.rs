@@ -1,5 +1,5 @@
 //! The compile-time report (`tilec-compile-time/1`), which `tilec
-//! bench-compile --json` writes (src/bench_compile.rs): per input file,
+//! bench-compile --json` writes (src/bin/tilec/bench_compile.rs): per input file,
 //! each compile stage's time over the runs, and the MLIR context's setup.
 
 use crate::table::opt;

@@ -3,8 +3,8 @@
 //! `--verify-diagnostics`, `--mlir-print-ir-after=...`, ...). Each registered
 //! pass is also a flag of its own: `--tile-pipeline="stages=3"`.
 
-use crate::cli::{list_passes, read_source};
-use crate::pass_runner::{describe_pipeline, pass_diagnostic, render_pass_error, run_pipeline};
+use crate::source::read_source;
+use tilec::pass_runner::{describe_pipeline, pass_diagnostic, render_pass_error, run_pipeline};
 use crate::split_input;
 use crate::verify_diagnostics::{verify, Emitted};
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser};
@@ -12,7 +12,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use tilec_cli::{exit_code, CompletionArgs, Failure, PassFlags};
 use tilec_dialects::{parse_module, print_module, verify_module, Diagnostic, Diagnostics, PrintOptions};
-use tilec_passes::PASSES;
+use tilec_passes::{OptionKind, PASSES};
 
 /// The tile IR optimizer driver: parse, verify, run passes, print.
 #[derive(Parser, Debug)]
@@ -177,3 +177,42 @@ fn write_output(path: Option<&str>, text: &str) -> Result<(), Failure> {
     };
     result.map_err(Failure::Error)
 }
+
+/// How an option's values are written in `--list-passes`: `<int 1..1000>`.
+fn kind_text(kind: OptionKind) -> String {
+    match kind {
+        OptionKind::Int { min, max } => format!("<int {min}..{max}>"),
+        OptionKind::Bool => "<bool>".to_string(),
+        OptionKind::Enum(words) => format!("<{}>", words.join("|")),
+    }
+}
+
+/// `--list-passes`: every registered pass, its summary and its options.
+pub fn list_passes() -> String {
+    let width = PASSES.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    let mut out = String::from("Available passes:\n");
+    for pass in PASSES {
+        out.push_str(&format!("  {:<width$}  {}\n", pass.name, pass.summary));
+        for o in pass.options {
+            out.push_str(&format!("      --{}={}  {} (default {})\n", o.name, kind_text(o.kind), o.help, o.default));
+        }
+    }
+    out
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_passes_is_readable() {
+        let text = list_passes();
+        assert!(text.contains("--max-iterations=<int 1..1000>"), "{text}");
+        assert!(!text.contains("Int {"), "no Rust Debug text: {text}");
+        for pass in PASSES {
+            assert!(text.contains(pass.name), "{}", pass.name);
+        }
+    }
+}
+

@@ -1,14 +1,14 @@
 //! `tilec compile FILE.tile [-o DIR] [--emit=STAGE] ...`: parse, run the
 //! tile/nv pass pipeline, lower the nv IR to MLIR (the tilec-lower crate), run the
 //! MLIR -> PTX back end (`tilec-backend`) and write the artifact.
-//! `tilec bench-compile` (src/bench_compile.rs) times the same steps.
+//! `tilec bench-compile` (bench_compile.rs) times the same steps.
 //! When the back end fails, a reproducer (the generated MLIR and the upstream
 //! pipeline, backend/src/reproducer.rs) is written for upstream `mlir-opt`.
 
-use crate::api::{backend_error, backend_options, lower, parse_and_verify, run_tile_passes};
+use tilec::api::{backend_error, backend_options, lower, parse_and_verify, run_tile_passes};
 use tilec_backend::{self as backend, BackendOptions};
-use crate::cli::read_source;
-use crate::config_select::{self, parse_candidate, parse_param, parse_shape, ConfigRequest};
+use crate::source::read_source;
+use tilec::config_select::{self, parse_candidate, parse_param, parse_shape, ConfigRequest};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::process::ExitCode;
@@ -16,13 +16,6 @@ use std::time::{Duration, Instant};
 use tilec_cli::{exit_code, CompletionArgs, Failure, PassFlags};
 use tilec_dialects::{print_module, Module, PrintOptions};
 use tilec_target::Target;
-
-pub use tilec_passes::DEFAULT_PIPELINE;
-
-/// The pipeline `tilec compile` runs without `--pass-pipeline`.
-pub fn default_pipeline() -> &'static str {
-    DEFAULT_PIPELINE
-}
 
 /// The Hopper GEMM compiler driver.
 #[derive(Parser, Debug)]
@@ -107,7 +100,7 @@ struct ConfigArgs {
     ranking: Option<String>,
     /// The GPU to compile for: config selection chooses for it, and the artifact's manifest names
     /// it, so that the runtime refuses the kernel on another GPU
-    #[arg(long, value_name = "GPU", default_value = Target::DEFAULT.name, value_parser = crate::cli::target_parser())]
+    #[arg(long, value_name = "GPU", default_value = Target::DEFAULT.name, value_parser = target_parser())]
     target: &'static Target,
     /// Take the configuration a tuning file (tilec-bench --tuning) measured fastest for the shape, where
     /// it has the shape; the cost model's pick elsewhere
@@ -247,7 +240,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let (text, input) = read_source(args.input.as_deref())?;
     let request = args.config.request()?;
     if let (Some(shapes), Some(dir)) = (&args.config.shapes, &args.output) {
-        timer.time("kernel family", || crate::family::compile_family_into(&text, &input, &shapes.0, &request, dir))?;
+        timer.time("kernel family", || tilec::family::compile_family_into(&text, &input, &shapes.0, &request, dir))?;
         timer.report();
         return Ok(());
     }
@@ -314,3 +307,10 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     timer.report();
     Ok(())
 }
+/// `--target`'s values, listed in `--help` and in the error for any other
+/// (`tilec compile`, `tilec calibrate`).
+pub(crate) fn target_parser() -> impl clap::builder::TypedValueParser<Value = &'static tilec_target::Target> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(tilec_target::Target::NAMES).try_map(|name| tilec_target::Target::from_name(&name))
+}
+

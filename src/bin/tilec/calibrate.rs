@@ -15,7 +15,7 @@
 //! it, so that the figures (stages, shared memory, waves) match those the
 //! kernel was chosen with.
 
-use crate::api::parse_and_verify;
+use tilec::api::parse_and_verify;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use tilec_cli::Failure;
@@ -58,7 +58,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     only: Option<String>,
     /// The GPU the kernels ran on
-    #[arg(long, value_name = "GPU", default_value = Target::DEFAULT.name, value_parser = crate::cli::target_parser())]
+    #[arg(long, value_name = "GPU", default_value = Target::DEFAULT.name, value_parser = crate::driver::target_parser())]
     target: &'static Target,
     /// Evaluations of the fit's objective
     #[arg(long, default_value_t = 40_000)]

@@ -9,8 +9,8 @@
 //! does, so it is reported as "first run" against the later runs.
 
 use tilec_backend::{self as backend, BackendContext, Timings};
-use crate::config_select::ConfigRequest;
-use crate::api::{backend_error, backend_options, lower, parse_and_verify, run_tile_passes};
+use tilec::config_select::ConfigRequest;
+use tilec::api::{backend_error, backend_options, lower, parse_and_verify, run_tile_passes};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tilec_cli::{Failure, PassFlags};
@@ -49,8 +49,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0, value_name = "N")]
     processes: u32,
     /// Choose the config for this problem shape, as `tilec compile --shape` does
-    #[arg(long, value_name = "MxNxK", value_parser = crate::config_select::parse_shape)]
-    shape: Option<crate::config_select::Shape>,
+    #[arg(long, value_name = "MxNxK", value_parser = tilec::config_select::parse_shape)]
+    shape: Option<tilec::config_select::Shape>,
 }
 
 /// One compile: the stage times (in [`STAGES`] order), the total and the PTX size.
