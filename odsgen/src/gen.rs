@@ -658,6 +658,26 @@ mod tests {
 
     const SRC: &str = "dialect t\nop t.add_one AddOne {\n  summary: adds\n  traits: pure\n  operands: lhs: any, rest: index...\n  results: result: any\n  types-match: lhs, result\n  format: $lhs `[` $rest `]` attr-dict `:` type($lhs)\n}\n";
 
+    /// The op `docs/adding-an-op.md` adds, as its first `text` block gives
+    /// it, generates the opcode, view, accessors and builder the page says.
+    #[test]
+    fn the_adding_an_op_example_generates_what_the_page_says() {
+        let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/adding-an-op.md")).expect("the page");
+        let block = page.split("```text\n").nth(1).and_then(|rest| rest.split("```").next()).expect("a text block");
+        let d = parse_dialect(&format!("dialect nv\n{block}")).unwrap_or_else(|e| panic!("the page's op does not parse: {e}\n{block}"));
+        let code = dialect(&d);
+        assert!(opcodes(&[(&d, "crate::nv")]).contains("Opcode::NvTmaLoad => &crate::nv::OPS[0],"));
+        assert!(code.contains("pub struct TmaLoad(Op);"), "{code}");
+        for accessor in ["tensor", "coords", "buffer", "stage", "barrier", "barrier_stage"] {
+            assert!(code.contains(&format!("pub fn {accessor}<'b>(self, body: &'b Body)")), "no accessor {accessor}");
+        }
+        assert!(code.contains("pub fn set_buffer(self, body: &mut Body, v: Value)"));
+        assert!(
+            code.contains("pub fn build(builder: &mut Builder<'_>, tensor: Value, coords: &[Value], buffer: Value, stage: Value, barrier: Value, barrier_stage: Value, attrs: Attributes) -> Self"),
+            "the builder the page names"
+        );
+    }
+
     #[test]
     fn variant_names_join_words() {
         assert_eq!(variant("nv.tma_load"), "NvTmaLoad");
