@@ -35,7 +35,9 @@ pub const EXIT_USAGE: u8 = 2;
 /// What a tool's `run` returns: success, or why it failed.
 #[derive(Debug)]
 pub enum Failure {
-    /// The input was rejected; the message is printed as it stands (exit 1).
+    /// The input was rejected (exit 1). A message that is not a located
+    /// `file:line:col: error:` diagnostic is printed as `TOOL: error: ...`,
+    /// so that every rejection reads as an `error:` line, as in mlir-opt.
     Error(String),
     /// The input was rejected and the tool has printed why (exit 1).
     Reported,
@@ -48,7 +50,11 @@ impl Failure {
     pub fn report(self, tool: &str) -> ExitCode {
         match self {
             Failure::Error(message) => {
-                eprintln!("{message}");
+                if message.lines().next().is_some_and(|first| first.contains("error:")) {
+                    eprintln!("{message}");
+                } else {
+                    eprintln!("{tool}: error: {message}");
+                }
                 ExitCode::from(EXIT_ERROR)
             }
             Failure::Reported => ExitCode::from(EXIT_ERROR),
