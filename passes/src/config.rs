@@ -25,8 +25,8 @@ pub const CONFIG_KEYS: [&str; 25] = [
     "smem_bytes",
 ];
 
-/// How the output tile is stored, as `tile.config`'s `epilogue` says
-/// (`tile-lower-to-nv`'s `epilogue` option).
+/// How the output tile is stored, as `tile.config`'s `epilogue` and
+/// `tile-lower-to-nv`'s `epilogue` option say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EpilogueStore {
     /// Each thread stores its elements to global memory.
@@ -81,8 +81,9 @@ pub struct ConfigEntries {
     pub mma_n: Option<i64>,
 }
 
-/// `tile.config`'s `scales` words: the K loop's scales copied with their
-/// stage or loaded one K step ahead ([`Scales::word`]).
+/// Where a block-scaled dot's scales wait, as `tile.config`'s `scales` and
+/// the `scales` option of `tile-pipeline` and `tile-warp-specialize` say:
+/// copied with their stage or loaded one K step ahead ([`Scales::word`]).
 pub const SCALES_WORDS: &[&str] = &["staged", "prefetched"];
 
 impl ConfigEntries {

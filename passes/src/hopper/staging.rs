@@ -18,7 +18,7 @@
 //! and arrivals, made the block-scaled FP8 kernels faster (measured:
 //! docs/evidence.md, hopper/staging.rs, module documentation).
 
-use crate::config::ConfigEntries;
+use crate::config::{ConfigEntries, SCALES_WORDS};
 use crate::config_rules::Scales;
 use crate::pass::op_error;
 use crate::options::{OptionKind, OptionSpec, PassOptions};
@@ -80,15 +80,11 @@ pub fn is_copied_load(body: &Body, op: Op) -> bool {
     })
 }
 
-/// Where a block-scaled dot's scales wait: the `scales` option's words and
-/// `tile.config`'s.
-const SCALES: &[&str] = &["staged", "prefetched"];
-
 /// The `scales` option of the passes that schedule a K loop
 /// (`tile-pipeline`, `tile-warp-specialize`).
 pub const SCALES_OPTION: OptionSpec = OptionSpec {
     name: "scales",
-    kind: OptionKind::Enum(SCALES),
+    kind: OptionKind::Enum(SCALES_WORDS),
     default: "staged",
     help: "block-scaled dots' scales: copied into shared memory with their stage (staged) or loaded into registers one iteration ahead (prefetched)",
 };

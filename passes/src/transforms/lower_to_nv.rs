@@ -35,9 +35,6 @@ use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::{Addi, For, Load, Store, SumSplits};
 use tilec_dialects::{Diagnostic, ElemType, Function, Layout};
 
-/// The epilogues: the `epilogue` option's words and `tile.config`'s.
-const EPILOGUES: &[&str] = &["global", "tma"];
-
 /// `tile-lower-to-nv`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-lower-to-nv",
@@ -45,7 +42,7 @@ pub const INFO: PassInfo = PassInfo {
     options: &[
         OptionSpec {
             name: "epilogue",
-            kind: OptionKind::Enum(EPILOGUES),
+            kind: OptionKind::Enum(EpilogueStore::WORDS),
             default: "global",
             help: "store output tiles directly (global) or through a swizzled shared buffer and a TMA store (tma)",
         },
@@ -59,7 +56,7 @@ pub const INFO: PassInfo = PassInfo {
     phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileScheduled, leaves: Some(Phase::Nv), reason: "it lowers tiles by their layouts (run it after tile-assign-layouts and the K loop's schedule, once)" },
     create: |options| {
         Box::new(LowerToNv {
-            tma_epilogue: options.word("epilogue") == "tma",
+            tma_epilogue: EpilogueStore::parse(options.word("epilogue")) == EpilogueStore::Tma,
             from_config: !options.given("epilogue"),
             chunk_columns: options.int("epilogue-columns"),
             chunk_from_config: !options.given("epilogue-columns"),

@@ -23,6 +23,7 @@
 
 use crate::cluster::Along;
 use crate::config::ConfigEntries;
+use crate::words::named_by_words;
 use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Scales, Schedule};
 use crate::cost_model::{self, Weighed};
 use crate::hopper::staging::column_major_tensors;
@@ -120,26 +121,7 @@ pub enum Ranking {
     Rules,
 }
 
-impl Ranking {
-    /// The option's words.
-    pub const WORDS: &'static [&'static str] = &["model", "rules"];
-
-    /// Its word.
-    pub fn word(self) -> &'static str {
-        match self {
-            Ranking::Model => "model",
-            Ranking::Rules => "rules",
-        }
-    }
-
-    fn parse(word: &str) -> Ranking {
-        if word == "rules" {
-            Ranking::Rules
-        } else {
-            Ranking::Model
-        }
-    }
-}
+named_by_words!(Ranking { Model => "model", Rules => "rules" } default Model);
 
 impl SelectConfig {
     /// The pass configured by its pipeline options.
