@@ -4,9 +4,9 @@
 //! pass is also a flag of its own: `--tile-pipeline="stages=3"`.
 
 use crate::source::read_source;
-use tilec::pass_runner::{describe_pipeline, pass_diagnostic, render_pass_error, run_pipeline};
 use crate::split_input;
 use crate::verify_diagnostics::{verify, Emitted};
+use tilec::pass_runner::{describe_pipeline, pass_diagnostic, render_pass_error, run_pipeline};
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser};
 use std::io::Write;
 use std::process::ExitCode;

@@ -5,10 +5,10 @@
 //! When the back end fails, a reproducer (the generated MLIR and the upstream
 //! pipeline, backend/src/reproducer.rs) is written for upstream `mlir-opt`.
 
-use tilec::api::{backend_error, backend_options, lower, parse_and_verify, run_tile_passes};
-use tilec_backend::{self as backend, BackendOptions};
 use crate::source::read_source;
+use tilec::api::{backend_error, backend_options, lower, parse_and_verify, run_tile_passes};
 use tilec::config_select::{self, parse_candidate, parse_param, parse_shape, ConfigRequest};
+use tilec_backend::{self as backend, BackendOptions};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::process::ExitCode;

@@ -644,15 +644,16 @@ impl<'a> Sim<'a> {
     /// such as a flat box's padding, may never be read).
     fn write(&mut self, now: Clock, window: Window, id: usize) -> Result<(), Diagnostic> {
         let (op, kind) = (self.accesses[id].op, self.accesses[id].kind);
+        let units = self.cuts.units(window);
         if matches!(kind, AccessKind::TmaWrite | AccessKind::CopyWrite) {
-            let states: Vec<&StageState> = self.cuts.units(window).iter().filter_map(|g| self.stages.get(g)).collect();
+            let states: Vec<&StageState> = units.iter().filter_map(|g| self.stages.get(g)).collect();
             let previous = states.iter().flat_map(|s| &s.writes).find(|&&p| self.accesses[p].kind == kind);
             if let (Some(&prev), true) = (previous, states.iter().all(|s| s.reads.is_empty())) {
                 let msg = format!("refills {} before anything has read what the previous load put there", self.slot_name(window.slot));
                 return Err(self.error(op, msg).with_note(self.body.ops[self.accesses[prev].op].loc.clone(), "the previous load is here"));
             }
         }
-        for granule in self.cuts.units(window) {
+        for granule in units {
             self.write_granule(&now, window.slot, granule, id)?;
         }
         Ok(())
