@@ -17,7 +17,7 @@ import sys
 
 BEGIN = "<!-- status table: made by scripts/status-table.py from the records it names; do not edit -->"
 END = "<!-- end of status table -->"
-COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-11-29-h200-judged-seed5.json"
+COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-fenceless.json"
 COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-11-29-h200-judged-fp8-seed5.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 GROUPED = "docs/benchmarks/checks/2026-11-29-h200-grouped.json"
@@ -124,7 +124,7 @@ def rows():
 
 
 def table():
-    lines = ["| set (NVIDIA H200, 2026-11-29) | tilec | source |", "|---|---|---|"]
+    lines = ["| set (NVIDIA H200, 2026-11-29 and 30: the dates of the records) | tilec | source |", "|---|---|---|"]
     previous = None
     for label, figure, source in rows():
         shown = "same" if source == previous or source == "same" else f"`{source}`"

@@ -12,9 +12,12 @@
 //! fragments (holder p's j-th group of four values at `(j * holders + p) *
 //! 16`, so a warp's vector stores and loads are 512 contiguous bytes).
 //! Every group of every split stores its part of the tile in its slot,
-//! fences, meets at its barrier, and its first thread adds one to the
-//! group's counter (acquire-release): the group that sees `splits - 1`
-//! arrived last, when every other split's part is in place. It sets the
+//! meets at its barrier, and its first thread adds one to the group's
+//! counter (acquire-release): the group that sees `splits - 1` arrived
+//! last, when every other split's part is in place. As for stream-K's
+//! hand-over (`stream_k.rs`), the barriers and the first thread's
+//! acquire-release order every thread's stores and loads; no thread
+//! fences on its own. It sets the
 //! counter back to zero for the next launch, and adds the slots in the
 //! order of the splits (its own too, read back), so the sum does not depend
 //! on which split came last. The groups of a CTA decide apart: each holds
@@ -139,7 +142,6 @@ pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reducti
     let z = em.assign("split", format!("arith.index_cast {z} : index to i64"));
     let mine = thread_slot(em, &region, &z, r);
     store_vectors(em, frag, &mine, h.count);
-    asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
     meet(em, h);
 
     em.line("// The group's first thread counts it in; the last split resets the count for the next launch.");
@@ -173,7 +175,6 @@ pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reducti
     let group = slots_in_flight(frag.geom.values_per_thread(), r.splits);
     let summed = em.fresh("split_sum");
     em.open(format!("{summed}:{n} = scf.if {is_last} -> ({types}) {{"));
-    asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
     let first = em.i64(0);
     let init = add_group(em, frag, &region, &first, group, None, r);
     let total = if group == r.splits {

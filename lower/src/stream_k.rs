@@ -12,10 +12,16 @@
 //! kernel), thread p's j-th group of four values is at `(j * count + p) *
 //! 16`, so a warp's vector stores and loads are 512 contiguous bytes. Each
 //! holder warpgroup (or the whole CTA outside warp specialisation) marks
-//! its part full with its own flag: its threads store, fence, meet at their
+//! its part full with its own flag: its threads store and meet at their
 //! barrier, and the first of them releases the flag; the adding side's
 //! first thread acquires the flag and clears it, the group meets, and every
-//! thread reads its values through L2.
+//! thread reads its values through L2. No thread fences on its own: a
+//! barrier orders each thread's stores before its first thread's release,
+//! and release is cumulative, so the acquire that reads the flag sees
+//! them; likewise the barrier after the acquire orders the other threads'
+//! loads after it (the PTX memory model's causality order; CUTLASS's
+//! semaphores rely on the same). Every thread fencing at GPU scope first
+//! cost each kernel a wait for its own stores to drain.
 
 use super::emitter::Emitter;
 use super::fragment::Frag;
@@ -96,7 +102,6 @@ pub(crate) fn park(em: &mut Emitter, frag: &Frag, slot: &str, h: &Holders, slot_
     let region = region(em, workspace, slot, slot_bytes);
     let at = thread_slot(em, &region, h);
     store_vectors(em, frag, &at, h.count);
-    asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
     meet(em, h);
     let flag = flag(em, &region, slot_bytes, h);
     open_first(em, h);
@@ -116,7 +121,6 @@ pub(crate) fn add(em: &mut Emitter, frag: &Frag, slot: &str, h: &Holders, slot_b
     asm(em, wait, "l", &[flag], &["i64"]);
     em.close("}");
     meet(em, h);
-    asm(em, "fence.acq_rel.gpu;", "", &[], &[]);
     let at = thread_slot(em, &region, h);
     let mut chunks = frag.chunks.clone();
     for (j, (c, first)) in vectors(frag).enumerate() {
