@@ -20,8 +20,8 @@
 //! and release is cumulative, so the acquire that reads the flag sees
 //! them; likewise the barrier after the acquire orders the other threads'
 //! loads after it (the PTX memory model's causality order; CUTLASS's
-//! semaphores rely on the same). Every thread fencing at GPU scope first
-//! cost each kernel a wait for its own stores to drain.
+//! semaphores rely on the same). A GPU-scope fence in every thread would
+//! only make each wait for its own stores to drain.
 
 use super::emitter::Emitter;
 use super::fragment::Frag;
