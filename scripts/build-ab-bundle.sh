@@ -9,7 +9,9 @@
 # The base build's pick for shape S is S_r2; this build's kernel of the same config is S_r1,
 # made from the base build's IR after config selection (`--pass-pipeline=tile-select-config{..}
 # --emit=nv`) and the rest of the base build's pipeline (`--dump-pass-pipeline`); its line
-# table names that intermediate file, the base kernel's the program. The bundle
+# table names that intermediate file, the base kernel's the program. The r1 kernels are built
+# by scripts/build-gpu-bundle.sh, so ptxas checks them (spills fail the build) and the
+# runtime binaries validate them offline, as for any bundle. The bundle
 # (TILEC_BUNDLE_DIR, default .device/ab) is a sweep bundle: sweep.txt lists both kernels of
 # each shape under the base build's config, and run-sweep.sh on the GPU machine times them in
 # one tilec-bench run per shape (checking the r1 kernels on odd shapes first unless
@@ -27,43 +29,32 @@ out=${TILEC_BUNDLE_DIR:-.device/ab}
 [ -r "$program" ] || { echo "build-ab-bundle.sh: cannot read $program" >&2; exit 2; }
 [ -r "$shapes" ] || { echo "build-ab-bundle.sh: cannot read $shapes" >&2; exit 2; }
 
-echo "== building tilec and tilec-runtime (release)"
-cargo build --release -p tilec --bin tilec
-cargo build --release -p tilec-runtime --bins
-tilec=target/release/tilec
-
-rm -rf "$out"
-mkdir -p "$out/bin" "$out/artifacts"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failed=0
-: >"$out/sweep.txt"
+# This build's kernels go through scripts/build-gpu-bundle.sh (ptxas, the runtime binaries,
+# the offline check), as a variants list of each config's IR after selection and the passes
+# after it; the base build's picks join the bundle after it.
+: >"$work/variants.txt"
+configs=()
 for shape in $(grep -v '^#' "$shapes"); do
   pipeline=$("$base" compile "$program" --shape "$shape" --dump-pass-pipeline -o "$work/o" 2>&1 | sed -n 's/^builtin.module(\(.*\))$/\1/p')
   select=${pipeline%%\},*}\}
   rest=${pipeline#*\},}
-  if [ -z "$pipeline" ] || [ "$rest" = "$pipeline" ]; then
-    echo "FAIL $shape: $base gave no pass pipeline after config selection" >&2
-    failed=1
-    continue
+  if [ -z "$pipeline" ] || [ "$rest" = "$pipeline" ] || [[ $rest == *" "* ]]; then
+    echo "build-ab-bundle.sh: $base gave no pass pipeline after config selection for $shape" >&2
+    exit 1
   fi
-  if ! "$base" compile "$program" --shape "$shape" -o "$out/artifacts/${shape}_r2" >"$work/log" 2>&1 ||
-     ! "$base" compile "$program" --pass-pipeline="$select" --emit=nv >"$work/$shape.tile" 2>"$work/log" ||
-     ! "$tilec" compile "$work/$shape.tile" --pass-pipeline="$rest" -o "$out/artifacts/${shape}_r1" >>"$work/log" 2>&1; then
-    echo "FAIL $shape:" >&2
-    cat "$work/log" >&2
-    failed=1
-    continue
-  fi
+  "$base" compile "$program" --pass-pipeline="$select" --emit=nv >"$work/$shape.tile"
+  echo "${shape}_r1 $work/$shape.tile $rest" >>"$work/variants.txt"
+  configs+=("$shape")
+done
+TILEC_BUNDLE_DIR=$out TILEC_BUNDLE_PROFILE=release scripts/build-gpu-bundle.sh "$work/variants.txt"
+
+: >"$out/sweep.txt"
+for shape in "${configs[@]}"; do
+  "$base" compile "$program" --shape "$shape" -o "$out/artifacts/${shape}_r2" >/dev/null
   config=$(sed -n 's/^ *"config": "\(.*\)",$/\1/p' "$out/artifacts/${shape}_r2/manifest.json")
   printf '%s %s_r1 %s\n%s %s_r2 %s\n' "$shape" "$shape" "$config" "$shape" "$shape" "$config" >>"$out/sweep.txt"
-  echo "ok   $shape: $config"
 done
-
-for src in runtime/src/bin/*.rs; do
-  cp "target/release/$(basename "$src" .rs)" "$out/bin/"
-done
-cp scripts/gpu-env.sh scripts/run-sweep.sh scripts/sweep-regret.py "$out/"
+cp scripts/run-sweep.sh scripts/sweep-regret.py "$out/"
 case "$program" in *fp8*) echo fp8 ;; *) echo bf16 ;; esac >"$out/sweep-dtype.txt"
-du -sh "$out" | sed 's/^/bundle size: /'
-exit $failed
