@@ -234,6 +234,8 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
         }
         if let Some(pick) = ranked.first() {
             writeln!(out, "  the pick's predicted time: {}", pick.prediction.terms()).expect("String");
+            // Every pipeline config selection writes ends with tile-programmatic-launch.
+            writeln!(out, "  launch: programmatic dependent launch allowed (tile-programmatic-launch): the kernel waits for the previous grid before its first memory access and lets the next one launch at its start; single calls are launched without it").expect("String");
         }
     }
     Ok(out)

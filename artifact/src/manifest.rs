@@ -78,6 +78,13 @@ pub struct Manifest {
     /// [`MAX_DYNAMIC_SMEM_SM90`]. The runtime opts in above 48 KiB.
     #[serde(default)]
     pub dynamic_smem_bytes: u32,
+    /// The kernel waits for the grids its launch depends on before it
+    /// touches memory (`tile-programmatic-launch`), so the runtime may
+    /// launch it with programmatic dependent launch, overlapping the
+    /// previous kernel's tail on the stream (JSON default false: launched
+    /// only after the previous kernel completes).
+    #[serde(default)]
+    pub programmatic_launch: bool,
     /// The GEMM's logical tensors, which parameters name; names are unique,
     /// every tensor is used by a parameter and at least one is an output.
     pub tensors: Vec<TensorDecl>,

@@ -932,6 +932,14 @@ impl<'a> Lowerer<'a> {
             }
             Opcode::NvCopyAsync => self.lower_copy_async(op),
             Opcode::NvScaleAccumulate => self.lower_scale_accumulate(op),
+            Opcode::NvGridDependencyWait => {
+                self.em.line("nvvm.griddepcontrol wait");
+                Ok(())
+            }
+            Opcode::NvLaunchDependents => {
+                self.em.line("nvvm.griddepcontrol launch_dependents");
+                Ok(())
+            }
         }
     }
 

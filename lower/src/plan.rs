@@ -238,6 +238,10 @@ pub(crate) struct Plan {
     pub grid_z: i64,
     /// The workspace the runtime allocates for the kernel, if it takes one.
     pub workspace: Option<Workspace>,
+    /// The kernel waits for the previous grid before touching memory
+    /// (`nv.grid_dependency_wait`), so it may be launched with programmatic
+    /// dependent launch.
+    pub programmatic_launch: bool,
 }
 
 /// What a kernel's workspace (its last parameter) is for.
@@ -372,6 +376,7 @@ impl Plan {
             raster_group,
             grid_z,
             workspace: None,
+            programmatic_launch: false,
         };
         let mut cursor = 0i64;
         let mut bar_order = Vec::new();
@@ -507,6 +512,7 @@ impl Plan {
                     let copy = nv::CopyAsync::of(body, op).ok_or_else(malformed)?;
                     plan.read_by_threads(copy.tensor(body), &data.loc, name)?;
                 }
+                Opcode::NvGridDependencyWait => plan.programmatic_launch = true,
                 Opcode::NvTmaStore => {
                     let st = nv::TmaStore::of(body, op).ok_or_else(malformed)?;
                     let geom = tma_geom(body.value_type(st.buffer(body)), &data.loc, name)?;
@@ -687,6 +693,7 @@ impl Plan {
                 }
             },
             dynamic_smem_bytes: self.smem_bytes as u32,
+            programmatic_launch: self.programmatic_launch,
             tensors,
             params,
         })

@@ -244,13 +244,13 @@ impl Config {
             // multicasts into the barriers tile-pipeline makes.
             let pipeline = if self.stages != 1 || !cluster.is_empty() { "tile-pipeline," } else { "" };
             let order = if order { "tile-rasterize," } else { "" };
-            format!("tile-canonicalize,tile-assign-layouts,{order}{split_k}{pipeline}{cluster}tile-lower-to-nv,tile-fit-tma-boxes,tile-canonicalize")
+            format!("tile-canonicalize,tile-assign-layouts,{order}{split_k}{pipeline}{cluster}tile-lower-to-nv,tile-fit-tma-boxes,tile-programmatic-launch,tile-canonicalize")
         } else if split {
-            format!("tile-canonicalize,tile-assign-layouts,{split_k}tile-warp-specialize,{cluster}tile-lower-to-nv,tile-fit-tma-boxes,tile-canonicalize,tile-licm")
+            format!("tile-canonicalize,tile-assign-layouts,{split_k}tile-warp-specialize,{cluster}tile-lower-to-nv,tile-fit-tma-boxes,tile-programmatic-launch,tile-canonicalize,tile-licm")
         } else {
             let stream_k = if stream_k { "tile-stream-k," } else { "" };
             let deferred = if deferred { "tile-defer-epilogue," } else { "" };
-            format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-fit-tma-boxes,tile-canonicalize,tile-licm")
+            format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-fit-tma-boxes,tile-programmatic-launch,tile-canonicalize,tile-licm")
         })
     }
 }

@@ -304,6 +304,6 @@ mod tests {
     fn the_default_pipeline_starts_nv_input_at_nv_ir() {
         let log = String::from_utf8(run(DEFAULT_PIPELINE, true).expect("nv input compiles")).unwrap();
         let ran: Vec<&str> = log.lines().filter_map(|l| l.strip_prefix("// -----// IR Dump After ")).collect();
-        assert_eq!(ran, ["tile-canonicalize //----- //", "tile-fit-tma-boxes //----- //", "tile-canonicalize //----- //"]);
+        assert_eq!(ran, ["tile-canonicalize //----- //", "tile-fit-tma-boxes //----- //", "tile-programmatic-launch //----- //", "tile-canonicalize //----- //"]);
     }
 }

@@ -9,7 +9,7 @@ use crate::pass::Pass;
 /// IR to nv IR. Each function starts at the phase it is in: nv-level input
 /// skips the tile passes and is lowered as it stands (up to
 /// canonicalisation). docs/ir.md states this order.
-pub const DEFAULT_PIPELINE: &str = "tile-canonicalize,tile-assign-layouts,tile-pipeline{stages=4},tile-lower-to-nv,tile-fit-tma-boxes,tile-canonicalize";
+pub const DEFAULT_PIPELINE: &str = "tile-canonicalize,tile-assign-layouts,tile-pipeline{stages=4},tile-lower-to-nv,tile-fit-tma-boxes,tile-programmatic-launch,tile-canonicalize";
 
 /// One pass of a parsed pipeline, before it is created.
 pub struct PipelineEntry {

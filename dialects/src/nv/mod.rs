@@ -13,6 +13,7 @@
 
 pub mod epilogue;
 pub mod fragment;
+pub mod grid;
 pub mod memory;
 pub mod mma;
 pub mod reduce;

@@ -560,6 +560,9 @@ impl Tracer<'_> {
                     self.push(op, StepKind::StoreShared { buffer })?;
                 }
                 Opcode::NvFenceAsyncShared => self.push(op, StepKind::FenceProxy)?,
+                // They order this grid against the previous and next grids
+                // on the stream; nothing between this CTA's warps.
+                Opcode::NvGridDependencyWait | Opcode::NvLaunchDependents => {}
                 Opcode::NvTmaStore => {
                     if elected {
                         let store = nv::TmaStore::of(body, op).expect("matched");
