@@ -19,6 +19,7 @@ pub mod grouped;
 pub mod judge;
 pub mod measurements;
 pub mod seeded_bugs;
+pub mod sequence;
 pub mod tp;
 pub mod tuning;
 
@@ -46,6 +47,7 @@ pub fn known_schemas() -> Vec<&'static str> {
         fuzz_sanitize::SCHEMA,
         cli_robustness::SCHEMA,
         seeded_bugs::SCHEMA,
+        sequence::SCHEMA,
     ]);
     v
 }
@@ -82,6 +84,8 @@ pub enum AnyReport {
     CliRobustness(Box<cli_robustness::CliRobustness>),
     /// `tilec-barrier-seeded-bugs/1`.
     SeededBugs(Box<seeded_bugs::SeededBugs>),
+    /// `tilec-bench-sequence/1`.
+    Sequence(Box<sequence::SequenceReport>),
 }
 
 /// Why a report could not be loaded.
@@ -155,6 +159,7 @@ impl AnyReport {
             fuzz_sanitize::SCHEMA => parse(s).map(AnyReport::FuzzSanitize),
             cli_robustness::SCHEMA => parse(s).map(AnyReport::CliRobustness),
             seeded_bugs::SCHEMA => parse(s).map(AnyReport::SeededBugs),
+            sequence::SCHEMA => parse(s).map(AnyReport::Sequence),
             other => return Err(LoadError::UnknownSchema(format!("schema `{other}` is not one tilec-report reads ({reads})"))),
         };
         report.map_err(bad)
@@ -181,6 +186,7 @@ impl AnyReport {
             AnyReport::FuzzSanitize(r) => &r.header.schema,
             AnyReport::CliRobustness(r) => &r.schema,
             AnyReport::SeededBugs(r) => &r.schema,
+            AnyReport::Sequence(r) => &r.schema,
         }
     }
     /// The report's tables, as `tilec-report table` prints them: for a GEMM
@@ -202,6 +208,7 @@ impl AnyReport {
             AnyReport::FuzzSanitize(r) => r.table(),
             AnyReport::CliRobustness(r) => r.table(),
             AnyReport::SeededBugs(r) => r.table(),
+            AnyReport::Sequence(r) => r.table(),
         }
     }
 }

@@ -661,3 +661,42 @@ fn judge_chart_draws_both_reports_and_the_means() {
     let none = judge_report(&[("fp8", "64x64x64", "small", "p1", None)]);
     assert!(judge_chart_svg(&[("n.json", &none)]).unwrap_err().contains("nothing to plot"));
 }
+
+#[test]
+fn a_sequence_report_gives_per_round_ratios_flops_and_its_table() {
+    use crate::kinds::sequence::{SequenceReport, SequenceRun, SequenceStep, CUBLAS, SCHEMA, TILEC, TILEC_PDL};
+    let run = |name: &str, round_ms: &[f64], pass: bool| SequenceRun {
+        name: name.into(),
+        worst_rel_err: Some(1e-3),
+        pass,
+        round_ms: round_ms.to_vec(),
+        stats: Stats::from_samples(round_ms),
+        tflops: None,
+        error: None,
+    };
+    let step = |m, n, k| SequenceStep { m, n, k, artifact: "a".into(), config: None };
+    let report = SequenceReport {
+        schema: SCHEMA.into(),
+        device: "gpu".into(),
+        date_utc: "today".into(),
+        commit: None,
+        command_line: Vec::new(),
+        seed: 1,
+        warmup: 1,
+        reps: 3,
+        threshold: 1e-2,
+        layers: 2,
+        steps: vec![step(64, 128, 256), step(64, 256, 128)],
+        chained: 3,
+        // Round 2 is slow for all: per-round ratios are 2, 2, 2 for on over off, not the medians' 1.5.
+        runs: vec![run(TILEC, &[2.0, 8.0, 2.0], true), run(TILEC_PDL, &[1.0, 4.0, 1.0], true), run(CUBLAS, &[3.0, 3.0, 3.0], false)],
+    };
+    assert_eq!(report.flops(), 2.0 * 2.0 * (64.0 * 128.0 * 256.0 * 2.0));
+    assert_eq!(report.ratio(TILEC_PDL, TILEC).unwrap().median, 2.0);
+    assert_eq!(report.ratio(TILEC, CUBLAS).unwrap().median, 1.5);
+    assert!(report.ratio(TILEC, "nobody").is_none());
+    let table = report.table();
+    assert!(table.contains("2 layers of 64x128x256, 64x256x128 (3 of 4 steps chained)"), "{table}");
+    assert!(table.contains("programmatic launch on over off: 2.000x"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("cublas") && l.ends_with("FAIL")), "{table}");
+}

@@ -162,6 +162,11 @@ pub struct BenchArgs {
     pub grouped: bool,
     /// The grouped problems to run (the benchmark's when `None`).
     pub grouped_problems: Option<Vec<crate::grouped::GroupedProblem>>,
+    /// Run this layer of GEMMs back to back instead, one artifact a step
+    /// (`crate::sequence_bench`).
+    pub sequence: Option<Vec<Shape>>,
+    /// Times the sequence's layer runs.
+    pub layers: usize,
 }
 
 impl Default for BenchArgs {
@@ -185,6 +190,8 @@ impl Default for BenchArgs {
             from_json: None,
             grouped: false,
             grouped_problems: None,
+            sequence: None,
+            layers: 4,
         }
     }
 }

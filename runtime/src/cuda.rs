@@ -269,6 +269,16 @@ fn cluster_attr(cluster: [u32; 3]) -> sys::CUlaunchAttribute {
     a
 }
 
+/// Programmatic stream serialisation: the kernel may launch before the
+/// previous kernel on the stream completes (once that one's CTAs have all
+/// issued `griddepcontrol.launch_dependents` or exited).
+fn programmatic_attr() -> sys::CUlaunchAttribute {
+    let mut a: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
+    a
+}
+
 /// Re-runs the JIT with an error-log buffer to say why the PTX failed.
 fn jit_error_log(ptx: &str) -> String {
     let Ok(src) = std::ffi::CString::new(ptx) else {
@@ -337,6 +347,10 @@ pub struct Prepared {
     workspace_param: Option<(usize, u64)>,
     /// A workspace for each stream launched on.
     workspaces: Vec<Workspace>,
+    /// The manifest allows programmatic dependent launch.
+    programmatic_allowed: bool,
+    /// Launches carry the programmatic stream serialisation attribute.
+    programmatic: bool,
 }
 
 /// Encodes one TMA descriptor from pure arguments.
@@ -404,6 +418,8 @@ impl Kernel {
             slots,
             workspace_param,
             workspaces: Vec::new(),
+            programmatic_allowed: self.manifest.programmatic_launch,
+            programmatic: false,
         })
     }
 }
@@ -412,6 +428,18 @@ impl Prepared {
     /// The stream [`Prepared::launch`] issues on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// Launches from now on carry programmatic dependent launch (`on`) or
+    /// not: the kernel may then start while the previous kernel on the
+    /// stream runs, and waits for it before touching memory. Refused for a
+    /// kernel whose manifest does not say it waits.
+    pub fn set_programmatic_launch(&mut self, on: bool) -> Result<()> {
+        if on && !self.programmatic_allowed {
+            return Err(RuntimeError::NotProgrammatic { entry: self.entry.clone() });
+        }
+        self.programmatic = on;
+        Ok(())
     }
 
     /// Issues the kernel on the stream (asynchronous). TMA descriptors go by
@@ -453,8 +481,13 @@ impl Prepared {
             })
             .collect();
         let p = &self.plan;
-        let mut attr = cluster_attr(p.cluster);
-        let clustered = p.cluster.iter().product::<u32>() > 1;
+        let mut attrs = Vec::with_capacity(2);
+        if p.cluster.iter().product::<u32>() > 1 {
+            attrs.push(cluster_attr(p.cluster));
+        }
+        if self.programmatic {
+            attrs.push(programmatic_attr());
+        }
         let cfg = sys::CUlaunchConfig {
             gridDimX: p.grid[0],
             gridDimY: p.grid[1],
@@ -464,8 +497,8 @@ impl Prepared {
             blockDimZ: p.block[2],
             sharedMemBytes: p.dynamic_smem_bytes,
             hStream: stream.cu_stream(),
-            attrs: if clustered { &mut attr } else { std::ptr::null_mut() },
-            numAttrs: clustered as u32,
+            attrs: if attrs.is_empty() { std::ptr::null_mut() } else { attrs.as_mut_ptr() },
+            numAttrs: attrs.len() as u32,
         };
         unsafe { sys::cuLaunchKernelEx(&cfg, self.func, args.as_mut_ptr(), std::ptr::null_mut()) }
             .result()

@@ -112,6 +112,13 @@ pub enum RuntimeError {
         /// The cluster's dimensions.
         cluster: [u32; 3],
     },
+    /// Programmatic dependent launch asked for a kernel that may touch
+    /// memory before the previous grid completes.
+    #[error("kernel `{entry}`: its manifest does not say `programmatic_launch`: it may read or write memory before the previous kernel on the stream completes, so it cannot be launched with programmatic dependent launch (compile it with the tile-programmatic-launch pass)")]
+    NotProgrammatic {
+        /// The kernel's entry point.
+        entry: String,
+    },
     /// A shape symbol the kernel needs is not bound (the symbol).
     #[error("symbol `{0}` is not bound (bind it in the Problem)")]
     MissingSymbol(String),

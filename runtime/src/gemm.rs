@@ -933,6 +933,12 @@ impl BoundGemm {
         self.prepared.launch_on(stream)
     }
 
+    /// Launches from now on use programmatic dependent launch or not (see
+    /// [`Prepared::set_programmatic_launch`]).
+    pub fn set_programmatic_launch(&mut self, on: bool) -> Result<()> {
+        self.prepared.set_programmatic_launch(on)
+    }
+
     /// Launches on the kernel's stream and waits: a fault surfaces here.
     pub fn launch_checked(&mut self) -> Result<()> {
         for repack in &self.repacks {

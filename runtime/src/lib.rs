@@ -35,6 +35,8 @@ pub mod padding;
 pub mod plan;
 pub mod quantize;
 pub mod rng;
+pub mod sequence;
+pub mod sequence_bench;
 pub mod target_check;
 pub mod timing;
 pub mod tp;

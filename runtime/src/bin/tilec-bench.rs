@@ -118,6 +118,14 @@ struct Cli {
     /// `masked/M_MAX:NxK:COUNTS,...` separated by `;`
     #[arg(long, value_name = "LIST", value_parser = parse_grouped_problems)]
     grouped_problems: Option<GroupedProblems>,
+    /// Time this layer of BF16 GEMMs (`MxNxK,...` in order, repeats kept) launched back to back
+    /// instead, one --artifact per step in the same order: without and with programmatic dependent
+    /// launch, and cuBLAS (--json writes schema tilec-bench-sequence/1)
+    #[arg(long, value_name = "LIST", value_parser = parse_sequence, conflicts_with_all = ["grouped", "tuning", "baseline_only"])]
+    sequence: Option<Sequence>,
+    /// With --sequence: times the layer runs, each on weights of its own
+    #[arg(long, value_name = "N", default_value_t = 4, requires = "sequence", value_parser = clap::value_parser!(u64).range(1..))]
+    layers: u64,
     /// Largest relative Frobenius error vs cuBLAS that passes
     #[arg(long, value_name = "T", default_value_t = 1e-2, value_parser = positive)]
     threshold: f64,
@@ -153,6 +161,24 @@ struct Dtypes(Vec<BenchDtype>);
 
 fn parse_shapes(s: &str) -> Result<Shapes, String> {
     tilec_runtime::bench::parse_shapes(s).map(Shapes)
+}
+
+#[derive(Clone, Debug)]
+struct Sequence(Vec<Shape>);
+
+/// `MxNxK,...` in order, a shape given twice kept twice (a layer may run one twice).
+fn parse_sequence(s: &str) -> Result<Sequence, String> {
+    let mut steps = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        match tilec_runtime::bench::parse_shapes(item)?[..] {
+            [shape] if item.contains(['x', 'X']) => steps.push(shape),
+            _ => return Err(format!("bad step `{item}`: want MxNxK")),
+        }
+    }
+    if steps.is_empty() {
+        return Err("no step given".into());
+    }
+    Ok(Sequence(steps))
 }
 
 #[derive(Clone, Debug)]
@@ -201,6 +227,8 @@ impl Cli {
             baseline_only: self.baseline_only,
             grouped: self.grouped,
             grouped_problems: self.grouped_problems.map(|p| p.0),
+            sequence: self.sequence.map(|s| s.0),
+            layers: self.layers as usize,
             threshold: self.threshold,
             l2_factor: self.l2_factor,
             max_sets: self.max_sets as usize,
@@ -225,7 +253,7 @@ fn main() -> ExitCode {
     }
     // Artifacts are checked even where there is no GPU.
     let mut cands = Vec::new();
-    if !args.baseline_only && !args.grouped {
+    if !args.baseline_only && !args.grouped && args.sequence.is_none() {
         for dir in &args.artifacts {
             match Artifact::load(dir) {
                 Ok(a) => {
@@ -249,6 +277,10 @@ fn main() -> ExitCode {
             tilec_cli::report_skip("tilec-bench", "no libcuda: grouped baselines not run");
             return ExitCode::SUCCESS;
         }
+        if let Some(steps) = &args.sequence {
+            tilec_cli::report_skip("tilec-bench", &format!("no libcuda: a sequence of {} steps not run", steps.len()));
+            return ExitCode::SUCCESS;
+        }
         let what = format!(
             "no libcuda: {} GEMM artifact(s) valid, {} shape(s) x {} dtype(s) not run",
             cands.iter().filter(|c| c.spec.is_some()).count(),
@@ -264,6 +296,9 @@ fn main() -> ExitCode {
     }
     if args.grouped {
         return grouped(&argv, &args);
+    }
+    if let Some(steps) = &args.sequence {
+        return sequence(&argv, &args, steps);
     }
     match run(&argv, &args, &mut cands) {
         Ok(report) => {
@@ -335,6 +370,46 @@ fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
         Err(e) => {
             eprintln!("tilec-bench: error: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// `--sequence`: a layer of GEMMs back to back (`tilec_runtime::sequence_bench`).
+fn sequence(argv: &[String], args: &BenchArgs, steps: &[Shape]) -> ExitCode {
+    use tilec_runtime::sequence_bench::{run_sequence, SequenceArgs};
+    let mut artifacts = Vec::new();
+    for dir in &args.artifacts {
+        match Artifact::load(dir) {
+            Ok(a) => artifacts.push((dir.trim_end_matches('/').rsplit('/').next().unwrap_or(dir).to_string(), a)),
+            Err(e) => {
+                eprintln!("tilec-bench: {dir}: {e}");
+                return ExitCode::from(EXIT_ERROR);
+            }
+        }
+    }
+    let s = SequenceArgs {
+        command_line: argv,
+        sizes: steps.iter().map(|s| GemmSize::new(s.m, s.n, s.k)).collect(),
+        artifacts,
+        layers: args.layers,
+        seed: args.seed,
+        warmup: args.warmup,
+        reps: args.reps,
+        threshold: args.threshold,
+        spin: args.spin,
+        max_run_ms: args.max_run_ms,
+        json: args.json.as_deref(),
+        commit: build_commit(),
+    };
+    match run_sequence(&s) {
+        Ok(report) if report.runs.iter().any(|r| !r.pass) => {
+            println!("tilec-bench: a way of running the sequence failed its check");
+            ExitCode::from(EXIT_ERROR)
+        }
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tilec-bench: error: {e}");
+            ExitCode::from(EXIT_ERROR)
         }
     }
 }

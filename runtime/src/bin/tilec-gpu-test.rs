@@ -43,6 +43,14 @@
 //!   problems' N are the product's (a multiple of parts * block; the
 //!   default problems' N round up to one).
 //!
+//! With `--chain N` a BF16 GEMM runs as N launches back to back on one
+//! stream with programmatic dependent launch, N and K swapping at every
+//! step so that each step's A is the previous step's C: every output is
+//! poisoned first, and each step is checked against FP64 on sampled rows of
+//! the A it read (`tilec_runtime::sequence`), with no element left
+//! non-finite. A kernel that touched memory before waiting for the
+//! previous one could read a poisoned or half-written A.
+//!
 //! With `--streams N` a BF16 GEMM runs on N streams at once, `--rounds R`
 //! times, every result checked against cuBLAS (with a fused epilogue: the
 //! FP64 reference through it, on sampled rows) and against the others bit
@@ -114,6 +122,11 @@ struct Cli {
     /// Drive each of the `--streams` from a host thread of its own, which binds the one shared kernel handle and launches it every round
     #[arg(long, requires = "streams")]
     host_threads: bool,
+    /// Run a BF16 GEMM as a chain of N launches back to back with programmatic dependent launch
+    /// instead (each shape; N and K swap at every step, so each step's A is the previous step's C),
+    /// every output poisoned first and each step checked against FP64 on sampled rows of what it read
+    #[arg(long, value_name = "N", conflicts_with = "streams", value_parser = clap::value_parser!(u32).range(2..))]
+    chain: Option<u32>,
     /// Check only: leave out the timed runs (each kernel launches once a shape; `-` for the TFLOP/s)
     #[arg(long)]
     no_timing: bool,
@@ -223,6 +236,17 @@ fn main() -> ExitCode {
         eprintln!("tilec-gpu-test: {dir}: --streams runs a BF16 GEMM with B stored N x K; this artifact is not one");
         return ExitCode::from(EXIT_ERROR);
     }
+    if cli.chain.is_some() {
+        let plain = GemmSpec::from_manifest(&artifact.manifest).is_ok_and(|s| !s.has_epilogue());
+        if mode != (Mode::Gemm { b_kn: false }) || !plain {
+            eprintln!("tilec-gpu-test: {dir}: --chain runs a BF16 GEMM with B stored N x K and no fused epilogue; this artifact is not one");
+            return ExitCode::from(EXIT_ERROR);
+        }
+        if !artifact.manifest.programmatic_launch {
+            eprintln!("tilec-gpu-test: {dir}: --chain launches with programmatic dependent launch, which this kernel's manifest does not allow (compile it with tile-programmatic-launch)");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    }
     if sms.is_some() && matches!(mode, Mode::Grouped | Mode::Copy) {
         eprintln!("tilec-gpu-test: {dir}: --sms sets a GEMM kernel's persistent grid; this artifact is not a GEMM");
         return ExitCode::from(EXIT_ERROR);
@@ -242,9 +266,10 @@ fn main() -> ExitCode {
         }
     }
     let count = if mode == Mode::Grouped { problems.len() } else { shapes.len() };
-    let outcome = match cli.streams {
-        Some(streams) => run_concurrent(&artifact, &shapes, streams as usize, cli.rounds as usize, threshold, if cli.host_threads { concurrent::Lanes::HostThreads } else { concurrent::Lanes::Streams }),
-        None => run(&dir, &artifact, mode, &shapes, &problems, threshold, sms, !cli.no_timing),
+    let outcome = match (cli.streams, cli.chain) {
+        (_, Some(steps)) => run_chain(&artifact, &shapes, steps as usize, threshold),
+        (Some(streams), None) => run_concurrent(&artifact, &shapes, streams as usize, cli.rounds as usize, threshold, if cli.host_threads { concurrent::Lanes::HostThreads } else { concurrent::Lanes::Streams }),
+        (None, None) => run(&dir, &artifact, mode, &shapes, &problems, threshold, sms, !cli.no_timing),
     };
     match outcome {
         Ok(0) => {
@@ -260,6 +285,34 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// Runs the GEMM as a chain of `steps` launches with programmatic dependent
+/// launch on each shape (`tilec_runtime::sequence`); returns how many failed.
+fn run_chain(artifact: &Artifact, shapes: &[(u64, u64, u64)], steps: usize, threshold: f64) -> Result<usize> {
+    let gpu = Gpu::new(0)?;
+    let gemm = Gemm::from_artifact(&gpu, artifact)?;
+    let mut failed = 0;
+    for &(m, n, k) in shapes {
+        let seed = seed_from_time();
+        let sizes = sequence::alternating(GemmSize::new(m, n, k), steps);
+        let mut chain = sequence::Chain::new(&gpu, &sizes, seed)?;
+        let mut bound = (0..chain.len()).map(|i| chain.bind(&gpu, i, &gemm)).collect::<Result<Vec<_>>>()?;
+        chain.poison(&gpu)?;
+        sequence::launch_all(&mut bound, &gpu.stream, true)?;
+        gpu.sync("the chain")?;
+        let checks = chain.check(&gpu)?;
+        let worst = checks.iter().map(|c| c.rel_err).fold(0.0, f64::max);
+        let not_finite: usize = checks.iter().map(|c| c.not_finite).sum();
+        let pass = checks.iter().all(|c| c.pass(threshold));
+        failed += usize::from(!pass);
+        println!(
+            "{m}x{n}x{k} chain of {steps} ({} reading the previous output, programmatic launch): worst rel err {worst:.3e}, {not_finite} non-finite, seed {seed:#x}  {}",
+            chain.chained(),
+            if pass { "PASS" } else { "FAIL" }
+        );
+    }
+    Ok(failed)
 }
 
 /// Runs the GEMM on `streams` streams at once on each shape; returns how many failed.
