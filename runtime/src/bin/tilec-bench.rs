@@ -335,19 +335,26 @@ fn record_tuning(path: &str, report: &Report, cands: &[Candidate]) -> std::resul
     Ok(())
 }
 
-/// `--grouped`: the grouped-GEMM baselines (`tilec_runtime::grouped_bench`).
-fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
-    use tilec_runtime::grouped_bench::{run_grouped, GroupedArgs};
-    let mut grouped_artifacts = Vec::new();
-    for dir in &args.artifacts {
+/// Each artifact folder loaded, named by its last component; `None`, having
+/// said which folder and why, where one does not load.
+fn named_artifacts(dirs: &[String]) -> Option<Vec<(String, Artifact)>> {
+    let mut out = Vec::with_capacity(dirs.len());
+    for dir in dirs {
         match Artifact::load(dir) {
-            Ok(a) => grouped_artifacts.push((dir.trim_end_matches('/').rsplit('/').next().unwrap_or(dir).to_string(), a)),
+            Ok(a) => out.push((dir.trim_end_matches('/').rsplit('/').next().unwrap_or(dir).to_string(), a)),
             Err(e) => {
                 eprintln!("tilec-bench: {dir}: {e}");
-                return ExitCode::from(2);
+                return None;
             }
         }
     }
+    Some(out)
+}
+
+/// `--grouped`: the grouped-GEMM baselines (`tilec_runtime::grouped_bench`).
+fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
+    use tilec_runtime::grouped_bench::{run_grouped, GroupedArgs};
+    let Some(grouped_artifacts) = named_artifacts(&args.artifacts) else { return ExitCode::from(EXIT_ERROR) };
     let seed = args.seed.unwrap_or_else(seed_from_time);
     let g = GroupedArgs {
         command_line: argv,
@@ -377,16 +384,7 @@ fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
 /// `--sequence`: a layer of GEMMs back to back (`tilec_runtime::sequence_bench`).
 fn sequence(argv: &[String], args: &BenchArgs, steps: &[Shape]) -> ExitCode {
     use tilec_runtime::sequence_bench::{run_sequence, SequenceArgs};
-    let mut artifacts = Vec::new();
-    for dir in &args.artifacts {
-        match Artifact::load(dir) {
-            Ok(a) => artifacts.push((dir.trim_end_matches('/').rsplit('/').next().unwrap_or(dir).to_string(), a)),
-            Err(e) => {
-                eprintln!("tilec-bench: {dir}: {e}");
-                return ExitCode::from(EXIT_ERROR);
-            }
-        }
-    }
+    let Some(artifacts) = named_artifacts(&args.artifacts) else { return ExitCode::from(EXIT_ERROR) };
     let s = SequenceArgs {
         command_line: argv,
         sizes: steps.iter().map(|s| GemmSize::new(s.m, s.n, s.k)).collect(),
