@@ -54,10 +54,10 @@ fn verdict(checks: &[StepCheck], threshold: f64) -> (f64, bool) {
 /// Runs the sequence on GPU 0, prints its table and writes the JSON report when asked.
 pub fn run_sequence(args: &SequenceArgs) -> Result<SequenceReport> {
     if args.artifacts.len() != args.sizes.len() {
-        return Err(RuntimeError::Other(format!("--sequence has {} steps but {} artifacts were given: give one per step, in order", args.sizes.len(), args.artifacts.len())));
+        return Err(RuntimeError::Other(format!("a sequence of {} steps needs one artifact per step, not {}", args.sizes.len(), args.artifacts.len())));
     }
     if args.layers == 0 {
-        return Err(RuntimeError::Other("--layers must be at least 1".into()));
+        return Err(RuntimeError::Other("a sequence runs at least one layer".into()));
     }
     let gpu = Gpu::new(0)?;
     let timer = Timer::new(&gpu, args.spin, args.max_run_ms);

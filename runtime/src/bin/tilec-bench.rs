@@ -278,7 +278,10 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         if let Some(steps) = &args.sequence {
-            tilec_cli::report_skip("tilec-bench", &format!("no libcuda: a sequence of {} steps not run", steps.len()));
+            if sequence_artifacts(&args, steps).is_none() {
+                return ExitCode::from(EXIT_ERROR);
+            }
+            tilec_cli::report_skip("tilec-bench", &format!("no libcuda: the sequence's {} artifacts are valid, not run", steps.len()));
             return ExitCode::SUCCESS;
         }
         let what = format!(
@@ -381,10 +384,21 @@ fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
     }
 }
 
+/// The `--sequence`'s artifacts, one per step; `None`, having said why,
+/// where one does not load or their count is not the steps'.
+fn sequence_artifacts(args: &BenchArgs, steps: &[Shape]) -> Option<Vec<(String, Artifact)>> {
+    let artifacts = named_artifacts(&args.artifacts)?;
+    if artifacts.len() != steps.len() {
+        eprintln!("tilec-bench: --sequence has {} steps but {} --artifact were given: give one per step, in order", steps.len(), artifacts.len());
+        return None;
+    }
+    Some(artifacts)
+}
+
 /// `--sequence`: a layer of GEMMs back to back (`tilec_runtime::sequence_bench`).
 fn sequence(argv: &[String], args: &BenchArgs, steps: &[Shape]) -> ExitCode {
     use tilec_runtime::sequence_bench::{run_sequence, SequenceArgs};
-    let Some(artifacts) = named_artifacts(&args.artifacts) else { return ExitCode::from(EXIT_ERROR) };
+    let Some(artifacts) = sequence_artifacts(args, steps) else { return ExitCode::from(EXIT_ERROR) };
     let s = SequenceArgs {
         command_line: argv,
         sizes: steps.iter().map(|s| GemmSize::new(s.m, s.n, s.k)).collect(),
