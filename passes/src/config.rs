@@ -149,7 +149,7 @@ impl ConfigEntries {
         let num_warps = match schedule {
             Schedule::Pipeline => func.attrs.get_int("num_warps").unwrap_or(4),
             Schedule::WarpSpecialized { consumers } => 4 * (1 + consumers),
-            Schedule::PingPong => 12,
+            Schedule::PingPong | Schedule::ColumnHalves => 12,
         };
         let epilogue = match self.epilogue {
             Some(EpilogueStore::Tma) => Epilogue::Tma { columns: self.epilogue_cols.unwrap_or(block_n) },
@@ -230,6 +230,9 @@ impl Config {
                 ("raster_group", order, "the plain pipeline"),
                 ("splits", split && self.split_reduce != SplitReduce::Workspace, "split_reduce = \"workspace\" or the plain pipeline"),
                 ("splits", split && self.schedule == Schedule::PingPong, "consumers that share each tile"),
+                ("splits", split && self.schedule == Schedule::ColumnHalves, "consumers that share each tile's rows"),
+                ("stream_k", stream_k && self.schedule == Schedule::ColumnHalves, "consumers that share each tile's rows"),
+                ("epilogue_deferred", deferred && self.schedule == Schedule::ColumnHalves, "consumers that share each tile's rows"),
                 ("stream_k", stream_k && split, "a K loop that is not split"),
                 ("epilogue_deferred", deferred && split, "a K loop that is not split"),
             ]

@@ -319,6 +319,9 @@ pub struct Problem {
     /// accumulators: no ping-pong consumers (rule 7), each of which would
     /// hold a whole tile's.
     pub a_in_registers: bool,
+    /// B is given N x K (`transpose_b`): a tile's columns are rows of B's
+    /// stage, which consumers can share by rows ([`Schedule::ColumnHalves`]).
+    pub transpose_b: bool,
     /// A's row scales are a column of a column-major tensor (stored
     /// M-major): staged, each stage's is one flat TMA box, which holds
     /// [`flat_box_rows_of`] rows where it can.
@@ -443,11 +446,16 @@ pub enum Schedule {
     /// The same split with two consumers that take turns at whole tiles
     /// (`pingpong=true`): one's epilogue runs beside the other's main loop.
     PingPong,
+    /// The same split with two consumers that share each tile by columns
+    /// (`halves=columns`): each holds every row and half of the columns, so
+    /// a tile may be 192 rows tall (no whole m64 blocks in half of it) or
+    /// wider than one wgmma.
+    ColumnHalves,
 }
 
 impl Schedule {
     /// `tile.config`'s words for the schedules, which [`Schedule::word`] gives.
-    pub const WORDS: &'static [&'static str] = &["pipeline", "warp_specialized", "pingpong"];
+    pub const WORDS: &'static [&'static str] = &["pipeline", "warp_specialized", "pingpong", "column_halves"];
 
     /// The schedule's word in `tile.config`.
     pub fn word(self) -> &'static str {
@@ -455,13 +463,14 @@ impl Schedule {
             Schedule::Pipeline => "pipeline",
             Schedule::WarpSpecialized { .. } => "warp_specialized",
             Schedule::PingPong => "pingpong",
+            Schedule::ColumnHalves => "column_halves",
         }
     }
 
     /// The schedule `tile.config` names with `word` and `consumers`; `None`
     /// for a word that names none.
     pub fn from_word(word: &str, consumers: i64) -> Option<Schedule> {
-        [Schedule::Pipeline, Schedule::WarpSpecialized { consumers }, Schedule::PingPong].into_iter().find(|s| s.word() == word)
+        [Schedule::Pipeline, Schedule::WarpSpecialized { consumers }, Schedule::PingPong, Schedule::ColumnHalves].into_iter().find(|s| s.word() == word)
     }
 }
 
@@ -637,6 +646,7 @@ impl Config {
             Schedule::Pipeline => self.num_warps / 4,
             Schedule::WarpSpecialized { consumers } => consumers,
             Schedule::PingPong => 1,
+            Schedule::ColumnHalves => 2,
         }
     }
 }
@@ -675,6 +685,7 @@ impl fmt::Display for Config {
             Schedule::Pipeline => "pipeline".to_string(),
             Schedule::WarpSpecialized { consumers } => format!("ws{consumers}"),
             Schedule::PingPong => "pingpong".to_string(),
+            Schedule::ColumnHalves => "ws2-columns".to_string(),
         };
         let schedule = if self.persistent() { format!("{schedule} persistent") } else { schedule };
         let cluster = match self.cluster {
@@ -744,6 +755,7 @@ impl std::str::FromStr for Config {
                 "warps" => config.num_warps = int()?,
                 "pipeline" | "persistent" | "sms" => {}
                 "pingpong" => config.schedule = Schedule::PingPong,
+                "ws2-columns" => config.schedule = Schedule::ColumnHalves,
                 "ws1" | "ws2" => config.schedule = Schedule::WarpSpecialized { consumers: if key == "ws1" { 1 } else { 2 } },
                 "epilogue" if value == "tma" || value == "global" => tma = value == "tma",
                 "epilogue_cols" => columns = Some(int()?),
@@ -831,6 +843,8 @@ impl SmemLayout {
             Schedule::Pipeline => (1, stages),
             Schedule::WarpSpecialized { .. } => (1, 2 * stages),
             Schedule::PingPong => (2, 2 * stages + 2),
+            // Each consumer's half of the tile, `columns` of it at a time.
+            Schedule::ColumnHalves => (2, 2 * stages),
         };
         let partial = if splits > 1 { block_m * block_n * 4 } else { 0 };
         let output = match epilogue {
@@ -1004,7 +1018,7 @@ fn with_waves(problem: &Problem, machine: &Machine, mut c: Candidate) -> Candida
                 1
             }
         }
-        Schedule::WarpSpecialized { .. } | Schedule::PingPong => 1,
+        Schedule::WarpSpecialized { .. } | Schedule::PingPong | Schedule::ColumnHalves => 1,
     };
     let at_once = machine.sms * resident;
     c.waves = ceil_div(ctas, at_once);
@@ -1034,6 +1048,7 @@ fn pick_reason(best: &Candidate, machine: &Machine, tall: bool) -> String {
         Schedule::WarpSpecialized { .. } if best.config.stages > MAX_STAGES => "; warp-specialised with the most stages that fit (rule 15: a narrow tile over a long K, both rows of tiles sharing B)",
         Schedule::WarpSpecialized { .. } => "; warp-specialised (rule 7: block-scaled FP8 with a long K, or two waves of tiles or more)",
         Schedule::PingPong => "; ping-pong consumers",
+        Schedule::ColumnHalves => "; two consumers sharing each tile's columns",
     };
     let cluster = match best.config.cluster {
         Along::None => String::new(),
@@ -1859,6 +1874,18 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
             found.extend(rescheduled(problem, machine, pins, &plain, Schedule::PingPong, 12, epilogue).filter(|p| p.config.stages >= 2));
         }
     }
+    // Two consumers sharing each tile's columns, where the kernel lets
+    // them (`tile-warp-specialize`'s halves=columns): a BF16 dot with B
+    // given N x K, no reduction over a row's columns in the epilogue, the
+    // K loop not split.
+    let shares_columns = problem.precision == Precision::Bf16 && problem.transpose_b && problem.column_group.is_none() && !problem.a_in_registers;
+    if shares_columns && unclustered {
+        let column_halves = COLUMN_HALVES_TILES
+            .iter()
+            .flat_map(|(bm, bns)| bns.clone().step_by(BLOCK_N_STEP as usize).map(move |bn| (*bm, bn)))
+            .filter(|&(bm, bn)| pins.block_m.is_none_or(|m| m == bm) && pins.block_n.is_none_or(|n| n == bn));
+        found.extend(column_halves.flat_map(|(bm, bn)| column_halves_candidates(problem, machine, pins, (bm, bn, bk))));
+    }
     let mut fresh: Vec<Candidate> = Vec::new();
     // Block-scaled tiles promoted an m64 block of rows at a time, which
     // the rules rank only behind the others and the model predicts about a
@@ -1873,6 +1900,71 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
         }
     }
     fresh
+}
+
+/// The tiles two consumers sharing each tile's columns take, as block M
+/// and a range of block N: 192 rows (whose halves of rows hold no whole
+/// m64 blocks), which cover M up to 192 in one row of tiles so that B is
+/// read once, and 128 rows wider than one wgmma's 256 columns, which cover
+/// N in fewer column tiles. A consumer holds every row and half of the
+/// columns: at most [`COLUMN_HALF_RUNNING_REGISTERS`] accumulators a thread.
+const COLUMN_HALVES_TILES: [(i64, std::ops::RangeInclusive<i64>); 2] = [(192, 32..=208), (128, 272..=320)];
+
+/// The widest tile two consumers sharing its columns take.
+fn widest_column_halves() -> i64 {
+    COLUMN_HALVES_TILES.iter().map(|(_, bns)| *bns.end()).max().unwrap_or(MAX_BLOCK_N)
+}
+
+/// The most running accumulator registers a consumer thread that holds
+/// half of a tile's columns keeps: of its 232, the rest hold addresses and
+/// loop state; one wgmma a K step over each m64 block keeps fewer
+/// instruction operands live than two narrower ones.
+const COLUMN_HALF_RUNNING_REGISTERS: i64 = 160;
+
+/// `tile` under two consumers that share each tile's columns
+/// ([`Schedule::ColumnHalves`]), persistent over the fewest SMs that keep
+/// the waves: with the TMA epilogue where C's rows allow one, and storing
+/// directly, whose shared memory leaves room for more stages (a 128x304
+/// tile's TMA buffers leave two). None where a consumer's half holds too
+/// many accumulators.
+fn column_halves_candidates(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64)) -> Vec<Candidate> {
+    let (bm, bn, _) = tile;
+    if bn % (2 * 8) != 0 || problem.precision.accumulator_registers(bm, bn / 2, 1).running > COLUMN_HALF_RUNNING_REGISTERS {
+        return Vec::new();
+    }
+    let mut epilogues = vec![epilogue_for(problem, bn / 2, Schedule::ColumnHalves)];
+    if epilogues[0] != Epilogue::Global {
+        epilogues.push(Epilogue::Global);
+    }
+    epilogues.into_iter().filter_map(|epilogue| column_halves_candidate(problem, machine, pins, tile, epilogue)).collect()
+}
+
+/// One of [`column_halves_candidates`]; `None` where not two stages fit.
+fn column_halves_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), epilogue: Epilogue) -> Option<Candidate> {
+    let schedule = Schedule::ColumnHalves;
+    let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
+    let layout = SmemLayout { tile: (bm, bn, bk), epilogue, scales: Scales::None, schedule, splits: 1 };
+    let filled = buffers_filled(problem, machine, schedule, bk, tiles, 1);
+    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, filled)?;
+    let config = Config {
+        block_m: bm,
+        block_n: bn,
+        block_k: bk,
+        stages,
+        num_warps: 12,
+        schedule,
+        epilogue,
+        scales,
+        cluster: Along::None,
+        splits: 1,
+        split_reduce: SplitReduce::Cluster,
+        raster_group: 0,
+        stream_k: None,
+        deferred_epilogue: false,
+    };
+    let candidate = Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes: layout.with_scales(scales).smem_bytes(problem, stages), reason: String::new() };
+    let candidate = chunked_epilogue(problem, machine, pins, with_waves(problem, machine, candidate));
+    Some(candidate).filter(|c| c.config.stages >= 2)
 }
 
 /// The split counts weighed for a K loop shared through a global
@@ -1958,8 +2050,8 @@ pub fn check_shape(m: i64, n: i64, k: i64) -> Result<(), String> {
 /// count `name` (`BLOCK_M`, `BLOCK_N`, `BLOCK_K` or `STAGES`).
 pub fn check_pin(name: &str, value: i64) -> Result<(), String> {
     let ok = match name {
-        "BLOCK_M" => BLOCK_MS.contains(&value),
-        "BLOCK_N" => (BLOCK_N_STEP..=MAX_BLOCK_N).contains(&value) && value % BLOCK_N_STEP == 0,
+        "BLOCK_M" => BLOCK_MS.contains(&value) || COLUMN_HALVES_TILES.iter().any(|(bm, _)| *bm == value),
+        "BLOCK_N" => (BLOCK_N_STEP..=widest_column_halves()).contains(&value) && value % BLOCK_N_STEP == 0,
         "BLOCK_K" => [16, 32, 64, 128].contains(&value),
         "STAGES" => (1..=STAGES_LIMIT).contains(&value),
         _ => return Err(format!("'{name}' is not a block size or the stage count (BLOCK_M, BLOCK_N, BLOCK_K, STAGES)")),
@@ -1968,8 +2060,8 @@ pub fn check_pin(name: &str, value: i64) -> Result<(), String> {
         return Ok(());
     }
     Err(match name {
-        "BLOCK_M" => format!("BLOCK_M must be 64, 128 or 256, found {value}"),
-        "BLOCK_N" => format!("BLOCK_N must be a multiple of {BLOCK_N_STEP} from {BLOCK_N_STEP} to {MAX_BLOCK_N}, found {value}"),
+        "BLOCK_M" => format!("BLOCK_M must be 64, 128, 192 or 256, found {value}"),
+        "BLOCK_N" => format!("BLOCK_N must be a multiple of {BLOCK_N_STEP} from {BLOCK_N_STEP} to {MAX_BLOCK_N}, or to {} with two consumers sharing each tile's columns, found {value}", widest_column_halves()),
         "BLOCK_K" => format!("BLOCK_K must be 16, 32, 64 or 128, found {value}"),
         _ => format!("stages must be from 1 to {STAGES_LIMIT}, found {value}"),
     })
@@ -1981,7 +2073,7 @@ mod tests {
     /// A plain BF16 program's problem: A staged, tiles sharing operands, a
     /// K loop of fixed length.
     fn bf16(m: i64, n: i64, k: i64) -> Problem {
-        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: crate::cost_model::epilogue::EpilogueWork::default() }
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, transpose_b: true, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: crate::cost_model::epilogue::EpilogueWork::default() }
     }
 
     /// The same for block-scaled FP8, its tiles of B starting scale blocks.
@@ -2794,7 +2886,7 @@ mod tests {
         let p = bf16(4096, 4096, 4096);
         let err = |pins: Pins| choose(&p, &Machine::H100, &pins).unwrap_err();
         assert!(err(Pins { block_n: Some(100), ..Pins::default() }).contains("BLOCK_N must be a multiple of 16"));
-        assert!(err(Pins { block_m: Some(96), ..Pins::default() }).contains("BLOCK_M must be 64, 128 or 256"));
+        assert!(err(Pins { block_m: Some(96), ..Pins::default() }).contains("BLOCK_M must be 64, 128, 192 or 256"));
         // 8 stages of 128x256x64 need 8*49160 + 65536 bytes.
         assert!(err(Pins { block_m: Some(128), block_n: Some(256), stages: Some(8), ..Pins::default() }).contains("no configuration fits"));
         // A kernel for any N keeps direct stores, and the stage its output

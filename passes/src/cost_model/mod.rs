@@ -20,7 +20,7 @@
 //! candidate.
 
 use crate::cluster::Along;
-use crate::config_rules::{ceil_div, Candidate, Machine, Precision, Problem, Schedule};
+use crate::config_rules::{ceil_div, Candidate, Epilogue, Machine, Precision, Problem, Schedule};
 use crate::config_rules::SplitReduce;
 use tilec_dialects::tile::reduce::slots_in_flight;
 use std::fmt;
@@ -42,6 +42,9 @@ pub struct Calibration {
     pub mma_efficiency_two_consumers: f64,
     /// The same with two consumers taking turns at whole tiles.
     pub mma_efficiency_ping_pong: f64,
+    /// The same with two consumers sharing a tile's columns, each reading
+    /// all of A's stage.
+    pub mma_efficiency_column_halves: f64,
     /// The factor block-scaled FP8's wgmma (k = 32, scales read beside
     /// it) reaches of BF16's efficiency under the same schedule.
     pub fp8_mma_efficiency: f64,
@@ -66,8 +69,11 @@ pub struct Calibration {
     pub hbm_efficiency: f64,
     /// Seconds of a tile's pipeline fill and drain.
     pub tile_overhead_s: f64,
-    /// Bytes per second one SM's epilogue stores.
+    /// Bytes per second one SM's epilogue stores through a TMA store.
     pub store_bytes_per_s: f64,
+    /// Bytes per second one SM's epilogue stores directly from registers,
+    /// each thread its own elements.
+    pub direct_store_bytes_per_s: f64,
     /// Bytes per second one SM writes and reads partial f32 tiles (split-K
     /// and stream-K's hand-over).
     pub partial_bytes_per_s: f64,
@@ -95,6 +101,7 @@ impl Calibration {
         mma_efficiency_one_consumer: 0.8,
         mma_efficiency_two_consumers: 0.85,
         mma_efficiency_ping_pong: 0.85,
+        mma_efficiency_column_halves: 0.85,
         fp8_mma_efficiency: 0.9,
         k_block_overhead_s: 30e-9,
         promotion_serial: 1.0,
@@ -105,6 +112,7 @@ impl Calibration {
         hbm_efficiency: 0.85,
         tile_overhead_s: 1.5e-6,
         store_bytes_per_s: 40e9,
+        direct_store_bytes_per_s: 40e9,
         partial_bytes_per_s: 40e9,
         workspace_round_trip_s: 0.7e-6,
         stream_k_miss_share: 0.5,
@@ -120,6 +128,7 @@ impl Calibration {
             self.mma_efficiency_one_consumer,
             self.mma_efficiency_two_consumers,
             self.mma_efficiency_ping_pong,
+            self.mma_efficiency_column_halves,
             self.fp8_mma_efficiency,
             self.k_block_overhead_s,
             self.promotion_serial,
@@ -130,6 +139,7 @@ impl Calibration {
             self.hbm_efficiency,
             self.tile_overhead_s,
             self.store_bytes_per_s,
+            self.direct_store_bytes_per_s,
             self.partial_bytes_per_s,
             self.workspace_round_trip_s,
             self.stream_k_miss_share,
@@ -146,31 +156,34 @@ impl Calibration {
             mma_efficiency_one_consumer: v[2],
             mma_efficiency_two_consumers: v[3],
             mma_efficiency_ping_pong: v[4],
-            fp8_mma_efficiency: v[5],
-            k_block_overhead_s: v[6],
-            promotion_serial: v[7],
-            promotion_overlapped: v[8],
-            promotion_wait_s: v[9],
-            load_latency_s: v[10],
-            l2_bytes_per_s: v[11],
-            hbm_efficiency: v[12],
-            tile_overhead_s: v[13],
-            store_bytes_per_s: v[14],
-            partial_bytes_per_s: v[15],
-            workspace_round_trip_s: v[16],
-            stream_k_miss_share: v[17],
-            overlap_exponent: v[18],
-            launch_s: v[19],
+            mma_efficiency_column_halves: v[5],
+            fp8_mma_efficiency: v[6],
+            k_block_overhead_s: v[7],
+            promotion_serial: v[8],
+            promotion_overlapped: v[9],
+            promotion_wait_s: v[10],
+            load_latency_s: v[11],
+            l2_bytes_per_s: v[12],
+            hbm_efficiency: v[13],
+            tile_overhead_s: v[14],
+            store_bytes_per_s: v[15],
+            direct_store_bytes_per_s: v[16],
+            partial_bytes_per_s: v[17],
+            workspace_round_trip_s: v[18],
+            stream_k_miss_share: v[19],
+            overlap_exponent: v[20],
+            launch_s: v[21],
         }
     }
 
     /// The constants' names, as the calibration file spells them.
-    pub const NAMES: [&'static str; 20] = [
+    pub const NAMES: [&'static str; 22] = [
         "mma_efficiency_pipeline",
         "mma_efficiency_pipeline_two_warpgroups",
         "mma_efficiency_one_consumer",
         "mma_efficiency_two_consumers",
         "mma_efficiency_ping_pong",
+        "mma_efficiency_column_halves",
         "fp8_mma_efficiency",
         "k_block_overhead_s",
         "promotion_serial",
@@ -181,6 +194,7 @@ impl Calibration {
         "hbm_efficiency",
         "tile_overhead_s",
         "store_bytes_per_s",
+        "direct_store_bytes_per_s",
         "partial_bytes_per_s",
         "workspace_round_trip_s",
         "stream_k_miss_share",
@@ -427,6 +441,7 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         Schedule::WarpSpecialized { consumers: 1 } => (cal.mma_efficiency_one_consumer, cal.promotion_serial),
         Schedule::WarpSpecialized { .. } => (cal.mma_efficiency_two_consumers, cal.promotion_overlapped),
         Schedule::PingPong => (cal.mma_efficiency_ping_pong, cal.promotion_overlapped),
+        Schedule::ColumnHalves => (cal.mma_efficiency_column_halves, cal.promotion_overlapped),
     };
     let efficiency = match problem.precision {
         Precision::Bf16 => efficiency,
@@ -559,7 +574,11 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     // Per tile on the busiest SM: fill and drain, and its stores unless
     // hidden behind the next tile's main loop.
     let tiles_per_sm = ceil_div(tiles, (slots / resident).max(1)) as f64;
-    let store = bm * bn * OUTPUT_BYTES / cal.store_bytes_per_s;
+    let store_rate = match c.epilogue {
+        Epilogue::Tma { .. } => cal.store_bytes_per_s,
+        Epilogue::Global => cal.direct_store_bytes_per_s,
+    };
+    let store = bm * bn * OUTPUT_BYTES / store_rate;
     let hidden = c.schedule == Schedule::PingPong || c.deferred_epilogue;
     let exposed_stores = if hidden { 1.0 } else { tiles_per_sm };
     // The epilogue's ops on the CUDA cores and SFUs and its reads (a
@@ -603,7 +622,7 @@ mod tests {
     }
 
     fn bf16(m: i64, n: i64, k: i64) -> Problem {
-        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: EpilogueWork::default() }
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, transpose_b: true, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: EpilogueWork::default() }
     }
 
     fn predictions(p: &Problem) -> Vec<(Candidate, Prediction)> {

@@ -71,6 +71,14 @@ impl StagedDot {
         }
     }
 
+    /// Whether B is given N x K.
+    pub fn transpose_b(self, body: &Body) -> bool {
+        match self {
+            StagedDot::Plain(d) => d.transpose_b(body),
+            StagedDot::Scaled(d) => d.transpose_b(body),
+        }
+    }
+
     /// A's row scales and B's block scales of a block-scaled dot.
     pub fn scales(self, body: &Body) -> Option<DotScales> {
         match self {

@@ -24,7 +24,7 @@ use crate::pass::op_error;
 use crate::options::{OptionKind, OptionSpec, PassOptions};
 use std::collections::{HashMap, HashSet};
 use tilec_dialects::ir::{Attributes, Body, Builder, EntityRef, InsertPoint, Op, Region, SmemType, Type, Value};
-use tilec_dialects::nv::memory::{copy_async_fault, flat_box_rows_of, COPY_ARRIVALS};
+use tilec_dialects::nv::memory::{copy_async_fault, flat_box_rows_of, COPY_ARRIVALS, MAX_TMA_BOX};
 use tilec_dialects::nv::{AllocMbarriers, AllocSmem, CopyAsync, LoadShared, MbarrierExpectTx, RunOffset, SmemRows, TmaLoad};
 use tilec_dialects::tile::{Addi, Load, Muli};
 use tilec_dialects::{Diagnostic, Function, Layout};
@@ -219,7 +219,9 @@ impl StagedBuffers {
             if self.copied.contains(&result) {
                 CopyAsync::build(b, tensor, &element, buffer, stage, self.full, stage, Attributes::new());
             } else {
-                TmaLoad::build(b, tensor, &element, buffer, stage, self.full, stage, Attributes::new());
+                for (window, coords) in tma_boxes(b, buffer, &element) {
+                    TmaLoad::build(b, tensor, &coords, window, stage, self.full, stage, Attributes::new());
+                }
             }
         }
     }
@@ -252,6 +254,34 @@ impl StagedBuffers {
         }
     }
 }
+
+/// The TMA boxes that fill a stage of `buffer` from `element`, each a
+/// window of the buffer with its element coordinates: the whole buffer, or
+/// for a tile taller than a box (B's stage of a tile wider than 256
+/// columns) equal windows of whole 8-row swizzle atoms, one box each.
+fn tma_boxes(b: &mut Builder<'_>, buffer: Value, element: &[Value]) -> Vec<(Value, Vec<Value>)> {
+    let smem = b.body.value_type(buffer).as_smem().expect("a buffer").clone();
+    let rows = smem.tile.shape[0];
+    let parts = (rows + MAX_TMA_BOX - 1) / MAX_TMA_BOX;
+    let transposed = matches!(smem.tile.layout, Some(Layout::NvmmaShared { transposed: true, .. }));
+    if parts == 1 || rows % (SWIZZLE_ATOM_ROWS * parts) != 0 || element.len() < 2 || transposed {
+        return vec![(buffer, element.to_vec())];
+    }
+    let part = rows / parts;
+    let at = element.len() - 2;
+    (0..parts)
+        .map(|p| {
+            let first = b.index(p * part);
+            let window = rows_window(b, buffer, first, part, "box");
+            let mut coords = element.to_vec();
+            coords[at] = Addi::build(b, coords[at], first, Attributes::new()).result(b.body);
+            (window, coords)
+        })
+        .collect()
+}
+
+/// Rows of a shared-memory swizzle atom: a window must start on one.
+const SWIZZLE_ATOM_ROWS: i64 = 8;
 
 /// A consumer's share of the tiles as tall as the CTA's: `rows` rows from
 /// row `first` (each of two consumers sharing a tile reads its half).

@@ -147,7 +147,7 @@ impl SelectConfig {
     /// The problem and pins for `func`, or `None` when it has no dot to
     /// configure (an nv-level kernel).
     pub fn problem(&self, func: &Function) -> Result<Option<(Problem, Pins, Machine)>, Diagnostic> {
-        let Some(ProgramDot { precision, pins: program, b_scale_rows, a_in_registers, a_scales_by_run, epilogue }) = program_dot(func)? else {
+        let Some(ProgramDot { precision, pins: program, b_scale_rows, a_in_registers, transpose_b, a_scales_by_run, epilogue }) = program_dot(func)? else {
             return Ok(None);
         };
         let mut pins = self.pins;
@@ -169,6 +169,7 @@ impl SelectConfig {
             varying_k: k_trip_count_is_data(func),
             b_scale_rows,
             a_in_registers,
+            transpose_b,
             a_scales_by_run,
             column_group: column_group(func),
             output_bytes: output_bytes(func),
@@ -292,6 +293,8 @@ struct ProgramDot {
     b_scale_rows: Option<i64>,
     /// A reaches the dot in registers (a dot-operand layout).
     a_in_registers: bool,
+    /// B reaches the dot N x K.
+    transpose_b: bool,
     /// A block-scaled dot's row scales are loaded from a column-major
     /// tensor (stored M-major).
     a_scales_by_run: bool,
@@ -324,6 +327,7 @@ fn program_dot(func: &Function) -> Result<Option<ProgramDot>, Diagnostic> {
     let fixed = |d: i64| Some(d).filter(|&d| Param::from_extent(d).is_none());
     let pins = Pins { block_m: fixed(bm), block_n: fixed(acc.shape[1]), block_k: fixed(bk), stages: None, cluster: None };
     let a_in_registers = matches!(a.layout, Some(Layout::DotOperand { .. }));
+    let transpose_b = body.ops[dot].attrs.has("transpose_b");
     let column_major = column_major_tensors(func);
     let a_scales_by_run = tile::DotScaled::of(body, dot).is_some_and(|d| {
         let scales = body.defining_op(d.lhs_scale(body)).and_then(|op| tile::Load::of(body, op));
@@ -338,7 +342,7 @@ fn program_dot(func: &Function) -> Result<Option<ProgramDot>, Diagnostic> {
         }
         None => crate::cost_model::epilogue::EpilogueWork::default(),
     };
-    Ok(Some(ProgramDot { precision, pins, b_scale_rows, a_in_registers, a_scales_by_run, epilogue }))
+    Ok(Some(ProgramDot { precision, pins, b_scale_rows, a_in_registers, transpose_b, a_scales_by_run, epilogue }))
 }
 
 /// The pass: [`SelectConfig`] run on each function, with the remark that
@@ -449,7 +453,7 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     let consumers = match c.schedule {
         Schedule::Pipeline => 0,
         Schedule::WarpSpecialized { consumers } => consumers,
-        Schedule::PingPong => 2,
+        Schedule::PingPong | Schedule::ColumnHalves => 2,
     };
     let persistent = c.persistent();
     d.set("schedule", Attribute::String(c.schedule.word().into()));
@@ -540,6 +544,7 @@ mod tests {
                 varying_k: false,
                 b_scale_rows: None,
                 a_in_registers: false,
+                transpose_b: true,
                 a_scales_by_run: false,
                 column_group: None,
                 output_bytes: 2,

@@ -79,6 +79,12 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per consumer thread (0: 232, or 256 for one consumer reading A from registers)" },
         SCALES_OPTION,
         OptionSpec { name: "pingpong", kind: OptionKind::Bool, default: "false", help: "two consumers take turns at whole tiles of a persistent loop instead of sharing each tile's rows" },
+        OptionSpec {
+            name: "halves",
+            kind: OptionKind::Enum(Halves::WORDS),
+            default: "rows",
+            help: "how two consumers share a tile: rows (each half of BLOCK_M) or columns (each every row and half of BLOCK_N)",
+        },
     ],
     phases: PhaseRule { needs: Phase::TileLayouts..=Phase::TileLayouts, leaves: Some(Phase::TileScheduled), reason: "it stages the tiles tile-assign-layouts puts in shared memory, and a K loop takes one schedule (run it after tile-assign-layouts, instead of tile-pipeline, before tile-lower-to-nv)" },
     create: |o| {
@@ -92,6 +98,7 @@ pub const INFO: PassInfo = PassInfo {
             stages_from_config: !o.given("stages"),
             scales: scales_option(o),
             pingpong: o.given("pingpong").then(|| o.bool("pingpong")),
+            halves: o.given("halves").then(|| Halves::parse(o.word("halves"))),
         })
     },
 };
@@ -142,13 +149,14 @@ fn auto_wait_depth(sharing: i64) -> i64 {
 const WIDE_ACCUMULATORS: i64 = 160;
 
 /// The most accumulator registers a consumer thread holds for a dot of
-/// `k_loop` with `rows` of its tile: the running result and, for a
-/// block-scaled dot, the partial product of the m64 block being promoted.
-fn consumer_accumulator_registers(body: &Body, k_loop: For, rows: i64) -> i64 {
+/// `k_loop` with `rows` of its tile and one of `column_shares` of its
+/// columns: the running result and, for a block-scaled dot, the partial
+/// product of the m64 block being promoted.
+fn consumer_accumulator_registers(body: &Body, k_loop: For, rows: i64, column_shares: i64) -> i64 {
     dots(body, loop_block(body, k_loop))
         .iter()
         .map(|&dot| {
-            let cols = body.value_type(dot.acc(body)).as_tile().map_or(0, |t| t.shape[1]);
+            let cols = dot_columns(body, dot) / column_shares;
             let precision = if dot.scales(body).is_some() { Precision::Fp8BlockScaled } else { Precision::Bf16 };
             precision.accumulator_registers(rows, cols, 1).total
         })
@@ -173,7 +181,26 @@ pub struct WarpSpecialize {
     scales: Option<bool>,
     /// The `pingpong` option, `None` to follow `tile.config`.
     pingpong: Option<bool>,
+    /// The `halves` option, `None` to follow `tile.config`.
+    halves: Option<Halves>,
 }
+
+/// How two consumers share each tile: by rows, each holding half of
+/// BLOCK_M (whole m64 blocks) and all of its columns, or by columns, each
+/// holding every row and half of BLOCK_N. Columns give tiles whose halves
+/// of rows are no whole m64 blocks (192 rows: one tile covers M up to 192,
+/// so B is read once) and tiles wider than one wgmma (each consumer's
+/// half is one instruction's N), at the cost of both consumers reading all
+/// of A's stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Halves {
+    /// Each consumer holds half of the rows.
+    Rows,
+    /// Each consumer holds half of the columns.
+    Columns,
+}
+
+crate::words::named_by_words!(Halves { Rows => "rows", Columns => "columns" } default Rows);
 
 impl WarpSpecialize {
     /// The consumers and stages config selection chose for a warp-specialised
@@ -183,6 +210,9 @@ impl WarpSpecialize {
         let Some(schedule) = config.schedule.filter(|&s| s != Schedule::Pipeline) else { return Ok(()) };
         if self.pingpong.is_none() {
             self.pingpong = Some(schedule == Schedule::PingPong);
+        }
+        if self.halves.is_none() {
+            self.halves = Some(if schedule == Schedule::ColumnHalves { Halves::Columns } else { Halves::Rows });
         }
         if let Some(consumers) = in_option_range(func, &INFO, "consumers", "consumers", config.consumers)?.filter(|_| self.consumers_from_config) {
             self.consumers = consumers;
@@ -264,14 +294,22 @@ impl Pass for WarpSpecialize {
         };
         let loads = staged_loads(body, loop_block(body, k_loop), copy_scales);
         let pingpong = self.pingpong.unwrap_or(false);
+        let halves = self.halves.unwrap_or(Halves::Rows);
         check_split_k(body, region)?;
         if pingpong {
             check_turns(body, k_loop, self.consumers)?;
         }
-        // Each consumer's rows: all of the tile's when the consumers take turns.
+        // Each consumer's share: all of the tile when the consumers take turns.
         let sharing = if pingpong { 1 } else { self.consumers };
-        let block_m = check_split(body, k_loop, &dots(body, loop_block(body, k_loop)), sharing)?;
-        let accumulators = consumer_accumulator_registers(body, k_loop, block_m / sharing);
+        let (rows_sharing, columns_sharing) = match halves {
+            Halves::Rows => (sharing, 1),
+            Halves::Columns => {
+                check_column_halves(body, region, k_loop, self.consumers, pingpong)?;
+                (1, sharing)
+            }
+        };
+        let block_m = check_split(body, k_loop, &dots(body, loop_block(body, k_loop)), rows_sharing)?;
+        let accumulators = consumer_accumulator_registers(body, k_loop, block_m / rows_sharing, columns_sharing);
         let a_in_registers = dots(body, loop_block(body, k_loop)).iter().any(|&dot| dot_a(body, dot).to_registers.is_some());
         let (producer, consumer) = default_register_budgets(self.consumers, accumulators, a_in_registers);
         self.producer_regs = given_or(self.producer_regs, producer);
@@ -321,12 +359,59 @@ impl Pass for WarpSpecialize {
             body.remove_op(op);
         }
 
-        let roles = Roles { schedule, sharing, block_m, staged: &staged, empty, release, order, region };
+        let block_n = dots(body, loop_block(body, k_loop)).first().map_or(0, |&dot| dot_columns(body, dot));
+        let share = match halves {
+            Halves::Rows => Share::Rows { sharing: rows_sharing, block_m },
+            Halves::Columns => Share::Columns { block_n },
+        };
+        let roles = Roles { schedule, share, staged: &staged, empty, release, order, region };
         roles.producer(body, loop_clone(body, &producer_map, k_loop, producer), &producer_map, &loads)?;
         roles.consumer(body, loop_clone(body, &consumer_map, k_loop, consumer), &consumer_map, &loads, c)?;
         func.attrs.set("num_warps", Attribute::Int(4 * (1 + self.consumers), ElemType::I64));
         Ok(())
     }
+}
+
+/// The columns of `dot`'s accumulator: BLOCK_N.
+fn dot_columns(body: &Body, dot: StagedDot) -> i64 {
+    body.value_type(dot.acc(body)).as_tile().map_or(0, |t| t.shape[1])
+}
+
+/// Consumers that share a tile's columns: two of them, not taking turns,
+/// each with whole wgmma columns (a multiple of 8) of B's rows (B is N x K,
+/// `transpose_b`, so a consumer's columns are a row window of B's stage),
+/// over a BF16 dot (a block-scaled dot's B scales come a 128-column block
+/// at a time, which half a tile need not cover whole), with no reduction
+/// over a row's columns in the epilogue (each consumer holds half of every
+/// row), and the K loop not split (split-K and stream-K park a partial
+/// tile a consumer's rows at a time).
+fn check_column_halves(body: &Body, region: Region, k_loop: For, consumers: i64, pingpong: bool) -> Result<(), Diagnostic> {
+    let at = k_loop.op();
+    if consumers != 2 || pingpong {
+        return Err(op_error(body, at, format!("halves=columns takes two consumers that share each tile, found consumers={consumers}{}", if pingpong { " with pingpong=true" } else { "" })));
+    }
+    for dot in dots(body, loop_block(body, k_loop)) {
+        let block_n = dot_columns(body, dot);
+        if block_n % 16 != 0 {
+            return Err(op_error(body, dot.op(), format!("halves=columns: BLOCK_N ({block_n}) does not split into two consumers of whole 8-column wgmma blocks")));
+        }
+        if !dot.transpose_b(body) {
+            return Err(op_error(body, dot.op(), "halves=columns splits B's stage by rows (B as N x K, transpose_b); a K x N B is not supported".into()));
+        }
+        if dot.scales(body).is_some() {
+            return Err(op_error(body, dot.op(), "halves=columns: a block-scaled dot is not supported (half a tile need not hold whole 128-column blocks of B's scales)".into()));
+        }
+    }
+    let unsupported = |op: Op| match body.opcode(op) {
+        Opcode::TileReduce => Some("reduces over a row's columns, which each consumer holds only half of"),
+        Opcode::TileDeinterleave => Some("deinterleaves runs of columns, which each consumer holds only half of"),
+        Opcode::TileParkPartial | Opcode::TileReduceSplits | Opcode::TileAddParked => Some("hands partial tiles over (split-K or stream-K), which park a consumer's rows at a time"),
+        _ => None,
+    };
+    if let Some((op, why)) = body.walk_region(region).into_iter().find_map(|op| unsupported(op).map(|why| (op, why))) {
+        return Err(op_error(body, op, format!("halves=columns: the kernel {why}")));
+    }
+    Ok(())
 }
 
 /// Split-K through a cluster's shared memory is the whole CTA's sum: every
@@ -409,12 +494,32 @@ fn loop_clone(body: &Body, map: &HashMap<Value, Value>, k_loop: For, role: Block
         .expect("the K loop was cloned")
 }
 
+/// How the consumers divide each tile between them.
+#[derive(Clone, Copy)]
+enum Share {
+    /// `sharing` consumers (one, or two) each hold BLOCK_M / `sharing` rows.
+    Rows { sharing: i64, block_m: i64 },
+    /// Two consumers each hold half of BLOCK_N.
+    Columns { block_n: i64 },
+}
+
+impl Share {
+    /// The rows and columns of a tile a consumer holds, of a tile of
+    /// `block_m` x `block_n` (the MMA tiles; other tiles keep their shape
+    /// along an extent that does not match).
+    fn divides(self) -> (i64, i64) {
+        match self {
+            Share::Rows { sharing, .. } => (sharing, 1),
+            Share::Columns { .. } => (1, 2),
+        }
+    }
+}
+
 struct Roles<'a> {
     schedule: LoopSchedule,
-    /// Consumers sharing each tile's rows: all of them, or one when they
-    /// take turns at whole tiles.
-    sharing: i64,
-    block_m: i64,
+    /// How the consumers divide each tile (one, or two taking turns at
+    /// whole tiles, divide nothing).
+    share: Share,
     staged: &'a StagedBuffers,
     empty: Value,
     /// How the consumers arrive on `empty`.
@@ -494,31 +599,39 @@ impl Roles<'_> {
         let role_region = body.blocks[role].parent.expect("in a region");
         let loc = body.ops[k_loop.op()].loc.clone();
 
-        // With two consumers sharing a tile, each reads its own rows of A's buffer.
-        let half = self.block_m / self.sharing;
-        let mut a_view: HashMap<Value, Value> = HashMap::new();
+        // Consumers sharing a tile each read their own rows of A's buffer
+        // (halves of rows) or of B's (halves of columns: B is N x K).
         let role_first = body.blocks[role].ops[0];
         let mut b = Builder::new(body, InsertPoint::Before(role_first), loc.clone());
-        let row = if self.sharing > 1 {
-            let h = b.index(half);
-            let row = Muli::build(&mut b, c, h, Attributes::new()).result(b.body);
-            Some(b.name(row, "row"))
-        } else {
-            None
+        let window = match self.share {
+            Share::Rows { sharing: 1, .. } => None,
+            Share::Rows { sharing, block_m } => Some((block_m / sharing, "row")),
+            Share::Columns { block_n } => Some((block_n / 2, "column")),
         };
+        let share_start = window.map(|(extent, name)| {
+            let e = b.index(extent);
+            let start = Muli::build(&mut b, c, e, Attributes::new()).result(b.body);
+            b.name(start, name)
+        });
         let dots = dots(b.body, loop_block(b.body, k_loop));
+        let mut views: HashMap<Value, Value> = HashMap::new();
         for &dot in &dots {
-            let a = dot_a(b.body, dot).staged;
-            let buf = staged.buffer_of[&a];
-            let view = match row {
-                Some(row) if !a_view.contains_key(&a) => rows_window(&mut b, buf, row, half, "a_rows"),
-                Some(_) => a_view[&a],
-                None => buf,
-            };
-            a_view.insert(a, view);
+            let (a, rhs) = (dot_a(b.body, dot).staged, dot.rhs(b.body));
+            for operand in [a, rhs] {
+                let buf = staged.buffer_of[&operand];
+                let own = match (self.share, share_start, window) {
+                    (Share::Rows { .. }, Some(row), Some((rows, _))) if operand == a => rows_window(&mut b, buf, row, rows, "a_rows"),
+                    (Share::Columns { .. }, Some(column), Some((columns, _))) if operand == rhs => rows_window(&mut b, buf, column, columns, "b_rows"),
+                    _ => buf,
+                };
+                views.entry(operand).or_insert(own);
+            }
         }
-        // And its rows of the row scales loaded with each stage.
-        let share = row.map(|first| RowShare { first, rows: half, of: self.block_m });
+        // And, halves of rows, its rows of the row scales loaded with each stage.
+        let share = match (self.share, share_start) {
+            (Share::Rows { block_m, sharing }, Some(first)) => Some(RowShare { first, rows: block_m / sharing, of: block_m }),
+            _ => None,
+        };
 
         // The loop: wait full, wgmma, release the previous stage.
         let count = self.counting(body, k_loop);
@@ -530,7 +643,7 @@ impl Roles<'_> {
         let phase = b.name(phase, "phase");
         MbarrierWait::build(&mut b, staged.full, stage, phase, Attributes::new());
         for &dot in &dots {
-            let (a, bb) = (a_view[&dot_a(body, dot).staged], staged.buffer_of[&dot.rhs(body)]);
+            let (a, bb) = (views[&dot_a(body, dot).staged], views[&dot.rhs(body)]);
             let mut b = Builder::new(body, InsertPoint::Before(dot.op()), body.ops[dot.op()].loc.clone());
             let done = emit_wgmma(&mut b, dot, [a, stage], [bb, stage], self.schedule.in_flight);
             replace_dot(body, self.region, dot, done);
@@ -550,7 +663,7 @@ impl Roles<'_> {
         }
         if self.schedule.in_flight == 0 {
             drain_after(body, self.region, k_loop.op());
-            return self.finish_consumer(body, k_loop, role_region, half, row.is_some(), c);
+            return self.finish_consumer(body, k_loop, role_region, share_start.is_some(), c);
         }
         let terminator = body.terminator(loop_block(body, k_loop)).expect("verified");
         let mut b = Builder::new(body, InsertPoint::Before(terminator), loc.clone());
@@ -579,22 +692,22 @@ impl Roles<'_> {
         let last_stage = count.stage_of(&mut l, last_local);
         self.release.arrive(&mut l, self.empty, last_stage);
         Yield::build(&mut l, &[], Attributes::new());
-        self.finish_consumer(body, k_loop, role_region, half, row.is_some(), c)
+        self.finish_consumer(body, k_loop, role_region, share_start.is_some(), c)
     }
 
-    /// The consumer's tiles shrink to its rows (and, with several
-    /// consumers sharing a tile, move to them; a block-scaled dot over more
-    /// than 64 of them promotes them an m64 block at a time, one whose
+    /// The consumer's tiles shrink to its share (and, with several
+    /// consumers sharing a tile, move to it; a block-scaled dot over more
+    /// than 64 rows promotes them an m64 block at a time, one whose
     /// columns take several wgmma instructions an instruction's columns at
     /// a time, and reads its scales from the stage while its wgmma runs),
     /// the register loads its stages do not carry run one iteration ahead,
     /// and consumers that take turns at tiles take them.
-    fn finish_consumer(&self, body: &mut Body, k_loop: For, role_region: Region, half: i64, split: bool, c: Value) -> Result<(), Diagnostic> {
-        self.retype_consumer(body, role_region, half);
+    fn finish_consumer(&self, body: &mut Body, k_loop: For, role_region: Region, split: bool, c: Value) -> Result<(), Diagnostic> {
+        self.retype_consumer(body, role_region);
         promote_by_blocks(body, role_region);
         read_scales_behind_wgmma(body, role_region);
         if split {
-            self.offset_row_tiles(body, role_region, c);
+            self.offset_tiles(body, role_region, c);
         }
         prefetch_register_loads(body, k_loop);
         if let Some(order) = self.order {
@@ -603,10 +716,11 @@ impl Roles<'_> {
         Ok(())
     }
 
-    /// A consumer is one warpgroup holding `half` rows: its MMA-layout tiles
-    /// (and A's register tiles, whose layout has an MMA parent) shrink to
-    /// those rows and their layout to one warpgroup's warps.
-    fn retype_consumer(&self, body: &mut Body, role_region: Region, half: i64) {
+    /// A consumer is one warpgroup holding its share of the tile: its
+    /// MMA-layout tiles (and A's register tiles, whose layout has an MMA
+    /// parent) shrink to its rows or columns and their layout to one
+    /// warpgroup's warps.
+    fn retype_consumer(&self, body: &mut Body, role_region: Region) {
         let mut values: Vec<Value> = Vec::new();
         for op in body.walk_region(role_region) {
             values.extend(body.ops[op].results.iter().copied());
@@ -614,17 +728,32 @@ impl Roles<'_> {
                 values.extend(body.blocks[body.entry_block(r)].args.iter().copied());
             }
         }
+        let (row_shares, column_shares) = self.share.divides();
         for v in values {
             let Some(tile) = body.value_type(v).as_tile() else { continue };
+            let mut shape = tile.shape.clone();
             let layout = match &tile.layout {
-                Some(mma @ Layout::Mma { .. }) => one_warpgroup(mma),
+                Some(mma @ Layout::Mma { .. }) => {
+                    if let Share::Columns { block_n } = self.share {
+                        if shape.get(1) == Some(&block_n) {
+                            shape[1] = block_n / column_shares;
+                        }
+                    }
+                    one_warpgroup(mma, shape.get(1).copied().unwrap_or(0))
+                }
                 // A in registers: rows of this consumer, for its one warpgroup.
                 Some(Layout::DotOperand { op_idx, k_width, parent }) if matches!(**parent, Layout::Mma { .. }) => {
-                    Layout::DotOperand { op_idx: *op_idx, k_width: *k_width, parent: Box::new(one_warpgroup(parent)) }
+                    Layout::DotOperand { op_idx: *op_idx, k_width: *k_width, parent: Box::new(one_warpgroup(parent, 0)) }
                 }
-                // A block-scaled dot's row scales: this consumer's rows.
+                // A vector along the rows (a block-scaled dot's row scales)
+                // or along the columns (a bias): this consumer's share.
                 Some(Layout::Slice { dim, parent }) if matches!(**parent, Layout::Mma { .. }) => {
-                    Layout::Slice { dim: *dim, parent: Box::new(one_warpgroup(parent)) }
+                    if let (Share::Columns { block_n }, 0) = (self.share, *dim) {
+                        if shape[0] == block_n {
+                            shape[0] = block_n / column_shares;
+                        }
+                    }
+                    Layout::Slice { dim: *dim, parent: Box::new(one_warpgroup(parent, 0)) }
                 }
                 // Its block scales, whole in every thread of the warpgroup.
                 Some(Layout::Blocked { size_per_thread, threads_per_warp, order, .. }) => Layout::Blocked {
@@ -635,45 +764,50 @@ impl Roles<'_> {
                 },
                 _ => continue,
             };
-            let mut shape = tile.shape.clone();
-            if shape[0] == self.block_m {
-                shape[0] = half;
+            if let Share::Rows { block_m, .. } = self.share {
+                if shape[0] == block_m {
+                    shape[0] = block_m / row_shares;
+                }
             }
             body.values[v].ty = Type::Tile(TileType { shape, elem: tile.elem, layout: Some(layout) });
         }
     }
 
-    /// Consumer `c` stores tile row `m * sharing + c` of the halved tiles,
-    /// and reads its row scales and its share of a vector along the rows
-    /// there.
-    fn offset_row_tiles(&self, body: &mut Body, role_region: Region, c: Value) {
+    /// Consumer `c` stores tile `m * sharing + c` of the halved tiles along
+    /// the extent it shares (rows or columns), and reads its share of the
+    /// tiles and vectors along it there (a residual, a bias, row scales).
+    fn offset_tiles(&self, body: &mut Body, role_region: Region, c: Value) {
+        let (along, vector_along, extent) = match self.share {
+            Share::Rows { sharing, block_m } => (0, "rows", block_m / sharing),
+            Share::Columns { block_n } => (1, "cols", block_n / 2),
+        };
+        let shares = |body: &Body, v: Value| body.value_type(v).as_tile().is_some_and(|t| t.shape.len() == 2 && t.shape[along] == extent);
         for op in body.walk_region(role_region) {
-            let split = |body: &Body, v: Value| body.value_type(v).as_tile().is_some_and(|t| t.shape[0] == self.block_m / self.sharing);
             if let Some(store) = Store::of(body, op) {
                 let mut indices = store.indices(body).to_vec();
                 let (value, tensor, attrs) = (store.value(body), store.tensor(body), body.ops[op].attrs.clone());
                 let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
-                let row = row_index(&indices);
-                indices[row] = self.consumer_row(&mut b, indices[row], c);
+                let at = tile_index(&indices, along);
+                indices[at] = self.consumer_tile(&mut b, indices[at], c);
                 Store::build(&mut b, value, tensor, &indices, attrs);
                 body.remove_op(op);
-            } else if let Some(load) = LoadBroadcast::of(body, op).filter(|l| l.along(body) == "rows" && split(body, l.result(body))) {
-                // A vector along the rows: its tile index counts halved tiles too.
+            } else if let Some(load) = LoadBroadcast::of(body, op).filter(|l| l.along(body) == vector_along && shares(body, l.result(body))) {
+                // A vector along the shared extent: its tile index counts halved tiles too.
                 let (tensor, index, result, attrs) = (load.tensor(body), load.index(body), load.result(body), body.ops[op].attrs.clone());
                 let ty = body.value_type(result).clone();
                 let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
-                let index = self.consumer_row(&mut b, index, c);
-                let moved = LoadBroadcast::build(&mut b, tensor, index, ty, "rows", attrs).result(b.body);
+                let index = self.consumer_tile(&mut b, index, c);
+                let moved = LoadBroadcast::build(&mut b, tensor, index, ty, vector_along, attrs).result(b.body);
                 body.values[moved].name_hint = body.values[result].name_hint.clone();
                 body.replace_all_uses(role_region, result, moved);
                 body.remove_op(op);
-            } else if let Some(load) = Load::of(body, op).filter(|l| split(body, l.result(body))) {
+            } else if let Some(load) = Load::of(body, op).filter(|l| shares(body, l.result(body))) {
                 let mut indices = load.indices(body).to_vec();
                 let (tensor, result, attrs) = (load.tensor(body), load.result(body), body.ops[op].attrs.clone());
                 let ty = body.value_type(result).clone();
                 let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
-                let row = row_index(&indices);
-                indices[row] = self.consumer_row(&mut b, indices[row], c);
+                let at = tile_index(&indices, along);
+                indices[at] = self.consumer_tile(&mut b, indices[at], c);
                 let moved = Load::build(&mut b, tensor, &indices, ty, attrs).result(b.body);
                 body.values[moved].name_hint = body.values[result].name_hint.clone();
                 body.replace_all_uses(role_region, result, moved);
@@ -682,9 +816,14 @@ impl Roles<'_> {
         }
     }
 
-    /// `m * sharing + c`: consumer `c`'s tile row in a tile split by rows.
-    fn consumer_row(&self, b: &mut Builder<'_>, m: Value, c: Value) -> Value {
-        let k = b.index(self.sharing);
+    /// `m * shares + c`: consumer `c`'s tile index along the extent its
+    /// consumers share.
+    fn consumer_tile(&self, b: &mut Builder<'_>, m: Value, c: Value) -> Value {
+        let shares = match self.share {
+            Share::Rows { sharing, .. } => sharing,
+            Share::Columns { .. } => 2,
+        };
+        let k = b.index(shares);
         let scaled = Muli::build(b, m, k, Attributes::new()).result(b.body);
         Addi::build(b, scaled, c, Attributes::new()).result(b.body)
     }
@@ -758,15 +897,20 @@ fn remove_unused_loads(body: &mut Body, block: Block) {
     }
 }
 
-/// An MMA layout held by one warpgroup (a consumer's). Layouts assigned for
-/// warpgroups side by side along N (`num_warps = 8` over 64 rows) gave each
-/// a part of BLOCK_N; the one warpgroup covers them all, so its instruction
-/// N widens by as much, or each K step would issue narrower wgmma that
-/// ptxas serialises.
-fn one_warpgroup(mma: &Layout) -> Layout {
+/// An MMA layout held by one warpgroup (a consumer's) whose tile is
+/// `columns` wide (0: as wide as the layout was assigned for). Layouts
+/// assigned for warpgroups side by side along N (`num_warps = 8` over 64
+/// rows) gave each a part of BLOCK_N; the one warpgroup covers them all, so
+/// its instruction N widens by as much, or each K step would issue
+/// narrower wgmma that ptxas serialises. A consumer holding half of the
+/// columns takes the widest instruction N that divides its half.
+fn one_warpgroup(mma: &Layout, columns: i64) -> Layout {
     let Layout::Mma { version, instr_shape, warps_per_cta } = mma else { unreachable!("callers match an MMA layout") };
     let mut instr_shape = instr_shape.clone();
     instr_shape[1] *= warps_per_cta[1];
+    if columns > 0 && i64::from(instr_shape[1]) > columns || columns > 0 && columns % i64::from(instr_shape[1]) != 0 {
+        instr_shape[1] = (1..=32u32).rev().map(|i| i * 8).find(|&n| i64::from(n) <= columns && columns % i64::from(n) == 0).unwrap_or(8);
+    }
     Layout::Mma { version: *version, warps_per_cta: vec![4, 1], instr_shape }
 }
 
@@ -787,8 +931,9 @@ fn outer_role_block(body: &Body, mut block: Block) -> Block {
     }
 }
 
-/// The coordinate of a rank-2 tile's rows: the first of the tensor's last
-/// two (the leading ones of a higher-rank tensor are element coordinates).
-fn row_index(indices: &[Value]) -> usize {
-    indices.len().saturating_sub(2)
+/// The coordinate of a rank-2 tile's rows (`along` 0) or columns (1):
+/// one of the tensor's last two (the leading ones of a higher-rank tensor
+/// are element coordinates).
+fn tile_index(indices: &[Value], along: usize) -> usize {
+    indices.len().saturating_sub(2) + along
 }

@@ -9,29 +9,32 @@
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-ws-split.json`
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-widths.json`
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-seed5.json`
+//! - `docs/benchmarks/cost-model/2026-11-30-h200-train-bf16-column-halves.json`
 
 use crate::cost_model::Calibration;
 
 /// Fitted on the NVIDIA H200.
 pub const H200: Calibration = Calibration {
-    mma_efficiency_pipeline: 5.922546014563564e-1,
-    mma_efficiency_pipeline_two_warpgroups: 7.604651836319996e-1,
-    mma_efficiency_one_consumer: 1.2018597533863478e0,
-    mma_efficiency_two_consumers: 1.256659615235802e0,
-    mma_efficiency_ping_pong: 9.999999603854994e-1,
-    fp8_mma_efficiency: 7.957604333532946e-1,
-    k_block_overhead_s: 6.517684357078202e-8,
-    promotion_serial: 9.934124074188072e-1,
-    promotion_overlapped: 2.4682294114752013e-1,
-    promotion_wait_s: 1.3008160288001784e-7,
-    load_latency_s: 1.2180274018221806e-6,
-    l2_bytes_per_s: 1.1366420911579127e13,
-    hbm_efficiency: 9.387960018314427e-1,
-    tile_overhead_s: 7.41487129131781e-7,
-    store_bytes_per_s: 6.3733812197310616e10,
-    partial_bytes_per_s: 7.568458306037335e10,
-    workspace_round_trip_s: 3.9176943898001335e-7,
-    stream_k_miss_share: 5.714806455468234e-1,
-    overlap_exponent: 5.531323074464116e0,
-    launch_s: 4.636485115084928e-6,
+    mma_efficiency_pipeline: 6.153611638671208e-1,
+    mma_efficiency_pipeline_two_warpgroups: 8.425175595194287e-1,
+    mma_efficiency_one_consumer: 1.227717762027247e0,
+    mma_efficiency_two_consumers: 1.2533643274949757e0,
+    mma_efficiency_ping_pong: 9.153226738526765e-1,
+    mma_efficiency_column_halves: 8.64539392803586e-1,
+    fp8_mma_efficiency: 7.978526361809926e-1,
+    k_block_overhead_s: 6.09244117627655e-8,
+    promotion_serial: 9.950913533016027e-1,
+    promotion_overlapped: 2.4893198669869193e-1,
+    promotion_wait_s: 1.3394181052623864e-7,
+    load_latency_s: 1.222164596482195e-6,
+    l2_bytes_per_s: 1.0554004044522926e13,
+    hbm_efficiency: 9.271736078277439e-1,
+    tile_overhead_s: 7.96304504102645e-7,
+    store_bytes_per_s: 7.109951379314545e10,
+    direct_store_bytes_per_s: 1.6890485728500792e10,
+    partial_bytes_per_s: 7.238950065073691e10,
+    workspace_round_trip_s: 3.674359278976697e-7,
+    stream_k_miss_share: 5.56758161056251e-1,
+    overlap_exponent: 5.679885378354265e0,
+    launch_s: 4.571244391319875e-6,
 };
