@@ -255,7 +255,7 @@ mod tests {
         assert!(parse_param("BLOCK_Q=1").is_err());
         assert!(parse_param("BLOCK_N").is_err());
         assert!(parse_param("BLOCK_N=-3").is_err());
-        assert!(parse_param("BLOCK_N=272").unwrap_err().contains("--param BLOCK_N=272: BLOCK_N must be a multiple of 16"));
+        assert!(parse_param("BLOCK_N=336").unwrap_err().contains("--param BLOCK_N=336: BLOCK_N must be a multiple of 16"));
         assert!(parse_shape("274877906944x274877906944x8").unwrap_err().contains("larger than 2147483647"));
         let params = |list: &[(&str, i64)]| list.iter().map(|&(n, v)| (n.to_string(), v)).collect::<Vec<_>>();
         assert_eq!(repeated_param(&params(&[("BLOCK_N", 64), ("STAGES", 2)])), None);

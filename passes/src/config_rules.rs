@@ -613,6 +613,28 @@ const WIDE_TILE_WORK_PERCENT: i64 = 92;
 const THREE_BLOCK_SPAN_MIN_K_BLOCKS: i64 = 32;
 
 impl Config {
+    /// A `block_m x block_n x block_k` tile with nothing decided: no stages
+    /// or warps yet, the plain pipeline storing directly, no scales,
+    /// cluster, split, tile order, stream-K or deferred epilogue.
+    fn neutral((block_m, block_n, block_k): (i64, i64, i64)) -> Config {
+        Config {
+            block_m,
+            block_n,
+            block_k,
+            stages: 0,
+            num_warps: 0,
+            schedule: Schedule::Pipeline,
+            epilogue: Epilogue::Global,
+            scales: Scales::None,
+            cluster: Along::None,
+            splits: 1,
+            split_reduce: SplitReduce::Cluster,
+            raster_group: 0,
+            stream_k: None,
+            deferred_epilogue: false,
+        }
+    }
+
     /// What the configuration lays out in shared memory besides its stages.
     pub fn smem_layout(&self) -> SmemLayout {
         let splits = match self.split_reduce {
@@ -729,22 +751,7 @@ impl std::str::FromStr for Config {
         let mut words = text.split_whitespace();
         let tile: Vec<i64> = words.next().unwrap_or_default().split('x').map(|d| d.parse().map_err(|_| bad("expected BMxBNxBK first"))).collect::<Result<_, _>>()?;
         let [block_m, block_n, block_k] = tile[..] else { return Err(bad("expected BMxBNxBK first")) };
-        let mut config = Config {
-            block_m,
-            block_n,
-            block_k,
-            stages: 0,
-            num_warps: 0,
-            schedule: Schedule::Pipeline,
-            epilogue: Epilogue::Global,
-            scales: Scales::None,
-            cluster: Along::None,
-            splits: 1,
-            split_reduce: SplitReduce::Cluster,
-            raster_group: 0,
-            stream_k: None,
-            deferred_epilogue: false,
-        };
+        let mut config = Config::neutral((block_m, block_n, block_k));
         let mut tma = false;
         let mut columns = None;
         for word in words {
@@ -1946,22 +1953,7 @@ fn column_halves_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (b
     let layout = SmemLayout { tile: (bm, bn, bk), epilogue, scales: Scales::None, schedule, splits: 1 };
     let filled = buffers_filled(problem, machine, schedule, bk, tiles, 1);
     let (stages, scales) = stages_and_scales(problem, machine, pins, layout, filled)?;
-    let config = Config {
-        block_m: bm,
-        block_n: bn,
-        block_k: bk,
-        stages,
-        num_warps: 12,
-        schedule,
-        epilogue,
-        scales,
-        cluster: Along::None,
-        splits: 1,
-        split_reduce: SplitReduce::Cluster,
-        raster_group: 0,
-        stream_k: None,
-        deferred_epilogue: false,
-    };
+    let config = Config { stages, num_warps: 12, schedule, epilogue, scales, ..Config::neutral((bm, bn, bk)) };
     let candidate = Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes: layout.with_scales(scales).smem_bytes(problem, stages), reason: String::new() };
     let candidate = chunked_epilogue(problem, machine, pins, with_waves(problem, machine, candidate));
     Some(candidate).filter(|c| c.config.stages >= 2)
@@ -2123,8 +2115,9 @@ mod tests {
         assert!(check_shape(274_877_906_944, 274_877_906_944, 8).unwrap_err().contains("274877906944 is larger than 2147483647"));
         assert!(check_shape(0, 8, 8).unwrap_err().contains("must be positive"));
         assert_eq!(check_shape(i64::from(i32::MAX), 1, 1), Ok(()));
-        assert!(check_pin("BLOCK_N", 272).unwrap_err().contains("multiple of 16 from 16 to 256, found 272"));
-        assert!(check_pin("BLOCK_M", 96).unwrap_err().contains("64, 128 or 256"));
+        assert!(check_pin("BLOCK_N", 336).unwrap_err().contains("multiple of 16 from 16 to 256, or to 320 with two consumers sharing each tile's columns, found 336"));
+        assert_eq!(check_pin("BLOCK_N", 304), Ok(()));
+        assert!(check_pin("BLOCK_M", 96).unwrap_err().contains("64, 128, 192 or 256"));
         assert!(check_pin("STAGES", 17).unwrap_err().contains("from 1 to 16"));
         assert!(check_pin("BLOCK_Q", 1).is_err());
         assert_eq!(check_pin("BLOCK_K", 64), Ok(()));
