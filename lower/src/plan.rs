@@ -217,7 +217,8 @@ pub(crate) struct Plan {
     /// one i32 kernel parameter each.
     pub symbols: Vec<String>,
     /// The CTA's output tile (`block_m`, `block_n`): the stored tile, times
-    /// the consumers along M in a warp-specialised kernel.
+    /// the consumers along M (or along N, `columns`) in a warp-specialised
+    /// kernel.
     pub store_tile: [i64; 2],
     /// The function has `grid = "sms"`: one CTA per SM, looping over tiles.
     pub persistent: bool,
@@ -386,6 +387,7 @@ impl Plan {
         let mut store = None;
         let mut store_box = None;
         let mut consumers = 1;
+        let mut consumers_share_columns = false;
         let tma_filled: HashSet<Value> = body.walk_region(f.region).into_iter().filter_map(|op| nv::TmaLoad::of(body, op)).map(|l| l.buffer(body)).collect();
         for op in body.walk_region(f.region) {
             let data = &body.ops[op];
@@ -458,7 +460,9 @@ impl Plan {
                     plan.workspace = Some(Workspace::StreamK);
                 }
                 Opcode::NvWarpSpecialize => {
-                    consumers = nv::WarpSpecialize::of(body, op).ok_or_else(malformed)?.consumers(body);
+                    let ws = nv::WarpSpecialize::of(body, op).ok_or_else(malformed)?;
+                    consumers = ws.consumers(body);
+                    consumers_share_columns = ws.columns(body);
                     if num_warps != 4 * (1 + consumers) {
                         return Err(error(
                             &data.loc,
@@ -559,8 +563,9 @@ impl Plan {
         let [rows, cols] = store.or(store_box).ok_or_else(|| {
             Diagnostic::error(f.loc.clone(), "the lowering needs an 'nv.store_global' or 'nv.tma_store' of the output tile (it sets the grid)")
         })?;
-        // Consumer warpgroups split the CTA's tile along M, each storing its rows.
-        plan.store_tile = [rows * consumers, cols];
+        // Consumer warpgroups split the CTA's tile along M, each storing its
+        // rows, or along N, each storing its columns.
+        plan.store_tile = if consumers_share_columns { [rows, cols * consumers] } else { [rows * consumers, cols] };
         Ok(plan)
     }
 

@@ -230,8 +230,6 @@ impl Config {
                 ("raster_group", order, "the plain pipeline"),
                 ("splits", split && self.split_reduce != SplitReduce::Workspace, "split_reduce = \"workspace\" or the plain pipeline"),
                 ("splits", split && self.schedule == Schedule::PingPong, "consumers that share each tile"),
-                ("splits", split && self.schedule == Schedule::ColumnHalves, "consumers that share each tile's rows"),
-                ("stream_k", stream_k && self.schedule == Schedule::ColumnHalves, "consumers that share each tile's rows"),
                 ("epilogue_deferred", deferred && self.schedule == Schedule::ColumnHalves, "consumers that share each tile's rows"),
                 ("stream_k", stream_k && split, "a K loop that is not split"),
                 ("epilogue_deferred", deferred && split, "a K loop that is not split"),

@@ -1883,15 +1883,35 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
     }
     // Two consumers sharing each tile's columns, where the kernel lets
     // them (`tile-warp-specialize`'s halves=columns): a BF16 dot with B
-    // given N x K, no reduction over a row's columns in the epilogue, the
-    // K loop not split.
+    // given N x K and no reduction over a row's columns in the epilogue;
+    // persistent, and, as the tiles that share rows, with the last wave
+    // shared by K iterations for one GEMM, and split through the
+    // workspace where the tiles are fewer than the SMs.
     let shares_columns = problem.precision == Precision::Bf16 && problem.transpose_b && problem.column_group.is_none() && !problem.a_in_registers;
     if shares_columns && unclustered {
-        let column_halves = COLUMN_HALVES_TILES
+        let column_halves: Vec<(i64, i64, i64)> = COLUMN_HALVES_TILES
             .iter()
-            .flat_map(|(bm, bns)| bns.clone().step_by(BLOCK_N_STEP as usize).map(move |bn| (*bm, bn)))
-            .filter(|&(bm, bn)| pins.block_m.is_none_or(|m| m == bm) && pins.block_n.is_none_or(|n| n == bn));
-        found.extend(column_halves.flat_map(|(bm, bn)| column_halves_candidates(problem, machine, pins, (bm, bn, bk))));
+            .flat_map(|(bm, bns)| bns.clone().step_by(BLOCK_N_STEP as usize).map(move |bn| (*bm, bn, bk)))
+            .filter(|&(bm, bn, _)| pins.block_m.is_none_or(|m| m == bm) && pins.block_n.is_none_or(|n| n == bn))
+            .collect();
+        for &tile in &column_halves {
+            let persistent = column_halves_candidates(problem, machine, pins, tile, 1);
+            // A split's or a stream-K piece's hand-over holds partial sums
+            // beside the accumulators.
+            if problem.precision.accumulator_registers(tile.0, tile.1 / 2, 1).running > COLUMN_HALF_HANDOVER_REGISTERS {
+                found.extend(persistent);
+                continue;
+            }
+            if one_gemm {
+                let stream_k = persistent.iter().filter(|c| c.tiles % machine.sms != 0);
+                found.extend(stream_k.map(|c| Candidate { config: Config { stream_k: Some(PieceOrder::InOrder), ..c.config }, sms: machine.sms, ..c.clone() }).collect::<Vec<_>>());
+            }
+            found.extend(persistent);
+            let splittable = problem.clusterable && !problem.varying_k && problem.epilogue.is_plain() && ceil_div(problem.m, tile.0) * ceil_div(problem.n, tile.1) < machine.sms;
+            for splits in WORKSPACE_SPLITS.into_iter().filter(|&s| splittable && k_blocks >= MIN_K_BLOCKS_PER_SPLIT * s) {
+                found.extend(column_halves_candidates(problem, machine, pins, tile, splits).into_iter().filter(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
+            }
+        }
     }
     let mut fresh: Vec<Candidate> = Vec::new();
     // Block-scaled tiles promoted an m64 block of rows at a time, which
@@ -1928,34 +1948,50 @@ fn widest_column_halves() -> i64 {
 /// instruction operands live than two narrower ones.
 const COLUMN_HALF_RUNNING_REGISTERS: i64 = 160;
 
+/// The most running accumulator registers a consumer thread that holds
+/// half of a tile's columns keeps where it also hands partial tiles over
+/// (split-K through the workspace, stream-K): ptxas spilled 192x208 (156)
+/// and 128x320 (160) under stream-K, with 240 registers a consumer.
+const COLUMN_HALF_HANDOVER_REGISTERS: i64 = 128;
+
 /// `tile` under two consumers that share each tile's columns
-/// ([`Schedule::ColumnHalves`]), persistent over the fewest SMs that keep
-/// the waves: with the TMA epilogue where C's rows allow one, and storing
-/// directly, whose shared memory leaves room for more stages (a 128x304
-/// tile's TMA buffers leave two). None where a consumer's half holds too
-/// many accumulators.
-fn column_halves_candidates(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64)) -> Vec<Candidate> {
+/// ([`Schedule::ColumnHalves`]): persistent over the fewest SMs that keep
+/// the waves, or, its K loop split `splits` ways through the workspace,
+/// one CTA for each split of each tile; with the TMA epilogue where C's
+/// rows allow one, and storing directly, whose shared memory leaves room
+/// for more stages (a 128x304 tile's TMA buffers leave two). None where a
+/// consumer's half holds too many accumulators.
+fn column_halves_candidates(problem: &Problem, machine: &Machine, pins: &Pins, tile: (i64, i64, i64), splits: i64) -> Vec<Candidate> {
     let (bm, bn, _) = tile;
     if bn % (2 * 8) != 0 || problem.precision.accumulator_registers(bm, bn / 2, 1).running > COLUMN_HALF_RUNNING_REGISTERS {
         return Vec::new();
     }
     let mut epilogues = vec![epilogue_for(problem, bn / 2, Schedule::ColumnHalves)];
-    if epilogues[0] != Epilogue::Global {
+    // Split in two, the direct stores' consumers spilled under ptxas
+    // (80 to 488 bytes at 192x160 to 192x208; none split three ways or
+    // more, none through the TMA store).
+    if epilogues[0] != Epilogue::Global && splits != 2 {
         epilogues.push(Epilogue::Global);
     }
-    epilogues.into_iter().filter_map(|epilogue| column_halves_candidate(problem, machine, pins, tile, epilogue)).collect()
+    epilogues.into_iter().filter_map(|epilogue| column_halves_candidate(problem, machine, pins, tile, epilogue, splits)).collect()
 }
 
 /// One of [`column_halves_candidates`]; `None` where not two stages fit.
-fn column_halves_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), epilogue: Epilogue) -> Option<Candidate> {
+fn column_halves_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), epilogue: Epilogue, splits: i64) -> Option<Candidate> {
     let schedule = Schedule::ColumnHalves;
     let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
+    // A workspace split keeps no partial tile in shared memory and fills
+    // no more stages than its share of K blocks.
     let layout = SmemLayout { tile: (bm, bn, bk), epilogue, scales: Scales::None, schedule, splits: 1 };
-    let filled = buffers_filled(problem, machine, schedule, bk, tiles, 1);
+    let (filled, split_reduce) = match splits {
+        1 => (buffers_filled(problem, machine, schedule, bk, tiles, 1), SplitReduce::Cluster),
+        _ => (split_k_blocks(problem, bk, splits), SplitReduce::Workspace),
+    };
     let (stages, scales) = stages_and_scales(problem, machine, pins, layout, filled)?;
-    let config = Config { stages, num_warps: 12, schedule, epilogue, scales, ..Config::neutral((bm, bn, bk)) };
+    let config = Config { stages, num_warps: 12, schedule, epilogue, scales, splits, split_reduce, ..Config::neutral((bm, bn, bk)) };
     let candidate = Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes: layout.with_scales(scales).smem_bytes(problem, stages), reason: String::new() };
     let candidate = chunked_epilogue(problem, machine, pins, with_waves(problem, machine, candidate));
+    let candidate = if splits > 1 { Candidate { sms: machine.sms, ..candidate } } else { candidate };
     Some(candidate).filter(|c| c.config.stages >= 2)
 }
 

@@ -115,6 +115,9 @@ pub(super) fn verify_warp_specialize(body: &Body, op: Op) -> Result<(), String> 
         return Err("'consumers' must be 1 or 2".into());
     }
     check_register_budgets(ws.producer_regs(body), ws.consumer_regs(body), ws.consumers(body))?;
+    if ws.columns(body) && (ws.alternate(body) || ws.consumers(body) != 2) {
+        return Err("'columns' takes two consumers that share each tile, not ones that take turns ('alternate')".into());
+    }
     let (producer, consumer) = (ws.producer(body), ws.consumer(body));
     for (region, args, what) in [(producer, 0, "producer"), (consumer, 1, "consumer")] {
         let [block] = body.regions[region].blocks[..] else { return Err(format!("the {what} region must have one block")) };

@@ -114,8 +114,10 @@ pub const INFO: PassInfo = PassInfo {
 /// leaves ([`most_consumer_registers`]: 256): with 232 the A-in-registers
 /// 128x128 tile spilled. Other lone consumers keep 232: more gained them
 /// nothing (measured: docs/evidence.md, warp_specialize.rs, default_register_budgets).
-fn default_register_budgets(consumers: i64, accumulators: i64, a_in_registers: bool) -> (i64, i64) {
-    if consumers == 2 && accumulators > WIDE_ACCUMULATORS {
+fn default_register_budgets(consumers: i64, accumulators: i64, a_in_registers: bool, halves: Halves) -> (i64, i64) {
+    if consumers == 2 && halves == Halves::Columns {
+        (COLUMN_HALVES_PRODUCER_REGS, most_consumer_registers(COLUMN_HALVES_PRODUCER_REGS, 2))
+    } else if consumers == 2 && accumulators > WIDE_ACCUMULATORS {
         (32, CONSUMER_REGS)
     } else if consumers == 1 && a_in_registers {
         (40, most_consumer_registers(40, 1))
@@ -123,6 +125,13 @@ fn default_register_budgets(consumers: i64, accumulators: i64, a_in_registers: b
         (40, CONSUMER_REGS)
     }
 }
+
+/// The producer's registers beside two consumers that share each tile's
+/// columns: the fewest a warpgroup may keep, so each consumer takes 240.
+/// A consumer holds every row of its half, and with split-K's or
+/// stream-K's hand-over beside its accumulators 232 spilled (192x160 split
+/// in two, 192x144 under stream-K; docs/cost-model.md).
+const COLUMN_HALVES_PRODUCER_REGS: i64 = 24;
 
 /// A consumer's registers a thread where the pipeline gives none and no
 /// exception of [`default_register_budgets`] applies.
@@ -282,7 +291,7 @@ impl Pass for WarpSpecialize {
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         self.apply_config(func)?;
         // The budgets the pipeline gave are checked before anything else.
-        let (producer, consumer) = default_register_budgets(self.consumers, 0, false);
+        let (producer, consumer) = default_register_budgets(self.consumers, 0, false, Halves::Rows);
         let at = func.loc.clone();
         self.check_budgets(&at, given_or(self.producer_regs, producer), given_or(self.consumer_regs, consumer))?;
         let copy_scales = copies_scales(func, self.scales)?;
@@ -311,7 +320,7 @@ impl Pass for WarpSpecialize {
         let block_m = check_split(body, k_loop, &dots(body, loop_block(body, k_loop)), rows_sharing)?;
         let accumulators = consumer_accumulator_registers(body, k_loop, block_m / rows_sharing, columns_sharing);
         let a_in_registers = dots(body, loop_block(body, k_loop)).iter().any(|&dot| dot_a(body, dot).to_registers.is_some());
-        let (producer, consumer) = default_register_budgets(self.consumers, accumulators, a_in_registers);
+        let (producer, consumer) = default_register_budgets(self.consumers, accumulators, a_in_registers, halves);
         self.producer_regs = given_or(self.producer_regs, producer);
         self.consumer_regs = given_or(self.consumer_regs, consumer);
         self.check_budgets(&at, self.producer_regs, self.consumer_regs)?;
@@ -341,6 +350,9 @@ impl Pass for WarpSpecialize {
         let mut attrs = Attributes::new();
         if pingpong {
             attrs.set("alternate", Attribute::Unit);
+        }
+        if halves == Halves::Columns {
+            attrs.set("columns", Attribute::Unit);
         }
         let ws = nv::WarpSpecialize::build(&mut b, self.consumers, self.producer_regs, self.consumer_regs, attrs).op();
         let (_, producer) = b.body.add_region(ws, &[]);
@@ -383,8 +395,9 @@ fn dot_columns(body: &Body, dot: StagedDot) -> i64 {
 /// over a BF16 dot (a block-scaled dot's B scales come a 128-column block
 /// at a time, which half a tile need not cover whole), with no reduction
 /// over a row's columns in the epilogue (each consumer holds half of every
-/// row), and the K loop not split (split-K and stream-K park a partial
-/// tile a consumer's rows at a time).
+/// row). Split-K's and stream-K's partial tiles need nothing more: each
+/// consumer parks and adds its own fragments whatever part of the tile
+/// they are.
 fn check_column_halves(body: &Body, region: Region, k_loop: For, consumers: i64, pingpong: bool) -> Result<(), Diagnostic> {
     let at = k_loop.op();
     if consumers != 2 || pingpong {
@@ -405,7 +418,6 @@ fn check_column_halves(body: &Body, region: Region, k_loop: For, consumers: i64,
     let unsupported = |op: Op| match body.opcode(op) {
         Opcode::TileReduce => Some("reduces over a row's columns, which each consumer holds only half of"),
         Opcode::TileDeinterleave => Some("deinterleaves runs of columns, which each consumer holds only half of"),
-        Opcode::TileParkPartial | Opcode::TileReduceSplits | Opcode::TileAddParked => Some("hands partial tiles over (split-K or stream-K), which park a consumer's rows at a time"),
         _ => None,
     };
     if let Some((op, why)) = body.walk_region(region).into_iter().find_map(|op| unsupported(op).map(|why| (op, why))) {
