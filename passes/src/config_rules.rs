@@ -1968,8 +1968,9 @@ fn column_halves_candidates(problem: &Problem, machine: &Machine, pins: &Pins, t
     }
     let mut epilogues = vec![epilogue_for(problem, bn / 2, Schedule::ColumnHalves)];
     // Split in two, the direct stores' consumers spilled under ptxas
-    // (80 to 488 bytes at 192x160 to 192x208; none split three ways or
-    // more, none through the TMA store).
+    // where the TMA store could have taken the half (80 to 488 bytes at
+    // 192x160 to 192x208; none split three ways or more, none through the
+    // TMA store).
     if epilogues[0] != Epilogue::Global && splits != 2 {
         epilogues.push(Epilogue::Global);
     }
@@ -2124,6 +2125,38 @@ mod tests {
 
     // Shared memory per stage is (BM + BN) * 64 * 2 bytes + an 8-byte barrier;
     // the TMA epilogue adds BM * BN * 2 bytes; the budget is 232448 bytes.
+    /// Consumers that share a tile's columns are weighed only where
+    /// `tile-warp-specialize{halves=columns}` builds them (a BF16 dot with B
+    /// given N x K and no reduction over a row's columns), and only in the
+    /// forms that assembled without spills: at most 160 running
+    /// accumulators a consumer, 128 with a split or stream-K, and no
+    /// direct stores split in two where the TMA store can take the half.
+    #[test]
+    fn column_halves_are_weighed_where_the_passes_build_them() {
+        let machine = Machine::of(&tilec_target::Target::DEFAULT);
+        let halves = |p: &Problem| {
+            let ranked = rank(p, &machine, &Pins::default());
+            alternatives(p, &machine, &Pins::default(), &ranked).into_iter().filter(|c| c.config.schedule == Schedule::ColumnHalves).collect::<Vec<_>>()
+        };
+        for p in [bf16(154, 22384, 4944), bf16(2072, 656, 59056), bf16(11084, 896, 4864)] {
+            let found = halves(&p);
+            assert!(!found.is_empty(), "{}x{}x{}", p.m, p.n, p.k);
+            for c in &found {
+                let running = p.precision.accumulator_registers(c.config.block_m, c.config.block_n / 2, 1).running;
+                let hands_over = c.config.splits > 1 || c.config.stream_k.is_some();
+                assert!(running <= COLUMN_HALF_RUNNING_REGISTERS && (!hands_over || running <= COLUMN_HALF_HANDOVER_REGISTERS), "{}", c.config);
+                // Split in two, a half wide enough for the TMA store takes it.
+                assert!(!(c.config.splits == 2 && c.config.epilogue == Epilogue::Global && c.config.block_n / 2 > NARROW_BLOCK_N), "{}", c.config);
+                assert!(c.config.block_n % 16 == 0 && c.config.cluster == Along::None, "{}", c.config);
+            }
+        }
+        assert!(halves(&bf16(2072, 656, 59056)).iter().any(|c| c.config.splits > 1 && c.config.split_reduce == SplitReduce::Workspace));
+        assert!(halves(&Problem { transpose_b: false, ..bf16(154, 22384, 4944) }).is_empty());
+        assert!(halves(&Problem { column_group: Some(128), ..bf16(154, 22384, 4944) }).is_empty());
+        assert!(halves(&Problem { a_in_registers: true, ..bf16(154, 22384, 4944) }).is_empty());
+        assert!(halves(&fp8(154, 22384, 4944)).is_empty());
+    }
+
     #[test]
     fn an_epilogue_brings_ping_pong_alternatives() {
         let machine = Machine::of(&Target::H200);

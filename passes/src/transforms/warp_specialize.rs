@@ -75,8 +75,8 @@ pub const INFO: PassInfo = PassInfo {
             default: "auto",
             help: "wgmma groups a consumer leaves in flight each iteration (auto: 0 where two consumers share each tile, else 1)",
         },
-        OptionSpec { name: "producer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per producer thread (0: 40, or 32 beside two consumers with wide block-scaled accumulators)" },
-        OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per consumer thread (0: 232, or 256 for one consumer reading A from registers)" },
+        OptionSpec { name: "producer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per producer thread (0: 40, or 32 beside two consumers with wide block-scaled accumulators, 24 beside two that share each tile's columns)" },
+        OptionSpec { name: "consumer-regs", kind: OptionKind::Int { min: 0, max: 256 }, default: "0", help: "registers per consumer thread (0: 232, or 240 for two that share each tile's columns, 256 for one consumer reading A from registers)" },
         SCALES_OPTION,
         OptionSpec { name: "pingpong", kind: OptionKind::Bool, default: "false", help: "two consumers take turns at whole tiles of a persistent loop instead of sharing each tile's rows" },
         OptionSpec {
@@ -104,7 +104,8 @@ pub const INFO: PassInfo = PassInfo {
 };
 
 /// Register budgets (producer, consumer) a pipeline that gives none gets:
-/// 40 and [`CONSUMER_REGS`], except where two consumers each hold more
+/// 40 and [`CONSUMER_REGS`], except beside two consumers that share each
+/// tile's columns ([`COLUMN_HALVES_PRODUCER_REGS`]), and where two consumers each hold more
 /// than [`WIDE_ACCUMULATORS`] accumulator registers a thread (block-scaled
 /// FP8's 128x176 tiles: 88 running and 88 partial): there the producer
 /// takes 32, with which ptxas allocated the kernel without spilling (the
@@ -516,13 +517,12 @@ enum Share {
 }
 
 impl Share {
-    /// The rows and columns of a tile a consumer holds, of a tile of
-    /// `block_m` x `block_n` (the MMA tiles; other tiles keep their shape
-    /// along an extent that does not match).
-    fn divides(self) -> (i64, i64) {
+    /// The dimension the consumers divide (0: rows, 1: columns), the
+    /// tile's extent along it, and into how many shares.
+    fn along(self) -> (usize, i64, i64) {
         match self {
-            Share::Rows { sharing, .. } => (sharing, 1),
-            Share::Columns { .. } => (1, 2),
+            Share::Rows { sharing, block_m } => (0, block_m, sharing),
+            Share::Columns { block_n } => (1, block_n, 2),
         }
     }
 }
@@ -740,30 +740,32 @@ impl Roles<'_> {
                 values.extend(body.blocks[body.entry_block(r)].args.iter().copied());
             }
         }
-        let (row_shares, column_shares) = self.share.divides();
+        let (along, extent, shares) = self.share.along();
         for v in values {
             let Some(tile) = body.value_type(v).as_tile() else { continue };
             let mut shape = tile.shape.clone();
             let layout = match &tile.layout {
                 Some(mma @ Layout::Mma { .. }) => {
-                    if let Share::Columns { block_n } = self.share {
-                        if shape.get(1) == Some(&block_n) {
-                            shape[1] = block_n / column_shares;
-                        }
+                    if shape.get(along) == Some(&extent) {
+                        shape[along] = extent / shares;
                     }
                     one_warpgroup(mma, shape.get(1).copied().unwrap_or(0))
                 }
                 // A in registers: rows of this consumer, for its one warpgroup.
                 Some(Layout::DotOperand { op_idx, k_width, parent }) if matches!(**parent, Layout::Mma { .. }) => {
+                    if along == 0 && shape[0] == extent {
+                        shape[0] = extent / shares;
+                    }
                     Layout::DotOperand { op_idx: *op_idx, k_width: *k_width, parent: Box::new(one_warpgroup(parent, 0)) }
                 }
                 // A vector along the rows (a block-scaled dot's row scales)
-                // or along the columns (a bias): this consumer's share.
+                // or along the columns (a bias): this consumer's share of
+                // it where the consumers divide that dimension (a vector
+                // along the rows drops dimension 1, one along the columns
+                // dimension 0).
                 Some(Layout::Slice { dim, parent }) if matches!(**parent, Layout::Mma { .. }) => {
-                    if let (Share::Columns { block_n }, 0) = (self.share, *dim) {
-                        if shape[0] == block_n {
-                            shape[0] = block_n / column_shares;
-                        }
+                    if usize::try_from(*dim).is_ok_and(|dim| dim + along == 1) && shape[0] == extent {
+                        shape[0] = extent / shares;
                     }
                     Layout::Slice { dim: *dim, parent: Box::new(one_warpgroup(parent, 0)) }
                 }
@@ -776,11 +778,6 @@ impl Roles<'_> {
                 },
                 _ => continue,
             };
-            if let Share::Rows { block_m, .. } = self.share {
-                if shape[0] == block_m {
-                    shape[0] = block_m / row_shares;
-                }
-            }
             body.values[v].ty = Type::Tile(TileType { shape, elem: tile.elem, layout: Some(layout) });
         }
     }
@@ -789,10 +786,8 @@ impl Roles<'_> {
     /// the extent it shares (rows or columns), and reads its share of the
     /// tiles and vectors along it there (a residual, a bias, row scales).
     fn offset_tiles(&self, body: &mut Body, role_region: Region, c: Value) {
-        let (along, vector_along, extent) = match self.share {
-            Share::Rows { sharing, block_m } => (0, "rows", block_m / sharing),
-            Share::Columns { block_n } => (1, "cols", block_n / 2),
-        };
+        let (along, whole, shares) = self.share.along();
+        let (extent, vector_along) = (whole / shares, ["rows", "cols"][along]);
         let shares = |body: &Body, v: Value| body.value_type(v).as_tile().is_some_and(|t| t.shape.len() == 2 && t.shape[along] == extent);
         for op in body.walk_region(role_region) {
             if let Some(store) = Store::of(body, op) {
@@ -831,10 +826,7 @@ impl Roles<'_> {
     /// `m * shares + c`: consumer `c`'s tile index along the extent its
     /// consumers share.
     fn consumer_tile(&self, b: &mut Builder<'_>, m: Value, c: Value) -> Value {
-        let shares = match self.share {
-            Share::Rows { sharing, .. } => sharing,
-            Share::Columns { .. } => 2,
-        };
+        let (_, _, shares) = self.share.along();
         let k = b.index(shares);
         let scaled = Muli::build(b, m, k, Attributes::new()).result(b.body);
         Addi::build(b, scaled, c, Attributes::new()).result(b.body)
@@ -920,7 +912,8 @@ fn one_warpgroup(mma: &Layout, columns: i64) -> Layout {
     let Layout::Mma { version, instr_shape, warps_per_cta } = mma else { unreachable!("callers match an MMA layout") };
     let mut instr_shape = instr_shape.clone();
     instr_shape[1] *= warps_per_cta[1];
-    if columns > 0 && i64::from(instr_shape[1]) > columns || columns > 0 && columns % i64::from(instr_shape[1]) != 0 {
+    let n = i64::from(instr_shape[1]);
+    if columns > 0 && (n > columns || columns % n != 0) {
         instr_shape[1] = (1..=32u32).rev().map(|i| i * 8).find(|&n| i64::from(n) <= columns && columns % i64::from(n) == 0).unwrap_or(8);
     }
     Layout::Mma { version: *version, warps_per_cta: vec![4, 1], instr_shape }
