@@ -1943,15 +1943,14 @@ fn widest_column_halves() -> i64 {
 }
 
 /// The most running accumulator registers a consumer thread that holds
-/// half of a tile's columns keeps: of its 232, the rest hold addresses and
-/// loop state; one wgmma a K step over each m64 block keeps fewer
-/// instruction operands live than two narrower ones.
+/// half of a tile's columns keeps: of its 240, the rest hold addresses and
+/// loop state (measured: docs/evidence.md, config_rules.rs, column halves).
 const COLUMN_HALF_RUNNING_REGISTERS: i64 = 160;
 
 /// The most running accumulator registers a consumer thread that holds
 /// half of a tile's columns keeps where it also hands partial tiles over
-/// (split-K through the workspace, stream-K): ptxas spilled 192x208 (156)
-/// and 128x320 (160) under stream-K, with 240 registers a consumer.
+/// (split-K through the workspace, stream-K): past it ptxas spilled under
+/// stream-K (measured: docs/evidence.md, config_rules.rs, column halves).
 const COLUMN_HALF_HANDOVER_REGISTERS: i64 = 128;
 
 /// `tile` under two consumers that share each tile's columns
@@ -1967,10 +1966,10 @@ fn column_halves_candidates(problem: &Problem, machine: &Machine, pins: &Pins, t
         return Vec::new();
     }
     let mut epilogues = vec![epilogue_for(problem, bn / 2, Schedule::ColumnHalves)];
-    // Split in two, the direct stores' consumers spilled under ptxas
-    // where the TMA store could have taken the half (80 to 488 bytes at
-    // 192x160 to 192x208; none split three ways or more, none through the
-    // TMA store).
+    // Split in two, the direct stores' consumers spilled under ptxas where
+    // the TMA store could have taken the half; split three ways or more, or
+    // through the TMA store, none did (measured: docs/evidence.md,
+    // config_rules.rs, column halves).
     if epilogues[0] != Epilogue::Global && splits != 2 {
         epilogues.push(Epilogue::Global);
     }

@@ -130,8 +130,8 @@ fn default_register_budgets(consumers: i64, accumulators: i64, a_in_registers: b
 /// The producer's registers beside two consumers that share each tile's
 /// columns: the fewest a warpgroup may keep, so each consumer takes 240.
 /// A consumer holds every row of its half, and with split-K's or
-/// stream-K's hand-over beside its accumulators 232 spilled (192x160 split
-/// in two, 192x144 under stream-K; docs/cost-model.md).
+/// stream-K's hand-over beside its accumulators 232 spilled
+/// (measured: docs/evidence.md, warp_specialize.rs, default_register_budgets).
 const COLUMN_HALVES_PRODUCER_REGS: i64 = 24;
 
 /// A consumer's registers a thread where the pipeline gives none and no
