@@ -54,7 +54,7 @@ use crate::gemm::OutputSpec;
 use crate::grouped::{check_output, label, GroupedEpilogue, GroupedForm, GroupedKind, GroupedProblem, GroupedSpec};
 use tilec_artifact::{Artifact, DType};
 use crate::lt::{LtGemm, LtHandle, LtInput};
-use crate::timing::{Launch, Timer};
+use crate::timing::{Launch, RunOptions, Timer};
 use crate::Cublas;
 use cudarc::cublas::sys as cb;
 use cudarc::driver::CudaSlice;
@@ -606,24 +606,12 @@ fn bench_into(
 /// What `tilec-bench --grouped` was asked for.
 #[derive(Debug, Clone)]
 pub struct GroupedArgs<'a> {
-    /// The command line, for the report.
-    pub command_line: &'a [String],
+    /// How the contenders are checked, timed and reported.
+    pub run: RunOptions<'a>,
     /// The problems to run.
     pub problems: Vec<GroupedProblem>,
     /// The seed problems' inputs derive from.
     pub seed: u64,
-    /// Untimed launches per contender.
-    pub warmup: usize,
-    /// Timed rounds.
-    pub reps: usize,
-    /// Largest relative error that passes.
-    pub threshold: f64,
-    /// Hold the stream with a spin kernel while enqueuing.
-    pub spin: bool,
-    /// Cap a slow contender's timed calls near this many milliseconds.
-    pub max_run_ms: f64,
-    /// Where to write the JSON report.
-    pub json: Option<&'a str>,
     /// Our grouped kernels, each a contender on the problems it computes.
     pub artifacts: Vec<(String, Artifact)>,
 }
@@ -632,7 +620,7 @@ pub struct GroupedArgs<'a> {
 /// the table, and writes the JSON report when asked.
 pub fn run_grouped(args: &GroupedArgs) -> Result<GroupedReport> {
     let gpu = Gpu::new(0)?;
-    let timer = Timer::new(&gpu, args.spin, args.max_run_ms);
+    let timer = args.run.timer(&gpu);
     let blas = Cublas::new(gpu.stream.clone())?;
     let lt = LtHandle::new(gpu.stream.clone())?;
     let mut ours = Vec::new();
@@ -655,23 +643,23 @@ pub fn run_grouped(args: &GroupedArgs) -> Result<GroupedReport> {
         schema: GROUPED_SCHEMA.into(),
         device: gpu.name.clone(),
         date_utc: tilec_report::schema::date_utc(created),
-        command_line: args.command_line.to_vec(),
+        command_line: args.run.command_line.to_vec(),
         seed: args.seed,
-        warmup: args.warmup,
-        reps: args.reps,
-        threshold: args.threshold,
+        warmup: args.run.warmup,
+        reps: args.run.reps,
+        threshold: args.run.threshold,
         results: Vec::new(),
     };
     for (i, p) in args.problems.iter().enumerate() {
         let seed = args.seed.wrapping_add((i as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
-        let r = bench_grouped(&gpu, &timer, &blas, &lt, &ours, p, seed, (args.warmup, args.reps), args.threshold);
+        let r = bench_grouped(&gpu, &timer, &blas, &lt, &ours, p, seed, (args.run.warmup, args.run.reps), args.run.threshold);
         print!("[{}/{}] {}", i + 1, args.problems.len(), format_grouped_rows(std::slice::from_ref(&r)).lines().skip(1).collect::<Vec<_>>().join("\n"));
         println!();
         report.results.push(r);
     }
     println!();
     print!("{}", format_grouped_rows(&report.results));
-    if let Some(path) = args.json {
+    if let Some(path) = args.run.json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| RuntimeError::Other(format!("grouped report: {e}")))?;
         std::fs::write(path, text).map_err(|e| RuntimeError::Other(format!("writing {path}: {e}")))?;
         println!("wrote {path}");

@@ -11,7 +11,7 @@ use crate::artifact::Artifact;
 use crate::check::seed_from_time;
 use crate::error::{Result, RuntimeError};
 use crate::sequence::{launch_all, Chain, StepCheck};
-use crate::timing::Timer;
+use crate::timing::RunOptions;
 use crate::{Cublas, Gemm, GemmSize, Gpu};
 use tilec_report::kinds::sequence::{SequenceReport, SequenceRun, SequenceStep, CUBLAS, SCHEMA, TILEC, TILEC_PDL};
 use tilec_report::schema::{date_utc, tflops, Stats};
@@ -19,8 +19,8 @@ use tilec_report::schema::{date_utc, tflops, Stats};
 /// What `tilec-bench --sequence` was asked for.
 #[derive(Debug, Clone)]
 pub struct SequenceArgs<'a> {
-    /// The command line, for the report.
-    pub command_line: &'a [String],
+    /// How the ways are checked, timed and reported.
+    pub run: RunOptions<'a>,
     /// One layer's GEMMs, in order.
     pub sizes: Vec<GemmSize>,
     /// The kernel of each step (folder name, artifact), in the same order.
@@ -29,18 +29,6 @@ pub struct SequenceArgs<'a> {
     pub layers: usize,
     /// The inputs' seed (from the clock when absent).
     pub seed: Option<u64>,
-    /// Untimed runs of the whole sequence per way.
-    pub warmup: usize,
-    /// Timed rounds.
-    pub reps: usize,
-    /// Largest relative error that passes.
-    pub threshold: f64,
-    /// Hold the stream with a spin kernel while enqueuing.
-    pub spin: bool,
-    /// Cap a slow way's timed runs near this many milliseconds.
-    pub max_run_ms: f64,
-    /// Where to write the JSON report.
-    pub json: Option<&'a str>,
     /// The commit tilec-bench was built from.
     pub commit: Option<String>,
 }
@@ -60,7 +48,7 @@ pub fn run_sequence(args: &SequenceArgs) -> Result<SequenceReport> {
         return Err(RuntimeError::Other("a sequence runs at least one layer".into()));
     }
     let gpu = Gpu::new(0)?;
-    let timer = Timer::new(&gpu, args.spin, args.max_run_ms);
+    let timer = args.run.timer(&gpu);
     let blas = Cublas::new(gpu.stream.clone())?;
     let gemms = args.artifacts.iter().map(|(_, a)| Gemm::from_artifact(&gpu, a)).collect::<Result<Vec<_>>>()?;
     let seed = args.seed.unwrap_or_else(seed_from_time);
@@ -73,11 +61,11 @@ pub fn run_sequence(args: &SequenceArgs) -> Result<SequenceReport> {
         device: gpu.name.clone(),
         date_utc: date_utc(created),
         commit: args.commit.clone(),
-        command_line: args.command_line.to_vec(),
+        command_line: args.run.command_line.to_vec(),
         seed,
-        warmup: args.warmup,
-        reps: args.reps,
-        threshold: args.threshold,
+        warmup: args.run.warmup,
+        reps: args.run.reps,
+        threshold: args.run.threshold,
         layers: args.layers,
         steps: args
             .sizes
@@ -97,7 +85,7 @@ pub fn run_sequence(args: &SequenceArgs) -> Result<SequenceReport> {
             _ => launch_all(&mut bound, &stream, name == TILEC_PDL)?,
         }
         gpu.sync(name)?;
-        let (worst, pass) = verdict(&chain.check(&gpu)?, args.threshold);
+        let (worst, pass) = verdict(&chain.check(&gpu)?, args.run.threshold);
         report.runs.push(SequenceRun { name: name.into(), worst_rel_err: Some(worst), pass, round_ms: Vec::new(), stats: None, tflops: None, error: None });
     }
     if report.runs.iter().all(|r| r.pass) {
@@ -106,7 +94,7 @@ pub fn run_sequence(args: &SequenceArgs) -> Result<SequenceReport> {
         let mut off = |_| launch_all(&mut bound.borrow_mut()[..], &stream, false);
         let mut on = |_| launch_all(&mut bound.borrow_mut()[..], &stream, true);
         let mut vendor = |_| chain.launch_cublas(&blas);
-        let rounds = timer.time_rounds(args.warmup, args.reps, &mut [&mut off, &mut on, &mut vendor])?;
+        let rounds = timer.time_rounds(args.run.warmup, args.run.reps, &mut [&mut off, &mut on, &mut vendor])?;
         let flops = report.flops();
         for (run, round_ms) in report.runs.iter_mut().zip(rounds) {
             run.stats = Stats::from_samples(&round_ms);
@@ -119,7 +107,7 @@ pub fn run_sequence(args: &SequenceArgs) -> Result<SequenceReport> {
         }
     }
     print!("{}", report.table());
-    if let Some(path) = args.json {
+    if let Some(path) = args.run.json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| RuntimeError::Other(format!("sequence report: {e}")))?;
         std::fs::write(path, text).map_err(|e| RuntimeError::Other(format!("writing {path}: {e}")))?;
         println!("wrote {path}");

@@ -72,6 +72,33 @@ pub fn round_order(round: usize, kernels: usize) -> impl Iterator<Item = usize> 
     (0..kernels).map(move |j| shuffle[(round + j) % kernels])
 }
 
+/// How a benchmark mode of `tilec-bench` (`--grouped`, `--sequence`)
+/// checks, times and reports its contenders.
+#[derive(Debug, Clone)]
+pub struct RunOptions<'a> {
+    /// The command line, for the report.
+    pub command_line: &'a [String],
+    /// Untimed runs per contender.
+    pub warmup: usize,
+    /// Timed rounds.
+    pub reps: usize,
+    /// Largest relative error that passes.
+    pub threshold: f64,
+    /// Hold the stream with a spin kernel while enqueuing.
+    pub spin: bool,
+    /// Cap a slow contender's timed runs near this many milliseconds.
+    pub max_run_ms: f64,
+    /// Where to write the JSON report.
+    pub json: Option<&'a str>,
+}
+
+impl RunOptions<'_> {
+    /// The timer these options ask for on `gpu`.
+    pub fn timer<'g>(&self, gpu: &'g Gpu) -> Timer<'g> {
+        Timer::new(gpu, self.spin, self.max_run_ms)
+    }
+}
+
 /// Times kernels on one GPU's stream.
 pub struct Timer<'a> {
     gpu: &'a Gpu,

@@ -354,21 +354,28 @@ fn named_artifacts(dirs: &[String]) -> Option<Vec<(String, Artifact)>> {
     Some(out)
 }
 
-/// `--grouped`: the grouped-GEMM baselines (`tilec_runtime::grouped_bench`).
-fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
-    use tilec_runtime::grouped_bench::{run_grouped, GroupedArgs};
-    let Some(grouped_artifacts) = named_artifacts(&args.artifacts) else { return ExitCode::from(EXIT_ERROR) };
-    let seed = args.seed.unwrap_or_else(seed_from_time);
-    let g = GroupedArgs {
+/// The run options `--grouped` and `--sequence` share, from the command line.
+fn run_options<'a>(argv: &'a [String], args: &'a BenchArgs) -> tilec_runtime::timing::RunOptions<'a> {
+    tilec_runtime::timing::RunOptions {
         command_line: argv,
-        problems: args.grouped_problems.clone().unwrap_or_else(|| tilec_runtime::grouped::default_grouped_problems(seed)),
-        seed,
         warmup: args.warmup,
         reps: args.reps,
         threshold: args.threshold,
         spin: args.spin,
         max_run_ms: args.max_run_ms,
         json: args.json.as_deref(),
+    }
+}
+
+/// `--grouped`: the grouped-GEMM baselines (`tilec_runtime::grouped_bench`).
+fn grouped(argv: &[String], args: &BenchArgs) -> ExitCode {
+    use tilec_runtime::grouped_bench::{run_grouped, GroupedArgs};
+    let Some(grouped_artifacts) = named_artifacts(&args.artifacts) else { return ExitCode::from(EXIT_ERROR) };
+    let seed = args.seed.unwrap_or_else(seed_from_time);
+    let g = GroupedArgs {
+        run: run_options(argv, args),
+        problems: args.grouped_problems.clone().unwrap_or_else(|| tilec_runtime::grouped::default_grouped_problems(seed)),
+        seed,
         artifacts: grouped_artifacts,
     };
     match run_grouped(&g) {
@@ -400,17 +407,11 @@ fn sequence(argv: &[String], args: &BenchArgs, steps: &[Shape]) -> ExitCode {
     use tilec_runtime::sequence_bench::{run_sequence, SequenceArgs};
     let Some(artifacts) = sequence_artifacts(args, steps) else { return ExitCode::from(EXIT_ERROR) };
     let s = SequenceArgs {
-        command_line: argv,
+        run: run_options(argv, args),
         sizes: steps.iter().map(|s| GemmSize::new(s.m, s.n, s.k)).collect(),
         artifacts,
         layers: args.layers,
         seed: args.seed,
-        warmup: args.warmup,
-        reps: args.reps,
-        threshold: args.threshold,
-        spin: args.spin,
-        max_run_ms: args.max_run_ms,
-        json: args.json.as_deref(),
         commit: build_commit(),
     };
     match run_sequence(&s) {
