@@ -75,9 +75,12 @@ fn block_id_op(body: &Body, block: Block, dim: i64) -> Option<Op> {
 
 /// The store of the output tile at (`pid_m`, `pid_n`), or at (`pid_z`,
 /// `pid_m`, `pid_n`) in a batched output: its tensor and tile shape give the
-/// number of tiles. Errors name `pass`, the pass that needs it.
+/// number of tiles. A store of one value a group of columns (an FP8
+/// quantisation's scales) writes a narrower tensor at the same tile
+/// coordinates, in whatever order the program lists it: it never gives the
+/// counts. Errors name `pass`, the pass that needs it.
 fn output_store(pass: &str, body: &Body, region: Region, pid_z: Option<Value>, pid_m: Value, pid_n: Value) -> Result<Store, Diagnostic> {
-    let stores: Vec<Store> = body.walk_region(region).into_iter().filter_map(|o| Store::of(body, o)).collect();
+    let stores: Vec<Store> = body.walk_region(region).into_iter().filter_map(|o| Store::of(body, o)).filter(|s| s.group(body).is_none()).collect();
     let at_tile = |s: &Store| match (s.indices(body), pid_z) {
         ([m, n], _) => [*m, *n] == [pid_m, pid_n],
         ([z, m, n], Some(pid_z)) => [*z, *m, *n] == [pid_z, pid_m, pid_n],
