@@ -149,9 +149,13 @@ fn find_tile_loop(body: &Body, ws_op: Op, consumer: Block) -> Result<TileLoop, D
     if chunks.is_empty() {
         return Err(op_error(body, convert, "tile-defer-epilogue needs the TMA epilogue after the conversion (tile-lower-to-nv{epilogue=tma})".into()));
     }
-    if let Some(&op) = rest.iter().find(|&&op| !body.is_pure_leaf(op)) {
-        return Err(op_error(body, op, "tile-defer-epilogue needs the epilogue to end with its last nv.tma_store".into()));
+    // What follows the last TMA store (the stores of values a group of
+    // columns at a time, an FP8 quantisation's scales) goes with the last
+    // chunk: deferred with the tile, it is written once, with it.
+    if let Some(&op) = rest.iter().find(|&&op| !(body.is_pure_leaf(op) || body.opcode(op) == Opcode::NvStoreGlobal)) {
+        return Err(op_error(body, op, "tile-defer-epilogue moves the TMA epilogue and the global stores after it; this op is neither".into()));
     }
+    chunks.last_mut().expect("a chunk").extend(rest);
     Ok(TileLoop { tiles, k_loop, commit, drain, chunks })
 }
 
