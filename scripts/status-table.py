@@ -20,6 +20,7 @@ END = "<!-- end of status table -->"
 COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-column-halves.json"
 COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-fp8-refit.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
+QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
 GROUPED = "docs/benchmarks/checks/2026-11-29-h200-grouped.json"
 SEQUENCE = "docs/benchmarks/pdl/2026-11-30-h200-sequence-m"
 
@@ -127,7 +128,7 @@ def rows():
         ("SwiGLU MLP in one GEMM (`examples/mlp_swiglu.tile`), M x 2H x K, vs two cuBLASLt GEMMs + an element-wise kernel", summary(bench(EPILOGUE + "swiglu-two-gemms.json", "cublaslt-2gemm+nvrtc-gated"), ["4096x28672x4096"]), EPILOGUE + "swiglu-two-gemms.json"),
         ("Grouped contiguous BF16 (`examples/grouped_contiguous_bf16.tile`), the 8 contiguous problems of the grouped benchmark, vs the per-expert cuBLAS loop", summary(checked_rows(GROUPED, "grouped_contiguous_bf16")), GROUPED),
         ("Grouped SwiGLU (`examples/grouped_contiguous_swiglu.tile`), vs per-expert cuBLAS loops per part + the element-wise kernel", summary(grouped(EPILOGUE + "grouped-swiglu.json", "cublas-loop-2gemm+nvrtc-gated", "gswiglu_c1")), EPILOGUE + "grouped-swiglu.json"),
-        ("FP8 block-scaled + per-token FP8 quantisation (`examples/gemm_fp8_quantize.tile`), the six M = 4096 shapes, vs cuBLASLt block-scaled + a quantisation kernel", summary(bench(EPILOGUE + "fp8-quantize-picks.json", "cublaslt-fp8-block+nvrtc-quantize", pick)), EPILOGUE + "fp8-quantize-picks.json"),
+        ("FP8 block-scaled + per-token FP8 quantisation (`examples/gemm_fp8_quantize.tile`), the six M = 4096 shapes, vs cuBLASLt block-scaled + a quantisation kernel", summary(bench(QUANTIZE, "cublaslt-fp8-block+nvrtc-quantize", pick)), QUANTIZE),
         ("A transformer layer's four BF16 GEMMs back to back (`tilec-bench --sequence`, four layers), programmatic dependent launch on over off", ", ".join(summary(sequence(f"{SEQUENCE}{m}.json", "tilec+pdl", "tilec")) for m in (8, 64, 4096)), SEQUENCE + "{8,64,4096}.json"),
         ("the same with programmatic launch, vs cuBLAS over the same sequence", ", ".join(summary(sequence(f"{SEQUENCE}{m}.json", "tilec+pdl", "cublas")) for m in (8, 64, 4096)), "same"),
         ("FP8 block-scaled + bias + ReLU, vs cuBLASLt per-tensor FP8 + an element-wise kernel", summary(bench(EPILOGUE + "fp8-bias-relu-4096.json", "cublaslt-fp8+nvrtc-epilogue"), ["4096x4096x4096"]), EPILOGUE + "fp8-bias-relu-4096.json"),

@@ -1380,12 +1380,20 @@ const FP8_PING_PONG_K_BLOCKS: i64 = 12;
 /// warp-specialised for a short K (at most [`BF16_PERSISTENT_K_BLOCKS`])
 /// over many waves (rule 7), and a block-scaled pick that two consumers
 /// share over a long K (at least [`LONG_K_BLOCKS`]) and at least
-/// [`FP8_CLUSTER_WAVES`] waves.
+/// [`FP8_CLUSTER_WAVES`] waves, wider than one scale block. A tile one
+/// scale block wide is bound by its consumers' shared-memory reads (each
+/// reads all of B's stage), which multicast does not lessen: in clusters
+/// it ran slower (measured: docs/evidence.md, config_rules.rs,
+/// prefers_clusters).
 fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
     let k_blocks = problem.k_blocks();
     let c = &best.config;
     let bf16_short = problem.precision == Precision::Bf16 && matches!(c.schedule, Schedule::WarpSpecialized { .. }) && k_blocks <= BF16_PERSISTENT_K_BLOCKS;
-    let fp8_long = problem.precision == Precision::Fp8BlockScaled && c.schedule == (Schedule::WarpSpecialized { consumers: 2 }) && k_blocks >= LONG_K_BLOCKS && best.waves >= FP8_CLUSTER_WAVES;
+    let fp8_long = problem.precision == Precision::Fp8BlockScaled
+        && c.schedule == (Schedule::WarpSpecialized { consumers: 2 })
+        && c.block_n > SCALE_BLOCK_N
+        && k_blocks >= LONG_K_BLOCKS
+        && best.waves >= FP8_CLUSTER_WAVES;
     bf16_short || fp8_long
 }
 
@@ -1680,6 +1688,30 @@ fn deferred_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, best: &C
     Some(Candidate { config: Config { deferred_epilogue: true, ..chunked.config }, ..chunked })
 }
 
+/// Whether `tile-defer-epilogue` takes `c` (two consumers sharing each
+/// tile's rows, persistent, unclustered, its K loop whole and not shared
+/// by stream-K, the TMA epilogue) and its consumers hold the carried tile,
+/// BF16 pairs, beside the accumulators: at most
+/// [`DEFERRED_CARRY_REGISTERS`] registers a thread in all.
+fn takes_deferred_epilogue(problem: &Problem, c: &Config) -> bool {
+    let registers = problem.precision.accumulator_registers(c.block_m, c.block_n, 2);
+    c.schedule == (Schedule::WarpSpecialized { consumers: 2 })
+        && c.persistent()
+        && c.cluster == Along::None
+        && c.splits == 1
+        && c.stream_k.is_none()
+        && matches!(c.epilogue, Epilogue::Tma { .. })
+        && !c.deferred_epilogue
+        && registers.total + registers.running / 2 <= DEFERRED_CARRY_REGISTERS
+}
+
+/// The most registers a consumer thread of a deferred epilogue holds in
+/// accumulators, partial sums and the carried tile: block-scaled FP8
+/// 128x128 (160) and BF16 128x256 (192) spill nothing, FP8 128x176 (220)
+/// spilled 1300 bytes and more
+/// (measured: docs/evidence.md, config_rules.rs, takes_deferred_epilogue).
+const DEFERRED_CARRY_REGISTERS: i64 = 192;
+
 /// Rule 18: the deferred output buffer's columns, one 128-byte swizzle row
 /// of BF16: wider chunks leave fewer K steps to spread the stores over,
 /// narrower ones a narrower swizzle; 64 ran faster than 128 and 32
@@ -1912,6 +1944,19 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
                 found.extend(column_halves_candidates(problem, machine, pins, tile, splits).into_iter().filter(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
             }
         }
+    }
+    // An epilogue that works on the converted tile (an FP8 quantisation's
+    // absmax, scaling and codes) has that work, not only its stores, moved
+    // beside the next tile's K loop by the deferred epilogue: each form
+    // weighed so far that `tile-defer-epilogue` takes, deferred.
+    if problem.epilogue.defers_work() {
+        let deferred: Vec<Candidate> = ranked
+            .iter()
+            .chain(&found)
+            .filter(|c| takes_deferred_epilogue(problem, &c.config))
+            .map(|c| Candidate { config: Config { deferred_epilogue: true, ..c.config }, ..c.clone() })
+            .collect();
+        found.extend(deferred);
     }
     let mut fresh: Vec<Candidate> = Vec::new();
     // Block-scaled tiles promoted an m64 block of rows at a time, which
@@ -2159,7 +2204,7 @@ mod tests {
     #[test]
     fn an_epilogue_brings_ping_pong_alternatives() {
         let machine = Machine::of(&Target::H200);
-        let gelu = crate::cost_model::epilogue::EpilogueWork { lane_ops: 6, sfu_ops: 1, read_bytes: 0 };
+        let gelu = crate::cost_model::epilogue::EpilogueWork { lane_ops: 6, sfu_ops: 1, ..Default::default() };
         for (m, n, k) in [(4096, 4096, 4096), (4096, 32768, 512), (1000, 1000, 1000)] {
             let plain = bf16(m, n, k);
             let fused = Problem { epilogue: gelu, ..plain };
@@ -2828,6 +2873,45 @@ mod tests {
         // Nor where the operands are chosen by data.
         let grouped = Problem { clusterable: false, ..scaled(4096, 4096, 4096) };
         assert_eq!(choose(&grouped, &Machine::H100, &Pins::default()).unwrap().config.cluster, Along::None);
+        // Nor over tiles one scale block wide (pinned, or held by the
+        // epilogue's 128-column groups), which shared memory bounds.
+        let one_block = Pins { block_n: Some(SCALE_BLOCK_N), ..Pins::default() };
+        for (m, n, k) in [(4096, 4096, 7168), (4096, 7168, 16384), (4096, 2112, 7168)] {
+            let pick = choose(&scaled(m, n, k), &Machine::H100, &one_block).unwrap();
+            assert_eq!((pick.config.block_n, pick.config.cluster), (SCALE_BLOCK_N, Along::None), "{m}x{n}x{k}");
+        }
+    }
+
+    /// The deferred epilogue is weighed where it would hide an epilogue's
+    /// work on the converted tile, in the forms the pass takes whose
+    /// consumers hold the carried tile; a plain GEMM's or one whose
+    /// epilogue works before the conversion gets no such alternative.
+    #[test]
+    fn deferred_forms_are_weighed_where_they_hide_work_after_the_conversion() {
+        let machine = Machine::of(&Target::H200);
+        let quantise = crate::cost_model::epilogue::EpilogueWork { lane_ops: 5, deferrable_lane_ops: 5, ..Default::default() };
+        let gelu = crate::cost_model::epilogue::EpilogueWork { lane_ops: 6, sfu_ops: 1, ..Default::default() };
+        let deferred_alternatives = |p: &Problem| {
+            let ranked = rank(p, &machine, &Pins::default());
+            alternatives(p, &machine, &Pins::default(), &ranked).into_iter().filter(|c| c.config.deferred_epilogue).collect::<Vec<_>>()
+        };
+        for (m, n, k) in [(4096, 24576, 1536), (4096, 7168, 2048), (4096, 4096, 7168)] {
+            let scaled = Problem { b_scale_rows: Some(1), column_group: Some(SCALE_BLOCK_N), ..fp8(m, n, k) };
+            let deferred = deferred_alternatives(&Problem { epilogue: quantise, ..scaled });
+            assert!(!deferred.is_empty(), "{m}x{n}x{k}: no deferred form weighed");
+            for c in &deferred {
+                assert!(takes_deferred_epilogue(&scaled, &Config { deferred_epilogue: false, ..c.config }), "{m}x{n}x{k}: {}", c.config);
+                assert_eq!((c.config.block_n, c.config.cluster), (SCALE_BLOCK_N, Along::None), "{}", c.config);
+            }
+            assert!(deferred_alternatives(&scaled).is_empty(), "{m}x{n}x{k}: a plain GEMM's forms deferred");
+            assert!(deferred_alternatives(&Problem { epilogue: gelu, ..scaled }).is_empty(), "{m}x{n}x{k}: work before the conversion deferred");
+        }
+        // The carried tile fits beside 128x128's accumulators and partials
+        // (160 registers), not beside 128x176's (220).
+        let fp8_tile = |bn| Config { block_n: bn, schedule: Schedule::WarpSpecialized { consumers: 2 }, num_warps: 12, epilogue: Epilogue::Tma { columns: bn }, ..Config::neutral((128, bn, 128)) };
+        let scaled = fp8(4096, 4096, 7168);
+        assert!(fp8_tile(128).persistent() && takes_deferred_epilogue(&scaled, &fp8_tile(128)));
+        assert!(!takes_deferred_epilogue(&scaled, &fp8_tile(176)));
     }
 
     #[test]
@@ -2872,14 +2956,14 @@ mod tests {
         // its scales staged (rule 11): 5 stages of 32776 + 516 bytes and
         // 32768 for the output (6 would need 232520). With K = 2048 (16
         // blocks) or 512 (4) over 8 or more waves it is too, and so it is
-        // over 2 waves (M = 128). Over 32 K blocks and 8 waves it takes its
-        // clusters along M (rule 10), ranking the unclustered kernel next.
+        // over 2 waves (M = 128). One scale block wide it takes no clusters
+        // (rule 10), ranking the clustered kernel next.
         let c = choose(&square, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         assert_eq!((c.config.block_m, c.config.block_n, c.config.block_k, c.config.stages), (128, 128, 128, 5));
-        assert_eq!((c.config.schedule, c.config.scales, c.config.cluster), (Schedule::WarpSpecialized { consumers: 2 }, Scales::Staged, Along::M));
+        assert_eq!((c.config.schedule, c.config.scales, c.config.cluster), (Schedule::WarpSpecialized { consumers: 2 }, Scales::Staged, Along::None));
         let ranked = rank(&square, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() });
-        assert_eq!(ranked[1].config, Config { cluster: Along::None, ..c.config });
-        assert_eq!(ranked[1].reason, "the pick without clusters (rule 10 clusters it here)");
+        assert_eq!(ranked[1].config, Config { cluster: Along::M, ..c.config });
+        assert_eq!(ranked[1].reason, "the pick in 2-CTA clusters along m, multicasting B");
         assert!(ranked[2].reason.starts_with("pipelined alternative of the pick's tile"));
         let pick = |p: Problem| choose(&p, &Machine::H100, &Pins { block_n: Some(128), ..Pins::default() }).unwrap();
         let shorter = pick(Problem { k: 2048, ..square });

@@ -24,6 +24,13 @@ pub struct EpilogueWork {
     pub sfu_ops: i64,
     /// Bytes read from global memory (a residual's element).
     pub read_bytes: i64,
+    /// Of `lane_ops`, those on the tile after its conversion from the
+    /// accumulator (an FP8 quantisation's absmax, scaling and codes): the
+    /// deferred epilogue runs them, with the stores, beside the next
+    /// tile's K loop (`tile-defer-epilogue`).
+    pub deferrable_lane_ops: i64,
+    /// Of `sfu_ops`, those after the conversion.
+    pub deferrable_sfu_ops: i64,
 }
 
 impl std::fmt::Display for EpilogueWork {
@@ -41,6 +48,12 @@ impl EpilogueWork {
     /// No work beyond the conversion: a plain GEMM's.
     pub fn is_plain(&self) -> bool {
         *self == EpilogueWork::default()
+    }
+
+    /// Whether the deferred epilogue would move work of the epilogue's,
+    /// not only its stores, beside the next tile's K loop.
+    pub fn defers_work(&self) -> bool {
+        self.deferrable_lane_ops > 0 || self.deferrable_sfu_ops > 0
     }
 }
 
@@ -62,38 +75,44 @@ pub fn work(f: &Function, ops: &[Op]) -> EpilogueWork {
     let mut w = EpilogueWork::default();
     let mut conversions = 0;
     for &op in ops {
-        let on_tiles = body.ops[op].results.iter().any(|&r| body.value_type(r).as_tile().is_some());
-        let opcode = body.opcode(op);
-        let operands_uniform = body.ops[op].operands.iter().all(|v| uniform.contains(v));
-        if on_tiles && (opcode == Opcode::TileConstant || opcode == Opcode::TileReduce || (body.ops[op].def.traits.elementwise && operands_uniform)) {
-            uniform.extend(body.ops[op].results.iter().copied());
-            if opcode == Opcode::TileReduce {
-                // Each element folded into its thread's partial result.
-                w.lane_ops += 1;
+        // Work after the first conversion (the accumulator's) is what the
+        // deferred epilogue moves beside the next tile's K loop.
+        let deferrable = conversions > 0;
+        let (lane, sfu) = 'op: {
+            let on_tiles = body.ops[op].results.iter().any(|&r| body.value_type(r).as_tile().is_some());
+            let opcode = body.opcode(op);
+            let operands_uniform = body.ops[op].operands.iter().all(|v| uniform.contains(v));
+            if on_tiles && (opcode == Opcode::TileConstant || opcode == Opcode::TileReduce || (body.ops[op].def.traits.elementwise && operands_uniform)) {
+                uniform.extend(body.ops[op].results.iter().copied());
+                // A reduction folds each element into its thread's partial result.
+                break 'op (i64::from(opcode == Opcode::TileReduce), 0);
             }
-            continue;
-        }
-        if on_tiles && body.opcode(op) == Opcode::TileLoad {
-            w.read_bytes += body.ops[op].results.iter().filter_map(|&r| body.value_type(r).as_tile()).map(|t| i64::from(t.elem.bits() / 8)).sum::<i64>();
-            continue;
-        }
-        if !on_tiles || !body.ops[op].def.traits.elementwise {
-            continue;
-        }
-        let (lane, sfu) = match body.opcode(op) {
-            Opcode::TileTruncf => {
-                conversions += 1;
-                (1, 0)
+            if on_tiles && opcode == Opcode::TileLoad {
+                w.read_bytes += body.ops[op].results.iter().filter_map(|&r| body.value_type(r).as_tile()).map(|t| i64::from(t.elem.bits() / 8)).sum::<i64>();
+                break 'op (0, 0);
             }
-            Opcode::TileExp => (1, 1),
-            Opcode::TileTanh | Opcode::TileRsqrt => (0, 1),
-            Opcode::TileErf => (20, 1),
-            Opcode::TileDivf => (8, 0),
-            Opcode::TileAddf | Opcode::TileSubf if body.ops[op].operands.iter().any(|&v| fused_product(v)) => (0, 0),
-            _ => (1, 0),
+            if !on_tiles || !body.ops[op].def.traits.elementwise {
+                break 'op (0, 0);
+            }
+            match opcode {
+                Opcode::TileTruncf => {
+                    conversions += 1;
+                    (1, 0)
+                }
+                Opcode::TileExp => (1, 1),
+                Opcode::TileTanh | Opcode::TileRsqrt => (0, 1),
+                Opcode::TileErf => (20, 1),
+                Opcode::TileDivf => (8, 0),
+                Opcode::TileAddf | Opcode::TileSubf if body.ops[op].operands.iter().any(|&v| fused_product(v)) => (0, 0),
+                _ => (1, 0),
+            }
         };
         w.lane_ops += lane;
         w.sfu_ops += sfu;
+        if deferrable {
+            w.deferrable_lane_ops += lane;
+            w.deferrable_sfu_ops += sfu;
+        }
     }
     if conversions > 0 {
         w.lane_ops -= 1;

@@ -582,14 +582,15 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     let hidden = c.schedule == Schedule::PingPong || c.deferred_epilogue;
     let exposed_stores = if hidden { 1.0 } else { tiles_per_sm };
     // The epilogue's ops on the CUDA cores and SFUs and its reads (a
-    // residual, at the stores' rate), which the deferred epilogue does not
-    // hide (they come before the conversion it defers); ping-pong runs them
-    // beside the other consumer's K loop.
+    // residual, at the stores' rate). The deferred epilogue hides those
+    // after the conversion it defers (an FP8 quantisation's), not those
+    // before it; ping-pong runs them all beside the other consumer's K loop.
     let work = problem.epilogue;
-    let epilogue = bm * bn * (work.lane_ops as f64 / SM_LANES + work.sfu_ops as f64 / SFU_LANES) / throughput.clock_hz
-        + bm * bn * work.read_bytes as f64 / cal.store_bytes_per_s;
+    let instructions = |lane: i64, sfu: i64| bm * bn * (lane as f64 / SM_LANES + sfu as f64 / SFU_LANES) / throughput.clock_hz;
+    let deferrable = instructions(work.deferrable_lane_ops, work.deferrable_sfu_ops);
+    let kept = instructions(work.lane_ops - work.deferrable_lane_ops, work.sfu_ops - work.deferrable_sfu_ops) + bm * bn * work.read_bytes as f64 / cal.store_bytes_per_s;
     let exposed_epilogues = if c.schedule == Schedule::PingPong { 1.0 } else { tiles_per_sm };
-    let overhead = cal.launch_s + tiles_per_sm * cal.tile_overhead_s + exposed_stores * store + exposed_epilogues * epilogue;
+    let overhead = cal.launch_s + tiles_per_sm * cal.tile_overhead_s + exposed_stores * (store + deferrable) + exposed_epilogues * kept;
 
     let body = overlapped(&[main_loop, hbm], cal.overlap_exponent);
     let seconds = body + reduction + overhead;
@@ -614,7 +615,7 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config_rules::{figures, rank, Pins};
+    use crate::config_rules::{figures, rank, Config, Pins};
     use crate::cost_model::epilogue::EpilogueWork;
 
     fn h200() -> Throughput {
@@ -660,7 +661,7 @@ mod tests {
     /// schedules one a tile.
     #[test]
     fn an_epilogue_costs_its_exposed_tiles() {
-        let gelu = EpilogueWork { lane_ops: 10, sfu_ops: 1, read_bytes: 0 };
+        let gelu = EpilogueWork { lane_ops: 10, sfu_ops: 1, ..Default::default() };
         for (m, n, k) in drawn_shapes(40) {
             let plain = bf16(m, n, k);
             let fused = Problem { epilogue: gelu, ..plain };
@@ -674,6 +675,36 @@ mod tests {
                     assert!((added - one_tile).abs() < 1e-12, "{m}x{n}x{k} {c}: ping-pong exposes one tile's epilogue, added {added}");
                 } else {
                     assert!(added >= one_tile * (1.0 - 1e-9), "{m}x{n}x{k} {c}: each tile's epilogue is exposed");
+                }
+            }
+        }
+    }
+
+    /// The deferred epilogue hides the epilogue's work on the converted
+    /// tile (an FP8 quantisation's) as it hides the stores: deferring gains
+    /// all but one tile's worth of it more where a CTA takes several
+    /// tiles; the work before the conversion it leaves where it was.
+    #[test]
+    fn a_deferred_epilogue_hides_the_work_after_the_conversion() {
+        let after = EpilogueWork { lane_ops: 5, deferrable_lane_ops: 5, ..Default::default() };
+        let before = EpilogueWork { lane_ops: 5, ..Default::default() };
+        for (m, n, k) in drawn_shapes(40) {
+            let plain = bf16(m, n, k);
+            for (candidate, _) in predictions(&plain) {
+                let deferred = Candidate { config: Config { deferred_epilogue: true, ..candidate.config }, ..candidate.clone() };
+                let gain = |work: EpilogueWork| {
+                    let p = Problem { epilogue: work, ..plain };
+                    let time = |c: &Candidate| predict(&p, &Machine::H100, &h200(), &Calibration::PRIOR, c).seconds;
+                    time(&candidate) - time(&deferred)
+                };
+                let c = &candidate.config;
+                assert!((gain(before) - gain(EpilogueWork::default())).abs() < 1e-12, "{m}x{n}x{k} {c}: work before the conversion is not deferred");
+                let hidden = gain(after) - gain(EpilogueWork::default());
+                let one_tile = (c.block_m * c.block_n) as f64 * 5.0 / SM_LANES / h200().clock_hz;
+                if c.schedule == Schedule::PingPong || candidate.waves == 1 {
+                    assert!(hidden.abs() < 1e-12, "{m}x{n}x{k} {c}: nothing more to hide, hid {hidden}");
+                } else {
+                    assert!(hidden >= one_tile * (1.0 - 1e-9), "{m}x{n}x{k} {c}: over {} waves deferring hid only {hidden}", candidate.waves);
                 }
             }
         }
