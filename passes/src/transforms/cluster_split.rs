@@ -39,7 +39,7 @@ use crate::pass::PassInfo;
 use crate::pass::{op_error, Pass};
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op, Region, Type, Value};
 use tilec_dialects::nv::{self, AllocMbarriers, Barrier, ClusterBarrier, ClusterRank, LoadFragment, MbarrierArrive, MbarrierArriveRemote, MbarrierWait, SmemRows, TmaLoad, Wgmma};
-use tilec_dialects::tile::{Addi, BlockId, Muli, Subi};
+use tilec_dialects::tile::{Addi, BlockId, For, LoadScalar, Muli, Subi};
 use tilec_dialects::{Diagnostic, Function};
 
 /// `tile-cluster-split`'s registration: name, options, phases and constructor.
@@ -86,8 +86,23 @@ impl Pass for ClusterSplit {
         let region = func.region;
         let body = &mut func.body;
         let ops = body.walk_region(region);
-        if let Some(&z) = ops.iter().find(|&&o| BlockId::of(body, o).is_some_and(|b| b.dim(body) == 2)) {
-            return Err(op_error(body, z, "indexes a batch of problems (grid z): tile-cluster-split pairs CTAs of one problem only".into()));
+        // In a grid kernel, grid z (a batch of problems, split-K's splits)
+        // stays out of the cluster: the two CTAs of a pair share their z,
+        // and so the operand. They must also run the same K loop, whose
+        // trip count may then hang neither on the tile along the cluster
+        // nor on data (a masked expert's count of rows). A persistent
+        // kernel's pairs are its loop over tiles' (`check_pairing`).
+        let cluster_dim = if self.along == Along::M { 0 } else { 1 };
+        let varies = |op: Op| BlockId::of(body, op).is_some_and(|b| b.dim(body) == cluster_dim) || LoadScalar::of(body, op).is_some();
+        for &op in ops.iter().filter(|_| !persistent) {
+            let Some(l) = For::of(body, op) else { continue };
+            if [l.lower_bound(body), l.upper_bound(body), l.step(body)].into_iter().any(|v| body.computed_from(v, varies)) {
+                return Err(op_error(
+                    body,
+                    op,
+                    format!("runs a loop whose trip count depends on 'tile.block_id {}' or on loaded data: the two CTAs of a cluster along {} would run different K loops", ["x", "y"][cluster_dim as usize], self.along.word()),
+                ));
+            }
         }
         let wgmmas: Vec<Wgmma> = ops.iter().filter_map(|&o| Wgmma::of(body, o)).collect();
         let Some(&first) = wgmmas.first() else {
