@@ -23,8 +23,10 @@
 //! Clusters have two CTAs: larger ones lost speed in published measurements,
 //! and DeepGEMM caps them at two. The pair must hold tiles that share the
 //! operand: in a grid kernel, the shared operand's loads must not depend on
-//! the block id along the cluster; a persistent kernel must hand out tile
-//! pairs along the same dimension (`tile-persistent{cluster-pairs=...}`).
+//! the block id along the cluster, and grid z (a batch, split-K's splits
+//! through the workspace) stays out of the pair; a persistent kernel must
+//! hand out tile pairs along the same dimension
+//! (`tile-persistent{cluster-pairs=...}`).
 //! Both CTAs run the same K loop, so a CTA whose tile lies past the edge
 //! still loads (TMA fills zeros), takes part in every barrier and stores
 //! nothing (stores are bounds-checked, TMA stores clipped).
@@ -86,23 +88,8 @@ impl Pass for ClusterSplit {
         let region = func.region;
         let body = &mut func.body;
         let ops = body.walk_region(region);
-        // In a grid kernel, grid z (a batch of problems, split-K's splits)
-        // stays out of the cluster: the two CTAs of a pair share their z,
-        // and so the operand. They must also run the same K loop, whose
-        // trip count may then hang neither on the tile along the cluster
-        // nor on data (a masked expert's count of rows). A persistent
-        // kernel's pairs are its loop over tiles' (`check_pairing`).
-        let cluster_dim = if self.along == Along::M { 0 } else { 1 };
-        let varies = |op: Op| BlockId::of(body, op).is_some_and(|b| b.dim(body) == cluster_dim) || LoadScalar::of(body, op).is_some();
-        for &op in ops.iter().filter(|_| !persistent) {
-            let Some(l) = For::of(body, op) else { continue };
-            if [l.lower_bound(body), l.upper_bound(body), l.step(body)].into_iter().any(|v| body.computed_from(v, varies)) {
-                return Err(op_error(
-                    body,
-                    op,
-                    format!("runs a loop whose trip count depends on 'tile.block_id {}' or on loaded data: the two CTAs of a cluster along {} would run different K loops", ["x", "y"][cluster_dim as usize], self.along.word()),
-                ));
-            }
+        if !persistent {
+            self.check_same_loops(body, &ops)?;
         }
         let wgmmas: Vec<Wgmma> = ops.iter().filter_map(|&o| Wgmma::of(body, o)).collect();
         let Some(&first) = wgmmas.first() else {
@@ -159,6 +146,27 @@ impl Pass for ClusterSplit {
 }
 
 impl ClusterSplit {
+    /// In a grid kernel the two CTAs of a pair share their grid z (a batch
+    /// of problems, split-K's splits), and so the operand, and must run the
+    /// same loops: no trip count may hang on the block id along the cluster
+    /// or on data (a masked expert's count of rows), or one CTA would wait
+    /// for loads its peer never multicasts.
+    fn check_same_loops(&self, body: &Body, ops: &[Op]) -> Result<(), Diagnostic> {
+        let dim = if self.along == Along::M { 0 } else { 1 };
+        let varies = |op: Op| BlockId::of(body, op).is_some_and(|b| b.dim(body) == dim) || LoadScalar::of(body, op).is_some();
+        for &op in ops {
+            let Some(l) = For::of(body, op) else { continue };
+            if [l.lower_bound(body), l.upper_bound(body), l.step(body)].into_iter().any(|v| body.computed_from(v, varies)) {
+                return Err(op_error(
+                    body,
+                    op,
+                    format!("runs a loop whose trip count depends on 'tile.block_id {}' or on loaded data: the two CTAs of a cluster along {} would run different K loops", ["x", "y"][dim as usize], self.along.word()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The two CTAs of a cluster must hold tiles that share the operand.
     fn check_pairing(&self, func: &Function, loads: &[Op], persistent: bool) -> Result<(), Diagnostic> {
         let body = &func.body;
