@@ -1830,9 +1830,11 @@ fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candida
 /// GEMM, each 128-row tile
 /// over two consumers with its last wave's tiles shared by K iterations
 /// over every SM (stream-K), which spreads a K loop over more CTAs than
-/// there are tiles; and for a program with an epilogue, every tile one
+/// there are tiles; for a program with an epilogue, every tile one
 /// warpgroup holds under ping-pong consumers, which hide one tile's
-/// epilogue behind the other's K loop. Those already in `ranked` are left out, and so are the
+/// epilogue behind the other's K loop; and for one whose epilogue works on
+/// the converted tile, each of these the deferred epilogue takes, deferred
+/// (`takes_deferred_epilogue`). Those already in `ranked` are left out, and so are the
 /// stream-K widths whose consumers spill (128x208 and 128x240).
 pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candidate]) -> Vec<Candidate> {
     let bk = pins.block_k.unwrap_or(problem.precision.block_k());
