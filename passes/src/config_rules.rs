@@ -1673,10 +1673,7 @@ fn deferred_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, best: &C
     let Epilogue::Tma { columns } = c.epilogue else { return None };
     let chunks = c.block_n % DEFERRED_EPILOGUE_COLUMNS == 0 && c.block_n >= 2 * DEFERRED_EPILOGUE_COLUMNS;
     let applies = problem.precision == Precision::Bf16
-        && c.schedule == (Schedule::WarpSpecialized { consumers: 2 })
-        && c.cluster == Along::None
-        && c.splits == 1
-        && c.stream_k.is_none()
+        && takes_deferred_epilogue(problem, c)
         && chunks
         && keeps_output_swizzle(c, columns, DEFERRED_EPILOGUE_COLUMNS)
         && best.waves >= DEFERRED_EPILOGUE_MIN_WAVES

@@ -11,7 +11,9 @@
 //! iteration of the loop over tiles, where chunk j is stored in K step j,
 //! after that step's `nv.wgmma_commit` and before its wait. A K loop of
 //! fewer steps than chunks stores the rest at the tile's end; the last
-//! tile's chunks are stored after the loop over tiles.
+//! tile's chunks are stored after the loop over tiles. Global stores after
+//! the last TMA store (an FP8 quantisation's per-token scales) go with the
+//! last chunk.
 //!
 //! The carried tile costs registers: the pass moves them from the producer
 //! (down to `setmaxnreg`'s least, 24) to the consumers. The BF16 128x256
