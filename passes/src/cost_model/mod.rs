@@ -556,24 +556,29 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         // Each owner adds its tile's other pieces, parked as f32 tiles.
         reduction += (pieces_per_tile - 1.0) * bm * bn * PARTIAL_BYTES * 2.0 / cal.partial_bytes_per_s;
     }
+    // Per tile on the busiest SM: fill and drain, and its stores unless
+    // hidden behind the next tile's main loop. A split tile's CTAs each
+    // fill and drain their own pipeline, so it is CTAs the SM takes in turn
+    // that pay those.
+    let tiles_per_sm = ceil_div(tiles, (slots / resident).max(1)) as f64;
+    let ctas_per_sm = ceil_div(ctas, (slots / resident).max(1)) as f64;
+
     // Split-K: through a cluster, each CTA but one hands its partial tile
     // over and the first adds them; through a workspace, each CTA parks its
-    // tile and the last reads them all back.
+    // tile as it ends (every turn of the busiest SM parks one) and the last
+    // of a tile's CTAs reads them all back.
     if splits > 1 {
         let (tiles_moved, round_trips) = match c.split_reduce {
             SplitReduce::Cluster => (2.0 * (splits - 1) as f64, 0),
             SplitReduce::Workspace => {
                 // The count's atomic, then the slots a group at a time.
                 let values = c.block_m * c.block_n / (32 * c.num_warps);
-                ((splits + 1) as f64, 1 + splits / slots_in_flight(values, splits))
+                (ctas_per_sm + splits as f64, 1 + splits / slots_in_flight(values, splits))
             }
         };
         reduction += tiles_moved * bm * bn * PARTIAL_BYTES / cal.partial_bytes_per_s + round_trips as f64 * cal.workspace_round_trip_s;
     }
 
-    // Per tile on the busiest SM: fill and drain, and its stores unless
-    // hidden behind the next tile's main loop.
-    let tiles_per_sm = ceil_div(tiles, (slots / resident).max(1)) as f64;
     let store_rate = match c.epilogue {
         Epilogue::Tma { .. } => cal.store_bytes_per_s,
         Epilogue::Global => cal.direct_store_bytes_per_s,
@@ -590,7 +595,7 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     let deferrable = instructions(work.deferrable_lane_ops, work.deferrable_sfu_ops);
     let kept = instructions(work.lane_ops - work.deferrable_lane_ops, work.sfu_ops - work.deferrable_sfu_ops) + bm * bn * work.read_bytes as f64 / cal.store_bytes_per_s;
     let exposed_epilogues = if c.schedule == Schedule::PingPong { 1.0 } else { tiles_per_sm };
-    let overhead = cal.launch_s + tiles_per_sm * cal.tile_overhead_s + exposed_stores * (store + deferrable) + exposed_epilogues * kept;
+    let overhead = cal.launch_s + ctas_per_sm * cal.tile_overhead_s + exposed_stores * (store + deferrable) + exposed_epilogues * kept;
 
     let body = overlapped(&[main_loop, hbm], cal.overlap_exponent);
     let seconds = body + reduction + overhead;
