@@ -24,7 +24,7 @@
 use crate::cluster::Along;
 use crate::config::ConfigEntries;
 use crate::words::named_by_words;
-use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Scales, Schedule};
+use crate::selection::{self, Candidate, Machine, Pins, Precision, Problem, Scales, Schedule};
 use crate::cost_model::{self, Weighed};
 use crate::hopper::staging::column_major_tensors;
 use crate::options::{OptionKind, OptionSpec};
@@ -40,7 +40,7 @@ use tilec_target::Target;
 
 const DIM: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
 /// A pinned block size or stage count: any number reaches
-/// `config_rules::check_pins`, whose located error says what the passes can
+/// `selection::check_pins`, whose located error says what the passes can
 /// build, as for `--param` and a `tile.config` in the file.
 const PIN: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
 
@@ -191,9 +191,9 @@ impl SelectConfig {
         let Some((problem, pins, machine)) = self.problem(func)? else {
             return Ok(Vec::new());
         };
-        config_rules::check_pins(&problem, &pins).map_err(|e| Diagnostic::error(func.loc.clone(), e))?;
-        let mut ranked = config_rules::rank(&problem, &machine, &pins);
-        let alternatives = config_rules::alternatives(&problem, &machine, &pins, &ranked);
+        selection::check_pins(&problem, &pins).map_err(|e| Diagnostic::error(func.loc.clone(), e))?;
+        let mut ranked = selection::rank(&problem, &machine, &pins);
+        let alternatives = selection::alternatives(&problem, &machine, &pins, &ranked);
         ranked.extend(alternatives);
         let (throughput, calibration) = cost_model::for_target(self.target);
         let mut weighed: Vec<Weighed> = ranked
@@ -538,7 +538,7 @@ mod tests {
                 m,
                 n,
                 k,
-                precision: config_rules::Precision::Bf16,
+                precision: selection::Precision::Bf16,
                 any_n: false,
                 clusterable: true,
                 varying_k: false,
@@ -550,8 +550,8 @@ mod tests {
                 output_bytes: 2,
                 epilogue: crate::cost_model::epilogue::EpilogueWork::default(),
             };
-            let ranked = config_rules::rank(&problem, &machine, &Pins::default());
-            for c in ranked.iter().chain(&config_rules::alternatives(&problem, &machine, &Pins::default(), &ranked)) {
+            let ranked = selection::rank(&problem, &machine, &Pins::default());
+            for c in ranked.iter().chain(&selection::alternatives(&problem, &machine, &Pins::default(), &ranked)) {
                 let mut func = module.functions[0].clone();
                 record(&mut func, &problem, c, true);
                 assert_eq!(crate::config::decided_config(&func).expect("readable"), Some(c.config), "{}", c.config);

@@ -42,7 +42,7 @@ use crate::config::ConfigEntries;
 use crate::hopper::counting::trip_count;
 use crate::hopper::schedule::loop_block;
 use crate::hopper::wgmma::next_op;
-use crate::config_rules::PieceOrder;
+use crate::selection::PieceOrder;
 use crate::k_range::{find_k_loop, guard_stores, restrict_k_loop, top_level_stores};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
