@@ -1,4 +1,6 @@
-//! A configuration and the figures that rank it: the schedule, epilogue, scales, split and tile order it names, the pins that fix some of it, and its text form (what `--explain` lists and tuning files hold).
+//! A configuration and the figures that rank it: the schedule, epilogue,
+//! scales, split and tile order it names, the pins that fix some of it, and
+//! its text form (what `--explain` lists and tuning files hold).
 
 use crate::cluster::Along;
 use crate::words::named_by_words;
@@ -83,7 +85,8 @@ pub enum Epilogue {
     /// aligned).
     Tma {
         /// The buffer's columns: the tile's, or a chunk of them the tile
-        /// goes through one after another (rule 8).
+        /// goes through one after another
+        /// (`chunked_epilogue`).
         columns: i64,
     },
 }
@@ -110,7 +113,8 @@ pub struct Pins {
     /// A fixed stage count.
     pub stages: Option<i64>,
     /// A fixed cluster: every candidate pairs its CTAs along this dimension
-    /// (`Along::None`: none does), instead of rule 10's alternative.
+    /// (`Along::None`: none does), instead of the clustered alternative
+    /// (`cluster_for`).
     pub cluster: Option<Along>,
 }
 
@@ -183,20 +187,22 @@ pub struct Config {
     /// The dimension along which two CTAs form a cluster and multicast the
     /// operand tile they share.
     pub cluster: Along,
-    /// CTAs that share each output tile's K loop (split-K, rule 12); 1
+    /// CTAs that share each output tile's K loop (`split_k`); 1
     /// without.
     pub splits: i64,
     /// How the splits add their partial tiles (through a cluster, or a
     /// global workspace for any number of them).
     pub split_reduce: SplitReduce,
     /// Tile rows per group of the plain pipeline's grouped tile order
-    /// (rule 13); 0 for the grid's order.
+    /// (`raster_group_for`); 0 for the grid's order.
     pub raster_group: i64,
     /// The persistent loop shares its partial last wave between the CTAs by
-    /// K iterations, its pieces run in this order (stream-K, rule 17).
+    /// K iterations, its pieces run in this order (stream-K,
+    /// `stream_k_for`).
     pub stream_k: Option<PieceOrder>,
     /// The consumers store each output tile during the next tile's first K
-    /// steps, a chunk a step (`tile-defer-epilogue`, rule 18).
+    /// steps, a chunk a step (`tile-defer-epilogue`,
+    /// `deferred_epilogue`).
     pub deferred_epilogue: bool,
 }
 
@@ -232,7 +238,7 @@ impl Config {
         SmemLayout { tile: (self.block_m, self.block_n, self.block_k), epilogue: self.epilogue, scales: self.scales, schedule: self.schedule, splits }
     }
 
-    /// Rule 8: the TMA epilogue's buffer columns where the tile goes
+    /// The TMA epilogue's buffer columns where the tile goes
     /// through it in chunks; `None` for a buffer of the whole tile.
     pub fn epilogue_chunk(&self) -> Option<i64> {
         match self.epilogue {
@@ -278,7 +284,7 @@ pub struct Candidate {
     pub sms: i64,
     /// Shared memory the configuration uses, in bytes.
     pub smem_bytes: i64,
-    /// Why it ranks where it does (the pick's reason, or the first rule it lost on).
+    /// Why it ranks where it does (the pick's reason, or the first policy or figure it lost on).
     pub reason: String,
 }
 
@@ -376,7 +382,7 @@ impl std::str::FromStr for Config {
 }
 
 /// `config`'s figures for `problem` (tiles, waves, the SMs it runs on,
-/// shared memory), as [`rank`] lists them: what the cost model reads of a
+/// shared memory), as [`rank`](fn@super::rank) lists them: what the cost model reads of a
 /// configuration taken from elsewhere (a measurement, a tuning file).
 pub fn figures(problem: &Problem, machine: &Machine, config: Config) -> Candidate {
     let tiles = ceil_div(problem.m, config.block_m) * ceil_div(problem.n, config.block_n);
@@ -418,5 +424,13 @@ mod tests {
         }
         assert_eq!(Schedule::from_word("warp_specialized", 1), Some(Schedule::WarpSpecialized { consumers: 1 }));
         assert_eq!(Schedule::from_word("cooperative", 2), None);
+    }
+
+    /// Whole-width promotion: a configuration names no `mma_n` (column
+    /// halves stay a knob of `tile.config` and `tile-assign-layouts`).
+    #[test]
+    fn a_config_promotes_whole_width() {
+        let err = "128x176x128 stages=4 warps=12 ws2 persistent epilogue=tma mma_n=88".parse::<Config>().unwrap_err();
+        assert!(err.contains("unknown word 'mma_n=88'"), "{err}");
     }
 }

@@ -7,7 +7,7 @@ use super::problem::Problem;
 use super::smem::STAGES_LIMIT;
 use super::tiles::{BLOCK_MS, BLOCK_N_STEP, MAX_BLOCK_N};
 
-/// Rejects shapes and pins the rules cannot build.
+/// Rejects shapes and pins the passes cannot build.
 pub fn check_pins(problem: &Problem, pins: &Pins) -> Result<(), String> {
     check_shape(problem.m, problem.n, problem.k)?;
     let pinned = [("BLOCK_M", pins.block_m), ("BLOCK_N", pins.block_n), ("BLOCK_K", pins.block_k), ("STAGES", pins.stages)];

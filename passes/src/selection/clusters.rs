@@ -6,9 +6,16 @@ use super::problem::{ceil_div, Machine, Precision, Problem};
 use super::schedule::{BF16_PERSISTENT_K_BLOCKS, LONG_K_BLOCKS};
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 
-/// Rule 10's alternative: the pair along M when the tiles along M are even and B's tile is
-/// at least A's, else along N when the tiles along N are even, else along M
-/// when those are; none for a single wave.
+/// The clustered alternative: pairs of CTAs that share an operand tile
+/// and load it once (TMA multicast), as DeepGEMM does, where that is legal
+/// (one GEMM whose neighbouring tiles read the same operand tiles) and
+/// there is more than one wave. The pair along M (sharing B) when the tiles
+/// along M are even and B's tile is at least A's, else along N (sharing A)
+/// when the tiles along N are even, else along M when those are: an odd
+/// count would leave half a pair idle. It is ranked right after the pick,
+/// not picked, except where [`prefers_clusters`] says: on the shapes of
+/// more than one wave it measured no better, on balance, than the same
+/// kernel without.
 pub(super) fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along {
     let c = &best.config;
     if !problem.clusterable || best.tiles <= machine.sms {
@@ -23,14 +30,16 @@ pub(super) fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate
     }
 }
 
-/// Rule 10's exceptions, which take their clusters: a BF16 pick
+/// The picks that take their clusters: a BF16 pick
 /// warp-specialised for a short K (at most [`BF16_PERSISTENT_K_BLOCKS`])
-/// over many waves (rule 7), and a block-scaled pick that two consumers
+/// over many waves (`prefers_warp_specialized`), faster in clusters in
+/// every run, and a block-scaled pick that two consumers
 /// share over a long K (at least [`LONG_K_BLOCKS`]) and at least
-/// [`FP8_CLUSTER_WAVES`] waves, wider than one scale block. A tile one
+/// [`FP8_CLUSTER_WAVES`] waves, wider than one scale block, which gained on
+/// average (with fewer K blocks such clusters lost). A tile one
 /// scale block wide is bound by its consumers' shared-memory reads (each
 /// reads all of B's stage), which multicast does not lessen: in clusters
-/// it ran slower (measured: docs/evidence.md, config_rules.rs,
+/// it ran slower (measured: docs/evidence.md, selection/clusters.rs,
 /// prefers_clusters).
 pub(super) fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
     let k_blocks = problem.k_blocks();
@@ -44,7 +53,7 @@ pub(super) fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
     bf16_short || fp8_long
 }
 
-/// Rule 10: the fewest waves over which a block-scaled pick that two
+/// The fewest waves over which a block-scaled pick that two
 /// consumers share takes its clusters.
 const FP8_CLUSTER_WAVES: i64 = 3;
 
@@ -79,14 +88,14 @@ mod tests {
     #[test]
     fn a_cluster_pin_applies_to_every_candidate() {
         let p = bf16(128, 2112, 7168);
-        // A single wave: rule 10 ranks no cluster, but a pin pairs every candidate.
-        // The split pick (rule 12) is its own cluster: a pin leaves it out.
+        // A single wave: `cluster_for` ranks no cluster, but a pin pairs every candidate.
+        // The split pick (`split_k`) is its own cluster: a pin leaves it out.
         let pinned = rank(&p, &Machine::H100, &Pins { cluster: Some(Along::N), ..Pins::default() });
         let unpinned: Vec<Candidate> = rank(&p, &Machine::H100, &Pins::default()).into_iter().filter(|c| c.config.splits == 1).collect();
         assert_eq!(pinned.len(), unpinned.len());
         assert!(pinned.iter().zip(&unpinned).all(|(c, u)| c.config == Config { cluster: Along::N, ..u.config }));
         assert!(pinned[0].reason.ends_with("; in 2-CTA clusters along n"));
-        // Pinning none removes rule 10's alternative.
+        // Pinning none removes the clustered alternative.
         let q = Problem { m: 4096, n: 4096, ..p };
         assert!(rank(&q, &Machine::H100, &Pins { cluster: Some(Along::None), ..Pins::default() }).iter().all(|c| c.config.cluster == Along::None));
         let err = choose(&Problem { clusterable: false, ..q }, &Machine::H100, &Pins { cluster: Some(Along::M), ..Pins::default() }).unwrap_err();

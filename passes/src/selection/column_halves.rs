@@ -1,4 +1,5 @@
-//! Two consumers sharing each tile by columns, which config selection weighs as alternatives.
+//! Two consumers sharing each tile by columns, which config selection weighs
+//! as alternatives.
 
 use super::candidate::{Candidate, Config, Epilogue, Pins, Scales, Schedule, SplitReduce};
 use super::epilogue::{chunked_epilogue, epilogue_for};
@@ -23,13 +24,13 @@ pub(super) fn widest_column_halves() -> i64 {
 
 /// The most running accumulator registers a consumer thread that holds
 /// half of a tile's columns keeps: of its 240, the rest hold addresses and
-/// loop state (measured: docs/evidence.md, config_rules.rs, column halves).
+/// loop state (measured: docs/evidence.md, selection/column_halves.rs, column halves).
 const COLUMN_HALF_RUNNING_REGISTERS: i64 = 160;
 
 /// The most running accumulator registers a consumer thread that holds
 /// half of a tile's columns keeps where it also hands partial tiles over
 /// (split-K through the workspace, stream-K): past it ptxas spilled under
-/// stream-K (measured: docs/evidence.md, config_rules.rs, column halves).
+/// stream-K (measured: docs/evidence.md, selection/column_halves.rs, column halves).
 pub(super) const COLUMN_HALF_HANDOVER_REGISTERS: i64 = 128;
 
 /// `tile` under two consumers that share each tile's columns
@@ -48,7 +49,7 @@ pub(super) fn column_halves_candidates(problem: &Problem, machine: &Machine, pin
     // Split in two, the direct stores' consumers spilled under ptxas where
     // the TMA store could have taken the half; split three ways or more, or
     // through the TMA store, none did (measured: docs/evidence.md,
-    // config_rules.rs, column halves).
+    // selection/column_halves.rs, column halves).
     if epilogues[0] != Epilogue::Global && splits != 2 {
         epilogues.push(Epilogue::Global);
     }
@@ -83,8 +84,6 @@ mod tests {
     use crate::selection::schedule::NARROW_BLOCK_N;
     use crate::selection::testing::{bf16, fp8};
 
-    // Shared memory per stage is (BM + BN) * 64 * 2 bytes + an 8-byte barrier;
-    // the TMA epilogue adds BM * BN * 2 bytes; the budget is 232448 bytes.
     /// Consumers that share a tile's columns are weighed only where
     /// `tile-warp-specialize{halves=columns}` builds them (a BF16 dot with B
     /// given N x K and no reduction over a row's columns), and only in the

@@ -1,4 +1,5 @@
-//! Deep pairs: two rows of narrow tiles over a long K, in clusters, with deep pipelines.
+//! Deep pairs: two rows of narrow tiles over a long K, in clusters, with deep
+//! pipelines.
 
 use crate::cluster::{Along, CLUSTER_SIZE};
 use super::candidate::{Candidate, Config, Pins, Schedule};
@@ -6,7 +7,7 @@ use super::problem::{ceil_div, Machine, Precision, Problem};
 use super::schedule::warp_specialized;
 use super::smem::{buffers_filled, STAGES_LIMIT};
 
-/// Rule 15: a BF16 pick of one wave over exactly two rows of 64-row tiles at
+/// Deep pairs: a BF16 pick of one wave over exactly two rows of 64-row tiles at
 /// most [`DEEP_PAIR_MAX_BLOCK_N`] wide, over at least
 /// [`DEEP_PAIR_K_BLOCKS`] K blocks, runs warp-specialised with one
 /// consumer, its two rows of tiles in 2-CTA clusters along M (each B tile
@@ -16,7 +17,8 @@ use super::smem::{buffers_filled, STAGES_LIMIT};
 /// runs this shape so (`nvjet_sm90_tst_64x64_64x13_2x1`: 64x64, 13 stages,
 /// 2x1 clusters). It needs all three: with fewer stages it loses, and the
 /// pipeline with as many stages gains nothing; wider tiles gain nothing
-/// (measured: docs/evidence.md, config_rules.rs, deep_paired_rows and DEEP_PAIR_K_BLOCKS).
+/// (measured: docs/evidence.md, selection/deep_pairs.rs, deep_paired_rows
+/// and DEEP_PAIR_K_BLOCKS).
 pub(super) fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = &best.config;
     let applies = problem.precision == Precision::Bf16
@@ -41,12 +43,13 @@ pub(super) fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins
     Some(Candidate { config, smem_bytes: layout.smem_bytes(problem, stages), ..ws })
 }
 
-/// Rule 15: the widest tile that takes the deep clustered schedule.
+/// The widest tile that takes the deep clustered schedule.
 const DEEP_PAIR_MAX_BLOCK_N: i64 = 64;
 
-/// Rule 15: the fewest K blocks for it, the fewest it measured faster
+/// The fewest K blocks for it, the fewest it measured faster
 /// over; half as many measured slower and between them is unmeasured
-/// (measured: docs/evidence.md, config_rules.rs, deep_paired_rows and DEEP_PAIR_K_BLOCKS).
+/// (measured: docs/evidence.md, selection/deep_pairs.rs, deep_paired_rows
+/// and DEEP_PAIR_K_BLOCKS).
 const DEEP_PAIR_K_BLOCKS: i64 = 112;
 
 #[cfg(test)]
@@ -58,13 +61,13 @@ mod tests {
 
     #[test]
     fn two_rows_of_narrow_tiles_pair_up_with_deep_pipelines() {
-        // Rule 15: one wave of 64x64 tiles over two rows (M = 128) and 112 K
+        // One wave of 64x64 tiles over two rows (M = 128) and 112 K
         // blocks: one consumer, pairs along M sharing B, the most stages that
         // fit (13 of 16: 14 do not). The pipelined tile follows.
         let ranked = rank(&bf16(128, 4096, 7168), &Machine::H100, &Pins::default());
         let deep = &ranked[0];
         assert_eq!((deep.config.schedule, deep.config.cluster, deep.config.stages), (Schedule::WarpSpecialized { consumers: 1 }, Along::M, 13));
-        assert!(deep.reason.contains("rule 15"), "{}", deep.reason);
+        assert!(deep.reason.contains("policy `deep_paired_rows`"), "{}", deep.reason);
         assert_eq!((ranked[1].config.schedule, ranked[1].config.stages), (Schedule::Pipeline, 8));
         // Not for wider tiles (64x112), one row of tiles (M = 64), 64 K
         // blocks, data-chosen operands, or pinned stages or clusters.

@@ -1,4 +1,5 @@
-//! The deferred epilogue: each output tile stored during the next tile's first K steps.
+//! The deferred epilogue: each output tile stored during the next tile's
+//! first K steps.
 
 use crate::cluster::Along;
 use super::candidate::{Candidate, Config, Epilogue, Pins, Schedule};
@@ -6,7 +7,7 @@ use super::epilogue::keeps_output_swizzle;
 use super::problem::{ceil_div, Machine, Precision, Problem};
 use super::schedule::rescheduled;
 
-/// Rule 18: the deferred epilogue (`tile-defer-epilogue`) for a BF16 pick
+/// The deferred epilogue (`tile-defer-epilogue`) for a BF16 pick
 /// that two consumers share, persistent, unclustered and without stream-K,
 /// over at least [`DEFERRED_EPILOGUE_MIN_WAVES`] waves and
 /// [`DEFERRED_EPILOGUE_MIN_K_BLOCKS`] K blocks, its output stored through a
@@ -14,7 +15,7 @@ use super::schedule::rescheduled;
 /// overlap the next tile's wgmma instead of idling the tensor cores. Where
 /// the pick's output is one chunk, or its CTAs form clusters over a short
 /// K, there is too little to overlap and it did not pay
-/// (measured: docs/evidence.md, config_rules.rs, deferred_epilogue and its
+/// (measured: docs/evidence.md, selection/deferred_epilogue.rs, deferred_epilogue and its
 /// constants). A stream-K loop over tiles carries its pieces' state,
 /// which the pass does not take.
 pub(super) fn deferred_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
@@ -55,23 +56,26 @@ pub(super) fn takes_deferred_epilogue(problem: &Problem, c: &Config) -> bool {
 /// accumulators, partial sums and the carried tile: block-scaled FP8
 /// 128x128 (160) and BF16 128x256 (192) spill nothing, FP8 128x176 (220)
 /// spilled 1300 bytes and more
-/// (measured: docs/evidence.md, config_rules.rs, takes_deferred_epilogue).
+/// (measured: docs/evidence.md, selection/deferred_epilogue.rs, takes_deferred_epilogue).
 const DEFERRED_CARRY_REGISTERS: i64 = 192;
 
-/// Rule 18: the deferred output buffer's columns, one 128-byte swizzle row
+/// The deferred output buffer's columns, one 128-byte swizzle row
 /// of BF16: wider chunks leave fewer K steps to spread the stores over,
 /// narrower ones a narrower swizzle; 64 ran faster than 128 and 32
-/// (measured: docs/evidence.md, config_rules.rs, deferred_epilogue and its constants).
+/// (measured: docs/evidence.md, selection/deferred_epilogue.rs,
+/// deferred_epilogue and its constants).
 pub(super) const DEFERRED_EPILOGUE_COLUMNS: i64 = 64;
 
-/// Rule 18: the fewest K blocks over which the deferred epilogue measured
+/// The fewest K blocks over which the deferred epilogue measured
 /// faster: a shorter K loop has fewer steps to hide the chunks in
-/// (measured: docs/evidence.md, config_rules.rs, deferred_epilogue and its constants).
+/// (measured: docs/evidence.md, selection/deferred_epilogue.rs,
+/// deferred_epilogue and its constants).
 pub(super) const DEFERRED_EPILOGUE_MIN_K_BLOCKS: i64 = 64;
 
-/// Rule 18: the fewest waves of tiles it measured faster over: the last
+/// The fewest waves of tiles it measured faster over: the last
 /// tile's stores stay exposed, a larger share of fewer tiles
-/// (measured: docs/evidence.md, config_rules.rs, deferred_epilogue and its constants).
+/// (measured: docs/evidence.md, selection/deferred_epilogue.rs,
+/// deferred_epilogue and its constants).
 pub(super) const DEFERRED_EPILOGUE_MIN_WAVES: i64 = 4;
 
 #[cfg(test)]
@@ -92,10 +96,10 @@ mod tests {
         let (deferred, next) = (&ranked[0], &ranked[1]);
         assert!(deferred.config.deferred_epilogue && deferred.config.epilogue_chunk() == Some(64));
         assert_eq!((deferred.config.stages, deferred.smem_bytes), (4, 213056));
-        assert!(deferred.reason.contains("; each tile stored during the next one's first K steps, 64 columns a step (rule 18"), "{}", deferred.reason);
+        assert!(deferred.reason.contains("; each tile stored during the next one's first K steps, 64 columns a step (policy `deferred_epilogue`"), "{}", deferred.reason);
         assert!(deferred.config.to_string().ends_with(" epilogue_cols=64 epilogue_deferred"), "{}", deferred.config);
         assert_eq!(next.config, Config { deferred_epilogue: false, epilogue: Epilogue::Tma { columns: 128 }, ..deferred.config });
-        assert_eq!(next.reason, "the pick with each tile stored between its K loop and the next tile's (rule 18)");
+        assert_eq!(next.reason, "the pick with each tile stored between its K loop and the next tile's (policy `deferred_epilogue`)");
         for (m, n, k) in [(4096, 4096, 7168), (4096, 7168, 16384)] {
             assert!(pick(m, n, k).config.deferred_epilogue, "{m}x{n}x{k}");
         }

@@ -1,4 +1,5 @@
-//! How the output tile is stored: the TMA store or direct stores, and the TMA store in chunks.
+//! How the output tile is stored: the TMA store or direct stores, and the TMA
+//! store in chunks.
 
 use super::candidate::{Candidate, Config, Epilogue, Pins, Schedule};
 use super::problem::{Machine, Precision, Problem};
@@ -6,18 +7,25 @@ use super::schedule::{NARROW_BLOCK_N, rescheduled};
 use super::smem::OUTPUT_ELEM_BITS;
 use super::tiles::BLOCK_N_STEP;
 
-/// Rule 8: TMA stores need 16-byte aligned rows of C; a
-/// warp-specialised narrow tile stores directly.
+/// The TMA store where it can, which ran faster than direct stores in both
+/// schedules; it needs rows of C a multiple of [`TMA_ROW_ALIGN_BYTES`]
+/// long (and a kernel for any N cannot count on that). A warp-specialised
+/// tile at most [`NARROW_BLOCK_N`] wide stores directly: its store of a few
+/// kilobytes is no work to hide, and the round trip through shared memory
+/// costs more than it saves.
 pub(super) fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) -> Epilogue {
     let narrow_specialised = schedule != Schedule::Pipeline && block_n <= NARROW_BLOCK_N;
-    if !problem.any_n && (problem.n * problem.output_bytes) % 16 == 0 && !narrow_specialised {
+    if !problem.any_n && (problem.n * problem.output_bytes) % TMA_ROW_ALIGN_BYTES == 0 && !narrow_specialised {
         Epilogue::Tma { columns: block_n }
     } else {
         Epilogue::Global
     }
 }
 
-/// Rule 8's alternative: the pick with direct stores, which frees the output
+/// The alignment TMA needs of a row of C, in bytes.
+const TMA_ROW_ALIGN_BYTES: i64 = 16;
+
+/// The direct-store alternative: the pick with direct stores, which frees the output
 /// tile's shared memory for more stages (128x256: 4 stages instead of 3).
 pub(super) fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = best.config;
@@ -27,7 +35,7 @@ pub(super) fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, b
     rescheduled(problem, machine, pins, best, c.schedule, c.num_warps, Epilogue::Global)
 }
 
-/// Rule 8's chunks: a BF16 warp-specialised tile whose TMA epilogue, stored
+/// The chunked epilogue: a BF16 warp-specialised tile whose TMA epilogue, stored
 /// through a buffer half the tile wide that keeps the tile's swizzle,
 /// leaves room for one more stage takes that stage (block-scaled FP8 keeps
 /// its whole buffer: the stage gained it little, and 128x176 has no such
@@ -35,7 +43,7 @@ pub(super) fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, b
 /// them. A chunk must keep the tile's swizzle: 88-column chunks of
 /// 128x176, whose 176-byte rows no swizzle divides, ran slower with the
 /// extra stage than without
-/// (measured: docs/evidence.md, config_rules.rs, chunked_epilogue).
+/// (measured: docs/evidence.md, selection/epilogue.rs, chunked_epilogue).
 pub(super) fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, c: Candidate) -> Candidate {
     let Epilogue::Tma { columns } = c.config.epilogue else {
         return c;
@@ -54,7 +62,8 @@ pub(super) fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins
 }
 
 /// Whether an output buffer `chunk` columns wide swizzles C's rows as widely
-/// as one `columns` wide does for `c`'s tile (rules 8 and 18 chunk only so).
+/// as one `columns` wide does for `c`'s tile ([`chunked_epilogue`] and
+/// `deferred_epilogue` chunk only so).
 pub(super) fn keeps_output_swizzle(c: &Config, columns: i64, chunk: i64) -> bool {
     let swizzle = |columns| crate::layout_rules::swizzle_bytes(columns, OUTPUT_ELEM_BITS, c.block_m);
     swizzle(chunk) >= swizzle(columns)
@@ -63,7 +72,7 @@ pub(super) fn keeps_output_swizzle(c: &Config, columns: i64, chunk: i64) -> bool
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::selection::rank::choose;
+    use crate::selection::rank::{choose, rank};
     use crate::selection::testing::bf16;
 
     #[test]
@@ -79,5 +88,32 @@ mod tests {
         // (176 bytes) none, so the whole buffer stays.
         let narrow = pinned(Precision::Bf16, 176);
         assert_eq!((narrow.schedule, narrow.epilogue_chunk()), (Schedule::WarpSpecialized { consumers: 2 }, None));
+    }
+
+    #[test]
+    fn the_tma_store_where_rows_align_and_a_tile_is_not_narrow_and_specialised() {
+        let ws = Schedule::WarpSpecialized { consumers: 1 };
+        assert_eq!(epilogue_for(&bf16(4096, 4096, 4096), 256, Schedule::Pipeline), Epilogue::Tma { columns: 256 });
+        assert_eq!(epilogue_for(&bf16(64, 2112, 7168), NARROW_BLOCK_N, Schedule::Pipeline), Epilogue::Tma { columns: NARROW_BLOCK_N });
+        // A warp-specialised tile at most 32 columns wide stores directly.
+        assert_eq!(epilogue_for(&bf16(64, 2112, 7168), NARROW_BLOCK_N, ws), Epilogue::Global);
+        assert_eq!(epilogue_for(&bf16(64, 2112, 7168), 2 * NARROW_BLOCK_N, ws), Epilogue::Tma { columns: 2 * NARROW_BLOCK_N });
+        // Rows of 4100 BF16 (8200 bytes) are not 16-byte aligned; nor
+        // need a kernel for any N's be.
+        assert_eq!(epilogue_for(&bf16(4096, 4100, 4096), 128, Schedule::Pipeline), Epilogue::Global);
+        assert_eq!(epilogue_for(&Problem { any_n: true, ..bf16(4096, 4096, 4096) }, 128, Schedule::Pipeline), Epilogue::Global);
+        // One-byte outputs need N a multiple of 16.
+        assert_eq!(epilogue_for(&Problem { output_bytes: 1, ..bf16(4096, 4104, 4096) }, 128, Schedule::Pipeline), Epilogue::Global);
+    }
+
+    #[test]
+    fn the_direct_store_alternative_gives_the_output_tile_to_stages() {
+        let p = bf16(128, 32768, 512);
+        let ranked = rank(&p, &Machine::H100, &Pins::default());
+        let pick = &ranked[0];
+        assert_eq!((pick.config.block_m, pick.config.block_n, pick.config.stages, pick.config.epilogue), (128, 256, 3, Epilogue::Tma { columns: 256 }));
+        let direct = direct_stores(&p, &Machine::H100, &Pins::default(), pick).expect("a direct-store form");
+        assert_eq!((direct.config.epilogue, direct.config.stages), (Epilogue::Global, 4));
+        assert!(direct_stores(&p, &Machine::H100, &Pins::default(), &direct).is_none());
     }
 }

@@ -1,13 +1,15 @@
-//! Block-scaled CTAs two to an SM, each with the stages of half its shared memory.
+//! Block-scaled CTAs two to an SM, each with the stages of half its shared
+//! memory.
 
 use super::candidate::{Candidate, Pins, Schedule, SplitReduce};
 use super::problem::{Machine, Precision, Problem};
 use super::tiles::tile_candidate;
 
-/// Rules 2 and 12: the fewest stages each CTA of a pair keeps.
+/// The fewest stages each CTA of a pair keeps.
 const MIN_PAIRED_STAGES: i64 = 3;
 
-/// Rules 2 and 12's pairs: `tile` in the plain pipeline, shared by
+/// Pairs, for [`one_wave_of_pairs`] and
+/// `paired_split_k`: `tile` in the plain pipeline, shared by
 /// `splits` CTAs, with the stages that fit half an SM's shared memory
 /// (at least [`MIN_PAIRED_STAGES`]), in one wave; `None` otherwise. Only
 /// for one block-scaled GEMM (not batched or grouped), where they were
@@ -19,8 +21,11 @@ pub(super) fn paired_candidate(problem: &Problem, machine: &Machine, pins: &Pins
     tile_candidate(problem, &machine.paired(), pins, tile, splits, SplitReduce::Cluster).filter(|pairs| pairs.waves == 1 && pairs.config.stages >= MIN_PAIRED_STAGES)
 }
 
-/// Rule 2's pairs: a pipelined `best` over two waves one to an SM, as one
-/// wave two to an SM.
+/// One wave of pairs: a pipelined block-scaled `best` over two waves one
+/// to an SM, as one wave two to an SM, each with the stages that fit half
+/// an SM (at least [`MIN_PAIRED_STAGES`]), for one GEMM (not batched or
+/// grouped): two CTAs' promotions then overlap on each SM. Where the pairs
+/// would still take two waves or more they ran slower.
 pub(super) fn one_wave_of_pairs(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = best.config;
     if c.schedule != Schedule::Pipeline || best.waves != 2 {

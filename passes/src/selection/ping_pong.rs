@@ -5,28 +5,36 @@ use super::epilogue::epilogue_for;
 use super::problem::{Machine, Precision, Problem};
 use super::schedule::{PERSISTENT_WAVES, rescheduled};
 
-/// Rule 7's ping-pong exception: block-scaled FP8 at most 128 rows tall
-/// with at least [`FP8_PING_PONG_K_BLOCKS`] K blocks, where the pick is
-/// warp-specialised over at least [`PERSISTENT_WAVES`] waves, takes the
-/// ping-pong consumers (64-row tiles in turn). Over one wave a CTA has one
-/// tile and the second consumer nothing to take turns at
-/// (measured: docs/evidence.md, config_rules.rs, prefers_ping_pong).
+/// Where ping-pong consumers are the pick: block-scaled FP8 at most
+/// [`FP8_PING_PONG_MAX_M`] rows tall with at least [`FP8_PING_PONG_K_BLOCKS`]
+/// K blocks, where the pick is warp-specialised over at least
+/// [`PERSISTENT_WAVES`] waves, takes the ping-pong consumers (64-row tiles
+/// in turn): one consumer's promotion overlaps the other's tile. With a
+/// short K, or over one wave, where a CTA has one tile, the second consumer
+/// has nothing to take turns at
+/// (measured: docs/evidence.md, selection/ping_pong.rs, prefers_ping_pong).
 pub(super) fn prefers_ping_pong(problem: &Problem, best: &Candidate) -> bool {
     let k_blocks = problem.k_blocks();
     problem.precision == Precision::Fp8BlockScaled
-        && problem.m <= 128
+        && problem.m <= FP8_PING_PONG_MAX_M
         && k_blocks >= FP8_PING_PONG_K_BLOCKS
         && best.waves >= PERSISTENT_WAVES
         && matches!(best.config.schedule, Schedule::WarpSpecialized { .. })
 }
 
-/// Rule 7: the fewest K blocks over which block-scaled FP8's ping-pong
-/// consumers beat the warp-specialised pick at M <= 128.
+/// The tallest block-scaled FP8 problem whose warp-specialised pick goes to
+/// ping-pong consumers: M of one 128-row tile (two 64-row tiles in turn).
+const FP8_PING_PONG_MAX_M: i64 = 128;
+
+/// The fewest K blocks over which block-scaled FP8's ping-pong
+/// consumers beat the warp-specialised pick at M <= [`FP8_PING_PONG_MAX_M`].
 const FP8_PING_PONG_K_BLOCKS: i64 = 12;
 
-/// Rule 7's ping-pong alternative: the best-ranked tile whose accumulators
+/// The ping-pong alternative: the best-ranked tile whose accumulators
 /// one consumer warpgroup holds, split over two consumers that take turns at
-/// whole tiles, persistent. None where the K loop's trip count is data (a
+/// whole tiles, persistent. Ranked as an alternative, not picked (except
+/// where [`prefers_ping_pong`] says): where a tile two warpgroups share
+/// fits, they measured below it. None where the K loop's trip count is data (a
 /// masked grouped GEMM: a consumer could not count the other's K steps), or
 /// where the dot reads A from registers: a consumer of two holds a whole
 /// tile's accumulators and A's fragments in 232 registers (128x128
@@ -45,8 +53,8 @@ pub(super) fn ping_pong(problem: &Problem, machine: &Machine, pins: &Pins, ranke
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::selection::rank::rank;
-    use crate::selection::testing::{bf16, TMA};
+    use crate::selection::rank::{choose, rank};
+    use crate::selection::testing::{bf16, fp8, TMA};
 
     #[test]
     fn a_in_registers_takes_no_ping_pong_consumers() {
@@ -65,7 +73,7 @@ mod tests {
         let ranked = rank(&p, &Machine::H100, &Pins::default());
         assert_ne!(ranked[0].config.schedule, Schedule::PingPong);
         // The best tile one warpgroup's registers hold (64x256 before 128x128
-        // by rule 5), with an output tile per consumer: 4 stages of 40960
+        // by `compare`), with an output tile per consumer: 4 stages of 40960
         // bytes, 2 * 32768 for the outputs, 10 barriers.
         let pingpong = ranked.iter().find(|c| c.config.schedule == Schedule::PingPong).expect("a ping-pong alternative");
         assert_eq!((pingpong.config.block_m, pingpong.config.block_n, pingpong.config.stages, pingpong.config.epilogue.word()), (64, 256, 4, TMA));
@@ -78,5 +86,17 @@ mod tests {
         // A masked grouped GEMM's K loop is data: no ping-pong.
         let masked = rank(&Problem { varying_k: true, ..p }, &Machine::H100, &Pins::default());
         assert!(masked.iter().all(|c| c.config.schedule != Schedule::PingPong));
+    }
+
+    #[test]
+    fn short_block_scaled_problems_over_two_waves_or_more_take_ping_pong() {
+        let pins = Pins { block_n: Some(128), ..Pins::default() };
+        let schedule = |m, n, k| choose(&fp8(m, n, k), &Machine::H100, &pins).unwrap().config.schedule;
+        // 128x24576x1536: 12 K blocks, 2 waves of 128x128 over two consumers.
+        assert_eq!(schedule(128, 24576, 1536), Schedule::PingPong);
+        // 4 K blocks, one wave, or more than 128 rows: not.
+        assert_ne!(schedule(128, 32768, 512), Schedule::PingPong);
+        assert_ne!(schedule(128, 7168, 16384), Schedule::PingPong);
+        assert_ne!(schedule(256, 24576, 1536), Schedule::PingPong);
     }
 }

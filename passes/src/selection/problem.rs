@@ -1,4 +1,6 @@
-//! Problem shapes and the machine config selection chooses for: the operands' precision, the accumulators a thread holds, and what a kernel may use of the GPU.
+//! Problem shapes and the machine config selection chooses for: the operands'
+//! precision, the accumulators a thread holds, and what a kernel may use of
+//! the GPU.
 
 use tilec_target::Target;
 
@@ -40,7 +42,7 @@ impl Precision {
     }
 }
 
-/// FP32 accumulator registers a thread holds (rule 1).
+/// FP32 accumulator registers a thread holds, which bound the tile shapes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AccumulatorRegisters {
     /// Its share of the running result.
@@ -60,7 +62,7 @@ impl AccumulatorRegisters {
     /// stopped taking a register each; with two row blocks to address,
     /// 256x112 over two (112 running, 56 partial) spills and 256x96 (96
     /// and 48) does not
-    /// (measured: docs/evidence.md, config_rules.rs, AccumulatorRegisters::fit_shared).
+    /// (measured: docs/evidence.md, selection/problem.rs, AccumulatorRegisters::fit_shared).
     pub fn fit_shared(self) -> bool {
         let one_row_block = self.total - self.running == self.running;
         self.running <= 128 && self.total <= if one_row_block { 192 } else { 144 }
@@ -85,15 +87,19 @@ pub struct Problem {
     pub k: i64,
     /// The operands' precision.
     pub precision: Precision,
-    /// The kernel must serve any N, not just this one: rule 8 cannot count
-    /// on aligned rows of C.
+    /// The kernel must serve any N, not just this one: the epilogue
+    /// (`epilogue_for`) cannot count on
+    /// aligned rows of C.
     pub any_n: bool,
     /// Neighbouring tiles read the same operand tiles (one GEMM, not a
     /// batch or a grouped GEMM whose operands are chosen by data), so
-    /// rule 10 may pair them into clusters.
+    /// `cluster_for` may pair them into
+    /// clusters.
     pub clusterable: bool,
     /// The K loop's trip count is read from data (a masked grouped GEMM's
-    /// row counts), so tiles differ in work: rule 7's exception is off.
+    /// row counts), so tiles differ in work: over many waves
+    /// `prefers_warp_specialized`
+    /// keeps the pipeline.
     pub varying_k: bool,
     /// Rows of the tile of B's block scales a block-scaled dot reads when
     /// its tiles need not start a scale block (the dot takes the offset
@@ -101,15 +107,16 @@ pub struct Problem {
     /// they do, one per 128 of the tile's rows.
     pub b_scale_rows: Option<i64>,
     /// The dot reads A from registers, which a consumer holds beside its
-    /// accumulators: no ping-pong consumers (rule 7), each of which would
+    /// accumulators: no ping-pong consumers (`ping_pong`), each of which would
     /// hold a whole tile's.
     pub a_in_registers: bool,
     /// B is given N x K (`transpose_b`): a tile's columns are rows of B's
-    /// stage, which consumers can share by rows ([`Schedule::ColumnHalves`]).
+    /// stage, which consumers can share by rows
+    /// ([`Schedule::ColumnHalves`](super::Schedule::ColumnHalves)).
     pub transpose_b: bool,
     /// A's row scales are a column of a column-major tensor (stored
     /// M-major): staged, each stage's is one flat TMA box, which holds
-    /// [`flat_box_rows_of`] rows where it can.
+    /// [`flat_box_rows_of`](tilec_dialects::nv::memory::flat_box_rows_of) rows where it can.
     pub a_scales_by_run: bool,
     /// The epilogue reduces or stores one value a group of this many
     /// columns (an FP8 quantisation's 1x128 scales), which only a tile that
@@ -124,7 +131,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// K blocks of the precision's block K (rule 1's, when not pinned).
+    /// K blocks of the precision's block K (the tile's, when not pinned).
     pub(super) fn k_blocks(&self) -> i64 {
         ceil_div(self.k, self.precision.block_k())
     }
@@ -179,14 +186,17 @@ impl Machine {
     }
 
     /// The same machine with each CTA held to half an SM's shared memory,
-    /// so that two CTAs share each SM (rules 2 and 12's pairs): rule 6 then
-    /// fills that half.
+    /// so that two CTAs share each SM (the pairs of
+    /// `one_wave_of_pairs` and
+    /// `paired_split_k`): the stages then
+    /// fill that half.
     pub fn paired(&self) -> Machine {
         Machine { smem_bytes: self.sm_smem_bytes / 2 - CTA_RESERVED_SMEM_BYTES, ..*self }
     }
 }
 
-/// Registers a thread holds besides its accumulators (rule 2's estimate).
+/// Registers a thread holds besides its accumulators (the estimate
+/// [`Machine::ctas_per_sm_by_registers`] counts co-resident CTAs by).
 const THREAD_REGISTERS_BESIDES_ACCUMULATORS: i64 = 40;
 
 /// Shared memory an SM sets aside for each resident CTA on sm_90.

@@ -19,9 +19,10 @@ use super::tall_tiles::shares_tall_tile;
 use super::tiles::{BLOCK_MS, block_n_across_scale_blocks, every_block_n, holds_whole_groups, promotes_by_row_blocks, tile_candidate};
 use super::waves::{compare, persistent_sms};
 
-/// Every tile configuration the rules allow for `problem`, best first; right
-/// after the pick, its clustered (rule 10), warp-specialised (rule 7) and
-/// direct-store (rule 8) alternatives. Empty when the pins leave nothing that fits.
+/// Every tile configuration the policies allow for `problem`, best first;
+/// right after the pick, its clustered (`cluster_for`), warp-specialised
+/// (`warp_specialized`) and direct-store (`direct_stores`) alternatives.
+/// Empty when the pins leave nothing that fits.
 pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate> {
     let bk = pins.block_k.unwrap_or(problem.precision.block_k());
     let block_ms: Vec<i64> = pins.block_m.map_or(BLOCK_MS.to_vec(), |m| vec![m]);
@@ -31,7 +32,7 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
         None if problem.b_scale_rows.is_some() => vec![block_n_across_scale_blocks(problem, machine, pins, &block_ms, bk)],
         None => every_block_n(),
     };
-    // Rule 1's row-block tiles wait behind the others unless block M is pinned.
+    // Row-block tiles wait behind the others unless block M is pinned.
     let (mut row_blocked, mut ranked): (Vec<Candidate>, Vec<Candidate>) = block_ms
         .iter()
         .flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn)))
@@ -127,23 +128,28 @@ pub fn choose(problem: &Problem, machine: &Machine, pins: &Pins) -> Result<Candi
 mod tests {
     use crate::selection::testing::{GLOBAL, pick, summary, TMA};
 
+    // Shared memory per stage is (BM + BN) * 64 * 2 bytes + an 8-byte barrier;
+    // the TMA epilogue adds BM * BN * 2 bytes; the budget is 232448 bytes.
     #[test]
     fn benchmark_shapes() {
         let table: &[((i64, i64, i64), (i64, i64, i64, &str, i64, i64))] = &[
             // 128x256: 32*16 = 512 tiles, 4 waves (3*132 = 396, last 116). Three waves
-            // would need BM*BN >= 4096^2/396 = 42366 > 32768 (rule 1's largest tile).
+            // would need BM*BN >= 4096^2/396 = 42366 > 32768 (the largest tile
+            // whose accumulators fit).
             // 256x128 ties on waves, last wave and padding; wider N wins.
             // Stages: 3*49160 + 65536 = 213016 fits, 4 would be 262176; over
-            // more than 2 waves the tile over two consumers is picked (rule 7),
+            // more than 2 waves the tile over two consumers is picked
+            // (`prefers_warp_specialized`),
             // whose output in 128-column chunks (32768 bytes) leaves room for 4.
             ((4096, 4096, 4096), (128, 256, 4, TMA, 4, 116)),
             // 64*32 = 2048 tiles, 16 waves, last 2048 - 15*132 = 68; 15 waves needs
             // BM*BN >= 8192^2/1980 = 33893. Over at least 6 waves the two
-            // consumers share the tile as 256x128 (rule 16), with the output in
+            // consumers share the tile as 256x128 (`prefers_tall_shared_tiles`),
+            // with the output in
             // 64-column chunks: 4*49152 + 2*128*64*2 + 8 mbarriers = 229440.
             ((8192, 8192, 8192), (256, 128, 4, TMA, 16, 68)),
             // BM 64 pads M least; BN 16 gives ceil(2112/16) = 132 tiles, one full wave.
-            // A 16-column tile over 112 K blocks is split (rule 12): 64x32 tiles,
+            // A 16-column tile over 112 K blocks is split (`split_k`): 64x32 tiles,
             // 66 of them, two CTAs each (132). Stages capped at 8: 8*12296, the
             // partial tile on a 1024-byte boundary (8192) and the output (4096).
             ((64, 2112, 7168), (64, 32, 8, TMA, 1, 132)),
@@ -171,23 +177,25 @@ mod tests {
             // gives 112. 8*22536 + 14336 = 194624.
             ((128, 7168, 16384), (64, 112, 8, TMA, 1, 128)),
             // 64x64 and 128x32 both give 128 tiles and 524288 padded elements; wider N.
-            // Its two rows of 64x64 tiles over 112 K blocks take rule 15: one
+            // Its two rows of 64x64 tiles over 112 K blocks take `deep_paired_rows`: one
             // consumer, clusters along M, 13*16384 + 8192 + 26 mbarriers = 221392.
             ((128, 4096, 7168), (64, 64, 13, TMA, 1, 128)),
             ((128, 7168, 2048), (64, 112, 8, TMA, 1, 128)),
             // 128x176: 32*12 = 384 tiles, 3 waves, last 120. Two waves would need
             // <= 264 tiles (128x256 gives 288); 128x192 gives 352 (last 88), 128x160
-            // 448 (4 waves). Two consumers (rule 7): 4*38920 + 45056 + 8
+            // 448 (4 waves). Two consumers (`prefers_warp_specialized`): 4*38920 + 45056 + 8
             // mbarriers = 200768; 5 stages do not fit.
             ((4096, 2112, 7168), (128, 176, 4, TMA, 3, 120)),
             // 32*96 = 3072 tiles, 24 waves, last 3072 - 23*132 = 36; 23 waves needs
             // BM*BN >= 33156. Shared as 256x128 as at 8192^3.
             ((4096, 24576, 1536), (256, 128, 4, TMA, 24, 36)),
             // 32*128 = 4096 tiles, 32 waves, last 4; 31 waves needs BM*BN >= 32800.
-            // Warp-specialised (rule 7), shared as 256x128 (rule 16).
+            // Warp-specialised (`prefers_warp_specialized`), shared as 256x128
+            // (`prefers_tall_shared_tiles`).
             ((4096, 32768, 512), (256, 128, 4, TMA, 32, 4)),
             // 32*28 = 896 tiles, 7 waves, last 104; 128x240 and 128x224 take 8
-            // waves. Two consumers share 256x128 tiles (7 waves: rule 16).
+            // waves. Two consumers share 256x128 tiles (7 waves:
+            // `prefers_tall_shared_tiles`).
             ((4096, 7168, 16384), (256, 128, 4, TMA, 7, 104)),
             // 4 waves: two consumers share the 128x256 tile itself, as at 4096^3.
             ((4096, 4096, 7168), (128, 256, 4, TMA, 4, 116)),
@@ -209,7 +217,7 @@ mod tests {
         // 4*49160 = 196640; 5 stages would be 245800.
         assert_eq!(summary(&pick(4096, 4100, 4096)), (256, 128, 4, GLOBAL, 4, 132));
         // K = 32, less than one 64-wide block: one K block, so one stage,
-        // and three 128x112 tiles an SM (rule 2): 1184 in 3 waves.
+        // and three 128x112 tiles an SM (`with_waves`): 1184 in 3 waves.
         assert_eq!(summary(&pick(4096, 4096, 32)), (128, 112, 1, TMA, 3, 131));
         // The smallest problem: one 64x16 tile.
         assert_eq!(summary(&pick(1, 8, 8)), (64, 16, 1, TMA, 1, 1));

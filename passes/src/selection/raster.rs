@@ -4,13 +4,19 @@ use crate::cluster::Along;
 use super::candidate::{Candidate, Schedule};
 use super::problem::{ceil_div, Machine, Problem};
 
-/// Rule 13: tile rows per group of the grouped tile order.
+/// Tile rows per group of the grouped tile order.
 const RASTER_GROUP: i64 = 8;
 
-/// Rule 13: [`RASTER_GROUP`] for a plain pipeline without clusters or
+/// Grouped tile order: [`RASTER_GROUP`] for a plain pipeline without clusters or
 /// splits over more than one wave, more tile rows than a group and an A
 /// larger than L2; 0 (the grid's order) otherwise, and for a masked
-/// grouped GEMM, whose experts each hold a few rows of tiles.
+/// grouped GEMM, whose experts each hold a few rows of tiles. In the grid's
+/// column-by-column order the CTAs running at once cover every row of A
+/// and so stream all of it from memory for each column of tiles; groups
+/// of rows, down M then across N, re-read A from L2. With an A that L2
+/// holds the column order already hits L2, and the grouped order measured
+/// slower. Persistent kernels keep their own grouped loop, clustered and
+/// split candidates their grid.
 pub(super) fn raster_group_for(problem: &Problem, machine: &Machine, c: &Candidate) -> i64 {
     let plain = c.config.schedule == Schedule::Pipeline && c.config.cluster == Along::None && c.config.splits == 1 && !problem.varying_k;
     let a_bytes = problem.m * problem.k * problem.precision.operand_bytes();
@@ -30,7 +36,7 @@ mod tests {
     fn a_plain_pipeline_over_several_waves_takes_tiles_in_groups() {
         let order = |m, n, k| pick(m, n, k).config.raster_group;
         // Pipelined for their direct stores (rows of C not 16-byte aligned,
-        // rule 8): 16 rows of 256x128 tiles over 4 waves and 64 rows of
+        // `epilogue_for`): 16 rows of 256x128 tiles over 4 waves and 64 rows of
         // 128x256 over 16, A of 128 MiB: groups of 8 rows.
         assert_eq!(order(4096, 4100, 16384), 8);
         assert_eq!(order(8192, 8196, 8192), 8);

@@ -12,13 +12,13 @@ use super::tiles::promotes_by_row_blocks;
 
 /// What made the pick win.
 pub(super) fn pick_reason(best: &Candidate, machine: &Machine, tall: bool) -> String {
-    let shared_tall = format!("; warp-specialised (rule 7), two consumers sharing 256x128 rather than 128x256 over {TALL_SHARED_WAVES} waves or more (rule 16)");
+    let shared_tall = format!("; warp-specialised (policy `prefers_warp_specialized`), two consumers sharing 256x128 rather than 128x256 over {TALL_SHARED_WAVES} waves or more (policy `prefers_tall_shared_tiles`)");
     let schedule = match best.config.schedule {
         Schedule::WarpSpecialized { .. } if tall => &shared_tall,
         Schedule::Pipeline => "",
         Schedule::WarpSpecialized { .. } if best.config.block_n <= NARROW_BLOCK_N => "; warp-specialised (a narrow tile with a long K)",
-        Schedule::WarpSpecialized { .. } if best.config.stages > MAX_STAGES => "; warp-specialised with the most stages that fit (rule 15: a narrow tile over a long K, both rows of tiles sharing B)",
-        Schedule::WarpSpecialized { .. } => "; warp-specialised (rule 7: block-scaled FP8 with a long K, or two waves of tiles or more)",
+        Schedule::WarpSpecialized { .. } if best.config.stages > MAX_STAGES => "; warp-specialised with the most stages that fit (policy `deep_paired_rows`: a narrow tile over a long K, both rows of tiles sharing B)",
+        Schedule::WarpSpecialized { .. } => "; warp-specialised (policy `prefers_warp_specialized`: block-scaled FP8 with a long K, or two waves of tiles or more)",
         Schedule::PingPong => "; ping-pong consumers",
         Schedule::ColumnHalves => "; two consumers sharing each tile's columns",
     };
@@ -42,10 +42,10 @@ pub(super) fn pick_reason(best: &Candidate, machine: &Machine, tall: bool) -> St
     };
     let stream_k = match best.config.stream_k {
         None => String::new(),
-        Some(order) => format!("; the last wave's tiles shared by K iterations over every SM, pieces {} (rule 17: a last wave at most {STREAM_K_LAST_WAVE_PERCENT}% full over {STREAM_K_MIN_K_BLOCKS} K blocks or more)", order.word()),
+        Some(order) => format!("; the last wave's tiles shared by K iterations over every SM, pieces {} (policy `stream_k_for`: a last wave at most {STREAM_K_LAST_WAVE_PERCENT}% full over {STREAM_K_MIN_K_BLOCKS} K blocks or more)", order.word()),
     };
     let deferred = if best.config.deferred_epilogue {
-        format!("; each tile stored during the next one's first K steps, {DEFERRED_EPILOGUE_COLUMNS} columns a step (rule 18: two consumers, unclustered, {DEFERRED_EPILOGUE_MIN_WAVES} waves and {DEFERRED_EPILOGUE_MIN_K_BLOCKS} K blocks or more)")
+        format!("; each tile stored during the next one's first K steps, {DEFERRED_EPILOGUE_COLUMNS} columns a step (policy `deferred_epilogue`: two consumers, unclustered, {DEFERRED_EPILOGUE_MIN_WAVES} waves and {DEFERRED_EPILOGUE_MIN_K_BLOCKS} K blocks or more)")
     } else {
         String::new()
     };
@@ -60,8 +60,8 @@ pub(super) fn pick_reason(best: &Candidate, machine: &Machine, tall: bool) -> St
     )
 }
 
-/// The first rule on which `c` loses to `best`; `tall` where rule 16 made
-/// the pick's tile 256x128.
+/// The first policy or figure on which `c` loses to `best`; `tall` where
+/// `prefers_tall_shared_tiles` made the pick's tile 256x128.
 pub(super) fn loss_reason(c: &Candidate, best: &Candidate, tall: bool) -> String {
     let padded = |c: &Candidate| c.tiles * c.config.block_m * c.config.block_n;
     let same_tile = (c.config.block_m, c.config.block_n) == (best.config.block_m, best.config.block_n);
@@ -69,17 +69,17 @@ pub(super) fn loss_reason(c: &Candidate, best: &Candidate, tall: bool) -> String
     let (bm, bn) = (best.config.block_m, best.config.block_n);
     let split_of = |c: &Config| c.block_m <= bm && c.block_n <= bn && 2 * c.block_m * c.block_n >= bm * bn;
     if promotes_by_row_blocks(&c.config) && !promotes_by_row_blocks(&best.config) {
-        format!("{}-row alternative, promoted an m64 block at a time (rule 1: ranked, not picked unless block M is pinned)", c.config.block_m)
+        format!("{}-row alternative, promoted an m64 block at a time (policy `promotes_by_row_blocks`: ranked, not picked unless block M is pinned)", c.config.block_m)
     } else if best.config.splits > 1 && c.config.splits == 1 && split_of(&c.config) {
         format!("unsplit alternative of the pick: one CTA runs the whole K loop of a {}x{} tile", c.config.block_m, c.config.block_n)
     } else if c.config == (Config { cluster: c.config.cluster, raster_group: c.config.raster_group, ..best.config }) && c.config.cluster != Along::None {
         format!("the pick in 2-CTA clusters along {}, multicasting {}", c.config.cluster.word(), if c.config.cluster == Along::M { "B" } else { "A" })
     } else if c.config == (Config { cluster: Along::None, ..best.config }) && best.config.cluster != Along::None {
-        "the pick without clusters (rule 10 clusters it here)".to_string()
+        "the pick without clusters (policy `prefers_clusters` clusters it here)".to_string()
     } else if best.config.deferred_epilogue && c.config == (Config { deferred_epilogue: false, epilogue: c.config.epilogue, stages: c.config.stages, ..best.config }) {
-        "the pick with each tile stored between its K loop and the next tile's (rule 18)".to_string()
+        "the pick with each tile stored between its K loop and the next tile's (policy `deferred_epilogue`)".to_string()
     } else if c.config == (Config { stream_k: None, ..best.config }) && best.config.stream_k.is_some() {
-        "the pick without stream-K: its last wave's tiles whole, on fewer SMs (rule 17)".to_string()
+        "the pick without stream-K: its last wave's tiles whole, on fewer SMs (policy `stream_k_for`)".to_string()
     } else if c.config.schedule == Schedule::PingPong {
         format!("ping-pong alternative: two consumers take turns at whole {}x{} tiles", c.config.block_m, c.config.block_n)
     } else if c.config.schedule != Schedule::Pipeline {
@@ -87,11 +87,11 @@ pub(super) fn loss_reason(c: &Candidate, best: &Candidate, tall: bool) -> String
     } else if same_tile && best.config.schedule != Schedule::Pipeline && c.config.epilogue.word() != best.config.epilogue.word() {
         format!("pipelined direct-store alternative of the pick's tile ({} stages without the output tile)", c.config.stages)
     } else if same_tile && best.config.schedule != Schedule::Pipeline {
-        "pipelined alternative of the pick's tile (rules 7 and 15 prefer warp specialisation here)".to_string()
+        "pipelined alternative of the pick's tile (policies `prefers_warp_specialized` and `deep_paired_rows` prefer warp specialisation here)".to_string()
     } else if same_tile && c.config.epilogue != best.config.epilogue {
         format!("direct-store alternative of the pick ({} stages without the output tile)", c.config.stages)
     } else if tall && (c.config.block_m, c.config.block_n) == (best.config.block_n, best.config.block_m) {
-        format!("the {}x{} tile, which two consumers share as {}x{} over {TALL_SHARED_WAVES} waves or more (rule 16)", c.config.block_m, c.config.block_n, best.config.block_m, best.config.block_n)
+        format!("the {}x{} tile, which two consumers share as {}x{} over {TALL_SHARED_WAVES} waves or more (policy `prefers_tall_shared_tiles`)", c.config.block_m, c.config.block_n, best.config.block_m, best.config.block_n)
     } else if c.waves > best.waves {
         format!("more waves ({} > {})", c.waves, best.waves)
     } else if c.last_wave < best.last_wave {
@@ -129,27 +129,28 @@ mod tests {
     #[test]
     fn the_ranking_names_why_each_alternative_lost() {
         let ranked = rank(&bf16(2048, 4096, 7168), &Machine::H100, &Pins::default());
-        // Rule 7: two consumers share the 128x256 tile over 2 waves, its TMA
-        // epilogue in 128-column chunks and a stage more (rule 8).
+        // `prefers_warp_specialized`: two consumers share the 128x256 tile
+        // over 2 waves, its TMA epilogue in 128-column chunks and a stage
+        // more (`chunked_epilogue`).
         assert!(ranked[0].reason.starts_with("picked"));
         assert_eq!((ranked[0].config.schedule, ranked[0].config.cluster), (Schedule::WarpSpecialized { consumers: 2 }, Along::None));
         assert_eq!((ranked[0].config.stages, ranked[0].config.epilogue.word(), ranked[0].config.epilogue_chunk()), (4, TMA, Some(128)));
-        assert!(ranked[0].reason.ends_with("; warp-specialised (rule 7: block-scaled FP8 with a long K, or two waves of tiles or more)"), "{}", ranked[0].reason);
-        // Rule 10: 16 x 16 tiles over 2 waves; pairs along M share B's
+        assert!(ranked[0].reason.ends_with("; warp-specialised (policy `prefers_warp_specialized`: block-scaled FP8 with a long K, or two waves of tiles or more)"), "{}", ranked[0].reason);
+        // `cluster_for`: 16 x 16 tiles over 2 waves; pairs along M share B's
         // 256-row tile, larger than A's 128.
         assert_eq!(ranked[1].config, Config { cluster: Along::M, ..ranked[0].config });
         assert_eq!(ranked[1].reason, "the pick in 2-CTA clusters along m, multicasting B");
         // The pipelined tile (the whole output tile, three stages), the
-        // ping-pong alternative, and rule 8's: the pipeline with direct
+        // ping-pong alternative, and `direct_stores`': the pipeline with direct
         // stores and the stage the output tile took.
         assert_eq!((ranked[2].config.schedule, ranked[2].config.stages), (Schedule::Pipeline, 3));
-        assert_eq!(ranked[2].reason, "pipelined alternative of the pick's tile (rules 7 and 15 prefer warp specialisation here)");
+        assert_eq!(ranked[2].reason, "pipelined alternative of the pick's tile (policies `prefers_warp_specialized` and `deep_paired_rows` prefer warp specialisation here)");
         assert_eq!(ranked[3].config.schedule, Schedule::PingPong);
         assert_eq!((ranked[4].config.schedule, ranked[4].config.stages, ranked[4].config.epilogue.word()), (Schedule::Pipeline, 4, GLOBAL));
         assert_eq!(ranked[4].reason, "pipelined direct-store alternative of the pick's tile (4 stages without the output tile)");
         assert_eq!(ranked[5].reason, "narrower N (128 < 256)");
         assert!(ranked.iter().skip(6).any(|c| c.reason.starts_with("more waves")));
-        // No tile that breaks rule 1 (both sides over 128) is weighed.
+        // No tile whose accumulators do not fit (both sides over 128) is weighed.
         assert!(ranked.iter().all(|c| c.config.block_m <= 128 || c.config.block_n <= 128));
     }
 }

@@ -1,16 +1,17 @@
-//! Where block-scaled FP8's scales wait for the K step that applies them, chosen with the stages.
+//! Where block-scaled FP8's scales wait for the K step that applies them,
+//! chosen with the stages.
 
 use super::candidate::{Pins, Scales, Schedule};
 use super::problem::{Machine, Precision, Problem};
 use super::smem::SmemLayout;
 
-/// Rules 6 and 11: the stages, and where block-scaled FP8's scales wait.
+/// The stages, and where block-scaled FP8's scales wait.
 /// They are staged with the operands unless, in the plain pipeline, that
 /// costs more than one stage or a CTA an SM holds at once; then
 /// prefetched. A thread's prefetched scale load misses L1 each K block
 /// when A's scales are M-major (a K block's are one line, the next block's
 /// another), which costs more than the one stage staging takes
-/// (measured: docs/evidence.md, config_rules.rs, stages_and_scales).
+/// (measured: docs/evidence.md, selection/scales.rs, stages_and_scales).
 /// `layout`'s own scales are not read: they are what this chooses.
 pub(super) fn stages_and_scales(problem: &Problem, machine: &Machine, pins: &Pins, layout: SmemLayout, filled: i64) -> Option<(i64, Scales)> {
     if problem.precision != Precision::Fp8BlockScaled {

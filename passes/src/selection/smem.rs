@@ -1,4 +1,5 @@
-//! Shared memory: what a configuration lays out there, and how many stages fit it.
+//! Shared memory: what a configuration lays out there, and how many stages
+//! fit it.
 
 use super::candidate::{Epilogue, Pins, Scales, Schedule};
 use super::problem::{ceil_div, Machine, Problem};
@@ -6,10 +7,13 @@ use tilec_dialects::ir::{ElemType, TileType};
 use tilec_dialects::nv::memory::flat_box_rows_of;
 use tilec_dialects::tile::dot::{blocks_covering, SCALE_BLOCK_N};
 
-/// The most stages considered (rule 6), except by rule 15.
+/// The most stages considered (`SmemLayout::most_stages`), except by
+/// deep pairs (`deep_paired_rows`): more measured no consistent gain at the
+/// picks they would change.
 pub const MAX_STAGES: i64 = 8;
 
-/// The most stages the passes build, and rule 15 considers.
+/// The most stages the passes build, and
+/// `deep_paired_rows` considers.
 pub const STAGES_LIMIT: i64 = 16;
 
 /// Bytes of one mbarrier.
@@ -27,13 +31,13 @@ pub(super) const OUTPUT_ELEM_BITS: u32 = 16;
 pub struct SmemLayout {
     /// BLOCK_M, BLOCK_N and BLOCK_K.
     pub tile: (i64, i64, i64),
-    /// The output tile's buffer, if any (rule 8).
+    /// The output tile's buffer, if any.
     pub epilogue: Epilogue,
-    /// Where block-scaled FP8's scales wait (rule 11).
+    /// Where block-scaled FP8's scales wait.
     pub scales: Scales,
-    /// The barriers a stage takes, and the output tiles (rule 7).
+    /// The barriers a stage takes, and the output tiles.
     pub schedule: Schedule,
-    /// The CTAs that share a tile's K loop, and so its f32 partial (rule 12).
+    /// The CTAs that share a tile's K loop, and so its f32 partial.
     pub splits: i64,
 }
 
@@ -76,8 +80,10 @@ impl SmemLayout {
         ceil_div(buffers, MBARRIER_BYTES) * MBARRIER_BYTES + barriers * MBARRIER_BYTES
     }
 
-    /// Rule 6: the most stages that fit, at most `filled` (the pinned
-    /// count, if it fits), or `None` when not even one does.
+    /// Stages: the most that fit the shared-memory budget, at most
+    /// [`MAX_STAGES`] and at most `filled`, the buffers a producer ever
+    /// fills at once ([`buffers_filled`]: more buffers than K blocks never
+    /// fill); the pinned count, if it fits; `None` when not even one does.
     pub(super) fn most_stages(&self, problem: &Problem, machine: &Machine, pins: &Pins, filled: i64) -> Option<i64> {
         match pins.stages {
             Some(s) => Some(s).filter(|&s| self.smem_bytes(problem, s) <= machine.smem_bytes),
@@ -98,14 +104,14 @@ impl SmemLayout {
     }
 }
 
-/// Rule 6's cap: the stage buffers a producer ever fills at once. In the
+/// The stages' cap: the stage buffers a producer ever fills at once. In the
 /// plain pipeline, and in a persistent kernel whose CTAs take at most
 /// [`RUN_AHEAD_MIN_WAVES`] waves of tiles or whose tiles take one K block,
 /// a tile's K blocks; otherwise the persistent producer runs on into the
 /// next tile's K blocks and fills any number. Running ahead pays over many
 /// waves of tiles of a few K blocks; over few waves, or with one K block a
 /// tile, the extra stages only cost
-/// (measured: docs/evidence.md, config_rules.rs, buffers_filled).
+/// (measured: docs/evidence.md, selection/smem.rs, buffers_filled).
 pub(super) fn buffers_filled(problem: &Problem, machine: &Machine, schedule: Schedule, block_k: i64, tiles: i64, splits: i64) -> i64 {
     let k_blocks = ceil_div(problem.k, block_k);
     let runs_ahead = schedule != Schedule::Pipeline && k_blocks > 1 && tiles * splits > RUN_AHEAD_MIN_WAVES * machine.sms;
@@ -116,7 +122,7 @@ pub(super) fn buffers_filled(problem: &Problem, machine: &Machine, schedule: Sch
     }
 }
 
-/// Rule 6: the waves of tiles a persistent kernel's CTAs take past which
+/// The waves of tiles a persistent kernel's CTAs take past which
 /// its producer's stages run ahead into the next tile.
 const RUN_AHEAD_MIN_WAVES: i64 = 2;
 
@@ -129,7 +135,7 @@ pub(super) fn split_k_blocks(problem: &Problem, block_k: i64, splits: i64) -> i6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::selection::testing::fp8;
+    use crate::selection::testing::{bf16, fp8};
 
     #[test]
     fn flat_boxes_of_row_scales_take_a_spare_128_bytes_a_stage() {
@@ -142,5 +148,22 @@ mod tests {
             let (flat, copied) = (layout(block_m).smem_bytes(&by_run, 4), layout(block_m).smem_bytes(&fp8(4096, 4096, 4096), 4));
             assert_eq!(flat - copied, spare, "BLOCK_M {block_m}");
         }
+    }
+
+    #[test]
+    fn a_producer_fills_past_a_tiles_k_blocks_only_over_many_waves() {
+        let machine = Machine::H100;
+        let ws = Schedule::WarpSpecialized { consumers: 2 };
+        let p = bf16(4096, 4096, 512); // 8 K blocks of 64
+        let many = RUN_AHEAD_MIN_WAVES * machine.sms + 1;
+        assert_eq!(buffers_filled(&p, &machine, ws, 64, many, 1), STAGES_LIMIT);
+        // The plain pipeline, few waves, or one K block: a tile's K blocks.
+        assert_eq!(buffers_filled(&p, &machine, Schedule::Pipeline, 64, many, 1), 8);
+        assert_eq!(buffers_filled(&p, &machine, ws, 64, many - 1, 1), 8);
+        assert_eq!(buffers_filled(&bf16(4096, 4096, 64), &machine, ws, 64, many, 1), 1);
+        // Stages never outnumber what fills: 8 K blocks, at most 8 stages.
+        let layout = SmemLayout { tile: (64, 64, 64), epilogue: Epilogue::Global, scales: Scales::None, schedule: Schedule::Pipeline, splits: 1 };
+        assert_eq!(layout.most_stages(&bf16(64, 64, 192), &machine, &Pins::default(), 3), Some(3));
+        assert_eq!(layout.most_stages(&p, &machine, &Pins::default(), STAGES_LIMIT), Some(MAX_STAGES));
     }
 }

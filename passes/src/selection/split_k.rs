@@ -1,4 +1,5 @@
-//! Split-K over a cluster: CTAs that share one tile's K loop and add their partial tiles in shared memory.
+//! Split-K over a cluster: CTAs that share one tile's K loop and add their
+//! partial tiles in shared memory.
 
 use crate::cluster::Along;
 use super::candidate::{Candidate, Pins, SplitReduce};
@@ -7,32 +8,41 @@ use super::problem::{ceil_div, Machine, Problem};
 use super::schedule::{LONG_K_BLOCKS, NARROW_BLOCK_N};
 use super::tiles::{BLOCK_MS, tile_candidate};
 
-/// Rule 12: the CTAs that share a narrow tile's doubled K loop.
+/// The CTAs that share a narrow tile's doubled K loop.
 const SPLITS: i64 = 2;
 
-/// Rule 12: the most CTAs that share one tile's K loop.
+/// The most CTAs that share one tile's K loop.
 pub(super) const MAX_SPLITS: i64 = 4;
 
-/// Rule 12: the CTAs that `splits`-CTA clusters may occupy. Pairs fill
+/// The CTAs that `splits`-CTA clusters may occupy. Pairs fill
 /// every SM; larger clusters must each fit the SMs of one GPC, which
-/// leaves some SMs of each GPC out: 4/5 of the SMs held clusters of three
-/// and four in one wave where more did not
-/// (measured: docs/evidence.md, config_rules.rs, split_capacity).
+/// leaves some SMs of each GPC out: [`LARGE_CLUSTER_SM_FIFTHS`] fifths of
+/// the SMs held clusters of three and four in one wave where more did not
+/// (measured: docs/evidence.md, selection/split_k.rs, split_capacity).
 pub(super) fn split_capacity(machine: &Machine, splits: i64) -> i64 {
     if splits <= 2 {
         machine.sms
     } else {
-        machine.sms * 4 / 5
+        machine.sms * LARGE_CLUSTER_SM_FIFTHS / 5
     }
 }
 
-/// Rule 12, for `best`, the best pipelined candidate, over a long K in one
-/// wave: where rule 7 would run its narrow tile (at most 32 columns), a
-/// tile twice as tall (where that adds no padding along M) or else twice as
-/// wide whose K loop two CTAs of a cluster share; where its tiles fill at
+/// The fifths of the SMs that clusters of more than two CTAs may occupy
+/// ([`split_capacity`]).
+const LARGE_CLUSTER_SM_FIFTHS: i64 = 4;
+
+/// Split-K, for `best`, the best pipelined candidate, over a long K in one
+/// wave: where `prefers_warp_specialized` would run its narrow tile (at
+/// most [`NARROW_BLOCK_N`] columns), a tile twice as tall (where that adds
+/// no padding along M) or else twice as wide whose K loop two CTAs of a
+/// cluster share, each running half the K loop in the plain pipeline and
+/// summing their partial tiles in shared memory (`tile-split-k`): as many
+/// CTAs, each with half the K steps and twice the work per step (more
+/// splits of larger tiles ran slower than two); where its tiles fill at
 /// most half the SMs, the same tile shared by the most CTAs (2 to 4) that
-/// fit, each with fewer than 32 K blocks, two to an SM where that suits
-/// ([`paired_split_k`]). Pipelined either way. `None` where the program's tensors are chosen
+/// fit, each with fewer than [`LONG_K_BLOCKS`] K blocks, two to an SM where
+/// that suits ([`paired_split_k`]), since such a tile leaves SMs idle.
+/// Pipelined either way; the unsplit pick is ranked next. `None` where the program's tensors are chosen
 /// by data or batched (a grouped or masked GEMM), where a cluster (or, to
 /// grow the tile, the tile) is pinned, or where nothing fits.
 pub(super) fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
@@ -48,9 +58,9 @@ pub(super) fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &
         let grown = if BLOCK_MS.contains(&taller) && padded_m(taller) == padded_m(c.block_m) { (taller, c.block_n) } else { (c.block_m, SPLITS * c.block_n) };
         (grown, SPLITS)
     } else {
-        // Each split's K loop short enough that rule 7 pipelines it: a long
+        // Each split's K loop short enough that `prefers_warp_specialized` pipelines it: a long
         // one keeps the one-consumer kernel, which beat the split
-        // (measured: docs/evidence.md, config_rules.rs, split_k).
+        // (measured: docs/evidence.md, selection/split_k.rs, split_k).
         let k_blocks = ceil_div(problem.k, c.block_k);
         let short = |s: i64| ceil_div(k_blocks, s) < LONG_K_BLOCKS;
         if let Some(pairs) = paired_split_k(problem, machine, pins, best, short) {
@@ -63,10 +73,11 @@ pub(super) fn split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &
     tile_candidate(problem, machine, pins, (block_m, block_n, c.block_k), splits, SplitReduce::Cluster).filter(|split| split.last_wave <= split_capacity(machine, splits) && split.waves == 1)
 }
 
-/// Rule 12's pairs: `best`, whose tiles of B serve more than one row of
+/// Split-K in pairs: `best`, whose tiles of B serve more than one row of
 /// tiles, split over the most CTAs (2 to 4) that run at once two to an SM,
-/// each split's K loop `short`, where that is more CTAs than SMs; `None`
-/// otherwise.
+/// each split's K loop `short`, where that is more CTAs than SMs: two CTAs'
+/// promotions then overlap on each SM. With one row of tiles such pairs
+/// lost. `None` otherwise.
 fn paired_split_k(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate, short: impl Fn(i64) -> bool) -> Option<Candidate> {
     let c = best.config;
     if ceil_div(problem.m, c.block_m) < 2 {
@@ -104,7 +115,7 @@ mod tests {
         // 8 barriers, then 64*32*4 and the 64*32*2 output tile.
         assert_eq!(c.smem_bytes, 8 * 12288 + 8192 + 4096 + 8 * 8);
         // 64-column tiles, or K under 32 blocks, keep one CTA per tile (and
-        // at 128x4096x7168 take rule 15's schedule).
+        // at 128x4096x7168 take `deep_paired_rows`' schedule).
         for (m, n, k) in [(128, 4096, 7168), (64, 2112, 1024)] {
             assert_eq!(pick(m, n, k).config.splits, 1, "{m}x{n}x{k}");
         }

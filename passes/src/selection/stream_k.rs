@@ -4,7 +4,7 @@ use crate::cluster::Along;
 use super::candidate::{Candidate, PieceOrder, Schedule};
 use super::problem::{ceil_div, Machine, Precision, Problem};
 
-/// Rule 17: stream-K (`tile-stream-k`, pieces in order) for a BF16 pick
+/// Stream-K (`tile-stream-k`, pieces in order) for a BF16 pick
 /// that two consumers share, persistent and unclustered, over a full wave
 /// or more whose last wave keeps at most [`STREAM_K_LAST_WAVE_PERCENT`]% of
 /// the SMs busy, over at least [`STREAM_K_MIN_K_BLOCKS`] K blocks; one GEMM
@@ -12,7 +12,7 @@ use super::problem::{ceil_div, Machine, Precision, Problem};
 /// range of iterations). The hand-over of each CTA's pieces costs about
 /// what a fuller last wave or a short K saves, so only a thin last wave
 /// over a long K gains
-/// (measured: docs/evidence.md, config_rules.rs, stream_k_for).
+/// (measured: docs/evidence.md, selection/stream_k.rs, stream_k_for).
 /// Block-scaled FP8's 128x176
 /// consumers spill with the pass's index arithmetic, so it stays BF16.
 pub(super) fn stream_k_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Option<PieceOrder> {
@@ -31,10 +31,10 @@ pub(super) fn stream_k_for(problem: &Problem, machine: &Machine, best: &Candidat
     applies.then_some(PieceOrder::InOrder)
 }
 
-/// Rule 17: the fullest last wave, in percent of the SMs, that stream-K shares.
+/// The fullest last wave, in percent of the SMs, that stream-K shares.
 pub(super) const STREAM_K_LAST_WAVE_PERCENT: i64 = 60;
 
-/// Rule 17: the fewest K blocks over which stream-K pays for its hand-over.
+/// The fewest K blocks over which stream-K pays for its hand-over.
 pub(super) const STREAM_K_MIN_K_BLOCKS: i64 = 64;
 
 /// Block N of the 128-row BF16 tiles whose two consumers spill registers
@@ -58,9 +58,9 @@ mod tests {
         let ranked = rank(&bf16(8192, 8192, 8192), &Machine::H100, &Pins::default());
         let (shared, next) = (&ranked[0], &ranked[1]);
         assert_eq!((shared.config.stream_k, shared.sms, shared.last_wave), (Some(PieceOrder::InOrder), 132, 68));
-        assert!(shared.reason.ends_with("pieces in-order (rule 17: a last wave at most 60% full over 64 K blocks or more)"), "{}", shared.reason);
+        assert!(shared.reason.ends_with("pieces in-order (policy `stream_k_for`: a last wave at most 60% full over 64 K blocks or more)"), "{}", shared.reason);
         assert_eq!(next.config, Config { stream_k: None, ..shared.config });
-        assert_eq!(next.reason, "the pick without stream-K: its last wave's tiles whole, on fewer SMs (rule 17)");
+        assert_eq!(next.reason, "the pick without stream-K: its last wave's tiles whole, on fewer SMs (policy `stream_k_for`)");
         assert!(shared.config.to_string().ends_with(" stream_k=in-order"), "{}", shared.config);
         // Fuller last waves (116, 120 and 104 of 132) and a short K (24
         // blocks under a 27% full last wave) keep whole tiles.

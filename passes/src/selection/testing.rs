@@ -24,7 +24,7 @@ pub(super) fn summary(c: &Candidate) -> (i64, i64, i64, &'static str, i64, i64) 
     (c.config.block_m, c.config.block_n, c.config.stages, c.config.epilogue.word(), c.waves, c.last_wave)
 }
 
-/// Rule 8's epilogues as `summary` names them.
+/// The epilogues as `summary` names them.
 pub(super) const TMA: &str = "tma";
 
 pub(super) const GLOBAL: &str = "global";

@@ -1,4 +1,6 @@
-//! Tile shapes: which block M and N a candidate takes, the accumulators they leave a thread, and the widths a block-scaled dot takes across B's scale blocks.
+//! Tile shapes: which block M and N a candidate takes, the accumulators they
+//! leave a thread, and the widths a block-scaled dot takes across B's scale
+//! blocks.
 
 use crate::cluster::Along;
 use super::candidate::{Candidate, Config, Pins, Scales, Schedule, SplitReduce};
@@ -9,7 +11,7 @@ use super::smem::{buffers_filled, SmemLayout, split_k_blocks};
 use super::waves::{compare, wave_work, with_waves};
 use tilec_dialects::tile::dot::{blocks_from_grid_offsets, SCALE_BLOCK_N};
 
-/// The block M values rule 1 allows.
+/// The block M values a tile takes: whole m64 wgmma blocks, one to four.
 pub const BLOCK_MS: [i64; 3] = [64, 128, 256];
 
 /// The widest block N (one wgmma's N).
@@ -19,10 +21,12 @@ pub const MAX_BLOCK_N: i64 = 256;
 /// granularity that keeps a row of C 32-byte aligned.
 pub const BLOCK_N_STEP: i64 = 16;
 
-/// Rules 1-6, 9 and 11 for one tile shape with the plain pipeline, each tile's
-/// K loop shared by `splits` CTAs (rule 12; 1 without) that add their
-/// partial tiles as `reduce` says; `None` when it breaks rule 1 or no
-/// stage fits.
+/// One tile shape with the plain pipeline, its accumulators spread over
+/// the fewest warpgroups whose registers hold them ([`AccumulatorRegisters`](super::AccumulatorRegisters)),
+/// with the stages and scales that fit ([`stages_and_scales`]) and its
+/// waves ([`with_waves`]), each tile's K loop shared by `splits` CTAs
+/// (split-K; 1 without) that add their partial tiles as `reduce` says;
+/// `None` when its accumulators fit no warpgroups or no stage fits.
 pub(super) fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, (bm, bn, bk): (i64, i64, i64), splits: i64, reduce: SplitReduce) -> Option<Candidate> {
     let registers = |warpgroups| problem.precision.accumulator_registers(bm, bn, warpgroups);
     let warpgroups = if registers(1).fit_alone() { 1 } else { 2 };
@@ -49,12 +53,15 @@ pub(super) fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, 
 }
 
 /// Whether a block-scaled tile's warpgroups each hold more than one m64
-/// block of rows, which they promote one block at a time (rule 1).
+/// block of rows, which they promote one block at a time. Such a tile is
+/// ranked behind the others, as a warp-specialised alternative, unless
+/// block M is pinned: over a long K it has fewer stages and each consumer
+/// promotes its two blocks in series; it gains only over a short K.
 pub(super) fn promotes_by_row_blocks(c: &Config) -> bool {
     c.scales != Scales::None && c.block_m > 64 * c.tile_warpgroups()
 }
 
-/// Rule 1's block N candidates: every multiple of [`BLOCK_N_STEP`] up to [`MAX_BLOCK_N`].
+/// The block N candidates: every multiple of [`BLOCK_N_STEP`] up to [`MAX_BLOCK_N`].
 pub(super) fn every_block_n() -> Vec<i64> {
     (1..=MAX_BLOCK_N / BLOCK_N_STEP).map(|i| i * BLOCK_N_STEP).collect()
 }
@@ -64,12 +71,19 @@ pub(super) fn holds_whole_groups(problem: &Problem, block_n: i64) -> bool {
     problem.column_group.is_none_or(|g| block_n % g == 0)
 }
 
-/// Rule 1's block N for a block-scaled dot whose tiles of B need not start
-/// a scale block: one scale block (128), unless over more than two waves
+/// The block N of a block-scaled dot whose tiles of B need not start a
+/// scale block (the program gives it the offset into the first): one scale
+/// block (128), unless over more than [`CROSS_SCALE_BLOCK_MIN_WAVES`] waves
 /// the best tile of any width [`spans_few_scale_blocks`] allows takes at
-/// least 1% less [`promotion_work`] than the best 128 wide, or the best
-/// 128 wide runs in one wave and more tiles half a scale block wide would
-/// too (or no 128-wide tile fits the pins).
+/// least [`CROSS_SCALE_BLOCK_GAIN_PERCENT`]% less [`promotion_work`] than
+/// the best 128 wide, or the best 128 wide runs in one wave and more tiles
+/// half a scale block wide would too (or no 128-wide tile fits the pins).
+/// A width that crosses scale blocks has its K loop lowered once per
+/// offset into a scale block, which only a clear gain pays for: a wider
+/// tile gains where it covers N in fewer tiles and loses where the
+/// narrower tiles fill more SMs. Half a scale block (64 columns, never
+/// across two blocks) lets more CTAs stream B at once, where it keeps the
+/// one wave.
 pub(super) fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, pins: &Pins, block_ms: &[i64], bk: i64) -> i64 {
     let best_of = |block_ns: &[i64]| {
         block_ms
@@ -83,18 +97,27 @@ pub(super) fn block_n_across_scale_blocks(problem: &Problem, machine: &Machine, 
     let k_blocks = ceil_div(problem.k, bk);
     let widths: Vec<i64> = every_block_n().into_iter().filter(|&bn| spans_few_scale_blocks(bn, k_blocks)).collect();
     match (best_of(&[SCALE_BLOCK_N]), best_of(&widths)) {
-        (Some(aligned), Some(any)) if aligned.waves > 2 && 100 * promotion_work(&any) < 99 * promotion_work(&aligned) => any.config.block_n,
+        (Some(aligned), Some(any)) if aligned.waves > CROSS_SCALE_BLOCK_MIN_WAVES && 100 * promotion_work(&any) < (100 - CROSS_SCALE_BLOCK_GAIN_PERCENT) * promotion_work(&aligned) => any.config.block_n,
         (Some(aligned), _) if aligned.waves == 1 && best_of(&[half_block]).is_some_and(|half| half.waves == 1 && half.tiles > aligned.tiles) => half_block,
         (None, Some(any)) => any.config.block_n,
         _ => SCALE_BLOCK_N,
     }
 }
 
-/// Rule 1: the narrowest block-scaled tile [`promotion_work`] counts at
+/// The waves of one-scale-block tiles past which a block-scaled dot weighs
+/// widths that cross scale blocks ([`block_n_across_scale_blocks`]).
+const CROSS_SCALE_BLOCK_MIN_WAVES: i64 = 2;
+
+/// The least saving, in percent of [`promotion_work`], for which a width
+/// that crosses scale blocks replaces one scale block
+/// ([`block_n_across_scale_blocks`]).
+const CROSS_SCALE_BLOCK_GAIN_PERCENT: i64 = 1;
+
+/// The narrowest block-scaled tile [`promotion_work`] counts at
 /// less than its area.
 const WIDE_TILE_MIN_N: i64 = 176;
 
-/// Rule 1: the share of its area a wide block-scaled tile counts at in
+/// The share of its area a wide block-scaled tile counts at in
 /// [`promotion_work`], in percent.
 const WIDE_TILE_WORK_PERCENT: i64 = 92;
 
@@ -109,13 +132,13 @@ const WIDE_TILE_WORK_PERCENT: i64 = 92;
 /// still gains: over fewer than [`THREE_BLOCK_SPAN_MIN_K_BLOCKS`] K blocks
 /// 176 is no candidate ([`spans_few_scale_blocks`]), and the wide tiles
 /// left count as wide over any K
-/// (measured: docs/evidence.md, config_rules.rs, promotion_work).
+/// (measured: docs/evidence.md, selection/tiles.rs, promotion_work).
 fn promotion_work(c: &Candidate) -> i64 {
     let wide = c.config.block_n >= WIDE_TILE_MIN_N && !promotes_by_row_blocks(&c.config);
     wave_work(c) * if wide { WIDE_TILE_WORK_PERCENT } else { 100 }
 }
 
-/// Rule 1: the fewest K blocks over which a block-scaled width whose tiles
+/// The fewest K blocks over which a block-scaled width whose tiles
 /// span three of B's scale blocks (block N 176) is a candidate.
 const THREE_BLOCK_SPAN_MIN_K_BLOCKS: i64 = 32;
 
@@ -125,7 +148,7 @@ const THREE_BLOCK_SPAN_MIN_K_BLOCKS: i64 = 32;
 /// three (176: eight K-loop copies, one per offset into a scale block) to
 /// pay: over a shorter K the copies cost more than the narrower tile's
 /// fuller last wave saves
-/// (measured: docs/evidence.md, config_rules.rs, spans_few_scale_blocks).
+/// (measured: docs/evidence.md, selection/tiles.rs, spans_few_scale_blocks).
 pub(super) fn spans_few_scale_blocks(block_n: i64, k_blocks: i64) -> bool {
     blocks_from_grid_offsets(block_n) <= 2 || k_blocks >= THREE_BLOCK_SPAN_MIN_K_BLOCKS
 }
@@ -151,7 +174,7 @@ mod tests {
         let tall = ranked.last().expect("candidates");
         assert_eq!((tall.config.block_m, tall.config.schedule), (256, Schedule::WarpSpecialized { consumers: 2 }));
         assert!(ranked[..ranked.len() - 1].iter().all(|c| c.config.block_m < 256));
-        assert_eq!(tall.reason, "256-row alternative, promoted an m64 block at a time (rule 1: ranked, not picked unless block M is pinned)");
+        assert_eq!(tall.reason, "256-row alternative, promoted an m64 block at a time (policy `promotes_by_row_blocks`: ranked, not picked unless block M is pinned)");
         let pinned = choose(&p, &Machine::H100, &Pins { block_m: Some(256), ..pins }).expect("a pinned 256-row tile fits");
         assert_eq!((pinned.config.block_m, pinned.config.schedule), (256, Schedule::WarpSpecialized { consumers: 2 }));
     }

@@ -1,5 +1,5 @@
 //! `tile-select-config{m=M n=N k=K target=T sms=S block-m=.. block-n=.. block-k=.. stages=.. cluster=.. candidate=R}`:
-//! chooses a GEMM's configuration (config_rules.rs) for the GPU `target`
+//! chooses a GEMM's configuration (`selection`) for the GPU `target`
 //! (tilec-target; `sms` overrides its SM count) and binds it into the IR;
 //! `candidate` takes the R-th ranked configuration instead of the pick, so
 //! that alternatives can be measured against it.
@@ -62,13 +62,13 @@ pub const INFO: PassInfo = PassInfo {
             name: "cluster",
             kind: OptionKind::Enum(&["auto", "m", "n", "none"]),
             default: "auto",
-            help: "pin 2-CTA clusters along m or n, or none (auto: rule 10 ranks the pick in clusters as an alternative)",
+            help: "pin 2-CTA clusters along m or n, or none (auto: config selection ranks the pick in clusters as an alternative)",
         },
         OptionSpec {
             name: "ranking",
             kind: OptionKind::Enum(Ranking::WORDS),
             default: "model",
-            help: "order the candidates by the cost model's predicted time (model), or by the numbered rules with the model's extra alternatives after them (rules)",
+            help: "order the candidates by the cost model's predicted time (model), or by config selection's policies with the model's extra alternatives after them (rules)",
         },
         OptionSpec {
             name: "candidate",
@@ -116,7 +116,7 @@ pub enum Ranking {
     /// ([`cost_model::order`]).
     #[default]
     Model,
-    /// By the numbered rules (config_rules.rs), then the alternatives only
+    /// By config selection's policies ([`crate::selection::rank`]), then the alternatives only
     /// the model weighs: the order the rules' measurements were taken in.
     Rules,
 }

@@ -28,7 +28,7 @@
 //! pieces' spread K offsets cut the L2 hits on the shared operands (in
 //! order), or the hand-over costs what the fuller wave saves (reversed)
 //! (measured: docs/evidence.md, stream_k.rs, module documentation; config
-//! selection's rule 17 says when it takes the pass).
+//! selection's `stream_k_for` says when it takes the pass).
 //!
 //! The pass drops `tile-persistent`'s `wave_tile`, so the launcher starts
 //! a CTA on every SM: the shares are even over the whole device.
