@@ -5,13 +5,15 @@ use super::candidate::{Candidate, Config, PieceOrder, Pins, Schedule, SplitReduc
 use super::column_halves::{COLUMN_HALF_HANDOVER_REGISTERS, column_halves_candidates, COLUMN_HALVES_TILES};
 use super::deferred_epilogue::takes_deferred_epilogue;
 use super::epilogue::epilogue_for;
+use super::forms::{rescheduled, tile_candidate};
 use super::problem::{ceil_div, Machine, Precision, Problem};
 use super::rank::rank;
 use super::raster::raster_group_for;
-use super::schedule::{rescheduled, warp_specialized};
+use super::scale_widths::spans_few_scale_blocks;
+use super::schedule::warp_specialized;
 use super::split_k::split_capacity;
 use super::stream_k::STREAM_K_SPILLING_BLOCK_NS;
-use super::tiles::{BLOCK_MS, BLOCK_N_STEP, every_block_n, holds_whole_groups, promotes_by_row_blocks, spans_few_scale_blocks, tile_candidate};
+use super::tiles::{BLOCK_MS, BLOCK_N_STEP, every_block_n, holds_whole_groups, promotes_by_row_blocks};
 use tilec_dialects::tile::dot::blocks_from_grid_offsets;
 use tilec_dialects::tile::reduce::MAX_SPLITS as SUM_SPLITS;
 

@@ -5,9 +5,7 @@
 use crate::cluster::Along;
 use crate::words::named_by_words;
 use std::fmt;
-use super::problem::{ceil_div, Machine, Problem};
-use super::smem::SmemLayout;
-use super::waves::{persistent_sms, with_waves};
+use super::problem::Machine;
 
 /// Where block-scaled FP8's scales wait for the K step that applies them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,15 +227,6 @@ impl Config {
         }
     }
 
-    /// What the configuration lays out in shared memory besides its stages.
-    pub fn smem_layout(&self) -> SmemLayout {
-        let splits = match self.split_reduce {
-            SplitReduce::Cluster => self.splits,
-            SplitReduce::Workspace => 1,
-        };
-        SmemLayout { tile: (self.block_m, self.block_n, self.block_k), epilogue: self.epilogue, scales: self.scales, schedule: self.schedule, splits }
-    }
-
     /// The TMA epilogue's buffer columns where the tile goes
     /// through it in chunks; `None` for a buffer of the whole tile.
     pub fn epilogue_chunk(&self) -> Option<i64> {
@@ -379,21 +368,6 @@ impl std::str::FromStr for Config {
         }
         Ok(config)
     }
-}
-
-/// `config`'s figures for `problem` (tiles, waves, the SMs it runs on,
-/// shared memory), as [`rank`](fn@super::rank) lists them: what the cost model reads of a
-/// configuration taken from elsewhere (a measurement, a tuning file).
-pub fn figures(problem: &Problem, machine: &Machine, config: Config) -> Candidate {
-    let tiles = ceil_div(problem.m, config.block_m) * ceil_div(problem.n, config.block_n);
-    let smem_bytes = config.smem_layout().smem_bytes(problem, config.stages);
-    let mut c = with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes, reason: String::new() });
-    if config.stream_k.is_some() || (config.schedule != Schedule::Pipeline && !config.persistent()) {
-        c.sms = machine.sms;
-    } else if config.persistent() {
-        c.sms = persistent_sms(problem, machine, &config);
-    }
-    c
 }
 
 #[cfg(test)]

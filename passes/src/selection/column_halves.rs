@@ -2,7 +2,8 @@
 //! as alternatives.
 
 use super::candidate::{Candidate, Config, Epilogue, Pins, Scales, Schedule, SplitReduce};
-use super::epilogue::{chunked_epilogue, epilogue_for};
+use super::epilogue::epilogue_for;
+use super::epilogue_forms::chunked_epilogue;
 use super::problem::{ceil_div, Machine, Problem};
 use super::scales::stages_and_scales;
 use super::smem::{buffers_filled, SmemLayout, split_k_blocks};
@@ -81,8 +82,8 @@ mod tests {
     use crate::cluster::Along;
     use crate::selection::alternatives::alternatives;
     use crate::selection::rank::rank;
-    use crate::selection::schedule::NARROW_BLOCK_N;
     use crate::selection::testing::{bf16, fp8};
+    use crate::selection::tiles::NARROW_BLOCK_N;
 
     /// Consumers that share a tile's columns are weighed only where
     /// `tile-warp-specialize{halves=columns}` builds them (a BF16 dot with B

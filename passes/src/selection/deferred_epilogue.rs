@@ -4,8 +4,8 @@
 use crate::cluster::Along;
 use super::candidate::{Candidate, Config, Epilogue, Pins, Schedule};
 use super::epilogue::keeps_output_swizzle;
+use super::forms::rescheduled;
 use super::problem::{ceil_div, Machine, Precision, Problem};
-use super::schedule::rescheduled;
 
 /// The deferred epilogue (`tile-defer-epilogue`) for a BF16 pick
 /// that two consumers share, persistent, unclustered and without stream-K,

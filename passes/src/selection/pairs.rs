@@ -2,8 +2,8 @@
 //! memory.
 
 use super::candidate::{Candidate, Pins, Schedule, SplitReduce};
+use super::forms::tile_candidate;
 use super::problem::{Machine, Precision, Problem};
-use super::tiles::tile_candidate;
 
 /// The fewest stages each CTA of a pair keeps.
 const MIN_PAIRED_STAGES: i64 = 3;

@@ -2,8 +2,9 @@
 
 use super::candidate::{Candidate, Pins, Schedule};
 use super::epilogue::epilogue_for;
+use super::forms::rescheduled;
 use super::problem::{Machine, Precision, Problem};
-use super::schedule::{PERSISTENT_WAVES, rescheduled};
+use super::schedule::PERSISTENT_WAVES;
 
 /// Where ping-pong consumers are the pick: block-scaled FP8 at most
 /// [`FP8_PING_PONG_MAX_M`] rows tall with at least [`FP8_PING_PONG_K_BLOCKS`]

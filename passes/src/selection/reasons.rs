@@ -4,11 +4,10 @@ use crate::cluster::Along;
 use super::candidate::{Candidate, Config, Scales, Schedule};
 use super::deferred_epilogue::{DEFERRED_EPILOGUE_COLUMNS, DEFERRED_EPILOGUE_MIN_K_BLOCKS, DEFERRED_EPILOGUE_MIN_WAVES};
 use super::problem::{ceil_div, Machine};
-use super::schedule::NARROW_BLOCK_N;
 use super::smem::MAX_STAGES;
 use super::stream_k::{STREAM_K_LAST_WAVE_PERCENT, STREAM_K_MIN_K_BLOCKS};
 use super::tall_tiles::TALL_SHARED_WAVES;
-use super::tiles::promotes_by_row_blocks;
+use super::tiles::{NARROW_BLOCK_N, promotes_by_row_blocks};
 
 /// What made the pick win.
 pub(super) fn pick_reason(best: &Candidate, machine: &Machine, tall: bool) -> String {

@@ -1,14 +1,13 @@
 //! The K loop's schedule: the plain pipeline, or warp specialisation with one
 //! or two consumers.
 
-use super::candidate::{Candidate, Config, Epilogue, Pins, Scales, Schedule, SplitReduce};
-use super::epilogue::{chunked_epilogue, epilogue_for};
+use super::candidate::{Candidate, Epilogue, Pins, Schedule};
+use super::epilogue::epilogue_for;
+use super::epilogue_forms::chunked_epilogue;
+use super::forms::{rescheduled, tile_candidate};
 use super::problem::{Machine, Precision, Problem};
-use super::scales::stages_and_scales;
-use super::smem::{buffers_filled, SmemLayout, split_k_blocks};
 use super::tall_tiles::prefers_tall_shared_tiles;
-use super::tiles::tile_candidate;
-use super::waves::with_waves;
+use super::tiles::NARROW_BLOCK_N;
 
 /// Whether the warp-specialised form of `best` is the pick rather than an
 /// alternative. In general it is an alternative (one or two consumers,
@@ -81,10 +80,6 @@ const BF16_CHUNKED_PERSISTENT_K_BLOCKS: i64 = 64;
 /// GEMM) that a persistent CTA's static share still balances.
 const FEW_WAVES: i64 = 4;
 
-/// The widest tile whose K steps are too short for the plain
-/// pipeline to hide its load issue.
-pub(super) const NARROW_BLOCK_N: i64 = 32;
-
 /// The fewest K blocks that make a long K (for warp specialisation and
 /// split-K).
 pub(super) const LONG_K_BLOCKS: i64 = 32;
@@ -129,27 +124,11 @@ pub(super) fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins
     Some(specialised).filter(|s| s.config.stages >= 2)
 }
 
-/// `from`'s tile under another schedule, warp count and epilogue, with the
-/// stages and scales ([`stages_and_scales`]) and the shared memory worked out for
-/// them; `None` when not one stage fits.
-pub(super) fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, from: &Candidate, schedule: Schedule, num_warps: i64, epilogue: Epilogue) -> Option<Candidate> {
-    let c = from.config;
-    let tile = (c.block_m, c.block_n, c.block_k);
-    let layout = SmemLayout { tile, epilogue, scales: Scales::None, schedule, splits: c.smem_layout().splits };
-    let filled = match c.split_reduce {
-        SplitReduce::Workspace => split_k_blocks(problem, c.block_k, c.splits),
-        SplitReduce::Cluster => buffers_filled(problem, machine, schedule, c.block_k, from.tiles, c.splits),
-    };
-    let (stages, scales) = stages_and_scales(problem, machine, pins, layout, filled)?;
-    let config = Config { stages, num_warps, schedule, epilogue, scales, ..c };
-    let rescheduled = Candidate { config, smem_bytes: layout.with_scales(scales).smem_bytes(problem, stages), reason: String::new(), ..from.clone() };
-    Some(with_waves(problem, machine, rescheduled))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cluster::Along;
+    use crate::selection::candidate::{Config, Scales};
     use crate::selection::rank::{choose, rank};
     use crate::selection::testing::{bf16, fp8, GLOBAL, pick, TMA};
 

@@ -1,7 +1,7 @@
 //! Shared memory: what a configuration lays out there, and how many stages
 //! fit it.
 
-use super::candidate::{Epilogue, Pins, Scales, Schedule};
+use super::candidate::{Config, Epilogue, Pins, Scales, Schedule, SplitReduce};
 use super::problem::{ceil_div, Machine, Problem};
 use tilec_dialects::ir::{ElemType, TileType};
 use tilec_dialects::nv::memory::flat_box_rows_of;
@@ -101,6 +101,17 @@ impl SmemLayout {
     /// The same layout with the scales waiting in `scales`.
     pub(super) fn with_scales(self, scales: Scales) -> SmemLayout {
         SmemLayout { scales, ..self }
+    }
+}
+
+impl Config {
+    /// What the configuration lays out in shared memory besides its stages.
+    pub fn smem_layout(&self) -> SmemLayout {
+        let splits = match self.split_reduce {
+            SplitReduce::Cluster => self.splits,
+            SplitReduce::Workspace => 1,
+        };
+        SmemLayout { tile: (self.block_m, self.block_n, self.block_k), epilogue: self.epilogue, scales: self.scales, schedule: self.schedule, splits }
     }
 }
 

@@ -3,10 +3,11 @@
 
 use crate::cluster::Along;
 use super::candidate::{Candidate, Pins, SplitReduce};
+use super::forms::tile_candidate;
 use super::pairs::paired_candidate;
 use super::problem::{ceil_div, Machine, Problem};
-use super::schedule::{LONG_K_BLOCKS, NARROW_BLOCK_N};
-use super::tiles::{BLOCK_MS, tile_candidate};
+use super::schedule::LONG_K_BLOCKS;
+use super::tiles::{BLOCK_MS, NARROW_BLOCK_N};
 
 /// The CTAs that share a narrow tile's doubled K loop.
 const SPLITS: i64 = 2;

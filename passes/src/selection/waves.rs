@@ -78,13 +78,28 @@ pub(super) fn persistent_sms(problem: &Problem, machine: &Machine, c: &Config) -
     cluster * fewest_keeping_turns(units as u64, (machine.sms / cluster) as u64) as i64
 }
 
+/// `config`'s figures for `problem` (tiles, waves, the SMs it runs on,
+/// shared memory), as [`rank`](fn@super::rank) lists them: what the cost model reads of a
+/// configuration taken from elsewhere (a measurement, a tuning file).
+pub fn figures(problem: &Problem, machine: &Machine, config: Config) -> Candidate {
+    let tiles = ceil_div(problem.m, config.block_m) * ceil_div(problem.n, config.block_n);
+    let smem_bytes = config.smem_layout().smem_bytes(problem, config.stages);
+    let mut c = with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes, reason: String::new() });
+    if config.stream_k.is_some() || (config.schedule != Schedule::Pipeline && !config.persistent()) {
+        c.sms = machine.sms;
+    } else if config.persistent() {
+        c.sms = persistent_sms(problem, machine, &config);
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::selection::candidate::{Pins, SplitReduce};
+    use crate::selection::forms::tile_candidate;
     use crate::selection::rank::{choose, rank};
     use crate::selection::testing::{bf16, fp8, pick};
-    use crate::selection::tiles::tile_candidate;
 
     #[test]
     fn co_resident_ctas_make_a_wave_over_many_tiles() {
