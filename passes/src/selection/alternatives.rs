@@ -52,9 +52,9 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
     let tiles = || shapes.iter().copied();
     let unclustered = pins.cluster.is_none_or(|along| along == Along::None);
     let mut found = Vec::new();
-    // The rules rank one width for such a program
-    // ([`block_n_across_scale_blocks`]); every other width is weighed in
-    // the forms the rules give it when pinned.
+    // The ranking takes one width for such a program
+    // (`block_n_across_scale_blocks`); every other width is weighed in
+    // the forms the policies give it when pinned.
     if problem.b_scale_rows.is_some() && pins.block_n.is_none() {
         for &bn in block_ns.iter().filter(|&&bn| ranked.iter().all(|c| c.config.block_n != bn) && holds_whole_groups(problem, bn)) {
             found.extend(rank(problem, machine, &Pins { block_n: Some(bn), ..*pins }));
@@ -161,9 +161,9 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
     }
     let mut fresh: Vec<Candidate> = Vec::new();
     // Block-scaled tiles promoted an m64 block of rows at a time, which
-    // the rules rank only behind the others and the model predicts about a
-    // fifth faster than they run (docs/cost-model.md), are no alternative
-    // unless block M is pinned.
+    // the policies rank only behind the others and the model predicts
+    // faster than they run (docs/cost-model.md), are no alternative unless
+    // block M is pinned.
     found.retain(|c| pins.block_m.is_some() || !promotes_by_row_blocks(&c.config));
     for mut c in found {
         c.config.raster_group = raster_group_for(problem, machine, &c);
@@ -233,7 +233,7 @@ mod tests {
             block_ns
         };
         // Three scale rows serve any width up to 256 at any offset; the
-        // rules rank one of them.
+        // ranking takes one of them.
         let three = Problem { b_scale_rows: Some(3), ..fp8(64, 7168, 16384) };
         assert_eq!(rank(&three, &Machine::H100, &Pins::default()).iter().map(|c| c.config.block_n).collect::<std::collections::BTreeSet<_>>().len(), 1);
         // At 128 K blocks every width whose accumulators fit is weighed

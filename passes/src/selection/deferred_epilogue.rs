@@ -55,8 +55,8 @@ pub(super) fn takes_deferred_epilogue(problem: &Problem, c: &Config) -> bool {
 /// The most registers a consumer thread of a deferred epilogue holds in
 /// accumulators, partial sums and the carried tile: block-scaled FP8
 /// 128x128 (160) and BF16 128x256 (192) spill nothing, FP8 128x176 (220)
-/// spilled 1300 bytes and more
-/// (measured: docs/evidence.md, selection/deferred_epilogue.rs, takes_deferred_epilogue).
+/// spilled (measured: docs/evidence.md, selection/deferred_epilogue.rs,
+/// takes_deferred_epilogue).
 const DEFERRED_CARRY_REGISTERS: i64 = 192;
 
 /// The deferred output buffer's columns, one 128-byte swizzle row
