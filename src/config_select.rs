@@ -8,7 +8,7 @@ use tilec_artifact::Tuning;
 use tilec_dialects::ir::{Attribute, Param};
 use tilec_dialects::{Function, Module};
 use tilec_dialects::Diagnostic;
-use tilec_passes::config_rules::{check_pin, check_shape, Config, Precision};
+use tilec_passes::selection::{check_pin, check_shape, Config, Precision};
 use tilec_passes::transforms::select_config::SelectConfig;
 use tilec_target::Target;
 

@@ -6,8 +6,8 @@
 //! phase: `phase::has_unbound_parameters`.)
 
 use crate::cluster::Along;
-use crate::config_rules::{Config, Epilogue, Scales, Schedule};
-use crate::config_rules::{PieceOrder, SplitReduce};
+use crate::selection::{Config, Epilogue, Scales, Schedule};
+use crate::selection::{PieceOrder, SplitReduce};
 use crate::options::OptionKind;
 use crate::pass::PassInfo;
 use crate::tile_order::TileOrder;
@@ -260,7 +260,7 @@ impl Config {
 mod tests {
     use super::{ConfigEntries, EpilogueStore};
     use crate::cluster::Along;
-    use crate::config_rules::{Config, PieceOrder, Scales, Schedule, SplitReduce};
+    use crate::selection::{Config, PieceOrder, Scales, Schedule, SplitReduce};
     use crate::phase::Phase;
     use crate::pipeline::parse_pipeline;
     use tilec_dialects::Function;

@@ -4,7 +4,7 @@
 //! iterations, and guarding the stores of the tile so that only the
 //! instance that combines the parts writes it. How split-K adds its parts
 //! and the order of a stream-K CTA's pieces are config words
-//! (`config_rules::SplitReduce`, `config_rules::PieceOrder`).
+//! (`selection::SplitReduce`, `selection::PieceOrder`).
 
 use crate::hopper::schedule::loop_block;
 use crate::pass::op_error;

@@ -12,7 +12,7 @@
 pub mod analysis;
 pub mod cluster;
 pub mod config;
-pub mod config_rules;
+pub mod selection;
 pub mod cost_model;
 pub mod hopper;
 pub mod k_range;

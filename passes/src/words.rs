@@ -34,7 +34,7 @@ pub(crate) use named_by_words;
 #[cfg(test)]
 mod tests {
     use crate::cluster::Along;
-    use crate::config_rules::{PieceOrder, SplitReduce};
+    use crate::selection::{PieceOrder, SplitReduce};
 
     /// Each word names its variant and back, in variant order; a word no
     /// variant has names the default.

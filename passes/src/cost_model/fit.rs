@@ -6,7 +6,7 @@
 //! promotion in a BF16-only set) keeps its prior instead of drifting.
 
 use super::{predict, Calibration, Throughput};
-use crate::config_rules::{Candidate, Machine, Problem};
+use crate::selection::{Candidate, Machine, Problem};
 
 /// One measured kernel: the problem, the candidate it ran, its median time.
 #[derive(Clone, Debug)]
@@ -188,7 +188,7 @@ fn nelder_mead(f: impl Fn(&[f64]) -> f64, x0: &[f64], evaluations: usize) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config_rules::{rank, Pins, Precision};
+    use crate::selection::{rank, Pins, Precision};
 
     #[test]
     fn nelder_mead_finds_a_quadratic_minimum() {

@@ -20,8 +20,8 @@
 //! candidate.
 
 use crate::cluster::Along;
-use crate::config_rules::{ceil_div, Candidate, Epilogue, Machine, Precision, Problem, Schedule};
-use crate::config_rules::SplitReduce;
+use crate::selection::{ceil_div, Candidate, Epilogue, Machine, Precision, Problem, Schedule};
+use crate::selection::SplitReduce;
 use tilec_dialects::tile::reduce::slots_in_flight;
 use std::fmt;
 use tilec_target::Target;
@@ -620,7 +620,7 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config_rules::{figures, rank, Config, Pins};
+    use crate::selection::{figures, rank, Config, Pins};
     use crate::cost_model::epilogue::EpilogueWork;
 
     fn h200() -> Throughput {
@@ -656,7 +656,7 @@ mod tests {
     fn candidates_at(p: &Problem, at: &Problem) -> Vec<(Candidate, Candidate)> {
         let machine = Machine::of(&Target::H200);
         let ranked = rank(p, &machine, &Pins::default());
-        let alternatives = crate::config_rules::alternatives(p, &machine, &Pins::default(), &ranked);
+        let alternatives = crate::selection::alternatives(p, &machine, &Pins::default(), &ranked);
         ranked.into_iter().chain(alternatives).map(|c| (c.clone(), figures(at, &machine, c.config))).collect()
     }
 

@@ -19,7 +19,7 @@
 //! docs/evidence.md, hopper/staging.rs, module documentation).
 
 use crate::config::{ConfigEntries, SCALES_WORDS};
-use crate::config_rules::Scales;
+use crate::selection::Scales;
 use crate::pass::op_error;
 use crate::options::{OptionKind, OptionSpec, PassOptions};
 use std::collections::{HashMap, HashSet};

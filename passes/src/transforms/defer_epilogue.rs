@@ -21,7 +21,7 @@
 //!
 //! Stores between tiles cost a few percent of a long-K kernel's time when
 //! not overlapped; the pass hides all but the last tile's, and narrower
-//! chunks (config selection's rule 18 takes 64 columns) spread them over
+//! chunks (config selection's `deferred_epilogue` takes 64 columns) spread them over
 //! more K steps (measured: docs/evidence.md, defer_epilogue.rs, module
 //! documentation).
 

@@ -23,7 +23,7 @@ use crate::config::{in_option_range, ConfigEntries};
 use crate::hopper::expand::expand;
 use crate::hopper::schedule::{staged_loop, LoopSchedule};
 use crate::hopper::staging::{column_major_tensors, copies_scales, scales_option, SCALES_OPTION};
-use crate::config_rules::Schedule;
+use crate::selection::Schedule;
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::pass::PassInfo;
@@ -36,7 +36,7 @@ pub const INFO: PassInfo = PassInfo {
     name: "tile-pipeline",
     summary: "Multi-buffer dot operands and overlap TMA loads with asynchronous wgmma",
     options: &[
-        OptionSpec { name: "stages", kind: OptionKind::Int { min: 1, max: crate::config_rules::STAGES_LIMIT }, default: "3", help: "shared-memory buffers per operand" },
+        OptionSpec { name: "stages", kind: OptionKind::Int { min: 1, max: crate::selection::STAGES_LIMIT }, default: "3", help: "shared-memory buffers per operand" },
         OptionSpec {
             name: "wait-depth",
             kind: OptionKind::Int { min: 0, max: 7 },

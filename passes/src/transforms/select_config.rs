@@ -1,5 +1,5 @@
 //! `tile-select-config{m=M n=N k=K target=T sms=S block-m=.. block-n=.. block-k=.. stages=.. cluster=.. candidate=R}`:
-//! chooses a GEMM's configuration (config_rules.rs) for the GPU `target`
+//! chooses a GEMM's configuration (`selection`) for the GPU `target`
 //! (tilec-target; `sms` overrides its SM count) and binds it into the IR;
 //! `candidate` takes the R-th ranked configuration instead of the pick, so
 //! that alternatives can be measured against it.
@@ -24,7 +24,7 @@
 use crate::cluster::Along;
 use crate::config::ConfigEntries;
 use crate::words::named_by_words;
-use crate::config_rules::{self, Candidate, Machine, Pins, Precision, Problem, Scales, Schedule};
+use crate::selection::{self, Candidate, Machine, Pins, Precision, Problem, Scales, Schedule};
 use crate::cost_model::{self, Weighed};
 use crate::hopper::staging::column_major_tensors;
 use crate::options::{OptionKind, OptionSpec};
@@ -40,7 +40,7 @@ use tilec_target::Target;
 
 const DIM: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
 /// A pinned block size or stage count: any number reaches
-/// `config_rules::check_pins`, whose located error says what the passes can
+/// `selection::check_pins`, whose located error says what the passes can
 /// build, as for `--param` and a `tile.config` in the file.
 const PIN: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
 
@@ -62,13 +62,13 @@ pub const INFO: PassInfo = PassInfo {
             name: "cluster",
             kind: OptionKind::Enum(&["auto", "m", "n", "none"]),
             default: "auto",
-            help: "pin 2-CTA clusters along m or n, or none (auto: rule 10 ranks the pick in clusters as an alternative)",
+            help: "pin 2-CTA clusters along m or n, or none (auto: config selection ranks the pick in clusters as an alternative)",
         },
         OptionSpec {
             name: "ranking",
             kind: OptionKind::Enum(Ranking::WORDS),
             default: "model",
-            help: "order the candidates by the cost model's predicted time (model), or by the numbered rules with the model's extra alternatives after them (rules)",
+            help: "order the candidates by the cost model's predicted time (model), or by config selection's policies with the model's extra alternatives after them (rules)",
         },
         OptionSpec {
             name: "candidate",
@@ -116,7 +116,7 @@ pub enum Ranking {
     /// ([`cost_model::order`]).
     #[default]
     Model,
-    /// By the numbered rules (config_rules.rs), then the alternatives only
+    /// By config selection's policies ([`crate::selection::rank`]), then the alternatives only
     /// the model weighs: the order the rules' measurements were taken in.
     Rules,
 }
@@ -191,9 +191,9 @@ impl SelectConfig {
         let Some((problem, pins, machine)) = self.problem(func)? else {
             return Ok(Vec::new());
         };
-        config_rules::check_pins(&problem, &pins).map_err(|e| Diagnostic::error(func.loc.clone(), e))?;
-        let mut ranked = config_rules::rank(&problem, &machine, &pins);
-        let alternatives = config_rules::alternatives(&problem, &machine, &pins, &ranked);
+        selection::check_pins(&problem, &pins).map_err(|e| Diagnostic::error(func.loc.clone(), e))?;
+        let mut ranked = selection::rank(&problem, &machine, &pins);
+        let alternatives = selection::alternatives(&problem, &machine, &pins, &ranked);
         ranked.extend(alternatives);
         let (throughput, calibration) = cost_model::for_target(self.target);
         let mut weighed: Vec<Weighed> = ranked
@@ -538,7 +538,7 @@ mod tests {
                 m,
                 n,
                 k,
-                precision: config_rules::Precision::Bf16,
+                precision: selection::Precision::Bf16,
                 any_n: false,
                 clusterable: true,
                 varying_k: false,
@@ -550,8 +550,8 @@ mod tests {
                 output_bytes: 2,
                 epilogue: crate::cost_model::epilogue::EpilogueWork::default(),
             };
-            let ranked = config_rules::rank(&problem, &machine, &Pins::default());
-            for c in ranked.iter().chain(&config_rules::alternatives(&problem, &machine, &Pins::default(), &ranked)) {
+            let ranked = selection::rank(&problem, &machine, &Pins::default());
+            for c in ranked.iter().chain(&selection::alternatives(&problem, &machine, &Pins::default(), &ranked)) {
                 let mut func = module.functions[0].clone();
                 record(&mut func, &problem, c, true);
                 assert_eq!(crate::config::decided_config(&func).expect("readable"), Some(c.config), "{}", c.config);

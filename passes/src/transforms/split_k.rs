@@ -28,7 +28,7 @@
 use crate::config::{in_option_range, ConfigEntries};
 use crate::hopper::counting::trip_count;
 use crate::hopper::wgmma::next_op;
-use crate::config_rules::SplitReduce;
+use crate::selection::SplitReduce;
 use crate::k_range::{find_k_loop, guard_stores, restrict_k_loop, top_level_stores};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};

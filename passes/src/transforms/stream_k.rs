@@ -28,7 +28,7 @@
 //! pieces' spread K offsets cut the L2 hits on the shared operands (in
 //! order), or the hand-over costs what the fuller wave saves (reversed)
 //! (measured: docs/evidence.md, stream_k.rs, module documentation; config
-//! selection's rule 17 says when it takes the pass).
+//! selection's `stream_k_for` says when it takes the pass).
 //!
 //! The pass drops `tile-persistent`'s `wave_tile`, so the launcher starts
 //! a CTA on every SM: the shares are even over the whole device.
@@ -42,7 +42,7 @@ use crate::config::ConfigEntries;
 use crate::hopper::counting::trip_count;
 use crate::hopper::schedule::loop_block;
 use crate::hopper::wgmma::next_op;
-use crate::config_rules::PieceOrder;
+use crate::selection::PieceOrder;
 use crate::k_range::{find_k_loop, guard_stores, restrict_k_loop, top_level_stores};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};

@@ -42,7 +42,7 @@
 //! round two phases ahead, whose parity is that of the round just done.
 
 use crate::config::{in_option_range, ConfigEntries};
-use crate::config_rules::{Precision, Schedule};
+use crate::selection::{Precision, Schedule};
 use crate::hopper::counting::{enclosing_loop, loop_iteration, parity, Counting};
 use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
@@ -68,7 +68,7 @@ pub const INFO: PassInfo = PassInfo {
     summary: "Split the K loop into a TMA producer warpgroup and wgmma consumer warpgroups",
     options: &[
         OptionSpec { name: "consumers", kind: OptionKind::Int { min: 1, max: 2 }, default: "2", help: "consumer warpgroups" },
-        OptionSpec { name: "stages", kind: OptionKind::Int { min: 2, max: crate::config_rules::STAGES_LIMIT }, default: "4", help: "shared-memory stages" },
+        OptionSpec { name: "stages", kind: OptionKind::Int { min: 2, max: crate::selection::STAGES_LIMIT }, default: "4", help: "shared-memory stages" },
         OptionSpec {
             name: "wait-depth",
             kind: OptionKind::Enum(&["auto", "0", "1"]),

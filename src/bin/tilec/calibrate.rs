@@ -19,7 +19,7 @@ use tilec::api::parse_and_verify;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use tilec_cli::Failure;
-use tilec_passes::config_rules::{figures, Config};
+use tilec_passes::selection::{figures, Config};
 use tilec_passes::cost_model::fit::{self, Sample};
 use tilec_passes::cost_model::{self, predict, Calibration};
 use tilec_passes::transforms::select_config::SelectConfig;

@@ -94,8 +94,8 @@ struct ConfigArgs {
     /// Pin 2-CTA clusters along M (sharing B) or N (sharing A), or none
     #[arg(long, value_name = "AXIS", value_parser = ["m", "n", "none"])]
     cluster: Option<String>,
-    /// Order the candidates by the cost model's predicted time (model), or by the numbered rules
-    /// with the model's alternatives after them (rules), for comparing the two
+    /// Order the candidates by the cost model's predicted time (model), or by config selection's
+    /// policies with the model's alternatives after them (rules), for comparing the two
     #[arg(long, value_name = "ORDER", value_parser = ["model", "rules"])]
     ranking: Option<String>,
     /// The GPU to compile for: config selection chooses for it, and the artifact's manifest names

@@ -1,0 +1,277 @@
+//! The configurations the cost model weighs besides the ranked ones.
+
+use crate::cluster::Along;
+use super::candidate::{Candidate, Config, PieceOrder, Pins, Schedule, SplitReduce};
+use super::column_halves::{COLUMN_HALF_HANDOVER_REGISTERS, column_halves_candidates, COLUMN_HALVES_TILES};
+use super::deferred_epilogue::takes_deferred_epilogue;
+use super::epilogue::epilogue_for;
+use super::forms::{rescheduled, tile_candidate};
+use super::problem::{ceil_div, Machine, Precision, Problem};
+use super::rank::rank;
+use super::raster::raster_group_for;
+use super::scale_widths::spans_few_scale_blocks;
+use super::schedule::warp_specialized;
+use super::split_k::split_capacity;
+use super::stream_k::STREAM_K_SPILLING_BLOCK_NS;
+use super::tiles::{BLOCK_MS, BLOCK_N_STEP, every_block_n, holds_whole_groups, promotes_by_row_blocks};
+use tilec_dialects::tile::dot::blocks_from_grid_offsets;
+use tilec_dialects::tile::reduce::MAX_SPLITS as SUM_SPLITS;
+
+/// The configurations the cost model weighs besides [`rank`]'s, which the
+/// passes apply to any tile: for a block-scaled program whose B scales
+/// come in a fixed number of rows, [`rank`]'s forms of every other width
+/// those rows serve; each tile's K loop split over 2 to
+/// 8 CTAs of a cluster (as many as `tile.sum_splits` adds up)
+/// where they run in one wave; split over 2 to 64 CTAs (`WORKSPACE_SPLITS`) that
+/// add their partial tiles through a global workspace, where there are
+/// fewer tiles than SMs and the CTAs run in at most
+/// `WORKSPACE_SPLIT_MAX_WAVES` waves; and, for one BF16
+/// GEMM, each 128-row tile
+/// over two consumers with its last wave's tiles shared by K iterations
+/// over every SM (stream-K), which spreads a K loop over more CTAs than
+/// there are tiles; for a program with an epilogue, every tile one
+/// warpgroup holds under ping-pong consumers, which hide one tile's
+/// epilogue behind the other's K loop; and for one whose epilogue works on
+/// the converted tile, each of these the deferred epilogue takes, deferred
+/// (`takes_deferred_epilogue`). Those already in `ranked` are left out, and so are the
+/// stream-K widths whose consumers spill (128x208 and 128x240).
+pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &[Candidate]) -> Vec<Candidate> {
+    let bk = pins.block_k.unwrap_or(problem.precision.block_k());
+    let k_blocks = ceil_div(problem.k, bk);
+    let block_ms: Vec<i64> = pins.block_m.map_or(BLOCK_MS.to_vec(), |m| vec![m]);
+    let block_ns: Vec<i64> = pins.block_n.map_or_else(every_block_n, |n| vec![n]);
+    // A program whose B scales come in a fixed number of rows takes the
+    // widths whose tiles find their scales in those rows, at any offset
+    // into a scale block their grid starts them at.
+    let block_ns: Vec<i64> = match problem.b_scale_rows {
+        Some(rows) => block_ns.into_iter().filter(|&bn| blocks_from_grid_offsets(bn) <= rows && spans_few_scale_blocks(bn, k_blocks)).collect(),
+        None => block_ns,
+    };
+    let mut shapes: Vec<(i64, i64, i64)> = block_ms.iter().flat_map(|&bm| block_ns.iter().map(move |&bn| (bm, bn, bk))).collect();
+    shapes.retain(|&(_, bn, _)| holds_whole_groups(problem, bn));
+    let tiles = || shapes.iter().copied();
+    let unclustered = pins.cluster.is_none_or(|along| along == Along::None);
+    let mut found = Vec::new();
+    // The ranking takes one width for such a program
+    // (`block_n_across_scale_blocks`); every other width is weighed in
+    // the forms the policies give it when pinned.
+    if problem.b_scale_rows.is_some() && pins.block_n.is_none() {
+        for &bn in block_ns.iter().filter(|&&bn| ranked.iter().all(|c| c.config.block_n != bn) && holds_whole_groups(problem, bn)) {
+            found.extend(rank(problem, machine, &Pins { block_n: Some(bn), ..*pins }));
+        }
+    }
+    if problem.clusterable && !problem.varying_k && pins.cluster.is_none() {
+        for splits in 2..=SUM_SPLITS {
+            found.extend(
+                tiles()
+                    .filter(|_| k_blocks >= 2 * splits)
+                    .filter_map(|tile| tile_candidate(problem, machine, pins, tile, splits, SplitReduce::Cluster))
+                    .filter(|c| c.waves == 1 && c.tiles * splits <= split_capacity(machine, splits)),
+            );
+        }
+    }
+    if problem.clusterable && !problem.varying_k && unclustered {
+        for splits in WORKSPACE_SPLITS {
+            let split: Vec<Candidate> = tiles()
+                .filter(|&(bm, bn, _)| ceil_div(problem.m, bm) * ceil_div(problem.n, bn) < machine.sms)
+                .filter(|_| k_blocks >= MIN_K_BLOCKS_PER_SPLIT * splits)
+                .filter_map(|tile| tile_candidate(problem, machine, pins, tile, splits, SplitReduce::Workspace))
+                .collect();
+            // The same splits under a producer warpgroup and one or two
+            // consumers, one CTA for each split of each tile; not beside a
+            // program's epilogue, whose registers are not weighed: with
+            // the reduction's they spilled (docs/cost-model.md).
+            let specialised: Vec<Candidate> = split
+                .iter()
+                .filter(|_| problem.epilogue.is_plain())
+                .flat_map(|c| [1, 2].map(|consumers| warp_specialized(problem, machine, pins, c, consumers)))
+                .flatten()
+                .map(|c| Candidate { sms: machine.sms, ..c })
+                .collect();
+            found.extend(split.into_iter().chain(specialised).filter(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
+        }
+    }
+    let one_gemm = problem.clusterable && !problem.varying_k && !problem.any_n;
+    if problem.precision == Precision::Bf16 && one_gemm && unclustered {
+        for tile in tiles().filter(|&(bm, bn, _)| bm == 128 && !STREAM_K_SPILLING_BLOCK_NS.contains(&bn)) {
+            let Some(ws) = tile_candidate(problem, machine, pins, tile, 1, SplitReduce::Cluster).and_then(|c| warp_specialized(problem, machine, pins, &c, 2)) else {
+                continue;
+            };
+            if ws.tiles % machine.sms == 0 {
+                continue;
+            }
+            found.push(Candidate { config: Config { stream_k: Some(PieceOrder::InOrder), ..ws.config }, sms: machine.sms, ..ws });
+        }
+    }
+    // An epilogue's element-wise work idles the tensor cores of every
+    // schedule but ping-pong, whose consumers run one tile's epilogue beside
+    // the other's K loop: every tile one warpgroup holds, in that form.
+    if !problem.epilogue.is_plain() && !problem.varying_k && !problem.a_in_registers && unclustered {
+        let fits_one_warpgroup = |&(bm, bn, _): &(i64, i64, i64)| bm % 64 == 0 && problem.precision.accumulator_registers(bm, bn, 1).fit_alone();
+        for tile in tiles().filter(fits_one_warpgroup) {
+            let Some(plain) = tile_candidate(problem, machine, pins, tile, 1, SplitReduce::Cluster) else { continue };
+            let epilogue = epilogue_for(problem, tile.1, Schedule::PingPong);
+            found.extend(rescheduled(problem, machine, pins, &plain, Schedule::PingPong, 12, epilogue).filter(|p| p.config.stages >= 2));
+        }
+    }
+    // Two consumers sharing each tile's columns, where the kernel lets
+    // them (`tile-warp-specialize`'s halves=columns): a BF16 dot with B
+    // given N x K and no reduction over a row's columns in the epilogue;
+    // persistent, and, as the tiles that share rows, with the last wave
+    // shared by K iterations for one GEMM, and split through the
+    // workspace where the tiles are fewer than the SMs.
+    let shares_columns = problem.precision == Precision::Bf16 && problem.transpose_b && problem.column_group.is_none() && !problem.a_in_registers;
+    if shares_columns && unclustered {
+        let column_halves: Vec<(i64, i64, i64)> = COLUMN_HALVES_TILES
+            .iter()
+            .flat_map(|(bm, bns)| bns.clone().step_by(BLOCK_N_STEP as usize).map(move |bn| (*bm, bn, bk)))
+            .filter(|&(bm, bn, _)| pins.block_m.is_none_or(|m| m == bm) && pins.block_n.is_none_or(|n| n == bn))
+            .collect();
+        for &tile in &column_halves {
+            let persistent = column_halves_candidates(problem, machine, pins, tile, 1);
+            // A split's or a stream-K piece's hand-over holds partial sums
+            // beside the accumulators.
+            if problem.precision.accumulator_registers(tile.0, tile.1 / 2, 1).running > COLUMN_HALF_HANDOVER_REGISTERS {
+                found.extend(persistent);
+                continue;
+            }
+            if one_gemm {
+                let stream_k = persistent.iter().filter(|c| c.tiles % machine.sms != 0);
+                found.extend(stream_k.map(|c| Candidate { config: Config { stream_k: Some(PieceOrder::InOrder), ..c.config }, sms: machine.sms, ..c.clone() }).collect::<Vec<_>>());
+            }
+            found.extend(persistent);
+            let splittable = problem.clusterable && !problem.varying_k && problem.epilogue.is_plain() && ceil_div(problem.m, tile.0) * ceil_div(problem.n, tile.1) < machine.sms;
+            for splits in WORKSPACE_SPLITS.into_iter().filter(|&s| splittable && k_blocks >= MIN_K_BLOCKS_PER_SPLIT * s) {
+                found.extend(column_halves_candidates(problem, machine, pins, tile, splits).into_iter().filter(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
+            }
+        }
+    }
+    // An epilogue that works on the converted tile (an FP8 quantisation's
+    // absmax, scaling and codes) has that work, not only its stores, moved
+    // beside the next tile's K loop by the deferred epilogue: each form
+    // weighed so far that `tile-defer-epilogue` takes, deferred.
+    if problem.epilogue.defers_work() {
+        let deferred: Vec<Candidate> = ranked
+            .iter()
+            .chain(&found)
+            .filter(|c| takes_deferred_epilogue(problem, &c.config))
+            .map(|c| Candidate { config: Config { deferred_epilogue: true, ..c.config }, ..c.clone() })
+            .collect();
+        found.extend(deferred);
+    }
+    let mut fresh: Vec<Candidate> = Vec::new();
+    // Block-scaled tiles promoted an m64 block of rows at a time, which
+    // the policies rank only behind the others and the model predicts
+    // faster than they run (docs/cost-model.md), are no alternative unless
+    // block M is pinned.
+    found.retain(|c| pins.block_m.is_some() || !promotes_by_row_blocks(&c.config));
+    for mut c in found {
+        c.config.raster_group = raster_group_for(problem, machine, &c);
+        if ranked.iter().chain(&fresh).all(|r| r.config != c.config) {
+            c.reason = "an alternative the rules do not rank: weighed by the cost model".to_string();
+            fresh.push(c);
+        }
+    }
+    fresh
+}
+
+/// The split counts weighed for a K loop shared through a global
+/// workspace: steps that grow by about half, so that some count fills the
+/// SMs with any number of tiles, up to the most `tile.reduce_splits` adds.
+const WORKSPACE_SPLITS: [i64; 11] = [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
+
+/// The most waves a workspace split's CTAs may take. Splits past one wave
+/// can still fill the SMs better: 48 tiles over 132 SMs fill 73% of one
+/// wave, split in eight they fill 91% of the third. The cost model weighs
+/// that against the extra partial tiles through L2; past a few waves each
+/// split's K range is short and its pipeline mostly fill and drain.
+const WORKSPACE_SPLIT_MAX_WAVES: i64 = 4;
+
+/// The fewest K blocks a workspace split runs: fewer leave its pipeline
+/// mostly fill and drain, and its partial tile's trip through L2 costs
+/// more than the K steps it takes off the others.
+const MIN_K_BLOCKS_PER_SPLIT: i64 = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::selection::smem::SmemLayout;
+    use crate::selection::split_k::MAX_SPLITS;
+    use crate::selection::testing::{bf16, fp8};
+    use tilec_target::Target;
+
+    #[test]
+    fn an_epilogue_brings_ping_pong_alternatives() {
+        let machine = Machine::of(&Target::H200);
+        let gelu = crate::cost_model::epilogue::EpilogueWork { lane_ops: 6, sfu_ops: 1, ..Default::default() };
+        for (m, n, k) in [(4096, 4096, 4096), (4096, 32768, 512), (1000, 1000, 1000)] {
+            let plain = bf16(m, n, k);
+            let fused = Problem { epilogue: gelu, ..plain };
+            let ping_pong = |p: &Problem| {
+                let ranked = rank(p, &machine, &Pins::default());
+                alternatives(p, &machine, &Pins::default(), &ranked).into_iter().filter(|c| c.config.schedule == Schedule::PingPong).collect::<Vec<_>>()
+            };
+            let added = ping_pong(&fused);
+            assert!(!added.is_empty(), "{m}x{n}x{k}: no ping-pong alternative for an epilogue");
+            assert!(added.iter().all(|c| precision_fits_one_warpgroup(c)), "{m}x{n}x{k}: a ping-pong tile one warpgroup cannot hold");
+            assert!(ping_pong(&plain).is_empty(), "{m}x{n}x{k}: the plain program's alternatives are unchanged");
+        }
+    }
+
+    fn precision_fits_one_warpgroup(c: &Candidate) -> bool {
+        Precision::Bf16.accumulator_registers(c.config.block_m, c.config.block_n, 1).fit_alone() && c.config.stages >= 2
+    }
+
+    #[test]
+    fn a_block_scaled_program_weighs_every_width_its_scale_rows_serve() {
+        let widths = |p: &Problem| {
+            let ranked = rank(p, &Machine::H100, &Pins::default());
+            let all: Vec<Candidate> = ranked.iter().cloned().chain(alternatives(p, &Machine::H100, &Pins::default(), &ranked)).collect();
+            let mut block_ns: Vec<i64> = all.iter().map(|c| c.config.block_n).collect();
+            block_ns.sort_unstable();
+            block_ns.dedup();
+            block_ns
+        };
+        // Three scale rows serve any width up to 256 at any offset; the
+        // ranking takes one of them.
+        let three = Problem { b_scale_rows: Some(3), ..fp8(64, 7168, 16384) };
+        assert_eq!(rank(&three, &Machine::H100, &Pins::default()).iter().map(|c| c.config.block_n).collect::<std::collections::BTreeSet<_>>().len(), 1);
+        // At 128 K blocks every width whose accumulators fit is weighed
+        // (past 192 they outgrow the registers at 64 rows).
+        let all = widths(&three);
+        assert!(every_block_n().into_iter().filter(|&n| n <= 192).all(|n| all.contains(&n)), "{all:?}");
+        // Two rows leave out the widths whose tiles touch three blocks
+        // (176 starts a tile 112 rows into one).
+        let two = widths(&Problem { b_scale_rows: Some(2), ..fp8(64, 7168, 16384) });
+        assert!(two.contains(&192) && two.contains(&112) && !two.contains(&176), "{two:?}");
+        // Below 32 K blocks a tile spanning three blocks is no candidate.
+        let short = widths(&Problem { b_scale_rows: Some(3), ..fp8(64, 7168, 2048) });
+        assert!(short.contains(&192) && !short.contains(&176), "{short:?}");
+    }
+
+    #[test]
+    fn workspace_splits_are_weighed_where_tiles_are_fewer_than_the_sms() {
+        let workspace = |p: &Problem| {
+            let ranked = rank(p, &Machine::H100, &Pins::default());
+            alternatives(p, &Machine::H100, &Pins::default(), &ranked).into_iter().filter(|c| c.config.split_reduce == SplitReduce::Workspace).collect::<Vec<_>>()
+        };
+        let deep = workspace(&bf16(512, 512, 65536));
+        assert!(deep.iter().any(|c| c.config.splits > MAX_SPLITS * 2), "splits past a cluster's");
+        for c in &deep {
+            assert!(c.tiles < Machine::H100.sms && c.waves <= WORKSPACE_SPLIT_MAX_WAVES, "{}", c.config);
+            assert!(ceil_div(65536, c.config.block_k) >= MIN_K_BLOCKS_PER_SPLIT * c.config.splits, "{}", c.config);
+            // No partial tile in shared memory: the workspace holds them.
+            assert_eq!(c.smem_bytes, SmemLayout { splits: 1, ..c.config.smem_layout() }.smem_bytes(&bf16(512, 512, 65536), c.config.stages));
+        }
+        assert!(workspace(&bf16(4096, 4096, 4096)).is_empty(), "as many tiles as SMs need no split");
+        assert!(workspace(&bf16(512, 512, 128)).is_empty(), "two K blocks are too few to share");
+        // 48 FP8 tiles of 128x128 fill 73% of one wave of the H100's SMs;
+        // split in eight they fill most of a third, the split the H200 ran
+        // faster at 1009x704x51264 (docs/cost-model.md).
+        let few = workspace(&fp8(1009, 704, 51264));
+        assert!(few.iter().any(|c| c.config.splits == 8 && c.waves == 3), "{:?}", few.iter().map(|c| c.config.to_string()).collect::<Vec<_>>());
+        assert!(few.iter().all(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
+        assert!(!workspace(&fp8(256, 512, 16384)).is_empty(), "block-scaled FP8 takes its ranked widths");
+        assert!(WORKSPACE_SPLITS.iter().all(|&s| (2..=tilec_dialects::tile::reduce::MAX_WORKSPACE_SPLITS).contains(&s)));
+    }
+}

@@ -1,0 +1,129 @@
+//! 2-CTA clusters that share an operand tile and load it once (TMA multicast).
+
+use crate::cluster::{Along, CLUSTER_SIZE};
+use super::candidate::{Candidate, Schedule};
+use super::problem::{ceil_div, Machine, Precision, Problem};
+use super::schedule::{BF16_PERSISTENT_K_BLOCKS, LONG_K_BLOCKS};
+use tilec_dialects::tile::dot::SCALE_BLOCK_N;
+
+/// The clustered alternative: pairs of CTAs that share an operand tile
+/// and load it once (TMA multicast), as DeepGEMM does, where that is legal
+/// (one GEMM whose neighbouring tiles read the same operand tiles) and
+/// there is more than one wave. The pair along M (sharing B) when the tiles
+/// along M are even and B's tile is at least A's, else along N (sharing A)
+/// when the tiles along N are even, else along M when those are: an odd
+/// count would leave half a pair idle. It is ranked right after the pick,
+/// not picked, except where [`prefers_clusters`] says: on the shapes of
+/// more than one wave it measured no better, on balance, than the same
+/// kernel without.
+pub(super) fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along {
+    let c = &best.config;
+    if !problem.clusterable || best.tiles <= machine.sms {
+        return Along::None;
+    }
+    let even = |extent: i64, block: i64| ceil_div(extent, block) % CLUSTER_SIZE == 0;
+    let (along_m, along_n) = (even(problem.m, c.block_m), even(problem.n, c.block_n));
+    match (along_m, along_n) {
+        (true, _) if c.block_n >= c.block_m || !along_n => Along::M,
+        (_, true) => Along::N,
+        _ => Along::None,
+    }
+}
+
+/// The picks that take their clusters: a BF16 pick
+/// warp-specialised for a short K (at most [`BF16_PERSISTENT_K_BLOCKS`])
+/// over many waves (`prefers_warp_specialized`), faster in clusters in
+/// every run, and a block-scaled pick that two consumers
+/// share over a long K (at least [`LONG_K_BLOCKS`]) and at least
+/// [`FP8_CLUSTER_WAVES`] waves, wider than one scale block, which gained on
+/// average (with fewer K blocks such clusters lost). A tile one
+/// scale block wide is bound by its consumers' shared-memory reads (each
+/// reads all of B's stage), which multicast does not lessen: in clusters
+/// it ran slower (measured: docs/evidence.md, selection/clusters.rs,
+/// prefers_clusters).
+pub(super) fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
+    let k_blocks = problem.k_blocks();
+    let c = &best.config;
+    let bf16_short = problem.precision == Precision::Bf16 && matches!(c.schedule, Schedule::WarpSpecialized { .. }) && k_blocks <= BF16_PERSISTENT_K_BLOCKS;
+    let fp8_long = problem.precision == Precision::Fp8BlockScaled
+        && c.schedule == (Schedule::WarpSpecialized { consumers: 2 })
+        && c.block_n > SCALE_BLOCK_N
+        && k_blocks >= LONG_K_BLOCKS
+        && best.waves >= FP8_CLUSTER_WAVES;
+    bf16_short || fp8_long
+}
+
+/// The fewest waves over which a block-scaled pick that two
+/// consumers share takes its clusters.
+const FP8_CLUSTER_WAVES: i64 = 3;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::selection::candidate::{Config, Pins};
+    use crate::selection::rank::{choose, rank};
+    use crate::selection::testing::{bf16, fp8};
+
+    #[test]
+    fn clusters_pair_even_tiles_of_more_than_one_wave() {
+        let p = bf16(4096, 4096, 4096);
+        let tile = Pins { block_m: Some(128), block_n: Some(256), ..Pins::default() };
+        // The direction of the ranking's clustered alternative.
+        let cluster_of = |p: Problem, pins: &Pins| rank(&p, &Machine::H100, pins).iter().map(|c| c.config.cluster).find(|&a| a != Along::None).unwrap_or(Along::None);
+        // 128x256 tiles: 32 x 16, B's tile the larger: along M.
+        assert_eq!(cluster_of(p, &Pins::default()), Along::M);
+        // 4096x4096 picks 256x128 when M is 3968 (16 x 32 tiles): A's tile is
+        // the larger, so along N.
+        assert_eq!(cluster_of(Problem { m: 3968, ..p }, &Pins::default()), Along::N);
+        // 128x256 tiles of 3968 rows: 31 along M (odd), 16 along N: along N.
+        assert_eq!(cluster_of(Problem { m: 3968, ..p }, &tile), Along::N);
+        // Both odd (31 x 15): no cluster; none for a single wave (128x2112:
+        // 132 tiles of 64x32) or a grouped GEMM either.
+        let none = |p: Problem, pins: &Pins| rank(&p, &Machine::H100, pins).iter().all(|c| c.config.cluster == Along::None);
+        assert!(none(Problem { m: 3968, n: 3840, ..p }, &tile));
+        assert!(none(Problem { m: 128, n: 2112, k: 7168, ..p }, &Pins::default()));
+        assert!(none(Problem { clusterable: false, ..p }, &Pins::default()));
+    }
+
+    #[test]
+    fn a_cluster_pin_applies_to_every_candidate() {
+        let p = bf16(128, 2112, 7168);
+        // A single wave: `cluster_for` ranks no cluster, but a pin pairs every candidate.
+        // The split pick (`split_k`) is its own cluster: a pin leaves it out.
+        let pinned = rank(&p, &Machine::H100, &Pins { cluster: Some(Along::N), ..Pins::default() });
+        let unpinned: Vec<Candidate> = rank(&p, &Machine::H100, &Pins::default()).into_iter().filter(|c| c.config.splits == 1).collect();
+        assert_eq!(pinned.len(), unpinned.len());
+        assert!(pinned.iter().zip(&unpinned).all(|(c, u)| c.config == Config { cluster: Along::N, ..u.config }));
+        assert!(pinned[0].reason.ends_with("; in 2-CTA clusters along n"));
+        // Pinning none removes the clustered alternative.
+        let q = Problem { m: 4096, n: 4096, ..p };
+        assert!(rank(&q, &Machine::H100, &Pins { cluster: Some(Along::None), ..Pins::default() }).iter().all(|c| c.config.cluster == Along::None));
+        let err = choose(&Problem { clusterable: false, ..q }, &Machine::H100, &Pins { cluster: Some(Along::M), ..Pins::default() }).unwrap_err();
+        assert!(err.contains("a cluster needs CTAs whose tiles share an operand tile"), "{err}");
+    }
+
+    #[test]
+    fn block_scaled_two_consumer_picks_cluster_over_a_long_k_and_many_waves() {
+        let scaled = |m, n, k| Problem { b_scale_rows: Some(3), ..fp8(m, n, k) };
+        let cluster = |m, n, k| choose(&scaled(m, n, k), &Machine::H100, &Pins::default()).unwrap().config.cluster;
+        // 128x176 over two consumers: 32 K blocks and 6 waves, 64 and 23,
+        // 56 and 3.
+        assert_eq!(cluster(4096, 4096, 4096), Along::M);
+        assert_eq!(cluster(8192, 8192, 8192), Along::M);
+        assert_eq!(cluster(4096, 2112, 7168), Along::M);
+        // 2 waves (2048x2112x7168), or 16 K blocks and fewer: none.
+        for (m, n, k) in [(2048, 2112, 7168), (4096, 7168, 2048), (4096, 24576, 1536), (4096, 32768, 512)] {
+            assert_eq!(cluster(m, n, k), Along::None, "{m}x{n}x{k}");
+        }
+        // Nor where the operands are chosen by data.
+        let grouped = Problem { clusterable: false, ..scaled(4096, 4096, 4096) };
+        assert_eq!(choose(&grouped, &Machine::H100, &Pins::default()).unwrap().config.cluster, Along::None);
+        // Nor over tiles one scale block wide (pinned, or held by the
+        // epilogue's 128-column groups), which shared memory bounds.
+        let one_block = Pins { block_n: Some(SCALE_BLOCK_N), ..Pins::default() };
+        for (m, n, k) in [(4096, 4096, 7168), (4096, 7168, 16384), (4096, 2112, 7168)] {
+            let pick = choose(&scaled(m, n, k), &Machine::H100, &one_block).unwrap();
+            assert_eq!((pick.config.block_n, pick.config.cluster), (SCALE_BLOCK_N, Along::None), "{m}x{n}x{k}");
+        }
+    }
+}
