@@ -7,7 +7,7 @@ use super::epilogue_forms::chunked_epilogue;
 use super::problem::{ceil_div, Machine, Problem};
 use super::scales::stages_and_scales;
 use super::smem::{buffers_filled, SmemLayout, split_k_blocks};
-use super::tiles::MAX_BLOCK_N;
+use super::tiles::{MAX_BLOCK_N, NARROW_BLOCK_N};
 use super::waves::with_waves;
 
 /// The tiles two consumers sharing each tile's columns take, as block M
@@ -46,15 +46,16 @@ pub(super) fn column_halves_candidates(problem: &Problem, machine: &Machine, pin
     if bn % (2 * 8) != 0 || problem.precision.accumulator_registers(bm, bn / 2, 1).running > COLUMN_HALF_RUNNING_REGISTERS {
         return Vec::new();
     }
-    let mut epilogues = vec![epilogue_for(problem, bn / 2, Schedule::ColumnHalves)];
-    // Split in two, the direct stores' consumers spilled under ptxas where
-    // the TMA store could have taken the half; split three ways or more, or
-    // through the TMA store, none did (measured: docs/evidence.md,
+    // Split in two, the direct stores' consumers spilled under ptxas (each
+    // half wider than a narrow tile); split three ways or more, or through
+    // the TMA store, none did (measured: docs/evidence.md,
     // selection/column_halves.rs, column halves).
-    if epilogues[0] != Epilogue::Global && splits != 2 {
+    let spills = |epilogue: Epilogue| epilogue == Epilogue::Global && splits == 2 && bn / 2 > NARROW_BLOCK_N;
+    let mut epilogues = vec![epilogue_for(problem, bn / 2, Schedule::ColumnHalves)];
+    if epilogues[0] != Epilogue::Global {
         epilogues.push(Epilogue::Global);
     }
-    epilogues.into_iter().filter_map(|epilogue| column_halves_candidate(problem, machine, pins, tile, epilogue, splits)).collect()
+    epilogues.into_iter().filter(|&e| !spills(e)).filter_map(|epilogue| column_halves_candidate(problem, machine, pins, tile, epilogue, splits)).collect()
 }
 
 /// One of [`column_halves_candidates`]; `None` where not two stages fit.
@@ -83,7 +84,6 @@ mod tests {
     use crate::selection::alternatives::alternatives;
     use crate::selection::rank::rank;
     use crate::selection::testing::{bf16, fp8};
-    use crate::selection::tiles::NARROW_BLOCK_N;
 
     /// Consumers that share a tile's columns are weighed only where
     /// `tile-warp-specialize{halves=columns}` builds them (a BF16 dot with B

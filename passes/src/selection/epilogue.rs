@@ -11,10 +11,16 @@ use super::tiles::NARROW_BLOCK_N;
 /// long (and a kernel for any N cannot count on that). A warp-specialised
 /// tile at most [`NARROW_BLOCK_N`] wide stores directly: its store of a few
 /// kilobytes is no work to hide, and the round trip through shared memory
-/// costs more than it saves.
+/// costs more than it saves. So does an output buffer whose rows no
+/// swizzle divides (rows an odd multiple of 16 bytes: a column-halves
+/// consumer's 88 of a 176-column tile): unswizzled, it goes out in strips
+/// 16 bytes wide, half a 32-byte sector of each row a TMA store, and
+/// measured slower than storing directly (docs/evidence.md,
+/// selection/epilogue.rs, unswizzled output buffers).
 pub(super) fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) -> Epilogue {
     let narrow_specialised = schedule != Schedule::Pipeline && block_n <= NARROW_BLOCK_N;
-    if !problem.any_n && (problem.n * problem.output_bytes) % TMA_ROW_ALIGN_BYTES == 0 && !narrow_specialised {
+    let unswizzled = crate::layout_rules::swizzle_bytes(block_n, (8 * problem.output_bytes) as u32, crate::layout_rules::SWIZZLE_ROWS) == 0;
+    if !problem.any_n && (problem.n * problem.output_bytes) % TMA_ROW_ALIGN_BYTES == 0 && !narrow_specialised && !unswizzled {
         Epilogue::Tma { columns: block_n }
     } else {
         Epilogue::Global
@@ -49,6 +55,9 @@ mod tests {
         // need a kernel for any N's be.
         assert_eq!(epilogue_for(&bf16(4096, 4100, 4096), 128, Schedule::Pipeline), Epilogue::Global);
         assert_eq!(epilogue_for(&Problem { any_n: true, ..bf16(4096, 4096, 4096) }, 128, Schedule::Pipeline), Epilogue::Global);
+        // A buffer of 88 columns (176 bytes) no swizzle divides stores directly.
+        assert_eq!(epilogue_for(&bf16(12000, 640, 384), 88, Schedule::ColumnHalves), Epilogue::Global);
+        assert_eq!(epilogue_for(&bf16(12000, 640, 384), 80, Schedule::ColumnHalves), Epilogue::Tma { columns: 80 });
         // One-byte outputs need N a multiple of 16.
         assert_eq!(epilogue_for(&Problem { output_bytes: 1, ..bf16(4096, 4104, 4096) }, 128, Schedule::Pipeline), Epilogue::Global);
     }
