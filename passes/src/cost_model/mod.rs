@@ -762,6 +762,27 @@ mod tests {
         }
     }
 
+    /// A workspace split whose CTAs outnumber the SMs runs them in turns,
+    /// and each turn fills its own pipeline and parks its own partial tile:
+    /// splitting a tile's K loop four ways over two turns costs, besides
+    /// the two more slots the last CTA reads back, the second turn's fill
+    /// and parked tile, for the same K blocks a busiest SM runs.
+    #[test]
+    fn every_turn_of_a_split_fills_and_parks() {
+        let (machine, cal) = (Machine::of(&Target::H200), crate::cost_model::calibration::H200);
+        let p = bf16(1024, 1024, 16384);
+        let split = |splits: i64| {
+            let config: Config = format!("128x128x64 stages=6 warps=8 ws1 epilogue=tma splits={splits} split_reduce=workspace").parse().expect("a config");
+            let c = figures(&p, &machine, config);
+            assert_eq!(c.tiles * splits <= machine.sms, splits == 2, "{config}");
+            predict(&p, &machine, &h200(), &cal, &c)
+        };
+        let (one_turn, two_turns) = (split(2), split(4));
+        let parked = 128.0 * 128.0 * PARTIAL_BYTES / cal.partial_bytes_per_s;
+        let added = (two_turns.reduction + two_turns.overhead) - (one_turn.reduction + one_turn.overhead);
+        assert!(added >= cal.tile_overhead_s + 3.0 * parked, "two turns add {added} s");
+    }
+
     #[test]
     fn the_rules_pick_stays_first_unless_beaten_by_more_than_the_margin() {
         let p = bf16(4096, 4096, 4096);
