@@ -151,7 +151,7 @@ mod tests {
     #[test]
     fn the_key_is_the_config_without_the_figures() {
         let text = std::fs::read_to_string("examples/gemm_bf16.tile").expect("example");
-        // The rules' picks: a deferred epilogue at 4096^3, stream-K at 8192^3.
+        // The policies' picks: a deferred epilogue at 4096^3, stream-K at 8192^3.
         let request = ConfigRequest { ranking: Some("rules".into()), ..ConfigRequest::default() };
         let picked = |shape: Shape| {
             let mut module = parse_and_verify(&text, "gemm_bf16.tile").expect("parses");

@@ -343,16 +343,16 @@ pub struct Weighed {
     pub prediction: Prediction,
 }
 
-/// How much faster than the rules' pick the model must predict another
+/// How much faster than the policies' pick the model must predict another
 /// candidate to pick it instead. The model's median error is about 9%
-/// (docs/cost-model.md), and the rules' picks were measured and tuned on
+/// (docs/cost-model.md), and the policies' picks were measured and tuned on
 /// the benchmark shapes: a gain predicted within the model's error is not
 /// taken. Of the margins tried on the training set (0 to 50%), 5% gave
 /// the fastest picks.
 pub const INCUMBENT_MARGIN: f64 = 0.05;
 
-/// `weighed`, the rules' pick first, in the order config selection takes
-/// them: by predicted time, except that the rules' pick stays first
+/// `weighed`, the policies' pick first, in the order config selection takes
+/// them: by predicted time, except that the policies' pick stays first
 /// unless another candidate is predicted faster by more than
 /// [`INCUMBENT_MARGIN`]. Each candidate's reason says where it stands.
 pub fn order(mut weighed: Vec<Weighed>) -> Vec<Weighed> {
@@ -371,8 +371,8 @@ pub fn order(mut weighed: Vec<Weighed>) -> Vec<Weighed> {
     for (i, w) in weighed.iter_mut().enumerate() {
         let bound = w.prediction.bound.word();
         w.candidate.reason = match i {
-            0 if kept => format!("picked: the rules' pick, predicted within {:.0}% of the fastest; bound by {bound}", 100.0 * INCUMBENT_MARGIN),
-            0 => format!("picked: least predicted time, {:.1}% under the rules' pick; bound by {bound}", 100.0 * (1.0 - pick / incumbent_time)),
+            0 if kept => format!("picked: the policies' pick, predicted within {:.0}% of the fastest; bound by {bound}", 100.0 * INCUMBENT_MARGIN),
+            0 => format!("picked: least predicted time, {:.1}% under the policies' pick; bound by {bound}", 100.0 * (1.0 - pick / incumbent_time)),
             _ => format!("predicted {:+.1}% over the pick; bound by {bound}", 100.0 * (w.prediction.seconds / pick - 1.0)),
         };
     }
@@ -784,7 +784,7 @@ mod tests {
     }
 
     #[test]
-    fn the_rules_pick_stays_first_unless_beaten_by_more_than_the_margin() {
+    fn the_policies_pick_stays_first_unless_beaten_by_more_than_the_margin() {
         let p = bf16(4096, 4096, 4096);
         let ranked = rank(&p, &Machine::H100, &Pins::default());
         let weighed = |seconds: &[f64]| -> Vec<Weighed> {
@@ -795,12 +795,12 @@ mod tests {
         let kept = order(weighed(&[1.04, 1.0, 1.2]));
         assert_eq!(kept[0].candidate.config, incumbent);
         assert_eq!(kept[1].candidate.config, ranked[1].config);
-        assert!(kept[0].candidate.reason.contains("the rules' pick"), "{}", kept[0].candidate.reason);
-        // 10% slower: the fastest is picked and the rules' pick ranks by its time.
+        assert!(kept[0].candidate.reason.contains("the policies' pick"), "{}", kept[0].candidate.reason);
+        // 10% slower: the fastest is picked and the policies' pick ranks by its time.
         let beaten = order(weighed(&[1.10, 1.0, 1.2]));
         assert_eq!(beaten[0].candidate.config, ranked[1].config);
         assert_eq!(beaten[1].candidate.config, incumbent);
-        assert!(beaten[0].candidate.reason.contains("9.1% under the rules' pick"), "{}", beaten[0].candidate.reason);
+        assert!(beaten[0].candidate.reason.contains("9.1% under the policies' pick"), "{}", beaten[0].candidate.reason);
     }
 
     #[test]

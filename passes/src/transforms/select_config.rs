@@ -111,7 +111,7 @@ pub struct SelectConfig {
 /// How `tile-select-config` orders the candidates it weighs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Ranking {
-    /// By the cost model's predicted time on the target, the rules' pick
+    /// By the cost model's predicted time on the target, the policies' pick
     /// kept first unless beaten by more than the model's margin
     /// ([`cost_model::order`]).
     #[default]
