@@ -17,6 +17,7 @@ use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 use tilec_dialects::{nv, tile};
 use tilec_dialects::{Attribute, Diagnostic, ElemType, Function, Layout, Type, Value};
+use tilec_target::Target;
 
 /// What a tile/nv value became.
 #[derive(Clone, Debug)]
@@ -170,6 +171,9 @@ pub(crate) struct Lowerer<'a> {
     consumer: Option<String>,
     /// The workspace parameter, when the kernel takes one (`tile.reduce_splits`).
     workspace_arg: Option<String>,
+    /// The SMs of the GPU the kernel is for: a grid of at most this many
+    /// CTAs is resident at once.
+    sms: i64,
 }
 
 /// Registers per thread a kernel needs beside its register tiles (addresses,
@@ -214,7 +218,7 @@ fn arith_op(opcode: Opcode) -> &'static str {
 }
 
 impl<'a> Lowerer<'a> {
-    pub fn new(f: &'a Function, plan: &'a Plan) -> Self {
+    pub fn new(f: &'a Function, plan: &'a Plan, target: &Target) -> Self {
         Lowerer {
             f,
             plan,
@@ -234,6 +238,7 @@ impl<'a> Lowerer<'a> {
             workspace_slot_bytes: None,
             consumer: None,
             workspace_arg: None,
+            sms: i64::from(target.sms),
         }
     }
 
@@ -1645,7 +1650,8 @@ impl<'a> Lowerer<'a> {
         let (value, result, last, splits) = (reduce.value(body), reduce.result(body), reduce.last(body), reduce.splits(body));
         let (frag, holders, slot_bytes) = self.workspace_slot(op, value)?;
         let workspace = self.workspace_arg.clone().expect("a parameter when planned");
-        let reduction = split_k::Reduction { workspace: &workspace, holders: &holders, splits };
+        let spread = reduce.spread(body).then_some(self.sms);
+        let reduction = split_k::Reduction { workspace: &workspace, holders: &holders, splits, spread };
         let (summed, is_last) = split_k::reduce(&mut self.em, &frag, slot_bytes, &reduction);
         self.vals.insert(result, Lv::Frag(summed));
         self.vals.insert(last, Lv::Scalar { name: is_last, elem: ElemType::I1 });

@@ -248,9 +248,10 @@ pub(crate) struct Plan {
 /// What a kernel's workspace (its last parameter) is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Workspace {
-    /// `tile.reduce_splits` of this many splits: a region for each output
-    /// tile, sized once the kernel's slot is lowered ([`Plan::manifest`]).
-    SplitK { splits: i64 },
+    /// `tile.reduce_splits` of this many splits, added in shares where
+    /// `spread`: a region for each output tile, sized once the kernel's
+    /// slot is lowered ([`Plan::manifest`]).
+    SplitK { splits: i64, spread: bool },
     /// Stream-K's hand-over: a region for each CTA of the persistent grid,
     /// sized once the kernel's slots are lowered ([`Plan::manifest`]).
     StreamK,
@@ -265,9 +266,10 @@ pub(crate) const SPLIT_K_COUNTER_BYTES: i64 = 16;
 pub(crate) const STREAM_K_FLAG_BYTES: i64 = 16;
 
 impl Workspace {
-    /// The bytes of a split-K tile's region for `splits` slots of `slot_bytes`.
-    pub fn split_k_region_bytes(splits: i64, slot_bytes: i64) -> i64 {
-        SPLIT_K_COUNTER_BYTES + splits * slot_bytes
+    /// The bytes of a split-K tile's region for `splits` slots of
+    /// `slot_bytes`, and one more for the shares' sums where `spread`.
+    pub fn split_k_region_bytes(splits: i64, spread: bool, slot_bytes: i64) -> i64 {
+        SPLIT_K_COUNTER_BYTES + (splits + i64::from(spread)) * slot_bytes
     }
 
     /// The bytes of a stream-K CTA's region, for slots of `slot_bytes`.
@@ -451,7 +453,7 @@ impl Plan {
                     if plan.workspace.is_some() {
                         return Err(error(&data.loc, name, "is a second reduction through the workspace; it has one region per tile"));
                     }
-                    plan.workspace = Some(Workspace::SplitK { splits });
+                    plan.workspace = Some(Workspace::SplitK { splits, spread: reduce.spread(body) });
                 }
                 Opcode::TileParkPartial | Opcode::TileAddParked => {
                     if matches!(plan.workspace, Some(Workspace::SplitK { .. })) {
@@ -669,7 +671,7 @@ impl Plan {
             params.push(Param::Scalar { ty: ScalarType::I32, source: ScalarSource::Symbol(s.clone()) });
         }
         let region_bytes = match (self.workspace, workspace_slot_bytes) {
-            (Some(Workspace::SplitK { splits }), Some(slot_bytes)) => Some(Workspace::split_k_region_bytes(splits, slot_bytes)),
+            (Some(Workspace::SplitK { splits, spread }), Some(slot_bytes)) => Some(Workspace::split_k_region_bytes(splits, spread, slot_bytes)),
             (Some(Workspace::StreamK), Some(slot_bytes)) => Some(Workspace::stream_k_region_bytes(slot_bytes)),
             (Some(_), None) => return Err(Diagnostic::error(f.loc.clone(), "the kernel parks partial tiles in a workspace but lowered no slot for them")),
             (None, _) => None,

@@ -23,10 +23,24 @@
 //! on which split came last. The groups of a CTA decide apart: each holds
 //! its own rows. The last reads the slots in groups ([`slots_in_flight`]),
 //! so that it waits for L2 once a group.
+//!
+//! With `spread`, one CTA reading every slot is what the reduction costs
+//! (docs/evidence.md, lower/src/split_k.rs): a launch whose grid is no
+//! larger than the SMs, all of whose CTAs are therefore resident at once,
+//! has every split count itself in and wait until the count reaches
+//! `splits`, then add its share of each thread's vectors (split z the
+//! z-th of `splits` even runs of them) over every slot, in the order of the
+//! splits, and store those sums in one more slot after the splits'. Each
+//! then counts itself in again; the one that sees `2 * splits - 1` read
+//! the summed tile back, sets the count to zero and stores the tile. The
+//! values are added in the same order as by the last split alone, so both
+//! give the same bits. A larger grid (another shape of a kernel family)
+//! adds as above: a split waiting for a CTA that is not resident would
+//! wait forever.
 
 use super::emitter::Emitter;
 use super::fragment::Frag;
-use super::holders::{is_first, meet, meet_and_vote, Holders, MAX_GROUPS};
+use super::holders::{is_first, meet, meet_and_vote, open_first, Holders, MAX_GROUPS};
 use super::plan::{Workspace, SPLIT_K_COUNTER_BYTES};
 use super::stream_k::{asm, store_vectors, vectors};
 use tilec_dialects::tile::reduce::{slots_in_flight, MAX_VALUES_IN_FLIGHT};
@@ -42,6 +56,9 @@ pub(crate) struct Reduction<'a> {
     pub holders: &'a Holders,
     /// The splits that share each tile.
     pub splits: i64,
+    /// Where the splits add in shares (`spread`): the most CTAs a grid may
+    /// have to do so (the SMs, each holding at least one).
+    pub spread: Option<i64>,
 }
 
 /// A tile's region of the workspace: its global address (i64) and the
@@ -83,6 +100,11 @@ fn thread_slot(em: &mut Emitter, region: &Region, split: &str, r: &Reduction) ->
 fn load_vector(em: &mut Emitter, at: &str, j: usize, r: &Reduction) -> [String; 4] {
     let offset = em.i64(j as i64 * r.holders.count * 16);
     let addr = em.binop("slot_v", "arith.addi", at, &offset, "i64");
+    load_at(em, &addr)
+}
+
+/// The four f32 values at the global address `addr` (i64), read through L2.
+fn load_at(em: &mut Emitter, addr: &str) -> [String; 4] {
     let v = em.assign(
         "slot_v",
         format!("llvm.inline_asm has_side_effects asm_dialect = att \"ld.global.cg.v4.f32 {{$0, $1, $2, $3}}, [$4];\", \"=f,=f,=f,=f,l\" {addr} : (i64) -> !llvm.struct<(f32, f32, f32, f32)>"),
@@ -93,10 +115,12 @@ fn load_vector(em: &mut Emitter, at: &str, j: usize, r: &Reduction) -> [String; 
 /// Adds the `group` slots from `first` (i64) on, in order, to `acc` (to
 /// the first of them, without one). It reads the slots a batch of vectors
 /// at a time, every slot's vectors of a batch before adding any, with at
-/// most [`MAX_VALUES_IN_FLIGHT`] values a thread in flight (or one vector
-/// of each slot): a tile of many values a thread is not read whole beside
-/// the sum, which would take as many registers again.
-fn add_group(em: &mut Emitter, frag: &Frag, region: &Region, first: &str, group: i64, acc: Option<&[String]>, r: &Reduction) -> Vec<String> {
+/// most `in_flight` values a thread in flight (or one vector of each
+/// slot): beside a parked tile that stays live ([`MAX_VALUES_IN_FLIGHT`])
+/// a tile of many values a thread is not read whole beside the sum, which
+/// would take as many registers again.
+#[allow(clippy::too_many_arguments)]
+fn add_group(em: &mut Emitter, frag: &Frag, region: &Region, first: &str, group: i64, acc: Option<&[String]>, in_flight: i64, r: &Reduction) -> Vec<String> {
     let ty = frag.chunk_type(em);
     let slots: Vec<String> = (0..group)
         .map(|g| {
@@ -108,7 +132,7 @@ fn add_group(em: &mut Emitter, frag: &Frag, region: &Region, first: &str, group:
         Some(acc) => acc.to_vec(),
         None => frag.chunks.iter().map(|_| em.assign("slot_tile", format!("llvm.mlir.undef : {ty}"))).collect(),
     };
-    let per_batch = usize::try_from(MAX_VALUES_IN_FLIGHT / (4 * group)).unwrap_or(0).max(1);
+    let per_batch = usize::try_from(in_flight / (4 * group)).unwrap_or(0).max(1);
     let all: Vec<(usize, (usize, usize))> = vectors(frag).enumerate().collect();
     for batch in all.chunks(per_batch) {
         let loaded: Vec<Vec<[String; 4]>> = slots.iter().map(|at| batch.iter().map(|&(j, _)| load_vector(em, at, j, r)).collect()).collect();
@@ -130,25 +154,53 @@ fn add_group(em: &mut Emitter, frag: &Frag, region: &Region, first: &str, group:
 }
 
 /// `tile.reduce_splits`: parks `frag` in this split's slot and, in the
-/// split whose group arrives last, gives the sum of every slot (elsewhere
-/// `frag` itself) and an i1 that is true there.
+/// split whose group arrives last (or, spread, finishes its share last),
+/// gives the sum of every slot (elsewhere `frag` itself) and an i1 that is
+/// true there.
 pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reduction) -> (Frag, String) {
-    let ty = frag.chunk_type(em);
     let h = r.holders;
     em.line("// split-K: park the partial tile in this split's slot of the workspace.");
-    let at = region_at(em, r, Workspace::split_k_region_bytes(r.splits, slot_bytes));
+    let at = region_at(em, r, Workspace::split_k_region_bytes(r.splits, r.spread.is_some(), slot_bytes));
     let region = Region { at, slot_bytes };
     let z = em.assign("split", "gpu.block_id z");
     let z = em.assign("split", format!("arith.index_cast {z} : index to i64"));
     let mine = thread_slot(em, &region, &z, r);
     store_vectors(em, frag, &mine, h.count);
     meet(em, h);
-
-    em.line("// The group's first thread counts it in; the last split resets the count for the next launch.");
     let group = em.assign("group", format!("arith.extui {} : i32 to i64", h.group));
     let c4 = em.i64(4);
     let counter = em.binop("counter_at", "arith.muli", &group, &c4, "i64");
     let counter = em.binop("counter_at", "arith.addi", &region.at, &counter, "i64");
+    let Some(sms) = r.spread else {
+        return last_adds(em, frag, &region, &counter, r);
+    };
+
+    em.line("// A grid no larger than the SMs is resident at once: its splits add in shares.");
+    let [x, y, along_z] = ["x", "y", "z"].map(|d| em.assign("grid", format!("gpu.grid_dim {d}")));
+    let ctas = em.binop("grid_ctas", "arith.muli", &x, &y, "index");
+    let ctas = em.binop("grid_ctas", "arith.muli", &ctas, &along_z, "index");
+    let most = em.assign("most_ctas", format!("arith.constant {sms} : index"));
+    let resident = em.assign("resident", format!("arith.cmpi ule, {ctas}, {most} : index"));
+    let ty = frag.chunk_type(em);
+    let n = frag.chunks.len();
+    let types = vec![ty; n].join(", ");
+    let out = em.fresh("split_out");
+    em.open(format!("{out}:{} = scf.if {resident} -> ({types}, i1) {{", n + 1));
+    let (summed, last) = shares_add(em, frag, &region, &counter, &z, r);
+    em.line(format!("scf.yield {}, {last} : {types}, i1", summed.chunks.join(", ")));
+    em.middle("} else {");
+    let (summed, last) = last_adds(em, frag, &region, &counter, r);
+    em.line(format!("scf.yield {}, {last} : {types}, i1", summed.chunks.join(", ")));
+    em.close("}");
+    let chunks = (0..n).map(|i| format!("{out}#{i}")).collect();
+    (Frag { geom: frag.geom.clone(), elem: frag.elem, chunks }, format!("{out}#{n}"))
+}
+
+/// The group's first thread adds one to the group's `counter`
+/// (acquire-release); the group that sees `last_at` arrived last, and its
+/// first thread sets the counter back to zero for the next launch. Every
+/// thread of the group learns whether it is that group (an i1).
+fn count_in(em: &mut Emitter, h: &Holders, counter: &str, last_at: i64) -> String {
     let first = is_first(em, h);
     let arrived = em.fresh("arrived_last");
     em.open(format!("{arrived} = scf.if {first} -> (i32) {{"));
@@ -156,10 +208,10 @@ pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reducti
         "arrived",
         format!("llvm.inline_asm has_side_effects asm_dialect = att \"atom.add.acq_rel.gpu.global.u32 $0, [$1], 1;\", \"=r,l\" {counter} : (i64) -> i32"),
     );
-    let all_but_one = em.i32(r.splits - 1);
-    let last = em.assign("is_last", format!("arith.cmpi eq, {before}, {all_but_one} : i32"));
+    let last_at = em.i32(last_at);
+    let last = em.assign("is_last", format!("arith.cmpi eq, {before}, {last_at} : i32"));
     em.open(format!("scf.if {last} {{"));
-    asm(em, "st.relaxed.gpu.global.u32 [$0], 0;", "l", std::slice::from_ref(&counter), &["i64"]);
+    asm(em, "st.relaxed.gpu.global.u32 [$0], 0;", "l", &[counter.to_string()], &["i64"]);
     em.close("}");
     let flag = em.assign("is_last", format!("arith.extui {last} : i1 to i32"));
     em.line(format!("scf.yield {flag} : i32"));
@@ -167,19 +219,46 @@ pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reducti
     let zero = em.i32(0);
     em.line(format!("scf.yield {zero} : i32"));
     em.close("}");
-    let is_last = meet_and_vote(em, h, &arrived, "is_last_split");
+    meet_and_vote(em, h, &arrived, "is_last_split")
+}
 
-    em.line("// The last split adds every slot in the order of the splits, reading a group of slots at once.");
+/// In the group that `is_last`, the tile `read` gives (emitted there);
+/// elsewhere `frag`, or, where not `kept`, an undefined tile, so that the
+/// parked tile's registers are free once it is parked.
+fn in_last(em: &mut Emitter, frag: &Frag, is_last: &str, kept: bool, read: impl FnOnce(&mut Emitter) -> Vec<String>) -> Frag {
+    let ty = frag.chunk_type(em);
     let n = frag.chunks.len();
     let types = vec![ty.clone(); n].join(", ");
-    let group = slots_in_flight(frag.geom.values_per_thread(), r.splits);
     let summed = em.fresh("split_sum");
     em.open(format!("{summed}:{n} = scf.if {is_last} -> ({types}) {{"));
-    let first = em.i64(0);
-    let init = add_group(em, frag, &region, &first, group, None, r);
-    let total = if group == r.splits {
-        init
-    } else {
+    let total = read(em);
+    em.line(format!("scf.yield {} : {types}", total.join(", ")));
+    em.middle("} else {");
+    let elsewhere: Vec<String> = match kept {
+        true => frag.chunks.clone(),
+        false => (0..n).map(|_| em.assign("undefined", format!("llvm.mlir.undef : {ty}"))).collect(),
+    };
+    em.line(format!("scf.yield {} : {types}", elsewhere.join(", ")));
+    em.close("}");
+    let chunks = (0..n).map(|i| format!("{summed}#{i}")).collect();
+    Frag { geom: frag.geom.clone(), elem: frag.elem, chunks }
+}
+
+/// The last split to arrive adds every slot, in the order of the splits.
+fn last_adds(em: &mut Emitter, frag: &Frag, region: &Region, counter: &str, r: &Reduction) -> (Frag, String) {
+    em.line("// The group's first thread counts it in; the last split resets the count for the next launch.");
+    let is_last = count_in(em, r.holders, counter, r.splits - 1);
+    em.line("// The last split adds every slot in the order of the splits, reading a group of slots at once.");
+    let group = slots_in_flight(frag.geom.values_per_thread(), r.splits);
+    let summed = in_last(em, frag, &is_last, true, |em| {
+        let first = em.i64(0);
+        let init = add_group(em, frag, region, &first, group, None, MAX_VALUES_IN_FLIGHT, r);
+        if group == r.splits {
+            return init;
+        }
+        let ty = frag.chunk_type(em);
+        let n = frag.chunks.len();
+        let types = vec![ty; n].join(", ");
         let (lb, ub, step) = (em.i32(group), em.i32(r.splits), em.i32(group));
         let looped = em.fresh("split_acc");
         let iv = em.fresh("s");
@@ -187,15 +266,107 @@ pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reducti
         let iter: Vec<String> = args.iter().zip(&init).map(|(a, i)| format!("{a} = {i}")).collect();
         em.open(format!("{looped}:{n} = scf.for {iv} = {lb} to {ub} step {step} iter_args({}) -> ({types}) : i32 {{", iter.join(", ")));
         let s = em.assign("split", format!("arith.extui {iv} : i32 to i64"));
-        let next = add_group(em, frag, &region, &s, group, Some(&args), r);
+        let next = add_group(em, frag, region, &s, group, Some(&args), MAX_VALUES_IN_FLIGHT, r);
         em.line(format!("scf.yield {} : {types}", next.join(", ")));
         em.close("}");
         (0..n).map(|i| format!("{looped}#{i}")).collect()
-    };
-    em.line(format!("scf.yield {} : {types}", total.join(", ")));
-    em.middle("} else {");
-    em.line(format!("scf.yield {} : {types}", frag.chunks.join(", ")));
+    });
+    (summed, is_last)
+}
+
+/// Every split counts itself in and waits for the others, adds its share
+/// of the slots' vectors into the sum slot, and counts itself in again;
+/// the last to do so reads the sum slot.
+fn shares_add(em: &mut Emitter, frag: &Frag, region: &Region, counter: &str, z: &str, r: &Reduction) -> (Frag, String) {
+    let (h, splits) = (r.holders, r.splits);
+    em.line("// Count in, and wait until every split has parked its tile.");
+    open_first(em, h);
+    let wait = format!(
+        "{{\\0A.reg .pred p;\\0A.reg .b32 n;\\0Aatom.add.acq_rel.gpu.global.u32 n, [$0], 1;\\0ASPLIT_WAIT:\\0Ald.acquire.gpu.global.u32 n, [$0];\\0Asetp.ge.u32 p, n, {splits};\\0A@p bra SPLIT_ALL;\\0Ananosleep.u32 64;\\0Abra SPLIT_WAIT;\\0ASPLIT_ALL:\\0A}}\\0A"
+    );
+    asm(em, &wait, "l", &[counter.to_string()], &["i64"]);
     em.close("}");
-    let chunks = (0..n).map(|i| format!("{summed}#{i}")).collect();
-    (Frag { geom: frag.geom.clone(), elem: frag.elem, chunks }, is_last)
+    meet(em, h);
+
+    em.line("// Add this split's share of every thread's vectors over the slots, in the order of the splits.");
+    let vectors = frag.geom.values_per_thread() / 4;
+    let per_share = (vectors + splits - 1) / splits;
+    let share_bound = |em: &mut Emitter, split: &str| {
+        let v = em.i64(vectors);
+        let at = em.binop("share", "arith.muli", split, &v, "i64");
+        let n = em.i64(splits);
+        em.binop("share", "arith.divui", &at, &n, "i64")
+    };
+    let lo = share_bound(em, z);
+    let next = em.add_const("split", z, 1, "i64");
+    let hi = share_bound(em, &next);
+    let zero = em.i64(0);
+    let base = thread_slot(em, region, &zero, r);
+    let sum_slot = em.i64(splits);
+    let sums_at = thread_slot(em, region, &sum_slot, r);
+    let stride = em.i64(h.count * 16);
+    let last_vector = em.i64(vectors - 1);
+    // The parked tile's registers are free (`in_last`): a batch holds as
+    // many values as it did, or one vector of a group of slots.
+    let values = frag.geom.values_per_thread();
+    let per_batch = usize::try_from(values / (4 * splits)).unwrap_or(0).max(1);
+    let slots_at_once = if 4 * splits <= values { splits } else { slots_in_flight(4, splits) };
+    let steps: Vec<i64> = (0..per_share).collect();
+    for batch in steps.chunks(per_batch) {
+        // Vector lo + i where it is in the share, else a vector of the
+        // tile whose sum is not stored.
+        let at: Vec<(String, String)> = batch
+            .iter()
+            .map(|&i| {
+                let j = em.add_const("share_v", &lo, i, "i64");
+                let kept = em.assign("share_kept", format!("arith.cmpi ult, {j}, {hi} : i64"));
+                let j = em.assign("share_v", format!("arith.minui {j}, {last_vector} : i64"));
+                (em.binop("share_at", "arith.muli", &j, &stride, "i64"), kept)
+            })
+            .collect();
+        let mut sums: Vec<Option<[String; 4]>> = vec![None; batch.len()];
+        for first in (0..splits).step_by(slots_at_once as usize) {
+            let loaded: Vec<Vec<[String; 4]>> = (first..first + slots_at_once)
+                .map(|s| {
+                    let slot = em.add_const("slot_at", &base, s * region.slot_bytes, "i64");
+                    at.iter().map(|(offset, _)| {
+                        let addr = em.binop("share_at", "arith.addi", &slot, offset, "i64");
+                        load_at(em, &addr)
+                    }).collect()
+                })
+                .collect();
+            for (v, sum) in sums.iter_mut().enumerate() {
+                for slot in &loaded {
+                    *sum = Some(match sum.take() {
+                        None => slot[v].clone(),
+                        Some(acc) => [0, 1, 2, 3].map(|i| em.binop("e", "arith.addf", &acc[i], &slot[v][i], "f32")),
+                    });
+                }
+            }
+        }
+        for ((offset, kept), sum) in at.iter().zip(sums) {
+            let sum = sum.expect("at least one slot");
+            let addr = em.binop("share_at", "arith.addi", &sums_at, offset, "i64");
+            let kept = em.assign("share_kept", format!("arith.extui {kept} : i1 to i32"));
+            let mut operands = vec![addr];
+            operands.extend(sum);
+            operands.push(kept);
+            asm(
+                em,
+                "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, $5, 0;\\0A@p st.global.v4.f32 [$0], {$1, $2, $3, $4};\\0A}\\0A",
+                "l,f,f,f,f,r",
+                &operands,
+                &["i64", "f32", "f32", "f32", "f32", "i32"],
+            );
+        }
+    }
+    meet(em, h);
+
+    em.line("// The split that adds its share last reads the summed tile; it resets the count for the next launch.");
+    let is_last = count_in(em, h, counter, 2 * splits - 1);
+    let summed = in_last(em, frag, &is_last, false, |em| {
+        let sum_slot = em.i64(splits);
+        add_group(em, frag, region, &sum_slot, 1, None, values, r)
+    });
+    (summed, is_last)
 }

@@ -228,7 +228,7 @@ impl Config {
         } else {
             &[
                 ("raster_group", order, "the plain pipeline"),
-                ("splits", split && self.split_reduce != SplitReduce::Workspace, "split_reduce = \"workspace\" or the plain pipeline"),
+                ("splits", split && !self.split_reduce.through_workspace(), "split_reduce = \"workspace\" or \"spread\", or the plain pipeline"),
                 ("splits", split && self.schedule == Schedule::PingPong, "consumers that share each tile"),
                 ("epilogue_deferred", deferred && self.schedule == Schedule::ColumnHalves, "consumers that share each tile's rows"),
                 ("stream_k", stream_k && split, "a K loop that is not split"),

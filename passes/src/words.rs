@@ -40,7 +40,7 @@ mod tests {
     /// variant has names the default.
     #[test]
     fn words_name_their_variants_and_back() {
-        assert_eq!(SplitReduce::WORDS.iter().map(|w| SplitReduce::parse(w)).collect::<Vec<_>>(), [SplitReduce::Cluster, SplitReduce::Workspace]);
+        assert_eq!(SplitReduce::WORDS.iter().map(|w| SplitReduce::parse(w)).collect::<Vec<_>>(), [SplitReduce::Cluster, SplitReduce::Workspace, SplitReduce::Spread]);
         assert_eq!(PieceOrder::WORDS.iter().map(|w| PieceOrder::parse(w)).collect::<Vec<_>>(), [PieceOrder::Reversed, PieceOrder::InOrder]);
         assert_eq!(Along::WORDS.iter().map(|w| Along::parse(w)).collect::<Vec<_>>(), [Along::M, Along::N, Along::None]);
         for w in Along::WORDS {

@@ -566,15 +566,23 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     // Split-K: through a cluster, each CTA but one hands its partial tile
     // over and the first adds them; through a workspace, each CTA parks its
     // tile as it ends (every turn of the busiest SM parks one) and the last
-    // of a tile's CTAs reads them all back.
+    // of a tile's CTAs reads them all back, or, spread, every CTA reads its
+    // share of them all and stores its share's sums, and the last reads
+    // the summed tile.
     if splits > 1 {
         let (tiles_moved, round_trips) = match c.split_reduce {
             SplitReduce::Cluster => (2.0 * (splits - 1) as f64, 0),
+            // The count's atomic, then the slots a group at a time.
             SplitReduce::Workspace => {
-                // The count's atomic, then the slots a group at a time.
                 let values = c.block_m * c.block_n / (32 * c.num_warps);
                 (ctas_per_sm + splits as f64, 1 + splits / slots_in_flight(values, splits))
             }
+            // The park, the share's reads of every slot (a tile in all, at
+            // about half the last split's rate: all the tile's CTAs read at
+            // once), its sums, the summed tile read back; two counts, the
+            // wait, and a round trip a slot, since every share reads every
+            // slot (fitted to same-config pairs, docs/evidence.md).
+            SplitReduce::Spread => (ctas_per_sm + 3.0 + 1.0 / splits as f64, 3 + splits),
         };
         reduction += tiles_moved * bm * bn * PARTIAL_BYTES / cal.partial_bytes_per_s + round_trips as f64 * cal.workspace_round_trip_s;
     }
@@ -781,6 +789,26 @@ mod tests {
         let parked = 128.0 * 128.0 * PARTIAL_BYTES / cal.partial_bytes_per_s;
         let added = (two_turns.reduction + two_turns.overhead) - (one_turn.reduction + one_turn.overhead);
         assert!(added >= cal.tile_overhead_s + 3.0 * parked, "two turns add {added} s");
+    }
+
+    /// Added in shares, a tile's splits each read a share of every slot
+    /// and the last reads the summed tile: where eight splits of a 128x128
+    /// tile leave the last CTA eight slots to read, the shares cost less;
+    /// where four splits of a 64x96 tile leave it little to read, the wait
+    /// and the second count cost more than they save.
+    #[test]
+    fn shares_pay_where_the_last_split_reads_many_slots() {
+        let (machine, cal) = (Machine::of(&Target::H200), crate::cost_model::calibration::H200);
+        let reduction = |p: &Problem, config: &str, reduce: &str| {
+            let config: Config = format!("{config} split_reduce={reduce}").parse().expect("a config");
+            predict(p, &machine, &h200(), &cal, &figures(p, &machine, config)).reduction
+        };
+        let deep = bf16(512, 512, 65536);
+        let deep_tile = "128x128x64 stages=6 warps=8 ws1 epilogue=tma splits=8";
+        assert!(reduction(&deep, deep_tile, "spread") < reduction(&deep, deep_tile, "workspace"));
+        let narrow = bf16(4, 3072, 32576);
+        let narrow_tile = "64x96x64 stages=8 warps=8 ws1 epilogue=tma splits=4";
+        assert!(reduction(&narrow, narrow_tile, "spread") > reduction(&narrow, narrow_tile, "workspace"));
     }
 
     #[test]

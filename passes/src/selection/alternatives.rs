@@ -25,7 +25,8 @@ use tilec_dialects::tile::reduce::MAX_SPLITS as SUM_SPLITS;
 /// where they run in one wave; split over 2 to 64 CTAs (`WORKSPACE_SPLITS`) that
 /// add their partial tiles through a global workspace, where there are
 /// fewer tiles than SMs and the CTAs run in at most
-/// `WORKSPACE_SPLIT_MAX_WAVES` waves; and, for one BF16
+/// `WORKSPACE_SPLIT_MAX_WAVES` waves, and where they are no more than the
+/// SMs, the same adding them in shares; and, for one BF16
 /// GEMM, each 128-row tile
 /// over two consumers with its last wave's tiles shared by K iterations
 /// over every SM (stream-K), which spreads a K loop over more CTAs than
@@ -146,6 +147,15 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
             }
         }
     }
+    // A workspace split of no more CTAs than the SMs is resident at once,
+    // so its splits may wait for each other and add the partial tiles in
+    // shares.
+    let spread: Vec<Candidate> = found
+        .iter()
+        .filter(|c| c.config.split_reduce == SplitReduce::Workspace && c.tiles * c.config.splits <= machine.sms)
+        .map(|c| Candidate { config: Config { split_reduce: SplitReduce::Spread, ..c.config }, ..c.clone() })
+        .collect();
+    found.extend(spread);
     // An epilogue that works on the converted tile (an FP8 quantisation's
     // absmax, scaling and codes) has that work, not only its stores, moved
     // beside the next tile's K loop by the deferred epilogue: each form
@@ -247,6 +257,29 @@ mod tests {
         // Below 32 K blocks a tile spanning three blocks is no candidate.
         let short = widths(&Problem { b_scale_rows: Some(3), ..fp8(64, 7168, 2048) });
         assert!(short.contains(&192) && !short.contains(&176), "{short:?}");
+    }
+
+    /// Added in shares, a split's CTAs wait for each other: only a grid no
+    /// larger than the SMs, all of it resident, is weighed so, each beside
+    /// the same split added by its last CTA.
+    #[test]
+    fn spread_splits_are_weighed_where_the_grid_fits_the_sms() {
+        for p in [bf16(512, 512, 65536), bf16(1024, 1024, 16384), fp8(197, 1024, 63360), bf16(2, 320, 38528)] {
+            let ranked = rank(&p, &Machine::H100, &Pins::default());
+            let all = alternatives(&p, &Machine::H100, &Pins::default(), &ranked);
+            let spread: Vec<&Candidate> = all.iter().filter(|c| c.config.split_reduce == SplitReduce::Spread).collect();
+            assert!(!spread.is_empty(), "{}x{}x{}", p.m, p.n, p.k);
+            for c in spread {
+                assert!(c.tiles * c.config.splits <= Machine::H100.sms, "{}", c.config);
+                let twin = Config { split_reduce: SplitReduce::Workspace, ..c.config };
+                assert!(all.iter().any(|w| w.config == twin), "{} without its last-arrival twin", c.config);
+            }
+            let over = all.iter().filter(|c| c.config.split_reduce == SplitReduce::Workspace && c.tiles * c.config.splits > Machine::H100.sms);
+            for c in over {
+                let twin = Config { split_reduce: SplitReduce::Spread, ..c.config };
+                assert!(all.iter().all(|s| s.config != twin), "{} spread past the SMs", c.config);
+            }
+        }
     }
 
     #[test]

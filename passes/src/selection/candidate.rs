@@ -139,11 +139,29 @@ pub enum SplitReduce {
     /// Each split parks its partial tile in a global workspace and the last
     /// to arrive adds them all (`tile.reduce_splits`): any number of CTAs,
     /// in any number of waves, for the price of the partial tiles' trips
-    /// through L2.
+    /// through L2, all of them read by one CTA.
     Workspace,
+    /// As `Workspace`, but every split waits for the others and adds a
+    /// share of the tile's values, so that the slots are read by all the
+    /// tile's CTAs at once and the last reads the summed tile alone
+    /// (`tile.reduce_splits` with `spread`): for grids no larger than the
+    /// SMs, whose CTAs are all resident at once.
+    Spread,
 }
 
-named_by_words!(SplitReduce { Cluster => "cluster", Workspace => "workspace" } default Cluster);
+named_by_words!(SplitReduce { Cluster => "cluster", Workspace => "workspace", Spread => "spread" } default Cluster);
+
+impl SplitReduce {
+    /// Whether the splits add their partial tiles through a global
+    /// workspace (`tile.reduce_splits`), one CTA for each split of each
+    /// tile, in any schedule.
+    pub fn through_workspace(self) -> bool {
+        match self {
+            SplitReduce::Cluster => false,
+            SplitReduce::Workspace | SplitReduce::Spread => true,
+        }
+    }
+}
 
 /// The order in which a stream-K CTA (`tile-stream-k`) runs the pieces of
 /// its contiguous range of K iterations.

@@ -32,7 +32,7 @@ pub(super) fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, 
     // a workspace split fills no more stages than its share of K blocks.
     let (layout_splits, filled) = match reduce {
         SplitReduce::Cluster => (splits, buffers_filled(problem, machine, schedule, bk, tiles, splits)),
-        SplitReduce::Workspace => (1, split_k_blocks(problem, bk, splits)),
+        SplitReduce::Workspace | SplitReduce::Spread => (1, split_k_blocks(problem, bk, splits)),
     };
     let layout = SmemLayout { tile: (bm, bn, bk), epilogue, scales: Scales::None, schedule, splits: layout_splits };
     let (stages, scales) = stages_and_scales(problem, machine, pins, layout, filled)?;
@@ -50,7 +50,7 @@ pub(super) fn rescheduled(problem: &Problem, machine: &Machine, pins: &Pins, fro
     let tile = (c.block_m, c.block_n, c.block_k);
     let layout = SmemLayout { tile, epilogue, scales: Scales::None, schedule, splits: c.smem_layout().splits };
     let filled = match c.split_reduce {
-        SplitReduce::Workspace => split_k_blocks(problem, c.block_k, c.splits),
+        SplitReduce::Workspace | SplitReduce::Spread => split_k_blocks(problem, c.block_k, c.splits),
         SplitReduce::Cluster => buffers_filled(problem, machine, schedule, c.block_k, from.tiles, c.splits),
     };
     let (stages, scales) = stages_and_scales(problem, machine, pins, layout, filled)?;

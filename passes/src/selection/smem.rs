@@ -109,7 +109,7 @@ impl Config {
     pub fn smem_layout(&self) -> SmemLayout {
         let splits = match self.split_reduce {
             SplitReduce::Cluster => self.splits,
-            SplitReduce::Workspace => 1,
+            SplitReduce::Workspace | SplitReduce::Spread => 1,
         };
         SmemLayout { tile: (self.block_m, self.block_n, self.block_k), epilogue: self.epilogue, scales: self.scales, schedule: self.schedule, splits }
     }

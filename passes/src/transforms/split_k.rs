@@ -17,6 +17,12 @@
 //!   [`MAX_WORKSPACE_SPLITS`]). No split waits for another, so any number
 //!   of them run, in any number of waves. The split that adds stores the
 //!   tile: every `tile.store` moves into `tile.if %last`.
+//! - `spread`: as `workspace`, with `tile.reduce_splits {spread}`: where
+//!   the grid is no larger than the SMs, so that all its CTAs are resident
+//!   at once, every split waits for the others and adds a share of the
+//!   tile's values, and the last to finish its share reads the summed tile
+//!   and stores it; a larger grid (another shape of a kernel family) adds
+//!   as `workspace` does.
 //!
 //! With per = ceil(trip / S), split s runs iterations s * per up to the
 //! trip count, at most per of them: the K loop `for kt = lb to ub step st`
@@ -54,7 +60,7 @@ pub const INFO: PassInfo = PassInfo {
             name: "reduce",
             kind: OptionKind::Enum(SplitReduce::WORDS),
             default: "cluster",
-            help: "how the splits' partial tiles are added: through a cluster's shared memory, or a global workspace (default: tile.config's split_reduce)",
+            help: "how the splits' partial tiles are added: through a cluster's shared memory, a global workspace read by the last split, or a global workspace read in shares by every split (default: tile.config's split_reduce)",
         },
     ],
     phases: PhaseRule {
@@ -106,7 +112,7 @@ impl Pass for SplitK {
         }
         let cluster_why = match self.reduce {
             SplitReduce::Cluster => "the splits of a tile form the cluster",
-            SplitReduce::Workspace => "the workspace has one slot per tile and split, and a cluster's CTAs would take several tiles",
+            SplitReduce::Workspace | SplitReduce::Spread => "the workspace has one slot per tile and split, and a cluster's CTAs would take several tiles",
         };
         for (attr, why) in [("grid", "a persistent kernel walks tiles itself"), ("cluster_dims", cluster_why), ("grid_z", "the splits take grid z")] {
             if func.attrs.get(attr).is_some() {
@@ -162,14 +168,22 @@ impl Pass for SplitK {
                 }
                 func.attrs.set("cluster_dims", Attribute::ints(&[1, 1, self.splits]));
             }
-            SplitReduce::Workspace => {
+            SplitReduce::Workspace | SplitReduce::Spread => {
                 // One workspace slot per tile and split: a second
                 // accumulator would need a second slot, and its own last.
                 let [result] = results[..] else {
-                    return Err(op_error(body, k_loop.op(), format!("carries {} accumulators; tile-split-k reduce=workspace adds one", results.len())));
+                    return Err(op_error(
+                        body,
+                        k_loop.op(),
+                        format!("carries {} accumulators; tile-split-k reduce={} adds one", results.len(), self.reduce.word()),
+                    ));
                 };
+                let mut attrs = Attributes::new();
+                if self.reduce == SplitReduce::Spread {
+                    attrs.set("spread", Attribute::Unit);
+                }
                 let mut b = Builder::new(body, InsertPoint::Before(after), loc.clone());
-                let reduce = ReduceSplits::build(&mut b, result, self.splits, Attributes::new());
+                let reduce = ReduceSplits::build(&mut b, result, self.splits, attrs);
                 let (total, last) = (reduce.result(b.body), reduce.last(b.body));
                 let total = b.name(total, "summed");
                 let last = b.name(last, "is_last_split");
