@@ -8,7 +8,7 @@ use tilec_artifact::Tuning;
 use tilec_dialects::ir::{Attribute, Param};
 use tilec_dialects::{Function, Module};
 use tilec_dialects::Diagnostic;
-use tilec_passes::selection::{check_pin, check_shape, Config, Precision};
+use tilec_passes::selection::{check_pin, check_shape, Candidate, Config, Precision, SplitReduce};
 use tilec_passes::transforms::select_config::SelectConfig;
 use tilec_target::Target;
 
@@ -197,6 +197,20 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
     }
 }
 
+/// How the pick's splits share each tile's K loop and add their partial
+/// tiles (`tile-split-k`), for `--explain`; `None` for a K loop not split.
+fn split_note(pick: &Candidate, sms: i64) -> Option<String> {
+    let splits = pick.config.splits;
+    (splits > 1).then(|| match pick.config.split_reduce {
+        SplitReduce::Cluster => format!("{splits} CTAs of a cluster share each tile's K loop and add their partial tiles through its shared memory (tile-split-k reduce=cluster)"),
+        SplitReduce::Workspace => format!("{splits} CTAs share each tile's K loop; each parks its partial tile in a global workspace and the last to arrive adds them in order (tile-split-k reduce=workspace)"),
+        SplitReduce::Spread => format!(
+            "{splits} CTAs share each tile's K loop and add their partial tiles in shares through a global workspace, each waiting for the others: the grid's {} CTAs fit the {sms} SMs (tile-split-k reduce=spread); where a launch's grid is larger, the last to arrive adds them",
+            pick.tiles * splits
+        ),
+    })
+}
+
 /// `--explain`: the candidates weighed for each function, best first.
 pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<String, String> {
     let machine = select.machine();
@@ -234,6 +248,9 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
         }
         if let Some(pick) = ranked.first() {
             writeln!(out, "  the pick's predicted time: {}", pick.prediction.terms()).expect("String");
+            if let Some(note) = split_note(&pick.candidate, machine.sms) {
+                writeln!(out, "  split-K: {note}").expect("String");
+            }
             // Every pipeline config selection writes ends with tile-programmatic-launch.
             writeln!(out, "  launch: programmatic dependent launch allowed (tile-programmatic-launch): the kernel waits for the previous grid before its first memory access and lets the next one launch at its start; single calls are launched without it").expect("String");
         }
