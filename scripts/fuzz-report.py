@@ -57,7 +57,8 @@ def features(config):
     feats = [next((w for w in words if w in ("pipeline", "ws1", "ws2", "pingpong")), "?")]
     feats.append("tma-store" if "epilogue=tma" in words else "direct-store")
     if any(w.startswith("splits=") for w in words):
-        feats.append("split-k/workspace" if "split_reduce=workspace" in words else "split-k/cluster")
+        reduce = next((w.split("=", 1)[1] for w in words if w.startswith("split_reduce=")), "cluster")
+        feats.append(f"split-k/{reduce}")
     for word, feat in (("stream_k=", "stream-k"), ("cluster=m", "cluster-m"), ("cluster=n", "cluster-n"), ("grouped=", "raster"), ("epilogue_cols=", "epilogue-chunked")):
         if any(w.startswith(word) for w in words):
             feats.append(feat)
