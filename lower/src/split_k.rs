@@ -177,10 +177,16 @@ pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reducti
 
     em.line("// A grid no larger than the SMs is resident at once: its splits add in shares.");
     let [x, y, along_z] = ["x", "y", "z"].map(|d| em.assign("grid", format!("gpu.grid_dim {d}")));
+    let most = em.assign("most_ctas", format!("arith.constant {sms} : index"));
+    // Each extent first, so that the product of a huge grid cannot wrap
+    // the 32-bit index into a small one (z is at most the 64 splits).
+    let fits = |em: &mut Emitter, extent: &str| em.assign("fits", format!("arith.cmpi ule, {extent}, {most} : index"));
+    let (x_fits, y_fits) = (fits(em, &x), fits(em, &y));
     let ctas = em.binop("grid_ctas", "arith.muli", &x, &y, "index");
     let ctas = em.binop("grid_ctas", "arith.muli", &ctas, &along_z, "index");
-    let most = em.assign("most_ctas", format!("arith.constant {sms} : index"));
-    let resident = em.assign("resident", format!("arith.cmpi ule, {ctas}, {most} : index"));
+    let all_fit = fits(em, &ctas);
+    let resident = em.binop("resident", "arith.andi", &x_fits, &y_fits, "i1");
+    let resident = em.binop("resident", "arith.andi", &resident, &all_fit, "i1");
     let ty = frag.chunk_type(em);
     let n = frag.chunks.len();
     let types = vec![ty; n].join(", ");
