@@ -27,6 +27,7 @@ use crate::error::{DriverCtx, Result, RuntimeError};
 use crate::gemm::{Gemm, GemmBuffers, GemmSize, Scales};
 use crate::lt::{LtGemm, LtHandle, LtInput};
 use crate::Cublas;
+use cudarc::driver::CudaSlice;
 use half::bf16;
 
 /// Largest `M*N*K` checked against the FP64 CPU reference.
@@ -47,6 +48,63 @@ pub struct BlockScaledCheck {
     pub pass: bool,
 }
 
+/// Fresh block-scaled operands of one size on the GPU (see the module
+/// docs) and the reference their product is checked against.
+pub struct BlockScaledOperands {
+    /// The seed the inputs were drawn from.
+    pub seed: u64,
+    a: CudaSlice<u8>,
+    b: CudaSlice<u8>,
+    sa: CudaSlice<f32>,
+    sa_t: CudaSlice<f32>,
+    sb: CudaSlice<f32>,
+    /// The dequantised product, row-major `M x N`.
+    pub reference: Vec<f64>,
+    /// Which reference: "fp64 cpu" or "cublas bf16 on dequantised inputs".
+    pub reference_name: &'static str,
+}
+
+impl BlockScaledOperands {
+    /// Draws A, B and their scales for `gemm` (a block-scaled artifact) at
+    /// `size` and computes the reference, itself checked against FP64 on
+    /// sampled rows where it comes from cuBLAS.
+    pub fn draw(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, threshold: f64) -> Result<BlockScaledOperands> {
+        if gemm.spec().scales != Scales::Block {
+            return Err(RuntimeError::GemmArgs("not a block-scaled FP8 GEMM (want SA[M,KB] or SA[KB,M], and SB[NB,KB])".into()));
+        }
+        let seed = seed_from_time();
+        let mut rng = Rng::new(seed);
+        let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
+        let bs = BlockScales::new(m, n, k);
+        let a_h = random_e4m3(m * k, &mut rng);
+        let b_h = random_e4m3(n * k, &mut rng);
+        let sa_h = random_pow2_scales(bs.sa_len(), &mut rng);
+        let sb_h = random_pow2_scales(bs.sb_len(), &mut rng);
+        let s = &gpu.stream;
+        let a = s.clone_htod(&a_h).ctx("cuMemcpyHtoD(A)")?;
+        let b = s.clone_htod(&b_h).ctx("cuMemcpyHtoD(B)")?;
+        let sa = s.clone_htod(&sa_h).ctx("cuMemcpyHtoD(SA)")?;
+        let sa_t = s.clone_htod(&bs.sa_m_major(&sa_h)).ctx("cuMemcpyHtoD(SA_t)")?;
+        let sb = s.clone_htod(&sb_h).ctx("cuMemcpyHtoD(SB)")?;
+        let (reference, reference_name) = if (m * n * k) as u64 <= CPU_REF_LIMIT {
+            (bs.cpu_reference(&a_h, &sa_h, &b_h, &sb_h), "fp64 cpu")
+        } else {
+            let (a_deq, b_deq) = (bs.dequant_a(&a_h, &sa_h), bs.dequant_b(&b_h, &sb_h));
+            let exact = |v: &[f32]| exact_bf16(v).ok_or_else(|| RuntimeError::Other("dequantised input not exact in bf16".into()));
+            let reference = blas.checked_reference(gpu, &exact(&a_deq)?, &exact(&b_deq)?, size, threshold)?;
+            (reference, "cublas bf16 on dequantised inputs")
+        };
+        Ok(BlockScaledOperands { seed, a, b, sa, sa_t, sb, reference, reference_name })
+    }
+
+    /// `gemm`'s bindings of these operands, with `c` as its output (the
+    /// scales of A in the layout its manifest asks for).
+    pub fn buffers(&self, gpu: &Gpu, gemm: &Gemm, c: &CudaSlice<bf16>) -> GemmBuffers {
+        GemmBuffers::new(gpu.bind("A", &self.a), gpu.bind("B", &self.b), gpu.bind("C", c))
+            .with_scales(gpu.bind("SA", gemm.spec().sa_layout.choose(&self.sa, &self.sa_t)), gpu.bind("SB", &self.sb))
+    }
+}
+
 /// Runs `gemm` (a block-scaled artifact) once on fresh inputs of `size`
 /// and checks it; see the module docs.
 pub fn check_block_scaled(
@@ -57,46 +115,23 @@ pub fn check_block_scaled(
     size: GemmSize,
     threshold: f64,
 ) -> Result<BlockScaledCheck> {
-    if gemm.spec().scales != Scales::Block {
-        return Err(RuntimeError::GemmArgs("not a block-scaled FP8 GEMM (want SA[M,KB] or SA[KB,M], and SB[NB,KB])".into()));
-    }
-    let seed = seed_from_time();
-    let mut rng = Rng::new(seed);
-    let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
-    let bs = BlockScales::new(m, n, k);
-    let a_h = random_e4m3(m * k, &mut rng);
-    let b_h = random_e4m3(n * k, &mut rng);
-    let sa_h = random_pow2_scales(bs.sa_len(), &mut rng);
-    let sb_h = random_pow2_scales(bs.sb_len(), &mut rng);
+    let operands = BlockScaledOperands::draw(gpu, gemm, blas, size, threshold)?;
+    let (m, n) = (size.m as usize, size.n as usize);
     let s = &gpu.stream;
-    let a = s.clone_htod(&a_h).ctx("cuMemcpyHtoD(A)")?;
-    let b = s.clone_htod(&b_h).ctx("cuMemcpyHtoD(B)")?;
-    let sa = s.clone_htod(&sa_h).ctx("cuMemcpyHtoD(SA)")?;
-    let sa_t = s.clone_htod(&bs.sa_m_major(&sa_h)).ctx("cuMemcpyHtoD(SA_t)")?;
-    let sb = s.clone_htod(&sb_h).ctx("cuMemcpyHtoD(SB)")?;
     let mut c = unsafe { s.alloc::<bf16>(m * n) }.ctx("cuMemAlloc(C)")?;
     gpu.poison16(&mut c, POISON_BF16)?;
-    let buffers = GemmBuffers::new(gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("C", &c))
-        .with_scales(gpu.bind("SA", gemm.spec().sa_layout.choose(&sa, &sa_t)), gpu.bind("SB", &sb));
-    gemm.bind_raw(size, buffers)?.launch_checked()?;
+    gemm.bind_raw(size, operands.buffers(gpu, gemm, &c))?.launch_checked()?;
     let out = bf16_to_f64(&s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?);
-    let (reference, ref_name) = if (m * n * k) as u64 <= CPU_REF_LIMIT {
-        (bs.cpu_reference(&a_h, &sa_h, &b_h, &sb_h), "fp64 cpu")
-    } else {
-        let (a_deq, b_deq) = (bs.dequant_a(&a_h, &sa_h), bs.dequant_b(&b_h, &sb_h));
-        let exact = |v: &[f32]| exact_bf16(v).ok_or_else(|| RuntimeError::Other("dequantised input not exact in bf16".into()));
-        let reference = blas.checked_reference(gpu, &exact(&a_deq)?, &exact(&b_deq)?, size, threshold)?;
-        (reference, "cublas bf16 on dequantised inputs")
-    };
-    let err = rel_frobenius(&out, &reference);
+    let reference = &operands.reference;
+    let err = rel_frobenius(&out, reference);
     let lt_err = (|| -> Result<f64> {
-        let input = LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&sa_t), sb: gpu.addr(&sb) };
+        let input = LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&operands.sa_t), sb: gpu.addr(&operands.sb) };
         let plan = LtGemm::new(lt, size.m, size.n, size.k, input)?;
         gpu.poison16(&mut c, POISON_BF16)?;
-        unsafe { plan.run(lt, gpu.addr(&a), gpu.addr(&b), gpu.addr(&c)) }?;
+        unsafe { plan.run(lt, gpu.addr(&operands.a), gpu.addr(&operands.b), gpu.addr(&c)) }?;
         gpu.sync("cuBLASLt block-scaled")?;
-        Ok(rel_frobenius(&bf16_to_f64(&s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?), &reference))
+        Ok(rel_frobenius(&bf16_to_f64(&s.clone_dtoh(&c).ctx("cuMemcpyDtoH(C)")?), reference))
     })()
     .map_err(|e| e.to_string());
-    Ok(BlockScaledCheck { seed, err, reference: ref_name, lt_err, pass: passes(err, threshold) })
+    Ok(BlockScaledCheck { seed: operands.seed, err, reference: operands.reference_name, lt_err, pass: passes(err, threshold) })
 }

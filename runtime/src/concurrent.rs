@@ -1,5 +1,5 @@
-//! Runs one BF16 GEMM kernel on several streams at once, round after
-//! round, and checks every result: a kernel whose launches shared state
+//! Runs one GEMM kernel (BF16, or block-scaled FP8) on several streams at
+//! once, round after round, and checks every result: a kernel whose launches shared state
 //! (a workspace, a counter) would give wrong sums, or sums that differ
 //! between rounds, or hang. Each stream binds the kernel to its own output,
 //! so its launches take the stream's own workspace. With
@@ -13,7 +13,8 @@
 use crate::check::{bf16_to_f64, passes, random_bf16, rel_frobenius, sample_rows, seed_from_time, Rng, POISON_BF16};
 use crate::epilogue::{random_matrices, random_vectors, reference_rows, take_rows, upload_matrices, upload_vectors, CPU_REFERENCE_BUDGET};
 use crate::error::{DriverCtx, Result};
-use crate::{Cublas, Gemm, GemmBuffers, GemmSize, Gpu};
+use crate::blockscaled::BlockScaledOperands;
+use crate::{Cublas, Gemm, GemmBuffers, GemmSize, Gpu, Scales, TensorBinding};
 use cudarc::driver::CudaSlice;
 use half::bf16;
 
@@ -51,44 +52,63 @@ pub enum Lanes {
     HostThreads,
 }
 
+/// What every stream's launch reads.
+enum Inputs {
+    /// BF16 A and B, and an epilogue's vectors and matrices (bound, and
+    /// the slices that hold them).
+    Bf16 { a: CudaSlice<bf16>, b: CudaSlice<bf16>, vector_bindings: Vec<TensorBinding>, matrix_bindings: Vec<TensorBinding>, _slices: (Vec<CudaSlice<u8>>, Vec<CudaSlice<u8>>) },
+    /// Block-scaled FP8 operands and their scales.
+    BlockScaled(BlockScaledOperands),
+}
+
 /// Runs `gemm` at `size` on `streams` streams at once, `rounds` times,
 /// each round with every output poisoned first, and compares each output
 /// with cuBLAS's and with the first one.
 pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, streams: usize, rounds: usize, threshold: f64, lanes_of: Lanes) -> Result<ConcurrentCheck> {
-    let seed = seed_from_time();
-    let mut rng = Rng::new(seed);
+    let spec = gemm.spec();
     let (m, n, k) = (size.m as usize, size.n as usize, size.k as usize);
     let s = &gpu.stream;
-    let (a_h, b_h) = (random_bf16(m * k, &mut rng), random_bf16(n * k, &mut rng));
-    let a = s.clone_htod(&a_h).ctx("cuMemcpyHtoD")?;
-    let b = s.clone_htod(&b_h).ctx("cuMemcpyHtoD")?;
-    // Plain: cuBLAS on every row. With an epilogue: FP64 on sampled rows, through it.
-    let spec = gemm.spec();
     // C, the vectors along columns and the matrices have N / parts columns for a gated epilogue.
     let h = spec.out_size(size).n as usize;
-    let vectors = random_vectors(&spec.vectors, spec.out_size(size), &mut rng);
-    let (_vector_slices, vector_bindings) = upload_vectors(gpu, &vectors)?;
-    let matrices = random_matrices(&spec.matrices, spec.out_size(size), &mut rng);
-    let (_matrix_slices, matrix_bindings) = upload_matrices(gpu, &matrices)?;
-    let (rows, reference) = match spec.epilogue.as_ref().filter(|_| spec.has_epilogue()) {
-        Some(epilogue) => {
-            let rows = sample_rows(m, n, k, CPU_REFERENCE_BUDGET);
-            let to_f32 = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
-            let reference = reference_rows(epilogue, &vectors, &matrices, &to_f32(&a_h), &to_f32(&b_h), n, k, &rows)?;
-            (Some(rows), reference.values)
-        }
-        None => {
-            let mut reference = unsafe { s.alloc::<bf16>(m * n) }.ctx("cuMemAlloc")?;
-            blas.gemm_bf16_tn(size.m, size.n, size.k, &a, &b, &mut reference)?;
-            (None, bf16_to_f64(&s.clone_dtoh(&reference).ctx("cuMemcpyDtoH")?))
-        }
+    let (seed, inputs, rows, reference) = if spec.scales == Scales::Block {
+        // Block-scaled FP8: its own operands and scales, against the dequantised product.
+        let operands = BlockScaledOperands::draw(gpu, gemm, blas, size, threshold)?;
+        let reference = operands.reference.clone();
+        (operands.seed, Inputs::BlockScaled(operands), None, reference)
+    } else {
+        let seed = seed_from_time();
+        let mut rng = Rng::new(seed);
+        let (a_h, b_h) = (random_bf16(m * k, &mut rng), random_bf16(n * k, &mut rng));
+        let a = s.clone_htod(&a_h).ctx("cuMemcpyHtoD")?;
+        let b = s.clone_htod(&b_h).ctx("cuMemcpyHtoD")?;
+        // Plain: cuBLAS on every row. With an epilogue: FP64 on sampled rows, through it.
+        let vectors = random_vectors(&spec.vectors, spec.out_size(size), &mut rng);
+        let (vector_slices, vector_bindings) = upload_vectors(gpu, &vectors)?;
+        let matrices = random_matrices(&spec.matrices, spec.out_size(size), &mut rng);
+        let (matrix_slices, matrix_bindings) = upload_matrices(gpu, &matrices)?;
+        let (rows, reference) = match spec.epilogue.as_ref().filter(|_| spec.has_epilogue()) {
+            Some(epilogue) => {
+                let rows = sample_rows(m, n, k, CPU_REFERENCE_BUDGET);
+                let to_f32 = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+                let reference = reference_rows(epilogue, &vectors, &matrices, &to_f32(&a_h), &to_f32(&b_h), n, k, &rows)?;
+                (Some(rows), reference.values)
+            }
+            None => {
+                let mut reference = unsafe { s.alloc::<bf16>(m * n) }.ctx("cuMemAlloc")?;
+                blas.gemm_bf16_tn(size.m, size.n, size.k, &a, &b, &mut reference)?;
+                (None, bf16_to_f64(&s.clone_dtoh(&reference).ctx("cuMemcpyDtoH")?))
+            }
+        };
+        let inputs = Inputs::Bf16 { a, b, vector_bindings, matrix_bindings, _slices: (vector_slices, matrix_slices) };
+        (seed, inputs, rows, reference)
     };
     let lanes = (0..streams).map(|_| gpu.ctx.new_stream().ctx("cuStreamCreate")).collect::<Result<Vec<_>>>()?;
     let mut outputs = (0..streams).map(|_| unsafe { s.alloc::<bf16>(m * h) }.ctx("cuMemAlloc")).collect::<Result<Vec<_>>>()?;
-    let buffers = |c: &CudaSlice<bf16>| {
-        GemmBuffers::new(gpu.bind("A", &a), gpu.bind("B", &b), gpu.bind("C", c))
+    let buffers = |c: &CudaSlice<bf16>| match &inputs {
+        Inputs::Bf16 { a, b, vector_bindings, matrix_bindings, .. } => GemmBuffers::new(gpu.bind("A", a), gpu.bind("B", b), gpu.bind("C", c))
             .with_vectors(vector_bindings.clone())
-            .with_matrices(matrix_bindings.clone())
+            .with_matrices(matrix_bindings.clone()),
+        Inputs::BlockScaled(operands) => operands.buffers(gpu, gemm, c),
     };
     let mut bound = match lanes_of {
         Lanes::Streams => outputs.iter().map(|c| gemm.bind_raw(size, buffers(c))).collect::<Result<Vec<_>>>()?,

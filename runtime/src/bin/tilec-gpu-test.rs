@@ -51,10 +51,12 @@
 //! non-finite. A kernel that touched memory before waiting for the
 //! previous one could read a poisoned or half-written A.
 //!
-//! With `--streams N` a BF16 GEMM runs on N streams at once, `--rounds R`
-//! times, every result checked against cuBLAS (with a fused epilogue: the
-//! FP64 reference through it, on sampled rows) and against the others bit
-//! for bit (`tilec_runtime::concurrent`): launches that share state fail.
+//! With `--streams N` a BF16 GEMM (or a block-scaled FP8 one without a
+//! fused epilogue) runs on N streams at once, `--rounds R` times, every
+//! result checked against cuBLAS (with a fused epilogue: the FP64
+//! reference through it, on sampled rows; FP8: the dequantised product)
+//! and against the others bit for bit (`tilec_runtime::concurrent`):
+//! launches that share state fail.
 //! `--host-threads` drives each stream from a host thread of its own, which
 //! binds the one shared kernel handle and launches it every round.
 //!
@@ -113,7 +115,7 @@ struct Cli {
     /// Run a persistent GEMM kernel's grid over N SMs instead of all the device's (at most all): a stream-K kernel then divides its work another way
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     sms: Option<u32>,
-    /// Run a BF16 GEMM on N streams at once instead (each shape, `--rounds` times), checking every result
+    /// Run a BF16 GEMM (or a block-scaled FP8 one) on N streams at once instead (each shape, `--rounds` times), checking every result
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
     streams: Option<u32>,
     /// Rounds of `--streams`
@@ -232,9 +234,12 @@ fn main() -> ExitCode {
             println!("tilec-gpu-test: {} parts in runs of {}: default shapes with N rounded up to a multiple of {whole}", g.parts, g.block);
         }
     }
-    if cli.streams.is_some() && mode != (Mode::Gemm { b_kn: false }) {
-        eprintln!("tilec-gpu-test: {dir}: --streams runs a BF16 GEMM with B stored N x K; this artifact is not one");
-        return ExitCode::from(EXIT_ERROR);
+    if cli.streams.is_some() {
+        let plain = GemmSpec::from_manifest(&artifact.manifest).is_ok_and(|s| !s.has_epilogue());
+        if !(mode == (Mode::Gemm { b_kn: false }) || (mode == Mode::Fp8Block && plain)) {
+            eprintln!("tilec-gpu-test: {dir}: --streams runs a BF16 GEMM with B stored N x K, or a block-scaled FP8 GEMM without a fused epilogue; this artifact is neither");
+            return ExitCode::from(EXIT_ERROR);
+        }
     }
     if cli.chain.is_some() {
         let plain = GemmSpec::from_manifest(&artifact.manifest).is_ok_and(|s| !s.has_epilogue());
