@@ -240,10 +240,7 @@ fn in_last(em: &mut Emitter, frag: &Frag, is_last: &str, kept: bool, read: impl 
     let total = read(em);
     em.line(format!("scf.yield {} : {types}", total.join(", ")));
     em.middle("} else {");
-    let elsewhere: Vec<String> = match kept {
-        true => frag.chunks.clone(),
-        false => (0..n).map(|_| em.assign("undefined", format!("llvm.mlir.undef : {ty}"))).collect(),
-    };
+    let elsewhere: Vec<String> = if kept { frag.chunks.clone() } else { (0..n).map(|_| em.assign("undefined", format!("llvm.mlir.undef : {ty}"))).collect() };
     em.line(format!("scf.yield {} : {types}", elsewhere.join(", ")));
     em.close("}");
     let chunks = (0..n).map(|i| format!("{summed}#{i}")).collect();

@@ -72,8 +72,8 @@ pub fn check_concurrent(gpu: &Gpu, gemm: &Gemm, blas: &Cublas, size: GemmSize, s
     let h = spec.out_size(size).n as usize;
     let (seed, inputs, rows, reference) = if spec.scales == Scales::Block {
         // Block-scaled FP8: its own operands and scales, against the dequantised product.
-        let operands = BlockScaledOperands::draw(gpu, gemm, blas, size, threshold)?;
-        let reference = operands.reference.clone();
+        let mut operands = BlockScaledOperands::draw(gpu, gemm, blas, size, threshold)?;
+        let reference = std::mem::take(&mut operands.reference);
         (operands.seed, Inputs::BlockScaled(operands), None, reference)
     } else {
         let seed = seed_from_time();
