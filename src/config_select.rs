@@ -8,7 +8,7 @@ use tilec_artifact::Tuning;
 use tilec_dialects::ir::{Attribute, Param};
 use tilec_dialects::{Function, Module};
 use tilec_dialects::Diagnostic;
-use tilec_passes::selection::{check_pin, check_shape, Candidate, Config, Precision, SplitReduce};
+use tilec_passes::selection::{check_pin, check_shape, Candidate, Config, Precision, Problem, SplitReduce};
 use tilec_passes::transforms::select_config::SelectConfig;
 use tilec_target::Target;
 
@@ -199,9 +199,13 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
 
 /// How the pick's splits share each tile's K loop and add their partial
 /// tiles (`tile-split-k`), for `--explain`; `None` for a K loop not split.
-fn split_note(pick: &Candidate, sms: i64) -> Option<String> {
+fn split_note(problem: &Problem, pick: &Candidate, sms: i64) -> Option<String> {
     let splits = pick.config.splits;
     (splits > 1).then(|| match pick.config.split_reduce {
+        SplitReduce::Spread if pick.config.stores_shares(problem) => format!(
+            "{splits} CTAs share each tile's K loop and add their partial tiles in shares through a global workspace, each waiting for the others and storing its share of the output itself: the grid's {} CTAs fit the {sms} SMs (tile-split-k reduce=spread, direct stores); where a launch's grid is larger, the last to arrive adds them and stores the tile",
+            pick.tiles * splits
+        ),
         SplitReduce::Cluster => format!("{splits} CTAs of a cluster share each tile's K loop and add their partial tiles through its shared memory (tile-split-k reduce=cluster)"),
         SplitReduce::Workspace => format!("{splits} CTAs share each tile's K loop; each parks its partial tile in a global workspace and the last to arrive adds them in order (tile-split-k reduce=workspace)"),
         SplitReduce::Spread => format!(
@@ -248,7 +252,7 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
         }
         if let Some(pick) = ranked.first() {
             writeln!(out, "  the pick's predicted time: {}", pick.prediction.terms()).expect("String");
-            if let Some(note) = split_note(&pick.candidate, machine.sms) {
+            if let Some(note) = split_note(&problem, &pick.candidate, machine.sms) {
                 writeln!(out, "  split-K: {note}").expect("String");
             }
             // Every pipeline config selection writes ends with tile-programmatic-launch.

@@ -48,6 +48,19 @@ impl Expr {
             Expr::Cast { to, .. } => *to,
         }
     }
+
+    /// Appends the fragments the expression reads to `out`.
+    fn frags<'e>(&'e self, out: &mut Vec<&'e Frag>) {
+        match self {
+            Expr::Frag(f) => out.push(f),
+            Expr::Global(_) | Expr::Splat { .. } => {}
+            Expr::Unary { x, .. } | Expr::Cast { x, .. } => x.frags(out),
+            Expr::Binary { lhs, rhs, .. } => {
+                lhs.frags(out);
+                rhs.frags(out);
+            }
+        }
+    }
 }
 
 /// The fragment of `expr` over `geom`: a fragment as it is, a constant as
@@ -99,6 +112,16 @@ impl Values<'_> {
             Values::Frag(f) => f.elem,
             Values::Expr { expr, .. } => expr.elem(),
         }
+    }
+
+    /// The fragments the values are read from.
+    pub fn frags(&self) -> impl Iterator<Item = &Frag> {
+        let mut out = Vec::new();
+        match self {
+            Values::Frag(f) => out.push(*f),
+            Values::Expr { expr, .. } => expr.frags(&mut out),
+        }
+        out.into_iter()
     }
 
     /// Values `i` and `i + 1` of chunk `c` (`i` even: a column pair).

@@ -9,7 +9,7 @@ use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
 use super::scales::{self, ColumnBlocks, Part, Scales};
 use super::{cluster, holders, math, nvgpu, reduce, roles, split_k, store, stream_k, tma, wgmma};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
@@ -174,6 +174,10 @@ pub(crate) struct Lowerer<'a> {
     /// The SMs of the GPU the kernel is for: a grid of at most this many
     /// CTAs is resident at once.
     sms: i64,
+    /// Tiles that splits added in shares store in shares (`tile.reduce_splits`
+    /// with `spread`, [`Lowerer::shares_storable`]), by their first chunk's
+    /// name: the vectors of each thread's tile this split stores.
+    stored_shares: HashMap<String, (String, String)>,
 }
 
 /// Registers per thread a kernel needs beside its register tiles (addresses,
@@ -234,6 +238,7 @@ impl<'a> Lowerer<'a> {
             role: Role::Cta,
             reg_budget: MAX_REGS,
             known_offsets: HashMap::new(),
+            stored_shares: HashMap::new(),
             alternating: false,
             workspace_slot_bytes: None,
             consumer: None,
@@ -1469,7 +1474,9 @@ impl<'a> Lowerer<'a> {
             return Ok(());
         }
         self.store_helpers.insert(values.elem().mnemonic(), values.elem());
-        store::store(&mut self.em, &values, &thread, &m.ptr, &m.row0, &m.col0, &m.rows, &m.cols);
+        let share = values.frags().find_map(|f| self.stored_shares.get(&f.chunks[0])).cloned();
+        let share = share.as_ref().map(|(lo, hi)| (lo.as_str(), hi.as_str()));
+        store::store(&mut self.em, &values, &thread, &m.ptr, (&m.row0, &m.col0), (&m.rows, &m.cols), share);
         Ok(())
     }
 
@@ -1651,11 +1658,57 @@ impl<'a> Lowerer<'a> {
         let (frag, holders, slot_bytes) = self.workspace_slot(op, value)?;
         let workspace = self.workspace_arg.clone().expect("a parameter when planned");
         let spread = reduce.spread(body).then_some(self.sms);
-        let reduction = split_k::Reduction { workspace: &workspace, holders: &holders, splits, spread };
-        let (summed, is_last) = split_k::reduce(&mut self.em, &frag, slot_bytes, &reduction);
-        self.vals.insert(result, Lv::Frag(summed));
-        self.vals.insert(last, Lv::Scalar { name: is_last, elem: ElemType::I1 });
+        let store_shares = spread.is_some() && self.shares_storable(op);
+        let reduction = split_k::Reduction { workspace: &workspace, holders: &holders, splits, spread, store_shares };
+        let reduced = split_k::reduce(&mut self.em, &frag, slot_bytes, &reduction);
+        if let Some(share) = reduced.share {
+            self.stored_shares.insert(reduced.frag.chunks[0].clone(), share);
+        }
+        self.vals.insert(result, Lv::Frag(reduced.frag));
+        self.vals.insert(last, Lv::Scalar { name: reduced.stores, elem: ElemType::I1 });
         Ok(())
+    }
+
+    /// Whether the splits of `tile.reduce_splits` op `op` may each store
+    /// their share of the summed tile instead of one split storing it all:
+    /// everything computed from the tile after it, in its block, is
+    /// element-wise (a column's value depends on no other column) and
+    /// reaches memory only through direct stores of whole tiles (not a
+    /// shared-memory buffer for TMA, not one value a group of columns),
+    /// and the split flag only chooses, as `tile.if`'s condition, whether
+    /// to run a region that writes memory through those stores alone.
+    fn shares_storable(&self, op: Op) -> bool {
+        let body = &self.f.body;
+        let (summed, last) = (body.result(op, 0), body.result(op, 1));
+        let Some(block) = body.ops[op].parent else { return false };
+        let ops = &body.blocks[block].ops;
+        let after = &ops[body.position_in_block(op) + 1..];
+        let mut from_tile: HashSet<Value> = HashSet::from([summed]);
+        let mut stores = 0;
+        for &top in after {
+            let nested = std::iter::once(top).chain(body.ops[top].regions.iter().flat_map(|&r| body.walk_region(r)));
+            for o in nested {
+                let data = &body.ops[o];
+                let reads_tile = data.operands.iter().any(|v| from_tile.contains(v));
+                if data.operands.contains(&last) && !(data.opcode() == Opcode::TileIf && data.operands == [last]) {
+                    return false;
+                }
+                if data.opcode() == Opcode::NvStoreGlobal && reads_tile {
+                    if nv::StoreGlobal::of(body, o).is_some_and(|s| s.group(body).is_some()) {
+                        return false;
+                    }
+                    stores += 1;
+                } else if reads_tile {
+                    if !data.def.traits.elementwise || data.def.traits.crosses_columns {
+                        return false;
+                    }
+                    from_tile.extend(data.results.iter().copied());
+                } else if data.def.traits.writes_memory && body.ancestors(o).any(|a| body.ops[a].operands == [last]) {
+                    return false;
+                }
+            }
+        }
+        stores > 0
     }
 
     fn lower_warp_specialize(&mut self, op: Op) -> Result<(), Diagnostic> {

@@ -59,6 +59,24 @@ pub(crate) struct Reduction<'a> {
     /// Where the splits add in shares (`spread`): the most CTAs a grid may
     /// have to do so (the SMs, each holding at least one).
     pub spread: Option<i64>,
+    /// Where they do, whether each split keeps its share's sums to store
+    /// them itself (the kernel stores the tile directly, element by
+    /// element, after element-wise ops only) instead of the last reading
+    /// the summed tile back.
+    pub store_shares: bool,
+}
+
+/// What `tile.reduce_splits` gives the kernel.
+pub(crate) struct Reduced {
+    /// The summed tile where `stores` holds (or its share of it), else
+    /// the split's own or an undefined tile.
+    pub frag: Frag,
+    /// Whether this split stores (an i1).
+    pub stores: String,
+    /// Where the splits store in shares: the vectors of each thread's tile
+    /// this split stores, from the first (i64) to before the second, in
+    /// the order of [`vectors`]; `None` where one split stores them all.
+    pub share: Option<(String, String)>,
 }
 
 /// A tile's region of the workspace: its global address (i64) and the
@@ -156,8 +174,9 @@ fn add_group(em: &mut Emitter, frag: &Frag, region: &Region, first: &str, group:
 /// `tile.reduce_splits`: parks `frag` in this split's slot and, in the
 /// split whose group arrives last (or, spread, finishes its share last),
 /// gives the sum of every slot (elsewhere `frag` itself) and an i1 that is
-/// true there.
-pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reduction) -> (Frag, String) {
+/// true there; or, where the splits store in shares, every split's share of
+/// the sums, all of them storing.
+pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reduction) -> Reduced {
     let h = r.holders;
     em.line("// split-K: park the partial tile in this split's slot of the workspace.");
     let at = region_at(em, r, Workspace::split_k_region_bytes(r.splits, r.spread.is_some(), slot_bytes));
@@ -172,7 +191,8 @@ pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reducti
     let counter = em.binop("counter_at", "arith.muli", &group, &c4, "i64");
     let counter = em.binop("counter_at", "arith.addi", &region.at, &counter, "i64");
     let Some(sms) = r.spread else {
-        return last_adds(em, frag, &region, &counter, r);
+        let (frag, stores) = last_adds(em, frag, &region, &counter, r, true);
+        return Reduced { frag, stores, share: None };
     };
 
     em.line("// A grid no larger than the SMs is resident at once: its splits add in shares.");
@@ -191,15 +211,29 @@ pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reducti
     let n = frag.chunks.len();
     let types = vec![ty; n].join(", ");
     let out = em.fresh("split_out");
+    let chunks = (0..n).map(|i| format!("{out}#{i}")).collect();
+    let summed_frag = Frag { geom: frag.geom.clone(), elem: frag.elem, chunks };
+    if r.store_shares {
+        em.open(format!("{out}:{} = scf.if {resident} -> ({types}, i1, i64, i64) {{", n + 3));
+        let (share, lo, hi) = shares_kept(em, frag, &region, &counter, &z, r);
+        let stores = em.assign("stores", "arith.constant true");
+        em.line(format!("scf.yield {}, {stores}, {lo}, {hi} : {types}, i1, i64, i64", share.chunks.join(", ")));
+        em.middle("} else {");
+        let (summed, last) = last_adds(em, frag, &region, &counter, r, false);
+        let (lo, hi) = (em.i64(0), em.i64(frag.geom.values_per_thread() / 4));
+        em.line(format!("scf.yield {}, {last}, {lo}, {hi} : {types}, i1, i64, i64", summed.chunks.join(", ")));
+        em.close("}");
+        let share = Some((format!("{out}#{}", n + 1), format!("{out}#{}", n + 2)));
+        return Reduced { frag: summed_frag, stores: format!("{out}#{n}"), share };
+    }
     em.open(format!("{out}:{} = scf.if {resident} -> ({types}, i1) {{", n + 1));
     let (summed, last) = shares_add(em, frag, &region, &counter, &z, r);
     em.line(format!("scf.yield {}, {last} : {types}, i1", summed.chunks.join(", ")));
     em.middle("} else {");
-    let (summed, last) = last_adds(em, frag, &region, &counter, r);
+    let (summed, last) = last_adds(em, frag, &region, &counter, r, true);
     em.line(format!("scf.yield {}, {last} : {types}, i1", summed.chunks.join(", ")));
     em.close("}");
-    let chunks = (0..n).map(|i| format!("{out}#{i}")).collect();
-    (Frag { geom: frag.geom.clone(), elem: frag.elem, chunks }, format!("{out}#{n}"))
+    Reduced { frag: summed_frag, stores: format!("{out}#{n}"), share: None }
 }
 
 /// The group's first thread adds one to the group's `counter`
@@ -247,13 +281,14 @@ fn in_last(em: &mut Emitter, frag: &Frag, is_last: &str, kept: bool, read: impl 
     Frag { geom: frag.geom.clone(), elem: frag.elem, chunks }
 }
 
-/// The last split to arrive adds every slot, in the order of the splits.
-fn last_adds(em: &mut Emitter, frag: &Frag, region: &Region, counter: &str, r: &Reduction) -> (Frag, String) {
+/// The last split to arrive adds every slot, in the order of the splits;
+/// the others keep their own tile where `kept` (see [`in_last`]).
+fn last_adds(em: &mut Emitter, frag: &Frag, region: &Region, counter: &str, r: &Reduction, kept: bool) -> (Frag, String) {
     em.line("// The group's first thread counts it in; the last split resets the count for the next launch.");
     let is_last = count_in(em, r.holders, counter, r.splits - 1);
     em.line("// The last split adds every slot in the order of the splits, reading a group of slots at once.");
     let group = slots_in_flight(frag.geom.values_per_thread(), r.splits);
-    let summed = in_last(em, frag, &is_last, true, |em| {
+    let summed = in_last(em, frag, &is_last, kept, |em| {
         let first = em.i64(0);
         let init = add_group(em, frag, region, &first, group, None, MAX_VALUES_IN_FLIGHT, r);
         if group == r.splits {
@@ -277,32 +312,123 @@ fn last_adds(em: &mut Emitter, frag: &Frag, region: &Region, counter: &str, r: &
     (summed, is_last)
 }
 
-/// Every split counts itself in and waits for the others, adds its share
-/// of the slots' vectors into the sum slot, and counts itself in again;
-/// the last to do so reads the sum slot.
-fn shares_add(em: &mut Emitter, frag: &Frag, region: &Region, counter: &str, z: &str, r: &Reduction) -> (Frag, String) {
-    let (h, splits) = (r.holders, r.splits);
+/// The group's first thread counts it in and waits until every split's
+/// group has (the count reaches `splits`); then the group meets. `after`
+/// is PTX the first thread runs once the count is reached (`$0` the
+/// counter's address).
+fn wait_for_splits(em: &mut Emitter, h: &Holders, counter: &str, splits: i64, after: &str) {
     em.line("// Count in, and wait until every split has parked its tile.");
     open_first(em, h);
     let wait = format!(
-        "{{\\0A.reg .pred p;\\0A.reg .b32 n;\\0Aatom.add.acq_rel.gpu.global.u32 n, [$0], 1;\\0ASPLIT_WAIT:\\0Ald.acquire.gpu.global.u32 n, [$0];\\0Asetp.ge.u32 p, n, {splits};\\0A@p bra SPLIT_ALL;\\0Ananosleep.u32 64;\\0Abra SPLIT_WAIT;\\0ASPLIT_ALL:\\0A}}\\0A"
+        "{{\\0A.reg .pred p;\\0A.reg .b32 n;\\0Aatom.add.acq_rel.gpu.global.u32 n, [$0], 1;\\0ASPLIT_WAIT:\\0Ald.acquire.gpu.global.u32 n, [$0];\\0Asetp.ge.u32 p, n, {splits};\\0A@p bra SPLIT_ALL;\\0Ananosleep.u32 64;\\0Abra SPLIT_WAIT;\\0ASPLIT_ALL:\\0A{after}}}\\0A"
     );
     asm(em, &wait, "l", &[counter.to_string()], &["i64"]);
     em.close("}");
     meet(em, h);
+}
 
-    em.line("// Add this split's share of every thread's vectors over the slots, in the order of the splits.");
-    let vectors = frag.geom.values_per_thread() / 4;
-    let per_share = (vectors + splits - 1) / splits;
-    let share_bound = |em: &mut Emitter, split: &str| {
+/// Every split counts itself in and waits for the others, then keeps the
+/// sums of its share of each thread's vectors over the slots, in the order
+/// of the splits, in its registers (the other vectors undefined): split z
+/// the z-th of `splits` even runs of them, a case of a switch on z so that
+/// each share's vectors are registers known when compiling. Each counts
+/// itself in once more, past the wait, so that the last to do so can set
+/// the count to zero for the next launch when no split still waits on it.
+/// Gives the tile and the share's first vector and the one past its last
+/// (i64).
+fn shares_kept(em: &mut Emitter, frag: &Frag, region: &Region, counter: &str, z: &str, r: &Reduction) -> (Frag, String, String) {
+    let (h, splits) = (r.holders, r.splits);
+    let recount = format!("atom.add.relaxed.gpu.global.u32 n, [$0], 1;\\0Asetp.eq.u32 p, n, {};\\0A@p st.relaxed.gpu.global.u32 [$0], 0;\\0A", 2 * splits - 1);
+    wait_for_splits(em, h, counter, splits, &recount);
+
+    em.line("// Keep this split's share of every thread's vectors summed over the slots, in the order of the splits.");
+    let values = frag.geom.values_per_thread();
+    let vectors_per_thread = values / 4;
+    let ty = frag.chunk_type(em);
+    let n = frag.chunks.len();
+    let types = vec![ty.clone(); n];
+    let base = {
+        let zero = em.i64(0);
+        thread_slot(em, region, &zero, r)
+    };
+    let stride = r.holders.count * 16;
+    let all: Vec<(usize, usize)> = vectors(frag).collect();
+    // The share's sums stay live beside the batch in flight: a batch holds
+    // half the values the parked tile did, or one vector of a group of
+    // slots.
+    let in_flight = values / 2;
+    let per_batch = usize::try_from(in_flight / (4 * splits)).unwrap_or(0).max(1);
+    let slots_at_once = if 4 * splits <= in_flight { splits } else { slots_in_flight(4, splits) };
+    let z32 = em.assign("split", format!("arith.trunci {z} : i64 to i32"));
+    let undefined: Vec<String> = (0..n).map(|_| em.assign("undefined", format!("llvm.mlir.undef : {ty}"))).collect();
+    let switched = em.index_switch("share", &z32, &types);
+    for split in 0..splits {
+        em.open(format!("case {split} {{"));
+        let mut chunks = undefined.clone();
+        let share: Vec<usize> = (share_start(split, vectors_per_thread, splits)..share_start(split + 1, vectors_per_thread, splits)).map(|j| j as usize).collect();
+        for batch in share.chunks(per_batch) {
+            let mut sums: Vec<Option<[String; 4]>> = vec![None; batch.len()];
+            for first in (0..splits).step_by(slots_at_once as usize) {
+                let loaded: Vec<Vec<[String; 4]>> = (first..(first + slots_at_once).min(splits))
+                    .map(|s| batch.iter().map(|&j| {
+                        let addr = em.add_const("share_at", &base, s * region.slot_bytes + j as i64 * stride, "i64");
+                        load_at(em, &addr)
+                    }).collect())
+                    .collect();
+                for (v, sum) in sums.iter_mut().enumerate() {
+                    for slot in &loaded {
+                        *sum = Some(match sum.take() {
+                            None => slot[v].clone(),
+                            Some(acc) => [0, 1, 2, 3].map(|i| em.binop("e", "arith.addf", &acc[i], &slot[v][i], "f32")),
+                        });
+                    }
+                }
+            }
+            for (&j, sum) in batch.iter().zip(sums) {
+                let (c, first_value) = all[j];
+                for (i, x) in sum.expect("at least one slot").iter().enumerate() {
+                    chunks[c] = em.assign("share_tile", format!("llvm.insertvalue {x}, {}[{}] : {ty}", chunks[c], first_value + i));
+                }
+            }
+        }
+        em.yield_values(&chunks, &types);
+        em.close("}");
+    }
+    em.trap_default(&undefined, &types);
+    let (lo, hi) = share_bounds(em, z, vectors_per_thread, splits);
+    (Frag { geom: frag.geom.clone(), elem: frag.elem, chunks: switched }, lo, hi)
+}
+
+/// The first of split `split`'s even run of `vectors` among `splits`.
+fn share_start(split: i64, vectors: i64, splits: i64) -> i64 {
+    split * vectors / splits
+}
+
+/// [`share_start`] of split `z` (i64) and of the next: its share's first
+/// vector and the one past its last.
+fn share_bounds(em: &mut Emitter, z: &str, vectors: i64, splits: i64) -> (String, String) {
+    let start = |em: &mut Emitter, split: &str| {
         let v = em.i64(vectors);
         let at = em.binop("share", "arith.muli", split, &v, "i64");
         let n = em.i64(splits);
         em.binop("share", "arith.divui", &at, &n, "i64")
     };
-    let lo = share_bound(em, z);
+    let lo = start(em, z);
     let next = em.add_const("split", z, 1, "i64");
-    let hi = share_bound(em, &next);
+    (lo, start(em, &next))
+}
+
+/// Every split counts itself in and waits for the others, adds its share
+/// of the slots' vectors into the sum slot, and counts itself in again;
+/// the last to do so reads the sum slot.
+fn shares_add(em: &mut Emitter, frag: &Frag, region: &Region, counter: &str, z: &str, r: &Reduction) -> (Frag, String) {
+    let (h, splits) = (r.holders, r.splits);
+    wait_for_splits(em, h, counter, splits, "");
+
+    em.line("// Add this split's share of every thread's vectors over the slots, in the order of the splits.");
+    let vectors = frag.geom.values_per_thread() / 4;
+    let per_share = (vectors + splits - 1) / splits;
+    let (lo, hi) = share_bounds(em, z, vectors, splits);
     let zero = em.i64(0);
     let base = thread_slot(em, region, &zero, r);
     let sum_slot = em.i64(splits);

@@ -10,17 +10,18 @@ use super::plan::SmemGeom;
 use super::swizzle;
 
 /// Emits the stores of `frag` at tile origin (`row0`, `col0`) of the tensor
-/// at `ptr` (`rows x cols`, row-major).
-#[allow(clippy::too_many_arguments)]
+/// at `ptr` (`rows x cols`, row-major): of every vector of four values of
+/// each thread's tile, or, with a `share` (i64 bounds), of the vectors from
+/// the first to before the second, in the order of
+/// `stream_k::vectors` (a split-K split's share, `split_k::Reduced`).
 pub(crate) fn store(
     em: &mut Emitter,
     values: &Values<'_>,
     thread: &ThreadCoords,
     ptr: &str,
-    row0: &str,
-    col0: &str,
-    rows: &str,
-    cols: &str,
+    (row0, col0): (&str, &str),
+    (rows, cols): (&str, &str),
+    share: Option<(&str, &str)>,
 ) {
     let g = values.geom();
     let t = register_type(values.elem());
@@ -34,6 +35,13 @@ pub(crate) fn store(
         for nb in 0..g.n_blocks {
             let chunk = (r * g.n_blocks + nb) as usize;
             for j in 0..g.instr_n / 8 {
+                if let Some((first, end)) = share {
+                    let vector = em.i64(chunk as i64 * (g.instr_n / 8) + j);
+                    let from = em.assign("in_share", format!("arith.cmpi uge, {vector}, {first} : i64"));
+                    let to = em.assign("in_share", format!("arith.cmpi ult, {vector}, {end} : i64"));
+                    let mine = em.binop("in_share", "arith.andi", &from, &to, "i1");
+                    em.open(format!("scf.if {mine} {{"));
+                }
                 let col = em.add_const("col", &col_base, nb * g.instr_n + 8 * j, "i32");
                 for (half, row) in rows_of_block.iter().enumerate() {
                     let i = 4 * j as usize + 2 * half;
@@ -41,6 +49,9 @@ pub(crate) fn store(
                     em.line(format!(
                         "func.call @{helper}({ptr}, {row}, {col}, {v0}, {v1}, {rows}, {cols}) : (!llvm.ptr, i32, i32, {t}, {t}, i32, i32) -> ()"
                     ));
+                }
+                if share.is_some() {
+                    em.close("}");
                 }
             }
         }

@@ -581,7 +581,11 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
             // about half the last split's rate: all the tile's CTAs read at
             // once), its sums, the summed tile read back; two counts, the
             // wait, and a round trip a slot, since every share reads every
-            // slot (fitted to same-config pairs, docs/evidence.md).
+            // slot (fitted to same-config pairs, docs/evidence.md). Where
+            // each split stores its share, half a tile less: the summed tile
+            // is not read back, but every split's share of the output is
+            // stored beside the others' (fitted to pairs as above).
+            SplitReduce::Spread if c.stores_shares(problem) => (ctas_per_sm + 2.5 + 1.0 / splits as f64, 3 + splits),
             SplitReduce::Spread => (ctas_per_sm + 3.0 + 1.0 / splits as f64, 3 + splits),
         };
         reduction += tiles_moved * bm * bn * PARTIAL_BYTES / cal.partial_bytes_per_s + round_trips as f64 * cal.workspace_round_trip_s;
@@ -591,7 +595,9 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         Epilogue::Tma { .. } => cal.store_bytes_per_s,
         Epilogue::Global => cal.direct_store_bytes_per_s,
     };
-    let store = bm * bn * OUTPUT_BYTES / store_rate;
+    // Splits that store their shares each store a split's share of the tile.
+    let stored_share = if c.stores_shares(problem) { 1.0 / splits as f64 } else { 1.0 };
+    let store = stored_share * bm * bn * OUTPUT_BYTES / store_rate;
     let hidden = c.schedule == Schedule::PingPong || c.deferred_epilogue;
     let exposed_stores = if hidden { 1.0 } else { tiles_per_sm };
     // The epilogue's ops on the CUDA cores and SFUs and its reads (a
@@ -809,6 +815,28 @@ mod tests {
         let narrow = bf16(4, 3072, 32576);
         let narrow_tile = "64x96x64 stages=8 warps=8 ws1 epilogue=tma splits=4";
         assert!(reduction(&narrow, narrow_tile, "spread") > reduction(&narrow, narrow_tile, "workspace"));
+    }
+
+    /// Splits that store their own shares of the output (spread, direct
+    /// stores, a plain GEMM) read no summed tile back and each store a
+    /// split's share: less reduction and fewer stores than the same split
+    /// added in shares and stored whole, by its direct stores or its TMA
+    /// store; after an epilogue they are charged as stored whole.
+    #[test]
+    fn splits_storing_their_shares_pay_less_than_one_storing_the_tile() {
+        let (machine, cal) = (Machine::of(&Target::H200), crate::cost_model::calibration::H200);
+        let at = |p: &Problem, config: &str| {
+            let config: Config = config.parse().expect("a config");
+            predict(p, &machine, &h200(), &cal, &figures(p, &machine, config))
+        };
+        let deep = bf16(512, 512, 65536);
+        let direct = "128x256x64 stages=4 warps=12 ws2 epilogue=global splits=16 split_reduce=spread";
+        let tma = "128x256x64 stages=4 warps=12 ws2 epilogue=tma epilogue_cols=128 splits=16 split_reduce=spread";
+        let (shares, whole) = (at(&deep, direct), at(&deep, tma));
+        assert!(shares.reduction < whole.reduction && shares.overhead < whole.overhead, "{shares:?} against {whole:?}");
+        let gelu = Problem { epilogue: EpilogueWork { lane_ops: 10, sfu_ops: 1, ..Default::default() }, ..deep };
+        let after_gelu = at(&gelu, direct);
+        assert!(after_gelu.reduction > shares.reduction && after_gelu.overhead > shares.overhead, "{after_gelu:?}");
     }
 
     #[test]

@@ -4,6 +4,7 @@ use crate::cluster::Along;
 use super::candidate::{Candidate, Config, PieceOrder, Pins, Schedule, SplitReduce};
 use super::column_halves::{COLUMN_HALF_HANDOVER_REGISTERS, column_halves_candidates, COLUMN_HALVES_TILES};
 use super::deferred_epilogue::takes_deferred_epilogue;
+use super::epilogue_forms::direct_stores;
 use super::epilogue::epilogue_for;
 use super::forms::{rescheduled, tile_candidate};
 use super::problem::{ceil_div, Machine, Precision, Problem};
@@ -155,7 +156,20 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
         .filter(|c| c.config.split_reduce == SplitReduce::Workspace && c.tiles * c.config.splits <= machine.sms)
         .map(|c| Candidate { config: Config { split_reduce: SplitReduce::Spread, ..c.config }, ..c.clone() })
         .collect();
+    // Each of them also with direct stores, where each split then stores
+    // its own share of the output instead of the last reading the summed
+    // tile back; not where A comes into registers, nor for block-scaled
+    // FP8 whose A scales are stored K-major (ptxas spilled 12 bytes in
+    // both, docs/evidence.md), nor for consumers sharing a tile's columns
+    // (unmeasured; their direct stores split in two spill, column_halves.rs).
+    let shares_stored: Vec<Candidate> = spread
+        .iter()
+        .filter(|c| c.config.schedule != Schedule::ColumnHalves && !problem.a_in_registers && (problem.precision == Precision::Bf16 || problem.a_scales_by_run))
+        .filter_map(|c| direct_stores(problem, machine, pins, c))
+        .filter(|c| c.config.stores_shares(problem))
+        .collect();
     found.extend(spread);
+    found.extend(shares_stored);
     // An epilogue that works on the converted tile (an FP8 quantisation's
     // absmax, scaling and codes) has that work, not only its stores, moved
     // beside the next tile's K loop by the deferred epilogue: each form
@@ -205,8 +219,10 @@ const MIN_K_BLOCKS_PER_SPLIT: i64 = 4;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cost_model::epilogue::EpilogueWork;
     use crate::selection::smem::SmemLayout;
     use crate::selection::split_k::MAX_SPLITS;
+    use crate::selection::Epilogue;
     use crate::selection::testing::{bf16, fp8};
     use tilec_target::Target;
 
@@ -269,15 +285,30 @@ mod tests {
             let all = alternatives(&p, &Machine::H100, &Pins::default(), &ranked);
             let spread: Vec<&Candidate> = all.iter().filter(|c| c.config.split_reduce == SplitReduce::Spread).collect();
             assert!(!spread.is_empty(), "{}x{}x{}", p.m, p.n, p.k);
-            for c in spread {
+            for c in &spread {
                 assert!(c.tiles * c.config.splits <= Machine::H100.sms, "{}", c.config);
                 let twin = Config { split_reduce: SplitReduce::Workspace, ..c.config };
-                assert!(all.iter().any(|w| w.config == twin), "{} without its last-arrival twin", c.config);
+                // Stored in shares, a split stored by TMA before may be its source instead.
+                let from = |s: &&&Candidate| s.config.epilogue != Epilogue::Global && (s.config.block_m, s.config.block_n, s.config.splits, s.config.schedule) == (c.config.block_m, c.config.block_n, c.config.splits, c.config.schedule);
+                let made_from_tma = c.config.stores_shares(&p) && spread.iter().any(|s| from(&s));
+                assert!(made_from_tma || all.iter().any(|w| w.config == twin), "{} without its last-arrival twin", c.config);
             }
+            // Each split stores its share where the kernel stores directly.
+            assert!(spread.iter().any(|c| c.config.stores_shares(&p)), "{}x{}x{}: no split storing its shares", p.m, p.n, p.k);
             let over = all.iter().filter(|c| c.config.split_reduce == SplitReduce::Workspace && c.tiles * c.config.splits > Machine::H100.sms);
             for c in over {
                 let twin = Config { split_reduce: SplitReduce::Spread, ..c.config };
                 assert!(all.iter().all(|s| s.config != twin), "{} spread past the SMs", c.config);
+            }
+        }
+        // Not made from TMA-stored splits after an epilogue, nor with A in registers.
+        let gelu = EpilogueWork { lane_ops: 10, sfu_ops: 1, ..Default::default() };
+        for p in [Problem { epilogue: gelu, ..bf16(512, 512, 65536) }, Problem { a_in_registers: true, ..bf16(512, 512, 65536) }] {
+            let ranked = rank(&p, &Machine::H100, &Pins::default());
+            let all = alternatives(&p, &Machine::H100, &Pins::default(), &ranked);
+            for c in all.iter().filter(|c| c.config.split_reduce == SplitReduce::Spread && c.config.epilogue == Epilogue::Global) {
+                let twin = Config { split_reduce: SplitReduce::Workspace, ..c.config };
+                assert!(all.iter().any(|w| w.config == twin), "{} made for {}", c.config, p.epilogue);
             }
         }
     }

@@ -5,7 +5,7 @@
 use crate::cluster::Along;
 use crate::words::named_by_words;
 use std::fmt;
-use super::problem::Machine;
+use super::problem::{Machine, Problem};
 
 /// Where block-scaled FP8's scales wait for the K step that applies them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -259,6 +259,15 @@ impl Config {
     /// the workspace, whose grid holds a CTA for every split of every tile.
     pub fn persistent(&self) -> bool {
         self.schedule != Schedule::Pipeline && self.splits == 1
+    }
+
+    /// Whether each split of a tile stores its own share of the summed
+    /// tile: splits added in shares (`spread`) whose kernel stores the
+    /// output directly, for a program without an epilogue (the lowering,
+    /// `lower/src/split_k.rs`, stores shares after any element-wise
+    /// epilogue, but only a plain GEMM's were measured).
+    pub fn stores_shares(&self, problem: &Problem) -> bool {
+        self.split_reduce == SplitReduce::Spread && self.epilogue == Epilogue::Global && problem.epilogue.is_plain() && problem.column_group.is_none()
     }
 
     /// The warpgroups one tile's accumulators are spread over: all of the

@@ -63,6 +63,11 @@ pub struct Args {
     /// Evaluations of the fit's objective
     #[arg(long, default_value_t = 40_000)]
     evaluations: usize,
+    /// Judge the constants of this calibration report (a --report of an
+    /// earlier run, schema tilec-calibration/1) instead of the compiled
+    /// ones: a fit judged on kernels it was not fitted on, without a rebuild
+    #[arg(long, value_name = "REPORT", conflicts_with = "fit")]
+    constants: Option<String>,
 }
 
 /// One measured kernel, as the measurements file holds it.
@@ -108,6 +113,33 @@ struct Report<'a> {
     rows: Vec<Row<'a>>,
 }
 
+/// The constants a calibration report holds, every one of
+/// [`Calibration::NAMES`] and no other.
+fn constants_of(path: &str) -> Result<Calibration, Failure> {
+    #[derive(Deserialize)]
+    struct Fitted {
+        schema: String,
+        constants: Vec<(String, f64)>,
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("tilec calibrate: cannot read '{path}': {e}"))?;
+    let report: Fitted = serde_json::from_str(&text).map_err(|e| format!("{path}: not a calibration report: {e}"))?;
+    if report.schema != REPORT_SCHEMA {
+        return Err(format!("{path}: schema '{}' is not {REPORT_SCHEMA}", report.schema).into());
+    }
+    if let Some((name, _)) = report.constants.iter().find(|(name, _)| !Calibration::NAMES.contains(&name.as_str())) {
+        return Err(format!("{path}: '{name}' is not a constant of this cost model").into());
+    }
+    let values = Calibration::NAMES
+        .iter()
+        .map(|name| match report.constants.iter().find(|(n, _)| n == name) {
+            Some(&(_, v)) if v.is_finite() && v > 0.0 => Ok(v),
+            Some(&(_, v)) => Err(format!("{path}: constant '{name}' is {v}, not a positive number")),
+            None => Err(format!("{path}: constant '{name}' is missing (a report of an older cost model?)")),
+        })
+        .collect::<Result<Vec<f64>, String>>()?;
+    Ok(Calibration::from_slice(&values))
+}
+
 /// Runs `tilec calibrate`.
 pub fn run(args: &Args) -> Result<(), Failure> {
     let mut records = Vec::new();
@@ -150,7 +182,11 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         samples.push(Sample { problem, candidate: figures(&problem, &machine, config), seconds: r.median_ms * 1e-3 });
     }
     let machine = base.machine();
-    let calibration = if args.fit { fit::fit(&samples, &machine, &throughput, &Calibration::PRIOR, args.evaluations) } else { current };
+    let calibration = match &args.constants {
+        Some(path) => constants_of(path)?,
+        None if args.fit => fit::fit(&samples, &machine, &throughput, &Calibration::PRIOR, args.evaluations),
+        None => current,
+    };
     let error = fit::error(&samples, &machine, &throughput, &calibration);
     let mut out = String::new();
     let (within, problems, regret) = fit::pick_quality(&samples, &machine, &throughput, &calibration, PICK_MARGIN);
