@@ -367,26 +367,15 @@ fn shares_kept(em: &mut Emitter, frag: &Frag, region: &Region, counter: &str, z:
         let mut chunks = undefined.clone();
         let share: Vec<usize> = (share_start(split, vectors_per_thread, splits)..share_start(split + 1, vectors_per_thread, splits)).map(|j| j as usize).collect();
         for batch in share.chunks(per_batch) {
-            let mut sums: Vec<Option<[String; 4]>> = vec![None; batch.len()];
-            for first in (0..splits).step_by(slots_at_once as usize) {
-                let loaded: Vec<Vec<[String; 4]>> = (first..(first + slots_at_once).min(splits))
-                    .map(|s| batch.iter().map(|&j| {
-                        let addr = em.add_const("share_at", &base, s * region.slot_bytes + j as i64 * stride, "i64");
-                        load_at(em, &addr)
-                    }).collect())
-                    .collect();
-                for (v, sum) in sums.iter_mut().enumerate() {
-                    for slot in &loaded {
-                        *sum = Some(match sum.take() {
-                            None => slot[v].clone(),
-                            Some(acc) => [0, 1, 2, 3].map(|i| em.binop("e", "arith.addf", &acc[i], &slot[v][i], "f32")),
-                        });
-                    }
-                }
-            }
+            let sums = sum_over_slots(em, splits, slots_at_once, |em, s| {
+                batch.iter().map(|&j| {
+                    let addr = em.add_const("share_at", &base, s * region.slot_bytes + j as i64 * stride, "i64");
+                    load_at(em, &addr)
+                }).collect()
+            });
             for (&j, sum) in batch.iter().zip(sums) {
                 let (c, first_value) = all[j];
-                for (i, x) in sum.expect("at least one slot").iter().enumerate() {
+                for (i, x) in sum.iter().enumerate() {
                     chunks[c] = em.assign("share_tile", format!("llvm.insertvalue {x}, {}[{}] : {ty}", chunks[c], first_value + i));
                 }
             }
@@ -397,6 +386,27 @@ fn shares_kept(em: &mut Emitter, frag: &Frag, region: &Region, counter: &str, z:
     em.trap_default(&undefined, &types);
     let (lo, hi) = share_bounds(em, z, vectors_per_thread, splits);
     (Frag { geom: frag.geom.clone(), elem: frag.elem, chunks: switched }, lo, hi)
+}
+
+/// The sums over every slot, in the order of the splits, of the vectors
+/// `load` reads from each (`load(em, s)`: the same vectors of slot `s`),
+/// `slots_at_once` slots' (a divisor of `splits`) loaded before any is
+/// added, so that their loads wait for L2 once.
+fn sum_over_slots(em: &mut Emitter, splits: i64, slots_at_once: i64, mut load: impl FnMut(&mut Emitter, i64) -> Vec<[String; 4]>) -> Vec<[String; 4]> {
+    let mut sums: Vec<Option<[String; 4]>> = Vec::new();
+    for first in (0..splits).step_by(slots_at_once as usize) {
+        let loaded: Vec<Vec<[String; 4]>> = (first..first + slots_at_once).map(|s| load(em, s)).collect();
+        sums.resize(loaded[0].len(), None);
+        for (v, sum) in sums.iter_mut().enumerate() {
+            for slot in &loaded {
+                *sum = Some(match sum.take() {
+                    None => slot[v].clone(),
+                    Some(acc) => [0, 1, 2, 3].map(|i| em.binop("e", "arith.addf", &acc[i], &slot[v][i], "f32")),
+                });
+            }
+        }
+    }
+    sums.into_iter().map(|sum| sum.expect("at least one slot")).collect()
 }
 
 /// The first of split `split`'s even run of `vectors` among `splits`.
@@ -453,28 +463,14 @@ fn shares_add(em: &mut Emitter, frag: &Frag, region: &Region, counter: &str, z: 
                 (em.binop("share_at", "arith.muli", &j, &stride, "i64"), kept)
             })
             .collect();
-        let mut sums: Vec<Option<[String; 4]>> = vec![None; batch.len()];
-        for first in (0..splits).step_by(slots_at_once as usize) {
-            let loaded: Vec<Vec<[String; 4]>> = (first..first + slots_at_once)
-                .map(|s| {
-                    let slot = em.add_const("slot_at", &base, s * region.slot_bytes, "i64");
-                    at.iter().map(|(offset, _)| {
-                        let addr = em.binop("share_at", "arith.addi", &slot, offset, "i64");
-                        load_at(em, &addr)
-                    }).collect()
-                })
-                .collect();
-            for (v, sum) in sums.iter_mut().enumerate() {
-                for slot in &loaded {
-                    *sum = Some(match sum.take() {
-                        None => slot[v].clone(),
-                        Some(acc) => [0, 1, 2, 3].map(|i| em.binop("e", "arith.addf", &acc[i], &slot[v][i], "f32")),
-                    });
-                }
-            }
-        }
+        let sums = sum_over_slots(em, splits, slots_at_once, |em, s| {
+            let slot = em.add_const("slot_at", &base, s * region.slot_bytes, "i64");
+            at.iter().map(|(offset, _)| {
+                let addr = em.binop("share_at", "arith.addi", &slot, offset, "i64");
+                load_at(em, &addr)
+            }).collect()
+        });
         for ((offset, kept), sum) in at.iter().zip(sums) {
-            let sum = sum.expect("at least one slot");
             let addr = em.binop("share_at", "arith.addi", &sums_at, offset, "i64");
             let kept = em.assign("share_kept", format!("arith.extui {kept} : i1 to i32"));
             let mut operands = vec![addr];
