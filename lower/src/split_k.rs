@@ -212,28 +212,30 @@ pub(crate) fn reduce(em: &mut Emitter, frag: &Frag, slot_bytes: i64, r: &Reducti
     let types = vec![ty; n].join(", ");
     let out = em.fresh("split_out");
     let chunks = (0..n).map(|i| format!("{out}#{i}")).collect();
-    let summed_frag = Frag { geom: frag.geom.clone(), elem: frag.elem, chunks };
+    let summed = Frag { geom: frag.geom.clone(), elem: frag.elem, chunks };
+    // Stored in shares, each path also gives the vectors its split stores.
+    let bounds = if r.store_shares { ", i64, i64" } else { "" };
+    em.open(format!("{out}:{} = scf.if {resident} -> ({types}, i1{bounds}) {{", n + if r.store_shares { 3 } else { 1 }));
     if r.store_shares {
-        em.open(format!("{out}:{} = scf.if {resident} -> ({types}, i1, i64, i64) {{", n + 3));
         let (share, lo, hi) = shares_kept(em, frag, &region, &counter, &z, r);
         let stores = em.assign("stores", "arith.constant true");
-        em.line(format!("scf.yield {}, {stores}, {lo}, {hi} : {types}, i1, i64, i64", share.chunks.join(", ")));
-        em.middle("} else {");
-        let (summed, last) = last_adds(em, frag, &region, &counter, r, false);
-        let (lo, hi) = (em.i64(0), em.i64(frag.geom.values_per_thread() / 4));
-        em.line(format!("scf.yield {}, {last}, {lo}, {hi} : {types}, i1, i64, i64", summed.chunks.join(", ")));
-        em.close("}");
-        let share = Some((format!("{out}#{}", n + 1), format!("{out}#{}", n + 2)));
-        return Reduced { frag: summed_frag, stores: format!("{out}#{n}"), share };
+        em.line(format!("scf.yield {}, {stores}, {lo}, {hi} : {types}, i1{bounds}", share.chunks.join(", ")));
+    } else {
+        let (sums, last) = shares_add(em, frag, &region, &counter, &z, r);
+        em.line(format!("scf.yield {}, {last} : {types}, i1", sums.chunks.join(", ")));
     }
-    em.open(format!("{out}:{} = scf.if {resident} -> ({types}, i1) {{", n + 1));
-    let (summed, last) = shares_add(em, frag, &region, &counter, &z, r);
-    em.line(format!("scf.yield {}, {last} : {types}, i1", summed.chunks.join(", ")));
     em.middle("} else {");
-    let (summed, last) = last_adds(em, frag, &region, &counter, r, true);
-    em.line(format!("scf.yield {}, {last} : {types}, i1", summed.chunks.join(", ")));
+    let (sums, last) = last_adds(em, frag, &region, &counter, r, !r.store_shares);
+    let everything = if r.store_shares {
+        let (lo, hi) = (em.i64(0), em.i64(frag.geom.values_per_thread() / 4));
+        format!(", {lo}, {hi}")
+    } else {
+        String::new()
+    };
+    em.line(format!("scf.yield {}, {last}{everything} : {types}, i1{bounds}", sums.chunks.join(", ")));
     em.close("}");
-    Reduced { frag: summed_frag, stores: format!("{out}#{n}"), share: None }
+    let share = r.store_shares.then(|| (format!("{out}#{}", n + 1), format!("{out}#{}", n + 2)));
+    Reduced { frag: summed, stores: format!("{out}#{n}"), share }
 }
 
 /// The group's first thread adds one to the group's `counter`
