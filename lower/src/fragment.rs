@@ -463,16 +463,39 @@ impl ThreadCoords {
 /// `v0` to (row, col) and `v1` to (row, col + 1) of a row-major
 /// `rows x cols` tensor, each only where inside it; both with one 2-element
 /// store when both are inside and the pair is aligned.
-pub(crate) fn store_pair_helper_name(elem: ElemType) -> String {
-    format!("__tilec_store_pair_{}", elem.mnemonic())
+/// The function that stores a thread's pair of adjacent columns of a tile
+/// into a global tensor of `elem`s, bounds-checked: one per element type and
+/// order of the tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StorePair {
+    pub elem: ElemType,
+    /// The tensor is column-major (its rows contiguous), so the pair's two
+    /// values are a column apart in memory.
+    pub column_major: bool,
 }
 
-pub(crate) fn store_pair_helper(elem: ElemType) -> String {
-    let t = register_type(elem);
-    let bytes = elem.bits() / 8;
-    let name = store_pair_helper_name(elem);
-    format!(
-        r#"    // Stores the pair (row, col), (row, col + 1) of a row-major rows x cols tensor, each only if
+impl StorePair {
+    pub fn name(&self) -> String {
+        let order = if self.column_major { "_column_major" } else { "" };
+        format!("__tilec_store_pair{order}_{}", self.elem.mnemonic())
+    }
+
+    /// The helper's MLIR: `@name(p, row, col, v0, v1, rows, cols)` stores
+    /// (row, col) and (row, col + 1) of a `rows x cols` tensor at `p`.
+    pub fn text(&self) -> String {
+        if self.column_major {
+            self.column_major_text()
+        } else {
+            self.row_major_text()
+        }
+    }
+
+    fn row_major_text(&self) -> String {
+        let t = register_type(self.elem);
+        let bytes = self.elem.bits() / 8;
+        let name = self.name();
+        format!(
+            r#"    // Stores the pair (row, col), (row, col + 1) of a row-major rows x cols tensor, each only if
     // inside it; as one {pair}-byte store when both are inside and the pair's address is aligned
     // to it (not only its offset from `p`: a grouped tensor's `p` is an expert's first row, an
     // odd number of elements in when M_max x N is odd).
@@ -515,7 +538,42 @@ pub(crate) fn store_pair_helper(elem: ElemType) -> String {
       return
     }}
 "#,
-        pair = 2 * bytes,
-        misalign = 2 * bytes - 1
-    )
+            pair = 2 * bytes,
+            misalign = 2 * bytes - 1
+        )
+    }
+
+    fn column_major_text(&self) -> String {
+        let t = register_type(self.elem);
+        let name = self.name();
+        format!(
+            r#"    // Stores the pair (row, col), (row, col + 1) of a column-major rows x cols tensor (element
+    // (r, c) at c * rows + r), each only if inside it: two stores a column apart.
+    func.func @{name}(%p: !llvm.ptr, %row: i32, %col: i32, %v0: {t}, %v1: {t}, %rows: i32, %cols: i32)
+        attributes {{llvm.linkage = #llvm.linkage<internal>}} {{
+      %c1 = arith.constant 1 : i32
+      %row_ok = arith.cmpi ult, %row, %rows : i32
+      %col1 = arith.addi %col, %c1 : i32
+      %col0_ok = arith.cmpi ult, %col, %cols : i32
+      %col1_ok = arith.cmpi ult, %col1, %cols : i32
+      %ok0 = arith.andi %row_ok, %col0_ok : i1
+      %ok1 = arith.andi %row_ok, %col1_ok : i1
+      %row64 = arith.extui %row : i32 to i64
+      %col64 = arith.extui %col : i32 to i64
+      %rows64 = arith.extui %rows : i32 to i64
+      %col_off = arith.muli %col64, %rows64 : i64
+      %idx = arith.addi %col_off, %row64 : i64
+      %p0 = llvm.getelementptr %p[%idx] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+      scf.if %ok0 {{
+        llvm.store %v0, %p0 : {t}, !llvm.ptr
+      }}
+      scf.if %ok1 {{
+        %p1 = llvm.getelementptr %p0[%rows64] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+        llvm.store %v1, %p1 : {t}, !llvm.ptr
+      }}
+      return
+    }}
+"#
+        )
+    }
 }

@@ -3,7 +3,7 @@
 
 use super::elementwise::{self, Expr};
 use super::emitter::{float_literal, mlir_type, Emitter};
-use super::fragment::{self, Frag, FragGeom, ThreadCoords};
+use super::fragment::{self, Frag, FragGeom, StorePair, ThreadCoords};
 use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
@@ -118,7 +118,7 @@ pub(crate) struct KernelText {
     pub func: String,
     pub emitter_types: std::collections::BTreeSet<(&'static str, usize)>,
     /// Element types needing the store helper.
-    pub store_helpers: Vec<ElemType>,
+    pub store_helpers: Vec<StorePair>,
     /// The bytes of a workspace slot (split-K's or stream-K's), where the kernel parks partial tiles.
     pub workspace_slot_bytes: Option<i64>,
 }
@@ -154,7 +154,7 @@ pub(crate) struct Lowerer<'a> {
     groups: HashMap<Value, String>,
     ptr_args: HashMap<usize, String>,
     dim_args: HashMap<String, String>,
-    store_helpers: BTreeMap<&'static str, ElemType>,
+    store_helpers: BTreeMap<String, StorePair>,
     role: Role,
     /// Registers a thread of the current role may hold: the hardware's 255,
     /// or the consumers' `setmaxnreg` budget in a warp-specialised kernel.
@@ -715,7 +715,11 @@ impl<'a> Lowerer<'a> {
             Opcode::TileBlockId | Opcode::TileNumBlocks => {
                 let query = self.view(op, tile::GridQuery::of)?;
                 let result = query.result(&self.f.body);
-                let dim = tilec_dialects::tile::arith::dim_name(query.dim(&self.f.body)).unwrap_or("x");
+                let dim = match query.dim(&self.f.body) {
+                    d @ (0 | 1) if self.plan.grid_transposed() => 1 - d,
+                    d => d,
+                };
+                let dim = tilec_dialects::tile::arith::dim_name(dim).unwrap_or("x");
                 let gop = if opcode == Opcode::TileBlockId { "gpu.block_id" } else { "gpu.grid_dim" };
                 let hint = self.hint(result);
                 let idx = self.em.assign(&format!("{hint}_idx"), format!("{gop} {dim}"));
@@ -1473,10 +1477,11 @@ impl<'a> Lowerer<'a> {
             store::store_groups(&mut self.em, &values, &thread, &m.ptr, (&m.row0, &m.col0), (&m.rows, &m.cols), group, m.column_major);
             return Ok(());
         }
-        self.store_helpers.insert(values.elem().mnemonic(), values.elem());
+        let pair = StorePair { elem: values.elem(), column_major: m.column_major };
+        self.store_helpers.insert(pair.name(), pair);
         let share = values.frags().find_map(|f| self.stored_shares.get(&f.chunks[0])).cloned();
         let share = share.as_ref().map(|(lo, hi)| (lo.as_str(), hi.as_str()));
-        store::store(&mut self.em, &values, &thread, &m.ptr, (&m.row0, &m.col0), (&m.rows, &m.cols), share);
+        store::store(&mut self.em, &values, &thread, &pair, &m.ptr, (&m.row0, &m.col0), (&m.rows, &m.cols), share);
         Ok(())
     }
 

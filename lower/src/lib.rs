@@ -76,8 +76,8 @@ pub fn lower_function(f: &Function, target: &Target) -> Result<LoweredKernel, Di
         "    llvm.mlir.global external @{DYN_SMEM_SYMBOL}() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>\n"
     ));
     mlir.push_str(&kernel.func);
-    for elem in kernel.store_helpers {
-        mlir.push_str(&fragment::store_pair_helper(elem));
+    for pair in kernel.store_helpers {
+        mlir.push_str(&pair.text());
     }
     mlir.push_str("  }\n}\n");
     Ok(LoweredKernel { mlir, manifest })

@@ -234,6 +234,10 @@ pub(crate) struct Plan {
     /// of one CTA per tile, which the kernel maps to tiles in groups of G
     /// tile rows.
     pub raster_group: Option<i64>,
+    /// The output tile is stored into a column-major tensor (an operand-
+    /// swapped GEMM's C^T, `tile-swap-operands`): the manifest's grid rule
+    /// tiles the tensor in memory order, its rows the tile's columns.
+    pub output_column_major: bool,
     /// CTAs along grid z for each output tile (`grid_z`, split-K's splits
     /// with a workspace reduction); 1 without.
     pub grid_z: i64,
@@ -377,6 +381,7 @@ impl Plan {
             warp_specialized: false,
             cluster,
             raster_group,
+            output_column_major: false,
             grid_z,
             workspace: None,
             programmatic_launch: false,
@@ -480,9 +485,11 @@ impl Plan {
                         .tensor_of_arg
                         .get(&st.tensor(body))
                         .ok_or_else(|| error(&data.loc, name, "the destination must be a kernel argument"))?;
-                    // One value a group is stored element by element, in either order.
+                    // One value a group is stored element by element, in either
+                    // order; whole tiles value by value too, so a column-major
+                    // output takes them transposed.
                     if st.group(body).is_none() {
-                        plan.row_major(tensor, &data.loc, name)?;
+                        plan.output_column_major = plan.tensors[tensor].column_major;
                     }
                     plan.tensors[tensor].stored = true;
                     plan.tensors[tensor].ptr = true;
@@ -568,7 +575,31 @@ impl Plan {
         // Consumer warpgroups split the CTA's tile along M, each storing its
         // rows, or along N, each storing its columns.
         plan.store_tile = if consumers_share_columns { [rows, cols * consumers] } else { [rows * consumers, cols] };
+        if plan.grid_transposed() && plan.cluster[..2] != [1, 1] {
+            return Err(Diagnostic::error(
+                f.loc.clone(),
+                "clusters along x or y over a column-major output are not supported by the lowering (its grid walks the tensor's rows along x, the tile's columns)",
+            ));
+        }
         Ok(plan)
+    }
+
+    /// The tile grid's x walks the output tensor's rows in memory, which are
+    /// the stored tile's columns: a two-dimensional grid of one CTA per tile
+    /// over a column-major output. The kernel reads its tile coordinates
+    /// with x and y exchanged.
+    pub fn grid_transposed(&self) -> bool {
+        self.output_column_major && !self.persistent && self.raster_group.is_none()
+    }
+
+    /// The output tile in the tensor's memory order: the stored tile's rows
+    /// and columns, exchanged where the output is column-major.
+    fn memory_tile(&self, tile: [i64; 2]) -> [i64; 2] {
+        if self.output_column_major {
+            [tile[1], tile[0]]
+        } else {
+            tile
+        }
     }
 
     /// The TMA descriptor of `tensor` with `geom`'s box and swizzle, once
@@ -690,11 +721,12 @@ impl Plan {
             block: [self.threads() as u32, 1, 1],
             cluster: self.cluster.map(|d| d as u32),
             grid: if self.persistent {
-                GridRule::Sms { ctas_per_sm: 1, wave_tile: self.wave_tile.map(|t| t.map(|d| d as u32)) }
+                GridRule::Sms { ctas_per_sm: 1, wave_tile: self.wave_tile.map(|t| self.memory_tile(t).map(|d| d as u32)) }
             } else {
+                let [block_m, block_n] = self.memory_tile(self.store_tile);
                 GridRule::Tiles {
-                    block_m: self.store_tile[0] as u32,
-                    block_n: self.store_tile[1] as u32,
+                    block_m: block_m as u32,
+                    block_n: block_n as u32,
                     group_m: self.raster_group.map(|g| g as u32),
                     splits: (self.grid_z > 1).then_some(self.grid_z as u32),
                 }

@@ -5,12 +5,13 @@
 
 use super::elementwise::Values;
 use super::emitter::{register_type, Emitter};
-use super::fragment::{store_pair_helper_name, ThreadCoords};
+use super::fragment::{StorePair, ThreadCoords};
 use super::plan::SmemGeom;
 use super::swizzle;
 
 /// Emits the stores of `frag` at tile origin (`row0`, `col0`) of the tensor
-/// at `ptr` (`rows x cols`, row-major): of every vector of four values of
+/// at `ptr` (`rows x cols`, in `pair`'s order), each pair of columns by
+/// `pair`'s helper: of every vector of four values of
 /// each thread's tile, or, with a `share` (i64 bounds), of the vectors from
 /// the first to before the second, in the order of
 /// `stream_k::vectors` (a split-K split's share, `split_k::Reduced`).
@@ -18,6 +19,7 @@ pub(crate) fn store(
     em: &mut Emitter,
     values: &Values<'_>,
     thread: &ThreadCoords,
+    pair: &StorePair,
     ptr: &str,
     (row0, col0): (&str, &str),
     (rows, cols): (&str, &str),
@@ -25,7 +27,7 @@ pub(crate) fn store(
 ) {
     let g = values.geom();
     let t = register_type(values.elem());
-    let helper = store_pair_helper_name(values.elem());
+    let helper = pair.name();
     let (row_base, col_base) = thread.first_in(em, row0, col0);
     // Both rows of a column pair one after the other: a value per column
     // (a bias) is then read by consecutive stores, not held across the
