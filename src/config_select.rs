@@ -252,6 +252,10 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
         }
         if let Some(pick) = ranked.first() {
             writeln!(out, "  the pick's predicted time: {}", pick.prediction.terms()).expect("String");
+            if pick.candidate.config.swap_operands {
+                let c = &pick.candidate.config;
+                writeln!(out, "  operands swapped: the kernel computes C^T = B A^T, each tile {} rows of B by {} rows of A (C's {} rows fill its columns), and stores C column-major from registers (tile-swap-operands)", c.block_m, c.block_n, problem.m).expect("String");
+            }
             if let Some(note) = split_note(&problem, &pick.candidate, machine.sms) {
                 writeln!(out, "  split-K: {note}").expect("String");
             }

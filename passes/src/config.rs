@@ -19,8 +19,8 @@ use tilec_dialects::{Diagnostic, Function};
 /// writes (`record`), the figures it writes beside it (the shape, SMs,
 /// waves, shared memory) and what a hand-written config may add for a pass
 /// to read (`mma_n`).
-pub const CONFIG_KEYS: [&str; 25] = [
-    "m", "n", "k", "block_m", "block_n", "block_k", "stages", "schedule", "consumers", "persistent", "tile_order", "raster_group", "epilogue",
+pub const CONFIG_KEYS: [&str; 26] = [
+    "m", "n", "k", "swap_operands", "block_m", "block_n", "block_k", "stages", "schedule", "consumers", "persistent", "tile_order", "raster_group", "epilogue",
     "epilogue_cols", "epilogue_deferred", "scales", "cluster", "splits", "split_reduce", "stream_k", "mma_n", "sms", "waves", "last_wave",
     "smem_bytes",
 ];
@@ -45,6 +45,9 @@ named_by_words!(EpilogueStore { Global => "global", Tma => "tma" } default Globa
 /// waves, shared memory, `persistent`) are checked as keys and not read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ConfigEntries {
+    /// `swap_operands`: the kernel computes C^T = B A^T (`tile-swap-operands`);
+    /// the block sizes are then the swapped GEMM's, `block_m` B's rows.
+    pub swap_operands: Option<bool>,
     /// `block_m`: the tile's rows.
     pub block_m: Option<i64>,
     /// `block_n`: the tile's columns.
@@ -115,6 +118,7 @@ impl ConfigEntries {
         };
         let consumers = int("consumers")?;
         Ok(ConfigEntries {
+            swap_operands: flag("swap_operands")?,
             block_m: int("block_m")?,
             block_n: int("block_n")?,
             block_k: int("block_k")?,
@@ -156,6 +160,7 @@ impl ConfigEntries {
             Some(EpilogueStore::Global) | None => Epilogue::Global,
         };
         Ok(Some(Config {
+            swap_operands: self.swap_operands.unwrap_or(false),
             block_m,
             block_n,
             block_k,
@@ -238,9 +243,16 @@ impl Config {
         if let Some((key, _, needs)) = foreign.iter().find(|(_, set, _)| *set) {
             return Err(format!("tile.config's '{key}' needs {needs}, not schedule \"{}\"", self.schedule.word()));
         }
+        if self.swap_operands && self.epilogue != Epilogue::Global {
+            return Err("tile.config's 'swap_operands' needs epilogue = \"global\": the swapped kernel's output is column-major, which the TMA store cannot write".into());
+        }
+        if self.swap_operands && self.cluster != Along::None {
+            return Err("tile.config's 'swap_operands' needs no 'cluster': the lowering pairs no CTAs along x or y over a column-major output".into());
+        }
         let cluster = if self.cluster == Along::None { "" } else { "tile-cluster-split," };
         let split_k = if split { "tile-split-k," } else { "" };
-        Ok(if pipelined {
+        let swap = if self.swap_operands { "tile-swap-operands," } else { "" };
+        Ok(swap.to_string() + &if pipelined {
             // One stage needs no schedule, except that tile-cluster-split
             // multicasts into the barriers tile-pipeline makes.
             let pipeline = if self.stages != 1 || !cluster.is_empty() { "tile-pipeline," } else { "" };
@@ -319,6 +331,8 @@ mod tests {
             "128x256x64 stages=4 warps=12 ws2 persistent epilogue=tma stream_k=in-order",
             "128x128x64 stages=6 warps=12 ws2 epilogue=tma splits=8 split_reduce=workspace",
             "64x128x64 stages=8 warps=12 pingpong persistent epilogue=tma",
+            "128x16x64 swapped stages=8 warps=4 pipeline epilogue=global splits=2",
+            "128x320x64 swapped stages=4 warps=12 ws2-columns persistent epilogue=global",
         ] {
             let config: Config = text.parse().unwrap();
             let pipeline = config.pass_pipeline().unwrap_or_else(|e| panic!("{text}: {e}"));
@@ -343,5 +357,17 @@ mod tests {
         assert!(refused("128x128x64 stages=6 warps=12 pingpong epilogue=tma splits=2 split_reduce=workspace").contains("consumers that share each tile"));
         assert!(refused("128x128x64 stages=6 warps=12 ws2 epilogue=tma splits=2 split_reduce=workspace stream_k=in-order").contains("'stream_k' needs a K loop that is not split"));
         assert!(refused("128x128x64 stages=6 warps=4 pipeline epilogue=tma epilogue_deferred").contains("needs a persistent schedule"));
+    }
+
+    /// A swapped configuration runs `tile-swap-operands` first; its output
+    /// is column-major, which neither the TMA store nor clusters along M or
+    /// N take.
+    #[test]
+    fn a_swapped_config_swaps_first_and_stores_directly() {
+        let swapped: Config = "128x16x64 swapped stages=8 warps=4 pipeline epilogue=global".parse().unwrap();
+        assert!(swapped.pass_pipeline().unwrap().starts_with("tile-swap-operands,tile-canonicalize,"));
+        let refused = |text: &str| text.parse::<Config>().unwrap().pass_pipeline().unwrap_err();
+        assert!(refused("128x16x64 swapped stages=8 warps=4 pipeline epilogue=tma").contains("'swap_operands' needs epilogue = \"global\""));
+        assert!(refused("128x16x64 swapped stages=8 warps=4 pipeline epilogue=global cluster=m").contains("'swap_operands' needs no 'cluster'"));
     }
 }

@@ -2,3 +2,4 @@
 
 pub mod barriers;
 pub mod dependence;
+pub mod operand_swap;

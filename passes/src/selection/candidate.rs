@@ -183,6 +183,10 @@ named_by_words!(PieceOrder { Reversed => "reversed", InOrder => "in-order" } def
 /// One configuration, everything the passes after config selection need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
+    /// The kernel computes C^T = B A^T (`tile-swap-operands`): the block
+    /// sizes and everything else are the swapped GEMM's, whose rows are
+    /// B's and whose output is C stored column-major.
+    pub swap_operands: bool,
     /// Rows of the output tile.
     pub block_m: i64,
     /// Columns of the output tile.
@@ -228,6 +232,7 @@ impl Config {
     /// cluster, split, tile order, stream-K or deferred epilogue.
     pub(super) fn neutral((block_m, block_n, block_k): (i64, i64, i64)) -> Config {
         Config {
+            swap_operands: false,
             block_m,
             block_n,
             block_k,
@@ -337,9 +342,10 @@ impl fmt::Display for Config {
         let stream_k = self.stream_k.map_or(String::new(), |order| format!(" stream_k={}", order.word()));
         let chunks = self.epilogue_chunk().map_or(String::new(), |n| format!(" epilogue_cols={n}"));
         let deferred = if self.deferred_epilogue { " epilogue_deferred" } else { "" };
+        let swapped = if self.swap_operands { " swapped" } else { "" };
         write!(
             f,
-            "{}x{}x{} stages={} warps={} {schedule} epilogue={}{chunks}{deferred}{scales}{cluster}{splits}{order}{stream_k}",
+            "{}x{}x{}{swapped} stages={} warps={} {schedule} epilogue={}{chunks}{deferred}{scales}{cluster}{splits}{order}{stream_k}",
             self.block_m,
             self.block_n,
             self.block_k,
@@ -368,6 +374,7 @@ impl std::str::FromStr for Config {
             let (key, value) = word.split_once('=').unwrap_or((word, ""));
             let int = || value.parse::<i64>().map_err(|_| bad(&format!("'{key}' takes a number, found '{value}'")));
             match key {
+                "swapped" => config.swap_operands = true,
                 "stages" => config.stages = int()?,
                 "warps" => config.num_warps = int()?,
                 "pipeline" | "persistent" | "sms" => {}
@@ -411,8 +418,11 @@ mod tests {
             for c in ranked.iter().chain(&alternatives(&p, &Machine::H100, &Pins::default(), &ranked)) {
                 let text = format!("{} sms={}", c.config, c.sms);
                 assert_eq!(text.parse::<Config>(), Ok(c.config), "{text}");
+                let swapped = Config { swap_operands: true, ..c.config };
+                assert_eq!(swapped.to_string().parse::<Config>(), Ok(swapped), "{swapped}");
             }
         }
+        assert!("64x16x64 swapped stages=8 warps=4 pipeline epilogue=global".parse::<Config>().is_ok_and(|c| c.swap_operands && c.block_n == 16));
         assert!("128x128 stages=4 warps=4".parse::<Config>().unwrap_err().contains("BMxBNxBK"));
         assert!("128x128x64 stages=4 warps=4 pipeline fast".parse::<Config>().unwrap_err().contains("unknown word 'fast'"));
         assert!("128x128x64 pipeline".parse::<Config>().unwrap_err().contains("stages"));

@@ -22,6 +22,9 @@ pub fn check_pins(problem: &Problem, pins: &Pins) -> Result<(), String> {
     if pins.cluster.is_some_and(|along| along != Along::None) && !problem.clusterable {
         return Err("a cluster needs CTAs whose tiles share an operand tile; scalar loads or a batch over grid z rule clusters out".to_string());
     }
+    if pins.cluster.is_some_and(|along| along != Along::None) && problem.output_column_major {
+        return Err("a cluster along M or N needs a row-major output: a column-major one's grid walks its memory rows, across the pairs".to_string());
+    }
     Ok(())
 }
 

@@ -18,7 +18,7 @@ use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 /// kernel without.
 pub(super) fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along {
     let c = &best.config;
-    if !problem.clusterable || best.tiles <= machine.sms {
+    if !problem.pairs_tiles() || best.tiles <= machine.sms {
         return Along::None;
     }
     let even = |extent: i64, block: i64| ceil_div(extent, block) % CLUSTER_SIZE == 0;

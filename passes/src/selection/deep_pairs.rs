@@ -22,7 +22,7 @@ use super::smem::{buffers_filled, STAGES_LIMIT};
 pub(super) fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins, best: &Candidate) -> Option<Candidate> {
     let c = &best.config;
     let applies = problem.precision == Precision::Bf16
-        && problem.clusterable
+        && problem.pairs_tiles()
         && !problem.varying_k
         && pins.cluster.is_none()
         && pins.stages.is_none()

@@ -16,11 +16,12 @@ use super::tiles::NARROW_BLOCK_N;
 /// consumer's 88 of a 176-column tile): unswizzled, it goes out in strips
 /// 16 bytes wide, half a 32-byte sector of each row a TMA store, and
 /// measured slower than storing directly (docs/evidence.md,
-/// selection/epilogue.rs, unswizzled output buffers).
+/// selection/epilogue.rs, unswizzled output buffers). A column-major
+/// output is stored directly: a TMA store writes the tile's rows.
 pub(super) fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) -> Epilogue {
     let narrow_specialised = schedule != Schedule::Pipeline && block_n <= NARROW_BLOCK_N;
     let unswizzled = crate::layout_rules::swizzle_bytes(block_n, (8 * problem.output_bytes) as u32, crate::layout_rules::SWIZZLE_ROWS) == 0;
-    if !problem.any_n && (problem.n * problem.output_bytes) % TMA_ROW_ALIGN_BYTES == 0 && !narrow_specialised && !unswizzled {
+    if !problem.any_n && !problem.output_column_major && (problem.n * problem.output_bytes) % TMA_ROW_ALIGN_BYTES == 0 && !narrow_specialised && !unswizzled {
         Epilogue::Tma { columns: block_n }
     } else {
         Epilogue::Global

@@ -77,6 +77,7 @@ mod schedule;
 mod smem;
 mod split_k;
 mod stream_k;
+mod swap;
 mod tall_tiles;
 #[cfg(test)]
 mod testing;
@@ -90,5 +91,6 @@ pub use problem::{AccumulatorRegisters, Machine, Precision, Problem};
 pub(crate) use problem::ceil_div;
 pub use rank::{choose, rank};
 pub use smem::{SmemLayout, MAX_STAGES, STAGES_LIMIT};
+pub use swap::weighs_swapped;
 pub use tiles::{BLOCK_MS, BLOCK_N_STEP, MAX_BLOCK_N};
 pub use waves::figures;

@@ -128,9 +128,27 @@ pub struct Problem {
     /// What the program's epilogue (a bias, an activation) adds to each
     /// output element, which the cost model charges per tile.
     pub epilogue: crate::cost_model::epilogue::EpilogueWork,
+    /// C is stored column-major (the GEMM computes C^T into C's memory, as
+    /// an operand-swapped one does): each thread stores its values, since a
+    /// TMA store writes rows of the output tile.
+    pub output_column_major: bool,
 }
 
 impl Problem {
+    /// Whether CTAs may pair into clusters along M or N, multicasting the
+    /// operand tile they share: tiles that share operands, and an output
+    /// the grid walks by its rows (a column-major output's tile grid walks
+    /// C's memory rows along x, across the pairs).
+    pub fn pairs_tiles(&self) -> bool {
+        self.clusterable && !self.output_column_major
+    }
+
+    /// The GEMM that computes C^T = B A^T into C stored column-major
+    /// (`tile-swap-operands`): M and N exchanged.
+    pub fn swapped(&self) -> Problem {
+        Problem { m: self.n, n: self.m, output_column_major: true, ..*self }
+    }
+
     /// K blocks of the precision's block K (the tile's, when not pinned).
     pub(super) fn k_blocks(&self) -> i64 {
         ceil_div(self.k, self.precision.block_k())

@@ -14,4 +14,5 @@ pub mod rasterize;
 pub mod select_config;
 pub mod split_k;
 pub mod stream_k;
+pub mod swap_operands;
 pub mod warp_specialize;

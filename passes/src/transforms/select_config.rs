@@ -21,6 +21,7 @@
 //! keeps direct global stores, since the kernel must then serve any N
 //! (a TMA store needs 16-byte aligned rows of C).
 
+use crate::analysis::operand_swap::OperandSwap;
 use crate::cluster::Along;
 use crate::config::ConfigEntries;
 use crate::words::named_by_words;
@@ -174,6 +175,7 @@ impl SelectConfig {
             column_group: column_group(func),
             output_bytes: output_bytes(func),
             epilogue,
+            output_column_major: output_column_major(func),
         };
         Ok(Some((problem, pins, machine)))
     }
@@ -192,17 +194,26 @@ impl SelectConfig {
             return Ok(Vec::new());
         };
         selection::check_pins(&problem, &pins).map_err(|e| Diagnostic::error(func.loc.clone(), e))?;
-        let mut ranked = selection::rank(&problem, &machine, &pins);
-        let alternatives = selection::alternatives(&problem, &machine, &pins, &ranked);
-        ranked.extend(alternatives);
         let (throughput, calibration) = cost_model::for_target(self.target);
-        let mut weighed: Vec<Weighed> = ranked
-            .into_iter()
-            .map(|candidate| {
-                let prediction = cost_model::predict(&problem, &machine, &throughput, &calibration, &candidate);
-                Weighed { candidate, prediction }
-            })
-            .collect();
+        let weigh = |problem: &Problem| -> Vec<Weighed> {
+            let mut ranked = selection::rank(problem, &machine, &pins);
+            let alternatives = selection::alternatives(problem, &machine, &pins, &ranked);
+            ranked.extend(alternatives);
+            ranked
+                .into_iter()
+                .map(|candidate| {
+                    let prediction = cost_model::predict(problem, &machine, &throughput, &calibration, &candidate);
+                    Weighed { candidate, prediction }
+                })
+                .collect()
+        };
+        let mut weighed = weigh(&problem);
+        if selection::weighs_swapped(&problem, &pins) && OperandSwap::find(func).is_ok() {
+            for mut w in weigh(&problem.swapped()) {
+                w.candidate.config.swap_operands = true;
+                weighed.push(w);
+            }
+        }
         if self.ranking == Ranking::Model {
             weighed = cost_model::order(weighed);
         }
@@ -221,10 +232,12 @@ fn pin_of<'a>(pins: &'a mut Pins, name: &str) -> &'a mut Option<i64> {
 /// Each block size as the program's types fix it and as its `tile.config`
 /// does; where both do they must agree, since the types are what the passes
 /// build (a hand-edited `block_n` in a bound program would otherwise be
-/// ignored).
+/// ignored). A config that swaps the operands of a program not yet swapped
+/// gives the swapped GEMM's block sizes, its `block_n` the program's rows.
 fn block_sizes_fixed(func: &Function, program: &Pins) -> Result<[(&'static str, Option<i64>, Option<i64>); 3], Diagnostic> {
     let config = ConfigEntries::of(func)?;
-    let fixed = [("BLOCK_M", program.block_m, config.block_m), ("BLOCK_N", program.block_n, config.block_n), ("BLOCK_K", program.block_k, config.block_k)];
+    let (block_m, block_n) = if config.swap_operands == Some(true) && !output_column_major(func) { (config.block_n, config.block_m) } else { (config.block_m, config.block_n) };
+    let fixed = [("BLOCK_M", program.block_m, block_m), ("BLOCK_N", program.block_n, block_n), ("BLOCK_K", program.block_k, config.block_k)];
     for (name, from_program, from_file) in fixed {
         if let (Some(p), Some(f)) = (from_program, from_file) {
             if p != f {
@@ -272,6 +285,15 @@ fn column_group(func: &Function) -> Option<i64> {
         tile::Reduce::of(body, op).map(|r| r.group(body)).or_else(|| tile::Store::of(body, op).and_then(|s| s.group(body)))
     });
     groups.filter(|&g| g > 0).reduce(|a, b| a / tile::arith::gcd(a, b) * b)
+}
+
+/// Whether the tensor the function stores whole tiles into (C) is
+/// column-major: a program that computes C^T.
+fn output_column_major(func: &Function) -> bool {
+    let body = &func.body;
+    let entry = body.entry_block(func.region);
+    let stored = body.walk_region(func.region).into_iter().filter_map(|op| tile::Store::of(body, op).filter(|s| s.group(body).is_none()));
+    stored.filter_map(|s| body.blocks[entry].args.iter().position(|&a| a == s.tensor(body))).any(|arg| func.is_column_major(arg))
 }
 
 /// Bytes of an element of the tile the function stores whole (C), 2 (BF16)
@@ -403,12 +425,15 @@ impl Pass for SelectConfigPass {
     }
 }
 
-/// Replaces every parameter in types and `tile.param` ops by its value.
+/// Replaces every parameter in types and `tile.param` ops by its value: a
+/// swapped pick's block sizes are the swapped GEMM's, whose rows are the
+/// program's BLOCK_N.
 fn bind(func: &mut Function, pick: &Candidate) {
     let c = pick.config;
+    let (block_m, block_n) = if c.swap_operands { (c.block_n, c.block_m) } else { (c.block_m, c.block_n) };
     let value = |p: Param| match p {
-        Param::BlockM => c.block_m,
-        Param::BlockN => c.block_n,
+        Param::BlockM => block_m,
+        Param::BlockN => block_n,
         Param::BlockK => c.block_k,
     };
     let body = &mut func.body;
@@ -445,6 +470,9 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
         d.set("m", int(problem.m));
         d.set("n", int(problem.n));
         d.set("k", int(problem.k));
+    }
+    if c.swap_operands {
+        d.set("swap_operands", Attribute::Bool(true));
     }
     d.set("block_m", int(c.block_m));
     d.set("block_n", int(c.block_n));
@@ -549,6 +577,7 @@ mod tests {
                 column_group: None,
                 output_bytes: 2,
                 epilogue: crate::cost_model::epilogue::EpilogueWork::default(),
+                output_column_major: false,
             };
             let ranked = selection::rank(&problem, &machine, &Pins::default());
             for c in ranked.iter().chain(&selection::alternatives(&problem, &machine, &Pins::default(), &ranked)) {

@@ -1,0 +1,130 @@
+//! Whether and how a program's GEMM can compute C^T = B A^T instead of
+//! C = A B^T (`tile-swap-operands` rewrites it so; config selection weighs
+//! the swapped GEMM only where it can): what the rewrite changes, found and
+//! checked before anything changes.
+
+use crate::pass::op_error;
+use std::collections::HashSet;
+use tilec_dialects::ir::{Attribute, Body, Op};
+use tilec_dialects::registry::Opcode;
+use tilec_dialects::tile::{Dot, GridQuery, Store, Yield};
+use tilec_dialects::{Diagnostic, Function, Value};
+
+/// What the rewrite changes, found and checked before anything changes.
+pub struct OperandSwap {
+    /// The dot whose operands exchange.
+    pub dot: Op,
+    /// The values of the accumulator's type, from the initial value through
+    /// the K loop to the stored tile.
+    pub transposed: Vec<Value>,
+    /// The store of the output tile, whose indices exchange.
+    pub store: Op,
+    /// The output's position among the function's arguments.
+    pub output_arg: usize,
+    /// Every `tile.block_id` and `tile.num_blocks` along x or y.
+    pub grid_queries: Vec<Op>,
+}
+
+impl OperandSwap {
+    /// The rewrite of `func`'s one BF16 dot, or an error at what it cannot
+    /// transpose.
+    pub fn find(func: &Function) -> Result<OperandSwap, Diagnostic> {
+        let body = &func.body;
+        let ops = body.walk_region(func.region);
+        if let Some(&scaled) = ops.iter().find(|&&o| body.opcode(o) == Opcode::TileDotScaled) {
+            return Err(op_error(body, scaled, "is block-scaled: tile-swap-operands swaps BF16 dots only (the scales belong to A's rows and B's 128-row blocks)".into()));
+        }
+        let dots: Vec<Op> = ops.iter().copied().filter(|&o| body.opcode(o) == Opcode::TileDot).collect();
+        let &[dot] = &dots[..] else {
+            return Err(Diagnostic::error(func.loc.clone(), format!("tile-swap-operands swaps the operands of one dot, '@{}' has {}", func.name, dots.len())));
+        };
+        let view = Dot::of(body, dot).expect("a tile.dot");
+        let attrs = &body.ops[dot].attrs;
+        if attrs.has("transpose_a") || !attrs.has("transpose_b") {
+            return Err(op_error(body, dot, "must read A as M x K and B as N x K (transpose_b): tile-swap-operands makes B's tile the first operand, which then reads K-major as A's did".into()));
+        }
+        let transposed = accumulator_values(body, &ops, dot, view.result(body))?;
+        let stores: Vec<Op> = ops.iter().copied().filter(|&o| Store::of(body, o).is_some_and(|s| transposed.contains(&s.value(body)))).collect();
+        let &[store] = &stores[..] else {
+            return Err(op_error(body, dot, format!("has its result stored {} times; tile-swap-operands needs one store of the output tile", stores.len())));
+        };
+        let output = Store::of(body, store).expect("a tile.store").tensor(body);
+        let output_arg = body.blocks[body.entry_block(func.region)].args.iter().position(|&a| a == output).ok_or_else(|| {
+            op_error(body, store, "stores into a tensor that is not a kernel argument; tile-swap-operands declares the output column-major".into())
+        })?;
+        let dims = func.arg_attrs[output_arg].get("tile.dims").and_then(Attribute::as_strings);
+        if dims.as_ref().is_none_or(|d| d.len() != 2) {
+            return Err(op_error(body, store, "stores into a tensor without two named dimensions ('tile.dims'); tile-swap-operands declares it column-major by them".into()));
+        }
+        let grid_queries = ops.iter().copied().filter(|&o| GridQuery::of(body, o).is_some_and(|q| q.dim(body) < 2)).collect();
+        Ok(OperandSwap { dot, transposed: transposed.into_iter().collect(), store, output_arg, grid_queries })
+    }
+}
+
+/// The values of the accumulator's type: the dot's result, the K loop's
+/// carried value (block argument, initial value, result) and everything
+/// element-wise computed from them up to the store, with the splat
+/// constants those ops combine them with. Anything else that reads them
+/// (a reduction, a second store, an op mixing in another tensor's tile) is
+/// an error at that op.
+fn accumulator_values(body: &Body, ops: &[Op], dot: Op, result: Value) -> Result<HashSet<Value>, Diagnostic> {
+    let mut values = HashSet::from([result]);
+    let mut work = vec![result];
+    let add = |v: Value, values: &mut HashSet<Value>, work: &mut Vec<Value>| {
+        if values.insert(v) {
+            work.push(v);
+        }
+    };
+    while let Some(v) = work.pop() {
+        // Where a loop-carried value comes from: the initial value.
+        if let Some(def) = body.defining_op(v) {
+            if body.opcode(def) == Opcode::TileConstant && body.value_type(v).as_tile().is_some() {
+                continue;
+            }
+        }
+        for &user in ops.iter().filter(|&&o| body.ops[o].operands.contains(&v)) {
+            match body.opcode(user) {
+                Opcode::TileDot if user == dot => {}
+                Opcode::TileYield => {
+                    let parent = body.parent_op(user).expect("a yield has a parent");
+                    if body.opcode(parent) != Opcode::TileFor {
+                        return Err(op_error(body, user, "yields the accumulator out of an op other than the K loop; tile-swap-operands transposes a tile.for's".into()));
+                    }
+                    let i = Yield::of(body, user).expect("a tile.yield").values(body).iter().position(|&x| x == v).expect("an operand");
+                    let k_loop = &body.ops[parent];
+                    // tile.for's operands are its bounds and step, then the initial values.
+                    let init = k_loop.operands[k_loop.operands.len() - k_loop.results.len() + i];
+                    let carried = body.blocks[body.entry_block(k_loop.regions[0])].args[1 + i];
+                    for x in [k_loop.results[i], init, carried] {
+                        add(x, &mut values, &mut work);
+                    }
+                }
+                Opcode::TileStore => {}
+                _ if body.ops[user].def.traits.elementwise => {
+                    for &operand in &body.ops[user].operands {
+                        let splat = body.defining_op(operand).is_some_and(|d| body.opcode(d) == Opcode::TileConstant);
+                        match body.value_type(operand).as_tile() {
+                            None => {}
+                            Some(_) if values.contains(&operand) => {}
+                            Some(_) if splat => add(operand, &mut values, &mut work),
+                            Some(_) => {
+                                return Err(op_error(
+                                    body,
+                                    user,
+                                    "combines the accumulator with a tile laid out along the output's rows or columns; tile-swap-operands transposes only the accumulator and constants".into(),
+                                ))
+                            }
+                        }
+                    }
+                    for &r in &body.ops[user].results {
+                        add(r, &mut values, &mut work);
+                    }
+                }
+                _ => {
+                    return Err(op_error(body, user, "reads the accumulator other than element-wise; tile-swap-operands transposes element-wise epilogues only".into()));
+                }
+            }
+        }
+    }
+    Ok(values)
+}
