@@ -189,6 +189,7 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
     // faster than they run (docs/cost-model.md), are no alternative unless
     // block M is pinned.
     found.retain(|c| pins.block_m.is_some() || !promotes_by_row_blocks(&c.config));
+    found.retain(|c| !c.config.split_reduce.through_workspace() || split_stores_fit_registers(problem, &c.config));
     for mut c in found {
         c.config.raster_group = raster_group_for(problem, machine, &c);
         if ranked.iter().chain(&fresh).all(|r| r.config != c.config) {
@@ -197,6 +198,27 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
         }
     }
     fresh
+}
+
+/// The most accumulator registers a consumer thread of a kernel that adds
+/// its splits through the workspace holds where it stores a column-major
+/// output (a swapped GEMM's), which stores each value on its own: ptxas
+/// assembled 104 (128x208 over two consumers) without spills and spilled
+/// 12 bytes at 112 (128x224 over two), 120 (192x160 over two sharing its
+/// columns) and 128 (128x128 over one) (docs/evidence.md).
+const COLUMN_MAJOR_SPLIT_REGISTERS: i64 = 104;
+
+/// Whether a workspace split's consumers store the output without
+/// spilling: into a column-major output, with few enough accumulators
+/// ([`COLUMN_MAJOR_SPLIT_REGISTERS`]); into a row-major one, unless
+/// consumers that share each tile's columns store their shares themselves
+/// (192x160 spilled 12 bytes, docs/evidence.md).
+fn split_stores_fit_registers(problem: &Problem, c: &Config) -> bool {
+    if problem.output_column_major {
+        problem.precision.accumulator_registers(c.block_m, c.block_n, c.tile_warpgroups()).running <= COLUMN_MAJOR_SPLIT_REGISTERS
+    } else {
+        !(c.schedule == Schedule::ColumnHalves && c.stores_shares(problem))
+    }
 }
 
 /// The split counts weighed for a K loop shared through a global
@@ -225,6 +247,27 @@ mod tests {
     use crate::selection::Epilogue;
     use crate::selection::testing::{bf16, fp8};
     use tilec_target::Target;
+
+    /// A swapped GEMM's workspace splits store C column-major: only those
+    /// whose consumers hold few enough accumulators are weighed (the
+    /// 128x208 twins stay, 128x224 does not). Into a row-major output,
+    /// consumers sharing each tile's columns store no shares themselves.
+    #[test]
+    fn workspace_splits_store_without_spilling() {
+        let row_major = bf16(1502, 296, 22864);
+        let ranked = rank(&row_major, &Machine::H100, &Pins::default());
+        let found = alternatives(&row_major, &Machine::H100, &Pins::default(), &ranked);
+        assert!(found.iter().any(|c| c.config.schedule == Schedule::ColumnHalves && c.config.split_reduce == SplitReduce::Spread));
+        assert!(!found.iter().any(|c| c.config.schedule == Schedule::ColumnHalves && c.config.stores_shares(&row_major)));
+        let p = bf16(197, 1024, 63360).swapped();
+        let ranked = rank(&p, &Machine::H100, &Pins::default());
+        let found = alternatives(&p, &Machine::H100, &Pins::default(), &ranked);
+        let splits: Vec<&Candidate> = found.iter().filter(|c| c.config.split_reduce.through_workspace()).collect();
+        assert!(splits.iter().any(|c| (c.config.block_m, c.config.block_n, c.config.split_reduce) == (128, 208, SplitReduce::Spread)));
+        assert!(splits.iter().all(|c| split_stores_fit_registers(&p, &c.config)));
+        let two_consumers = |bn| Config { schedule: Schedule::WarpSpecialized { consumers: 2 }, ..Config::neutral((128, bn, 64)) };
+        assert!(split_stores_fit_registers(&p, &two_consumers(208)) && !split_stores_fit_registers(&p, &two_consumers(224)));
+    }
 
     #[test]
     fn an_epilogue_brings_ping_pong_alternatives() {
