@@ -17,8 +17,9 @@ import sys
 
 BEGIN = "<!-- status table: made by scripts/status-table.py from the records it names; do not edit -->"
 END = "<!-- end of status table -->"
-COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-shares.json"
-COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-shares.json"
+COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-swapped.json"
+COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-swapped.json"
+FRESH_BF16 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-fresh-seed9.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
 GROUPED = "docs/benchmarks/checks/2026-11-29-h200-grouped.json"
@@ -116,6 +117,7 @@ def rows():
     pick = lambda name: name.endswith("_r1")
     return [
         ("BF16, 60 validation shapes (`draw-shapes.py --seed 2`), vs the faster of cuBLAS and cuBLASLt", summary(bf16("validation")), COST_MODEL_BF16),
+        ("BF16, 60 fresh shapes (`draw-shapes.py --seed 9`, drawn after the model was fitted and first timed with these picks), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_BF16, "bf16", "fresh-seed9", "cublas")), FRESH_BF16),
         ("BF16, the 20 benchmark shapes (DESIGN section 8)", summary(bf16("benchmark"), ["4096x4096x4096", "8192x8192x8192"]), "same"),
         ("BF16, deep K", summary(bf16("deep-k"), ["512x512x65536", "1024x1024x16384"]), "same"),
         ("FP8 block-scaled, the 20 benchmark shapes, vs cuBLASLt block-scaled", summary(fp8("benchmark", "block-scaled")) + f"; {geomean(list(fp8('benchmark', 'per-tensor').values())):.3f} of per-tensor FP8", COST_MODEL_FP8),

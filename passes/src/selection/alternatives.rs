@@ -205,14 +205,15 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
 /// output (a swapped GEMM's), which stores each value on its own: ptxas
 /// assembled 104 (128x208 over two consumers) without spills and spilled
 /// 12 bytes at 112 (128x224 over two), 120 (192x160 over two sharing its
-/// columns) and 128 (128x128 over one) (docs/evidence.md).
+/// columns) and 128 (128x128 over one) (measured: docs/evidence.md,
+/// selection/alternatives.rs, workspace splits that store C).
 const COLUMN_MAJOR_SPLIT_REGISTERS: i64 = 104;
 
 /// Whether a workspace split's consumers store the output without
 /// spilling: into a column-major output, with few enough accumulators
 /// ([`COLUMN_MAJOR_SPLIT_REGISTERS`]); into a row-major one, unless
 /// consumers that share each tile's columns store their shares themselves
-/// (192x160 spilled 12 bytes, docs/evidence.md).
+/// (192x160 spilled 12 bytes; the same section).
 fn split_stores_fit_registers(problem: &Problem, c: &Config) -> bool {
     if problem.output_column_major {
         problem.precision.accumulator_registers(c.block_m, c.block_n, c.tile_warpgroups()).running <= COLUMN_MAJOR_SPLIT_REGISTERS
