@@ -501,17 +501,8 @@ impl StorePair {
     // odd number of elements in when M_max x N is odd).
     func.func @{name}(%p: !llvm.ptr, %row: i32, %col: i32, %v0: {t}, %v1: {t}, %rows: i32, %cols: i32)
         attributes {{llvm.linkage = #llvm.linkage<internal>}} {{
-      %c1 = arith.constant 1 : i32
-      %c0_i64 = arith.constant 0 : i64
+{BOUNDS}      %c0_i64 = arith.constant 0 : i64
       %misalign = arith.constant {misalign} : i64
-      %row_ok = arith.cmpi ult, %row, %rows : i32
-      %col1 = arith.addi %col, %c1 : i32
-      %col0_ok = arith.cmpi ult, %col, %cols : i32
-      %col1_ok = arith.cmpi ult, %col1, %cols : i32
-      %ok0 = arith.andi %row_ok, %col0_ok : i1
-      %ok1 = arith.andi %row_ok, %col1_ok : i1
-      %row64 = arith.extui %row : i32 to i64
-      %col64 = arith.extui %col : i32 to i64
       %cols64 = arith.extui %cols : i32 to i64
       %row_off = arith.muli %row64, %cols64 : i64
       %idx = arith.addi %row_off, %col64 : i64
@@ -539,7 +530,8 @@ impl StorePair {
     }}
 "#,
             pair = 2 * bytes,
-            misalign = 2 * bytes - 1
+            misalign = 2 * bytes - 1,
+            BOUNDS = PAIR_BOUNDS,
         )
     }
 
@@ -551,16 +543,7 @@ impl StorePair {
     // (r, c) at c * rows + r), each only if inside it: two stores a column apart.
     func.func @{name}(%p: !llvm.ptr, %row: i32, %col: i32, %v0: {t}, %v1: {t}, %rows: i32, %cols: i32)
         attributes {{llvm.linkage = #llvm.linkage<internal>}} {{
-      %c1 = arith.constant 1 : i32
-      %row_ok = arith.cmpi ult, %row, %rows : i32
-      %col1 = arith.addi %col, %c1 : i32
-      %col0_ok = arith.cmpi ult, %col, %cols : i32
-      %col1_ok = arith.cmpi ult, %col1, %cols : i32
-      %ok0 = arith.andi %row_ok, %col0_ok : i1
-      %ok1 = arith.andi %row_ok, %col1_ok : i1
-      %row64 = arith.extui %row : i32 to i64
-      %col64 = arith.extui %col : i32 to i64
-      %rows64 = arith.extui %rows : i32 to i64
+{BOUNDS}      %rows64 = arith.extui %rows : i32 to i64
       %col_off = arith.muli %col64, %rows64 : i64
       %idx = arith.addi %col_off, %row64 : i64
       %p0 = llvm.getelementptr %p[%idx] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
@@ -573,7 +556,13 @@ impl StorePair {
       }}
       return
     }}
-"#
+"#,
+            BOUNDS = PAIR_BOUNDS,
         )
     }
 }
+
+/// The first lines of both pair helpers: whether each of (row, col) and
+/// (row, col + 1) lies inside the `rows x cols` tensor (`%ok0`, `%ok1`),
+/// and row and column as i64.
+const PAIR_BOUNDS: &str = "      %c1 = arith.constant 1 : i32\n      %row_ok = arith.cmpi ult, %row, %rows : i32\n      %col1 = arith.addi %col, %c1 : i32\n      %col0_ok = arith.cmpi ult, %col, %cols : i32\n      %col1_ok = arith.cmpi ult, %col1, %cols : i32\n      %ok0 = arith.andi %row_ok, %col0_ok : i1\n      %ok1 = arith.andi %row_ok, %col1_ok : i1\n      %row64 = arith.extui %row : i32 to i64\n      %col64 = arith.extui %col : i32 to i64\n";
