@@ -23,6 +23,9 @@ pub struct OperandSwap {
     pub output_arg: usize,
     /// Every `tile.block_id` and `tile.num_blocks` along x or y.
     pub grid_queries: Vec<Op>,
+    /// The vectors broadcast over the accumulator's type (a bias along C's
+    /// columns), which then run along its rows.
+    pub broadcasts: Vec<Op>,
 }
 
 impl OperandSwap {
@@ -43,7 +46,7 @@ impl OperandSwap {
         if attrs.has("transpose_a") || !attrs.has("transpose_b") {
             return Err(op_error(body, dot, "must read A as M x K and B as N x K (transpose_b): tile-swap-operands makes B's tile the first operand, which then reads K-major as A's did".into()));
         }
-        let transposed = accumulator_values(body, &ops, dot, view.result(body))?;
+        let (transposed, broadcasts) = accumulator_values(body, &ops, dot, view.result(body))?;
         let stores: Vec<Op> = ops.iter().copied().filter(|&o| Store::of(body, o).is_some_and(|s| transposed.contains(&s.value(body)))).collect();
         let &[store] = &stores[..] else {
             return Err(op_error(body, dot, format!("has its result stored {} times; tile-swap-operands needs one store of the output tile", stores.len())));
@@ -57,19 +60,21 @@ impl OperandSwap {
             return Err(op_error(body, store, "stores into a tensor without two named dimensions ('tile.dims'); tile-swap-operands declares it column-major by them".into()));
         }
         let grid_queries = ops.iter().copied().filter(|&o| GridQuery::of(body, o).is_some_and(|q| q.dim(body) < 2)).collect();
-        Ok(OperandSwap { dot, transposed: transposed.into_iter().collect(), store, output_arg, grid_queries })
+        Ok(OperandSwap { dot, transposed: transposed.into_iter().collect(), store, output_arg, grid_queries, broadcasts })
     }
 }
 
 /// The values of the accumulator's type: the dot's result, the K loop's
 /// carried value (block argument, initial value, result) and everything
-/// element-wise computed from them up to the store, with the splat
-/// constants those ops combine them with. Anything else that reads them
-/// (a reduction, a second store, an op mixing in another tensor's tile) is
-/// an error at that op.
-fn accumulator_values(body: &Body, ops: &[Op], dot: Op, result: Value) -> Result<HashSet<Value>, Diagnostic> {
+/// element-wise computed from them up to the store, with what those ops
+/// combine them with: splat constants and broadcast vectors, and what is
+/// computed element-wise from those alone; and the broadcasts. Anything
+/// else that reads them (a reduction, a second store, an op mixing in a
+/// tile loaded whole, like a residual) is an error at that op.
+fn accumulator_values(body: &Body, ops: &[Op], dot: Op, result: Value) -> Result<(HashSet<Value>, Vec<Op>), Diagnostic> {
     let mut values = HashSet::from([result]);
     let mut work = vec![result];
+    let mut elementwise = Vec::new();
     let add = |v: Value, values: &mut HashSet<Value>, work: &mut Vec<Value>| {
         if values.insert(v) {
             work.push(v);
@@ -77,10 +82,8 @@ fn accumulator_values(body: &Body, ops: &[Op], dot: Op, result: Value) -> Result
     };
     while let Some(v) = work.pop() {
         // Where a loop-carried value comes from: the initial value.
-        if let Some(def) = body.defining_op(v) {
-            if body.opcode(def) == Opcode::TileConstant && body.value_type(v).as_tile().is_some() {
-                continue;
-            }
+        if body.defining_op(v).is_some_and(|def| body.opcode(def) == Opcode::TileConstant) {
+            continue;
         }
         for &user in ops.iter().filter(|&&o| body.ops[o].operands.contains(&v)) {
             match body.opcode(user) {
@@ -101,20 +104,8 @@ fn accumulator_values(body: &Body, ops: &[Op], dot: Op, result: Value) -> Result
                 }
                 Opcode::TileStore => {}
                 _ if body.ops[user].def.traits.elementwise => {
-                    for &operand in &body.ops[user].operands {
-                        let splat = body.defining_op(operand).is_some_and(|d| body.opcode(d) == Opcode::TileConstant);
-                        match body.value_type(operand).as_tile() {
-                            None => {}
-                            Some(_) if values.contains(&operand) => {}
-                            Some(_) if splat => add(operand, &mut values, &mut work),
-                            Some(_) => {
-                                return Err(op_error(
-                                    body,
-                                    user,
-                                    "combines the accumulator with a tile laid out along the output's rows or columns; tile-swap-operands transposes only the accumulator and constants".into(),
-                                ))
-                            }
-                        }
+                    if !elementwise.contains(&user) {
+                        elementwise.push(user);
                     }
                     for &r in &body.ops[user].results {
                         add(r, &mut values, &mut work);
@@ -126,5 +117,47 @@ fn accumulator_values(body: &Body, ops: &[Op], dot: Op, result: Value) -> Result
             }
         }
     }
-    Ok(values)
+    // What the element-wise ops mix into the accumulator's values.
+    let mut broadcasts = Vec::new();
+    for op in elementwise {
+        for &operand in &body.ops[op].operands {
+            if body.value_type(operand).as_tile().is_none() || values.contains(&operand) {
+                continue;
+            }
+            let mut chain = Vec::new();
+            if !broadcast_chain(body, operand, &mut chain, &mut broadcasts) {
+                return Err(op_error(
+                    body,
+                    op,
+                    "combines the accumulator with a tile loaded whole (a residual); tile-swap-operands transposes only the accumulator, constants and broadcast vectors".into(),
+                ));
+            }
+            values.extend(chain);
+        }
+    }
+    Ok((values, broadcasts))
+}
+
+/// Whether tile `v` is a splat constant, a broadcast vector or computed
+/// element-wise from those alone, adding the values it is made of to
+/// `chain` and the broadcasts to `broadcasts`.
+fn broadcast_chain(body: &Body, v: Value, chain: &mut Vec<Value>, broadcasts: &mut Vec<Op>) -> bool {
+    let Some(def) = body.defining_op(v) else { return false };
+    let made = match body.opcode(def) {
+        Opcode::TileConstant => true,
+        Opcode::TileLoadBroadcast => {
+            if !broadcasts.contains(&def) {
+                broadcasts.push(def);
+            }
+            true
+        }
+        _ if body.ops[def].def.traits.elementwise => {
+            body.ops[def].operands.iter().all(|&x| body.value_type(x).as_tile().is_none() || broadcast_chain(body, x, chain, broadcasts))
+        }
+        _ => false,
+    };
+    if made {
+        chain.push(v);
+    }
+    made
 }

@@ -10,11 +10,13 @@ use super::problem::{Precision, Problem};
 /// GEMM of one problem (not a batch or a grouped GEMM, whose rows are
 /// chosen by data) for a given shape, with B read N x K and A from shared
 /// memory (the swapped dot reads B's tile as its first operand, K-major),
-/// a plain epilogue (the swap transposes the accumulator, not a bias or a
-/// residual laid out along C's rows or columns) and no block size pinned
+/// no reduction over groups of C's columns (which would run down the
+/// swapped tile's rows) and no block size pinned
 /// (pins name the program's tile, not the swapped one's), nor a cluster
 /// along M or N (which a column-major output rules out). A program whose
-/// output is already column-major computes C^T as written.
+/// output is already column-major computes C^T as written. What else the
+/// program's epilogue mixes in (a bias it can turn, a residual it cannot)
+/// is the rewrite's to decide (`analysis::operand_swap`).
 pub fn weighs_swapped(problem: &Problem, pins: &Pins) -> bool {
     problem.precision == Precision::Bf16
         && problem.clusterable
@@ -22,7 +24,6 @@ pub fn weighs_swapped(problem: &Problem, pins: &Pins) -> bool {
         && !problem.any_n
         && problem.transpose_b
         && !problem.a_in_registers
-        && problem.epilogue.is_plain()
         && problem.column_group.is_none()
         && !problem.output_column_major
         && pins.block_m.is_none()
@@ -36,7 +37,7 @@ mod tests {
     use crate::selection::testing::{bf16, fp8};
 
     #[test]
-    fn only_plain_bf16_gemms_of_a_given_shape_weigh_the_swap() {
+    fn only_bf16_gemms_of_one_problem_and_a_given_shape_weigh_the_swap() {
         assert!(weighs_swapped(&bf16(88, 3328, 2752), &Pins::default()));
         assert!(!weighs_swapped(&fp8(88, 3328, 2752), &Pins::default()));
         assert!(!weighs_swapped(&Problem { any_n: true, ..bf16(88, 3328, 2752) }, &Pins::default()));

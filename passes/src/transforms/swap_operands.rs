@@ -13,7 +13,9 @@
 //! - the dot takes B's tile first: `tile.dot %b, %a, %acc {transpose_b}`,
 //!   its accumulator `BLOCK_N x BLOCK_M`;
 //! - the accumulator's initial value, the K loop's carried value and every
-//!   element-wise op from the dot to the store take the transposed type;
+//!   element-wise op from the dot to the store take the transposed type, as
+//!   do the constants and broadcast vectors they mix in, a vector along C's
+//!   columns (a bias) broadcast along the tile's rows instead;
 //! - the output is declared column-major, its last two dimensions swapped
 //!   (`tile.dims = ["N", "M"], tile.contiguous = "N"`: the same memory),
 //!   and the tile is stored at (N tile, M tile);
@@ -22,8 +24,8 @@
 //!
 //! What it cannot transpose is an error: a block-scaled dot (its scales
 //! belong to A's rows and B's blocks), a dot that reads A K-major or B
-//! K x N, and an epilogue that reads anything laid out along the output's
-//! rows or columns (a bias, a residual) or reduces over a row.
+//! K x N, and an epilogue that mixes in a tile loaded whole (a residual)
+//! or reduces over a row.
 //! A program whose output is already column-major computes C^T as written
 //! and is left alone.
 
@@ -32,7 +34,7 @@ use crate::config::ConfigEntries;
 use crate::pass::{Pass, PassInfo};
 use crate::phase::{Phase, PhaseRule};
 use tilec_dialects::ir::{Attribute, Type};
-use tilec_dialects::tile::GridQuery;
+use tilec_dialects::tile::{GridQuery, LoadBroadcast};
 use tilec_dialects::{Diagnostic, Function};
 
 /// `tile-swap-operands`' registration: name, options, phases and constructor.
@@ -73,6 +75,10 @@ impl Pass for SwapOperands {
 fn apply(swap: OperandSwap, func: &mut Function) {
     let body = &mut func.body;
     body.ops[swap.dot].operands.swap(0, 1);
+    for broadcast in swap.broadcasts {
+        let along = if LoadBroadcast::of(body, broadcast).expect("a broadcast").along(body) == "cols" { "rows" } else { "cols" };
+        body.ops[broadcast].attrs.set("along", Attribute::String(along.into()));
+    }
     for v in swap.transposed {
         if let Type::Tile(t) = &mut body.values[v].ty {
             t.shape.reverse();
