@@ -23,7 +23,7 @@ FRESH_BF16 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-fresh-seed9.json
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
 GROUPED = "docs/benchmarks/checks/2026-11-29-h200-grouped.json"
-SEQUENCE = "docs/benchmarks/pdl/2026-11-30-h200-sequence-m"
+SEQUENCE = "docs/benchmarks/pdl/2026-11-30-h200-sequence-swapped-m"
 
 
 def load(path):

@@ -2,7 +2,7 @@
 //! launch with `cuLaunchKernelEx`, and event timing.
 
 use crate::error::{ld_library_path, DriverCtx, Result, RuntimeError};
-use crate::plan::{plan_launch, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
+use crate::plan::{one_cta_an_sm, plan_launch, smem_alone_on_sm, LaunchPlan, ParamValue, Problem, TensorBinding, TmaEncode};
 use crate::target_check::check_target;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr};
@@ -73,6 +73,8 @@ pub struct Gpu {
     pub num_sms: u32,
     /// The most shared memory a block may opt in to, in bytes.
     pub smem_optin: u32,
+    /// Shared memory of one SM, in bytes.
+    pub smem_per_sm: u32,
     /// Total device memory, in bytes (`cuDeviceTotalMem`): with the name,
     /// what tells which target the device is.
     pub total_mem: u64,
@@ -95,10 +97,13 @@ impl Gpu {
         let smem_optin = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .ctx("cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)")? as u32;
+        let smem_per_sm = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+            .ctx("cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)")? as u32;
         let total_mem = ctx.total_mem().ctx("cuDeviceTotalMem")? as u64;
         let mut driver_version = 0;
         unsafe { sys::cuDriverGetVersion(&mut driver_version) }.result().ctx("cuDriverGetVersion")?;
-        Ok(Gpu { ctx, stream, name, cc, num_sms, smem_optin, total_mem, driver_version })
+        Ok(Gpu { ctx, stream, name, cc, num_sms, smem_optin, smem_per_sm, total_mem, driver_version })
     }
 
     /// Synchronises the stream, reporting a kernel fault as `KernelFailed`.
@@ -192,10 +197,12 @@ impl Gpu {
                 static_bytes: static_smem,
             });
         }
-        if m.dynamic_smem_bytes + static_smem > 48 * 1024 {
+        // Programmatic launches of one CTA an SM ask for this much (`Prepared::launch_on`).
+        let alone_smem = smem_alone_on_sm(m.dynamic_smem_bytes, static_smem, self.smem_per_sm, dyn_max);
+        if alone_smem + static_smem > 48 * 1024 {
             func.set_attribute(
                 sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                m.dynamic_smem_bytes as i32,
+                alone_smem as i32,
             )
             .ctx("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
         }
@@ -222,6 +229,7 @@ impl Gpu {
             jit_ms,
             num_regs,
             static_smem,
+            alone_smem,
         })
     }
 
@@ -318,6 +326,9 @@ pub struct Kernel {
     pub num_regs: i32,
     /// Static shared memory per block, in bytes.
     pub static_smem: u32,
+    /// The dynamic shared memory with which a CTA has its SM to itself
+    /// ([`smem_alone_on_sm`]).
+    pub alone_smem: u32,
 }
 
 /// Parameter storage that must stay put while a launch reads it.
@@ -351,6 +362,10 @@ pub struct Prepared {
     programmatic_allowed: bool,
     /// Launches carry the programmatic stream serialisation attribute.
     programmatic: bool,
+    /// The dynamic shared memory a programmatic launch asks for: with a grid
+    /// of at most one CTA an SM, enough that each has its SM to itself
+    /// ([`smem_alone_on_sm`]); else the manifest's.
+    programmatic_smem: u32,
 }
 
 /// Encodes one TMA descriptor from pure arguments.
@@ -391,7 +406,9 @@ impl Kernel {
     /// all of them, for a launch that shares the GPU with another kernel
     /// (a collective) and should not queue CTAs behind it.
     pub fn prepare_on(&self, problem: &Problem, tensors: &[TensorBinding], sms: u32) -> Result<Prepared> {
-        let plan = plan_launch(&self.manifest, problem, tensors, sms.clamp(1, self.num_sms))?;
+        let sms = sms.clamp(1, self.num_sms);
+        let plan = plan_launch(&self.manifest, problem, tensors, sms)?;
+        let programmatic_smem = if one_cta_an_sm(plan.grid, sms) { self.alone_smem } else { plan.dynamic_smem_bytes };
         let mut slots = Vec::with_capacity(plan.params.len());
         let mut workspace_param = None;
         for (i, p) in plan.params.iter().enumerate() {
@@ -420,6 +437,7 @@ impl Kernel {
             workspaces: Vec::new(),
             programmatic_allowed: self.manifest.programmatic_launch,
             programmatic: false,
+            programmatic_smem,
         })
     }
 }
@@ -495,7 +513,7 @@ impl Prepared {
             blockDimX: p.block[0],
             blockDimY: p.block[1],
             blockDimZ: p.block[2],
-            sharedMemBytes: p.dynamic_smem_bytes,
+            sharedMemBytes: if self.programmatic { self.programmatic_smem } else { p.dynamic_smem_bytes },
             hStream: stream.cu_stream(),
             attrs: if attrs.is_empty() { std::ptr::null_mut() } else { attrs.as_mut_ptr() },
             numAttrs: attrs.len() as u32,

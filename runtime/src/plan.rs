@@ -112,6 +112,32 @@ pub struct LaunchPlan {
     pub params: Vec<ParamValue>,
 }
 
+/// Shared memory the hardware keeps for each CTA besides what it asks for.
+const CTA_RESERVED_SMEM_BYTES: u32 = 1024;
+
+/// The dynamic shared memory with which a CTA of a kernel that asks for
+/// `dynamic` (and has `static_bytes` of its own) has its SM to itself: no
+/// less than `dynamic`, and more than half of the SM's `sm_bytes` with the
+/// static and reserved bytes counted, so that no second CTA fits beside it
+/// (at most `max_dynamic`, the most a CTA may opt in to).
+///
+/// Why: a grid of at most one CTA an SM launched with programmatic
+/// dependent launch starts while the previous kernel runs, and its CTAs go
+/// where shared memory is free, two to an SM beside the previous kernel's
+/// where they fit, while other SMs stand idle once that kernel ends. With
+/// each CTA claiming more than half an SM they spread one to an SM as
+/// without the launch attribute (docs/findings.md, HBM and memory-bound
+/// GEMMs: the swapped M = 8 layer's picks).
+pub fn smem_alone_on_sm(dynamic: u32, static_bytes: u32, sm_bytes: u32, max_dynamic: u32) -> u32 {
+    let more_than_half = (sm_bytes / 2 + 1).saturating_sub(static_bytes + CTA_RESERVED_SMEM_BYTES);
+    dynamic.max(more_than_half.min(max_dynamic))
+}
+
+/// Whether a launch of `grid` over `sms` SMs takes at most one CTA an SM.
+pub fn one_cta_an_sm(grid: [u32; 3], sms: u32) -> bool {
+    grid.iter().map(|&d| d as u64).product::<u64>() <= sms as u64
+}
+
 /// The `cuTensorMapEncodeTiled` element type of a manifest type.
 pub fn tma_data_type(d: DType) -> sys::CUtensorMapDataType {
     use sys::CUtensorMapDataType as T;

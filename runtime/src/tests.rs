@@ -140,6 +140,19 @@ fn tma_args_flat_cover_every_element_as_one_dimension() {
     assert!(matches!(tma_encode_args(&tma, &[3, 129], 0x104), Err(RuntimeError::Misaligned { align: 16, .. })));
 }
 
+/// A CTA launched to have its SM to itself asks for more than half the
+/// SM's shared memory, never less than it needs nor more than it may.
+#[test]
+fn a_cta_alone_on_its_sm_claims_more_than_half_of_it() {
+    let (sm, optin) = (233_472, 232_448);
+    let alone = plan::smem_alone_on_sm(86_080, 0, sm, optin);
+    assert!(2 * (alone + 1024) > sm && alone + 1024 <= sm, "{alone}");
+    assert_eq!(plan::smem_alone_on_sm(200_000, 0, sm, optin), 200_000);
+    assert_eq!(plan::smem_alone_on_sm(1024, 8192, sm, optin), sm / 2 + 1 - 8192 - 1024);
+    assert_eq!(plan::smem_alone_on_sm(1024, 0, sm, 48 * 1024), 48 * 1024);
+    assert!(plan::one_cta_an_sm([16, 4, 2], 132) && !plan::one_cta_an_sm([133, 1, 1], 132));
+}
+
 #[test]
 fn tiles_grid_grouping_and_sms_rule() {
     let mut m = gemm_manifest();
