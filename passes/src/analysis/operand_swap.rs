@@ -46,6 +46,10 @@ impl OperandSwap {
         if attrs.has("transpose_a") || !attrs.has("transpose_b") {
             return Err(op_error(body, dot, "must read A as M x K and B as N x K (transpose_b): tile-swap-operands makes B's tile the first operand, which then reads K-major as A's did".into()));
         }
+        let laid_out = [view.lhs(body), view.rhs(body)].into_iter().any(|v| body.value_type(v).as_tile().is_some_and(|t| t.layout.is_some()));
+        if laid_out {
+            return Err(op_error(body, dot, "reads an operand whose layout the program fixes (A in registers): tile-swap-operands exchanges the operands before layouts are chosen".into()));
+        }
         let (transposed, broadcasts) = accumulator_values(body, &ops, dot, view.result(body))?;
         let stores: Vec<Op> = ops.iter().copied().filter(|&o| Store::of(body, o).is_some_and(|s| transposed.contains(&s.value(body)))).collect();
         let &[store] = &stores[..] else {
