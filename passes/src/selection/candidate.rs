@@ -275,6 +275,17 @@ impl Config {
         self.split_reduce == SplitReduce::Spread && self.epilogue == Epilogue::Global && problem.epilogue.is_plain() && problem.column_group.is_none()
     }
 
+    /// The GEMM this configuration is for, given the program's: the swapped
+    /// one (M and N exchanged, C column-major) where it swaps the operands,
+    /// which its block sizes, tiles and predicted time are figures of.
+    pub fn problem_for(&self, problem: &Problem) -> Problem {
+        if self.swap_operands {
+            problem.swapped()
+        } else {
+            *problem
+        }
+    }
+
     /// The warpgroups one tile's accumulators are spread over: all of the
     /// plain pipeline's, a warp-specialised kernel's consumers, one of
     /// ping-pong's (each holds whole tiles).
@@ -426,6 +437,15 @@ mod tests {
         assert!("128x128 stages=4 warps=4".parse::<Config>().unwrap_err().contains("BMxBNxBK"));
         assert!("128x128x64 stages=4 warps=4 pipeline fast".parse::<Config>().unwrap_err().contains("unknown word 'fast'"));
         assert!("128x128x64 pipeline".parse::<Config>().unwrap_err().contains("stages"));
+    }
+
+    /// A swapped configuration's figures are the swapped GEMM's.
+    #[test]
+    fn a_swapped_config_is_for_the_swapped_gemm() {
+        let p = bf16(6, 3328, 4096);
+        let swapped: Config = "64x16x64 swapped stages=8 warps=4 pipeline epilogue=global".parse().unwrap();
+        assert_eq!(swapped.problem_for(&p), p.swapped());
+        assert_eq!(Config { swap_operands: false, ..swapped }.problem_for(&p), p);
     }
 
     #[test]

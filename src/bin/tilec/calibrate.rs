@@ -179,6 +179,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         let select = SelectConfig { shape: Some((r.m, r.n, r.k)), ..base };
         let (problem, _, machine) = select.problem(func).map_err(|d| d.to_string())?.ok_or_else(|| format!("{program}: no dot to configure"))?;
         let config: Config = r.config.parse().map_err(|e| format!("kernel '{}': {e}", r.artifact))?;
+        let problem = config.problem_for(&problem);
         samples.push(Sample { problem, candidate: figures(&problem, &machine, config), seconds: r.median_ms * 1e-3 });
     }
     let machine = base.machine();
