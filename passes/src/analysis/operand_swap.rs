@@ -56,7 +56,7 @@ impl OperandSwap {
             return Err(op_error(body, dot, format!("has its result stored {} times; tile-swap-operands needs one store of the output tile", stores.len())));
         };
         let output = Store::of(body, store).expect("a tile.store").tensor(body);
-        let output_arg = body.blocks[body.entry_block(func.region)].args.iter().position(|&a| a == output).ok_or_else(|| {
+        let output_arg = func.args().iter().position(|&a| a == output).ok_or_else(|| {
             op_error(body, store, "stores into a tensor that is not a kernel argument; tile-swap-operands declares the output column-major".into())
         })?;
         let dims = func.arg_attrs[output_arg].get("tile.dims").and_then(Attribute::as_strings);

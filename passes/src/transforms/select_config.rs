@@ -291,9 +291,9 @@ fn column_group(func: &Function) -> Option<i64> {
 /// column-major: a program that computes C^T.
 fn output_column_major(func: &Function) -> bool {
     let body = &func.body;
-    let entry = body.entry_block(func.region);
-    let stored = body.walk_region(func.region).into_iter().filter_map(|op| tile::Store::of(body, op).filter(|s| s.group(body).is_none()));
-    stored.filter_map(|s| body.blocks[entry].args.iter().position(|&a| a == s.tensor(body))).any(|arg| func.is_column_major(arg))
+    let column_major = column_major_tensors(func);
+    let mut stored = body.walk_region(func.region).into_iter().filter_map(|op| tile::Store::of(body, op).filter(|s| s.group(body).is_none()));
+    stored.any(|s| column_major.contains(&s.tensor(body)))
 }
 
 /// Bytes of an element of the tile the function stores whole (C), 2 (BF16)
