@@ -7,7 +7,7 @@ use super::fragment::{self, Frag, FragGeom, StorePair, ThreadCoords};
 use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
-use super::scales::{self, ColumnBlocks, Part, Scales};
+use super::scales::{self, ColumnBlocks, Held, Part, RowOffset, ScaleLayout, Scales};
 use super::{cluster, holders, math, nvgpu, reduce, roles, split_k, store, stream_k, tma, wgmma};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -532,7 +532,7 @@ impl<'a> Lowerer<'a> {
                 let ty = f.chunk_type(&mut self.em);
                 f.chunks.iter().map(|c| (c.clone(), ty.clone())).collect()
             }
-            Lv::Scales(Scales::Rows(values) | Scales::Whole(values)) => values.iter().map(|v| (v.clone(), "f32".to_string())).collect(),
+            Lv::Scales(scales) => scales.values.iter().map(|v| (v.clone(), "f32".to_string())).collect(),
             _ => Vec::new(),
         }
     }
@@ -546,8 +546,7 @@ impl<'a> Lowerer<'a> {
                 elem: f.elem,
                 chunks: f.chunks.iter().map(|_| names.next().expect("one name per piece")).collect(),
             }),
-            Lv::Scales(Scales::Rows(values)) => Lv::Scales(Scales::Rows(values.iter().map(|_| names.next().expect("one name per piece")).collect())),
-            Lv::Scales(Scales::Whole(values)) => Lv::Scales(Scales::Whole(values.iter().map(|_| names.next().expect("one name per piece")).collect())),
+            Lv::Scales(scales) => Lv::Scales(Scales { held: scales.held, values: scales.values.iter().map(|_| names.next().expect("one name per piece")).collect() }),
             other => other.clone(),
         }
     }
@@ -1073,10 +1072,11 @@ impl<'a> Lowerer<'a> {
     /// register layout gives it.
     fn read_scales(&mut self, op: Op, result: Value, src: &scales::Source<'_>) -> Result<(), Diagnostic> {
         let tile = self.f.body.value_type(result).as_tile().cloned().ok_or_else(|| self.err(op, "expected a tile"))?;
-        let warpgroups = scales::scale_layout(&tile, self.warps()).map_err(|m| self.err(op, m))?;
+        let layout = scales::scale_layout(&tile, self.warps()).map_err(|m| self.err(op, m))?;
         let tid = self.thread().tid.clone();
-        let coords = thread_coords(&mut self.em, &tid, warpgroups.unwrap_or(1));
-        let loaded = scales::load(&mut self.em, &tile, warpgroups, &coords, src);
+        let warpgroups = if let ScaleLayout::Rows(warpgroups) = layout { warpgroups } else { 1 };
+        let coords = thread_coords(&mut self.em, &tid, warpgroups);
+        let loaded = scales::load(&mut self.em, &tile, layout, &coords, src);
         self.vals.insert(result, Lv::Scales(loaded));
         Ok(())
     }
@@ -1123,13 +1123,20 @@ impl<'a> Lowerer<'a> {
     fn lower_scale_accumulate(&mut self, op: Op) -> Result<(), Diagnostic> {
         let sacc = self.view(op, nv::ScaleAccumulate::of)?;
         let body = &self.f.body;
-        let (acc, partial, rows, blocks, result) = (sacc.acc(body), sacc.partial(body), sacc.row_scale(body), sacc.col_scale(body), sacc.result(body));
+        let (acc, partial, rows, cols, result) = (sacc.acc(body), sacc.partial(body), sacc.row_scale(body), sacc.col_scale(body), sacc.result(body));
+        let along_rows = sacc.blocks_along_rows(body);
         let (acc, partial) = (self.frag(op, acc)?, self.frag(op, partial)?);
-        let (Lv::Scales(Scales::Rows(rows)), Lv::Scales(Scales::Whole(blocks))) = (self.lv(op, rows)?.clone(), self.lv(op, blocks)?.clone()) else {
-            return Err(self.err(op, "expects row scales and block scales loaded by nv.load_global or nv.load_shared"));
+        let (Lv::Scales(rows), Lv::Scales(cols)) = (self.lv(op, rows)?.clone(), self.lv(op, cols)?.clone()) else {
+            return Err(self.err(op, "expects scales loaded by nv.load_global or nv.load_shared"));
         };
-        if rows.len() as i64 != 2 * acc.geom.m_blocks {
-            return Err(self.err(op, "the row scales do not cover the accumulator's rows"));
+        let expected = if along_rows { (Held::Whole, Held::Cols) } else { (Held::Rows, Held::Whole) };
+        if (rows.held, cols.held) != expected {
+            let what = if along_rows { "block scales along the rows and column scales" } else { "row scales and block scales along the columns" };
+            return Err(self.err(op, format!("expects {what} loaded by nv.load_global or nv.load_shared")));
+        }
+        let covered = if along_rows { cols.values.len() as i64 == 2 * (acc.geom.cols / 8) } else { rows.values.len() as i64 == 2 * acc.geom.m_blocks };
+        if !covered {
+            return Err(self.err(op, format!("the {} scales do not cover the accumulator's {}", if along_rows { "column" } else { "row" }, if along_rows { "columns" } else { "rows" })));
         }
         let part = match (sacc.row_block(&self.f.body), sacc.col_block(&self.f.body)) {
             (Some(r), _) => Part::RowBlock(r),
@@ -1144,15 +1151,33 @@ impl<'a> Lowerer<'a> {
         if (partial.geom.m_blocks, partial.geom.n_blocks) != (m_blocks, n_blocks) {
             return Err(self.err(op, "the partial does not cover the accumulator, or with 'row_block' one m64 block of it, or with 'col_block' one instruction's columns"));
         }
-        let columns = match sacc.col_offset(&self.f.body) {
-            None => ColumnBlocks::FromStart,
-            Some(offset) => match self.known_offsets.get(&offset).copied().or_else(|| tile::arith::constant_int(&self.f.body, offset)) {
-                Some(known) if known % 8 == 0 && (0..SCALE_BLOCK_N).contains(&known) => ColumnBlocks::Known(known),
-                Some(known) => return Err(self.err(op, format!("the column offset {known} is not a multiple of 8 below {SCALE_BLOCK_N}"))),
-                None => ColumnBlocks::Dynamic { offset: self.scalar(op, offset)?, step: acc.geom.cols },
-            },
+        let known = |s: &Self, v: Value| s.known_offsets.get(&v).copied().or_else(|| tile::arith::constant_int(&s.f.body, v));
+        let offset = sacc.block_offset(&self.f.body);
+        let promoted = if along_rows {
+            let offset = match offset {
+                None => RowOffset::Known(0),
+                Some(v) => match known(self, v) {
+                    Some(k) if k % 64 == 0 && k >= 0 => RowOffset::Known(k),
+                    Some(k) => return Err(self.err(op, format!("the row offset {k} is not a multiple of 64: the m64 blocks would straddle the scale blocks"))),
+                    None => RowOffset::Dynamic(self.scalar(op, v)?),
+                },
+            };
+            let wg = (acc.geom.warpgroups > 1).then(|| {
+                let tid = self.thread().tid.clone();
+                warpgroup(&mut self.em, &tid)
+            });
+            scales::scale_accumulate_row_blocks(&mut self.em, &acc, &partial, &rows.values, &cols.values, part, &offset, wg.as_deref())
+        } else {
+            let columns = match offset {
+                None => ColumnBlocks::FromStart,
+                Some(v) => match known(self, v) {
+                    Some(k) if k % 8 == 0 && (0..SCALE_BLOCK_N).contains(&k) => ColumnBlocks::Known(k),
+                    Some(k) => return Err(self.err(op, format!("the column offset {k} is not a multiple of 8 below {SCALE_BLOCK_N}"))),
+                    None => ColumnBlocks::Dynamic { offset: self.scalar(op, v)?, step: acc.geom.cols },
+                },
+            };
+            scales::scale_accumulate(&mut self.em, &acc, &partial, &rows.values, &cols.values, part, &columns)
         };
-        let promoted = scales::scale_accumulate(&mut self.em, &acc, &partial, &rows, &blocks, part, &columns);
         self.vals.insert(result, Lv::Frag(promoted));
         Ok(())
     }
@@ -1212,9 +1237,10 @@ impl<'a> Lowerer<'a> {
         let body = &self.f.body;
         let region = tile::For::of(body, op)?.region(body);
         let promotions: Vec<nv::ScaleAccumulate> = body.walk_region(region).into_iter().filter_map(|o| nv::ScaleAccumulate::of(body, o)).collect();
-        let offset = promotions.first()?.col_offset(body)?;
+        let offset = promotions.first()?.block_offset(body)?;
         let invariant = !body.defined_within(offset, op) && !self.known_offsets.contains_key(&offset) && tile::arith::constant_int(&self.f.body, offset).is_none();
-        if !invariant || promotions.iter().any(|p| p.col_offset(body) != Some(offset)) {
+        // A promotion along the rows chooses its blocks by select, cheaply: one per m64 block.
+        if !invariant || promotions.iter().any(|p| p.block_offset(body) != Some(offset) || p.blocks_along_rows(body)) {
             return None;
         }
         let cols = |p: &nv::ScaleAccumulate| body.value_type(p.acc(body)).as_tile().map(|t| t.shape[1]);

@@ -1,37 +1,61 @@
 //! Block scales of FP8 dots: the per-thread reads of a dot's row scales
 //! (`#tile.slice<dim = 1, parent = #tile.mma<...>>`: each thread reads the
-//! rows of its accumulator fragment) and block scales (a blocked layout
-//! holding the whole tile in every thread), from global memory
-//! (`nv.load_global`) or from a stage `nv.copy_async` filled
+//! rows of its accumulator fragment), column scales (`#tile.slice<dim = 0,
+//! ...>`, the swapped GEMM's: the columns of its fragment) and block scales
+//! (a blocked layout holding the whole tile in every thread), from global
+//! memory (`nv.load_global`) or from a stage `nv.copy_async` filled
 //! (`nv.load_shared`); the first warp's copies of a tile into a stage; and
 //! `nv.scale_accumulate`, the promotion
-//! `acc + partial * row_scale[row] * block_scale[col / 128]` as one FMA per
-//! accumulator element.
+//! `acc + partial * row_scale[row] * block_scale[col / 128]` (or, swapped,
+//! `acc + partial * block_scale[row / 128] * col_scale[col]`) as one FMA
+//! per accumulator element.
 
 use super::emitter::{mlir_type, Emitter};
-use super::fragment::{Frag, ThreadCoords};
+use super::fragment::{Frag, FragGeom, ThreadCoords};
 use tilec_dialects::tile::dot::{grid_offset_grain, SCALE_BLOCK_N};
 use tilec_dialects::{ElemType, Layout, TileType};
 
 /// A register tile of scales as the lowering holds it.
 #[derive(Clone, Debug)]
-pub(crate) enum Scales {
+pub(crate) struct Scales {
+    pub held: Held,
+    pub values: Vec<String>,
+}
+
+/// Which of a tile of scales a thread holds, and in what order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Held {
     /// Row scales: the value of each row a thread accumulates, at index
     /// `2 * r + half` for its m64 block `r` and half (rows +0 / +8).
-    Rows(Vec<String>),
+    Rows,
+    /// Column scales: the value of each column a thread accumulates, at
+    /// index `2 * g + parity` for the tile's 8-column group `g` and the
+    /// column's place in the thread's pair.
+    Cols,
     /// A small tile every thread holds whole, row-major.
-    Whole(Vec<String>),
+    Whole,
+}
+
+/// How a tile of scales is laid over the threads, from its layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScaleLayout {
+    /// Row scales sliced from an MMA layout over this many warpgroups.
+    Rows(i64),
+    /// Column scales sliced from an MMA layout (every warpgroup holds the
+    /// same columns).
+    Cols,
+    /// The whole tile in every thread.
+    Whole,
 }
 
 /// How a thread holds a tile of `shape` in `layout`, or why the lowering
-/// cannot load it: `Some(warpgroups)` for row scales sliced from an MMA
-/// layout over that many warpgroups, `None` for a whole tile per thread.
-pub(crate) fn scale_layout(tile: &TileType, warps: i64) -> Result<Option<i64>, String> {
+/// cannot load it.
+pub(crate) fn scale_layout(tile: &TileType, warps: i64) -> Result<ScaleLayout, String> {
     if tile.elem != ElemType::F32 {
         return Err(format!("the lowering loads f32 register tiles (scales), not '{}'", tile.elem.mnemonic()));
     }
     match &tile.layout {
-        Some(Layout::Slice { dim: 1, parent }) => {
+        Some(Layout::Slice { dim, parent }) if *dim <= 1 => {
             let Layout::Mma { warps_per_cta, .. } = &**parent else {
                 return Err("only slices of a '#tile.mma' layout are loaded by the lowering".into());
             };
@@ -39,18 +63,24 @@ pub(crate) fn scale_layout(tile: &TileType, warps: i64) -> Result<Option<i64>, S
             if wm != warps || wm % 4 != 0 || warps_per_cta.get(1) != Some(&1) {
                 return Err(format!("the slice's parent must be held by the {warps} warps that run this code, whole warpgroups along M"));
             }
+            if *dim == 0 {
+                if tile.shape.len() != 2 || tile.shape[1] != 1 || tile.shape[0] % 8 != 0 {
+                    return Err("column scales must be N x 1 with N a multiple of 8".into());
+                }
+                return Ok(ScaleLayout::Cols);
+            }
             let warpgroups = wm / 4;
             if tile.shape.len() != 2 || tile.shape[1] != 1 || tile.shape[0] % (64 * warpgroups) != 0 {
                 return Err(format!("row scales must be R x 1 with R a multiple of {}", 64 * warpgroups));
             }
-            Ok(Some(warpgroups))
+            Ok(ScaleLayout::Rows(warpgroups))
         }
         Some(Layout::Blocked { size_per_thread, .. }) => {
             let whole = size_per_thread.len() == tile.shape.len() && size_per_thread.iter().zip(&tile.shape).all(|(&s, &d)| i64::from(s) == d);
             if !whole || tile.shape.len() != 2 {
                 return Err("a blocked register tile is loaded by the lowering only when every thread holds all of it (size_per_thread = its rank-2 shape)".into());
             }
-            Ok(None)
+            Ok(ScaleLayout::Whole)
         }
         _ => Err("the lowering loads register tiles with a '#tile.slice' of an MMA layout or a blocked layout holding the whole tile".into()),
     }
@@ -166,7 +196,7 @@ impl Source<'_> {
     }
 }
 
-/// Loads a tile of scales; `warpgroups` is what [`scale_layout`] gave.
+/// Loads a tile of scales; `layout` is what [`scale_layout`] gave.
 ///
 /// Reads of a stage stay where they stand: an empty asm with side effects
 /// that may touch memory follows them, which LLVM keeps in order with the
@@ -176,8 +206,8 @@ impl Source<'_> {
 /// wait (an intrinsic that touches no memory) to the promotion that uses
 /// them, putting their latency in front of it. Loads nothing uses are
 /// still dropped.
-pub(crate) fn load(em: &mut Emitter, tile: &TileType, warpgroups: Option<i64>, thread: &ThreadCoords, src: &Source<'_>) -> Scales {
-    let scales = read(em, tile, warpgroups, thread, src);
+pub(crate) fn load(em: &mut Emitter, tile: &TileType, layout: ScaleLayout, thread: &ThreadCoords, src: &Source<'_>) -> Scales {
+    let scales = read(em, tile, layout, thread, src);
     if let Source::Shared { .. } = src {
         em.line("llvm.inline_asm has_side_effects \"\", \"~{memory}\" : () -> ()");
     }
@@ -185,9 +215,10 @@ pub(crate) fn load(em: &mut Emitter, tile: &TileType, warpgroups: Option<i64>, t
 }
 
 /// The reads of [`load`].
-fn read(em: &mut Emitter, tile: &TileType, warpgroups: Option<i64>, thread: &ThreadCoords, src: &Source<'_>) -> Scales {
-    match warpgroups {
-        Some(warpgroups) => {
+fn read(em: &mut Emitter, tile: &TileType, layout: ScaleLayout, thread: &ThreadCoords, src: &Source<'_>) -> Scales {
+    let mut values = Vec::new();
+    let held = match layout {
+        ScaleLayout::Rows(warpgroups) => {
             let mut row_base = thread.row.clone();
             if let Some(wg) = &thread.wg {
                 let c64 = em.i32(64);
@@ -196,17 +227,26 @@ fn read(em: &mut Emitter, tile: &TileType, warpgroups: Option<i64>, thread: &Thr
             }
             let col = em.i32(0);
             let m_blocks = tile.shape[0] / (64 * warpgroups);
-            let mut values = Vec::new();
             for r in 0..m_blocks {
                 for half in 0..2 {
                     let row = em.add_const("row", &row_base, 64 * warpgroups * r + 8 * half, "i32");
                     values.push(src.read(em, &row, &col, tile.elem));
                 }
             }
-            Scales::Rows(values)
+            Held::Rows
         }
-        None => {
-            let mut values = Vec::new();
+        ScaleLayout::Cols => {
+            // The tile is N x 1: a column's scale is its row.
+            let zero = em.i32(0);
+            for group in 0..tile.shape[0] / 8 {
+                for parity in 0..2 {
+                    let col = em.add_const("col", &thread.col, 8 * group + parity, "i32");
+                    values.push(src.read(em, &col, &zero, tile.elem));
+                }
+            }
+            Held::Cols
+        }
+        ScaleLayout::Whole => {
             for i in 0..tile.shape[0] {
                 let row = em.i32(i);
                 for j in 0..tile.shape[1] {
@@ -214,9 +254,10 @@ fn read(em: &mut Emitter, tile: &TileType, warpgroups: Option<i64>, thread: &Thr
                     values.push(src.read(em, &row, &col, tile.elem));
                 }
             }
-            Scales::Whole(values)
+            Held::Whole
         }
-    }
+    };
+    Scales { held, values }
 }
 
 /// Where column `col` of a promotion finds its block scale: block
@@ -265,19 +306,25 @@ pub(crate) enum Part {
 /// a warpgroup.
 pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, rows: &[String], blocks: &[String], part: Part, columns: &ColumnBlocks) -> Frag {
     let last = blocks.len() as i64 - 1;
+    let mut row_products = |em: &mut Emitter, r: i64| {
+        [0, 1].map(|half| {
+            let row = &rows[(2 * r + half) as usize];
+            blocks.iter().map(|b| em.binop("s", "arith.mulf", row, b, "f32")).collect::<Vec<_>>()
+        })
+    };
     match columns {
-        ColumnBlocks::FromStart => promote(em, acc, partial, rows, blocks, part, &|scales, col| scales[(col / SCALE_BLOCK_N) as usize].clone()),
-        ColumnBlocks::Known(offset) => promote(em, acc, partial, rows, blocks, part, &|scales, col| scales[block_at(offset + col, last)].clone()),
+        ColumnBlocks::FromStart => promote(em, acc, partial, part, &mut row_products, &|scales, col, _| scales[(col / SCALE_BLOCK_N) as usize].clone()),
+        ColumnBlocks::Known(offset) => promote(em, acc, partial, part, &mut row_products, &|scales, col, _| scales[block_at(offset + col, last)].clone()),
         ColumnBlocks::Dynamic { offset, step } => {
             let Some(cases) = offset_cases(*step, blocks.len() as i64) else {
                 trap_unless_case(em, offset, grid_offset_grain(*step));
-                return promote(em, acc, partial, rows, blocks, part, &|scales, col| scales[block_at(col, last)].clone());
+                return promote(em, acc, partial, part, &mut row_products, &|scales, col, _| scales[block_at(col, last)].clone());
             };
             let types = vec![acc.chunk_type(em); acc.chunks.len()];
             let promoted = em.index_switch("promoted", offset, &types);
             for known in cases {
                 em.open(format!("case {known} {{"));
-                let done = promote(em, acc, partial, rows, blocks, part, &|scales, col| scales[block_at(known + col, last)].clone());
+                let done = promote(em, acc, partial, part, &mut row_products, &|scales, col, _| scales[block_at(known + col, last)].clone());
                 em.yield_values(&done.chunks, &types);
                 em.close("}");
             }
@@ -287,6 +334,58 @@ pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, row
             Frag { geom: acc.geom.clone(), elem: acc.elem, chunks: promoted }
         }
     }
+}
+
+/// Where the tile's rows start in the first of the row block scales.
+pub(crate) enum RowOffset {
+    /// A constant.
+    Known(i64),
+    /// This i32 value.
+    Dynamic(String),
+}
+
+/// The swapped GEMM's promotion, `acc + partial * blocks[block of row] *
+/// cols[col]` element by element (`blocks_along_rows`): one block scale
+/// per m64 block the thread holds (64-row blocks never straddle a 128-row
+/// scale block, since the tile's rows start at a multiple of 64 in it),
+/// its products with the thread's column scales, then one FMA per element.
+/// `wg` is the thread's warpgroup, `None` with one.
+pub(crate) fn scale_accumulate_row_blocks(em: &mut Emitter, acc: &Frag, partial: &Frag, blocks: &[String], cols: &[String], part: Part, offset: &RowOffset, wg: Option<&str>) -> Frag {
+    let mut row_products = |em: &mut Emitter, r: i64| {
+        let block = row_block_scale(em, &acc.geom, r, blocks, offset, wg);
+        let products: Vec<String> = cols.iter().map(|c| em.binop("s", "arith.mulf", &block, c, "f32")).collect();
+        [products.clone(), products]
+    };
+    promote(em, acc, partial, part, &mut row_products, &|scales, col, parity| scales[(2 * (col / 8)) as usize + parity].clone())
+}
+
+/// The block scale of the thread's m64 block `r`: `blocks[min((offset +
+/// row) / 128, last)]` for the block's first row, a constant choice where
+/// the offset and the warpgroup are known, a chain of selects otherwise.
+fn row_block_scale(em: &mut Emitter, geom: &FragGeom, r: i64, blocks: &[String], offset: &RowOffset, wg: Option<&str>) -> String {
+    let last = blocks.len() as i64 - 1;
+    let row = geom.block_row(r);
+    if let (RowOffset::Known(known), None) = (offset, wg) {
+        return blocks[block_at(known + row, last)].clone();
+    }
+    let mut start = match offset {
+        RowOffset::Known(known) => em.i32(known + row),
+        RowOffset::Dynamic(v) => em.add_const("block_row", v, row, "i32"),
+    };
+    if let Some(wg) = wg {
+        let c64 = em.i32(64);
+        let wg_rows = em.binop("wg_rows", "arith.muli", wg, &c64, "i32");
+        start = em.binop("block_row", "arith.addi", &start, &wg_rows, "i32");
+    }
+    let width = em.i32(SCALE_BLOCK_N);
+    let index = em.binop("scale_block", "arith.divui", &start, &width, "i32");
+    let mut chosen = blocks[last as usize].clone();
+    for j in (0..last).rev() {
+        let c = em.i32(j);
+        let is = em.assign("is_block", format!("arith.cmpi eq, {index}, {c} : i32"));
+        chosen = em.assign("block_scale", format!("arith.select {is}, {}, {chosen} : f32", blocks[j as usize]));
+    }
+    chosen
 }
 
 /// The offsets into the first of `blocks` scale blocks that a grid of
@@ -322,17 +421,17 @@ fn block_at(at: i64, last: i64) -> usize {
     (at / SCALE_BLOCK_N).clamp(0, last) as usize
 }
 
-/// The promotion with each element's scale chosen by `scale_of(scales,
-/// col)` from one row's products with every block scale, `col` the first
-/// column of the element's 8-column group.
+/// The promotion with each element's scale chosen by `scale_of(products,
+/// col, parity)` from the products `row_products` gives for its m64 block
+/// and half (rows +0 / +8), `col` the first column of the element's
+/// 8-column group and `parity` its place in the thread's pair.
 fn promote(
     em: &mut Emitter,
     acc: &Frag,
     partial: &Frag,
-    rows: &[String],
-    blocks: &[String],
     part: Part,
-    scale_of: &dyn Fn(&[String], i64) -> String,
+    row_products: &mut dyn FnMut(&mut Emitter, i64) -> [Vec<String>; 2],
+    scale_of: &dyn Fn(&[String], i64, usize) -> String,
 ) -> Frag {
     let g = &acc.geom;
     let ty = acc.chunk_type(em);
@@ -344,11 +443,7 @@ fn promote(
     };
     let mut promoted = Vec::new();
     for r in row_blocks {
-        let mut factor: Vec<Vec<String>> = Vec::new();
-        for half in 0..2 {
-            let row = &rows[(2 * r + half) as usize];
-            factor.push(blocks.iter().map(|b| em.binop("s", "arith.mulf", row, b, "f32")).collect());
-        }
+        let factor = row_products(em, r);
         for nb in col_blocks.clone() {
             // The partial's own chunk: the whole tile's (r, nb), a block's only one along that axis.
             let pr = if let Part::RowBlock(_) = part { 0 } else { r };
@@ -359,7 +454,7 @@ fn promote(
             for i in 0..g.chunk_len() {
                 let half = (i / 2) % 2;
                 let col = nb * g.instr_n + 8 * (i as i64 / 4);
-                let s = scale_of(&factor[half], col);
+                let s = scale_of(&factor[half], col, i % 2);
                 let p = em.assign("p", format!("llvm.extractvalue {p_chunk}[{i}] : {ty}"));
                 let a = em.assign("a", format!("llvm.extractvalue {}[{i}] : {ty}", acc.chunks[c]));
                 let v = em.assign("promoted", format!("llvm.intr.fma({p}, {s}, {a}) : (f32, f32, f32) -> f32"));

@@ -6,7 +6,7 @@ use super::{ScaleAccumulate, Wgmma, WgmmaWait};
 use crate::ir::Attribute;
 use crate::tile::dot::{blocks_covering, blocks_from_any_offset, SCALE_BLOCK_N};
 use crate::tile::Constant;
-use crate::ir::{Body, ElemType, Layout, Op};
+use crate::ir::{Body, ElemType, Layout, Op, TileType};
 
 /// `%d = nv.wgmma %a_smem[%s], %b_smem[%s], %acc {transpose_b} : !nv.smem<...>, !nv.smem<...> -> tensor<MxNxf32, #tile.mma<...>>`
 /// `%d = nv.wgmma %a, %b_smem[%s], %acc {transpose_b} : tensor<MxKxT, #tile.dot_operand<...>>, !nv.smem<...> -> tensor<...>`
@@ -78,6 +78,10 @@ fn is_zero_splat(body: &Body, v: crate::ir::Value) -> bool {
 /// 128-wide K block of a block-scaled FP8 dot, whose partial product came
 /// from a fresh wgmma accumulator. The row scales are sliced from the
 /// accumulator's MMA layout, so each thread holds the rows it accumulates.
+/// With `blocks_along_rows` (the swapped GEMM's) it is
+/// `acc + partial * sa[row / 128] * sb[col]`, the column scales
+/// `tensor<Nx1xf32, #tile.slice<dim = 0, parent = P>>`: each thread holds
+/// the columns it accumulates.
 ///
 /// Without `row_block` the partial covers the whole accumulator. With it
 /// the partial is one m64 row block of the layout (64 rows a warpgroup,
@@ -130,29 +134,47 @@ pub(super) fn verify_scale_accumulate(body: &Body, op: Op) -> Result<(), String>
             return Err(format!("'{attr}' {block} is not one of the accumulator's {blocks} {axis} blocks"));
         }
     }
-    if rows.shape != [m, 1] {
-        return Err(format!("the row scales must be {m}x1, one per accumulator row"));
+    let offset = sacc.block_offset(body).is_some();
+    if sacc.blocks_along_rows(body) {
+        // The offset is where the rows start in the first block, which for
+        // a consumer's share of a tile lies past the tile's own offset: the
+        // rows take whichever blocks the tile's span gave, the last for any
+        // row past them.
+        check_block_scales(rows, "row", blocks_covering(m), !offset)?;
+        check_scales_per_line(cols, acc_layout, n, 0, "column")?;
+        return Ok(());
     }
-    match &rows.layout {
-        Some(Layout::Slice { dim: 1, parent }) if **parent == *acc_layout => {}
-        _ => return Err("the row scales need the layout '#tile.slice<dim = 1, parent = ...>' of the accumulator's MMA layout".into()),
+    check_scales_per_line(rows, acc_layout, m, 1, "row")?;
+    match offset {
+        true => check_block_scales(cols, "column", blocks_from_any_offset(n), false),
+        false => check_block_scales(cols, "column", blocks_covering(n), true),
     }
-    match sacc.col_offset(body) {
-        None => {
-            let blocks = blocks_covering(n);
-            if cols.shape != [blocks, 1] {
-                return Err(format!("the column scales must be {blocks}x1, one per {SCALE_BLOCK_N} columns"));
-            }
-        }
-        Some(_) => {
-            let blocks = blocks_from_any_offset(n);
-            if cols.shape.len() != 2 || cols.shape[1] != 1 || cols.shape[0] < blocks {
-                return Err(format!("with an offset, the column scales must be at least {blocks}x1, one per {SCALE_BLOCK_N} columns from any offset"));
-            }
-        }
+}
+
+/// One scale per row (`sliced` 1) or column (`sliced` 0) of an accumulator
+/// with `count` of them, each thread holding those of its fragment.
+fn check_scales_per_line(scales: &TileType, acc_layout: &Layout, count: i64, sliced: u32, what: &str) -> Result<(), String> {
+    if scales.shape != [count, 1] {
+        return Err(format!("the {what} scales must be {count}x1, one per accumulator {what}"));
     }
-    if cols.layout.as_ref().is_none_or(Layout::is_shared) {
-        return Err("the column scales need a distributed (register) layout".into());
+    match &scales.layout {
+        Some(Layout::Slice { dim, parent }) if *dim == sliced && **parent == *acc_layout => Ok(()),
+        _ => Err(format!("the {what} scales need the layout '#tile.slice<dim = {sliced}, parent = ...>' of the accumulator's MMA layout")),
+    }
+}
+
+/// Block scales, one per 128 of an accumulator's rows or columns, in
+/// registers: exactly `blocks` of them (a tile starting a block) or, with
+/// an offset into the first, at least `blocks`.
+fn check_block_scales(scales: &TileType, along: &str, blocks: i64, exact: bool) -> Result<(), String> {
+    if exact && scales.shape != [blocks, 1] {
+        return Err(format!("the {along} scales must be {blocks}x1, one per {SCALE_BLOCK_N} {along}s"));
+    }
+    if !exact && (scales.shape.len() != 2 || scales.shape[1] != 1 || scales.shape[0] < blocks) {
+        return Err(format!("with an offset, the {along} scales must be at least {blocks}x1, one per {SCALE_BLOCK_N} {along}s from any offset"));
+    }
+    if scales.layout.as_ref().is_none_or(Layout::is_shared) {
+        return Err(format!("the {along} scales need a distributed (register) layout"));
     }
     Ok(())
 }

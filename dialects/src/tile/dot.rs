@@ -56,6 +56,37 @@ pub(super) fn verify_dot(body: &Body, op: Op) -> Result<(), String> {
     check_dot_shapes(body, op, a, b, c).map(|_| ())
 }
 
+impl DotScaled {
+    /// The block scales (one per 128 x 128 block): B's, or A's with
+    /// `blocks_along_rows`.
+    pub fn block_scales(self, body: &Body) -> crate::ir::Value {
+        if self.blocks_along_rows(body) {
+            self.lhs_scale(body)
+        } else {
+            self.rhs_scale(body)
+        }
+    }
+
+    /// The scales one per row of their operand: A's, or B's with
+    /// `blocks_along_rows`.
+    pub fn row_scales(self, body: &Body) -> crate::ir::Value {
+        if self.blocks_along_rows(body) {
+            self.rhs_scale(body)
+        } else {
+            self.lhs_scale(body)
+        }
+    }
+
+    /// Rows of the tile the block scales belong to (B's N, or A's M with
+    /// `blocks_along_rows`), when its operand is a rank-2 tile.
+    pub fn block_scaled_rows(self, body: &Body) -> Option<i64> {
+        let (operand, transposed) = if self.blocks_along_rows(body) { (self.lhs(body), self.transpose_a(body)) } else { (self.rhs(body), !self.transpose_b(body)) };
+        let t = body.value_type(operand).as_tile()?;
+        let [r, c] = t.shape[..] else { return None };
+        Some(if transposed { c } else { r })
+    }
+}
+
 /// Blocks of [`SCALE_BLOCK_N`] rows that `rows` rows starting a block cover.
 pub fn blocks_covering(rows: i64) -> i64 {
     (rows + SCALE_BLOCK_N - 1) / SCALE_BLOCK_N
@@ -82,7 +113,8 @@ pub fn blocks_from_any_offset(rows: i64) -> i64 {
 }
 
 /// FP8 e4m3 operands with f32 scales: one per row of A and 128 K elements,
-/// one per 128 x 128 block of B.
+/// one per 128 x 128 block of B; with `blocks_along_rows` one per 128 x 128
+/// block of A and one per row of B.
 pub(super) fn verify_dot_scaled(body: &Body, op: Op) -> Result<(), String> {
     let dot = DotScaled::of(body, op).ok_or("malformed 'tile.dot_scaled'")?;
     let a = tile_of(body, dot.lhs(body), "A")?;
@@ -104,32 +136,47 @@ pub(super) fn verify_dot_scaled(body: &Body, op: Op) -> Result<(), String> {
         return Err(format!("K ({k}) must be a multiple of the {SCALE_BLOCK_K}-element scale block"));
     }
     let k_blocks = k / SCALE_BLOCK_K;
-    if sa.shape != [m, k_blocks] {
+    let offset = dot.block_offset(body).is_some();
+    if dot.blocks_along_rows(body) {
+        check_row_scales(sb, "B's", n, k_blocks)?;
+        check_block_scales(sa, "A's", m, k_blocks, offset)
+    } else {
+        check_row_scales(sa, "A's", m, k_blocks)?;
+        check_block_scales(sb, "B's", n, k_blocks, offset)
+    }
+}
+
+/// One scale per row of an operand of `rows` rows and per K block.
+fn check_row_scales(scales: &TileType, whose: &str, rows: i64, k_blocks: i64) -> Result<(), String> {
+    if scales.shape != [rows, k_blocks] {
         return Err(format!(
-            "A's scales must be {m}x{k_blocks} (one per row and {SCALE_BLOCK_K} K elements), found {}x{}",
-            sa.shape[0], sa.shape[1]
+            "{whose} scales must be {rows}x{k_blocks} (one per row and {SCALE_BLOCK_K} K elements), found {}x{}",
+            scales.shape[0], scales.shape[1]
         ));
     }
-    match dot.rhs_scale_offset(body) {
-        None => {
-            let n_blocks = blocks_covering(n);
-            if sb.shape != [n_blocks, k_blocks] {
-                return Err(format!(
-                    "B's scales must be {n_blocks}x{k_blocks} (one per {SCALE_BLOCK_N}x{SCALE_BLOCK_K} block), found {}x{}",
-                    sb.shape[0], sb.shape[1]
-                ));
-            }
+    Ok(())
+}
+
+/// One scale per 128 x 128 block of an operand of `rows` rows, from its
+/// first row or, with an offset, from any row of the first block.
+fn check_block_scales(scales: &TileType, whose: &str, rows: i64, k_blocks: i64, offset: bool) -> Result<(), String> {
+    if !offset {
+        let blocks = blocks_covering(rows);
+        if scales.shape != [blocks, k_blocks] {
+            return Err(format!(
+                "{whose} scales must be {blocks}x{k_blocks} (one per {SCALE_BLOCK_N}x{SCALE_BLOCK_K} block), found {}x{}",
+                scales.shape[0], scales.shape[1]
+            ));
         }
-        Some(_) => {
-            // Enough blocks for a tile starting at any row of the first.
-            let n_blocks = blocks_from_any_offset(n);
-            if sb.shape[1] != k_blocks || sb.shape[0] < n_blocks {
-                return Err(format!(
-                    "with an offset, B's scales must be at least {n_blocks}x{k_blocks} (the {SCALE_BLOCK_N}x{SCALE_BLOCK_K} blocks {n} rows starting at any row of a block touch), found {}x{}",
-                    sb.shape[0], sb.shape[1]
-                ));
-            }
-        }
+        return Ok(());
+    }
+    // Enough blocks for a tile starting at any row of the first.
+    let blocks = blocks_from_any_offset(rows);
+    if scales.shape[1] != k_blocks || scales.shape[0] < blocks {
+        return Err(format!(
+            "with an offset, {whose} scales must be at least {blocks}x{k_blocks} (the {SCALE_BLOCK_N}x{SCALE_BLOCK_K} blocks {rows} rows starting at any row of a block touch), found {}x{}",
+            scales.shape[0], scales.shape[1]
+        ));
     }
     Ok(())
 }

@@ -7,7 +7,8 @@ use crate::pass::op_error;
 use std::collections::HashSet;
 use tilec_dialects::ir::{Attribute, Body, Op};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::tile::{Dot, GridQuery, Store, Yield};
+use crate::hopper::dot::StagedDot;
+use tilec_dialects::tile::{GridQuery, Store, Yield};
 use tilec_dialects::{Diagnostic, Function, Value};
 
 /// What the rewrite changes, found and checked before anything changes.
@@ -29,19 +30,16 @@ pub struct OperandSwap {
 }
 
 impl OperandSwap {
-    /// The rewrite of `func`'s one BF16 dot, or an error at what it cannot
-    /// transpose.
+    /// The rewrite of `func`'s one dot (BF16, or block-scaled FP8 whose
+    /// scales then exchange too), or an error at what it cannot transpose.
     pub fn find(func: &Function) -> Result<OperandSwap, Diagnostic> {
         let body = &func.body;
         let ops = body.walk_region(func.region);
-        if let Some(&scaled) = ops.iter().find(|&&o| body.opcode(o) == Opcode::TileDotScaled) {
-            return Err(op_error(body, scaled, "is block-scaled: tile-swap-operands swaps BF16 dots only (the scales belong to A's rows and B's 128-row blocks)".into()));
-        }
-        let dots: Vec<Op> = ops.iter().copied().filter(|&o| body.opcode(o) == Opcode::TileDot).collect();
+        let dots: Vec<Op> = ops.iter().copied().filter(|&o| matches!(body.opcode(o), Opcode::TileDot | Opcode::TileDotScaled)).collect();
         let &[dot] = &dots[..] else {
             return Err(Diagnostic::error(func.loc.clone(), format!("tile-swap-operands swaps the operands of one dot, '@{}' has {}", func.name, dots.len())));
         };
-        let view = Dot::of(body, dot).expect("a tile.dot");
+        let view = StagedDot::of(body, dot).expect("a dot");
         let attrs = &body.ops[dot].attrs;
         if attrs.has("transpose_a") || !attrs.has("transpose_b") {
             return Err(op_error(body, dot, "must read A as M x K and B as N x K (transpose_b): tile-swap-operands makes B's tile the first operand, which then reads K-major as A's did".into()));
@@ -91,7 +89,7 @@ fn accumulator_values(body: &Body, ops: &[Op], dot: Op, result: Value) -> Result
         }
         for &user in ops.iter().filter(|&&o| body.ops[o].operands.contains(&v)) {
             match body.opcode(user) {
-                Opcode::TileDot if user == dot => {}
+                Opcode::TileDot | Opcode::TileDotScaled if user == dot => {}
                 Opcode::TileYield => {
                     let parent = body.parent_op(user).expect("a yield has a parent");
                     if body.opcode(parent) != Opcode::TileFor {

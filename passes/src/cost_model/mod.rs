@@ -20,7 +20,7 @@
 //! candidate.
 
 use crate::cluster::Along;
-use crate::selection::{ceil_div, Candidate, Epilogue, Machine, Precision, Problem, Schedule};
+use crate::selection::{ceil_div, Candidate, Config, Epilogue, Machine, Precision, Problem, Schedule};
 use crate::selection::SplitReduce;
 use tilec_dialects::tile::reduce::slots_in_flight;
 use std::fmt;
@@ -421,6 +421,22 @@ fn footprint(tiles_m: i64, active: i64, group: i64) -> (f64, f64) {
     (covered_rows, columns.max(1.0))
 }
 
+/// The promotion's instructions per accumulator element, relative to one
+/// FMA: 1 where the block scales run along the columns (a thread's few
+/// row scales times its block scales are a handful of products a K
+/// block); the swapped GEMM's (block scales along the rows) also takes,
+/// per m64 row block, one product per column scale the thread holds (half
+/// an instruction an element) and reads those column scales from shared
+/// memory once per K block (half an instruction an element, shared by the
+/// thread's m64 row blocks).
+fn promotion_work(problem: &Problem, c: &Config) -> f64 {
+    if problem.row_block_scales.is_none() {
+        return 1.0;
+    }
+    let row_blocks = (c.block_m / (64 * c.tile_warpgroups())).max(1) as f64;
+    1.5 + 0.5 / row_blocks
+}
+
 /// Predicts `candidate`'s time for `problem` on `machine`.
 pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, cal: &Calibration, candidate: &Candidate) -> Prediction {
     let c = &candidate.config;
@@ -451,7 +467,7 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     let mma_kb = 2.0 * bm * bn * bk / (sm_flops * efficiency.min(1.0));
     let promotion_kb = match problem.precision {
         Precision::Bf16 => 0.0,
-        Precision::Fp8BlockScaled => promotion * bm * bn / (SM_LANES * throughput.clock_hz),
+        Precision::Fp8BlockScaled => promotion * promotion_work(problem, c) * bm * bn / (SM_LANES * throughput.clock_hz),
     };
     // Every warpgroup on the tile waits for its own wgmma group at each K
     // block (consumers sharing a tile take the same K block together).
@@ -642,7 +658,7 @@ mod tests {
     }
 
     fn bf16(m: i64, n: i64, k: i64) -> Problem {
-        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, transpose_b: true, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: EpilogueWork::default(), output_column_major: false }
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, transpose_b: true, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: EpilogueWork::default(), output_column_major: false, row_block_scales: None }
     }
 
     fn predictions(p: &Problem) -> Vec<(Candidate, Prediction)> {

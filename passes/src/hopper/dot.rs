@@ -4,7 +4,7 @@
 //! block scales (Hopper's FP8 tensor cores accumulate with limited
 //! precision, so a long K must not accumulate inside them).
 
-use tilec_dialects::ir::{Body, Op, Value};
+use tilec_dialects::ir::{Attribute, Attributes, Body, Op, Value};
 use tilec_dialects::nv::ScaleAccumulate;
 use tilec_dialects::tile::{Dot, DotScaled};
 
@@ -79,35 +79,59 @@ impl StagedDot {
         }
     }
 
-    /// A's row scales and B's block scales of a block-scaled dot.
+    /// The scales a block-scaled dot's promotion multiplies by.
     pub fn scales(self, body: &Body) -> Option<DotScales> {
         match self {
             StagedDot::Plain(_) => None,
-            StagedDot::Scaled(d) => Some(DotScales { rows: d.lhs_scale(body), blocks: d.rhs_scale(body), offset: d.rhs_scale_offset(body) }),
+            StagedDot::Scaled(d) => Some(DotScales {
+                rows: d.lhs_scale(body),
+                cols: d.rhs_scale(body),
+                offset: d.block_offset(body),
+                blocks_along_rows: d.blocks_along_rows(body),
+            }),
         }
     }
 }
 
-/// The scales a block-scaled dot's promotion multiplies by.
+/// The scales a block-scaled dot's promotion multiplies by: A's row scales
+/// and B's block scales (one per 128 of the result's columns), or with
+/// `blocks_along_rows` A's block scales (one per 128 of the result's rows)
+/// and B's row scales (one per column of the result).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DotScales {
-    /// A's scale per row.
+    /// A's scales, along the result's rows.
     pub rows: Value,
-    /// B's scale per 128 of its rows.
-    pub blocks: Value,
-    /// The tile's first row within the first of `blocks`, when the tile
-    /// need not start a block.
+    /// B's scales, along the result's columns.
+    pub cols: Value,
+    /// The tile's first row or column within the first of the block
+    /// scales, when the tile need not start a block.
     pub offset: Option<Value>,
+    /// Whether the block scales are A's (along the rows).
+    pub blocks_along_rows: bool,
 }
 
 impl DotScales {
     /// The scales `promotion` multiplies by.
     pub fn of_promotion(body: &Body, promotion: ScaleAccumulate) -> DotScales {
-        DotScales { rows: promotion.row_scale(body), blocks: promotion.col_scale(body), offset: promotion.col_offset(body) }
+        DotScales {
+            rows: promotion.row_scale(body),
+            cols: promotion.col_scale(body),
+            offset: promotion.block_offset(body),
+            blocks_along_rows: promotion.blocks_along_rows(body),
+        }
+    }
+
+    /// The attributes a promotion with these scales carries.
+    pub fn attrs(self) -> Attributes {
+        let mut attrs = Attributes::new();
+        if self.blocks_along_rows {
+            attrs.set("blocks_along_rows", Attribute::Unit);
+        }
+        attrs
     }
 
     /// The values, for a check that each is in place.
     pub fn values(self) -> impl Iterator<Item = Value> {
-        [self.rows, self.blocks].into_iter().chain(self.offset)
+        [self.rows, self.cols].into_iter().chain(self.offset)
     }
 }

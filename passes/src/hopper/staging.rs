@@ -227,8 +227,8 @@ impl StagedBuffers {
     }
 
     /// Replaces each narrow load among `loads` (in `region`) by a read of
-    /// `stage` of its buffer; a tile `share.of` rows tall is read only in
-    /// the consumer's `share` of its rows. The read comes where the load
+    /// `stage` of its buffer; row scales `share.of` rows tall are read only
+    /// in the consumer's `share` of its rows. The read comes where the load
     /// was, after the stage's wait. A flat box's tile is read from
     /// `nv.run_offset` rows into it.
     pub fn read_narrow(&self, body: &mut Body, region: Region, loads: &[Op], stage: Value, share: Option<RowShare>) {
@@ -240,7 +240,10 @@ impl StagedBuffers {
             let mut b = Builder::new(body, InsertPoint::Before(load), body.ops[load].loc.clone());
             let whole = self.buffer_of[&result];
             let mut ty = b.body.value_type(result).as_tile().cloned().expect("narrow loads are tiles");
-            let share = share.filter(|s| s.of == ty.shape[0]);
+            // Only row scales divide with the rows; column scales (the
+            // swapped GEMM's) are every consumer's whole.
+            let along_rows = matches!(ty.layout, Some(Layout::Slice { dim: 1, .. }));
+            let share = share.filter(|s| s.of == ty.shape[0] && along_rows);
             let buffer = if self.copied.contains(&result) {
                 share.map_or(whole, |s| rows_window(&mut b, whole, s.first, s.rows, "scale_rows"))
             } else {

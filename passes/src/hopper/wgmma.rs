@@ -86,7 +86,7 @@ pub fn emit_wgmma(b: &mut Builder<'_>, dot: StagedDot, a: [Value; 2], bb: [Value
     let partial = WgmmaWait::build(b, &[d], 0, Attributes::new()).results(b.body)[0];
     let partial = b.name(partial, "partial");
     let running = dot.acc(b.body);
-    ScaleAccumulate::build(b, running, partial, scales.rows, scales.blocks, scales.offset, Attributes::new()).result(b.body)
+    ScaleAccumulate::build(b, running, partial, scales.rows, scales.cols, scales.offset, scales.attrs()).result(b.body)
 }
 
 /// The `nv.wgmma_wait` after which the stages read by the wgmma that
@@ -362,9 +362,9 @@ struct BlockOperands {
 
 /// `running` with block `block` along `axis` promoted from `partial`.
 fn promote_part(b: &mut Builder<'_>, running: Value, partial: Value, scales: DotScales, axis: Axis, block: i64) -> Value {
-    let mut attrs = Attributes::new();
+    let mut attrs = scales.attrs();
     attrs.set(axis.attr(), Attribute::Int(block, ElemType::I64));
-    let promoted = ScaleAccumulate::build(b, running, partial, scales.rows, scales.blocks, scales.offset, attrs).result(b.body);
+    let promoted = ScaleAccumulate::build(b, running, partial, scales.rows, scales.cols, scales.offset, attrs).result(b.body);
     b.name(promoted, "acc_block")
 }
 

@@ -132,6 +132,11 @@ pub struct Problem {
     /// an operand-swapped one does): each thread stores its values, since a
     /// TMA store writes rows of the output tile.
     pub output_column_major: bool,
+    /// The block scales run along the tile's rows, the per-row scales along
+    /// its columns (the swapped block-scaled GEMM: B's 128 x 128 block
+    /// scales, A's row scales): the rows of the block scales' tile, `None`
+    /// for any other GEMM.
+    pub row_block_scales: Option<i64>,
 }
 
 impl Problem {
@@ -144,9 +149,10 @@ impl Problem {
     }
 
     /// The GEMM that computes C^T = B A^T into C stored column-major
-    /// (`tile-swap-operands`): M and N exchanged.
+    /// (`tile-swap-operands`): M and N exchanged, and a block-scaled dot's
+    /// block scales along the tile's rows.
     pub fn swapped(&self) -> Problem {
-        Problem { m: self.n, n: self.m, output_column_major: true, ..*self }
+        Problem { m: self.n, n: self.m, output_column_major: true, b_scale_rows: None, row_block_scales: self.b_scale_rows, ..*self }
     }
 
     /// K blocks of the precision's block K (the tile's, when not pinned).

@@ -54,13 +54,19 @@ impl SmemLayout {
         let SmemLayout { tile: (block_m, block_n, block_k), epilogue, scales, schedule, splits } = *self;
         // A tile that starts a scale block reads only the blocks it covers
         // (tile-canonicalize narrows the program's window to them).
-        let b_scale_rows = match problem.b_scale_rows {
-            Some(rows) if block_n % SCALE_BLOCK_N != 0 => rows,
-            _ => blocks_covering(block_n),
+        // The swapped GEMM's block scales run along the tile's rows, its
+        // per-row scales (A's, a column of SA) along the columns.
+        let (block_rows, block_tile, line_rows) = match problem.row_block_scales {
+            Some(rows) => (block_m, Some(rows), block_n),
+            None => (block_n, problem.b_scale_rows, block_m),
         };
-        let a_scales = TileType { shape: vec![block_m, 1], elem: ElemType::F32, layout: None };
-        let a_scale_rows = flat_box_rows_of(&a_scales, problem.a_scales_by_run).unwrap_or(block_m);
-        let scale_bytes = if scales == Scales::Staged { 4 * (a_scale_rows + b_scale_rows) } else { 0 };
+        let block_scale_rows = match block_tile {
+            Some(rows) if block_rows % SCALE_BLOCK_N != 0 => rows,
+            _ => blocks_covering(block_rows),
+        };
+        let line_scales = TileType { shape: vec![line_rows, 1], elem: ElemType::F32, layout: None };
+        let line_scale_rows = flat_box_rows_of(&line_scales, problem.a_scales_by_run).unwrap_or(line_rows);
+        let scale_bytes = if scales == Scales::Staged { 4 * (line_scale_rows + block_scale_rows) } else { 0 };
         let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);
         let (output_tiles, barriers) = match schedule {
             Schedule::Pipeline => (1, stages),

@@ -92,10 +92,13 @@ impl Pass for AssignLayouts {
             }
             assign_shared(body, op, b, "B")?;
             if let Some(scaled) = DotScaled::of(body, op) {
-                let (rows, blocks) = (scaled.lhs_scale(body), scaled.rhs_scale(body));
-                assign_scales(body, op, rows, Layout::Slice { dim: 1, parent: Box::new(mma.clone()) }, "A's scales")?;
+                // Row scales run along the operand's rows: the result's rows
+                // for A's, its columns for B's (blocks along the rows).
+                let (lines, blocks) = (scaled.row_scales(body), scaled.block_scales(body));
+                let (sliced, whose_lines, whose_blocks) = if scaled.blocks_along_rows(body) { (0, "B's scales", "A's scales") } else { (1, "A's scales", "B's scales") };
+                assign_scales(body, op, lines, Layout::Slice { dim: sliced, parent: Box::new(mma.clone()) }, whose_lines)?;
                 let whole = whole_in_every_thread(&tile_type(body, blocks).shape, num_warps);
-                assign_scales(body, op, blocks, whole, "B's scales")?;
+                assign_scales(body, op, blocks, whole, whose_blocks)?;
             }
             let root = classes.root(acc);
             if let Some(prev) = class_layout.insert(root, mma.clone()) {

@@ -258,7 +258,7 @@ fn renumber_definitions(body: &mut Body, op: Op, block: tilec_dialects::Block) {
     }
 }
 
-/// A block-scaled dot whose offset into B's first scale block folded to 0
+/// A block-scaled dot whose offset into the first scale block folded to 0
 /// (its tiles start a block: block N a multiple of 128) reads only the
 /// blocks its rows cover: the offset goes, and the tile-level load of the
 /// scales it alone reads narrows to ceil(N / 128) rows (one copy and one
@@ -268,14 +268,13 @@ fn narrow_scales_of_aligned_tiles(body: &mut Body, region: Region) -> bool {
     let uses = body.use_counts(region);
     for op in body.walk_region(region) {
         let Some(dot) = DotScaled::of(body, op) else { continue };
-        let Some(offset) = dot.rhs_scale_offset(body) else { continue };
+        let Some(offset) = dot.block_offset(body) else { continue };
         if constant_int(body, offset) != Some(0) {
             continue;
         }
-        let scales = dot.rhs_scale(body);
+        let scales = dot.block_scales(body);
         let loaded = body.defining_op(scales).is_some_and(|def| Load::of(body, def).is_some());
-        let rows = body.value_type(dot.rhs(body)).as_tile().map(|b| if dot.transpose_b(body) { b.shape[0] } else { b.shape[1] });
-        let (Some(rows), Some(mut tile)) = (rows, body.value_type(scales).as_tile().cloned()) else { continue };
+        let (Some(rows), Some(mut tile)) = (dot.block_scaled_rows(body), body.value_type(scales).as_tile().cloned()) else { continue };
         if !loaded || tile.layout.is_some() || uses[scales.index()] != 1 {
             continue;
         }

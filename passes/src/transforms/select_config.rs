@@ -176,6 +176,7 @@ impl SelectConfig {
             output_bytes: output_bytes(func),
             epilogue,
             output_column_major: output_column_major(func),
+            row_block_scales: None,
         };
         Ok(Some((problem, pins, machine)))
     }
@@ -341,7 +342,10 @@ fn program_dot(func: &Function) -> Result<Option<ProgramDot>, Diagnostic> {
     let tile = |v| body.value_type(v).as_tile().expect("verified dot").clone();
     let (lhs, acc, precision, b_scale_rows) = match (tile::Dot::of(body, dot), tile::DotScaled::of(body, dot)) {
         (Some(d), _) => (d.lhs(body), d.acc(body), Precision::Bf16, None),
-        (_, Some(d)) => (d.lhs(body), d.acc(body), Precision::Fp8BlockScaled, d.rhs_scale_offset(body).map(|_| tile(d.rhs_scale(body)).shape[0])),
+        (_, Some(d)) if d.blocks_along_rows(body) => {
+            return Err(op_error(body, dot, "has its block scales along the rows (blocks_along_rows): tile-select-config configures C = A B^T as written and weighs the swapped GEMM itself".into()));
+        }
+        (_, Some(d)) => (d.lhs(body), d.acc(body), Precision::Fp8BlockScaled, d.block_offset(body).map(|_| tile(d.block_scales(body)).shape[0])),
         _ => unreachable!("filtered to dots"),
     };
     let (a, acc) = (tile(lhs), tile(acc));
@@ -578,6 +582,7 @@ mod tests {
                 output_bytes: 2,
                 epilogue: crate::cost_model::epilogue::EpilogueWork::default(),
                 output_column_major: false,
+                row_block_scales: None,
             };
             let ranked = selection::rank(&problem, &machine, &Pins::default());
             for c in ranked.iter().chain(&selection::alternatives(&problem, &machine, &Pins::default(), &ranked)) {

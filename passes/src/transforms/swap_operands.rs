@@ -11,7 +11,10 @@
 //! program so that every pass after it sees an ordinary GEMM:
 //!
 //! - the dot takes B's tile first: `tile.dot %b, %a, %acc {transpose_b}`,
-//!   its accumulator `BLOCK_N x BLOCK_M`;
+//!   its accumulator `BLOCK_N x BLOCK_M`; a block-scaled dot takes each
+//!   operand's scales with it and is marked `blocks_along_rows` (B's
+//!   128 x 128 block scales now run along the tile's rows, A's row scales
+//!   along its columns);
 //! - the accumulator's initial value, the K loop's carried value and every
 //!   element-wise op from the dot to the store take the transposed type, as
 //!   do the constants and broadcast vectors they mix in, a vector along C's
@@ -22,8 +25,7 @@
 //! - grid x and y exchange, so that x walks the output tiles' rows as every
 //!   tile-order pass expects.
 //!
-//! What it cannot transpose is an error: a block-scaled dot (its scales
-//! belong to A's rows and B's blocks), a dot that reads A K-major or B
+//! What it cannot transpose is an error: a dot that reads A K-major or B
 //! K x N, and an epilogue that mixes in a tile loaded whole (a residual)
 //! or reduces over a row.
 //! A program whose output is already column-major computes C^T as written
@@ -34,6 +36,7 @@ use crate::config::ConfigEntries;
 use crate::pass::{Pass, PassInfo};
 use crate::phase::{Phase, PhaseRule};
 use tilec_dialects::ir::{Attribute, Type};
+use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::{GridQuery, LoadBroadcast};
 use tilec_dialects::{Diagnostic, Function};
 
@@ -74,7 +77,21 @@ impl Pass for SwapOperands {
 /// Rewrites `func` as `swap` says.
 fn apply(swap: OperandSwap, func: &mut Function) {
     let body = &mut func.body;
-    body.ops[swap.dot].operands.swap(0, 1);
+    if body.opcode(swap.dot) == Opcode::TileDotScaled {
+        // (A, A's scales, B, B's scales, ...) become (B, B's scales, A, A's
+        // scales, ...): the block scales now run along the other axis.
+        let operands = &mut body.ops[swap.dot].operands;
+        operands.swap(0, 2);
+        operands.swap(1, 3);
+        let attrs = &mut body.ops[swap.dot].attrs;
+        if attrs.has("blocks_along_rows") {
+            attrs.remove("blocks_along_rows");
+        } else {
+            attrs.set("blocks_along_rows", Attribute::Unit);
+        }
+    } else {
+        body.ops[swap.dot].operands.swap(0, 1);
+    }
     for broadcast in swap.broadcasts {
         let along = if LoadBroadcast::of(body, broadcast).expect("a broadcast").along(body) == "cols" { "rows" } else { "cols" };
         body.ops[broadcast].attrs.set("along", Attribute::String(along.into()));

@@ -788,9 +788,30 @@ impl Roles<'_> {
     fn offset_tiles(&self, body: &mut Body, role_region: Region, c: Value) {
         let (along, whole, shares) = self.share.along();
         let (extent, vector_along) = (whole / shares, ["rows", "cols"][along]);
-        let shares = |body: &Body, v: Value| body.value_type(v).as_tile().is_some_and(|t| t.shape.len() == 2 && t.shape[along] == extent);
+        // A vector along the other extent (the swapped GEMM's column
+        // scales under shared rows) is every consumer's whole.
+        let across = |t: &TileType| matches!(&t.layout, Some(Layout::Slice { dim, .. }) if *dim as usize == along);
+        let shares = |body: &Body, v: Value| body.value_type(v).as_tile().is_some_and(|t| t.shape.len() == 2 && t.shape[along] == extent && !across(t));
         for op in body.walk_region(role_region) {
-            if let Some(store) = Store::of(body, op) {
+            if let Some(promotion) = nv::ScaleAccumulate::of(body, op).filter(|p| along == 0 && p.blocks_along_rows(body)) {
+                // Block scales along the rows: the consumer's rows start
+                // `c * extent` further into them.
+                let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
+                let e = b.index(extent);
+                let mut first = Muli::build(&mut b, c, e, Attributes::new()).result(b.body);
+                if let Some(offset) = promotion.block_offset(b.body) {
+                    first = Addi::build(&mut b, offset, first, Attributes::new()).result(b.body);
+                }
+                let first = b.name(first, "block_row");
+                let body = b.body;
+                match promotion.block_offset(body) {
+                    Some(offset) => {
+                        let at = body.ops[op].operands.iter().position(|&v| v == offset).expect("an operand");
+                        body.ops[op].operands[at] = first;
+                    }
+                    None => body.ops[op].operands.push(first),
+                }
+            } else if let Some(store) = Store::of(body, op) {
                 let mut indices = store.indices(body).to_vec();
                 let (value, tensor, attrs) = (store.value(body), store.tensor(body), body.ops[op].attrs.clone());
                 let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
