@@ -7,7 +7,7 @@ use super::fragment::{self, Frag, FragGeom, StorePair, ThreadCoords};
 use super::ldmatrix::{self, AFrag, AFragGeom};
 use super::plan::{error, tma_box, DimSrc, Plan};
 use super::smem_rows::{self, SmemRef};
-use super::scales::{self, ColumnBlocks, Held, Part, RowOffset, ScaleLayout, Scales};
+use super::scales::{self, ColumnBlocks, Part, RowOffset, ScaleLayout, Scales};
 use super::{cluster, holders, math, nvgpu, reduce, roles, split_k, store, stream_k, tma, wgmma};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -546,7 +546,7 @@ impl<'a> Lowerer<'a> {
                 elem: f.elem,
                 chunks: f.chunks.iter().map(|_| names.next().expect("one name per piece")).collect(),
             }),
-            Lv::Scales(scales) => Lv::Scales(Scales { held: scales.held, values: scales.values.iter().map(|_| names.next().expect("one name per piece")).collect() }),
+            Lv::Scales(scales) => Lv::Scales(Scales { layout: scales.layout, values: scales.values.iter().map(|_| names.next().expect("one name per piece")).collect() }),
             other => other.clone(),
         }
     }
@@ -1129,8 +1129,12 @@ impl<'a> Lowerer<'a> {
         let (Lv::Scales(rows), Lv::Scales(cols)) = (self.lv(op, rows)?.clone(), self.lv(op, cols)?.clone()) else {
             return Err(self.err(op, "expects scales loaded by nv.load_global or nv.load_shared"));
         };
-        let expected = if along_rows { (Held::Whole, Held::Cols) } else { (Held::Rows, Held::Whole) };
-        if (rows.held, cols.held) != expected {
+        let laid_out = match (rows.layout, cols.layout) {
+            (ScaleLayout::Whole, ScaleLayout::Cols) => along_rows,
+            (ScaleLayout::Rows(_), ScaleLayout::Whole) => !along_rows,
+            _ => false,
+        };
+        if !laid_out {
             let what = if along_rows { "block scales along the rows and column scales" } else { "row scales and block scales along the columns" };
             return Err(self.err(op, format!("expects {what} loaded by nv.load_global or nv.load_shared")));
         }

@@ -15,36 +15,28 @@ use super::fragment::{Frag, FragGeom, ThreadCoords};
 use tilec_dialects::tile::dot::{grid_offset_grain, SCALE_BLOCK_N};
 use tilec_dialects::{ElemType, Layout, TileType};
 
-/// A register tile of scales as the lowering holds it.
+/// A register tile of scales as the lowering holds it: the values of the
+/// tile a thread holds, in the order its layout gives (`ScaleLayout`).
 #[derive(Clone, Debug)]
 pub(crate) struct Scales {
-    pub held: Held,
+    pub layout: ScaleLayout,
     pub values: Vec<String>,
 }
 
-/// Which of a tile of scales a thread holds, and in what order.
+/// How a tile of scales is laid over the threads, from its layout, and the
+/// order of the values a thread holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Held {
-    /// Row scales: the value of each row a thread accumulates, at index
-    /// `2 * r + half` for its m64 block `r` and half (rows +0 / +8).
-    Rows,
-    /// Column scales: the value of each column a thread accumulates, at
+pub(crate) enum ScaleLayout {
+    /// Row scales sliced from an MMA layout over this many warpgroups: the
+    /// value of each row a thread accumulates, at index `2 * r + half` for
+    /// its m64 block `r` and half (rows +0 / +8).
+    Rows(i64),
+    /// Column scales sliced from an MMA layout (every warpgroup holds the
+    /// same columns): the value of each column a thread accumulates, at
     /// index `2 * g + parity` for the tile's 8-column group `g` and the
     /// column's place in the thread's pair.
     Cols,
     /// A small tile every thread holds whole, row-major.
-    Whole,
-}
-
-/// How a tile of scales is laid over the threads, from its layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ScaleLayout {
-    /// Row scales sliced from an MMA layout over this many warpgroups.
-    Rows(i64),
-    /// Column scales sliced from an MMA layout (every warpgroup holds the
-    /// same columns).
-    Cols,
-    /// The whole tile in every thread.
     Whole,
 }
 
@@ -217,7 +209,7 @@ pub(crate) fn load(em: &mut Emitter, tile: &TileType, layout: ScaleLayout, threa
 /// The reads of [`load`].
 fn read(em: &mut Emitter, tile: &TileType, layout: ScaleLayout, thread: &ThreadCoords, src: &Source<'_>) -> Scales {
     let mut values = Vec::new();
-    let held = match layout {
+    match layout {
         ScaleLayout::Rows(warpgroups) => {
             let mut row_base = thread.row.clone();
             if let Some(wg) = &thread.wg {
@@ -233,7 +225,6 @@ fn read(em: &mut Emitter, tile: &TileType, layout: ScaleLayout, thread: &ThreadC
                     values.push(src.read(em, &row, &col, tile.elem));
                 }
             }
-            Held::Rows
         }
         ScaleLayout::Cols => {
             // The tile is N x 1: a column's scale is its row.
@@ -244,7 +235,6 @@ fn read(em: &mut Emitter, tile: &TileType, layout: ScaleLayout, thread: &ThreadC
                     values.push(src.read(em, &col, &zero, tile.elem));
                 }
             }
-            Held::Cols
         }
         ScaleLayout::Whole => {
             for i in 0..tile.shape[0] {
@@ -254,10 +244,9 @@ fn read(em: &mut Emitter, tile: &TileType, layout: ScaleLayout, thread: &ThreadC
                     values.push(src.read(em, &row, &col, tile.elem));
                 }
             }
-            Held::Whole
         }
-    };
-    Scales { held, values }
+    }
+    Scales { layout, values }
 }
 
 /// Where column `col` of a promotion finds its block scale: block
