@@ -796,20 +796,19 @@ impl Roles<'_> {
             if let Some(promotion) = nv::ScaleAccumulate::of(body, op).filter(|p| along == 0 && p.blocks_along_rows(body)) {
                 // Block scales along the rows: the consumer's rows start
                 // `c * extent` further into them.
+                let tile_offset = promotion.block_offset(body);
                 let mut b = Builder::new(body, InsertPoint::Before(op), body.ops[op].loc.clone());
                 let e = b.index(extent);
-                let mut first = Muli::build(&mut b, c, e, Attributes::new()).result(b.body);
-                if let Some(offset) = promotion.block_offset(b.body) {
-                    first = Addi::build(&mut b, offset, first, Attributes::new()).result(b.body);
-                }
+                let own = Muli::build(&mut b, c, e, Attributes::new()).result(b.body);
+                let first = match tile_offset {
+                    Some(offset) => Addi::build(&mut b, offset, own, Attributes::new()).result(b.body),
+                    None => own,
+                };
                 let first = b.name(first, "block_row");
-                let body = b.body;
-                match promotion.block_offset(body) {
-                    Some(offset) => {
-                        let at = body.ops[op].operands.iter().position(|&v| v == offset).expect("an operand");
-                        body.ops[op].operands[at] = first;
-                    }
-                    None => body.ops[op].operands.push(first),
+                let operands = &mut body.ops[op].operands;
+                match tile_offset.and_then(|offset| operands.iter().position(|&v| v == offset)) {
+                    Some(at) => operands[at] = first,
+                    None => operands.push(first),
                 }
             } else if let Some(store) = Store::of(body, op) {
                 let mut indices = store.indices(body).to_vec();
