@@ -254,7 +254,8 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
             writeln!(out, "  the pick's predicted time: {}", pick.prediction.terms()).expect("String");
             if pick.candidate.config.swap_operands {
                 let c = &pick.candidate.config;
-                writeln!(out, "  operands swapped: the kernel computes C^T = B A^T, each tile {} rows of B by {} rows of A (C's {} rows fill its columns), and stores C column-major from registers (tile-swap-operands)", c.block_m, c.block_n, problem.m).expect("String");
+                let scales = if problem.precision == Precision::Fp8BlockScaled { ", B's block scales along its rows and A's row scales along its columns" } else { "" };
+                writeln!(out, "  operands swapped: the kernel computes C^T = B A^T, each tile {} rows of B by {} rows of A (C's {} rows fill its columns{scales}), and stores C column-major from registers (tile-swap-operands)", c.block_m, c.block_n, problem.m).expect("String");
             }
             if let Some(note) = split_note(&problem, &pick.candidate, machine.sms) {
                 writeln!(out, "  split-K: {note}").expect("String");
