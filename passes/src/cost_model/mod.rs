@@ -813,6 +813,26 @@ mod tests {
         assert!(added >= cal.tile_overhead_s + 3.0 * parked, "two turns add {added} s");
     }
 
+    /// The swapped GEMM's promotion (block scales along the rows) reads
+    /// and multiplies a column scale beside each pair of FMAs: the same
+    /// tile costs it more MMA-side time than the GEMM's own promotion, by
+    /// at most the promotion once more.
+    #[test]
+    fn the_swapped_promotion_costs_more_than_the_gemms_own() {
+        let (machine, cal) = (Machine::of(&Target::H200), crate::cost_model::calibration::H200);
+        let fp8 = Problem { precision: Precision::Fp8BlockScaled, b_scale_rows: Some(3), ..bf16(8, 4096, 7168) };
+        let swapped = fp8.swapped();
+        let config: Config = "128x16x128 stages=8 warps=12 ws2 epilogue=global splits=3 split_reduce=workspace".parse().expect("a config");
+        let own = predict(&swapped, &machine, &h200(), &cal, &figures(&swapped, &machine, config));
+        let plain = Problem { row_block_scales: None, ..swapped };
+        let without = predict(&plain, &machine, &h200(), &cal, &figures(&plain, &machine, config));
+        assert!(own.mma > without.mma, "{} s against {} s", own.mma, without.mma);
+        assert_eq!(promotion_work(&swapped, &config), 2.0, "one row block a consumer: a product and a read per element pair");
+        let tall: Config = "256x16x128 stages=6 warps=12 ws2 persistent epilogue=global".parse().expect("a config");
+        assert_eq!(promotion_work(&swapped, &tall), 1.75, "two row blocks share each column scale's read");
+        assert_eq!(promotion_work(&fp8, &config), 1.0);
+    }
+
     /// Added in shares, a tile's splits each read a share of every slot
     /// and the last reads the summed tile: where eight splits of a 128x128
     /// tile leave the last CTA eight slots to read, the shares cost less;
