@@ -145,9 +145,10 @@ pub(super) fn verify_scale_accumulate(body: &Body, op: Op) -> Result<(), String>
         return Ok(());
     }
     check_scales_per_line(rows, acc_layout, m, 1, "row")?;
-    match offset {
-        true => check_block_scales(cols, "column", blocks_from_any_offset(n), false),
-        false => check_block_scales(cols, "column", blocks_covering(n), true),
+    if offset {
+        check_block_scales(cols, "column", blocks_from_any_offset(n), false)
+    } else {
+        check_block_scales(cols, "column", blocks_covering(n), true)
     }
 }
 

@@ -3,14 +3,14 @@
 //! conversion the layout pass inserts between them and their neighbours.
 
 use super::{ConvertLayout, Dot, DotScaled};
-use crate::ir::{Body, ElemType, Op, TileType, Type};
+use crate::ir::{Body, ElemType, Op, TileType, Type, Value};
 
 /// K elements covered by one block scale, in both operands.
 pub const SCALE_BLOCK_K: i64 = 128;
 /// N rows covered by one RHS block scale (128x128 blocks).
 pub const SCALE_BLOCK_N: i64 = 128;
 
-fn tile_of<'a>(body: &'a Body, v: crate::ir::Value, what: &str) -> Result<&'a TileType, String> {
+fn tile_of<'a>(body: &'a Body, v: Value, what: &str) -> Result<&'a TileType, String> {
     match body.value_type(v) {
         Type::Tile(t) if t.shape.len() == 2 => Ok(t),
         Type::Tile(t) => Err(format!("{what} must be a rank-2 tile, found rank {}", t.shape.len())),
@@ -59,7 +59,7 @@ pub(super) fn verify_dot(body: &Body, op: Op) -> Result<(), String> {
 impl DotScaled {
     /// The block scales (one per 128 x 128 block): B's, or A's with
     /// `blocks_along_rows`.
-    pub fn block_scales(self, body: &Body) -> crate::ir::Value {
+    pub fn block_scales(self, body: &Body) -> Value {
         if self.blocks_along_rows(body) {
             self.lhs_scale(body)
         } else {
@@ -69,7 +69,7 @@ impl DotScaled {
 
     /// The scales one per row of their operand: A's, or B's with
     /// `blocks_along_rows`.
-    pub fn row_scales(self, body: &Body) -> crate::ir::Value {
+    pub fn row_scales(self, body: &Body) -> Value {
         if self.blocks_along_rows(body) {
             self.rhs_scale(body)
         } else {
