@@ -1138,9 +1138,11 @@ impl<'a> Lowerer<'a> {
             let what = if along_rows { "block scales along the rows and column scales" } else { "row scales and block scales along the columns" };
             return Err(self.err(op, format!("expects {what} loaded by nv.load_global or nv.load_shared")));
         }
-        let covered = if along_rows { cols.values.len() as i64 == 2 * (acc.geom.cols / 8) } else { rows.values.len() as i64 == 2 * acc.geom.m_blocks };
-        if !covered {
-            return Err(self.err(op, format!("the {} scales do not cover the accumulator's {}", if along_rows { "column" } else { "row" }, if along_rows { "columns" } else { "rows" })));
+        // A thread holds two values of its per-line scales per m64 block
+        // (rows) or per 8-column group (columns).
+        let (lines, held, groups) = if along_rows { ("column", &cols, acc.geom.cols / 8) } else { ("row", &rows, acc.geom.m_blocks) };
+        if held.values.len() as i64 != 2 * groups {
+            return Err(self.err(op, format!("the {lines} scales do not cover the accumulator's {lines}s")));
         }
         let part = match (sacc.row_block(&self.f.body), sacc.col_block(&self.f.body)) {
             (Some(r), _) => Part::RowBlock(r),
