@@ -17,6 +17,7 @@ impl Target {
         registers_per_sm: 64 << 10,
         max_registers_per_thread: 255,
         l2_bytes: 50 << 20,
+        l2_sector_bytes: 32,
         hbm_bytes: 80 << 30,
         hbm_bytes_per_s: 3_350_000_000_000,
         bf16_flops: 989_000_000_000_000,

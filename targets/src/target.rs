@@ -37,6 +37,10 @@ pub struct Target {
     /// The L2 cache, in bytes: what tiles of A and B may stay resident in
     /// between the CTAs that read them.
     pub l2_bytes: u64,
+    /// Bytes of an L2 sector, the unit L2 moves data in: a TMA box whose
+    /// global rows start off it (rows an odd multiple of 16 bytes apart)
+    /// takes about twice the L2 throughput for the same bytes.
+    pub l2_sector_bytes: u32,
     /// HBM capacity, in bytes. The datasheet's gigabytes are binary ones;
     /// the driver reports a little less, keeping some for itself, which
     /// [`Target::matches_device`] allows for.

@@ -437,6 +437,21 @@ fn promotion_work(problem: &Problem, c: &Config) -> f64 {
     1.5 + 0.5 / row_blocks
 }
 
+/// The L2 throughput a TMA box's bytes take, over that of rows that start
+/// on a sector, where the tensor's rows lie `stride` bytes apart: rows an
+/// odd multiple of 16 bytes apart (every other one starting half a sector
+/// in) took twice it, those a multiple of a sector apart within a few
+/// percent of aligned ones (measured: docs/findings.md, "TMA").
+fn l2_throughput_factor(stride: i64, sector: i64) -> f64 {
+    let gcd = |mut a: i64, mut b: i64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    sector as f64 / gcd(stride, sector).max(1) as f64
+}
+
 /// Predicts `candidate`'s time for `problem` on `machine`.
 pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, cal: &Calibration, candidate: &Candidate) -> Prediction {
     let c = &candidate.config;
@@ -478,11 +493,19 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     let compute_kb = mma_kb + promotion_kb + promotion_wait + cal.k_block_overhead_s;
     let in_flight = (c.stages - 1).max(1) as f64;
     let latency_kb = cal.load_latency_s / in_flight;
-    let stage_bytes = (bm + bn) * bk * el;
+    // Each operand's bytes a stage, as L2 throughput (rows off its sectors
+    // take more of it).
+    let (a_stage, b_stage) = {
+        let (el_bytes, sector) = (problem.precision.operand_bytes(), machine.l2_sector_bytes);
+        let a_rows = l2_throughput_factor(problem.k * el_bytes, sector);
+        let b_rows = l2_throughput_factor(if problem.transpose_b { problem.k } else { problem.n } * el_bytes, sector);
+        (bm * bk * el * a_rows, bn * bk * el * b_rows)
+    };
+    let stage_bytes = a_stage + b_stage;
     // A cluster's pair loads the operand tile it shares once, multicast.
     let staged_bytes_kb = match c.cluster {
-        Along::M => bm * bk * el + bn * bk * el / 2.0,
-        Along::N => bm * bk * el / 2.0 + bn * bk * el,
+        Along::M => a_stage + b_stage / 2.0,
+        Along::N => a_stage / 2.0 + b_stage,
         Along::None => stage_bytes,
     };
 
@@ -688,6 +711,35 @@ mod tests {
         let ranked = rank(p, &machine, &Pins::default());
         let alternatives = crate::selection::alternatives(p, &machine, &Pins::default(), &ranked);
         ranked.into_iter().chain(alternatives).map(|c| (c.clone(), figures(at, &machine, c.config))).collect()
+    }
+
+    /// Rows an odd multiple of 16 bytes apart take twice the L2
+    /// throughput; rows a multiple of a sector apart, none more.
+    #[test]
+    fn rows_off_the_sectors_take_twice_the_l2_throughput() {
+        for stride in [3840, 3872, 3904, 2 * 3888, 32] {
+            assert_eq!(l2_throughput_factor(stride, 32), 1.0, "{stride}");
+        }
+        for stride in [3856, 3888, 2 * 3848, 16] {
+            assert_eq!(l2_throughput_factor(stride, 32), 2.0, "{stride}");
+        }
+    }
+
+    /// The L2 term of the same candidate at a K whose FP8 rows are off the
+    /// sectors doubles, and nothing else grows.
+    #[test]
+    fn rows_off_the_sectors_weigh_on_l2_only() {
+        let fp8 = |k| Problem { precision: Precision::Fp8BlockScaled, ..bf16(5733, 3280, k) };
+        let (aligned, off) = (fp8(3840), fp8(3888));
+        for (candidate, _) in predictions(&aligned).into_iter().take(8) {
+            let at = |p: &Problem| predict(p, &Machine::H100, &h200(), &Calibration::PRIOR, &figures(p, &Machine::H100, candidate.config.clone()));
+            let (a, o) = (at(&aligned), at(&off));
+            let blocks = |p: &Problem| ceil_div(p.k, candidate.config.block_k) as f64;
+            let grown = o.l2 / a.l2 / (blocks(&off) / blocks(&aligned));
+            assert!((grown - 2.0).abs() < 1e-9, "{}: L2 grew {grown}x", candidate.config);
+            let mma_per_block = (o.mma / blocks(&off)) / (a.mma / blocks(&aligned));
+            assert!((mma_per_block - 1.0).abs() < 1e-9, "{}: MMA a K block {mma_per_block}x", candidate.config);
+        }
     }
 
     /// An epilogue's work never predicts a candidate faster, and costs a

@@ -172,6 +172,8 @@ pub struct Machine {
     pub sm_smem_bytes: i64,
     /// The L2 cache, in bytes.
     pub l2_bytes: i64,
+    /// Bytes of an L2 sector.
+    pub l2_sector_bytes: i64,
     /// 32-bit registers of one SM.
     pub sm_registers: i64,
     /// The most registers a thread may hold.
@@ -189,6 +191,7 @@ impl Machine {
             smem_bytes: target.smem_per_cta_bytes as i64,
             sm_smem_bytes: target.smem_per_sm_bytes as i64,
             l2_bytes: target.l2_bytes as i64,
+            l2_sector_bytes: target.l2_sector_bytes as i64,
             sm_registers: target.registers_per_sm as i64,
             max_thread_registers: target.max_registers_per_thread as i64,
         }
