@@ -8,7 +8,8 @@ use tilec_artifact::Tuning;
 use tilec_dialects::ir::{Attribute, Param};
 use tilec_dialects::{Function, Module};
 use tilec_dialects::Diagnostic;
-use tilec_passes::selection::{check_pin, check_shape, Candidate, Config, Precision, Problem, SplitReduce};
+use tilec_passes::cost_model;
+use tilec_passes::selection::{check_pin, check_shape, Candidate, Config, Machine, Precision, Problem, SplitReduce};
 use tilec_passes::transforms::select_config::SelectConfig;
 use tilec_target::Target;
 
@@ -197,6 +198,25 @@ pub fn pipeline_after_config(module: &Module, fallback: &str) -> Result<String, 
     }
 }
 
+/// Which operands' rows start off the L2's sectors, which the model charges
+/// twice the L2 throughput of their bytes; `None` where none do.
+fn l2_note(problem: &Problem, machine: &Machine) -> Option<String> {
+    let (a, b) = cost_model::operand_l2_factors(problem, machine);
+    let (a_bytes, b_bytes) = cost_model::operand_row_bytes(problem);
+    let off: Vec<String> = [("A", a, a_bytes), ("B", b, b_bytes)]
+        .into_iter()
+        .filter(|&(_, factor, _)| factor > 1.0)
+        .map(|(name, factor, bytes)| format!("{name}'s ({bytes} bytes apart, {factor}x)"))
+        .collect();
+    (!off.is_empty()).then(|| {
+        format!(
+            "rows off the {}-byte sectors take more L2 throughput than their bytes: {} (a cluster multicasting an operand halves its share)",
+            machine.l2_sector_bytes,
+            off.join(", ")
+        )
+    })
+}
+
 /// How the pick's splits share each tile's K loop and add their partial
 /// tiles (`tile-split-k`), for `--explain`; `None` for a K loop not split.
 fn split_note(problem: &Problem, pick: &Candidate, sms: i64) -> Option<String> {
@@ -256,6 +276,9 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
                 let c = &pick.candidate.config;
                 let scales = if problem.precision == Precision::Fp8BlockScaled { ", B's block scales along its rows and A's row scales along its columns" } else { "" };
                 writeln!(out, "  operands swapped: the kernel computes C^T = B A^T, each tile {} rows of B by {} rows of A (C's {} rows fill its columns{scales}), and stores C column-major from registers (tile-swap-operands)", c.block_m, c.block_n, problem.m).expect("String");
+            }
+            if let Some(note) = l2_note(&problem, &machine) {
+                writeln!(out, "  L2: {note}").expect("String");
             }
             if let Some(note) = split_note(&problem, &pick.candidate, machine.sms) {
                 writeln!(out, "  split-K: {note}").expect("String");

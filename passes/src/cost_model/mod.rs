@@ -452,6 +452,21 @@ fn l2_throughput_factor(stride: i64, sector: i64) -> f64 {
     sector as f64 / gcd(stride, sector).max(1) as f64
 }
 
+/// The bytes apart that rows of A and of B lie, and the L2 throughput each
+/// operand's stages take over their bytes ([`l2_throughput_factor`]): 1
+/// where its rows start on sectors.
+pub fn operand_l2_factors(problem: &Problem, machine: &Machine) -> (f64, f64) {
+    let (a_stride, b_stride) = operand_row_bytes(problem);
+    (l2_throughput_factor(a_stride, machine.l2_sector_bytes), l2_throughput_factor(b_stride, machine.l2_sector_bytes))
+}
+
+/// The bytes apart that rows of A (M x K) and of B (N x K, or K x N without
+/// `transpose_b`) lie.
+pub fn operand_row_bytes(problem: &Problem) -> (i64, i64) {
+    let el = problem.precision.operand_bytes();
+    (problem.k * el, if problem.transpose_b { problem.k } else { problem.n } * el)
+}
+
 /// Predicts `candidate`'s time for `problem` on `machine`.
 pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, cal: &Calibration, candidate: &Candidate) -> Prediction {
     let c = &candidate.config;
@@ -495,12 +510,8 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     let latency_kb = cal.load_latency_s / in_flight;
     // Each operand's bytes a stage, as L2 throughput (rows off its sectors
     // take more of it).
-    let (a_stage, b_stage) = {
-        let (el_bytes, sector) = (problem.precision.operand_bytes(), machine.l2_sector_bytes);
-        let a_rows = l2_throughput_factor(problem.k * el_bytes, sector);
-        let b_rows = l2_throughput_factor(if problem.transpose_b { problem.k } else { problem.n } * el_bytes, sector);
-        (bm * bk * el * a_rows, bn * bk * el * b_rows)
-    };
+    let (a_rows, b_rows) = operand_l2_factors(problem, machine);
+    let (a_stage, b_stage) = (bm * bk * el * a_rows, bn * bk * el * b_rows);
     let stage_bytes = a_stage + b_stage;
     // A cluster's pair loads the operand tile it shares once, multicast.
     let staged_bytes_kb = match c.cluster {
