@@ -28,11 +28,14 @@ impl Target {
     };
 
     /// The NVIDIA H200 (SXM): the H100's chip with 141 GB of HBM3e, 1.43
-    /// times the bandwidth; every other fact is the H100's.
+    /// times the bandwidth, and all of its 60 MiB of L2 (the driver's
+    /// `L2_CACHE_SIZE`, in every H200 report of `tilec-bench`); every other
+    /// fact is the H100's.
     pub const H200: Target = Target {
         name: "h200",
         part: "NVIDIA H200",
         model: "H200",
+        l2_bytes: 60 << 20,
         hbm_bytes: 141 << 30,
         hbm_bytes_per_s: 4_800_000_000_000,
         ..Target::H100

@@ -22,7 +22,8 @@ fn the_h200_is_the_h100_with_more_and_faster_memory() {
     let t = Target::H200;
     assert_eq!((t.name, t.part, t.model, t.sm), ("h200", "NVIDIA H200", "H200", "sm_90a"));
     assert_eq!((t.hbm_bytes, t.hbm_bytes_per_s), (151_397_597_184, 4_800_000_000_000));
-    let memory = |t: Target| Target { name: "", part: "", model: "", hbm_bytes: 0, hbm_bytes_per_s: 0, ..t };
+    assert_eq!(t.l2_bytes, 62_914_560, "the L2 the driver reports on the H200");
+    let memory = |t: Target| Target { name: "", part: "", model: "", l2_bytes: 0, hbm_bytes: 0, hbm_bytes_per_s: 0, ..t };
     assert_eq!(memory(Target::H200), memory(Target::H100));
 }
 
