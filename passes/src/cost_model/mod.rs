@@ -22,6 +22,7 @@
 use crate::cluster::Along;
 use crate::selection::{ceil_div, Candidate, Config, Epilogue, Machine, Precision, Problem, Schedule};
 use crate::selection::SplitReduce;
+use tilec_dialects::tile::arith::gcd;
 use tilec_dialects::tile::reduce::slots_in_flight;
 use std::fmt;
 use tilec_target::Target;
@@ -443,12 +444,6 @@ fn promotion_work(problem: &Problem, c: &Config) -> f64 {
 /// in) took twice it, those a multiple of a sector apart within a few
 /// percent of aligned ones (measured: docs/findings.md, "TMA").
 fn l2_throughput_factor(stride: i64, sector: i64) -> f64 {
-    let gcd = |mut a: i64, mut b: i64| {
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        a
-    };
     sector as f64 / gcd(stride, sector).max(1) as f64
 }
 
