@@ -447,9 +447,9 @@ fn l2_throughput_factor(stride: i64, sector: i64) -> f64 {
     sector as f64 / gcd(stride, sector).max(1) as f64
 }
 
-/// The bytes apart that rows of A and of B lie, and the L2 throughput each
-/// operand's stages take over their bytes ([`l2_throughput_factor`]): 1
-/// where its rows start on sectors.
+/// The L2 throughput each of A's and B's stages takes over its bytes: 2
+/// where the operand's rows are an odd multiple of 16 bytes apart (off the
+/// L2's sectors), 1 where they start on sectors.
 pub fn operand_l2_factors(problem: &Problem, machine: &Machine) -> (f64, f64) {
     let (a_stride, b_stride) = operand_row_bytes(problem);
     (l2_throughput_factor(a_stride, machine.l2_sector_bytes), l2_throughput_factor(b_stride, machine.l2_sector_bytes))
