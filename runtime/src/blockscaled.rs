@@ -58,6 +58,8 @@ pub struct BlockScaledOperands {
     sa: CudaSlice<f32>,
     sa_t: CudaSlice<f32>,
     sb: CudaSlice<f32>,
+    /// SB as cuBLASLt reads it, rows padded to 16 bytes (`BlockScales::sb_lt`).
+    sb_lt: CudaSlice<f32>,
     /// The dequantised product, row-major `M x N`.
     pub reference: Vec<f64>,
     /// Which reference: "fp64 cpu" or "cublas bf16 on dequantised inputs".
@@ -86,6 +88,7 @@ impl BlockScaledOperands {
         let sa = s.clone_htod(&sa_h).ctx("cuMemcpyHtoD(SA)")?;
         let sa_t = s.clone_htod(&bs.sa_m_major(&sa_h)).ctx("cuMemcpyHtoD(SA_t)")?;
         let sb = s.clone_htod(&sb_h).ctx("cuMemcpyHtoD(SB)")?;
+        let sb_lt = s.clone_htod(&bs.sb_lt(&sb_h)).ctx("cuMemcpyHtoD(SB for cuBLASLt)")?;
         let (reference, reference_name) = if (m * n * k) as u64 <= CPU_REF_LIMIT {
             (bs.cpu_reference(&a_h, &sa_h, &b_h, &sb_h), "fp64 cpu")
         } else {
@@ -94,7 +97,7 @@ impl BlockScaledOperands {
             let reference = blas.checked_reference(gpu, &exact(&a_deq)?, &exact(&b_deq)?, size, threshold)?;
             (reference, "cublas bf16 on dequantised inputs")
         };
-        Ok(BlockScaledOperands { seed, a, b, sa, sa_t, sb, reference, reference_name })
+        Ok(BlockScaledOperands { seed, a, b, sa, sa_t, sb, sb_lt, reference, reference_name })
     }
 
     /// `gemm`'s bindings of these operands, with `c` as its output (the
@@ -125,7 +128,7 @@ pub fn check_block_scaled(
     let reference = &operands.reference;
     let err = rel_frobenius(&out, reference);
     let lt_err = (|| -> Result<f64> {
-        let input = LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&operands.sa_t), sb: gpu.addr(&operands.sb) };
+        let input = LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&operands.sa_t), sb: gpu.addr(&operands.sb_lt) };
         let plan = LtGemm::new(lt, size.m, size.n, size.k, input)?;
         gpu.poison16(&mut c, POISON_BF16)?;
         unsafe { plan.run(lt, gpu.addr(&operands.a), gpu.addr(&operands.b), gpu.addr(&c)) }?;

@@ -270,6 +270,19 @@ impl BlockScales {
     pub fn sa_m_major(&self, sa: &[f32]) -> Vec<f32> {
         crate::gemm::SaLayout::MMajor.arrange(sa, self.m, self.kb())
     }
+    /// `KB` rounded up to 4: the row stride, in scales, of B's scales as
+    /// cuBLASLt's 128x128 scale mode reads them (rows of 16 bytes; see
+    /// [`crate::lt`]).
+    pub fn kb_lt(&self) -> usize {
+        self.kb().next_multiple_of(4)
+    }
+    /// SB's rows of `KB` scales (any number of them: one problem's `NB`, or
+    /// a grouped GEMM's experts' one after another) laid out with a row
+    /// stride of [`BlockScales::kb_lt`], the padding zero.
+    pub fn sb_lt(&self, sb: &[f32]) -> Vec<f32> {
+        let (kb, kb_lt) = (self.kb(), self.kb_lt());
+        sb.chunks(kb).flat_map(|row| row.iter().copied().chain(std::iter::repeat_n(0.0, kb_lt - row.len()))).collect()
+    }
     /// FP64 reference of the block-scaled product, all `M x N` elements.
     pub fn cpu_reference(&self, a: &[u8], sa: &[f32], b: &[u8], sb: &[f32]) -> Vec<f64> {
         let rows: Vec<usize> = (0..self.m).collect();

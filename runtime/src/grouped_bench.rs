@@ -222,6 +222,9 @@ struct GroupedInputs {
     /// SA M-major within each cuBLASLt call's rows, as cuBLASLt reads it.
     sa_t: CudaSlice<f32>,
     sb: CudaSlice<f32>,
+    /// SB as cuBLASLt reads it: each expert's `[NB, KB]` with rows padded
+    /// to 16 bytes (`BlockScales::sb_lt`), `[G * NB, KB_lt]`.
+    sb_lt: CudaSlice<f32>,
     routing: CudaSlice<i32>,
 }
 
@@ -274,6 +277,7 @@ impl GroupedInputs {
             sa_m_major: s.clone_htod(&sa_m_major_h).ctx("cuMemcpyHtoD(SA M-major)")?,
             sa_t: s.clone_htod(&sa_t_h).ctx("cuMemcpyHtoD(SA_t)")?,
             sb: s.clone_htod(&sb_h).ctx("cuMemcpyHtoD(SB)")?,
+            sb_lt: s.clone_htod(&whole.sb_lt(&sb_h)).ctx("cuMemcpyHtoD(SB for cuBLASLt)")?,
             routing: s.clone_htod(&routing_h).ctx("cuMemcpyHtoD(routing)")?,
             a_h,
             b_h,
@@ -476,10 +480,10 @@ fn bench_into(
     let (pa, pb, pc) = (gpu.addr(&inputs.a), gpu.addr(&inputs.b), gpu.addr(&c));
     let (bf16_row, bf16_b) = (|row| inputs.a_row(p, row, false), |e| inputs.b_expert(p, e, false));
     let scales = BlockScales::new(rows, n, k);
-    let (kb, nb) = (scales.kb(), scales.nb());
+    let (kb, kb_lt, nb) = (scales.kb(), scales.kb_lt(), scales.nb());
     let mut c8 = unsafe { s.alloc::<bf16>(rows * n) }.ctx("cuMemAlloc(C8)")?;
     let (pa8, pb8, psa, psb, pc8) =
-        (gpu.addr(&inputs.a8), gpu.addr(&inputs.b8), gpu.addr(&inputs.sa_t), gpu.addr(&inputs.sb), gpu.addr(&c8));
+        (gpu.addr(&inputs.a8), gpu.addr(&inputs.b8), gpu.addr(&inputs.sa_t), gpu.addr(&inputs.sb_lt), gpu.addr(&c8));
     let (fp8_row, fp8_b) = (|row| inputs.a_row(p, row, true), |e| inputs.b_expert(p, e, true));
 
     let loop_bf16 = |_: usize| cublas_loop(blas, &experts, (p.n, p.k), pa, pb, pc);
@@ -487,7 +491,7 @@ fn bench_into(
     let lt_plans: Result<Vec<(usize, u64, LtGemm)>> = experts
         .iter()
         .map(|&(e, off, r)| {
-            let input = LtInput::Fp8BlockScaled { sa_m_major: psa + off * kb as u64 * 4, sb: psb + (e * nb * kb) as u64 * 4 };
+            let input = LtInput::Fp8BlockScaled { sa_m_major: psa + off * kb as u64 * 4, sb: psb + (e * nb * kb_lt) as u64 * 4 };
             Ok((e, off, LtGemm::new(lt, fp8_rows(r), p.n, p.k, input)?))
         })
         .collect();

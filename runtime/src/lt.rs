@@ -25,8 +25,11 @@
 //! - our A's scales M-major: scale of row `i`, K block `kb` at `kb * M + i`
 //!   (`SA[KB,M]`, as an M-major kernel takes it; the transpose of a
 //!   K-major kernel's `SA[M,KB]`, see [`crate::check::BlockScales::sa_m_major`]);
-//! - our B's scales `SB[NB,KB]` row-major, as the kernel takes them: block
-//!   `(nb, kb)` at `nb * KB + kb`.
+//! - our B's scales `SB[NB,KB]` row-major with each row padded to 16 bytes:
+//!   block `(nb, kb)` at `nb * KB_lt + kb`, `KB_lt` = KB rounded up to 4
+//!   ([`crate::check::BlockScales::sb_lt`]; PyTorch's `_scaled_mm` asks the
+//!   same of its 128x128 scales). Unpadded, cuBLASLt reads every row past
+//!   the first from the wrong place wherever KB is not a multiple of 4.
 //!
 //! Fused epilogues ([`LtEpilogue`]): `CUBLASLT_EPILOGUE_BIAS` or
 //! `CUBLASLT_EPILOGUE_GELU_BIAS` with `CUBLASLT_MATMUL_DESC_BIAS_POINTER`
@@ -111,11 +114,11 @@ pub enum LtInput {
     },
     /// fp8 e4m3 with block scales (device f32 pointers, layouts above):
     /// `sa_m_major` is A's 1x128 scales M-major, `sb` B's 128x128 scales
-    /// `[NB,KB]` row-major.
+    /// `[NB,KB]` row-major, rows padded to 16 bytes.
     Fp8BlockScaled {
         /// Device address of A's scales, M-major (`[K/128, M]`).
         sa_m_major: u64,
-        /// Device address of B's scales (`[N/128, K/128]`).
+        /// Device address of B's scales (`[N/128, K/128]`, rows padded to 16 bytes).
         sb: u64,
     },
 }

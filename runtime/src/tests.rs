@@ -611,6 +611,10 @@ fn block_scale_indexing_straddles_n_and_k() {
     let a = s.dequant_a(&vec![one; 3 * 300], &sa);
     assert_eq!((a[0], a[299], a[300 + 128], a[2 * 300 + 299]), (1.0, 3.0, 5.0, 9.0));
     assert_eq!(s.sa_m_major(&sa), [1.0, 4.0, 7.0, 2.0, 5.0, 8.0, 3.0, 6.0, 9.0]);
+    // cuBLASLt's 128x128 scales: each row of KB = 3 padded to 4 (16 bytes).
+    assert_eq!(s.kb_lt(), 4);
+    assert_eq!(s.sb_lt(&sb), [1.0, 2.0, 4.0, 0.0, 8.0, 16.0, 32.0, 0.0]);
+    assert_eq!(BlockScales::new(1, 1, 512).sb_lt(&[1.0, 2.0, 3.0, 4.0]), [1.0, 2.0, 3.0, 4.0], "rows of four need no padding");
     assert_eq!(SaLayout::KMajor.arrange(&sa, 3, 3), sa);
     assert_eq!(SaLayout::MMajor.arrange(&sa[..6], 2, 3), [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
     assert_eq!((SaLayout::KMajor.choose("rows", "blocks"), SaLayout::MMajor.choose("rows", "blocks")), ("rows", "blocks"));

@@ -1352,11 +1352,17 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             let up = |v: &[f32], what: &'static str| -> Result<CudaSlice<f32>> {
                 gpu.stream.clone_htod(v).ctx(what)
             };
-            let block = (up(&sa_h, "cuMemcpyHtoD(SA)")?, up(&bs.sa_m_major(&sa_h), "cuMemcpyHtoD(SA_t)")?, up(&sb_h, "cuMemcpyHtoD(SB)")?);
+            // cuBLASLt reads SB with rows padded to 16 bytes (`BlockScales::sb_lt`): block.3.
+            let block = (
+                up(&sa_h, "cuMemcpyHtoD(SA)")?,
+                up(&bs.sa_m_major(&sa_h), "cuMemcpyHtoD(SA_t)")?,
+                up(&sb_h, "cuMemcpyHtoD(SB)")?,
+                up(&bs.sb_lt(&sb_h), "cuMemcpyHtoD(SB for cuBLASLt)")?,
+            );
             // A gated epilogue's block-scaled baseline: each part's rows of SB, where a run is whole 128-row scale blocks.
             let sb_parts: Option<std::result::Result<Vec<CudaSlice<f32>>, String>> = gated.as_ref().map(|g| {
                 (0..g.parts)
-                    .map(|q| up(&g.part_rows(&sb_h, bs.kb(), SCALE_BLOCK as u64, q)?, "cuMemcpyHtoD(SB part)"))
+                    .map(|q| up(&bs.sb_lt(&g.part_rows(&sb_h, bs.kb(), SCALE_BLOCK as u64, q)?), "cuMemcpyHtoD(SB part for cuBLASLt)"))
                     .collect::<Result<Vec<_>>>()
                     .map_err(|e| e.to_string())
             });
@@ -1404,7 +1410,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 }
                 let lt = match family {
                     Scales::Block => {
-                        let input = LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&block.1), sb: gpu.addr(&block.2) };
+                        let input = LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&block.1), sb: gpu.addr(&block.3) };
                         LtRun { name: "cublaslt-fp8-block", input, reference: ref_name, scale: 1.0 }
                     }
                     _ => {
