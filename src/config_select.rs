@@ -158,6 +158,18 @@ pub fn parse_candidate(text: &str) -> Result<i64, String> {
     text.parse().ok().filter(|&r| (1..=1000).contains(&r)).ok_or_else(|| format!("--candidate expects a rank from 1 to 1000, found '{text}'"))
 }
 
+/// The candidates `--explain` prints unless `--explain-rows` says otherwise.
+pub const EXPLAIN_ROWS: usize = 12;
+
+/// `--explain-rows`: how many candidates `--explain` prints, a count of at
+/// least 1 or `all`.
+pub fn parse_explain_rows(text: &str) -> Result<usize, String> {
+    if text == "all" {
+        return Ok(usize::MAX);
+    }
+    text.parse().ok().filter(|&n| n >= 1).ok_or_else(|| format!("--explain-rows expects a count of at least 1 or 'all', found '{text}'"))
+}
+
 /// Whether a function still has parameters to bind.
 pub fn is_parametric(module: &Module) -> bool {
     module.functions.iter().any(tilec_passes::phase::has_unbound_parameters)
@@ -298,6 +310,9 @@ mod tests {
     fn flags_parse_or_say_what_is_wrong() {
         assert_eq!(parse_shape("4096x2112x7168"), Ok((4096, 2112, 7168)));
         assert!(parse_shape("4096x2112").unwrap_err().contains("MxNxK"));
+        assert_eq!((parse_explain_rows("3"), parse_explain_rows("all")), (Ok(3), Ok(usize::MAX)));
+        assert!(parse_explain_rows("0").unwrap_err().contains("at least 1"));
+        assert!(parse_explain_rows("-2").is_err());
         assert!(parse_shape("0x1x1").is_err());
         assert_eq!(parse_shapes("64x8x8,128x8x8").unwrap().len(), 2);
         assert_eq!(parse_param("BLOCK_N=192"), Ok(("BLOCK_N".into(), 192)));

@@ -88,6 +88,9 @@ struct ConfigArgs {
     /// Print the config candidates weighed, best first, to stderr
     #[arg(long)]
     explain: bool,
+    /// With --explain: how many candidates to print, a count or 'all' (default 12)
+    #[arg(long, value_name = "N", value_parser = config_select::parse_explain_rows, requires = "explain")]
+    explain_rows: Option<usize>,
     /// Compile the R-th ranked config instead of the pick (for sweeps)
     #[arg(long, value_name = "R", value_parser = parse_candidate)]
     candidate: Option<i64>,
@@ -198,7 +201,7 @@ impl Timer {
 /// `--explain`: the candidates config selection weighs for the request, or
 /// for a file that already holds a decision and no config flag, that it
 /// compiles as written.
-fn explain_config(module: &Module, request: &ConfigRequest) -> Result<String, String> {
+fn explain_config(module: &Module, request: &ConfigRequest, rows: usize) -> Result<String, String> {
     if config_select::compiles_as_written(module, request) {
         return Ok(module
             .functions
@@ -208,7 +211,7 @@ fn explain_config(module: &Module, request: &ConfigRequest) -> Result<String, St
     }
     let entries = tilec_passes::parse_pipeline(&request.select_pass(None)).map_err(|e| format!("tilec: {e}"))?;
     let select = tilec_passes::transforms::select_config::SelectConfig::from_options(&entries[0].options);
-    config_select::explain(module, &select, 12)
+    config_select::explain(module, &select, rows)
 }
 
 fn print_stdout(text: &str) -> Result<(), String> {
@@ -246,7 +249,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     }
     let mut module = timer.time("parse + verify", || parse_and_verify(&text, &input))?;
     if args.config.explain {
-        eprint!("{}", explain_config(&module, &request)?);
+        eprint!("{}", explain_config(&module, &request, args.config.explain_rows.unwrap_or(config_select::EXPLAIN_ROWS))?);
     }
     let pipeline = args.passes.pass_pipeline.as_deref();
     timer.time("tile/nv passes", || run_tile_passes(&mut module, pipeline, &request, &args.passes, &input, &text))?;
