@@ -1238,6 +1238,16 @@ fn time_all(cx: &Ctx, shape: Shape, dtype: BenchDtype, r: &mut ShapeResult, mut 
     }
 }
 
+/// A block-scaled shape's scales on the GPU: as the kernels read them (A's
+/// K-major or M-major, as each manifest asks; B's `[NB,KB]`) and B's as
+/// cuBLASLt reads them, rows padded to 16 bytes (`BlockScales::sb_lt`).
+struct BlockScaleBuffers {
+    sa: CudaSlice<f32>,
+    sa_m_major: CudaSlice<f32>,
+    sb: CudaSlice<f32>,
+    sb_lt: CudaSlice<f32>,
+}
+
 fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtype, r: &mut ShapeResult) -> Result<()> {
     let args = cx.args;
     let gpu = cx.gpu;
@@ -1352,13 +1362,12 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
             let up = |v: &[f32], what: &'static str| -> Result<CudaSlice<f32>> {
                 gpu.stream.clone_htod(v).ctx(what)
             };
-            // cuBLASLt reads SB with rows padded to 16 bytes (`BlockScales::sb_lt`): block.3.
-            let block = (
-                up(&sa_h, "cuMemcpyHtoD(SA)")?,
-                up(&bs.sa_m_major(&sa_h), "cuMemcpyHtoD(SA_t)")?,
-                up(&sb_h, "cuMemcpyHtoD(SB)")?,
-                up(&bs.sb_lt(&sb_h), "cuMemcpyHtoD(SB for cuBLASLt)")?,
-            );
+            let block = BlockScaleBuffers {
+                sa: up(&sa_h, "cuMemcpyHtoD(SA)")?,
+                sa_m_major: up(&bs.sa_m_major(&sa_h), "cuMemcpyHtoD(SA_t)")?,
+                sb: up(&sb_h, "cuMemcpyHtoD(SB)")?,
+                sb_lt: up(&bs.sb_lt(&sb_h), "cuMemcpyHtoD(SB for cuBLASLt)")?,
+            };
             // A gated epilogue's block-scaled baseline: each part's rows of SB, where a run is whole 128-row scale blocks.
             let sb_parts: Option<std::result::Result<Vec<CudaSlice<f32>>, String>> = gated.as_ref().map(|g| {
                 (0..g.parts)
@@ -1410,7 +1419,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 }
                 let lt = match family {
                     Scales::Block => {
-                        let input = LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&block.1), sb: gpu.addr(&block.3) };
+                        let input = LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&block.sa_m_major), sb: gpu.addr(&block.sb_lt) };
                         LtRun { name: "cublaslt-fp8-block", input, reference: ref_name, scale: 1.0 }
                     }
                     _ => {
@@ -1431,7 +1440,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                             inputs: match &sb_parts {
                                 Some(Ok(sbs)) if family == Scales::Block => Ok(sbs
                                     .iter()
-                                    .map(|sb| LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&block.1), sb: gpu.addr(sb) })
+                                    .map(|sb| LtInput::Fp8BlockScaled { sa_m_major: gpu.addr(&block.sa_m_major), sb: gpu.addr(sb) })
                                     .collect()),
                                 Some(Err(why)) if family == Scales::Block => Err(why.clone()),
                                 _ => Ok(vec![lt.input; g.parts as usize]),
@@ -1446,7 +1455,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                 // Unscaled FP8 kernels are checked with the per-tensor family (scale 1).
                 for &ci in &ours {
                     let scales = cands[ci].spec.as_ref().map_or(Scales::None, |k| k.scales);
-                    let sa = cands[ci].spec.as_ref().map_or(SaLayout::KMajor, |k| k.sa_layout).choose(&block.0, &block.1);
+                    let sa = cands[ci].spec.as_ref().map_or(SaLayout::KMajor, |k| k.sa_layout).choose(&block.sa, &block.sa_m_major);
                     if (scales == Scales::Block) != (family == Scales::Block) {
                         continue;
                     }
@@ -1458,7 +1467,7 @@ fn bench_shape(cx: &Ctx, cands: &mut [Candidate], shape: Shape, dtype: BenchDtyp
                             scales: match scales {
                                 Scales::None => None,
                                 Scales::PerTensor => Some((gpu.bind("scale_a", &cx.scale_a), gpu.bind("scale_b", &cx.scale_b))),
-                                Scales::Block => Some((gpu.bind("SA", sa), gpu.bind("SB", &block.2))),
+                                Scales::Block => Some((gpu.bind("SA", sa), gpu.bind("SB", &block.sb))),
                             },
                             vectors: vectors.as_ref().map_or_else(Vec::new, |v| v.bindings.clone()),
                             matrices: vectors.as_ref().map_or_else(Vec::new, |v| v.matrix_bindings.clone()),
