@@ -8,6 +8,7 @@ use tilec_artifact::Tuning;
 use tilec_dialects::ir::{Attribute, Param};
 use tilec_dialects::{Function, Module};
 use tilec_dialects::Diagnostic;
+use tilec_passes::cluster::Along;
 use tilec_passes::cost_model;
 use tilec_passes::selection::{check_pin, check_shape, Candidate, Config, Machine, Precision, Problem, SplitReduce};
 use tilec_passes::transforms::select_config::SelectConfig;
@@ -233,6 +234,15 @@ fn l2_note(problem: &Problem, machine: &Machine) -> Option<String> {
 /// tiles (`tile-split-k`), for `--explain`; `None` for a K loop not split.
 fn split_note(problem: &Problem, pick: &Candidate, sms: i64) -> Option<String> {
     let splits = pick.config.splits;
+    // A workspace split in clusters (`selection::clustered_split`).
+    let paired = match pick.config.cluster {
+        Along::None => String::new(),
+        along => format!(
+            "; in 2-CTA clusters along {}: neighbouring tiles of one split load the {} tile they share once (TMA multicast, tile-cluster-split), weighed because the model finds the split bound by L2",
+            along.word(),
+            if along == Along::M { "B" } else { "A" }
+        ),
+    };
     (splits > 1).then(|| match pick.config.split_reduce {
         SplitReduce::Spread if pick.config.stores_shares(problem) => format!(
             "{splits} CTAs share each tile's K loop and add their partial tiles in shares through a global workspace, each waiting for the others and storing its share of the output itself: the grid's {} CTAs fit the {sms} SMs (tile-split-k reduce=spread, direct stores); where a launch's grid is larger, the last to arrive adds them and stores the tile",
@@ -244,7 +254,7 @@ fn split_note(problem: &Problem, pick: &Candidate, sms: i64) -> Option<String> {
             "{splits} CTAs share each tile's K loop and add their partial tiles in shares through a global workspace, each waiting for the others: the grid's {} CTAs fit the {sms} SMs (tile-split-k reduce=spread); where a launch's grid is larger, the last to arrive adds them",
             pick.tiles * splits
         ),
-    })
+    } + &paired)
 }
 
 /// `--explain`: the candidates weighed for each function, best first.

@@ -1,7 +1,7 @@
 //! 2-CTA clusters that share an operand tile and load it once (TMA multicast).
 
 use crate::cluster::{Along, CLUSTER_SIZE};
-use super::candidate::{Candidate, Schedule};
+use super::candidate::{Candidate, Config, Pins, Schedule};
 use super::problem::{ceil_div, Machine, Precision, Problem};
 use super::schedule::{BF16_PERSISTENT_K_BLOCKS, LONG_K_BLOCKS};
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
@@ -9,16 +9,24 @@ use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 /// The clustered alternative: pairs of CTAs that share an operand tile
 /// and load it once (TMA multicast), as DeepGEMM does, where that is legal
 /// (one GEMM whose neighbouring tiles read the same operand tiles) and
-/// there is more than one wave. The pair along M (sharing B) when the tiles
-/// along M are even and B's tile is at least A's, else along N (sharing A)
-/// when the tiles along N are even, else along M when those are: an odd
-/// count would leave half a pair idle. It is ranked right after the pick,
+/// there is more than one wave, along [`pair_direction`]. It is ranked right after the pick,
 /// not picked, except where [`prefers_clusters`] says: on the shapes of
 /// more than one wave it measured no better, on balance, than the same
 /// kernel without.
 pub(super) fn cluster_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Along {
-    let c = &best.config;
-    if !problem.pairs_tiles() || best.tiles <= machine.sms {
+    if best.tiles <= machine.sms {
+        return Along::None;
+    }
+    pair_direction(problem, &best.config)
+}
+
+/// The dimension along which 2-CTA clusters pair `c`'s tiles, where the
+/// program lets neighbouring tiles share an operand tile: along M (sharing
+/// B) when the tiles along M are even and B's tile is at least A's, else
+/// along N (sharing A) when the tiles along N are even, else along M when
+/// those are; none where both counts are odd (half a pair would idle).
+fn pair_direction(problem: &Problem, c: &Config) -> Along {
+    if !problem.pairs_tiles() {
         return Along::None;
     }
     let even = |extent: i64, block: i64| ceil_div(extent, block) % CLUSTER_SIZE == 0;
@@ -57,6 +65,24 @@ pub(super) fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
 /// consumers share takes its clusters.
 const FP8_CLUSTER_WAVES: i64 = 3;
 
+/// `split` in 2-CTA clusters, for a block-scaled K split through the
+/// workspace that the cost model finds bound by L2 (`l2_bound`):
+/// neighbouring tiles of one split load the operand tile they share once
+/// (TMA multicast), halving its L2 traffic, while the splits of a tile
+/// stay apart (grid z). Such splits ran faster in clusters, the others
+/// (and BF16's) slower on balance: the pair runs in lockstep, which costs
+/// where L2 does not bound (measured: docs/evidence.md,
+/// selection/clusters.rs, clustered splits). Not for consumers sharing a
+/// tile's columns (unmeasured in clusters) nor under a cluster pin.
+pub fn clustered_split(problem: &Problem, pins: &Pins, split: &Candidate, l2_bound: bool) -> Option<Candidate> {
+    let c = &split.config;
+    let eligible = l2_bound && problem.precision == Precision::Fp8BlockScaled && pins.cluster.is_none() && c.cluster == Along::None && c.split_reduce.through_workspace() && c.schedule != Schedule::ColumnHalves;
+    match pair_direction(problem, c) {
+        along if eligible && along != Along::None => Some(Candidate { config: Config { cluster: along, ..*c }, ..split.clone() }),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +109,31 @@ mod tests {
         assert!(none(Problem { m: 3968, n: 3840, ..p }, &tile));
         assert!(none(Problem { m: 128, n: 2112, k: 7168, ..p }, &Pins::default()));
         assert!(none(Problem { clusterable: false, ..p }, &Pins::default()));
+    }
+
+    /// Block-scaled workspace splits bound by L2 pair their tiles; BF16's,
+    /// those not bound by L2, a cluster pin, consumers sharing the columns
+    /// and tiles that pair oddly both ways do not.
+    #[test]
+    fn l2_bound_block_scaled_workspace_splits_pair_their_tiles() {
+        use crate::selection::candidate::SplitReduce;
+        let p = Problem { b_scale_rows: Some(16), ..fp8(941, 1936, 38160) };
+        let split = |problem: &Problem, schedule: Schedule| {
+            let config = Config { stages: 4, num_warps: 12, schedule, splits: 3, split_reduce: SplitReduce::Workspace, ..Config::neutral((128, 176, 128)) };
+            crate::selection::figures(problem, &Machine::H100, config)
+        };
+        let ws2 = Schedule::WarpSpecialized { consumers: 2 };
+        let paired = clustered_split(&p, &Pins::default(), &split(&p, ws2), true).expect("paired");
+        // 8 tiles along M (941 rows), 11 along N: along M, sharing B.
+        assert_eq!(paired.config, Config { cluster: Along::M, ..split(&p, ws2).config });
+        assert!(clustered_split(&p, &Pins::default(), &split(&p, ws2), false).is_none(), "not bound by L2");
+        assert!(clustered_split(&p, &Pins { cluster: Some(Along::None), ..Pins::default() }, &split(&p, ws2), true).is_none(), "pinned");
+        assert!(clustered_split(&p, &Pins::default(), &split(&p, Schedule::ColumnHalves), true).is_none(), "column halves");
+        let b = bf16(941, 1936, 38160);
+        assert!(clustered_split(&b, &Pins::default(), &split(&b, ws2), true).is_none(), "BF16");
+        // 7 tiles along M (896 rows) and 11 along N: no pair.
+        let odd = Problem { m: 896, ..p };
+        assert!(clustered_split(&odd, &Pins::default(), &split(&odd, ws2), true).is_none(), "odd both ways");
     }
 
     #[test]

@@ -26,7 +26,7 @@ use crate::cluster::Along;
 use crate::config::ConfigEntries;
 use crate::words::named_by_words;
 use crate::selection::{self, Candidate, Machine, Pins, Precision, Problem, Scales, Schedule};
-use crate::cost_model::{self, Weighed};
+use crate::cost_model::{self, Bound, Weighed};
 use crate::hopper::staging::column_major_tensors;
 use crate::options::{OptionKind, OptionSpec};
 use crate::pass::PassInfo;
@@ -200,13 +200,15 @@ impl SelectConfig {
             let mut ranked = selection::rank(problem, &machine, &pins);
             let alternatives = selection::alternatives(problem, &machine, &pins, &ranked);
             ranked.extend(alternatives);
-            ranked
-                .into_iter()
-                .map(|candidate| {
-                    let prediction = cost_model::predict(problem, &machine, &throughput, &calibration, &candidate);
-                    Weighed { candidate, prediction }
-                })
-                .collect()
+            let predicted = |candidate: Candidate| {
+                let prediction = cost_model::predict(problem, &machine, &throughput, &calibration, &candidate);
+                Weighed { candidate, prediction }
+            };
+            let mut weighed: Vec<Weighed> = ranked.into_iter().map(predicted).collect();
+            // The clustered form of each split the model finds bound by L2.
+            let clustered: Vec<Candidate> = weighed.iter().filter_map(|w| selection::clustered_split(problem, &pins, &w.candidate, w.prediction.bound == Bound::L2)).collect();
+            weighed.extend(clustered.into_iter().filter(|c| weighed.iter().all(|w| w.candidate.config != c.config)).map(predicted).collect::<Vec<_>>());
+            weighed
         };
         let mut weighed = weigh(&problem);
         if selection::weighs_swapped(&problem, &pins) && OperandSwap::find(func).is_ok() {
