@@ -17,8 +17,8 @@ import sys
 
 BEGIN = "<!-- status table: made by scripts/status-table.py from the records it names; do not edit -->"
 END = "<!-- end of status table -->"
-COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-sb-rows.json"
-COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-sb-rows.json"
+COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-clustered-splits.json"
+COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-clustered-splits.json"
 FRESH_BF16 = "docs/benchmarks/cost-model/2026-11-30-h200-judged-fresh-seed9.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
