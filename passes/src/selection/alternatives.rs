@@ -215,12 +215,34 @@ const COLUMN_MAJOR_SPLIT_REGISTERS: i64 = 104;
 /// consumers that share each tile's columns store their shares themselves
 /// (192x160 spilled 12 bytes; the same section).
 fn split_stores_fit_registers(problem: &Problem, c: &Config) -> bool {
+    let running = problem.precision.accumulator_registers(c.block_m, c.block_n, c.tile_warpgroups()).running;
     if problem.output_column_major {
-        problem.precision.accumulator_registers(c.block_m, c.block_n, c.tile_warpgroups()).running <= COLUMN_MAJOR_SPLIT_REGISTERS
+        running <= COLUMN_MAJOR_SPLIT_REGISTERS
+    } else if c.stores_shares(problem) && c.schedule == (Schedule::WarpSpecialized { consumers: 2 }) {
+        !two_consumer_shares_spill(c, running)
     } else {
         !(c.schedule == Schedule::ColumnHalves && c.stores_shares(problem))
     }
 }
+
+/// Where two consumers sharing a tile's rows, each split storing its share
+/// of a row-major output, spilled under ptxas: 128x224 tiles split three
+/// ways or more (112 accumulator registers a thread; 256x112, as many, did
+/// not) and tiles of 128 registers a thread split in two (128x256 and
+/// 256x128; split three to sixteen ways they did not) (measured:
+/// docs/evidence.md, selection/alternatives.rs, workspace splits that
+/// store C).
+fn two_consumer_shares_spill(c: &Config, running: i64) -> bool {
+    (c.block_m == 128 && c.block_n == SHARES_SPILLING_BLOCK_N && c.splits > 2) || (running >= SHARES_SPILLING_REGISTERS && c.splits == 2)
+}
+
+/// The width whose 128-row tiles' shares spilled split three ways or more
+/// ([`two_consumer_shares_spill`]).
+const SHARES_SPILLING_BLOCK_N: i64 = 224;
+
+/// The accumulator registers a thread at which shares split in two
+/// spilled ([`two_consumer_shares_spill`]).
+const SHARES_SPILLING_REGISTERS: i64 = 128;
 
 /// The split counts weighed for a K loop shared through a global
 /// workspace: steps that grow by about half, so that some count fills the
@@ -268,6 +290,16 @@ mod tests {
         assert!(splits.iter().all(|c| split_stores_fit_registers(&p, &c.config)));
         let two_consumers = |bn| Config { schedule: Schedule::WarpSpecialized { consumers: 2 }, ..Config::neutral((128, bn, 64)) };
         assert!(split_stores_fit_registers(&p, &two_consumers(208)) && !split_stores_fit_registers(&p, &two_consumers(224)));
+        // Two consumers storing their shares of a row-major tile: 128x224
+        // split past two ways and 128 registers split in two spilled.
+        let q = bf16(227, 3456, 35072);
+        let shares = |bm, bn, splits| Config { epilogue: Epilogue::Global, splits, split_reduce: SplitReduce::Spread, ..Config { block_m: bm, ..two_consumers(bn) } };
+        assert!(shares(128, 224, 4).stores_shares(&q));
+        for (bm, bn, splits, fits) in [(128, 224, 2, true), (128, 224, 3, false), (128, 224, 8, false), (256, 112, 4, true), (128, 256, 2, false), (256, 128, 2, false), (128, 256, 3, true), (128, 240, 2, true)] {
+            assert_eq!(split_stores_fit_registers(&q, &shares(bm, bn, splits)), fits, "{bm}x{bn} split {splits}");
+        }
+        let ranked = rank(&q, &Machine::H100, &Pins::default());
+        assert!(alternatives(&q, &Machine::H100, &Pins::default(), &ranked).iter().all(|c| split_stores_fit_registers(&q, &c.config)));
     }
 
     #[test]
