@@ -11,7 +11,7 @@ use tilec_dialects::Diagnostic;
 use tilec_passes::cluster::Along;
 use tilec_passes::cost_model;
 use tilec_passes::selection::{check_pin, check_shape, Candidate, Config, Machine, Precision, Problem, SplitReduce};
-use tilec_passes::transforms::select_config::SelectConfig;
+use tilec_passes::transforms::select_config::{SelectConfig, MAX_CANDIDATE_RANK};
 use tilec_target::Target;
 
 /// A problem shape `MxNxK`.
@@ -156,7 +156,7 @@ pub fn repeated_param(params: &[(String, i64)]) -> Option<String> {
 
 /// `--candidate R`: a rank from 1.
 pub fn parse_candidate(text: &str) -> Result<i64, String> {
-    text.parse().ok().filter(|&r| (1..=1000).contains(&r)).ok_or_else(|| format!("--candidate expects a rank from 1 to 1000, found '{text}'"))
+    text.parse().ok().filter(|&r| (1..=MAX_CANDIDATE_RANK).contains(&r)).ok_or_else(|| format!("--candidate expects a rank from 1 to {MAX_CANDIDATE_RANK}, found '{text}'"))
 }
 
 /// The candidates `--explain` prints unless `--explain-rows` says otherwise.
@@ -323,6 +323,9 @@ mod tests {
         assert_eq!((parse_explain_rows("3"), parse_explain_rows("all")), (Ok(3), Ok(usize::MAX)));
         assert!(parse_explain_rows("0").unwrap_err().contains("at least 1"));
         assert!(parse_explain_rows("-2").is_err());
+        // Every rank --explain lists (thousands at deep K) compiles.
+        assert_eq!(parse_candidate("1742"), Ok(1742));
+        assert!(parse_candidate("0").unwrap_err().contains("a rank from 1"));
         assert!(parse_shape("0x1x1").is_err());
         assert_eq!(parse_shapes("64x8x8,128x8x8").unwrap().len(), 2);
         assert_eq!(parse_param("BLOCK_N=192"), Ok(("BLOCK_N".into(), 192)));

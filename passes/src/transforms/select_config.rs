@@ -73,7 +73,7 @@ pub const INFO: PassInfo = PassInfo {
         },
         OptionSpec {
             name: "candidate",
-            kind: OptionKind::Int { min: 1, max: 1000 },
+            kind: OptionKind::Int { min: 1, max: MAX_CANDIDATE_RANK },
             default: "1",
             help: "take the candidate of this rank instead of the pick (1), to measure alternatives",
         },
@@ -88,6 +88,11 @@ pub const INFO: PassInfo = PassInfo {
     },
     create: |o| Box::new(SelectConfigPass { select: SelectConfig::from_options(o), remarks: Vec::new() }),
 };
+
+/// The highest rank `candidate` takes: above the candidates any shape
+/// weighs (a few thousand), so that every row `--explain` lists can be
+/// compiled; a rank past those weighed is refused with their count.
+pub const MAX_CANDIDATE_RANK: i64 = 100_000;
 
 /// The shape a kernel compiled without one is chosen for.
 pub const DEFAULT_SHAPE: (i64, i64, i64) = (4096, 4096, 4096);
