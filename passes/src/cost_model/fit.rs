@@ -114,6 +114,9 @@ pub fn pick_quality(samples: &[Sample], machine: &Machine, throughput: &Throughp
 pub fn fit(samples: &[Sample], machine: &Machine, throughput: &Throughput, start: &Calibration, free: &[bool], evaluations: usize) -> Calibration {
     let values = start.to_vec();
     let slots: Vec<usize> = (0..values.len()).filter(|&i| free.get(i).copied().unwrap_or(false)).collect();
+    if slots.is_empty() {
+        return *start;
+    }
     let x0: Vec<f64> = slots.iter().map(|&i| values[i].ln()).collect();
     let constants = |x: &[f64]| {
         let mut v = values.clone();
@@ -124,9 +127,6 @@ pub fn fit(samples: &[Sample], machine: &Machine, throughput: &Throughput, start
         let pull: f64 = x.iter().zip(&x0).map(|(a, b)| (a - b).powi(2)).sum();
         objective(samples, machine, throughput, &constants(x)) + PRIOR_WEIGHT * pull
     };
-    if slots.is_empty() {
-        return *start;
-    }
     constants(&nelder_mead(f, &x0, evaluations))
 }
 

@@ -8,7 +8,7 @@
 //! same constants), or, with `--free NAMES`, only the constants named,
 //! the others held at the target's current values, and `--write` puts the fitted ones
 //! into the calibration source the model reads
-//! (`passes/src/cost_model/calibration.rs`). Either way the error, overall
+//! (`passes/src/cost_model/calibration/NAME.rs`). Either way the error, overall
 //! and per kernel, is printed and written to `--report`.
 //!
 //! The problem each kernel solved comes from the example program of its
@@ -148,6 +148,7 @@ fn constants_of(path: &str) -> Result<Calibration, Failure> {
 
 /// Runs `tilec calibrate`.
 pub fn run(args: &Args) -> Result<(), Failure> {
+    let free = if args.free.is_empty() { vec![true; Calibration::NAMES.len()] } else { free_constants(&args.free)? };
     let mut records = Vec::new();
     for path in &args.inputs {
         let text = std::fs::read_to_string(path).map_err(|e| format!("tilec calibrate: cannot read '{path}': {e}"))?;
@@ -196,8 +197,8 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     };
     let calibration = match &args.constants {
         Some(path) => constants_of(path)?,
-        None if args.fit && args.free.is_empty() => fit::fit(&samples, &machine, &throughput, &Calibration::PRIOR, &[true; Calibration::NAMES.len()], args.evaluations),
-        None if args.fit => fit::fit(&samples, &machine, &throughput, &current, &free_constants(&args.free)?, args.evaluations),
+        // A whole fit starts from the prior, a `--free` one from the constants it refines.
+        None if args.fit => fit::fit(&samples, &machine, &throughput, if args.free.is_empty() { &Calibration::PRIOR } else { &current }, &free, args.evaluations),
         None => current,
     };
     let error = fit::error(&samples, &machine, &throughput, &calibration);
