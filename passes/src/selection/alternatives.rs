@@ -16,14 +16,14 @@ use super::split_k::split_capacity;
 use super::stream_k::STREAM_K_SPILLING_BLOCK_NS;
 use super::tiles::{BLOCK_MS, BLOCK_N_STEP, every_block_n, holds_whole_groups, promotes_by_row_blocks};
 use tilec_dialects::tile::dot::blocks_from_grid_offsets;
-use tilec_dialects::tile::reduce::MAX_SPLITS as SUM_SPLITS;
+use tilec_dialects::tile::reduce::{MAX_SPLITS as SUM_SPLITS, MAX_WORKSPACE_SPLITS};
 
 /// The configurations the cost model weighs besides [`rank`]'s, which the
 /// passes apply to any tile: for a block-scaled program whose B scales
 /// come in a fixed number of rows, [`rank`]'s forms of every other width
 /// those rows serve; each tile's K loop split over 2 to
 /// 8 CTAs of a cluster (as many as `tile.sum_splits` adds up)
-/// where they run in one wave; split over 2 to 64 CTAs (`WORKSPACE_SPLITS`) that
+/// where they run in one wave; split over 2 to 64 CTAs (`workspace_splits`) that
 /// add their partial tiles through a global workspace, where there are
 /// fewer tiles than SMs and the CTAs run in at most
 /// `WORKSPACE_SPLIT_MAX_WAVES` waves, and where they are no more than the
@@ -72,26 +72,26 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
             );
         }
     }
+    let grid_tiles = |(bm, bn, _): (i64, i64, i64)| ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
     if problem.clusterable && !problem.varying_k && unclustered {
-        for splits in WORKSPACE_SPLITS {
-            let split: Vec<Candidate> = tiles()
-                .filter(|&(bm, bn, _)| ceil_div(problem.m, bm) * ceil_div(problem.n, bn) < machine.sms)
-                .filter(|_| k_blocks >= MIN_K_BLOCKS_PER_SPLIT * splits)
-                .filter_map(|tile| tile_candidate(problem, machine, pins, tile, splits, SplitReduce::Workspace))
-                .collect();
-            // The same splits under a producer warpgroup and one or two
-            // consumers, one CTA for each split of each tile; not beside a
-            // program's epilogue, whose registers are not weighed: with
-            // the reduction's they spilled (docs/cost-model.md).
-            let specialised: Vec<Candidate> = split
-                .iter()
-                .filter(|_| problem.epilogue.is_plain())
-                .flat_map(|c| [1, 2].map(|consumers| warp_specialized(problem, machine, pins, c, consumers)))
-                .flatten()
-                .map(|c| Candidate { sms: machine.sms, ..c })
-                .collect();
-            found.extend(split.into_iter().chain(specialised).filter(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
-        }
+        let split: Vec<Candidate> = tiles()
+            .filter(|&tile| grid_tiles(tile) < machine.sms)
+            .flat_map(|tile| workspace_splits(grid_tiles(tile), machine).into_iter().map(move |splits| (tile, splits)))
+            .filter(|&(_, splits)| k_blocks >= MIN_K_BLOCKS_PER_SPLIT * splits)
+            .filter_map(|(tile, splits)| tile_candidate(problem, machine, pins, tile, splits, SplitReduce::Workspace))
+            .collect();
+        // The same splits under a producer warpgroup and one or two
+        // consumers, one CTA for each split of each tile; not beside a
+        // program's epilogue, whose registers are not weighed: with
+        // the reduction's they spilled (docs/cost-model.md).
+        let specialised: Vec<Candidate> = split
+            .iter()
+            .filter(|_| problem.epilogue.is_plain())
+            .flat_map(|c| [1, 2].map(|consumers| warp_specialized(problem, machine, pins, c, consumers)))
+            .flatten()
+            .map(|c| Candidate { sms: machine.sms, ..c })
+            .collect();
+        found.extend(split.into_iter().chain(specialised).filter(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
     }
     let one_gemm = problem.clusterable && !problem.varying_k && !problem.any_n;
     if problem.precision == Precision::Bf16 && one_gemm && unclustered {
@@ -142,8 +142,8 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
                 found.extend(stream_k.map(|c| Candidate { config: Config { stream_k: Some(PieceOrder::InOrder), ..c.config }, sms: machine.sms, ..c.clone() }).collect::<Vec<_>>());
             }
             found.extend(persistent);
-            let splittable = problem.clusterable && !problem.varying_k && problem.epilogue.is_plain() && ceil_div(problem.m, tile.0) * ceil_div(problem.n, tile.1) < machine.sms;
-            for splits in WORKSPACE_SPLITS.into_iter().filter(|&s| splittable && k_blocks >= MIN_K_BLOCKS_PER_SPLIT * s) {
+            let splittable = problem.clusterable && !problem.varying_k && problem.epilogue.is_plain() && grid_tiles(tile) < machine.sms;
+            for splits in workspace_splits(grid_tiles(tile), machine).into_iter().filter(|&s| splittable && k_blocks >= MIN_K_BLOCKS_PER_SPLIT * s) {
                 found.extend(column_halves_candidates(problem, machine, pins, tile, splits).into_iter().filter(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
             }
         }
@@ -244,10 +244,25 @@ const SHARES_SPILLING_BLOCK_N: i64 = 224;
 /// spilled ([`two_consumer_shares_spill`]).
 const SHARES_SPILLING_REGISTERS: i64 = 128;
 
-/// The split counts weighed for a K loop shared through a global
-/// workspace: steps that grow by about half, so that some count fills the
-/// SMs with any number of tiles, up to the most `tile.reduce_splits` adds.
+/// The split counts weighed for every tile count, for a K loop shared
+/// through a global workspace: steps that grow by about half, up to the
+/// most `tile.reduce_splits` adds.
 const WORKSPACE_SPLITS: [i64; 11] = [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
+
+/// The split counts weighed for `tiles` tiles: [`WORKSPACE_SPLITS`], and
+/// for each number of waves up to [`WORKSPACE_SPLIT_MAX_WAVES`] the most
+/// splits whose CTAs fit that many waves of one CTA an SM. A fixed list
+/// leaves waves part empty: 75 tiles split in six take 3.4 waves, in
+/// seven 3.98, each CTA with a seventh of the K loop; of the counts that
+/// take the same waves the most finish first, and the model weighs their
+/// extra partial tiles against that.
+fn workspace_splits(tiles: i64, machine: &Machine) -> Vec<i64> {
+    let filling = (1..=WORKSPACE_SPLIT_MAX_WAVES).map(|waves| waves * machine.sms / tiles.max(1));
+    let mut counts: Vec<i64> = WORKSPACE_SPLITS.into_iter().chain(filling).filter(|s| (2..=MAX_WORKSPACE_SPLITS).contains(s)).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+}
 
 /// The most waves a workspace split's CTAs may take. Splits past one wave
 /// can still fill the SMs better: 48 tiles over 132 SMs fill 73% of one
@@ -390,6 +405,24 @@ mod tests {
     }
 
     #[test]
+    fn workspace_split_counts_fill_whole_waves() {
+        // 75 tiles over 132 SMs: the most splits that fit two, three and
+        // four waves are 3, 5 and 7 (525 CTAs, 99% of four waves); the
+        // fixed steps alone skip 5 and 7.
+        let counts = workspace_splits(75, &Machine::H100);
+        assert!([3, 5, 7].iter().all(|s| counts.contains(s)), "{counts:?}");
+        assert!(!WORKSPACE_SPLITS.contains(&5) && !WORKSPACE_SPLITS.contains(&7));
+        assert!(counts.windows(2).all(|w| w[0] < w[1]) && counts.iter().all(|s| (2..=MAX_WORKSPACE_SPLITS).contains(s)), "{counts:?}");
+        // One tile: the counts stop at the most the reduction adds.
+        assert_eq!(workspace_splits(1, &Machine::H100).last(), Some(&MAX_WORKSPACE_SPLITS));
+        // 1818x1176x21728 in 128x256 tiles (15 x 5): split in seven, weighed.
+        let p = bf16(1818, 1176, 21728);
+        let ranked = rank(&p, &Machine::H100, &Pins::default());
+        let all = alternatives(&p, &Machine::H100, &Pins::default(), &ranked);
+        assert!(all.iter().any(|c| (c.config.block_m, c.config.block_n, c.config.splits) == (128, 256, 7) && c.tiles * 7 == 525), "split in seven");
+    }
+
+    #[test]
     fn workspace_splits_are_weighed_where_tiles_are_fewer_than_the_sms() {
         let workspace = |p: &Problem| {
             let ranked = rank(p, &Machine::H100, &Pins::default());
@@ -412,6 +445,6 @@ mod tests {
         assert!(few.iter().any(|c| c.config.splits == 8 && c.waves == 3), "{:?}", few.iter().map(|c| c.config.to_string()).collect::<Vec<_>>());
         assert!(few.iter().all(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
         assert!(!workspace(&fp8(256, 512, 16384)).is_empty(), "block-scaled FP8 takes its ranked widths");
-        assert!(WORKSPACE_SPLITS.iter().all(|&s| (2..=tilec_dialects::tile::reduce::MAX_WORKSPACE_SPLITS).contains(&s)));
+        assert!(WORKSPACE_SPLITS.iter().all(|&s| (2..=MAX_WORKSPACE_SPLITS).contains(&s)));
     }
 }
