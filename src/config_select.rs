@@ -234,7 +234,7 @@ fn l2_note(problem: &Problem, machine: &Machine) -> Option<String> {
 /// tiles (`tile-split-k`), for `--explain`; `None` for a K loop not split.
 fn split_note(problem: &Problem, pick: &Candidate, sms: i64) -> Option<String> {
     let splits = pick.config.splits;
-    // A workspace split in clusters (`selection::clustered_split`).
+    // A workspace split in clusters (`selection::clustered_alternative`).
     let paired = match pick.config.cluster {
         Along::None => String::new(),
         along => format!(
@@ -257,13 +257,35 @@ fn split_note(problem: &Problem, pick: &Candidate, sms: i64) -> Option<String> {
     } + &paired)
 }
 
+/// Why the pick's CTAs run in 2-CTA clusters, for `--explain`; `None`
+/// where they do not, or where the K loop is split (the split-K line
+/// says it).
+fn cluster_note(pick: &Candidate, sms: i64, pinned: bool) -> Option<String> {
+    let c = &pick.config;
+    if c.cluster == Along::None || c.splits > 1 {
+        return None;
+    }
+    let why = if pinned {
+        "pinned (--cluster)"
+    } else if pick.tiles <= sms {
+        "its tiles fit one wave under two consumers, weighed in clusters because the model finds the kernel bound by L2"
+    } else {
+        "over more than one wave"
+    };
+    Some(format!(
+        "2-CTA clusters along {}: neighbouring tiles load the {} tile they share once (TMA multicast, tile-cluster-split); {why}",
+        c.cluster.word(),
+        if c.cluster == Along::M { "B" } else { "A" }
+    ))
+}
+
 /// `--explain`: the candidates weighed for each function, best first.
 pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<String, String> {
     let machine = select.machine();
     let mut out = String::new();
     for func in &module.functions {
         let ranked = select.weigh(func).map_err(|d| d.to_string())?;
-        let Some((problem, _, _)) = select.problem(func).map_err(|d| d.to_string())? else {
+        let Some((problem, pins, _)) = select.problem(func).map_err(|d| d.to_string())? else {
             continue;
         };
         let shape_note = if select.shape.is_none() { " (no --shape: the default shape policy, any N)" } else { "" };
@@ -304,6 +326,9 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
             }
             if let Some(note) = split_note(&problem, &pick.candidate, machine.sms) {
                 writeln!(out, "  split-K: {note}").expect("String");
+            }
+            if let Some(note) = cluster_note(&pick.candidate, machine.sms, pins.cluster.is_some()) {
+                writeln!(out, "  clusters: {note}").expect("String");
             }
             // Every pipeline config selection writes ends with tile-programmatic-launch.
             writeln!(out, "  launch: programmatic dependent launch allowed (tile-programmatic-launch): the kernel waits for the previous grid before its first memory access and lets the next one launch at its start; single calls are launched without it").expect("String");

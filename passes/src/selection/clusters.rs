@@ -3,6 +3,7 @@
 use crate::cluster::{Along, CLUSTER_SIZE};
 use super::candidate::{Candidate, Config, Pins, Schedule};
 use super::problem::{ceil_div, Machine, Precision, Problem};
+use super::waves::figures;
 use super::schedule::{BF16_PERSISTENT_K_BLOCKS, LONG_K_BLOCKS};
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 
@@ -65,20 +66,31 @@ pub(super) fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
 /// consumers share takes its clusters.
 const FP8_CLUSTER_WAVES: i64 = 3;
 
-/// `split` in 2-CTA clusters, for a block-scaled K split through the
-/// workspace that the cost model finds bound by L2 (`l2_bound`):
-/// neighbouring tiles of one split load the operand tile they share once
-/// (TMA multicast), halving its L2 traffic, while the splits of a tile
-/// stay apart (grid z). Such splits ran faster in clusters, the others
-/// (and BF16's) slower on balance: the pair runs in lockstep, which costs
-/// where L2 does not bound (measured: docs/evidence.md,
-/// selection/clusters.rs, clustered splits). Not for consumers sharing a
-/// tile's columns (unmeasured in clusters) nor under a cluster pin.
-pub fn clustered_split(problem: &Problem, pins: &Pins, split: &Candidate, l2_bound: bool) -> Option<Candidate> {
-    let c = &split.config;
-    let eligible = l2_bound && problem.precision == Precision::Fp8BlockScaled && pins.cluster.is_none() && c.cluster == Along::None && c.split_reduce.through_workspace() && c.schedule != Schedule::ColumnHalves;
+/// `candidate` in 2-CTA clusters, where the cost model finds it bound by
+/// L2 (`l2_bound`): neighbouring tiles load the operand tile they share
+/// once (TMA multicast), halving its L2 traffic. Two kinds are weighed so:
+/// - a block-scaled K split through the workspace (the splits of a tile
+///   stay apart, grid z). Such splits ran faster in clusters, the others
+///   (and BF16's) slower on balance: the pair runs in lockstep, which costs
+///   where L2 does not bound (measured: docs/evidence.md,
+///   selection/clusters.rs, clustered splits);
+/// - an unsplit kernel whose tiles fit one wave under two consumers, which
+///   [`cluster_for`] pairs only over several waves: each tile reads its
+///   operands' whole K loops through L2. Such kernels ran faster in
+///   clusters; those of one consumer, whose 64-row tiles take a K block in
+///   half the time, slower on balance (measured: docs/evidence.md,
+///   selection/clusters.rs, one-wave clusters).
+///
+/// Not for consumers sharing a tile's columns (unmeasured in clusters),
+/// stream-K, nor under a cluster pin.
+pub fn clustered_alternative(problem: &Problem, machine: &Machine, pins: &Pins, candidate: &Candidate, l2_bound: bool) -> Option<Candidate> {
+    let c = &candidate.config;
+    let free = l2_bound && pins.cluster.is_none() && c.cluster == Along::None && c.schedule != Schedule::ColumnHalves && c.stream_k.is_none();
+    let block_scaled_split = c.splits > 1 && problem.precision == Precision::Fp8BlockScaled && c.split_reduce.through_workspace();
+    let one_wave = c.splits == 1 && candidate.tiles <= machine.sms && c.schedule == (Schedule::WarpSpecialized { consumers: 2 });
     match pair_direction(problem, c) {
-        along if eligible && along != Along::None => Some(Candidate { config: Config { cluster: along, ..*c }, ..split.clone() }),
+        along if free && block_scaled_split && along != Along::None => Some(Candidate { config: Config { cluster: along, ..*c }, ..candidate.clone() }),
+        along if free && one_wave && along != Along::None => Some(Candidate { reason: candidate.reason.clone(), ..figures(problem, machine, Config { cluster: along, ..*c }) }),
         _ => None,
     }
 }
@@ -123,17 +135,42 @@ mod tests {
             crate::selection::figures(problem, &Machine::H100, config)
         };
         let ws2 = Schedule::WarpSpecialized { consumers: 2 };
-        let paired = clustered_split(&p, &Pins::default(), &split(&p, ws2), true).expect("paired");
+        let paired = clustered_alternative(&p, &Machine::H100, &Pins::default(), &split(&p, ws2), true).expect("paired");
         // 8 tiles along M (941 rows), 11 along N: along M, sharing B.
         assert_eq!(paired.config, Config { cluster: Along::M, ..split(&p, ws2).config });
-        assert!(clustered_split(&p, &Pins::default(), &split(&p, ws2), false).is_none(), "not bound by L2");
-        assert!(clustered_split(&p, &Pins { cluster: Some(Along::None), ..Pins::default() }, &split(&p, ws2), true).is_none(), "pinned");
-        assert!(clustered_split(&p, &Pins::default(), &split(&p, Schedule::ColumnHalves), true).is_none(), "column halves");
+        assert!(clustered_alternative(&p, &Machine::H100, &Pins::default(), &split(&p, ws2), false).is_none(), "not bound by L2");
+        assert!(clustered_alternative(&p, &Machine::H100, &Pins { cluster: Some(Along::None), ..Pins::default() }, &split(&p, ws2), true).is_none(), "pinned");
+        assert!(clustered_alternative(&p, &Machine::H100, &Pins::default(), &split(&p, Schedule::ColumnHalves), true).is_none(), "column halves");
         let b = bf16(941, 1936, 38160);
-        assert!(clustered_split(&b, &Pins::default(), &split(&b, ws2), true).is_none(), "BF16");
+        assert!(clustered_alternative(&b, &Machine::H100, &Pins::default(), &split(&b, ws2), true).is_none(), "BF16");
         // 7 tiles along M (896 rows) and 11 along N: no pair.
         let odd = Problem { m: 896, ..p };
-        assert!(clustered_split(&odd, &Pins::default(), &split(&odd, ws2), true).is_none(), "odd both ways");
+        assert!(clustered_alternative(&odd, &Machine::H100, &Pins::default(), &split(&odd, ws2), true).is_none(), "odd both ways");
+    }
+
+    /// Unsplit kernels of one wave under two consumers that are bound by
+    /// L2 pair their tiles (and the launcher's CTAs are counted again for
+    /// the pairs); those of one consumer, of more than one wave, not bound
+    /// by L2 or pinned do not.
+    #[test]
+    fn one_wave_two_consumer_kernels_bound_by_l2_pair_their_tiles() {
+        let p = bf16(1818, 1176, 21728);
+        let kernel = |p: &Problem, (bm, bn): (i64, i64), consumers: i64| {
+            let config = Config { stages: 4, num_warps: 4 + 4 * consumers, schedule: Schedule::WarpSpecialized { consumers }, ..Config::neutral((bm, bn, 64)) };
+            crate::selection::figures(p, &Machine::H100, config)
+        };
+        let wide = kernel(&p, (128, 160), 2);
+        assert_eq!(wide.tiles, 120);
+        // 15 tiles along M (1818 rows), 8 along N: along N, sharing A.
+        let paired = clustered_alternative(&p, &Machine::H100, &Pins::default(), &wide, true).expect("paired");
+        assert_eq!(paired.config, Config { cluster: Along::N, ..wide.config });
+        assert_eq!(paired.sms % 2, 0, "whole pairs");
+        assert!(clustered_alternative(&p, &Machine::H100, &Pins::default(), &wide, false).is_none(), "not bound by L2");
+        assert!(clustered_alternative(&p, &Machine::H100, &Pins { cluster: Some(Along::None), ..Pins::default() }, &wide, true).is_none(), "pinned");
+        assert!(clustered_alternative(&p, &Machine::H100, &Pins::default(), &kernel(&p, (64, 160), 1), true).is_none(), "one consumer");
+        // 4096x4096 in 128x160 tiles: 832, several waves (`cluster_for`'s).
+        let many = bf16(4096, 4096, 4096);
+        assert!(clustered_alternative(&many, &Machine::H100, &Pins::default(), &kernel(&many, (128, 160), 2), true).is_none(), "several waves");
     }
 
     #[test]

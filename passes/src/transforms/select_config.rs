@@ -210,8 +210,8 @@ impl SelectConfig {
                 Weighed { candidate, prediction }
             };
             let mut weighed: Vec<Weighed> = ranked.into_iter().map(predicted).collect();
-            // The clustered form of each split the model finds bound by L2.
-            let clustered: Vec<Candidate> = weighed.iter().filter_map(|w| selection::clustered_split(problem, &pins, &w.candidate, w.prediction.bound == Bound::L2)).collect();
+            // The clustered form of each candidate the model finds bound by L2 that the ranking does not pair.
+            let clustered: Vec<Candidate> = weighed.iter().filter_map(|w| selection::clustered_alternative(problem, &machine, &pins, &w.candidate, w.prediction.bound == Bound::L2)).collect();
             weighed.extend(clustered.into_iter().filter(|c| weighed.iter().all(|w| w.candidate.config != c.config)).map(predicted).collect::<Vec<_>>());
             weighed
         };
