@@ -164,6 +164,9 @@ impl SelectConfig {
             pins.stages = ConfigEntries::of(func)?.stages;
         }
         let (m, n, k) = self.shape.unwrap_or(DEFAULT_SHAPE);
+        if self.shape.is_some() {
+            check_interleaved_columns(func, n)?;
+        }
         let machine = self.machine();
         let problem = Problem {
             m,
@@ -293,6 +296,26 @@ fn column_group(func: &Function) -> Option<i64> {
         tile::Reduce::of(body, op).map(|r| r.group(body)).or_else(|| tile::Store::of(body, op).and_then(|s| s.group(body)))
     });
     groups.filter(|&g| g > 0).reduce(|a, b| a / tile::arith::gcd(a, b) * b)
+}
+
+/// Refuses a shape whose `n` product columns a `tile.deinterleave` cannot
+/// split into its two tiles: the runtime takes only whole pairs of runs
+/// (a SwiGLU MLP's gate and up runs), so a kernel compiled for any other
+/// N could never run at it.
+fn check_interleaved_columns(func: &Function, n: i64) -> Result<(), Diagnostic> {
+    let body = &func.body;
+    for op in body.walk_region(func.region) {
+        if let Some(d) = tile::Deinterleave::of(body, op) {
+            let pair = 2 * d.block(body);
+            if n % pair != 0 {
+                return Err(Diagnostic::error(
+                    body.ops[op].loc.clone(),
+                    format!("the shape's N = {n} product columns do not interleave the two tiles of 'tile.deinterleave' in whole runs of {} columns: N must be a multiple of {pair} (the output then has N/2 columns)", d.block(body)),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether the tensor the function stores whole tiles into (C) is
