@@ -75,7 +75,7 @@ const FP8_CLUSTER_WAVES: i64 = 3;
 ///   where L2 does not bound (measured: docs/evidence.md,
 ///   selection/clusters.rs, clustered splits);
 /// - an unsplit kernel whose tiles fit one wave under two consumers, which
-///   [`cluster_for`] pairs only over several waves: each tile reads its
+///   `cluster_for` pairs only over several waves: each tile reads its
 ///   operands' whole K loops through L2. Such kernels ran faster in
 ///   clusters; those of one consumer, whose 64-row tiles take a K block in
 ///   half the time, slower on balance (measured: docs/evidence.md,
