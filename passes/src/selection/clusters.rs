@@ -89,8 +89,7 @@ pub fn clustered_alternative(problem: &Problem, machine: &Machine, pins: &Pins, 
     let block_scaled_split = c.splits > 1 && problem.precision == Precision::Fp8BlockScaled && c.split_reduce.through_workspace();
     let one_wave = c.splits == 1 && candidate.tiles <= machine.sms && c.schedule == (Schedule::WarpSpecialized { consumers: 2 });
     match pair_direction(problem, c) {
-        along if free && block_scaled_split && along != Along::None => Some(Candidate { config: Config { cluster: along, ..*c }, ..candidate.clone() }),
-        along if free && one_wave && along != Along::None => Some(Candidate { reason: candidate.reason.clone(), ..figures(problem, machine, Config { cluster: along, ..*c }) }),
+        along if free && (block_scaled_split || one_wave) && along != Along::None => Some(Candidate { reason: candidate.reason.clone(), ..figures(problem, machine, Config { cluster: along, ..*c }) }),
         _ => None,
     }
 }
