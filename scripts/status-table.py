@@ -12,6 +12,7 @@ usage: status-table.py               print the table
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 
@@ -149,9 +150,12 @@ def rows():
 
 
 def table():
-    lines = ["| set (NVIDIA H200, 2026-11-29 and 30: the dates of the records) | tilec | source |", "|---|---|---|"]
+    made = rows()
+    # The records are named by the date of their run: the header spans them.
+    dates = sorted({d for _, _, source in made for d in re.findall(r"\d{4}-\d{2}-\d{2}", source)})
+    lines = [f"| set (NVIDIA H200, {dates[0]} to {dates[-1]}: the dates of the records) | tilec | source |", "|---|---|---|"]
     previous = None
-    for label, figure, source in rows():
+    for label, figure, source in made:
         shown = "same" if source == previous or source == "same" else f"`{source}`"
         previous = source if source != "same" else previous
         lines.append(f"| {label} | {figure} | {shown} |")
