@@ -72,12 +72,16 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
             );
         }
     }
-    let grid_tiles = |(bm, bn, _): (i64, i64, i64)| ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
+    // The workspace split counts a tile takes: none where its tiles fill
+    // the SMs, none that leave a split too few K blocks.
+    let split_counts = |(bm, bn, _): (i64, i64, i64)| {
+        let grid_tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);
+        let counts = if grid_tiles < machine.sms { workspace_splits(grid_tiles, machine) } else { Vec::new() };
+        counts.into_iter().filter(|&s| k_blocks >= MIN_K_BLOCKS_PER_SPLIT * s).collect::<Vec<i64>>()
+    };
     if problem.clusterable && !problem.varying_k && unclustered {
         let split: Vec<Candidate> = tiles()
-            .filter(|&tile| grid_tiles(tile) < machine.sms)
-            .flat_map(|tile| workspace_splits(grid_tiles(tile), machine).into_iter().map(move |splits| (tile, splits)))
-            .filter(|&(_, splits)| k_blocks >= MIN_K_BLOCKS_PER_SPLIT * splits)
+            .flat_map(|tile| split_counts(tile).into_iter().map(move |splits| (tile, splits)))
             .filter_map(|(tile, splits)| tile_candidate(problem, machine, pins, tile, splits, SplitReduce::Workspace))
             .collect();
         // The same splits under a producer warpgroup and one or two
@@ -142,8 +146,8 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
                 found.extend(stream_k.map(|c| Candidate { config: Config { stream_k: Some(PieceOrder::InOrder), ..c.config }, sms: machine.sms, ..c.clone() }).collect::<Vec<_>>());
             }
             found.extend(persistent);
-            let splittable = problem.clusterable && !problem.varying_k && problem.epilogue.is_plain() && grid_tiles(tile) < machine.sms;
-            for splits in workspace_splits(grid_tiles(tile), machine).into_iter().filter(|&s| splittable && k_blocks >= MIN_K_BLOCKS_PER_SPLIT * s) {
+            let splittable = problem.clusterable && !problem.varying_k && problem.epilogue.is_plain();
+            for splits in split_counts(tile).into_iter().filter(|_| splittable) {
                 found.extend(column_halves_candidates(problem, machine, pins, tile, splits).into_iter().filter(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
             }
         }
