@@ -234,11 +234,12 @@ fn l2_note(problem: &Problem, machine: &Machine) -> Option<String> {
 /// tiles (`tile-split-k`), for `--explain`; `None` for a K loop not split.
 fn split_note(problem: &Problem, pick: &Candidate, sms: i64) -> Option<String> {
     let splits = pick.config.splits;
-    // A workspace split in clusters (`selection::clustered_alternative`).
+    // A workspace split in clusters (`selection::clustered_alternatives`).
     let paired = match pick.config.cluster {
         Along::None => String::new(),
         along => format!(
-            "; in 2-CTA clusters along {}: neighbouring tiles of one split load the {} tile they share once (TMA multicast, tile-cluster-split), weighed because the model finds the split bound by L2",
+            "; in {}-CTA clusters along {}: neighbouring tiles of one split load the {} tile they share once (TMA multicast, tile-cluster-split), weighed because the model finds the split bound by L2",
+            pick.config.cluster_ctas,
             along.word(),
             if along == Along::M { "B" } else { "A" }
         ),
@@ -257,7 +258,7 @@ fn split_note(problem: &Problem, pick: &Candidate, sms: i64) -> Option<String> {
     } + &paired)
 }
 
-/// Why the pick's CTAs run in 2-CTA clusters, for `--explain`; `None`
+/// Why the pick's CTAs run in clusters, for `--explain`; `None`
 /// where they do not, or where the K loop is split (the split-K line
 /// says it).
 fn cluster_note(pick: &Candidate, sms: i64, pinned: bool) -> Option<String> {
@@ -273,7 +274,8 @@ fn cluster_note(pick: &Candidate, sms: i64, pinned: bool) -> Option<String> {
         "over more than one wave"
     };
     Some(format!(
-        "2-CTA clusters along {}: neighbouring tiles load the {} tile they share once (TMA multicast, tile-cluster-split); {why}",
+        "{}-CTA clusters along {}: neighbouring tiles load the {} tile they share once (TMA multicast, tile-cluster-split); {why}",
+        c.cluster_ctas,
         c.cluster.word(),
         if c.cluster == Along::M { "B" } else { "A" }
     ))

@@ -5,7 +5,7 @@
 //! (Whether a function still has block-size parameters to bind is its
 //! phase: `phase::has_unbound_parameters`.)
 
-use crate::cluster::Along;
+use crate::cluster::{Along, DEFAULT_CLUSTER_CTAS};
 use crate::selection::{Config, Epilogue, Scales, Schedule};
 use crate::selection::{PieceOrder, SplitReduce};
 use crate::options::OptionKind;
@@ -19,9 +19,9 @@ use tilec_dialects::{Diagnostic, Function};
 /// writes (`record`), the figures it writes beside it (the shape, SMs,
 /// waves, shared memory) and what a hand-written config may add for a pass
 /// to read (`mma_n`).
-pub const CONFIG_KEYS: [&str; 26] = [
+pub const CONFIG_KEYS: [&str; 27] = [
     "m", "n", "k", "swap_operands", "block_m", "block_n", "block_k", "stages", "schedule", "consumers", "persistent", "tile_order", "raster_group", "epilogue",
-    "epilogue_cols", "epilogue_deferred", "scales", "cluster", "splits", "split_reduce", "stream_k", "mma_n", "sms", "waves", "last_wave",
+    "epilogue_cols", "epilogue_deferred", "scales", "cluster", "cluster_ctas", "splits", "split_reduce", "stream_k", "mma_n", "sms", "waves", "last_wave",
     "smem_bytes",
 ];
 
@@ -72,8 +72,10 @@ pub struct ConfigEntries {
     pub epilogue_deferred: Option<bool>,
     /// `scales`: how a block-scaled K loop takes its scales.
     pub scales: Option<Scales>,
-    /// `cluster`: the axis along which CTAs pair up.
+    /// `cluster`: the axis along which CTAs form clusters.
     pub cluster: Option<Along>,
+    /// `cluster_ctas`: CTAs per cluster.
+    pub cluster_ctas: Option<i64>,
     /// `splits`: the CTAs each tile's K loop is split over.
     pub splits: Option<i64>,
     /// `split_reduce`: where the splits' partial sums meet.
@@ -132,6 +134,7 @@ impl ConfigEntries {
             epilogue_deferred: flag("epilogue_deferred")?,
             scales: word("scales", SCALES_WORDS)?.map(|w| if w == Scales::Staged.word() { Scales::Staged } else { Scales::Prefetched }),
             cluster: word("cluster", Along::WORDS)?.map(|w| Along::parse(&w)),
+            cluster_ctas: int("cluster_ctas")?,
             splits: int("splits")?,
             split_reduce: word("split_reduce", SplitReduce::WORDS)?.map(|w| SplitReduce::parse(&w)),
             stream_k: word("stream_k", PieceOrder::WORDS)?.map(|w| PieceOrder::parse(&w)),
@@ -170,6 +173,7 @@ impl ConfigEntries {
             epilogue,
             scales: self.scales.unwrap_or(Scales::None),
             cluster: self.cluster.unwrap_or(Along::None),
+            cluster_ctas: self.cluster_ctas.unwrap_or(DEFAULT_CLUSTER_CTAS),
             splits: self.splits.unwrap_or(1),
             split_reduce: self.split_reduce.unwrap_or(SplitReduce::Cluster),
             raster_group: self.raster_group.unwrap_or(0),

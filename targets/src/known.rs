@@ -24,7 +24,7 @@ impl Target {
         fp8_flops: 1_979_000_000_000_000,
         boost_clock_hz: 1_980_000_000,
         max_cluster_size: 8,
-        cluster_size: 2,
+        active_clusters: [(2, 66), (4, 30), (8, 15)],
     };
 
     /// The NVIDIA H200 (SXM): the H100's chip with 141 GB of HBM3e, 1.43

@@ -57,9 +57,12 @@ pub struct Target {
     pub boost_clock_hz: u64,
     /// The most CTAs a cluster may have without the non-portable opt-in.
     pub max_cluster_size: u32,
-    /// CTAs in the clusters tilec's kernels use (two CTAs sharing one
-    /// operand tile by multicast).
-    pub cluster_size: u32,
+    /// Clusters of 2, 4 and 8 CTAs of one CTA an SM that run at once, as
+    /// `(CTAs, clusters)`: a cluster's CTAs share one GPC, so where a GPC's
+    /// SMs are not a multiple of the cluster's CTAs some stay idle, and
+    /// clusters past these wait for a later wave
+    /// (`cuOccupancyMaxActiveClusters`).
+    pub active_clusters: [(u32, u32); 3],
 }
 
 impl Target {

@@ -14,7 +14,7 @@ fn the_h100s_facts() {
     assert_eq!((t.l2_bytes, t.hbm_bytes, t.hbm_bytes_per_s), (52_428_800, 85_899_345_920, 3_350_000_000_000));
     assert_eq!(t.l2_sector_bytes, 32);
     assert_eq!((t.bf16_flops, t.fp8_flops, t.boost_clock_hz), (989_000_000_000_000, 1_979_000_000_000_000, 1_980_000_000));
-    assert_eq!((t.max_cluster_size, t.cluster_size), (8, 2));
+    assert_eq!((t.max_cluster_size, t.active_clusters), (8, [(2, 66), (4, 30), (8, 15)]));
 }
 
 #[test]

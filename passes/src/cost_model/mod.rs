@@ -508,10 +508,11 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     let (a_rows, b_rows) = operand_l2_factors(problem, machine);
     let (a_stage, b_stage) = (bm * bk * el * a_rows, bn * bk * el * b_rows);
     let stage_bytes = a_stage + b_stage;
-    // A cluster's pair loads the operand tile it shares once, multicast.
+    // A cluster's CTAs load the operand tile they share once, multicast.
+    let ctas = c.cluster_ctas as f64;
     let staged_bytes_kb = match c.cluster {
-        Along::M => a_stage + b_stage / 2.0,
-        Along::N => a_stage / 2.0 + b_stage,
+        Along::M => a_stage + b_stage / ctas,
+        Along::N => a_stage / ctas + b_stage,
         Along::None => stage_bytes,
     };
 
@@ -528,7 +529,8 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         Schedule::Pipeline => {
             let accumulators = problem.precision.accumulator_registers(c.block_m, c.block_n, c.tile_warpgroups()).total;
             let fit = machine.ctas_per_sm(candidate.smem_bytes).min(machine.ctas_per_sm_by_registers(c.num_warps, accumulators)).max(1);
-            (fit.min(ceil_div(ctas, machine.sms)).max(1), machine.sms)
+            let sms = machine.sms_for(c);
+            (fit.min(ceil_div(ctas, sms)).max(1), sms)
         }
         _ => (1, if c.stream_k.is_some() { machine.sms } else { candidate.sms.max(1) }),
     };
@@ -557,7 +559,7 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         if count == 0 {
             continue;
         }
-        let per_sm = ceil_div(active, machine.sms) as f64;
+        let per_sm = ceil_div(active, grid_sms) as f64;
         let wave_mma = per_sm * k_blocks_cta as f64 * compute_kb;
         let wave_latency = k_blocks_cta as f64 * latency_kb;
         let wave_l2 = active as f64 * k_blocks_cta as f64 * staged_bytes_kb / cal.l2_bytes_per_s;

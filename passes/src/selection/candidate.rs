@@ -2,7 +2,7 @@
 //! scales, split and tile order it names, the pins that fix some of it, and
 //! its text form (what `--explain` lists and tuning files hold).
 
-use crate::cluster::Along;
+use crate::cluster::{check_cluster_ctas, Along, DEFAULT_CLUSTER_CTAS};
 use crate::words::named_by_words;
 use std::fmt;
 use super::problem::{Machine, Problem};
@@ -204,9 +204,11 @@ pub struct Config {
     pub epilogue: Epilogue,
     /// Where block-scaled FP8's scales wait for their K step.
     pub scales: Scales,
-    /// The dimension along which two CTAs form a cluster and multicast the
-    /// operand tile they share.
+    /// The dimension along which neighbouring CTAs form a cluster and
+    /// multicast the operand tile they share.
     pub cluster: Along,
+    /// CTAs per cluster (`DEFAULT_CLUSTER_CTAS` where there is none).
+    pub cluster_ctas: i64,
     /// CTAs that share each output tile's K loop (`split_k`); 1
     /// without.
     pub splits: i64,
@@ -242,6 +244,7 @@ impl Config {
             epilogue: Epilogue::Global,
             scales: Scales::None,
             cluster: Along::None,
+            cluster_ctas: DEFAULT_CLUSTER_CTAS,
             splits: 1,
             split_reduce: SplitReduce::Cluster,
             raster_group: 0,
@@ -336,9 +339,10 @@ impl fmt::Display for Config {
             Schedule::ColumnHalves => "ws2-columns".to_string(),
         };
         let schedule = if self.persistent() { format!("{schedule} persistent") } else { schedule };
-        let cluster = match self.cluster {
-            Along::None => String::new(),
-            along => format!(" cluster={}", along.word()),
+        let cluster = match (self.cluster, self.cluster_ctas) {
+            (Along::None, _) => String::new(),
+            (along, DEFAULT_CLUSTER_CTAS) => format!(" cluster={}", along.word()),
+            (along, ctas) => format!(" cluster={} cluster_ctas={ctas}", along.word()),
         };
         let scales = match self.scales {
             Scales::None => String::new(),
@@ -398,6 +402,7 @@ impl std::str::FromStr for Config {
                 "scales" if value == "staged" => config.scales = Scales::Staged,
                 "scales" if value == "prefetched" => config.scales = Scales::Prefetched,
                 "cluster" if Along::WORDS.contains(&value) => config.cluster = Along::parse(value),
+                "cluster_ctas" => config.cluster_ctas = int()?,
                 "splits" => config.splits = int()?,
                 "split_reduce" if SplitReduce::WORDS.contains(&value) => config.split_reduce = SplitReduce::parse(value),
                 "grouped" => config.raster_group = int()?,
@@ -408,6 +413,7 @@ impl std::str::FromStr for Config {
         if config.stages < 1 || config.num_warps < 1 {
             return Err(bad("needs stages=N and warps=N"));
         }
+        check_cluster_ctas(config.cluster_ctas).map_err(|m| bad(&m))?;
         if tma {
             config.epilogue = Epilogue::Tma { columns: columns.unwrap_or(block_n) };
         }
@@ -437,6 +443,9 @@ mod tests {
         assert!("128x128 stages=4 warps=4".parse::<Config>().unwrap_err().contains("BMxBNxBK"));
         assert!("128x128x64 stages=4 warps=4 pipeline fast".parse::<Config>().unwrap_err().contains("unknown word 'fast'"));
         assert!("128x128x64 pipeline".parse::<Config>().unwrap_err().contains("stages"));
+        let four = "128x160x64 stages=5 warps=12 ws2 persistent epilogue=tma cluster=n cluster_ctas=4";
+        assert_eq!(four.parse::<Config>().map(|c| (c.cluster, c.cluster_ctas, c.to_string())), Ok((Along::N, 4, four.to_string())));
+        assert!("128x160x64 stages=5 warps=12 ws2 cluster=n cluster_ctas=3".parse::<Config>().unwrap_err().contains("not 3"));
     }
 
     /// A swapped configuration's figures are the swapped GEMM's.

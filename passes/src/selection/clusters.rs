@@ -1,6 +1,6 @@
-//! 2-CTA clusters that share an operand tile and load it once (TMA multicast).
+//! Clusters of CTAs that share an operand tile and load it once (TMA multicast).
 
-use crate::cluster::{Along, CLUSTER_SIZE};
+use crate::cluster::{Along, DEFAULT_CLUSTER_CTAS};
 use super::candidate::{Candidate, Config, Pins, Schedule};
 use super::problem::{ceil_div, Machine, Precision, Problem};
 use super::waves::figures;
@@ -30,7 +30,7 @@ fn pair_direction(problem: &Problem, c: &Config) -> Along {
     if !problem.pairs_tiles() {
         return Along::None;
     }
-    let even = |extent: i64, block: i64| ceil_div(extent, block) % CLUSTER_SIZE == 0;
+    let even = |extent: i64, block: i64| ceil_div(extent, block) % DEFAULT_CLUSTER_CTAS == 0;
     let (along_m, along_n) = (even(problem.m, c.block_m), even(problem.n, c.block_n));
     match (along_m, along_n) {
         (true, _) if c.block_n >= c.block_m || !along_n => Along::M,
@@ -62,36 +62,62 @@ pub(super) fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
     bf16_short || fp8_long
 }
 
+/// The cluster sizes config selection weighs for a kernel whose tiles fit
+/// one wave: pairs, and fours, which ran faster where the tiles fit the
+/// SMs clusters of four fill. Clusters of eight, which the passes build,
+/// fill as many SMs as those of four and ran no faster at
+/// 1818x1176x21728; they are not weighed.
+const ONE_WAVE_CLUSTER_CTAS: [i64; 2] = [2, 4];
+
+/// The cluster sizes config selection weighs for a K split through the
+/// workspace: pairs only. In clusters of four, splits over grid z that the
+/// model predicted faster ran at 0.49 to 0.73 of the picks they replaced
+/// on ten shapes of eighteen (measured: docs/evidence.md,
+/// selection/clusters.rs, clusters of four).
+const SPLIT_CLUSTER_CTAS: [i64; 1] = [2];
+
 /// The fewest waves over which a block-scaled pick that two
 /// consumers share takes its clusters.
 const FP8_CLUSTER_WAVES: i64 = 3;
 
-/// `candidate` in 2-CTA clusters, where the cost model finds it bound by
-/// L2 (`l2_bound`): neighbouring tiles load the operand tile they share
-/// once (TMA multicast), halving its L2 traffic. Two kinds are weighed so:
+/// `candidate` in clusters of each size its kind weighs whose CTAs can
+/// split the shared operand tile's rows, where the cost model finds it
+/// bound by L2 (`l2_bound`): neighbouring tiles load the operand tile they
+/// share once (TMA multicast), dividing its L2 traffic by the cluster's
+/// CTAs, and the model weighs that against the SMs a cluster size leaves
+/// idle ([`Machine::sms_for`]). Two kinds are weighed so:
 /// - a block-scaled K split through the workspace (the splits of a tile
-///   stay apart, grid z). Such splits ran faster in clusters, the others
-///   (and BF16's) slower on balance: the pair runs in lockstep, which costs
-///   where L2 does not bound (measured: docs/evidence.md,
-///   selection/clusters.rs, clustered splits);
+///   stay apart, grid z), in pairs (`SPLIT_CLUSTER_CTAS`). Such splits ran
+///   faster in clusters, the others (and BF16's) slower on balance: the
+///   pair runs in lockstep, which costs where L2 does not bound (measured:
+///   docs/evidence.md, selection/clusters.rs, clustered splits);
 /// - an unsplit kernel whose tiles fit one wave under two consumers, which
 ///   `cluster_for` pairs only over several waves: each tile reads its
 ///   operands' whole K loops through L2. Such kernels ran faster in
 ///   clusters; those of one consumer, whose 64-row tiles take a K block in
 ///   half the time, slower on balance (measured: docs/evidence.md,
-///   selection/clusters.rs, one-wave clusters).
+///   selection/clusters.rs, one-wave clusters), in pairs and fours
+///   (`ONE_WAVE_CLUSTER_CTAS`).
 ///
 /// Not for consumers sharing a tile's columns (unmeasured in clusters),
 /// stream-K, nor under a cluster pin.
-pub fn clustered_alternative(problem: &Problem, machine: &Machine, pins: &Pins, candidate: &Candidate, l2_bound: bool) -> Option<Candidate> {
+pub fn clustered_alternatives(problem: &Problem, machine: &Machine, pins: &Pins, candidate: &Candidate, l2_bound: bool) -> Vec<Candidate> {
     let c = &candidate.config;
     let free = l2_bound && pins.cluster.is_none() && c.cluster == Along::None && c.schedule != Schedule::ColumnHalves && c.stream_k.is_none();
     let block_scaled_split = c.splits > 1 && problem.precision == Precision::Fp8BlockScaled && c.split_reduce.through_workspace();
     let one_wave = c.splits == 1 && candidate.tiles <= machine.sms && c.schedule == (Schedule::WarpSpecialized { consumers: 2 });
-    match pair_direction(problem, c) {
-        along if free && (block_scaled_split || one_wave) && along != Along::None => Some(Candidate { reason: candidate.reason.clone(), ..figures(problem, machine, Config { cluster: along, ..*c }) }),
-        _ => None,
+    let along = pair_direction(problem, c);
+    if !free || !(block_scaled_split || one_wave) || along == Along::None {
+        return Vec::new();
     }
+    let sizes: &[i64] = if one_wave { &ONE_WAVE_CLUSTER_CTAS } else { &SPLIT_CLUSTER_CTAS };
+    // Each CTA loads a whole number of 8-row swizzle atoms of the shared tile.
+    let shared_rows = if along == Along::M { c.block_n } else { c.block_m };
+    sizes
+        .iter()
+        .filter(|&&ctas| shared_rows % (8 * ctas) == 0)
+        .map(|&ctas| Candidate { reason: candidate.reason.clone(), ..figures(problem, machine, Config { cluster: along, cluster_ctas: ctas, ..*c }) })
+        .collect()
 }
 
 #[cfg(test)]
@@ -134,23 +160,25 @@ mod tests {
             crate::selection::figures(problem, &Machine::H100, config)
         };
         let ws2 = Schedule::WarpSpecialized { consumers: 2 };
-        let paired = clustered_alternative(&p, &Machine::H100, &Pins::default(), &split(&p, ws2), true).expect("paired");
-        // 8 tiles along M (941 rows), 11 along N: along M, sharing B.
-        assert_eq!(paired.config, Config { cluster: Along::M, ..split(&p, ws2).config });
-        assert!(clustered_alternative(&p, &Machine::H100, &Pins::default(), &split(&p, ws2), false).is_none(), "not bound by L2");
-        assert!(clustered_alternative(&p, &Machine::H100, &Pins { cluster: Some(Along::None), ..Pins::default() }, &split(&p, ws2), true).is_none(), "pinned");
-        assert!(clustered_alternative(&p, &Machine::H100, &Pins::default(), &split(&p, Schedule::ColumnHalves), true).is_none(), "column halves");
+        let clustered = |p: &Problem, pins: &Pins, c: &Candidate, l2_bound: bool| clustered_alternatives(p, &Machine::H100, pins, c, l2_bound);
+        // 8 tiles along M (941 rows), 11 along N: along M, sharing B;
+        // 176 rows of B split into two shares of 88, not four of 44.
+        let paired = clustered(&p, &Pins::default(), &split(&p, ws2), true);
+        assert_eq!(paired.iter().map(|c| c.config).collect::<Vec<_>>(), [Config { cluster: Along::M, ..split(&p, ws2).config }]);
+        assert!(clustered(&p, &Pins::default(), &split(&p, ws2), false).is_empty(), "not bound by L2");
+        assert!(clustered(&p, &Pins { cluster: Some(Along::None), ..Pins::default() }, &split(&p, ws2), true).is_empty(), "pinned");
+        assert!(clustered(&p, &Pins::default(), &split(&p, Schedule::ColumnHalves), true).is_empty(), "column halves");
         let b = bf16(941, 1936, 38160);
-        assert!(clustered_alternative(&b, &Machine::H100, &Pins::default(), &split(&b, ws2), true).is_none(), "BF16");
+        assert!(clustered(&b, &Pins::default(), &split(&b, ws2), true).is_empty(), "BF16");
         // 7 tiles along M (896 rows) and 11 along N: no pair.
         let odd = Problem { m: 896, ..p };
-        assert!(clustered_alternative(&odd, &Machine::H100, &Pins::default(), &split(&odd, ws2), true).is_none(), "odd both ways");
+        assert!(clustered(&odd, &Pins::default(), &split(&odd, ws2), true).is_empty(), "odd both ways");
     }
 
     /// Unsplit kernels of one wave under two consumers that are bound by
-    /// L2 pair their tiles (and the launcher's CTAs are counted again for
-    /// the pairs); those of one consumer, of more than one wave, not bound
-    /// by L2 or pinned do not.
+    /// L2 cluster their tiles in twos and fours (and the launcher's CTAs are
+    /// counted again for the clusters); those of one consumer, of more than
+    /// one wave, not bound by L2 or pinned do not.
     #[test]
     fn one_wave_two_consumer_kernels_bound_by_l2_pair_their_tiles() {
         let p = bf16(1818, 1176, 21728);
@@ -160,16 +188,20 @@ mod tests {
         };
         let wide = kernel(&p, (128, 160), 2);
         assert_eq!(wide.tiles, 120);
-        // 15 tiles along M (1818 rows), 8 along N: along N, sharing A.
-        let paired = clustered_alternative(&p, &Machine::H100, &Pins::default(), &wide, true).expect("paired");
-        assert_eq!(paired.config, Config { cluster: Along::N, ..wide.config });
-        assert_eq!(paired.sms % 2, 0, "whole pairs");
-        assert!(clustered_alternative(&p, &Machine::H100, &Pins::default(), &wide, false).is_none(), "not bound by L2");
-        assert!(clustered_alternative(&p, &Machine::H100, &Pins { cluster: Some(Along::None), ..Pins::default() }, &wide, true).is_none(), "pinned");
-        assert!(clustered_alternative(&p, &Machine::H100, &Pins::default(), &kernel(&p, (64, 160), 1), true).is_none(), "one consumer");
+        let clustered = |p: &Problem, pins: &Pins, c: &Candidate, l2_bound: bool| clustered_alternatives(p, &Machine::H100, pins, c, l2_bound);
+        // 15 tiles along M (1818 rows), 8 along N: along N, sharing A's
+        // 128 rows in clusters of 2 and 4.
+        let grouped = clustered(&p, &Pins::default(), &wide, true);
+        assert_eq!(grouped.iter().map(|c| (c.config.cluster, c.config.cluster_ctas)).collect::<Vec<_>>(), [(Along::N, 2), (Along::N, 4)]);
+        assert!(grouped.iter().all(|c| c.config == Config { cluster: Along::N, cluster_ctas: c.config.cluster_ctas, ..wide.config }));
+        // 120 tiles: 60 pairs on 120 SMs, 30 fours on the 120 SMs clusters of four fill.
+        assert_eq!((grouped[0].sms, grouped[1].sms, grouped[1].waves), (120, 120, 1));
+        assert!(clustered(&p, &Pins::default(), &wide, false).is_empty(), "not bound by L2");
+        assert!(clustered(&p, &Pins { cluster: Some(Along::None), ..Pins::default() }, &wide, true).is_empty(), "pinned");
+        assert!(clustered(&p, &Pins::default(), &kernel(&p, (64, 160), 1), true).is_empty(), "one consumer");
         // 4096x4096 in 128x160 tiles: 832, several waves (`cluster_for`'s).
         let many = bf16(4096, 4096, 4096);
-        assert!(clustered_alternative(&many, &Machine::H100, &Pins::default(), &kernel(&many, (128, 160), 2), true).is_none(), "several waves");
+        assert!(clustered(&many, &Pins::default(), &kernel(&many, (128, 160), 2), true).is_empty(), "several waves");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Deep pairs: two rows of narrow tiles over a long K, in clusters, with deep
 //! pipelines.
 
-use crate::cluster::{Along, CLUSTER_SIZE};
+use crate::cluster::{Along, DEFAULT_CLUSTER_CTAS};
 use super::candidate::{Candidate, Config, Pins, Schedule};
 use super::problem::{ceil_div, Machine, Precision, Problem};
 use super::schedule::warp_specialized;
@@ -30,7 +30,7 @@ pub(super) fn deep_paired_rows(problem: &Problem, machine: &Machine, pins: &Pins
         && c.splits == 1
         && best.waves == 1
         && c.block_m == 64
-        && ceil_div(problem.m, c.block_m) == CLUSTER_SIZE
+        && ceil_div(problem.m, c.block_m) == DEFAULT_CLUSTER_CTAS
         && c.block_n <= DEEP_PAIR_MAX_BLOCK_N
         && problem.k_blocks() >= DEEP_PAIR_K_BLOCKS;
     if !applies {

@@ -87,7 +87,7 @@ mod waves;
 pub use alternatives::alternatives;
 pub use candidate::{Candidate, Config, Epilogue, PieceOrder, Pins, Schedule, Scales, SplitReduce};
 pub use checks::{check_pin, check_pins, check_shape};
-pub use clusters::clustered_alternative;
+pub use clusters::clustered_alternatives;
 pub use problem::{AccumulatorRegisters, Machine, Precision, Problem};
 pub(crate) use problem::ceil_div;
 pub use rank::{choose, rank};

@@ -2,6 +2,8 @@
 //! precision, the accumulators a thread holds, and what a kernel may use of
 //! the GPU.
 
+use super::candidate::Config;
+use crate::cluster::Along;
 use tilec_target::Target;
 
 /// The operand precision, which fixes block K and the bytes per element.
@@ -178,6 +180,9 @@ pub struct Machine {
     pub sm_registers: i64,
     /// The most registers a thread may hold.
     pub max_thread_registers: i64,
+    /// Clusters of 2, 4 and 8 CTAs that run at once, one CTA an SM, as
+    /// `(CTAs, clusters)` ([`Target::active_clusters`]).
+    pub active_clusters: [(i64, i64); 3],
 }
 
 impl Machine {
@@ -194,7 +199,23 @@ impl Machine {
             l2_sector_bytes: target.l2_sector_bytes as i64,
             sm_registers: target.registers_per_sm as i64,
             max_thread_registers: target.max_registers_per_thread as i64,
+            active_clusters: [
+                (target.active_clusters[0].0 as i64, target.active_clusters[0].1 as i64),
+                (target.active_clusters[1].0 as i64, target.active_clusters[1].1 as i64),
+                (target.active_clusters[2].0 as i64, target.active_clusters[2].1 as i64),
+            ],
         }
+    }
+
+    /// The SMs `config`'s CTAs run on at once, one an SM: every SM without
+    /// a cluster, the SMs whole clusters of its size fill with one (a
+    /// cluster's CTAs share a GPC, which may leave SMs idle).
+    pub fn sms_for(&self, config: &Config) -> i64 {
+        if config.cluster == Along::None {
+            return self.sms;
+        }
+        let ctas = config.cluster_ctas;
+        self.active_clusters.iter().find(|&&(c, _)| c == ctas).map_or(self.sms / ctas * ctas, |&(c, clusters)| (c * clusters).min(self.sms))
     }
 
     /// CTAs using `smem_bytes` each that one SM holds at once (the hardware

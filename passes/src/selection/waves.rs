@@ -32,7 +32,7 @@ pub(super) fn with_waves(problem: &Problem, machine: &Machine, mut c: Candidate)
         }
         Schedule::WarpSpecialized { .. } | Schedule::PingPong | Schedule::ColumnHalves => 1,
     };
-    let at_once = machine.sms * resident;
+    let at_once = machine.sms_for(&c.config) * resident;
     c.waves = ceil_div(ctas, at_once);
     c.last_wave = ceil_div(ctas - (c.waves - 1) * at_once, resident);
     c.sms = ceil_div(ctas, c.waves * resident);
@@ -68,14 +68,13 @@ pub(super) fn wave_work(c: &Candidate) -> i64 {
 
 /// The CTAs the launcher starts for a persistent candidate: the fewest
 /// whole clusters that keep the busiest one's turns over the tiles, or the
-/// pairs of tiles 2-CTA clusters walk (the manifest's `wave_tile`). Over
-/// single tiles that is [`with_waves`]' count; over pairs that count can
-/// be odd.
+/// runs of tiles clusters walk (the manifest's `wave_tile`). Over single
+/// tiles that is [`with_waves`]' count; over runs that count can be odd.
 pub(super) fn persistent_sms(problem: &Problem, machine: &Machine, c: &Config) -> i64 {
-    let [pair_m, pair_n] = c.cluster.tiles();
-    let units = ceil_div(ceil_div(problem.m, c.block_m), pair_m) * ceil_div(ceil_div(problem.n, c.block_n), pair_n);
-    let cluster = pair_m * pair_n;
-    cluster * fewest_keeping_turns(units as u64, (machine.sms / cluster) as u64) as i64
+    let [run_m, run_n] = c.cluster.tiles(c.cluster_ctas);
+    let units = ceil_div(ceil_div(problem.m, c.block_m), run_m) * ceil_div(ceil_div(problem.n, c.block_n), run_n);
+    let cluster = run_m * run_n;
+    cluster * fewest_keeping_turns(units as u64, (machine.sms_for(c) / cluster) as u64) as i64
 }
 
 /// `config`'s figures for `problem` (tiles, waves, the SMs it runs on,
@@ -86,7 +85,7 @@ pub fn figures(problem: &Problem, machine: &Machine, config: Config) -> Candidat
     let smem_bytes = config.smem_layout().smem_bytes(problem, config.stages);
     let mut c = with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes, reason: String::new() });
     if config.stream_k.is_some() || (config.schedule != Schedule::Pipeline && !config.persistent()) {
-        c.sms = machine.sms;
+        c.sms = machine.sms_for(&config);
     } else if config.persistent() {
         c.sms = persistent_sms(problem, machine, &config);
     }

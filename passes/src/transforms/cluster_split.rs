@@ -1,38 +1,39 @@
-//! `tile-cluster-split{along=m|n|none}`: pairs of CTAs form a cluster of two
-//! and load the operand tile both need once: each CTA loads half of its rows
-//! and TMA multicasts them into the same buffer stage of both CTAs.
+//! `tile-cluster-split{along=m|n|none ctas=C}`: C neighbouring CTAs (2, 4
+//! or 8) form a cluster and load the operand tile they all need once: each
+//! CTA loads a C-th of its rows and TMA multicasts them into the same buffer
+//! stage of every CTA of the cluster.
 //!
-//! Along M, CTAs with neighbouring M tiles and the same N tile pair up and
-//! share B; along N, neighbours in N share A. The pass runs on a scheduled
-//! K loop (after `tile-pipeline` or `tile-warp-specialize`) and rewrites its
-//! synchronisation to cluster scope:
+//! Along M, CTAs with neighbouring M tiles and the same N tile form a
+//! cluster and share B; along N, neighbours in N share A. The pass runs on
+//! a scheduled K loop (after `tile-pipeline` or `tile-warp-specialize`) and
+//! rewrites its synchronisation to cluster scope:
 //! - every TMA load of the shared operand loads rows
-//!   `[rank * R/2, (rank + 1) * R/2)` of its box into that row window of the
+//!   `[rank * R/C, (rank + 1) * R/C)` of its box into that row window of the
 //!   buffer, with `multicast`; each CTA's full barrier still expects the
-//!   whole box (its half and its peer's);
-//! - a stage is free only when both CTAs have read it: in a warp-specialised
-//!   kernel, each consumer warp also arrives on its peer's empty barrier
-//!   (`nv.mbarrier_arrive_remote`), whose arrival count grows by the peer's
-//!   consumer warps; in a pipelined kernel the CTA barrier that orders a
-//!   refill after the stage's reads becomes a cluster barrier;
+//!   whole box (its share and its peers');
+//! - a stage is free only when every CTA of the cluster has read it: in a
+//!   warp-specialised kernel, each consumer warp also arrives on each
+//!   peer's empty barrier (`nv.mbarrier_arrive_remote`), whose arrival count
+//!   grows by the peers' consumer warps; in a pipelined kernel the CTA
+//!   barrier that orders a refill after the stage's reads becomes a cluster
+//!   barrier;
 //! - a cluster barrier after the mbarriers are initialised (no remote arrive
-//!   or multicast before the peer's barriers exist) and one before exit (no
-//!   CTA leaves while its peer may still write its shared memory or arrive on
+//!   or multicast before the peers' barriers exist) and one before exit (no
+//!   CTA leaves while a peer may still write its shared memory or arrive on
 //!   its barriers).
 //!
-//! Clusters have two CTAs: larger ones lost speed in published measurements,
-//! and DeepGEMM caps them at two. The pair must hold tiles that share the
-//! operand: in a grid kernel, the shared operand's loads must not depend on
-//! the block id along the cluster, and grid z (a batch, split-K's splits
-//! through the workspace) stays out of the pair; a persistent kernel must
-//! hand out tile pairs along the same dimension
-//! (`tile-persistent{cluster-pairs=...}`).
-//! Both CTAs run the same K loop, so a CTA whose tile lies past the edge
+//! The cluster must hold tiles that share the operand: in a grid kernel,
+//! the shared operand's loads must not depend on the block id along the
+//! cluster, and grid z (a batch, split-K's splits through the workspace)
+//! stays out of the cluster; a persistent kernel must hand out a cluster's
+//! tiles together along the same dimension
+//! (`tile-persistent{cluster-along=... cluster-ctas=C}`).
+//! Every CTA runs the same K loop, so a CTA whose tile lies past the edge
 //! still loads (TMA fills zeros), takes part in every barrier and stores
 //! nothing (stores are bounds-checked, TMA stores clipped).
 
 use crate::config::ConfigEntries;
-use crate::cluster::{Along, CLUSTER_SIZE};
+use crate::cluster::{check_cluster_ctas, Along};
 use crate::hopper::wgmma::next_op;
 use crate::hopper::WARPS_PER_WARPGROUP;
 use crate::options::{OptionKind, OptionSpec};
@@ -41,32 +42,39 @@ use crate::pass::PassInfo;
 use crate::pass::{op_error, Pass};
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, InsertPoint, Op, Region, Type, Value};
 use tilec_dialects::nv::{self, AllocMbarriers, Barrier, ClusterBarrier, ClusterRank, LoadFragment, MbarrierArrive, MbarrierArriveRemote, MbarrierWait, SmemRows, TmaLoad, Wgmma};
-use tilec_dialects::tile::{Addi, BlockId, For, LoadScalar, Muli, Subi};
+use tilec_dialects::tile::{Addi, BlockId, For, LoadScalar, Muli, Remsi};
 use tilec_dialects::{Diagnostic, Function};
 
 /// `tile-cluster-split`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-cluster-split",
-    summary: "Pair CTAs into 2-CTA clusters that multicast the operand tile they share (TMA multicast, cluster-scope barriers)",
-    options: &[OptionSpec {
-        name: "along",
-        kind: OptionKind::Enum(Along::WORDS),
-        default: "m",
-        help: "the tile dimension along which CTAs pair up: m shares B, n shares A, none leaves the kernel as it is",
-    }],
+    summary: "Group neighbouring CTAs into clusters that multicast the operand tile they share (TMA multicast, cluster-scope barriers)",
+    options: &[
+        OptionSpec {
+            name: "along",
+            kind: OptionKind::Enum(Along::WORDS),
+            default: "m",
+            help: "the tile dimension along which CTAs form a cluster: m shares B, n shares A, none leaves the kernel as it is (default: tile.config's cluster)",
+        },
+        OptionSpec { name: "ctas", kind: OptionKind::Int { min: 2, max: 8 }, default: "2", help: "CTAs per cluster: 2, 4 or 8 (default: tile.config's cluster_ctas)" },
+    ],
     phases: PhaseRule {
         needs: Phase::TileScheduled..=Phase::TileScheduled,
         leaves: None,
         reason: "it multicasts the TMA loads and rewrites the barriers that tile-pipeline or tile-warp-specialize made (run it after them, before tile-lower-to-nv)",
     },
-    create: |o| Box::new(ClusterSplit { along: Along::parse(o.word("along")), from_config: !o.given("along") }),
+    create: |o| Box::new(ClusterSplit { along: Along::parse(o.word("along")), ctas: o.int("ctas"), from_config: !o.given("along"), ctas_from_config: !o.given("ctas") }),
 };
 
 /// The `tile-cluster-split` pass with its options resolved.
 pub struct ClusterSplit {
     along: Along,
+    /// CTAs per cluster.
+    ctas: i64,
     /// Whether `along` was left out, so `tile.config`'s `cluster` decides.
     from_config: bool,
+    /// Whether `ctas` was left out, so `tile.config`'s `cluster_ctas` decides.
+    ctas_from_config: bool,
 }
 
 impl Pass for ClusterSplit {
@@ -75,14 +83,19 @@ impl Pass for ClusterSplit {
     }
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
-        if let Some(along) = ConfigEntries::of(func)?.cluster.filter(|_| self.from_config) {
+        let entries = ConfigEntries::of(func)?;
+        if let Some(along) = entries.cluster.filter(|_| self.from_config) {
             self.along = along;
         }
+        if let Some(ctas) = entries.cluster_ctas.filter(|_| self.ctas_from_config) {
+            self.ctas = ctas;
+        }
+        check_cluster_ctas(self.ctas).map_err(|m| Diagnostic::error(func.loc.clone(), format!("tile-cluster-split: {m}")))?;
         if self.along == Along::None {
             return Ok(());
         }
         if func.attrs.get("cluster_dims").is_some() {
-            return Err(Diagnostic::error(func.loc.clone(), format!("'@{}' already runs in clusters ('cluster_dims', as tile-split-k or an earlier tile-cluster-split leaves it): tile-cluster-split pairs the CTAs of an unclustered kernel", func.name)));
+            return Err(Diagnostic::error(func.loc.clone(), format!("'@{}' already runs in clusters ('cluster_dims', as tile-split-k or an earlier tile-cluster-split leaves it): tile-cluster-split groups the CTAs of an unclustered kernel into clusters", func.name)));
         }
         let persistent = func.attrs.get("grid").and_then(Attribute::as_str) == Some("sms");
         let region = func.region;
@@ -104,8 +117,9 @@ impl Pass for ClusterSplit {
             return Err(op_error(body, first.op(), "reads a shared operand that no nv.tma_load fills: nothing to multicast".into()));
         };
         let rows = body.value_type(shared).as_smem().expect("a TMA destination is a buffer").tile.shape[0];
-        if rows % (8 * CLUSTER_SIZE) != 0 {
-            return Err(op_error(body, first_load, format!("loads {rows} rows of the shared operand; each CTA of a pair loads half, which must be a multiple of 8 rows to keep the swizzle aligned")));
+        let ctas = self.ctas;
+        if rows % (8 * ctas) != 0 {
+            return Err(op_error(body, first_load, format!("loads {rows} rows of the shared operand; each of a cluster's {ctas} CTAs loads a {ctas}th, which must be a multiple of 8 rows to keep the swizzle aligned")));
         }
         self.check_pairing(func, &loads, persistent)?;
 
@@ -116,13 +130,20 @@ impl Pass for ClusterSplit {
         let mut b = Builder::new(body, InsertPoint::Before(first_op), loc.clone());
         let rank = ClusterRank::build(&mut b, Attributes::new()).result(b.body);
         let rank = b.name(rank, "cluster_rank");
-        let one = b.index(1);
-        let peer = Subi::build(&mut b, one, rank, Attributes::new()).result(b.body);
-        let peer = b.name(peer, "peer");
+        // The other CTAs of the cluster, each `(rank + i) % ctas`.
+        let size = b.index(ctas);
+        let peers: Vec<Value> = (1..ctas)
+            .map(|i| {
+                let step = b.index(i);
+                let ahead = Addi::build(&mut b, rank, step, Attributes::new()).result(b.body);
+                let peer = Remsi::build(&mut b, ahead, size, Attributes::new()).result(b.body);
+                b.name(peer, &format!("peer{i}"))
+            })
+            .collect();
 
-        multicast_loads(body, shared, rows / CLUSTER_SIZE, rank, &loads);
+        multicast_loads(body, shared, rows / ctas, rank, &loads);
         match ops.iter().find_map(|&o| nv::WarpSpecialize::of(body, o)) {
-            Some(ws) => release_to_peer(body, ws, peer),
+            Some(ws) => release_to_peers(body, ws, &peers),
             None => widen_barriers(body, region),
         }
 
@@ -137,8 +158,8 @@ impl Pass for ClusterSplit {
         ClusterBarrier::build(&mut Builder::new(body, InsertPoint::Before(terminator), loc), Attributes::new());
 
         let dims = match (persistent, self.along) {
-            (false, Along::N) => [1, CLUSTER_SIZE, 1],
-            _ => [CLUSTER_SIZE, 1, 1],
+            (false, Along::N) => [1, ctas, 1],
+            _ => [ctas, 1, 1],
         };
         func.attrs.set("cluster_dims", Attribute::ints(&dims));
         Ok(())
@@ -146,11 +167,11 @@ impl Pass for ClusterSplit {
 }
 
 impl ClusterSplit {
-    /// In a grid kernel the two CTAs of a pair share their grid z (a batch
+    /// In a grid kernel the CTAs of a cluster share their grid z (a batch
     /// of problems, split-K's splits), and so the operand, and must run the
     /// same loops: no trip count may hang on the block id along the cluster
     /// or on data (a masked expert's count of rows), or one CTA would wait
-    /// for loads its peer never multicasts.
+    /// for loads a peer never multicasts.
     fn check_same_loops(&self, body: &Body, ops: &[Op]) -> Result<(), Diagnostic> {
         let dim = if self.along == Along::M { 0 } else { 1 };
         let varies = |op: Op| BlockId::of(body, op).is_some_and(|b| b.dim(body) == dim) || LoadScalar::of(body, op).is_some();
@@ -160,28 +181,32 @@ impl ClusterSplit {
                 return Err(op_error(
                     body,
                     op,
-                    format!("runs a loop whose trip count depends on 'tile.block_id {}' or on loaded data: the two CTAs of a cluster along {} would run different K loops", ["x", "y"][dim as usize], self.along.word()),
+                    format!("runs a loop whose trip count depends on 'tile.block_id {}' or on loaded data: the CTAs of a cluster along {} would run different K loops", ["x", "y"][dim as usize], self.along.word()),
                 ));
             }
         }
         Ok(())
     }
 
-    /// The two CTAs of a cluster must hold tiles that share the operand.
+    /// The CTAs of a cluster must hold tiles that share the operand.
     fn check_pairing(&self, func: &Function, loads: &[Op], persistent: bool) -> Result<(), Diagnostic> {
         let body = &func.body;
         if persistent {
-            return match func.attrs.get("cluster_pairs").and_then(Attribute::as_str) {
-                Some(pairs) if pairs == self.along.word() => Ok(()),
-                pairs => Err(Diagnostic::error(
+            let along = func.attrs.get("cluster_along").and_then(Attribute::as_str);
+            let ctas = func.attrs.get_int("cluster_ctas");
+            return match (along, ctas) {
+                (Some(along), Some(ctas)) if along == self.along.word() && ctas == self.ctas => Ok(()),
+                _ => Err(Diagnostic::error(
                     func.loc.clone(),
                     format!(
-                        "persistent '@{}' hands out {}; clusters along {} need tile pairs along {}: run tile-persistent{{cluster-pairs={}}}",
+                        "persistent '@{}' hands out {}; clusters of {ctas} along {along} need runs of {ctas} tiles along {along}: run tile-persistent{{cluster-along={along} cluster-ctas={ctas}}}",
                         func.name,
-                        pairs.map_or("one tile per CTA".to_string(), |p| format!("tile pairs along {p}")),
-                        self.along.word(),
-                        self.along.word(),
-                        self.along.word()
+                        match (along, ctas) {
+                            (Some(along), Some(ctas)) => format!("runs of {ctas} tiles along {along}"),
+                            _ => "one tile per CTA".to_string(),
+                        },
+                        ctas = self.ctas,
+                        along = self.along.word(),
                     ),
                 )),
             };
@@ -194,7 +219,7 @@ impl ClusterSplit {
                 return Err(op_error(
                     body,
                     load,
-                    format!("loads the shared operand at coordinates that depend on 'tile.block_id {}': the two CTAs of a cluster along {} would need different tiles", ["x", "y"][dim as usize], self.along.word()),
+                    format!("loads the shared operand at coordinates that depend on 'tile.block_id {}': the CTAs of a cluster along {} would need different tiles", ["x", "y"][dim as usize], self.along.word()),
                 ));
             }
         }
@@ -218,16 +243,16 @@ fn shared_buffer(body: &Body, wgmma: Wgmma, along: Along) -> Option<Value> {
     }
 }
 
-/// Each CTA loads its half of the shared operand's rows into that window of
-/// the buffer, multicast to both CTAs.
-fn multicast_loads(body: &mut Body, buffer: Value, half: i64, rank: Value, loads: &[Op]) {
+/// Each CTA loads its share (`share` rows) of the shared operand's rows into
+/// that window of the buffer, multicast to every CTA of the cluster.
+fn multicast_loads(body: &mut Body, buffer: Value, share: i64, rank: Value, loads: &[Op]) {
     let alloc = body.defining_op(buffer).expect("a buffer is allocated");
     let mut b = Builder::new(body, InsertPoint::Before(next_op(body, alloc)), body.ops[alloc].loc.clone());
-    let h = b.index(half);
+    let h = b.index(share);
     let row = Muli::build(&mut b, rank, h, Attributes::new()).result(b.body);
     let row = b.name(row, "cluster_row");
     let mut smem = b.body.value_type(buffer).as_smem().expect("a buffer").clone();
-    smem.tile.shape[0] = half;
+    smem.tile.shape[0] = share;
     let window = SmemRows::build(&mut b, buffer, row, Type::Smem(smem), Attributes::new()).result(b.body);
     b.name(window, "multicast_rows");
     for &op in loads {
@@ -243,11 +268,11 @@ fn multicast_loads(body: &mut Body, buffer: Value, half: i64, rank: Value, loads
     }
 }
 
-/// Warp-specialised: each consumer warp also releases the stage to the
+/// Warp-specialised: each consumer warp also releases the stage to every
 /// peer's producer, whose empty barrier waits for those arrivals too. Only
-/// the barriers the producer waits on are the pair's; ping-pong consumers'
-/// turn barrier stays the CTA's own.
-fn release_to_peer(body: &mut Body, ws: nv::WarpSpecialize, peer: Value) {
+/// the barriers the producer waits on are the cluster's; ping-pong
+/// consumers' turn barrier stays the CTA's own.
+fn release_to_peers(body: &mut Body, ws: nv::WarpSpecialize, peers: &[Value]) {
     // The consumers that release one stage: all of them, or in ping-pong
     // the one whose turn it is.
     let sharing = if ws.alternate(body) { 1 } else { ws.consumers(body) };
@@ -260,7 +285,9 @@ fn release_to_peer(body: &mut Body, ws: nv::WarpSpecialize, peer: Value) {
             continue;
         }
         let mut b = Builder::new(body, InsertPoint::Before(next_op(body, op)), body.ops[op].loc.clone());
-        MbarrierArriveRemote::build(&mut b, barrier, stage, peer, Attributes::new());
+        for &peer in peers {
+            MbarrierArriveRemote::build(&mut b, barrier, stage, peer, Attributes::new());
+        }
         if !groups.contains(&barrier) {
             groups.push(barrier);
         }
@@ -268,13 +295,14 @@ fn release_to_peer(body: &mut Body, ws: nv::WarpSpecialize, peer: Value) {
     for barrier in groups {
         let alloc = body.defining_op(barrier).expect("barriers are allocated");
         let arrivals = AllocMbarriers::of(body, alloc).expect("an mbarrier group").arrivals(body);
-        // One remote arrival per warp of the peer's releasing consumers.
-        body.ops[alloc].attrs.set("arrivals", Attribute::Int(arrivals + WARPS_PER_WARPGROUP * sharing, ElemType::I64));
+        // One remote arrival per warp of each peer's releasing consumers.
+        let remote = WARPS_PER_WARPGROUP * sharing * peers.len() as i64;
+        body.ops[alloc].attrs.set("arrivals", Attribute::Int(arrivals + remote, ElemType::I64));
     }
 }
 
 /// Pipelined: the CTA barriers that order a refill after the stage's reads
-/// order the peer's reads too (a warpgroup's barrier orders its own
+/// order the peers' reads too (a warpgroup's barrier orders its own
 /// epilogue only).
 fn widen_barriers(body: &mut Body, region: Region) {
     for op in body.walk_region(region) {

@@ -21,22 +21,23 @@
 //! keeps one CTA per SM, as `balanced-grid=false` does (measured:
 //! docs/evidence.md, persistent.rs, module documentation).
 //!
-//! With `cluster-pairs=m` (or `n`) the loop hands out pairs of tiles that
-//! neighbour along M (or N), for clusters of two CTAs that share the other
-//! operand (`tile-cluster-split`): the CTAs `2c` and `2c + 1` (one cluster)
-//! walk the same pairs, and CTA `2c + r` takes tile `2i + r` of each pair
-//! along the paired dimension; pairs go in grouped order over a grid whose
-//! paired dimension is halved (rounded up, so the odd CTA of the last pair
-//! may hold a tile past the edge, which loads zeros and stores nothing).
+//! With `cluster-along=m` (or `n`) and `cluster-ctas=C` the loop hands out
+//! runs of C tiles that neighbour along M (or N), for clusters of C CTAs
+//! that share the other operand (`tile-cluster-split`): the CTAs `Cc` to
+//! `Cc + C - 1` (one cluster) walk the same runs, and CTA `Cc + r` takes
+//! tile `Ci + r` of each run along the clustered dimension; runs go in
+//! grouped order over a grid whose clustered dimension is divided by C
+//! (rounded up, so the last run's CTAs may hold tiles past the edge, which
+//! load zeros and store nothing).
 
 use crate::config::ConfigEntries;
 use crate::options::{OptionKind, OptionSpec};
-use crate::cluster::{Along, CLUSTER_SIZE};
+use crate::cluster::{check_cluster_ctas, Along};
 use crate::phase::{Phase, PhaseRule};
 use crate::pass::PassInfo;
 use crate::tile_order::{grouped_coords, OutputTiles, TileOrder};
 use crate::pass::{op_error, Pass};
-use tilec_dialects::ir::{Attribute, Attributes, Builder, InsertPoint, Op, Type, Value};
+use tilec_dialects::ir::{Attribute, Attributes, Builder, ElemType, InsertPoint, Op, Type, Value};
 use tilec_dialects::tile::{Addi, BlockId, Ceildivsi, Dim, Divsi, For, Muli, NumBlocks, Remsi, Yield};
 use tilec_dialects::{Diagnostic, Function};
 
@@ -59,11 +60,12 @@ pub const INFO: PassInfo = PassInfo {
             help: "over one GEMM, give the launcher the output a cluster takes a turn (wave_tile), so it starts the fewest CTAs that keep the busiest one's turns; false starts one CTA per SM",
         },
         OptionSpec {
-            name: "cluster-pairs",
+            name: "cluster-along",
             kind: OptionKind::Enum(Along::WORDS),
             default: "none",
-            help: "hand out pairs of tiles neighbouring along m or n to the two CTAs of a cluster (default: tile.config's cluster)",
+            help: "hand out runs of tiles neighbouring along m or n to the CTAs of a cluster (default: tile.config's cluster)",
         },
+        OptionSpec { name: "cluster-ctas", kind: OptionKind::Int { min: 2, max: 8 }, default: "2", help: "CTAs per cluster, and tiles per run: 2, 4 or 8 (default: tile.config's cluster_ctas)" },
     ],
     phases: PhaseRule { needs: Phase::Tile..=Phase::TileLayouts, leaves: None, reason: "pipelined and warp-specialised K loops count their barrier phases from the kernel's start, so the loop over tiles must exist before they are scheduled (run tile-persistent before tile-pipeline and tile-warp-specialize)" },
     create: |options| {
@@ -72,8 +74,10 @@ pub const INFO: PassInfo = PassInfo {
             order: TileOrder::parse(options.word("order")),
             order_from_config: !options.given("order"),
             balanced_grid: options.bool("balanced-grid"),
-            pairs: Along::parse(options.word("cluster-pairs")),
-            pairs_from_config: !options.given("cluster-pairs"),
+            along: Along::parse(options.word("cluster-along")),
+            along_from_config: !options.given("cluster-along"),
+            ctas: options.int("cluster-ctas"),
+            ctas_from_config: !options.given("cluster-ctas"),
         })
     },
 };
@@ -86,9 +90,14 @@ pub struct Persistent {
     order_from_config: bool,
     /// Whether a loop over one GEMM gets `wave_tile`.
     balanced_grid: bool,
-    pairs: Along,
-    /// Whether `cluster-pairs` was left out, so `tile.config`'s `cluster` decides.
-    pairs_from_config: bool,
+    /// The dimension along which a cluster's CTAs take neighbouring tiles.
+    along: Along,
+    /// Whether `cluster-along` was left out, so `tile.config`'s `cluster` decides.
+    along_from_config: bool,
+    /// CTAs per cluster.
+    ctas: i64,
+    /// Whether `cluster-ctas` was left out, so `tile.config`'s `cluster_ctas` decides.
+    ctas_from_config: bool,
 }
 
 impl Pass for Persistent {
@@ -100,8 +109,8 @@ impl Pass for Persistent {
         if func.attrs.get("grid").and_then(Attribute::as_str) == Some("sms") {
             return Ok(());
         }
-        // Clusters come after the loop over tiles (tile-cluster-split pairs
-        // the tiles it hands out); one already there is split-K's, whose
+        // Clusters come after the loop over tiles (tile-cluster-split
+        // clusters the tiles it hands out); one already there is split-K's, whose
         // grid z is not a batch of problems.
         if func.attrs.get("cluster_dims").is_some() {
             return Err(Diagnostic::error(func.loc.clone(), "tile-persistent needs a kernel without 'cluster_dims': a split-K kernel (tile-split-k) keeps one CTA per split of a tile, and tile-cluster-split runs after this pass"));
@@ -111,14 +120,18 @@ impl Pass for Persistent {
         if let Some(order) = config.tile_order.filter(|_| self.order_from_config) {
             self.order = order;
         }
-        if let Some(pairs) = config.cluster.filter(|_| self.pairs_from_config) {
-            self.pairs = pairs;
+        if let Some(along) = config.cluster.filter(|_| self.along_from_config) {
+            self.along = along;
         }
+        if let Some(ctas) = config.cluster_ctas.filter(|_| self.ctas_from_config) {
+            self.ctas = ctas;
+        }
+        check_cluster_ctas(self.ctas).map_err(|m| Diagnostic::error(func.loc.clone(), format!("tile-persistent: {m}")))?;
         let entry = func.entry_block();
         let tiles = OutputTiles::find(INFO.name, "to make persistent", func)?;
         let body = &mut func.body;
-        if let (Some(z), Along::M | Along::N) = (tiles.bid_z, self.pairs) {
-            return Err(op_error(body, z, "indexes a batch of problems (grid z): tile pairs for clusters cover one problem only".into()));
+        if let (Some(z), Along::M | Along::N) = (tiles.bid_z, self.along) {
+            return Err(op_error(body, z, "indexes a batch of problems (grid z): a cluster's runs of tiles cover one problem only".into()));
         }
         let OutputTiles { bid_m, bid_n, bid_z, pid_m, pid_n, pid_z, store, tensor, .. } = tiles;
 
@@ -141,21 +154,21 @@ impl Pass for Persistent {
         let block = BlockId::build(&mut b, 0, Attributes::new()).result(b.body);
         let grid = NumBlocks::build(&mut b, 0, Attributes::new()).result(b.body);
         let grid = b.name(grid, "grid");
-        // With pairs, the loop walks pairs of tiles, one cluster per pair.
-        let (first, step, count, rank, grid_m, grid_n) = match self.pairs {
+        // In clusters, the loop walks runs of tiles, one cluster per run.
+        let (first, step, count, rank, grid_m, grid_n) = match self.along {
             Along::None => (block, grid, num_tiles, None, tiles_m, tiles_n),
-            pairs => {
-                let two = b.index(CLUSTER_SIZE);
-                let cluster = Divsi::build(&mut b, block, two, Attributes::new()).result(b.body);
-                let clusters = Divsi::build(&mut b, grid, two, Attributes::new()).result(b.body);
-                let rank = Remsi::build(&mut b, block, two, Attributes::new()).result(b.body);
-                let rank = b.name(rank, "pair_rank");
-                let (grid_m, grid_n) = match pairs {
-                    Along::M => (Ceildivsi::build(&mut b, tiles_m, two, Attributes::new()).result(b.body), tiles_n),
-                    _ => (tiles_m, Ceildivsi::build(&mut b, tiles_n, two, Attributes::new()).result(b.body)),
+            along => {
+                let ctas = b.index(self.ctas);
+                let cluster = Divsi::build(&mut b, block, ctas, Attributes::new()).result(b.body);
+                let clusters = Divsi::build(&mut b, grid, ctas, Attributes::new()).result(b.body);
+                let rank = Remsi::build(&mut b, block, ctas, Attributes::new()).result(b.body);
+                let rank = b.name(rank, "run_rank");
+                let (grid_m, grid_n) = match along {
+                    Along::M => (Ceildivsi::build(&mut b, tiles_m, ctas, Attributes::new()).result(b.body), tiles_n),
+                    _ => (tiles_m, Ceildivsi::build(&mut b, tiles_n, ctas, Attributes::new()).result(b.body)),
                 };
                 let count = Muli::build(&mut b, grid_m, grid_n, Attributes::new()).result(b.body);
-                (cluster, clusters, b.name(count, "num_pairs"), Some(rank), grid_m, grid_n)
+                (cluster, clusters, b.name(count, "num_runs"), Some(rank), grid_m, grid_n)
             }
         };
         let tile_loop = For::build(&mut b, first, count, step, &[], &[], Attributes::new());
@@ -172,16 +185,16 @@ impl Pass for Persistent {
             }
             None => (None, t),
         };
-        let group = if self.pairs == Along::M { (self.group / CLUSTER_SIZE).max(1) } else { self.group };
+        let group = if self.along == Along::M { (self.group / self.ctas).max(1) } else { self.group };
         let (m, n) = grouped_coords(&mut lb, t, grid_m, grid_n, group, self.order);
-        let (m, n) = match (self.pairs, rank) {
+        let (m, n) = match (self.along, rank) {
             (Along::M, Some(rank)) => {
-                let pair = lb.name(m, "pair_m");
-                (pair_member(&mut lb, pair, rank, "pid_m"), n)
+                let run = lb.name(m, "run_m");
+                (run_member(&mut lb, run, self.ctas, rank, "pid_m"), n)
             }
             (Along::N, Some(rank)) => {
-                let pair = lb.name(n, "pair_n");
-                (m, pair_member(&mut lb, pair, rank, "pid_n"))
+                let run = lb.name(n, "run_n");
+                (m, run_member(&mut lb, run, self.ctas, rank, "pid_n"))
             }
             _ => (m, n),
         };
@@ -199,26 +212,27 @@ impl Pass for Persistent {
             body.remove_op(op);
         }
         func.attrs.set("grid", Attribute::String("sms".into()));
-        if self.pairs != Along::None {
-            func.attrs.set("cluster_pairs", Attribute::String(self.pairs.word().into()));
+        if self.along != Along::None {
+            func.attrs.set("cluster_along", Attribute::String(self.along.word().into()));
+            func.attrs.set("cluster_ctas", Attribute::Int(self.ctas, ElemType::I64));
         }
         // One GEMM: no batch of outputs, and no operand with more than two
         // dimensions (a grouped GEMM's experts' weights), whose tiles read
         // memory at a rate a smaller grid does not sustain.
         let one_gemm = pid_z.is_none() && func.args().iter().all(|&a| func.body.value_type(a).as_ref_type().is_none_or(|r| r.shape.len() <= 2));
         if self.balanced_grid && one_gemm {
-            let [pair_m, pair_n] = self.pairs.tiles();
-            func.attrs.set("wave_tile", Attribute::ints(&[tiles.tile_shape[0] * pair_m, tiles.tile_shape[1] * pair_n]));
+            let [run_m, run_n] = self.along.tiles(self.ctas);
+            func.attrs.set("wave_tile", Attribute::ints(&[tiles.tile_shape[0] * run_m, tiles.tile_shape[1] * run_n]));
         }
         Ok(())
     }
 }
 
-/// `2 * pair + rank`: the tile of the pair at `pair` that CTA `rank` of the
+/// `ctas * run + rank`: the tile of the run at `run` that CTA `rank` of the
 /// cluster takes, named `name`.
-fn pair_member(b: &mut Builder<'_>, pair: Value, rank: Value, name: &str) -> Value {
-    let two = b.index(CLUSTER_SIZE);
-    let first = Muli::build(b, pair, two, Attributes::new()).result(b.body);
+fn run_member(b: &mut Builder<'_>, run: Value, ctas: i64, rank: Value, name: &str) -> Value {
+    let size = b.index(ctas);
+    let first = Muli::build(b, run, size, Attributes::new()).result(b.body);
     let tile = Addi::build(b, first, rank, Attributes::new()).result(b.body);
     b.name(tile, name)
 }

@@ -214,7 +214,7 @@ impl SelectConfig {
             };
             let mut weighed: Vec<Weighed> = ranked.into_iter().map(predicted).collect();
             // The clustered form of each candidate the model finds bound by L2 that the ranking does not pair.
-            let clustered: Vec<Candidate> = weighed.iter().filter_map(|w| selection::clustered_alternative(problem, &machine, &pins, &w.candidate, w.prediction.bound == Bound::L2)).collect();
+            let clustered: Vec<Candidate> = weighed.iter().flat_map(|w| selection::clustered_alternatives(problem, &machine, &pins, &w.candidate, w.prediction.bound == Bound::L2)).collect();
             weighed.extend(clustered.into_iter().filter(|c| weighed.iter().all(|w| w.candidate.config != c.config)).map(predicted).collect::<Vec<_>>());
             weighed
         };
@@ -533,6 +533,9 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
         d.set("scales", Attribute::String(c.scales.word().into()));
     }
     d.set("cluster", Attribute::String(c.cluster.word().into()));
+    if c.cluster != Along::None {
+        d.set("cluster_ctas", int(c.cluster_ctas));
+    }
     if c.splits > 1 {
         d.set("splits", int(c.splits));
         d.set("split_reduce", Attribute::String(c.split_reduce.word().into()));

@@ -92,7 +92,7 @@ impl Pass for StreamK {
         if func.attrs.get("grid").and_then(Attribute::as_str) != Some("sms") {
             return Err(Diagnostic::error(func.loc.clone(), "tile-stream-k needs a persistent loop over tiles (run tile-persistent first)"));
         }
-        for (attr, why) in [("cluster_pairs", "the CTAs of a cluster walk pairs of tiles"), ("cluster_dims", "a tile's CTAs form a cluster")] {
+        for (attr, why) in [("cluster_along", "the CTAs of a cluster walk runs of tiles"), ("cluster_dims", "a tile's CTAs form a cluster")] {
             if func.attrs.get(attr).is_some() {
                 return Err(Diagnostic::error(func.loc.clone(), format!("tile-stream-k needs a kernel without '{attr}' ({why})")));
             }

@@ -41,8 +41,9 @@ use tilec_dialects::{Diagnostic, Function, Type};
 /// width, none (the paths of a tile with no K iteration, which grouped
 /// GEMM's empty experts take), or for 2 x S + 1 rounds of the function's
 /// deepest barrier at K tiles of 128 split over every CTA of a cluster;
-/// several output tiles per CTA for a persistent kernel on a grid of 2,
-/// and with a larger M and N three or more (so a tile's deferred
+/// several output tiles per CTA for a persistent kernel on a grid of 2
+/// (or one cluster, where it has more CTAs), and with a larger M and N
+/// three or more (so a tile's deferred
 /// epilogue follows another's). A kernel not launched in clusters is also
 /// traced at the last CTA of grids of 3 and 4, whose tile counts leave
 /// stream-K pieces (whose hand-over the last CTA parks). A function that
@@ -54,12 +55,16 @@ fn configs(func: &Function) -> Vec<Config> {
         _ => None,
     });
     let deep_k = (2 * deepest.max().unwrap_or(1) + 2) * DEEP_K_TILE * cluster_size(func);
-    let mut sizes = vec![(384, 256, 64, 2, 0), (384, 256, 192, 2, 0), (384, 256, 448, 2, 0), (384, 256, 1000, 2, 0), (384, 256, 0, 2, 0)];
+    // A persistent loop over clusters' runs of tiles steps by whole
+    // clusters, before tile-cluster-split launches them too.
+    let ctas = cluster_size(func).max(func.attrs.get_int("cluster_ctas").unwrap_or(1));
+    let grid = ctas.max(2);
+    let mut sizes = vec![(384, 256, 64, grid, 0), (384, 256, 192, grid, 0), (384, 256, 448, grid, 0), (384, 256, 1000, grid, 0), (384, 256, 0, grid, 0)];
     if deep_k > 1000 {
-        sizes.push((384, 256, deep_k, 2, 0));
+        sizes.push((384, 256, deep_k, grid, 0));
     }
-    sizes.extend([(768, 512, 0, 2, 0), (768, 512, 448, 2, 0)]);
-    if cluster_size(func) == 1 {
+    sizes.extend([(768, 512, 0, grid, 0), (768, 512, 448, grid, 0)]);
+    if ctas == 1 {
         sizes.extend([(384, 256, 448, 3, 2), (384, 256, 448, 4, 3)]);
     }
     // Grouped GEMM names its rows SM (the experts' rows end to end) or MM
@@ -451,7 +456,7 @@ impl<'a> Sim<'a> {
         match kind {
             StepKind::Wait { .. } | StepKind::CtaBarrier | StepKind::ClusterBarrier | StepKind::WarpgroupBarrier { .. } => {}
             StepKind::Arrive { barrier, arrivals } => self.arrive(w, op, barrier, arrivals, 0, false)?,
-            StepKind::RemoteArrive { barrier } => self.arrive(w, op, barrier, 1, 0, true)?,
+            StepKind::RemoteArrive { barrier, .. } => self.arrive(w, op, barrier, 1, 0, true)?,
             StepKind::ExpectTx { barrier, bytes } => self.arrive(w, op, barrier, 1, bytes, false)?,
             StepKind::TmaLoad { buffer, barrier, bytes, peer } => {
                 let id = self.access(w, op, AccessKind::TmaWrite);
@@ -704,7 +709,7 @@ impl<'a> Sim<'a> {
                 let mut diag = self.error(*op, msg);
                 let mut arrivals: Vec<Op> = Vec::new();
                 for step in self.traces.iter().flatten() {
-                    let on_barrier = matches!(step.kind, StepKind::Arrive { barrier: b, .. } | StepKind::RemoteArrive { barrier: b } | StepKind::ExpectTx { barrier: b, .. } | StepKind::CopyAsync { barrier: b, .. } if b.0 == barrier.0);
+                    let on_barrier = matches!(step.kind, StepKind::Arrive { barrier: b, .. } | StepKind::RemoteArrive { barrier: b, .. } | StepKind::ExpectTx { barrier: b, .. } | StepKind::CopyAsync { barrier: b, .. } if b.0 == barrier.0);
                     if on_barrier && !arrivals.contains(&step.op) {
                         arrivals.push(step.op);
                     }

@@ -23,6 +23,7 @@
 //! verifier reports as a warning rather than passing the function.
 
 use crate::pass::op_error;
+use super::model::cluster_size;
 use tilec_dialects::ir::{Block, Body, EntityRef, Op, Value};
 use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
 use tilec_dialects::registry::Opcode;
@@ -108,7 +109,7 @@ pub enum StepKind {
     Arrive { barrier: Slot, arrivals: i64 },
     /// The peer CTA's warp arriving on this CTA's barrier (one arrival):
     /// the mirror of this warp's `nv.mbarrier_arrive_remote`.
-    RemoteArrive { barrier: Slot },
+    RemoteArrive { barrier: Slot, cta: i64 },
     ExpectTx { barrier: Slot, bytes: i64 },
     /// A TMA load into `buffer`; with `peer`, the mirror of the peer CTA's
     /// multicast of its half, issued once the peer's barrier lets it.
@@ -167,6 +168,7 @@ pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, 
         let mut tracer = Tracer { func, body: &func.body, config, class, env: Env::new(&func.body), steps: Vec::new(), role: None, budget: MAX_STEPS };
         match tracer.block(func.entry_block()) {
             Ok(_) => {
+                check_releases_every_peer(func, &tracer.steps)?;
                 traced.push((class, traces.len()));
                 traces.push(tracer.steps);
             }
@@ -175,6 +177,43 @@ pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, 
         }
     }
     Ok(Ok(traces))
+}
+
+/// The traced CTA is rank 0 of its cluster (`nv.cluster_rank` traces as 0),
+/// and the simulation mirrors each of its remote arrivals as one a peer
+/// makes on its own barrier, which cannot tell which peer a release
+/// reached. So the trace checks it here: a warp releases each barrier it
+/// arrives on remotely to every other CTA of the cluster, as often to
+/// each (a peer left out may still be reading the stage its multicast
+/// refills), and to none outside the cluster or itself.
+fn check_releases_every_peer(func: &Function, steps: &[Step]) -> Result<(), Diagnostic> {
+    let ctas = cluster_size(func);
+    let mut released: Vec<(Value, Op, Vec<i64>)> = Vec::new();
+    for step in steps {
+        let StepKind::RemoteArrive { barrier, cta } = step.kind else { continue };
+        if !(1..ctas).contains(&cta) {
+            let msg = format!("arrives on the barrier of CTA {cta} of a cluster of {ctas}, traced as CTA 0: a remote arrive goes to another CTA of the cluster");
+            return Err(op_error(&func.body, step.op, msg));
+        }
+        let at = match released.iter().position(|(b, _, _)| *b == barrier.0) {
+            Some(at) => at,
+            None => {
+                released.push((barrier.0, step.op, vec![0; ctas as usize]));
+                released.len() - 1
+            }
+        };
+        released[at].2[cta as usize] += 1;
+    }
+    for (barrier, op, counts) in released {
+        let peers = &counts[1..];
+        if peers.iter().any(|&n| n != peers[0]) {
+            let name = func.body.values[barrier].name_hint.as_deref().map_or_else(|| "its barrier".to_string(), |n| format!("'%{n}'"));
+            let each: Vec<String> = peers.iter().enumerate().map(|(i, n)| format!("CTA {}: {n}", i + 1)).collect();
+            let msg = format!("releases {name} unevenly to the other CTAs of its cluster of {ctas} ({}): every peer multicasts into the stage and must see it released as often", each.join(", "));
+            return Err(op_error(&func.body, op, msg));
+        }
+    }
+    Ok(())
 }
 
 /// What a warp's trace depends on of the warp: whether it is the CTA's
@@ -296,18 +335,18 @@ impl Tracer<'_> {
         Ok((root, offset))
     }
 
-    /// The rows of a cluster pair's multicast buffer that the peer CTA
-    /// loads: the half of the allocation behind `v` that `mine` leaves.
-    fn peer_half(&self, op: Op, v: Value, mine: Window) -> Result<Window, Stop> {
+    /// The rows of a cluster's multicast buffer that the peer CTAs load:
+    /// the shares of the allocation behind `v` that `mine` leaves, one a
+    /// peer, for a cluster of `ctas` CTAs.
+    fn peer_shares(&self, op: Op, v: Value, mine: Window, ctas: i64) -> Result<Vec<Window>, Stop> {
         let (root, _) = self.root(op, v)?;
         let rows = self.rows(op, root)?;
-        let half = mine.rows.1 - mine.rows.0;
-        if 2 * half != rows {
-            let msg = format!("multicasts {half} of the buffer's {rows} rows: each CTA of a pair must load one half");
+        let share = mine.rows.1 - mine.rows.0;
+        if share * ctas != rows || mine.rows.0 % share != 0 {
+            let msg = format!("multicasts rows {} to {} of the buffer's {rows}: each of a cluster's {ctas} CTAs must load its own {ctas}th", mine.rows.0, mine.rows.1);
             return Err(Stop::Error(op_error(self.body, op, msg)));
         }
-        let start = if mine.rows.0 >= half { mine.rows.0 - half } else { mine.rows.0 + half };
-        Ok(Window { slot: mine.slot, rows: (start, start + half) })
+        Ok((0..ctas).map(|i| i * share).filter(|&start| start != mine.rows.0).map(|start| Window { slot: mine.slot, rows: (start, start + share) }).collect())
     }
 
     /// The rows of the shared buffer `v` (the verifier has checked that
@@ -493,7 +532,8 @@ impl Tracer<'_> {
                 Opcode::NvMbarrierArriveRemote => {
                     let arrive = nv::MbarrierArriveRemote::of(body, op).expect("matched");
                     let barrier = self.slot(op, arrive.barrier(body), arrive.stage(body))?;
-                    self.push(op, StepKind::RemoteArrive { barrier })?;
+                    let cta = self.get(op, arrive.cta(body), "target CTA")?;
+                    self.push(op, StepKind::RemoteArrive { barrier, cta })?;
                 }
                 Opcode::NvClusterRank => self.set(data.results[0], Some(0)),
                 // Barriers start fresh in the simulation, and a row window
@@ -515,9 +555,10 @@ impl Tracer<'_> {
                         let bytes = smem.tile.num_elements() * i64::from(smem.tile.elem.bits()) / 8;
                         self.push(op, StepKind::TmaLoad { buffer, barrier, bytes, peer: false })?;
                         if load.multicast(body) {
-                            // The peer's multicast of the other half, mirrored.
-                            let peer = self.peer_half(op, load.buffer(body), buffer)?;
-                            self.push(op, StepKind::TmaLoad { buffer: peer, barrier, bytes, peer: true })?;
+                            // The peers' multicasts of the other shares, mirrored.
+                            for peer in self.peer_shares(op, load.buffer(body), buffer, cluster_size(self.func))? {
+                                self.push(op, StepKind::TmaLoad { buffer: peer, barrier, bytes, peer: true })?;
+                            }
                         }
                     }
                 }
