@@ -9,7 +9,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStrea
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
-use tilec_artifact::{Artifact, DType, Manifest};
+use tilec_artifact::{Artifact, DType, GridRule, Manifest};
 
 /// True if the CUDA driver library can be loaded.
 pub fn cuda_available() -> bool {
@@ -206,6 +206,7 @@ impl Gpu {
             )
             .ctx("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
         }
+        let mut cluster_sms = self.num_sms;
         if m.cluster_size() > 1 {
             let cfg = cudarc::driver::LaunchConfig {
                 grid_dim: (m.cluster[0], m.cluster[1], m.cluster[2]),
@@ -219,6 +220,11 @@ impl Gpu {
             if n == 0 {
                 return Err(RuntimeError::ClusterDoesNotFit { entry: m.entry.clone(), cluster: m.cluster });
             }
+            let ctas_per_sm = match m.grid {
+                GridRule::Sms { ctas_per_sm, .. } => ctas_per_sm.max(1),
+                GridRule::Tiles { .. } => 1,
+            };
+            cluster_sms = (n as u32 * m.cluster_size()).div_ceil(ctas_per_sm).min(self.num_sms);
         }
         Ok(Kernel {
             manifest: m.clone(),
@@ -226,6 +232,7 @@ impl Gpu {
             func,
             stream: self.stream.clone(),
             num_sms: self.num_sms,
+            cluster_sms,
             jit_ms,
             num_regs,
             static_smem,
@@ -320,6 +327,12 @@ pub struct Kernel {
     stream: Arc<CudaStream>,
     /// Streaming multiprocessors on the device, for persistent grids.
     pub num_sms: u32,
+    /// The SMs the kernel's clusters fill at once
+    /// (`cuOccupancyMaxActiveClusters`; every SM without clusters): a
+    /// cluster's CTAs share a GPC, so clusters of four or eight leave some
+    /// SMs idle, and a persistent grid sized for all of them would queue
+    /// whole clusters behind the others, their tiles run a wave late.
+    pub cluster_sms: u32,
     /// Wall time of module load (PTX JIT), milliseconds.
     pub jit_ms: f64,
     /// Registers per thread the JIT allocated.
@@ -406,7 +419,7 @@ impl Kernel {
     /// all of them, for a launch that shares the GPU with another kernel
     /// (a collective) and should not queue CTAs behind it.
     pub fn prepare_on(&self, problem: &Problem, tensors: &[TensorBinding], sms: u32) -> Result<Prepared> {
-        let sms = sms.clamp(1, self.num_sms);
+        let sms = sms.clamp(1, self.num_sms).min(self.cluster_sms);
         let plan = plan_launch(&self.manifest, problem, tensors, sms)?;
         let programmatic_smem = if one_cta_an_sm(plan.grid, sms) { self.alone_smem } else { plan.dynamic_smem_bytes };
         let mut slots = Vec::with_capacity(plan.params.len());
