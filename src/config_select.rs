@@ -26,8 +26,9 @@ pub struct ConfigRequest {
     pub params: Vec<(String, i64)>,
     /// `--candidate R`: the R-th ranked configuration instead of the pick.
     pub candidate: Option<i64>,
-    /// `--cluster m|n|none`: pin 2-CTA clusters along M or N, or none (the
-    /// `cluster` option of `tile-select-config`, which checks the word).
+    /// `--cluster m|n|none|m4|n4|m8|n8`: pin clusters along M or N (of two
+    /// CTAs, or of the count after the letter), or none (the `cluster`
+    /// option of `tile-select-config`, which checks the word).
     pub cluster: Option<String>,
     /// `--ranking model|rules`: how the candidates are ordered (the
     /// `ranking` option of `tile-select-config`).

@@ -110,10 +110,12 @@ pub struct Pins {
     pub block_k: Option<i64>,
     /// A fixed stage count.
     pub stages: Option<i64>,
-    /// A fixed cluster: every candidate pairs its CTAs along this dimension
-    /// (`Along::None`: none does), instead of the clustered alternative
-    /// (`cluster_for`).
+    /// A fixed cluster: every candidate clusters its CTAs along this
+    /// dimension (`Along::None`: none does), instead of the clustered
+    /// alternative (`cluster_for`).
     pub cluster: Option<Along>,
+    /// CTAs in a pinned cluster (`DEFAULT_CLUSTER_CTAS` where left out).
+    pub cluster_ctas: Option<i64>,
 }
 
 impl std::fmt::Display for Pins {
@@ -122,7 +124,10 @@ impl std::fmt::Display for Pins {
         let pinned: Vec<String> = [("BLOCK_M", self.block_m), ("BLOCK_N", self.block_n), ("BLOCK_K", self.block_k), ("STAGES", self.stages)]
             .iter()
             .filter_map(|(name, v)| v.map(|v| format!("{name}={v}")))
-            .chain(self.cluster.map(|along| format!("cluster={}", along.word())))
+            .chain(self.cluster.map(|along| match self.cluster_ctas {
+                Some(ctas) if along != Along::None => format!("cluster={}{ctas}", along.word()),
+                _ => format!("cluster={}", along.word()),
+            }))
             .collect();
         f.write_str(if pinned.is_empty() { "none" } else { "" })?;
         f.write_str(&pinned.join(" "))

@@ -1,6 +1,6 @@
 //! Shapes and pins the passes cannot build, refused with a reason.
 
-use crate::cluster::Along;
+use crate::cluster::{check_cluster_ctas, Along};
 use super::candidate::Pins;
 use super::column_halves::{COLUMN_HALVES_TILES, widest_column_halves};
 use super::problem::Problem;
@@ -24,6 +24,12 @@ pub fn check_pins(problem: &Problem, pins: &Pins) -> Result<(), String> {
     }
     if pins.cluster.is_some_and(|along| along != Along::None) && problem.output_column_major {
         return Err("a cluster along M or N needs a row-major output: a column-major one's grid walks its memory rows, across the pairs".to_string());
+    }
+    if let Some(ctas) = pins.cluster_ctas {
+        if !pins.cluster.is_some_and(|along| along != Along::None) {
+            return Err(format!("clusters of {ctas} CTAs need a dimension to cluster along: m or n"));
+        }
+        check_cluster_ctas(ctas)?;
     }
     Ok(())
 }
@@ -94,5 +100,10 @@ mod tests {
         let general = choose(&Problem { any_n: true, ..p }, &Machine::H100, &Pins::default()).unwrap();
         assert_eq!((general.config.epilogue.word(), general.config.stages), (GLOBAL, 4));
         assert!(choose(&Problem { m: 0, ..p }, &Machine::H100, &Pins::default()).unwrap_err().contains("must be positive"));
+        // A cluster size needs a dimension, and one the passes build.
+        assert!(err(Pins { cluster_ctas: Some(4), ..Pins::default() }).contains("clusters of 4 CTAs need a dimension to cluster along"));
+        assert!(err(Pins { cluster: Some(Along::N), cluster_ctas: Some(6), ..Pins::default() }).contains("2, 4, 8 CTAs, not 6"));
+        let four = choose(&p, &Machine::H100, &Pins { cluster: Some(Along::N), cluster_ctas: Some(4), ..Pins::default() }).unwrap();
+        assert_eq!((four.config.cluster, four.config.cluster_ctas), (Along::N, 4));
     }
 }

@@ -1,6 +1,6 @@
 //! The ranking: every candidate the policies shape, best first, and the pick.
 
-use crate::cluster::Along;
+use crate::cluster::{Along, DEFAULT_CLUSTER_CTAS};
 use super::candidate::{Candidate, Config, Pins, Schedule, SplitReduce};
 use super::checks::check_pins;
 use super::clusters::{cluster_for, prefers_clusters};
@@ -19,7 +19,7 @@ use super::split_k::split_k;
 use super::stream_k::stream_k_for;
 use super::tall_tiles::shares_tall_tile;
 use super::tiles::{BLOCK_MS, every_block_n, holds_whole_groups, promotes_by_row_blocks};
-use super::waves::{compare, persistent_sms};
+use super::waves::{compare, persistent_sms, with_waves};
 
 /// Every tile configuration the policies allow for `problem`, best first;
 /// right after the pick, its clustered (`cluster_for`), warp-specialised
@@ -78,7 +78,15 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
         ranked.insert(0, split);
     }
     if let Some(along) = pins.cluster {
-        ranked.iter_mut().for_each(|c| c.config.cluster = along);
+        let ctas = pins.cluster_ctas.unwrap_or(DEFAULT_CLUSTER_CTAS);
+        // Each CTA of the cluster loads whole 8-row swizzle atoms of the shared tile.
+        let shared_rows = |c: &Config| if along == Along::M { c.block_n } else { c.block_m };
+        ranked.retain(|c| along == Along::None || shared_rows(&c.config) % (8 * ctas) == 0);
+        for c in &mut ranked {
+            c.config.cluster = along;
+            c.config.cluster_ctas = ctas;
+            *c = with_waves(problem, machine, c.clone());
+        }
     } else if let Some(best) = ranked.first() {
         let cluster = cluster_for(problem, machine, best);
         if cluster != Along::None {

@@ -45,6 +45,23 @@ const DIM: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
 /// build, as for `--param` and a `tile.config` in the file.
 const PIN: OptionKind = OptionKind::Int { min: 0, max: 1 << 40 };
 
+/// The words of `tile-select-config`'s `cluster` option: `auto`, `none`,
+/// or a dimension and, after it, the cluster's CTAs (two without).
+const CLUSTER_PINS: &[&str] = &["auto", "m", "n", "none", "m4", "n4", "m8", "n8"];
+
+/// The cluster a word of [`CLUSTER_PINS`] pins, and its CTAs where the
+/// word gives them; `None` for `auto`.
+fn cluster_pin(word: &str) -> Option<(Along, Option<i64>)> {
+    match word {
+        "auto" => None,
+        "none" => Some((Along::None, None)),
+        _ => {
+            let (along, ctas) = word.split_at(1);
+            Some((Along::parse(along), ctas.parse().ok()))
+        }
+    }
+}
+
 /// `tile-select-config`'s registration: name, options, phases and constructor.
 pub const INFO: PassInfo = PassInfo {
     name: "tile-select-config",
@@ -61,9 +78,9 @@ pub const INFO: PassInfo = PassInfo {
         OptionSpec { name: "stages", kind: PIN, default: "0", help: "pin the pipeline stages (0: the most that fit)" },
         OptionSpec {
             name: "cluster",
-            kind: OptionKind::Enum(&["auto", "m", "n", "none"]),
+            kind: OptionKind::Enum(CLUSTER_PINS),
             default: "auto",
-            help: "pin 2-CTA clusters along m or n, or none (auto: config selection ranks the pick in clusters as an alternative)",
+            help: "pin clusters along m or n, of 2 CTAs or of the count after the letter (n4: four along n), or none (auto: config selection weighs clusters as alternatives)",
         },
         OptionSpec {
             name: "ranking",
@@ -143,7 +160,8 @@ impl SelectConfig {
                 block_n: pin("block-n"),
                 block_k: pin("block-k"),
                 stages: pin("stages"),
-                cluster: Some(o.word("cluster")).filter(|&w| w != "auto").map(Along::parse),
+                cluster: cluster_pin(o.word("cluster")).map(|(along, _)| along),
+                cluster_ctas: cluster_pin(o.word("cluster")).and_then(|(_, ctas)| ctas),
             },
             candidate: usize::try_from(o.int("candidate")).expect("option range"),
             ranking: Ranking::parse(o.word("ranking")),
@@ -381,7 +399,7 @@ fn program_dot(func: &Function) -> Result<Option<ProgramDot>, Diagnostic> {
     let (a, acc) = (tile(lhs), tile(acc));
     let (bm, bk) = if body.ops[dot].attrs.has("transpose_a") { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
     let fixed = |d: i64| Some(d).filter(|&d| Param::from_extent(d).is_none());
-    let pins = Pins { block_m: fixed(bm), block_n: fixed(acc.shape[1]), block_k: fixed(bk), stages: None, cluster: None };
+    let pins = Pins { block_m: fixed(bm), block_n: fixed(acc.shape[1]), block_k: fixed(bk), stages: None, cluster: None, cluster_ctas: None };
     let a_in_registers = matches!(a.layout, Some(Layout::DotOperand { .. }));
     let transpose_b = body.ops[dot].attrs.has("transpose_b");
     let column_major = column_major_tensors(func);
@@ -422,10 +440,12 @@ impl Pass for SelectConfigPass {
             return Ok(());
         };
         if ranked.is_empty() {
+            // A cluster's CTAs each load whole 8-row atoms of the shared tile.
+            let split = pins.cluster_ctas.map_or(String::new(), |ctas| format!(", or a cluster of {ctas} cannot split the shared operand tile's rows into shares of a multiple of 8"));
             return Err(Diagnostic::error(
                 func.loc.clone(),
                 format!(
-                    "no configuration of '@{}' fits {}x{}x{} with the pinned values {pins} (shared memory, registers or the tile rules rule them out; --explain lists what fits)",
+                    "no configuration of '@{}' fits {}x{}x{} with the pinned values {pins} (shared memory, registers or the tile rules rule them out{split}; --explain lists what fits)",
                     func.name, problem.m, problem.n, problem.k
                 ),
             ));
@@ -591,6 +611,17 @@ mod tests {
     fn configured(options: &[(&str, &str)]) -> SelectConfig {
         let given: Vec<(String, String)> = options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         SelectConfig::from_options(&PassOptions::resolve(INFO.name, INFO.options, &given).expect("valid options"))
+    }
+
+    #[test]
+    fn cluster_pins_name_a_dimension_and_a_size() {
+        assert_eq!(cluster_pin("auto"), None);
+        assert_eq!(cluster_pin("none"), Some((Along::None, None)));
+        assert_eq!(cluster_pin("m"), Some((Along::M, None)));
+        assert_eq!(cluster_pin("n4"), Some((Along::N, Some(4))));
+        assert!(CLUSTER_PINS.iter().all(|w| *w == "auto" || cluster_pin(w).is_some()));
+        let pins = configured(&[("cluster", "m8")]).pins;
+        assert_eq!((pins.cluster, pins.cluster_ctas), (Some(Along::M), Some(8)));
     }
 
     #[test]

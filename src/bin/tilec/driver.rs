@@ -94,8 +94,9 @@ struct ConfigArgs {
     /// Compile the R-th ranked config instead of the pick (for sweeps)
     #[arg(long, value_name = "R", value_parser = parse_candidate)]
     candidate: Option<i64>,
-    /// Pin 2-CTA clusters along M (sharing B) or N (sharing A), or none
-    #[arg(long, value_name = "AXIS", value_parser = ["m", "n", "none"])]
+    /// Pin clusters along M (sharing B) or N (sharing A), of two CTAs or of the count after the
+    /// letter (n4: four along N), or none
+    #[arg(long, value_name = "AXIS", value_parser = ["m", "n", "none", "m4", "n4", "m8", "n8"])]
     cluster: Option<String>,
     /// Order the candidates by the cost model's predicted time (model), or by config selection's
     /// policies with the model's alternatives after them (rules), for comparing the two
