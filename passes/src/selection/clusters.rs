@@ -1,6 +1,6 @@
 //! Clusters of CTAs that share an operand tile and load it once (TMA multicast).
 
-use crate::cluster::{Along, DEFAULT_CLUSTER_CTAS};
+use crate::cluster::{shares_whole_atoms, Along, DEFAULT_CLUSTER_CTAS};
 use super::candidate::{Candidate, Config, Pins, Schedule};
 use super::problem::{ceil_div, Machine, Precision, Problem};
 use super::waves::figures;
@@ -111,11 +111,9 @@ pub fn clustered_alternatives(problem: &Problem, machine: &Machine, pins: &Pins,
         return Vec::new();
     }
     let sizes: &[i64] = if one_wave { &ONE_WAVE_CLUSTER_CTAS } else { &SPLIT_CLUSTER_CTAS };
-    // Each CTA loads a whole number of 8-row swizzle atoms of the shared tile.
-    let shared_rows = if along == Along::M { c.block_n } else { c.block_m };
     sizes
         .iter()
-        .filter(|&&ctas| shared_rows % (8 * ctas) == 0)
+        .filter(|&&ctas| shares_whole_atoms(along.shared_rows(c.block_m, c.block_n), ctas))
         .map(|&ctas| Candidate { reason: candidate.reason.clone(), ..figures(problem, machine, Config { cluster: along, cluster_ctas: ctas, ..*c }) })
         .collect()
 }

@@ -1,6 +1,6 @@
 //! The ranking: every candidate the policies shape, best first, and the pick.
 
-use crate::cluster::{Along, DEFAULT_CLUSTER_CTAS};
+use crate::cluster::{shares_whole_atoms, Along, DEFAULT_CLUSTER_CTAS};
 use super::candidate::{Candidate, Config, Pins, Schedule, SplitReduce};
 use super::checks::check_pins;
 use super::clusters::{cluster_for, prefers_clusters};
@@ -79,9 +79,7 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
     }
     if let Some(along) = pins.cluster {
         let ctas = pins.cluster_ctas.unwrap_or(DEFAULT_CLUSTER_CTAS);
-        // Each CTA of the cluster loads whole 8-row swizzle atoms of the shared tile.
-        let shared_rows = |c: &Config| if along == Along::M { c.block_n } else { c.block_m };
-        ranked.retain(|c| along == Along::None || shared_rows(&c.config) % (8 * ctas) == 0);
+        ranked.retain(|c| along == Along::None || shares_whole_atoms(along.shared_rows(c.config.block_m, c.config.block_n), ctas));
         for c in &mut ranked {
             c.config.cluster = along;
             c.config.cluster_ctas = ctas;

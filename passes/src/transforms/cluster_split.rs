@@ -33,7 +33,7 @@
 //! nothing (stores are bounds-checked, TMA stores clipped).
 
 use crate::config::ConfigEntries;
-use crate::cluster::{check_cluster_ctas, Along};
+use crate::cluster::{check_cluster_ctas, shares_whole_atoms, Along};
 use crate::hopper::wgmma::next_op;
 use crate::hopper::WARPS_PER_WARPGROUP;
 use crate::options::{OptionKind, OptionSpec};
@@ -118,7 +118,7 @@ impl Pass for ClusterSplit {
         };
         let rows = body.value_type(shared).as_smem().expect("a TMA destination is a buffer").tile.shape[0];
         let ctas = self.ctas;
-        if rows % (8 * ctas) != 0 {
+        if !shares_whole_atoms(rows, ctas) {
             return Err(op_error(body, first_load, format!("loads {rows} rows of the shared operand; each of a cluster's {ctas} CTAs loads a {ctas}th, which must be a multiple of 8 rows to keep the swizzle aligned")));
         }
         self.check_pairing(func, &loads, persistent)?;
