@@ -182,7 +182,7 @@ pub struct Machine {
     pub max_thread_registers: i64,
     /// Clusters of 2, 4 and 8 CTAs that run at once, one CTA an SM, as
     /// `(CTAs, clusters)` ([`Target::active_clusters`]).
-    pub active_clusters: [(i64, i64); 3],
+    pub active_clusters: [(u32, u32); 3],
 }
 
 impl Machine {
@@ -199,11 +199,7 @@ impl Machine {
             l2_sector_bytes: target.l2_sector_bytes as i64,
             sm_registers: target.registers_per_sm as i64,
             max_thread_registers: target.max_registers_per_thread as i64,
-            active_clusters: [
-                (target.active_clusters[0].0 as i64, target.active_clusters[0].1 as i64),
-                (target.active_clusters[1].0 as i64, target.active_clusters[1].1 as i64),
-                (target.active_clusters[2].0 as i64, target.active_clusters[2].1 as i64),
-            ],
+            active_clusters: target.active_clusters,
         }
     }
 
@@ -215,7 +211,8 @@ impl Machine {
             return self.sms;
         }
         let ctas = config.cluster_ctas;
-        self.active_clusters.iter().find(|&&(c, _)| c == ctas).map_or(self.sms / ctas * ctas, |&(c, clusters)| (c * clusters).min(self.sms))
+        let held = self.active_clusters.iter().find(|&&(c, _)| i64::from(c) == ctas).map(|&(c, clusters)| i64::from(c * clusters));
+        held.map_or(self.sms / ctas * ctas, |sms| sms.min(self.sms))
     }
 
     /// CTAs using `smem_bytes` each that one SM holds at once (the hardware

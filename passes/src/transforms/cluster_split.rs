@@ -63,7 +63,7 @@ pub const INFO: PassInfo = PassInfo {
         leaves: None,
         reason: "it multicasts the TMA loads and rewrites the barriers that tile-pipeline or tile-warp-specialize made (run it after them, before tile-lower-to-nv)",
     },
-    create: |o| Box::new(ClusterSplit { along: Along::parse(o.word("along")), ctas: o.int("ctas"), from_config: !o.given("along"), ctas_from_config: !o.given("ctas") }),
+    create: |o| Box::new(ClusterSplit { along: Along::parse(o.word("along")), ctas: o.int("ctas"), along_from_config: !o.given("along"), ctas_from_config: !o.given("ctas") }),
 };
 
 /// The `tile-cluster-split` pass with its options resolved.
@@ -72,7 +72,7 @@ pub struct ClusterSplit {
     /// CTAs per cluster.
     ctas: i64,
     /// Whether `along` was left out, so `tile.config`'s `cluster` decides.
-    from_config: bool,
+    along_from_config: bool,
     /// Whether `ctas` was left out, so `tile.config`'s `cluster_ctas` decides.
     ctas_from_config: bool,
 }
@@ -84,7 +84,7 @@ impl Pass for ClusterSplit {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         let entries = ConfigEntries::of(func)?;
-        if let Some(along) = entries.cluster.filter(|_| self.from_config) {
+        if let Some(along) = entries.cluster.filter(|_| self.along_from_config) {
             self.along = along;
         }
         if let Some(ctas) = entries.cluster_ctas.filter(|_| self.ctas_from_config) {

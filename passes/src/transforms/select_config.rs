@@ -151,6 +151,7 @@ impl SelectConfig {
     pub fn from_options(o: &PassOptions) -> SelectConfig {
         let pin = |name: &str| Some(o.int(name)).filter(|&v| v > 0);
         let (m, n, k) = (o.int("m"), o.int("n"), o.int("k"));
+        let cluster = cluster_pin(o.word("cluster"));
         SelectConfig {
             shape: (m > 0 && n > 0 && k > 0).then_some((m, n, k)),
             target: Target::from_name(o.word("target")).expect("the option's words are the targets' names"),
@@ -160,8 +161,8 @@ impl SelectConfig {
                 block_n: pin("block-n"),
                 block_k: pin("block-k"),
                 stages: pin("stages"),
-                cluster: cluster_pin(o.word("cluster")).map(|(along, _)| along),
-                cluster_ctas: cluster_pin(o.word("cluster")).and_then(|(_, ctas)| ctas),
+                cluster: cluster.map(|(along, _)| along),
+                cluster_ctas: cluster.and_then(|(_, ctas)| ctas),
             },
             candidate: usize::try_from(o.int("candidate")).expect("option range"),
             ranking: Ranking::parse(o.word("ranking")),
