@@ -307,7 +307,7 @@ impl<'a> Lowerer<'a> {
             let elem = self.plan.tensors[d.tensor].elem;
             let ty = nvgpu::descriptor_type(&d.box_dims, elem, d.geom_swizzle);
             let value = nvgpu::typed_descriptor(em, param, &ty, &format!("tmap_{}", self.plan.tensors[d.tensor].name));
-            self.descriptors.push(tma::Descriptor { value, ty, box_dims: d.box_dims.clone(), elem });
+            self.descriptors.push(tma::Descriptor { param: param.clone(), value, ty, box_dims: d.box_dims.clone(), elem });
         }
         if !self.descriptors.is_empty() {
             em.open(format!("scf.if {is_leader} {{"));
@@ -841,6 +841,7 @@ impl<'a> Lowerer<'a> {
                 Ok(())
             }
             Opcode::NvTmaLoad => self.lower_tma_load(op),
+            Opcode::NvTmaPrefetch => self.lower_tma_prefetch(op),
             Opcode::NvWgmmaFence => {
                 self.em.line("nvvm.wgmma.fence.aligned");
                 Ok(())
@@ -1417,6 +1418,25 @@ impl<'a> Lowerer<'a> {
         };
         let dst = tma::Destination { smem: &smem, buffer: &buf, row_off: dst.row_offset.as_deref(), stage: &stage, multicast: multicast.as_deref() };
         tma::load(&mut self.em, &dst, &self.descriptors[desc_idx], &bar, &col, &outer);
+        Ok(())
+    }
+
+    fn lower_tma_prefetch(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let o = self.view(op, nv::TmaPrefetch::of)?;
+        let body = &self.f.body;
+        let (tensor, coords, buffer, fit_rows) = (o.tensor(body), o.coords(body).to_vec(), o.buffer(body), o.fit_rows(body));
+        let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
+        let Lv::Smem(like) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
+        let geom = self.plan.buffers[&like.buffer].geom.clone();
+        let box_dims = tma_box(like.rows, &geom, coords.len());
+        let desc_idx = self
+            .plan
+            .tma
+            .iter()
+            .position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == geom.swizzle && !d.flat && d.fit_rows == fit_rows)
+            .expect("planned");
+        let (col, outer) = self.tma_coords(op, &coords)?;
+        tma::prefetch(&mut self.em, &geom, &self.descriptors[desc_idx], &col, &outer);
         Ok(())
     }
 

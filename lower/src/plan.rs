@@ -449,6 +449,19 @@ impl Plan {
                         plan.add_tma(tensor, &geom, o.coords(body).len(), o.fit_rows(body));
                     }
                 }
+                Opcode::NvTmaPrefetch => {
+                    // The box and descriptor of the loads it runs ahead of.
+                    let o = nv::TmaPrefetch::of(body, op).ok_or_else(malformed)?;
+                    let tensor = *plan.tensor_of_arg.get(&o.tensor(body)).ok_or_else(|| {
+                        error(&data.loc, name, "the source must be a kernel argument")
+                    })?;
+                    if !(2..=3).contains(&o.coords(body).len()) {
+                        return Err(error(&data.loc, name, "only rank-2 and rank-3 TMA prefetches are supported by the lowering"));
+                    }
+                    let geom = tma_geom(body.value_type(o.buffer(body)), &data.loc, name)?;
+                    plan.row_major(tensor, &data.loc, name)?;
+                    plan.add_tma(tensor, &geom, o.coords(body).len(), o.fit_rows(body));
+                }
                 Opcode::TileReduceSplits => {
                     let reduce = tile::ReduceSplits::of(body, op).ok_or_else(malformed)?;
                     let splits = reduce.splits(body);

@@ -76,9 +76,11 @@ pub(crate) fn arrive(em: &mut Emitter, bar: &BarrierRef) {
     em.assign("token", format!("nvgpu.mbarrier.arrive {}[{}] : {} -> !nvgpu.mbarrier.token", bar.group, bar.index, bar.ty));
 }
 
-/// A TMA descriptor parameter as `nvgpu` takes it: the typed value, its
-/// type, and the box (outer to inner) each copy moves.
+/// A TMA descriptor parameter: the kernel parameter (`!llvm.ptr`, as
+/// `nvvm` takes it), the typed value `nvgpu` takes, its type, and the box
+/// (outer to inner) each copy moves.
 pub(crate) struct Descriptor {
+    pub param: String,
     pub value: String,
     pub ty: String,
     pub box_dims: Vec<i64>,
@@ -113,6 +115,17 @@ pub(crate) fn load(em: &mut Emitter, to: &Destination<'_>, desc: &Descriptor, ba
             "nvgpu.tma.async.load {}[{}], {}[{}] to {}{multicast} : {}, {} -> {memref}",
             desc.value, copy.coords, bar.group, bar.index, copy.boxed, desc.ty, bar.ty
         ));
+    }
+}
+
+/// An L2 prefetch of the boxes [`load`] would copy for a buffer of `g`'s
+/// geometry from the same coordinates: one per column block, as the copies.
+/// `nvgpu` has no op for it.
+pub(crate) fn prefetch(em: &mut Emitter, g: &SmemGeom, desc: &Descriptor, col: &str, outer: &[String]) {
+    for j in 0..g.col_blocks() {
+        let c = em.add_const("col", col, j * g.block_cols(), "i32");
+        let coords = std::iter::once(c).chain(outer.iter().cloned()).collect::<Vec<_>>().join(", ");
+        em.line(format!("nvvm.cp.async.bulk.tensor.prefetch {}, box[{coords}] : !llvm.ptr", desc.param));
     }
 }
 

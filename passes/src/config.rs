@@ -19,10 +19,10 @@ use tilec_dialects::{Diagnostic, Function};
 /// writes (`record`), the figures it writes beside it (the shape, SMs,
 /// waves, shared memory) and what a hand-written config may add for a pass
 /// to read (`mma_n`).
-pub const CONFIG_KEYS: [&str; 27] = [
+pub const CONFIG_KEYS: [&str; 28] = [
     "m", "n", "k", "swap_operands", "block_m", "block_n", "block_k", "stages", "schedule", "consumers", "persistent", "tile_order", "raster_group", "epilogue",
-    "epilogue_cols", "epilogue_deferred", "scales", "cluster", "cluster_ctas", "splits", "split_reduce", "stream_k", "mma_n", "sms", "waves", "last_wave",
-    "smem_bytes",
+    "epilogue_cols", "epilogue_deferred", "scales", "cluster", "cluster_ctas", "splits", "split_reduce", "stream_k", "l2_prefetch", "mma_n", "sms", "waves",
+    "last_wave", "smem_bytes",
 ];
 
 /// How the output tile is stored, as `tile.config`'s `epilogue` and
@@ -82,6 +82,8 @@ pub struct ConfigEntries {
     pub split_reduce: Option<SplitReduce>,
     /// `stream_k`: the order of the last wave's K pieces.
     pub stream_k: Option<PieceOrder>,
+    /// `l2_prefetch`: K steps between each operand box's L2 prefetch and its load.
+    pub l2_prefetch: Option<i64>,
     /// `mma_n`: a hand-written config's wgmma N for `tile-assign-layouts`.
     pub mma_n: Option<i64>,
 }
@@ -138,6 +140,7 @@ impl ConfigEntries {
             splits: int("splits")?,
             split_reduce: word("split_reduce", SplitReduce::WORDS)?.map(|w| SplitReduce::parse(&w)),
             stream_k: word("stream_k", PieceOrder::WORDS)?.map(|w| PieceOrder::parse(&w)),
+            l2_prefetch: int("l2_prefetch")?,
             mma_n: int("mma_n")?,
         })
     }
@@ -179,6 +182,7 @@ impl ConfigEntries {
             raster_group: self.raster_group.unwrap_or(0),
             stream_k: self.stream_k,
             deferred_epilogue: self.epilogue_deferred.unwrap_or(false),
+            l2_prefetch: self.l2_prefetch.unwrap_or(0),
         }))
     }
 }
@@ -256,18 +260,19 @@ impl Config {
         let cluster = if self.cluster == Along::None { "" } else { "tile-cluster-split," };
         let split_k = if split { "tile-split-k," } else { "" };
         let swap = if self.swap_operands { "tile-swap-operands," } else { "" };
+        let prefetch = if self.l2_prefetch > 0 { "tile-prefetch-l2," } else { "" };
         Ok(swap.to_string() + &if pipelined {
             // One stage needs no schedule, except that tile-cluster-split
             // multicasts into the barriers tile-pipeline makes.
             let pipeline = if self.stages != 1 || !cluster.is_empty() { "tile-pipeline," } else { "" };
             let order = if order { "tile-rasterize," } else { "" };
-            format!("tile-canonicalize,tile-assign-layouts,{order}{split_k}{pipeline}{cluster}tile-lower-to-nv,tile-fit-tma-boxes,tile-programmatic-launch,tile-canonicalize")
+            format!("tile-canonicalize,tile-assign-layouts,{order}{split_k}{pipeline}{cluster}tile-lower-to-nv,tile-fit-tma-boxes,{prefetch}tile-programmatic-launch,tile-canonicalize")
         } else if split {
-            format!("tile-canonicalize,tile-assign-layouts,{split_k}tile-warp-specialize,{cluster}tile-lower-to-nv,tile-fit-tma-boxes,tile-programmatic-launch,tile-canonicalize,tile-licm")
+            format!("tile-canonicalize,tile-assign-layouts,{split_k}tile-warp-specialize,{cluster}tile-lower-to-nv,tile-fit-tma-boxes,{prefetch}tile-programmatic-launch,tile-canonicalize,tile-licm")
         } else {
             let stream_k = if stream_k { "tile-stream-k," } else { "" };
             let deferred = if deferred { "tile-defer-epilogue," } else { "" };
-            format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-fit-tma-boxes,tile-programmatic-launch,tile-canonicalize,tile-licm")
+            format!("tile-canonicalize,tile-assign-layouts,tile-persistent,tile-licm,{stream_k}tile-warp-specialize,{cluster}tile-lower-to-nv,{deferred}tile-fit-tma-boxes,{prefetch}tile-programmatic-launch,tile-canonicalize,tile-licm")
         })
     }
 }
@@ -293,7 +298,7 @@ mod tests {
         let func = with_config(
             "block_m = 128, block_n = 256, block_k = 64, stages = 4, schedule = \"warp_specialized\", consumers = 2, tile_order = \"grid\", \
              epilogue = \"tma\", epilogue_cols = 64, epilogue_deferred = true, scales = \"prefetched\", cluster = \"n\", splits = 2, \
-             split_reduce = \"workspace\", stream_k = \"in-order\", mma_n = 128",
+             split_reduce = \"workspace\", stream_k = \"in-order\", l2_prefetch = 6, mma_n = 128",
         );
         let entries = ConfigEntries::of(&func).expect("readable");
         assert_eq!(entries.schedule, Some(Schedule::WarpSpecialized { consumers: 2 }));
@@ -301,6 +306,7 @@ mod tests {
         assert_eq!((entries.tile_order, entries.epilogue, entries.epilogue_cols), (None, Some(EpilogueStore::Tma), Some(64)));
         assert_eq!((entries.scales, entries.cluster, entries.split_reduce), (Some(Scales::Prefetched), Some(Along::N), Some(SplitReduce::Workspace)));
         assert_eq!((entries.stream_k, entries.epilogue_deferred, entries.splits, entries.mma_n), (Some(PieceOrder::InOrder), Some(true), Some(2), Some(128)));
+        assert_eq!(entries.l2_prefetch, Some(6));
         assert_eq!(ConfigEntries::of(&with_config("stages = 3")).expect("readable").decided(&func).expect("no schedule"), None);
     }
 
@@ -334,7 +340,10 @@ mod tests {
             "128x256x64 stages=4 warps=12 ws2 persistent epilogue=tma epilogue_cols=64 epilogue_deferred cluster=n",
             "128x256x64 stages=4 warps=12 ws2 persistent epilogue=tma stream_k=in-order",
             "128x128x64 stages=6 warps=12 ws2 epilogue=tma splits=8 split_reduce=workspace",
+            "128x128x64 stages=6 warps=12 ws2 epilogue=tma splits=8 split_reduce=workspace l2_prefetch=4",
             "64x128x64 stages=8 warps=12 pingpong persistent epilogue=tma",
+            "64x128x64 stages=8 warps=12 pingpong persistent epilogue=tma l2_prefetch=8",
+            "64x64x64 stages=8 warps=4 pipeline epilogue=tma l2_prefetch=2",
             "128x16x64 swapped stages=8 warps=4 pipeline epilogue=global splits=2",
             "128x320x64 swapped stages=4 warps=12 ws2-columns persistent epilogue=global",
         ] {
@@ -346,6 +355,7 @@ mod tests {
                 phase = entry.info.phases.after(phase);
             }
             assert_eq!(phase, Phase::Nv, "{text}");
+            assert_eq!(pipeline.contains("tile-fit-tma-boxes,tile-prefetch-l2,"), config.l2_prefetch > 0, "{text}: {pipeline}");
         }
     }
 

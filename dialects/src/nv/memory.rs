@@ -1,7 +1,7 @@
 //! Shared-memory buffers, mbarriers, TMA loads, CTA barriers and global
 //! stores: the checks their definitions (ops.ods) cannot state.
 
-use super::{AllocMbarriers, AllocSmem, CopyAsync, LoadGlobal, LoadShared, MbarrierExpectTx, RunOffset, StoreGlobal, TmaLoad};
+use super::{AllocMbarriers, AllocSmem, CopyAsync, LoadGlobal, LoadShared, MbarrierExpectTx, RunOffset, StoreGlobal, TmaLoad, TmaPrefetch};
 use crate::ir::{Body, Layout, Op, RefType, TileType, Value};
 
 pub(super) fn verify_alloc_smem(body: &Body, op: Op) -> Result<(), String> {
@@ -61,6 +61,30 @@ pub(super) fn verify_tma_load(body: &Body, op: Op) -> Result<(), String> {
         return Err("'fit_rows' fits a box's rows; a flat box of one run has none".into());
     }
     Ok(())
+}
+
+/// One coordinate per tensor dimension and a buffer of rows whose box TMA
+/// can copy: what `nv.tma_load` accepts, less the flat boxes of one run.
+pub(super) fn verify_tma_prefetch(body: &Body, op: Op) -> Result<(), String> {
+    let prefetch = TmaPrefetch::of(body, op).ok_or("malformed 'nv.tma_prefetch'")?;
+    let (rank, coords) = (body.value_type(prefetch.tensor(body)).as_ref_type().map_or(0, |t| t.shape.len()), prefetch.coords(body).len());
+    if coords != rank {
+        return Err(format!("expects one coordinate per dimension of the tensor ({rank}), found {coords}"));
+    }
+    let (tensor, buf) = check_copy_operands(body, prefetch.tensor(body), prefetch.coords(body).len(), prefetch.buffer(body))?;
+    if !is_row_box(buf) || buf.shape.len() > tensor.shape.len() {
+        return Err(format!("prefetches a box of rows of {MIN_TMA_ROW_BYTES} bytes or more: the buffer's tile has rank 2 or more, no higher than the tensor's"));
+    }
+    if buf.shape.iter().any(|&d| d > MAX_TMA_BOX) {
+        return Err(format!("a TMA box dimension is at most {MAX_TMA_BOX} elements"));
+    }
+    Ok(())
+}
+
+/// Whether TMA copies `tile` as a box of rows (rank 2 or more, rows of
+/// [`MIN_TMA_ROW_BYTES`] or more), not as one flat run.
+pub fn is_row_box(tile: &TileType) -> bool {
+    tile.shape.len() >= 2 && tile.shape.last().is_some_and(|&cols| cols * i64::from(tile.elem.bits()) / 8 >= MIN_TMA_ROW_BYTES)
 }
 
 /// The TMA loads `expect_tx` arms: those of its block that complete on the

@@ -8,7 +8,8 @@
 //!  counting.rs  stage and phase arithmetic: trip counts, iterations from the kernel's start, stage, round, parity
 //!  schedule.rs  a K loop's software-pipelining schedule (stages, groups in flight) and its pipeline.stage/order record
 //!  expand.rs    the schedule expanded for one warpgroup: prologue, wait, wgmma, refill, drain
-//!  prefetch.rs  register loads (a scaled dot's scales, when not staged) issued one iteration ahead, loop-carried
+//!  prefetch.rs  register loads (a scaled dot's scales, when not staged) issued one iteration ahead, loop-carried;
+//!               the slice of a K loop's body that computes another iteration's values (tile-prefetch-l2's too)
 //! ```
 //!
 //! `tile-pipeline` is the schedule plus `expand`; `tile-warp-specialize`

@@ -8,7 +8,7 @@
 //! outside the tensor, which gives zeros and is never used.
 
 use std::collections::{HashMap, HashSet};
-use tilec_dialects::ir::{Attributes, Block, Body, Builder, InsertPoint, Op, Value};
+use tilec_dialects::ir::{Attributes, Body, Builder, InsertPoint, Op, Value};
 use tilec_dialects::tile::{Addi, For, Load};
 
 /// Prefetches every register load of `k_loop`'s body whose indices are
@@ -20,7 +20,8 @@ pub fn prefetch_register_loads(body: &mut Body, k_loop: For) -> usize {
     let loads: Vec<Op> = body.blocks[block].ops.iter().copied().filter(|&o| is_register_load(body, o)).collect();
     let mut moved = 0;
     for load in loads {
-        let Some(slice) = index_slice(body, block, load, iv) else { continue };
+        let operands = body.ops[load].operands.clone();
+        let Some(slice) = iteration_slice(body, k_loop, &operands) else { continue };
         let loc = body.ops[load].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(k_loop.op()), loc.clone());
         let first = k_loop.lower_bound(b.body);
@@ -46,20 +47,25 @@ fn is_register_load(body: &Body, op: Op) -> bool {
     Load::of(body, op).is_some_and(|l| body.value_type(l.result(body)).as_tile().is_some_and(|t| t.layout.as_ref().is_some_and(|l| !l.is_shared())))
 }
 
-/// The ops of `block` computing `load`'s operands, in block order, when all
-/// are pure and read only `iv` and values from outside the loop.
-fn index_slice(body: &Body, block: Block, load: Op, iv: Value) -> Option<Vec<Op>> {
-    let args: HashSet<Value> = body.blocks[block].args.iter().copied().collect();
+/// The ops of `k_loop`'s body (at any depth) computing `values`, in
+/// order, when all are pure and read only the induction variable and
+/// values from outside the loop (no loop-carried value): copied with the
+/// induction variable standing for another iteration's, they compute that
+/// iteration's `values` ([`clone_slice`]).
+pub(crate) fn iteration_slice(body: &Body, k_loop: For, values: &[Value]) -> Option<Vec<Op>> {
+    let block = body.entry_block(k_loop.region(body));
+    let iv = body.blocks[block].args[0];
+    let carried: HashSet<Value> = body.blocks[block].args[1..].iter().copied().collect();
     let mut slice = HashSet::new();
-    let mut work: Vec<Value> = body.ops[load].operands.clone();
+    let mut work: Vec<Value> = values.to_vec();
     while let Some(v) = work.pop() {
         if v == iv {
             continue;
         }
-        if args.contains(&v) {
+        if carried.contains(&v) {
             return None;
         }
-        let Some(def) = body.defining_op(v).filter(|&d| body.ops[d].parent == Some(block)) else { continue };
+        let Some(def) = body.defining_op(v).filter(|_| body.defined_within(v, k_loop.op())) else { continue };
         if !body.is_pure_leaf(def) {
             return None;
         }
@@ -67,16 +73,23 @@ fn index_slice(body: &Body, block: Block, load: Op, iv: Value) -> Option<Vec<Op>
             work.extend(body.ops[def].operands.iter().copied());
         }
     }
-    Some(body.blocks[block].ops.iter().copied().filter(|o| slice.contains(o)).collect())
+    Some(body.walk_region(k_loop.region(body)).into_iter().filter(|o| slice.contains(o)).collect())
+}
+
+/// Copies `slice` ([`iteration_slice`]) here with `iv` standing for `at`;
+/// returns each original value's copy, `iv` mapped to `at`.
+pub(crate) fn clone_slice(b: &mut Builder<'_>, slice: &[Op], iv: Value, at: Value) -> HashMap<Value, Value> {
+    let mut map = HashMap::from([(iv, at)]);
+    for &op in slice {
+        b.clone_op(op, &mut map);
+    }
+    map
 }
 
 /// Copies `slice` and `load` here with `iv` standing for `at`; returns the
 /// copied load's tile.
 fn clone_with_iv(b: &mut Builder<'_>, slice: &[Op], load: Op, iv: Value, at: Value) -> Value {
-    let mut map = HashMap::from([(iv, at)]);
-    for &op in slice {
-        b.clone_op(op, &mut map);
-    }
+    let mut map = clone_slice(b, slice, iv, at);
     let copy = b.clone_op(load, &mut map);
     b.body.result(copy, 0)
 }

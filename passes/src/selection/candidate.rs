@@ -231,6 +231,9 @@ pub struct Config {
     /// steps, a chunk a step (`tile-defer-epilogue`,
     /// `deferred_epilogue`).
     pub deferred_epilogue: bool,
+    /// K steps between an L2 prefetch of each operand box and its load
+    /// (`tile-prefetch-l2`); 0 for none.
+    pub l2_prefetch: i64,
 }
 
 impl Config {
@@ -255,6 +258,7 @@ impl Config {
             raster_group: 0,
             stream_k: None,
             deferred_epilogue: false,
+            l2_prefetch: 0,
         }
     }
 
@@ -363,9 +367,10 @@ impl fmt::Display for Config {
         let chunks = self.epilogue_chunk().map_or(String::new(), |n| format!(" epilogue_cols={n}"));
         let deferred = if self.deferred_epilogue { " epilogue_deferred" } else { "" };
         let swapped = if self.swap_operands { " swapped" } else { "" };
+        let l2_prefetch = if self.l2_prefetch > 0 { format!(" l2_prefetch={}", self.l2_prefetch) } else { String::new() };
         write!(
             f,
-            "{}x{}x{}{swapped} stages={} warps={} {schedule} epilogue={}{chunks}{deferred}{scales}{cluster}{splits}{order}{stream_k}",
+            "{}x{}x{}{swapped} stages={} warps={} {schedule} epilogue={}{chunks}{deferred}{scales}{cluster}{splits}{order}{stream_k}{l2_prefetch}",
             self.block_m,
             self.block_n,
             self.block_k,
@@ -412,6 +417,7 @@ impl std::str::FromStr for Config {
                 "split_reduce" if SplitReduce::WORDS.contains(&value) => config.split_reduce = SplitReduce::parse(value),
                 "grouped" => config.raster_group = int()?,
                 "stream_k" if PieceOrder::WORDS.contains(&value) => config.stream_k = Some(PieceOrder::parse(value)),
+                "l2_prefetch" => config.l2_prefetch = int()?,
                 _ => return Err(bad(&format!("unknown word '{word}'"))),
             }
         }
@@ -451,6 +457,8 @@ mod tests {
         let four = "128x160x64 stages=5 warps=12 ws2 persistent epilogue=tma cluster=n cluster_ctas=4";
         assert_eq!(four.parse::<Config>().map(|c| (c.cluster, c.cluster_ctas, c.to_string())), Ok((Along::N, 4, four.to_string())));
         assert!("128x160x64 stages=5 warps=12 ws2 cluster=n cluster_ctas=3".parse::<Config>().unwrap_err().contains("not 3"));
+        let ahead = "64x64x128 stages=8 warps=4 pipeline epilogue=tma scales=staged splits=2 l2_prefetch=4";
+        assert_eq!(ahead.parse::<Config>().map(|c| (c.l2_prefetch, c.to_string())), Ok((4, ahead.to_string())));
     }
 
     /// A swapped configuration's figures are the swapped GEMM's.

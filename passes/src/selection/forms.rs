@@ -38,7 +38,7 @@ pub(super) fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, 
     let (stages, scales) = stages_and_scales(problem, machine, pins, layout, filled)?;
     let smem = layout.with_scales(scales).smem_bytes(problem, stages);
     let num_warps = 4 * warpgroups;
-    let config = Config { swap_operands: false, block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, cluster: Along::None, cluster_ctas: DEFAULT_CLUSTER_CTAS, splits, split_reduce: reduce, raster_group: 0, stream_k: None, deferred_epilogue: false };
+    let config = Config { swap_operands: false, block_m: bm, block_n: bn, block_k: bk, stages, num_warps, schedule, epilogue, scales, cluster: Along::None, cluster_ctas: DEFAULT_CLUSTER_CTAS, splits, split_reduce: reduce, raster_group: 0, stream_k: None, deferred_epilogue: false, l2_prefetch: 0 };
     Some(with_waves(problem, machine, Candidate { config, tiles, waves: 0, last_wave: 0, sms: 0, smem_bytes: smem, reason: String::new() }))
 }
 

@@ -23,7 +23,7 @@ use crate::pass::PassInfo;
 use crate::pass::{Pass, Statistic};
 use std::collections::HashMap;
 use tilec_dialects::ir::{Attribute, Body, Op, Value};
-use tilec_dialects::nv::{SmemRows, TmaLoad, Wgmma};
+use tilec_dialects::nv::{SmemRows, TmaLoad, TmaPrefetch, Wgmma};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::{Diagnostic, Function};
 
@@ -53,13 +53,19 @@ impl Pass for FitTmaBoxes {
         let columns_combined = ops.iter().any(|&op| body.ops[op].def.traits.crosses_columns);
         let row_safe = row_safe_buffers(body, &ops, columns_combined);
         for op in ops {
-            let Some(load) = TmaLoad::of(body, op) else { continue };
-            let (tensor, buffer) = (load.tensor(body), load.buffer(body));
+            // A prefetch fetches the box of the loads into its buffer, fitted as theirs are.
+            let (tensor, buffer, fitted, is_load) = if let Some(load) = TmaLoad::of(body, op) {
+                (load.tensor(body), load.buffer(body), load.fit_rows(body), true)
+            } else if let Some(prefetch) = TmaPrefetch::of(body, op) {
+                (prefetch.tensor(body), prefetch.buffer(body), prefetch.fit_rows(body), false)
+            } else {
+                continue;
+            };
             let rank = body.value_type(tensor).as_ref_type().map_or(0, |t| t.shape.len());
             let tile_rank = body.value_type(buffer).as_smem().map_or(0, |s| s.tile.shape.len());
-            if rank >= 2 && tile_rank >= 2 && row_safe.get(&root_buffer(body, buffer)) == Some(&true) && !load.fit_rows(body) {
+            if rank >= 2 && tile_rank >= 2 && row_safe.get(&root_buffer(body, buffer)) == Some(&true) && !fitted {
                 body.ops[op].attrs.set("fit_rows", Attribute::Unit);
-                self.fitted += 1;
+                self.fitted += u64::from(is_load);
             }
         }
         Ok(())
@@ -96,7 +102,7 @@ fn row_safe_buffers(body: &Body, ops: &[Op], columns_combined: bool) -> HashMap<
     };
     for &op in ops {
         match body.opcode(op) {
-            Opcode::NvTmaLoad | Opcode::NvSmemRows => {}
+            Opcode::NvTmaLoad | Opcode::NvTmaPrefetch | Opcode::NvSmemRows => {}
             Opcode::NvWgmma => {
                 let mma = Wgmma::of(body, op).expect("matched");
                 let a = mma.a(body);

@@ -9,6 +9,7 @@ pub mod licm;
 pub mod lower_to_nv;
 pub mod persistent;
 pub mod pipeline;
+pub mod prefetch_l2;
 pub mod programmatic_launch;
 pub mod rasterize;
 pub mod select_config;

@@ -567,6 +567,9 @@ fn record(func: &mut Function, problem: &Problem, pick: &Candidate, shape_given:
     if c.deferred_epilogue {
         d.set("epilogue_deferred", Attribute::Bool(true));
     }
+    if c.l2_prefetch > 0 {
+        d.set("l2_prefetch", int(c.l2_prefetch));
+    }
     d.set("sms", int(pick.sms));
     d.set("waves", int(pick.waves));
     d.set("last_wave", int(pick.last_wave));

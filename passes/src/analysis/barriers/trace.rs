@@ -562,6 +562,9 @@ impl Tracer<'_> {
                         }
                     }
                 }
+                // It names its buffer for the box only: it writes no buffer
+                // and arrives on no barrier.
+                Opcode::NvTmaPrefetch => {}
                 Opcode::NvCopyAsync => {
                     if self.class.first {
                         let copy = nv::CopyAsync::of(body, op).expect("matched");
