@@ -433,12 +433,7 @@ impl Plan {
                 }
                 Opcode::NvTmaLoad => {
                     let o = nv::TmaLoad::of(body, op).ok_or_else(malformed)?;
-                    let tensor = *plan.tensor_of_arg.get(&o.tensor(body)).ok_or_else(|| {
-                        error(&data.loc, name, "the source must be a kernel argument")
-                    })?;
-                    if !(2..=3).contains(&o.coords(body).len()) {
-                        return Err(error(&data.loc, name, "only rank-2 and rank-3 TMA loads are supported by the lowering"));
-                    }
+                    let tensor = tma_source(&plan, o.tensor(body), o.coords(body).len(), &data.loc, name)?;
                     let ty = body.value_type(o.buffer(body));
                     if SmemGeom::from_type(ty, &data.loc, name)?.is_narrow() {
                         let rows = plan.column_run(tensor, ty, &data.loc, name)?;
@@ -452,12 +447,7 @@ impl Plan {
                 Opcode::NvTmaPrefetch => {
                     // The box and descriptor of the loads it runs ahead of.
                     let o = nv::TmaPrefetch::of(body, op).ok_or_else(malformed)?;
-                    let tensor = *plan.tensor_of_arg.get(&o.tensor(body)).ok_or_else(|| {
-                        error(&data.loc, name, "the source must be a kernel argument")
-                    })?;
-                    if !(2..=3).contains(&o.coords(body).len()) {
-                        return Err(error(&data.loc, name, "only rank-2 and rank-3 TMA prefetches are supported by the lowering"));
-                    }
+                    let tensor = tma_source(&plan, o.tensor(body), o.coords(body).len(), &data.loc, name)?;
                     let geom = tma_geom(body.value_type(o.buffer(body)), &data.loc, name)?;
                     plan.row_major(tensor, &data.loc, name)?;
                     plan.add_tma(tensor, &geom, o.coords(body).len(), o.fit_rows(body));
@@ -773,6 +763,16 @@ impl Plan {
 
 /// The geometry of a buffer a TMA copy fills or drains: its rows must be
 /// 16-byte multiples.
+/// The planned tensor a TMA copy of `rank` coordinates reads: a kernel
+/// argument of rank 2 or 3, the ranks the lowering copies.
+fn tma_source(plan: &Plan, tensor: Value, rank: usize, loc: &Location, op: &str) -> Result<usize, Diagnostic> {
+    let tensor = *plan.tensor_of_arg.get(&tensor).ok_or_else(|| error(loc, op, "the source must be a kernel argument"))?;
+    if !(2..=3).contains(&rank) {
+        return Err(error(loc, op, "only rank-2 and rank-3 TMA copies are supported by the lowering"));
+    }
+    Ok(tensor)
+}
+
 fn tma_geom(ty: &Type, loc: &Location, op: &str) -> Result<SmemGeom, Diagnostic> {
     let geom = SmemGeom::from_type(ty, loc, op)?;
     if geom.is_narrow() {

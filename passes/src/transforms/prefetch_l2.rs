@@ -78,6 +78,7 @@ impl Pass for PrefetchL2 {
         if self.ahead == 0 {
             return Ok(());
         }
+        let before = self.prefetches;
         let body = &mut func.body;
         let loops: Vec<For> = body.walk_region(func.region).into_iter().filter_map(|op| For::of(body, op)).collect();
         for k_loop in loops {
@@ -109,7 +110,7 @@ impl Pass for PrefetchL2 {
             }
             self.prefetch_ahead(body, k_loop, &ahead);
         }
-        if self.prefetches == 0 {
+        if self.prefetches == before {
             return Err(Diagnostic::error(
                 func.loc.clone(),
                 format!("tile-prefetch-l2: asked to prefetch {} K steps ahead, but no TMA load in a loop moves with its induction variable", self.ahead),
@@ -148,6 +149,10 @@ impl PrefetchL2 {
         for (op, slice) in loads {
             let loc = body.ops[*op].loc.clone();
             let map = clone_slice(&mut Builder::new(body, InsertPoint::Before(first), loc.clone()), slice, iv, at);
+            // The copies compute the values of a later iteration: named so, not as the originals.
+            for (&original, &copy) in map.iter().filter(|(&original, _)| original != iv) {
+                body.values[copy].name_hint = body.values[original].name_hint.as_ref().map(|hint| format!("{hint}_ahead"));
+            }
             let load = TmaLoad::of(body, *op).expect("a load");
             let moved = |v| map.get(&v).copied().unwrap_or(v);
             let (tensor, buffer, fit_rows) = (load.tensor(body), moved(load.buffer(body)), load.fit_rows(body));
