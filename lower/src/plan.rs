@@ -761,8 +761,6 @@ impl Plan {
     }
 }
 
-/// The geometry of a buffer a TMA copy fills or drains: its rows must be
-/// 16-byte multiples.
 /// The planned tensor a TMA copy of `rank` coordinates reads: a kernel
 /// argument of rank 2 or 3, the ranks the lowering copies.
 fn tma_source(plan: &Plan, tensor: Value, rank: usize, loc: &Location, op: &str) -> Result<usize, Diagnostic> {
@@ -773,6 +771,8 @@ fn tma_source(plan: &Plan, tensor: Value, rank: usize, loc: &Location, op: &str)
     Ok(tensor)
 }
 
+/// The geometry of a buffer a TMA copy fills or drains: its rows must be
+/// 16-byte multiples.
 fn tma_geom(ty: &Type, loc: &Location, op: &str) -> Result<SmemGeom, Diagnostic> {
     let geom = SmemGeom::from_type(ty, loc, op)?;
     if geom.is_narrow() {
