@@ -835,7 +835,7 @@ impl<'a> Lowerer<'a> {
             }
             Opcode::NvMbarrierWait => {
                 let wait = self.view(op, nv::MbarrierWait::of)?;
-                let bar = self.barrier_ref(op, wait.barrier(&self.f.body), wait.stage(&self.f.body))?;
+                let bar = self.barrier(op, wait.barrier(&self.f.body), wait.stage(&self.f.body))?;
                 let phase = self.scalar(op, wait.phase(&self.f.body))?;
                 tma::wait(&mut self.em, &bar, &phase);
                 Ok(())

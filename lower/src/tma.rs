@@ -1,8 +1,8 @@
 //! mbarriers and TMA copies: `nv.alloc_mbarriers`, `nv.mbarrier_expect_tx`,
-//! `nv.mbarrier_wait`, `nv.mbarrier_arrive`, `nv.tma_load` and `nv.tma_store`, as `nvgpu` ops
+//! `nv.mbarrier_arrive`, `nv.tma_load` and `nv.tma_store`, as `nvgpu` ops
 //! on typed views (`nvgpu.rs`) of the dynamic shared memory and the descriptor parameters
 //! (docs/backend.md, "Kernel ABI"); fences and bulk-group waits, which `nvgpu` has no op for,
-//! as `nvvm`.
+//! as `nvvm`; `nv.mbarrier_wait` as a loop of single `try_wait`s ([`wait`]).
 
 use super::emitter::Emitter;
 use super::nvgpu;
@@ -61,12 +61,33 @@ pub(crate) fn expect_tx(em: &mut Emitter, bar: &BarrierRef, bytes: &str) {
     em.line(format!("nvgpu.mbarrier.arrive.expect_tx {}[{}], {bytes} : {}", bar.group, bar.index, bar.ty));
 }
 
-/// Every thread waits for the phase of parity `phase` (`i32`) to complete.
-pub(crate) fn wait(em: &mut Emitter, bar: &BarrierRef, phase: &str) {
-    let parity = em.assign("parity", format!("arith.trunci {phase} : i32 to i1"));
-    // Suspend-time hint in ns, as upstream nvgpu uses; try_wait loops.
-    let ticks = em.const_int(10_000_000, "index");
-    em.line(format!("nvgpu.mbarrier.try_wait.parity {}[{}], {parity}, {ticks} : {}", bar.group, bar.index, bar.ty));
+/// Every thread waits for the phase of parity `phase` (`i32`) of the
+/// barrier at `bar` (`!llvm.ptr<3>`) to complete: one `try_wait` an
+/// iteration of a loop LLVM builds itself. `nvgpu`'s wait is inline PTX
+/// holding its own loop, whose `bra.uni` assumes a converged warp; where
+/// LLVM gives each side of a branch its own copy of that loop (an elected
+/// op just before the wait), a parted warp runs it and the kernel can hang
+/// (docs/lowering.md, "Barrier waits"). Here the loop's branch is LLVM's,
+/// which marks it uniform only where it proves the warp converged.
+pub(crate) fn wait(em: &mut Emitter, bar: &str, phase: &str) {
+    let address = em.assign("bar_addr", format!("llvm.ptrtoint {bar} : !llvm.ptr<3> to i32"));
+    let one = em.i32(1);
+    let parity = em.assign("parity", format!("arith.andi {phase}, {one} : i32"));
+    // Suspend-time hint in ns, as upstream nvgpu uses.
+    let ticks = em.i32(10_000_000);
+    let zero = em.i32(0);
+    em.open("scf.while : () -> () {");
+    let done = em.assign(
+        "done",
+        format!(
+            "llvm.inline_asm has_side_effects asm_dialect = att \"{{\\0A.reg .pred p;\\0Ambarrier.try_wait.parity.shared::cta.b64 p, [$1], $2, $3;\\0Aselp.u32 $0, 1, 0, p;\\0A}}\", \"=r,r,r,r\" {address}, {parity}, {ticks} : (i32, i32, i32) -> i32"
+        ),
+    );
+    let waiting = em.assign("waiting", format!("arith.cmpi eq, {done}, {zero} : i32"));
+    em.line(format!("scf.condition({waiting})"));
+    em.middle("} do {");
+    em.line("scf.yield");
+    em.close("}");
 }
 
 /// The executing thread arrives once on `bar` (release semantics at CTA
