@@ -35,8 +35,13 @@ const TMA_ROW_ALIGN_BYTES: i64 = 16;
 /// as one `columns` wide does for `c`'s tile (`chunked_epilogue` and
 /// `deferred_epilogue` chunk only so).
 pub(super) fn keeps_output_swizzle(c: &Config, columns: i64, chunk: i64) -> bool {
-    let swizzle = |columns| crate::layout_rules::swizzle_bytes(columns, OUTPUT_ELEM_BITS, c.block_m);
-    swizzle(chunk) >= swizzle(columns)
+    output_swizzle_bytes(c, chunk) >= output_swizzle_bytes(c, columns)
+}
+
+/// The swizzle, in bytes, of an output buffer `columns` wide for `c`'s tile
+/// (0: none).
+pub(super) fn output_swizzle_bytes(c: &Config, columns: i64) -> u32 {
+    crate::layout_rules::swizzle_bytes(columns, OUTPUT_ELEM_BITS, c.block_m)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! warp-specialised tile's TMA store in chunks.
 
 use super::candidate::{Candidate, Epilogue, Pins};
-use super::epilogue::keeps_output_swizzle;
+use super::epilogue::output_swizzle_bytes;
 use super::forms::rescheduled;
 use super::problem::{Machine, Precision, Problem};
 use super::tiles::BLOCK_N_STEP;
@@ -18,13 +18,11 @@ pub(super) fn direct_stores(problem: &Problem, machine: &Machine, pins: &Pins, b
 }
 
 /// The chunked epilogue: a BF16 warp-specialised tile whose TMA epilogue, stored
-/// through a buffer half the tile wide that keeps the tile's swizzle,
-/// leaves room for one more stage takes that stage (block-scaled FP8 keeps
-/// its whole buffer: the stage gained it little, and 128x176 has no such
-/// half). Its consumers wait for data when only two stages run ahead of
-/// them. A chunk must keep the tile's swizzle: 88-column chunks of
-/// 128x176, whose 176-byte rows no swizzle divides, ran slower with the
-/// extra stage than without
+/// through a buffer half the tile wide whose rows still take a swizzle of
+/// at least [`CHUNK_SWIZZLE_BYTES`], leaves room for one more stage takes
+/// that stage (block-scaled FP8 keeps its whole buffer: the stage gained it
+/// little, and 128x176 has no such half). Its consumers wait for data when
+/// only two stages run ahead of them
 /// (measured: docs/evidence.md, selection/epilogue_forms.rs, chunked_epilogue).
 pub(super) fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins, c: Candidate) -> Candidate {
     let Epilogue::Tma { columns } = c.config.epilogue else {
@@ -34,7 +32,7 @@ pub(super) fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins
         return c;
     }
     let half = columns / 2;
-    if half % BLOCK_N_STEP != 0 || !keeps_output_swizzle(&c.config, columns, half) {
+    if half % BLOCK_N_STEP != 0 || output_swizzle_bytes(&c.config, half) < CHUNK_SWIZZLE_BYTES {
         return c;
     }
     match rescheduled(problem, machine, pins, &c, c.config.schedule, c.config.num_warps, Epilogue::Tma { columns: half }) {
@@ -42,6 +40,15 @@ pub(super) fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins
         _ => c,
     }
 }
+
+/// The narrowest swizzle of a chunk's rows that is worth its extra stage:
+/// chunks of 64-byte swizzled rows (128x192's 96 columns, the 32 of a
+/// 192x128 tile whose consumers share its columns) gained 0.5-10% over the
+/// whole tile's buffer with one stage less, those of 32-byte swizzled rows
+/// (128x224's 112 columns) lost up to 3%, and unswizzled ones (128x176's
+/// 88) 7-25% (measured: docs/evidence.md, selection/epilogue_forms.rs,
+/// chunked_epilogue).
+const CHUNK_SWIZZLE_BYTES: u32 = 64;
 
 #[cfg(test)]
 mod tests {
@@ -51,7 +58,7 @@ mod tests {
     use crate::selection::testing::bf16;
 
     #[test]
-    fn chunked_epilogues_keep_the_swizzle() {
+    fn chunked_epilogues_keep_a_64_byte_swizzle() {
         let problem = |precision| Problem { precision, ..bf16(4096, 24576, 1536) };
         let pinned = |precision, block_n| choose(&problem(precision), &Machine::H100, &Pins { block_n: Some(block_n), ..Pins::default() }).unwrap().config;
         // 128x256 over two consumers: 128-column halves keep the 128-byte
@@ -63,6 +70,13 @@ mod tests {
         // (176 bytes) none, so the whole buffer stays.
         let narrow = pinned(Precision::Bf16, 176);
         assert_eq!((narrow.schedule, narrow.epilogue_chunk()), (Schedule::WarpSpecialized { consumers: 2 }, None));
+        // 128x192: 96-column halves (192 bytes) take the 64-byte swizzle
+        // where the tile's rows take 128: a fifth stage.
+        let halves = pinned(Precision::Bf16, 192);
+        assert_eq!((halves.stages, halves.epilogue_chunk()), (5, Some(96)));
+        // 128x224: 112-column halves (224 bytes) take only the 32-byte one.
+        let thin = pinned(Precision::Bf16, 224);
+        assert_eq!(thin.epilogue_chunk(), None);
     }
 
     #[test]
