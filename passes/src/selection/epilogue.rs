@@ -32,8 +32,9 @@ pub(super) fn epilogue_for(problem: &Problem, block_n: i64, schedule: Schedule) 
 const TMA_ROW_ALIGN_BYTES: i64 = 16;
 
 /// Whether an output buffer `chunk` columns wide swizzles C's rows as widely
-/// as one `columns` wide does for `c`'s tile (`chunked_epilogue` and
-/// `deferred_epilogue` chunk only so).
+/// as one `columns` wide does for `c`'s tile (`deferred_epilogue` chunks
+/// only so; `chunked_epilogue` takes a narrower one down to
+/// `CHUNK_SWIZZLE_BYTES`).
 pub(super) fn keeps_output_swizzle(c: &Config, columns: i64, chunk: i64) -> bool {
     output_swizzle_bytes(c, chunk) >= output_swizzle_bytes(c, columns)
 }

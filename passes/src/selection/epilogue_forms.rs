@@ -43,10 +43,10 @@ pub(super) fn chunked_epilogue(problem: &Problem, machine: &Machine, pins: &Pins
 
 /// The narrowest swizzle of a chunk's rows that is worth its extra stage:
 /// chunks of 64-byte swizzled rows (128x192's 96 columns, the 32 of a
-/// 192x128 tile whose consumers share its columns) gained 0.5-10% over the
-/// whole tile's buffer with one stage less, those of 32-byte swizzled rows
-/// (128x224's 112 columns) lost up to 3%, and unswizzled ones (128x176's
-/// 88) 7-25% (measured: docs/evidence.md, selection/epilogue_forms.rs,
+/// 192x128 tile whose consumers share its columns) ran faster than the
+/// whole tile's buffer with one stage less; those of 32-byte swizzled rows
+/// (128x224's 112 columns) ran slower, and unswizzled ones (128x176's 88)
+/// slower still (measured: docs/evidence.md, selection/epilogue_forms.rs,
 /// chunked_epilogue).
 const CHUNK_SWIZZLE_BYTES: u32 = 64;
 
