@@ -7,8 +7,9 @@ the shape, and reports its time against the vendor baselines timed in the same r
 faster of cuBLAS and cuBLASLt, for FP8 cuBLASLt block-scaled (the same math) and cuBLASLt
 per-tensor FP8. A pick no file measured is listed as unmeasured, never guessed. Shapes are
 grouped by the --group files (a name and a file of shapes, one MxNxK a line), the rest as
-"other"; each group gets its geometric mean and its lowest ratio.
-usage: judge-picks.py --tilec BIN [--ranking model|rules] [--group NAME=FILE]... [--json OUT] MEASUREMENTS..."""
+"other" (or, with --only-groups, left out: a measurements file that also times other sets' shapes
+then adds nothing to a set's judgement); each group gets its geometric mean and its lowest ratio.
+usage: judge-picks.py --tilec BIN [--ranking model|rules] [--group NAME=FILE]... [--only-groups] [--json OUT] MEASUREMENTS..."""
 import argparse
 import json
 import math
@@ -37,9 +38,12 @@ def main():
     parser.add_argument("--tilec", required=True)
     parser.add_argument("--group", action="append", default=[], help="NAME=FILE of shapes")
     parser.add_argument("--ranking", default="model", choices=["model", "rules"], help="judge the model's picks (default) or the rules'")
+    parser.add_argument("--only-groups", action="store_true", help="judge only the shapes the --group files list")
     parser.add_argument("--json")
     parser.add_argument("measurements", nargs="+")
     args = parser.parse_args()
+    if args.only_groups and not args.group:
+        parser.error("--only-groups needs at least one --group")
     groups = []
     for spec in args.group:
         name, path = spec.split("=", 1)
@@ -51,8 +55,10 @@ def main():
             measured.setdefault(key, {})[r["config"].split(" sms=")[0].strip()] = r
     rows = []
     for (dtype, shape), kernels in sorted(measured.items()):
-        config = pick(args.tilec, dtype, shape, args.ranking)
         group = next((name for name, shapes in groups if shape in shapes), "other")
+        if group == "other" and args.only_groups:
+            continue
+        config = pick(args.tilec, dtype, shape, args.ranking)
         record = kernels.get(config)
         ratios = {}
         if record:
