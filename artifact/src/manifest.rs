@@ -362,6 +362,15 @@ pub struct TmaParam {
     /// the launch's shape, and the kernel expects the bytes of as many.
     #[serde(default, skip_serializing_if = "is_false")]
     pub fit_rows: bool,
+    /// With `fit_rows`: the descriptor of the boxes that straddle the
+    /// tensor's last row, whose rows stop at the rows left past the last
+    /// whole box, rounded up to [`tilec_target::TMA_ROW_GRAIN`] (JSON
+    /// default `false`, left out when false). The kernel takes it for a box
+    /// whose first row plus the box's rows passes the tensor's, and expects
+    /// the bytes of as many rows: the copy engine pays for every row of a
+    /// box, zero-filled ones included.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tail: bool,
     /// Shared-memory swizzle of the box (JSON default `none`).
     #[serde(default)]
     pub swizzle: Swizzle,
@@ -380,13 +389,15 @@ impl TmaParam {
     /// The rows the box copies from a tensor of `tensor_rows` rows: the
     /// full box, or with `fit_rows` the tensor's rows rounded up to
     /// [`tilec_target::TMA_ROW_GRAIN`] where that is fewer (never under
-    /// the grain).
+    /// the grain); with `tail` too, the rows past the last whole box
+    /// (a whole box where there are none), rounded up the same way.
     pub fn fitted_rows(&self, box_rows: u32, tensor_rows: u64) -> u32 {
         if !self.fit_rows {
             return box_rows;
         }
+        let rows = if self.tail { (tensor_rows.max(1) - 1) % u64::from(box_rows.max(1)) + 1 } else { tensor_rows };
         let grain = tilec_target::TMA_ROW_GRAIN;
-        let rounded = tensor_rows.div_ceil(grain).max(1) * grain;
+        let rounded = rows.div_ceil(grain).max(1) * grain;
         rounded.min(u64::from(box_rows)) as u32
     }
 }

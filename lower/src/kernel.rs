@@ -150,6 +150,10 @@ pub(crate) struct Lowerer<'a> {
     tma_args: Vec<String>,
     /// The TMA descriptor parameters as `nvgpu` takes them, in `tma_args` order.
     descriptors: Vec<tma::Descriptor>,
+    /// The fitted loads whose stage's `expect_tx` counted them by the box
+    /// they take, the full one or the tail one (`TmaDesc::tail`), so that
+    /// they pick their descriptor by the same test ([`Lowerer::box_is_tail`]).
+    tail_boxes: HashSet<Op>,
     /// Each mbarrier group (key of `Plan::barriers`) as an `!nvgpu.mbarrier.group`.
     groups: HashMap<Value, String>,
     ptr_args: HashMap<usize, String>,
@@ -192,6 +196,10 @@ const EAGER_READ_MARGIN: i64 = 64;
 /// The most registers a thread can have without `setmaxnreg`.
 const MAX_REGS: i64 = 255;
 
+/// How many ops of integer arithmetic deep [`Lowerer::scalar_ahead`] lowers
+/// a TMA load's first row ahead of where it stands.
+const SCALAR_AHEAD_DEPTH: usize = 4;
+
 /// A tile program location as MLIR writes it, `loc("file":line:col)`;
 /// `None` for an unknown location (made by a pass without one).
 fn mlir_loc(loc: &tilec_dialects::Location) -> Option<String> {
@@ -231,6 +239,7 @@ impl<'a> Lowerer<'a> {
             thread: None,
             tma_args: Vec::new(),
             descriptors: Vec::new(),
+            tail_boxes: HashSet::new(),
             groups: HashMap::new(),
             ptr_args: HashMap::new(),
             dim_args: HashMap::new(),
@@ -484,6 +493,9 @@ impl<'a> Lowerer<'a> {
     /// count, the full boxes', less the rows its `fit_rows` loads leave
     /// out at this launch's shape ([`tilec_artifact::TmaParam::fitted_rows`], the runtime's
     /// rule for their descriptors), in every CTA a multicast box lands in.
+    /// A fitted load that lands in one CTA and whose first row is known here
+    /// takes the tail descriptor where its box passes the tensor's last row,
+    /// and is counted by that box's rows ([`Lowerer::tail_boxes`]).
     fn expected_bytes(&mut self, expect_tx: Op, full: i64) -> Result<String, Diagnostic> {
         let body = &self.f.body;
         let fitted: Vec<Op> =
@@ -499,14 +511,35 @@ impl<'a> Lowerer<'a> {
             let rank = tile.shape.len();
             let (box_rows, row_bytes) = (tile.shape[rank - 2], tile.shape[rank - 1] * i64::from(tile.elem.bits() / 8));
             let tensor_rows = self.dim_value(t, self.plan.tensors[t].dims.len() - 2);
-            let grain = tilec_target::TMA_ROW_GRAIN as i64;
-            let up = self.em.add_const("rows", &tensor_rows, grain - 1, "i32");
-            let mask = self.em.i32(-grain);
-            let rounded = self.em.binop("rows", "arith.andi", &up, &mask, "i32");
-            let floor = self.em.i32(grain);
-            let rounded = self.em.binop("rows", "arith.maxsi", &rounded, &floor, "i32");
             let cap = self.em.i32(box_rows);
-            let fitted = self.em.binop("fitted_rows", "arith.minsi", &rounded, &cap, "i32");
+            let mut fitted = self.rows_fitted(&tensor_rows, &cap);
+            // The box's first row, where the stage knows it: a box past the last whole one takes the tail descriptor.
+            let mut restore = Vec::new();
+            let first_row = match (o.coords(&self.f.body).get(rank - 2), self.f.body.ops[expect_tx].parent) {
+                (Some(&c), Some(block)) => self.scalar_ahead(c, block, SCALAR_AHEAD_DEPTH, &mut restore)?,
+                _ => None,
+            };
+            // The descriptor's box is the buffer's rows (as the fitted rule above takes it).
+            let whole = match self.vals.get(&o.buffer(&self.f.body)) {
+                Some(Lv::Smem(d)) => d.rows == box_rows,
+                Some(_) => false,
+                None => true,
+            };
+            if let Some(first_row) = first_row.filter(|_| whole && !o.multicast(&self.f.body)) {
+                let tail = self.tail_rows(&tensor_rows, box_rows);
+                let is_tail = self.box_is_tail(&first_row, &tail, &tensor_rows);
+                fitted = self.em.assign("fitted_rows", format!("arith.select {is_tail}, {tail}, {fitted} : i32"));
+                self.tail_boxes.insert(load);
+            } else {
+                // A block lowered again may count this load by its full box this time.
+                self.tail_boxes.remove(&load);
+            }
+            for (v, before) in restore.into_iter().rev() {
+                match before {
+                    Some(lv) => self.vals.insert(v, lv),
+                    None => self.vals.remove(&v),
+                };
+            }
             let left_out = self.em.binop("left_out", "arith.subi", &cap, &fitted, "i32");
             // A multicast box lands in every CTA of the cluster, each CTA's share with it.
             let copies = if o.multicast(&self.f.body) { self.plan.cluster_size() } else { 1 };
@@ -515,6 +548,72 @@ impl<'a> Lowerer<'a> {
             bytes = self.em.binop("tx_bytes", "arith.subi", &bytes, &short, "i32");
         }
         Ok(self.em.assign("tx_bytes", format!("arith.index_cast {bytes} : i32 to index")))
+    }
+
+    /// `v` as a scalar here, where `block` is the block lowered now: the
+    /// integer arithmetic of `block` that makes it is lowered again here
+    /// (a plain pipeline computes a load's coordinates after arming its
+    /// stage, and a block may be lowered more than once), at most `depth`
+    /// ops deep, from values of enclosing blocks; `None` where it cannot.
+    /// Each value it lowers again and what it stood for before go into
+    /// `restore`, to put back once the caller is done: the op is lowered
+    /// where it stands too, and there its own value counts.
+    fn scalar_ahead(&mut self, v: Value, block: Block, depth: usize, restore: &mut Vec<(Value, Option<Lv>)>) -> Result<Option<String>, Diagnostic> {
+        let def = self.f.body.defining_op(v).filter(|&d| self.f.body.ops[d].parent == Some(block));
+        let Some(def) = def else {
+            return Ok(match self.vals.get(&v) {
+                Some(Lv::Scalar { name, .. }) => Some(name.clone()),
+                _ => None,
+            });
+        };
+        let pure = matches!(self.f.body.opcode(def), Opcode::TileConstant | Opcode::TileAddi | Opcode::TileSubi | Opcode::TileMuli | Opcode::TileMinsi | Opcode::TileMaxsi);
+        if !pure || depth == 0 {
+            return Ok(None);
+        }
+        for operand in self.f.body.ops[def].operands.clone() {
+            if self.scalar_ahead(operand, block, depth - 1, restore)?.is_none() {
+                return Ok(None);
+            }
+        }
+        restore.push((v, self.vals.get(&v).cloned()));
+        self.lower_op(def)?;
+        Ok(match self.vals.get(&v) {
+            Some(Lv::Scalar { name, .. }) => Some(name.clone()),
+            _ => None,
+        })
+    }
+
+    /// The rows of the tail descriptor's boxes (an `i32`), the runtime's
+    /// rule ([`tilec_artifact::TmaParam::fitted_rows`]): the rows past the
+    /// last whole box of `box_rows`, `((rows - 1) mod box) + 1`, fitted.
+    fn tail_rows(&mut self, tensor_rows: &str, box_rows: i64) -> String {
+        let one = self.em.i32(1);
+        let cap = self.em.i32(box_rows);
+        let last = self.em.binop("rows", "arith.subi", tensor_rows, &one, "i32");
+        let rem = self.em.binop("rows", "arith.remsi", &last, &cap, "i32");
+        let rem = self.em.binop("rows", "arith.addi", &rem, &one, "i32");
+        self.rows_fitted(&rem, &cap)
+    }
+
+    /// Whether the box from `first_row` takes the tail descriptor (an
+    /// `i1`): where its `tail` rows reach the tensor's last row, so that
+    /// they hold every row of the box that exists. A box that starts off
+    /// a multiple of the box's rows with more rows left keeps the full one.
+    fn box_is_tail(&mut self, first_row: &str, tail: &str, tensor_rows: &str) -> String {
+        let end = self.em.binop("box_end", "arith.addi", first_row, tail, "i32");
+        self.em.assign("is_tail", format!("arith.cmpi sge, {end}, {tensor_rows} : i32"))
+    }
+
+    /// `rows` (an `i32`) rounded up to TMA's row grain, at least one grain
+    /// and at most `cap`: the rows a fitted box copies.
+    fn rows_fitted(&mut self, rows: &str, cap: &str) -> String {
+        let grain = tilec_target::TMA_ROW_GRAIN as i64;
+        let up = self.em.add_const("rows", rows, grain - 1, "i32");
+        let mask = self.em.i32(-grain);
+        let rounded = self.em.binop("rows", "arith.andi", &up, &mask, "i32");
+        let floor = self.em.i32(grain);
+        let rounded = self.em.binop("rows", "arith.maxsi", &rounded, &floor, "i32");
+        self.em.binop("fitted_rows", "arith.minsi", &rounded, cap, "i32")
     }
 
     /// The i32 value of dimension `d` of tensor `t`.
@@ -1400,12 +1499,24 @@ impl<'a> Lowerer<'a> {
         let flat = buf.geom.is_narrow();
         let box_dims = if flat { vec![dst.rows] } else { tma_box(dst.rows, &buf.geom, coords.len()) };
         let fit_rows = o.fit_rows(&self.f.body);
-        let desc_idx = self
-            .plan
-            .tma
-            .iter()
-            .position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == buf.geom.swizzle && d.flat == flat && d.fit_rows == fit_rows)
-            .expect("planned");
+        let find = |tail: bool| {
+            self.plan.tma.iter().position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == buf.geom.swizzle && d.flat == flat && d.fit_rows == fit_rows && d.tail == tail).expect("planned")
+        };
+        // A box past the tensor's last whole box takes the tail descriptor (its stage counted it so).
+        let desc = match self.tail_boxes.contains(&op) {
+            true => {
+                let rank = coords.len();
+                let first_row = self.scalar(op, coords[rank - 2])?;
+                let tensor_rows = self.dim_value(t, self.plan.tensors[t].dims.len() - 2);
+                let tail = self.tail_rows(&tensor_rows, box_dims[box_dims.len() - 2]);
+                let is_tail = self.box_is_tail(&first_row, &tail, &tensor_rows);
+                let (full, tail) = (&self.descriptors[find(false)], &self.descriptors[find(true)]);
+                let param = self.em.assign("tmap", format!("llvm.select {is_tail}, {}, {} : i1, !llvm.ptr", tail.param, full.param));
+                let value = nvgpu::typed_descriptor(&mut self.em, &param, &full.ty, "tmap");
+                tma::Descriptor { param, value, ty: full.ty.clone(), box_dims: full.box_dims.clone(), elem: full.elem }
+            }
+            false => self.descriptors[find(false)].clone(),
+        };
         let (col, outer) = if flat { (self.run_box_start(op, t, &coords)?.0, Vec::new()) } else { self.tma_coords(op, &coords)? };
         let stage = self.scalar(op, stage)?;
         let bar = self.barrier_ref(op, barrier, bstage)?;
@@ -1417,7 +1528,7 @@ impl<'a> Lowerer<'a> {
             None
         };
         let dst = tma::Destination { smem: &smem, buffer: &buf, row_off: dst.row_offset.as_deref(), stage: &stage, multicast: multicast.as_deref() };
-        tma::load(&mut self.em, &dst, &self.descriptors[desc_idx], &bar, &col, &outer);
+        tma::load(&mut self.em, &dst, &desc, &bar, &col, &outer);
         Ok(())
     }
 
@@ -1429,14 +1540,24 @@ impl<'a> Lowerer<'a> {
         let Lv::Smem(like) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         let geom = self.plan.buffers[&like.buffer].geom.clone();
         let box_dims = tma_box(like.rows, &geom, coords.len());
-        let desc_idx = self
-            .plan
-            .tma
-            .iter()
-            .position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == geom.swizzle && !d.flat && d.fit_rows == fit_rows)
-            .expect("planned");
+        let find = |tail: bool| self.plan.tma.iter().position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == geom.swizzle && !d.flat && d.fit_rows == fit_rows && d.tail == tail);
+        let full = self.descriptors[find(false).expect("planned")].clone();
+        // The box the load from the same coordinates copies: past the last whole box, the tail one.
+        let desc = match find(true) {
+            Some(tail) => {
+                let tail_param = self.descriptors[tail].param.clone();
+                let rank = coords.len();
+                let first_row = self.scalar(op, coords[rank - 2])?;
+                let tensor_rows = self.dim_value(t, self.plan.tensors[t].dims.len() - 2);
+                let rows = self.tail_rows(&tensor_rows, box_dims[box_dims.len() - 2]);
+                let is_tail = self.box_is_tail(&first_row, &rows, &tensor_rows);
+                let param = self.em.assign("tmap", format!("llvm.select {is_tail}, {tail_param}, {} : i1, !llvm.ptr", full.param));
+                tma::Descriptor { param, ..full }
+            }
+            None => full,
+        };
         let (col, outer) = self.tma_coords(op, &coords)?;
-        tma::prefetch(&mut self.em, &geom, &self.descriptors[desc_idx], &col, &outer);
+        tma::prefetch(&mut self.em, &geom, &desc, &col, &outer);
         Ok(())
     }
 

@@ -203,6 +203,10 @@ pub(crate) struct TmaDesc {
     pub flat: bool,
     /// The box's rows stop at the tensor's (`nv.tma_load {fit_rows}`).
     pub fit_rows: bool,
+    /// With `fit_rows`, the descriptor of the boxes that pass the tensor's
+    /// last row, whose rows stop at the rows past the last whole box
+    /// (`TmaParam::tail`).
+    pub tail: bool,
 }
 
 pub(crate) struct Plan {
@@ -441,7 +445,12 @@ impl Plan {
                     } else {
                         let geom = tma_geom(ty, &data.loc, name)?;
                         plan.row_major(tensor, &data.loc, name)?;
-                        plan.add_tma(tensor, &geom, o.coords(body).len(), o.fit_rows(body));
+                        plan.add_tma(tensor, &geom, o.coords(body).len(), o.fit_rows(body), false);
+                        // A fitted box that lands in one CTA may take the tail descriptor
+                        // (a multicast box's shares keep the box they split).
+                        if o.fit_rows(body) && !o.multicast(body) {
+                            plan.add_tma(tensor, &geom, o.coords(body).len(), true, true);
+                        }
                     }
                 }
                 Opcode::NvTmaPrefetch => {
@@ -450,7 +459,7 @@ impl Plan {
                     let tensor = tma_source(&plan, o.tensor(body), o.coords(body).len(), &data.loc, name)?;
                     let geom = tma_geom(body.value_type(o.buffer(body)), &data.loc, name)?;
                     plan.row_major(tensor, &data.loc, name)?;
-                    plan.add_tma(tensor, &geom, o.coords(body).len(), o.fit_rows(body));
+                    plan.add_tma(tensor, &geom, o.coords(body).len(), o.fit_rows(body), false);
                 }
                 Opcode::TileReduceSplits => {
                     let reduce = tile::ReduceSplits::of(body, op).ok_or_else(malformed)?;
@@ -541,7 +550,7 @@ impl Plan {
                     }
                     plan.row_major(tensor, &data.loc, name)?;
                     plan.tensors[tensor].stored = true;
-                    plan.add_tma(tensor, &geom, st.coords(body).len(), false);
+                    plan.add_tma(tensor, &geom, st.coords(body).len(), false, false);
                     store_box.get_or_insert([geom.rows, geom.cols]);
                 }
                 Opcode::NvStoreShared => {
@@ -630,8 +639,11 @@ impl Plan {
         Ok(())
     }
 
-    fn add_tma(&mut self, tensor: usize, geom: &SmemGeom, rank: usize, fit_rows: bool) {
-        let desc = TmaDesc { tensor, box_dims: tma_box(geom.rows, geom, rank), swizzle: geom.swizzle, geom_swizzle: geom.manifest_swizzle(), flat: false, fit_rows };
+    /// The descriptor of `tensor`'s boxes for buffers of `geom`; with
+    /// `tail`, the one of fitted boxes that pass the tensor's last row
+    /// ([`TmaDesc::tail`]).
+    fn add_tma(&mut self, tensor: usize, geom: &SmemGeom, rank: usize, fit_rows: bool, tail: bool) {
+        let desc = TmaDesc { tensor, box_dims: tma_box(geom.rows, geom, rank), swizzle: geom.swizzle, geom_swizzle: geom.manifest_swizzle(), flat: false, fit_rows, tail };
         if !self.tma.contains(&desc) {
             self.tma.push(desc);
         }
@@ -655,7 +667,7 @@ impl Plan {
 
     /// The flat descriptor of `tensor` whose box is a run of `rows` elements.
     fn add_flat_tma(&mut self, tensor: usize, rows: i64) {
-        let desc = TmaDesc { tensor, box_dims: vec![rows], swizzle: 0, geom_swizzle: Swizzle::None, flat: true, fit_rows: false };
+        let desc = TmaDesc { tensor, box_dims: vec![rows], swizzle: 0, geom_swizzle: Swizzle::None, flat: true, fit_rows: false, tail: false };
         if !self.tma.contains(&desc) {
             self.tma.push(desc);
         }
@@ -692,6 +704,7 @@ impl Plan {
                 box_dims: d.box_dims.iter().map(|&b| b as u32).collect(),
                 flat: d.flat,
                 fit_rows: d.fit_rows,
+                tail: d.tail,
                 swizzle: d.geom_swizzle,
                 l2_promotion: L2Promotion::B128,
                 oob_fill: OobFill::Zero,

@@ -100,6 +100,7 @@ pub(crate) fn arrive(em: &mut Emitter, bar: &BarrierRef) {
 /// A TMA descriptor parameter: the kernel parameter (`!llvm.ptr`, as
 /// `nvvm` takes it), the typed value `nvgpu` takes, its type, and the box
 /// (outer to inner) each copy moves.
+#[derive(Clone)]
 pub(crate) struct Descriptor {
     pub param: String,
     pub value: String,

@@ -79,6 +79,7 @@ fn tma_args_rank3_and_fp8() {
         interleave: Interleave::None,
         flat: false,
         fit_rows: false,
+        tail: false,
     };
     let a = tma_encode_args(&tma, &[4, 512, 1024], 0x100).unwrap();
     assert_eq!(a.data_type, sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8);
@@ -103,6 +104,7 @@ fn tma_args_fit_rows_stop_at_the_tensor_rounded_to_eight_rows() {
         interleave: Interleave::None,
         flat: false,
         fit_rows: true,
+        tail: false,
     };
     let rows = |tma: &TmaParam, shape: &[u64]| tma_encode_args(tma, shape, 0x100).unwrap().box_dim;
     assert_eq!(&rows(&tma, &[1, 4096])[..2], &[64, 8]);
@@ -114,6 +116,34 @@ fn tma_args_fit_rows_stop_at_the_tensor_rounded_to_eight_rows() {
     assert_eq!(&rows(&tma, &[4, 20, 4096])[..3], &[64, 24, 1]);
     tma.fit_rows = false;
     assert_eq!(&rows(&tma, &[4, 20, 4096])[..3], &[64, 64, 1]);
+}
+
+#[test]
+fn tma_args_tail_boxes_stop_at_the_rows_past_the_last_whole_box() {
+    // 152 rows in 128-row boxes: the second box holds 24 rows, and the
+    // descriptor of such boxes copies those, not 104 rows of zeros; a
+    // tensor of whole boxes keeps the full box, one smaller than a box the
+    // rows it has.
+    let tma = TmaParam {
+        tensor: "A".into(),
+        dtype: DType::Bf16,
+        box_dims: vec![128, 64],
+        swizzle: Swizzle::B128,
+        l2_promotion: L2Promotion::B128,
+        oob_fill: OobFill::Zero,
+        interleave: Interleave::None,
+        flat: false,
+        fit_rows: true,
+        tail: true,
+    };
+    let rows = |shape: &[u64]| tma_encode_args(&tma, shape, 0x100).unwrap().box_dim;
+    assert_eq!(&rows(&[152, 4096])[..2], &[64, 24]);
+    assert_eq!(&rows(&[129, 4096])[..2], &[64, 8]);
+    assert_eq!(&rows(&[250, 4096])[..2], &[64, 128]);
+    assert_eq!(&rows(&[256, 4096])[..2], &[64, 128]);
+    assert_eq!(&rows(&[384 + 13, 4096])[..2], &[64, 16]);
+    assert_eq!(&rows(&[20, 4096])[..2], &[64, 24]);
+    assert_eq!(&rows(&[1, 4096])[..2], &[64, 8]);
 }
 
 #[test]
@@ -130,6 +160,7 @@ fn tma_args_flat_cover_every_element_as_one_dimension() {
         interleave: Interleave::None,
         flat: true,
         fit_rows: false,
+        tail: false,
     };
     let a = tma_encode_args(&tma, &[3, 129], 0x100).unwrap();
     assert_eq!(a.rank, 1);
