@@ -89,23 +89,29 @@ fn tma_args_rank3_and_fp8() {
     assert_eq!(a.l2_promotion, sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
-#[test]
-fn tma_args_fit_rows_stop_at_the_tensor_rounded_to_eight_rows() {
-    // A decode GEMM's A (M of a few rows) in 64-row tiles: the box copies
-    // the rows that exist, rounded up to the swizzle period, and a tensor
-    // of a full box's rows or more keeps the full box.
-    let mut tma = TmaParam {
+/// A fitted BF16 descriptor of A with 128-byte swizzled boxes of `box_dims`,
+/// the tail one with `tail`.
+fn fitted_bf16_a(box_dims: Vec<u32>, tail: bool) -> TmaParam {
+    TmaParam {
         tensor: "A".into(),
         dtype: DType::Bf16,
-        box_dims: vec![64, 64],
+        box_dims,
         swizzle: Swizzle::B128,
         l2_promotion: L2Promotion::B128,
         oob_fill: OobFill::Zero,
         interleave: Interleave::None,
         flat: false,
         fit_rows: true,
-        tail: false,
-    };
+        tail,
+    }
+}
+
+#[test]
+fn tma_args_fit_rows_stop_at_the_tensor_rounded_to_eight_rows() {
+    // A decode GEMM's A (M of a few rows) in 64-row tiles: the box copies
+    // the rows that exist, rounded up to the swizzle period, and a tensor
+    // of a full box's rows or more keeps the full box.
+    let mut tma = fitted_bf16_a(vec![64, 64], false);
     let rows = |tma: &TmaParam, shape: &[u64]| tma_encode_args(tma, shape, 0x100).unwrap().box_dim;
     assert_eq!(&rows(&tma, &[1, 4096])[..2], &[64, 8]);
     assert_eq!(&rows(&tma, &[8, 4096])[..2], &[64, 8]);
@@ -124,18 +130,7 @@ fn tma_args_tail_boxes_stop_at_the_rows_past_the_last_whole_box() {
     // descriptor of such boxes copies those, not 104 rows of zeros; a
     // tensor of whole boxes keeps the full box, one smaller than a box the
     // rows it has.
-    let tma = TmaParam {
-        tensor: "A".into(),
-        dtype: DType::Bf16,
-        box_dims: vec![128, 64],
-        swizzle: Swizzle::B128,
-        l2_promotion: L2Promotion::B128,
-        oob_fill: OobFill::Zero,
-        interleave: Interleave::None,
-        flat: false,
-        fit_rows: true,
-        tail: true,
-    };
+    let tma = fitted_bf16_a(vec![128, 64], true);
     let rows = |shape: &[u64]| tma_encode_args(&tma, shape, 0x100).unwrap().box_dim;
     assert_eq!(&rows(&[152, 4096])[..2], &[64, 24]);
     assert_eq!(&rows(&[129, 4096])[..2], &[64, 8]);
