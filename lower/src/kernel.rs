@@ -152,7 +152,7 @@ pub(crate) struct Lowerer<'a> {
     descriptors: Vec<tma::Descriptor>,
     /// The fitted loads whose stage's `expect_tx` counted them by the box
     /// they take, the full one or the tail one (`TmaDesc::tail`), so that
-    /// they pick their descriptor by the same test ([`Lowerer::box_is_tail`]).
+    /// they pick their descriptor by the same test ([`Lowerer::select_tail`]).
     tail_boxes: HashSet<Op>,
     /// Each mbarrier group (key of `Plan::barriers`) as an `!nvgpu.mbarrier.group`.
     groups: HashMap<Value, String>,
@@ -581,6 +581,17 @@ impl<'a> Lowerer<'a> {
             Some(Lv::Scalar { name, .. }) => Some(name.clone()),
             _ => None,
         })
+    }
+
+    /// The descriptor parameter a box of `box_rows` rows of tensor `t` at
+    /// `coords` takes (an `!llvm.ptr`): `tail` where [`Lowerer::box_is_tail`]
+    /// says so, else `full`.
+    fn select_tail(&mut self, op: Op, t: usize, coords: &[Value], box_rows: i64, tail: &str, full: &str) -> Result<String, Diagnostic> {
+        let first_row = self.scalar(op, coords[coords.len() - 2])?;
+        let tensor_rows = self.dim_value(t, self.plan.tensors[t].dims.len() - 2);
+        let rows = self.tail_rows(&tensor_rows, box_rows);
+        let is_tail = self.box_is_tail(&first_row, &rows, &tensor_rows);
+        Ok(self.em.assign("tmap", format!("llvm.select {is_tail}, {tail}, {full} : i1, !llvm.ptr")))
     }
 
     /// The rows of the tail descriptor's boxes (an `i32`), the runtime's
@@ -1502,20 +1513,15 @@ impl<'a> Lowerer<'a> {
         let find = |tail: bool| {
             self.plan.tma.iter().position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == buf.geom.swizzle && d.flat == flat && d.fit_rows == fit_rows && d.tail == tail).expect("planned")
         };
+        let full = self.descriptors[find(false)].clone();
         // A box past the tensor's last whole box takes the tail descriptor (its stage counted it so).
-        let desc = match self.tail_boxes.contains(&op) {
-            true => {
-                let rank = coords.len();
-                let first_row = self.scalar(op, coords[rank - 2])?;
-                let tensor_rows = self.dim_value(t, self.plan.tensors[t].dims.len() - 2);
-                let tail = self.tail_rows(&tensor_rows, box_dims[box_dims.len() - 2]);
-                let is_tail = self.box_is_tail(&first_row, &tail, &tensor_rows);
-                let (full, tail) = (&self.descriptors[find(false)], &self.descriptors[find(true)]);
-                let param = self.em.assign("tmap", format!("llvm.select {is_tail}, {}, {} : i1, !llvm.ptr", tail.param, full.param));
-                let value = nvgpu::typed_descriptor(&mut self.em, &param, &full.ty, "tmap");
-                tma::Descriptor { param, value, ty: full.ty.clone(), box_dims: full.box_dims.clone(), elem: full.elem }
-            }
-            false => self.descriptors[find(false)].clone(),
+        let desc = if self.tail_boxes.contains(&op) {
+            let tail_param = self.descriptors[find(true)].param.clone();
+            let param = self.select_tail(op, t, &coords, box_dims[box_dims.len() - 2], &tail_param, &full.param)?;
+            let value = nvgpu::typed_descriptor(&mut self.em, &param, &full.ty, "tmap");
+            tma::Descriptor { param, value, ..full }
+        } else {
+            full
         };
         let (col, outer) = if flat { (self.run_box_start(op, t, &coords)?.0, Vec::new()) } else { self.tma_coords(op, &coords)? };
         let stage = self.scalar(op, stage)?;
@@ -1546,12 +1552,7 @@ impl<'a> Lowerer<'a> {
         let desc = match find(true) {
             Some(tail) => {
                 let tail_param = self.descriptors[tail].param.clone();
-                let rank = coords.len();
-                let first_row = self.scalar(op, coords[rank - 2])?;
-                let tensor_rows = self.dim_value(t, self.plan.tensors[t].dims.len() - 2);
-                let rows = self.tail_rows(&tensor_rows, box_dims[box_dims.len() - 2]);
-                let is_tail = self.box_is_tail(&first_row, &rows, &tensor_rows);
-                let param = self.em.assign("tmap", format!("llvm.select {is_tail}, {tail_param}, {} : i1, !llvm.ptr", full.param));
+                let param = self.select_tail(op, t, &coords, box_dims[box_dims.len() - 2], &tail_param, &full.param)?;
                 tma::Descriptor { param, ..full }
             }
             None => full,
