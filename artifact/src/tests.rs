@@ -163,6 +163,14 @@ fn validation_errors() {
     tma_mut(&mut m, 0).swizzle = Swizzle::None;
     m.validate().unwrap();
 
+    // A tail descriptor fits its rows.
+    let mut m = example();
+    tma_mut(&mut m, 0).tail = true;
+    let e = err_of(&m);
+    assert_eq!((e.field.as_str(), e.error), ("params[0].tail", ValidationError::TailWithoutFitRows));
+    tma_mut(&mut m, 0).fit_rows = true;
+    m.validate().unwrap();
+
     let mut m = example();
     m.block = [1024, 2, 1];
     assert_eq!(err_of(&m).error, ValidationError::TooManyThreads { threads: 2048 });

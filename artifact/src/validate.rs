@@ -127,6 +127,10 @@ pub enum ValidationError {
         /// The swizzle asked for.
         swizzle: Swizzle,
     },
+    /// A tail descriptor (`tail`) whose boxes are not fitted (`fit_rows`):
+    /// its rows would be the full box's, and the kernel counts them fitted.
+    #[error("a tail descriptor ('tail') fits its rows, so it needs 'fit_rows'")]
+    TailWithoutFitRows,
     /// NaN out-of-bounds fill was asked for an integer tensor.
     #[error("NaN out-of-bounds fill needs a floating-point tensor, `{tensor}` is {dtype}")]
     NanFillOnInteger {
@@ -709,6 +713,9 @@ fn validate_tma(f: &str, tma: &TmaParam, t: &TensorDecl) -> Result<(), Invalid> 
             format!("{f}.box_dims"),
             ValidationError::FlatBoxNotOneRun { box_rank: tma.box_dims.len(), swizzle: tma.swizzle },
         ));
+    }
+    if tma.tail && !tma.fit_rows {
+        return Err(bad(format!("{f}.tail"), ValidationError::TailWithoutFitRows));
     }
     if !tma.flat && tma.box_dims.len() != t.shape.len() {
         return Err(bad(
