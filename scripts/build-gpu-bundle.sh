@@ -45,6 +45,11 @@
 #   sanitizer sample, and the artifacts travel as one artifacts.tar.xz that run-fuzz.sh unpacks.
 #   TILEC_BUNDLE_PROFILE=debug uses debug builds (faster to build; the kernels are the same).
 #   TILEC_SWEEP_FLAGS='--ranking rules' adds tilec flags to every kernel of a sweep.
+#   TILEC_SWEEP_BASELINE=BIN also compiles each shape's pick with another tilec binary (the
+#   build before a change) as S_r0, timed beside the candidates and left out of the odd-shape
+#   checks: a change's before and after in one interleaved run. It comes before S_r1 in
+#   sweep.txt, so that a config both builds pick is judged by the new build's time
+#   (scripts/judge-picks.py takes the later of two records of a config).
 #   TILEC_BUNDLE_DIR=DIR builds the bundle in DIR instead of .device/bundle, so that several
 #   bundles (a BF16 and an FP8 sweep, say) travel in one GPU call.
 #   TILEC_TARGET=h100 compiles every kernel for that GPU (`tilec compile --target`; default
@@ -74,6 +79,7 @@ if [ "${1:-}" = --sweep ] || [ "${1:-}" = --sweep-clusters ]; then
     program=${3:-examples/gemm_bf16.tile}
     shapes_file=${4:-}
     if [ -n "$shapes_file" ]; then grep -v '^#' "$shapes_file"; else benchmark_shapes; fi | while read -r shape; do
+      [ -n "${TILEC_SWEEP_BASELINE:-}" ] && echo "${shape}_r0 $program - --shape $shape ${TILEC_SWEEP_FLAGS:-}"
       for r in $(seq 1 "$candidates"); do
         echo "${shape}_r$r $program - --shape $shape --candidate $r ${TILEC_SWEEP_FLAGS:-}"
       done
@@ -110,6 +116,8 @@ ptxas=$(scripts/find-ptxas.sh 2>/dev/null || true)
 compile_kernel() {
   local name=$1
   shift
+  local tilec=$tilec
+  [[ $name == *_r0 ]] && tilec=${TILEC_SWEEP_BASELINE:-$tilec}
   if [ "$fuzz" = 1 ]; then
     "$tilec" "$@" 2>"$out/explain/$name.txt" && return 0
     printf '%s\t%s\n' "$name" "$(grep -m1 'error' "$out/explain/$name.txt" || head -1 "$out/explain/$name.txt")" >>"$out/refused.tsv"
