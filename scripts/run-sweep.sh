@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, in a bundle built by `scripts/build-gpu-bundle.sh --sweep` or
-# `--sweep-clusters`: checks each shape's pick (rank 1) and pinned variants (S_m, S_n) on odd
-# shapes (K and N stay multiples of 8: TMA needs 16-byte rows),
+# `--sweep-clusters`: checks each shape's pick (rank 1) and pinned variants (S_m, S_n), each
+# config once, on odd shapes (K and N stay multiples of 8: TMA needs 16-byte rows),
 # times each benchmark shape's candidate kernels (sweep.txt) against cuBLAS in one tilec-bench
 # run per shape, then prints the config selection's regret per shape (sweep-regret.py).
 # Logs and JSON go to $OUT. Every GPU command runs under `timeout`: a kernel that hangs
@@ -27,7 +27,8 @@ tuning=()
 [ "${SWEEP_TUNING:-0}" = 1 ] && tuning=(--tuning "$out/$name-tuning.json")
 [ "${SWEEP_CHECKS:-1}" = 0 ] || {
 echo "== the $dtype picks (and pinned variants) on odd shapes (M = 1, odd M; M, N and K not multiples of the tile)"
-for a in $(awk '$2 ~ /_r1$/ || $2 !~ /_r[0-9]+$/ { print $2 }' sweep.txt); do
+# A kernel serves every shape, so a config two shapes pick is checked once (the first shape's).
+for a in $(awk '($2 ~ /_r1$/ || $2 !~ /_r[0-9]+$/) { config = $0; sub(/^[^ ]+ [^ ]+ /, "", config); if (!(config in seen)) { seen[config] = 1; print $2 } }' sweep.txt); do
   # FP8 rows of A and B are K bytes: TMA needs K to be a multiple of 16 there.
   if [ "$dtype" = fp8 ]; then shapes=1x2112x7168,129x2112x208,1000x1000x2000,4095x4104x4112,129x200x384; else shapes=1x2112x7168,129x2112x200,1000x1000x2000,4095x4104x4104; fi
   timeout 180 bin/tilec-gpu-test "artifacts/$a" --shapes "$shapes" >"$work/check-$a.log" 2>&1
