@@ -261,12 +261,15 @@ impl Config {
         let split_k = if split { "tile-split-k," } else { "" };
         let swap = if self.swap_operands { "tile-swap-operands," } else { "" };
         let prefetch = if self.l2_prefetch > 0 { "tile-prefetch-l2," } else { "" };
+        // A block-scaled plain pipeline of one warpgroup promotes each K
+        // block under the next one's wgmma.
+        let pairs = if self.num_warps == 4 && self.scales != Scales::None { "tile-pair-promotions," } else { "" };
         Ok(swap.to_string() + &if pipelined {
             // One stage needs no schedule, except that tile-cluster-split
             // multicasts into the barriers tile-pipeline makes.
             let pipeline = if self.stages != 1 || !cluster.is_empty() { "tile-pipeline," } else { "" };
             let order = if order { "tile-rasterize," } else { "" };
-            format!("tile-canonicalize,tile-assign-layouts,{order}{split_k}{pipeline}{cluster}tile-lower-to-nv,tile-fit-tma-boxes,{prefetch}tile-programmatic-launch,tile-canonicalize")
+            format!("tile-canonicalize,tile-assign-layouts,{order}{split_k}{pipeline}{cluster}tile-lower-to-nv,tile-fit-tma-boxes,{prefetch}{pairs}tile-programmatic-launch,tile-canonicalize")
         } else if split {
             format!("tile-canonicalize,tile-assign-layouts,{split_k}tile-warp-specialize,{cluster}tile-lower-to-nv,tile-fit-tma-boxes,{prefetch}tile-programmatic-launch,tile-canonicalize,tile-licm")
         } else {

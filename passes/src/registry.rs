@@ -3,7 +3,7 @@
 
 use crate::analysis::barriers;
 use crate::pass::PassInfo;
-use crate::transforms::{assign_layouts, canonicalize, cluster_split, defer_epilogue, fit_tma_boxes, licm, lower_to_nv, persistent, pipeline, prefetch_l2, programmatic_launch, rasterize, select_config, split_k, stream_k, swap_operands, warp_specialize};
+use crate::transforms::{assign_layouts, canonicalize, cluster_split, defer_epilogue, fit_tma_boxes, licm, lower_to_nv, pair_promotions, persistent, pipeline, prefetch_l2, programmatic_launch, rasterize, select_config, split_k, stream_k, swap_operands, warp_specialize};
 use std::sync::{Mutex, PoisonError};
 
 /// The passes tilec defines.
@@ -22,6 +22,7 @@ pub static PASSES: &[PassInfo] = &[
     defer_epilogue::INFO,
     fit_tma_boxes::INFO,
     prefetch_l2::INFO,
+    pair_promotions::INFO,
     programmatic_launch::INFO,
     barriers::INFO,
     select_config::INFO,

@@ -12,10 +12,15 @@ pub fn enclosing_loop(body: &Body, op: Op) -> Option<For> {
     For::of(body, body.parent_op(op)?)
 }
 
+/// The induction variable of `for_op`.
+pub fn induction_variable(body: &Body, for_op: For) -> Value {
+    body.blocks[body.entry_block(for_op.region(body))].args[0]
+}
+
 /// The number of iterations of `for_op` before the current one:
 /// (iv - lb) / step.
 pub fn loop_iteration(b: &mut Builder<'_>, for_op: For) -> Value {
-    let iv = b.body.blocks[b.body.entry_block(for_op.region(b.body))].args[0];
+    let iv = induction_variable(b.body, for_op);
     let (lb, step) = (for_op.lower_bound(b.body), for_op.step(b.body));
     let offset = Subi::build(b, iv, lb, Attributes::new()).result(b.body);
     Divsi::build(b, offset, step, Attributes::new()).result(b.body)

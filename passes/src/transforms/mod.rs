@@ -7,6 +7,7 @@ pub mod defer_epilogue;
 pub mod fit_tma_boxes;
 pub mod licm;
 pub mod lower_to_nv;
+pub mod pair_promotions;
 pub mod persistent;
 pub mod pipeline;
 pub mod prefetch_l2;

@@ -25,6 +25,7 @@
 //! docs/evidence.md, prefetch_l2.rs, module documentation).
 
 use crate::config::{in_option_range, ConfigEntries};
+use crate::hopper::counting::induction_variable;
 use crate::hopper::prefetch::{clone_slice, iteration_slice};
 use crate::options::{OptionKind, OptionSpec};
 use crate::pass::{Pass, PassInfo, Statistic};
@@ -139,7 +140,7 @@ impl PrefetchL2 {
     fn prefetch_ahead(&mut self, body: &mut Body, k_loop: For, loads: &[(Op, Vec<Op>)]) {
         let block = body.entry_block(k_loop.region(body));
         let first = body.blocks[block].ops[0];
-        let iv = iteration_variable(body, k_loop);
+        let iv = induction_variable(body, k_loop);
         let step = k_loop.step(body);
         let mut b = Builder::new(body, InsertPoint::Before(first), body.ops[loads[0].0].loc.clone());
         let steps = b.index(self.ahead);
@@ -171,16 +172,11 @@ impl PrefetchL2 {
 /// The induction variable of `k_loop` and the results of `slice` computed
 /// from it: the values that differ from one iteration to the next.
 fn moving_values(body: &Body, k_loop: For, slice: &[Op]) -> HashSet<Value> {
-    let mut moving = HashSet::from([iteration_variable(body, k_loop)]);
+    let mut moving = HashSet::from([induction_variable(body, k_loop)]);
     for &op in slice {
         if body.ops[op].operands.iter().any(|v| moving.contains(v)) {
             moving.extend(body.ops[op].results.iter().copied());
         }
     }
     moving
-}
-
-/// The induction variable of `k_loop`.
-fn iteration_variable(body: &Body, k_loop: For) -> Value {
-    body.blocks[body.entry_block(k_loop.region(body))].args[0]
 }

@@ -4,6 +4,7 @@
 
 use super::model::{EventKind, Model};
 use super::barrier_name;
+use super::symbolic::{evaluate, IndexExpr};
 use crate::pass::op_error;
 use std::collections::BTreeMap;
 use tilec_dialects::ir::{Block, Body, Op, Value};
@@ -23,24 +24,32 @@ pub fn check_waits_satisfiable(body: &Body, model: &Model) -> Result<(), Diagnos
     Ok(())
 }
 
-/// Each loop (or a role's straight-line code) completes one phase of a
-/// stage per pass, so its arrivals on a barrier are one phase's share of
-/// that role; all of a role's scopes must give the same share, and the
-/// roles' shares must add up to the barrier's `arrivals`.
+/// Each loop (or a role's straight-line code) completes one phase of each
+/// stage it indexes per pass, so its arrivals on a barrier through one stage
+/// index are one phase's share of that role; all of a role's scopes and
+/// stage indices must give the same share, and the roles' shares must add up
+/// to the barrier's `arrivals`. Stage indices are told apart by their
+/// arithmetic (`kt mod S` and `(kt + 1) mod S` are two stages of a pass;
+/// `kt mod S` and `(kt + S) mod S` one), so a loop that runs two iterations a
+/// pass (`tile-pair-promotions`) arrives on each of its stages once.
 pub fn check_arrival_counts(body: &Body, model: &Model) -> Result<(), Diagnostic> {
-    // (group, role, scope) -> (first event, arrivals per pass)
-    let mut per_scope: BTreeMap<(usize, usize, Option<Op>), (usize, i64)> = BTreeMap::new();
+    // (group, role, scope, stage) -> (first event, arrivals per pass), in event order
+    let mut per_scope: Vec<((usize, usize, Option<Op>, StageKey), (usize, i64))> = Vec::new();
     for (i, e) in model.events.iter().enumerate() {
         let n = model.arrivals(e);
         if n > 0 {
-            per_scope.entry((e.group, e.role, e.scope)).or_insert((i, 0)).1 += n;
+            let key = (e.group, e.role, e.scope, StageKey::of(body, e.stage));
+            match per_scope.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, (_, total))) => *total += n,
+                None => per_scope.push((key, (i, n))),
+            }
         }
     }
     for (g, group) in model.groups.iter().enumerate() {
         let name = barrier_name(body, group);
         // role -> (first event, arrivals per phase)
         let mut per_role: BTreeMap<usize, (usize, i64)> = BTreeMap::new();
-        for (&(_, role, _), &(first, n)) in per_scope.range((g, 0, None)..(g + 1, 0, None)) {
+        for &((_, role, _, _), (first, n)) in per_scope.iter().filter(|((group, ..), _)| *group == g) {
             let (_, share) = *per_role.entry(role).or_insert((first, n));
             if share != n {
                 let who = model.roles[role].name();
@@ -63,6 +72,29 @@ pub fn check_arrival_counts(body: &Body, model: &Model) -> Result<(), Diagnostic
         }
     }
     Ok(())
+}
+
+/// The stage an arrival picks, by the arithmetic of its index where the
+/// symbolic evaluation follows it (an iteration mod the stages, its offset
+/// taken mod them), else by the value itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum StageKey {
+    Index(IndexExpr),
+    Value(Value),
+}
+
+impl StageKey {
+    fn of(body: &Body, stage: Value) -> StageKey {
+        match evaluate(body, stage) {
+            Some(mut index) => {
+                if let (Some(m), true) = (index.modulus, index.iteration.steps.is_empty()) {
+                    index.iteration.offset = index.iteration.offset.rem_euclid(m);
+                }
+                StageKey::Index(index)
+            }
+            None => StageKey::Value(stage),
+        }
+    }
 }
 
 /// The `expect_tx` and TMA loads on one stage of a barrier in one block.

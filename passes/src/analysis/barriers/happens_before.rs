@@ -4,14 +4,15 @@
 //! `a`: program order within a role, and, for a wait without initial
 //! credit, an edge from every arrive, `expect_tx` or TMA load that can
 //! complete the phase it waits for (same barrier, and a stage iteration that
-//! can equal the wait's first one). A cycle is a set of waits each needing
+//! can equal the wait's first one; where the wait's first iteration is not
+//! known, any but those its own loop runs ahead of it). A cycle is a set of waits each needing
 //! an arrival that program order puts after another wait of the set: the
 //! classic producer/consumer deadlock when an "empty" barrier's first wait
 //! lacks its credit.
 
 use super::model::{EventKind, Model};
 use super::phases::Timing;
-use super::symbolic::iteration_range;
+use super::symbolic::{always_after_first, iteration_range, least_iteration};
 use super::barrier_name;
 use crate::pass::op_error;
 use petgraph::algo::tarjan_scc;
@@ -31,12 +32,14 @@ pub fn check_deadlock(body: &Body, model: &Model, timings: &[Timing]) -> Result<
         let first = iteration_range(body, &phase.iteration).0;
         for (a, arrival) in model.events.iter().enumerate() {
             let completes = !matches!(arrival.kind, EventKind::Wait { .. }) && arrival.group == wait.group;
-            // An arrival of unknown iteration may be the one the wait needs.
+            // An arrival of unknown iteration may be the one the wait needs,
+            // unless it runs ahead of the wait in the wait's own loop.
             let serves_first = match (&timings[a].iteration, first) {
                 (Some(it), Some(first)) => {
-                    let (lo, hi) = iteration_range(body, it);
-                    lo.is_none_or(|lo| lo <= first) && hi.is_none_or(|hi| first < hi)
+                    let hi = iteration_range(body, it).1;
+                    least_iteration(body, it).is_none_or(|lo| lo <= first) && hi.is_none_or(|hi| first < hi)
                 }
+                (Some(it), None) => !always_after_first(body, it, &phase.iteration),
                 _ => true,
             };
             if completes && serves_first {

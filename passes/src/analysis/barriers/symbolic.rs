@@ -214,6 +214,28 @@ pub fn iteration_range(body: &Body, it: &Iteration) -> (Option<i64>, Option<i64>
     (lo.map(apply), hi.map(|h| apply(h - 1) + 1))
 }
 
+/// The least value `it` takes where [`iteration_range`] does not know it
+/// and `it` is a loop's induction variable plus a constant: the constant,
+/// since an iteration that picks a stage is never negative (`it mod S` of a
+/// negative `it` is no stage). A loop that starts where an earlier one
+/// stopped (the odd K block after `tile-pair-promotions`' pairs) has a
+/// lower bound no constant gives.
+pub fn least_iteration(body: &Body, it: &Iteration) -> Option<i64> {
+    iteration_range(body, it).0.or_else(|| {
+        let plain_iv = it.steps.is_empty() && it.earlier.is_none() && it.base.and_then(|v| induction_loop(body, v)).is_some();
+        plain_iv.then_some(it.offset)
+    })
+}
+
+/// Whether every value `later` takes in a pass of its loop is past the
+/// first value `it` takes: both the same loop's induction variable plus a
+/// constant, `later`'s constant the larger (a refill `S` iterations ahead of
+/// the wait of the same pass).
+pub fn always_after_first(body: &Body, later: &Iteration, it: &Iteration) -> bool {
+    let plain_iv = |x: &Iteration| x.steps.is_empty() && x.earlier.is_none() && x.base.and_then(|v| induction_loop(body, v)).is_some();
+    plain_iv(later) && plain_iv(it) && later.base == it.base && later.offset > it.offset
+}
+
 /// The iteration a stage index selects on a barrier of `stages` stages:
 /// `it mod S`, or `it` itself where `it` lies in `[0, S)` (a prologue loop
 /// filling the first stages). `None` for a constant stage of a one-stage
