@@ -155,7 +155,7 @@ fn pair(body: &mut Body, found: &PromotingLoop) {
     let paired = Muli::build(&mut b, pairs, two, Attributes::new()).result(b.body);
     let paired_ub = Addi::build(&mut b, lb, paired, Attributes::new()).result(b.body);
     let paired_ub = b.name(paired_ub, "paired_ub");
-    let pair_loop = For::build(&mut b, lb, paired_ub, two, &[init], &[acc_type.clone()], Attributes::new());
+    let pair_loop = For::build(&mut b, lb, paired_ub, two, &[init], std::slice::from_ref(&acc_type), Attributes::new());
     let (_, pair_block) = body.add_region(pair_loop.op(), &[Type::INDEX, acc_type]);
     let (first_k, running) = (body.blocks[pair_block].args[0], body.blocks[pair_block].args[1]);
     body.values[first_k].name_hint = Some("kt_pair".into());

@@ -34,7 +34,7 @@ pub fn check_waits_satisfiable(body: &Body, model: &Model) -> Result<(), Diagnos
 /// pass (`tile-pair-promotions`) arrives on each of its stages once.
 pub fn check_arrival_counts(body: &Body, model: &Model) -> Result<(), Diagnostic> {
     // (group, role, scope, stage) -> (first event, arrivals per pass), in event order
-    let mut per_scope: Vec<((usize, usize, Option<Op>, StageKey), (usize, i64))> = Vec::new();
+    let mut per_scope: Vec<(ArrivalSite, (usize, i64))> = Vec::new();
     for (i, e) in model.events.iter().enumerate() {
         let n = model.arrivals(e);
         if n > 0 {
@@ -73,6 +73,10 @@ pub fn check_arrival_counts(body: &Body, model: &Model) -> Result<(), Diagnostic
     }
     Ok(())
 }
+
+/// Where arrivals add up to one phase's share: a barrier group, a role, the
+/// loop they run in (none for straight-line code) and the stage they pick.
+type ArrivalSite = (usize, usize, Option<Op>, StageKey);
 
 /// The stage an arrival picks, by the arithmetic of its index where the
 /// symbolic evaluation follows it (an iteration mod the stages, its offset

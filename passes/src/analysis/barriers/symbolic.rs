@@ -399,6 +399,27 @@ DEFS
         assert!(stage_iteration(&unbounded, &evaluate(&unbounded, v("kt")).unwrap(), 3).is_err());
     }
 
+    /// A loop that starts where an earlier one stopped (no constant lower
+    /// bound) still counts iterations from 0 up; a refill S iterations
+    /// ahead of its loop's wait is always past the wait's first iteration.
+    #[test]
+    fn a_loop_of_unknown_start_counts_from_zero() {
+        let defs = "    %ahead = tile.addi %kt, %c4 : index
+    %behind = tile.subi %kt, %c1 : index
+    %half = tile.divsi %kt, %c2 : index";
+        let (body, v) = values("%n", "tile.ceildivsi %n, %c4 : index", defs);
+        let it = |name: &str| evaluate(&body, v(name)).expect("derivable").iteration;
+        assert_eq!(iteration_range(&body, &it("ahead")).0, None);
+        assert_eq!(least_iteration(&body, &it("ahead")), Some(4));
+        assert_eq!(least_iteration(&body, &it("half")), None);
+        assert!(always_after_first(&body, &it("ahead"), &it("kt")));
+        assert!(!always_after_first(&body, &it("kt"), &it("ahead")));
+        assert!(!always_after_first(&body, &it("behind"), &it("kt")));
+        assert!(!always_after_first(&body, &it("half"), &it("kt")));
+        let (bounded, v) = values("%c2", "tile.ceildivsi %n, %c4 : index", defs);
+        assert_eq!(least_iteration(&bounded, &evaluate(&bounded, v("ahead")).unwrap().iteration), Some(6));
+    }
+
     #[test]
     fn strided_loop_counts_iterations() {
         // tile-pipeline numbers a loop of step 2 from 1 as (k - 1) / 2.
