@@ -26,6 +26,7 @@ FRESH_LATEST = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed15.j
 FRESH_SEED16 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed16.json"
 FRESH_SEED33 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed33.json"
 FRESH_SEED51 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed51.json"
+FRESH_SEED87 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed87.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
 GROUPED = "docs/benchmarks/checks/2026-11-29-h200-grouped.json"
@@ -134,6 +135,8 @@ def rows():
         ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED33, "fp8", "fresh-seed33", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED33, 'fp8', 'fresh-seed33', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED33, 'fp8', 'fresh-seed33', 'block-scaled'))} it runs", "same"),
         ("BF16, 24 fresh shapes (`draw-shapes.py --seed 51`, drawn after barrier waits as loops and chunked epilogues of 64-byte swizzled rows), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED51, "bf16", "fresh-seed51", "cublas")), FRESH_SEED51),
         ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED51, "fp8", "fresh-seed51", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED51, 'fp8', 'fresh-seed51', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED51, 'fp8', 'fresh-seed51', 'block-scaled'))} it runs", "same"),
+        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 87`, drawn after tail descriptors and paired promotions), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED87, "bf16", "fresh-seed87", "cublas")), FRESH_SEED87),
+        (f"FP8 block-scaled, the {len(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'per-tensor'))} of the same shapes timed before the call's limit, vs cuBLASLt per-tensor FP8 (cuBLASLt block-scaled ran none of them)", summary(judged(FRESH_SEED87, "fp8", "fresh-seed87", "per-tensor")), "same"),
         ("BF16, the 20 benchmark shapes (DESIGN section 8)", summary(bf16("benchmark"), ["4096x4096x4096", "8192x8192x8192"]), COST_MODEL_BF16),
         ("BF16, deep K", summary(bf16("deep-k"), ["512x512x65536", "1024x1024x16384"]), "same"),
         ("FP8 block-scaled, the 20 benchmark shapes, vs cuBLASLt block-scaled", summary(fp8("benchmark", "block-scaled")) + f"; {geomean(list(fp8('benchmark', 'per-tensor').values())):.3f} of per-tensor FP8", COST_MODEL_FP8),
