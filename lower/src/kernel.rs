@@ -1510,9 +1510,7 @@ impl<'a> Lowerer<'a> {
         let flat = buf.geom.is_narrow();
         let box_dims = if flat { vec![dst.rows] } else { tma_box(dst.rows, &buf.geom, coords.len()) };
         let fit_rows = o.fit_rows(&self.f.body);
-        let find = |tail: bool| {
-            self.plan.tma.iter().position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == buf.geom.swizzle && d.flat == flat && d.fit_rows == fit_rows && d.tail == tail).expect("planned")
-        };
+        let find = |tail: bool| self.plan.tma_index(t, &box_dims, buf.geom.swizzle, flat, fit_rows, tail).expect("planned");
         let full = self.descriptors[find(false)].clone();
         // A box past the tensor's last whole box takes the tail descriptor (its stage counted it so).
         let desc = if self.tail_boxes.contains(&op) {
@@ -1546,7 +1544,7 @@ impl<'a> Lowerer<'a> {
         let Lv::Smem(like) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
         let geom = self.plan.buffers[&like.buffer].geom.clone();
         let box_dims = tma_box(like.rows, &geom, coords.len());
-        let find = |tail: bool| self.plan.tma.iter().position(|d| d.tensor == t && d.box_dims == box_dims && d.swizzle == geom.swizzle && !d.flat && d.fit_rows == fit_rows && d.tail == tail);
+        let find = |tail: bool| self.plan.tma_index(t, &box_dims, geom.swizzle, false, fit_rows, tail);
         let full = self.descriptors[find(false).expect("planned")].clone();
         // The box the load from the same coordinates copies: past the last whole box, the tail one.
         let desc = match find(true) {
@@ -1717,12 +1715,7 @@ impl<'a> Lowerer<'a> {
         }
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let buf = self.plan.buffers[&src.buffer].clone();
-        let desc_idx = self
-            .plan
-            .tma
-            .iter()
-            .position(|d| d.tensor == t && d.box_dims == tma_box(buf.geom.rows, &buf.geom, coords.len()) && d.swizzle == buf.geom.swizzle && !d.fit_rows)
-            .expect("planned");
+        let desc_idx = self.plan.tma_index(t, &tma_box(buf.geom.rows, &buf.geom, coords.len()), buf.geom.swizzle, false, false, false).expect("planned");
         let stage = self.scalar(op, stage)?;
         let (col, outer) = self.tma_coords(op, &coords)?;
         let smem = self.thread().smem.clone();

@@ -639,6 +639,12 @@ impl Plan {
         Ok(())
     }
 
+    /// The index in `tma` of `tensor`'s planned descriptor whose boxes are
+    /// `box_dims` with `swizzle`, flat or not, fitted or not, tail or not.
+    pub(crate) fn tma_index(&self, tensor: usize, box_dims: &[i64], swizzle: i64, flat: bool, fit_rows: bool, tail: bool) -> Option<usize> {
+        self.tma.iter().position(|d| d.tensor == tensor && d.box_dims == box_dims && d.swizzle == swizzle && d.flat == flat && d.fit_rows == fit_rows && d.tail == tail)
+    }
+
     /// The descriptor of `tensor`'s boxes for buffers of `geom`; with
     /// `tail`, the one of fitted boxes that pass the tensor's last row
     /// ([`TmaDesc::tail`]).

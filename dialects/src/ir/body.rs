@@ -3,7 +3,7 @@
 //! Structured control flow keeps every region to one block in practice, but
 //! the data structure is MLIR's general one so later dialects can use more.
 
-use super::attributes::Attributes;
+use super::attributes::{Attribute, Attributes};
 use super::entity::{entity, Arena};
 use super::types::Type;
 use crate::diagnostic::Location;
@@ -204,6 +204,15 @@ impl Body {
         match self.values[v].def {
             ValueDef::Result(op, _) => Some(op),
             ValueDef::BlockArg(..) => None,
+        }
+    }
+
+    /// The integer `v` holds when a constant op (`tile.constant`) defines it.
+    pub fn constant_int(&self, v: Value) -> Option<i64> {
+        let def = self.defining_op(v)?;
+        match self.ops[def].attrs.get("value") {
+            Some(Attribute::Int(c, _)) if self.ops[def].def.traits.constant => Some(*c),
+            _ => None,
         }
     }
 

@@ -3,7 +3,7 @@
 //! whose A comes from registers (Gluon's `a_smem.load(DotOperandLayout)`).
 
 use super::LoadFragment;
-use crate::ir::{Attribute, Body, Layout, Op, Value};
+use crate::ir::{Body, Layout, Op};
 
 /// `%a = nv.load_fragment %a_smem[%s] : !nv.smem<SxMxKxT, #tile.nvmma_shared<...>> -> tensor<MxKxT, #tile.dot_operand<op_idx = 0, ...>>`
 ///
@@ -16,7 +16,7 @@ pub(super) fn verify_load_fragment(body: &Body, op: Op) -> Result<(), String> {
     let Some(smem) = body.value_type(load.buffer(body)).as_smem() else {
         return Err("the source must be a '!nv.smem' buffer".into());
     };
-    if let Some(s) = constant_index(body, load.stage(body)) {
+    if let Some(s) = body.constant_int(load.stage(body)) {
         if !(0..smem.stages).contains(&s) {
             return Err(format!("stage {s} is outside the buffer's {} stage(s)", smem.stages));
         }
@@ -49,13 +49,4 @@ pub fn check_a_fragment_layout(layout: Option<&Layout>, elem_bits: u32) -> Resul
         return Err("the dot-operand layout's parent must be a version 3 '#tile.mma' layout".into());
     }
     Ok(())
-}
-
-/// The value of `v` when a `tile.constant` defines it.
-fn constant_index(body: &Body, v: Value) -> Option<i64> {
-    let def = body.defining_op(v)?;
-    match body.ops[def].attrs.get("value") {
-        Some(Attribute::Int(c, _)) if body.ops[def].def.traits.constant => Some(*c),
-        _ => None,
-    }
 }

@@ -99,8 +99,7 @@ impl PromotingLoop {
         if body.ancestors(op).any(|a| body.opcode(a) == Opcode::NvWarpSpecialize) {
             return None;
         }
-        let step_is_one = body.defining_op(k_loop.step(body)).is_some_and(|s| body.opcode(s) == Opcode::TileConstant && body.ops[s].attrs.get_int("value") == Some(1));
-        if !step_is_one || k_loop.inits(body).len() != 1 {
+        if body.constant_int(k_loop.step(body)) != Some(1) || k_loop.inits(body).len() != 1 {
             return None;
         }
         let block = body.entry_block(k_loop.region(body));
@@ -165,8 +164,8 @@ fn pair(body: &mut Body, found: &PromotingLoop) {
     let ops = body.blocks[block].ops.clone();
     let (iv, carried) = (induction_variable(body, k_loop), body.blocks[block].args[1]);
     let yielded = body.ops[*ops.last().expect("a terminator")].operands[0];
-    // Up to the wait: the K block's issue (and what follows its commit
-    // without reading the partial, the scale loads of a warp-specialised body).
+    // Up to the wait: the K block's issue (and what may follow its commit
+    // before the wait, such as reads of its stage's scales).
     let (issue, after_wait) = (&ops[..found.wait], &ops[found.wait + 1..ops.len() - 1]);
 
     let mut b = Builder::new(body, InsertPoint::End(pair_block), loc);

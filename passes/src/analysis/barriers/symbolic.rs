@@ -221,10 +221,12 @@ pub fn iteration_range(body: &Body, it: &Iteration) -> (Option<i64>, Option<i64>
 /// stopped (the odd K block after `tile-pair-promotions`' pairs) has a
 /// lower bound no constant gives.
 pub fn least_iteration(body: &Body, it: &Iteration) -> Option<i64> {
-    iteration_range(body, it).0.or_else(|| {
-        let plain_iv = it.steps.is_empty() && it.earlier.is_none() && it.base.and_then(|v| induction_loop(body, v)).is_some();
-        plain_iv.then_some(it.offset)
-    })
+    iteration_range(body, it).0.or_else(|| loop_variable_plus_constant(body, it).then_some(it.offset))
+}
+
+/// Whether `it` is a loop's induction variable plus a constant.
+fn loop_variable_plus_constant(body: &Body, it: &Iteration) -> bool {
+    it.is_plain() && it.base.and_then(|v| induction_loop(body, v)).is_some()
 }
 
 /// Whether every value `later` takes in a pass of its loop is past the
@@ -232,8 +234,7 @@ pub fn least_iteration(body: &Body, it: &Iteration) -> Option<i64> {
 /// constant, `later`'s constant the larger (a refill `S` iterations ahead of
 /// the wait of the same pass).
 pub fn always_after_first(body: &Body, later: &Iteration, it: &Iteration) -> bool {
-    let plain_iv = |x: &Iteration| x.steps.is_empty() && x.earlier.is_none() && x.base.and_then(|v| induction_loop(body, v)).is_some();
-    plain_iv(later) && plain_iv(it) && later.base == it.base && later.offset > it.offset
+    loop_variable_plus_constant(body, later) && loop_variable_plus_constant(body, it) && later.base == it.base && later.offset > it.offset
 }
 
 /// The iteration a stage index selects on a barrier of `stages` stages:
