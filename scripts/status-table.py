@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""The README's status table, made from the committed benchmark records.
+"""The status tables, made from the committed benchmark records: the README's (where tilec stands)
+and docs/cost-model.md's (every set of shapes drawn fresh after a batch, by seed).
 
 Each row names its records (docs/benchmarks/...) and how a figure is read from them: a judged
 set of config selection's picks (tilec-judge/1, scripts/judge-picks.py), a tilec-bench run
 (tilec-bench/3: the vendor's median time over ours, per shape) or a grouped run
 (tilec-bench-grouped/1), or the printed rows of a checks record (tilec-checks/1) where a run
 wrote no JSON. Ratios above 1 are ours faster.
-usage: status-table.py               print the table
-       status-table.py --check FILE  exit 1 unless FILE holds it between the markers
-       status-table.py --write FILE  put it there"""
+usage: status-table.py               print the tables
+       status-table.py --check FILE  exit 1 unless FILE holds, between each table's markers it has,
+                                     that table (it must have at least one)
+       status-table.py --write FILE  put them there"""
 import argparse
 import json
 import math
@@ -16,8 +18,9 @@ import re
 import statistics
 import sys
 
-BEGIN = "<!-- status table: made by scripts/status-table.py from the records it names; do not edit -->"
-END = "<!-- end of status table -->"
+# Each table's name, as its markers spell it: `<!-- NAME: made by ... -->` and `<!-- end of NAME -->`.
+STATUS = "status table"
+FRESH = "fresh-draws table"
 COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-12-01-h200-judged.json"
 COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-12-01-h200-judged.json"
 FRESH_BF16 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed9.json"
@@ -124,18 +127,7 @@ def rows():
     pick = lambda name: name.endswith("_r1")
     return [
         ("BF16, 60 validation shapes (`draw-shapes.py --seed 2`), vs the faster of cuBLAS and cuBLASLt", summary(bf16("validation")), COST_MODEL_BF16),
-        ("BF16, 60 fresh shapes (`draw-shapes.py --seed 9`, drawn after the model was fitted; the four picks later changes moved, timed again beside the old), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_BF16, "bf16", "fresh-seed9", "cublas")), FRESH_BF16),
-        ("BF16, 40 fresh shapes (`draw-shapes.py --seed 14`; its lowest shapes were studied for the latest changes), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED14, "bf16", "fresh-seed14", "cublas")), FRESH_SEED14),
-        ("FP8 block-scaled, the same 40 shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED14, "fp8", "fresh-seed14", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED14, 'fp8', 'fresh-seed14', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED14, 'fp8', 'fresh-seed14', 'block-scaled'))} it runs", "same"),
-        ("BF16, 40 fresh shapes (`draw-shapes.py --seed 15`, drawn before clusters of four, which moved none of their picks), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_LATEST, "bf16", "fresh-seed15", "cublas")), FRESH_LATEST),
-        ("FP8 block-scaled, the same 40 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_LATEST, "fp8", "fresh-seed15", "per-tensor")) + f"; {geomean(list(judged(FRESH_LATEST, 'fp8', 'fresh-seed15', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_LATEST, 'fp8', 'fresh-seed15', 'block-scaled'))} it runs", "same"),
-        ("BF16, 40 more fresh shapes (`draw-shapes.py --seed 16`, drawn before clusters of four, which moved none of their picks), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED16, "bf16", "fresh-seed16", "cublas")), FRESH_SEED16),
-        ("FP8 block-scaled, the same 40 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED16, "fp8", "fresh-seed16", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED16, 'fp8', 'fresh-seed16', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED16, 'fp8', 'fresh-seed16', 'block-scaled'))} it runs", "same"),
-        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 33`, drawn after clusters of four), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED33, "bf16", "fresh-seed33", "cublas")), FRESH_SEED33),
-        ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED33, "fp8", "fresh-seed33", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED33, 'fp8', 'fresh-seed33', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED33, 'fp8', 'fresh-seed33', 'block-scaled'))} it runs", "same"),
-        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 51`, drawn after barrier waits as loops and chunked epilogues of 64-byte swizzled rows), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED51, "bf16", "fresh-seed51", "cublas")), FRESH_SEED51),
-        ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED51, "fp8", "fresh-seed51", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED51, 'fp8', 'fresh-seed51', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED51, 'fp8', 'fresh-seed51', 'block-scaled'))} it runs", "same"),
-        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 87`, drawn after tail descriptors and paired promotions), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED87, "bf16", "fresh-seed87", "cublas")), FRESH_SEED87),
+        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 87`, drawn after tail descriptors and paired promotions; the earlier draws: docs/cost-model.md, \"Fresh draws\"), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED87, "bf16", "fresh-seed87", "cublas")), FRESH_SEED87),
         (f"FP8 block-scaled, the {len(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'per-tensor'))} of the same shapes timed before two calls' limits, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED87, "fp8", "fresh-seed87", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'block-scaled'))} it runs", "same"),
         ("BF16, the 20 benchmark shapes (DESIGN section 8)", summary(bf16("benchmark"), ["4096x4096x4096", "8192x8192x8192"]), COST_MODEL_BF16),
         ("BF16, deep K", summary(bf16("deep-k"), ["512x512x65536", "1024x1024x16384"]), "same"),
@@ -158,11 +150,28 @@ def rows():
     ]
 
 
-def table():
-    made = rows()
+def fresh_rows():
+    """The sets drawn fresh after earlier batches, each judged with the picks it was last timed with."""
+    return [
+        ("BF16, 60 fresh shapes (`draw-shapes.py --seed 9`, drawn after the model was fitted; the four picks later changes moved, timed again beside the old), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_BF16, "bf16", "fresh-seed9", "cublas")), FRESH_BF16),
+        ("BF16, 40 fresh shapes (`draw-shapes.py --seed 14`; its lowest shapes were studied for the latest changes), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED14, "bf16", "fresh-seed14", "cublas")), FRESH_SEED14),
+        ("FP8 block-scaled, the same 40 shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED14, "fp8", "fresh-seed14", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED14, 'fp8', 'fresh-seed14', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED14, 'fp8', 'fresh-seed14', 'block-scaled'))} it runs", "same"),
+        ("BF16, 40 fresh shapes (`draw-shapes.py --seed 15`, drawn before clusters of four, which moved none of their picks), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_LATEST, "bf16", "fresh-seed15", "cublas")), FRESH_LATEST),
+        ("FP8 block-scaled, the same 40 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_LATEST, "fp8", "fresh-seed15", "per-tensor")) + f"; {geomean(list(judged(FRESH_LATEST, 'fp8', 'fresh-seed15', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_LATEST, 'fp8', 'fresh-seed15', 'block-scaled'))} it runs", "same"),
+        ("BF16, 40 more fresh shapes (`draw-shapes.py --seed 16`, drawn before clusters of four, which moved none of their picks), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED16, "bf16", "fresh-seed16", "cublas")), FRESH_SEED16),
+        ("FP8 block-scaled, the same 40 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED16, "fp8", "fresh-seed16", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED16, 'fp8', 'fresh-seed16', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED16, 'fp8', 'fresh-seed16', 'block-scaled'))} it runs", "same"),
+        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 33`, drawn after clusters of four), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED33, "bf16", "fresh-seed33", "cublas")), FRESH_SEED33),
+        ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED33, "fp8", "fresh-seed33", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED33, 'fp8', 'fresh-seed33', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED33, 'fp8', 'fresh-seed33', 'block-scaled'))} it runs", "same"),
+        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 51`, drawn after barrier waits as loops and chunked epilogues of 64-byte swizzled rows), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED51, "bf16", "fresh-seed51", "cublas")), FRESH_SEED51),
+        ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED51, "fp8", "fresh-seed51", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED51, 'fp8', 'fresh-seed51', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED51, 'fp8', 'fresh-seed51', 'block-scaled'))} it runs", "same"),
+    ]
+
+
+def table(made):
     # The records are named by the date of their run: the header spans them.
     dates = sorted({d for _, _, source in made for d in re.findall(r"\d{4}-\d{2}-\d{2}", source)})
-    lines = [f"| set (NVIDIA H200, {dates[0]} to {dates[-1]}: the dates of the records) | tilec | source |", "|---|---|---|"]
+    span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+    lines = [f"| set (NVIDIA H200, {span}: the dates of the records) | tilec | source |", "|---|---|---|"]
     previous = None
     for label, figure, source in made:
         shown = "same" if source == previous or source == "same" else f"`{source}`"
@@ -171,11 +180,19 @@ def table():
     return "\n".join(lines)
 
 
-def between_markers(text):
-    if text.count(BEGIN) != 1 or text.count(END) != 1:
-        raise SystemExit(f"the file needs exactly one '{BEGIN}' and one '{END}' line")
-    head, rest = text.split(BEGIN + "\n", 1)
-    body, tail = rest.split(END, 1)
+def markers(name):
+    return f"<!-- {name}: made by scripts/status-table.py from the records it names; do not edit -->", f"<!-- end of {name} -->"
+
+
+def between_markers(text, name):
+    """(head, table, tail) of `text` around the named table's markers, or None where it has neither."""
+    begin, end = markers(name)
+    if begin not in text and end not in text:
+        return None
+    if text.count(begin) != 1 or text.count(end) != 1:
+        raise SystemExit(f"the file needs exactly one '{begin}' and one '{end}' line")
+    head, rest = text.split(begin + "\n", 1)
+    body, tail = rest.split(end, 1)
     return head, body.rstrip("\n"), tail
 
 
@@ -185,21 +202,27 @@ def main():
     group.add_argument("--check", metavar="FILE")
     group.add_argument("--write", metavar="FILE")
     args = parser.parse_args()
-    made = table()
+    tables = {STATUS: table(rows()), FRESH: table(fresh_rows())}
     if not (args.check or args.write):
-        print(made)
+        print("\n\n".join(tables.values()))
         return
     path = args.check or args.write
     with open(path) as f:
-        head, body, tail = between_markers(f.read())
+        text = f.read()
+    found = [name for name in tables if between_markers(text, name)]
+    if not found:
+        sys.exit(f"{path}: holds no status table's markers ({', '.join(markers(name)[0] for name in tables)})")
+    for name in found:
+        head, body, tail = between_markers(text, name)
+        if args.check and body != tables[name]:
+            sys.exit(f"{path}: the {name} differs from the records' (scripts/status-table.py --write {path} remakes it)")
+        begin, end = markers(name)
+        text = head + begin + "\n" + tables[name] + "\n" + end + tail
     if args.check:
-        if body != made:
-            sys.exit(f"{path}: the status table differs from the records' (scripts/status-table.py --write {path} remakes it)")
-        print(f"{path}: the status table matches the records")
+        print(f"{path}: the {' and the '.join(found)} {'match' if len(found) > 1 else 'matches'} the records")
         return
     with open(path, "w") as f:
-        f.write(head + BEGIN + "\n" + made + "\n" + END + tail)
-
+        f.write(text)
 
 if __name__ == "__main__":
     main()
