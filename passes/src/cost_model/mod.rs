@@ -438,6 +438,40 @@ fn promotion_work(problem: &Problem, c: &Config) -> f64 {
     1.5 + 0.5 / row_blocks
 }
 
+/// Whether `tile-pair-promotions` runs the K loop in pairs: block-scaled
+/// FP8 in a plain pipeline of one warpgroup over one m64 row block (each
+/// K block's wgmma waited for alone and then promoted), more than one
+/// stage, and more than one K block a CTA. Taller tiles take a wgmma and a
+/// promotion a row block, a form the pass leaves alone (docs/ir.md).
+pub fn promotes_in_pairs(problem: &Problem, c: &Config) -> bool {
+    let k_blocks_cta = ceil_div(ceil_div(problem.k, c.block_k), c.splits.max(1));
+    problem.precision == Precision::Fp8BlockScaled && c.schedule == Schedule::Pipeline && c.num_warps == 4 && c.block_m == 64 && c.stages > 1 && k_blocks_cta > 1
+}
+
+/// A K block's time on the tensor cores and the serial chain after its
+/// wgmma (the wait for it and block-scaled FP8's promotion): one after the
+/// other, or, in pairs, the first K block's chain under the second's
+/// wgmma and the second's exposed.
+fn k_block_compute(mma: f64, chain: f64, paired: bool) -> f64 {
+    if paired {
+        (mma + chain / 2.0).max(mma / 2.0 + chain)
+    } else {
+        mma + chain
+    }
+}
+
+/// The loads a K loop of `stages` keeps in flight behind the K block it
+/// computes, on average over its `k_blocks`: a stage each but the one
+/// computed; in pairs the first half's stage is refilled after the second
+/// half's wgmma, a K block late, so over the K blocks that refill a stage
+/// half a load fewer (none where every K block has a stage of its own).
+fn loads_in_flight(stages: i64, k_blocks: i64, paired: bool) -> f64 {
+    let ahead = (stages - 1) as f64;
+    let refills = (k_blocks - (stages - 1)).max(0) as f64;
+    let late = if paired && k_blocks > 0 { 0.5 * refills / k_blocks as f64 } else { 0.0 };
+    (ahead - late).max(1.0)
+}
+
 /// The L2 throughput a TMA box's bytes take, over that of rows that start
 /// on a sector, where the tensor's rows lie `stride` bytes apart: rows an
 /// odd multiple of 16 bytes apart (every other one starting half a sector
@@ -500,8 +534,9 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         Precision::Bf16 => 0.0,
         Precision::Fp8BlockScaled => cal.promotion_wait_s,
     };
-    let compute_kb = mma_kb + promotion_kb + promotion_wait + cal.k_block_overhead_s;
-    let in_flight = (c.stages - 1).max(1) as f64;
+    let paired = promotes_in_pairs(problem, c);
+    let compute_kb = k_block_compute(mma_kb, promotion_kb + promotion_wait, paired) + cal.k_block_overhead_s;
+    let in_flight = loads_in_flight(c.stages, k_blocks_cta, paired);
     let latency_kb = cal.load_latency_s / in_flight;
     // Each operand's bytes a stage, as L2 throughput (rows off its sectors
     // take more of it).
@@ -811,6 +846,42 @@ mod tests {
     /// are whole K blocks: one more can lengthen every CTA's share and cut
     /// each tile into fewer pieces to hand over. No threshold of the model
     /// jumps at a K of its own.
+    /// In pairs, a K block pays half its wait and promotion where the
+    /// tensor cores' work covers it, and never more than one after the
+    /// other; the late refills cost only loops that refill, at most half a
+    /// load in flight.
+    #[test]
+    fn paired_promotions_hide_half_the_chain_and_refill_late() {
+        assert_eq!(k_block_compute(1.0, 0.4, false), 1.4);
+        assert_eq!(k_block_compute(1.0, 0.4, true), 1.2);
+        assert_eq!(k_block_compute(0.2, 1.0, true), 1.1);
+        for (mma, chain) in [(0.1, 1.0), (1.0, 1.0), (1.0, 0.1)] {
+            assert!(k_block_compute(mma, chain, true) <= k_block_compute(mma, chain, false));
+        }
+        assert_eq!(loads_in_flight(8, 4, true), 7.0, "every K block has a stage: nothing refills");
+        assert_eq!(loads_in_flight(8, 4, false), 7.0);
+        assert_eq!(loads_in_flight(8, 14, true), 6.75);
+        assert!(loads_in_flight(8, 10_000, true) > 6.5 && loads_in_flight(8, 10_000, false) == 7.0);
+        assert_eq!(loads_in_flight(2, 100, true), 1.0, "at least one load in flight");
+    }
+
+    /// `tile-pair-promotions` rewrites the block-scaled plain pipeline of
+    /// one warpgroup over one m64 row block with two K blocks or more a CTA:
+    /// the model weighs those kernels in pairs and no other.
+    #[test]
+    fn only_the_kernels_tile_pair_promotions_rewrites_are_weighed_in_pairs() {
+        let fp8 = Problem { precision: Precision::Fp8BlockScaled, ..bf16(75, 896, 4480) };
+        let any = rank(&fp8, &Machine::of(&Target::H200), &Pins::default()).remove(0).config;
+        let pipeline = Config { block_m: 64, block_n: 64, block_k: 128, stages: 8, num_warps: 4, schedule: Schedule::Pipeline, splits: 3, ..any };
+        assert!(promotes_in_pairs(&fp8, &pipeline));
+        assert!(!promotes_in_pairs(&bf16(75, 896, 4480), &pipeline));
+        assert!(!promotes_in_pairs(&fp8, &Config { num_warps: 8, ..pipeline }));
+        assert!(!promotes_in_pairs(&fp8, &Config { block_m: 128, ..pipeline }));
+        assert!(!promotes_in_pairs(&fp8, &Config { stages: 1, ..pipeline }));
+        assert!(!promotes_in_pairs(&fp8, &Config { schedule: Schedule::WarpSpecialized { consumers: 1 }, num_warps: 8, ..pipeline }));
+        assert!(!promotes_in_pairs(&Problem { k: 128, ..fp8 }, &pipeline), "one K block a CTA");
+    }
+
     #[test]
     fn one_more_k_block_costs_at_most_the_work_it_adds() {
         let (machine, cal) = (Machine::of(&Target::H200), crate::cost_model::calibration::H200);
