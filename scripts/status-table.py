@@ -224,5 +224,6 @@ def main():
     with open(path, "w") as f:
         f.write(text)
 
+
 if __name__ == "__main__":
     main()

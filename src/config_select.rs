@@ -334,7 +334,7 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
                 writeln!(out, "  clusters: {note}").expect("String");
             }
             if cost_model::promotes_in_pairs(&problem, &pick.candidate.config) {
-                writeln!(out, "  promotion: the K loop runs in pairs (tile-pair-promotions): the first K block of each pair is waited for and promoted under the second's wgmma, and its stage refilled a K block late; the model charges half the wait and promotion exposed and half a load fewer in flight").expect("String");
+                writeln!(out, "  promotion: the K loop runs in pairs (tile-pair-promotions): the first K block of each pair is waited for and promoted under the second's wgmma, and its stage refilled a K block late; the model charges half of each K block's wait and promotion, and half a load fewer in flight over the K blocks that refill").expect("String");
             }
             // Every pipeline config selection writes ends with tile-programmatic-launch.
             writeln!(out, "  launch: programmatic dependent launch allowed (tile-programmatic-launch): the kernel waits for the previous grid before its first memory access and lets the next one launch at its start; single calls are launched without it").expect("String");

@@ -840,12 +840,6 @@ mod tests {
         }
     }
 
-    /// One K block more costs a configuration at most the share of work it
-    /// adds to the busiest CTA's K loop (its split's, or its stream-K
-    /// share), and never makes it faster but under stream-K, whose pieces
-    /// are whole K blocks: one more can lengthen every CTA's share and cut
-    /// each tile into fewer pieces to hand over. No threshold of the model
-    /// jumps at a K of its own.
     /// In pairs, a K block pays half its wait and promotion where the
     /// tensor cores' work covers it, and never more than one after the
     /// other; the late refills cost only loops that refill, at most half a
@@ -882,6 +876,12 @@ mod tests {
         assert!(!promotes_in_pairs(&Problem { k: 128, ..fp8 }, &pipeline), "one K block a CTA");
     }
 
+    /// One K block more costs a configuration at most the share of work it
+    /// adds to the busiest CTA's K loop (its split's, or its stream-K
+    /// share), and never makes it faster but under stream-K, whose pieces
+    /// are whole K blocks: one more can lengthen every CTA's share and cut
+    /// each tile into fewer pieces to hand over. No threshold of the model
+    /// jumps at a K of its own.
     #[test]
     fn one_more_k_block_costs_at_most_the_work_it_adds() {
         let (machine, cal) = (Machine::of(&Target::H200), crate::cost_model::calibration::H200);
