@@ -583,10 +583,12 @@ impl<'a> Lowerer<'a> {
         })
     }
 
-    /// The descriptor parameter a box of `box_rows` rows of tensor `t` at
-    /// `coords` takes (an `!llvm.ptr`): `tail` where [`Lowerer::box_is_tail`]
-    /// says so, else `full`.
-    fn select_tail(&mut self, op: Op, t: usize, coords: &[Value], box_rows: i64, tail: &str, full: &str) -> Result<String, Diagnostic> {
+    /// The descriptor parameter a box `box_dims` of tensor `t` at `coords`
+    /// takes (an `!llvm.ptr`): that of descriptor `tail` (an index into
+    /// `descriptors`) where [`Lowerer::box_is_tail`] says so, else `full`'s.
+    fn select_tail(&mut self, op: Op, t: usize, coords: &[Value], box_dims: &[i64], tail: usize, full: &str) -> Result<String, Diagnostic> {
+        let tail = self.descriptors[tail].param.clone();
+        let box_rows = box_dims[box_dims.len() - 2];
         let first_row = self.scalar(op, coords[coords.len() - 2])?;
         let tensor_rows = self.dim_value(t, self.plan.tensors[t].dims.len() - 2);
         let rows = self.tail_rows(&tensor_rows, box_rows);
@@ -1514,8 +1516,7 @@ impl<'a> Lowerer<'a> {
         let full = self.descriptors[find(false)].clone();
         // A box past the tensor's last whole box takes the tail descriptor (its stage counted it so).
         let desc = if self.tail_boxes.contains(&op) {
-            let tail_param = self.descriptors[find(true)].param.clone();
-            let param = self.select_tail(op, t, &coords, box_dims[box_dims.len() - 2], &tail_param, &full.param)?;
+            let param = self.select_tail(op, t, &coords, &box_dims, find(true), &full.param)?;
             let value = nvgpu::typed_descriptor(&mut self.em, &param, &full.ty, "tmap");
             tma::Descriptor { param, value, ..full }
         } else {
@@ -1548,11 +1549,7 @@ impl<'a> Lowerer<'a> {
         let full = self.descriptors[find(false).expect("planned")].clone();
         // The box the load from the same coordinates copies: past the last whole box, the tail one.
         let desc = match find(true) {
-            Some(tail) => {
-                let tail_param = self.descriptors[tail].param.clone();
-                let param = self.select_tail(op, t, &coords, box_dims[box_dims.len() - 2], &tail_param, &full.param)?;
-                tma::Descriptor { param, ..full }
-            }
+            Some(tail) => tma::Descriptor { param: self.select_tail(op, t, &coords, &box_dims, tail, &full.param)?, ..full },
             None => full,
         };
         let (col, outer) = self.tma_coords(op, &coords)?;
