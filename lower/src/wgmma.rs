@@ -116,11 +116,22 @@ pub(crate) enum AOperand<'a> {
     Regs(&'a AFrag),
 }
 
+/// What the first k step of an `nv.wgmma` does with the accumulator it is given.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Init {
+    /// Adds to it (scale-d = 1).
+    Accumulate,
+    /// Ignores it (scale-d = 0) and takes undefined registers, so nothing
+    /// is copied in before it: the accumulator is a zero splat.
+    Zero,
+    /// Ignores it (scale-d = 0) but takes its registers: a partial nothing
+    /// reads any more, whose registers the result reuses.
+    ZeroInPlace,
+}
+
 /// Emits the wgmma instructions of one `nv.wgmma`: for each k step, each
 /// m64 block of this warpgroup and each n block, one
-/// `wgmma.mma_async.m64nNkK`. Returns the updated accumulator. With
-/// `zero_init` the first k step ignores the accumulator (scale-d = 0) and
-/// takes undefined registers, so nothing is copied in before it.
+/// `wgmma.mma_async.m64nNkK`. Returns the updated accumulator.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn lower(
     em: &mut Emitter,
@@ -128,7 +139,7 @@ pub(crate) fn lower(
     a: &AOperand<'_>,
     b: &Operand<'_>,
     acc: &Frag,
-    zero_init: bool,
+    init: Init,
     smem16: &str,
     wg: Option<&str>,
 ) -> Result<Frag, Diagnostic> {
@@ -193,12 +204,12 @@ pub(crate) fn lower(
     let acc_ty = acc.chunk_type(em);
     let b_layout = if b.k_major { "col" } else { "row" };
     let mut chunks = acc.chunks.clone();
-    if zero_init {
+    if init == Init::Zero {
         let undef = em.assign("undef", format!("llvm.mlir.undef : {acc_ty}"));
         chunks.iter_mut().for_each(|c| *c = undef.clone());
     }
     for ks in 0..k / instr_k {
-        let scale_out = if zero_init && ks == 0 { "zero" } else { "one" };
+        let scale_out = if init != Init::Accumulate && ks == 0 { "zero" } else { "one" };
         let k0 = ks * instr_k;
         for r in 0..geom.m_blocks {
             for nb in 0..geom.n_blocks {

@@ -16,7 +16,10 @@ use crate::ir::{Body, ElemType, Layout, Op, TileType};
 /// implies. A is a buffer stage, or a register tile in the dot-operand
 /// layout of the accumulator's MMA layout (loaded by `nv.load_fragment`);
 /// B is always a buffer stage. Its result may be read only after an
-/// `nv.wgmma_wait` that takes it.
+/// `nv.wgmma_wait` that takes it. With `zero_init` the accumulator is not
+/// read: a zero splat, or a waited partial that nothing reads after this
+/// wgmma, whose registers the result then takes (so that ptxas gives the
+/// row blocks of a block-scaled tile one set of partial registers).
 pub(super) fn verify_wgmma(body: &Body, op: Op) -> Result<(), String> {
     let mma = Wgmma::of(body, op).ok_or("malformed 'nv.wgmma'")?;
     let a_value = body.value_type(mma.a(body));
@@ -37,8 +40,8 @@ pub(super) fn verify_wgmma(body: &Body, op: Op) -> Result<(), String> {
     };
     let b = &body.value_type(mma.b(body)).as_smem().expect("checked by the definition").tile;
     let c = body.value_type(mma.acc(body)).as_tile().expect("checked by the definition");
-    if mma.zero_init(body) && !is_zero_splat(body, mma.acc(body)) {
-        return Err("with 'zero_init' the accumulator must be a zero splat ('tile.constant 0.0'): it is not read".into());
+    if mma.zero_init(body) && !is_zero_splat(body, mma.acc(body)) && !dead_after(body, mma.acc(body), op) {
+        return Err("with 'zero_init' the accumulator must be a zero splat ('tile.constant 0.0') or a partial nothing reads after the wgmma: it is not read".into());
     }
     let Some(mma_layout @ Layout::Mma { instr_shape, .. }) = &c.layout else {
         return Err("the accumulator needs a '#tile.mma' layout".into());
@@ -70,6 +73,16 @@ pub(super) fn verify_wgmma(body: &Body, op: Op) -> Result<(), String> {
 fn is_zero_splat(body: &Body, v: crate::ir::Value) -> bool {
     let Some(def) = body.defining_op(v).and_then(|d| Constant::of(body, d)) else { return false };
     matches!(body.ops[def.op()].attrs.get("value"), Some(Attribute::Float(x, _)) if *x == 0.0)
+}
+
+/// Whether `v` is defined in `op`'s block before it, and every other op
+/// that reads `v` comes before `op` in that block.
+fn dead_after(body: &Body, v: crate::ir::Value, op: Op) -> bool {
+    let block = body.ops[op].parent;
+    let at = body.position_in_block(op);
+    let before = |o: Op| body.ops[o].parent == block && body.position_in_block(o) < at;
+    body.defining_op(v).is_some_and(before)
+        && body.ops.keys().all(|reader| reader == op || body.ops[reader].parent.is_none() || !body.ops[reader].operands.contains(&v) || before(reader))
 }
 
 /// `%r = nv.scale_accumulate %acc, %partial, %sa, %sb {row_block = R} : tensor<PxNxf32, P>, tensor<Mx1xf32, #tile.slice<dim = 1, parent = P>>, tensor<NBx1xf32, ...> -> tensor<MxNxf32, P>`

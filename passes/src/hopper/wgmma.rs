@@ -6,6 +6,7 @@
 
 use super::dot::{DotScales, StagedDot};
 use super::staging::rows_window;
+use crate::selection::SHARED_TILE_ACCUMULATORS;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
 use tilec_dialects::nv::{LoadFragment, LoadShared, MbarrierArrive, ScaleAccumulate, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
 use tilec_dialects::{Layout, Location};
@@ -219,6 +220,17 @@ struct BlockSplit {
     blocks: i64,
     /// The partial product of one block: the accumulator type, `block_size` along the axis.
     partial_type: Type,
+    /// Each row block's wgmma starts from the block promoted before it,
+    /// taking its registers (`zero_init` does not read them), where two
+    /// partials beside the running result would pass
+    /// [`SHARED_TILE_ACCUMULATORS`] registers a thread: with a fresh zero
+    /// each, ptxas gave every block's partial registers of its own and
+    /// 256x112 and 256x128 tiles over two consumers spilled. Where they
+    /// fit, fresh partials let a block's wgmma go out while the block
+    /// before it is promoted: reusing them made the swapped decode
+    /// kernels (256x16, 128x16) 0.8% slower
+    /// (measured: docs/evidence.md, hopper/wgmma.rs, BlockSplit::reuses_partials).
+    reuses_partials: bool,
 }
 
 impl BlockSplit {
@@ -245,8 +257,12 @@ impl BlockSplit {
         let splits = blocks > 1 && axis_allows && wait.values(body).len() == 1 && wgmma.a_stage(body).is_some() && wgmma.zero_init(body) && in_time;
         let mut shape = acc.shape.clone();
         shape[axis.dim()] = block_size;
+        // Registers a thread: a tile's elements over the layout's threads.
+        let threads = 32 * warps_per_cta.iter().map(|&w| i64::from(w)).product::<i64>();
+        let (running, partial) = (acc.shape.iter().product::<i64>() / threads, shape.iter().product::<i64>() / threads);
+        let reuses_partials = axis == Axis::Rows && running + 2 * partial > SHARED_TILE_ACCUMULATORS;
         let partial_type = Type::Tile(TileType { shape, elem: acc.elem, layout: acc.layout.clone() });
-        splits.then_some(BlockSplit { axis, wgmma, wait, block_size, blocks, partial_type })
+        splits.then_some(BlockSplit { axis, wgmma, wait, block_size, blocks, partial_type, reuses_partials })
     }
 
     fn apply(self, body: &mut Body, promotion: ScaleAccumulate) {
@@ -269,7 +285,9 @@ impl BlockSplit {
 
     /// Block 0 takes the whole tile's wgmma and wait; blocks 1.. follow the
     /// wait, each promoted before the next one's wgmma; the promotion
-    /// itself becomes the last block's.
+    /// itself becomes the last block's. Each block after the first starts
+    /// from a zero, or, where [`BlockSplit::reuses_partials`], from the
+    /// partial promoted before it.
     fn apply_rows(self, body: &mut Body, promotion: ScaleAccumulate, o: BlockOperands) {
         let BlockOperands { loc, a, a_stage, b: b_buffer, b_stage, attrs, scales, zero } = o;
 
@@ -289,7 +307,8 @@ impl BlockSplit {
             running = promote_part(&mut b, running, partial, scales, self.axis, block - 1);
             let window = block_window(&mut b, a, self.block_size, block, "a_block");
             WgmmaFence::build(&mut b, Attributes::new());
-            let d = Wgmma::build(&mut b, window, Some(a_stage), b_buffer, b_stage, zero, attrs.clone()).result(b.body);
+            let start = if self.reuses_partials { partial } else { zero };
+            let d = Wgmma::build(&mut b, window, Some(a_stage), b_buffer, b_stage, start, attrs.clone()).result(b.body);
             WgmmaCommit::build(&mut b, Attributes::new());
             partial = WgmmaWait::build(&mut b, &[d], 0, Attributes::new()).results(b.body)[0];
             partial = b.name(partial, "partial");

@@ -8,6 +8,7 @@ use super::epilogue::epilogue_for;
 use super::problem::{ceil_div, Machine, Problem};
 use super::scales::stages_and_scales;
 use super::smem::{buffers_filled, SmemLayout, split_k_blocks};
+use super::tiles::weighs_row_blocks;
 use super::waves::with_waves;
 
 /// One tile shape with the plain pipeline, its accumulators spread over
@@ -22,7 +23,7 @@ pub(super) fn tile_candidate(problem: &Problem, machine: &Machine, pins: &Pins, 
     let warpgroups = if registers(1).fit_alone() { 1 } else { 2 };
     // Two warpgroups split a tile by rows (MMA layouts hold whole
     // warpgroups along M), whole m64 blocks each.
-    if !registers(warpgroups).fit_shared() || bm % (64 * warpgroups) != 0 {
+    if !registers(warpgroups).fit_shared() || !weighs_row_blocks(pins, registers(warpgroups)) || bm % (64 * warpgroups) != 0 {
         return None;
     }
     let tiles = ceil_div(problem.m, bm) * ceil_div(problem.n, bn);

@@ -5,6 +5,7 @@ use super::candidate::{Candidate, Epilogue, Pins, Schedule};
 use super::epilogue::epilogue_for;
 use super::epilogue_forms::chunked_epilogue;
 use super::forms::{rescheduled, tile_candidate};
+use super::tiles::weighs_row_blocks;
 use super::problem::{Machine, Precision, Problem};
 use super::swap::consumer_holds_swapped_scales;
 use super::tall_tiles::prefers_tall_shared_tiles;
@@ -115,7 +116,7 @@ pub(super) fn warp_specialized(problem: &Problem, machine: &Machine, pins: &Pins
     // a lone warpgroup's in the plain pipeline).
     let rows = c.block_m / consumers;
     let registers = problem.precision.accumulator_registers(rows, c.block_n, 1);
-    let fits = if consumers == 1 { registers.fit_alone() } else { registers.fit_shared() } && consumer_holds_swapped_scales(problem, rows, c.block_n);
+    let fits = if consumers == 1 { registers.fit_alone() } else { registers.fit_shared() && weighs_row_blocks(pins, registers) } && consumer_holds_swapped_scales(problem, rows, c.block_n);
     if c.block_m % (64 * consumers) != 0 || !fits {
         return None;
     }
