@@ -34,6 +34,7 @@ EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
 GROUPED = "docs/benchmarks/checks/2026-11-29-h200-grouped.json"
 SEQUENCE = "docs/benchmarks/pdl/2026-11-30-h200-sequence-swapped-m"
+DEEPGEMM = "docs/benchmarks/anchors/2026-12-01-h200-deepgemm-vs-tilec.json"
 
 
 def load(path):
@@ -102,6 +103,14 @@ def checked_rows(path, kernel):
     return out
 
 
+def anchor(path, group):
+    """tilec's and DeepGEMM's geometric means over one group of an anchor record
+    (tilec-anchor-deepgemm/1, scripts/anchors/compare-deepgemm.py)."""
+    g = load(path)["summary"][group]
+    return (f"tilec {g['tilec_over_per_tensor']:.3f}, DeepGEMM {g['deepgemm_over_per_tensor']:.3f}; "
+            f"of the roofline tilec {g['tilec_roofline']:.3f}, DeepGEMM {g['deepgemm_roofline']:.3f}")
+
+
 def summary(ratios, named=()):
     """`G, lowest L (shape)` and `(S: r, ...)` for the shapes named; one shape's ratio alone."""
     if not ratios:
@@ -146,6 +155,8 @@ def rows():
         ("FP8 block-scaled + per-token FP8 quantisation (`examples/gemm_fp8_quantize.tile`), the six M = 4096 shapes, vs cuBLASLt block-scaled + a quantisation kernel", summary(bench(QUANTIZE, "cublaslt-fp8-block+nvrtc-quantize", pick)), QUANTIZE),
         ("A transformer layer's four BF16 GEMMs back to back (`tilec-bench --sequence`, four layers), programmatic dependent launch on over off", ", ".join(summary(sequence(f"{SEQUENCE}{m}.json", "tilec+pdl", "tilec")) for m in (8, 64, 4096)), SEQUENCE + "{8,64,4096}.json"),
         ("the same with programmatic launch, vs cuBLAS over the same sequence", ", ".join(summary(sequence(f"{SEQUENCE}{m}.json", "tilec+pdl", "cublas")) for m in (8, 64, 4096)), "same"),
+        ("FP8 block-scaled, the 12 benchmark shapes with M = 64 and 128, beside DeepGEMM (commit 83aa960, built and run on the same machine, `scripts/anchors/`), each vs cuBLASLt per-tensor FP8 in its own run", anchor(DEEPGEMM, "m_64_128"), DEEPGEMM),
+        ("the same at M = 4096 (the six shapes and 4096^3)", anchor(DEEPGEMM, "m_4096"), "same"),
         ("FP8 block-scaled + bias + ReLU, vs cuBLASLt per-tensor FP8 + an element-wise kernel", summary(bench(EPILOGUE + "fp8-bias-relu-4096.json", "cublaslt-fp8+nvrtc-epilogue"), ["4096x4096x4096"]), EPILOGUE + "fp8-bias-relu-4096.json"),
     ]
 

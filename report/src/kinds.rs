@@ -8,11 +8,13 @@
 //! and a `table`, then a variant here and a line in [`known_schemas`],
 //! [`AnyReport::from_json`], [`AnyReport::schema`] and [`AnyReport::table`].
 
+pub mod anchor;
 pub mod bench_results;
 pub mod calibration;
 pub mod checks;
 pub mod cli_robustness;
 pub mod compile_time;
+pub mod deepgemm;
 pub mod fuzz;
 pub mod fuzz_sanitize;
 pub mod grouped;
@@ -48,6 +50,8 @@ pub fn known_schemas() -> Vec<&'static str> {
         cli_robustness::SCHEMA,
         seeded_bugs::SCHEMA,
         sequence::SCHEMA,
+        deepgemm::SCHEMA,
+        anchor::SCHEMA,
     ]);
     v
 }
@@ -86,6 +90,10 @@ pub enum AnyReport {
     SeededBugs(Box<seeded_bugs::SeededBugs>),
     /// `tilec-bench-sequence/1`.
     Sequence(Box<sequence::SequenceReport>),
+    /// `tilec-deepgemm-run/1`.
+    DeepGemm(Box<deepgemm::DeepGemmRun>),
+    /// `tilec-anchor-deepgemm/1`.
+    Anchor(Box<anchor::Anchor>),
 }
 
 /// Why a report could not be loaded.
@@ -160,6 +168,8 @@ impl AnyReport {
             cli_robustness::SCHEMA => parse(s).map(AnyReport::CliRobustness),
             seeded_bugs::SCHEMA => parse(s).map(AnyReport::SeededBugs),
             sequence::SCHEMA => parse(s).map(AnyReport::Sequence),
+            deepgemm::SCHEMA => parse(s).map(AnyReport::DeepGemm),
+            anchor::SCHEMA => parse(s).map(AnyReport::Anchor),
             other => return Err(LoadError::UnknownSchema(format!("schema `{other}` is not one tilec-report reads ({reads})"))),
         };
         report.map_err(bad)
@@ -187,6 +197,8 @@ impl AnyReport {
             AnyReport::CliRobustness(r) => &r.schema,
             AnyReport::SeededBugs(r) => &r.schema,
             AnyReport::Sequence(r) => &r.schema,
+            AnyReport::DeepGemm(r) => &r.schema,
+            AnyReport::Anchor(r) => &r.schema,
         }
     }
     /// The report's tables, as `tilec-report table` prints them: for a GEMM
@@ -209,6 +221,8 @@ impl AnyReport {
             AnyReport::CliRobustness(r) => r.table(),
             AnyReport::SeededBugs(r) => r.table(),
             AnyReport::Sequence(r) => r.table(),
+            AnyReport::DeepGemm(r) => r.table(),
+            AnyReport::Anchor(r) => r.table(),
         }
     }
 }

@@ -700,3 +700,34 @@ fn a_sequence_report_gives_per_round_ratios_flops_and_its_table() {
     assert!(table.contains("programmatic launch on over off: 2.000x"), "{table}");
     assert!(table.lines().any(|l| l.starts_with("cublas") && l.ends_with("FAIL")), "{table}");
 }
+
+/// A DeepGEMM run's table gives each shape's median, the per-tensor
+/// baseline's, DeepGEMM's speed over it and the profiled time; a field
+/// its writer does not emit is refused.
+#[test]
+fn a_deepgemm_run_tabulates_its_shapes() {
+    use crate::kinds::AnyReport;
+    let json = r#"{"schema": "tilec-deepgemm-run/1", "gpu": "NVIDIA H200", "torch": "2.11.0", "versions": "DeepGEMM 83aa960, CUTLASS eefa171", "deep_gemm_sms": 132,
+      "records": [{"m": 64, "n": 2112, "k": 7168, "config": "64x16x128 stages=8 multicast=1", "check": "pass",
+        "events_ms": {"deepgemm": 0.0122, "cublaslt_per_tensor": 0.0112}, "events_samples_ms": {"deepgemm": [0.0122]}, "kineto_ms": 0.0107}]}"#;
+    let table = AnyReport::from_json(json).unwrap().table();
+    let row = table.lines().find(|l| l.starts_with("64x2112x7168")).expect("the shape's row");
+    assert!(row.contains("0.0122") && row.contains("0.0112") && row.contains("0.918") && row.contains("0.0107") && row.contains("pass"), "{row}");
+    assert!(AnyReport::from_json(&json.replace("\"deep_gemm_sms\"", "\"sms\"")).is_err());
+}
+
+/// An anchor comparison's table gives both ratios a shape and each
+/// group's geometric means.
+#[test]
+fn an_anchor_comparison_tabulates_both_kernels() {
+    use crate::kinds::AnyReport;
+    let json = r#"{"schema": "tilec-anchor-deepgemm/1", "gpu": "NVIDIA H200", "torch": "2.11.0", "tilec_set": "the FP8 picks",
+      "summary": {"m_64_128": {"shapes": 1, "tilec_over_per_tensor": 0.95, "deepgemm_over_per_tensor": 0.919, "tilec_roofline": 0.258, "deepgemm_roofline": 0.271}},
+      "records": [{"m": 64, "n": 2112, "k": 7168, "tilec_config": "64x64x128", "deepgemm_config": "64x16x128", "tilec_ms": 0.0128, "tilec_per_tensor_ms": 0.0122,
+        "deepgemm_ms": 0.0122, "deepgemm_per_tensor_ms": 0.0112, "tilec_over_per_tensor": 0.95, "deepgemm_over_per_tensor": 0.919, "tilec_roofline": 0.258,
+        "deepgemm_roofline": 0.271, "deepgemm_kineto_tflops": 181.0, "ncu_tilec_us": 11.14, "ncu_deepgemm_us": 10.4, "deepgemm_published_h800_tflops": 206}]}"#;
+    let table = AnyReport::from_json(json).unwrap().table();
+    let row = table.lines().find(|l| l.starts_with("64x2112x7168")).expect("the shape's row");
+    assert!(row.contains("0.950") && row.contains("0.919") && row.contains("11.1") && row.contains("10.4"), "{row}");
+    assert!(table.contains("m_64_128 (1 shapes): tilec 0.950 DeepGEMM 0.919"), "{table}");
+}
