@@ -50,7 +50,9 @@ for name in ${names[*]}; do
   (cd "\$name" && OUT="\$work/\$name" SWEEP_NAME="\$name" timeout "\${SWEEP_SECONDS:-300}" bash run-sweep.sh >"\$work/\$name/run.txt" 2>&1)
   echo "\$name: rc=\$?"
   # A sweep cut at its cap leaves its current kernel running: stop it before the next times anything.
-  pkill -f 'bin/tilec-(bench|gpu-test)' || true
+  # Only the binaries, whose command lines start with bin/: unanchored, the pattern also matched
+  # the shell of a GPU call whose command line named them, and killed the call.
+  pkill -f '^bin/tilec-(bench|gpu-test) ' || true
   tar czf "\$out/sweeps.tgz" -C "\$work" .
 done
 EOF
