@@ -1607,10 +1607,12 @@ impl<'a> Lowerer<'a> {
         let t = self.thread.as_ref().expect("prologue written");
         // Only warpgroups sharing one tile split it by the CTA-wide index.
         let wg = if acc.geom.warpgroups > 1 { t.wg.as_deref() } else { None };
-        let init = match (mma.zero_init(body), body.defining_op(acc_value).and_then(|d| tile::Constant::of(body, d))) {
-            (false, _) => wgmma::Init::Accumulate,
-            (true, Some(_)) => wgmma::Init::Zero,
-            (true, None) => wgmma::Init::ZeroInPlace,
+        let init = if !mma.zero_init(body) {
+            wgmma::Init::Accumulate
+        } else if nv::mma::is_zero_splat(body, acc_value) {
+            wgmma::Init::Zero
+        } else {
+            wgmma::Init::ZeroInPlace
         };
         let r = wgmma::lower(&mut self.em, &loc, &a, &b, &acc, init, &t.smem16, wg)?;
         self.vals.insert(result, Lv::Frag(r));

@@ -70,7 +70,8 @@ pub(super) fn verify_wgmma(body: &Body, op: Op) -> Result<(), String> {
     Ok(())
 }
 
-fn is_zero_splat(body: &Body, v: crate::ir::Value) -> bool {
+/// Whether `v` is a zero splat (`tile.constant 0.0`).
+pub fn is_zero_splat(body: &Body, v: crate::ir::Value) -> bool {
     let Some(def) = body.defining_op(v).and_then(|d| Constant::of(body, d)) else { return false };
     matches!(body.ops[def.op()].attrs.get("value"), Some(Attribute::Float(x, _)) if *x == 0.0)
 }

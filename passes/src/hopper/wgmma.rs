@@ -6,7 +6,7 @@
 
 use super::dot::{DotScales, StagedDot};
 use super::staging::rows_window;
-use crate::selection::SHARED_TILE_ACCUMULATORS;
+use crate::selection::Precision;
 use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, TileType, Type, Value};
 use tilec_dialects::nv::{LoadFragment, LoadShared, MbarrierArrive, ScaleAccumulate, Wgmma, WgmmaCommit, WgmmaFence, WgmmaWait};
 use tilec_dialects::{Layout, Location};
@@ -222,8 +222,8 @@ struct BlockSplit {
     partial_type: Type,
     /// Each row block's wgmma starts from the block promoted before it,
     /// taking its registers (`zero_init` does not read them), where two
-    /// partials beside the running result would pass
-    /// [`SHARED_TILE_ACCUMULATORS`] registers a thread: with a fresh zero
+    /// partials beside the running result would not fit a warpgroup's
+    /// accumulators (`AccumulatorRegisters::fit_two_partials`): with a fresh zero
     /// each, ptxas gave every block's partial registers of its own and
     /// 256x112 and 256x128 tiles over two consumers spilled. Where they
     /// fit, fresh partials let a block's wgmma go out while the block
@@ -257,10 +257,9 @@ impl BlockSplit {
         let splits = blocks > 1 && axis_allows && wait.values(body).len() == 1 && wgmma.a_stage(body).is_some() && wgmma.zero_init(body) && in_time;
         let mut shape = acc.shape.clone();
         shape[axis.dim()] = block_size;
-        // Registers a thread: a tile's elements over the layout's threads.
-        let threads = 32 * warps_per_cta.iter().map(|&w| i64::from(w)).product::<i64>();
-        let (running, partial) = (acc.shape.iter().product::<i64>() / threads, shape.iter().product::<i64>() / threads);
-        let reuses_partials = axis == Axis::Rows && running + 2 * partial > SHARED_TILE_ACCUMULATORS;
+        let warpgroups = warps_per_cta.iter().map(|&w| i64::from(w)).product::<i64>() / 4;
+        let registers = Precision::Fp8BlockScaled.accumulator_registers(acc.shape[0], acc.shape[1], warpgroups);
+        let reuses_partials = axis == Axis::Rows && !registers.fit_two_partials();
         let partial_type = Type::Tile(TileType { shape, elem: acc.elem, layout: acc.layout.clone() });
         splits.then_some(BlockSplit { axis, wgmma, wait, block_size, blocks, partial_type, reuses_partials })
     }

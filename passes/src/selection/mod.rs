@@ -88,7 +88,7 @@ pub use alternatives::alternatives;
 pub use candidate::{Candidate, Config, Epilogue, PieceOrder, Pins, Schedule, Scales, SplitReduce};
 pub use checks::{check_pin, check_pins, check_shape};
 pub use clusters::clustered_alternatives;
-pub use problem::{AccumulatorRegisters, Machine, Precision, Problem, SHARED_TILE_ACCUMULATORS};
+pub use problem::{AccumulatorRegisters, Machine, Precision, Problem};
 pub(crate) use problem::ceil_div;
 pub use rank::{choose, rank};
 pub use smem::{SmemLayout, MAX_STAGES, STAGES_LIMIT};

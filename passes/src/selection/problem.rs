@@ -56,7 +56,7 @@ pub struct AccumulatorRegisters {
 /// The most accumulator registers a thread of a warpgroup that shares a
 /// tile holds, the running result and a partial together, of a consumer's
 /// 232 ([`AccumulatorRegisters::fit_shared`]).
-pub const SHARED_TILE_ACCUMULATORS: i64 = 192;
+const SHARED_TILE_ACCUMULATORS: i64 = 192;
 
 impl AccumulatorRegisters {
     /// Within what a thread of a warpgroup that shares a tile may hold: a
@@ -76,6 +76,17 @@ impl AccumulatorRegisters {
     /// promotion with the other's wgmma.
     pub fn fit_alone(self) -> bool {
         self.total <= 128
+    }
+
+    /// The partial product's registers: one m64 row block's (none in BF16).
+    pub fn partial(self) -> i64 {
+        self.total - self.running
+    }
+
+    /// Whether the running result and two row blocks' partials, each in
+    /// registers of its own, fit what a warpgroup sharing a tile holds.
+    pub fn fit_two_partials(self) -> bool {
+        self.running + 2 * self.partial() <= SHARED_TILE_ACCUMULATORS
     }
 }
 

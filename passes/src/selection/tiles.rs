@@ -33,7 +33,7 @@ pub(super) fn promotes_by_row_blocks(c: &Config) -> bool {
 /// promotions in series, predicts them faster
 /// (measured: docs/evidence.md, selection/tiles.rs, weighs_row_blocks).
 pub(super) fn weighs_row_blocks(pins: &Pins, registers: AccumulatorRegisters) -> bool {
-    let one_row_block = registers.total - registers.running == registers.running;
+    let one_row_block = registers.partial() == registers.running;
     pins.block_m.is_some() || one_row_block || registers.total <= ROW_BLOCK_REGISTERS
 }
 
