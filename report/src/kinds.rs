@@ -22,6 +22,7 @@ pub mod judge;
 pub mod measurements;
 pub mod seeded_bugs;
 pub mod sequence;
+pub mod stream_ceiling;
 pub mod tp;
 pub mod tuning;
 
@@ -52,6 +53,7 @@ pub fn known_schemas() -> Vec<&'static str> {
         sequence::SCHEMA,
         deepgemm::SCHEMA,
         anchor::SCHEMA,
+        stream_ceiling::SCHEMA,
     ]);
     v
 }
@@ -94,6 +96,8 @@ pub enum AnyReport {
     DeepGemm(Box<deepgemm::DeepGemmRun>),
     /// `tilec-anchor-deepgemm/1`.
     Anchor(Box<anchor::Anchor>),
+    /// `tilec-stream-ceiling/1`.
+    StreamCeiling(Box<stream_ceiling::StreamCeiling>),
 }
 
 /// Why a report could not be loaded.
@@ -170,6 +174,7 @@ impl AnyReport {
             sequence::SCHEMA => parse(s).map(AnyReport::Sequence),
             deepgemm::SCHEMA => parse(s).map(AnyReport::DeepGemm),
             anchor::SCHEMA => parse(s).map(AnyReport::Anchor),
+            stream_ceiling::SCHEMA => parse(s).map(AnyReport::StreamCeiling),
             other => return Err(LoadError::UnknownSchema(format!("schema `{other}` is not one tilec-report reads ({reads})"))),
         };
         report.map_err(bad)
@@ -199,6 +204,7 @@ impl AnyReport {
             AnyReport::Sequence(r) => &r.schema,
             AnyReport::DeepGemm(r) => &r.schema,
             AnyReport::Anchor(r) => &r.schema,
+            AnyReport::StreamCeiling(r) => &r.schema,
         }
     }
     /// The report's tables, as `tilec-report table` prints them: for a GEMM
@@ -223,6 +229,7 @@ impl AnyReport {
             AnyReport::Sequence(r) => r.table(),
             AnyReport::DeepGemm(r) => r.table(),
             AnyReport::Anchor(r) => r.table(),
+            AnyReport::StreamCeiling(r) => r.table(),
         }
     }
 }

@@ -731,3 +731,21 @@ fn an_anchor_comparison_tabulates_both_kernels() {
     assert!(row.contains("0.950") && row.contains("0.919") && row.contains("11.1") && row.contains("10.4"), "{row}");
     assert!(table.contains("m_64_128 (1 shapes): tilec 0.950 DeepGEMM 0.919"), "{table}");
 }
+
+/// A stream-ceiling run's table gives each shape's roofline, the faster
+/// copy, the vendor and an empty launch with the fractions, and each
+/// dtype's means; a field its writer does not emit is refused.
+#[test]
+fn a_stream_ceiling_run_tabulates_the_fastest_copy() {
+    use crate::kinds::AnyReport;
+    let json = r#"{"schema": "tilec-stream-ceiling/1", "gpu": "NVIDIA H200", "torch": "2.11.0", "triton": "3.5.0", "hbm_bytes_per_s": 4.8e12,
+      "summary": {"fp8": {"shapes": 1, "copy_roofline": 0.414, "vendor_roofline": 0.29, "bound_roofline": 0.5}},
+      "records": [{"m": 64, "n": 2112, "k": 7168, "dtype": "fp8", "read_bytes": 15600000, "written_bytes": 270336, "roofline_ms": 0.0033,
+        "events_ms": {"copy_2048": 0.0080, "copy_8192": 0.0091, "cublaslt_per_tensor": 0.0114, "empty": 0.0033},
+        "copy_roofline": 0.414, "vendor_roofline": 0.29, "bound_roofline": 0.5}]}"#;
+    let table = AnyReport::from_json(json).unwrap().table();
+    let row = table.lines().find(|l| l.starts_with("64x2112x7168")).expect("the shape's row");
+    assert!(row.contains(" 8.0 ") && row.contains("11.4") && row.contains("0.414") && row.contains("0.500"), "{row}");
+    assert!(table.contains("fp8 (1 shapes): copy 0.414 vendor 0.290 bound 0.500"), "{table}");
+    assert!(AnyReport::from_json(&json.replace("\"triton\"", "\"compiler\"")).is_err());
+}

@@ -5,7 +5,8 @@
 #   .device/deepgemm/deepgemm.tar.xz       DeepGEMM's Python package at $DEEPGEMM_COMMIT, with
 #                                          the CUTLASS headers its submodule pins (it compiles
 #                                          its kernels with nvcc at run time)
-#   .device/deepgemm/deepgemm_anchor.py    the harness (scripts/anchors/deepgemm_anchor.py)
+#   .device/deepgemm/deepgemm_anchor.py    the harness (scripts/anchors/deepgemm_anchor.py, with
+#                                          event_timing.py, the timing it shares)
 #   .device/deepgemm/run-deepgemm.sh       scripts/anchors/run-deepgemm.sh
 #   .device/deepgemm/shapes.txt            the shapes, MxNxK a line
 #
@@ -34,6 +35,6 @@ mv "$work/include/cute" "$work/include/cutlass" "$work/deep_gemm/include/"
 tar -cJf "$dest/deepgemm.tar.xz" -C "$work" deep_gemm
 printf 'DeepGEMM %s, CUTLASS %s\n' "$(git -C "$DEEPGEMM_GIT" rev-parse "$DEEPGEMM_COMMIT")" "$cutlass" >"$dest/versions.txt"
 
-cp "$root/scripts/anchors/deepgemm_anchor.py" "$root/scripts/anchors/run-deepgemm.sh" "$dest/"
+cp "$root/scripts/anchors/deepgemm_anchor.py" "$root/scripts/anchors/event_timing.py" "$root/scripts/anchors/run-deepgemm.sh" "$dest/"
 grep -v '^#' "$shapes" | awk 'NF { print $1 }' >"$dest/shapes.txt"
 echo "built $dest: $(wc -l <"$dest/shapes.txt") shapes, $(du -sh "$dest" | cut -f1)"

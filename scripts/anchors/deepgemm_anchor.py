@@ -25,17 +25,15 @@ usage: deepgemm_anchor.py [--compile-only | --launch-only] [--rounds N] [--json 
 """
 import argparse
 import json
-import statistics
 import sys
 
 import torch
 
 import deep_gemm
+from event_timing import ROTATION_BYTES, time_events
 from deep_gemm.jit_kernels.gemm import get_best_configs
 
 BLOCK = 128
-# Bytes the rotated input sets fill at least: past the L2 (50 MB) twice.
-ROTATION_BYTES = 120 << 20
 
 
 def parse_shape(text):
@@ -122,40 +120,6 @@ def block_scaled_runs(ops):
     ref = ops.reference()
     err = ((got - ref).norm() / ref.norm()).item()
     return None if err < 1e-2 else f"relative error {err:.3e}"
-
-
-def time_events(sets, contenders, rounds):
-    """Median ms of each contender's single calls, rounds interleaved, each
-    call on the next input set; the stream is held by a sleep kernel while
-    the host enqueues a batch, so host launch time stays out."""
-    names = list(contenders)
-    times = {name: [] for name in names}
-    call = 0
-    for _ in range(3):
-        for name in names:
-            contenders[name](sets[call % len(sets)])
-            call += 1
-    torch.cuda.synchronize()
-    batch = 10
-    done = 0
-    while done < rounds:
-        n = min(batch, rounds - done)
-        marks = []
-        torch.cuda._sleep(int(2e6 + 5e5 * n * len(names)))
-        for r in range(n):
-            order = names if (done + r) % 2 == 0 else names[::-1]
-            for name in order:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                contenders[name](sets[call % len(sets)])
-                end.record()
-                call += 1
-                marks.append((name, start, end))
-        torch.cuda.synchronize()
-        for name, start, end in marks:
-            times[name].append(start.elapsed_time(end))
-        done += n
-    return {name: statistics.median(t) for name, t in times.items()}, times
 
 
 def main():
