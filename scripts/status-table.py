@@ -35,6 +35,7 @@ QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
 GROUPED = "docs/benchmarks/checks/2026-11-29-h200-grouped.json"
 SEQUENCE = "docs/benchmarks/pdl/2026-11-30-h200-sequence-swapped-m"
 DEEPGEMM = "docs/benchmarks/anchors/2026-12-01-h200-deepgemm-vs-tilec.json"
+STREAM_CEILING = "docs/benchmarks/anchors/2026-12-01-h200-stream-ceiling-small-m.json"
 
 
 def load(path):
@@ -111,6 +112,14 @@ def anchor(path, group):
             f"of the roofline tilec {g['tilec_roofline']:.3f}, DeepGEMM {g['deepgemm_roofline']:.3f}")
 
 
+def ceiling(path):
+    """What a copy of the shapes' bytes and the vendor's GEMMs reach of the roofline, by
+    dtype (tilec-stream-ceiling/1, scripts/anchors/stream_ceiling.py)."""
+    g = load(path)["summary"]
+    return "; ".join(f"{name}: copy {g[d]['copy_roofline']:.3f}, {vendor} {g[d]['vendor_roofline']:.3f}"
+                     for d, name, vendor in (("fp8", "FP8", "cuBLASLt per-tensor"), ("bf16", "BF16", "cuBLAS")))
+
+
 def summary(ratios, named=()):
     """`G, lowest L (shape)` and `(S: r, ...)` for the shapes named; one shape's ratio alone."""
     if not ratios:
@@ -157,6 +166,7 @@ def rows():
         ("the same with programmatic launch, vs cuBLAS over the same sequence", ", ".join(summary(sequence(f"{SEQUENCE}{m}.json", "tilec+pdl", "cublas")) for m in (8, 64, 4096)), "same"),
         ("FP8 block-scaled, the 12 benchmark shapes with M = 64 and 128, beside DeepGEMM (commit 83aa960, built and run on the same machine, `scripts/anchors/`), each vs cuBLASLt per-tensor FP8 in its own run", anchor(DEEPGEMM, "m_64_128"), DEEPGEMM),
         ("the same at M = 4096 (the six shapes and 4096^3)", anchor(DEEPGEMM, "m_4096"), "same"),
+        ("The same 12 shapes' bytes alone (A, B, C and the scales) moved by a copy kernel in a single call, and the vendor's GEMM, each timed the same way: the fraction of the HBM roofline a call that computes nothing reaches", ceiling(STREAM_CEILING), STREAM_CEILING),
         ("FP8 block-scaled + bias + ReLU, vs cuBLASLt per-tensor FP8 + an element-wise kernel", summary(bench(EPILOGUE + "fp8-bias-relu-4096.json", "cublaslt-fp8+nvrtc-epilogue"), ["4096x4096x4096"]), EPILOGUE + "fp8-bias-relu-4096.json"),
     ]
 

@@ -81,6 +81,11 @@ pub struct Calibration {
     /// Seconds of one wait of split-K's workspace reduction for L2: the
     /// arrival count's atomic, or a group of parked slots read back.
     pub workspace_round_trip_s: f64,
+    /// Seconds the CTAs of a split tile's cluster take to meet and hand
+    /// their partial tiles over through distributed shared memory, besides
+    /// the bytes: the cluster barriers before and after the reads, once
+    /// each turn of an SM ends a tile.
+    pub cluster_handover_s: f64,
     /// The share of stream-K's operand reads that miss L2: its CTAs start
     /// their pieces at spread K offsets, so the CTAs that read the same
     /// rows of A or B seldom read them at the same time.
@@ -116,6 +121,7 @@ impl Calibration {
         direct_store_bytes_per_s: 40e9,
         partial_bytes_per_s: 40e9,
         workspace_round_trip_s: 0.7e-6,
+        cluster_handover_s: 0.5e-6,
         stream_k_miss_share: 0.5,
         overlap_exponent: 4.0,
         launch_s: 4e-6,
@@ -143,6 +149,7 @@ impl Calibration {
             self.direct_store_bytes_per_s,
             self.partial_bytes_per_s,
             self.workspace_round_trip_s,
+            self.cluster_handover_s,
             self.stream_k_miss_share,
             self.overlap_exponent,
             self.launch_s,
@@ -171,14 +178,15 @@ impl Calibration {
             direct_store_bytes_per_s: v[16],
             partial_bytes_per_s: v[17],
             workspace_round_trip_s: v[18],
-            stream_k_miss_share: v[19],
-            overlap_exponent: v[20],
-            launch_s: v[21],
+            cluster_handover_s: v[19],
+            stream_k_miss_share: v[20],
+            overlap_exponent: v[21],
+            launch_s: v[22],
         }
     }
 
     /// The constants' names, as the calibration file spells them.
-    pub const NAMES: [&'static str; 22] = [
+    pub const NAMES: [&'static str; 23] = [
         "mma_efficiency_pipeline",
         "mma_efficiency_pipeline_two_warpgroups",
         "mma_efficiency_one_consumer",
@@ -198,6 +206,7 @@ impl Calibration {
         "direct_store_bytes_per_s",
         "partial_bytes_per_s",
         "workspace_round_trip_s",
+        "cluster_handover_s",
         "stream_k_miss_share",
         "overlap_exponent",
         "launch_s",
@@ -671,6 +680,9 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
             SplitReduce::Spread => (ctas_per_sm + 3.0 + 1.0 / splits as f64, 3 + splits),
         };
         reduction += tiles_moved * bm * bn * PARTIAL_BYTES / cal.partial_bytes_per_s + round_trips as f64 * cal.workspace_round_trip_s;
+        if c.split_reduce == SplitReduce::Cluster {
+            reduction += ctas_per_sm * cal.cluster_handover_s;
+        }
     }
 
     let store_rate = match c.epilogue {

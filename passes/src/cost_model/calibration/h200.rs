@@ -10,6 +10,33 @@
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-widths.json`
 //! - `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-seed5.json`
 //! - `docs/benchmarks/cost-model/2026-11-30-h200-train-bf16-column-halves.json`
+//!
+//! then cluster_handover_s refitted (`--free`), the others held, on:
+//! + `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-prior-model.json`
+//! + `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-rules.json`
+//! + `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-seed5.json`
+//! + `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-workspace.json`
+//! + `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-ws-split-a.json`
+//! + `docs/benchmarks/cost-model/2026-11-29-h200-train-bf16-ws-split-b.json`
+//! + `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-rules.json`
+//! + `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-widths.json`
+//! + `docs/benchmarks/cost-model/2026-11-29-h200-train-fp8-ws-split.json`
+//! + `docs/benchmarks/cost-model/2026-11-29-h200-train-smallm-before.json`
+//! + `docs/benchmarks/cost-model/2026-11-29-h200-train-smallm-fitted.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-bf16-clustered-splits.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-bf16-column-halves-b.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-bf16-column-halves-splits.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-bf16-column-halves.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-bf16-deep-k-top8.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-bf16-seed7-splits.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-bf16-seed8-top8.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-bf16-short-k-deep-k-top8.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-bf16-spread-top8.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-fp8-clustered-splits.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-fp8-seed8-top8.json`
+//! + `docs/benchmarks/cost-model/2026-11-30-h200-train-fp8-spread-top8.json`
+//! + `docs/benchmarks/cost-model/2026-12-01-h200-train-bf16-short-k-seed41.json`
+//! + `docs/benchmarks/cost-model/2026-12-01-h200-train-fp8-decode-seed20-top8.json`
 
 use crate::cost_model::Calibration;
 
@@ -34,6 +61,7 @@ pub const H200: Calibration = Calibration {
     direct_store_bytes_per_s: 1.6890485728500792e10,
     partial_bytes_per_s: 7.238950065073691e10,
     workspace_round_trip_s: 3.674359278976697e-7,
+    cluster_handover_s: 2.9442e-7,
     stream_k_miss_share: 5.56758161056251e-1,
     overlap_exponent: 5.679885378354265e0,
     launch_s: 4.571244391319875e-6,
