@@ -30,6 +30,7 @@ FRESH_SEED16 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed16.j
 FRESH_SEED33 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed33.json"
 FRESH_SEED51 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed51.json"
 FRESH_SEED87 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed87.json"
+FRESH_DECODE_SEED21 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-decode-seed21.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
 GROUPED = "docs/benchmarks/checks/2026-11-29-h200-grouped.json"
@@ -155,6 +156,8 @@ def rows():
         ("BF16 decode sizes, M 1 to 16 (`draw-shapes.py --decode --seed 4`, 24 shapes), vs the faster of cuBLAS and cuBLASLt", summary(bf16("decode")), COST_MODEL_BF16),
         ("FP8 block-scaled, the same decode sizes, vs cuBLASLt per-tensor FP8", summary(fp8("decode", "per-tensor")) if fp8("decode", "per-tensor") else "not judged: the current picks were not timed", COST_MODEL_FP8),
         (f"the same against cuBLASLt block-scaled, on the {len(fp8('decode', 'block-scaled'))} of them it runs (it refuses the rest)", summary(fp8("decode", "block-scaled")), "same"),
+        ("BF16, 60 fresh decode sizes (`draw-shapes.py --decode --seed 21`, drawn after the cluster hand-over term), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED21, "bf16", "fresh-decode-seed21", "cublas")), FRESH_DECODE_SEED21),
+        ("FP8 block-scaled, the same 60, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_DECODE_SEED21, "fp8", "fresh-decode-seed21", "per-tensor")) + f"; {geomean(list(judged(FRESH_DECODE_SEED21, 'fp8', 'fresh-decode-seed21', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_DECODE_SEED21, 'fp8', 'fresh-decode-seed21', 'block-scaled'))} it runs", "same"),
         ("BF16 GEMM + bias + GELU (`examples/gemm_bias_gelu.tile`), the 20 benchmark shapes, vs cuBLASLt `GELU_BIAS`", summary(bench(EPILOGUE + "bias-gelu-picks.json", "cublaslt-gelu-bias", pick)), EPILOGUE + "bias-gelu-picks.json"),
         ("the same against the plain BF16 pick (its time over the fused one's, runs back to back)", summary(fused_vs_plain, ["4096x4096x4096", "8192x8192x8192"]), EPILOGUE + "fused-vs-plain.json"),
         ("BF16 GEMM + residual (`examples/gemm_residual.tile`), the 20 shapes, vs cuBLASLt's `beta C`", summary(bench(EPILOGUE + "residual-picks.json", "cublaslt-residual", pick)), EPILOGUE + "residual-picks.json"),
