@@ -655,18 +655,21 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     let ctas_per_sm = ceil_div(ctas, (slots / resident).max(1)) as f64;
 
     // Split-K: through a cluster, each CTA but one hands its partial tile
-    // over and the first adds them; through a workspace, each CTA parks its
-    // tile as it ends (every turn of the busiest SM parks one) and the last
-    // of a tile's CTAs reads them all back, or, spread, every CTA reads its
-    // share of them all and stores its share's sums, and the last reads
-    // the summed tile.
+    // over and the first adds them, the cluster's CTAs meeting before and
+    // after the reads (each turn of the busiest SM ends a tile); through a
+    // workspace, each CTA parks its tile as it ends (every turn of the
+    // busiest SM parks one) and the last of a tile's CTAs reads them all
+    // back, or, spread, every CTA reads its share of them all and stores
+    // its share's sums, and the last reads the summed tile. Besides the
+    // tiles moved, each waits: for the cluster, or for L2 round trips.
     if splits > 1 {
-        let (tiles_moved, round_trips) = match c.split_reduce {
-            SplitReduce::Cluster => (2.0 * (splits - 1) as f64, 0),
+        let round_trips = |n: i64| n as f64 * cal.workspace_round_trip_s;
+        let (tiles_moved, waits) = match c.split_reduce {
+            SplitReduce::Cluster => (2.0 * (splits - 1) as f64, ctas_per_sm * cal.cluster_handover_s),
             // The count's atomic, then the slots a group at a time.
             SplitReduce::Workspace => {
                 let values = c.block_m * c.block_n / (32 * c.num_warps);
-                (ctas_per_sm + splits as f64, 1 + splits / slots_in_flight(values, splits))
+                (ctas_per_sm + splits as f64, round_trips(1 + splits / slots_in_flight(values, splits)))
             }
             // The park, the share's reads of every slot (a tile in all, at
             // about half the last split's rate: all the tile's CTAs read at
@@ -676,13 +679,10 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
             // each split stores its share, half a tile less: the summed tile
             // is not read back, but every split's share of the output is
             // stored beside the others' (fitted to pairs as above).
-            SplitReduce::Spread if c.stores_shares(problem) => (ctas_per_sm + 2.5 + 1.0 / splits as f64, 3 + splits),
-            SplitReduce::Spread => (ctas_per_sm + 3.0 + 1.0 / splits as f64, 3 + splits),
+            SplitReduce::Spread if c.stores_shares(problem) => (ctas_per_sm + 2.5 + 1.0 / splits as f64, round_trips(3 + splits)),
+            SplitReduce::Spread => (ctas_per_sm + 3.0 + 1.0 / splits as f64, round_trips(3 + splits)),
         };
-        reduction += tiles_moved * bm * bn * PARTIAL_BYTES / cal.partial_bytes_per_s + round_trips as f64 * cal.workspace_round_trip_s;
-        if c.split_reduce == SplitReduce::Cluster {
-            reduction += ctas_per_sm * cal.cluster_handover_s;
-        }
+        reduction += tiles_moved * bm * bn * PARTIAL_BYTES / cal.partial_bytes_per_s + waits;
     }
 
     let store_rate = match c.epilogue {
@@ -954,6 +954,27 @@ mod tests {
         let parked = 128.0 * 128.0 * PARTIAL_BYTES / cal.partial_bytes_per_s;
         let added = (two_turns.reduction + two_turns.overhead) - (one_turn.reduction + one_turn.overhead);
         assert!(added >= cal.tile_overhead_s + 3.0 * parked, "two turns add {added} s");
+    }
+
+    /// A split tile handed over through its cluster costs the hand-over's
+    /// fixed time once a turn of the busiest SM besides the tiles it
+    /// moves: a split decode tile over two CTAs of a cluster pays it once,
+    /// a workspace split of the same tile not at all.
+    #[test]
+    fn a_cluster_split_pays_the_hand_over_once_a_turn() {
+        let machine = Machine::of(&Target::H200);
+        let with = crate::cost_model::calibration::H200;
+        let without = Calibration { cluster_handover_s: 0.0, ..with };
+        let p = bf16(2, 7680, 3584).swapped();
+        let reduction = |config: &str, cal: &Calibration| {
+            let config: Config = config.parse().expect("a config");
+            predict(&p, &machine, &h200(), cal, &figures(&p, &machine, config)).reduction
+        };
+        let cluster = "128x16x64 stages=8 warps=4 pipeline epilogue=global splits=2";
+        let handed_over = reduction(cluster, &with) - reduction(cluster, &without);
+        assert!((handed_over - with.cluster_handover_s).abs() < 1e-12, "{handed_over} s");
+        let workspace = "128x16x64 stages=8 warps=4 pipeline epilogue=global splits=2 split_reduce=workspace";
+        assert_eq!(reduction(workspace, &with), reduction(workspace, &without));
     }
 
     /// The swapped GEMM's promotion (block scales along the rows) reads
