@@ -31,6 +31,7 @@ FRESH_SEED33 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed33.j
 FRESH_SEED51 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed51.json"
 FRESH_SEED87 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed87.json"
 FRESH_DECODE_SEED21 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-decode-seed21.json"
+FRESH_SEED90 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed90.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
 GROUPED = "docs/benchmarks/checks/2026-11-29-h200-grouped.json"
@@ -121,6 +122,14 @@ def ceiling(path):
                      for d, name, vendor in (("fp8", "FP8", "cuBLASLt per-tensor"), ("bf16", "BF16", "cuBLAS")))
 
 
+def fp8_fresh(path, group):
+    """A fresh FP8 set against cuBLASLt's per-tensor FP8, and against its block-scaled FP8 on
+    the shapes that one runs."""
+    blocks = judged(path, "fp8", group, "block-scaled")
+    return (summary(judged(path, "fp8", group, "per-tensor"))
+            + f"; {geomean(list(blocks.values())):.3f} of cuBLASLt block-scaled on the {len(blocks)} it runs")
+
+
 def summary(ratios, named=()):
     """`G, lowest L (shape)` and `(S: r, ...)` for the shapes named; one shape's ratio alone."""
     if not ratios:
@@ -146,8 +155,8 @@ def rows():
     pick = lambda name: name.endswith("_r1")
     return [
         ("BF16, 60 validation shapes (`draw-shapes.py --seed 2`), vs the faster of cuBLAS and cuBLASLt", summary(bf16("validation")), COST_MODEL_BF16),
-        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 87`, drawn after tail descriptors and paired promotions; the earlier draws: docs/cost-model.md, \"Fresh draws\"), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED87, "bf16", "fresh-seed87", "cublas")), FRESH_SEED87),
-        (f"FP8 block-scaled, the {len(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'per-tensor'))} of the same shapes timed before two calls' limits, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED87, "fp8", "fresh-seed87", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'block-scaled'))} it runs", "same"),
+        ("BF16, 30 fresh shapes (`draw-shapes.py --seed 90`, drawn after the cluster hand-over term; the earlier draws: docs/cost-model.md, \"Fresh draws\"), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED90, "bf16", "fresh-seed90", "cublas")), FRESH_SEED90),
+        ("FP8 block-scaled, the same 30 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED90, "fresh-seed90"), "same"),
         ("BF16, the 20 benchmark shapes (DESIGN section 8)", summary(bf16("benchmark"), ["4096x4096x4096", "8192x8192x8192"]), COST_MODEL_BF16),
         ("BF16, deep K", summary(bf16("deep-k"), ["512x512x65536", "1024x1024x16384"]), "same"),
         ("FP8 block-scaled, the 20 benchmark shapes, vs cuBLASLt block-scaled", summary(fp8("benchmark", "block-scaled")) + f"; {geomean(list(fp8('benchmark', 'per-tensor').values())):.3f} of per-tensor FP8", COST_MODEL_FP8),
@@ -157,7 +166,7 @@ def rows():
         ("FP8 block-scaled, the same decode sizes, vs cuBLASLt per-tensor FP8", summary(fp8("decode", "per-tensor")) if fp8("decode", "per-tensor") else "not judged: the current picks were not timed", COST_MODEL_FP8),
         (f"the same against cuBLASLt block-scaled, on the {len(fp8('decode', 'block-scaled'))} of them it runs (it refuses the rest)", summary(fp8("decode", "block-scaled")), "same"),
         ("BF16, 60 fresh decode sizes (`draw-shapes.py --decode --seed 21`, drawn after the cluster hand-over term), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED21, "bf16", "fresh-decode-seed21", "cublas")), FRESH_DECODE_SEED21),
-        ("FP8 block-scaled, the same 60, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_DECODE_SEED21, "fp8", "fresh-decode-seed21", "per-tensor")) + f"; {geomean(list(judged(FRESH_DECODE_SEED21, 'fp8', 'fresh-decode-seed21', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_DECODE_SEED21, 'fp8', 'fresh-decode-seed21', 'block-scaled'))} it runs", "same"),
+        ("FP8 block-scaled, the same 60, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_DECODE_SEED21, "fresh-decode-seed21"), "same"),
         ("BF16 GEMM + bias + GELU (`examples/gemm_bias_gelu.tile`), the 20 benchmark shapes, vs cuBLASLt `GELU_BIAS`", summary(bench(EPILOGUE + "bias-gelu-picks.json", "cublaslt-gelu-bias", pick)), EPILOGUE + "bias-gelu-picks.json"),
         ("the same against the plain BF16 pick (its time over the fused one's, runs back to back)", summary(fused_vs_plain, ["4096x4096x4096", "8192x8192x8192"]), EPILOGUE + "fused-vs-plain.json"),
         ("BF16 GEMM + residual (`examples/gemm_residual.tile`), the 20 shapes, vs cuBLASLt's `beta C`", summary(bench(EPILOGUE + "residual-picks.json", "cublaslt-residual", pick)), EPILOGUE + "residual-picks.json"),
@@ -179,15 +188,17 @@ def fresh_rows():
     return [
         ("BF16, 60 fresh shapes (`draw-shapes.py --seed 9`, drawn after the model was fitted; the four picks later changes moved, timed again beside the old), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_BF16, "bf16", "fresh-seed9", "cublas")), FRESH_BF16),
         ("BF16, 40 fresh shapes (`draw-shapes.py --seed 14`; its lowest shapes were studied for the latest changes), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED14, "bf16", "fresh-seed14", "cublas")), FRESH_SEED14),
-        ("FP8 block-scaled, the same 40 shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED14, "fp8", "fresh-seed14", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED14, 'fp8', 'fresh-seed14', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED14, 'fp8', 'fresh-seed14', 'block-scaled'))} it runs", "same"),
+        ("FP8 block-scaled, the same 40 shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED14, "fresh-seed14"), "same"),
         ("BF16, 40 fresh shapes (`draw-shapes.py --seed 15`, drawn before clusters of four, which moved none of their picks), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_LATEST, "bf16", "fresh-seed15", "cublas")), FRESH_LATEST),
-        ("FP8 block-scaled, the same 40 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_LATEST, "fp8", "fresh-seed15", "per-tensor")) + f"; {geomean(list(judged(FRESH_LATEST, 'fp8', 'fresh-seed15', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_LATEST, 'fp8', 'fresh-seed15', 'block-scaled'))} it runs", "same"),
+        ("FP8 block-scaled, the same 40 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_LATEST, "fresh-seed15"), "same"),
         ("BF16, 40 more fresh shapes (`draw-shapes.py --seed 16`, drawn before clusters of four, which moved none of their picks), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED16, "bf16", "fresh-seed16", "cublas")), FRESH_SEED16),
-        ("FP8 block-scaled, the same 40 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED16, "fp8", "fresh-seed16", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED16, 'fp8', 'fresh-seed16', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED16, 'fp8', 'fresh-seed16', 'block-scaled'))} it runs", "same"),
+        ("FP8 block-scaled, the same 40 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED16, "fresh-seed16"), "same"),
         ("BF16, 24 fresh shapes (`draw-shapes.py --seed 33`, drawn after clusters of four), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED33, "bf16", "fresh-seed33", "cublas")), FRESH_SEED33),
-        ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED33, "fp8", "fresh-seed33", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED33, 'fp8', 'fresh-seed33', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED33, 'fp8', 'fresh-seed33', 'block-scaled'))} it runs", "same"),
+        ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED33, "fresh-seed33"), "same"),
         ("BF16, 24 fresh shapes (`draw-shapes.py --seed 51`, drawn after barrier waits as loops and chunked epilogues of 64-byte swizzled rows), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED51, "bf16", "fresh-seed51", "cublas")), FRESH_SEED51),
-        ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", summary(judged(FRESH_SEED51, "fp8", "fresh-seed51", "per-tensor")) + f"; {geomean(list(judged(FRESH_SEED51, 'fp8', 'fresh-seed51', 'block-scaled').values())):.3f} of cuBLASLt block-scaled on the {len(judged(FRESH_SEED51, 'fp8', 'fresh-seed51', 'block-scaled'))} it runs", "same"),
+        ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED51, "fresh-seed51"), "same"),
+        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 87`, drawn after tail descriptors and paired promotions), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED87, "bf16", "fresh-seed87", "cublas")), FRESH_SEED87),
+        (f"FP8 block-scaled, the {len(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'per-tensor'))} of the same shapes timed before two calls' limits, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED87, "fresh-seed87"), "same"),
     ]
 
 
