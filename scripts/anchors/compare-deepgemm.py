@@ -11,21 +11,12 @@ usage: compare-deepgemm.py --deepgemm DG.json --tilec TILEC.json [--ncu-deepgemm
 """
 import argparse
 import json
-import math
 import re
 
-# The H200's HBM bandwidth and dense FP8 peak (docs/targets.md).
-HBM_BYTES_PER_S = 4.8e12
-FP8_PEAK = 1979e12
+from roofline import fp8_roofline_s, geomean
+
 # DeepGEMM's README of 2025-02-25 (commit a6d97a1), H800, TFLOP/s.
 PUBLISHED_H800 = {(64, 2112, 7168): 206, (128, 2112, 7168): 352, (128, 4096, 7168): 533, (128, 7168, 2048): 510}
-
-
-def roofline_s(m, n, k):
-    """The shape's time at the lower of the FP8 peak and what HBM moves:
-    A, B, C (BF16) and the scales (one per row per 128 of K, one per 128x128 block)."""
-    scales = 4 * (m * ((k + 127) // 128) + ((n + 127) // 128) * ((k + 127) // 128))
-    return max(2 * m * n * k / FP8_PEAK, (m * k + n * k + 2 * m * n + scales) / HBM_BYTES_PER_S)
 
 
 def ncu_durations(path):
@@ -42,10 +33,6 @@ def ncu_durations(path):
             scale = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[m.group(1)]
             out[shape].append(float(m.group(2).replace(",", "")) * scale)
     return out
-
-
-def geomean(values):
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 def main():
@@ -65,7 +52,7 @@ def main():
         t = tilec.get(key)
         if t is None or d.get("check") != "pass":
             continue
-        roof = roofline_s(*key)
+        roof = fp8_roofline_s(*key)
         flops = 2 * key[0] * key[1] * key[2]
         ours_s, dg_s = t["median_ms"] * 1e-3, d["events_ms"]["deepgemm"] * 1e-3
         row = {

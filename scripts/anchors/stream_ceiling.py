@@ -11,7 +11,7 @@ thousands of programs so every SM keeps many loads in flight), in two
 block sizes, beside cuBLASLt's per-tensor FP8 and cuBLAS's BF16 GEMM of the
 same shape, and a launch that moves nothing (a call's own cost: no call
 beats the roofline plus it), each call timed as tilec-bench times one
-(event_timing.py).
+(event_timing.py); the bytes are counted as roofline.py counts them.
 
 The JSON (schema tilec-stream-ceiling/1, which tilec-report reads) has, per
 shape and dtype, the median times and the fraction of the roofline each
@@ -21,7 +21,6 @@ usage: stream_ceiling.py [--rounds N] [--hbm-bytes-per-s B] [--json OUT] MxNxK..
 """
 import argparse
 import json
-import math
 import sys
 
 import torch
@@ -29,8 +28,8 @@ import triton
 import triton.language as tl
 
 from event_timing import ROTATION_BYTES, time_events
+from roofline import HBM_BYTES_PER_S, gemm_bytes, geomean
 
-BLOCK = 128
 # Words (four bytes) a program moves, each size a contender: the ceiling is the faster.
 PROGRAM_WORDS = (2048, 8192)
 
@@ -55,17 +54,6 @@ def parse_shape(text):
     if k % 16:
         raise SystemExit(f"{text}: K must be a multiple of 16 (FP8 rows of 16-byte multiples)")
     return m, n, k
-
-
-def gemm_bytes(m, n, k, dtype):
-    """What a GEMM of the shape moves at least: A and B read, C written
-    (BF16), and for block-scaled FP8 its scales (one per row of A and one per
-    128x128 block of B, per 128 of K), as tilec-report's roofline counts."""
-    if dtype == "bf16":
-        return 2 * (m * k + n * k), 2 * m * n
-    k_blocks = -(-k // BLOCK)
-    scales = 4 * (m * k_blocks + -(-n // BLOCK) * k_blocks)
-    return m * k + n * k + scales, 2 * m * n
 
 
 class Operands:
@@ -101,15 +89,11 @@ class Operands:
         return torch._scaled_mm(self.a, self.b.t(), scale_a=self.one, scale_b=self.one, out_dtype=torch.bfloat16)
 
 
-def geomean(values):
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("shapes", nargs="+")
     ap.add_argument("--rounds", type=int, default=30)
-    ap.add_argument("--hbm-bytes-per-s", type=float, default=4.8e12, help="the datasheet bandwidth the roofline takes (the H200's)")
+    ap.add_argument("--hbm-bytes-per-s", type=float, default=HBM_BYTES_PER_S, help="the datasheet bandwidth the roofline takes (the H200's)")
     ap.add_argument("--json")
     args = ap.parse_args()
     vendor_name = {"fp8": "cublaslt_per_tensor", "bf16": "cublas"}
