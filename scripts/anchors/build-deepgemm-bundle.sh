@@ -16,7 +16,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 shapes=${1:?usage: build-deepgemm-bundle.sh SHAPES_FILE}
-# The version of DeepGEMM's "up to 1550 TFLOPS on H800" (2025-04-18), its JIT in Python.
+# The version behind DeepGEMM's published H800 figures that issue 47 cites, its JIT in Python
+# (docs/benchmarks/README.md, "Anchors").
 DEEPGEMM_COMMIT=${DEEPGEMM_COMMIT:-83aa960}
 : "${DEEPGEMM_GIT:?the DeepGEMM git directory}" "${CUTLASS_GIT:?the CUTLASS git directory}"
 dest=${TILEC_BUNDLE_DIR:-$root/.device/deepgemm}

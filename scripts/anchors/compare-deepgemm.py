@@ -15,7 +15,8 @@ import re
 
 from roofline import fp8_roofline_s, geomean
 
-# DeepGEMM's README of 2025-02-25 (commit a6d97a1), H800, TFLOP/s.
+# The figures DeepGEMM's README publishes for an H800 (at its commit a6d97a1), TFLOP/s: the
+# targets issue 47 names.
 PUBLISHED_H800 = {(64, 2112, 7168): 206, (128, 2112, 7168): 352, (128, 4096, 7168): 533, (128, 7168, 2048): 510}
 
 

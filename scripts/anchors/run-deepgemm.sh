@@ -15,7 +15,7 @@ export PYTHONPATH=$work:${PYTHONPATH:-}
 export DG_CACHE_DIR=$work/cache
 nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 [ -n "$nvcc" ] || { echo "error: no nvcc on this machine" | tee "$out/deepgemm.log"; exit 1; }
-# CUDA 13's cudaTypedefs.h names the encoder's type by its version only; DeepGEMM of 2025
+# CUDA 13's cudaTypedefs.h names the encoder's type by its version only; the pinned DeepGEMM
 # names it without: an nvcc wrapper defines the old name (DeepGEMM finds nvcc by this variable).
 printf '#!/bin/sh\nexec "%s" -DPFN_cuTensorMapEncodeTiled=PFN_cuTensorMapEncodeTiled_v12000 "$@"\n' "$nvcc" >"$work/nvcc"
 chmod +x "$work/nvcc"

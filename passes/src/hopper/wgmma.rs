@@ -227,9 +227,9 @@ struct BlockSplit {
     /// each, ptxas gave every block's partial registers of its own and
     /// 256x112 and 256x128 tiles over two consumers spilled. Where they
     /// fit, fresh partials let a block's wgmma go out while the block
-    /// before it is promoted: reusing them made the swapped decode
-    /// kernels (256x16, 128x16) 0.8% slower
-    /// (measured: docs/evidence.md, hopper/wgmma.rs, BlockSplit::reuses_partials).
+    /// before it is promoted, which reusing them would serialise (the
+    /// swapped decode kernels' row blocks: docs/evidence.md, hopper/wgmma.rs,
+    /// BlockSplit::reuses_partials).
     reuses_partials: bool,
 }
 
