@@ -317,8 +317,10 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
         if ranked.len() > limit {
             writeln!(out, "  ... {} more", ranked.len() - limit).expect("String");
         }
-        if let Some(pick) = ranked.first() {
-            writeln!(out, "  the pick's predicted time: {}", pick.prediction.terms()).expect("String");
+        // The candidate the compile takes: the pick, or --candidate R's.
+        if let Some(pick) = ranked.get(select.candidate.max(1) - 1) {
+            let whose = if select.candidate <= 1 { "the pick's".to_string() } else { format!("candidate {}'s (the kernel --candidate {} compiles)", select.candidate, select.candidate) };
+            writeln!(out, "  {whose} predicted time: {}", pick.prediction.terms()).expect("String");
             if pick.candidate.config.swap_operands {
                 let c = &pick.candidate.config;
                 let scales = if problem.precision == Precision::Fp8BlockScaled { ", B's block scales along its rows and A's row scales along its columns" } else { "" };
