@@ -515,7 +515,11 @@ impl<'a> Lowerer<'a> {
             let mut fitted = self.rows_fitted(&tensor_rows, &cap);
             // The box's first row, where the stage knows it: a box past the last whole one takes the tail descriptor.
             let mut restore = Vec::new();
-            let first_row = match (o.coords(&self.f.body).get(rank - 2), self.f.body.ops[expect_tx].parent) {
+            // The row coordinate is the tensor's second-last, as the descriptor's choice takes it
+            // ([`Lowerer::select_tail`]): a rank-3 tensor (a grouped GEMM's experts, a batch) has
+            // its group first, and a rank-2 tile of it.
+            let coords = o.coords(&self.f.body);
+            let first_row = match (coords.len().checked_sub(2).and_then(|i| coords.get(i)), self.f.body.ops[expect_tx].parent) {
                 (Some(&c), Some(block)) => self.scalar_ahead(c, block, SCALAR_AHEAD_DEPTH, &mut restore)?,
                 _ => None,
             };
