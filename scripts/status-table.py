@@ -34,7 +34,7 @@ FRESH_DECODE_SEED21 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-d
 FRESH_SEED90 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed90.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
-GROUPED = "docs/benchmarks/checks/2026-11-29-h200-grouped.json"
+GROUPED = "docs/benchmarks/checks/2026-12-01-h200-grouped-stream-k.json"
 SEQUENCE = "docs/benchmarks/pdl/2026-11-30-h200-sequence-swapped-m"
 DEEPGEMM = "docs/benchmarks/anchors/2026-12-01-h200-deepgemm-vs-tilec.json"
 STREAM_CEILING = "docs/benchmarks/anchors/2026-12-01-h200-stream-ceiling-small-m.json"
@@ -171,7 +171,7 @@ def rows():
         ("the same against the plain BF16 pick (its time over the fused one's, runs back to back)", summary(fused_vs_plain, ["4096x4096x4096", "8192x8192x8192"]), EPILOGUE + "fused-vs-plain.json"),
         ("BF16 GEMM + residual (`examples/gemm_residual.tile`), the 20 shapes, vs cuBLASLt's `beta C`", summary(bench(EPILOGUE + "residual-picks.json", "cublaslt-residual", pick)), EPILOGUE + "residual-picks.json"),
         ("SwiGLU MLP in one GEMM (`examples/mlp_swiglu.tile`), M x 2H x K, vs two cuBLASLt GEMMs + an element-wise kernel", summary(bench(EPILOGUE + "swiglu-two-gemms.json", "cublaslt-2gemm+nvrtc-gated"), ["4096x28672x4096"]), EPILOGUE + "swiglu-two-gemms.json"),
-        ("Grouped contiguous BF16 (`examples/grouped_contiguous_bf16.tile`), the 8 contiguous problems of the grouped benchmark, vs the per-expert cuBLAS loop", summary(checked_rows(GROUPED, "grouped_contiguous_bf16")), GROUPED),
+        ("Grouped contiguous BF16 (`examples/grouped_contiguous_bf16.tile`), the 8 contiguous problems of the grouped benchmark in two draws of the experts' rows (`--seed 11`, `--seed 12`) and three more at 7168x2048, vs the per-expert cuBLAS loop", summary(checked_rows(GROUPED, "grouped_contiguous_bf16")), GROUPED),
         ("Grouped SwiGLU (`examples/grouped_contiguous_swiglu.tile`), vs per-expert cuBLAS loops per part + the element-wise kernel", summary(grouped(EPILOGUE + "grouped-swiglu.json", "cublas-loop-2gemm+nvrtc-gated", "gswiglu_c1")), EPILOGUE + "grouped-swiglu.json"),
         ("FP8 block-scaled + per-token FP8 quantisation (`examples/gemm_fp8_quantize.tile`), the six M = 4096 shapes, vs cuBLASLt block-scaled + a quantisation kernel", summary(bench(QUANTIZE, "cublaslt-fp8-block+nvrtc-quantize", pick)), QUANTIZE),
         ("A transformer layer's four BF16 GEMMs back to back (`tilec-bench --sequence`, four layers), programmatic dependent launch on over off", ", ".join(summary(sequence(f"{SEQUENCE}{m}.json", "tilec+pdl", "tilec")) for m in (8, 64, 4096)), SEQUENCE + "{8,64,4096}.json"),

@@ -215,7 +215,7 @@ mod tests {
         [(4096, 4096, 4096), (64, 2112, 7168), (512, 512, 65536), (1, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000)]
             .into_iter()
             .flat_map(|(m, n, k)| {
-                let problem = Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, transpose_b: true, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: crate::cost_model::epilogue::EpilogueWork::default(), output_column_major: false, row_block_scales: None };
+                let problem = Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, routed_rows: false, varying_k: false, b_scale_rows: None, a_in_registers: false, transpose_b: true, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: crate::cost_model::epilogue::EpilogueWork::default(), output_column_major: false, row_block_scales: None };
                 rank(&problem, &machine, &Pins::default()).into_iter().take(6).map(move |candidate| (problem, candidate))
             })
             .map(|(problem, candidate)| {

@@ -736,7 +736,7 @@ mod tests {
     }
 
     fn bf16(m: i64, n: i64, k: i64) -> Problem {
-        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, transpose_b: true, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: EpilogueWork::default(), output_column_major: false, row_block_scales: None }
+        Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, routed_rows: false, varying_k: false, b_scale_rows: None, a_in_registers: false, transpose_b: true, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: EpilogueWork::default(), output_column_major: false, row_block_scales: None }
     }
 
     fn predictions(p: &Problem) -> Vec<(Candidate, Prediction)> {

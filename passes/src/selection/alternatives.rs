@@ -13,7 +13,7 @@ use super::raster::raster_group_for;
 use super::scale_widths::spans_few_scale_blocks;
 use super::schedule::warp_specialized;
 use super::split_k::split_capacity;
-use super::stream_k::STREAM_K_SPILLING_BLOCK_NS;
+use super::stream_k::{takes_stream_k, STREAM_K_SPILLING_BLOCK_NS};
 use super::tiles::{BLOCK_MS, BLOCK_N_STEP, every_block_n, holds_whole_groups, promotes_by_row_blocks};
 use tilec_dialects::tile::dot::blocks_from_grid_offsets;
 use tilec_dialects::tile::reduce::{MAX_SPLITS as SUM_SPLITS, MAX_WORKSPACE_SPLITS};
@@ -97,8 +97,7 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
             .collect();
         found.extend(split.into_iter().chain(specialised).filter(|c| c.waves <= WORKSPACE_SPLIT_MAX_WAVES));
     }
-    let one_gemm = problem.clusterable && !problem.varying_k && !problem.any_n;
-    if problem.precision == Precision::Bf16 && one_gemm && unclustered {
+    if problem.precision == Precision::Bf16 && takes_stream_k(problem) && unclustered {
         for tile in tiles().filter(|&(bm, bn, _)| bm == 128 && !STREAM_K_SPILLING_BLOCK_NS.contains(&bn)) {
             let Some(ws) = tile_candidate(problem, machine, pins, tile, 1, SplitReduce::Cluster).and_then(|c| warp_specialized(problem, machine, pins, &c, 2)) else {
                 continue;
@@ -141,7 +140,7 @@ pub fn alternatives(problem: &Problem, machine: &Machine, pins: &Pins, ranked: &
                 found.extend(persistent);
                 continue;
             }
-            if one_gemm {
+            if takes_stream_k(problem) {
                 let stream_k = persistent.iter().filter(|c| c.tiles % machine.sms != 0);
                 found.extend(stream_k.map(|c| Candidate { config: Config { stream_k: Some(PieceOrder::InOrder), ..c.config }, sms: machine.sms, ..c.clone() }).collect::<Vec<_>>());
             }

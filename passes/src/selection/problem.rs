@@ -110,6 +110,11 @@ pub struct Problem {
     /// `cluster_for` may pair them into
     /// clusters.
     pub clusterable: bool,
+    /// The rows are groups concatenated by data: each row block's operand
+    /// is chosen by an index the kernel reads (a contiguous grouped GEMM's
+    /// experts). Every tile runs the same K loop, but the rows, and with
+    /// them the tiles and their last wave, change from call to call.
+    pub routed_rows: bool,
     /// The K loop's trip count is read from data (a masked grouped GEMM's
     /// row counts), so tiles differ in work: over many waves
     /// `prefers_warp_specialized`
@@ -160,6 +165,14 @@ impl Problem {
     /// C's memory rows along x, across the pairs).
     pub fn pairs_tiles(&self) -> bool {
         self.clusterable && !self.output_column_major
+    }
+
+    /// Whether stream-K may share tiles by K iterations: every tile runs
+    /// the same K loop of one output (one GEMM, or a contiguous grouped
+    /// GEMM's row blocks; not a batch, nor a masked grouped GEMM whose
+    /// trip count is data), and the shape is given.
+    pub fn one_k_range(&self) -> bool {
+        (self.clusterable || self.routed_rows) && !self.varying_k && !self.any_n
     }
 
     /// The GEMM that computes C^T = B A^T into C stored column-major

@@ -5,30 +5,40 @@ use super::candidate::{Candidate, PieceOrder, Schedule};
 use super::problem::{ceil_div, Machine, Precision, Problem};
 
 /// Stream-K (`tile-stream-k`, pieces in order) for a BF16 pick
-/// that two consumers share, persistent and unclustered, over a full wave
-/// or more whose last wave keeps at most [`STREAM_K_LAST_WAVE_PERCENT`]% of
-/// the SMs busy, over at least [`STREAM_K_MIN_K_BLOCKS`] K blocks; one GEMM
-/// with a shape given (a batch's or a grouped GEMM's tiles are not one
-/// range of iterations). The hand-over of each CTA's pieces costs about
-/// what a fuller last wave or a short K saves, so only a thin last wave
-/// over a long K gains
-/// (measured: docs/evidence.md, selection/stream_k.rs, stream_k_for).
+/// that two consumers share, persistent and unclustered, over at least
+/// [`STREAM_K_MIN_K_BLOCKS`] K blocks, where every tile runs the same K
+/// loop (`Problem::one_k_range`). For one GEMM, over a full wave or more
+/// whose last wave keeps at most [`STREAM_K_LAST_WAVE_PERCENT`]% of the
+/// SMs busy: the hand-over of each CTA's pieces costs about what a fuller
+/// last wave or a short K saves, so only a thin last wave over a long K
+/// gains (measured: docs/evidence.md, selection/stream_k.rs,
+/// stream_k_for). For a contiguous grouped GEMM without an epilogue, at
+/// any shape: its rows follow each call's routing, so the last wave of
+/// the shape it is compiled for is not the one a call gets, and stream-K
+/// evens out whichever that is (measured: docs/evidence.md, the same
+/// section).
 /// Block-scaled FP8's 128x176
 /// consumers spill with the pass's index arithmetic, so it stays BF16.
 pub(super) fn stream_k_for(problem: &Problem, machine: &Machine, best: &Candidate) -> Option<PieceOrder> {
     let c = &best.config;
     let shared = c.schedule == (Schedule::WarpSpecialized { consumers: 2 }) && c.cluster == Along::None && c.splits == 1;
-    let one_gemm = problem.clusterable && !problem.varying_k && !problem.any_n;
     let left = best.tiles % machine.sms;
+    let thin_last_wave = best.tiles > machine.sms && left > 0 && 100 * left <= STREAM_K_LAST_WAVE_PERCENT * machine.sms;
     let k_blocks = ceil_div(problem.k, c.block_k);
     let applies = problem.precision == Precision::Bf16
         && shared
-        && one_gemm
-        && best.tiles > machine.sms
-        && left > 0
-        && 100 * left <= STREAM_K_LAST_WAVE_PERCENT * machine.sms
+        && takes_stream_k(problem)
+        && (problem.routed_rows || thin_last_wave)
         && k_blocks >= STREAM_K_MIN_K_BLOCKS;
     applies.then_some(PieceOrder::InOrder)
+}
+
+/// Whether stream-K may share the problem's tiles by K iterations: every
+/// tile runs the same K loop (`Problem::one_k_range`), and a contiguous
+/// grouped GEMM has no epilogue (one with an epilogue, whose deferred
+/// stores stream-K gives up, was not measured with it).
+pub(super) fn takes_stream_k(problem: &Problem) -> bool {
+    problem.one_k_range() && (!problem.routed_rows || problem.epilogue.is_plain())
 }
 
 /// The fullest last wave, in percent of the SMs, that stream-K shares.
@@ -74,5 +84,24 @@ mod tests {
         assert_eq!(whole(bf16(8192, 8192, 8192), Pins { cluster: Some(Along::N), ..Pins::default() }), None);
         assert_eq!(whole(Problem { clusterable: false, ..bf16(8192, 8192, 8192) }, Pins::default()), None);
         assert_eq!(whole(Problem { any_n: true, ..bf16(8192, 8192, 8192) }, Pins::default()), None);
+    }
+
+    #[test]
+    fn a_contiguous_grouped_gemm_shares_whatever_last_wave_a_call_gets() {
+        // Its rows follow each call's routing, so the last wave of the
+        // compiled shape says nothing: at 4096^3, whose last wave keeps one
+        // GEMM's tiles whole, its pick shares the last wave by K iterations.
+        let grouped = |p: Problem| Problem { clusterable: false, routed_rows: true, ..p };
+        let shared = |problem: Problem| choose(&problem, &Machine::H100, &Pins::default()).unwrap().config.stream_k;
+        assert_eq!(pick(4096, 4096, 4096).config.stream_k, None);
+        assert_eq!(shared(grouped(bf16(4096, 4096, 4096))), Some(PieceOrder::InOrder));
+        // Not over a short K (32 blocks), nor with an epilogue (measured
+        // only without), nor in block-scaled FP8, nor for a masked grouped
+        // GEMM, whose K loop's trip count is data.
+        let gelu = crate::cost_model::epilogue::EpilogueWork { lane_ops: 6, sfu_ops: 1, ..Default::default() };
+        assert_eq!(shared(grouped(bf16(4096, 4096, 2048))), None);
+        assert_eq!(shared(Problem { epilogue: gelu, ..grouped(bf16(4096, 4096, 4096)) }), None);
+        assert_eq!(shared(grouped(fp8(4096, 4096, 4096))), None);
+        assert_eq!(shared(Problem { varying_k: true, ..grouped(bf16(4096, 4096, 4096)) }), None);
     }
 }

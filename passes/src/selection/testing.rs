@@ -7,7 +7,7 @@ use super::rank::choose;
 /// A plain BF16 program's problem: A staged, tiles sharing operands, a
 /// K loop of fixed length.
 pub(super) fn bf16(m: i64, n: i64, k: i64) -> Problem {
-    Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, varying_k: false, b_scale_rows: None, a_in_registers: false, transpose_b: true, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: crate::cost_model::epilogue::EpilogueWork::default(), output_column_major: false, row_block_scales: None }
+    Problem { m, n, k, precision: Precision::Bf16, any_n: false, clusterable: true, routed_rows: false, varying_k: false, b_scale_rows: None, a_in_registers: false, transpose_b: true, a_scales_by_run: false, column_group: None, output_bytes: 2, epilogue: crate::cost_model::epilogue::EpilogueWork::default(), output_column_major: false, row_block_scales: None }
 }
 
 /// The same for block-scaled FP8, its tiles of B starting scale blocks.

@@ -194,6 +194,7 @@ impl SelectConfig {
             precision,
             any_n: self.shape.is_none(),
             clusterable: tiles_share_operands(func),
+            routed_rows: rows_routed_by_data(func),
             varying_k: k_trip_count_is_data(func),
             b_scale_rows,
             a_in_registers,
@@ -596,6 +597,18 @@ fn k_trip_count_is_data(func: &Function) -> bool {
         .any(|bound| body.computed_from(bound, |op| body.opcode(op) == Opcode::TileLoadScalar))
 }
 
+/// Whether the rows are groups a tile's operands are chosen for by data
+/// (`tile.load_scalar`: a contiguous grouped GEMM's expert of each row
+/// block) in one output, not a batch (`tile.block_id z`), with one K loop
+/// for every tile (not a masked grouped GEMM's row counts).
+fn rows_routed_by_data(func: &Function) -> bool {
+    let body = &func.body;
+    let ops = body.walk_region(func.region);
+    let routed = ops.iter().any(|&op| body.opcode(op) == Opcode::TileLoadScalar);
+    let batched = ops.iter().any(|&op| BlockId::of(body, op).is_some_and(|b| b.dim(body) == 2));
+    routed && !batched && !k_trip_count_is_data(func)
+}
+
 /// Whether neighbouring tiles read the same operand tiles: not in a batch
 /// of problems (`tile.block_id z`), nor where a tile's operands are chosen
 /// by data (`tile.load_scalar`: a grouped GEMM's expert or row count).
@@ -641,6 +654,7 @@ mod tests {
                 precision: selection::Precision::Bf16,
                 any_n: false,
                 clusterable: true,
+                routed_rows: false,
                 varying_k: false,
                 b_scale_rows: None,
                 a_in_registers: false,
