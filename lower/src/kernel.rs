@@ -515,12 +515,8 @@ impl<'a> Lowerer<'a> {
             let mut fitted = self.rows_fitted(&tensor_rows, &cap);
             // The box's first row, where the stage knows it: a box past the last whole one takes the tail descriptor.
             let mut restore = Vec::new();
-            // The row coordinate is the tensor's second-last, as the descriptor's choice takes it
-            // ([`Lowerer::select_tail`]): a rank-3 tensor (a grouped GEMM's experts, a batch) has
-            // its group first, and a rank-2 tile of it.
-            let coords = o.coords(&self.f.body);
-            let first_row = match (coords.len().checked_sub(2).and_then(|i| coords.get(i)), self.f.body.ops[expect_tx].parent) {
-                (Some(&c), Some(block)) => self.scalar_ahead(c, block, SCALAR_AHEAD_DEPTH, &mut restore)?,
+            let first_row = match (box_row_coordinate(&o.coords(&self.f.body)), self.f.body.ops[expect_tx].parent) {
+                (Some(c), Some(block)) => self.scalar_ahead(c, block, SCALAR_AHEAD_DEPTH, &mut restore)?,
                 _ => None,
             };
             // The descriptor's box is the buffer's rows (as the fitted rule above takes it).
@@ -593,7 +589,8 @@ impl<'a> Lowerer<'a> {
     fn select_tail(&mut self, op: Op, t: usize, coords: &[Value], box_dims: &[i64], tail: usize, full: &str) -> Result<String, Diagnostic> {
         let tail = self.descriptors[tail].param.clone();
         let box_rows = box_dims[box_dims.len() - 2];
-        let first_row = self.scalar(op, coords[coords.len() - 2])?;
+        let row = box_row_coordinate(coords).ok_or_else(|| self.err(op, "expected a box of two dimensions or more"))?;
+        let first_row = self.scalar(op, row)?;
         let tensor_rows = self.dim_value(t, self.plan.tensors[t].dims.len() - 2);
         let rows = self.tail_rows(&tensor_rows, box_rows);
         let is_tail = self.box_is_tail(&first_row, &rows, &tensor_rows);
@@ -1918,4 +1915,13 @@ impl<'a> Lowerer<'a> {
         self.reg_budget = MAX_REGS;
         Ok(())
     }
+}
+
+/// The coordinate of a TMA box's first row: the tensor's second-last (its
+/// last is the contiguous one). A stage's expected bytes and the load's
+/// descriptor both choose the tail box by it, so that they agree: a
+/// rank-3 tensor (a grouped GEMM's experts, a batch) has its group first,
+/// and its tile only the two dimensions after.
+fn box_row_coordinate(coords: &[Value]) -> Option<Value> {
+    coords.len().checked_sub(2).map(|i| coords[i])
 }
