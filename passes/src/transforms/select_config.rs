@@ -598,27 +598,30 @@ fn k_trip_count_is_data(func: &Function) -> bool {
 }
 
 /// Whether the rows are groups a tile's operands are chosen for by data
-/// (`tile.load_scalar`: a contiguous grouped GEMM's expert of each row
-/// block) in one output, not a batch (`tile.block_id z`), with one K loop
-/// for every tile (not a masked grouped GEMM's row counts).
+/// (a contiguous grouped GEMM's expert of each row block) in one output.
+/// A masked grouped GEMM is a batch of its experts, and its K loop's trip
+/// count is data besides (`Problem::varying_k`).
 fn rows_routed_by_data(func: &Function) -> bool {
-    let body = &func.body;
-    let ops = body.walk_region(func.region);
-    let routed = ops.iter().any(|&op| body.opcode(op) == Opcode::TileLoadScalar);
-    let batched = ops.iter().any(|&op| BlockId::of(body, op).is_some_and(|b| b.dim(body) == 2));
-    routed && !batched && !k_trip_count_is_data(func)
+    reads_scalars(func) && !batched(func)
 }
 
 /// Whether neighbouring tiles read the same operand tiles: not in a batch
-/// of problems (`tile.block_id z`), nor where a tile's operands are chosen
-/// by data (`tile.load_scalar`: a grouped GEMM's expert or row count).
+/// of problems, nor where a tile's operands are chosen by data.
 fn tiles_share_operands(func: &Function) -> bool {
+    !reads_scalars(func) && !batched(func)
+}
+
+/// Whether the kernel reads scalars from memory (`tile.load_scalar`: a
+/// grouped GEMM's expert or row count).
+fn reads_scalars(func: &Function) -> bool {
     let body = &func.body;
-    !body.walk_region(func.region).into_iter().any(|op| match body.opcode(op) {
-        Opcode::TileLoadScalar => true,
-        Opcode::TileBlockId => BlockId::of(body, op).is_some_and(|b| b.dim(body) == 2),
-        _ => false,
-    })
+    body.walk_region(func.region).into_iter().any(|op| body.opcode(op) == Opcode::TileLoadScalar)
+}
+
+/// Whether the grid runs a batch of problems (`tile.block_id z`).
+fn batched(func: &Function) -> bool {
+    let body = &func.body;
+    body.walk_region(func.region).into_iter().any(|op| BlockId::of(body, op).is_some_and(|b| b.dim(body) == 2))
 }
 
 #[cfg(test)]
