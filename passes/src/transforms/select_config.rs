@@ -187,14 +187,15 @@ impl SelectConfig {
             check_interleaved_columns(func, n)?;
         }
         let machine = self.machine();
+        let (clusterable, routed_rows) = operand_sources(func);
         let problem = Problem {
             m,
             n,
             k,
             precision,
             any_n: self.shape.is_none(),
-            clusterable: tiles_share_operands(func),
-            routed_rows: rows_routed_by_data(func),
+            clusterable,
+            routed_rows,
             varying_k: k_trip_count_is_data(func),
             b_scale_rows,
             a_in_registers,
@@ -597,18 +598,16 @@ fn k_trip_count_is_data(func: &Function) -> bool {
         .any(|bound| body.computed_from(bound, |op| body.opcode(op) == Opcode::TileLoadScalar))
 }
 
-/// Whether the rows are groups a tile's operands are chosen for by data
-/// (a contiguous grouped GEMM's expert of each row block) in one output.
-/// A masked grouped GEMM is a batch of its experts, and its K loop's trip
-/// count is data besides (`Problem::varying_k`).
-fn rows_routed_by_data(func: &Function) -> bool {
-    reads_scalars(func) && !batched(func)
-}
-
-/// Whether neighbouring tiles read the same operand tiles: not in a batch
-/// of problems, nor where a tile's operands are chosen by data.
-fn tiles_share_operands(func: &Function) -> bool {
-    !reads_scalars(func) && !batched(func)
+/// Where a program's tiles find their operands, as (`clusterable`,
+/// `routed_rows`): neighbouring tiles read the same operand tiles unless
+/// the grid runs a batch of problems or data chooses a tile's operands;
+/// in one output whose row blocks data chooses operands for (a contiguous
+/// grouped GEMM's expert of each row block) the rows are routed. A masked
+/// grouped GEMM is a batch of its experts, and its K loop's trip count is
+/// data besides (`Problem::varying_k`).
+fn operand_sources(func: &Function) -> (bool, bool) {
+    let (scalars, batch) = (reads_scalars(func), batched(func));
+    (!scalars && !batch, scalars && !batch)
 }
 
 /// Whether the kernel reads scalars from memory (`tile.load_scalar`: a
