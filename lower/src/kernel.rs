@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use tilec_dialects::ir::{Block, Body, Op};
 use tilec_dialects::registry::Opcode;
-use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
+use tilec_dialects::nv::memory::{COPYING_WARP, TMA_GLOBAL_ALIGN};
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 use tilec_dialects::{nv, tile};
 use tilec_dialects::{Attribute, Diagnostic, ElemType, Function, Layout, Type, Value};
@@ -1195,11 +1195,12 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
-    /// The first warp copies the tile; only the threads outside consumer
-    /// warpgroups run it (the producer's, or the whole CTA's).
+    /// The copying warp ([`COPYING_WARP`]) copies the tile; only the
+    /// threads outside consumer warpgroups run it (the producer's, or the
+    /// whole CTA's).
     fn lower_copy_async(&mut self, op: Op) -> Result<(), Diagnostic> {
         if self.role == Role::Consumer {
-            return Err(self.err(op, "runs in the CTA's first warp: it belongs in the producer region, not a consumer's"));
+            return Err(self.err(op, "runs in the CTA's second warp: it belongs in the producer region, not a consumer's"));
         }
         let copy = self.view(op, nv::CopyAsync::of)?;
         let body = &self.f.body;
@@ -1211,8 +1212,8 @@ impl<'a> Lowerer<'a> {
         let dst = self.narrow_stage(op, buffer, stage)?;
         let bar = self.barrier(op, barrier, bstage)?;
         let tid = self.thread().tid.clone();
-        roles::open_first_warp(&mut self.em, &tid);
-        scales::copy(&mut self.em, &m.tile(), &dst, shape, &tid, &bar);
+        let lane = roles::open_warp(&mut self.em, &tid, COPYING_WARP);
+        scales::copy(&mut self.em, &m.tile(), &dst, shape, &lane, &bar);
         roles::close(&mut self.em);
         Ok(())
     }

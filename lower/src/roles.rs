@@ -52,11 +52,17 @@ pub(crate) fn close(em: &mut Emitter) {
     em.close("}");
 }
 
-/// Opens a region only the CTA's first warp runs (closed with [`close`]).
-pub(crate) fn open_first_warp(em: &mut Emitter, tid: &str) {
+/// Opens a region only warp `warp` of the CTA runs (closed with
+/// [`close`]); returns the thread's lane in it (i32). A thread of an
+/// earlier warp has a negative lane, which the unsigned comparison takes
+/// as a large one, so one comparison bounds the warp on both sides.
+pub(crate) fn open_warp(em: &mut Emitter, tid: &str, warp: i64) -> String {
+    let first = em.i32(warp * WARP_THREADS);
+    let lane = em.binop("lane", "arith.subi", tid, &first, "i32");
     let c32 = em.i32(WARP_THREADS);
-    let first_warp = em.assign("first_warp", format!("arith.cmpi ult, {tid}, {c32} : i32"));
-    em.open(format!("scf.if {first_warp} {{"));
+    let in_warp = em.assign("in_warp", format!("arith.cmpi ult, {lane}, {c32} : i32"));
+    em.open(format!("scf.if {in_warp} {{"));
+    lane
 }
 
 /// Opens a region only lane 0 of each warp runs, to act once for its warp

@@ -4,7 +4,7 @@
 //! ...>`, the swapped GEMM's: the columns of its fragment) and block scales
 //! (a blocked layout holding the whole tile in every thread), from global
 //! memory (`nv.load_global`) or from a stage `nv.copy_async` filled
-//! (`nv.load_shared`); the first warp's copies of a tile into a stage; and
+//! (`nv.load_shared`); the copying warp's copies of a tile into a stage; and
 //! `nv.scale_accumulate`, the promotion
 //! `acc + partial * row_scale[row] * block_scale[col / 128]` (or, swapped,
 //! `acc + partial * block_scale[row / 128] * col_scale[col]`) as one FMA
@@ -121,7 +121,7 @@ fn load_checked(em: &mut Emitter, tensor: &GlobalTile<'_>, row: &str, col: &str,
     em.assign("scale", format!("arith.select {ok}, {v}, {zero} : {t}"))
 }
 
-/// `nv.copy_async` for lane `lane` of the first warp: it copies elements
+/// `nv.copy_async` for lane `lane` of the copying warp: it copies elements
 /// `lane`, `lane + 32`, ... of the row-major `shape` tile of `src` into the
 /// stage at `dst` (`!llvm.ptr<3>`), four bytes each with `cp.async` (an
 /// element outside the tensor copies no bytes and is zero-filled), then has

@@ -104,8 +104,8 @@ pub fn armed_loads(body: &Body, expect_tx: Op) -> Vec<Op> {
 }
 
 /// One coordinate per tensor dimension, and a tile [`copy_async_fault`]
-/// accepts in an unswizzled buffer: the first warp copies it four bytes at
-/// a time, densely.
+/// accepts in an unswizzled buffer: the copying warp ([`COPYING_WARP`])
+/// copies it four bytes at a time, densely.
 pub(super) fn verify_copy_async(body: &Body, op: Op) -> Result<(), String> {
     let copy = CopyAsync::of(body, op).ok_or("malformed 'nv.copy_async'")?;
     let (tensor, buf) = check_copy_operands(body, copy.tensor(body), copy.coords(body).len(), copy.buffer(body))?;
@@ -139,7 +139,7 @@ pub fn copy_async_fault(tile: &TileType) -> Option<String> {
         return Some(format!("copies rank-2 tiles of rows under {MIN_TMA_ROW_BYTES} bytes (wider tiles go by TMA), not {:?}", tile.shape));
     }
     if tile.num_elements() > MAX_COPIED_ELEMENTS {
-        return Some(format!("copies at most {MAX_COPIED_ELEMENTS} elements (the first warp copies them one by one), not {}", tile.num_elements()));
+        return Some(format!("copies at most {MAX_COPIED_ELEMENTS} elements (the copying warp copies them one by one), not {}", tile.num_elements()));
     }
     None
 }
@@ -202,8 +202,15 @@ pub(super) fn verify_run_offset(body: &Body, op: Op) -> Result<(), String> {
 }
 
 /// The arrivals one `nv.copy_async` makes on its barrier stage: one per
-/// lane of the first warp, each once its own copies have landed.
+/// lane of the copying warp, each once its own copies have landed.
 pub const COPY_ARRIVALS: i64 = 32;
+
+/// The warp of the CTA that runs `nv.copy_async`: the second, beside the
+/// first warp whose thread 0 issues the elected ops (a stage's TMA loads
+/// and `expect_tx`), so that a stage's copies and its TMA loads are issued
+/// by two warps at once rather than one after the other. Every region that
+/// copies (a producer warpgroup, a kernel without roles) has four warps.
+pub const COPYING_WARP: i64 = 1;
 
 /// A register tile read from a buffer stage of the same shape and type.
 pub(super) fn verify_load_shared(body: &Body, op: Op) -> Result<(), String> {

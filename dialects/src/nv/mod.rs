@@ -7,7 +7,8 @@
 //! `nv.tma_store_wait`) are issued by one thread of the executing threads (in
 //! a consumer region of `nv.warp_specialize`, one of each consumer
 //! warpgroup, which runs the region as its own); the lowering elects it.
-//! `nv.copy_async` runs on the CTA's first warp. All other ops run on every
+//! `nv.copy_async` runs on the CTA's second warp (`memory::COPYING_WARP`).
+//! All other ops run on every
 //! thread. The tile dialect's index arithmetic, `tile.for`
 //! and element-wise ops stay in use next to these ops.
 

@@ -3,7 +3,7 @@
 //! stage, a prologue that loads the first N - W iterations, and a loop body
 //! that waits on its stage, issues its wgmma asynchronously, waits until W
 //! groups are in flight and refills the stage the retired group read; a
-//! block-scaled dot's scales come with their stage (copied by the first
+//! block-scaled dot's scales come with their stage (copied by the second
 //! warp, read from shared memory after the wait) or, without
 //! `copy_scales`, are loaded into registers one iteration ahead.
 

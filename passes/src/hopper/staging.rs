@@ -13,7 +13,7 @@
 //! alignment; a column of a tensor whose rows are not a multiple of four
 //! starts between two), so it holds [`flat_box_rows_of`] rows, and the read
 //! takes the tile from `nv.run_offset` rows in. Any other narrow tile is
-//! copied by the first warp's `cp.async`, each lane arriving on the same
+//! copied by the copying warp's `cp.async`, each lane arriving on the same
 //! barrier. One copy of a stage's row scales, instead of 32 lanes' copies
 //! and arrivals, made the block-scaled FP8 kernels faster (measured:
 //! docs/evidence.md, hopper/staging.rs, module documentation).

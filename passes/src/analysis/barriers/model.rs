@@ -68,7 +68,7 @@ pub enum EventKind {
     /// `nv.mbarrier_expect_tx`: one (elected) arrival expecting the bytes,
     /// from each consumer warpgroup in a consumer region.
     ExpectTx(i64),
-    /// `nv.copy_async`: the first warp's 32 lanes arrive once their copies land.
+    /// `nv.copy_async`: the copying warp's 32 lanes arrive once their copies land.
     CopyArrive,
     /// `nv.tma_load`: completes the bytes, never an arrival.
     TmaComplete(i64),
@@ -154,7 +154,7 @@ impl Model {
                 }
                 Opcode::NvCopyAsync => {
                     if self.roles[role].kind == RoleKind::Consumers {
-                        let msg = "runs in the CTA's first warp, which is the producer's: a copy in a consumer region would never run";
+                        let msg = "runs in the CTA's second warp, which is the producer's: a copy in a consumer region would never run";
                         return Err(op_error(body, op, msg.into()));
                     }
                     let copy = nv::CopyAsync::of(body, op).expect("verified");

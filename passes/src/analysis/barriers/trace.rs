@@ -7,8 +7,9 @@
 //! boundaries as the GPU does. A warp is the unit: the warps of one role
 //! run the same code, thread 0 (warp 0) alone issues the elected ops
 //! (`expect_tx`, TMA loads and stores and their waits), or in a consumer
-//! region the first warp of each consumer warpgroup, warp 0 alone copies
-//! scales (`nv.copy_async`), and a warp's `arrive` is 32 arrivals.
+//! region the first warp of each consumer warpgroup, warp 1 alone copies
+//! scales (`nv.copy_async`, [`COPYING_WARP`]), and a warp's `arrive` is 32
+//! arrivals.
 //!
 //! Every op on the way is evaluated or classified: integer arithmetic,
 //! comparisons and selects are computed; a value that depends on the data
@@ -25,7 +26,7 @@
 use crate::pass::op_error;
 use super::model::cluster_size;
 use tilec_dialects::ir::{Block, Body, EntityRef, Op, Value};
-use tilec_dialects::nv::memory::TMA_GLOBAL_ALIGN;
+use tilec_dialects::nv::memory::{COPYING_WARP, TMA_GLOBAL_ALIGN};
 use tilec_dialects::registry::Opcode;
 use tilec_dialects::tile::arith::{binary_int_fold, compare};
 use tilec_dialects::{nv, tile};
@@ -114,7 +115,7 @@ pub enum StepKind {
     /// A TMA load into `buffer`; with `peer`, the mirror of the peer CTA's
     /// multicast of its half, issued once the peer's barrier lets it.
     TmaLoad { buffer: Window, barrier: Slot, bytes: i64, peer: bool },
-    /// `nv.copy_async` (warp 0): writes the stage, then its 32 lanes arrive.
+    /// `nv.copy_async` (the copying warp): writes the stage, then its 32 lanes arrive.
     CopyAsync { buffer: Window, barrier: Slot },
     /// `nv.load_shared`: a synchronous read of scales into registers.
     LoadShared { buffer: Window },
@@ -217,19 +218,21 @@ fn check_releases_every_peer(func: &Function, steps: &[Step]) -> Result<(), Diag
 }
 
 /// What a warp's trace depends on of the warp: whether it is the CTA's
-/// first, whether it leads its warpgroup, and which warpgroup it is in. The
-/// tracer sees a warp only through this, so the warps of one class (a
-/// warpgroup's three others) take the same steps.
+/// first, whether it is the copying warp, whether it leads its warpgroup,
+/// and which warpgroup it is in. The tracer sees a warp only through this,
+/// so the warps of one class (a consumer warpgroup's three others) take the
+/// same steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct WarpClass {
     first: bool,
+    copies: bool,
     leads_group: bool,
     group: i64,
 }
 
 impl WarpClass {
     fn of(warp: i64) -> WarpClass {
-        WarpClass { first: warp == 0, leads_group: warp % WARPS_PER_GROUP == 0, group: warp / WARPS_PER_GROUP }
+        WarpClass { first: warp == 0, copies: warp == COPYING_WARP, leads_group: warp % WARPS_PER_GROUP == 0, group: warp / WARPS_PER_GROUP }
     }
 
     /// Whether the warp issues the elected ops: in a consumer region the
@@ -566,7 +569,7 @@ impl Tracer<'_> {
                 // and arrives on no barrier.
                 Opcode::NvTmaPrefetch => {}
                 Opcode::NvCopyAsync => {
-                    if self.class.first {
+                    if self.class.copies {
                         let copy = nv::CopyAsync::of(body, op).expect("matched");
                         let buffer = self.window(op, copy.buffer(body), copy.stage(body))?;
                         let barrier = self.slot(op, copy.barrier(body), copy.barrier_stage(body))?;
