@@ -1235,6 +1235,14 @@ impl<'a> Lowerer<'a> {
         Ok(ptr)
     }
 
+    /// Whether an `nv.wgmma_wait` comes after `op` in its block.
+    fn wgmma_wait_follows(&self, op: Op) -> bool {
+        let body = &self.f.body;
+        let Some(block) = body.ops[op].parent else { return false };
+        let ops = &body.blocks[block].ops;
+        ops.iter().skip_while(|&&o| o != op).any(|&o| body.opcode(o) == Opcode::NvWgmmaWait)
+    }
+
     fn lower_scale_accumulate(&mut self, op: Op) -> Result<(), Diagnostic> {
         let sacc = self.view(op, nv::ScaleAccumulate::of)?;
         let body = &self.f.body;
@@ -1264,6 +1272,10 @@ impl<'a> Lowerer<'a> {
             (None, Some(c)) => Part::ColBlock(c),
             (None, None) => Part::Whole,
         };
+        // A block's promotion, or one a wgmma wait follows in its block (the
+        // first K block's of a pair, placed under the second's wgmma), stays
+        // where the IR puts it ([`scales::scale_accumulate`]).
+        let pin = part != Part::Whole || self.wgmma_wait_follows(op);
         let (m_blocks, n_blocks) = match part {
             Part::Whole => (acc.geom.m_blocks, acc.geom.n_blocks),
             Part::RowBlock(_) => (1, acc.geom.n_blocks),
@@ -1287,7 +1299,7 @@ impl<'a> Lowerer<'a> {
                 let tid = self.thread().tid.clone();
                 warpgroup(&mut self.em, &tid)
             });
-            scales::scale_accumulate_row_blocks(&mut self.em, &acc, &partial, &rows.values, &cols.values, part, &offset, wg.as_deref())
+            scales::scale_accumulate_row_blocks(&mut self.em, &acc, &partial, &rows.values, &cols.values, part, pin, &offset, wg.as_deref())
         } else {
             let columns = match offset {
                 None => ColumnBlocks::FromStart,
@@ -1297,7 +1309,7 @@ impl<'a> Lowerer<'a> {
                     None => ColumnBlocks::Dynamic { offset: self.scalar(op, v)?, step: acc.geom.cols },
                 },
             };
-            scales::scale_accumulate(&mut self.em, &acc, &partial, &rows.values, &cols.values, part, &columns)
+            scales::scale_accumulate(&mut self.em, &acc, &partial, &rows.values, &cols.values, part, pin, &columns)
         };
         self.vals.insert(result, Lv::Frag(promoted));
         Ok(())

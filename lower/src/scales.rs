@@ -277,13 +277,13 @@ pub(crate) enum Part {
 /// `acc + partial * rows[row] * blocks[block of col]`, element by element:
 /// one product of scales per (row, block) the thread holds, then one FMA
 /// per element. With a row or column block the partial is that part of the
-/// accumulator alone; the rest passes through, and the promoted values are
-/// pinned where they stand by an empty side-effecting asm that reads them:
-/// LLVM would otherwise sink the FMAs past the next block's wgmma or wait
-/// (they are pure), keeping two blocks' partials live, which at 128 rows
-/// by 128 columns a warpgroup spills, or promoting a column block only
-/// after the wait for the next one, which is what its own commit group is
-/// there to avoid.
+/// accumulator alone; the rest passes through. With `pin` the promoted
+/// values are pinned where they stand by an empty side-effecting asm that
+/// reads them: LLVM would otherwise sink the FMAs past the next block's
+/// wgmma or wait (they are pure), keeping two blocks' partials live, which
+/// at 128 rows by 128 columns a warpgroup spills, or promoting a column
+/// block, or the first K block of a pair, only after the wait for the next
+/// one, which is what its own commit group is there to avoid.
 ///
 /// With a dynamic offset, each column's block changes with the tile while
 /// the offset stays the same for the whole K loop; instead of choosing a
@@ -293,7 +293,7 @@ pub(crate) enum Part {
 /// default that chose per element kept its loop-invariant choices live
 /// across the K loop (LLVM hoists them), which spilled 88 bytes at 64x176
 /// a warpgroup.
-pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, rows: &[String], blocks: &[String], part: Part, columns: &ColumnBlocks) -> Frag {
+pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, rows: &[String], blocks: &[String], part: Part, pin: bool, columns: &ColumnBlocks) -> Frag {
     let last = blocks.len() as i64 - 1;
     let mut row_products = |em: &mut Emitter, r: i64| {
         [0, 1].map(|half| {
@@ -302,18 +302,18 @@ pub(crate) fn scale_accumulate(em: &mut Emitter, acc: &Frag, partial: &Frag, row
         })
     };
     match columns {
-        ColumnBlocks::FromStart => promote(em, acc, partial, part, &mut row_products, &|scales, col, _| scales[(col / SCALE_BLOCK_N) as usize].clone()),
-        ColumnBlocks::Known(offset) => promote(em, acc, partial, part, &mut row_products, &|scales, col, _| scales[block_at(offset + col, last)].clone()),
+        ColumnBlocks::FromStart => promote(em, acc, partial, part, pin, &mut row_products, &|scales, col, _| scales[(col / SCALE_BLOCK_N) as usize].clone()),
+        ColumnBlocks::Known(offset) => promote(em, acc, partial, part, pin, &mut row_products, &|scales, col, _| scales[block_at(offset + col, last)].clone()),
         ColumnBlocks::Dynamic { offset, step } => {
             let Some(cases) = offset_cases(*step, blocks.len() as i64) else {
                 trap_unless_case(em, offset, grid_offset_grain(*step));
-                return promote(em, acc, partial, part, &mut row_products, &|scales, col, _| scales[block_at(col, last)].clone());
+                return promote(em, acc, partial, part, pin, &mut row_products, &|scales, col, _| scales[block_at(col, last)].clone());
             };
             let types = vec![acc.chunk_type(em); acc.chunks.len()];
             let promoted = em.index_switch("promoted", offset, &types);
             for known in cases {
                 em.open(format!("case {known} {{"));
-                let done = promote(em, acc, partial, part, &mut row_products, &|scales, col, _| scales[block_at(known + col, last)].clone());
+                let done = promote(em, acc, partial, part, pin, &mut row_products, &|scales, col, _| scales[block_at(known + col, last)].clone());
                 em.yield_values(&done.chunks, &types);
                 em.close("}");
             }
@@ -338,14 +338,15 @@ pub(crate) enum RowOffset {
 /// per m64 block the thread holds (64-row blocks never straddle a 128-row
 /// scale block, since the tile's rows start at a multiple of 64 in it),
 /// its products with the thread's column scales, then one FMA per element.
-/// `wg` is the thread's warpgroup, `None` with one.
-pub(crate) fn scale_accumulate_row_blocks(em: &mut Emitter, acc: &Frag, partial: &Frag, blocks: &[String], cols: &[String], part: Part, offset: &RowOffset, wg: Option<&str>) -> Frag {
+/// `wg` is the thread's warpgroup, `None` with one; `pin` as for
+/// [`scale_accumulate`].
+pub(crate) fn scale_accumulate_row_blocks(em: &mut Emitter, acc: &Frag, partial: &Frag, blocks: &[String], cols: &[String], part: Part, pin: bool, offset: &RowOffset, wg: Option<&str>) -> Frag {
     let mut row_products = |em: &mut Emitter, r: i64| {
         let block = row_block_scale(em, &acc.geom, r, blocks, offset, wg);
         let products: Vec<String> = cols.iter().map(|c| em.binop("s", "arith.mulf", &block, c, "f32")).collect();
         [products.clone(), products]
     };
-    promote(em, acc, partial, part, &mut row_products, &|scales, col, parity| scales[(2 * (col / 8)) as usize + parity].clone())
+    promote(em, acc, partial, part, pin, &mut row_products, &|scales, col, parity| scales[(2 * (col / 8)) as usize + parity].clone())
 }
 
 /// The block scale of the thread's m64 block `r`: `blocks[min((offset +
@@ -419,6 +420,7 @@ fn promote(
     acc: &Frag,
     partial: &Frag,
     part: Part,
+    pin: bool,
     row_products: &mut dyn FnMut(&mut Emitter, i64) -> [Vec<String>; 2],
     scale_of: &dyn Fn(&[String], i64, usize) -> String,
 ) -> Frag {
@@ -453,7 +455,7 @@ fn promote(
             chunks[c] = out;
         }
     }
-    if part != Part::Whole {
+    if pin {
         let constraints = vec!["f"; promoted.len()].join(",");
         let types = vec!["f32"; promoted.len()].join(", ");
         em.line(format!("llvm.inline_asm has_side_effects \"\", \"{constraints}\" {} : ({types}) -> ()", promoted.join(", ")));
