@@ -12,7 +12,7 @@ use crate::hopper::counting::{enclosing_loop, iterations_before, parity, trip_co
 use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::schedule::{dots, loop_block, staged_loads, LoopSchedule};
 use crate::hopper::staging::{outermost_ancestor, remove_staged_loads, StagedBuffers};
-use crate::hopper::wgmma::{dot_a, drain_after, emit_wgmma, promote_by_blocks, replace_dot};
+use crate::hopper::wgmma::{dot_a, drain_after, emit_wgmma, promote_by_blocks, replace_dot, RowBlocks};
 use crate::pass::op_error;
 use std::collections::{HashMap, HashSet};
 use tilec_dialects::ir::{Attributes, Block, Body, Builder, EntityRef, InsertPoint, Op, Region, Type, Value};
@@ -118,7 +118,7 @@ pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSched
     remove_staged_loads(body, region, &wide_loads)?;
     remove_dead_slice(body, region, &parts);
     schedule.annotate(body, parts.block, &consumers, refill);
-    promote_by_blocks(body, body.blocks[parts.block].parent.expect("in a region"));
+    promote_by_blocks(body, body.blocks[parts.block].parent.expect("in a region"), RowBlocks::Together);
 
     // Drain: nothing reads the accumulators before every group is done.
     drain_after(body, region, for_op.op());

@@ -109,30 +109,33 @@ pub fn completing_wait(body: &Body, done: Value) -> Option<Op> {
 /// consumer's, after it takes its rows). A dot that reads A in registers
 /// keeps its whole-tile promotion.
 ///
-/// By rows: one wgmma, wait and promotion (`row_block`) per block, in row
-/// order. A thread then holds one block's partial product (N / 2
-/// registers) beside the running result instead of a second copy of all of
-/// it: 192 registers rather than 256 at 128 rows by 128 columns a
-/// warpgroup, which ptxas could only spill. Each block's wgmma reads its
-/// rows of A through an `nv.smem_rows` window; a stage released after the
-/// wait (a warp-specialised consumer's arrive) is released after the last
-/// block's promotion.
+/// By columns, and by rows where `rows` says [`RowBlocks::Together`] and
+/// every block's partial fits beside the running result
+/// (`BlockSplit::reuses_partials` false): one wgmma and
+/// commit group per block, all issued before the first wait, then per block
+/// a wait that leaves the later blocks in flight and its promotion
+/// (`col_block`, `row_block`): each block is promoted while the next
+/// block's wgmma still runs, where a whole-tile promotion, or one block's
+/// wgmma, wait and promotion after another's, left the warpgroup's tensor
+/// cores idle (measured: docs/evidence.md, hopper/wgmma.rs,
+/// promote_by_blocks). The partials together hold what the whole tile's
+/// did. Each block's wgmma reads its instruction's rows of B (N x K), or
+/// its m64 rows of A, through an `nv.smem_rows` window; a stage released
+/// after the wait is released after the last block's.
 ///
-/// By columns: one wgmma and commit group per instruction's columns, all
-/// issued before the first wait, then per block a wait that leaves the
-/// later blocks in flight and its promotion (`col_block`): each block is
-/// promoted while the next block's wgmma still runs, where a whole-tile
-/// promotion left the warpgroup's tensor cores idle (measured:
-/// docs/evidence.md, hopper/wgmma.rs, promote_by_blocks). The partials
-/// together hold what the whole
-/// tile's did. Each block's wgmma reads its rows of B (N x K) through an
-/// `nv.smem_rows` window; a stage released after the wait is released
-/// after the last block's.
-pub fn promote_by_blocks(body: &mut Body, region: Region) {
+/// Otherwise by rows: one wgmma, wait and promotion per block, in row
+/// order, each block's wgmma starting from a zero, or where the partials
+/// do not fit from the partial promoted before it. A thread then holds one
+/// block's partial product (N / 2 registers) beside the running result
+/// instead of a second copy of all of it: 192 registers rather than 256 at
+/// 128 rows by 128 columns a warpgroup, which ptxas could only spill; a
+/// stage released after the wait (a warp-specialised consumer's arrive) is
+/// released after the last block's promotion.
+pub fn promote_by_blocks(body: &mut Body, region: Region, rows: RowBlocks) {
     for axis in [Axis::Rows, Axis::Columns] {
         for op in body.walk_region(region) {
             let Some(promotion) = ScaleAccumulate::of(body, op).filter(|p| p.row_block(body).is_none() && p.col_block(body).is_none()) else { continue };
-            let Some(split) = BlockSplit::of(body, promotion, axis) else { continue };
+            let Some(split) = BlockSplit::of(body, promotion, axis, rows) else { continue };
             split.apply(body, promotion);
         }
     }
@@ -179,6 +182,21 @@ fn wait_behind(body: &Body, read: Op) -> Option<Op> {
         }
     }
     None
+}
+
+/// How [`promote_by_blocks`] issues a warpgroup's m64 row blocks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum RowBlocks {
+    /// All blocks' wgmma before the first wait, where their partials fit
+    /// and one warpgroup holds the tile (the plain pipeline of four warps),
+    /// whose waits and promotions otherwise leave the tensor cores idle
+    /// (measured: docs/evidence.md, hopper/wgmma.rs, promote_by_blocks).
+    /// Two warpgroups on a tile keep their blocks in turn, as consumers do.
+    Together,
+    /// Each block's wgmma after the promotion before it: for consumers
+    /// beside others, whose wgmma run during a consumer's waits and
+    /// promotions, where issuing together measured slower.
+    InTurn,
 }
 
 /// Which way [`promote_by_blocks`] splits a promotion.
@@ -231,10 +249,13 @@ struct BlockSplit {
     /// swapped decode kernels' row blocks: docs/evidence.md, hopper/wgmma.rs,
     /// BlockSplit::reuses_partials).
     reuses_partials: bool,
+    /// Every block's wgmma is issued before the first wait: column blocks,
+    /// and row blocks as [`RowBlocks::Together`] allows.
+    together: bool,
 }
 
 impl BlockSplit {
-    fn of(body: &Body, promotion: ScaleAccumulate, axis: Axis) -> Option<BlockSplit> {
+    fn of(body: &Body, promotion: ScaleAccumulate, axis: Axis, rows: RowBlocks) -> Option<BlockSplit> {
         let acc = body.value_type(promotion.acc(body)).as_tile()?;
         let Some(Layout::Mma { warps_per_cta, instr_shape, .. }) = &acc.layout else { return None };
         let block_size = match axis {
@@ -250,18 +271,25 @@ impl BlockSplit {
         let in_time = DotScales::of_promotion(body, promotion).values().all(|s| !defined_after(body, s, wait.op()));
         // Column blocks read windows of B's rows (B is N x K) and all go
         // out before one wait for everything in flight.
+        let warpgroups = warps_per_cta.iter().map(|&w| i64::from(w)).product::<i64>() / 4;
+        let registers = Precision::Fp8BlockScaled.accumulator_registers(acc.shape[0], acc.shape[1], warpgroups);
+        let reuses_partials = axis == Axis::Rows && !registers.fit_two_partials();
+        // Blocks issued together each wait with the later ones in flight,
+        // counted from a wait that left nothing else in flight.
+        let all_done = wait.pending(body) == 0;
+        let together = match axis {
+            Axis::Rows => rows == RowBlocks::Together && warpgroups == 1 && !reuses_partials && all_done,
+            Axis::Columns => true,
+        };
         let axis_allows = match axis {
             Axis::Rows => true,
-            Axis::Columns => warps_per_cta.get(1) == Some(&1) && wgmma.transpose_b(body) && wait.pending(body) == 0,
+            Axis::Columns => warps_per_cta.get(1) == Some(&1) && wgmma.transpose_b(body) && all_done,
         };
         let splits = blocks > 1 && axis_allows && wait.values(body).len() == 1 && wgmma.a_stage(body).is_some() && wgmma.zero_init(body) && in_time;
         let mut shape = acc.shape.clone();
         shape[axis.dim()] = block_size;
-        let warpgroups = warps_per_cta.iter().map(|&w| i64::from(w)).product::<i64>() / 4;
-        let registers = Precision::Fp8BlockScaled.accumulator_registers(acc.shape[0], acc.shape[1], warpgroups);
-        let reuses_partials = axis == Axis::Rows && !registers.fit_two_partials();
         let partial_type = Type::Tile(TileType { shape, elem: acc.elem, layout: acc.layout.clone() });
-        splits.then_some(BlockSplit { axis, wgmma, wait, block_size, blocks, partial_type, reuses_partials })
+        splits.then_some(BlockSplit { axis, wgmma, wait, block_size, blocks, partial_type, reuses_partials, together })
     }
 
     fn apply(self, body: &mut Body, promotion: ScaleAccumulate) {
@@ -276,18 +304,19 @@ impl BlockSplit {
             scales: DotScales::of_promotion(body, promotion),
             zero: block_zero(body, w, self.partial_type.clone()),
         };
-        match self.axis {
-            Axis::Rows => self.apply_rows(body, promotion, operands),
-            Axis::Columns => self.apply_columns(body, promotion, operands),
+        if self.together {
+            self.apply_together(body, promotion, operands)
+        } else {
+            self.apply_in_turn(body, promotion, operands)
         }
     }
 
-    /// Block 0 takes the whole tile's wgmma and wait; blocks 1.. follow the
-    /// wait, each promoted before the next one's wgmma; the promotion
-    /// itself becomes the last block's. Each block after the first starts
-    /// from a zero, or, where [`BlockSplit::reuses_partials`], from the
-    /// partial promoted before it.
-    fn apply_rows(self, body: &mut Body, promotion: ScaleAccumulate, o: BlockOperands) {
+    /// Row blocks in turn: block 0 takes the whole tile's wgmma and wait;
+    /// blocks 1.. follow the wait, each promoted before the next one's
+    /// wgmma, which starts from a zero, or, where
+    /// [`BlockSplit::reuses_partials`], from the partial promoted before it;
+    /// the promotion itself becomes the last block's.
+    fn apply_in_turn(self, body: &mut Body, promotion: ScaleAccumulate, o: BlockOperands) {
         let BlockOperands { loc, a, a_stage, b: b_buffer, b_stage, attrs, scales, zero } = o;
 
         // Block 0's window goes before the fence that opens its wgmma.
@@ -327,17 +356,25 @@ impl BlockSplit {
         }
     }
 
-    /// Block 0 takes the whole tile's wgmma; blocks 1.. follow its commit,
-    /// each in a group of its own. The waits for blocks 0.. but the last,
-    /// each with its promotion, go before the tile's wait, which becomes the
-    /// last block's, as the promotion itself does.
-    fn apply_columns(self, body: &mut Body, promotion: ScaleAccumulate, o: BlockOperands) {
+    /// Blocks together: block 0 takes the whole tile's wgmma; blocks 1..
+    /// follow its commit, each in a group of its own from a zero. The waits
+    /// for blocks 0.. but the last, each with its promotion, go before the
+    /// tile's wait, which becomes the last block's, as the promotion itself
+    /// does.
+    fn apply_together(self, body: &mut Body, promotion: ScaleAccumulate, o: BlockOperands) {
         let BlockOperands { loc, a, a_stage, b: b_buffer, b_stage, attrs, scales, zero } = o;
 
         // The windows go before the fence that opens block 0's wgmma.
         let mut b = Builder::new(body, InsertPoint::Before(opening_fence(body, self.wgmma)), loc.clone());
-        let windows: Vec<Value> = (0..self.blocks).map(|block| block_window(&mut b, b_buffer, self.block_size, block, "b_block")).collect();
-        self.wgmma.set_b(body, windows[0]);
+        let (windowed, name) = match self.axis {
+            Axis::Rows => (a, "a_block"),
+            Axis::Columns => (b_buffer, "b_block"),
+        };
+        let windows: Vec<Value> = (0..self.blocks).map(|block| block_window(&mut b, windowed, self.block_size, block, name)).collect();
+        match self.axis {
+            Axis::Rows => self.wgmma.set_a(body, windows[0]),
+            Axis::Columns => self.wgmma.set_b(body, windows[0]),
+        }
         let first = self.wgmma.result(body);
         body.values[first].ty = self.partial_type.clone();
 
@@ -345,7 +382,11 @@ impl BlockSplit {
         let mut b = Builder::new(body, InsertPoint::Before(next_op(body, commit)), loc.clone());
         let mut issued = vec![first];
         for &window in &windows[1..] {
-            issued.push(Wgmma::build(&mut b, a, Some(a_stage), window, b_stage, zero, attrs.clone()).result(b.body));
+            let (a, b_buffer) = match self.axis {
+                Axis::Rows => (window, b_buffer),
+                Axis::Columns => (a, window),
+            };
+            issued.push(Wgmma::build(&mut b, a, Some(a_stage), b_buffer, b_stage, zero, attrs.clone()).result(b.body));
             WgmmaCommit::build(&mut b, Attributes::new());
         }
 

@@ -49,7 +49,7 @@ use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::WARPS_PER_WARPGROUP;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, LoopSchedule};
 use crate::hopper::staging::{column_major_tensors, copies_scales, outermost_ancestor, rows_window, scales_option, RowShare, StagedBuffers, SCALES_OPTION};
-use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, read_scales_behind_wgmma, replace_dot};
+use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, read_scales_behind_wgmma, replace_dot, RowBlocks};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::pass::PassInfo;
@@ -716,7 +716,7 @@ impl Roles<'_> {
     /// and consumers that take turns at tiles take them.
     fn finish_consumer(&self, body: &mut Body, k_loop: For, role_region: Region, split: bool, c: Value) -> Result<(), Diagnostic> {
         self.retype_consumer(body, role_region);
-        promote_by_blocks(body, role_region);
+        promote_by_blocks(body, role_region, RowBlocks::InTurn);
         read_scales_behind_wgmma(body, role_region);
         if split {
             self.offset_tiles(body, role_region, c);
