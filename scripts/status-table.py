@@ -22,7 +22,7 @@ import sys
 STATUS = "status table"
 FRESH = "fresh-draws table"
 COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-12-01-h200-judged.json"
-COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-12-01-h200-judged.json"
+COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fp8-late.json"
 FRESH_BF16 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed9.json"
 FRESH_SEED14 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed14-clusters-of-four.json"
 FRESH_LATEST = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed15.json"
