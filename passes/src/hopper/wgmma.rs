@@ -269,8 +269,6 @@ impl BlockSplit {
         // so the scales must be there already (read after the stage's wait,
         // or carried in from the last iteration).
         let in_time = DotScales::of_promotion(body, promotion).values().all(|s| !defined_after(body, s, wait.op()));
-        // Column blocks read windows of B's rows (B is N x K) and all go
-        // out before one wait for everything in flight.
         let warpgroups = warps_per_cta.iter().map(|&w| i64::from(w)).product::<i64>() / 4;
         let registers = Precision::Fp8BlockScaled.accumulator_registers(acc.shape[0], acc.shape[1], warpgroups);
         let reuses_partials = axis == Axis::Rows && !registers.fit_two_partials();
@@ -281,6 +279,8 @@ impl BlockSplit {
             Axis::Rows => rows == RowBlocks::Together && warpgroups == 1 && !reuses_partials && all_done,
             Axis::Columns => true,
         };
+        // Column blocks read windows of B's rows (B is N x K) and all go
+        // out before one wait for everything in flight.
         let axis_allows = match axis {
             Axis::Rows => true,
             Axis::Columns => warps_per_cta.get(1) == Some(&1) && wgmma.transpose_b(body) && all_done,
