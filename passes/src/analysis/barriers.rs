@@ -28,7 +28,9 @@
 //!    tile), generic stores read by TMA are fenced (`nv.fence_async_shared`),
 //!    an output stage is rewritten only after the TMA store reading it was
 //!    waited for, every TMA store is waited for before the CTA exits,
-//!    each wgmma follows an `nv.wgmma_fence`, stage indices and row windows
+//!    each wgmma follows an `nv.wgmma_fence`, a wgmma result that an
+//!    `nv.wgmma_wait` returns for an op to read in registers comes from a
+//!    group that wait retires, stage indices and row windows
 //!    stay inside their allocation, and some warp can always move (a
 //!    missing arrive or wait hangs);
 //! 7. no path from one thread's op (`elected`) reaches an op the warpgroup

@@ -230,7 +230,7 @@ fn windows(kind: &StepKind) -> &[Window] {
         | StepKind::LoadFragment { buffer }
         | StepKind::StoreShared { buffer }
         | StepKind::TmaStore { buffer } => std::slice::from_ref(buffer),
-        StepKind::Wgmma { reads } => reads,
+        StepKind::Wgmma { reads, .. } => reads,
         StepKind::Wait { .. }
         | StepKind::Arrive { .. }
         | StepKind::RemoteArrive { .. }
@@ -272,12 +272,20 @@ struct BarrierState {
     landing: Vec<usize>,
 }
 
+/// A warp's wgmma since its last commit, or one committed group of them:
+/// the stage reads they make and the results they write.
+#[derive(Default)]
+struct Group {
+    reads: Vec<usize>,
+    results: Vec<Value>,
+}
+
 #[derive(Default)]
 struct Warp {
     pc: usize,
     clock: Clock,
-    open_group: Vec<usize>,
-    in_flight: VecDeque<Vec<usize>>,
+    open_group: Group,
+    in_flight: VecDeque<Group>,
     wgmma_fenced: bool,
     unfenced_writes: Vec<usize>,
     /// The generation of the CTA or warpgroup barrier the warp has arrived at.
@@ -477,7 +485,7 @@ impl<'a> Sim<'a> {
                 let id = self.access(w, op, AccessKind::GenericRead);
                 self.read(w, buffer, id)?;
             }
-            StepKind::Wgmma { reads } => {
+            StepKind::Wgmma { reads, result } => {
                 if !self.warps[w].wgmma_fenced {
                     let msg = "is not preceded by an 'nv.wgmma_fence' since its warp last touched the registers it uses (the last 'nv.wgmma_wait' or 'nv.load_fragment')";
                     return Err(self.error(op, msg.into()));
@@ -485,22 +493,35 @@ impl<'a> Sim<'a> {
                 for window in reads {
                     let id = self.access(w, op, AccessKind::WgmmaRead);
                     self.read(w, window, id)?;
-                    self.warps[w].open_group.push(id);
+                    self.warps[w].open_group.reads.push(id);
                 }
+                self.warps[w].open_group.results.push(result);
             }
             StepKind::WgmmaFence => self.warps[w].wgmma_fenced = true,
             StepKind::WgmmaCommit => {
                 let group = std::mem::take(&mut self.warps[w].open_group);
                 self.warps[w].in_flight.push_back(group);
             }
-            StepKind::WgmmaWait { depth } => {
+            StepKind::WgmmaWait { depth, read } => {
                 let warp = &mut self.warps[w];
                 warp.wgmma_fenced = false;
-                let depth = usize::try_from(depth).unwrap_or(0);
-                while warp.in_flight.len() > depth {
-                    for id in warp.in_flight.pop_front().expect("non-empty") {
+                let left = usize::try_from(depth).unwrap_or(0);
+                while warp.in_flight.len() > left {
+                    for id in warp.in_flight.pop_front().expect("non-empty").reads {
                         self.accesses[id].done = Some(warp.clock.clone());
                     }
+                }
+                // What it returns for reading in registers must come from
+                // wgmma that are done.
+                let uncommitted = read.iter().any(|v| warp.open_group.results.contains(v));
+                let running = read.iter().any(|v| warp.in_flight.iter().any(|g| g.results.contains(v)));
+                if uncommitted {
+                    let msg = "returns the result of an 'nv.wgmma' that no 'nv.wgmma_commit' put in a group before it, and an op reads it in registers: the wait does not wait for it";
+                    return Err(self.error(op, msg.into()));
+                }
+                if running {
+                    let msg = format!("returns the result of an 'nv.wgmma' that may still be running, and an op reads it in registers: the wait leaves {depth} group(s) in flight, and that wgmma's is among them");
+                    return Err(self.error(op, msg));
                 }
             }
             StepKind::LoadFragment { buffer } => {

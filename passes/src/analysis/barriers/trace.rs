@@ -24,6 +24,7 @@
 //! verifier reports as a warning rather than passing the function.
 
 use crate::pass::op_error;
+use std::collections::HashSet;
 use super::model::cluster_size;
 use tilec_dialects::ir::{Block, Body, EntityRef, Op, Value};
 use tilec_dialects::nv::memory::{COPYING_WARP, TMA_GLOBAL_ALIGN};
@@ -119,11 +120,16 @@ pub enum StepKind {
     CopyAsync { buffer: Window, barrier: Slot },
     /// `nv.load_shared`: a synchronous read of scales into registers.
     LoadShared { buffer: Window },
-    /// An `nv.wgmma`: the buffer stages it reads, asynchronously.
-    Wgmma { reads: Vec<Window> },
+    /// An `nv.wgmma`: the buffer stages it reads, asynchronously, and the
+    /// value its result is (which a wait must take only once it is done).
+    Wgmma { reads: Vec<Window>, result: Value },
     WgmmaFence,
     WgmmaCommit,
-    WgmmaWait { depth: i64 },
+    /// An `nv.wgmma_wait`: the groups it leaves in flight, and the values
+    /// it takes whose returned results something reads in registers (not
+    /// only a later wgmma accumulating into them, a later wait or a loop's
+    /// yield, which may take a result still being written).
+    WgmmaWait { depth: i64, read: Vec<Value> },
     /// `nv.load_fragment`: a synchronous read into registers.
     LoadFragment { buffer: Window },
     StoreShared { buffer: Window },
@@ -156,6 +162,7 @@ pub struct Untraceable {
 /// indices outside their allocation are errors, located at the op.
 pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, Untraceable>, Diagnostic> {
     let warps = func.attrs.get_int("num_warps").unwrap_or(4);
+    let register_reads = read_in_registers(&func.body);
     let mut traces: Vec<Vec<Step>> = Vec::new();
     // The warps of a class trace alike: the first of each class is traced.
     let mut traced: Vec<(WarpClass, usize)> = Vec::new();
@@ -166,7 +173,7 @@ pub fn trace(func: &Function, config: &Config) -> Result<Result<Vec<Vec<Step>>, 
             traces.push(same);
             continue;
         }
-        let mut tracer = Tracer { func, body: &func.body, config, class, env: Env::new(&func.body), steps: Vec::new(), role: None, budget: MAX_STEPS };
+        let mut tracer = Tracer { func, body: &func.body, config, class, env: Env::new(&func.body), steps: Vec::new(), role: None, budget: MAX_STEPS, register_reads: &register_reads };
         match tracer.block(func.entry_block()) {
             Ok(_) => {
                 check_releases_every_peer(func, &tracer.steps)?;
@@ -314,6 +321,16 @@ struct Tracer<'a> {
     role: Option<Role>,
     /// Loop iterations left before the trace is given up as too long.
     budget: usize,
+    /// The values some op reads in registers ([`read_in_registers`]).
+    register_reads: &'a HashSet<Value>,
+}
+
+/// The values of `body` that an op other than `nv.wgmma` (accumulating into
+/// them), `nv.wgmma_wait` or `tile.yield` takes: where a wgmma's result is
+/// read, it must be done.
+fn read_in_registers(body: &Body) -> HashSet<Value> {
+    let passes_on = |op: Op| matches!(body.opcode(op), Opcode::NvWgmma | Opcode::NvWgmmaWait | Opcode::TileYield);
+    body.ops.keys().filter(|&op| !passes_on(op)).flat_map(|op| body.ops[op].operands.iter().copied()).collect()
 }
 
 impl Tracer<'_> {
@@ -588,13 +605,15 @@ impl Tracer<'_> {
                         reads.push(self.window(op, mma.a(body), stage)?);
                     }
                     reads.push(self.window(op, mma.b(body), mma.b_stage(body))?);
-                    self.push(op, StepKind::Wgmma { reads })?;
+                    self.push(op, StepKind::Wgmma { reads, result: mma.result(body) })?;
                 }
                 Opcode::NvWgmmaFence => self.push(op, StepKind::WgmmaFence)?,
                 Opcode::NvWgmmaCommit => self.push(op, StepKind::WgmmaCommit)?,
                 Opcode::NvWgmmaWait => {
-                    let depth = nv::WgmmaWait::of(body, op).expect("matched").pending(body);
-                    self.push(op, StepKind::WgmmaWait { depth })?;
+                    let wait = nv::WgmmaWait::of(body, op).expect("matched");
+                    let returned = wait.values(body).iter().zip(wait.results(body));
+                    let read = returned.filter(|(_, r)| self.register_reads.contains(r)).map(|(&v, _)| v).collect();
+                    self.push(op, StepKind::WgmmaWait { depth: wait.pending(body), read })?;
                 }
                 Opcode::NvLoadFragment => {
                     let load = nv::LoadFragment::of(body, op).expect("matched");
