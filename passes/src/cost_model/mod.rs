@@ -78,9 +78,14 @@ pub struct Calibration {
     /// Bytes per second one SM writes and reads partial f32 tiles (split-K
     /// and stream-K's hand-over).
     pub partial_bytes_per_s: f64,
-    /// Seconds of one wait of split-K's workspace reduction for L2: the
-    /// arrival count's atomic, or a group of parked slots read back.
+    /// Seconds of one wait of split-K's workspace reduction for L2: a
+    /// group of parked slots read back, or a count of the spread form.
     pub workspace_round_trip_s: f64,
+    /// Seconds from a workspace-reduced CTA's last partial sum to knowing
+    /// whether it is the tile's last: its parked tile's stores acknowledged
+    /// by L2 (the count's atomic releases them) and the atomic's own round
+    /// trip, besides the bytes. A fixed latency, seen most in small kernels.
+    pub workspace_count_s: f64,
     /// Seconds the CTAs of a split tile's cluster take to meet and hand
     /// their partial tiles over through distributed shared memory, besides
     /// the bytes: the cluster barriers before and after the reads, once
@@ -121,6 +126,7 @@ impl Calibration {
         direct_store_bytes_per_s: 40e9,
         partial_bytes_per_s: 40e9,
         workspace_round_trip_s: 0.7e-6,
+        workspace_count_s: 1.4e-6,
         cluster_handover_s: 0.5e-6,
         stream_k_miss_share: 0.5,
         overlap_exponent: 4.0,
@@ -149,6 +155,7 @@ impl Calibration {
             self.direct_store_bytes_per_s,
             self.partial_bytes_per_s,
             self.workspace_round_trip_s,
+            self.workspace_count_s,
             self.cluster_handover_s,
             self.stream_k_miss_share,
             self.overlap_exponent,
@@ -178,15 +185,16 @@ impl Calibration {
             direct_store_bytes_per_s: v[16],
             partial_bytes_per_s: v[17],
             workspace_round_trip_s: v[18],
-            cluster_handover_s: v[19],
-            stream_k_miss_share: v[20],
-            overlap_exponent: v[21],
-            launch_s: v[22],
+            workspace_count_s: v[19],
+            cluster_handover_s: v[20],
+            stream_k_miss_share: v[21],
+            overlap_exponent: v[22],
+            launch_s: v[23],
         }
     }
 
     /// The constants' names, as the calibration file spells them.
-    pub const NAMES: [&'static str; 23] = [
+    pub const NAMES: [&'static str; 24] = [
         "mma_efficiency_pipeline",
         "mma_efficiency_pipeline_two_warpgroups",
         "mma_efficiency_one_consumer",
@@ -206,6 +214,7 @@ impl Calibration {
         "direct_store_bytes_per_s",
         "partial_bytes_per_s",
         "workspace_round_trip_s",
+        "workspace_count_s",
         "cluster_handover_s",
         "stream_k_miss_share",
         "overlap_exponent",
@@ -666,10 +675,11 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         let round_trips = |n: i64| n as f64 * cal.workspace_round_trip_s;
         let (tiles_moved, waits) = match c.split_reduce {
             SplitReduce::Cluster => (2.0 * (splits - 1) as f64, ctas_per_sm * cal.cluster_handover_s),
-            // The count's atomic, then the slots a group at a time.
+            // The count (its atomic releasing the parked tile), then the
+            // slots a group at a time.
             SplitReduce::Workspace => {
                 let values = c.block_m * c.block_n / (32 * c.num_warps);
-                (ctas_per_sm + splits as f64, round_trips(1 + splits / slots_in_flight(values, splits)))
+                (ctas_per_sm + splits as f64, cal.workspace_count_s + round_trips(splits / slots_in_flight(values, splits)))
             }
             // The park, the share's reads of every slot (a tile in all, at
             // about half the last split's rate: all the tile's CTAs read at
@@ -975,6 +985,30 @@ mod tests {
         assert!((handed_over - with.cluster_handover_s).abs() < 1e-12, "{handed_over} s");
         let workspace = "128x16x64 stages=8 warps=4 pipeline epilogue=global splits=2 split_reduce=workspace";
         assert_eq!(reduction(workspace, &with), reduction(workspace, &without));
+    }
+
+    /// A workspace split pays the count's fixed latency once a tile,
+    /// whatever its splits and however many slots its last CTA reads: the
+    /// same split decode tile reduced through a cluster or spread over its
+    /// CTAs does not pay it.
+    #[test]
+    fn a_workspace_split_pays_the_count_once() {
+        let machine = Machine::of(&Target::H200);
+        let with = crate::cost_model::calibration::H200;
+        let without = Calibration { workspace_count_s: 0.0, ..with };
+        let p = bf16(2, 7680, 3584).swapped();
+        let reduction = |config: &str, cal: &Calibration| {
+            let config: Config = config.parse().expect("a config");
+            predict(&p, &machine, &h200(), cal, &figures(&p, &machine, config)).reduction
+        };
+        for splits in [2, 5] {
+            let workspace = format!("128x16x64 stages=8 warps=4 pipeline epilogue=global splits={splits} split_reduce=workspace");
+            let counted = reduction(&workspace, &with) - reduction(&workspace, &without);
+            assert!((counted - with.workspace_count_s).abs() < 1e-12, "{splits} splits: {counted} s");
+        }
+        for other in ["128x16x64 stages=8 warps=4 pipeline epilogue=global splits=2", "128x16x64 stages=8 warps=4 pipeline epilogue=global splits=2 split_reduce=spread"] {
+            assert_eq!(reduction(other, &with), reduction(other, &without), "{other}");
+        }
     }
 
     /// The swapped GEMM's promotion (block scales along the rows) reads
