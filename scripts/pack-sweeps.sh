@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Packs sweep bundles (each built by `scripts/build-gpu-bundle.sh --sweep` with its own
-# TILEC_BUNDLE_DIR) into one folder that one GPU call runs: one copy of the runtime binaries,
-# each bundle's kernels and sweep scripts, and run-all.sh, which runs the bundles' sweeps in
-# turn. A GPU call returns only a few files, so run-all.sh leaves everything in one archive,
+# TILEC_BUNDLE_DIR) into one folder that one GPU call runs: one copy of the runtime binaries a
+# sweep runs, each bundle's kernels as one artifacts.tar.xz (PTX packs about tenfold: a call
+# carries the working tree and DEST together in 64 MiB) with its sweep scripts, and run-all.sh,
+# which unpacks and runs the bundles' sweeps in turn. A GPU call returns only a few files, so run-all.sh leaves everything in one archive,
 # $OUT/sweeps.tgz (a folder a bundle: its NAME-regret.txt, NAME-logs.tgz, gpu.txt and the
 # sweep's output, run.txt), rewritten after each bundle so that a call cut at its limit keeps
 # what ran.
@@ -29,12 +30,13 @@ for b in "$@"; do
   names+=("$name")
 done
 rm -rf "$dest"
-mkdir -p "$dest"
-cp -r "$1/bin" "$dest/bin"
+mkdir -p "$dest/bin"
+cp "$1/bin/tilec-bench" "$1/bin/tilec-gpu-test" "$dest/bin/"
 for b in "$@"; do
   name=$(basename "$b")
   mkdir -p "$dest/$name"
-  cp -r "$b"/{artifacts,sweep.txt,sweep-dtype.txt,run-sweep.sh,sweep-regret.py,gpu-env.sh} "$dest/$name/"
+  cp -r "$b"/{sweep.txt,sweep-dtype.txt,run-sweep.sh,sweep-regret.py,gpu-env.sh} "$dest/$name/"
+  tar -C "$b" -cf - artifacts | xz -6 -T2 >"$dest/$name/artifacts.tar.xz"
   ln -s ../bin "$dest/$name/bin"
 done
 cat >"$dest/run-all.sh" <<EOF
@@ -47,6 +49,9 @@ mkdir -p "\$out"
 work=\$(mktemp -d)
 for name in ${names[*]}; do
   mkdir -p "\$work/\$name"
+  [ -d "\$name/artifacts" ] || tar -C "\$name" -xJf "\$name/artifacts.tar.xz" 2>/dev/null ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "\$name/artifacts.tar.xz" "\$name" ||
+    { echo "\$name: cannot unpack artifacts.tar.xz"; continue; }
   (cd "\$name" && OUT="\$work/\$name" SWEEP_NAME="\$name" timeout "\${SWEEP_SECONDS:-300}" bash run-sweep.sh >"\$work/\$name/run.txt" 2>&1)
   echo "\$name: rc=\$?"
   # A sweep cut at its cap leaves its current kernel running: stop it before the next times anything.
