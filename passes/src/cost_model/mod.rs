@@ -966,20 +966,23 @@ mod tests {
         assert!(added >= cal.tile_overhead_s + 3.0 * parked, "two turns add {added} s");
     }
 
+    /// The reduction term `cal` predicts for `config` on a split decode
+    /// tile's problem (2x7680x3584, swapped), the tile the split tests share.
+    fn reduction(config: &str, cal: &Calibration) -> f64 {
+        let machine = Machine::of(&Target::H200);
+        let p = bf16(2, 7680, 3584).swapped();
+        let config: Config = config.parse().expect("a config");
+        predict(&p, &machine, &h200(), cal, &figures(&p, &machine, config)).reduction
+    }
+
     /// A split tile handed over through its cluster costs the hand-over's
     /// fixed time once a turn of the busiest SM besides the tiles it
     /// moves: a split decode tile over two CTAs of a cluster pays it once,
     /// a workspace split of the same tile not at all.
     #[test]
     fn a_cluster_split_pays_the_hand_over_once_a_turn() {
-        let machine = Machine::of(&Target::H200);
         let with = crate::cost_model::calibration::H200;
         let without = Calibration { cluster_handover_s: 0.0, ..with };
-        let p = bf16(2, 7680, 3584).swapped();
-        let reduction = |config: &str, cal: &Calibration| {
-            let config: Config = config.parse().expect("a config");
-            predict(&p, &machine, &h200(), cal, &figures(&p, &machine, config)).reduction
-        };
         let cluster = "128x16x64 stages=8 warps=4 pipeline epilogue=global splits=2";
         let handed_over = reduction(cluster, &with) - reduction(cluster, &without);
         assert!((handed_over - with.cluster_handover_s).abs() < 1e-12, "{handed_over} s");
@@ -993,14 +996,8 @@ mod tests {
     /// CTAs does not pay it.
     #[test]
     fn a_workspace_split_pays_the_count_once() {
-        let machine = Machine::of(&Target::H200);
         let with = crate::cost_model::calibration::H200;
         let without = Calibration { workspace_count_s: 0.0, ..with };
-        let p = bf16(2, 7680, 3584).swapped();
-        let reduction = |config: &str, cal: &Calibration| {
-            let config: Config = config.parse().expect("a config");
-            predict(&p, &machine, &h200(), cal, &figures(&p, &machine, config)).reduction
-        };
         for splits in [2, 5] {
             let workspace = format!("128x16x64 stages=8 warps=4 pipeline epilogue=global splits={splits} split_reduce=workspace");
             let counted = reduction(&workspace, &with) - reduction(&workspace, &without);
