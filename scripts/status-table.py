@@ -21,8 +21,8 @@ import sys
 # Each table's name, as its markers spell it: `<!-- NAME: made by ... -->` and `<!-- end of NAME -->`.
 STATUS = "status table"
 FRESH = "fresh-draws table"
-COST_MODEL_BF16 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-workspace-count.json"
-COST_MODEL_FP8 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-workspace-count.json"
+# The judged picks of the current cost model, BF16 and FP8 in one file.
+COST_MODEL = "docs/benchmarks/cost-model/2026-12-01-h200-judged-workspace-count.json"
 FRESH_BF16 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed9.json"
 FRESH_SEED14 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed14-clusters-of-four.json"
 FRESH_LATEST = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed15.json"
@@ -147,23 +147,23 @@ def summary(ratios, named=()):
 
 
 def rows():
-    bf16 = lambda group: judged(COST_MODEL_BF16, "bf16", group, "cublas")
-    fp8 = lambda group, baseline: judged(COST_MODEL_FP8, "fp8", group, baseline)
+    bf16 = lambda group: judged(COST_MODEL, "bf16", group, "cublas")
+    fp8 = lambda group, baseline: judged(COST_MODEL, "fp8", group, baseline)
     plain = ours_ms(EPILOGUE + "fused-vs-plain.json", lambda name: "/plain_" in name)
     fused = ours_ms(EPILOGUE + "fused-vs-plain.json", lambda name: name.endswith("_r1"))
     fused_vs_plain = {s: plain[s] / fused[s] for s in fused}
     pick = lambda name: name.endswith("_r1")
     return [
-        ("BF16, 60 validation shapes (`draw-shapes.py --seed 2`), vs the faster of cuBLAS and cuBLASLt", summary(bf16("validation")), COST_MODEL_BF16),
+        ("BF16, 60 validation shapes (`draw-shapes.py --seed 2`), vs the faster of cuBLAS and cuBLASLt", summary(bf16("validation")), COST_MODEL),
         ("BF16, 30 fresh shapes (`draw-shapes.py --seed 90`, drawn after the cluster hand-over term; the earlier draws: docs/cost-model.md, \"Fresh draws\"), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED90, "bf16", "fresh-seed90", "cublas")), FRESH_SEED90),
         ("FP8 block-scaled, the same 30 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED90, "fresh-seed90"), "same"),
-        ("BF16, the 20 benchmark shapes (DESIGN section 8)", summary(bf16("benchmark"), ["4096x4096x4096", "8192x8192x8192"]), COST_MODEL_BF16),
+        ("BF16, the 20 benchmark shapes (DESIGN section 8)", summary(bf16("benchmark"), ["4096x4096x4096", "8192x8192x8192"]), COST_MODEL),
         ("BF16, deep K", summary(bf16("deep-k"), ["512x512x65536", "1024x1024x16384"]), "same"),
-        ("FP8 block-scaled, the 20 benchmark shapes, vs cuBLASLt block-scaled", summary(fp8("benchmark", "block-scaled")) + f"; {geomean(list(fp8('benchmark', 'per-tensor').values())):.3f} of per-tensor FP8", COST_MODEL_FP8),
+        ("FP8 block-scaled, the 20 benchmark shapes, vs cuBLASLt block-scaled", summary(fp8("benchmark", "block-scaled")) + f"; {geomean(list(fp8('benchmark', 'per-tensor').values())):.3f} of per-tensor FP8", COST_MODEL),
         ("FP8 block-scaled, 60 validation shapes, vs cuBLASLt per-tensor FP8", summary(fp8("validation", "per-tensor")), "same"),
         (f"the same against cuBLASLt block-scaled, on the {len(fp8('validation', 'block-scaled'))} of them it runs (it refuses the rest)", summary(fp8("validation", "block-scaled")), "same"),
-        ("BF16 decode sizes, M 1 to 16 (`draw-shapes.py --decode --seed 4`, 24 shapes), vs the faster of cuBLAS and cuBLASLt", summary(bf16("decode")), COST_MODEL_BF16),
-        ("FP8 block-scaled, the same decode sizes, vs cuBLASLt per-tensor FP8", summary(fp8("decode", "per-tensor")) if fp8("decode", "per-tensor") else "not judged: the current picks were not timed", COST_MODEL_FP8),
+        ("BF16 decode sizes, M 1 to 16 (`draw-shapes.py --decode --seed 4`, 24 shapes), vs the faster of cuBLAS and cuBLASLt", summary(bf16("decode")), COST_MODEL),
+        ("FP8 block-scaled, the same decode sizes, vs cuBLASLt per-tensor FP8", summary(fp8("decode", "per-tensor")) if fp8("decode", "per-tensor") else "not judged: the current picks were not timed", COST_MODEL),
         (f"the same against cuBLASLt block-scaled, on the {len(fp8('decode', 'block-scaled'))} of them it runs (it refuses the rest)", summary(fp8("decode", "block-scaled")), "same"),
         ("BF16, 60 fresh decode sizes (`draw-shapes.py --decode --seed 21`, drawn after the cluster hand-over term), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED21, "bf16", "fresh-decode-seed21", "cublas")), FRESH_DECODE_SEED21),
         ("FP8 block-scaled, the same 60, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_DECODE_SEED21, "fresh-decode-seed21"), "same"),
