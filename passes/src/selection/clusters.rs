@@ -4,6 +4,7 @@ use crate::cluster::{shares_whole_atoms, Along, DEFAULT_CLUSTER_CTAS};
 use super::candidate::{Candidate, Config, Pins, Schedule};
 use super::problem::{ceil_div, Machine, Precision, Problem};
 use super::waves::figures;
+use crate::cost_model::operand_l2_factors;
 use super::schedule::{BF16_PERSISTENT_K_BLOCKS, LONG_K_BLOCKS};
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 
@@ -42,24 +43,25 @@ fn pair_direction(problem: &Problem, c: &Config) -> Along {
 /// The picks that take their clusters: a BF16 pick
 /// warp-specialised for a short K (at most [`BF16_PERSISTENT_K_BLOCKS`])
 /// over many waves (`prefers_warp_specialized`), faster in clusters in
-/// every run, and a block-scaled pick that two consumers
-/// share over a long K (at least [`LONG_K_BLOCKS`]) and at least
-/// [`FP8_CLUSTER_WAVES`] waves, wider than one scale block, which gained on
-/// average (with fewer K blocks such clusters lost). A tile one
-/// scale block wide is bound by its consumers' shared-memory reads (each
-/// reads all of B's stage), which multicast does not lessen: in clusters
-/// it ran slower (measured: docs/evidence.md, selection/clusters.rs,
-/// prefers_clusters).
-pub(super) fn prefers_clusters(problem: &Problem, best: &Candidate) -> bool {
+/// every run, and a block-scaled pick that two consumers share, wider
+/// than one scale block, over a long K (at least [`LONG_K_BLOCKS`]) or
+/// with rows off the L2's sectors (`operand_l2_factors`): multicast halves
+/// the shared operand's L2 reads, which pays over a long K at any number of
+/// waves and where such rows double what a stage takes of L2; over a short
+/// K of aligned rows the clusters lost a little. A tile one scale block
+/// wide is bound by its consumers' shared-memory reads (each reads all of
+/// B's stage), which multicast does not lessen: in clusters it ran slower
+/// (measured: docs/evidence.md, selection/clusters.rs, prefers_clusters).
+pub(super) fn prefers_clusters(problem: &Problem, machine: &Machine, best: &Candidate) -> bool {
     let k_blocks = problem.k_blocks();
     let c = &best.config;
     let bf16_short = problem.precision == Precision::Bf16 && matches!(c.schedule, Schedule::WarpSpecialized { .. }) && k_blocks <= BF16_PERSISTENT_K_BLOCKS;
-    let fp8_long = problem.precision == Precision::Fp8BlockScaled
+    let (a_rows, b_rows) = operand_l2_factors(problem, machine);
+    let fp8_wide = problem.precision == Precision::Fp8BlockScaled
         && c.schedule == (Schedule::WarpSpecialized { consumers: 2 })
         && c.block_n > SCALE_BLOCK_N
-        && k_blocks >= LONG_K_BLOCKS
-        && best.waves >= FP8_CLUSTER_WAVES;
-    bf16_short || fp8_long
+        && (k_blocks >= LONG_K_BLOCKS || a_rows > 1.0 || b_rows > 1.0);
+    bf16_short || fp8_wide
 }
 
 /// The cluster sizes config selection weighs for a kernel whose tiles fit
@@ -75,10 +77,6 @@ const ONE_WAVE_CLUSTER_CTAS: [i64; 2] = [2, 4];
 /// on ten shapes of eighteen (measured: docs/evidence.md,
 /// selection/clusters.rs, clusters of four).
 const SPLIT_CLUSTER_CTAS: [i64; 1] = [2];
-
-/// The fewest waves over which a block-scaled pick that two
-/// consumers share takes its clusters.
-const FP8_CLUSTER_WAVES: i64 = 3;
 
 /// `candidate` in clusters of each size its kind weighs whose CTAs can
 /// split the shared operand tile's rows, where the cost model finds it
@@ -219,18 +217,26 @@ mod tests {
         assert!(err.contains("a cluster needs CTAs whose tiles share an operand tile"), "{err}");
     }
 
+    /// A block-scaled pick two consumers share, wider than one scale block,
+    /// takes clusters over a long K at any number of waves, and over a
+    /// short K only where the operands' rows are off the L2's sectors.
     #[test]
-    fn block_scaled_two_consumer_picks_cluster_over_a_long_k_and_many_waves() {
+    fn block_scaled_two_consumer_picks_cluster_over_a_long_k_or_rows_off_the_sectors() {
         let scaled = |m, n, k| Problem { b_scale_rows: Some(3), ..fp8(m, n, k) };
         let cluster = |m, n, k| choose(&scaled(m, n, k), &Machine::H100, &Pins::default()).unwrap().config.cluster;
         // 128x176 over two consumers: 32 K blocks and 6 waves, 64 and 23,
-        // 56 and 3.
+        // 56 and 3, 56 and 2.
         assert_eq!(cluster(4096, 4096, 4096), Along::M);
         assert_eq!(cluster(8192, 8192, 8192), Along::M);
         assert_eq!(cluster(4096, 2112, 7168), Along::M);
-        // 2 waves (2048x2112x7168), or 16 K blocks and fewer: none.
-        for (m, n, k) in [(2048, 2112, 7168), (4096, 7168, 2048), (4096, 24576, 1536), (4096, 32768, 512)] {
+        assert_eq!(cluster(2048, 2112, 7168), Along::M);
+        // 16 K blocks and fewer, rows on the sectors: none.
+        for (m, n, k) in [(4096, 7168, 2048), (4096, 24576, 1536), (4096, 32768, 512)] {
             assert_eq!(cluster(m, n, k), Along::None, "{m}x{n}x{k}");
+        }
+        // The same with rows of FP8 an odd multiple of 16 bytes apart.
+        for (m, n, k) in [(4096, 7168, 2064), (4096, 24576, 1552)] {
+            assert_ne!(cluster(m, n, k), Along::None, "{m}x{n}x{k}");
         }
         // Nor where the operands are chosen by data.
         let grouped = Problem { clusterable: false, ..scaled(4096, 4096, 4096) };

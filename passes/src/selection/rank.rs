@@ -89,7 +89,7 @@ pub fn rank(problem: &Problem, machine: &Machine, pins: &Pins) -> Vec<Candidate>
         let cluster = cluster_for(problem, machine, best);
         if cluster != Along::None {
             let clustered = Candidate { config: Config { cluster, ..best.config }, ..best.clone() };
-            let at = if prefers_clusters(problem, best) { 0 } else { 1 };
+            let at = if prefers_clusters(problem, machine, best) { 0 } else { 1 };
             ranked.insert(at, clustered);
         }
     }
