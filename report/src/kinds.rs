@@ -13,6 +13,7 @@ pub mod bench_results;
 pub mod calibration;
 pub mod checks;
 pub mod cli_robustness;
+pub mod cluster_twins;
 pub mod compile_time;
 pub mod deepgemm;
 pub mod fuzz;
@@ -54,6 +55,7 @@ pub fn known_schemas() -> Vec<&'static str> {
         deepgemm::SCHEMA,
         anchor::SCHEMA,
         stream_ceiling::SCHEMA,
+        cluster_twins::SCHEMA,
     ]);
     v
 }
@@ -98,6 +100,8 @@ pub enum AnyReport {
     Anchor(Box<anchor::Anchor>),
     /// `tilec-stream-ceiling/1`.
     StreamCeiling(Box<stream_ceiling::StreamCeiling>),
+    /// `tilec-cluster-twins/1`.
+    ClusterTwins(Box<cluster_twins::ClusterTwins>),
 }
 
 /// Why a report could not be loaded.
@@ -175,6 +179,7 @@ impl AnyReport {
             deepgemm::SCHEMA => parse(s).map(AnyReport::DeepGemm),
             anchor::SCHEMA => parse(s).map(AnyReport::Anchor),
             stream_ceiling::SCHEMA => parse(s).map(AnyReport::StreamCeiling),
+            cluster_twins::SCHEMA => parse(s).map(AnyReport::ClusterTwins),
             other => return Err(LoadError::UnknownSchema(format!("schema `{other}` is not one tilec-report reads ({reads})"))),
         };
         report.map_err(bad)
@@ -205,6 +210,7 @@ impl AnyReport {
             AnyReport::DeepGemm(r) => &r.schema,
             AnyReport::Anchor(r) => &r.schema,
             AnyReport::StreamCeiling(r) => &r.schema,
+            AnyReport::ClusterTwins(r) => &r.schema,
         }
     }
     /// The report's tables, as `tilec-report table` prints them: for a GEMM
@@ -230,6 +236,7 @@ impl AnyReport {
             AnyReport::DeepGemm(r) => r.table(),
             AnyReport::Anchor(r) => r.table(),
             AnyReport::StreamCeiling(r) => r.table(),
+            AnyReport::ClusterTwins(r) => r.table(),
         }
     }
 }

@@ -749,3 +749,19 @@ fn a_stream_ceiling_run_tabulates_the_fastest_copy() {
     assert!(table.contains("fp8 (1 shapes): copy 0.414 vendor 0.290 bound 0.500"), "{table}");
     assert!(AnyReport::from_json(&json.replace("\"triton\"", "\"compiler\"")).is_err());
 }
+
+/// A clustered-twins report's table gives each set and group's pairs and
+/// gain, then each pair; a field its writer does not emit is refused.
+#[test]
+fn a_cluster_twins_report_tabulates_groups_and_pairs() {
+    use crate::kinds::AnyReport;
+    let json = r#"{"schema": "tilec-cluster-twins/1", "dtype": "fp8",
+      "summary": [{"set": "other", "group": "ws2 wide, short K, rows off the sectors", "pairs": 2, "gain_geomean": 1.159, "faster_by_5pct": 2, "slower_by_5pct": 0}],
+      "pairs": [{"shape": "645x23944x3184", "config": "128x192x128 stages=4 warps=12 ws2 persistent epilogue=tma scales=staged cluster=m sms=130", "set": "other",
+        "group": "ws2 wide, short K, rows off the sectors", "waves": 5.73, "gain": 1.1835, "files": ["docs/benchmarks/cost-model/x.json"]}]}"#;
+    let table = AnyReport::from_json(json).unwrap().table();
+    assert!(table.contains("rows off the sectors") && table.contains("1.159x") && table.contains("2 over 5% faster"), "{table}");
+    let row = table.lines().find(|l| l.starts_with("645x23944x3184")).expect("the pair's row");
+    assert!(row.contains("5.7 waves") && row.contains("1.183") && row.contains("cluster=m"), "{row}");
+    assert!(AnyReport::from_json(&json.replace("\"dtype\"", "\"precision\"")).is_err());
+}
