@@ -187,6 +187,21 @@ impl ConfigEntries {
     }
 }
 
+/// Writes `value` over `tile.config`'s entry `key` where the function's
+/// config has one: a pass whose pipeline gave an option in place of the
+/// entry records what it built, so that the configuration the kernel's
+/// manifest names is the kernel's. A config without the entry (a BF16
+/// kernel has no `scales`) or a function without a config is left alone.
+pub fn record_built(func: &mut Function, key: &str, value: Attribute) {
+    debug_assert!(CONFIG_KEYS.contains(&key), "tile.config has no key '{key}'");
+    let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return };
+    if d.get(key).is_some_and(|old| *old != value) {
+        let mut d = d.clone();
+        d.set(key, value);
+        func.attrs.set("tile.config", Attribute::Dict(d));
+    }
+}
+
 /// `value`, an entry of `tile.config` that `pass` also takes as its integer
 /// option `option` (mostly of the same name, `key`), checked against that
 /// option's range: out of it is an error located at the function.

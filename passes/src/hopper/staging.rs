@@ -103,6 +103,12 @@ pub fn copies_scales(func: &Function, option: Option<bool>) -> Result<bool, Diag
     Ok(option.unwrap_or(chosen.is_none_or(|scales| scales == Scales::Staged)))
 }
 
+/// `tile.config`'s `scales` word for a K loop whose scales are copied with
+/// their stage ([`copies_scales`]) or not.
+pub fn scales_word(copied: bool) -> &'static str {
+    if copied { Scales::Staged } else { Scales::Prefetched }.word()
+}
+
 /// The unswizzled shared layout: a copied tile's buffer stores it densely.
 fn dense_shared() -> Layout {
     Layout::NvmmaShared { swizzle_bytes: 0, transposed: false, padding_elems: 0 }

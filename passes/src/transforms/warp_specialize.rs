@@ -41,14 +41,14 @@
 //! phase of the barrier's state: without them a consumer could wait for a
 //! round two phases ahead, whose parity is that of the round just done.
 
-use crate::config::{in_option_range, ConfigEntries};
+use crate::config::{in_option_range, record_built, ConfigEntries};
 use crate::selection::{Precision, Schedule};
 use crate::hopper::counting::{enclosing_loop, loop_iteration, parity, Counting};
 use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::WARPS_PER_WARPGROUP;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, LoopSchedule};
-use crate::hopper::staging::{column_major_tensors, copies_scales, outermost_ancestor, rows_window, scales_option, RowShare, StagedBuffers, SCALES_OPTION};
+use crate::hopper::staging::{column_major_tensors, copies_scales, outermost_ancestor, rows_window, scales_option, scales_word, RowShare, StagedBuffers, SCALES_OPTION};
 use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, read_scales_behind_wgmma, replace_dot, RowBlocks};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -296,6 +296,15 @@ impl Pass for WarpSpecialize {
         let at = func.loc.clone();
         self.check_budgets(&at, given_or(self.producer_regs, producer), given_or(self.consumer_regs, consumer))?;
         let copy_scales = copies_scales(func, self.scales)?;
+        if !self.consumers_from_config {
+            record_built(func, "consumers", Attribute::Int(self.consumers, ElemType::I64));
+        }
+        if !self.stages_from_config {
+            record_built(func, "stages", Attribute::Int(self.stages, ElemType::I64));
+        }
+        if self.scales.is_some() {
+            record_built(func, "scales", Attribute::String(scales_word(copy_scales).into()));
+        }
         let column_major = column_major_tensors(func);
         let region = func.region;
         let body = &mut func.body;
