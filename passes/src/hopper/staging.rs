@@ -18,12 +18,12 @@
 //! and arrivals, made the block-scaled FP8 kernels faster (measured:
 //! docs/evidence.md, hopper/staging.rs, module documentation).
 
-use crate::config::{ConfigEntries, SCALES_WORDS};
+use crate::config::{record_built, ConfigEntries, SCALES_WORDS};
 use crate::selection::Scales;
 use crate::pass::op_error;
 use crate::options::{OptionKind, OptionSpec, PassOptions};
 use std::collections::{HashMap, HashSet};
-use tilec_dialects::ir::{Attributes, Body, Builder, EntityRef, InsertPoint, Op, Region, SmemType, Type, Value};
+use tilec_dialects::ir::{Attribute, Attributes, Body, Builder, ElemType, EntityRef, InsertPoint, Op, Region, SmemType, Type, Value};
 use tilec_dialects::nv::memory::{copy_async_fault, flat_box_rows_of, COPY_ARRIVALS, MAX_TMA_BOX};
 use tilec_dialects::nv::{AllocMbarriers, AllocSmem, CopyAsync, LoadShared, MbarrierExpectTx, RunOffset, SmemRows, TmaLoad};
 use tilec_dialects::tile::{Addi, Load, Muli};
@@ -103,10 +103,17 @@ pub fn copies_scales(func: &Function, option: Option<bool>) -> Result<bool, Diag
     Ok(option.unwrap_or(chosen.is_none_or(|scales| scales == Scales::Staged)))
 }
 
-/// `tile.config`'s `scales` word for a K loop whose scales are copied with
-/// their stage ([`copies_scales`]) or not.
-pub fn scales_word(copied: bool) -> &'static str {
-    if copied { Scales::Staged } else { Scales::Prefetched }.word()
+/// Writes the `stages` and the `scales` (copied with their stage or not)
+/// that a K-loop pass's pipeline gave in place of `tile.config`'s entries
+/// over them ([`record_built`]); `None` where the pass took the entry.
+pub fn record_given(func: &mut Function, stages: Option<i64>, scales_copied: Option<bool>) {
+    if let Some(stages) = stages {
+        record_built(func, "stages", Attribute::Int(stages, ElemType::I64));
+    }
+    if let Some(copied) = scales_copied {
+        let word = if copied { Scales::Staged } else { Scales::Prefetched }.word();
+        record_built(func, "scales", Attribute::String(word.into()));
+    }
 }
 
 /// The unswizzled shared layout: a copied tile's buffer stores it densely.

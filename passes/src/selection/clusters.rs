@@ -4,8 +4,8 @@ use crate::cluster::{shares_whole_atoms, Along, DEFAULT_CLUSTER_CTAS};
 use super::candidate::{Candidate, Config, Pins, Schedule};
 use super::problem::{ceil_div, Machine, Precision, Problem};
 use super::waves::figures;
-use crate::cost_model::operand_l2_factors;
 use super::schedule::{BF16_PERSISTENT_K_BLOCKS, LONG_K_BLOCKS};
+use crate::cost_model::operand_l2_factors;
 use tilec_dialects::tile::dot::SCALE_BLOCK_N;
 
 /// The clustered alternative: pairs of CTAs that share an operand tile
@@ -57,10 +57,11 @@ pub(super) fn prefers_clusters(problem: &Problem, machine: &Machine, best: &Cand
     let c = &best.config;
     let bf16_short = problem.precision == Precision::Bf16 && matches!(c.schedule, Schedule::WarpSpecialized { .. }) && k_blocks <= BF16_PERSISTENT_K_BLOCKS;
     let (a_rows, b_rows) = operand_l2_factors(problem, machine);
+    let rows_off_sectors = a_rows > 1.0 || b_rows > 1.0;
     let fp8_wide = problem.precision == Precision::Fp8BlockScaled
         && c.schedule == (Schedule::WarpSpecialized { consumers: 2 })
         && c.block_n > SCALE_BLOCK_N
-        && (k_blocks >= LONG_K_BLOCKS || a_rows > 1.0 || b_rows > 1.0);
+        && (k_blocks >= LONG_K_BLOCKS || rows_off_sectors);
     bf16_short || fp8_wide
 }
 

@@ -19,16 +19,15 @@
 //! (`crate::hopper::schedule`, `crate::hopper::expand`); this pass picks the
 //! loops and checks its options.
 
-use crate::config::{in_option_range, record_built, ConfigEntries};
+use crate::config::{in_option_range, ConfigEntries};
 use crate::hopper::expand::expand;
 use crate::hopper::schedule::{staged_loop, LoopSchedule};
-use crate::hopper::staging::{column_major_tensors, copies_scales, scales_option, scales_word, SCALES_OPTION};
+use crate::hopper::staging::{column_major_tensors, copies_scales, record_given, scales_option, SCALES_OPTION};
 use crate::selection::Schedule;
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::pass::PassInfo;
 use crate::pass::{op_error, Pass};
-use tilec_dialects::ir::{Attribute, ElemType};
 use tilec_dialects::tile::For;
 use tilec_dialects::{Diagnostic, Function};
 
@@ -97,12 +96,7 @@ impl Pass for Pipeline {
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         self.apply_config(func)?;
         let copy_scales = copies_scales(func, self.scales)?;
-        if !self.from_config {
-            record_built(func, "stages", Attribute::Int(self.stages, ElemType::I64));
-        }
-        if self.scales.is_some() {
-            record_built(func, "scales", Attribute::String(scales_word(copy_scales).into()));
-        }
+        record_given(func, (!self.from_config).then_some(self.stages), self.scales);
         let column_major = column_major_tensors(func);
         let loops: Vec<For> = func.body.walk_region(func.region).into_iter().filter_map(|op| staged_loop(&func.body, op)).collect();
         for for_op in loops {

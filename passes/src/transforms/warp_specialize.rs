@@ -48,7 +48,7 @@ use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::WARPS_PER_WARPGROUP;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, LoopSchedule};
-use crate::hopper::staging::{column_major_tensors, copies_scales, outermost_ancestor, rows_window, scales_option, scales_word, RowShare, StagedBuffers, SCALES_OPTION};
+use crate::hopper::staging::{column_major_tensors, copies_scales, outermost_ancestor, record_given, rows_window, scales_option, RowShare, StagedBuffers, SCALES_OPTION};
 use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, read_scales_behind_wgmma, replace_dot, RowBlocks};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -299,12 +299,7 @@ impl Pass for WarpSpecialize {
         if !self.consumers_from_config {
             record_built(func, "consumers", Attribute::Int(self.consumers, ElemType::I64));
         }
-        if !self.stages_from_config {
-            record_built(func, "stages", Attribute::Int(self.stages, ElemType::I64));
-        }
-        if self.scales.is_some() {
-            record_built(func, "scales", Attribute::String(scales_word(copy_scales).into()));
-        }
+        record_given(func, (!self.stages_from_config).then_some(self.stages), self.scales);
         let column_major = column_major_tensors(func);
         let region = func.region;
         let body = &mut func.body;
