@@ -1209,13 +1209,21 @@ impl<'a> Lowerer<'a> {
         let shape = body.value_type(buffer).as_smem().map(|s| [s.tile.shape[0], s.tile.shape[1]]).ok_or_else(|| self.err(op, "expected a shared buffer"))?;
         let Lv::Ref(t) = *self.lv(op, tensor)? else { return Err(self.err(op, "expected a tensor")) };
         let m = self.matrix_at(op, t, &coords)?;
+        let stages = copy.stages(body).unwrap_or(1);
         let dst = self.narrow_stage(op, buffer, stage)?;
+        let stage_bytes = self.narrow_stage_bytes(op, buffer)?;
         let bar = self.barrier(op, barrier, bstage)?;
         let tid = self.thread().tid.clone();
         let lane = roles::open_warp(&mut self.em, &tid, COPYING_WARP);
-        scales::copy(&mut self.em, &m.tile(), &dst, shape, &lane, &bar);
+        scales::copy(&mut self.em, &m.tile(), &dst, shape, (stages, stage_bytes), &lane, &bar);
         roles::close(&mut self.em);
         Ok(())
+    }
+
+    /// The bytes one stage of a narrow buffer takes.
+    fn narrow_stage_bytes(&mut self, op: Op, buffer: Value) -> Result<i64, Diagnostic> {
+        let Lv::Smem(view) = self.lv(op, buffer)?.clone() else { return Err(self.err(op, "expected a shared buffer")) };
+        Ok(self.plan.buffers[&view.buffer].geom.stage_bytes())
     }
 
     /// The start of stage `stage` of a narrow buffer (or of a row window of

@@ -127,9 +127,10 @@ fn load_checked(em: &mut Emitter, tensor: &GlobalTile<'_>, row: &str, col: &str,
 /// element outside the tensor copies no bytes and is zero-filled), then has
 /// the barrier at `bar` take its arrival once they have landed. The
 /// barrier's count includes that arrival (`noinc`).
-pub(crate) fn copy(em: &mut Emitter, src: &GlobalTile<'_>, dst: &str, shape: [i64; 2], lane: &str, bar: &str) {
+pub(crate) fn copy(em: &mut Emitter, src: &GlobalTile<'_>, dst: &str, shape: [i64; 2], (stages, stage_bytes): (i64, i64), lane: &str, bar: &str) {
     let [rows, cols] = shape;
-    let elements = rows * cols;
+    let per_stage = rows * cols;
+    let elements = stages * per_stage;
     for first in (0..elements).step_by(32) {
         let e = em.add_const("e", lane, first, "i32");
         let partial = first + 32 > elements;
@@ -138,15 +139,35 @@ pub(crate) fn copy(em: &mut Emitter, src: &GlobalTile<'_>, dst: &str, shape: [i6
             let inside = em.assign("in_tile", format!("arith.cmpi ult, {e}, {n} : i32"));
             em.open(format!("scf.if {inside} {{"));
         }
+        // Element `e` of stage `e / per_stage`: that stage's tile lies
+        // that many columns on, and its bytes that many stages in.
+        let (stage, within) = if stages > 1 {
+            let n = em.i32(per_stage);
+            (Some(em.binop("stage", "arith.divui", &e, &n, "i32")), em.binop("within", "arith.remui", &e, &n, "i32"))
+        } else {
+            (None, e.clone())
+        };
         let c = em.i32(cols);
-        let row = em.binop("row", "arith.divui", &e, &c, "i32");
-        let col = em.binop("col", "arith.remui", &e, &c, "i32");
+        let row = em.binop("row", "arith.divui", &within, &c, "i32");
+        let col = em.binop("col", "arith.remui", &within, &c, "i32");
         let row = em.binop("row", "arith.addi", src.row0, &row, "i32");
         let col = em.binop("col", "arith.addi", src.col0, &col, "i32");
+        let col = match &stage {
+            Some(s) => em.binop("col", "arith.addi", &col, s, "i32"),
+            None => col,
+        };
         let (idx, ok) = src.element_index(em, &row, &col);
         let p = em.assign("src", format!("llvm.getelementptr {}[{idx}] : (!llvm.ptr, i64) -> !llvm.ptr, f32", src.ptr));
         let p = em.assign("src", format!("llvm.addrspacecast {p} : !llvm.ptr to !llvm.ptr<1>"));
-        let d = em.assign("dst", format!("llvm.getelementptr {dst}[{e}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32"));
+        let slot = match &stage {
+            Some(s) => {
+                let b = em.i32(stage_bytes / 4);
+                let off = em.binop("slot", "arith.muli", s, &b, "i32");
+                em.binop("slot", "arith.addi", &off, &within, "i32")
+            }
+            None => e.clone(),
+        };
+        let d = em.assign("dst", format!("llvm.getelementptr {dst}[{slot}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32"));
         let (four, zero) = (em.i32(4), em.i32(0));
         let bytes = em.assign("bytes", format!("arith.select {ok}, {four}, {zero} : i32"));
         em.line(format!("nvvm.cp.async.shared.global {d}, {p}, 4, cache = ca, {bytes} : !llvm.ptr<3>, !llvm.ptr<1>, i32"));

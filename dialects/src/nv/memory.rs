@@ -118,6 +118,20 @@ pub(super) fn verify_copy_async(body: &Body, op: Op) -> Result<(), String> {
     if !matches!(buf.layout, Some(Layout::NvmmaShared { swizzle_bytes: 0, padding_elems: 0, .. })) {
         return Err("copies into an unswizzled, unpadded buffer (stored densely)".into());
     }
+    if let Some(stages) = copy.stages(body) {
+        if stages < 1 {
+            return Err(format!("copies at least one stage, not {stages}"));
+        }
+        let held = body.value_type(copy.buffer(body)).as_smem().map_or(1, |smem| smem.stages);
+        let first = body.constant_int(copy.stage(body)).unwrap_or(0);
+        if first + stages > held {
+            return Err(format!("copies stages [{first}, {}) of a buffer of {held} stage(s)", first + stages));
+        }
+        // Stage k is the tile k columns further on: one column a stage.
+        if buf.shape.last() != Some(&1) {
+            return Err(format!("copies several stages of tiles one column wide (a K loop's scales a K block apart), not {:?}", buf.shape));
+        }
+    }
     Ok(())
 }
 

@@ -224,8 +224,8 @@ impl Cuts {
 /// The buffer windows a step accesses.
 fn windows(kind: &StepKind) -> &[Window] {
     match kind {
+        StepKind::CopyAsync { buffers, .. } => buffers,
         StepKind::TmaLoad { buffer, .. }
-        | StepKind::CopyAsync { buffer, .. }
         | StepKind::LoadShared { buffer }
         | StepKind::LoadFragment { buffer }
         | StepKind::StoreShared { buffer }
@@ -475,9 +475,11 @@ impl<'a> Sim<'a> {
                 self.barrier(barrier).landing.push(id);
                 self.arrive(w, op, barrier, 0, -bytes, false)?;
             }
-            StepKind::CopyAsync { buffer, barrier } => {
+            StepKind::CopyAsync { buffers, barrier } => {
                 let id = self.access(w, op, AccessKind::CopyWrite);
-                self.write(self.warps[w].clock.clone(), buffer, id)?;
+                for buffer in buffers {
+                    self.write(self.warps[w].clock.clone(), buffer, id)?;
+                }
                 self.barrier(barrier).landing.push(id);
                 self.arrive(w, op, barrier, COPY_ARRIVALS, 0, false)?;
             }

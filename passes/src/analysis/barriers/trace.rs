@@ -116,8 +116,9 @@ pub enum StepKind {
     /// A TMA load into `buffer`; with `peer`, the mirror of the peer CTA's
     /// multicast of its half, issued once the peer's barrier lets it.
     TmaLoad { buffer: Window, barrier: Slot, bytes: i64, peer: bool },
-    /// `nv.copy_async` (the copying warp): writes the stage, then its 32 lanes arrive.
-    CopyAsync { buffer: Window, barrier: Slot },
+    /// `nv.copy_async` (the copying warp): writes the stages (one, or its
+    /// `stages` consecutive ones), then its 32 lanes arrive.
+    CopyAsync { buffers: Vec<Window>, barrier: Slot },
     /// `nv.load_shared`: a synchronous read of scales into registers.
     LoadShared { buffer: Window },
     /// An `nv.wgmma`: the buffer stages it reads, asynchronously, and the
@@ -588,9 +589,17 @@ impl Tracer<'_> {
                 Opcode::NvCopyAsync => {
                     if self.class.copies {
                         let copy = nv::CopyAsync::of(body, op).expect("matched");
-                        let buffer = self.window(op, copy.buffer(body), copy.stage(body))?;
+                        let first = self.window(op, copy.buffer(body), copy.stage(body))?;
+                        let count = copy.stages(body).unwrap_or(1);
+                        let (root, stage) = first.slot;
+                        let stages = body.value_type(root).as_smem().map_or(1, |s| s.stages);
+                        if count < 1 || stage + count > stages {
+                            let msg = format!("copies stages [{stage}, {}) of {}, which has {stages} stage(s) ({})", stage + count, self.name(root), self.config.describe());
+                            return Err(Stop::Error(op_error(body, op, msg)));
+                        }
+                        let buffers = (0..count).map(|k| Window { slot: (root, stage + k), rows: first.rows }).collect();
                         let barrier = self.slot(op, copy.barrier(body), copy.barrier_stage(body))?;
-                        self.push(op, StepKind::CopyAsync { buffer, barrier })?;
+                        self.push(op, StepKind::CopyAsync { buffers, barrier })?;
                     }
                 }
                 Opcode::NvLoadShared => {
