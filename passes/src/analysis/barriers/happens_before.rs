@@ -8,7 +8,11 @@
 //! known, any but those its own loop runs ahead of it). A cycle is a set of waits each needing
 //! an arrival that program order puts after another wait of the set: the
 //! classic producer/consumer deadlock when an "empty" barrier's first wait
-//! lacks its credit.
+//! lacks its credit. A wait whose own block completes its phase before it
+//! (arrivals of the same role and iteration, all the barrier's count, no
+//! bytes expected) needs nothing else: no arrival after it is an edge into
+//! it (a chunk of resident scales copied and waited for at the end of the
+//! chunk before it, wherever the loop that does so runs).
 
 use super::model::{EventKind, Model};
 use super::phases::Timing;
@@ -29,6 +33,9 @@ pub fn check_deadlock(body: &Body, model: &Model, timings: &[Timing]) -> Result<
     for (w, wait) in model.events.iter().enumerate() {
         let stages = model.groups[wait.group].stages;
         let Some(phase) = timings[w].phase.as_ref().filter(|p| !p.starts_with_credit(body, stages)) else { continue };
+        if completed_in_its_block(body, model, timings, w) {
+            continue;
+        }
         let first = iteration_range(body, &phase.iteration).0;
         for (a, arrival) in model.events.iter().enumerate() {
             let completes = !matches!(arrival.kind, EventKind::Wait { .. }) && arrival.group == wait.group;
@@ -63,4 +70,33 @@ pub fn check_deadlock(body: &Body, model: &Model, timings: &[Timing]) -> Result<
         diag = diag.with_note(body.ops[model.events[e].op].loc.clone(), format!("the wait on {} is here", describe(e)));
     }
     Err(diag)
+}
+
+/// Whether the arrivals just before wait `w` in its own block (the same
+/// role, barrier and iteration) make the barrier's whole count, on a
+/// barrier no byte count completes: then they complete the phase it waits
+/// for, and they come before it in program order.
+fn completed_in_its_block(body: &Body, model: &Model, timings: &[Timing], w: usize) -> bool {
+    let wait = &model.events[w];
+    let group = &model.groups[wait.group];
+    let counts_bytes = model.events.iter().any(|e| e.group == wait.group && matches!(e.kind, EventKind::ExpectTx(_) | EventKind::TmaComplete(_)));
+    let (Some(block), Some(iteration)) = (body.ops[wait.op].parent, timings[w].iteration.as_ref()) else { return false };
+    if counts_bytes {
+        return false;
+    }
+    let ops = &body.blocks[block].ops;
+    let at = ops.iter().position(|&o| o == wait.op).expect("a wait is in its block");
+    // The events of this group before the wait in its block, back to the
+    // previous wait on the group.
+    let mut arrivals = 0;
+    for &op in ops[..at].iter().rev() {
+        let Some((e, event)) = model.events.iter().enumerate().find(|(_, e)| e.op == op && e.group == wait.group) else { continue };
+        if matches!(event.kind, EventKind::Wait { .. }) {
+            break;
+        }
+        if event.role == wait.role && timings[e].iteration.as_ref() == Some(iteration) {
+            arrivals += model.arrivals(event);
+        }
+    }
+    arrivals >= group.arrivals
 }

@@ -215,26 +215,33 @@ pub fn iteration_range(body: &Body, it: &Iteration) -> (Option<i64>, Option<i64>
 }
 
 /// The least value `it` takes where [`iteration_range`] does not know it
-/// and `it` is a loop's induction variable plus a constant: the constant,
-/// since an iteration that picks a stage is never negative (`it mod S` of a
-/// negative `it` is no stage). A loop that starts where an earlier one
-/// stopped (the odd K block after `tile-pair-promotions`' pairs) has a
-/// lower bound no constant gives.
+/// and `it` is computed from a loop's induction variable alone (plus a
+/// constant, then divided and added to): its value where the variable is
+/// 0, since an iteration that picks a stage is never negative (`it mod S`
+/// of a negative `it` is no stage) and each step only grows with it. A
+/// loop that starts where an earlier one stopped (the odd K block after
+/// `tile-pair-promotions`' pairs) has a lower bound no constant gives.
 pub fn least_iteration(body: &Body, it: &Iteration) -> Option<i64> {
-    iteration_range(body, it).0.or_else(|| loop_variable_plus_constant(body, it).then_some(it.offset))
-}
-
-/// Whether `it` is a loop's induction variable plus a constant.
-fn loop_variable_plus_constant(body: &Body, it: &Iteration) -> bool {
-    it.is_plain() && it.base.and_then(|v| induction_loop(body, v)).is_some()
+    let from_loop_variable = it.earlier.is_none() && it.base.and_then(|v| induction_loop(body, v)).is_some() && it.steps.iter().all(|&(d, _)| d > 0);
+    iteration_range(body, it).0.or_else(|| from_loop_variable.then(|| it.steps.iter().fold(it.offset, |x, &(d, a)| x.div_euclid(d) + a)))
 }
 
 /// Whether every value `later` takes in a pass of its loop is past the
-/// first value `it` takes: both the same loop's induction variable plus a
-/// constant, `later`'s constant the larger (a refill `S` iterations ahead of
-/// the wait of the same pass).
+/// first value `it` takes: both computed from the same loop's induction
+/// variable by the same divisions, `later` never below `it` after each
+/// step and above it after the last (a refill `S` iterations ahead of the
+/// wait of the same pass, `it + S` against `it`; the next chunk of resident
+/// scales against this one, `it / C + 1` against `it / C`). Each step only
+/// grows with the running value, so `later` stays past `it` at every
+/// value of the variable.
 pub fn always_after_first(body: &Body, later: &Iteration, it: &Iteration) -> bool {
-    loop_variable_plus_constant(body, later) && loop_variable_plus_constant(body, it) && later.base == it.base && later.offset > it.offset
+    let from_loop_variable = |i: &Iteration| i.earlier.is_none() && i.base.and_then(|v| induction_loop(body, v)).is_some();
+    let same_steps = later.steps.len() == it.steps.len() && later.steps.iter().zip(&it.steps).all(|(&(dl, al), &(di, ai))| dl == di && dl > 0 && al >= ai);
+    let past = match (later.steps.last(), it.steps.last()) {
+        (Some(&(_, al)), Some(&(_, ai))) => later.offset >= it.offset && al > ai,
+        _ => later.offset > it.offset,
+    };
+    from_loop_variable(later) && from_loop_variable(it) && later.base == it.base && same_steps && past
 }
 
 /// The iteration a stage index selects on a barrier of `stages` stages:
@@ -402,21 +409,29 @@ DEFS
 
     /// A loop that starts where an earlier one stopped (no constant lower
     /// bound) still counts iterations from 0 up; a refill S iterations
-    /// ahead of its loop's wait is always past the wait's first iteration.
+    /// ahead of its loop's wait is always past the wait's first iteration,
+    /// and so is the next chunk (`kt / C + 1`) past this one (`kt / C`).
     #[test]
     fn a_loop_of_unknown_start_counts_from_zero() {
         let defs = "    %ahead = tile.addi %kt, %c4 : index
     %behind = tile.subi %kt, %c1 : index
-    %half = tile.divsi %kt, %c2 : index";
+    %half = tile.divsi %kt, %c2 : index
+    %next_half = tile.addi %half, %c1 : index
+    %half_ahead = tile.divsi %ahead, %c2 : index";
         let (body, v) = values("%n", "tile.ceildivsi %n, %c4 : index", defs);
         let it = |name: &str| evaluate(&body, v(name)).expect("derivable").iteration;
         assert_eq!(iteration_range(&body, &it("ahead")).0, None);
         assert_eq!(least_iteration(&body, &it("ahead")), Some(4));
-        assert_eq!(least_iteration(&body, &it("half")), None);
+        assert_eq!(least_iteration(&body, &it("half")), Some(0));
+        assert_eq!(least_iteration(&body, &it("next_half")), Some(1));
         assert!(always_after_first(&body, &it("ahead"), &it("kt")));
         assert!(!always_after_first(&body, &it("kt"), &it("ahead")));
         assert!(!always_after_first(&body, &it("behind"), &it("kt")));
         assert!(!always_after_first(&body, &it("half"), &it("kt")));
+        assert!(always_after_first(&body, &it("next_half"), &it("half")));
+        assert!(!always_after_first(&body, &it("half"), &it("next_half")));
+        // (kt + 4) / 2 is past kt / 2 too, by its offset, which the rule does not weigh through a division: it stays conservative.
+        assert!(!always_after_first(&body, &it("half_ahead"), &it("half")));
         let (bounded, v) = values("%c2", "tile.ceildivsi %n, %c4 : index", defs);
         assert_eq!(least_iteration(&bounded, &evaluate(&bounded, v("ahead")).unwrap().iteration), Some(6));
     }
