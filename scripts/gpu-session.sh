@@ -17,6 +17,8 @@ for dir in artifacts/*/; do
     ws*) shapes=(--shapes 128x128x64,128x128x4096,4096x4096x4096,1000x1000x2000,129x257x192,8192x8192x8192) ;;
     # Deep K (each split's range), a K shorter than the splits (empty ranges), odd M.
     splitk*) shapes=(--shapes 128x128x64,1000x1000x2000,129x264x192,512x512x65536,300x520x65528) ;;
+    # Resident scales: K loops of many chunks (the chunk is the selected shape's), odd M, N a multiple of 8.
+    *_resident_*) shapes=(--shapes 128x128x64,128x128x4096,1000x1000x2000,129x264x192,5x4104x16384) ;;
   esac
   echo "===== $name" >>"$out/correctness.log"
   timeout 300 bin/tilec-gpu-test "$dir" "${shapes[@]}" >>"$out/correctness.log" 2>&1; echo "rc=$?" >>"$out/correctness.log"

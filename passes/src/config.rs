@@ -90,8 +90,9 @@ pub struct ConfigEntries {
 
 /// Where a block-scaled dot's scales wait, as `tile.config`'s `scales` and
 /// the `scales` option of `tile-pipeline` and `tile-warp-specialize` say:
-/// copied with their stage or loaded one K step ahead ([`Scales::word`]).
-pub const SCALES_WORDS: &[&str] = &["staged", "prefetched"];
+/// copied with their stage, loaded one K step ahead, or copied for many K
+/// steps at once ([`Scales::word`]).
+pub const SCALES_WORDS: &[&str] = &["staged", "prefetched", "resident"];
 
 impl ConfigEntries {
     /// Reads `func`'s `tile.config`. A key no pass knows, or an entry of
@@ -134,7 +135,7 @@ impl ConfigEntries {
             epilogue: word("epilogue", EpilogueStore::WORDS)?.map(|w| EpilogueStore::parse(&w)),
             epilogue_cols: int("epilogue_cols")?,
             epilogue_deferred: flag("epilogue_deferred")?,
-            scales: word("scales", SCALES_WORDS)?.map(|w| if w == Scales::Staged.word() { Scales::Staged } else { Scales::Prefetched }),
+            scales: word("scales", SCALES_WORDS)?.and_then(|w| [Scales::Staged, Scales::Prefetched, Scales::Resident].into_iter().find(|s| s.word() == w)),
             cluster: word("cluster", Along::WORDS)?.map(|w| Along::parse(&w)),
             cluster_ctas: int("cluster_ctas")?,
             splits: int("splits")?,

@@ -86,34 +86,49 @@ pub const SCALES_OPTION: OptionSpec = OptionSpec {
     name: "scales",
     kind: OptionKind::Enum(SCALES_WORDS),
     default: "staged",
-    help: "block-scaled dots' scales: copied into shared memory with their stage (staged) or loaded into registers one iteration ahead (prefetched)",
+    help: "block-scaled dots' scales: copied into shared memory with their stage (staged), loaded into registers one iteration ahead (prefetched), or copied a chunk of iterations at a time (resident, tile-pipeline only)",
 };
 
-/// The `scales` option as a pass keeps it: whether the pipeline asked for
-/// staged scales, or `None` when it left the choice to `tile.config`.
-pub fn scales_option(options: &PassOptions) -> Option<bool> {
-    options.given("scales").then(|| options.word("scales") == "staged")
+/// The `scales` option as a pass keeps it: where the pipeline asked the
+/// scales to wait, or `None` when it left the choice to `tile.config`.
+pub fn scales_option(options: &PassOptions) -> Option<Scales> {
+    let word = options.word("scales");
+    options.given("scales").then(|| [Scales::Staged, Scales::Prefetched, Scales::Resident].into_iter().find(|s| s.word() == word).unwrap_or(Scales::Staged))
 }
 
-/// Whether a K loop's scales are copied with their stage: as the `scales`
-/// option says when the pipeline gave it, else as config selection chose in
-/// `tile.config`, else staged (the option's default).
-pub fn copies_scales(func: &Function, option: Option<bool>) -> Result<bool, Diagnostic> {
-    let chosen = ConfigEntries::of(func)?.scales;
-    Ok(option.unwrap_or(chosen.is_none_or(|scales| scales == Scales::Staged)))
+/// Where a K loop's scales wait: as the `scales` option says when the
+/// pipeline gave it, else as config selection chose in `tile.config`, else
+/// staged (the option's default).
+pub fn scale_form(func: &Function, option: Option<Scales>) -> Result<Scales, Diagnostic> {
+    let chosen = ConfigEntries::of(func)?.scales.filter(|&s| s != Scales::None);
+    Ok(option.or(chosen).unwrap_or(Scales::Staged))
 }
 
-/// Writes the `stages` and the `scales` (copied with their stage or not)
-/// that a K-loop pass's pipeline gave in place of `tile.config`'s entries
-/// over them ([`record_built`]); `None` where the pass took the entry.
-pub fn record_given(func: &mut Function, stages: Option<i64>, scales_copied: Option<bool>) {
+/// Writes the `stages` and the `scales` that a K-loop pass's pipeline gave
+/// in place of `tile.config`'s entries over them ([`record_built`]); `None`
+/// where the pass took the entry.
+pub fn record_given(func: &mut Function, stages: Option<i64>, scales: Option<Scales>) {
     if let Some(stages) = stages {
         record_built(func, "stages", Attribute::Int(stages, ElemType::I64));
     }
-    if let Some(copied) = scales_copied {
-        let word = if copied { Scales::Staged } else { Scales::Prefetched }.word();
-        record_built(func, "scales", Attribute::String(word.into()));
+    if let Some(scales) = scales {
+        record_built(func, "scales", Attribute::String(scales.word().into()));
     }
+}
+
+/// The K steps of scales a CTA holds at once where they are resident
+/// ([`Scales::resident_chunk`]): from the K range a CTA runs at the shape
+/// config selection chose for (`tile.config`'s `k`, `block_k` and
+/// `splits`), else the longest chunk. A K range longer than the chunk
+/// copies the scales again each chunk; one shorter leaves the chunk's end
+/// unused.
+pub fn resident_chunk(func: &Function) -> Result<i64, Diagnostic> {
+    let entries = ConfigEntries::of(func)?;
+    let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return Ok(Scales::MAX_RESIDENT_CHUNK) };
+    let (Some(k), Some(block_k)) = (d.get_int("k"), entries.block_k) else { return Ok(Scales::MAX_RESIDENT_CHUNK) };
+    let k_steps = (k + block_k - 1) / block_k.max(1);
+    let splits = entries.splits.unwrap_or(1).max(1);
+    Ok(Scales::resident_chunk((k_steps + splits - 1) / splits))
 }
 
 /// The unswizzled shared layout: a copied tile's buffer stores it densely.
@@ -142,7 +157,28 @@ pub struct StagedBuffers {
     pub copied_bytes: i64,
     /// The mbarriers signalling that a stage's loads have landed.
     pub full: Value,
+    /// Where the copied scales are resident: the K steps a chunk holds (the
+    /// copied buffers' stages) and the barrier each chunk's copies arrive on.
+    pub resident: Option<Resident>,
 }
+
+/// Scales copied a chunk of K steps at a time ([`Scales::Resident`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Resident {
+    /// K steps a chunk holds.
+    pub chunk: i64,
+    /// The barriers the chunks' copies arrive on, chunk j on stage
+    /// j mod [`RESIDENT_BARRIERS`].
+    pub full: Value,
+    /// Shared memory the chunk's buffers and their barriers take.
+    pub bytes: i64,
+}
+
+/// Stages of the resident scales' barrier: chunks alternate between two,
+/// so that a chunk's copy and the waits for it name the chunk by its stage
+/// and phase as the operand stages do (the barrier verifier tells the
+/// first chunk's copy, before the loop, from the later ones by them).
+pub const RESIDENT_BARRIERS: i64 = 2;
 
 impl StagedBuffers {
     /// Allocates, at the builder, a `stages`-stage buffer for each of
@@ -150,11 +186,13 @@ impl StagedBuffers {
     /// buffers leave no gaps between the TMA buffers' aligned ones) and a
     /// full barrier per stage, which each copy arrives on too. A narrow
     /// tile is loaded by TMA where it is a column of one of
-    /// `column_major`'s tensors that one flat box can take.
-    pub fn allocate(b: &mut Builder<'_>, loads: &[Op], stages: i64, column_major: &HashSet<Value>) -> StagedBuffers {
+    /// `column_major`'s tensors that one flat box can take. With
+    /// `resident_chunk`, the tiles threads copy get buffers of that many
+    /// K steps instead, and a barrier of their own.
+    pub fn allocate(b: &mut Builder<'_>, loads: &[Op], stages: i64, column_major: &HashSet<Value>, resident_chunk: Option<i64>) -> StagedBuffers {
         let mut buffer_of = HashMap::new();
         let (mut narrow, mut copied) = (HashSet::new(), HashSet::new());
-        let (mut stage_bytes, mut copied_bytes) = (0, 0);
+        let (mut stage_bytes, mut copied_bytes, mut resident_bytes) = (0, 0, 0);
         let (tma, narrow_loads): (Vec<Op>, Vec<Op>) = loads.iter().partition(|&&l| is_staged_load(b.body, l));
         for (&load, is_narrow) in tma.iter().map(|l| (l, false)).chain(narrow_loads.iter().map(|l| (l, true))) {
             let result = b.body.result(load, 0);
@@ -172,29 +210,40 @@ impl StagedBuffers {
                     }
                 }
             }
-            let smem = SmemType { stages, tile };
-            *(if by_threads { &mut copied_bytes } else { &mut stage_bytes }) += smem.stage_bytes();
+            let smem = SmemType { stages: resident_chunk.filter(|_| by_threads).unwrap_or(stages), tile };
+            match (by_threads, resident_chunk) {
+                (false, _) => stage_bytes += smem.stage_bytes(),
+                (true, None) => copied_bytes += smem.stage_bytes(),
+                (true, Some(chunk)) => resident_bytes += chunk * smem.stage_bytes(),
+            }
             let buf = AllocSmem::build(b, Type::Smem(smem), Attributes::new()).result(b.body);
             let hint = b.body.values[result].name_hint.clone().unwrap_or_else(|| "tile".into());
             b.name(buf, &format!("{hint}_smem"));
             buffer_of.insert(result, buf);
         }
-        let arrivals = 1 + COPY_ARRIVALS * copied.len() as i64;
+        let copy_arrivals = COPY_ARRIVALS * copied.len() as i64;
+        let arrivals = 1 + if resident_chunk.is_some() { 0 } else { copy_arrivals };
         let full = AllocMbarriers::build(b, Type::MBarrier(stages), arrivals, Attributes::new()).result(b.body);
         b.name(full, "full");
-        StagedBuffers { buffer_of, narrow, copied, stage_bytes, copied_bytes, full }
+        let resident = resident_chunk.filter(|_| !copied.is_empty()).map(|chunk| {
+            let full = AllocMbarriers::build(b, Type::MBarrier(RESIDENT_BARRIERS), copy_arrivals, Attributes::new()).result(b.body);
+            Resident { chunk, full: b.name(full, "scales_full"), bytes: resident_bytes + 8 * RESIDENT_BARRIERS }
+        });
+        StagedBuffers { buffer_of, narrow, copied, stage_bytes, copied_bytes, full, resident }
     }
 
     /// Errors at `at` when `stages` stages of these buffers, with
-    /// `barriers` mbarriers of 8 bytes per stage, exceed the budget; the
-    /// error says how many stages fit.
+    /// `barriers` mbarriers of 8 bytes per stage (and the resident scales'
+    /// buffers beside them), exceed the budget; the error says how many
+    /// stages fit.
     pub fn check_budget(&self, body: &Body, at: Op, stages: i64, barriers: i64) -> Result<(), Diagnostic> {
         let per_stage = self.stage_bytes + self.copied_bytes + 8 * barriers;
-        let total = stages * per_stage;
+        let resident = self.resident.map_or(0, |r| r.bytes);
+        let total = stages * per_stage + resident;
         if total <= SMEM_BUDGET_BYTES {
             return Ok(());
         }
-        let fit = SMEM_BUDGET_BYTES / per_stage;
+        let fit = (SMEM_BUDGET_BYTES - resident).max(0) / per_stage;
         Err(op_error(
             body,
             at,
@@ -217,16 +266,20 @@ impl StagedBuffers {
             loads.iter().zip(clones).filter(|(&l, _)| set.contains(&body.result(l, 0))).map(|(_, &c)| body.result(c, 0)).collect()
         };
         let (narrow, copied) = (clones_of(&self.narrow), clones_of(&self.copied));
-        StagedBuffers { buffer_of, narrow, copied, stage_bytes: self.stage_bytes, copied_bytes: self.copied_bytes, full: self.full }
+        StagedBuffers { buffer_of, narrow, copied, stage_bytes: self.stage_bytes, copied_bytes: self.copied_bytes, full: self.full, resident: self.resident }
     }
 
     /// Arms `stage`'s barrier with one stage's bytes and issues the TMA loads
-    /// and copies of `loads`, whose tile coordinates are `coords[i]`.
+    /// and copies of `loads`, whose tile coordinates are `coords[i]`;
+    /// resident scales are copied by [`StagedBuffers::issue_resident`].
     pub fn issue(&self, b: &mut Builder<'_>, loads: &[Op], coords: &[Vec<Value>], stage: Value) {
         MbarrierExpectTx::build(b, self.full, stage, self.stage_bytes, Attributes::new());
         for (&load, tile_coords) in loads.iter().zip(coords) {
             let load = Load::of(b.body, load).expect("staged loads are tile.load");
             let (tensor, result) = (load.tensor(b.body), load.result(b.body));
+            if self.copied.contains(&result) && self.resident.is_some() {
+                continue;
+            }
             let element = load_element_coords(b, load, tile_coords);
             let buffer = self.buffer_of[&result];
             if self.copied.contains(&result) {
@@ -239,12 +292,34 @@ impl StagedBuffers {
         }
     }
 
+    /// Copies a chunk of resident scales: for each copied load among
+    /// `loads`, the tiles of the chunk's K steps from `coords[i]` (the
+    /// first step's tile coordinates) on, one `nv.copy_async` over all
+    /// the chunk's stages, arriving on `barrier_stage` of the resident
+    /// barrier.
+    pub fn issue_resident(&self, b: &mut Builder<'_>, loads: &[Op], coords: &[Vec<Value>], barrier_stage: Value) {
+        let resident = self.resident.expect("a resident chunk is copied only where the scales are resident");
+        for (&load, tile_coords) in loads.iter().zip(coords) {
+            let load = Load::of(b.body, load).expect("staged loads are tile.load");
+            let (tensor, result) = (load.tensor(b.body), load.result(b.body));
+            if !self.copied.contains(&result) {
+                continue;
+            }
+            let element = load_element_coords(b, load, tile_coords);
+            let first = b.index(0);
+            let mut attrs = Attributes::new();
+            attrs.set("stages", Attribute::Int(resident.chunk, ElemType::I64));
+            CopyAsync::build(b, tensor, &element, self.buffer_of[&result], first, resident.full, barrier_stage, attrs);
+        }
+    }
+
     /// Replaces each narrow load among `loads` (in `region`) by a read of
-    /// `stage` of its buffer; row scales `share.of` rows tall are read only
-    /// in the consumer's `share` of its rows. The read comes where the load
-    /// was, after the stage's wait. A flat box's tile is read from
-    /// `nv.run_offset` rows into it.
-    pub fn read_narrow(&self, body: &mut Body, region: Region, loads: &[Op], stage: Value, share: Option<RowShare>) {
+    /// `stage` of its buffer (of stage `slot` where the scales are resident);
+    /// row scales `share.of` rows tall are read only in the consumer's
+    /// `share` of its rows. The read comes where the load was, after the
+    /// stage's wait. A flat box's tile is read from `nv.run_offset` rows
+    /// into it.
+    pub fn read_narrow(&self, body: &mut Body, region: Region, loads: &[Op], stage: Value, slot: Value, share: Option<RowShare>) {
         for &load in loads {
             let result = body.result(load, 0);
             if !self.narrow.contains(&result) {
@@ -263,7 +338,8 @@ impl StagedBuffers {
                 run_window(&mut b, load, whole, share)
             };
             ty.shape = b.body.value_type(buffer).as_smem().expect("a buffer").tile.shape.clone();
-            let read = LoadShared::build(&mut b, buffer, stage, Type::Tile(ty), Attributes::new()).result(b.body);
+            let at = if self.copied.contains(&result) && self.resident.is_some() { slot } else { stage };
+            let read = LoadShared::build(&mut b, buffer, at, Type::Tile(ty), Attributes::new()).result(b.body);
             body.values[read].name_hint = body.values[result].name_hint.clone();
             body.replace_all_uses(region, result, read);
             body.remove_op(load);

@@ -16,17 +16,37 @@ pub enum Scales {
     Staged,
     /// Loaded from global memory into registers one K step ahead.
     Prefetched,
+    /// Copied into shared memory for many K steps at once, before the K
+    /// loop and again each [`Scales::resident_chunk`] K steps, so that a
+    /// stage's barrier waits for its TMA loads alone (`tile-pipeline`).
+    Resident,
 }
 
 impl Scales {
+    /// The most K steps of scales a CTA holds at once where they are
+    /// resident: a chunk's copy waits for the whole CTA, so a K range longer
+    /// than this pays that wait again for each chunk.
+    pub const MAX_RESIDENT_CHUNK: i64 = 64;
+
     /// The option value `tile-pipeline` and `tile-warp-specialize` take
-    /// (`staged`, `prefetched`); `none` without scales.
+    /// (`staged`, `prefetched`, `resident`); `none` without scales.
     pub fn word(self) -> &'static str {
         match self {
             Scales::None => "none",
             Scales::Staged => "staged",
             Scales::Prefetched => "prefetched",
+            Scales::Resident => "resident",
         }
+    }
+
+    /// The K steps of scales a CTA that runs `k_steps` of them holds at once
+    /// where they are resident: all of them, up to
+    /// [`Scales::MAX_RESIDENT_CHUNK`], rounded up to a power of two, so
+    /// that each K step finds its slot and chunk with a mask and a shift,
+    /// and a K loop run in pairs (`tile-pair-promotions`) starts each chunk
+    /// on the first of a pair.
+    pub fn resident_chunk(k_steps: i64) -> i64 {
+        (k_steps.max(2) as u64).next_power_of_two().min(Self::MAX_RESIDENT_CHUNK as u64) as i64
     }
 }
 
@@ -411,6 +431,7 @@ impl std::str::FromStr for Config {
                 "epilogue_deferred" => config.deferred_epilogue = true,
                 "scales" if value == "staged" => config.scales = Scales::Staged,
                 "scales" if value == "prefetched" => config.scales = Scales::Prefetched,
+                "scales" if value == "resident" => config.scales = Scales::Resident,
                 "cluster" if Along::WORDS.contains(&value) => config.cluster = Along::parse(value),
                 "cluster_ctas" => config.cluster_ctas = int()?,
                 "splits" => config.splits = int()?,

@@ -38,6 +38,7 @@ pub(super) fn pick_reason(best: &Candidate, machine: &Machine, tall: bool) -> St
         Scales::None => "",
         Scales::Staged => "; scales staged with their stage",
         Scales::Prefetched => "; scales prefetched into registers (staging them would cost a stage or a co-resident CTA)",
+        Scales::Resident => "; scales copied a chunk of K blocks at a time into buffers of their own, so that a stage waits for its TMA loads alone (policy `prefers_resident_scales`: a swapped tile of one m64 row block over enough K blocks a CTA)",
     };
     let stream_k = match best.config.stream_k {
         None => String::new(),

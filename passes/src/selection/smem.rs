@@ -44,7 +44,8 @@ pub struct SmemLayout {
 impl SmemLayout {
     /// Shared memory with `stages` stages, laid out as the lowering lays it
     /// out: the staged operand tiles (and staged scales: A's per row and B's
-    /// per 128 columns, 4 bytes each, in small buffers packed after them),
+    /// per 128 columns, 4 bytes each, in small buffers packed after them, or
+    /// the resident scales' buffers there),
     /// split-K's f32 partial tile and the TMA epilogue's output tile (one per
     /// consumer when ping-pong consumers each hold a whole tile), each on the
     /// next 1024-byte boundary, then the mbarriers: a full barrier per stage,
@@ -66,8 +67,17 @@ impl SmemLayout {
         };
         let line_scales = TileType { shape: vec![line_rows, 1], elem: ElemType::F32, layout: None };
         let line_scale_rows = flat_box_rows_of(&line_scales, problem.a_scales_by_run).unwrap_or(line_rows);
-        let scale_bytes = if scales == Scales::Staged { 4 * (line_scale_rows + block_scale_rows) } else { 0 };
-        let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes);
+        // Resident scales: those threads copy (all but a line of A's scales
+        // that one flat TMA box loads with its stage) held for a chunk of K
+        // steps, counted at the longest chunk, and one barrier for them.
+        let line_by_tma = flat_box_rows_of(&line_scales, problem.a_scales_by_run).is_some();
+        let (scale_bytes, resident_bytes, resident_barriers) = match scales {
+            Scales::Staged => (4 * (line_scale_rows + block_scale_rows), 0, 0),
+            Scales::Resident if line_by_tma => (4 * line_scale_rows, 4 * block_scale_rows * Scales::MAX_RESIDENT_CHUNK, 1),
+            Scales::Resident => (0, 4 * (line_scale_rows + block_scale_rows) * Scales::MAX_RESIDENT_CHUNK, 1),
+            Scales::None | Scales::Prefetched => (0, 0, 0),
+        };
+        let staged = stages * ((block_m + block_n) * block_k * problem.precision.operand_bytes() + scale_bytes) + resident_bytes;
         let (output_tiles, barriers) = match schedule {
             Schedule::Pipeline => (1, stages),
             Schedule::WarpSpecialized { .. } => (1, 2 * stages),
@@ -83,7 +93,7 @@ impl SmemLayout {
         let buffers = [partial, output].into_iter().filter(|&bytes| bytes > 0).fold(staged, |end, bytes| ceil_div(end, BUFFER_ALIGN) * BUFFER_ALIGN + bytes);
         // The barriers start on an 8-byte boundary: after an odd number of
         // staged block scales (3 a stage) the lowering pads 4 bytes.
-        ceil_div(buffers, MBARRIER_BYTES) * MBARRIER_BYTES + barriers * MBARRIER_BYTES
+        ceil_div(buffers, MBARRIER_BYTES) * MBARRIER_BYTES + (barriers + resident_barriers) * MBARRIER_BYTES
     }
 
     /// Stages: the most that fit the shared-memory budget, at most

@@ -186,7 +186,7 @@ fn lower_staged_block(body: &mut Body, region: tilec_dialects::Region, block: Bl
     let mut b = Builder::new(body, InsertPoint::Before(anchor), loc.clone());
     let c0 = b.index(0);
     // Only staged (TMA) loads here: no narrow tile to place.
-    let staged = StagedBuffers::allocate(&mut b, &loads, 1, &HashSet::new());
+    let staged = StagedBuffers::allocate(&mut b, &loads, 1, &HashSet::new(), None);
 
     let mut b = Builder::new(body, InsertPoint::Before(first), loc);
     let coords: Vec<Vec<Value>> = loads.iter().map(|&l| Load::of(b.body, l).expect("staged loads are tile.load").indices(b.body).to_vec()).collect();

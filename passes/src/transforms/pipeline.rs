@@ -1,8 +1,11 @@
-//! `tile-pipeline{stages=N wait-depth=W scales=staged|prefetched}`:
+//! `tile-pipeline{stages=N wait-depth=W scales=staged|prefetched|resident}`:
 //! software-pipelines a K loop whose dot operands are staged through shared
 //! memory; a block-scaled dot's scales are copied with each stage
-//! (`staged`) or loaded into registers one iteration ahead (`prefetched`),
-//! as `tile.config` says when the option is not given.
+//! (`staged`), loaded into registers one iteration ahead (`prefetched`), or
+//! copied a chunk of K steps at a time into buffers of their own
+//! (`resident`: the chunk holds the K range a CTA runs at `tile.config`'s
+//! shape, at most `Scales::MAX_RESIDENT_CHUNK` steps), as `tile.config`
+//! says when the option is not given.
 //!
 //! Buffers get N stages, each with its own mbarrier. A prologue issues the
 //! TMA loads of the first N - W iterations; iteration i waits on stage
@@ -22,8 +25,8 @@
 use crate::config::{in_option_range, ConfigEntries};
 use crate::hopper::expand::expand;
 use crate::hopper::schedule::{staged_loop, LoopSchedule};
-use crate::hopper::staging::{column_major_tensors, copies_scales, record_given, scales_option, SCALES_OPTION};
-use crate::selection::Schedule;
+use crate::hopper::staging::{column_major_tensors, record_given, resident_chunk, scale_form, scales_option, SCALES_OPTION};
+use crate::selection::{Scales, Schedule};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
 use crate::pass::PassInfo;
@@ -62,8 +65,8 @@ pub struct Pipeline {
     wait_depth: i64,
     /// Take `stages` from the function's `tile.config` (no `stages` given).
     from_config: bool,
-    /// The `scales` option: staged or not, `None` to follow `tile.config`.
-    scales: Option<bool>,
+    /// The `scales` option: where the scales wait, `None` to follow `tile.config`.
+    scales: Option<Scales>,
 }
 
 impl Pipeline {
@@ -95,7 +98,8 @@ impl Pass for Pipeline {
 
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         self.apply_config(func)?;
-        let copy_scales = copies_scales(func, self.scales)?;
+        let scales = scale_form(func, self.scales)?;
+        let resident = if scales == Scales::Resident { Some(resident_chunk(func)?) } else { None };
         record_given(func, (!self.from_config).then_some(self.stages), self.scales);
         let column_major = column_major_tensors(func);
         let loops: Vec<For> = func.body.walk_region(func.region).into_iter().filter_map(|op| staged_loop(&func.body, op)).collect();
@@ -108,7 +112,7 @@ impl Pass for Pipeline {
                 ));
             }
             let schedule = LoopSchedule::of_loop(&func.body, for_op, self.stages, self.wait_depth);
-            expand(&mut func.body, func.region, for_op, &schedule, copy_scales, &column_major)?;
+            expand(&mut func.body, func.region, for_op, &schedule, scales != Scales::Prefetched, resident, &column_major)?;
         }
         Ok(())
     }

@@ -42,13 +42,13 @@
 //! round two phases ahead, whose parity is that of the round just done.
 
 use crate::config::{in_option_range, record_built, ConfigEntries};
-use crate::selection::{Precision, Schedule};
+use crate::selection::{Precision, Scales, Schedule};
 use crate::hopper::counting::{enclosing_loop, loop_iteration, parity, Counting};
 use crate::hopper::dot::StagedDot;
 use crate::hopper::prefetch::prefetch_register_loads;
 use crate::hopper::WARPS_PER_WARPGROUP;
 use crate::hopper::schedule::{dots, loop_block, staged_loop, staged_loads, LoopSchedule};
-use crate::hopper::staging::{column_major_tensors, copies_scales, outermost_ancestor, record_given, rows_window, scales_option, RowShare, StagedBuffers, SCALES_OPTION};
+use crate::hopper::staging::{column_major_tensors, outermost_ancestor, scale_form, record_given, rows_window, scales_option, RowShare, StagedBuffers, SCALES_OPTION};
 use crate::hopper::wgmma::{completing_wait, dot_a, drain_after, emit_wgmma, next_op, promote_by_blocks, read_scales_behind_wgmma, replace_dot, RowBlocks};
 use crate::options::{OptionKind, OptionSpec};
 use crate::phase::{Phase, PhaseRule};
@@ -187,8 +187,8 @@ pub struct WarpSpecialize {
     consumers_from_config: bool,
     /// Take `stages` from `tile.config` (the pipeline gave none).
     stages_from_config: bool,
-    /// The `scales` option: staged or not, `None` to follow `tile.config`.
-    scales: Option<bool>,
+    /// The `scales` option: where the scales wait, `None` to follow `tile.config`.
+    scales: Option<Scales>,
     /// The `pingpong` option, `None` to follow `tile.config`.
     pingpong: Option<bool>,
     /// The `halves` option, `None` to follow `tile.config`.
@@ -295,7 +295,14 @@ impl Pass for WarpSpecialize {
         let (producer, consumer) = default_register_budgets(self.consumers, 0, false, Halves::Rows);
         let at = func.loc.clone();
         self.check_budgets(&at, given_or(self.producer_regs, producer), given_or(self.consumer_regs, consumer))?;
-        let copy_scales = copies_scales(func, self.scales)?;
+        let copy_scales = match scale_form(func, self.scales)? {
+            Scales::Staged => true,
+            Scales::Prefetched | Scales::None => false,
+            // The producer runs on into later stages than a consumer reads:
+            // a chunk could not be refilled without a barrier of the
+            // consumers' own, which nothing here models.
+            Scales::Resident => return Err(Diagnostic::error(func.loc.clone(), "scales=resident is built by tile-pipeline only: tile-warp-specialize stages the scales (scales=staged) or prefetches them (scales=prefetched)")),
+        };
         if !self.consumers_from_config {
             record_built(func, "consumers", Attribute::Int(self.consumers, ElemType::I64));
         }
@@ -337,7 +344,7 @@ impl Pass for WarpSpecialize {
         let entry = body.ops[root].parent.expect("attached");
         let loc = body.ops[k_loop.op()].loc.clone();
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
-        let staged = StagedBuffers::allocate(&mut b, &loads, self.stages, &column_major);
+        let staged = StagedBuffers::allocate(&mut b, &loads, self.stages, &column_major, None);
         // Two barriers per stage: full and empty.
         staged.check_budget(body, k_loop.op(), self.stages, 2)?;
         let mut b = Builder::new(body, InsertPoint::Before(root), loc.clone());
@@ -673,7 +680,7 @@ impl Roles<'_> {
                 self.release.arrive(&mut b, self.empty, stage);
             }
         }
-        staged.read_narrow(body, self.region, &clones, stage, share);
+        staged.read_narrow(body, self.region, &clones, stage, stage, share);
         for load in clones {
             body.remove_op(load);
         }
