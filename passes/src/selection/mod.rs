@@ -25,7 +25,8 @@
 //! - co-resident CTAs (waves.rs, `with_waves`) and pairs of block-scaled
 //!   CTAs on an SM (pairs.rs, `one_wave_of_pairs`);
 //! - stages (smem.rs): `SmemLayout::most_stages` and `buffers_filled`;
-//! - scales (scales.rs): `stages_and_scales`;
+//! - scales (scales.rs): `stages_and_scales`; resident scales
+//!   (resident.rs): `prefers_resident_scales`;
 //! - schedule (schedule.rs): `prefers_warp_specialized`,
 //!   `two_consumer_tile`, `warp_specialized`; ping-pong consumers
 //!   (ping_pong.rs): `prefers_ping_pong`, `ping_pong`;
@@ -71,6 +72,7 @@ mod problem;
 mod rank;
 mod raster;
 mod reasons;
+mod resident;
 mod scale_widths;
 mod scales;
 mod schedule;
@@ -91,6 +93,7 @@ pub use clusters::clustered_alternatives;
 pub use problem::{AccumulatorRegisters, Machine, Precision, Problem};
 pub(crate) use problem::ceil_div;
 pub use rank::{choose, rank};
+pub use resident::{prefers_resident_scales, with_resident_scales, RESIDENT_MIN_K_BLOCKS};
 pub use smem::{SmemLayout, MAX_STAGES, STAGES_LIMIT};
 pub use swap::weighs_swapped;
 pub use tiles::{BLOCK_MS, BLOCK_N_STEP, MAX_BLOCK_N};

@@ -229,6 +229,7 @@ impl SelectConfig {
             let mut ranked = selection::rank(problem, &machine, &pins);
             let alternatives = selection::alternatives(problem, &machine, &pins, &ranked);
             ranked.extend(alternatives);
+            let ranked: Vec<Candidate> = ranked.into_iter().map(|c| selection::with_resident_scales(problem, &machine, c)).collect();
             let predicted = |candidate: Candidate| {
                 let prediction = cost_model::predict(problem, &machine, &throughput, &calibration, &candidate);
                 Weighed { candidate, prediction }
