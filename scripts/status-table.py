@@ -22,7 +22,7 @@ import sys
 STATUS = "status table"
 FRESH = "fresh-draws table"
 # The judged picks of the current cost model, BF16 and FP8 in one file.
-COST_MODEL = "docs/benchmarks/cost-model/2026-12-01-h200-judged-cluster-policy.json"
+COST_MODEL = "docs/benchmarks/cost-model/2026-12-02-h200-judged-resident-scales.json"
 FRESH_BF16 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed9.json"
 FRESH_SEED14 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed14-clusters-of-four.json"
 FRESH_LATEST = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed15.json"
@@ -30,7 +30,7 @@ FRESH_SEED16 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed16.j
 FRESH_SEED33 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed33.json"
 FRESH_SEED51 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed51.json"
 FRESH_SEED87 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed87.json"
-FRESH_DECODE_SEED21 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-decode-seed21-count.json"
+FRESH_DECODE_SEED21 = "docs/benchmarks/cost-model/2026-12-02-h200-judged-fresh-decode-seed21-resident.json"
 FRESH_SEED90 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed90-count.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
@@ -53,6 +53,13 @@ def judged(path, dtype, group, baseline):
     """Shape -> ratio of the picks judged in `path` for one dtype, group and baseline."""
     rows = load(path)["rows"]
     return {r["shape"]: r["ratios"][baseline] for r in rows if r["dtype"] == dtype and r["group"] == group and r["measured"] and baseline in r["ratios"]}
+
+
+def untimed(path, dtype, group):
+    """`; N picks not timed (shapes)` for the picks of one dtype and group that no
+    measurements file of the judged record timed (judge-picks.py's unmeasured rows), else ''."""
+    shapes = [r["shape"] for r in load(path)["rows"] if r["dtype"] == dtype and r["group"] == group and not r["measured"]]
+    return f"; {len(shapes)} picks not timed ({', '.join(shapes)})" if shapes else ""
 
 
 def bench(path, baseline, ours=lambda name: True):
@@ -160,7 +167,7 @@ def rows():
         ("BF16, the 20 benchmark shapes (DESIGN section 8)", summary(bf16("benchmark"), ["4096x4096x4096", "8192x8192x8192"]), COST_MODEL),
         ("BF16, deep K", summary(bf16("deep-k"), ["512x512x65536", "1024x1024x16384"]), "same"),
         ("FP8 block-scaled, the 20 benchmark shapes, vs cuBLASLt block-scaled", summary(fp8("benchmark", "block-scaled")) + f"; {geomean(list(fp8('benchmark', 'per-tensor').values())):.3f} of per-tensor FP8", COST_MODEL),
-        ("FP8 block-scaled, 60 validation shapes, vs cuBLASLt per-tensor FP8", summary(fp8("validation", "per-tensor")), "same"),
+        ("FP8 block-scaled, 60 validation shapes, vs cuBLASLt per-tensor FP8", summary(fp8("validation", "per-tensor")) + untimed(COST_MODEL, "fp8", "validation"), "same"),
         (f"the same against cuBLASLt block-scaled, on the {len(fp8('validation', 'block-scaled'))} of them it runs (it refuses the rest)", summary(fp8("validation", "block-scaled")), "same"),
         ("BF16 decode sizes, M 1 to 16 (`draw-shapes.py --decode --seed 4`, 24 shapes), vs the faster of cuBLAS and cuBLASLt", summary(bf16("decode")), COST_MODEL),
         ("FP8 block-scaled, the same decode sizes, vs cuBLASLt per-tensor FP8", summary(fp8("decode", "per-tensor")) if fp8("decode", "per-tensor") else "not judged: the current picks were not timed", COST_MODEL),
