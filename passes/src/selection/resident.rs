@@ -7,23 +7,20 @@
 //! block whose wgmma is small. Copied a chunk of K blocks at a time
 //! instead ([`Scales::Resident`], `tile-pipeline{scales=resident}`), a
 //! stage waits for its TMA loads alone; the chunk's copy and the wait for
-//! it come once before the K loop. That pays where a CTA runs enough K
-//! blocks to repay the copy before the loop: on the swapped 64-row picks
-//! of the decode sets it fitted (seeds 4 and 21), those with 12 or more K
-//! blocks a CTA ran 1.023 to 1.075 times as fast as with staged scales,
-//! those with 8 or 9 0.955 to 1.012 times; on two decode sets drawn after
-//! (seeds 62 and 63) the picks it moves ran 1.037 to 1.141 times as fast.
-//! Picks of 128 rows (two row blocks a warpgroup, a K block twice as long)
-//! and unswapped ones (A's scales one flat TMA box a stage, only B's
-//! copied) gained nothing on balance and keep their scales staged
-//! (measured: docs/evidence.md, selection/resident.rs).
+//! it come once before the K loop, which a CTA must run long enough to
+//! repay. Tiles of two row blocks a warpgroup (a K block's wgmma twice as
+//! long) and unswapped ones (A's scales one flat TMA box a stage, only B's
+//! copied) gain nothing on balance and keep their scales staged
+//! (measured on decode draws it was fitted on and on two drawn after:
+//! docs/evidence.md, selection/resident.rs).
 
 use super::candidate::{Candidate, Config, Schedule, Scales};
 use super::problem::{ceil_div, Machine, Precision, Problem};
 use super::waves::figures;
 
-/// K blocks a CTA runs, at the least, for its scales to be resident: the
-/// 64-row swapped picks with 9 or fewer lost, those with 12 or more gained.
+/// K blocks a CTA runs, at the least, for its scales to be resident: fewer
+/// do not repay the chunk's copy before the loop (the measured picks lost at
+/// 9 and fewer and gained from 12 on: docs/evidence.md, selection/resident.rs).
 pub const RESIDENT_MIN_K_BLOCKS: i64 = 10;
 
 /// Whether `config`'s scales are resident rather than staged: a
