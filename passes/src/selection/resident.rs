@@ -25,13 +25,15 @@ pub const RESIDENT_MIN_K_BLOCKS: i64 = 10;
 
 /// Whether `config`'s scales are resident rather than staged: a
 /// block-scaled swapped GEMM ([`Problem::row_block_scales`]) in the plain
-/// pipeline, one m64 row block a tile, over at least
-/// [`RESIDENT_MIN_K_BLOCKS`] K blocks a CTA.
+/// pipeline (of more than one stage: one stage has no `tile-pipeline`),
+/// one m64 row block a tile, over at least [`RESIDENT_MIN_K_BLOCKS`] K
+/// blocks a CTA.
 pub fn prefers_resident_scales(problem: &Problem, config: &Config) -> bool {
     let k_blocks_per_cta = ceil_div(ceil_div(problem.k, config.block_k), config.splits.max(1));
     problem.precision == Precision::Fp8BlockScaled
         && problem.row_block_scales.is_some()
         && config.schedule == Schedule::Pipeline
+        && config.stages > 1
         && config.scales == Scales::Staged
         && config.block_m == 64
         && k_blocks_per_cta >= RESIDENT_MIN_K_BLOCKS
