@@ -135,7 +135,7 @@ impl ConfigEntries {
             epilogue: word("epilogue", EpilogueStore::WORDS)?.map(|w| EpilogueStore::parse(&w)),
             epilogue_cols: int("epilogue_cols")?,
             epilogue_deferred: flag("epilogue_deferred")?,
-            scales: word("scales", SCALES_WORDS)?.and_then(|w| [Scales::Staged, Scales::Prefetched, Scales::Resident].into_iter().find(|s| s.word() == w)),
+            scales: word("scales", SCALES_WORDS)?.and_then(|w| Scales::from_word(&w)),
             cluster: word("cluster", Along::WORDS)?.map(|w| Along::parse(&w)),
             cluster_ctas: int("cluster_ctas")?,
             splits: int("splits")?,

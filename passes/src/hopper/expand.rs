@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use tilec_dialects::ir::{Attributes, Block, Body, Builder, EntityRef, InsertPoint, Op, Region, Type, Value};
 use tilec_dialects::nv::{Barrier, MbarrierWait};
 use tilec_dialects::tile::{Addi, Cmpi, Divsi, For, If, Load, Minsi, Muli, Remsi, Yield};
-use tilec_dialects::Diagnostic;
+use tilec_dialects::{Diagnostic, Location};
 
 /// The pieces of a loop the rewrite needs.
 struct LoopParts {
@@ -128,7 +128,7 @@ pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSched
     let has_next = Cmpi::build(&mut b, next, trip, "slt", Attributes::new()).result(b.body);
     let refill = If::build(&mut b, has_next, Attributes::new()).op();
     let (_, refill_block) = b.body.add_region(refill, &[]);
-    let mut rb = Builder::new(body, InsertPoint::End(refill_block), loc);
+    let mut rb = Builder::new(body, InsertPoint::End(refill_block), loc.clone());
     Barrier::build(&mut rb, Attributes::new());
     let next_stage = count.stage_of(&mut rb, next);
     let next_stage = rb.name(next_stage, "next_stage");
@@ -138,8 +138,8 @@ pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSched
     Yield::build(&mut rb, &[], Attributes::new());
     if let Some(resident) = staged.resident {
         let terminator = body.terminator(parts.block).expect("verified loop");
-        let mut b = Builder::new(body, InsertPoint::Before(terminator), body.ops[terminator].loc.clone());
-        copy_next_chunk(&mut b, &parts, &staged, resident, iteration, trip);
+        let mut b = Builder::new(body, InsertPoint::Before(terminator), loc.clone());
+        copy_next_chunk(&mut b, &parts, &staged, resident, iteration, trip, &loc);
     }
 
     let wide_loads: Vec<Op> = parts.loads.iter().copied().filter(|&l| !staged.narrow.contains(&body.result(l, 0))).collect();
@@ -223,18 +223,24 @@ fn iteration_coords(b: &mut Builder<'_>, parts: &LoopParts, iv: Value) -> Vec<Ve
 /// iteration whose induction variable is `iv`, onto its barrier stage.
 fn issue_resident_chunk(b: &mut Builder<'_>, parts: &LoopParts, staged: &StagedBuffers, iv: Value, chunk: Value) {
     let coords = iteration_coords(b, parts, iv);
-    let barriers = b.index(RESIDENT_BARRIERS);
-    let stage = Remsi::build(b, chunk, barriers, Attributes::new()).result(b.body);
+    let (stage, _) = chunk_barrier(b, chunk);
     staged.issue_resident(b, &parts.loads, &coords, stage);
 }
 
 /// Every thread waits for chunk `chunk`'s copies.
 fn wait_for_chunk(b: &mut Builder<'_>, resident: Resident, chunk: Value) {
+    let (stage, round) = chunk_barrier(b, chunk);
+    let phase = parity(b, round);
+    MbarrierWait::build(b, resident.full, stage, phase, Attributes::new());
+}
+
+/// The resident barrier's stage chunk `chunk` arrives on and the round it
+/// completes there.
+fn chunk_barrier(b: &mut Builder<'_>, chunk: Value) -> (Value, Value) {
     let barriers = b.index(RESIDENT_BARRIERS);
     let stage = Remsi::build(b, chunk, barriers, Attributes::new()).result(b.body);
     let round = Divsi::build(b, chunk, barriers, Attributes::new()).result(b.body);
-    let phase = parity(b, round);
-    MbarrierWait::build(b, resident.full, stage, phase, Attributes::new());
+    (stage, round)
 }
 
 /// At the end of a chunk's last iteration, where another iteration
@@ -243,8 +249,7 @@ fn wait_for_chunk(b: &mut Builder<'_>, resident: Resident, chunk: Value) {
 /// iterations wait for nothing but their stage: a wait at the top of each
 /// costs the K loop more than the copies it replaces (measured:
 /// docs/evidence.md, hopper/expand.rs, resident scales).
-fn copy_next_chunk(b: &mut Builder<'_>, parts: &LoopParts, staged: &StagedBuffers, resident: Resident, iteration: Value, trip: Value) {
-    let loc = b.body.ops[b.body.defining_op(iteration).expect("computed in the loop")].loc.clone();
+fn copy_next_chunk(b: &mut Builder<'_>, parts: &LoopParts, staged: &StagedBuffers, resident: Resident, iteration: Value, trip: Value, loc: &Location) {
     let c1 = b.index(1);
     let following = Addi::build(b, iteration, c1, Attributes::new()).result(b.body);
     let following = b.name(following, "following");
@@ -263,7 +268,7 @@ fn copy_next_chunk(b: &mut Builder<'_>, parts: &LoopParts, staged: &StagedBuffer
     let copy = If::build(&mut eb, follows, Attributes::new()).op();
     let (_, copy_block) = eb.body.add_region(copy, &[]);
     Yield::build(&mut eb, &[], Attributes::new());
-    let mut cb = Builder::new(b.body, InsertPoint::End(copy_block), loc);
+    let mut cb = Builder::new(b.body, InsertPoint::End(copy_block), loc.clone());
     Barrier::build(&mut cb, Attributes::new());
     let scaled = Muli::build(&mut cb, following, parts.step, Attributes::new()).result(cb.body);
     let iv = Addi::build(&mut cb, parts.lb, scaled, Attributes::new()).result(cb.body);

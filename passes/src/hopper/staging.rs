@@ -92,8 +92,8 @@ pub const SCALES_OPTION: OptionSpec = OptionSpec {
 /// The `scales` option as a pass keeps it: where the pipeline asked the
 /// scales to wait, or `None` when it left the choice to `tile.config`.
 pub fn scales_option(options: &PassOptions) -> Option<Scales> {
-    let word = options.word("scales");
-    options.given("scales").then(|| [Scales::Staged, Scales::Prefetched, Scales::Resident].into_iter().find(|s| s.word() == word).unwrap_or(Scales::Staged))
+    // The option's words are checked when the pipeline is parsed.
+    options.given("scales").then(|| Scales::from_word(options.word("scales")).unwrap_or(Scales::Staged))
 }
 
 /// Where a K loop's scales wait: as the `scales` option says when the
@@ -277,7 +277,7 @@ impl StagedBuffers {
         for (&load, tile_coords) in loads.iter().zip(coords) {
             let load = Load::of(b.body, load).expect("staged loads are tile.load");
             let (tensor, result) = (load.tensor(b.body), load.result(b.body));
-            if self.copied.contains(&result) && self.resident.is_some() {
+            if self.is_resident(result) {
                 continue;
             }
             let element = load_element_coords(b, load, tile_coords);
@@ -290,6 +290,11 @@ impl StagedBuffers {
                 }
             }
         }
+    }
+
+    /// Whether the tile `result` loads is one of the resident scales.
+    fn is_resident(&self, result: Value) -> bool {
+        self.resident.is_some() && self.copied.contains(&result)
     }
 
     /// Copies a chunk of resident scales: for each copied load among
@@ -338,7 +343,7 @@ impl StagedBuffers {
                 run_window(&mut b, load, whole, share)
             };
             ty.shape = b.body.value_type(buffer).as_smem().expect("a buffer").tile.shape.clone();
-            let at = if self.copied.contains(&result) && self.resident.is_some() { slot } else { stage };
+            let at = if self.is_resident(result) { slot } else { stage };
             let read = LoadShared::build(&mut b, buffer, at, Type::Tile(ty), Attributes::new()).result(b.body);
             body.values[read].name_hint = body.values[result].name_hint.clone();
             body.replace_all_uses(region, result, read);

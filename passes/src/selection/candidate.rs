@@ -39,6 +39,12 @@ impl Scales {
         }
     }
 
+    /// The scales a K loop's passes take by their word (`staged`,
+    /// `prefetched`, `resident`: [`Scales::word`]); `None` for any other.
+    pub fn from_word(word: &str) -> Option<Scales> {
+        [Scales::Staged, Scales::Prefetched, Scales::Resident].into_iter().find(|s| s.word() == word)
+    }
+
     /// The K steps of scales a CTA that runs `k_steps` of them holds at once
     /// where they are resident: all of them, up to
     /// [`Scales::MAX_RESIDENT_CHUNK`], rounded up to a power of two, so
@@ -429,9 +435,7 @@ impl std::str::FromStr for Config {
                 "epilogue" if value == "tma" || value == "global" => tma = value == "tma",
                 "epilogue_cols" => columns = Some(int()?),
                 "epilogue_deferred" => config.deferred_epilogue = true,
-                "scales" if value == "staged" => config.scales = Scales::Staged,
-                "scales" if value == "prefetched" => config.scales = Scales::Prefetched,
-                "scales" if value == "resident" => config.scales = Scales::Resident,
+                "scales" if Scales::from_word(value).is_some() => config.scales = Scales::from_word(value).expect("checked"),
                 "cluster" if Along::WORDS.contains(&value) => config.cluster = Along::parse(value),
                 "cluster_ctas" => config.cluster_ctas = int()?,
                 "splits" => config.splits = int()?,
