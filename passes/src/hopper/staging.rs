@@ -19,7 +19,7 @@
 //! docs/evidence.md, hopper/staging.rs, module documentation).
 
 use crate::config::{record_built, ConfigEntries, SCALES_WORDS};
-use crate::selection::Scales;
+use crate::selection::{ceil_div, Scales};
 use crate::pass::op_error;
 use crate::options::{OptionKind, OptionSpec, PassOptions};
 use std::collections::{HashMap, HashSet};
@@ -126,9 +126,8 @@ pub fn resident_chunk(func: &Function) -> Result<i64, Diagnostic> {
     let entries = ConfigEntries::of(func)?;
     let Some(Attribute::Dict(d)) = func.attrs.get("tile.config") else { return Ok(Scales::MAX_RESIDENT_CHUNK) };
     let (Some(k), Some(block_k)) = (d.get_int("k"), entries.block_k) else { return Ok(Scales::MAX_RESIDENT_CHUNK) };
-    let k_steps = (k + block_k - 1) / block_k.max(1);
     let splits = entries.splits.unwrap_or(1).max(1);
-    Ok(Scales::resident_chunk((k_steps + splits - 1) / splits))
+    Ok(Scales::resident_chunk(ceil_div(ceil_div(k, block_k.max(1)), splits)))
 }
 
 /// The unswizzled shared layout: a copied tile's buffer stores it densely.

@@ -15,7 +15,8 @@
 //! docs/evidence.md, selection/resident.rs).
 
 use super::candidate::{Candidate, Config, Schedule, Scales};
-use super::problem::{ceil_div, Machine, Precision, Problem};
+use super::problem::{Machine, Precision, Problem};
+use super::smem::split_k_blocks;
 use super::waves::figures;
 
 /// K blocks a CTA runs, at the least, for its scales to be resident: fewer
@@ -29,7 +30,7 @@ pub const RESIDENT_MIN_K_BLOCKS: i64 = 10;
 /// one m64 row block a tile, over at least [`RESIDENT_MIN_K_BLOCKS`] K
 /// blocks a CTA.
 pub fn prefers_resident_scales(problem: &Problem, config: &Config) -> bool {
-    let k_blocks_per_cta = ceil_div(ceil_div(problem.k, config.block_k), config.splits.max(1));
+    let k_blocks_per_cta = split_k_blocks(problem, config.block_k, config.splits.max(1));
     problem.precision == Precision::Fp8BlockScaled
         && problem.row_block_scales.is_some()
         && config.schedule == Schedule::Pipeline
