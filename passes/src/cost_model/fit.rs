@@ -242,13 +242,16 @@ mod tests {
     #[test]
     fn the_fit_recovers_constants_that_generated_the_times() {
         // Times predicted with known constants are fitted back to within a
-        // percent of their prediction, starting from the prior.
+        // few percent of their prediction, starting from the prior: not to
+        // the truth exactly, since the objective's ranking term (a softmin
+        // over candidates predicted nearly alike) is not zero there, and
+        // trades a little accuracy for a sharper order.
         let truth = Calibration { mma_efficiency_pipeline: 0.6, l2_bytes_per_s: 6e12, launch_s: 6e-6, ..Calibration::PRIOR };
         let machine = Machine::H100;
         let samples = generated(&truth);
         let fitted = fit(&samples, &machine, &Throughput::of(&tilec_target::Target::H200), &Calibration::PRIOR, &[true; Calibration::NAMES.len()], 20_000);
         let before = error(&samples, &machine, &Throughput::of(&tilec_target::Target::H200), &Calibration::PRIOR);
         let after = error(&samples, &machine, &Throughput::of(&tilec_target::Target::H200), &fitted);
-        assert!(after.median < 0.01 && after.mean_squared_log < before.mean_squared_log, "before {before:?}, after {after:?}");
+        assert!(after.median < 0.025 && after.mean_squared_log < before.mean_squared_log, "before {before:?}, after {after:?}");
     }
 }

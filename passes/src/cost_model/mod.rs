@@ -10,7 +10,8 @@
 //! cores and a fixed issue cost) and the time its loads take to arrive
 //! with the stages in flight (latency over stages: Little's law). The wave
 //! cannot run faster than its operand bytes allow, either: the bytes all
-//! CTAs stage from L2, and the bytes L2 misses and HBM delivers, which
+//! CTAs stage from L2 (less the reads of CTAs in step that L2 merges), and
+//! the bytes L2 misses and HBM delivers, which
 //! depend on the tiles the wave covers (its footprint in the tile order) and
 //! on whether A and B stay in L2 between waves. Each tile adds its
 //! pipeline's fill and drain and its epilogue's stores (hidden by ping-pong
@@ -66,6 +67,12 @@ pub struct Calibration {
     pub load_latency_s: f64,
     /// Bytes per second all SMs together stage from L2.
     pub l2_bytes_per_s: f64,
+    /// The share of a wave's repeated operand reads that L2's request
+    /// coalescer merges, in a grid that does not loop over tiles: a wave's
+    /// CTAs start together, and those that share a row or a column of tiles
+    /// and a K range ask for the same sectors at about the same time, which
+    /// L2 serves once.
+    pub l2_merged_share: f64,
     /// Fraction of the HBM bandwidth a GEMM's streaming reads reach.
     pub hbm_efficiency: f64,
     /// Seconds of a tile's pipeline fill and drain.
@@ -120,6 +127,7 @@ impl Calibration {
         promotion_wait_s: 50e-9,
         load_latency_s: 1.0e-6,
         l2_bytes_per_s: 10e12,
+        l2_merged_share: 0.5,
         hbm_efficiency: 0.85,
         tile_overhead_s: 1.5e-6,
         store_bytes_per_s: 40e9,
@@ -149,6 +157,7 @@ impl Calibration {
             self.promotion_wait_s,
             self.load_latency_s,
             self.l2_bytes_per_s,
+            self.l2_merged_share,
             self.hbm_efficiency,
             self.tile_overhead_s,
             self.store_bytes_per_s,
@@ -179,22 +188,23 @@ impl Calibration {
             promotion_wait_s: v[10],
             load_latency_s: v[11],
             l2_bytes_per_s: v[12],
-            hbm_efficiency: v[13],
-            tile_overhead_s: v[14],
-            store_bytes_per_s: v[15],
-            direct_store_bytes_per_s: v[16],
-            partial_bytes_per_s: v[17],
-            workspace_round_trip_s: v[18],
-            workspace_count_s: v[19],
-            cluster_handover_s: v[20],
-            stream_k_miss_share: v[21],
-            overlap_exponent: v[22],
-            launch_s: v[23],
+            l2_merged_share: v[13],
+            hbm_efficiency: v[14],
+            tile_overhead_s: v[15],
+            store_bytes_per_s: v[16],
+            direct_store_bytes_per_s: v[17],
+            partial_bytes_per_s: v[18],
+            workspace_round_trip_s: v[19],
+            workspace_count_s: v[20],
+            cluster_handover_s: v[21],
+            stream_k_miss_share: v[22],
+            overlap_exponent: v[23],
+            launch_s: v[24],
         }
     }
 
     /// The constants' names, as the calibration file spells them.
-    pub const NAMES: [&'static str; 24] = [
+    pub const NAMES: [&'static str; 25] = [
         "mma_efficiency_pipeline",
         "mma_efficiency_pipeline_two_warpgroups",
         "mma_efficiency_one_consumer",
@@ -208,6 +218,7 @@ impl Calibration {
         "promotion_wait_s",
         "load_latency_s",
         "l2_bytes_per_s",
+        "l2_merged_share",
         "hbm_efficiency",
         "tile_overhead_s",
         "store_bytes_per_s",
@@ -522,6 +533,7 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     let sms = machine.sms as f64;
     let (bm, bn, bk) = (c.block_m as f64, c.block_n as f64, c.block_k as f64);
     let tiles_m = ceil_div(m, c.block_m);
+    let tiles_n = ceil_div(n, c.block_n);
     let tiles = candidate.tiles;
     let k_blocks = ceil_div(k, c.block_k);
     let splits = c.splits.max(1);
@@ -608,6 +620,13 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     // Whole waves of the same size cost the same: time one and count it.
     let full_waves = whole_ctas / slots;
     let last = whole_ctas % slots;
+    // A grid that does not loop over tiles, without multicast: a wave's
+    // CTAs start their K ranges together, and of their reads of a row of
+    // A's tiles or a column of B's over a K range that another CTA of the
+    // wave also reads, `l2_merged_share` is merged (ncu's L2 request
+    // coalescer counters: docs/cost-model.md, "Refits judged on the picks
+    // they move").
+    let lockstep = !c.persistent() && c.stream_k.is_none() && c.cluster == Along::None;
     for (active, count) in [(slots, full_waves), (last, i64::from(last > 0))] {
         if count == 0 {
             continue;
@@ -615,8 +634,21 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         let per_sm = ceil_div(active, grid_sms) as f64;
         let wave_mma = per_sm * k_blocks_cta as f64 * compute_kb;
         let wave_latency = k_blocks_cta as f64 * latency_kb;
-        let wave_l2 = active as f64 * k_blocks_cta as f64 * staged_bytes_kb / cal.l2_bytes_per_s;
         let (rows, cols) = footprint(tiles_m, ceil_div(active, splits), group);
+        // In step, each row of A's tiles and each column of B's over each K
+        // range is read once and the merged share of the repeats not again.
+        // The wave is taken to touch as many rows and columns as it could
+        // (its tiles, at most the grid's) whatever their order, so that
+        // the reads grow with the grid.
+        let wave_l2 = if lockstep {
+            let tiles_in_wave = ceil_div(active, splits);
+            let once = (tiles_m.min(tiles_in_wave) as f64 * a_stage + tiles_n.min(tiles_in_wave) as f64 * b_stage) * splits as f64;
+            let all = active as f64 * stage_bytes;
+            let merged = cal.l2_merged_share.min(1.0) * (all - once).max(0.0);
+            k_blocks_cta as f64 * (all - merged) / cal.l2_bytes_per_s
+        } else {
+            active as f64 * k_blocks_cta as f64 * staged_bytes_kb / cal.l2_bytes_per_s
+        };
         let wave_hbm_bytes = (rows * bm + cols * bn) * k as f64 * el;
         footprints.push((wave_hbm_bytes, count));
         let wave = overlapped(&[wave_mma, wave_latency, wave_l2], cal.overlap_exponent);
@@ -776,6 +808,23 @@ mod tests {
         let ranked = rank(p, &machine, &Pins::default());
         let alternatives = crate::selection::alternatives(p, &machine, &Pins::default(), &ranked);
         ranked.into_iter().chain(alternatives).map(|c| (c.clone(), figures(at, &machine, c.config))).collect()
+    }
+
+    /// CTAs of a split grid that start together and share rows and columns
+    /// of tiles are charged the merged share of their repeated reads less
+    /// L2; a persistent grid, whose CTAs fall out of step, all of them.
+    #[test]
+    fn reads_in_step_are_merged_before_l2() {
+        let (machine, p) = (Machine::of(&Target::H200), bf16(512, 512, 65536));
+        let split: Config = "128x128x64 stages=7 warps=12 ws2 epilogue=global splits=8 split_reduce=spread".parse().unwrap();
+        let persistent: Config = "128x128x64 stages=6 warps=12 ws2 persistent epilogue=tma".parse().unwrap();
+        let l2 = |c: Config, share: f64| predict(&p, &machine, &h200(), &Calibration { l2_merged_share: share, ..Calibration::PRIOR }, &figures(&p, &machine, c)).l2;
+        // 16 tiles in 4 rows and 4 columns, 8 splits: 128 CTAs reading 32
+        // distinct row and column panels, 96 of their 128 reads of A (and
+        // of B) repeats; half of those merged leaves 80 of 128.
+        let ratio = l2(split, 0.5) / l2(split, 0.0);
+        assert!((ratio - 80.0 / 128.0).abs() < 1e-9, "{ratio}");
+        assert_eq!(l2(persistent, 0.5), l2(persistent, 0.0));
     }
 
     /// Rows an odd multiple of 16 bytes apart take twice the L2

@@ -19,6 +19,7 @@ pub const H200: Calibration = Calibration {
     promotion_wait_s: 1.3394181052623864e-7,
     load_latency_s: 1.222164596482195e-6,
     l2_bytes_per_s: 1.0554004044522926e13,
+    l2_merged_share: 2.1599171563441508e-1,
     hbm_efficiency: 9.271736078277439e-1,
     tile_overhead_s: 6.997590353623259e-7,
     store_bytes_per_s: 7.109951379314545e10,
