@@ -525,6 +525,17 @@ pub fn operand_row_bytes(problem: &Problem) -> (i64, i64) {
     (problem.k * el, if problem.transpose_b { problem.k } else { problem.n } * el)
 }
 
+/// Whether `c`'s CTAs read in step: a grid that does not loop over tiles
+/// (no persistent loop, no stream-K), without a cluster's multicast, whose
+/// waves' CTAs start their K ranges together, so that of their reads of a
+/// row of A's tiles or a column of B's over a K range that another CTA of
+/// the wave also reads, [`Calibration::l2_merged_share`] is merged before
+/// L2 (ncu's L2 request-coalescer counters: docs/cost-model.md, "Refits
+/// judged on the picks they move").
+pub fn reads_in_step(c: &Config) -> bool {
+    !c.persistent() && c.stream_k.is_none() && c.cluster == Along::None
+}
+
 /// Predicts `candidate`'s time for `problem` on `machine`.
 pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, cal: &Calibration, candidate: &Candidate) -> Prediction {
     let c = &candidate.config;
@@ -620,13 +631,7 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     // Whole waves of the same size cost the same: time one and count it.
     let full_waves = whole_ctas / slots;
     let last = whole_ctas % slots;
-    // A grid that does not loop over tiles, without multicast: a wave's
-    // CTAs start their K ranges together, and of their reads of a row of
-    // A's tiles or a column of B's over a K range that another CTA of the
-    // wave also reads, `l2_merged_share` is merged (ncu's L2 request
-    // coalescer counters: docs/cost-model.md, "Refits judged on the picks
-    // they move").
-    let lockstep = !c.persistent() && c.stream_k.is_none() && c.cluster == Along::None;
+    let lockstep = reads_in_step(c);
     for (active, count) in [(slots, full_waves), (last, i64::from(last > 0))] {
         if count == 0 {
             continue;
