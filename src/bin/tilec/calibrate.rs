@@ -190,10 +190,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         samples.push(Sample { problem, candidate: figures(&problem, &machine, config), seconds: r.median_ms * 1e-3 });
     }
     let machine = base.machine();
-    // The files a `--free` refit's held constants came from, read before the fit.
-    let held = match &args.write {
-        Some(path) if !args.free.is_empty() => fitted_from(&inputs_path(path))?,
-        _ => Vec::new(),
+    // The listing of the fit a `--free` refit refines, read before the fit.
+    let earlier = match &args.write {
+        Some(path) if !args.free.is_empty() => earlier_fit(&inputs_path(path))?,
+        _ => String::new(),
     };
     let calibration = match &args.constants {
         Some(path) => constants_of(path)?,
@@ -218,7 +218,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     if let Some(path) = &args.write {
         let inputs = inputs_path(path);
         std::fs::write(path, calibration_source(args.target, &calibration, &inputs)).map_err(|e| format!("tilec calibrate: cannot write '{path}': {e}"))?;
-        std::fs::write(&inputs, inputs_listing(&args.inputs, &args.free, &held)).map_err(|e| format!("tilec calibrate: cannot write '{inputs}': {e}"))?;
+        std::fs::write(&inputs, inputs_listing(&args.inputs, &args.free, &earlier)).map_err(|e| format!("tilec calibrate: cannot write '{inputs}': {e}"))?;
     }
     if let Some(path) = &args.report {
         let relative = fit::relative_errors(&samples, &machine, &throughput, &calibration);
@@ -266,28 +266,25 @@ fn inputs_path(source: &str) -> String {
     std::path::Path::new(source).with_extension("inputs.txt").to_string_lossy().into_owned()
 }
 
-/// The measurements files a calibration was fitted from, as its listing
-/// names them, each once: the constants a `--free` fit holds came from those.
-fn fitted_from(path: &str) -> Result<Vec<String>, Failure> {
+/// The listing of the fit a `--free` refit refines, as written: the
+/// constants it holds came from the files and stages that listing names.
+fn earlier_fit(path: &str) -> Result<String, Failure> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("tilec calibrate: --free --write needs the listing of the fit it refits in '{path}': {e}"))?;
-    let mut files: Vec<String> = Vec::new();
-    for file in text.lines().filter_map(|l| l.strip_prefix("- ").or_else(|| l.strip_prefix("+ "))) {
-        if !files.iter().any(|f| f == file) {
-            files.push(file.to_string());
-        }
-    }
-    Ok(files)
+    Ok(text)
 }
 
 /// The listing of the files a fit came from: all of them, or, where `free`
-/// names constants, the earlier fit's files (`held`) and then the ones
-/// those constants were refitted on.
-fn inputs_listing(inputs: &[String], free: &[String], held: &[String]) -> String {
-    let mut s = String::from("Measurements files the constants were fitted on (tilec calibrate --fit --write):\n");
-    for input in if free.is_empty() { inputs } else { held } {
-        writeln!(s, "- {input}").expect("String");
-    }
-    if !free.is_empty() {
+/// names constants, the earlier fit's listing (`earlier`, its stages kept as
+/// they were) and then a stage of the files those constants were refitted on.
+fn inputs_listing(inputs: &[String], free: &[String], earlier: &str) -> String {
+    let mut s = String::new();
+    if free.is_empty() {
+        s.push_str("Measurements files the constants were fitted on (tilec calibrate --fit --write):\n");
+        for input in inputs {
+            writeln!(s, "- {input}").expect("String");
+        }
+    } else {
+        writeln!(s, "{}", earlier.trim_end()).expect("String");
         writeln!(s, "then {} refitted (--free), the others held, on:", free.join(", ")).expect("String");
         for input in inputs {
             writeln!(s, "+ {input}").expect("String");
