@@ -92,7 +92,7 @@ pub struct ConfigEntries {
 /// the `scales` option of `tile-pipeline` and `tile-warp-specialize` say:
 /// copied with their stage, loaded one K step ahead, or copied for many K
 /// steps at once ([`Scales::word`]).
-pub const SCALES_WORDS: &[&str] = &["staged", "prefetched", "resident"];
+pub const SCALES_WORDS: &[&str] = &Scales::WORDS;
 
 impl ConfigEntries {
     /// Reads `func`'s `tile.config`. A key no pass knows, or an entry of

@@ -132,8 +132,7 @@ pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSched
     Barrier::build(&mut rb, Attributes::new());
     let next_stage = count.stage_of(&mut rb, next);
     let next_stage = rb.name(next_stage, "next_stage");
-    let scaled = Muli::build(&mut rb, next, parts.step, Attributes::new()).result(rb.body);
-    let next_iv = Addi::build(&mut rb, parts.lb, scaled, Attributes::new()).result(rb.body);
+    let next_iv = parts.induction_at(&mut rb, next);
     issue_iteration(&mut rb, &parts, &staged, next_iv, next_stage);
     Yield::build(&mut rb, &[], Attributes::new());
     if let Some(resident) = staged.resident {
@@ -194,6 +193,14 @@ fn check_resident_loads(body: &Body, for_op: For, parts: &LoopParts, staged: &St
         }
     }
     Ok(())
+}
+
+impl LoopParts {
+    /// The induction variable of iteration `iteration`: lb + iteration * step.
+    fn induction_at(&self, b: &mut Builder<'_>, iteration: Value) -> Value {
+        let scaled = Muli::build(b, iteration, self.step, Attributes::new()).result(b.body);
+        Addi::build(b, self.lb, scaled, Attributes::new()).result(b.body)
+    }
 }
 
 /// Issues the loads of the iteration whose induction variable is `iv` into
@@ -270,8 +277,7 @@ fn copy_next_chunk(b: &mut Builder<'_>, parts: &LoopParts, staged: &StagedBuffer
     Yield::build(&mut eb, &[], Attributes::new());
     let mut cb = Builder::new(b.body, InsertPoint::End(copy_block), loc.clone());
     Barrier::build(&mut cb, Attributes::new());
-    let scaled = Muli::build(&mut cb, following, parts.step, Attributes::new()).result(cb.body);
-    let iv = Addi::build(&mut cb, parts.lb, scaled, Attributes::new()).result(cb.body);
+    let iv = parts.induction_at(&mut cb, following);
     issue_resident_chunk(&mut cb, parts, staged, iv, next_chunk);
     wait_for_chunk(&mut cb, resident, next_chunk);
     Yield::build(&mut cb, &[], Attributes::new());

@@ -28,9 +28,17 @@ impl Scales {
     /// than this pays that wait again for each chunk.
     pub const MAX_RESIDENT_CHUNK: i64 = 64;
 
+    /// The forms a K loop's passes take, in the order their words are listed.
+    const TAKEN: [Scales; 3] = [Scales::Staged, Scales::Prefetched, Scales::Resident];
+
+    /// The words of the forms a K loop's passes take (`staged`,
+    /// `prefetched`, `resident`), as `tile.config` and the passes' `scales`
+    /// option spell them.
+    pub const WORDS: [&'static str; 3] = [Self::TAKEN[0].word(), Self::TAKEN[1].word(), Self::TAKEN[2].word()];
+
     /// The option value `tile-pipeline` and `tile-warp-specialize` take
     /// (`staged`, `prefetched`, `resident`); `none` without scales.
-    pub fn word(self) -> &'static str {
+    pub const fn word(self) -> &'static str {
         match self {
             Scales::None => "none",
             Scales::Staged => "staged",
@@ -42,7 +50,7 @@ impl Scales {
     /// The scales a K loop's passes take by their word (`staged`,
     /// `prefetched`, `resident`: [`Scales::word`]); `None` for any other.
     pub fn from_word(word: &str) -> Option<Scales> {
-        [Scales::Staged, Scales::Prefetched, Scales::Resident].into_iter().find(|s| s.word() == word)
+        Self::TAKEN.into_iter().find(|s| s.word() == word)
     }
 
     /// The K steps of scales a CTA that runs `k_steps` of them holds at once

@@ -66,11 +66,12 @@ impl SmemLayout {
             _ => blocks_covering(block_rows),
         };
         let line_scales = TileType { shape: vec![line_rows, 1], elem: ElemType::F32, layout: None };
-        let line_scale_rows = flat_box_rows_of(&line_scales, problem.a_scales_by_run).unwrap_or(line_rows);
+        let line_box_rows = flat_box_rows_of(&line_scales, problem.a_scales_by_run);
+        let line_scale_rows = line_box_rows.unwrap_or(line_rows);
         // Resident scales: those threads copy (all but a line of A's scales
         // that one flat TMA box loads with its stage) held for a chunk of K
         // steps, counted at the longest chunk, and one barrier for them.
-        let line_by_tma = flat_box_rows_of(&line_scales, problem.a_scales_by_run).is_some();
+        let line_by_tma = line_box_rows.is_some();
         let (scale_bytes, resident_bytes, resident_barriers) = match scales {
             Scales::Staged => (4 * (line_scale_rows + block_scale_rows), 0, 0),
             Scales::Resident if line_by_tma => (4 * line_scale_rows, 4 * block_scale_rows * Scales::MAX_RESIDENT_CHUNK, 1),
