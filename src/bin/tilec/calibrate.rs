@@ -8,7 +8,10 @@
 //! same constants), or, with `--free NAMES`, only the constants named,
 //! the others held at the target's current values, and `--write` puts the fitted ones
 //! into the calibration source the model reads
-//! (`passes/src/cost_model/calibration/NAME.rs`). Either way the error, overall
+//! (`passes/src/cost_model/calibration/NAME.rs`). `--set NAME=VALUE` sets a
+//! constant the fit does not decide (measured by a profiler, or chosen by the
+//! picks it moves on the GPU) and, with `--write`, records it and the files
+//! that judged it beside the fitted ones. Either way the error, overall
 //! and per kernel, is printed and written to `--report`.
 //!
 //! The problem each kernel solved comes from the example program of its
@@ -43,8 +46,8 @@ pub struct Args {
     /// Fit the constants to the measurements (else judge the current ones)
     #[arg(long)]
     fit: bool,
-    /// With --fit: write the fitted constants as the calibration source for the target
-    #[arg(long, value_name = "FILE", requires = "fit")]
+    /// With --fit or --set: write the constants as the calibration source for the target
+    #[arg(long, value_name = "FILE")]
     write: Option<String>,
     /// Write every kernel's prediction and error as JSON (schema tilec-calibration/1)
     #[arg(long, value_name = "OUT")]
@@ -74,6 +77,13 @@ pub struct Args {
     /// ones: a fit judged on kernels it was not fitted on, without a rebuild
     #[arg(long, value_name = "REPORT", conflicts_with = "fit")]
     constants: Option<String>,
+    /// Set these constants (comma-separated NAME=VALUE, as the calibration
+    /// file spells them), holding the others at the target's current
+    /// values, instead of fitting: a constant measured outside the fit or
+    /// chosen by the picks it moves; with --write the listing records it and
+    /// the measurements files it was judged on
+    #[arg(long, value_name = "NAME=VALUE", value_delimiter = ',', conflicts_with_all = ["fit", "constants"])]
+    set: Vec<String>,
 }
 
 /// One measured kernel, as the measurements file holds it.
@@ -146,8 +156,29 @@ fn constants_of(path: &str) -> Result<Calibration, Failure> {
     Ok(Calibration::from_slice(&values))
 }
 
+/// The constants `settings` (`NAME=VALUE` each) give, the others `current`'s;
+/// an error names a setting that is no constant or no positive number.
+fn set_constants(current: &Calibration, settings: &[String]) -> Result<Calibration, Failure> {
+    let mut values = current.to_vec();
+    for setting in settings {
+        let (name, value) = setting.split_once('=').ok_or_else(|| format!("tilec calibrate: --set: '{setting}' is not NAME=VALUE"))?;
+        let slot = Calibration::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .ok_or_else(|| format!("tilec calibrate: --set: '{name}' is not a constant of this cost model (one of {})", Calibration::NAMES.join(", ")))?;
+        match value.parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => values[slot] = v,
+            _ => return Err(format!("tilec calibrate: --set: {name}'s value '{value}' is not a positive number").into()),
+        }
+    }
+    Ok(Calibration::from_slice(&values))
+}
+
 /// Runs `tilec calibrate`.
 pub fn run(args: &Args) -> Result<(), Failure> {
+    if args.write.is_some() && !args.fit && args.set.is_empty() {
+        return Err("tilec calibrate: --write writes fitted or set constants: give --fit or --set".to_string().into());
+    }
     let free = if args.free.is_empty() { vec![true; Calibration::NAMES.len()] } else { free_constants(&args.free)? };
     let mut records = Vec::new();
     for path in &args.inputs {
@@ -190,13 +221,15 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         samples.push(Sample { problem, candidate: figures(&problem, &machine, config), seconds: r.median_ms * 1e-3 });
     }
     let machine = base.machine();
-    // The listing of the fit a `--free` refit refines, read before the fit.
+    // The listing of the fit a `--free` refit or a `--set` refines, read
+    // before the fit.
     let earlier = match &args.write {
-        Some(path) if !args.free.is_empty() => earlier_fit(&inputs_path(path))?,
+        Some(path) if !args.free.is_empty() || !args.set.is_empty() => earlier_fit(&inputs_path(path))?,
         _ => String::new(),
     };
     let calibration = match &args.constants {
         Some(path) => constants_of(path)?,
+        None if !args.set.is_empty() => set_constants(&current, &args.set)?,
         // A whole fit starts from the prior, a `--free` one from the constants it refines.
         None if args.fit => fit::fit(&samples, &machine, &throughput, if args.free.is_empty() { &Calibration::PRIOR } else { &current }, &free, args.evaluations),
         None => current,
@@ -218,7 +251,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     if let Some(path) = &args.write {
         let inputs = inputs_path(path);
         std::fs::write(path, calibration_source(args.target, &calibration, &inputs)).map_err(|e| format!("tilec calibrate: cannot write '{path}': {e}"))?;
-        std::fs::write(&inputs, inputs_listing(&args.inputs, &args.free, &earlier)).map_err(|e| format!("tilec calibrate: cannot write '{inputs}': {e}"))?;
+        std::fs::write(&inputs, inputs_listing(&args.inputs, &args.free, &args.set, &earlier)).map_err(|e| format!("tilec calibrate: cannot write '{inputs}': {e}"))?;
     }
     if let Some(path) = &args.report {
         let relative = fit::relative_errors(&samples, &machine, &throughput, &calibration);
@@ -274,21 +307,26 @@ fn earlier_fit(path: &str) -> Result<String, Failure> {
 }
 
 /// The listing of the files a fit came from: all of them, or, where `free`
-/// names constants, the earlier fit's listing (`earlier`, its stages kept as
-/// they were) and then a stage of the files those constants were refitted on.
-fn inputs_listing(inputs: &[String], free: &[String], earlier: &str) -> String {
+/// names constants refitted or `set` constants set, the earlier fit's
+/// listing (`earlier`, its stages kept as they were) and then a stage of the
+/// files those constants were refitted or judged on.
+fn inputs_listing(inputs: &[String], free: &[String], set: &[String], earlier: &str) -> String {
     let mut s = String::new();
-    if free.is_empty() {
+    if free.is_empty() && set.is_empty() {
         s.push_str("Measurements files the constants were fitted on (tilec calibrate --fit --write):\n");
         for input in inputs {
             writeln!(s, "- {input}").expect("String");
         }
-    } else {
-        writeln!(s, "{}", earlier.trim_end()).expect("String");
+        return s;
+    }
+    writeln!(s, "{}", earlier.trim_end()).expect("String");
+    if set.is_empty() {
         writeln!(s, "then {} refitted (--free), the others held, on:", free.join(", ")).expect("String");
-        for input in inputs {
-            writeln!(s, "+ {input}").expect("String");
-        }
+    } else {
+        writeln!(s, "then {} set (--set, not fitted), the others held, judged on:", set.join(", ")).expect("String");
+    }
+    for input in inputs {
+        writeln!(s, "+ {input}").expect("String");
     }
     s
 }
@@ -297,7 +335,7 @@ fn inputs_listing(inputs: &[String], free: &[String], earlier: &str) -> String {
 /// the files they were fitted on are listed in `inputs`.
 fn calibration_source(target: &Target, cal: &Calibration, inputs: &str) -> String {
     let listing = std::path::Path::new(inputs).file_name().map_or_else(|| inputs.to_string(), |f| f.to_string_lossy().into_owned());
-    let mut s = format!("//! The cost model's constants fitted on the {}. Generated by\n//! `tilec calibrate --fit --write` (docs/cost-model.md); the measurements\n//! files they were fitted on are listed in `{listing}` beside it.\n", target.part);
+    let mut s = format!("//! The cost model's constants fitted on the {}. Generated by\n//! `tilec calibrate --write` (docs/cost-model.md); the measurements\n//! files they were fitted (or set) on are listed in `{listing}` beside it.\n", target.part);
     writeln!(s, "\nuse crate::cost_model::Calibration;\n\n/// Fitted on the {}.\npub const {}: Calibration = Calibration {{", target.part, target.name.to_ascii_uppercase()).expect("String");
     for (name, value) in Calibration::NAMES.iter().zip(cal.to_vec()) {
         writeln!(s, "    {name}: {value:e},").expect("String");
