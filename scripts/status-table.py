@@ -22,7 +22,7 @@ import sys
 STATUS = "status table"
 FRESH = "fresh-draws table"
 # The judged picks of the current cost model, BF16 and FP8 in one file.
-COST_MODEL = "docs/benchmarks/cost-model/2026-12-02-h200-judged-l2-merged.json"
+COST_MODEL = "docs/benchmarks/cost-model/2026-12-02-h200-judged-first-wave-share.json"
 FRESH_BF16 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed9.json"
 FRESH_SEED14 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed14-clusters-of-four.json"
 FRESH_LATEST = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed15.json"

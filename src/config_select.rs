@@ -331,7 +331,8 @@ pub fn explain(module: &Module, select: &SelectConfig, limit: usize) -> Result<S
             }
             if cost_model::reads_in_step(&pick.candidate.config) {
                 let (_, cal) = cost_model::for_target(select.target);
-                writeln!(out, "  L2: the grid does not loop over tiles, so each wave's CTAs start together; of their repeated reads of a row of A's tiles or a column of B's over a K range, the model takes {:.0}% as merged by L2's request coalescer and not read again (l2_merged_share)", 100.0 * cal.l2_merged_share.min(1.0)).expect("String");
+                let (share, constant) = cost_model::merged_share(&cal, problem.precision);
+                writeln!(out, "  L2: the grid does not loop over tiles, so its first wave's CTAs start together; of their repeated reads of a row of A's tiles or a column of B's over a K range, the model takes {:.0}% as merged by L2's request coalescer and not read again ({constant})", 100.0 * share).expect("String");
             }
             if let Some(note) = split_note(&problem, &pick.candidate, machine.sms) {
                 writeln!(out, "  split-K: {note}").expect("String");

@@ -67,12 +67,17 @@ pub struct Calibration {
     pub load_latency_s: f64,
     /// Bytes per second all SMs together stage from L2.
     pub l2_bytes_per_s: f64,
-    /// The share of a wave's repeated operand reads that L2's request
-    /// coalescer merges, in a grid that does not loop over tiles: a wave's
-    /// CTAs start together, and those that share a row or a column of tiles
-    /// and a K range ask for the same sectors at about the same time, which
-    /// L2 serves once.
+    /// The share of the first wave's repeated BF16 operand reads that L2's
+    /// request coalescer merges, in a grid that does not loop over tiles:
+    /// the wave's CTAs start together, and those that share a row or a
+    /// column of tiles and a K range ask for the same sectors at about the
+    /// same time, which L2 serves once.
     pub l2_merged_share: f64,
+    /// The same for block-scaled FP8, whose CTAs fall out of step sooner
+    /// over a long K loop: each K block waits for its wgmma group and
+    /// promotes it before the stage is released, and the CTAs' loads drift
+    /// apart (docs/cost-model.md, "Refits judged on the picks they move").
+    pub fp8_l2_merged_share: f64,
     /// Fraction of the HBM bandwidth a GEMM's streaming reads reach.
     pub hbm_efficiency: f64,
     /// Seconds of a tile's pipeline fill and drain.
@@ -128,6 +133,7 @@ impl Calibration {
         load_latency_s: 1.0e-6,
         l2_bytes_per_s: 10e12,
         l2_merged_share: 0.5,
+        fp8_l2_merged_share: 0.5,
         hbm_efficiency: 0.85,
         tile_overhead_s: 1.5e-6,
         store_bytes_per_s: 40e9,
@@ -158,6 +164,7 @@ impl Calibration {
             self.load_latency_s,
             self.l2_bytes_per_s,
             self.l2_merged_share,
+            self.fp8_l2_merged_share,
             self.hbm_efficiency,
             self.tile_overhead_s,
             self.store_bytes_per_s,
@@ -189,22 +196,23 @@ impl Calibration {
             load_latency_s: v[11],
             l2_bytes_per_s: v[12],
             l2_merged_share: v[13],
-            hbm_efficiency: v[14],
-            tile_overhead_s: v[15],
-            store_bytes_per_s: v[16],
-            direct_store_bytes_per_s: v[17],
-            partial_bytes_per_s: v[18],
-            workspace_round_trip_s: v[19],
-            workspace_count_s: v[20],
-            cluster_handover_s: v[21],
-            stream_k_miss_share: v[22],
-            overlap_exponent: v[23],
-            launch_s: v[24],
+            fp8_l2_merged_share: v[14],
+            hbm_efficiency: v[15],
+            tile_overhead_s: v[16],
+            store_bytes_per_s: v[17],
+            direct_store_bytes_per_s: v[18],
+            partial_bytes_per_s: v[19],
+            workspace_round_trip_s: v[20],
+            workspace_count_s: v[21],
+            cluster_handover_s: v[22],
+            stream_k_miss_share: v[23],
+            overlap_exponent: v[24],
+            launch_s: v[25],
         }
     }
 
     /// The constants' names, as the calibration file spells them.
-    pub const NAMES: [&'static str; 25] = [
+    pub const NAMES: [&'static str; 26] = [
         "mma_efficiency_pipeline",
         "mma_efficiency_pipeline_two_warpgroups",
         "mma_efficiency_one_consumer",
@@ -219,6 +227,7 @@ impl Calibration {
         "load_latency_s",
         "l2_bytes_per_s",
         "l2_merged_share",
+        "fp8_l2_merged_share",
         "hbm_efficiency",
         "tile_overhead_s",
         "store_bytes_per_s",
@@ -527,13 +536,22 @@ pub fn operand_row_bytes(problem: &Problem) -> (i64, i64) {
 
 /// Whether `c`'s CTAs read in step: a grid that does not loop over tiles
 /// (no persistent loop, no stream-K), without a cluster's multicast, whose
-/// waves' CTAs start their K ranges together, so that of their reads of a
-/// row of A's tiles or a column of B's over a K range that another CTA of
-/// the wave also reads, [`Calibration::l2_merged_share`] is merged before
-/// L2 (ncu's L2 request-coalescer counters: docs/cost-model.md, "Refits
-/// judged on the picks they move").
+/// first wave's CTAs start their K ranges together, so that of their reads
+/// of a row of A's tiles or a column of B's over a K range that another CTA
+/// of the wave also reads, [`merged_share`] is merged before L2 (ncu's L2
+/// request-coalescer counters: docs/cost-model.md, "Refits judged on the
+/// picks they move").
 pub fn reads_in_step(c: &Config) -> bool {
     !c.persistent() && c.stream_k.is_none() && c.cluster == Along::None
+}
+
+/// The share of in-step CTAs' repeated operand reads merged before L2 for
+/// `precision`, and the constant it comes from.
+pub fn merged_share(cal: &Calibration, precision: Precision) -> (f64, &'static str) {
+    match precision {
+        Precision::Bf16 => (cal.l2_merged_share.min(1.0), "l2_merged_share"),
+        Precision::Fp8BlockScaled => (cal.fp8_l2_merged_share.min(1.0), "fp8_l2_merged_share"),
+    }
 }
 
 /// Predicts `candidate`'s time for `problem` on `machine`.
@@ -631,8 +649,16 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     // Whole waves of the same size cost the same: time one and count it.
     let full_waves = whole_ctas / slots;
     let last = whole_ctas % slots;
-    let lockstep = reads_in_step(c);
-    for (active, count) in [(slots, full_waves), (last, i64::from(last > 0))] {
+    let (share, _) = merged_share(cal, problem.precision);
+    // Only the first wave's CTAs start together: a later wave's start as
+    // the CTAs before them end, out of step.
+    let in_step = reads_in_step(c);
+    let waves = [
+        (slots, i64::from(full_waves > 0), in_step),
+        (slots, (full_waves - 1).max(0), false),
+        (last, i64::from(last > 0), in_step && full_waves == 0),
+    ];
+    for (active, count, in_step) in waves {
         if count == 0 {
             continue;
         }
@@ -645,11 +671,11 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         // The wave is taken to touch as many rows and columns as it could
         // (its tiles, at most the grid's) whatever their order, so that
         // the reads grow with the grid.
-        let wave_l2 = if lockstep {
+        let wave_l2 = if in_step {
             let tiles_in_wave = ceil_div(active, splits);
             let once = (tiles_m.min(tiles_in_wave) as f64 * a_stage + tiles_n.min(tiles_in_wave) as f64 * b_stage) * splits as f64;
             let all = active as f64 * stage_bytes;
-            let merged = cal.l2_merged_share.min(1.0) * (all - once).max(0.0);
+            let merged = share * (all - once).max(0.0);
             k_blocks_cta as f64 * (all - merged) / cal.l2_bytes_per_s
         } else {
             active as f64 * k_blocks_cta as f64 * staged_bytes_kb / cal.l2_bytes_per_s
@@ -815,9 +841,9 @@ mod tests {
         ranked.into_iter().chain(alternatives).map(|c| (c.clone(), figures(at, &machine, c.config))).collect()
     }
 
-    /// CTAs of a split grid that start together and share rows and columns
-    /// of tiles are charged the merged share of their repeated reads less
-    /// L2; a persistent grid, whose CTAs fall out of step, all of them.
+    /// CTAs of a split grid's wave that start together and share rows and
+    /// columns of tiles are charged the merged share of their repeated reads
+    /// less L2; a persistent grid, whose CTAs fall out of step, all of them.
     #[test]
     fn reads_in_step_are_merged_before_l2() {
         let (machine, p) = (Machine::of(&Target::H200), bf16(512, 512, 65536));
@@ -830,6 +856,38 @@ mod tests {
         let ratio = l2(split, 0.5) / l2(split, 0.0);
         assert!((ratio - 80.0 / 128.0).abs() < 1e-9, "{ratio}");
         assert_eq!(l2(persistent, 0.5), l2(persistent, 0.0));
+    }
+
+    /// Only a grid's first wave starts together: a later wave's CTAs start
+    /// as those before them end, and are charged all their reads.
+    #[test]
+    fn only_the_first_wave_reads_in_step() {
+        let (machine, p) = (Machine::of(&Target::H200), bf16(1024, 512, 65536));
+        let split: Config = "128x128x64 stages=7 warps=8 ws1 epilogue=global splits=8 split_reduce=spread".parse().unwrap();
+        let candidate = figures(&p, &machine, split);
+        assert_eq!(candidate.waves, 2, "32 tiles split in eight over {} SMs", candidate.sms);
+        let l2 = |share: f64| predict(&p, &machine, &h200(), &Calibration { l2_merged_share: share, ..Calibration::PRIOR }, &candidate).l2;
+        // The first wave's CTAs cover 8 rows of A's tiles and 4 columns of
+        // B's (at most its tiles of each), over 8 K ranges of 128 K blocks.
+        let (first, tiles) = (candidate.sms as f64, ceil_div(candidate.sms, 8) as f64);
+        let stage = (128 * 64 * 2) as f64;
+        let once = (tiles.min(8.0) + tiles.min(4.0)) * stage * 8.0;
+        let repeats = first * 2.0 * stage - once;
+        let merged = 0.5 * repeats * 128.0 / Calibration::PRIOR.l2_bytes_per_s;
+        let saved = l2(0.0) - l2(0.5);
+        assert!((saved / merged - 1.0).abs() < 1e-9, "saved {saved}, the first wave's merged reads {merged}");
+    }
+
+    /// Block-scaled FP8's in-step reads merge by a share of their own.
+    #[test]
+    fn fp8_reads_in_step_merge_by_their_own_share() {
+        let machine = Machine::of(&Target::H200);
+        let p = Problem { precision: Precision::Fp8BlockScaled, ..bf16(512, 512, 65536) };
+        let split: Config = "128x128x128 stages=5 warps=12 ws2 epilogue=tma scales=staged splits=8 split_reduce=spread".parse().unwrap();
+        let candidate = figures(&p, &machine, split);
+        let l2 = |bf16: f64, fp8: f64| predict(&p, &machine, &h200(), &Calibration { l2_merged_share: bf16, fp8_l2_merged_share: fp8, ..Calibration::PRIOR }, &candidate).l2;
+        assert_eq!(l2(0.0, 0.5), l2(0.9, 0.5));
+        assert!(l2(0.0, 0.5) < l2(0.0, 0.0));
     }
 
     /// Rows an odd multiple of 16 bytes apart take twice the L2
@@ -1170,17 +1228,22 @@ mod tests {
         // same candidate is predicted no faster, and slower by no more than
         // the work it adds, counted in the turns each launched CTA takes
         // (a tile row that opens a new turn costs that turn) and K blocks.
+        // A turn after the first of a grid that reads in step reads
+        // unmerged, so the work is counted at the unmerged rate: the same
+        // candidate predicted with no reads merged.
+        let unmerged = Calibration { l2_merged_share: 0.0, fp8_l2_merged_share: 0.0, ..Calibration::PRIOR };
         for (m, n, k) in [(4096, 4096, 4096), (128, 4096, 7104), (512, 512, 65536), (1000, 3000, 2000), (64, 2112, 7168)] {
             let p = bf16(m, n, k);
             for (c, before) in predictions(&p).into_iter().take(8) {
                 let k_blocks = |k: i64| ceil_div(k, c.config.block_k) as f64;
+                let before_unmerged = predict(&p, &Machine::H100, &h200(), &unmerged, &c);
                 for grown in [bf16(m, n, k + c.config.block_k), bf16(m + c.config.block_m, n, k), bf16(m, n + c.config.block_n, k)] {
                     let same = figures(&grown, &Machine::H100, c.config);
                     let after = predict(&grown, &Machine::H100, &h200(), &Calibration::PRIOR, &same);
                     assert!(after.seconds >= before.seconds * 0.999, "{} at {m}x{n}x{k} grown: {after} < {before}", c.config);
                     let turns = |c: &Candidate| ceil_div(c.tiles * c.config.splits, c.sms) as f64;
                     let work = (turns(&same) / turns(&c)).max(same.tiles as f64 / c.tiles as f64) * k_blocks(grown.k) / k_blocks(k);
-                    assert!(after.seconds <= before.seconds * work * 1.01, "{} at {m}x{n}x{k} grown to {}x{}x{}: {after} over {before} x {work:.3}", c.config, grown.m, grown.n, grown.k);
+                    assert!(after.seconds <= before_unmerged.seconds * work * 1.01, "{} at {m}x{n}x{k} grown to {}x{}x{}: {after} over {before_unmerged} x {work:.3}", c.config, grown.m, grown.n, grown.k);
                 }
             }
         }
