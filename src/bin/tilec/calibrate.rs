@@ -162,10 +162,7 @@ fn set_constants(current: &Calibration, settings: &[String]) -> Result<Calibrati
     let mut values = current.to_vec();
     for setting in settings {
         let (name, value) = setting.split_once('=').ok_or_else(|| format!("tilec calibrate: --set: '{setting}' is not NAME=VALUE"))?;
-        let slot = Calibration::NAMES
-            .iter()
-            .position(|n| *n == name)
-            .ok_or_else(|| format!("tilec calibrate: --set: '{name}' is not a constant of this cost model (one of {})", Calibration::NAMES.join(", ")))?;
+        let slot = constant_slot("--set", name)?;
         match value.parse::<f64>() {
             Ok(v) if v.is_finite() && v > 0.0 => values[slot] = v,
             _ => return Err(format!("tilec calibrate: --set: {name}'s value '{value}' is not a positive number").into()),
@@ -286,10 +283,20 @@ pub fn run(args: &Args) -> Result<(), Failure> {
 /// The mask of the constants `names` gives, in [`Calibration::NAMES`]'
 /// order; an error names one that is not a constant of the model.
 fn free_constants(names: &[String]) -> Result<Vec<bool>, Failure> {
-    if let Some(unknown) = names.iter().find(|n| !Calibration::NAMES.contains(&n.as_str())) {
-        return Err(format!("tilec calibrate: --free: '{unknown}' is not a constant of this cost model (one of {})", Calibration::NAMES.join(", ")).into());
+    let mut free = vec![false; Calibration::NAMES.len()];
+    for name in names {
+        free[constant_slot("--free", name)?] = true;
     }
-    Ok(Calibration::NAMES.iter().map(|name| names.iter().any(|n| n == name)).collect())
+    Ok(free)
+}
+
+/// The place of the constant `name` in [`Calibration::NAMES`]; an error,
+/// naming `option`, where it is no constant of the model.
+fn constant_slot(option: &str, name: &str) -> Result<usize, Failure> {
+    Calibration::NAMES
+        .iter()
+        .position(|n| *n == name)
+        .ok_or_else(|| format!("tilec calibrate: {option}: '{name}' is not a constant of this cost model (one of {})", Calibration::NAMES.join(", ")).into())
 }
 
 /// The listing of the measurements files a calibration source was fitted
