@@ -88,12 +88,6 @@ pub struct ConfigEntries {
     pub mma_n: Option<i64>,
 }
 
-/// Where a block-scaled dot's scales wait, as `tile.config`'s `scales` and
-/// the `scales` option of `tile-pipeline` and `tile-warp-specialize` say:
-/// copied with their stage, loaded one K step ahead, or copied for many K
-/// steps at once ([`Scales::word`]).
-pub const SCALES_WORDS: &[&str] = &Scales::WORDS;
-
 impl ConfigEntries {
     /// Reads `func`'s `tile.config`. A key no pass knows, or an entry of
     /// the wrong kind or outside its words, is an error located at the
@@ -135,7 +129,7 @@ impl ConfigEntries {
             epilogue: word("epilogue", EpilogueStore::WORDS)?.map(|w| EpilogueStore::parse(&w)),
             epilogue_cols: int("epilogue_cols")?,
             epilogue_deferred: flag("epilogue_deferred")?,
-            scales: word("scales", SCALES_WORDS)?.and_then(|w| Scales::from_word(&w)),
+            scales: word("scales", &Scales::WORDS)?.and_then(|w| Scales::from_word(&w)),
             cluster: word("cluster", Along::WORDS)?.map(|w| Along::parse(&w)),
             cluster_ctas: int("cluster_ctas")?,
             splits: int("splits")?,

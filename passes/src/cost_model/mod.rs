@@ -652,11 +652,11 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
     let (share, _) = merged_share(cal, problem.precision);
     // Only the first wave's CTAs start together: a later wave's start as
     // the CTAs before them end, out of step.
-    let in_step = reads_in_step(c);
+    let grid_in_step = reads_in_step(c);
     let waves = [
-        (slots, i64::from(full_waves > 0), in_step),
+        (slots, i64::from(full_waves > 0), grid_in_step),
         (slots, (full_waves - 1).max(0), false),
-        (last, i64::from(last > 0), in_step && full_waves == 0),
+        (last, i64::from(last > 0), grid_in_step && full_waves == 0),
     ];
     for (active, count, in_step) in waves {
         if count == 0 {

@@ -18,7 +18,7 @@
 //! and arrivals, made the block-scaled FP8 kernels faster (measured:
 //! docs/evidence.md, hopper/staging.rs, module documentation).
 
-use crate::config::{record_built, ConfigEntries, SCALES_WORDS};
+use crate::config::{record_built, ConfigEntries};
 use crate::selection::{ceil_div, Scales};
 use crate::pass::op_error;
 use crate::options::{OptionKind, OptionSpec, PassOptions};
@@ -84,7 +84,7 @@ pub fn is_copied_load(body: &Body, op: Op) -> bool {
 /// (`tile-pipeline`, `tile-warp-specialize`).
 pub const SCALES_OPTION: OptionSpec = OptionSpec {
     name: "scales",
-    kind: OptionKind::Enum(SCALES_WORDS),
+    kind: OptionKind::Enum(&Scales::WORDS),
     default: "staged",
     help: "block-scaled dots' scales: copied into shared memory with their stage (staged), loaded into registers one iteration ahead (prefetched), or copied a chunk of iterations at a time (resident, tile-pipeline only)",
 };

@@ -32,8 +32,10 @@ impl Scales {
     const TAKEN: [Scales; 3] = [Scales::Staged, Scales::Prefetched, Scales::Resident];
 
     /// The words of the forms a K loop's passes take (`staged`,
-    /// `prefetched`, `resident`), as `tile.config` and the passes' `scales`
-    /// option spell them.
+    /// `prefetched`, `resident`), as `tile.config`'s `scales` and the
+    /// `scales` option of `tile-pipeline` and `tile-warp-specialize` spell
+    /// them: copied with their stage, loaded one K step ahead, or copied for
+    /// many K steps at once.
     pub const WORDS: [&'static str; 3] = [Self::TAKEN[0].word(), Self::TAKEN[1].word(), Self::TAKEN[2].word()];
 
     /// The option value `tile-pipeline` and `tile-warp-specialize` take

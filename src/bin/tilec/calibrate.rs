@@ -306,10 +306,11 @@ fn inputs_path(source: &str) -> String {
     std::path::Path::new(source).with_extension("inputs.txt").to_string_lossy().into_owned()
 }
 
-/// The listing of the fit a `--free` refit refines, as written: the
-/// constants it holds came from the files and stages that listing names.
+/// The listing of the fit a `--free` refit or a `--set` refines, as
+/// written: the constants it holds came from the files and stages that
+/// listing names.
 fn earlier_fit(path: &str) -> Result<String, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("tilec calibrate: --free --write needs the listing of the fit it refits in '{path}': {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("tilec calibrate: --free or --set with --write needs the listing of the fit it refines in '{path}': {e}"))?;
     Ok(text)
 }
 
