@@ -17,6 +17,8 @@ trap 'rm -rf "$family_dir" "$TILEC_SKIP_LOG"' EXIT
 # The README's status table and docs/cost-model.md's fresh draws are the committed records' (scripts/status-table.py).
 python3 scripts/status-table.py --check README.md
 python3 scripts/status-table.py --check docs/cost-model.md
+# The scripts' own tests (scripts/test_*.py).
+python3 -m unittest discover -s scripts -p 'test_*.py'
 # Incremental caches would add over a GB under target/ for a build run once.
 export CARGO_INCREMENTAL=0
 cargo test --workspace --locked
