@@ -310,8 +310,7 @@ fn inputs_path(source: &str) -> String {
 /// written: the constants it holds came from the files and stages that
 /// listing names.
 fn earlier_fit(path: &str) -> Result<String, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("tilec calibrate: --free or --set with --write needs the listing of the fit it refines in '{path}': {e}"))?;
-    Ok(text)
+    std::fs::read_to_string(path).map_err(|e| format!("tilec calibrate: --free or --set with --write needs the listing of the fit it refines in '{path}': {e}").into())
 }
 
 /// The listing of the files a fit came from: all of them, or, where `free`
