@@ -59,9 +59,11 @@ pub struct Calibration {
     pub promotion_serial: f64,
     /// The same where a second consumer's wgmma runs meanwhile.
     pub promotion_overlapped: f64,
-    /// Seconds each K block of block-scaled FP8 waits for its wgmma group
-    /// to complete before promoting it, whatever the tile's width: the
-    /// promotion reads the group's partial sums, so the wait is serial.
+    /// Seconds each K block of block-scaled FP8 waits for an m64 row
+    /// block's wgmma group to complete before promoting it, whatever the
+    /// tile's width: the promotion reads the group's partial sums, so the
+    /// wait is serial, and a warpgroup that holds two row blocks waits for
+    /// each in turn.
     pub promotion_wait_s: f64,
     /// Seconds from a TMA load's issue to its data in shared memory.
     pub load_latency_s: f64,
@@ -588,10 +590,11 @@ pub fn predict(problem: &Problem, machine: &Machine, throughput: &Throughput, ca
         Precision::Fp8BlockScaled => promotion * promotion_work(problem, c) * bm * bn / (SM_LANES * throughput.clock_hz),
     };
     // Every warpgroup on the tile waits for its own wgmma group at each K
-    // block (consumers sharing a tile take the same K block together).
+    // block (consumers sharing a tile take the same K block together), once
+    // for each m64 block of rows it holds: it promotes them one at a time.
     let promotion_wait = match problem.precision {
         Precision::Bf16 => 0.0,
-        Precision::Fp8BlockScaled => cal.promotion_wait_s,
+        Precision::Fp8BlockScaled => cal.promotion_wait_s * c.row_blocks_per_warpgroup() as f64,
     };
     let paired = promotes_in_pairs(problem, c);
     let compute_kb = k_block_compute(mma_kb, promotion_kb + promotion_wait, paired) + cal.k_block_overhead_s;
@@ -1138,6 +1141,32 @@ mod tests {
         let tall: Config = "256x16x128 stages=6 warps=12 ws2 persistent epilogue=global".parse().expect("a config");
         assert_eq!(promotion_work(&swapped, &tall), 1.75, "two row blocks share each column scale's read");
         assert_eq!(promotion_work(&fp8, &config), 1.0);
+    }
+
+    /// A block-scaled warpgroup waits for each m64 row block it holds: a
+    /// longer wait costs the one-warpgroup 128-row pipeline (two blocks)
+    /// twice what it costs the same tile over two consumers (one each), at
+    /// the same K blocks a CTA; BF16 waits for no promotion.
+    #[test]
+    fn each_row_block_a_warpgroup_holds_waits() {
+        let machine = Machine::of(&Target::H200);
+        let cal = crate::cost_model::calibration::H200;
+        let longer = Calibration { promotion_wait_s: cal.promotion_wait_s + 1e-6, ..cal };
+        let fp8 = Problem { precision: Precision::Fp8BlockScaled, b_scale_rows: Some(3), ..bf16(4, 5120, 6912) }.swapped();
+        let mma_growth = |problem: &Problem, config: &str| {
+            let config: Config = config.parse().expect("a config");
+            let at = |cal: &Calibration| predict(problem, &machine, &h200(), cal, &figures(problem, &machine, config)).mma;
+            at(&longer) - at(&cal)
+        };
+        let one_warpgroup = mma_growth(&fp8, "128x16x128 stages=8 warps=4 pipeline epilogue=global splits=2");
+        let two_consumers = mma_growth(&fp8, "128x16x128 stages=8 warps=12 ws2 epilogue=global splits=2 split_reduce=workspace");
+        assert!(two_consumers > 0.0);
+        assert!((one_warpgroup / two_consumers - 2.0).abs() < 1e-6, "{one_warpgroup} s against {two_consumers} s");
+        assert_eq!(mma_growth(&bf16(4, 5120, 6912).swapped(), "128x16x64 stages=8 warps=4 pipeline epilogue=global splits=2"), 0.0);
+        let rows = |config: &str| config.parse::<Config>().expect("a config").row_blocks_per_warpgroup();
+        assert_eq!((rows("64x16x128 stages=8 warps=4 pipeline"), rows("128x16x128 stages=8 warps=4 pipeline")), (1, 2));
+        assert_eq!((rows("128x176x128 stages=4 warps=12 ws2 persistent"), rows("256x128x128 stages=3 warps=12 ws2 persistent")), (1, 2));
+        assert_eq!(rows("128x128x64 stages=4 warps=8 pipeline"), 1, "two warpgroups of one plain pipeline");
     }
 
     /// Added in shares, a tile's splits each read a share of every slot

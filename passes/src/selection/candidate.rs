@@ -345,6 +345,15 @@ impl Config {
             Schedule::ColumnHalves => 2,
         }
     }
+
+    /// The m64 blocks of rows each warpgroup of the tile holds: the tile's
+    /// rows over the warpgroups that split them (consumers sharing each
+    /// tile's columns each hold all of its rows). A block-scaled tile's
+    /// warpgroup waits for and promotes its blocks one at a time.
+    pub fn row_blocks_per_warpgroup(&self) -> i64 {
+        let splitting_rows = if self.schedule == Schedule::ColumnHalves { 1 } else { self.tile_warpgroups() };
+        (self.block_m / (64 * splitting_rows)).max(1)
+    }
 }
 
 /// A configuration with the figures that ranked it.

@@ -29,9 +29,9 @@ pub(super) fn promotes_by_row_blocks(c: &Config) -> bool {
 /// more than [`ROW_BLOCK_REGISTERS`]. 256x112 and 256x128 over two
 /// consumers assemble without spills (each row block's wgmma takes the
 /// registers of the block promoted before it), but ran slower than the
-/// picks at M = 4096, and the cost model, which does not weigh the blocks'
-/// promotions in series, predicts them faster
-/// (measured: docs/evidence.md, selection/tiles.rs, weighs_row_blocks).
+/// picks at M = 4096 (measured: docs/evidence.md, selection/tiles.rs,
+/// weighs_row_blocks); the cost model, which charges each row block's
+/// wait, predicts them slower too.
 pub(super) fn weighs_row_blocks(pins: &Pins, registers: AccumulatorRegisters) -> bool {
     let one_row_block = registers.partial() == registers.running;
     pins.block_m.is_some() || one_row_block || registers.total <= ROW_BLOCK_REGISTERS
