@@ -175,7 +175,7 @@ def rows():
         ("BF16 decode sizes, M 1 to 16 (`draw-shapes.py --decode --seed 4`, 24 shapes), vs the faster of cuBLAS and cuBLASLt", summary(bf16("decode")), COST_MODEL),
         ("FP8 block-scaled, the same decode sizes, vs cuBLASLt per-tensor FP8", summary(fp8("decode", "per-tensor")) if fp8("decode", "per-tensor") else "not judged: the current picks were not timed", COST_MODEL),
         (f"the same against cuBLASLt block-scaled, on the {len(fp8('decode', 'block-scaled'))} of them it runs (it refuses the rest)", summary(fp8("decode", "block-scaled")), "same"),
-        ("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 131`, drawn before the wait for each row block; the 4 picks it moved timed again), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED131, "bf16", "fresh-decode-seed131", "cublas")), FRESH_DECODE_SEED131),
+        ("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 131`, drawn before the wait for each row block; the 4 FP8 picks it moved timed again), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED131, "bf16", "fresh-decode-seed131", "cublas")), FRESH_DECODE_SEED131),
         ("FP8 block-scaled, the same 30, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_DECODE_SEED131, "fresh-decode-seed131"), "same"),
         ("BF16 GEMM + bias + GELU (`examples/gemm_bias_gelu.tile`), the 20 benchmark shapes, vs cuBLASLt `GELU_BIAS`", summary(bench(EPILOGUE + "bias-gelu-picks.json", "cublaslt-gelu-bias", pick)), EPILOGUE + "bias-gelu-picks.json"),
         ("the same against the plain BF16 pick (its time over the fused one's, runs back to back)", summary(fused_vs_plain, ["4096x4096x4096", "8192x8192x8192"]), EPILOGUE + "fused-vs-plain.json"),
@@ -211,9 +211,9 @@ def fresh_rows():
         (f"FP8 block-scaled, the {len(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'per-tensor'))} of the same shapes timed before two calls' limits, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED87, "fresh-seed87"), "same"),
         ("BF16, 30 fresh shapes (`draw-shapes.py --seed 90`, drawn after the cluster hand-over term; the first-wave L2 merging term moved none of their picks), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED90, "bf16", "fresh-seed90", "cublas")), FRESH_SEED90),
         ("FP8 block-scaled, the same 30 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED90, "fresh-seed90"), "same"),
-        ("BF16, 60 fresh decode sizes (`draw-shapes.py --decode --seed 21`, drawn after the cluster hand-over term; the first-wave L2 merging term moved none of their picks, the wait for each row block 7, timed again), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED21, "bf16", "fresh-decode-seed21", "cublas")), FRESH_DECODE_SEED21),
+        ("BF16, 60 fresh decode sizes (`draw-shapes.py --decode --seed 21`, drawn after the cluster hand-over term; the first-wave L2 merging term moved none of their picks, the wait for each row block 7 FP8 picks, timed again), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED21, "bf16", "fresh-decode-seed21", "cublas")), FRESH_DECODE_SEED21),
         ("FP8 block-scaled, the same 60, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_DECODE_SEED21, "fresh-decode-seed21"), "same"),
-        ("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 97`, drawn after the first-wave L2 merging term; the 5 picks the wait for each row block moved timed again), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED97, "bf16", "fresh-decode-seed97", "cublas")), FRESH_DECODE_SEED97),
+        ("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 97`, drawn after the first-wave L2 merging term; the 5 FP8 picks the wait for each row block moved timed again), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED97, "bf16", "fresh-decode-seed97", "cublas")), FRESH_DECODE_SEED97),
         ("FP8 block-scaled, the same 30, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_DECODE_SEED97, "fresh-decode-seed97"), "same"),
     ]
 
