@@ -140,6 +140,15 @@ def fp8_fresh(path, group):
             + f"; {geomean(list(blocks.values())):.3f} of cuBLASLt block-scaled on the {len(blocks)} it runs")
 
 
+def fresh_draw(bf16_label, fp8_label, path, group):
+    """A draw's two rows: its BF16 picks against the faster of cuBLAS and cuBLASLt, its FP8
+    picks against cuBLASLt's per-tensor FP8 (and block-scaled FP8 where that one runs)."""
+    return [
+        (f"{bf16_label}, vs the faster of cuBLAS and cuBLASLt", summary(judged(path, "bf16", group, "cublas")), path),
+        (f"{fp8_label}, vs cuBLASLt per-tensor FP8", fp8_fresh(path, group), "same"),
+    ]
+
+
 def summary(ratios, named=()):
     """`G, lowest L (shape)` and `(S: r, ...)` for the shapes named; one shape's ratio alone."""
     if not ratios:
@@ -165,8 +174,7 @@ def rows():
     pick = lambda name: name.endswith("_r1")
     return [
         ("BF16, 60 validation shapes (`draw-shapes.py --seed 2`), vs the faster of cuBLAS and cuBLASLt", summary(bf16("validation")), COST_MODEL),
-        ("BF16, 30 fresh shapes (`draw-shapes.py --seed 97`, drawn after the first-wave L2 merging term; the earlier draws: docs/cost-model.md, \"Fresh draws\"), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED97, "bf16", "fresh-seed97", "cublas")), FRESH_SEED97),
-        ("FP8 block-scaled, the same 30 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED97, "fresh-seed97"), "same"),
+        *fresh_draw("BF16, 30 fresh shapes (`draw-shapes.py --seed 97`, drawn after the first-wave L2 merging term; the earlier draws: docs/cost-model.md, \"Fresh draws\")", "FP8 block-scaled, the same 30 fresh shapes", FRESH_SEED97, "fresh-seed97"),
         ("BF16, the 20 benchmark shapes (DESIGN section 8)", summary(bf16("benchmark"), ["4096x4096x4096", "8192x8192x8192"]), COST_MODEL),
         ("BF16, deep K", summary(bf16("deep-k"), ["512x512x65536", "1024x1024x16384"]), "same"),
         ("FP8 block-scaled, the 20 benchmark shapes, vs cuBLASLt block-scaled", summary(fp8("benchmark", "block-scaled")) + f"; {geomean(list(fp8('benchmark', 'per-tensor').values())):.3f} of per-tensor FP8", COST_MODEL),
@@ -175,8 +183,7 @@ def rows():
         ("BF16 decode sizes, M 1 to 16 (`draw-shapes.py --decode --seed 4`, 24 shapes), vs the faster of cuBLAS and cuBLASLt", summary(bf16("decode")), COST_MODEL),
         ("FP8 block-scaled, the same decode sizes, vs cuBLASLt per-tensor FP8", summary(fp8("decode", "per-tensor")) if fp8("decode", "per-tensor") else "not judged: the current picks were not timed", COST_MODEL),
         (f"the same against cuBLASLt block-scaled, on the {len(fp8('decode', 'block-scaled'))} of them it runs (it refuses the rest)", summary(fp8("decode", "block-scaled")), "same"),
-        ("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 131`, drawn before the wait for each row block; the 4 FP8 picks it moved timed again), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED131, "bf16", "fresh-decode-seed131", "cublas")), FRESH_DECODE_SEED131),
-        ("FP8 block-scaled, the same 30, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_DECODE_SEED131, "fresh-decode-seed131"), "same"),
+        *fresh_draw("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 131`, drawn before the wait for each row block; the 4 FP8 picks it moved timed again)", "FP8 block-scaled, the same 30", FRESH_DECODE_SEED131, "fresh-decode-seed131"),
         ("BF16 GEMM + bias + GELU (`examples/gemm_bias_gelu.tile`), the 20 benchmark shapes, vs cuBLASLt `GELU_BIAS`", summary(bench(EPILOGUE + "bias-gelu-picks.json", "cublaslt-gelu-bias", pick)), EPILOGUE + "bias-gelu-picks.json"),
         ("the same against the plain BF16 pick (its time over the fused one's, runs back to back)", summary(fused_vs_plain, ["4096x4096x4096", "8192x8192x8192"]), EPILOGUE + "fused-vs-plain.json"),
         ("BF16 GEMM + residual (`examples/gemm_residual.tile`), the 20 shapes, vs cuBLASLt's `beta C`", summary(bench(EPILOGUE + "residual-picks.json", "cublaslt-residual", pick)), EPILOGUE + "residual-picks.json"),
@@ -197,24 +204,15 @@ def fresh_rows():
     """The sets drawn fresh after earlier batches, each judged with the picks it was last timed with."""
     return [
         ("BF16, 60 fresh shapes (`draw-shapes.py --seed 9`, drawn after the model was fitted; the four picks later changes moved, timed again beside the old), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_BF16, "bf16", "fresh-seed9", "cublas")), FRESH_BF16),
-        ("BF16, 40 fresh shapes (`draw-shapes.py --seed 14`; its lowest shapes were studied for the latest changes), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED14, "bf16", "fresh-seed14", "cublas")), FRESH_SEED14),
-        ("FP8 block-scaled, the same 40 shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED14, "fresh-seed14"), "same"),
-        ("BF16, 40 fresh shapes (`draw-shapes.py --seed 15`, drawn before clusters of four, which moved none of their picks), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_LATEST, "bf16", "fresh-seed15", "cublas")), FRESH_LATEST),
-        ("FP8 block-scaled, the same 40 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_LATEST, "fresh-seed15"), "same"),
-        ("BF16, 40 more fresh shapes (`draw-shapes.py --seed 16`, drawn before clusters of four, which moved none of their picks), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED16, "bf16", "fresh-seed16", "cublas")), FRESH_SEED16),
-        ("FP8 block-scaled, the same 40 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED16, "fresh-seed16"), "same"),
-        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 33`, drawn after clusters of four), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED33, "bf16", "fresh-seed33", "cublas")), FRESH_SEED33),
-        ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED33, "fresh-seed33"), "same"),
-        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 51`, drawn after barrier waits as loops and chunked epilogues of 64-byte swizzled rows), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED51, "bf16", "fresh-seed51", "cublas")), FRESH_SEED51),
-        ("FP8 block-scaled, the same 24 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED51, "fresh-seed51"), "same"),
-        ("BF16, 24 fresh shapes (`draw-shapes.py --seed 87`, drawn after tail descriptors and paired promotions), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED87, "bf16", "fresh-seed87", "cublas")), FRESH_SEED87),
-        (f"FP8 block-scaled, the {len(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'per-tensor'))} of the same shapes timed before two calls' limits, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED87, "fresh-seed87"), "same"),
-        ("BF16, 30 fresh shapes (`draw-shapes.py --seed 90`, drawn after the cluster hand-over term; the first-wave L2 merging term moved none of their picks), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_SEED90, "bf16", "fresh-seed90", "cublas")), FRESH_SEED90),
-        ("FP8 block-scaled, the same 30 fresh shapes, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_SEED90, "fresh-seed90"), "same"),
-        ("BF16, 60 fresh decode sizes (`draw-shapes.py --decode --seed 21`, drawn after the cluster hand-over term; the first-wave L2 merging term moved none of their picks, the wait for each row block 7 FP8 picks, timed again), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED21, "bf16", "fresh-decode-seed21", "cublas")), FRESH_DECODE_SEED21),
-        ("FP8 block-scaled, the same 60, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_DECODE_SEED21, "fresh-decode-seed21"), "same"),
-        ("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 97`, drawn after the first-wave L2 merging term; the 5 FP8 picks the wait for each row block moved timed again), vs the faster of cuBLAS and cuBLASLt", summary(judged(FRESH_DECODE_SEED97, "bf16", "fresh-decode-seed97", "cublas")), FRESH_DECODE_SEED97),
-        ("FP8 block-scaled, the same 30, vs cuBLASLt per-tensor FP8", fp8_fresh(FRESH_DECODE_SEED97, "fresh-decode-seed97"), "same"),
+        *fresh_draw("BF16, 40 fresh shapes (`draw-shapes.py --seed 14`; its lowest shapes were studied for the latest changes)", "FP8 block-scaled, the same 40 shapes", FRESH_SEED14, "fresh-seed14"),
+        *fresh_draw("BF16, 40 fresh shapes (`draw-shapes.py --seed 15`, drawn before clusters of four, which moved none of their picks)", "FP8 block-scaled, the same 40 fresh shapes", FRESH_LATEST, "fresh-seed15"),
+        *fresh_draw("BF16, 40 more fresh shapes (`draw-shapes.py --seed 16`, drawn before clusters of four, which moved none of their picks)", "FP8 block-scaled, the same 40 fresh shapes", FRESH_SEED16, "fresh-seed16"),
+        *fresh_draw("BF16, 24 fresh shapes (`draw-shapes.py --seed 33`, drawn after clusters of four)", "FP8 block-scaled, the same 24 fresh shapes", FRESH_SEED33, "fresh-seed33"),
+        *fresh_draw("BF16, 24 fresh shapes (`draw-shapes.py --seed 51`, drawn after barrier waits as loops and chunked epilogues of 64-byte swizzled rows)", "FP8 block-scaled, the same 24 fresh shapes", FRESH_SEED51, "fresh-seed51"),
+        *fresh_draw("BF16, 24 fresh shapes (`draw-shapes.py --seed 87`, drawn after tail descriptors and paired promotions)", f"FP8 block-scaled, the {len(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'per-tensor'))} of the same shapes timed before two calls' limits", FRESH_SEED87, "fresh-seed87"),
+        *fresh_draw("BF16, 30 fresh shapes (`draw-shapes.py --seed 90`, drawn after the cluster hand-over term; the first-wave L2 merging term moved none of their picks)", "FP8 block-scaled, the same 30 fresh shapes", FRESH_SEED90, "fresh-seed90"),
+        *fresh_draw("BF16, 60 fresh decode sizes (`draw-shapes.py --decode --seed 21`, drawn after the cluster hand-over term; the first-wave L2 merging term moved none of their picks, the wait for each row block 7 FP8 picks, timed again)", "FP8 block-scaled, the same 60", FRESH_DECODE_SEED21, "fresh-decode-seed21"),
+        *fresh_draw("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 97`, drawn after the first-wave L2 merging term; the 5 FP8 picks the wait for each row block moved timed again)", "FP8 block-scaled, the same 30", FRESH_DECODE_SEED97, "fresh-decode-seed97"),
     ]
 
 
