@@ -31,10 +31,12 @@ FRESH_SEED33 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed33.j
 FRESH_SEED51 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed51.json"
 FRESH_SEED87 = "docs/benchmarks/cost-model/2026-12-01-h200-judged-fresh-seed87.json"
 FRESH_DECODE_SEED21 = "docs/benchmarks/cost-model/2026-12-02-h200-judged-fresh-decode-seed21-row-block-waits.json"
-FRESH_SEED90 = "docs/benchmarks/cost-model/2026-12-02-h200-judged-fresh-seed90-l2-merged.json"
+FRESH_SEED90 = "docs/benchmarks/cost-model/2026-12-02-h200-judged-fresh-seed90-cluster-floor.json"
 FRESH_SEED97 = "docs/benchmarks/cost-model/2026-12-02-h200-judged-fresh-seed97.json"
 FRESH_DECODE_SEED97 = "docs/benchmarks/cost-model/2026-12-02-h200-judged-fresh-decode-seed97-row-block-waits.json"
 FRESH_DECODE_SEED131 = "docs/benchmarks/cost-model/2026-12-02-h200-judged-fresh-decode-seed131-row-block-waits.json"
+FRESH_SEED98 = "docs/benchmarks/cost-model/2026-12-02-h200-judged-fresh-seed98-cluster-floor.json"
+FRESH_DECODE_SEED133 = "docs/benchmarks/cost-model/2026-12-02-h200-judged-fresh-decode-seed133.json"
 EPILOGUE = "docs/benchmarks/epilogue/2026-11-29-h200-"
 QUANTIZE = "docs/benchmarks/epilogue/2026-11-30-h200-fp8-quantize-picks.json"
 GROUPED = "docs/benchmarks/checks/2026-12-01-h200-grouped-stream-k.json"
@@ -174,7 +176,7 @@ def rows():
     pick = lambda name: name.endswith("_r1")
     return [
         ("BF16, 60 validation shapes (`draw-shapes.py --seed 2`), vs the faster of cuBLAS and cuBLASLt", summary(bf16("validation")), COST_MODEL),
-        *fresh_draw("BF16, 30 fresh shapes (`draw-shapes.py --seed 97`, drawn after the first-wave L2 merging term; the earlier draws: docs/cost-model.md, \"Fresh draws\")", "FP8 block-scaled, the same 30 fresh shapes", FRESH_SEED97, "fresh-seed97"),
+        *fresh_draw("BF16, 30 fresh shapes (`draw-shapes.py --seed 98`, drawn after the wait for each row block; the one pick the one-wave cluster floor moved timed again; the earlier draws: docs/cost-model.md, \"Fresh draws\")", "FP8 block-scaled, the same 30 fresh shapes", FRESH_SEED98, "fresh-seed98"),
         ("BF16, the 20 benchmark shapes (DESIGN section 8)", summary(bf16("benchmark"), ["4096x4096x4096", "8192x8192x8192"]), COST_MODEL),
         ("BF16, deep K", summary(bf16("deep-k"), ["512x512x65536", "1024x1024x16384"]), "same"),
         ("FP8 block-scaled, the 20 benchmark shapes, vs cuBLASLt block-scaled", summary(fp8("benchmark", "block-scaled")) + f"; {geomean(list(fp8('benchmark', 'per-tensor').values())):.3f} of per-tensor FP8", COST_MODEL),
@@ -183,7 +185,7 @@ def rows():
         ("BF16 decode sizes, M 1 to 16 (`draw-shapes.py --decode --seed 4`, 24 shapes), vs the faster of cuBLAS and cuBLASLt", summary(bf16("decode")), COST_MODEL),
         ("FP8 block-scaled, the same decode sizes, vs cuBLASLt per-tensor FP8", summary(fp8("decode", "per-tensor")) if fp8("decode", "per-tensor") else "not judged: the current picks were not timed", COST_MODEL),
         (f"the same against cuBLASLt block-scaled, on the {len(fp8('decode', 'block-scaled'))} of them it runs (it refuses the rest)", summary(fp8("decode", "block-scaled")), "same"),
-        *fresh_draw("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 131`, drawn before the wait for each row block; the 4 FP8 picks it moved timed again)", "FP8 block-scaled, the same 30", FRESH_DECODE_SEED131, "fresh-decode-seed131"),
+        *fresh_draw("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 133`, drawn after the wait for each row block)", "FP8 block-scaled, the same 30", FRESH_DECODE_SEED133, "fresh-decode-seed133"),
         ("BF16 GEMM + bias + GELU (`examples/gemm_bias_gelu.tile`), the 20 benchmark shapes, vs cuBLASLt `GELU_BIAS`", summary(bench(EPILOGUE + "bias-gelu-picks.json", "cublaslt-gelu-bias", pick)), EPILOGUE + "bias-gelu-picks.json"),
         ("the same against the plain BF16 pick (its time over the fused one's, runs back to back)", summary(fused_vs_plain, ["4096x4096x4096", "8192x8192x8192"]), EPILOGUE + "fused-vs-plain.json"),
         ("BF16 GEMM + residual (`examples/gemm_residual.tile`), the 20 shapes, vs cuBLASLt's `beta C`", summary(bench(EPILOGUE + "residual-picks.json", "cublaslt-residual", pick)), EPILOGUE + "residual-picks.json"),
@@ -210,9 +212,11 @@ def fresh_rows():
         *fresh_draw("BF16, 24 fresh shapes (`draw-shapes.py --seed 33`, drawn after clusters of four)", "FP8 block-scaled, the same 24 fresh shapes", FRESH_SEED33, "fresh-seed33"),
         *fresh_draw("BF16, 24 fresh shapes (`draw-shapes.py --seed 51`, drawn after barrier waits as loops and chunked epilogues of 64-byte swizzled rows)", "FP8 block-scaled, the same 24 fresh shapes", FRESH_SEED51, "fresh-seed51"),
         *fresh_draw("BF16, 24 fresh shapes (`draw-shapes.py --seed 87`, drawn after tail descriptors and paired promotions)", f"FP8 block-scaled, the {len(judged(FRESH_SEED87, 'fp8', 'fresh-seed87', 'per-tensor'))} of the same shapes timed before two calls' limits", FRESH_SEED87, "fresh-seed87"),
-        *fresh_draw("BF16, 30 fresh shapes (`draw-shapes.py --seed 90`, drawn after the cluster hand-over term; the first-wave L2 merging term moved none of their picks)", "FP8 block-scaled, the same 30 fresh shapes", FRESH_SEED90, "fresh-seed90"),
+        *fresh_draw("BF16, 30 fresh shapes (`draw-shapes.py --seed 90`, drawn after the cluster hand-over term; the first-wave L2 merging term moved none of their picks, the one-wave cluster floor one BF16 pick, timed again)", "FP8 block-scaled, the same 30 fresh shapes", FRESH_SEED90, "fresh-seed90"),
         *fresh_draw("BF16, 60 fresh decode sizes (`draw-shapes.py --decode --seed 21`, drawn after the cluster hand-over term; the first-wave L2 merging term moved none of their picks, the wait for each row block 7 FP8 picks, timed again)", "FP8 block-scaled, the same 60", FRESH_DECODE_SEED21, "fresh-decode-seed21"),
         *fresh_draw("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 97`, drawn after the first-wave L2 merging term; the 5 FP8 picks the wait for each row block moved timed again)", "FP8 block-scaled, the same 30", FRESH_DECODE_SEED97, "fresh-decode-seed97"),
+        *fresh_draw("BF16, 30 fresh shapes (`draw-shapes.py --seed 97`, drawn after the first-wave L2 merging term; no later change moved their picks)", "FP8 block-scaled, the same 30 fresh shapes", FRESH_SEED97, "fresh-seed97"),
+        *fresh_draw("BF16, 30 fresh decode sizes (`draw-shapes.py --decode --seed 131`, drawn before the wait for each row block; the 4 FP8 picks it moved timed again)", "FP8 block-scaled, the same 30", FRESH_DECODE_SEED131, "fresh-decode-seed131"),
     ]
 
 

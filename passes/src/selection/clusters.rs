@@ -72,6 +72,18 @@ pub(super) fn prefers_clusters(problem: &Problem, machine: &Machine, best: &Cand
 /// 1818x1176x21728; they are not weighed.
 const ONE_WAVE_CLUSTER_CTAS: [i64; 2] = [2, 4];
 
+/// The fewest K blocks over which config selection weighs a BF16 kernel
+/// of one wave in clusters. Multicast saves L2 reads in proportion to the
+/// K loop, but a pair runs its stages in lockstep: beside their unclustered
+/// twins, BF16 one-wave pairs under two consumers lost at the nine shapes
+/// of 6 to 73 K blocks measured (190x7296x1856 0.77x) and won at three of
+/// the four of 340 to 759 K blocks (2174x1344x48576 1.34x); none was
+/// measured between. FP8's block-scaled K blocks, twice the bytes and with
+/// a promotion each, won in pairs at 13 and 45 K blocks as well as over
+/// deep ones, so it has no such floor (measured: docs/evidence.md,
+/// selection/clusters.rs, one-wave clusters).
+const BF16_ONE_WAVE_CLUSTER_K_BLOCKS: i64 = 128;
+
 /// The cluster sizes config selection weighs for a K split through the
 /// workspace: pairs only. In clusters of four, splits over grid z that the
 /// model predicted faster ran at 0.49 to 0.73 of the picks they replaced
@@ -93,10 +105,11 @@ const SPLIT_CLUSTER_CTAS: [i64; 1] = [2];
 /// - an unsplit kernel whose tiles fit one wave under two consumers, which
 ///   `cluster_for` pairs only over several waves: each tile reads its
 ///   operands' whole K loops through L2. Such kernels ran faster in
-///   clusters; those of one consumer, whose 64-row tiles take a K block in
-///   half the time, slower on balance (measured: docs/evidence.md,
-///   selection/clusters.rs, one-wave clusters), in pairs and fours
-///   (`ONE_WAVE_CLUSTER_CTAS`).
+///   clusters over a deep K (BF16's, at least
+///   `BF16_ONE_WAVE_CLUSTER_K_BLOCKS`); those of one consumer, whose
+///   64-row tiles take a K block in half the time, slower on balance
+///   (measured: docs/evidence.md, selection/clusters.rs, one-wave
+///   clusters), in pairs and fours (`ONE_WAVE_CLUSTER_CTAS`).
 ///
 /// Not for consumers sharing a tile's columns (unmeasured in clusters),
 /// stream-K, nor under a cluster pin.
@@ -104,7 +117,8 @@ pub fn clustered_alternatives(problem: &Problem, machine: &Machine, pins: &Pins,
     let c = &candidate.config;
     let free = l2_bound && pins.cluster.is_none() && c.cluster == Along::None && c.schedule != Schedule::ColumnHalves && c.stream_k.is_none();
     let block_scaled_split = c.splits > 1 && problem.precision == Precision::Fp8BlockScaled && c.split_reduce.through_workspace();
-    let one_wave = c.splits == 1 && candidate.tiles <= machine.sms && c.schedule == (Schedule::WarpSpecialized { consumers: 2 });
+    let deep_enough = problem.precision != Precision::Bf16 || problem.k_blocks() >= BF16_ONE_WAVE_CLUSTER_K_BLOCKS;
+    let one_wave = c.splits == 1 && candidate.tiles <= machine.sms && c.schedule == (Schedule::WarpSpecialized { consumers: 2 }) && deep_enough;
     let along = pair_direction(problem, c);
     if !free || !(block_scaled_split || one_wave) || along == Along::None {
         return Vec::new();
@@ -199,6 +213,17 @@ mod tests {
         // 4096x4096 in 128x160 tiles: 832, several waves (`cluster_for`'s).
         let many = bf16(4096, 4096, 4096);
         assert!(clustered(&many, &Pins::default(), &kernel(&many, (128, 160), 2), true).is_empty(), "several waves");
+        // A BF16 K loop shorter than the floor (1856 / 64 = 29 K blocks) is
+        // not weighed in clusters; one at the floor is; block-scaled FP8's
+        // is at any depth.
+        let k_of = |k_blocks: i64| Problem { k: 64 * k_blocks, ..p };
+        let shallow = k_of(29);
+        assert!(clustered(&shallow, &Pins::default(), &kernel(&shallow, (128, 160), 2), true).is_empty(), "shallow BF16 K");
+        let floor = k_of(BF16_ONE_WAVE_CLUSTER_K_BLOCKS);
+        assert_eq!(clustered(&floor, &Pins::default(), &kernel(&floor, (128, 160), 2), true).len(), 2, "BF16 K at the floor");
+        let scaled = Problem { b_scale_rows: Some(10), ..fp8(1818, 1176, 1856) };
+        let fp8_kernel = crate::selection::figures(&scaled, &Machine::H100, Config { block_k: 128, ..kernel(&scaled, (128, 160), 2).config });
+        assert!(!clustered(&scaled, &Pins::default(), &fp8_kernel, true).is_empty(), "shallow FP8 K");
     }
 
     #[test]
