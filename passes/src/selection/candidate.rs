@@ -443,6 +443,7 @@ impl std::str::FromStr for Config {
         for word in words {
             let (key, value) = word.split_once('=').unwrap_or((word, ""));
             let int = || value.parse::<i64>().map_err(|_| bad(&format!("'{key}' takes a number, found '{value}'")));
+            let unknown = || bad(&format!("unknown word '{word}'"));
             match key {
                 "swapped" => config.swap_operands = true,
                 "stages" => config.stages = int()?,
@@ -454,7 +455,7 @@ impl std::str::FromStr for Config {
                 "epilogue" if value == "tma" || value == "global" => tma = value == "tma",
                 "epilogue_cols" => columns = Some(int()?),
                 "epilogue_deferred" => config.deferred_epilogue = true,
-                "scales" if Scales::from_word(value).is_some() => config.scales = Scales::from_word(value).expect("checked"),
+                "scales" => config.scales = Scales::from_word(value).ok_or_else(unknown)?,
                 "cluster" if Along::WORDS.contains(&value) => config.cluster = Along::parse(value),
                 "cluster_ctas" => config.cluster_ctas = int()?,
                 "splits" => config.splits = int()?,
@@ -462,7 +463,7 @@ impl std::str::FromStr for Config {
                 "grouped" => config.raster_group = int()?,
                 "stream_k" if PieceOrder::WORDS.contains(&value) => config.stream_k = Some(PieceOrder::parse(value)),
                 "l2_prefetch" => config.l2_prefetch = int()?,
-                _ => return Err(bad(&format!("unknown word '{word}'"))),
+                _ => return Err(unknown()),
             }
         }
         if config.stages < 1 || config.num_warps < 1 {
@@ -497,6 +498,7 @@ mod tests {
         assert!("64x16x64 swapped stages=8 warps=4 pipeline epilogue=global".parse::<Config>().is_ok_and(|c| c.swap_operands && c.block_n == 16));
         assert!("128x128 stages=4 warps=4".parse::<Config>().unwrap_err().contains("BMxBNxBK"));
         assert!("128x128x64 stages=4 warps=4 pipeline fast".parse::<Config>().unwrap_err().contains("unknown word 'fast'"));
+        assert!("128x128x128 stages=4 warps=4 pipeline scales=copied".parse::<Config>().unwrap_err().contains("unknown word 'scales=copied'"));
         assert!("128x128x64 pipeline".parse::<Config>().unwrap_err().contains("stages"));
         let four = "128x160x64 stages=5 warps=12 ws2 persistent epilogue=tma cluster=n cluster_ctas=4";
         assert_eq!(four.parse::<Config>().map(|c| (c.cluster, c.cluster_ctas, c.to_string())), Ok((Along::N, 4, four.to_string())));
