@@ -7,8 +7,8 @@
 //! warp, read from shared memory after the wait), or are copied a chunk of
 //! iterations at a time (resident: before the loop, and again at the start
 //! of each later chunk after a CTA barrier, every thread waiting for the
-//! chunk's copies), or, without `copy_scales`, are loaded into registers
-//! one iteration ahead.
+//! chunk's copies), or are loaded into registers one iteration ahead
+//! ([`ScaleCopies`]).
 
 use crate::analysis::dependence::BlockDependences;
 use crate::hopper::counting::{enclosing_loop, iterations_before, parity, trip_count, Counting};
@@ -34,12 +34,33 @@ struct LoopParts {
     load_slice: Vec<Op>,
 }
 
+/// How [`expand`] brings a block-scaled K loop's scales to its wgmma
+/// (`tile-pipeline`'s `scales`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaleCopies {
+    /// Into shared memory with each stage (`scales=staged`), where there
+    /// are scales.
+    WithStages,
+    /// Into registers one iteration ahead (`scales=prefetched`).
+    Registers,
+    /// Into shared memory a chunk of iterations at a time
+    /// (`scales=resident`).
+    Resident {
+        /// The iterations a chunk's scales cover.
+        chunk: i64,
+    },
+}
+
 /// Pipelines `for_op` by `schedule`. Iteration i waits on stage i mod N
 /// with parity (i / N) mod 2, and after a CTA barrier refills the stage the
 /// retired group read with iteration i + N - W, if there is one; after the
 /// loop one wait drains the last groups.
-pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSchedule, copy_scales: bool, resident_chunk: Option<i64>, column_major: &HashSet<Value>) -> Result<(), Diagnostic> {
-    let parts = analyse(body, for_op, copy_scales)?;
+pub fn expand(body: &mut Body, region: Region, for_op: For, schedule: &LoopSchedule, scales: ScaleCopies, column_major: &HashSet<Value>) -> Result<(), Diagnostic> {
+    let parts = analyse(body, for_op, scales != ScaleCopies::Registers)?;
+    let resident_chunk = match scales {
+        ScaleCopies::Resident { chunk } => Some(chunk),
+        ScaleCopies::WithStages | ScaleCopies::Registers => None,
+    };
     let stages = schedule.stages;
     let loc = body.ops[for_op.op()].loc.clone();
     if resident_chunk.is_some() && enclosing_loop(body, for_op.op()).is_some() {

@@ -23,7 +23,7 @@
 //! loops and checks its options.
 
 use crate::config::{in_option_range, ConfigEntries};
-use crate::hopper::expand::expand;
+use crate::hopper::expand::{expand, ScaleCopies};
 use crate::hopper::schedule::{staged_loop, LoopSchedule};
 use crate::hopper::staging::{column_major_tensors, record_given, resident_chunk, scale_form, scales_option, SCALES_OPTION};
 use crate::selection::{Scales, Schedule};
@@ -99,7 +99,11 @@ impl Pass for Pipeline {
     fn run(&mut self, func: &mut Function) -> Result<(), Diagnostic> {
         self.apply_config(func)?;
         let scales = scale_form(func, self.scales)?;
-        let resident = if scales == Scales::Resident { Some(resident_chunk(func)?) } else { None };
+        let copies = match scales {
+            Scales::Staged | Scales::None => ScaleCopies::WithStages,
+            Scales::Prefetched => ScaleCopies::Registers,
+            Scales::Resident => ScaleCopies::Resident { chunk: resident_chunk(func)? },
+        };
         record_given(func, (!self.from_config).then_some(self.stages), self.scales);
         let column_major = column_major_tensors(func);
         let loops: Vec<For> = func.body.walk_region(func.region).into_iter().filter_map(|op| staged_loop(&func.body, op)).collect();
@@ -112,7 +116,7 @@ impl Pass for Pipeline {
                 ));
             }
             let schedule = LoopSchedule::of_loop(&func.body, for_op, self.stages, self.wait_depth);
-            expand(&mut func.body, func.region, for_op, &schedule, scales != Scales::Prefetched, resident, &column_major)?;
+            expand(&mut func.body, func.region, for_op, &schedule, copies, &column_major)?;
         }
         Ok(())
     }
