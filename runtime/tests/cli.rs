@@ -68,6 +68,24 @@ fn usage_errors_exit_2_and_name_the_bad_argument() {
     assert!(stderr(&o).contains("M = 100 does not split into 2 ranks x 4 chunks"), "{}", stderr(&o));
 }
 
+/// tilec-gpu-test's default shapes are ones the artifact takes: a C stored by
+/// TMA (`tilec compile examples/gemm_bf16.tile` with
+/// `tile-lower-to-nv{epilogue=tma}`, 128x128 tiles) needs rows of a multiple
+/// of 16 bytes, so the default odd N rounds up, and the tool says so before
+/// it looks for a GPU; with shapes given, none is changed.
+#[test]
+fn default_shapes_fit_a_c_stored_by_tma() {
+    let tma_store = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gemm_tma_store");
+    let note = "C stored by TMA in rows of a multiple of 8 elements (16 bytes): default shapes with N rounded up to a multiple of 8";
+    let stdout = |o: &Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    let o = run(GPU_TEST, &[tma_store]);
+    assert!(stdout(&o).contains(note), "{}", stdout(&o));
+    let o = run(GPU_TEST, &[GEMM]);
+    assert!(!stdout(&o).contains("rounded up"), "{}", stdout(&o));
+    let o = run(GPU_TEST, &[tma_store, "--shapes", "129x264x192"]);
+    assert!(!stdout(&o).contains("rounded up"), "{}", stdout(&o));
+}
+
 #[test]
 fn unusable_inputs_exit_1() {
     let missing = concat!(env!("CARGO_TARGET_TMPDIR"), "/no-such-artifact");

@@ -69,7 +69,7 @@
 use clap::Parser;
 use half::bf16;
 use std::process::ExitCode;
-use tilec_runtime::artifact::{Artifact, DType, Dim, Manifest, Role};
+use tilec_runtime::artifact::{Artifact, DType, Dim, Manifest, Param, Role, TmaParam};
 use tilec_runtime::bench::Stats;
 use tilec_runtime::check::*;
 use tilec_cli::{CompletionArgs, EXIT_ERROR};
@@ -77,6 +77,14 @@ use tilec_runtime::*;
 
 const DEFAULT_SHAPES: &str = "128x128x64,128x128x4096,4096x4096x4096,1000x1000x2000,129x257x192";
 const CPU_REF_LIMIT: u64 = 1 << 27;
+
+/// The TMA descriptor through which the kernel addresses `tensor`, where it has one.
+fn stored_by_tma<'a>(manifest: &'a Manifest, tensor: &str) -> Option<&'a TmaParam> {
+    manifest.params.iter().find_map(|p| match p {
+        Param::Tma(t) if t.tensor == tensor => Some(t),
+        _ => None,
+    })
+}
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
@@ -226,12 +234,24 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    // A gated epilogue's N interleaves whole runs of its parts: the default shapes' N round up to them.
-    if let Some(g) = GemmSpec::from_manifest(&artifact.manifest).ok().and_then(|s| s.gated) {
-        if parse_shapes(DEFAULT_SHAPES).is_ok_and(|d| d.0 == shapes) {
-            let whole = g.parts * g.block;
-            shapes = shapes.into_iter().map(|(m, n, k)| (m, n.div_ceil(whole) * whole, k)).collect();
-            println!("tilec-gpu-test: {} parts in runs of {}: default shapes with N rounded up to a multiple of {whole}", g.parts, g.block);
+    // The default shapes' N round up to what the artifact takes: a gated
+    // epilogue's N interleaves whole runs of its parts, and a C stored by
+    // TMA needs rows of a multiple of 16 bytes (the runtime refuses others).
+    if parse_shapes(DEFAULT_SHAPES).is_ok_and(|d| d.0 == shapes) {
+        let mut grain = 1;
+        let mut why = Vec::new();
+        if let Some(g) = GemmSpec::from_manifest(&artifact.manifest).ok().and_then(|s| s.gated) {
+            grain = g.parts * g.block;
+            why.push(format!("{} parts in runs of {}", g.parts, g.block));
+        }
+        if let Some(c) = stored_by_tma(&artifact.manifest, "C") {
+            let row = (16 / c.dtype.size_bytes()) as u64;
+            grain = (1..=row).map(|i| grain * i).find(|g| g % row == 0).expect("grain * row is a multiple of row");
+            why.push(format!("C stored by TMA in rows of a multiple of {row} elements (16 bytes)"));
+        }
+        if grain > 1 {
+            shapes = shapes.into_iter().map(|(m, n, k)| (m, n.div_ceil(grain) * grain, k)).collect();
+            println!("tilec-gpu-test: {}: default shapes with N rounded up to a multiple of {grain}", why.join(", "));
         }
     }
     if cli.streams.is_some() {
